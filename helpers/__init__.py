@@ -1,0 +1,23 @@
+"""helpers: the small library behind the Tensor Core course's notebooks.
+
+One job per module:
+  device    which backend runs (GPU through CuPy, or CPU emulation), GPU facts and peak rates
+  compile   finding CUDA headers, compiling kernels/*.cu with NVRTC, compute-capability gates
+  launch    validating inputs and launching the course kernels (or their emulation)
+  numerics  formats, float64 reference, error measures, the tolerance formula
+  emulate   numpy reproductions of each kernel's arithmetic (the CPU backend)
+  timing    CUDA-event benchmarking with cold L2
+  cublas    cuBLAS baselines (FP32, TF32, FP16 with FP32 or FP16 accumulation)
+  results   recorded GPU measurements in results/
+  plots     the shared matplotlib figures
+  record    `make record`
+"""
+from . import compile, cublas, device, display, emulate, exercises, launch, numerics, plots, results, timing  # noqa: F401,E501
+from .device import backend, summary
+from .errors import (ArchitectureError, CourseError, HeaderNotFoundError, InputError,  # noqa: F401
+                     KernelCompileError, NoGPUError, ResultsError)
+from .launch import KERNELS, gemm, gemm_fp32, wmma_fp16acc, wmma_gemm_naive, wmma_mixed  # noqa: F401
+from .numerics import check_gemm, random_matrix, tolerance  # noqa: F401
+
+__all__ = ["backend", "summary", "gemm", "gemm_fp32", "wmma_gemm_naive", "wmma_mixed", "wmma_fp16acc",
+           "check_gemm", "random_matrix", "tolerance", "KERNELS"]

@@ -1,0 +1,138 @@
+"""Compile the course's .cu files with NVRTC (through CuPy) and hand out kernels.
+
+WMMA code includes <mma.h>, which includes <crt/mma.h>. CuPy's NVRTC finds its
+own headers but not always crt/: we look for a CUDA include directory that has
+them (``find_cuda_include_dirs``) and pass it with -I. Each file is compiled
+once per process and per option set; kernels are gated by compute capability.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import site
+import sys
+from pathlib import Path
+
+from .errors import ArchitectureError, HeaderNotFoundError, KernelCompileError
+
+KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
+
+# The headers the course's kernels include (directly or through mma.h).
+REQUIRED_HEADERS = ("mma.h", "crt/mma.h", "cuda_fp16.h", "cuda_bf16.h")
+
+HEADER_FIX = (
+    "install CUDA headers that match your CuPy: for CUDA 13, `pip install nvidia-cuda-runtime "
+    "nvidia-cuda-crt`; for CUDA 12, `pip install nvidia-cuda-runtime-cu12 nvidia-cuda-nvcc-cu12`; "
+    "or install the CUDA toolkit and set CUDA_PATH to it (e.g. export CUDA_PATH=/usr/local/cuda)."
+)
+
+
+def _site_dirs() -> list[str]:
+    dirs = []
+    try:
+        dirs += site.getsitepackages()
+    except AttributeError:  # some virtualenvs
+        pass
+    try:
+        dirs.append(site.getusersitepackages())
+    except AttributeError:
+        pass
+    dirs += [p for p in sys.path if p.endswith("site-packages")]
+    return list(dict.fromkeys(dirs))
+
+
+def candidate_include_dirs(env=None, which=shutil.which, site_dirs=None) -> list[tuple[Path, str]]:
+    """Where CUDA headers may live, in the order they are tried, each with where it came from."""
+    env = os.environ if env is None else env
+    site_dirs = _site_dirs() if site_dirs is None else site_dirs
+    out: list[tuple[Path, str]] = []
+    for var in ("CUDA_PATH", "CUDA_HOME"):
+        if env.get(var):
+            out.append((Path(env[var]) / "include", f"${var}"))
+    nvcc = which("nvcc")
+    if nvcc:
+        for p in {Path(nvcc).parent, Path(os.path.realpath(nvcc)).parent}:
+            out.append((p.parent / "include", "next to nvcc"))
+    out.append((Path("/usr/local/cuda/include"), "/usr/local/cuda"))
+    for d in sorted(glob.glob("/usr/local/cuda-*/include"), reverse=True):
+        out.append((Path(d), "/usr/local/cuda-*"))
+    for sd in site_dirs:  # pip wheels: nvidia/cu13/include, nvidia/cuda_runtime/include, ...
+        for d in sorted(glob.glob(os.path.join(sd, "nvidia", "*", "include"))):
+            out.append((Path(d), "pip wheel"))
+    seen, uniq = set(), []
+    for p, why in out:
+        if p not in seen:
+            seen.add(p)
+            uniq.append((p, why))
+    return uniq
+
+
+def find_cuda_include_dirs(env=None, which=shutil.which, site_dirs=None,
+                           required=REQUIRED_HEADERS) -> list[Path]:
+    """Include directories that together provide every required header.
+
+    Each header is taken from the first candidate that has it (CUDA 12's pip
+    wheels split mma.h and crt/mma.h across two packages). Raises
+    HeaderNotFoundError naming the missing headers, the places searched and
+    what to install.
+    """
+    cands = candidate_include_dirs(env, which, site_dirs)
+    chosen: list[Path] = []
+    missing = []
+    for h in required:
+        hit = next((p for p, _ in cands if (p / h).is_file()), None)
+        if hit is None:
+            missing.append(h)
+        elif hit not in chosen:
+            chosen.append(hit)
+    if missing:
+        searched = "\n".join(f"  {p}  ({why})" for p, why in cands) or "  (nowhere: no candidates)"
+        raise HeaderNotFoundError(
+            f"CUDA headers needed by the kernels were not found: {', '.join(missing)}.\n"
+            f"Searched:\n{searched}", HEADER_FIX)
+    return chosen
+
+
+_MODULES: dict = {}
+
+
+def load_module(filename: str, options: tuple[str, ...] = (), source: str | None = None):
+    """Compile kernels/<filename> (or `source`) once per process; returns a cupy.RawModule."""
+    import cupy
+
+    from .device import require_gpu
+
+    require_gpu(f"compiling {filename}")
+    if source is None:
+        path = KERNEL_DIR / filename
+        if not path.is_file():
+            raise FileNotFoundError(f"no kernel file {path}")
+        source = path.read_text()
+    key = (filename, source, tuple(options))
+    if key in _MODULES:
+        return _MODULES[key]
+    opts = ("-std=c++17",) + tuple(f"-I{d}" for d in find_cuda_include_dirs()) + tuple(options)
+    mod = cupy.RawModule(code=source, options=opts, name_expressions=None)
+    try:
+        mod.compile()
+    except cupy.cuda.compiler.CompileException as exc:
+        raise KernelCompileError(f"NVRTC could not compile {filename}:\n{exc}",
+                                 "read the first error in the log above (file:line), fix the source "
+                                 "and run the cell again.") from None
+    _MODULES[key] = mod
+    return mod
+
+
+def get_kernel(filename: str, name: str, min_cc: tuple[int, int] = (0, 0), options: tuple[str, ...] = ()):
+    """The RawKernel `name` from kernels/<filename>, after checking the GPU is new enough."""
+    from .device import require_gpu
+
+    gpu = require_gpu(f"kernel {name}")
+    if gpu.cc < min_cc:
+        raise ArchitectureError(
+            f"kernel {name} needs compute capability {min_cc[0]}.{min_cc[1]} (sm_{min_cc[0]}{min_cc[1]}) "
+            f"or newer; this GPU, {gpu.name}, is {gpu.cc[0]}.{gpu.cc[1]}.",
+            "run this part on a newer GPU, or set COURSE_DEVICE=cpu to see the CPU emulation and the "
+            "recorded results instead.")
+    return load_module(filename, options).get_function(name)

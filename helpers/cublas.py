@@ -1,0 +1,92 @@
+"""cuBLAS baselines, the yardstick every kernel in the course is measured against.
+
+* ``cublas_fp32``: cupy.matmul on float32 with TF32 off (CUBLAS_COMPUTE_32F).
+* ``cublas_tf32``: the same product with CUBLAS_COMPUTE_32F_FAST_TF32, which is
+  what CuPy uses when CUPY_TF32=1 is set before its first float32 matmul.
+* ``cublas_fp16``: cupy.matmul on float16: FP16 inputs, FP32 accumulation
+  (CuPy always asks for CUBLAS_COMPUTE_32F), result rounded to FP16.
+* ``cublas_fp16_acc16``: cublasGemmEx with CUBLAS_COMPUTE_16F: FP16 accumulation.
+
+Row-major C = A B is computed as the column-major product C^T = B^T A^T, so no
+transposes are needed.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+# cuBLAS / CUDA enum values (cublas_api.h, library_types.h)
+CUBLAS_COMPUTE_16F = 64
+CUBLAS_COMPUTE_32F = 68
+CUBLAS_COMPUTE_32F_FAST_TF32 = 77
+CUDA_R_32F = 0
+CUDA_R_16F = 2
+CUBLAS_OP_N = 0
+CUBLAS_GEMM_DEFAULT = -1
+
+
+def gemm_ex(A, B, *, compute: int, out_dtype=None, C=None):
+    """C = A B (row-major CuPy arrays) through cublasGemmEx with the given compute type."""
+    import cupy
+    from cupy_backends.cuda.libs import cublas
+
+    types = {np.dtype(np.float32): CUDA_R_32F, np.dtype(np.float16): CUDA_R_16F}
+    M, K = A.shape
+    N = B.shape[1]
+    if C is None:
+        C = cupy.empty((M, N), dtype=out_dtype or A.dtype)
+    scale_dtype = np.float16 if compute == CUBLAS_COMPUTE_16F else np.float32
+    alpha = np.array(1, dtype=scale_dtype)
+    beta = np.array(0, dtype=scale_dtype)
+    handle = cupy.cuda.device.get_cublas_handle()
+    cublas.gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K,
+                  alpha.ctypes.data, B.data.ptr, types[B.dtype], N,
+                  A.data.ptr, types[A.dtype], K,
+                  beta.ctypes.data, C.data.ptr, types[C.dtype], N,
+                  compute, CUBLAS_GEMM_DEFAULT)
+    return C
+
+
+def _matmul_fp32(A, B, C):
+    import cupy
+
+    if os.environ.get("CUPY_TF32", "0") not in ("", "0"):
+        raise RuntimeError("CUPY_TF32 is set: cupy.matmul on float32 would use TF32. "
+                           "Unset it for the FP32 baseline (cublas_tf32 measures TF32).")
+    return cupy.matmul(A, B, out=C)
+
+
+def _matmul_fp16(A, B, C):
+    import cupy
+
+    return cupy.matmul(A, B, out=C)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    name: str
+    inputs: str
+    acc: str
+    in_dtype: str
+    out_dtype: str
+    acc_rounding: str
+    run: Callable  # run(A, B, C) -> C, CuPy arrays
+    what: str
+    min_cc: tuple[int, int] = (0, 0)
+
+
+BASELINES = {b.name: b for b in [
+    Baseline("cublas_fp32", "fp32", "fp32", "float32", "float32", "nearest", _matmul_fp32,
+             "cupy.matmul float32, TF32 off"),
+    Baseline("cublas_tf32", "tf32", "fp32", "float32", "float32", "truncate",
+             lambda A, B, C: gemm_ex(A, B, compute=CUBLAS_COMPUTE_32F_FAST_TF32, C=C),
+             "cublasGemmEx CUBLAS_COMPUTE_32F_FAST_TF32 (= cupy.matmul with CUPY_TF32=1)", (8, 0)),
+    Baseline("cublas_fp16", "fp16", "fp32", "float16", "float16", "truncate", _matmul_fp16,
+             "cupy.matmul float16: FP32 accumulate, FP16 output"),
+    Baseline("cublas_fp16_acc16", "fp16", "fp16", "float16", "float16", "nearest",
+             lambda A, B, C: gemm_ex(A, B, compute=CUBLAS_COMPUTE_16F, C=C),
+             "cublasGemmEx CUBLAS_COMPUTE_16F: FP16 accumulate", (7, 0)),
+]}

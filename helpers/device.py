@@ -1,0 +1,241 @@
+"""Which backend runs the kernels, what the GPU is, and its peak rates.
+
+``backend()`` picks a CUDA GPU through CuPy when one works and the CPU backend
+(numpy emulation, see ``emulate``) otherwise. ``COURSE_DEVICE=cpu`` or ``=gpu``
+forces one; ``=gpu`` without a working GPU is an error, not a silent fallback.
+``summary()`` prints everything a learner needs to interpret the numbers.
+"""
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from .errors import CourseError, NoGPUError
+
+ENV_VAR = "COURSE_DEVICE"
+
+
+# --------------------------------------------------------------------------- peak rates
+@dataclass(frozen=True)
+class Peaks:
+    """Dense (no sparsity) peak rates in TFLOP/s and memory bandwidth in GB/s."""
+
+    gpu: str
+    fp32: float          # CUDA-core FP32 FMA
+    tf32: float | None   # tensor core, TF32 inputs
+    fp16: float | None   # tensor core, FP16 inputs, FP32 accumulate
+    fp16_acc16: float | None  # tensor core, FP16 inputs, FP16 accumulate
+    bf16: float | None   # tensor core, BF16 inputs, FP32 accumulate
+    mem_gbs: float
+    source: str
+
+    def for_kernel(self, inputs: str, acc: str) -> float | None:
+        """The ceiling that applies to a kernel with these input and accumulator formats."""
+        if inputs == "fp32":
+            return self.fp32
+        if inputs == "tf32":
+            return self.tf32
+        if inputs == "bf16":
+            return self.bf16
+        if inputs == "fp16":
+            return self.fp16_acc16 if acc == "fp16" else self.fp16
+        return None
+
+
+# Sources (dense rates; datasheets quote tensor rates "with sparsity", halved here):
+#  [T4]    NVIDIA T4 Tensor Core GPU datasheet (2019): 8.1 FP32, 65 FP16 mixed, 320 GB/s.
+#  [V100]  NVIDIA Tesla V100 datasheet / Volta whitepaper: SXM2 15.7 FP32, 125 tensor, 900 GB/s.
+#  [A10]   NVIDIA A10 datasheet: 31.2 FP32, 62.5 TF32, 125 FP16/BF16 (dense), 600 GB/s.
+#  [A100]  NVIDIA A100 datasheet and Ampere GA100 whitepaper: 19.5 FP32, 156 TF32, 312 FP16/BF16;
+#          1555 GB/s (40 GB), 2039 GB/s (80 GB SXM), 1935 GB/s (80 GB PCIe).
+#  [GA102] NVIDIA Ampere GA102 whitepaper v2, Appendix A (RTX 3090): 35.6 FP32, 35.6 TF32,
+#          71 FP16 with FP32 accumulate, 142 with FP16 accumulate, 71 BF16, 936 GB/s.
+#  [AD102] NVIDIA Ada Lovelace whitepaper v2.1, Appendix A (RTX 4090): 82.6 FP32, 82.6 TF32,
+#          165.2 FP16 with FP32 accumulate, 330.3 with FP16 accumulate, 165.2 BF16, 1008 GB/s.
+#  [L4]    NVIDIA L4 datasheet: 30.3 FP32, 60 TF32, 121 FP16/BF16 (dense), 300 GB/s.
+#  [L40S]  NVIDIA L40S datasheet: 91.6 FP32, 183 TF32, 362 FP16/BF16 (dense), 864 GB/s.
+#  [H100]  NVIDIA H100 datasheet: SXM5 67 FP32, 494.7 TF32, 989.4 FP16/BF16, 3350 GB/s;
+#          PCIe 51 FP32, 378 TF32, 756 FP16/BF16, 2000 GB/s.
+#  [H200]  NVIDIA H200 datasheet: SXM same compute as H100 SXM, 4800 GB/s (HBM3e).
+#          The H200 NVL (PCIe) reports the same name and is slower (835.5 BF16 dense).
+# Datacenter parts run FP16 with FP32 accumulation at the full tensor rate; GeForce
+# parts (3090, 4090) at half the FP16-accumulate rate.
+PEAKS_TABLE: list[tuple[tuple[str, ...], Peaks]] = [
+    (("H200",), Peaks("NVIDIA H200 SXM", 67.0, 494.7, 989.4, 989.4, 989.4, 4800, "H200 datasheet")),
+    (("H100", "PCIe"), Peaks("NVIDIA H100 PCIe", 51.0, 378.0, 756.0, 756.0, 756.0, 2000, "H100 datasheet")),
+    (("H100",), Peaks("NVIDIA H100 SXM5", 67.0, 494.7, 989.4, 989.4, 989.4, 3350, "H100 datasheet")),
+    (("A100", "80GB", "PCIe"), Peaks("NVIDIA A100 80GB PCIe", 19.5, 156.0, 312.0, 312.0, 312.0, 1935, "A100 datasheet")),
+    (("A100", "80GB"), Peaks("NVIDIA A100 80GB SXM4", 19.5, 156.0, 312.0, 312.0, 312.0, 2039, "A100 datasheet")),
+    (("A100",), Peaks("NVIDIA A100 40GB", 19.5, 156.0, 312.0, 312.0, 312.0, 1555, "A100 datasheet")),
+    (("L40S",), Peaks("NVIDIA L40S", 91.6, 183.0, 362.0, 362.0, 362.0, 864, "L40S datasheet")),
+    (("L4",), Peaks("NVIDIA L4", 30.3, 60.0, 121.0, 121.0, 121.0, 300, "L4 datasheet")),
+    (("A10",), Peaks("NVIDIA A10", 31.2, 62.5, 125.0, 125.0, 125.0, 600, "A10 datasheet")),
+    (("RTX 4090",), Peaks("NVIDIA GeForce RTX 4090", 82.6, 82.6, 165.2, 330.3, 165.2, 1008, "Ada whitepaper, App. A")),
+    (("RTX 3090",), Peaks("NVIDIA GeForce RTX 3090", 35.6, 35.6, 71.0, 142.0, 71.0, 936, "GA102 whitepaper, App. A")),
+    (("V100", "PCIE"), Peaks("NVIDIA V100 PCIe", 14.0, None, 112.0, 112.0, None, 900, "V100 datasheet")),
+    (("V100",), Peaks("NVIDIA V100 SXM2", 15.7, None, 125.0, 125.0, None, 900, "V100 datasheet")),
+    (("T4",), Peaks("NVIDIA T4", 8.1, None, 65.0, 65.0, None, 320, "T4 datasheet")),
+]
+
+
+def peaks_for(name: str) -> Peaks | None:
+    """Peak rates for a GPU name as CUDA reports it ('NVIDIA H200', 'Tesla T4', ...), or None."""
+    up = name.upper()
+    for keys, peaks in PEAKS_TABLE:
+        if all(k.upper() in up for k in keys):
+            return peaks
+    return None
+
+
+# --------------------------------------------------------------------------- backend
+@dataclass(frozen=True)
+class GPUInfo:
+    name: str
+    cc: tuple[int, int]
+    sms: int
+    l2_bytes: int
+    mem_bytes: int
+    mem_bw_gbs: float | None    # from the memory clock and bus width, when the driver reports them
+    driver: str
+    runtime: str
+    nvrtc: str
+    cupy: str
+    peaks: Peaks | None
+
+    @property
+    def slug(self) -> str:
+        """A file-name-safe name: 'NVIDIA H200' -> 'nvidia-h200'."""
+        return "-".join("".join(c if c.isalnum() else " " for c in self.name.lower()).split())
+
+    @property
+    def sm(self) -> str:
+        return f"sm_{self.cc[0]}{self.cc[1]}"
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str                 # 'gpu' or 'cpu'
+    reason: str               # why this backend was chosen
+    gpu: GPUInfo | None = None
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.name == "gpu"
+
+    @property
+    def label(self) -> str:
+        return f"GPU {self.gpu.name}" if self.is_gpu else "CPU emulation"
+
+
+def _version(v: int) -> str:
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def _probe_gpu() -> GPUInfo:
+    import cupy
+    from cupy.cuda import runtime
+
+    if runtime.getDeviceCount() < 1:
+        raise RuntimeError("no CUDA device visible")
+    # a tiny computation proves that the driver, the runtime and CuPy work together
+    if int(cupy.arange(4, dtype=cupy.int32).sum()) != 6:
+        raise RuntimeError("a test computation on the GPU gave a wrong answer")
+    dev = cupy.cuda.Device()
+    props = runtime.getDeviceProperties(dev.id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    bw = None
+    try:  # attribute 36 = memory clock (kHz), 37 = global memory bus width (bits)
+        clk = runtime.deviceGetAttribute(36, dev.id)
+        bus = runtime.deviceGetAttribute(37, dev.id)
+        if clk and bus:
+            bw = 2.0 * clk * 1e3 * bus / 8 / 1e9
+    except Exception:
+        pass
+    try:
+        nvrtc = ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
+    except Exception:
+        nvrtc = "unknown"
+    return GPUInfo(
+        name=name,
+        cc=(int(props["major"]), int(props["minor"])),
+        sms=int(props["multiProcessorCount"]),
+        l2_bytes=int(props["l2CacheSize"]),
+        mem_bytes=int(props["totalGlobalMem"]),
+        mem_bw_gbs=bw,
+        driver=_version(runtime.driverGetVersion()),
+        runtime=_version(runtime.runtimeGetVersion()),
+        nvrtc=nvrtc,
+        cupy=cupy.__version__,
+        peaks=peaks_for(name),
+    )
+
+
+_NO_GPU_FIX = ("unset COURSE_DEVICE (or set COURSE_DEVICE=cpu) to run on the CPU backend; or, on a "
+               "machine with an NVIDIA GPU, check that `nvidia-smi` works and install the CuPy wheel "
+               "that matches the driver's CUDA version (pip install cupy-cuda12x for CUDA 12.x drivers, "
+               "cupy-cuda13x for CUDA 13.x).")
+
+
+@lru_cache(maxsize=None)
+def backend() -> Backend:
+    """The backend for this process (decided once; restart the kernel after changing COURSE_DEVICE)."""
+    choice = os.environ.get(ENV_VAR, "").strip().lower()
+    if choice not in ("", "auto", "gpu", "cpu"):
+        raise CourseError(f"{ENV_VAR}={choice!r} is not understood.",
+                          f"set {ENV_VAR} to 'gpu', 'cpu' or leave it unset (auto).")
+    if choice == "cpu":
+        return Backend("cpu", f"{ENV_VAR}=cpu")
+    try:
+        info = _probe_gpu()
+    except Exception as exc:  # ImportError, CUDARuntimeError, ...
+        why = f"{type(exc).__name__}: {exc}".strip()
+        if choice == "gpu":
+            raise NoGPUError(f"{ENV_VAR}=gpu, but no CUDA GPU works here ({why}).", _NO_GPU_FIX) from None
+        return Backend("cpu", f"no usable CUDA GPU ({why})")
+    return Backend("gpu", f"{ENV_VAR}={choice or 'auto'}, CUDA GPU found", info)
+
+
+def require_gpu(what: str) -> GPUInfo:
+    """The GPU, or a NoGPUError explaining that `what` needs one."""
+    b = backend()
+    if not b.is_gpu:
+        raise NoGPUError(f"{what} needs a CUDA GPU; this session runs on the CPU backend ({b.reason}).",
+                         "run on a machine with an NVIDIA GPU; without one, the lessons show the recorded "
+                         "GPU measurements from results/ (helpers.results.load_latest()).")
+    return b.gpu
+
+
+def summary(file=None) -> dict:
+    """Print (and return) the environment: backend, GPU, versions and peak rates."""
+    b = backend()
+    rows = {"backend": f"{b.name.upper()} ({b.reason})"}
+    if b.is_gpu:
+        g = b.gpu
+        rows.update({
+            "GPU": f"{g.name}, compute capability {g.cc[0]}.{g.cc[1]} ({g.sm})",
+            "SMs": str(g.sms),
+            "L2 cache": f"{g.l2_bytes / 2**20:.0f} MiB",
+            "memory": f"{g.mem_bytes / 2**30:.0f} GiB"
+                      + (f", {g.mem_bw_gbs:.0f} GB/s from clock x bus width" if g.mem_bw_gbs else ""),
+            "versions": f"CuPy {g.cupy}, CUDA runtime {g.runtime}, driver supports CUDA {g.driver}, NVRTC {g.nvrtc}",
+        })
+        p = g.peaks
+        if p:
+            rows["peak (dense)"] = (f"FP32 {p.fp32:g}, TF32 {p.tf32 or '-'}, FP16 {p.fp16 or '-'} "
+                                    f"(FP16-acc {p.fp16_acc16 or '-'}), BF16 {p.bf16 or '-'} TFLOP/s; "
+                                    f"{p.mem_gbs:g} GB/s [{p.source}]")
+        else:
+            rows["peak (dense)"] = "not in the course's table (helpers/device.py PEAKS_TABLE)"
+    else:
+        rows["note"] = ("kernels run as numpy emulations of their arithmetic; timings shown are "
+                        "recorded GPU measurements from results/")
+    rows["host"] = f"Python {platform.python_version()}, numpy {np.__version__}"
+    width = max(map(len, rows))
+    for k, v in rows.items():
+        print(f"{k:<{width}} : {v}", file=file)
+    return rows

@@ -1,0 +1,353 @@
+"""Floating-point formats, a float64 reference, error measures and the tolerance.
+
+Everything here runs on numpy arrays (and on CuPy arrays where noted), so the
+same check is used on the GPU and in the CPU emulation.
+
+The tolerance formula (used by every correctness check in the course)
+---------------------------------------------------------------------
+For C = A B with inner dimension K, compare the computed C^ with the float64
+product of the *original* inputs, element by element, against |A| |B|:
+
+    err_ij = |C^_ij - C_ij| / (|A| |B|)_ij            (componentwise error)
+
+Three things can move C^ away from C:
+
+1. input rounding: each input rounded to the input format (unit roundoff
+   u_in) perturbs each product by at most (1 + u_in)^2 - 1;
+2. accumulation: with unit roundoff u_acc per addition, Higham's worst case is
+   gamma_K = K u / (1 - K u) (Accuracy and Stability of Numerical Algorithms,
+   2nd ed., sec. 3.1). It is a guarantee, but it grows like K. Higham & Mary
+   (SIAM J. Sci. Comput. 41(5), 2019, Thm 2.4) show that with rounding errors
+   that are independent and mean-zero the bound holds with probability at least
+   1 - 2K exp(-lambda^2 (1-u)^2 / 2) with
+   gamma~_K(lambda) = exp(lambda sqrt(K) u + K u^2 / (1 - u)) - 1,
+   which grows like sqrt(K). We take lambda from the number of elements
+   checked so that a false alarm over the whole matrix has probability below
+   1e-6, and use the smaller of the two. Directed rounding (tensor cores
+   truncate the FP32 sum, Fasi et al. 2021) is not mean-zero: there only the
+   worst case applies, with u doubled (the full ulp).
+   A tensor core adds `block` products (16 for WMMA m16n16k16 on recent GPUs)
+   in a wide internal sum and rounds to the accumulator once per block, so the
+   accumulator is rounded n = ceil(K / block) times, not K times; the internal
+   alignment (truncation to FP32-plus-a-few bits) adds at most gamma_K(2^-23).
+3. output rounding to the output format: u_out.
+
+    tol = (1 + in_term) (1 + acc_term) (1 + u_out) - 1
+
+When the reference is computed from the already-rounded inputs, in_term is 0
+(that isolates accumulation error; lesson 4 uses it). The probabilistic term
+assumes zero-mean data such as the course's standard-normal test matrices.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+try:  # ml_dtypes supplies bfloat16 and the FP8 formats for numpy
+    import ml_dtypes
+except ImportError:  # pragma: no cover - ml_dtypes is a pinned dependency
+    ml_dtypes = None
+
+
+@dataclass(frozen=True)
+class Format:
+    """A binary floating-point format: sign, `exp_bits`, `frac_bits` stored fraction bits."""
+
+    name: str
+    exp_bits: int
+    frac_bits: int
+    numpy_dtype: object | None  # a numpy dtype that stores it exactly, or None (tf32)
+
+    @property
+    def precision(self) -> int:
+        """t: significant bits including the hidden bit."""
+        return self.frac_bits + 1
+
+    @property
+    def unit_roundoff(self) -> float:
+        """u = 2^-t: the largest relative error of round-to-nearest."""
+        return 2.0 ** -self.precision
+
+    @property
+    def bits(self) -> int:
+        return 1 + self.exp_bits + self.frac_bits
+
+
+def _ml(name):
+    return getattr(ml_dtypes, name) if ml_dtypes is not None else None
+
+
+FORMATS = {
+    "fp64": Format("fp64", 11, 52, np.float64),
+    "fp32": Format("fp32", 8, 23, np.float32),
+    "tf32": Format("tf32", 8, 10, None),  # stored in an FP32 register; 10 fraction bits used
+    "fp16": Format("fp16", 5, 10, np.float16),
+    "bf16": Format("bf16", 8, 7, _ml("bfloat16")),
+    "fp8_e4m3": Format("fp8_e4m3", 4, 3, _ml("float8_e4m3fn")),
+    "fp8_e5m2": Format("fp8_e5m2", 5, 2, _ml("float8_e5m2")),
+}
+
+_DTYPE_NAMES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+
+
+def fmt(f) -> Format:
+    """Look up a format by name ('fp16'), by Format, or by numpy dtype."""
+    if isinstance(f, Format):
+        return f
+    if isinstance(f, str) and f in FORMATS:
+        return FORMATS[f]
+    name = _DTYPE_NAMES.get(np.dtype(f).name) if not isinstance(f, str) or f in _DTYPE_NAMES else None
+    if name is None:
+        raise KeyError(f"unknown format {f!r}; known: {', '.join(FORMATS)}")
+    return FORMATS[name]
+
+
+def unit_roundoff(f) -> float:
+    return fmt(f).unit_roundoff
+
+
+# --------------------------------------------------------------------------- rounding
+def round_tf32(x) -> np.ndarray:
+    """Round float32 values to TF32 (10 fraction bits), to nearest, ties to even.
+
+    Works on the FP32 bit pattern: add half an ulp of TF32 (0xFFF plus the
+    lowest kept bit, for ties-to-even), then clear the 13 dropped bits. Inf and
+    NaN pass through unchanged. (PTX cvt.rna.tf32.f32 rounds ties away from
+    zero instead: the two differ only on exact ties.)
+    """
+    x = np.asarray(x, dtype=np.float32)
+    u = x.view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0xFFF + ((u >> 13) & 1)) & 0xFFFFE000).astype(np.uint32)
+    out = rounded.view(np.float32)
+    return np.where(np.isfinite(x), out, x)
+
+
+def round_to(x, f) -> np.ndarray:
+    """Round to format `f` (round to nearest even); returned as float32 (float64 for fp64)."""
+    f = fmt(f)
+    x = np.asarray(x)
+    if f.name == "fp64":
+        return x.astype(np.float64)
+    if f.name == "tf32":
+        return round_tf32(x.astype(np.float32))
+    if f.numpy_dtype is None:
+        raise RuntimeError(f"rounding to {f.name} needs the ml_dtypes package: pip install ml_dtypes")
+    # float64 -> narrow format directly (numpy and ml_dtypes round once, correctly)
+    return x.astype(f.numpy_dtype).astype(np.float32)
+
+
+# --------------------------------------------------------------------------- reference and errors
+def _xp(a):
+    """The array module of `a`: cupy for CuPy arrays, else numpy."""
+    mod = type(a).__module__
+    if mod.startswith("cupy"):
+        import cupy
+
+        return cupy
+    return np
+
+
+def reference_gemm(A, B):
+    """C = A B in float64 (on the GPU for CuPy inputs, on the CPU for numpy)."""
+    xp = _xp(A)
+    return xp.asarray(A, dtype=xp.float64) @ xp.asarray(B, dtype=xp.float64)
+
+
+def rel_fro_error(C, C_ref) -> float:
+    """||C - C_ref||_F / ||C_ref||_F, in float64."""
+    xp = _xp(C_ref)
+    C = xp.asarray(C, dtype=xp.float64)
+    return float(xp.linalg.norm(C - C_ref) / xp.linalg.norm(C_ref))
+
+
+def abs_product(A, B):
+    """|A| |B| in float64: the scale each element's error is measured against."""
+    xp = _xp(A)
+    return xp.abs(xp.asarray(A, dtype=xp.float64)) @ xp.abs(xp.asarray(B, dtype=xp.float64))
+
+
+def componentwise_error(C, C_ref, scale) -> float:
+    """max_ij |C - C_ref|_ij / scale_ij with scale = |A||B| (0/0 counts as 0)."""
+    xp = _xp(C_ref)
+    diff = xp.abs(xp.asarray(C, dtype=xp.float64) - C_ref)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = xp.where(scale > 0, diff / xp.where(scale > 0, scale, 1.0), xp.where(diff > 0, xp.inf, 0.0))
+    r = ratio.max()
+    return float(r) if not bool(xp.isnan(r)) else math.inf
+
+
+# --------------------------------------------------------------------------- tolerance
+def gamma(n: int, u: float) -> float:
+    """Higham's gamma_n = n u / (1 - n u); infinite once n u >= 1 (the bound says nothing)."""
+    nu = n * u
+    return nu / (1.0 - nu) if nu < 1.0 else math.inf
+
+
+def gamma_prob(n: int, u: float, lam: float) -> float:
+    """Higham & Mary's probabilistic gamma~_n(lambda) = exp(lambda sqrt(n) u + n u^2/(1-u)) - 1."""
+    return math.expm1(lam * math.sqrt(n) * u + n * u * u / (1.0 - u))
+
+
+def confidence_lambda(K: int, n_checked: int = 1, false_alarm: float = 1e-6) -> float:
+    """lambda such that n_checked * 2K exp(-lambda^2 (1-u)^2/2) <= false_alarm (taking u -> 0)."""
+    return math.sqrt(2.0 * math.log(2.0 * K * max(n_checked, 1) / false_alarm))
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    value: float
+    K: int
+    inputs: str
+    acc: str
+    output: str
+    in_term: float
+    acc_term: float
+    out_term: float
+    acc_bound: str  # 'worst-case' or 'probabilistic'
+    block: int = 1
+
+    def __float__(self):
+        return self.value
+
+    def __str__(self):
+        return (f"tol = {self.value:.2e} (K={self.K}, block {self.block}: inputs {self.inputs} {self.in_term:.1e}, "
+                f"{self.acc} accumulation {self.acc_term:.1e} [{self.acc_bound}], "
+                f"output {self.output} {self.out_term:.1e})")
+
+
+def tolerance(K: int, inputs, acc, output=None, *, acc_rounding: str = "nearest",
+              input_rounding: str = "nearest", block: int = 1,
+              inputs_rounded_in_reference: bool = False, n_checked: int = 1,
+              false_alarm: float = 1e-6) -> Tolerance:
+    """The componentwise tolerance for a length-K dot product; see the module docstring.
+
+    inputs, acc, output: format names ('fp16', 'bf16', 'tf32', 'fp32', ...);
+    output defaults to acc. acc_rounding: 'nearest' (CUDA-core FMA, FP16
+    accumulators) or 'truncate' (tensor-core FP32 accumulation, conservatively
+    also used for cuBLAS on tensor cores). n_checked: how many elements the
+    check looks at (sets lambda of the probabilistic bound). input_rounding:
+    'truncate' doubles u_in, for conversions that may chop (FP32 -> TF32 inside
+    cuBLAS is not documented to round to nearest). block: products added
+    per accumulator rounding (1 for an FMA chain, 16 for WMMA; see above).
+    """
+    if K < 1:
+        raise ValueError("K must be >= 1")
+    for r in (acc_rounding, input_rounding):
+        if r not in ("nearest", "truncate"):
+            raise ValueError("rounding must be 'nearest' or 'truncate'")
+    fi, fa = fmt(inputs), fmt(acc)
+    fo = fmt(output) if output is not None else fa
+    u_in, u_acc = fi.unit_roundoff, fa.unit_roundoff
+    if input_rounding == "truncate":
+        u_in *= 2
+    in_term = 0.0 if inputs_rounded_in_reference else (1 + u_in) ** 2 - 1
+    if block < 1:
+        raise ValueError("block must be >= 1")
+    n = -(-K // block)                      # accumulator roundings per dot product
+    if acc_rounding == "truncate":
+        acc_term, kind = gamma(n, 2 * u_acc), "worst-case"
+    else:
+        worst = gamma(n, u_acc)
+        prob = gamma_prob(n, u_acc, confidence_lambda(n, n_checked, false_alarm))
+        acc_term, kind = (worst, "worst-case") if worst <= prob else (prob, "probabilistic")
+    if block > 1:                           # alignment inside the wide block sum
+        acc_term += gamma(K, 2.0 ** -23)
+    # output rounding: none when the output format is at least as wide as the accumulator
+    out_term = fo.unit_roundoff if fo.precision < fa.precision else 0.0
+    value = (1 + in_term) * (1 + acc_term) * (1 + out_term) - 1
+    return Tolerance(value, K, fi.name, fa.name, fo.name, in_term, acc_term, out_term, kind, block)
+
+
+# --------------------------------------------------------------------------- the check
+@dataclass
+class Check:
+    """The outcome of comparing a computed product with the float64 reference."""
+
+    name: str
+    shape: tuple
+    rel_err: float
+    comp_err: float
+    tol: Tolerance
+    n_nan: int
+    first_bad: tuple | None  # (i, j, got, expected) of the worst element when failing
+    backend: str
+
+    @property
+    def passed(self) -> bool:
+        return self.n_nan == 0 and self.comp_err <= self.tol.value
+
+    def __bool__(self):
+        return self.passed
+
+    def verdict(self) -> str:
+        """One line without measured numbers: identical on every backend when it passes."""
+        M, N, K = self.shape
+        head = "PASS" if self.passed else "FAIL"
+        return (f"{head} {self.name} M={M} N={N} K={K}: componentwise error "
+                f"{'<=' if self.passed else '>'} tolerance {self.tol.value:.2e}")
+
+    def __str__(self):
+        s = (f"{self.verdict()}\n  measured ({self.backend}): componentwise {self.comp_err:.2e}, "
+             f"relative Frobenius {self.rel_err:.2e}")
+        if self.n_nan:
+            s += f"\n  {self.n_nan} elements are NaN: never written, or NaN/Inf in the inputs"
+        if not self.passed and self.first_bad is not None:
+            i, j, got, exp = self.first_bad
+            s += f"\n  worst element C[{i}, {j}] = {got!r}, expected {exp!r}"
+        return s
+
+    __repr__ = __str__
+
+
+def check_gemm(C, A, B, *, inputs, acc, output=None, acc_rounding="nearest", input_rounding="nearest",
+               block=1, name="gemm",
+               reference=None, inputs_rounded_in_reference=False, backend=None) -> Check:
+    """Compare C with the float64 product of A and B (numpy or CuPy arrays, all on one side).
+
+    A and B are the matrices given to the kernel (already in the input format, or
+    float64 originals): pass `reference` to reuse a precomputed float64 product.
+    """
+    xp = _xp(A)
+    M, K = A.shape
+    N = B.shape[1]
+    C_ref = reference_gemm(A, B) if reference is None else reference
+    scale = abs_product(A, B)
+    C64 = xp.asarray(C, dtype=xp.float64)
+    n_nan = int(xp.isnan(C64).sum())
+    tol = tolerance(K, inputs, acc, output, acc_rounding=acc_rounding, input_rounding=input_rounding,
+                    block=block, n_checked=M * N,
+                    inputs_rounded_in_reference=inputs_rounded_in_reference)
+    comp = componentwise_error(C64, C_ref, scale)
+    rel = rel_fro_error(C64, C_ref)
+    first_bad = None
+    if n_nan or comp > tol.value:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = xp.abs(C64 - C_ref) / xp.where(scale > 0, scale, 1.0)
+        ratio = xp.where(xp.isnan(ratio), xp.inf, ratio)
+        flat = int(ratio.argmax())
+        i, j = divmod(flat, N)
+        first_bad = (i, j, float(C64[i, j]), float(C_ref[i, j]))
+    if backend is None:
+        from .device import backend as _backend
+
+        backend = _backend().label
+    return Check(name, (M, N, K), rel, comp, tol, n_nan, first_bad, backend)
+
+
+# --------------------------------------------------------------------------- inputs
+def random_matrix(rows: int, cols: int, *, seed: int, dist: str = "normal", dtype=np.float32) -> np.ndarray:
+    """Seeded random test matrix (numpy): 'normal' (zero mean) or 'uniform' U[0,1).
+
+    Non-integer values on purpose: small integers are exact in FP16 and hide its
+    rounding error.
+    """
+    rng = np.random.default_rng(seed)
+    if dist == "normal":
+        x = rng.standard_normal((rows, cols))
+    elif dist == "uniform":
+        x = rng.random((rows, cols))
+    else:
+        raise ValueError("dist must be 'normal' or 'uniform'")
+    return x.astype(dtype)

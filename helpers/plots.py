@@ -1,0 +1,113 @@
+"""Matplotlib helpers shared by all lessons: one style, readable on a slide.
+
+Each function draws one figure and returns it; every title carries the data's
+provenance (``source``): the live GPU, a recorded file with its GPU and date,
+or "emulated on the CPU".
+"""
+from __future__ import annotations
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+
+STYLE = {
+    "figure.figsize": (10, 5.6),      # 16:9-ish, fits a 1280x720 slide
+    "figure.dpi": 100,
+    "font.size": 14,
+    "axes.titlesize": 15,
+    "axes.labelsize": 14,
+    "legend.fontsize": 12,
+    "lines.linewidth": 2.4,
+    "lines.markersize": 7,
+    "axes.grid": True,
+    "grid.alpha": 0.35,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.hashsalt": "tensor-core-course",
+}
+
+# A colour-blind-safe cycle (Okabe & Ito) so kernels keep their colour across lessons.
+COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+
+
+def apply_style():
+    plt.rcParams.update(STYLE)
+    plt.rcParams["axes.prop_cycle"] = matplotlib.cycler(color=COLORS)
+
+
+def _finish(ax, title: str, source: str):
+    ax.set_title(f"{title}\n{source}", loc="left")
+    ax.legend(loc="best", frameon=False)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def tflops_vs_size(series: dict, *, baselines: dict | None = None, peaks: dict | None = None,
+                   title: str = "GEMM throughput", source: str = "", ylog: bool = True):
+    """TFLOP/s against square size n (M=N=K=n).
+
+    series / baselines: {label: (sizes, tflops)}; baselines are drawn dashed.
+    peaks: {label: TFLOP/s} drawn as horizontal dotted lines.
+    """
+    apply_style()
+    fig, ax = plt.subplots()
+    for label, (n, t) in series.items():
+        ax.plot(n, t, marker="o", label=label)
+    for label, (n, t) in (baselines or {}).items():
+        ax.plot(n, t, linestyle="--", marker="s", label=label)
+    for i, (label, v) in enumerate((peaks or {}).items()):
+        if v:
+            ax.axhline(v, linestyle=":", color="0.3", linewidth=1.6)
+            ax.annotate(f"{label}: {v:g}", (0.01, v), xycoords=("axes fraction", "data"),
+                        va="bottom", fontsize=11, color="0.25")
+    ax.set_xscale("log", base=2)
+    if ylog:
+        ax.set_yscale("log")
+    ax.set_xlabel("matrix size n (M = N = K = n)")
+    ax.set_ylabel("TFLOP/s")
+    sizes = sorted({s for n, _ in list(series.values()) + list((baselines or {}).values()) for s in n})
+    if sizes:
+        ax.set_xticks(sizes)
+        ax.set_xticklabels([str(s) for s in sizes], rotation=45)
+        ax.minorticks_off()
+    return _finish(ax, title, source)
+
+
+def roofline(points: dict, *, peak_tflops: float, mem_gbs: float, extra_ceilings: dict | None = None,
+             title: str = "Roofline", source: str = ""):
+    """Attainable TFLOP/s vs arithmetic intensity (FLOP/byte), log-log.
+
+    points: {label: (intensity, tflops)}; extra_ceilings: {label: TFLOP/s}.
+    """
+    apply_style()
+    fig, ax = plt.subplots()
+    xs = [p[0] for p in points.values()] or [1.0]
+    x = np.logspace(np.log10(min(xs + [0.1]) / 2), np.log10(max(xs + [peak_tflops * 1e3 / mem_gbs]) * 4), 200)
+    roof = np.minimum(peak_tflops, mem_gbs * x / 1e3)
+    ax.plot(x, roof, color="0.2", label=f"roof: {peak_tflops:g} TFLOP/s, {mem_gbs:g} GB/s")
+    for label, v in (extra_ceilings or {}).items():
+        ax.plot(x, np.minimum(v, mem_gbs * x / 1e3), color="0.5", linestyle=":", label=f"{label}: {v:g} TFLOP/s")
+    for label, (ai, t) in points.items():
+        ax.plot([ai], [t], marker="o", markersize=10, linestyle="none", label=f"{label} ({t:.3g} TFLOP/s)")
+    ax.axvline(peak_tflops * 1e3 / mem_gbs, color="0.7", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
+    ax.set_ylabel("TFLOP/s")
+    return _finish(ax, title, source)
+
+
+def error_vs_k(K, curves: dict, *, bounds: dict | None = None, title: str = "Error vs K",
+               ylabel: str = "componentwise error / (|A||B|)", source: str = ""):
+    """Error against inner dimension K (log-log); bounds drawn as dashed grey lines."""
+    apply_style()
+    fig, ax = plt.subplots()
+    for label, e in curves.items():
+        ax.plot(K, e, marker="o", label=label)
+    for i, (label, b) in enumerate((bounds or {}).items()):
+        ax.plot(K, b, linestyle="--", color=str(0.2 + 0.2 * i), linewidth=1.6, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("K (length of each dot product)")
+    ax.set_ylabel(ylabel)
+    return _finish(ax, title, source)

@@ -1,0 +1,202 @@
+"""``make record``: measure every course kernel and cuBLAS baseline on this GPU.
+
+    python -m helpers.record [--sizes 256 512 ...] [--out results/] [--quick]
+
+For each size it draws fresh standard-normal FP32 inputs, runs each kernel once
+on a NaN-poisoned output and checks it against the float64 product with the
+course tolerance, then times it (``timing.benchmark``: events, warm-up, cold L2,
+median of many). Writes ``results/<gpu-slug>.json`` with the GPU, versions and
+date. Sizes that are not multiples of 16 run the WMMA kernels zero-padded (the
+row says ``padded``); the time is the kernel's on the padded problem, the
+TFLOP/s counts only the useful 2 M N K.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import emulate
+from .cublas import BASELINES
+from .device import backend, require_gpu
+from .launch import KERNELS, launcher
+from .numerics import check_gemm, rel_fro_error, reference_gemm
+from .results import RESULTS_DIR, SCHEMA
+from .timing import benchmark, gemm_flops, gemm_min_bytes
+
+DEFAULT_SIZES = [256, 384, 512, 768, 1000, 1024, 1536, 2048, 3000, 4096, 6144, 8192]
+QUICK_SIZES = [256, 1000, 1024, 4096]
+
+
+def _row(name, M, N, K, inputs, acc, t, chk, rel_acc, padded, in_bytes, out_bytes):
+    return {
+        "kernel": name, "m": M, "n": N, "k": K, "dtype_in": inputs, "acc": acc,
+        "median_ms": round(t.median_ms, 6), "p10_ms": round(t.p10_ms, 6), "p90_ms": round(t.p90_ms, 6),
+        "reps": t.n, "tflops": round(gemm_flops(M, N, K) / (t.median_ms * 1e-3) / 1e12, 4),
+        "gbs": round(gemm_min_bytes(M, N, K, in_bytes, out_bytes) / (t.median_ms * 1e-3) / 1e9, 3),
+        "rel_err": float(f"{chk.rel_err:.4e}"), "rel_err_acc": float(f"{rel_acc:.4e}"),
+        "comp_err": float(f"{chk.comp_err:.4e}"), "tol": float(f"{chk.tol.value:.4e}"),
+        "passed": chk.passed, "padded": padded,
+    }
+
+
+def measure_size(n_m, n_n, n_k, seed, log=print):
+    import cupy
+
+    rng = cupy.random.default_rng(seed)
+    A32 = rng.standard_normal((n_m, n_k), dtype=cupy.float32)
+    B32 = rng.standard_normal((n_k, n_n), dtype=cupy.float32)
+    A16, B16 = A32.astype(cupy.float16), B32.astype(cupy.float16)
+    ref = reference_gemm(A32, B32)
+    ref16 = reference_gemm(A16, B16)
+    rows = []
+    for spec in KERNELS.values():
+        A, B, ref_acc = (A32, B32, ref) if spec.inputs == "fp32" else (A16, B16, ref16)
+        padded = any(v % spec.multiple for v in (n_m, n_n, n_k))
+        run, C, (M, N) = launcher(spec.name, A, B, pad=padded)
+        run()
+        Cv = C[:M, :N]
+        chk = spec.check(Cv, A32, B32, reference=ref, backend="GPU")
+        t = benchmark(run)
+        rows.append(_row(spec.name, n_m, n_n, n_k, spec.inputs, spec.acc, t, chk, rel_fro_error(Cv, ref_acc),
+                         padded, np.dtype(spec.in_dtype).itemsize, np.dtype(spec.out_dtype).itemsize))
+        log(f"  {spec.name:26s} {rows[-1]['median_ms']:9.4f} ms {rows[-1]['tflops']:8.2f} TFLOP/s "
+            f"rel_err {rows[-1]['rel_err']:.2e} {'ok' if chk.passed else 'FAIL'}")
+    for b in BASELINES.values():
+        if backend().gpu.cc < b.min_cc:
+            continue
+        A, B, ref_acc = (A32, B32, ref) if b.in_dtype == "float32" else (A16, B16, ref16)
+        C = cupy.full((n_m, n_n), np.nan, dtype=b.out_dtype)
+        b.run(A, B, C)
+        chk = check_gemm(C, A32, B32, inputs=b.inputs, acc=b.acc, output=b.out_dtype,
+                         acc_rounding=b.acc_rounding,
+                         input_rounding="truncate" if b.inputs == "tf32" else "nearest",
+                         name=b.name, reference=ref, backend="GPU")
+        t = benchmark(lambda: b.run(A, B, C))
+        out_fmt = "fp16" if b.out_dtype == "float16" else "fp32"
+        rows.append(_row(b.name, n_m, n_n, n_k, b.inputs, b.acc, t, chk,
+                         rel_fro_error(C, ref16 if b.in_dtype == "float16" else ref), False,
+                         np.dtype(b.in_dtype).itemsize, np.dtype(b.out_dtype).itemsize))
+        rows[-1]["output"] = out_fmt
+        log(f"  {b.name:26s} {rows[-1]['median_ms']:9.4f} ms {rows[-1]['tflops']:8.2f} TFLOP/s "
+            f"rel_err {rows[-1]['rel_err']:.2e} {'ok' if chk.passed else 'FAIL'}")
+    del A32, B32, A16, B16, ref, ref16
+    cupy.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def timing_agreement(n=4096, log=print):
+    """Our harness vs triton.testing.do_bench (torch events) on cupy.matmul float16 at n^3."""
+    import cupy
+
+    try:
+        import torch  # noqa: F401
+        from triton.testing import do_bench
+    except Exception as exc:
+        return {"skipped": f"torch/triton not available: {exc}"}
+    rng = cupy.random.default_rng(7)
+    A = rng.standard_normal((n, n), dtype=cupy.float32).astype(cupy.float16)
+    B = rng.standard_normal((n, n), dtype=cupy.float32).astype(cupy.float16)
+    C = cupy.empty((n, n), dtype=cupy.float16)
+    fn = lambda: cupy.matmul(A, B, out=C)  # noqa: E731
+    ours = benchmark(fn, reps=100).median_ms
+    theirs = float(do_bench(fn, warmup=25, rep=200, return_mode="median"))
+    ours2 = benchmark(fn, reps=100).median_ms
+    out = {"size": n, "op": "cupy.matmul float16 (cuBLAS, FP32 accumulate)",
+           "harness_median_ms": [round(ours, 5), round(ours2, 5)],
+           "do_bench_median_ms": round(theirs, 5),
+           "ratio": round(np.median([ours, ours2]) / theirs, 4),
+           "independent_timer": "triton.testing.do_bench (torch CUDA events, 256 MB L2 flush)"}
+    log(f"timing agreement at {n}: harness {ours:.4f}/{ours2:.4f} ms, do_bench {theirs:.4f} ms, "
+        f"ratio {out['ratio']:.3f}")
+    return out
+
+
+def emulator_probe(M=128, N=128, K=1024, seed=11, log=print):
+    """Bit-for-bit agreement of the CPU emulation with this GPU, for several model parameters."""
+    import cupy
+
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((M, K)).astype(np.float32)
+    B = rng.standard_normal((K, N)).astype(np.float32)
+    out = {"shape": [M, N, K]}
+    run, C, _ = launcher("gemm_fp32_kernel", cupy.asarray(A), cupy.asarray(B))
+    run()
+    out["gemm_fp32_kernel"] = float(np.mean(cupy.asnumpy(C) == emulate.fp32_fma_chain(A, B)))
+    A16, B16 = A.astype(np.float16), B.astype(np.float16)
+    for name, acc in (("wmma_mixed_gemm_kernel", "fp32"), ("wmma_fp16acc_gemm_kernel", "fp16")):
+        run, C, _ = launcher(name, cupy.asarray(A16), cupy.asarray(B16))
+        run()
+        g = cupy.asnumpy(C)
+        res = {}
+        for blk in (4, 8, 16, 32):
+            for extra in (0, 1, 2, 3):
+                m = emulate.TensorCoreModel(blk, extra, "probe")
+                e = emulate.tensor_core_gemm(A16, B16, inputs="fp16", acc=acc, model=m)
+                res[f"b{blk}_e{extra}"] = float(np.mean(g == e))
+        out[name] = res
+        best = max(res, key=res.get)
+        log(f"emulator probe {name}: best {best} identical {res[best]:.4f}")
+    log(f"emulator probe gemm_fp32_kernel: identical {out['gemm_fp32_kernel']:.4f}")
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=None)
+    ap.add_argument("--quick", action="store_true", help=f"only sizes {QUICK_SIZES}")
+    ap.add_argument("--out", default=str(RESULTS_DIR))
+    ap.add_argument("--seed", type=int, default=2024)
+    args = ap.parse_args(argv)
+    try:
+        gpu = require_gpu("make record")
+    except Exception as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    sizes = args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)
+    import cupy
+
+    t0 = time.time()
+    rows = []
+    for i, n in enumerate(sizes):
+        print(f"n = {n}", flush=True)
+        rows += measure_size(n, n, n, args.seed + i)
+    extras = {"timing_agreement": timing_agreement(), "emulator_probe": emulator_probe()}
+    failed = [f"{r['kernel']}@{r['m']}" for r in rows if not r["passed"]]
+    meta = {
+        "schema": SCHEMA,
+        "kind": "gpu-record",
+        "command": "make record (python -m helpers.record " + " ".join(argv or sys.argv[1:]) + ")",
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "gpu": {"name": gpu.name, "cc": list(gpu.cc), "sms": gpu.sms, "l2_bytes": gpu.l2_bytes,
+                "mem_bytes": gpu.mem_bytes, "mem_bw_gbs": gpu.mem_bw_gbs,
+                "peaks": gpu.peaks.__dict__ if gpu.peaks else None},
+        "versions": {"driver_cuda": gpu.driver, "cuda_runtime": gpu.runtime, "nvrtc": gpu.nvrtc,
+                     "cupy": gpu.cupy, "numpy": np.__version__, "python": platform.python_version()},
+        "method": ("fresh standard-normal FP32 inputs per size (FP16 kernels get them rounded); NaN-poisoned "
+                   "output checked against float64 with helpers.numerics.tolerance; CUDA events around each "
+                   "launch, L2 flushed by a memset of 4x L2 before each, 3 warm-up launches, median of "
+                   "10-100 launches; tflops = 2MNK / median; gbs = minimum bytes / median; rel_err against "
+                   "the float64 product of the FP32 inputs, rel_err_acc against the product of the "
+                   "kernel's own (rounded) inputs"),
+        "seconds": round(time.time() - t0, 1),
+        "failed_checks": failed,
+        "records": rows,
+        "extras": extras,
+    }
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{gpu.slug}.json"
+    path.write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"wrote {path} ({len(rows)} records, {meta['seconds']} s); failed checks: {failed or 'none'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Timing GPU work honestly: CUDA events, warm-up, many runs, cold L2.
+
+``benchmark(fn)`` runs ``fn`` (which launches GPU work on the current stream)
+a few times to warm up, then `reps` times, each preceded by a write over a
+buffer several times the size of L2 so no input is still cached. Each run is
+bracketed by its own pair of CUDA events; we report the median and the spread
+(10th-90th percentile) in milliseconds, and TFLOP/s and GB/s from the counts you
+pass in.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .device import require_gpu
+
+
+@dataclass
+class Timing:
+    times_ms: np.ndarray
+    flops: float | None = None
+    bytes_moved: float | None = None
+
+    @property
+    def median_ms(self) -> float:
+        return float(np.median(self.times_ms))
+
+    @property
+    def p10_ms(self) -> float:
+        return float(np.percentile(self.times_ms, 10))
+
+    @property
+    def p90_ms(self) -> float:
+        return float(np.percentile(self.times_ms, 90))
+
+    @property
+    def n(self) -> int:
+        return int(self.times_ms.size)
+
+    @property
+    def tflops(self) -> float | None:
+        return self.flops / (self.median_ms * 1e-3) / 1e12 if self.flops else None
+
+    @property
+    def gbs(self) -> float | None:
+        return self.bytes_moved / (self.median_ms * 1e-3) / 1e9 if self.bytes_moved else None
+
+    def __str__(self):
+        s = f"median {self.median_ms:.4g} ms (p10 {self.p10_ms:.4g}, p90 {self.p90_ms:.4g}, n={self.n})"
+        if self.tflops:
+            s += f", {self.tflops:.3g} TFLOP/s"
+        if self.gbs:
+            s += f", {self.gbs:.4g} GB/s"
+        return s
+
+
+def gemm_flops(M: int, N: int, K: int) -> float:
+    """2 M N K: one multiply and one add per term of every dot product."""
+    return 2.0 * M * N * K
+
+
+def gemm_min_bytes(M: int, N: int, K: int, in_bytes: int, out_bytes: int) -> float:
+    """The least traffic a GEMM needs: read A and B once, write C once."""
+    return float((M * K + K * N) * in_bytes + M * N * out_bytes)
+
+
+_FLUSH = {}
+
+
+def _flush_buffer(l2_bytes: int):
+    import cupy
+
+    nbytes = max(4 * l2_bytes, 64 << 20)
+    if nbytes not in _FLUSH:
+        _FLUSH.clear()
+        _FLUSH[nbytes] = cupy.empty(nbytes, dtype=cupy.uint8)
+    return _FLUSH[nbytes]
+
+
+def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = None, warmup: int = 3,
+              reps: int | None = None, target_s: float = 0.4, min_reps: int = 10, max_reps: int = 100,
+              flush_l2: bool = True) -> Timing:
+    """Time `fn()` with CUDA events; see the module docstring.
+
+    reps defaults to as many as fit in about `target_s` seconds (between
+    min_reps and max_reps), judged from the warm-up runs.
+    """
+    import cupy
+
+    gpu = require_gpu("timing")
+    stream = cupy.cuda.get_current_stream()
+    flush = _flush_buffer(gpu.l2_bytes) if flush_l2 else None
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record(stream)
+    for _ in range(max(1, warmup)):
+        fn()
+    end.record(stream)
+    end.synchronize()
+    per_call = cupy.cuda.get_elapsed_time(start, end) / max(1, warmup) / 1e3
+    if reps is None:
+        reps = int(np.clip(target_s / max(per_call, 1e-6), min_reps, max_reps))
+    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(reps)]
+    for s, e in events:
+        if flush is not None:
+            flush.fill(0)          # evicts A, B and C from L2 (a memset over 4x L2)
+        s.record(stream)
+        fn()
+        e.record(stream)
+    events[-1][1].synchronize()
+    times = np.array([cupy.cuda.get_elapsed_time(s, e) for s, e in events])
+    return Timing(times, flops, bytes_moved)

@@ -1,0 +1,72 @@
+"""Execute the course notebooks (what `make course` and `make notebooks` run).
+
+    python tools/execute_notebooks.py            # -> build/notebooks/*.ipynb, build/html/*.html
+    python tools/execute_notebooks.py --inplace  # rewrite notebooks/*.ipynb with fresh outputs
+
+Notebooks run with the backend the helpers pick (GPU if one works, else the
+CPU emulation; COURSE_DEVICE forces one). The committed notebooks are never
+touched unless --inplace is given.
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def execute(path: Path, timeout: int) -> nbformat.NotebookNode:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    return nb
+
+
+def write_html(nb, out: Path):
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    out.write_text(body)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("notebooks", nargs="*", type=Path)
+    ap.add_argument("--inplace", action="store_true")
+    ap.add_argument("--out", type=Path, default=ROOT / "build")
+    ap.add_argument("--timeout", type=int, default=900)
+    args = ap.parse_args(argv)
+    paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if not args.inplace:
+        (args.out / "notebooks").mkdir(parents=True, exist_ok=True)
+        (args.out / "html").mkdir(parents=True, exist_ok=True)
+    links = []
+    for p in paths:
+        t0 = time.time()
+        nb = execute(p, args.timeout)
+        if args.inplace:
+            nbformat.write(nb, p)
+        else:
+            nbformat.write(nb, args.out / "notebooks" / p.name)
+            write_html(nb, args.out / "html" / f"{p.stem}.html")
+            title = next((c.source.splitlines()[0].lstrip("# ") for c in nb.cells if c.cell_type == "markdown"), p.stem)
+            links.append((p.stem, title))
+        print(f"executed {p.name} in {time.time() - t0:.0f} s", flush=True)
+    if not args.inplace:
+        items = "\n".join(f'<li><a href="{s}.html">{html.escape(t)}</a></li>' for s, t in links)
+        (args.out / "html" / "index.html").write_text(
+            "<!doctype html><meta charset='utf-8'><title>Tensor Cores course</title>"
+            f"<h1>Tensor Cores, WMMA and mixed precision</h1><ol>{items}</ol>\n")
+        print(f"wrote {args.out}/notebooks and {args.out}/html (index.html)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Source of notebooks/00_start_here.ipynb (run `make notebooks` after editing)."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from nbbuild import Notebook  # noqa: E402
+
+nb = Notebook("00_start_here")
+
+nb.md("""
+# Tensor Cores, WMMA and mixed precision
+## 00 · Start here
+
+Executable lessons: real CUDA C++ kernels compiled and launched from Python through CuPy,
+checked against a float64 reference, timed against cuBLAS, and plotted inline.
+
+*No GPU? Every lesson still runs: the helpers switch to a CPU backend that reproduces each
+kernel's arithmetic with numpy, and the speed plots show measurements recorded on a real GPU.*
+""", slide="slide")
+
+nb.md("""
+## What you will be able to do
+
+- explain what a Tensor Core computes, and why one warp-wide `mma_sync` replaces thousands of scalar FMAs;
+- write, launch and check a WMMA kernel from a notebook;
+- choose FP16, BF16 or TF32 inputs and FP32 or FP16 accumulation with the error it costs in view;
+- measure a GPU kernel honestly (CUDA events, warm-up, median, cold L2) and compare it with cuBLAS and the chip's peak.
+""", slide="slide")
+
+nb.md("""
+## The lessons
+
+| # | notebook | the question it answers |
+|---|---|---|
+| 00 | start here | what is this, how do I run it, what is my machine? |
+| 01 | FP32 CUDA-core baseline | how fast is a plain GEMM, and what holds it back? |
+| 02 | Tensor Cores and WMMA | what does one `mma_sync` do, and who holds which element? |
+| 03 | mixed precision | what do FP16, BF16 and TF32 inputs and an FP16 or FP32 accumulator cost in error, and buy in speed? |
+| 04 | precision analysis | how does error grow with K, and how does the hardware really add? |
+| 05 | closing the gap to cuBLAS | which optimisation buys how much, measured one at a time? |
+
+The kernels live in `kernels/*.cu`, one file per lesson family. The notebooks call them through
+the small `helpers` package, so each code cell stays short.
+""", slide="slide")
+nb.notes("The course follows three source articles (in Chinese); where they are wrong, the lessons say so and show why.")
+
+nb.md("""
+## How to run it
+
+```bash
+make course   # creates .venv, installs, executes every notebook, writes build/ (notebooks + HTML)
+make test     # unit tests and nbval on every notebook
+make lab      # JupyterLab with the course's Python
+make record   # GPU only: re-measure every kernel, write results/<your-gpu>.json
+```
+
+The helpers pick the backend: a CUDA GPU through CuPy when one works, else the CPU emulation.
+Set `COURSE_DEVICE=cpu` or `COURSE_DEVICE=gpu` to force one (then restart the kernel).
+""", slide="slide")
+
+nb.md("## Your environment", slide="slide")
+nb.code("""
+import numpy as np
+import helpers
+
+env = helpers.summary()
+""", ignore_output=True)
+nb.notes("On a GPU this prints the GPU name, compute capability, SM count, L2 size, versions and the peak "
+         "rates from the course's table; on the CPU it says that kernels are emulated.")
+
+nb.md("""
+## A first run: three kernels, checked against float64
+
+The seed article's three kernels, on a problem whose sizes are **not** multiples of 16
+(M = 200, K = 72, N = 136). The inputs are random standard-normal FP32 numbers, never small
+integers: integers are exact in FP16 and would hide its rounding error.
+
+Each result is compared with the float64 product, element by element, against a tolerance
+derived from the input format, the accumulator format and K (`helpers.tolerance`).
+""", slide="slide")
+nb.code("""
+A = helpers.random_matrix(200, 72, seed=0)    # M x K
+B = helpers.random_matrix(72, 136, seed=1)    # K x N
+checks = {}
+for name in ["gemm_fp32_kernel", "wmma_gemm_naive", "wmma_mixed_gemm_kernel"]:
+    spec = helpers.KERNELS[name]
+    C = helpers.gemm(name, A.astype(spec.in_dtype), B.astype(spec.in_dtype), pad=True)
+    checks[name] = spec.check(C, A, B)
+    print(checks[name].verdict())
+""")
+nb.md("The measured errors themselves (they depend on the backend, so nbval does not compare this cell):")
+nb.code("""
+for chk in checks.values():
+    print(chk, end="\\n\\n")
+""", ignore_output=True)
+nb.notes("The FP32 kernel's error is about 1e-7: FP32 rounding. The WMMA kernels' error is about 1e-4: "
+         "almost all of it is the rounding of the inputs to FP16, not the accumulation.")
+
+nb.md("""
+## Where each tolerance comes from
+
+`helpers.tolerance(K, inputs, acc)` adds three effects: the inputs' rounding, the accumulation
+(a worst-case bound, or a probabilistic one when rounding is to nearest), and the output's rounding.
+""", slide="slide")
+nb.code("""
+print(helpers.tolerance(72, "fp32", "fp32", n_checked=200 * 136))
+print(helpers.tolerance(72, "fp16", "fp32", acc_rounding="truncate", block=16, n_checked=200 * 136))
+print(helpers.tolerance(4096, "fp16", "fp16", block=16, n_checked=4096 * 4096))
+""")
+
+nb.md("""
+## When the input is wrong, the message says what to do
+
+The WMMA kernels move whole 16 x 16 tiles. Called without `pad=True` on these sizes they would
+read and write past the matrices' edges, so the helper refuses, and says how to fix it:
+""", slide="slide")
+nb.code("""
+try:
+    helpers.wmma_mixed(A.astype(np.float16), B.astype(np.float16))
+except helpers.InputError as err:
+    print(err)
+""")
+
+nb.md("""
+## Recorded measurements
+
+`make record` measured every kernel and cuBLAS baseline on a real GPU and stored the numbers,
+with the GPU, versions and date, in `results/`. These are the same on every machine:
+""", slide="slide")
+nb.code("""
+rec = helpers.results.load_latest()
+print(rec.label, "|", rec.meta["versions"])
+rows = [r for r in rec.select(m=4096, n=4096, k=4096)]
+helpers.display.table(rows, ["kernel", "dtype_in", "acc", "median_ms", "tflops", "rel_err"],
+                      ["kernel", "inputs", "accumulate", "ms (median)", "TFLOP/s", "rel. error"],
+                      fmt={"median_ms": ".3f", "tflops": ".1f", "rel_err": ".1e"})
+""")
+nb.code("""
+series = {k: rec.series(k) for k in ["gemm_fp32_kernel", "wmma_gemm_naive"]}
+base = {k: rec.series(k) for k in ["cublas_fp32", "cublas_fp16"]}
+peaks = rec.meta["gpu"]["peaks"]
+fig = helpers.plots.tflops_vs_size(series, baselines=base,
+                                   peaks={"FP32 peak": peaks["fp32"], "FP16 tensor peak": peaks["fp16"]},
+                                   title="Seed kernels vs cuBLAS", source=rec.label)
+""", slide="subslide")
+nb.notes("Read the gap: the naive WMMA kernel is several times faster than the FP32 kernel, and still "
+         "far below cuBLAS FP16. Lesson 5 closes that gap one measured step at a time.")
+
+nb.md("""
+## Check yourself
+
+1. How many floating-point operations does a GEMM with M = N = K = 1024 perform?
+   (Count a multiply and an add as two.)
+2. How many does one 16 x 16 x 16 `wmma::mma_sync` perform?
+
+Replace `None` with your answer and run the cell.
+""", slide="slide")
+nb.code("""
+answer_1 = None
+answer_2 = None
+helpers.exercises.gemm_flops_exercise(answer_1, 1024, 1024, 1024)
+helpers.exercises.mma_flops_exercise(answer_2)
+""")
+nb.md("**Solutions** (try first):", slide="subslide")
+nb.code("""
+helpers.exercises.gemm_flops_exercise(2 * 1024**3, 1024, 1024, 1024)
+helpers.exercises.mma_flops_exercise(2 * 16 * 16 * 16)
+""")
+nb.save()
