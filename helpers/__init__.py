@@ -10,7 +10,8 @@ One job per module:
   cublas    cuBLAS baselines (FP32, TF32, FP16 with FP32 or FP16 accumulation)
   results   recorded GPU measurements in results/
   plots     the shared matplotlib figures
-  record    `make record`
+  record    `make record`, and sweep(): live measurements on a GPU, recorded ones without
+  experiments  lesson-specific GPU measurements, recorded by `make record` (run_or_load)
 """
 from . import compile, cublas, device, display, emulate, exercises, launch, numerics, plots, results, timing  # noqa: F401,E501
 from .device import backend, summary
@@ -18,6 +19,8 @@ from .errors import (ArchitectureError, CourseError, HeaderNotFoundError, InputE
                      KernelCompileError, NoGPUError, ResultsError)
 from .launch import KERNELS, gemm, gemm_fp32, wmma_fp16acc, wmma_gemm_naive, wmma_mixed  # noqa: F401
 from .numerics import check_gemm, random_matrix, tolerance  # noqa: F401
+from .experiments import run_or_load  # noqa: F401
+from .record import series, sweep  # noqa: F401
 
 __all__ = ["backend", "summary", "gemm", "gemm_fp32", "wmma_gemm_naive", "wmma_mixed", "wmma_fp16acc",
-           "check_gemm", "random_matrix", "tolerance", "KERNELS"]
+           "check_gemm", "random_matrix", "tolerance", "KERNELS", "sweep", "series", "run_or_load"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -82,11 +83,23 @@ PEAKS_TABLE: list[tuple[tuple[str, ...], Peaks]] = [
 ]
 
 
+def _words(s: str) -> list[str]:
+    return re.findall(r"[A-Z0-9]+", s.upper())
+
+
+def _has_phrase(words: list[str], phrase: str) -> bool:
+    p = _words(phrase)
+    return any(words[i:i + len(p)] == p for i in range(len(words) - len(p) + 1))
+
+
 def peaks_for(name: str) -> Peaks | None:
-    """Peak rates for a GPU name as CUDA reports it ('NVIDIA H200', 'Tesla T4', ...), or None."""
-    up = name.upper()
+    """Peak rates for a GPU name as CUDA reports it ('NVIDIA H200', 'Tesla T4', ...), or None.
+
+    Keys match whole words ('L4' does not match 'L40', 'T4' not 'T400').
+    """
+    words = _words(name)
     for keys, peaks in PEAKS_TABLE:
-        if all(k.upper() in up for k in keys):
+        if all(_has_phrase(words, k) for k in keys):
             return peaks
     return None
 

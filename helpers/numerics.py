@@ -124,17 +124,38 @@ def round_tf32(x) -> np.ndarray:
     return np.where(np.isfinite(x), out, x)
 
 
+# smallest normal exponent of each format (2^emin is the smallest normal number)
+_EMIN = {"fp32": -126, "tf32": -126, "fp16": -14, "bf16": -126, "fp8_e4m3": -6, "fp8_e5m2": -14}
+
+
+def _round_precision(x: np.ndarray, precision: int, emin: int) -> np.ndarray:
+    """Round float64 values to `precision` significant bits (nearest, ties to even), subnormals
+    below 2^emin included. One rounding: the value is scaled by a power of two so that the
+    last kept bit is the units digit, rounded with rint (ties to even), and scaled back."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        _, e = np.frexp(x)                                 # |x| in [2^(e-1), 2^e)
+        q = np.maximum(e - 1, emin) - (precision - 1)      # exponent of the last kept bit
+        out = np.ldexp(np.rint(np.ldexp(x, -q)), q)
+    return np.where(np.isfinite(x), out, x)
+
+
 def round_to(x, f) -> np.ndarray:
-    """Round to format `f` (round to nearest even); returned as float32 (float64 for fp64)."""
+    """Round to format `f` (round to nearest even, one rounding); returned as float32
+    (float64 for fp64). Values beyond the format's range become inf (NaN for fp8_e4m3,
+    which has no infinity)."""
     f = fmt(f)
     x = np.asarray(x)
     if f.name == "fp64":
         return x.astype(np.float64)
+    if x.dtype == np.float64 and f.name not in ("fp32", "fp16"):
+        # float64 -> float32 -> narrow format would round twice; round once here instead
+        # (numpy converts float64 to float16 and float32 directly, correctly).
+        x = _round_precision(x, f.precision, _EMIN[f.name])
     if f.name == "tf32":
-        return round_tf32(x.astype(np.float32))
+        return round_tf32(x.astype(np.float32))            # exact when x was pre-rounded
     if f.numpy_dtype is None:
         raise RuntimeError(f"rounding to {f.name} needs the ml_dtypes package: pip install ml_dtypes")
-    # float64 -> narrow format directly (numpy and ml_dtypes round once, correctly)
     return x.astype(f.numpy_dtype).astype(np.float32)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import emulate
 from .cublas import BASELINES
+from .experiments import load_all as load_experiments
 from .device import backend, require_gpu
 from .launch import KERNELS, launcher
 from .numerics import check_gemm, rel_fro_error, reference_gemm
@@ -46,7 +47,8 @@ def _row(name, M, N, K, inputs, acc, t, chk, rel_acc, padded, in_bytes, out_byte
     }
 
 
-def measure_size(n_m, n_n, n_k, seed, log=print):
+def measure_size(n_m, n_n, n_k, seed, log=print, names=None):
+    """Check and time the course kernels and cuBLAS baselines (all, or those in `names`) at one size."""
     import cupy
 
     rng = cupy.random.default_rng(seed)
@@ -57,6 +59,8 @@ def measure_size(n_m, n_n, n_k, seed, log=print):
     ref16 = reference_gemm(A16, B16)
     rows = []
     for spec in KERNELS.values():
+        if names is not None and spec.name not in names:
+            continue
         A, B, ref_acc = (A32, B32, ref) if spec.inputs == "fp32" else (A16, B16, ref16)
         padded = any(v % spec.multiple for v in (n_m, n_n, n_k))
         run, C, (M, N) = launcher(spec.name, A, B, pad=padded)
@@ -69,7 +73,7 @@ def measure_size(n_m, n_n, n_k, seed, log=print):
         log(f"  {spec.name:26s} {rows[-1]['median_ms']:9.4f} ms {rows[-1]['tflops']:8.2f} TFLOP/s "
             f"rel_err {rows[-1]['rel_err']:.2e} {'ok' if chk.passed else 'FAIL'}")
     for b in BASELINES.values():
-        if backend().gpu.cc < b.min_cc:
+        if backend().gpu.cc < b.min_cc or (names is not None and b.name not in names):
             continue
         A, B, ref_acc = (A32, B32, ref) if b.in_dtype == "float32" else (A16, B16, ref16)
         C = cupy.full((n_m, n_n), np.nan, dtype=b.out_dtype)
@@ -89,6 +93,32 @@ def measure_size(n_m, n_n, n_k, seed, log=print):
     del A32, B32, A16, B16, ref, ref16
     cupy.get_default_memory_pool().free_all_blocks()
     return rows
+
+
+def sweep(names, sizes, seed=2024, log=None):
+    """Rows for kernels/baselines `names` at square `sizes`: measured live on a GPU, else recorded.
+
+    Returns an experiments.Outcome (rows, live, source label for plot titles).
+    """
+    from .experiments import Outcome
+    from .results import load_latest
+
+    names = list(names)
+    b = backend()
+    if b.is_gpu:
+        rows = []
+        for i, n in enumerate(sizes):
+            rows += measure_size(n, n, n, seed + i, log=log or (lambda *a, **k: None), names=names)
+        return Outcome(rows, True, f"measured live on {b.gpu.name}")
+    rec = load_latest()
+    rows = [r for r in rec.rows if r["kernel"] in names and r["m"] in sizes and r["m"] == r["n"] == r["k"]]
+    return Outcome(rows, False, f"recorded on {rec.label} (no GPU here: CPU backend)")
+
+
+def series(rows, kernel, y="tflops"):
+    """(sizes, values) of one kernel from sweep rows, sorted by size."""
+    rs = sorted((r for r in rows if r["kernel"] == kernel), key=lambda r: r["m"])
+    return [r["m"] for r in rs], [r[y] for r in rs]
 
 
 def timing_agreement(n=4096, log=print):
@@ -153,6 +183,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help=f"only sizes {QUICK_SIZES}")
     ap.add_argument("--out", default=str(RESULTS_DIR))
     ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("--only-experiments", nargs="*", default=None,
+                    help="run only these experiments (default: all)")
     args = ap.parse_args(argv)
     try:
         gpu = require_gpu("make record")
@@ -168,6 +200,14 @@ def main(argv=None):
         print(f"n = {n}", flush=True)
         rows += measure_size(n, n, n, args.seed + i)
     extras = {"timing_agreement": timing_agreement(), "emulator_probe": emulator_probe()}
+    experiments = {}
+    for name, fn in sorted(load_experiments().items()):
+        if args.only_experiments and name not in args.only_experiments:
+            continue
+        t1 = time.time()
+        print(f"experiment {name}", flush=True)
+        experiments[name] = fn()
+        print(f"  done in {time.time() - t1:.1f} s", flush=True)
     failed = [f"{r['kernel']}@{r['m']}" for r in rows if not r["passed"]]
     meta = {
         "schema": SCHEMA,
@@ -189,6 +229,7 @@ def main(argv=None):
         "failed_checks": failed,
         "records": rows,
         "extras": extras,
+        "experiments": experiments,
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,104 @@
+"""Shared setup for the helpers unit tests: CPU backend, repo root on sys.path."""
+from __future__ import annotations
+
+import os
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# Force the CPU backend before helpers is imported anywhere (no GPU probing).
+# Exception: an explicit COURSE_DEVICE=gpu run keeps 'gpu' for the GPU-only test
+# modules (test_gpu.py reads the variable when it is collected); every other test
+# still runs on the CPU backend (see _cpu_backend below).
+ORIGINAL_DEVICE = os.environ.get("COURSE_DEVICE")
+GPU_TEST_MODULES = {"test_gpu.py"}
+if (ORIGINAL_DEVICE or "").strip().lower() != "gpu":
+    os.environ["COURSE_DEVICE"] = "cpu"
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+
+import helpers  # noqa: E402,F401
+import helpers.device  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _cpu_backend(request):
+    """Every CPU test starts on the CPU backend; the backend cache is cleared before and after.
+
+    Autouse fixtures are set up before `monkeypatch`, so this teardown runs after
+    monkeypatch has restored COURSE_DEVICE: the next backend() call sees 'cpu' again.
+    Tests in GPU_TEST_MODULES see the session's own COURSE_DEVICE instead.
+    """
+    gpu_module = request.node.path.name in GPU_TEST_MODULES
+    want = ORIGINAL_DEVICE if gpu_module else "cpu"
+
+    def apply():
+        if want is None:
+            os.environ.pop("COURSE_DEVICE", None)
+        else:
+            os.environ["COURSE_DEVICE"] = want
+        helpers.device.backend.cache_clear()
+
+    if not gpu_module or os.environ.get("COURSE_DEVICE") != want:
+        apply()
+    yield
+    if not gpu_module:
+        apply()
+
+
+@pytest.fixture
+def set_device(monkeypatch):
+    """set_device('gpu') sets COURSE_DEVICE for this test only and clears the backend cache."""
+
+    def _set(value: str):
+        monkeypatch.setenv("COURSE_DEVICE", value)
+        helpers.device.backend.cache_clear()
+
+    return _set
+
+
+# --------------------------------------------------------------------------- exact rounding reference
+def round_fraction(x: Fraction, precision: int, emax: int | None = None) -> Fraction | float:
+    """Round an exact rational to `precision` significant bits, to nearest, ties to even.
+
+    Independent of numpy/ml_dtypes: works on Python integers only. Normal range
+    only (no subnormals); if emax is given, results >= 2**(emax+1) become +-inf.
+    """
+    if x == 0:
+        return Fraction(0)
+    sign = -1 if x < 0 else 1
+    a = abs(x)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    # now 2**e <= a < 2**(e+1)
+    assert Fraction(2) ** e <= a < Fraction(2) ** (e + 1)
+    scale = Fraction(2) ** (e - precision + 1)
+    q = a / scale
+    n = q.numerator // q.denominator
+    rem = q - n
+    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n % 2 == 1):
+        n += 1
+    r = n * scale
+    if emax is not None and r >= Fraction(2) ** (emax + 1):
+        return sign * float("inf")
+    return sign * r
+
+
+def to_f32_exact(x: Fraction) -> np.float32:
+    """Correctly rounded float32 of an exact rational (normal range)."""
+    r = round_fraction(x, 24, emax=127)
+    if isinstance(r, float):
+        return np.float32(r)
+    f = float(r)           # exact: 24 significant bits fit in a double
+    assert Fraction(f) == r
+    return np.float32(f)

@@ -1,0 +1,128 @@
+"""Peak-rate table, GPU name matching, and the CPU-backend summary."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+import helpers
+from helpers.device import PEAKS_TABLE, Peaks, peaks_for
+
+
+def test_h200():
+    p = peaks_for("NVIDIA H200")
+    assert p is not None and p.fp16 == 989.4
+    assert p.bf16 == p.fp16 and p.mem_gbs == 4800
+    # the H200 has the H100 SXM's compute and more bandwidth
+    h100 = peaks_for("NVIDIA H100 80GB HBM3")
+    assert p.fp16 == h100.fp16 and p.fp32 == h100.fp32 and p.mem_gbs > h100.mem_gbs
+
+
+def test_geforce_fp16_accumulate_is_twice_fp32_accumulate():
+    for name in ("NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 3090"):
+        p = peaks_for(name)
+        assert p is not None and "GeForce" in p.gpu
+        assert p.fp16_acc16 == pytest.approx(2 * p.fp16, rel=1e-3)    # 330.3 vs 2 x 165.2 (rounded figures)
+        assert p.for_kernel("fp16", "fp16") == p.fp16_acc16
+        assert p.for_kernel("fp16", "fp32") == p.fp16
+
+
+def test_datacenter_fp16_accumulate_not_faster():
+    for keys, p in PEAKS_TABLE:
+        if "GeForce" not in p.gpu and p.fp16 is not None:
+            assert p.fp16_acc16 == p.fp16, p.gpu
+
+
+def test_tesla_t4():
+    p = peaks_for("Tesla T4")
+    assert p is not None and p.gpu == "NVIDIA T4"
+    assert p.tf32 is None and p.bf16 is None           # Turing: no TF32/BF16 tensor cores
+    assert p.for_kernel("tf32", "fp32") is None
+
+
+def test_a100_variants_by_memory():
+    sxm80 = peaks_for("NVIDIA A100-SXM4-80GB")
+    pcie40 = peaks_for("NVIDIA A100-PCIE-40GB")
+    pcie80 = peaks_for("NVIDIA A100 80GB PCIe")
+    assert sxm80.mem_gbs == 2039
+    assert pcie40.mem_gbs == 1555
+    assert pcie80.mem_gbs == 1935
+    assert sxm80.fp16 == pcie40.fp16 == 312.0
+
+
+def test_h100_pcie_vs_sxm():
+    pcie = peaks_for("NVIDIA H100 PCIe")
+    sxm = peaks_for("NVIDIA H100 80GB HBM3")
+    assert pcie.gpu == "NVIDIA H100 PCIe" and sxm.gpu == "NVIDIA H100 SXM5"
+    assert pcie.fp16 < sxm.fp16 and pcie.mem_gbs < sxm.mem_gbs
+
+
+def test_v100_variants():
+    assert peaks_for("Tesla V100-PCIE-16GB").gpu == "NVIDIA V100 PCIe"
+    assert peaks_for("Tesla V100-SXM2-16GB").gpu == "NVIDIA V100 SXM2"
+
+
+def test_l4_vs_l40s():
+    assert peaks_for("NVIDIA L4").gpu == "NVIDIA L4"
+    assert peaks_for("NVIDIA L40S").gpu == "NVIDIA L40S"
+
+
+@pytest.mark.parametrize("name", ["NVIDIA GeForce GTX 1080", "Quadro P1000", "", "AMD Instinct MI300X"])
+def test_unknown_name(name):
+    assert peaks_for(name) is None
+
+
+def test_l40_is_not_an_l4():
+    p = peaks_for("NVIDIA L40")
+    assert p is None or p.gpu != "NVIDIA L4"
+
+
+def test_t400_is_not_a_t4():
+    p = peaks_for("NVIDIA T400 4GB")
+    assert p is None or p.gpu != "NVIDIA T4"
+
+
+def test_case_insensitive():
+    assert peaks_for("nvidia h100 pcie").gpu == "NVIDIA H100 PCIe"
+
+
+def test_table_consistency():
+    assert PEAKS_TABLE
+    for keys, p in PEAKS_TABLE:
+        assert isinstance(p, Peaks)
+        assert p.fp32 > 0 and p.mem_gbs > 0 and p.source
+        if p.fp16 is not None:
+            assert p.fp32 < p.fp16, p.gpu
+        if p.tf32 is not None:
+            assert p.fp32 <= p.tf32 <= p.fp16, p.gpu
+        if p.bf16 is not None:
+            assert p.bf16 == p.fp16, p.gpu
+        # every entry is reachable: its own keys find it (no earlier entry shadows it)
+        assert peaks_for(" ".join(keys)) is p, keys
+
+
+def test_for_kernel_mapping():
+    p = peaks_for("NVIDIA A100-SXM4-80GB")
+    assert p.for_kernel("fp32", "fp32") == 19.5
+    assert p.for_kernel("tf32", "fp32") == 156.0
+    assert p.for_kernel("bf16", "fp32") == 312.0
+    assert p.for_kernel("fp8", "fp32") is None
+
+
+def test_summary_on_cpu():
+    buf = io.StringIO()
+    rows = helpers.summary(file=buf)
+    out = buf.getvalue()
+    assert isinstance(rows, dict)
+    assert "CPU" in out
+    assert rows["backend"].startswith("CPU")
+    assert "GPU" not in rows
+    assert "numpy" in rows["host"]
+    assert len(out.splitlines()) == len(rows)        # one printed line per row
+    for k in rows:
+        assert k in out
+
+
+def test_backend_on_cpu():
+    b = helpers.backend()
+    assert b.name == "cpu" and b.reason == "COURSE_DEVICE=cpu"

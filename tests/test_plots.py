@@ -1,0 +1,81 @@
+"""The shared figures: each returns a Figure whose title carries the data's source."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from helpers import plots  # noqa: E402
+
+SOURCE = "NVIDIA H200, recorded 2025-06-01 (test source)"
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _title(fig):
+    ax = fig.axes[0]
+    return " ".join(ax.get_title(loc=loc) for loc in ("left", "center", "right"))
+
+
+def test_tflops_vs_size():
+    sizes = [256, 512, 1024]
+    fig = plots.tflops_vs_size({"wmma": (sizes, [1.0, 5.0, 20.0])},
+                               baselines={"cuBLAS": (sizes, [2.0, 10.0, 40.0])},
+                               peaks={"FP16 peak": 989.4, "missing": None},
+                               title="Throughput", source=SOURCE)
+    assert isinstance(fig, Figure)
+    t = _title(fig)
+    assert SOURCE in t and "Throughput" in t
+    ax = fig.axes[0]
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert "wmma" in labels and "cuBLAS" in labels
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert [int(x) for x in ax.get_xticks()] == sizes
+
+
+def test_tflops_vs_size_linear():
+    fig = plots.tflops_vs_size({"a": ([128], [1.0])}, source=SOURCE, ylog=False)
+    assert fig.axes[0].get_yscale() == "linear"
+    assert SOURCE in _title(fig)
+
+
+def test_roofline():
+    fig = plots.roofline({"k1": (10.0, 5.0), "k2": (500.0, 400.0)}, peak_tflops=989.4, mem_gbs=4800,
+                         extra_ceilings={"FP32": 67.0}, title="Roofline", source=SOURCE)
+    assert isinstance(fig, Figure)
+    assert SOURCE in _title(fig)
+    ax = fig.axes[0]
+    roof = ax.get_lines()[0]
+    x, y = roof.get_data()
+    np.testing.assert_allclose(y, np.minimum(989.4, 4800 * x / 1e3))
+    assert y.max() == pytest.approx(989.4)
+
+
+def test_error_vs_k():
+    K = [16, 64, 256]
+    fig = plots.error_vs_k(K, {"fp16 acc": [1e-3, 2e-3, 4e-3]}, bounds={"gamma_K": [1e-2, 4e-2, 1.6e-1]},
+                           source=SOURCE)
+    assert isinstance(fig, Figure)
+    assert SOURCE in _title(fig)
+    ax = fig.axes[0]
+    assert len(ax.get_lines()) == 2
+    assert ax.get_yscale() == "log"
+
+
+@pytest.mark.parametrize("source", ["emulated on the CPU", "GPU NVIDIA H200 (live)"])
+def test_every_plot_carries_the_source(source):
+    figs = [plots.tflops_vs_size({"a": ([64, 128], [1.0, 2.0])}, source=source),
+            plots.roofline({"a": (1.0, 1.0)}, peak_tflops=100.0, mem_gbs=1000.0, source=source),
+            plots.error_vs_k([1, 2], {"e": [1e-3, 1e-3]}, source=source)]
+    for fig in figs:
+        assert isinstance(fig, Figure)
+        assert source in _title(fig)
