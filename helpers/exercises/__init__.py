@@ -1,5 +1,8 @@
 """Self-checking exercises: each checker computes the expected answer itself.
 
+Common checkers live here; each lesson family adds a module (helpers/exercises/<family>.py)
+with its own checkers, built on check_number / _report.
+
 A checker prints one line: "Not answered yet", "Correct", or "Not quite" with
 a hint, and returns None (so a notebook cell shows only that line). It never
 raises, so Restart & Run All keeps going. ``last_result`` holds the last
