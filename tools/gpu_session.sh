@@ -14,6 +14,7 @@ if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
 fi
 python3 -c "import sys, cupy, numpy, matplotlib; print(sys.version.split()[0], 'cupy', cupy.__version__, 'numpy', numpy.__version__, 'mpl', matplotlib.__version__)"
+COURSE_DEVICE=gpu python3 -c "import helpers; helpers.summary()"
 for s in $stages; do
   t0=$(date +%s); echo "== stage $s"
   case $s in
