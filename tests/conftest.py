@@ -15,10 +15,9 @@ if str(ROOT) not in sys.path:
 
 # Force the CPU backend before helpers is imported anywhere (no GPU probing).
 # Exception: an explicit COURSE_DEVICE=gpu run keeps 'gpu' for the GPU-only test
-# modules (test_gpu.py reads the variable when it is collected); every other test
+# modules (tests/test_gpu*.py; they read the variable when it is collected); every other test
 # still runs on the CPU backend (see _cpu_backend below).
 ORIGINAL_DEVICE = os.environ.get("COURSE_DEVICE")
-GPU_TEST_MODULES = {"test_gpu.py"}
 if (ORIGINAL_DEVICE or "").strip().lower() != "gpu":
     os.environ["COURSE_DEVICE"] = "cpu"
 
@@ -36,9 +35,9 @@ def _cpu_backend(request):
 
     Autouse fixtures are set up before `monkeypatch`, so this teardown runs after
     monkeypatch has restored COURSE_DEVICE: the next backend() call sees 'cpu' again.
-    Tests in GPU_TEST_MODULES see the session's own COURSE_DEVICE instead.
+    Tests in tests/test_gpu*.py see the session's own COURSE_DEVICE instead.
     """
-    gpu_module = request.node.path.name in GPU_TEST_MODULES
+    gpu_module = request.node.path.name.startswith("test_gpu")
     want = ORIGINAL_DEVICE if gpu_module else "cpu"
 
     def apply():

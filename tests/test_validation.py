@@ -162,12 +162,16 @@ def test_prepare_pads_with_zeros():
 
 
 # --------------------------------------------------------------------------- device selection
-def test_course_device_gpu_without_gpu_raises(set_device):
+def test_course_device_gpu_without_gpu_raises(set_device, monkeypatch):
+    def no_gpu():  # what CuPy says on a machine without a usable driver
+        raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+
+    monkeypatch.setattr(helpers.device, "_probe_gpu", no_gpu)   # same result with or without a GPU
     set_device("gpu")
     with pytest.raises(NoGPUError) as ei:
         helpers.device.backend()
     msg = str(ei.value)
-    assert "COURSE_DEVICE" in msg and "Fix:" in msg
+    assert "COURSE_DEVICE" in msg and "Fix:" in msg and "insufficient" in msg
 
 
 def test_course_device_banana_raises_course_error(set_device):
