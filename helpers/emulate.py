@@ -8,14 +8,25 @@ matrix (a Python loop over K or over K blocks, numpy over M x N).
   one rounding to FP32 per step. The product of two FP32 numbers is exact in
   float64; the float64 sum may round once more, so a TwoSum correction detects
   the rare case where that double rounding would differ from one FP32 rounding.
-* ``tensor_core_gemm``: WMMA kernels. The model of Fasi, Higham, Mikaitis and
-  Pranesh (PeerJ Comput. Sci. 7:e330, 2021), refined by Khattak & Mikaitis
-  (2025): within one block of `block` products plus the accumulator, every
-  product is exact; the terms are aligned to the largest exponent keeping
-  24 + `extra_bits` significant bits (the bits shifted out are dropped); the
-  aligned sum is exact; the result is rounded once to the accumulator format:
-  toward zero for FP32, to nearest for FP16. The parameters for the H200 are
-  measured in lesson 4; ``DEFAULT_TC_MODEL`` says where the current ones come from.
+* ``tensor_core_gemm`` / ``tensor_core_mma``: WMMA kernels. The model of Fasi,
+  Higham, Mikaitis and Pranesh (PeerJ Comput. Sci. 7:e330, 2021), refined by
+  Khattak & Mikaitis (2025) and fitted to raw H200 outputs in lesson 4. For each
+  block of `block` products plus the accumulator c:
+    1. every product a_k b_k is exact;
+    2. the terms are aligned to the largest exponent. A product's exponent is
+       taken *before normalisation*: e(a) + e(b), although the exact product's
+       significand lies in [1, 4) (so a product >= 2 x 2^(e(a)+e(b)) has its top
+       bit one place above the window's top). c uses its own exponent;
+    3. each term keeps the bits down to 24 + `extra_bits` places below the
+       largest exponent; lower bits are dropped (truncation toward zero of each
+       term's magnitude);
+    4. the aligned terms are summed exactly;
+    5. the sum is rounded once to the accumulator's format: toward zero for FP32,
+       to nearest-even for FP16.
+  On the H200 (lesson 4's raw comparison) this reproduces the FP32- and the
+  FP16-accumulator WMMA outputs bit for bit; normalising the products first
+  (the textbook form of the model) gets about 5% of FP32 results wrong on N(0,1) data
+  (results/nvidia-h200.json, extras.emulator_probe, entry b16_e2, recorded before the fit).
 
 numpy's own float16 matmul accumulates in float32 and rounds once at the end,
 so it cannot stand in for an FP16 accumulator: ``tensor_core_gemm`` rounds after
@@ -23,10 +34,13 @@ every block explicitly.
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import InputError
 from .numerics import round_to
 
 
@@ -35,14 +49,45 @@ class TensorCoreModel:
     block: int          # products summed before each rounding (block-FMA size)
     extra_bits: int     # alignment bits kept beyond the 24 of FP32
     source: str         # where these numbers come from
+    normalised_products: bool = False   # align products by their normalised exponent (textbook model)
+    truncation: str = "toward-zero"     # how aligned terms lose bits: 'toward-zero' or 'toward-minus-inf'
+    fp32_rounding: str = "toward-zero"  # the final rounding to FP32: 'toward-zero' or 'nearest'
+
+    def __post_init__(self):
+        if self.block < 1 or self.extra_bits < 0:
+            raise ValueError("block must be >= 1 and extra_bits >= 0")
+        if self.truncation not in ("toward-zero", "toward-minus-inf"):
+            raise ValueError("truncation must be 'toward-zero' or 'toward-minus-inf'")
+        if self.fp32_rounding not in ("toward-zero", "nearest"):
+            raise ValueError("fp32_rounding must be 'toward-zero' or 'nearest'")
 
     def __str__(self):
-        return f"block-FMA {self.block}, {self.extra_bits} extra alignment bits ({self.source})"
+        s = f"block-FMA {self.block}, {self.extra_bits} extra alignment bits"
+        if self.normalised_products:
+            s += ", normalised products"
+        if self.truncation != "toward-zero":
+            s += f", truncation {self.truncation}"
+        if self.fp32_rounding != "toward-zero":
+            s += f", FP32 result rounded {self.fp32_rounding}"
+        return f"{s} ({self.source})"
 
 
-# Khattak & Mikaitis (2025) report block 16 and 2 extra bits for FP16/BF16 on
-# Blackwell (B200) and use the same model for Hopper; lesson 4 measures the H200.
-DEFAULT_TC_MODEL = TensorCoreModel(16, 2, "published B200/Hopper model, Khattak & Mikaitis 2025")
+# Measured on the H200 in lesson 4 (bit-for-bit fit to raw WMMA outputs, and the probes of
+# Fasi et al. 2021 / Khattak & Mikaitis 2025): block 16 and 2 extra bits, as Khattak & Mikaitis
+# publish for B200 and reuse for Hopper; products aligned before normalisation.
+DEFAULT_TC_MODEL = TensorCoreModel(16, 2, "H200, fitted in lesson 4; as published for B200/Hopper, "
+                                          "Khattak & Mikaitis 2025")
+# TF32 (m16n16k8): the H200 rounds after every 4 products (lesson 4's block-size probe), as Fasi et al.
+# report for A100; Khattak & Mikaitis publish 8 for B200.
+TF32_MODEL = TensorCoreModel(4, 2, "H200 TF32: block 4, measured in lesson 4 (A100 also 4; B200 published 8)")
+# Published parameters of earlier GPUs (Fasi et al. 2021, FP16 inputs), for comparison.
+V100_MODEL = TensorCoreModel(4, 0, "V100, Fasi et al. 2021", normalised_products=True)
+A100_MODEL = TensorCoreModel(8, 1, "A100 FP16/BF16, Fasi et al. 2021", normalised_products=True)
+
+
+def model_for(inputs: str) -> TensorCoreModel:
+    """The H200 model for WMMA with these input formats ('fp16', 'bf16' or 'tf32')."""
+    return TF32_MODEL if inputs == "tf32" else DEFAULT_TC_MODEL
 
 
 def _round_f32_toward_zero(s: np.ndarray) -> np.ndarray:
@@ -88,53 +133,109 @@ def fp32_fma_chain(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return acc.astype(np.float32)
 
 
-def _block_sum(terms: np.ndarray, extra_bits: int) -> np.ndarray:
-    """Exact sum of terms (axis 1) after aligning each to the largest one's exponent.
-
-    Keeps 24 + extra_bits significant bits measured from the leading bit of the
-    largest term; lower bits are dropped (truncated toward zero).
-    """
-    biggest = np.abs(terms).max(axis=1, keepdims=True)
-    _, emax = np.frexp(biggest)              # biggest in [2^(emax-1), 2^emax); 0 -> emax 0
-    q = np.ldexp(1.0, emax - 24 - extra_bits)   # the weight of the last kept bit
-    aligned = np.trunc(terms / q) * q            # power-of-two scaling: exact
-    return aligned.sum(axis=1)                   # integers times q: exact in float64
+_EMIN_FREXP = {"fp16": -13, "bf16": -125, "tf32": -125, "fp32": -125, "fp8_e4m3": -5, "fp8_e5m2": -13}   # frexp exponent of 2^emin
 
 
-def tensor_core_gemm(A, B, *, inputs: str = "fp16", acc: str = "fp32",
-                     model: TensorCoreModel = DEFAULT_TC_MODEL,
-                     max_temp_bytes: int = 256 << 20) -> np.ndarray:
-    """C = A B as a WMMA kernel computes it (FP32 result, or FP16 for acc='fp16').
+def _exponents(X: np.ndarray, inputs: str) -> np.ndarray:
+    """frexp exponents (|x| in [2^(e-1), 2^e)) as the hardware sees them: a subnormal input
+    counts with the smallest normal exponent; zeros get a huge negative exponent."""
+    _, e = np.frexp(X)
+    e = np.maximum(e, _EMIN_FREXP.get(inputs, -1021))
+    return np.where(X == 0, -100000, e).astype(np.int32)
 
-    A and B are rounded to `inputs` first (a no-op for arrays already in it).
-    The K dimension is zero-padded to a multiple of the block, as the GPU
-    helpers do. Rows are processed in chunks to bound memory.
+
+def _mma_rows(A, B, eA, eB, C0, model: TensorCoreModel, acc: str) -> np.ndarray:
+    """The tensor-core arithmetic for a block of rows: A (r x Kp), B (Kp x N), C0 (r x N) float64."""
+    b = model.block
+    keep = 24 + model.extra_bits
+    cut = np.trunc if model.truncation == "toward-zero" else np.floor
+    r, Kp = A.shape
+    N = B.shape[1]
+    accv = C0.copy()
+    P = np.empty((r, b, N))
+    E = np.empty((r, b, N), dtype=np.int32)
+    for k0 in range(0, Kp, b):
+        a, bb = A[:, k0:k0 + b], B[k0:k0 + b]
+        np.multiply(a[:, :, None], bb[None, :, :], out=P)                       # exact products
+        if model.normalised_products:
+            _, E = np.frexp(P)
+            E = np.where(P == 0, -100000, E)
+        else:                                                                  # e(a) + e(b) - 1: the
+            np.add(eA[:, k0:k0 + b, None], eB[None, k0:k0 + b, :], out=E)     # product's significand
+            E -= 1                                                             # taken as if in [1, 2)
+        emax = E.max(axis=1)
+        _, ec = np.frexp(accv)
+        emax = np.maximum(emax, np.where(accv == 0, -100000, ec))
+        emax = np.maximum(emax, -990)                      # all-zero block: any scale will do
+        scale = np.ldexp(1.0, keep - emax)                 # power of two: multiplications are exact
+        P *= scale[:, None, :]
+        s = cut(P).sum(axis=1) + cut(accv * scale)         # integers < 2^32: exact in float64
+        s /= scale
+        if acc == "fp32":
+            accv = (_round_f32_toward_zero(s) if model.fp32_rounding == "toward-zero"
+                    else s.astype(np.float32)).astype(np.float64)
+        else:
+            accv = s.astype(np.float16).astype(np.float64)                   # round to nearest even
+    return accv
+
+
+def tensor_core_mma(A, B, C=None, *, inputs: str = "fp16", acc: str = "fp32",
+                    model: TensorCoreModel = DEFAULT_TC_MODEL, max_temp_bytes: int = 64 << 20,
+                    threads: int | None = None) -> np.ndarray:
+    """D = A B + C as a chain of tensor-core block FMAs (C in the accumulator format, or None for 0).
+
+    A and B are rounded to `inputs` first (a no-op for arrays already in it); K is
+    zero-padded to a multiple of the block. Rows are processed in chunks to bound
+    memory, on `threads` threads (default: all cores for large products).
     """
     if acc not in ("fp32", "fp16"):
-        raise ValueError("acc must be 'fp32' or 'fp16'")
+        raise InputError(f"acc={acc!r}: a WMMA accumulator is 'fp32' or 'fp16'.",
+                         "pass acc='fp32' (float accumulator) or acc='fp16' (half accumulator).")
+    if inputs in ("fp32", "fp64"):
+        raise InputError(f"inputs={inputs!r}: tensor cores take 16-bit, TF32 or FP8 inputs, not {inputs}.",
+                         "round FP32 data with inputs='tf32', or use fp32_fma_chain for CUDA-core FP32.")
     A = round_to(np.asarray(A), inputs).astype(np.float64)
     B = round_to(np.asarray(B), inputs).astype(np.float64)
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
+        raise InputError(f"A is {A.shape} and B is {B.shape}: D = A B needs 2-D matrices with "
+                         "A's columns == B's rows.", "check the argument order, or transpose B.")
     M, K = A.shape
     N = B.shape[1]
+    if C is not None and np.shape(C) != (M, N):
+        raise InputError(f"C has shape {np.shape(C)}, but A B is {M} x {N}.",
+                         "pass C with one row per row of A and one column per column of B, or C=None.")
     b = model.block
     Kp = -(-K // b) * b
     if Kp != K:
         A = np.pad(A, ((0, 0), (0, Kp - K)))
         B = np.pad(B, ((0, Kp - K), (0, 0)))
     out_dtype = np.float32 if acc == "fp32" else np.float16
-    C = np.empty((M, N), dtype=out_dtype)
-    rows = max(1, int(max_temp_bytes // (8 * (b + 1) * N * 3)))
-    for r0 in range(0, M, rows):
-        Ar = A[r0:r0 + rows]
-        accv = np.zeros((Ar.shape[0], N), dtype=np.float64)
-        terms = np.empty((Ar.shape[0], b + 1, N))
-        for k0 in range(0, Kp, b):
-            terms[:, 0, :] = accv
-            np.multiply(Ar[:, k0:k0 + b, None], B[None, k0:k0 + b, :], out=terms[:, 1:, :])  # exact
-            s = _block_sum(terms, model.extra_bits)
-            if acc == "fp32":
-                accv = _round_f32_toward_zero(s).astype(np.float64)
-            else:
-                accv = s.astype(np.float16).astype(np.float64)   # round to nearest even
-        C[r0:r0 + rows] = accv.astype(out_dtype)
-    return C
+    C0 = np.zeros((M, N)) if C is None else np.asarray(C).astype(out_dtype).astype(np.float64)
+    eA, eB = _exponents(A, inputs), _exponents(B, inputs)
+    rows = max(1, int(max_temp_bytes // (12 * b * N + 1)))
+    if threads is None:
+        threads = (os.cpu_count() or 1) if M * N * Kp >= (1 << 26) else 1
+    rows = min(rows, max(1, -(-M // max(1, threads))))
+    chunks = [(r0, min(M, r0 + rows)) for r0 in range(0, M, rows)]
+    out = np.empty((M, N), dtype=out_dtype)
+
+    def work(rc):
+        r0, r1 = rc
+        out[r0:r1] = _mma_rows(A[r0:r1], B, eA[r0:r1], eB, C0[r0:r1], model, acc).astype(out_dtype)
+
+    if threads > 1 and len(chunks) > 1:
+        with ThreadPoolExecutor(threads) as ex:
+            list(ex.map(work, chunks))
+    else:
+        for rc in chunks:
+            work(rc)
+    return out
+
+
+def tensor_core_gemm(A, B, *, inputs: str = "fp16", acc: str = "fp32",
+                     model: TensorCoreModel = DEFAULT_TC_MODEL,
+                     max_temp_bytes: int = 64 << 20, threads: int | None = None) -> np.ndarray:
+    """C = A B as a WMMA kernel computes it (FP32 result, or FP16 for acc='fp16'), starting
+    from a zero accumulator (fill_fragment 0); see tensor_core_mma."""
+    return tensor_core_mma(A, B, None, inputs=inputs, acc=acc, model=model,
+                           max_temp_bytes=max_temp_bytes, threads=threads)

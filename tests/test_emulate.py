@@ -260,3 +260,42 @@ def test_round_f32_toward_zero():
     assert r.dtype == np.float32
     assert list(r[:4]) == [1.0, -1.0, np.float32(1 + 2.0**-23), 1.0]
     assert r[4] == np.finfo(np.float32).max and r[5] == -np.finfo(np.float32).max
+
+
+# --------------------------------------------------------------------------- lesson 4: the fitted H200 model
+def test_products_aligned_before_normalisation():
+    # 1.5 x 1.5 = 2.25 sets the window as 2^0 (e(a) + e(b)), so 1.5 x 2^-24 terms keep a bit at 2^-25
+    T = 2.0 ** -24
+    A = np.array([[1.5] + [T] * 7], np.float16)
+    B = np.array([[1.5]] + [[1.5]] * 7, np.float16)
+    got = tensor_core_gemm(A, B)[0, 0]
+    textbook = tensor_core_gemm(A, B, model=TensorCoreModel(16, 2, "t", normalised_products=True))[0, 0]
+    assert got == np.float32(2.25 + 2.0 ** -21)
+    assert textbook == np.float32(2.25 + 2.0 ** -22)
+
+
+def test_tensor_core_mma_with_c_and_threads():
+    A, B = _fp16_inputs(40, 24, 64, seed=50)
+    C0 = numerics.random_matrix(40, 24, seed=52)
+    D = emulate.tensor_core_mma(A, B, C0)
+    # one block per 16: feeding C0 as the first accumulator equals an extra leading product row
+    assert D.dtype == np.float32
+    np.testing.assert_array_equal(emulate.tensor_core_gemm(A, B, threads=3, max_temp_bytes=1),
+                                  emulate.tensor_core_gemm(A, B, threads=1))
+    assert not np.array_equal(D, emulate.tensor_core_gemm(A, B))
+
+
+def test_truncation_sign_and_fp32_rounding_options():
+    A = np.array([[1, 1]], np.float16)
+    B = np.array([[-2], [-(2.0 ** -23 + 2.0 ** -24)]], np.float16)
+    assert tensor_core_gemm(A, B)[0, 0] == -2.0
+    assert tensor_core_gemm(A, B, model=TensorCoreModel(16, 2, "t", fp32_rounding="nearest"))[0, 0] \
+        == np.float32(-(2 + 2.0 ** -22))
+    with pytest.raises(ValueError):
+        TensorCoreModel(16, 2, "t", truncation="sideways")
+
+
+def test_subnormal_fp16_inputs_are_kept():
+    A = np.array([[2.0 ** -24]], np.float16)
+    B = np.array([[4.0]], np.float16)
+    assert tensor_core_gemm(A, B)[0, 0] == np.float32(2.0 ** -22)

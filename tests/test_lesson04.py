@@ -1,0 +1,121 @@
+"""CPU tests of lesson 4 (precision): probes, summation helpers, exercises, the error study's plumbing."""
+import math
+
+import numpy as np
+import pytest
+
+import helpers
+import helpers.exercises.precision as ex
+from helpers import emulate
+from helpers.experiments import precision as P
+
+
+def test_experiments_registered():
+    assert {"error_vs_k", "tc_probes", "emulator_match"} <= set(helpers.experiments.load_all())
+
+
+def test_stagnation_points():
+    assert P.stagnation_point("fp16") == 2048
+    assert P.stagnation_point("bf16") == 256
+    assert P.stagnation_point("fp16", 0.1) == 256
+
+
+def test_large_eats_small_and_fixes():
+    xs = [2048.0] + [1.0] * 1000
+    assert P.sum_sequential(xs, "fp16") == 2048
+    assert P.sum_kahan(xs, "fp16") == 3048
+    assert P.sum_pairwise(xs, "fp16") == 3048
+    assert P.sum_sequential(xs, "fp32") == 3048
+
+
+def test_every_probe_answer_is_one_of_its_hypotheses_or_monotonicity():
+    for c in P.probe_cases():
+        v = P.emulate_probe(c)
+        if "monotonicity" in c["name"]:
+            continue
+        assert v in c["expect"].values(), (c["name"], v, c["expect"])
+
+
+def test_probes_distinguish_the_textbook_model():
+    textbook = emulate.TensorCoreModel(16, 2, "t", normalised_products=True)
+    c = [x for x in P.probe_cases() if x["name"] == "fp16: products aligned before normalisation"][0]
+    assert P.emulate_probe(c) == c["expect"]["unnormalised exponent"]
+    assert P.emulate_probe(c, textbook) == c["expect"]["normalised product"]
+
+
+def test_probes_see_v100_and_a100_parameters():
+    cases = P.probe_cases()
+    ext = {c["name"]: c for c in cases if c["fmt"] == "fp16"}
+    # V100: no extra bit; A100: one; H200: two
+    assert P.emulate_probe(ext["fp16: >= 1 extra bits"], emulate.V100_MODEL) == 1.0
+    assert P.emulate_probe(ext["fp16: >= 2 extra bits"], emulate.A100_MODEL) == 1.0
+    assert P.emulate_probe(ext["fp16: >= 1 extra bits"], emulate.A100_MODEL) == 1 + 2.0 ** -23
+    blk = [P.emulate_probe(ext[f"fp16: block size, small product at k={j}"], emulate.A100_MODEL)
+           for j in range(1, 16)]
+    assert blk.index(2.0) == 7            # block of 8: the product at k = 8 is in the next block
+
+
+def test_monotonicity_violation():
+    cs = [c for c in P.probe_cases() if c["name"].startswith("fp16: monotonicity") and "1.49e-08" in c["name"]]
+    lo, hi = (P.emulate_probe(c) for c in cs)
+    assert cs[0]["c"] < cs[1]["c"] and lo > hi
+
+
+def test_error_inputs_are_deterministic_and_stats():
+    A, B = P.error_inputs(32, "uniform", 8, 8)
+    A2, B2 = P.error_inputs(32, "uniform", 8, 8)
+    assert np.array_equal(A, A2) and (A >= 0).all()
+    A_r = helpers.numerics.round_to(A, "fp16").astype(float)
+    B_r = helpers.numerics.round_to(B, "fp16").astype(float)
+    s = P.error_stats(A_r @ B_r, A, B, A_r, B_r)
+    assert s["acc_max"] == 0 and s["total_max"] > 0
+
+
+def test_emulated_error_vs_k_orders_the_arithmetics():
+    rows = P.emulated_error_vs_k([1024], M=8, dists=("uniform",))
+    e = {r["arithmetic"]: r["acc_median"] for r in rows}
+    assert e["fp16 in, fp16 acc"] > e["fp16 in, fp32 acc"] > e["fp32 FMA chain"]
+    Ks, cur = P.curves(rows, "uniform")
+    assert Ks == [1024] and set(cur) == set(P.ARITHMETICS)
+
+
+def test_match_stats_and_ulps():
+    x = np.array([1.0, -1.0, 2.0], np.float32)
+    y = np.array([np.nextafter(np.float32(1), np.float32(2)), -1.0, 2.0], np.float32)
+    s = P.match_stats(x, y)
+    assert s["max_ulp"] == 1 and math.isclose(s["identical"], 2 / 3)
+    assert P.ulp_diff_f32(np.float32(-0.0), np.float32(0.0)) == 0
+
+
+@pytest.mark.parametrize("fn,good,bad", [
+    (ex.fp16_block_stagnation_exercise, 32768, 2048),
+    (ex.probe_exercise, 1.0, 1 + 2.0 ** -23),
+])
+def test_exercises(fn, good, bad, capsys):
+    fn(None)
+    assert helpers.exercises.last_result is None
+    fn(bad)
+    assert helpers.exercises.last_result is False
+    fn(good)
+    assert helpers.exercises.last_result is True
+
+
+def test_tolerance_exercise():
+    K = 16
+    while helpers.tolerance(K + 16, "fp16", "fp16", block=16, inputs_rounded_in_reference=True).value <= 1e-2:
+        K += 16
+    ex.tolerance_exercise(K)
+    assert helpers.exercises.last_result is True
+    ex.tolerance_exercise(K + 16)
+    assert helpers.exercises.last_result is False
+
+
+def test_bad_inputs_say_what_to_do():
+    with pytest.raises(helpers.InputError, match="Fix:"):
+        P.error_inputs(16, "lognormal")
+    with pytest.raises(helpers.InputError, match="columns == B's rows"):
+        emulate.tensor_core_gemm(np.ones((2, 3)), np.ones((2, 3)))
+    with pytest.raises(helpers.InputError, match="tf32"):
+        emulate.tensor_core_gemm(np.ones((2, 2)), np.ones((2, 2)), inputs="fp32")
+    with pytest.raises(helpers.InputError, match="C has shape"):
+        emulate.tensor_core_mma(np.ones((2, 2)), np.ones((2, 2)), np.ones((3, 3)))
