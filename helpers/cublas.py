@@ -56,6 +56,11 @@ def _matmul_fp32(A, B, C):
     if os.environ.get("CUPY_TF32", "0") not in ("", "0"):
         raise RuntimeError("CUPY_TF32 is set: cupy.matmul on float32 would use TF32. "
                            "Unset it for the FP32 baseline (cublas_tf32 measures TF32).")
+    if os.environ.get("NVIDIA_TF32_OVERRIDE", "") not in ("", "0"):
+        # measured on the H200 (lesson 3, experiment tf32_env): =1 makes cuBLAS use TF32 even for
+        # CUBLAS_COMPUTE_32F, so the "FP32" baseline would silently be TF32
+        raise RuntimeError("NVIDIA_TF32_OVERRIDE is set to a non-zero value: cuBLAS would use TF32 for "
+                           "float32 products. Unset it (or set it to 0) for the FP32 baseline.")
     return cupy.matmul(A, B, out=C)
 
 

@@ -38,7 +38,9 @@ class GemmKernel:
 
     @property
     def in_dtype(self) -> str:
-        return {"fp32": "float32", "fp16": "float16"}[self.inputs]
+        # bf16: CuPy has no bfloat16 dtype, so BF16 matrices travel as uint16 bit patterns
+        # (helpers.formats.to_bf16_bits); tf32: FP32 in memory, rounded on the device
+        return {"fp32": "float32", "fp16": "float16", "tf32": "float32", "bf16": "uint16"}[self.inputs]
 
     def check(self, C, A, B, **kw):
         """check_gemm with this kernel's formats, rounding and block (A, B: the original inputs)."""
@@ -46,6 +48,18 @@ class GemmKernel:
 
         return check_gemm(C, A, B, inputs=self.inputs, acc=self.acc, output=self.acc,
                           acc_rounding=self.acc_rounding, block=self.acc_block, name=self.name, **kw)
+
+
+def _bf16_values(bits):
+    from .formats import from_bf16_bits
+
+    return from_bf16_bits(bits)
+
+
+def _tf32_rna(x):
+    from .formats import round_tf32_rna
+
+    return round_tf32_rna(x)
 
 
 def _grid_one_thread_per_element(M, N, block):
@@ -70,6 +84,20 @@ KERNELS: dict[str, GemmKernel] = {k.name: k for k in [
     GemmKernel("wmma_fp16acc_gemm_kernel", "mixed_precision.cu", "fp16", "fp16", "float16", (32, 8), 16, (7, 0),
                "nearest", 16, lambda A, B: emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp16"),
                _grid_one_warp_per_tile, "FP16 inputs, FP16 accumulator"),
+    # Lesson 3 (mixed): BF16 and TF32 inputs on the same loop, sm_80+. The BF16 kernel takes uint16
+    # BF16 bit patterns (helpers.formats.to_bf16_bits); the TF32 kernel takes FP32 and rounds each
+    # fragment element with __float_to_tf32 (ties away from zero, helpers.formats.round_tf32_rna).
+    # Emulation models: emulate.model_for(inputs): BF16 as FP16 (block 16, 2 extra bits); TF32 block 4
+    # (2 extra bits), both reproduced bit for bit on the H200 by experiment "mixed_emulator_probe".
+    GemmKernel("wmma_bf16_gemm_kernel", "mixed_precision.cu", "bf16", "fp32", "float32", (32, 8), 16, (8, 0),
+               "truncate", 16,
+               lambda A, B: emulate.tensor_core_gemm(_bf16_values(A), _bf16_values(B), inputs="bf16", acc="fp32"),
+               _grid_one_warp_per_tile, "BF16 inputs (uint16 bits), FP32 accumulator: FP32's range, 8-bit precision"),
+    GemmKernel("wmma_tf32_gemm_kernel", "mixed_precision.cu", "tf32", "fp32", "float32", (32, 8), 16, (8, 0),
+               "truncate", 4,
+               lambda A, B: emulate.tensor_core_gemm(_tf32_rna(A), _tf32_rna(B), inputs="tf32", acc="fp32",
+                                                     model=emulate.model_for("tf32")),
+               _grid_one_warp_per_tile, "TF32 WMMA m16n16k8: FP32 in memory, 10 fraction bits on the Tensor Core"),
 ]}
 
 
@@ -90,6 +118,12 @@ def validate(spec: GemmKernel, A, B, pad: bool) -> tuple[int, int, int]:
         if X.ndim != 2:
             raise InputError(f"{nm} has {X.ndim} dimensions; {spec.name} multiplies 2-D matrices.",
                              f"reshape {nm} to (rows, cols).")
+        if X.dtype != np.dtype(spec.in_dtype) and spec.inputs == "bf16":
+            raise InputError(f"{nm} is {X.dtype}, but {spec.name} takes BF16 inputs, passed as uint16 arrays "
+                             "holding the BF16 bit patterns (CuPy has no bfloat16 dtype).",
+                             f"from helpers.formats import to_bf16_bits; {nm} = to_bf16_bits({nm}) rounds FP32 "
+                             "to BF16 (nearest even; numpy or CuPy); an ml_dtypes.bfloat16 array can be passed as "
+                             f"{nm}.view(np.uint16). Never {nm}.astype(np.uint16): that makes integers.")
         if X.dtype != np.dtype(spec.in_dtype):
             raise InputError(f"{nm} is {X.dtype}, but {spec.name} takes {spec.in_dtype} ({spec.inputs}) inputs.",
                              f"convert explicitly: {nm} = {nm}.astype(np.{spec.in_dtype}) "

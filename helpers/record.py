@@ -58,10 +58,25 @@ def measure_size(n_m, n_n, n_k, seed, log=print, names=None):
     ref = reference_gemm(A32, B32)
     ref16 = reference_gemm(A16, B16)
     rows = []
+    bf16 = None                                   # BF16 kernels take uint16 bit patterns
     for spec in KERNELS.values():
         if names is not None and spec.name not in names:
             continue
-        A, B, ref_acc = (A32, B32, ref) if spec.inputs == "fp32" else (A16, B16, ref16)
+        if spec.in_dtype == "uint16":
+            if bf16 is None:
+                from .formats import from_bf16_bits, to_bf16_bits
+
+                Abf, Bbf = to_bf16_bits(A32), to_bf16_bits(B32)
+                bf16 = (Abf, Bbf, reference_gemm(from_bf16_bits(Abf), from_bf16_bits(Bbf)))
+            A, B, ref_acc = bf16
+        elif spec.in_dtype == "float32":          # fp32, and tf32 (rounded on the device)
+            A, B, ref_acc = A32, B32, ref
+            if spec.inputs == "tf32":
+                from .formats import round_tf32_rna
+
+                ref_acc = reference_gemm(round_tf32_rna(A32), round_tf32_rna(B32))
+        else:
+            A, B, ref_acc = A16, B16, ref16
         padded = any(v % spec.multiple for v in (n_m, n_n, n_k))
         run, C, (M, N) = launcher(spec.name, A, B, pad=padded)
         run()
@@ -90,7 +105,7 @@ def measure_size(n_m, n_n, n_k, seed, log=print, names=None):
         rows[-1]["output"] = out_fmt
         log(f"  {b.name:26s} {rows[-1]['median_ms']:9.4f} ms {rows[-1]['tflops']:8.2f} TFLOP/s "
             f"rel_err {rows[-1]['rel_err']:.2e} {'ok' if chk.passed else 'FAIL'}")
-    del A32, B32, A16, B16, ref, ref16
+    del A32, B32, A16, B16, ref, ref16, bf16
     cupy.get_default_memory_pool().free_all_blocks()
     return rows
 

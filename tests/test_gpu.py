@@ -21,6 +21,10 @@ gpu = pytest.mark.skipif(os.environ.get("COURSE_DEVICE") != "gpu",
 def _inputs(m, n, k, seed, dtype):
     A = helpers.random_matrix(m, k, seed=seed)
     B = helpers.random_matrix(k, n, seed=seed + 1)
+    if dtype == "uint16":   # BF16 kernels take BF16 bit patterns (CuPy has no bfloat16 dtype)
+        from helpers.formats import to_bf16_bits
+
+        return A, B, to_bf16_bits(A), to_bf16_bits(B)
     return A, B, A.astype(dtype), B.astype(dtype)
 
 

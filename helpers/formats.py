@@ -1,0 +1,390 @@
+"""Floating-point formats for lesson 3: tables, bit layouts, number lines, range histograms.
+
+Every number here is computed from the format's definition: numpy / ml_dtypes
+``finfo`` where a numpy type exists, and the sign / exponent / fraction bit
+counts in ``helpers.numerics.FORMATS`` otherwise (TF32 has no storage type: it
+is FP32 with the 13 lowest fraction bits ignored). Nothing is typed in.
+
+Also here: the BF16 bit-pattern conversions the BF16 kernel's callers need
+(CuPy has no bfloat16 dtype, so BF16 matrices travel as uint16 arrays holding
+the bits), and a TF32 rounding that matches the GPU's ``cvt.rna.tf32.f32``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .numerics import FORMATS, fmt
+
+try:
+    import ml_dtypes
+except ImportError:  # pragma: no cover - pinned dependency
+    ml_dtypes = None
+
+LESSON_FORMATS = ["fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2"]
+
+
+# --------------------------------------------------------------------------- format facts
+@dataclass(frozen=True)
+class FormatInfo:
+    name: str
+    bits: int             # bits in the format (TF32: 19 used of a 32-bit word)
+    storage_bits: int     # bits it occupies in memory / registers
+    exp_bits: int
+    frac_bits: int
+    max: float            # largest finite value
+    tiny: float           # smallest positive normal, 2^emin
+    smallest_subnormal: float
+    eps: float            # spacing just above 1 = 2^-frac_bits (numpy's finfo.eps)
+    u: float              # unit roundoff 2^-(frac_bits+1): worst relative error of round-to-nearest
+    emin: int
+    emax: int
+    has_inf: bool
+    source: str           # where the numbers come from
+
+    @property
+    def precision(self) -> int:
+        return self.frac_bits + 1
+
+    @property
+    def decimal_digits(self) -> float:
+        """-log10(u): about how many decimal digits survive one rounding."""
+        return -math.log10(self.u)
+
+    @property
+    def decades_normal(self) -> float:
+        """log10(max / tiny): decades covered by normal numbers."""
+        return math.log10(self.max / self.tiny)
+
+    @property
+    def decades_total(self) -> float:
+        """log10(max / smallest subnormal): decades covered including subnormals."""
+        return math.log10(self.max / self.smallest_subnormal)
+
+
+def _dtype(name: str):
+    f = FORMATS[name]
+    return f.numpy_dtype
+
+
+def _finfo(dtype):
+    if ml_dtypes is not None:
+        return ml_dtypes.finfo(dtype)
+    return np.finfo(dtype)   # pragma: no cover
+
+
+def ieee_like(exp_bits: int, frac_bits: int) -> dict:
+    """Range of an IEEE-754-style binary format from its bit counts alone.
+
+    The all-ones exponent is reserved for inf/NaN, so emax = 2^(e-1) - 1,
+    emin = 1 - emax; max = (2 - 2^-f) 2^emax; tiny = 2^emin; smallest subnormal
+    2^(emin - f). FP8 E4M3 ("fn": finite, NaN only) breaks this rule on purpose.
+    """
+    emax = 2 ** (exp_bits - 1) - 1
+    emin = 1 - emax
+    return {"emax": emax, "emin": emin, "max": (2.0 - 2.0 ** -frac_bits) * 2.0 ** emax,
+            "tiny": 2.0 ** emin, "smallest_subnormal": 2.0 ** (emin - frac_bits)}
+
+
+def format_info(name: str) -> FormatInfo:
+    """The facts of one format: from finfo where a numpy dtype exists, else from the bit counts."""
+    f = fmt(name)
+    if f.numpy_dtype is not None:
+        fi = _finfo(f.numpy_dtype)
+        assert fi.nmant == f.frac_bits and fi.nexp == f.exp_bits, (name, fi)
+        emax = int(fi.maxexp) - 1
+        has_inf = bool(np.isinf(np.array(float("inf")).astype(f.numpy_dtype)))
+        src = ("numpy.finfo" if f.numpy_dtype in (np.float32, np.float16, np.float64)
+               else "ml_dtypes.finfo")
+        return FormatInfo(f.name, f.bits, f.bits, f.exp_bits, f.frac_bits, float(fi.max),
+                          float(fi.smallest_normal), float(fi.smallest_subnormal), float(fi.eps),
+                          float(fi.eps) / 2, int(fi.minexp), emax, has_inf, src)
+    # TF32: FP32's exponent (from FP32's finfo) with 10 fraction bits
+    fi32 = _finfo(np.float32)
+    emax, emin = int(fi32.maxexp) - 1, int(fi32.minexp)
+    return FormatInfo(f.name, f.bits, 32, f.exp_bits, f.frac_bits,
+                      (2.0 - 2.0 ** -f.frac_bits) * 2.0 ** emax, 2.0 ** emin, 2.0 ** (emin - f.frac_bits),
+                      2.0 ** -f.frac_bits, 2.0 ** -(f.frac_bits + 1), emin, emax, True,
+                      "FP32 finfo exponent range + 10 fraction bits")
+
+
+def format_table(names=LESSON_FORMATS) -> list[dict]:
+    """Rows for helpers.display.table: one per format."""
+    rows = []
+    for n in names:
+        i = format_info(n)
+        rows.append({"format": n, "bits": i.bits if i.bits == i.storage_bits else f"{i.bits} (in {i.storage_bits})",
+                     "sign/exp/frac": f"1/{i.exp_bits}/{i.frac_bits}", "max": i.max, "tiny": i.tiny,
+                     "subnormal": i.smallest_subnormal, "u": i.u, "eps": i.eps,
+                     "digits": i.decimal_digits,
+                     "range": f"10^{math.log10(i.smallest_subnormal):.1f} .. 10^{math.log10(i.max):.1f}",
+                     "inf": "yes" if i.has_inf else "no (NaN only)"})
+    return rows
+
+
+# --------------------------------------------------------------------------- bits
+def bit_layout(name: str) -> list[tuple[str, int]]:
+    """[(field, width), ...] from the most significant bit: sign, exponent, fraction."""
+    f = fmt(name)
+    return [("sign", 1), ("exponent", f.exp_bits), ("fraction", f.frac_bits)]
+
+
+def bit_string(x: float, name: str) -> str:
+    """The bits of x rounded to format `name` (sign, exponent, fraction), as a string of 0/1.
+
+    The value is converted by numpy / ml_dtypes (round to nearest even) and its
+    storage word read back; TF32 shows the top 19 bits of the rounded FP32 word.
+    """
+    f = fmt(name)
+    if f.name == "tf32":
+        from .numerics import round_tf32
+
+        w = int(np.asarray(round_tf32(np.float32(x))).reshape(1).view(np.uint32)[0])
+        return format(w, "032b")[:19]
+    arr = np.array([x], dtype=np.float64)
+    if f.name not in ("fp64", "fp32", "fp16"):
+        from .numerics import round_to
+
+        arr = round_to(arr, f.name)          # one rounding from float64
+    v = arr.astype(f.numpy_dtype)
+    uint = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[f.bits]
+    return format(int(v.view(uint)[0]), f"0{f.bits}b")
+
+
+def decode_bits(bits: str, name: str) -> float:
+    """Value of a bit string of format `name` (inverse of bit_string for finite values)."""
+    f = fmt(name)
+    s, e, m = bits[0], bits[1:1 + f.exp_bits], bits[1 + f.exp_bits:]
+    E, M = int(e, 2), int(m, 2)
+    bias = 2 ** (f.exp_bits - 1) - 1
+    sign = -1.0 if s == "1" else 1.0
+    if E == 0:
+        return sign * M * 2.0 ** (1 - bias - f.frac_bits)
+    return sign * (1 + M / 2 ** f.frac_bits) * 2.0 ** (E - bias)
+
+
+# --------------------------------------------------------------------------- BF16 bits for the kernels
+def _xp(a):
+    return __import__("cupy") if type(a).__module__.startswith("cupy") else np
+
+
+def to_bf16_bits(x):
+    """FP32 (or float64) array -> uint16 array of BF16 bit patterns, rounded to nearest even.
+
+    Works on numpy and CuPy arrays (result on the same side). This is what
+    wmma_bf16_gemm_kernel takes: CuPy has no bfloat16 dtype. NaN stays NaN.
+    """
+    xp = _xp(x)
+    if xp is np and ml_dtypes is not None:
+        x = np.asarray(x)
+        if x.dtype == np.float64:
+            from .numerics import round_to
+
+            x = round_to(x, "bf16")               # one rounding from float64
+        return np.ascontiguousarray(x.astype(np.float32).astype(ml_dtypes.bfloat16).view(np.uint16))
+    return _bf16_bits_bitwise(x, xp)
+
+
+def _bf16_bits_bitwise(x, xp=np):
+    """The same rounding with integer operations on the FP32 word (the CuPy path; tested
+    against ml_dtypes on the CPU): add 0x7FFF plus the lowest kept bit, keep the top 16 bits."""
+    x32 = xp.ascontiguousarray(x, dtype=xp.float32)
+    u = x32.view(xp.uint32)
+    out = ((u + xp.uint32(0x7FFF) + ((u >> 16) & xp.uint32(1))) >> 16).astype(xp.uint16)
+    out[xp.isnan(x32)] = 0x7FC0
+    return out
+
+
+def from_bf16_bits(bits):
+    """uint16 BF16 bit patterns -> float32 values (exact), numpy or CuPy."""
+    xp = _xp(bits)
+    b = xp.asarray(bits)
+    if b.dtype != xp.uint16:
+        raise TypeError(f"expected uint16 BF16 bit patterns, got {b.dtype}")
+    return (b.astype(xp.uint32) << 16).view(xp.float32)
+
+
+def round_tf32_rna(x):
+    """FP32 -> TF32 as the GPU's wmma::__float_to_tf32 (PTX cvt.rna.tf32.f32) does it:
+    to nearest, ties away from zero. Inf and NaN pass through. numpy or CuPy."""
+    xp = _xp(x)
+    x = xp.ascontiguousarray(x, dtype=xp.float32)
+    u = x.view(xp.uint32).astype(xp.uint64)
+    rounded = ((u + 0x1000) & 0xFFFFE000).astype(xp.uint32)   # add half an ulp to the magnitude bits
+    return xp.where(xp.isfinite(x), rounded.view(xp.float32), x)
+
+
+# --------------------------------------------------------------------------- number lines
+def representable(name: str, lo: float, hi: float, limit: int = 200_000) -> np.ndarray:
+    """All non-negative finite values of format `name` in [lo, hi], ascending.
+
+    Enumerated from the format's bit patterns (8- and 16-bit formats: every
+    pattern; TF32 / FP32: every exponent and fraction in the window).
+    """
+    f = fmt(name)
+    if f.bits <= 16:
+        uint = np.uint8 if f.bits == 8 else np.uint16
+        with np.errstate(invalid="ignore"):     # the NaN patterns
+            v = np.arange(2 ** (f.bits - 1), dtype=np.uint32).astype(uint).view(f.numpy_dtype).astype(np.float64)
+        v = v[np.isfinite(v)]
+        return np.unique(v[(v >= lo) & (v <= hi)])
+    info = format_info(name)
+    vals = []
+    count = 0
+    e_lo = max(info.emin, math.floor(math.log2(max(lo, info.tiny))) - 1)
+    e_hi = min(info.emax, math.floor(math.log2(max(hi, info.tiny))) + 1)
+    step = 2 ** f.frac_bits
+    if lo <= info.tiny:   # subnormals and zero
+        sub = np.arange(step) * info.smallest_subnormal
+        vals.append(sub)
+        count += sub.size
+    for e in range(e_lo, e_hi + 1):
+        if count > limit:
+            raise ValueError(f"window [{lo}, {hi}] holds more than {limit} {name} values; narrow it")
+        b = (1 + np.arange(step) / step) * 2.0 ** e
+        vals.append(b)
+        count += b.size
+    v = np.concatenate(vals)
+    return np.unique(v[(v >= lo) & (v <= hi)])
+
+
+# --------------------------------------------------------------------------- underflow / overflow
+CATEGORIES = ["zero (underflow)", "subnormal", "normal", "overflow (inf/NaN)"]
+
+
+def gradient_like(n: int = 200_000, seed: int = 0, lo_decade: float = -14.0, hi_decade: float = 6.0) -> np.ndarray:
+    """Gradient-like float64 values: random signs, magnitudes log-uniform over
+    10^lo_decade .. 10^hi_decade (seeded). Real gradients are not uniform in
+    log scale, but they do span many decades: this makes every region visible."""
+    rng = np.random.default_rng(seed)
+    mag = 10.0 ** rng.uniform(lo_decade, hi_decade, n)
+    return np.where(rng.random(n) < 0.5, -mag, mag)
+
+
+def classify(x, name: str, scale: float = 1.0) -> np.ndarray:
+    """Category index (into CATEGORIES) of each value of x*scale after rounding to `name`."""
+    info = format_info(name)
+    from .numerics import round_to
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.abs(round_to(np.asarray(x, dtype=np.float64) * scale, name).astype(np.float64))
+    cat = np.full(r.shape, 2, dtype=np.int8)
+    cat[r < info.tiny] = 1
+    cat[r == 0] = 0
+    cat[~np.isfinite(r)] = 3
+    return cat
+
+
+def category_fractions(x, name: str, scale: float = 1.0) -> dict:
+    """{category: fraction of values} after rounding x*scale to `name`."""
+    c = classify(x, name, scale)
+    return {CATEGORIES[i]: float(np.mean(c == i)) for i in range(len(CATEGORIES))}
+
+
+# --------------------------------------------------------------------------- figures
+_FIELD_COLORS = {"sign": "#CC79A7", "exponent": "#56B4E9", "fraction": "#E69F00"}
+
+
+def plot_bit_layouts(names=LESSON_FORMATS, value: float = -1 / 3, source: str = "computed with ml_dtypes / numpy"):
+    """One row per format: a box per bit, coloured sign / exponent / fraction, holding the
+    bits of `value` rounded to that format, with the value it rounds to."""
+    import matplotlib.pyplot as plt
+
+    from .plots import apply_style
+
+    apply_style()
+    fig, ax = plt.subplots(figsize=(12, 0.9 * len(names) + 1.2))
+    width = 32
+    for row, n in enumerate(names):
+        y = len(names) - 1 - row
+        bits = bit_string(value, n)
+        x0 = 0
+        for field, w in bit_layout(n):
+            for j in range(w):
+                ax.add_patch(plt.Rectangle((x0 + j, y), 0.95, 0.8, color=_FIELD_COLORS[field], alpha=0.85))
+                ax.text(x0 + j + 0.47, y + 0.38, bits[x0 + j], ha="center", va="center", fontsize=10)
+            x0 += w
+        if n == "tf32":   # the 13 ignored bits of the FP32 word
+            ax.add_patch(plt.Rectangle((19, y), 12.95, 0.8, fill=False, hatch="///", color="0.6"))
+            ax.text(25.5, y + 0.38, "13 bits ignored", ha="center", va="center", fontsize=9, color="0.35")
+        shown = decode_bits(bits, n)
+        ax.text(-0.6, y + 0.4, n, ha="right", va="center", fontsize=13)
+        ax.text(width + 0.6, y + 0.4, f"= {shown:.8g}", ha="left", va="center", fontsize=11)
+    for field, c in _FIELD_COLORS.items():
+        ax.add_patch(plt.Rectangle((0, 0), 0, 0, color=c, label=field))
+    ax.set_xlim(-5, width + 9)
+    ax.set_ylim(-0.3, len(names) + 0.2)
+    ax.axis("off")
+    ax.legend(loc="upper right", ncol=3, frameon=False, bbox_to_anchor=(1.0, 1.08))
+    ax.set_title(f"Bit layouts, holding {value:.10g} rounded to each format\n{source}", loc="left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_number_lines(names=("fp8_e5m2", "fp8_e4m3", "bf16", "fp16"), around_one=(0.75, 1.5),
+                      bottom_units=4.0, source: str = "computed with ml_dtypes / numpy"):
+    """Two panels of tick marks, one row per format: representable values around 1, and
+    near the bottom of each format's range (x in units of its smallest normal number,
+    so subnormals fill [0, 1) with even spacing and normals double their spacing each binade)."""
+    import matplotlib.pyplot as plt
+
+    from .plots import apply_style
+
+    apply_style()
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6.4))
+    for i, n in enumerate(names):
+        v = representable(n, *around_one)
+        a1.vlines(v, i - 0.35, i + 0.35, color=f"C{i}", linewidth=0.8 if v.size > 60 else 1.6)
+        a1.text(around_one[1] + 0.01, i, f"{v.size} values", va="center", fontsize=10)
+        info = format_info(n)
+        w = representable(n, 0.0, bottom_units * info.tiny) / info.tiny
+        sub = w < 1
+        a2.vlines(w[sub], i - 0.35, i + 0.35, color="0.55", linewidth=0.8 if w.size > 60 else 1.6)
+        a2.vlines(w[~sub], i - 0.35, i + 0.35, color=f"C{i}", linewidth=0.8 if w.size > 60 else 1.6)
+    for a in (a1, a2):
+        a.set_yticks(range(len(names)))
+        a.set_yticklabels(names)
+        a.grid(False)
+    a1.set_xlim(around_one[0] - 0.01, around_one[1] + 0.12)
+    a1.axvline(1.0, color="0.3", linewidth=1, linestyle=":")
+    a1.set_xlabel("value (around 1)")
+    a2.axvline(1.0, color="0.3", linewidth=1, linestyle=":")
+    a2.set_xlabel("value / smallest normal of that format (grey: subnormals)")
+    a1.set_title(f"Representable values\n{source}", loc="left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_range_histogram(x, names=("fp16", "bf16"), scales=None, bins=80,
+                         source: str = "computed with ml_dtypes / numpy"):
+    """Histogram of log10|x| coloured by what each value becomes after rounding to each format
+    (one panel per format, optionally with a loss scale applied first)."""
+    import matplotlib.pyplot as plt
+
+    from .plots import apply_style
+
+    apply_style()
+    scales = scales or [1.0] * len(names)
+    fig, axes = plt.subplots(len(names), 1, figsize=(11, 2.6 * len(names) + 0.8), sharex=True)
+    axes = np.atleast_1d(axes)
+    lx = np.log10(np.abs(x))
+    edges = np.linspace(lx.min(), lx.max(), bins + 1)
+    colors = ["#D55E00", "#E69F00", "#009E73", "#000000"]
+    for ax, n, s in zip(axes, names, scales):
+        c = classify(x, n, s)
+        data = [lx[c == k] for k in range(len(CATEGORIES))]
+        fr = [d.size / x.size for d in data]
+        labels = [f"{CATEGORIES[k]} {100 * fr[k]:.1f}%" for k in range(len(CATEGORIES))]
+        ax.hist(data, bins=edges, stacked=True, color=colors, label=labels)
+        info = format_info(n)
+        for v, ls in ((info.smallest_subnormal / s, ":"), (info.tiny / s, "--"), (info.max / s, "-")):
+            ax.axvline(math.log10(v), color="0.25", linestyle=ls, linewidth=1.2)
+        ax.set_ylabel("count")
+        ax.set_title(f"{n}" + (f", loss scale 2^{math.log2(s):g}" if s != 1 else ""), loc="left", fontsize=13)
+        ax.legend(loc="upper left", frameon=False, fontsize=10)
+    axes[-1].set_xlabel("log10 |gradient|   (dotted: smallest subnormal, dashed: smallest normal, solid: max)")
+    fig.suptitle(f"What a cast does to values spanning many decades\n{source}", x=0.01, ha="left")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,244 @@
+"""A small network trained with FP16 (or BF16) arithmetic emulated in numpy, with loss scaling.
+
+What it reproduces (Micikevicius et al., "Mixed Precision Training", ICLR 2018):
+
+* FP32 master weights; each step casts them to the low-precision format;
+* forward and backward matrix products with low-precision inputs, an FP32
+  accumulator and a low-precision result (what a tensor-core GEMM does);
+  element-wise operations computed in FP32 and rounded to the format;
+* the loss gradient is multiplied by the loss scale S *before* it is rounded to
+  the format, so the whole backward pass carries S times the true gradients;
+* the weight gradients are converted to FP32, divided by S, checked for inf/NaN
+  and applied to the master weights with plain SGD.
+
+Loss scaling:
+  'none'     S = 1;
+  'static'   a fixed S; an inf/NaN gradient is applied anyway (the weights break);
+  'dynamic'  PyTorch's GradScaler rule (torch.amp.GradScaler defaults): S starts
+             at 2^16; a step whose gradients hold inf/NaN is skipped and S is
+             halved; after 2000 consecutive clean steps S is doubled.
+
+The task: a one-hidden-layer tanh network (16 -> 32 -> 1) fits a "teacher" network
+of the same shape whose weights are the student's starting weights moved a little
+(like fine-tuning), on fresh standard-normal batches of 128. The loss is
+`loss_weight` (2^-14) times the batch mean-squared error, as when a loss is
+normalised by far more terms than one batch holds, and the SGD learning rate is
+divided by the same factor, so the FP32 run does not depend on it. The
+gradients are then small: in unscaled FP16 most of them round to zero (below
+half the smallest subnormal, 2^-25) and training stalls while FP32 goes on; a loss
+scale moves them back into range. Everything is seeded and deterministic; a run
+of 3000 steps takes about a second or two on a CPU.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .numerics import round_to
+
+GRADSCALER_DEFAULTS = {"init_scale": 2.0 ** 16, "growth_factor": 2.0, "backoff_factor": 0.5,
+                       "growth_interval": 2000}
+
+
+# --------------------------------------------------------------------------- the scaler
+@dataclass
+class DynamicLossScaler:
+    """The GradScaler rule: skip and back off on inf/NaN, grow after `growth_interval` clean steps."""
+
+    init_scale: float = GRADSCALER_DEFAULTS["init_scale"]
+    growth_factor: float = GRADSCALER_DEFAULTS["growth_factor"]
+    backoff_factor: float = GRADSCALER_DEFAULTS["backoff_factor"]
+    growth_interval: int = GRADSCALER_DEFAULTS["growth_interval"]
+    scale: float = field(init=False)
+    clean_steps: int = field(init=False, default=0)
+
+    def __post_init__(self):
+        self.scale = float(self.init_scale)
+
+    def update(self, found_inf: bool) -> bool:
+        """Update the scale after a step; returns True when the step must be skipped."""
+        if found_inf:
+            self.scale *= self.backoff_factor
+            self.clean_steps = 0
+            return True
+        self.clean_steps += 1
+        if self.clean_steps == self.growth_interval:
+            self.scale *= self.growth_factor
+            self.clean_steps = 0
+        return False
+
+
+# --------------------------------------------------------------------------- arithmetic
+def _q(x, fmt: str) -> np.ndarray:
+    """Round to the training format (fp16 / bf16), returned as float32 values; fp32: unchanged."""
+    if fmt == "fp32":
+        return np.asarray(x, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return round_to(np.asarray(x, dtype=np.float32), fmt)
+
+
+def _mm(a, b, fmt: str) -> np.ndarray:
+    """Low-precision GEMM: inputs already in `fmt`, FP32 accumulation (float32 matmul), result
+    rounded to `fmt` (a tensor-core GEMM writing FP16/BF16 output)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _q(np.asarray(a, np.float32) @ np.asarray(b, np.float32), fmt)
+
+
+# --------------------------------------------------------------------------- the task
+@dataclass(frozen=True)
+class Task:
+    d_in: int = 16
+    hidden: int = 32
+    batch: int = 128
+    teacher_offset: float = 0.05  # how far (relative) the teacher's weights are from the student's start
+    loss_weight: float = 2.0 ** -14   # the loss is this times the batch MSE (see train)
+    seed: int = 0
+
+
+def make_task(task: Task = Task()):
+    """(teacher weights, initial student weights) for a seeded task. The teacher is the
+    student's starting point moved by `teacher_offset` (relative) in a random direction: the
+    student must close that gap (like fine-tuning), and its loss falls steadily for as long
+    as its gradients are representable."""
+    rng = np.random.default_rng(task.seed)
+
+    def layer(fan_in, fan_out):
+        return (rng.standard_normal((fan_in, fan_out)) / math.sqrt(fan_in)).astype(np.float32)
+
+    student = {"W1": layer(task.d_in, task.hidden), "b1": np.zeros(task.hidden, np.float32),
+               "W2": layer(task.hidden, 1), "b2": np.zeros(1, np.float32)}
+    teacher = {k: (v + task.teacher_offset * (layer(*v.shape) if v.ndim == 2 else 0.0)).astype(np.float32)
+               for k, v in student.items()}
+    return teacher, student
+
+
+def _batch(rng, task: Task, teacher):
+    x = rng.standard_normal((task.batch, task.d_in)).astype(np.float32)
+    t = np.tanh(x @ teacher["W1"] + teacher["b1"]) @ teacher["W2"] + teacher["b2"]
+    return x, t.astype(np.float32)
+
+
+# --------------------------------------------------------------------------- training
+@dataclass
+class TrainResult:
+    fmt: str
+    scaling: str
+    loss: np.ndarray            # FP32 loss of every step (before the update)
+    scale: np.ndarray           # loss scale used at every step
+    skipped: np.ndarray         # bool per step: update skipped (dynamic scaling, inf/NaN)
+    zero_grad_frac: np.ndarray  # fraction of weight-gradient entries that are exactly zero
+    nonfinite: np.ndarray       # bool per step: the gradients held inf/NaN
+
+    @property
+    def final_loss(self) -> float:
+        """Median loss of the last 5% of the steps (inf if the run diverged)."""
+        tail = self.loss[-max(1, len(self.loss) // 20):]
+        return float(np.median(tail)) if np.all(np.isfinite(tail)) else math.inf
+
+    @property
+    def diverged(self) -> bool:
+        return not np.isfinite(self.final_loss)
+
+    def summary(self) -> dict:
+        return {"format": self.fmt, "scaling": self.scaling, "final_loss": self.final_loss,
+                "skipped_steps": int(self.skipped.sum()), "steps_with_inf_nan": int(self.nonfinite.sum()),
+                "final_scale": float(self.scale[-1])}
+
+
+def train(fmt: str = "fp16", scaling: str = "none", *, scale: float = 1.0, steps: int = 3000,
+          lr: float = 0.2, task: Task = Task(), scaler: DynamicLossScaler | None = None) -> TrainResult:
+    """Train the student with SGD; see the module docstring. fmt: 'fp32', 'fp16' or 'bf16';
+    scaling: 'none', 'static' (with `scale`) or 'dynamic' (`scaler`, GradScaler defaults)."""
+    if fmt not in ("fp32", "fp16", "bf16"):
+        raise ValueError("fmt must be 'fp32', 'fp16' or 'bf16'")
+    if scaling not in ("none", "static", "dynamic"):
+        raise ValueError("scaling must be 'none', 'static' or 'dynamic'")
+    if scaling == "dynamic":
+        scaler = scaler or DynamicLossScaler()
+    S = 1.0 if scaling == "none" else float(scale)
+    teacher, W = make_task(task)
+    lr_eff = np.float32(lr / task.loss_weight)      # the FP32 trajectory does not depend on loss_weight
+    rng = np.random.default_rng(task.seed + 1)
+    losses, scales, skipped, zero_frac, nonfinite = (np.empty(steps) for _ in range(5))
+    for step in range(steps):
+        if scaling == "dynamic":
+            S = scaler.scale
+        x, t = _batch(rng, task, teacher)
+        # forward: low-precision copies of the master weights
+        with np.errstate(over="ignore", invalid="ignore"):
+            Wq = {k: _q(v, fmt) for k, v in W.items()}
+            xq = _q(x, fmt)
+            z = _q(_mm(xq, Wq["W1"], fmt) + Wq["b1"], fmt)
+            h = _q(np.tanh(z), fmt)
+            y = _q(_mm(h, Wq["W2"], fmt) + Wq["b2"], fmt)
+            err = y.astype(np.float64) - t
+            losses[step] = float(np.mean(err ** 2))                  # the batch MSE, in float64
+        # backward, scaled: dL/dy * S rounded to the format, then low-precision products
+        with np.errstate(over="ignore", invalid="ignore"):
+            gy = _q(task.loss_weight * 2.0 * err / task.batch * S, fmt)
+            gW2 = _mm(h.T, gy, fmt)
+            gb2 = _q(gy.sum(axis=0), fmt)
+            gh = _mm(gy, Wq["W2"].T, fmt)
+            gz = _q(gh * (1.0 - h.astype(np.float32) ** 2), fmt)
+            gW1 = _mm(xq.T, gz, fmt)
+            gb1 = _q(gz.sum(axis=0), fmt)
+        grads = {"W1": gW1, "b1": gb1, "W2": gW2, "b2": gb2}
+        found = not all(np.all(np.isfinite(g)) for g in grads.values())
+        nonfinite[step] = found
+        zero_frac[step] = float(np.mean(np.concatenate([(g == 0).ravel() for g in grads.values()])))
+        scales[step] = S
+        skip = scaler.update(found) if scaling == "dynamic" else False
+        skipped[step] = skip
+        if not skip:
+            with np.errstate(over="ignore", invalid="ignore"):
+                for k in W:
+                    W[k] = (W[k] - lr_eff * (grads[k].astype(np.float32) / np.float32(S))).astype(np.float32)
+    return TrainResult(fmt, scaling, losses, scales, skipped.astype(bool), zero_frac, nonfinite.astype(bool))
+
+
+def _smooth(y: np.ndarray, w: int) -> np.ndarray:
+    """Running mean over w steps (NaN where the window holds inf/NaN)."""
+    if w <= 1 or y.size < w:
+        return y
+    c = np.cumsum(np.concatenate([[0.0], y]))
+    out = (c[w:] - c[:-w]) / w
+    return np.concatenate([np.full(w - 1, np.nan), out])
+
+
+def plot_training(results: dict, *, source: str = "FP16 / BF16 arithmetic emulated in numpy on the CPU", title=None,
+                  smooth: int = 50):
+    """Loss curves (log scale, running mean over `smooth` steps) of several runs, and the loss
+    scale of the scaled ones; a run that diverges is marked where its loss stops being finite."""
+    import matplotlib.pyplot as plt
+
+    from .plots import COLORS, apply_style
+
+    apply_style()
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(10.5, 7.4), sharex=True, gridspec_kw={"height_ratios": [3, 1.5]})
+    for i, (label, r) in enumerate(results.items()):
+        color = COLORS[i % len(COLORS)]
+        loss = np.where(np.isfinite(r.loss), r.loss, np.nan)
+        a1.plot(_smooth(loss, smooth), label=label, color=color, linewidth=2.0)
+        bad = np.flatnonzero(~np.isfinite(r.loss))
+        if bad.size:
+            x0 = int(bad[0])
+            a1.plot([x0], [np.nanmax(loss[:x0 + 1]) if x0 else r.loss[0]], "X", color=color, markersize=14)
+            a1.annotate(f"{label}: inf/NaN from step {x0}", (x0, r.loss[0]), xytext=(30, -6),
+                        textcoords="offset points", color=color, fontsize=11, va="top")
+        if r.scaling != "none":
+            a2.plot(np.log2(r.scale), color=color, linewidth=2.0, label=label)
+            sk = np.flatnonzero(r.skipped)
+            if sk.size:
+                a2.plot(sk, np.log2(r.scale[sk]), "x", color="0.15", markersize=7)
+    a1.set_yscale("log")
+    a1.set_ylabel(f"training loss (MSE, mean of {smooth} steps)")
+    a2.set_ylabel("log2(loss scale)")
+    a2.set_xlabel("step   (x: step skipped, inf/NaN in the gradients)")
+    a1.set_title(f"{title or 'Training with FP16 / BF16 arithmetic, with and without loss scaling'}\n{source}",
+                 loc="left")
+    a1.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=11)
+    a2.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=10)
+    fig.tight_layout()
+    return fig
