@@ -1,0 +1,198 @@
+"""Lesson 1 exercises: arithmetic intensity, and a shared-memory tiled FP32 kernel of your own.
+
+Each checker computes the expected answer itself and prints one verdict line
+("Not answered yet", "Correct.", or "Not quite" with a hint); see
+helpers/exercises/__init__.py.
+
+``check_tiled_kernel(src)`` compiles CUDA source written in a notebook cell,
+runs it on NaN-poisoned outputs at sizes that are not multiples of 16, with NaN
+guard regions right after A, B and C (so a read past the end of A or B puts NaN
+into C, and a write past the end of C is seen, every time), checks it against
+the float64 product with the course tolerance, and times it against
+gemm_fp32_kernel. Compiling and running need a CUDA GPU; on the CPU backend it
+checks what it can read in the source and says so.
+"""
+from __future__ import annotations
+
+import re
+import sys
+
+import numpy as np
+
+from . import _report, check_number
+
+# sizes the tiled-kernel check runs: an odd cube, and a small lopsided problem for the edges
+TILED_CHECK_SIZES = ((1000, 1000, 1000), (33, 17, 49))
+TILED_TIME_SIZES = (1000, 2048)
+
+# results of the last check_tiled_kernel run on a GPU (for a notebook to show; None elsewhere)
+last_tiled = None
+
+
+# --------------------------------------------------------------------------- arithmetic intensity
+def ai_ideal_exercise(answer, n: int) -> None:
+    """Ideal arithmetic intensity (FLOP/byte) of an n x n x n FP32 GEMM: A, B read once, C written once."""
+    check_number("ideal intensity", answer, 2.0 * n ** 3 / (3.0 * n * n * 4), rel=1e-3,
+                 hint="FLOPs = 2 n^3; the least traffic is three n x n FP32 matrices (A, B read, C "
+                      "written) at 4 bytes per element.")
+
+
+def ai_naive_exercise(answer) -> None:
+    """FLOP per byte that one thread of gemm_fp32_kernel requests in its loop."""
+    check_number("naive kernel intensity", answer, 2.0 / 8.0, rel=1e-3,
+                 hint="one step of the loop is one FMA (2 FLOPs) and loads one float of A and one of B.")
+
+
+def ai_tiled_exercise(answer, tile: int) -> None:
+    """FLOP per byte of global loads for a shared-memory kernel with tile x tile tiles."""
+    check_number(f"tiled intensity (TILE={tile})", answer, tile / 4.0, rel=1e-3,
+                 hint=f"per tile step a block loads {tile}x{tile} floats of A and of B once, and its "
+                      f"{tile}x{tile} threads each do {tile} FMAs with them.")
+
+
+def lines_exercise(answer, bx: int, by: int) -> None:
+    """Cache lines one warp of gemm_fp32_kernel touches per step k with block shape bx x by."""
+    from ..experiments.baseline import warp_footprint
+
+    f = warp_footprint(bx, by)
+    check_number(f"lines per warp ({bx}x{by})", answer, f["lines"], rel=0,
+                 hint=f"a warp covers {f['warp_rows']} row(s) x {f['warp_cols']} column(s) of C: one line of A "
+                      "per row (rows are K floats apart), and the columns' B elements are contiguous.")
+
+
+# --------------------------------------------------------------------------- the tiled kernel
+def static_problems(src: str, name: str) -> list[str]:
+    """What the source lacks, as read without compiling it (empty when it looks complete)."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", src, flags=re.S)   # ignore comments
+    problems = []
+    if not re.search(r'extern\s+"C"', code):
+        problems.append('declare the kernel extern "C" so it can be found by its name')
+    if not re.search(r"__global__\s+void\s+" + re.escape(name) + r"\s*\(", code):
+        problems.append(f"there is no `__global__ void {name}(...)`; name the kernel {name!r} "
+                        "or pass name=... to the checker")
+    if "__shared__" not in code:
+        problems.append("no __shared__ array: the point is to stage tiles of A and B in shared memory")
+    if code.count("__syncthreads") < 2:
+        problems.append("a tiled loop needs two __syncthreads() per step: after filling the tiles, "
+                        "and before overwriting them")
+    return problems
+
+
+def check_tiled_kernel(src, name: str = "gemm_tiled", tile: int = 16, check_sizes=TILED_CHECK_SIZES,
+                       time_sizes=TILED_TIME_SIZES) -> None:
+    """Compile, validate and time a tiled FP32 GEMM kernel written as a CUDA source string.
+
+    Contract: ``extern "C" __global__ void <name>(const float* A, const float* B, float* C,
+    int M, int N, int K)``, row-major, any M, N, K; launched with block = (tile, tile) and
+    grid = (ceil(N / tile), ceil(M / tile)).
+    """
+    global last_tiled
+    from ..device import backend
+
+    label = "tiled kernel"
+    last_tiled = None
+    if src is None or src is Ellipsis:
+        _report(label, src, False, "")
+        return
+    if not isinstance(src, str):
+        _report(label, src, False, "pass the kernel's CUDA source as a Python string.")
+        return
+    problems = static_problems(src, name)
+    if problems:
+        _report(label, src, False, "; ".join(problems) + ".")
+        return
+    b = backend()
+    if not b.is_gpu:
+        print(f"[{label}] The source has what a tiled kernel needs (extern \"C\" {name}, __shared__ tiles, "
+              "two __syncthreads()), but compiling, running and checking it needs a CUDA GPU: this "
+              f"session runs on the CPU backend ({b.reason}). Run this cell on a GPU machine (for "
+              "example a free Colab T4) for the verdict; the recorded H200 run of the worked solution "
+              "is shown below.")
+        sys.modules[__package__].last_result = None
+        return
+    _check_on_gpu(src, name, tile, check_sizes, time_sizes, label)
+
+
+def _guarded(X, guard: int):
+    """A copy of X at the start of a buffer followed by `guard` NaNs; returns (view, buffer).
+
+    A kernel that reads past the end of X gets NaN (which reaches C even when multiplied by
+    a zero); a kernel that writes past the end of X overwrites NaNs we can look for.
+    """
+    import cupy
+
+    buf = cupy.full(X.size + guard, np.nan, dtype=cupy.float32)
+    view = buf[:X.size].reshape(X.shape)
+    view[...] = X
+    return view, buf
+
+
+def _run_checked(kern, M, N, K, tile, seed, name):
+    """Launch on guarded, NaN-poisoned buffers; returns (Check, problem or None)."""
+    import cupy
+
+    from ..experiments.baseline import _check, _inputs
+
+    A0, B0 = _inputs(M, N, K, seed)
+    guard = tile * (max(M, N, K) + tile)
+    A, _ = _guarded(A0, guard)
+    B, _ = _guarded(B0, guard)
+    C, cbuf = _guarded(cupy.full((M, N), np.nan, dtype=cupy.float32), guard)
+    grid = (-(-N // tile), -(-M // tile))
+    kern(grid, (tile, tile), (A, B, C, np.int32(M), np.int32(N), np.int32(K)))
+    cupy.cuda.get_current_stream().synchronize()
+    chk = _check(C, A0, B0, f"{name} TILE={tile}")
+    problem = None
+    if not bool(cupy.isnan(cbuf[M * N:]).all()):
+        problem = ("it wrote past the end of C: guard the store with `if (row < M && col < N)`.")
+    elif chk.n_nan:
+        problem = (f"{chk.n_nan} elements of C are NaN. The checker places NaN right after A, B and C: "
+                   "your kernel read past the end of A or B (the loads of the last, partial tile need "
+                   "`row < M && t + tx < K` for A and `t + ty < K && col < N` for B, else 0.0f), or it "
+                   "never wrote those elements.")
+    elif not chk.passed:
+        problem = ("wrong values. Check the indices of the tile loads and both __syncthreads() "
+                   "(one after filling the tiles, one before overwriting them).")
+    return chk, problem
+
+
+def _check_on_gpu(src, name, tile, check_sizes, time_sizes, label):
+    global last_tiled
+    import cupy
+
+    from ..compile import get_kernel, load_module
+    from ..errors import KernelCompileError
+    from ..experiments.baseline import NAIVE, _inputs, _time, fp32_launcher
+
+    try:
+        kern = load_module(filename="exercise_tiled.cu", source=src).get_function(name)
+    except KernelCompileError as exc:
+        _report(label, src, False, f"it does not compile:\n{exc.problem}")
+        return
+    naive = get_kernel(*NAIVE)
+    checks = []
+    for i, (M, N, K) in enumerate(check_sizes):
+        try:
+            chk, problem = _run_checked(kern, M, N, K, tile, 900 + i, name)
+        except cupy.cuda.runtime.CUDARuntimeError as exc:
+            _report(label, src, False, f"the launch failed at M={M} N={N} K={K} ({exc}). An illegal address "
+                    "usually means a missing bounds check; after such an error restart the notebook's kernel.")
+            return
+        if problem:
+            _report(label, src, False, f"at M={M} N={N} K={K}, {problem}\n{chk}")
+            return
+        checks.append(chk)
+    timings = []
+    for n in time_sizes:
+        A, B = _inputs(n, n, n, 950 + n)
+        run_mine, _ = fp32_launcher(kern, A, B, (tile, tile), tile=tile)
+        run_naive, _ = fp32_launcher(naive, A, B, (16, 16))
+        timings.append({"n": n, "yours": _time(run_mine, n), "gemm_fp32_kernel": _time(run_naive, n)})
+    last_tiled = {"checks": [c.verdict() for c in checks], "timings": timings}
+    _report(label, src, True, "")
+    for c in checks:
+        print("  " + c.verdict())
+    for t in timings:
+        y, r = t["yours"], t["gemm_fp32_kernel"]
+        print(f"  n={t['n']}: yours {y['median_ms']:.4g} ms ({y['tflops']:.3g} TFLOP/s), gemm_fp32_kernel "
+              f"{r['median_ms']:.4g} ms ({r['tflops']:.3g} TFLOP/s): {r['median_ms'] / y['median_ms']:.2f}x")

@@ -1,0 +1,307 @@
+"""Lesson 1 (FP32 CUDA-core baseline): experiments and the traffic model behind them.
+
+Registered experiments (``make record`` runs them; ``run_or_load(name)`` in the notebook):
+
+* ``fp32_block_shapes``: gemm_fp32_kernel, unchanged, launched with different
+  block shapes (the kernel indexes with blockDim, so any shape computes the same
+  thing). The FLOPs and the minimum DRAM traffic are identical; what changes is
+  which 32 elements of C a warp owns, and so how many cache lines each of its
+  load instructions touches.
+* ``fp32_tiled_solution``: the worked solution of the lesson's exercise
+  (kernels/fp32_variants.cu, shared-memory tiles of 16 x 16 and 32 x 32) against
+  gemm_fp32_kernel.
+
+The plain functions (``warp_footprint``, ``intensity``, ...) need no GPU: the
+notebook uses them for its predictions.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from . import experiment
+
+NAIVE = ("fp32_baseline.cu", "gemm_fp32_kernel")
+TILED = ("fp32_variants.cu", "gemm_fp32_tiled")
+
+# (blockDim.x, blockDim.y): x runs along the columns of C (and of B), y along its rows.
+BLOCK_SHAPES = [(16, 16), (32, 8), (64, 4), (32, 32), (8, 32), (4, 64), (1, 256)]
+SHAPE_SIZES = (2048, 4096)
+CHECK_SIZE = (1000, 1000, 1000)       # M, N, K: not multiples of 16
+TILED_SIZES = (1000, 2048, 4096)
+LINE = 128                            # bytes in an L1/L2 cache line
+SECTOR = 32                           # bytes in a sector (the unit DRAM and L2 move)
+
+
+def shape_name(bx: int, by: int) -> str:
+    return f"{bx}x{by}"
+
+
+# --------------------------------------------------------------------------- model (no GPU)
+def warp_footprint(bx: int, by: int, elem: int = 4) -> dict:
+    """What one warp's two load instructions touch in one step k of gemm_fp32_kernel.
+
+    Threads are numbered x-fastest, so a warp holds min(bx, 32) consecutive
+    columns of C in each of 32 / min(bx, 32) rows. Its A load reads A[row][k] for
+    each of those rows (one address per row, K elements apart: one line each); its
+    B load reads B[k][col] for the warp's columns (consecutive addresses, shared
+    by all of its rows). Lines and sectors assume rows start on a line boundary.
+    """
+    cols = min(bx, 32)
+    rows = 32 // cols
+    b_bytes = cols * elem
+    a_lines, a_sectors = rows, rows
+    b_lines = max(1, math.ceil(b_bytes / LINE))
+    b_sectors = max(1, math.ceil(b_bytes / SECTOR))
+    return {"shape": shape_name(bx, by), "warp_rows": rows, "warp_cols": cols,
+            "a_lines": a_lines, "b_lines": b_lines, "lines": a_lines + b_lines,
+            "a_sectors": a_sectors, "b_sectors": b_sectors, "sectors": a_sectors + b_sectors,
+            "useful_bytes": rows * elem + b_bytes, "fmas": 32}
+
+
+def block_intensity(bx: int, by: int, elem: int = 4) -> float:
+    """FLOP per byte if each block fetched its by rows of A and bx columns of B exactly once."""
+    return 2.0 * bx * by / ((bx + by) * elem)
+
+
+def intensity(n: int, elem: int = 4) -> dict:
+    """Arithmetic intensities of a square n^3 FP32 GEMM, in FLOP per byte.
+
+    ideal: 2n^3 FLOPs over the least traffic (read A and B, write C once: 3 n^2 elements).
+    requested: what gemm_fp32_kernel's threads ask for: two 4-byte loads per FMA (2 FLOPs),
+    plus the store of C.
+    """
+    flops = 2.0 * n ** 3
+    ideal_bytes = 3.0 * n * n * elem
+    requested_bytes = 2.0 * n ** 3 * elem + n * n * elem
+    return {"n": n, "flops": flops, "ideal_bytes": ideal_bytes, "requested_bytes": requested_bytes,
+            "ideal": flops / ideal_bytes, "requested": flops / requested_bytes}
+
+
+# --------------------------------------------------------------------------- GPU helpers
+def _inputs(M, N, K, seed):
+    import cupy
+
+    rng = cupy.random.default_rng(seed)
+    return (rng.standard_normal((M, K), dtype=cupy.float32),
+            rng.standard_normal((K, N), dtype=cupy.float32))
+
+
+def fp32_launcher(kern, A, B, block, tile=None):
+    """(run, C) for any kernel with gemm_fp32_kernel's arguments; C starts as NaN.
+
+    The grid covers C with blocks of block = (bx, by) threads, one thread per
+    element (tile=None), or with tile x tile pieces (one block per tile).
+    """
+    import cupy
+
+    M, K = A.shape
+    N = B.shape[1]
+    C = cupy.full((M, N), np.nan, dtype=cupy.float32)
+    tx, ty = (tile, tile) if tile else block
+    grid = (math.ceil(N / tx), math.ceil(M / ty))
+    args = (A, B, C, np.int32(M), np.int32(N), np.int32(K))
+
+    def run():
+        kern(grid, tuple(block), args)
+
+    return run, C
+
+
+def _time(run, n, **kw):
+    from ..timing import benchmark, gemm_flops, gemm_min_bytes
+
+    t = benchmark(run, flops=gemm_flops(n, n, n), bytes_moved=gemm_min_bytes(n, n, n, 4, 4), **kw)
+    return {"median_ms": round(t.median_ms, 5), "p10_ms": round(t.p10_ms, 5), "p90_ms": round(t.p90_ms, 5),
+            "reps": t.n, "tflops": round(t.tflops, 4), "gbs": round(t.gbs, 3)}
+
+
+def _check(C, A, B, name):
+    """check_gemm with gemm_fp32_kernel's formats (FP32 in, FP32 FMA chain, round to nearest)."""
+    from ..numerics import check_gemm
+
+    return check_gemm(C, A, B, inputs="fp32", acc="fp32", acc_rounding="nearest", block=1,
+                      name=name, backend="GPU")
+
+
+# --------------------------------------------------------------------------- experiments
+@experiment("fp32_block_shapes")
+def block_shapes(sizes=SHAPE_SIZES, shapes=BLOCK_SHAPES, check_size=CHECK_SIZE, seed=101):
+    """gemm_fp32_kernel with each block shape: checked at check_size, timed at each n^3."""
+    import cupy
+
+    from ..compile import get_kernel
+
+    kern = get_kernel(*NAIVE)
+    M, N, K = check_size
+    A, B = _inputs(M, N, K, seed)
+    checks, ref_out = [], None
+    for bx, by in shapes:
+        run, C = fp32_launcher(kern, A, B, (bx, by))
+        run()
+        chk = _check(C, A, B, f"gemm_fp32_kernel {shape_name(bx, by)}")
+        if ref_out is None:
+            ref_out = C.copy()
+        checks.append({"shape": shape_name(bx, by), "passed": bool(chk.passed), "verdict": chk.verdict(),
+                       "identical_to_first": bool(cupy.array_equal(C, ref_out)),
+                       "comp_err": float(f"{chk.comp_err:.4e}")})
+    del A, B, C, ref_out
+    rows = []
+    for i, n in enumerate(sizes):
+        A, B = _inputs(n, n, n, seed + 1 + i)
+        for bx, by in shapes:
+            run, C = fp32_launcher(kern, A, B, (bx, by))
+            row = {"shape": shape_name(bx, by), "bx": bx, "by": by, "n": n}
+            row.update(_time(run, n, warmup=2, target_s=0.3, min_reps=5, max_reps=50))
+            rows.append(row)
+        del A, B, C
+        cupy.get_default_memory_pool().free_all_blocks()
+    return {"check_size": list(check_size), "checks": checks, "rows": rows,
+            "first_shape": shape_name(*shapes[0]),
+            "model": [warp_footprint(bx, by) for bx, by in shapes]}
+
+
+@experiment("fp32_timing_method")
+def timing_method(sizes=(1024, 4096), reps=100, seed=303):
+    """gemm_fp32_kernel timed the course's way (L2 flushed before each launch, median) and the seed's
+    way (back-to-back launches with warm L2, mean), to separate method from hardware."""
+    import cupy
+
+    from ..compile import get_kernel
+    from ..timing import benchmark, gemm_flops
+
+    kern = get_kernel(*NAIVE)
+    rows = []
+    for i, n in enumerate(sizes):
+        A, B = _inputs(n, n, n, seed + i)
+        run, _ = fp32_launcher(kern, A, B, (16, 16))
+        r = min(reps, 100 if n <= 2048 else 20)
+        for flush in (True, False):
+            t = benchmark(run, flops=gemm_flops(n, n, n), warmup=3, reps=r, flush_l2=flush)
+            mean_ms = float(np.mean(t.times_ms))
+            rows.append({"n": n, "l2": "flushed" if flush else "warm", "reps": t.n,
+                         "median_ms": round(t.median_ms, 5), "mean_ms": round(mean_ms, 5),
+                         "tflops_median": round(gemm_flops(n, n, n) / (t.median_ms * 1e-3) / 1e12, 4),
+                         "tflops_mean": round(gemm_flops(n, n, n) / (mean_ms * 1e-3) / 1e12, 4)})
+        del A, B
+        cupy.get_default_memory_pool().free_all_blocks()
+    return {"rows": rows}
+
+
+def tiled_kernel(tile: int = 16):
+    """The worked solution, compiled for tile x tile blocks."""
+    from ..compile import get_kernel
+
+    return get_kernel(*TILED, options=(f"-DTILE={tile}",))
+
+
+@experiment("fp32_tiled_solution")
+def tiled_solution(sizes=TILED_SIZES, tiles=(16, 32), check_sizes=(CHECK_SIZE, (33, 17, 49)), seed=202):
+    """The exercise's worked solution (shared-memory tiles) vs gemm_fp32_kernel."""
+    import cupy
+
+    from ..compile import get_kernel
+
+    naive = get_kernel(*NAIVE)
+    checks = []
+    for M, N, K in check_sizes:
+        A, B = _inputs(M, N, K, seed)
+        run, C0 = fp32_launcher(naive, A, B, (16, 16))
+        run()
+        for tile in tiles:
+            run, C = fp32_launcher(tiled_kernel(tile), A, B, (tile, tile), tile=tile)
+            run()
+            chk = _check(C, A, B, f"gemm_fp32_tiled TILE={tile}")
+            checks.append({"tile": tile, "size": [M, N, K], "passed": bool(chk.passed), "verdict": chk.verdict(),
+                           "identical_to_naive": bool(cupy.array_equal(C, C0))})
+    rows = []
+    for i, n in enumerate(sizes):
+        A, B = _inputs(n, n, n, seed + 1 + i)
+        run, _ = fp32_launcher(naive, A, B, (16, 16))
+        rows.append({"kernel": "gemm_fp32_kernel", "tile": None, "n": n,
+                     **_time(run, n, warmup=2, target_s=0.3, min_reps=5, max_reps=50)})
+        for tile in tiles:
+            run, _ = fp32_launcher(tiled_kernel(tile), A, B, (tile, tile), tile=tile)
+            rows.append({"kernel": "gemm_fp32_tiled", "tile": tile, "n": n,
+                         **_time(run, n, warmup=2, target_s=0.3, min_reps=5, max_reps=50)})
+        del A, B
+        cupy.get_default_memory_pool().free_all_blocks()
+    return {"checks": checks, "rows": rows}
+
+
+# --------------------------------------------------------------------------- notebook helpers (no GPU)
+def sass_counts(sass_file: str = "fp32_baseline.sm_90.sass", kernel: str = "gemm_fp32_kernel",
+                build_dir: str | None = None) -> dict:
+    """Count instructions of one kernel in a recorded SASS listing (results/build-<gpu>/)."""
+    from pathlib import Path
+
+    from ..results import RESULTS_DIR
+
+    path = Path(build_dir) if build_dir else RESULTS_DIR / "build-nvidia-h200"
+    text = (path / sass_file).read_text()
+    parts = re.split(r"Function\s*:\s*(\S+)", text)
+    body = dict(zip(parts[1::2], parts[2::2])).get(kernel)
+    if body is None:
+        raise KeyError(f"no function {kernel} in {path / sass_file}")
+    ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", body)
+    base = [o.split(".")[0] for o in ops]
+    return {"file": f"{path.name}/{sass_file}", "LDG": base.count("LDG"), "FFMA": base.count("FFMA"),
+            "LDS": base.count("LDS"), "LDS.128": sum(o.startswith("LDS.128") for o in ops),
+            "STS": base.count("STS"), "instructions": len(ops)}
+
+
+def implied_clock_hz(fp32_peak_tflops: float, sms: int, lanes: int = 128) -> float:
+    """The clock a datasheet FP32 peak assumes: peak = SMs x lanes x 2 FLOP x clock."""
+    return fp32_peak_tflops * 1e12 / (sms * lanes * 2)
+
+
+def lines_per_sm_clock(lines: float, n: int, ms: float, sms: int, clock_hz: float) -> float:
+    """Cache lines the warps' loads touched, per SM per clock: lines per warp-step x n^3 / 32 warp-steps."""
+    return lines * n ** 3 / 32 / (ms * 1e-3 * sms * clock_hz)
+
+
+def shape_table(data: dict, n: int, sms: int | None = None, clock_hz: float | None = None) -> list[dict]:
+    """Rows of the block-shape experiment at size n, with the model's lines per warp-step, the
+    time relative to the first (seed) shape and, given SMs and clock, lines per SM per clock."""
+    model = {m["shape"]: m for m in data["model"]}
+    rows = [dict(r) for r in data["rows"] if r["n"] == n]
+    base = next(r["median_ms"] for r in rows if r["shape"] == data["first_shape"])
+    for r in rows:
+        r.update(lines=model[r["shape"]]["lines"], sectors=model[r["shape"]]["sectors"],
+                 rel_time=round(r["median_ms"] / base, 3))
+        if sms and clock_hz:
+            r["lines_per_clk"] = round(lines_per_sm_clock(r["lines"], n, r["median_ms"], sms, clock_hz), 3)
+    return rows
+
+
+def plot_shapes(data: dict, source: str, sms: int | None = None, clock_hz: float | None = None):
+    """TFLOP/s of each block shape against the cache lines a warp touches per step (log-log);
+    with sms and clock_hz, the line 'one cache line per SM per clock' as well."""
+    import matplotlib.pyplot as plt
+
+    from ..plots import _finish, apply_style
+
+    apply_style()
+    fig, ax = plt.subplots()
+    sizes = sorted({r["n"] for r in data["rows"]})
+    for n in sizes:
+        rows = shape_table(data, n)
+        ax.plot([r["lines"] for r in rows], [r["tflops"] for r in rows], "o", label=f"n = {n}")
+    groups: dict = {}
+    for r in (r for n in sizes for r in shape_table(data, n)):
+        groups.setdefault(r["lines"], {}).setdefault(r["shape"], []).append(r["tflops"])
+    for lines, by_shape in groups.items():
+        top = max(t for ts in by_shape.values() for t in ts)
+        ax.annotate("\n".join(by_shape), (lines, top), textcoords="offset points", xytext=(0, 10),
+                    ha="center", va="bottom", fontsize=11)
+    if sms and clock_hz:
+        x = np.geomspace(1.8, 40, 50)
+        ax.plot(x, 64 / x * sms * clock_hz / 1e12, "--", color="0.4", linewidth=1.6,
+                label="one line per SM per clock")
+    ax.set(xscale="log", yscale="log", xlabel="cache lines a warp touches per step k", ylabel="TFLOP/s")
+    ax.set_xticks(sorted(groups))
+    ax.set_xticklabels([str(v) for v in sorted(groups)])
+    ax.minorticks_off()
+    return _finish(ax, "gemm_fp32_kernel: same code, different block shapes", source)
