@@ -1,0 +1,176 @@
+"""Lesson 2 exercises: each checker computes the expected answer itself.
+
+Kernel exercises (``check_bcol_kernel``, ``check_2x2_kernel``) compile the learner's CUDA
+source with NVRTC (helpers.compile.load_module), run it on sizes that are not multiples of
+16 (zero-padded by the helper), check it against the float64 product with the course
+tolerance, and time it against wmma_gemm_naive. Without a GPU they say so and change nothing.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _report, check_number
+
+KERNEL_SIZES = [(200, 136, 72), (96, 160, 1000)]   # (M, N, K): none is a multiple of 32 in every dim
+TIME_SIZE = 2048
+
+BCOL_STARTER = r'''
+#include <mma.h>
+#include <cuda_fp16.h>
+using namespace nvcuda;
+
+// B is K x N but stored column-major: element (k, n) is at Bt[n * K + k].
+extern "C" __global__ void wmma_gemm_bcol(const half* A, const half* Bt, float* C,
+                                          int M, int N, int K)
+{
+    const int tile_row = (blockIdx.y * blockDim.y + threadIdx.y) * 16;
+    const int tile_col = blockIdx.x * 16;
+    if (tile_row >= M || tile_col >= N) return;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    // TODO 1: the B fragment's layout tag
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int k = 0; k < K; k += 16) {
+        wmma::load_matrix_sync(a, A + (size_t)tile_row * K + k, K);
+        // TODO 2: where does the tile (rows k.., columns tile_col..) start, and what is ldm?
+        wmma::load_matrix_sync(b, Bt + (size_t)k * N + tile_col, N);
+        wmma::mma_sync(acc, a, b, acc);
+    }
+    wmma::store_matrix_sync(C + (size_t)tile_row * N + tile_col, acc, N, wmma::mem_row_major);
+}
+'''
+
+TWO_BY_TWO_STARTER = r'''
+#include <mma.h>
+#include <cuda_fp16.h>
+using namespace nvcuda;
+
+// Each warp computes the 32x32 tile of C at (tile_row, tile_col) from 2x2 accumulators.
+// Launched with block dim3(32, 4), grid (N / 32, ceil(M / 128)); M, N multiples of 32.
+extern "C" __global__ void wmma_gemm_2x2(const half* A, const half* B, float* C,
+                                         int M, int N, int K)
+{
+    const int tile_row = (blockIdx.y * blockDim.y + threadIdx.y) * 32;
+    const int tile_col = blockIdx.x * 32;
+    if (tile_row >= M || tile_col >= N) return;
+    // TODO: two A fragments, two B fragments, four accumulators (zeroed);
+    // per K step load a[0], a[1], b[0], b[1] and issue the four mma_sync;
+    // at the end store acc[i][j] at rows tile_row + 16 i, columns tile_col + 16 j.
+}
+'''
+
+
+def _needs_gpu(name: str) -> bool:
+    from ..device import backend
+
+    if backend().is_gpu:
+        return False
+    print(f"[{name}] This exercise compiles and runs your kernel, so it needs a CUDA GPU; this session "
+          "runs on the CPU backend. Run the notebook on a GPU to check it (the reference solution "
+          "is in kernels/wmma_lesson.cu).")
+    return True
+
+
+def check_kernel(name: str, kernel: str, source) -> None:
+    """Compile `source`, check kernel `kernel` at KERNEL_SIZES, time it against wmma_gemm_naive."""
+    from .. import exercises
+
+    if source is None or source is Ellipsis:
+        _report(name, None, False, "")
+        return
+    if _needs_gpu(name):
+        exercises.last_result = None
+        return
+    import cupy
+
+    from ..errors import CourseError
+    from ..experiments.wmma import variant_launcher
+    from ..numerics import check_gemm, random_matrix
+    from ..timing import benchmark, gemm_flops
+
+    if f"void {kernel}" not in source.replace("\n", " ").replace("  ", " "):
+        _report(name, source, False, f'the kernel must be declared as extern "C" __global__ void {kernel}(...).')
+        return
+    try:
+        for i, (M, N, K) in enumerate(KERNEL_SIZES):
+            A = random_matrix(M, K, seed=40 + i).astype(np.float16)
+            B = random_matrix(K, N, seed=50 + i).astype(np.float16)
+            run, C, _ = variant_launcher(kernel, A, B, source=source)
+            run()
+            chk = check_gemm(C[:M, :N], cupy.asarray(A), cupy.asarray(B), inputs="fp16", acc="fp32",
+                             acc_rounding="truncate", block=16, name=kernel, backend="GPU")
+            if not chk.passed:
+                _report(name, source, False, f"wrong result at M={M}, N={N}, K={K}: {chk.n_nan} elements "
+                        "never written (NaN) and worst element "
+                        f"{chk.first_bad}. Check the tile pointers and ldm.")
+                return
+    except CourseError as exc:
+        _report(name, source, False, str(exc))
+        return
+    except Exception as exc:   # a CUDA error in the learner's kernel
+        _report(name, source, False, f"{type(exc).__name__}: {exc}")
+        return
+    _report(name, source, True, "")
+    A = random_matrix(TIME_SIZE, TIME_SIZE, seed=7).astype(np.float16)
+    B = random_matrix(TIME_SIZE, TIME_SIZE, seed=8).astype(np.float16)
+    flops = gemm_flops(TIME_SIZE, TIME_SIZE, TIME_SIZE)
+    mine = benchmark(variant_launcher(kernel, A, B, source=source)[0], flops=flops)
+    base = benchmark(variant_launcher("wmma_gemm_naive", A, B)[0], flops=flops)
+    print(f"  at {TIME_SIZE}^3: yours {mine.tflops:.1f} TFLOP/s, wmma_gemm_naive {base.tflops:.1f} TFLOP/s "
+          f"({mine.tflops / base.tflops:.2f}x)")
+
+
+def check_bcol_kernel(source) -> None:
+    """Exercise: wmma_gemm_bcol, B stored column-major (B^T row-major, N x K)."""
+    check_kernel("column-major B kernel", "wmma_gemm_bcol", source)
+
+
+def check_2x2_kernel(source) -> None:
+    """Exercise: wmma_gemm_2x2, each warp a 32x32 tile from 2x2 fragments."""
+    check_kernel("2x2 fragments per warp", "wmma_gemm_2x2", source)
+
+
+# --------------------------------------------------------------------------- questions with numbers
+def lane_of_a_exercise(answer, row: int = 9, col: int = 6) -> None:
+    """Which lane holds A[row][col] in the documented PTX mma.m16n8k16 A fragment?"""
+    from ..experiments.wmma import ptx_fragment_layout
+
+    lanes = [lane for lane, cells in enumerate(ptx_fragment_layout("a")) if (row, col) in cells]
+    check_number(f"lane holding A[{row}][{col}]", answer, lanes[0],
+                 hint="groupID = lane >> 2 picks the row (row = groupID, or groupID + 8); "
+                      "threadID_in_group = lane % 4 picks the column pair (col = 2*threadID_in_group "
+                      "+ 0 or 1, + 8 for a4..a7). lane = 4*groupID + threadID_in_group.")
+
+
+def naive_bytes_per_flop_exercise(answer) -> None:
+    """Bytes wmma_gemm_naive loads from global memory per FLOP (each K step: one A and one B tile)."""
+    loaded = 2 * 16 * 16 * 2          # two 16x16 tiles of 2-byte halves
+    check_number("naive WMMA bytes per FLOP", answer, loaded / (2 * 16 * 16 * 16),
+                 hint="per mma_sync the warp loads one 16x16 A tile and one 16x16 B tile (2 bytes each "
+                      "element) and performs 2*16*16*16 FLOPs.")
+
+
+def two_by_two_bytes_per_flop_exercise(answer) -> None:
+    """The same for a warp that computes 2x2 fragments: 4 tiles loaded per 4 mma_sync."""
+    check_number("2x2 WMMA bytes per FLOP", answer, (4 * 16 * 16 * 2) / (4 * 2 * 16 * 16 * 16),
+                 hint="per K step: 2 A tiles + 2 B tiles loaded, 4 mma_sync issued.")
+
+
+def hmma_per_mma_exercise(answer) -> None:
+    """HMMA.16816 instructions per 16x16x16 mma_sync on sm_90, counted from the recorded build."""
+    from ..experiments.wmma import ptx_lines, sass_lines
+
+    n_mma = sum(1 for ln in ptx_lines() if ln.startswith("wmma.mma"))
+    n_hmma = len(sass_lines(opcode="HMMA"))
+    check_number("HMMA per mma_sync", answer, n_hmma / n_mma,
+                 hint="count the wmma.mma.sync lines in the PTX and the HMMA lines in the SASS; "
+                      "m16n8k16 covers half of a 16x16x16 tile.")
+
+
+def solution_source(kernel: str) -> str:
+    """The reference solution from kernels/wmma_lesson.cu, with the includes it needs."""
+    from ..display import kernel_source
+
+    return ("#include <mma.h>\n#include <cuda_fp16.h>\nusing namespace nvcuda;\n\n"
+            + kernel_source("wmma_lesson.cu", kernel))

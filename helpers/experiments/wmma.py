@@ -1,0 +1,576 @@
+"""Lesson 2 (Tensor Cores and the WMMA API): GPU experiments and their CPU counterparts.
+
+Experiments (recorded by ``make record``, read with ``run_or_load``):
+
+* ``wmma_fragment_maps``: which lane holds which element of the matrix_a, matrix_b
+  (row- and column-major) and accumulator fragments (kernel wmma_fragment_probe).
+* ``wmma_edge_corruption``: wmma_gemm_naive called on sizes that are not multiples of 16,
+  on buffers allocated with slack so that nothing is read or written out of bounds; the
+  slack is filled with NaN ("garbage") so wrong reads and writes become visible.
+* ``wmma_variants_speed``: wmma_gemm_naive vs the column-major-B and 2x2-fragment variants.
+* ``wmma_nvrtc_ptx``: the PTX NVRTC generates for wmma_gemm_naive on this GPU.
+
+Also here: ``run_variant`` (launch kernels/wmma_lesson.cu's GEMMs, or emulate them on the
+CPU), ``ptx_fragment_layout`` (the documented PTX mma.m16n8k16 layout, computed) and
+``emulate_unpadded_naive`` (numpy replay of the naive kernel's memory accesses).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import experiment
+from .. import emulate
+from ..device import backend
+from ..errors import InputError
+
+LESSON_FILE = "wmma_lesson.cu"
+
+
+# --------------------------------------------------------------------------- documented PTX layout
+def ptx_fragment_layout(kind: str) -> list[list[tuple[int, int]]]:
+    """(row, col) of each element each lane holds for PTX mma.sync.m16n8k16 with .f16 inputs.
+
+    From the PTX ISA, section "Matrix Fragments for mma.m16n8k16 with floating point type":
+    groupID = laneid >> 2, threadID_in_group = laneid % 4.
+    kind 'a': A is 16x16 (M x K), 8 elements a0..a7 per lane;
+    kind 'b': B is 16x8 (K x N), 4 elements b0..b3;
+    kind 'c': C/D is 16x8 (M x N), 4 elements c0..c3 (f32 accumulator).
+    """
+    out = []
+    for lane in range(32):
+        g, t = lane >> 2, lane % 4
+        cells = []
+        if kind == "a":
+            for i in range(8):
+                row = g if (i < 2 or 4 <= i < 6) else g + 8
+                col = t * 2 + (i & 1) + (8 if i >= 4 else 0)
+                cells.append((row, col))
+        elif kind == "b":
+            for i in range(4):
+                cells.append((t * 2 + (i & 1) + (8 if i >= 2 else 0), g))
+        elif kind == "c":
+            for i in range(4):
+                cells.append((g + (8 if i >= 2 else 0), t * 2 + (i & 1)))
+        else:
+            raise ValueError("kind must be 'a', 'b' or 'c'")
+        out.append(cells)
+    return out
+
+
+def owner_grid(held, shape=(16, 16)) -> np.ndarray:
+    """From held[lane] = [(row, col), ...], a grid of the lowest lane holding each element (-1: none)."""
+    grid = np.full(shape, -1, dtype=int)
+    for lane in range(len(held) - 1, -1, -1):
+        for r, c in held[lane]:
+            grid[r, c] = lane
+    return grid
+
+
+def holders_grid(held, shape=(16, 16)) -> np.ndarray:
+    """How many different lanes hold each matrix element (a lane holding it twice counts once)."""
+    n = np.zeros(shape, dtype=int)
+    for cells in held:
+        for r, c in {tuple(x) for x in cells}:
+            n[r, c] += 1
+    return n
+
+
+def ptx_wmma_accumulator_layout() -> list[list[tuple[int, int]]]:
+    """What a 16x16 accumulator would look like if WMMA were two m16n8k16 side by side:
+    lane l holds the PTX C elements of the left half (columns 0-7) and of the right half (8-15)."""
+    c = ptx_fragment_layout("c")
+    return [c[lane] + [(r, col + 8) for r, col in c[lane]] for lane in range(32)]
+
+
+def ptx_wmma_b_layout() -> list[list[tuple[int, int]]]:
+    """B (16x16) as two m16n8k16 B operands side by side (columns 0-7, then 8-15)."""
+    b = ptx_fragment_layout("b")
+    return [b[lane] + [(r, col + 8) for r, col in b[lane]] for lane in range(32)]
+
+
+# --------------------------------------------------------------------------- launching the variants
+# name -> (block, rows per block-warp tile, cols per tile, size multiple for M/N)
+VARIANTS = {
+    "wmma_gemm_naive": {"file": "wmma.cu", "block": (32, 8), "tile": 16, "b_layout": "row"},
+    "wmma_gemm_bcol": {"file": LESSON_FILE, "block": (32, 8), "tile": 16, "b_layout": "col"},
+    "wmma_gemm_2x2": {"file": LESSON_FILE, "block": (32, 4), "tile": 32, "b_layout": "row"},
+}
+
+
+def _ceil(v, m):
+    return -(-v // m) * m
+
+
+def variant_grid(name: str, M: int, N: int) -> tuple[int, int]:
+    v = VARIANTS[name]
+    t, warps = v["tile"], v["block"][1]
+    return (math.ceil(N / t), math.ceil(M / (t * warps)))
+
+
+def prepare_variant(name: str, A: np.ndarray, B: np.ndarray):
+    """Validate numpy FP16 A (M x K) and B (K x N); pad to the variant's tile multiple.
+
+    Returns (A_padded, B_operand, (M, N, K), (Mp, Np, Kp)) where B_operand is B padded,
+    and for the column-major variant stored as B^T row-major (Np x Kp)."""
+    v = VARIANTS[name]
+    for nm, X in (("A", A), ("B", B)):
+        if not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype != np.float16:
+            raise InputError(f"{nm} must be a 2-D numpy float16 array (got {type(X).__name__} "
+                             f"{getattr(X, 'dtype', '?')} {getattr(X, 'shape', '?')}).",
+                             f"convert explicitly: {nm} = np.asarray({nm}, dtype=np.float16).")
+    M, K = A.shape
+    K2, N = B.shape
+    if K != K2:
+        raise InputError(f"inner dimensions differ: A is {M}x{K}, B is {K2}x{N}.",
+                         "C = A B needs A's columns == B's rows.")
+    t = v["tile"]
+    Mp, Np, Kp = _ceil(M, t), _ceil(N, t), _ceil(K, 16)
+    Ap = np.zeros((Mp, Kp), np.float16)
+    Ap[:M, :K] = A
+    Bp = np.zeros((Kp, Np), np.float16)
+    Bp[:K, :N] = B
+    if v["b_layout"] == "col":
+        Bp = np.ascontiguousarray(Bp.T)
+    return Ap, Bp, (M, N, K), (Mp, Np, Kp)
+
+
+def variant_launcher(name: str, A: np.ndarray, B: np.ndarray, source: str | None = None,
+                     filename: str | None = None):
+    """GPU: (run, C, (M, N)) for a variant on padded device copies; C is NaN-poisoned.
+
+    `source` compiles a learner's kernel (named `name`) instead of the course's file."""
+    import cupy
+
+    from ..compile import get_kernel, load_module
+
+    v = VARIANTS[name]
+    Ap, Bp, (M, N, K), (Mp, Np, Kp) = prepare_variant(name, A, B)
+    if source is None:
+        kern = get_kernel(v["file"], name, (7, 0))
+    else:
+        kern = load_module(filename or f"exercise_{name}.cu", source=source).get_function(name)
+    Ad, Bd = cupy.asarray(Ap), cupy.asarray(Bp)
+    C = cupy.full((Mp, Np), np.nan, dtype=np.float32)
+    grid = variant_grid(name, Mp, Np)
+    args = (Ad, Bd, C, np.int32(Mp), np.int32(Np), np.int32(Kp))
+
+    def run():
+        kern(grid, v["block"], args)
+
+    return run, C, (M, N)
+
+
+def run_variant(name: str, A: np.ndarray, B: np.ndarray, source: str | None = None) -> np.ndarray:
+    """C = A B (FP32) with a lesson variant on the GPU, or its emulation on the CPU backend.
+
+    All three variants do the same arithmetic per element (16-term blocks in K order), so
+    the CPU backend runs helpers.emulate.tensor_core_gemm for each."""
+    Ap, Bp, (M, N, K), _ = prepare_variant(name, A, B)
+    if not backend().is_gpu:
+        return emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32")
+    import cupy
+
+    run, C, _ = variant_launcher(name, A, B, source)
+    run()
+    return cupy.asnumpy(C[:M, :N])
+
+
+# --------------------------------------------------------------------------- unpadded launches
+def flat_buffers(A: np.ndarray, B: np.ndarray, M: int, N: int, K: int):
+    """Flat FP16 A and B and FP32 C buffers for an *unpadded* naive launch, each followed by
+    enough slack that every access the kernel makes stays inside the allocation.
+
+    A and B slack is NaN (garbage a real program could have there); C slack holds a sentinel
+    (-7777) so writes past C's end can be counted."""
+    Mp, Np, Kp = _ceil(M, 16), _ceil(N, 16), _ceil(K, 16)
+    a_len = (Mp - 1) * K + Kp            # largest index the loads of A touch, + 1
+    b_len = (Kp - 1) * N + Np
+    c_len = (Mp - 1) * N + Np
+    Ab = np.full(max(a_len, M * K), np.nan, np.float16)
+    Ab[:M * K] = A.ravel()
+    Bb = np.full(max(b_len, K * N), np.nan, np.float16)
+    Bb[:K * N] = B.ravel()
+    Cb = np.full(max(c_len, M * N), -7777.0, np.float32)
+    Cb[:M * N] = np.nan
+    return Ab, Bb, Cb
+
+
+def emulate_unpadded_naive(Ab, Bb, Cb, M, N, K, block=(32, 8)):
+    """Replay wmma_gemm_naive's loads and stores on flat buffers, as it runs with M, N, K
+    that are not multiples of 16: every warp with tile_row < M and tile_col < N loads whole
+    16x16 tiles with ldm = K (A) and N (B) and stores a whole tile with ldm = N.
+
+    Tiles run in launch order (blockIdx.y, blockIdx.x, warp); on the GPU, tiles whose stores
+    overlap race, so which value wins there may differ. Returns the new C buffer."""
+    Cb = Cb.copy()
+    r = np.arange(16)[:, None]
+    c = np.arange(16)[None, :]
+    gx, gy = math.ceil(N / 16), math.ceil(M / (16 * block[1]))
+    for by in range(gy):
+        for bx in range(gx):
+            for w in range(block[1]):
+                tr, tc = (by * block[1] + w) * 16, bx * 16
+                if tr >= M or tc >= N:
+                    continue
+                acc = np.zeros((16, 16))
+                for k in range(0, K, 16):
+                    a = Ab[(tr + r) * K + k + c].astype(np.float64)
+                    b = Bb[(k + r) * N + tc + c].astype(np.float64)
+                    with np.errstate(invalid="ignore", over="ignore"):
+                        acc = acc + a @ b
+                Cb[(tr + r) * N + tc + c] = acc.astype(np.float32)
+    return Cb
+
+
+def classify(C, ref, tol_abs) -> np.ndarray:
+    """0: correct within tol_abs, 1: wrong but finite, 2: NaN or inf."""
+    C = np.asarray(C, dtype=np.float64)
+    out = np.where(np.isfinite(C), np.where(np.abs(C - ref) <= tol_abs, 0, 1), 2)
+    return out.astype(int)
+
+
+EDGE_CASES = [(40, 40, 48), (40, 48, 40)]
+
+
+def edge_case_inputs(M, N, K, seed=3):
+    from ..numerics import random_matrix
+
+    A = random_matrix(M, K, seed=seed).astype(np.float16)
+    B = random_matrix(K, N, seed=seed + 1).astype(np.float16)
+    return A, B
+
+
+def summarize_edge(Cb, M, N, A, B) -> dict:
+    ref = A.astype(np.float64) @ B.astype(np.float64)
+    scale = np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))
+    C = Cb[:M * N].reshape(M, N)
+    mask = classify(C, ref, 1e-3 * scale + 1e-6)
+    past = int(np.sum(Cb[M * N:] != np.float32(-7777.0)))
+    return {"m": M, "n": N, "k": A.shape[1], "mask": mask.tolist(), "n_correct": int((mask == 0).sum()),
+            "n_wrong": int((mask == 1).sum()), "n_nan": int((mask == 2).sum()),
+            "writes_past_end": past, "slack_elements": int(Cb.size - M * N)}
+
+
+def edge_corruption_cpu() -> list[dict]:
+    """The emulated version of the wmma_edge_corruption experiment (CPU, deterministic order)."""
+    out = []
+    for M, N, K in EDGE_CASES:
+        A, B = edge_case_inputs(M, N, K)
+        Ab, Bb, Cb = flat_buffers(A, B, M, N, K)
+        out.append(summarize_edge(emulate_unpadded_naive(Ab, Bb, Cb, M, N, K), M, N, A, B))
+    return out
+
+
+# --------------------------------------------------------------------------- experiments
+@experiment("wmma_fragment_maps")
+def wmma_fragment_maps():
+    """Each lane's fragment elements, decoded to (row, col), for this GPU."""
+    import cupy
+
+    from ..compile import get_kernel
+    from ..device import require_gpu
+
+    gpu = require_gpu("wmma_fragment_maps")
+    kern = get_kernel(LESSON_FILE, "wmma_fragment_probe", (7, 0))
+    idx = np.arange(256, dtype=np.float32).reshape(16, 16)        # value = row*16 + col, exact in half
+    A = cupy.asarray(idx.astype(np.float16))
+    B = cupy.asarray(idx.astype(np.float16))
+    Bc = cupy.asarray(np.ascontiguousarray(idx.T).astype(np.float16))   # col-major storage of B
+    outs = [cupy.full(32 * 64, -1.0, dtype=cupy.float32) for _ in range(3)]
+    acc = cupy.full(256, -1.0, dtype=cupy.float32)
+    counts = cupy.zeros(3, dtype=cupy.int32)
+    kern((1,), (32,), (A, B, Bc, outs[0], outs[1], outs[2], acc, counts))
+    n_a, n_b, n_c = (int(v) for v in cupy.asnumpy(counts))
+
+    def decode(buf, n):
+        v = cupy.asnumpy(buf).reshape(32, 64)[:, :n]
+        return [[[int(x) // 16, int(x) % 16] for x in row] for row in v]
+
+    accv = cupy.asnumpy(acc).reshape(16, 16).astype(int)
+    acc_held = [[] for _ in range(32)]
+    for r in range(16):
+        for c in range(16):
+            lane, i = divmod(int(accv[r, c]), 64)
+            acc_held[lane].append([i, r, c])
+    acc_lists = [[[r, c] for i, r, c in sorted(h)] for h in acc_held]
+    return {"gpu": gpu.name, "sm": gpu.sm,
+            "num_elements": {"matrix_a": n_a, "matrix_b": n_b, "accumulator": n_c},
+            "matrix_a": decode(outs[0], n_a), "matrix_b": decode(outs[1], n_b),
+            "matrix_b_col": decode(outs[2], n_b), "accumulator": acc_lists,
+            "accumulator_store": accv.tolist()}
+
+
+@experiment("wmma_edge_corruption")
+def wmma_edge_corruption():
+    """wmma_gemm_naive launched on M, N, K that are not multiples of 16 (slack buffers).
+
+    Runs in a child process: the launch breaks the kernel's alignment contract (ldm not a
+    multiple of 16), and should a GPU ever fault on that, the fault stays in the child
+    instead of poisoning this process's CUDA context."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = "import json, helpers.experiments.wmma as w; print('JSON' + json.dumps(w._edge_gpu()))"
+    env = dict(os.environ, COURSE_DEVICE="gpu")
+    p = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
+                       text=True, timeout=300)
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("JSON")), None)
+    if p.returncode != 0 or line is None:
+        return {"error": (p.stderr or p.stdout)[-2000:], "returncode": p.returncode}
+    return json.loads(line[4:])
+
+
+def _edge_gpu():
+    import cupy
+
+    from ..compile import get_kernel
+
+    kern = get_kernel("wmma.cu", "wmma_gemm_naive", (7, 0))
+    out = []
+    for M, N, K in EDGE_CASES:
+        A, B = edge_case_inputs(M, N, K)
+        Ab, Bb, Cb = (cupy.asarray(x) for x in flat_buffers(A, B, M, N, K))
+        grid = (math.ceil(N / 16), math.ceil(M / 128))
+        kern(grid, (32, 8), (Ab, Bb, Cb, np.int32(M), np.int32(N), np.int32(K)))
+        cupy.cuda.get_current_stream().synchronize()
+        out.append(summarize_edge(cupy.asnumpy(Cb), M, N, A, B))
+    return out
+
+
+@experiment("wmma_variants_speed")
+def wmma_variants_speed(sizes=(1024, 2048, 4096, 8192)):
+    """TFLOP/s of wmma_gemm_naive, wmma_gemm_bcol and wmma_gemm_2x2, each checked first."""
+    from ..numerics import check_gemm, random_matrix
+    from ..timing import benchmark, gemm_flops
+
+    rows = []
+    for i, n in enumerate(sizes):
+        A = random_matrix(n, n, seed=100 + i).astype(np.float16)
+        B = random_matrix(n, n, seed=200 + i).astype(np.float16)
+        for name in VARIANTS:
+            run, C, _ = variant_launcher(name, A, B)
+            run()
+            ok = True
+            if n <= 2048:
+                import cupy
+
+                chk = check_gemm(C, cupy.asarray(A), cupy.asarray(B), inputs="fp16", acc="fp32",
+                                 acc_rounding="truncate", block=16, name=name, backend="GPU")
+                ok = bool(chk.passed)
+            t = benchmark(run)
+            rows.append({"kernel": name, "m": n, "n": n, "k": n, "median_ms": round(t.median_ms, 6),
+                         "tflops": round(gemm_flops(n, n, n) / (t.median_ms * 1e-3) / 1e12, 4),
+                         "passed": ok})
+    return rows
+
+
+def nvrtc_ptx(filename: str = "wmma.cu", arch: str | None = None) -> dict:
+    """PTX for kernels/<filename> from NVRTC on this GPU (compute_XY), and the wmma lines.
+
+    CuPy's own compile path asks NVRTC for a cubin (-arch=sm_XY), which has no PTX text,
+    unless CUPY_COMPILE_WITH_PTX=1 was set before CuPy was imported; we call NVRTC directly
+    with -arch=compute_XY instead."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    from ..compile import KERNEL_DIR, find_cuda_include_dirs
+    from ..device import require_gpu
+
+    gpu = require_gpu("NVRTC PTX")
+    arch = arch or f"compute_{gpu.cc[0]}{gpu.cc[1]}"
+    src = (KERNEL_DIR / filename).read_text()
+    opts = ["-std=c++17", f"-arch={arch}"] + [f"-I{d}" for d in find_cuda_include_dirs()]
+    prog = nvrtc.createProgram(src, filename, [], [])
+    try:
+        nvrtc.compileProgram(prog, opts)
+        ptx = nvrtc.getPTX(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    if isinstance(ptx, bytes):
+        ptx = ptx.decode()
+    ptx = ptx.rstrip("\x00")
+    lines = [ln.strip() for ln in ptx.splitlines()]
+    return {"arch": arch, "nvrtc": gpu.nvrtc, "n_lines": len(lines),
+            "wmma_lines": [ln for ln in lines if ln.startswith("wmma.")],
+            "header": [ln for ln in lines[:12] if ln.startswith(".") or ln.startswith("//")]}
+
+
+@experiment("wmma_nvrtc_ptx")
+def wmma_nvrtc_ptx():
+    return nvrtc_ptx("wmma.cu")
+
+
+# --------------------------------------------------------------------------- recorded compiler output
+def build_dir():
+    from ..results import RESULTS_DIR
+
+    return RESULTS_DIR / "build-nvidia-h200"
+
+
+def ptx_lines(path=None, prefix="wmma.") -> list[str]:
+    path = path or build_dir() / "wmma.sm_90.ptx"
+    return [ln.strip() for ln in open(path) if ln.strip().startswith(prefix)]
+
+
+def sass_lines(path=None, opcode="HMMA") -> list[str]:
+    """Instructions (address and text, without the encoding comment) whose opcode starts with `opcode`."""
+    path = path or build_dir() / "wmma.sm_90.sass"
+    out = []
+    for ln in open(path):
+        s = ln.strip()
+        if not s.startswith("/*") or "*/" not in s:
+            continue
+        body = s.split("*/", 1)[1].split("/*")[0].strip().rstrip(";").strip()
+        op = body.split()[0] if body else ""
+        if op.startswith("@"):
+            op = body.split()[1]
+        if op.startswith(opcode):
+            out.append(f"{s[2:6]}  {body}")
+    return out
+
+
+# --------------------------------------------------------------------------- pictures
+def _lane_colors():
+    import matplotlib.pyplot as plt
+
+    # 32 lanes: 8 groups of 4 (PTX groupID) -> 8 hues, 4 shades each
+    base = plt.get_cmap("tab20b").colors + plt.get_cmap("tab20c").colors
+    return [base[(g % 10) * 4 + t] for g in range(8) for t in range(4)]
+
+
+def draw_owner_grid(ax, held, title: str, shape=(16, 16), show_text: bool = True):
+    """One coloured grid: each element coloured by the lowest lane holding it, with its number;
+    a dot marks elements held by more than one lane."""
+    from matplotlib.colors import ListedColormap
+
+    owners = owner_grid(held, shape)
+    count = holders_grid(held, shape)
+    cmap = ListedColormap(["#ffffff"] + _lane_colors())
+    ax.imshow(owners + 1, cmap=cmap, vmin=0, vmax=32, interpolation="nearest")
+    if show_text:
+        for r in range(shape[0]):
+            for c in range(shape[1]):
+                if owners[r, c] >= 0:
+                    ax.text(c, r, str(owners[r, c]), ha="center", va="center", fontsize=6.5,
+                            fontweight="bold" if count[r, c] > 1 else "normal")
+    ax.set_xticks(range(0, shape[1], 4))
+    ax.set_yticks(range(0, shape[0], 4))
+    ax.set_xticks(np.arange(-0.5, shape[1], 1), minor=True)
+    ax.set_yticks(np.arange(-0.5, shape[0], 1), minor=True)
+    ax.grid(which="minor", color="white", linewidth=0.5)
+    ax.grid(which="major", visible=False)
+    ax.tick_params(which="minor", length=0)
+    ax.set_title(title, fontsize=11)
+    ax.set_xlabel("column")
+    ax.set_ylabel("row")
+
+
+def plot_fragment_maps(panels: dict, suptitle: str, source: str):
+    """panels: {title: held-lists}; one grid per panel, side by side."""
+    import matplotlib.pyplot as plt
+
+    from ..plots import apply_style
+
+    apply_style()
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 5.0))
+    for ax, (title, held) in zip(np.atleast_1d(axes), panels.items()):
+        draw_owner_grid(ax, held, title, shape=(16, 16))
+    fig.suptitle(f"{suptitle}\n{source}", fontsize=12, x=0.01, ha="left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_tile_mapping(M: int, N: int, name: str = "wmma_gemm_naive"):
+    """C (M x N) cut into 16x16 tiles, coloured by thread block, each tile labelled with the warp
+    (threadIdx.y) that computes it; block and grid from helpers.launch.KERNELS[name]."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from ..launch import KERNELS
+    from ..plots import COLORS, apply_style
+
+    spec = KERNELS[name]
+    block = spec.block
+    grid = spec.grid(M, N, block)
+    apply_style()
+    fig, ax = plt.subplots(figsize=(10, 6.4))
+    for by in range(grid[1]):
+        for bx in range(grid[0]):
+            color = COLORS[(bx + 3 * by) % 6]
+            for wy in range(block[1]):
+                r0, c0 = (by * block[1] + wy) * 16, bx * 16
+                if r0 >= M or c0 >= N:
+                    continue
+                ax.add_patch(Rectangle((c0, r0), 16, 16, facecolor=color, alpha=0.30 + 0.25 * (wy % 2),
+                                       edgecolor="white", linewidth=0.8))
+                ax.text(c0 + 8, r0 + 8, f"w{wy}", ha="center", va="center", fontsize=7.5)
+            ax.add_patch(Rectangle((bx * 16, by * block[1] * 16), 16, block[1] * 16, fill=False,
+                                   edgecolor="black", linewidth=1.6))
+    ax.set_xticks([16 * bx + 8 for bx in range(grid[0])], [str(bx) for bx in range(grid[0])], fontsize=9)
+    ax.set_yticks([block[1] * 16 * (by + 0.5) for by in range(grid[1])], [str(by) for by in range(grid[1])])
+    ax.xaxis.set_ticks_position("top")
+    ax.xaxis.set_label_position("top")
+    ax.set_xlabel(f"blockIdx.x (one 16-column strip of C each; N = {N})", fontsize=11)
+    ax.set_ylabel(f"blockIdx.y (128 rows of C each; M = {M})", fontsize=11)
+    ax.set_xlim(0, N)
+    ax.set_ylim(M, 0)
+    ax.set_aspect("equal")
+    ax.grid(False)
+    ax.set_title(f"{name}: block dim3{block}, grid dim3{grid}\nblack box = one thread block "
+                 f"({block[0] * block[1]} threads); tile wY = the warp with threadIdx.y = Y",
+                 loc="left", fontsize=11, pad=12)
+    fig.tight_layout()
+    return fig
+
+
+EDGE_LABELS = ["correct", "wrong (finite)", "NaN"]
+
+
+def plot_edge_masks(rows: dict):
+    """rows: {row label: [case dicts with 'mask', 'm', 'n', 'k']}; one image per case."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    from ..plots import apply_style
+
+    apply_style()
+    colors = ["#009E73", "#E69F00", "#B2182B"]
+    ncol = max(len(v) for v in rows.values())
+    fig, axes = plt.subplots(len(rows), ncol, figsize=(4.6 * ncol, 4.3 * len(rows)), squeeze=False)
+    for i, (label, cases) in enumerate(rows.items()):
+        for j, case in enumerate(cases):
+            ax = axes[i][j]
+            ax.imshow(np.array(case["mask"]), cmap=ListedColormap(colors), vmin=0, vmax=2,
+                      interpolation="nearest")
+            ax.set_title(f"{label}\nM={case['m']}, N={case['n']}, K={case['k']}", fontsize=10, loc="left")
+            ax.grid(False)
+    fig.legend(handles=[Patch(color=c, label=lab) for c, lab in zip(colors, EDGE_LABELS)],
+               loc="lower center", ncol=3, frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+# --------------------------------------------------------------------------- comparing with PTX
+def compare_with_ptx(observed: dict) -> list[dict]:
+    """For each fragment kind, how the observed WMMA ownership relates to the documented PTX
+    mma.m16n8k16 layout (A as is; B and the accumulator as two n=8 halves side by side)."""
+    ptx = {"matrix_a": ptx_fragment_layout("a"), "matrix_b": ptx_wmma_b_layout(),
+           "matrix_b_col": ptx_wmma_b_layout(), "accumulator": ptx_wmma_accumulator_layout()}
+    rows = []
+    for kind, expected in ptx.items():
+        obs = [[tuple(x) for x in lane] for lane in observed[kind]]
+        n = len(obs[0])
+        distinct = len(set(obs[0]))
+        same_sets = all(set(o) == set(e) for o, e in zip(obs, expected))
+        same_order = all(o[:len(e)] == e for o, e in zip(obs, expected))
+        repeats = n > len(expected[0]) and all(o[len(e):] == o[:len(e)] for o, e in zip(obs, expected))
+        rows.append({"fragment": kind, "elements_per_lane": n, "distinct_per_lane": distinct,
+                     "same_elements_as_ptx": same_sets, "same_order_as_ptx": same_order,
+                     "second_half_repeats_first": repeats})
+    return rows
