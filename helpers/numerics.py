@@ -180,7 +180,11 @@ def rel_fro_error(C, C_ref) -> float:
     """||C - C_ref||_F / ||C_ref||_F, in float64."""
     xp = _xp(C_ref)
     C = xp.asarray(C, dtype=xp.float64)
-    return float(xp.linalg.norm(C - C_ref) / xp.linalg.norm(C_ref))
+    with np.errstate(over="ignore", invalid="ignore"):
+        num, den = float(xp.linalg.norm(C - C_ref)), float(xp.linalg.norm(C_ref))
+    if den == 0.0:                      # a zero reference: exact only if C is zero too
+        return 0.0 if num == 0.0 else math.inf
+    return num / den
 
 
 def abs_product(A, B):
@@ -294,6 +298,8 @@ class Check:
     n_nan: int
     first_bad: tuple | None  # (i, j, got, expected) of the worst element when failing
     backend: str
+    n_bad: int = 0           # elements that are NaN or over the tolerance
+    first_wrong: tuple | None = None  # (i, j, got, expected) of the first of them, in row-major order
 
     @property
     def passed(self) -> bool:
@@ -309,14 +315,27 @@ class Check:
         return (f"{head} {self.name} M={M} N={N} K={K}: componentwise error "
                 f"{'<=' if self.passed else '>'} tolerance {self.tol.value:.2e}")
 
+    def mismatch_summary(self) -> str:
+        """Lines a learner can act on when the check fails: how many elements are wrong, the
+        first wrong one (row-major order) with its index, value and expected value, and the worst."""
+        if self.passed:
+            return ""
+        M, N, _ = self.shape
+        lines = [f"{self.n_bad} of {M * N} elements wrong ({self.n_nan} of them NaN: never written, or "
+                 "NaN/Inf in the inputs)"]
+        if self.first_wrong is not None:
+            i, j, got, exp = self.first_wrong
+            lines.append(f"first wrong element C[{i}, {j}] = {got!r}, expected {exp!r}")
+        if self.first_bad is not None and self.first_bad[:2] != (self.first_wrong or (None, None))[:2]:
+            i, j, got, exp = self.first_bad
+            lines.append(f"worst element C[{i}, {j}] = {got!r}, expected {exp!r}")
+        return "\n".join(lines)
+
     def __str__(self):
         s = (f"{self.verdict()}\n  measured ({self.backend}): componentwise {self.comp_err:.2e}, "
              f"relative Frobenius {self.rel_err:.2e}")
-        if self.n_nan:
-            s += f"\n  {self.n_nan} elements are NaN: never written, or NaN/Inf in the inputs"
-        if not self.passed and self.first_bad is not None:
-            i, j, got, exp = self.first_bad
-            s += f"\n  worst element C[{i}, {j}] = {got!r}, expected {exp!r}"
+        if not self.passed:
+            s += "".join(f"\n  {ln}" for ln in self.mismatch_summary().splitlines())
         return s
 
     __repr__ = __str__
@@ -342,7 +361,8 @@ def check_gemm(C, A, B, *, inputs, acc, output=None, acc_rounding="nearest", inp
                     inputs_rounded_in_reference=inputs_rounded_in_reference)
     comp = componentwise_error(C64, C_ref, scale)
     rel = rel_fro_error(C64, C_ref)
-    first_bad = None
+    first_bad = first_wrong = None
+    n_bad = 0
     if n_nan or comp > tol.value:
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = xp.abs(C64 - C_ref) / xp.where(scale > 0, scale, 1.0)
@@ -350,11 +370,16 @@ def check_gemm(C, A, B, *, inputs, acc, output=None, acc_rounding="nearest", inp
         flat = int(ratio.argmax())
         i, j = divmod(flat, N)
         first_bad = (i, j, float(C64[i, j]), float(C_ref[i, j]))
+        wrong = (ratio > tol.value).ravel()
+        n_bad = int(wrong.sum())
+        if n_bad:
+            i, j = divmod(int(wrong.argmax()), N)          # argmax of a bool array: the first True
+            first_wrong = (i, j, float(C64[i, j]), float(C_ref[i, j]))
     if backend is None:
         from .device import backend as _backend
 
         backend = _backend().label
-    return Check(name, (M, N, K), rel, comp, tol, n_nan, first_bad, backend)
+    return Check(name, (M, N, K), rel, comp, tol, n_nan, first_bad, backend, n_bad, first_wrong)
 
 
 # --------------------------------------------------------------------------- inputs
