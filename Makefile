@@ -13,7 +13,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.
 .PHONY: course test unit nbval lab record notebooks kernels-check clean help
 
 help:
-	@echo "make course | test | lab | record | notebooks | kernels-check | clean"
+	@echo "make course | test | lab | record | notebooks | kernels-check | slides | slides-test | slides-pdf | clean"
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 course: $(STAMP)
 	$(PY) tools/execute_notebooks.py --out build
+	$(PY) tools/slides.py --site
 
 test: unit nbval
 
@@ -52,3 +53,40 @@ kernels-check:
 
 clean:
 	rm -rf build .pytest_cache
+
+# Slides (README "Slides and HTML"): one offline reveal.js deck per notebook in build/slides/, from
+# the executed notebooks in build/notebooks/ (executed first if missing or older than notebooks/).
+# reveal.js 4 and playwright-core come from tools/slides/package-lock.json; MathJax 2, RequireJS,
+# jQuery and Chromium from Debian (apt-get install chromium libjs-mathjax fonts-mathjax
+# libjs-requirejs libjs-jquery).
+SLIDES_NPM := tools/slides/node_modules/.package-lock.json
+
+$(SLIDES_NPM): tools/slides/package.json tools/slides/package-lock.json
+	npm ci --prefix tools/slides --no-audit --no-fund --loglevel=error
+	touch $(SLIDES_NPM)
+
+slides: $(STAMP) $(SLIDES_NPM)
+	$(PY) tools/slides.py
+
+# headless Chromium opens the title and a middle slide of every deck (screenshots in build/screenshots/)
+slides-test: slides
+	node --test tests/browser/
+
+# optional: PDF handouts through each deck's ?print-pdf view, printed by the same Chromium
+slides-pdf: slides
+	node tools/slides/print_pdf.mjs
+	$(PY) tools/slides.py --index-only
+
+.PHONY: slides slides-test slides-pdf
+
+# Reliability (issue 9): Restart & Run All three times on the CPU backend; every compared output must
+# be identical in every run and equal to the committed one
+determinism: $(STAMP)
+	$(PY) tools/check_determinism.py --runs 3 --jobs 2
+
+# GPU only: every kernel under compute-sanitizer memcheck, racecheck and synccheck at small and odd
+# sizes; writes results/sanitize-<gpu>.txt (SANITIZE_PY=... CS=/path/to/compute-sanitizer to override)
+sanitize:
+	bash tools/sanitize.sh
+
+.PHONY: determinism sanitize

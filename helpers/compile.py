@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import site
 import sys
@@ -96,6 +97,50 @@ def find_cuda_include_dirs(env=None, which=shutil.which, site_dirs=None,
 
 _MODULES: dict = {}
 
+# one diagnostic in an NVRTC log: "<path>(<line>): error: <message>" (also "catastrophic error",
+# "warning", and NVRTC's own "<path>(<line>): error #20: ..." forms)
+_DIAG = re.compile(r"^(?P<path>[^\n()]*?)\((?P<line>\d+)\): (?P<kind>catastrophic error|error|warning)"
+                   r"(?: #[\w-]+)?: (?P<msg>.*)$")
+
+
+def format_compile_log(log: str, source: str, filename: str, context: int = 2, max_errors: int = 5) -> str:
+    """An NVRTC log made readable: each error with its line number and the lines of `source` around
+    it (the offending line marked '>'); the compiler's temporary file names replaced by `filename`.
+
+    Errors inside included headers (mma.h, ...) are listed without a listing of the learner's source.
+    """
+    lines = source.split("\n")
+    width = len(str(len(lines)))
+    out, n_err, n_warn = [], 0, 0
+    for raw in log.splitlines():
+        m = _DIAG.match(raw.strip())
+        if not m:
+            continue
+        kind, msg, path = m["kind"], m["msg"].strip(), m["path"]
+        if kind == "warning":
+            n_warn += 1
+            continue
+        n_err += 1
+        if n_err > max_errors:
+            continue
+        ln = int(m["line"])
+        header = os.path.basename(path) if path else ""
+        own = (not header or header.endswith(".cu") or header == os.path.basename(filename)) and 1 <= ln <= len(lines)
+        if own:
+            out.append(f"{filename}, line {ln}: {kind}: {msg}")
+            for k in range(max(1, ln - context), min(len(lines), ln + context) + 1):
+                out.append(f"  {'>' if k == ln else ' '} {k:>{width}} | {lines[k - 1].rstrip()}")
+        else:
+            out.append(f"{path}, line {ln} (an included header): {kind}: {msg}")
+    if not out:                           # a log we could not parse: show it as it is
+        return log.strip()
+    if n_err > max_errors:
+        out.append(f"... and {n_err - max_errors} more errors (fix the first one first: later errors often follow "
+                   "from it)")
+    if n_warn:
+        out.append(f"({n_warn} warning{'s' if n_warn > 1 else ''} not shown)")
+    return "\n".join(out)
+
 
 def load_module(filename: str, options: tuple[str, ...] = (), source: str | None = None):
     """Compile kernels/<filename> (or `source`) once per process; returns a cupy.RawModule."""
@@ -117,11 +162,17 @@ def load_module(filename: str, options: tuple[str, ...] = (), source: str | None
     try:
         mod.compile()
     except cupy.cuda.compiler.CompileException as exc:
-        raise KernelCompileError(f"NVRTC could not compile {filename}:\n{exc}",
-                                 "read the first error in the log above (file:line), fix the source "
-                                 "and run the cell again.") from None
+        raise compile_error(filename, source, str(exc)) from None
     _MODULES[key] = mod
     return mod
+
+
+def compile_error(filename: str, source: str, log: str) -> KernelCompileError:
+    """The KernelCompileError for an NVRTC log: errors with line numbers and the source around them."""
+    return KernelCompileError(
+        f"NVRTC could not compile {filename}:\n{format_compile_log(log, source, filename)}",
+        "read the first error above: the line marked '>' is that line of the CUDA source you passed "
+        "(line 1 is the first line of the string); fix it and run the cell again.")
 
 
 def get_kernel(filename: str, name: str, min_cc: tuple[int, int] = (0, 0), options: tuple[str, ...] = ()):
@@ -135,4 +186,14 @@ def get_kernel(filename: str, name: str, min_cc: tuple[int, int] = (0, 0), optio
             f"or newer; this GPU, {gpu.name}, is {gpu.cc[0]}.{gpu.cc[1]}.",
             "run this part on a newer GPU, or set COURSE_DEVICE=cpu to see the CPU emulation and the "
             "recorded results instead.")
-    return load_module(filename, options).get_function(name)
+    mod = load_module(filename, options)
+    try:
+        return mod.get_function(name)
+    except Exception as exc:
+        from .errors import DRIVER_MISMATCH, DRIVER_MISMATCH_FIX, DriverMismatchError, is_driver_mismatch
+
+        if not is_driver_mismatch(f"{type(exc).__name__}: {exc}"):
+            raise
+        raise DriverMismatchError(
+            f"kernel {name} compiled, but the driver cannot load it ({type(exc).__name__}: {exc}; NVRTC {gpu.nvrtc}, "
+            f"driver supports CUDA {gpu.driver}). {DRIVER_MISMATCH}.", DRIVER_MISMATCH_FIX) from None

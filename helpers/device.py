@@ -194,6 +194,24 @@ _NO_GPU_FIX = ("unset COURSE_DEVICE (or set COURSE_DEVICE=cpu) to run on the CPU
                "cupy-cuda13x for CUDA 13.x).")
 
 
+def _driver_cuda_version() -> str | None:
+    """The CUDA version the installed NVIDIA driver supports ('12.4'), or None when no driver loads."""
+    import ctypes
+
+    for lib in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            cuda = ctypes.CDLL(lib)
+        except OSError:
+            continue
+        v = ctypes.c_int(0)
+        try:
+            if cuda.cuDriverGetVersion(ctypes.byref(v)) == 0 and v.value > 0:
+                return _version(v.value)
+        except Exception:
+            return None
+    return None
+
+
 @lru_cache(maxsize=None)
 def backend() -> Backend:
     """The backend for this process (decided once; restart the kernel after changing COURSE_DEVICE)."""
@@ -206,10 +224,20 @@ def backend() -> Backend:
     try:
         info = _probe_gpu()
     except Exception as exc:  # ImportError, CUDARuntimeError, ...
+        from .errors import DRIVER_MISMATCH, DRIVER_MISMATCH_FIX, DriverMismatchError, is_driver_mismatch
+
         why = f"{type(exc).__name__}: {exc}".strip()
+        # CUDA says "insufficient driver" both without any driver and with one too old for CuPy:
+        # only a driver that answers makes it a mismatch
+        drv = _driver_cuda_version() if is_driver_mismatch(why) else None
+        mismatch = f" {DRIVER_MISMATCH} (driver: CUDA {drv})." if drv else ""
         if choice == "gpu":
+            if mismatch:
+                raise DriverMismatchError(f"{ENV_VAR}=gpu, but no CUDA GPU works here ({why}).{mismatch}",
+                                          DRIVER_MISMATCH_FIX) from None
             raise NoGPUError(f"{ENV_VAR}=gpu, but no CUDA GPU works here ({why}).", _NO_GPU_FIX) from None
-        return Backend("cpu", f"no usable CUDA GPU ({why})")
+        return Backend("cpu", f"no usable CUDA GPU ({why})" + (f".{mismatch} Fix: {DRIVER_MISMATCH_FIX}"
+                                                               if mismatch else ""))
     return Backend("gpu", f"{ENV_VAR}={choice or 'auto'}, CUDA GPU found", info)
 
 

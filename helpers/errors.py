@@ -36,3 +36,107 @@ class KernelCompileError(CourseError, RuntimeError):
 
 class ResultsError(CourseError, RuntimeError):
     """A recorded-results file is missing or malformed."""
+
+
+class GPUContextLostError(CourseError, RuntimeError):
+    """A kernel faulted (illegal address, launch failure, ...): the process's CUDA context is gone."""
+
+
+class GPUOutOfMemoryError(CourseError, MemoryError):
+    """The GPU ran out of memory for a buffer the course needed."""
+
+
+# CUDA errors after which the context is unusable ("sticky"; the same numbers in the runtime's
+# cudaError_t and the driver's CUresult): every later CUDA call in the process fails too.
+STICKY_CUDA_ERRORS = {
+    700: "illegal address", 710: "device-side assert", 714: "hardware stack error",
+    715: "illegal instruction", 716: "misaligned address", 717: "invalid address space",
+    718: "invalid program counter", 719: "launch failure",
+}
+_STICKY_NAMES = ("cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorLaunchFailure",
+                 "CUDA_ERROR_LAUNCH_FAILED", "cudaErrorMisalignedAddress", "CUDA_ERROR_MISALIGNED_ADDRESS",
+                 "cudaErrorIllegalInstruction", "CUDA_ERROR_ILLEGAL_INSTRUCTION", "cudaErrorAssert",
+                 "CUDA_ERROR_ASSERT", "cudaErrorHardwareStackError", "CUDA_ERROR_HARDWARE_STACK_ERROR",
+                 "cudaErrorInvalidPc", "CUDA_ERROR_INVALID_PC", "cudaErrorInvalidAddressSpace",
+                 "CUDA_ERROR_INVALID_ADDRESS_SPACE")
+_OOM_NAMES = ("OutOfMemoryError", "cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY")
+
+CONTEXT_LOST_FIX = ("restart the notebook's kernel (Kernel > Restart, then run the cells again from the top): "
+                    "nothing else brings the GPU back in this process. Before rerunning, fix the kernel: an "
+                    "illegal address is almost always a read or write past the end of a matrix (guard loads "
+                    "and stores with `if (row < M && col < N)`, and the last partial tile with `< K`).")
+
+OOM_FIX = ("free what you no longer need (del the arrays, then "
+           "cupy.get_default_memory_pool().free_all_blocks()), use smaller sizes, or restart the notebook's "
+           "kernel to release everything; `nvidia-smi` shows what else uses the GPU.")
+
+
+def is_cuda_error(exc: BaseException) -> bool:
+    """True for CuPy's CUDARuntimeError / CUDADriverError (checked by name: no CuPy import needed)."""
+    return type(exc).__name__ in ("CUDARuntimeError", "CUDADriverError")
+
+
+def is_context_lost(exc: BaseException) -> bool:
+    """True when `exc` is a CUDA error that leaves the context unusable (illegal address, ...)."""
+    if not is_cuda_error(exc):
+        return False
+    if getattr(exc, "status", None) in STICKY_CUDA_ERRORS:
+        return True
+    text = str(exc)
+    return any(n in text for n in _STICKY_NAMES)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    return type(exc).__name__ == "OutOfMemoryError" or (is_cuda_error(exc) and any(n in str(exc) for n in _OOM_NAMES))
+
+
+def translate_gpu_error(exc: BaseException, what: str) -> CourseError | None:
+    """The CourseError a learner should see for a CUDA error raised by `what`, or None to re-raise it."""
+    if isinstance(exc, CourseError):
+        return None
+    if is_context_lost(exc):
+        return GPUContextLostError(
+            f"The GPU stopped with an error while running {what} ({type(exc).__name__}: {exc}). "
+            "The GPU context is lost: every further GPU call in this Python process will fail, "
+            "in every cell.", CONTEXT_LOST_FIX)
+    if is_out_of_memory(exc):
+        return GPUOutOfMemoryError(f"The GPU ran out of memory while running {what} ({type(exc).__name__}: {exc}).",
+                                   OOM_FIX)
+    return None
+
+
+class gpu_errors:
+    """``with gpu_errors("wmma_gemm_naive"):`` turns a CUDA fault inside into a GPUContextLostError
+    (or an out-of-memory error into GPUOutOfMemoryError) that says what to do; anything else passes."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is None:
+            return False
+        new = translate_gpu_error(exc, self.what)
+        if new is None:
+            return False
+        raise new from None
+
+
+class DriverMismatchError(NoGPUError):
+    """An NVIDIA driver is installed, but CuPy (its CUDA runtime or NVRTC) is newer than it supports."""
+
+
+_MISMATCH_NAMES = ("cudaErrorInsufficientDriver", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "cudaErrorUnsupportedPtxVersion",
+                   "driver version is insufficient", "cudaErrorSystemDriverMismatch",
+                   "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "cudaErrorCompatNotSupportedOnDevice")
+
+DRIVER_MISMATCH = "The CuPy wheel and the NVIDIA driver do not match: CuPy's CUDA is newer than the driver supports"
+DRIVER_MISMATCH_FIX = ("install the CuPy wheel that matches the driver's CUDA version (`nvidia-smi` shows it, top "
+                       "right): pip install cupy-cuda12x for CUDA 12.x drivers, cupy-cuda13x for CUDA 13.x (uninstall "
+                       "the other one first); or update the NVIDIA driver.")
+
+
+def is_driver_mismatch(text: str) -> bool:
+    return any(n in text for n in _MISMATCH_NAMES)

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import emulate
 from .device import backend
-from .errors import InputError
+from .errors import InputError, gpu_errors
 
 
 @dataclass(frozen=True)
@@ -214,10 +214,11 @@ def gemm(name: str, A, B, *, pad: bool = False):
     import cupy
 
     back_to_numpy = not (_is_cupy(A) or _is_cupy(B))
-    run, C, _ = launcher(spec, cupy.asarray(Ap), cupy.asarray(Bp))
-    run()
-    C = C[:M, :N]
-    return cupy.asnumpy(C) if back_to_numpy else C
+    with gpu_errors(f"{spec.name} at M={M} N={N} K={K}"):
+        run, C, _ = launcher(spec, cupy.asarray(Ap), cupy.asarray(Bp))
+        run()
+        C = C[:M, :N]
+        return cupy.asnumpy(C) if back_to_numpy else C
 
 
 def gemm_fp32(A, B):

@@ -373,7 +373,7 @@ def check_gemm(C, A, B, *, inputs, acc, output=None, acc_rounding="nearest", inp
         wrong = (ratio > tol.value).ravel()
         n_bad = int(wrong.sum())
         if n_bad:
-            i, j = divmod(int(wrong.argmax()), N)          # argmax of a bool array: the first True
+            i, j = divmod(int(wrong.astype(xp.int8).argmax()), N)   # the first True (row-major)
             first_wrong = (i, j, float(C64[i, j]), float(C_ref[i, j]))
     if backend is None:
         from .device import backend as _backend

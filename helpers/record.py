@@ -121,10 +121,22 @@ def sweep(names, sizes, seed=2024, log=None):
     names = list(names)
     b = backend()
     if b.is_gpu:
+        from .errors import gpu_errors
+        from .memory import cap_sizes, release
+
+        kept, note = cap_sizes(sizes, what="sweep")
+        if note:
+            print(note)
         rows = []
-        for i, n in enumerate(sizes):
-            rows += measure_size(n, n, n, seed + i, log=log or (lambda *a, **k: None), names=names)
-        return Outcome(rows, True, f"measured live on {b.gpu.name}")
+        for n in kept:
+            i = list(sizes).index(n)
+            with gpu_errors(f"the sweep at size {n}"):
+                rows += measure_size(n, n, n, seed + i, log=log or (lambda *a, **k: None), names=names)
+            release()
+        source = f"measured live on {b.gpu.name}"
+        if len(kept) < len(list(sizes)):
+            source += f" (sizes {', '.join(str(n) for n in sizes if n not in kept)} skipped: GPU memory)"
+        return Outcome(rows, True, source)
     rec = load_latest()
     rows = [r for r in rec.rows if r["kernel"] in names and r["m"] in sizes and r["m"] == r["n"] == r["k"]]
     return Outcome(rows, False, f"recorded on {rec.label} (no GPU here: CPU backend)")
@@ -192,6 +204,37 @@ def emulator_probe(M=128, N=128, K=1024, seed=11, log=print):
     return out
 
 
+def update_experiments(gpu, names, out: Path) -> int:
+    """Re-run some experiments into the existing record of this GPU (same GPU name required)."""
+    from .results import load_record
+
+    path = out / f"{gpu.slug}.json"
+    rec = load_record(path)
+    if rec.gpu_name != gpu.name:
+        print(f"{path} was recorded on {rec.gpu_name}, not {gpu.name}: run a full `make record`.",
+              file=sys.stderr)
+        return 2
+    registry = load_experiments()
+    unknown = [n for n in names if n not in registry]
+    if unknown:
+        print(f"unknown experiments {unknown}; known: {sorted(registry)}", file=sys.stderr)
+        return 2
+    meta = rec.meta
+    for name in names:
+        t1 = time.time()
+        print(f"experiment {name}", flush=True)
+        meta.setdefault("experiments", {})[name] = registry[name]()
+        print(f"  done in {time.time() - t1:.1f} s", flush=True)
+    meta.setdefault("updates", []).append({
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "experiments": names,
+        "versions": {"driver_cuda": gpu.driver, "cuda_runtime": gpu.runtime, "cupy": gpu.cupy,
+                     "numpy": np.__version__}})
+    path.write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"updated {path}: experiments {names}")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=None)
@@ -200,20 +243,33 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--only-experiments", nargs="*", default=None,
                     help="run only these experiments (default: all)")
+    ap.add_argument("--update-experiments", nargs="+", default=None, metavar="NAME",
+                    help="run only these experiments and add them to this GPU's existing record, "
+                         "leaving its other measurements as they are (the update is logged in it)")
     args = ap.parse_args(argv)
     try:
         gpu = require_gpu("make record")
     except Exception as exc:
         print(exc, file=sys.stderr)
         return 2
+    if args.update_experiments:
+        return update_experiments(gpu, args.update_experiments, Path(args.out))
     sizes = args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     import cupy
 
     t0 = time.time()
     rows = []
+    from .memory import cap_sizes, release
+
+    kept, note = cap_sizes(sizes, what="make record")
+    if note:
+        print(note, flush=True)
     for i, n in enumerate(sizes):
+        if n not in kept:
+            continue
         print(f"n = {n}", flush=True)
         rows += measure_size(n, n, n, args.seed + i)
+        release()
     extras = {"timing_agreement": timing_agreement(), "emulator_probe": emulator_probe()}
     experiments = {}
     for name, fn in sorted(load_experiments().items()):

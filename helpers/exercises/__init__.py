@@ -5,7 +5,10 @@ with its own checkers, built on check_number / _report.
 
 A checker prints one line: "Not answered yet", "Correct", or "Not quite" with
 a hint, and returns None (so a notebook cell shows only that line). It never
-raises, so Restart & Run All keeps going. ``last_result`` holds the last
+raises, so Restart & Run All keeps going -- with one exception: when a learner's
+kernel makes the GPU fault (illegal address, launch failure), the checker prints its
+verdict and raises helpers.GPUContextLostError, whose message says to restart the
+notebook's kernel (nothing later in the notebook could use the GPU). ``last_result`` holds the last
 verdict (True, False, or None when unanswered) for tests.
 """
 from __future__ import annotations

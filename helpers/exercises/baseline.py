@@ -156,12 +156,25 @@ def _run_checked(kern, M, N, K, tile, seed, name):
     return chk, problem
 
 
+def _gpu_failure(label, src, exc, what):
+    """A launch of the learner's kernel failed: a lost GPU context is raised (GPUContextLostError:
+    nothing later in the notebook can use the GPU, so Run All must stop here with the fix); any
+    other CUDA error is reported as the verdict."""
+    from ..errors import translate_gpu_error
+
+    err = translate_gpu_error(exc, what)
+    if err is not None and type(err).__name__ == "GPUContextLostError":
+        _report(label, src, False, "the GPU stopped with an error (see below).")
+        raise err from None
+    _report(label, src, False, f"the launch failed: {err or f'{type(exc).__name__}: {exc}'}")
+
+
 def _check_on_gpu(src, name, tile, check_sizes, time_sizes, label):
     global last_tiled
     import cupy
 
     from ..compile import get_kernel, load_module
-    from ..errors import KernelCompileError
+    from ..errors import KernelCompileError, gpu_errors
     from ..experiments.baseline import NAIVE, _inputs, _time, fp32_launcher
 
     try:
@@ -174,20 +187,22 @@ def _check_on_gpu(src, name, tile, check_sizes, time_sizes, label):
     for i, (M, N, K) in enumerate(check_sizes):
         try:
             chk, problem = _run_checked(kern, M, N, K, tile, 900 + i, name)
-        except cupy.cuda.runtime.CUDARuntimeError as exc:
-            _report(label, src, False, f"the launch failed at M={M} N={N} K={K} ({exc}). An illegal address "
-                    "usually means a missing bounds check; after such an error restart the notebook's kernel.")
+        except Exception as exc:
+            _gpu_failure(label, src, exc, f"your kernel {name} at M={M} N={N} K={K}")
             return
         if problem:
             _report(label, src, False, f"at M={M} N={N} K={K}, {problem}\n{chk}")
             return
         checks.append(chk)
     timings = []
-    for n in time_sizes:
-        A, B = _inputs(n, n, n, 950 + n)
-        run_mine, _ = fp32_launcher(kern, A, B, (tile, tile), tile=tile)
-        run_naive, _ = fp32_launcher(naive, A, B, (16, 16))
-        timings.append({"n": n, "yours": _time(run_mine, n), "gemm_fp32_kernel": _time(run_naive, n)})
+    with gpu_errors(f"timing your kernel {name}"):
+        for n in time_sizes:
+            A, B = _inputs(n, n, n, 950 + n)
+            run_mine, _ = fp32_launcher(kern, A, B, (tile, tile), tile=tile)
+            run_naive, _ = fp32_launcher(naive, A, B, (16, 16))
+            timings.append({"n": n, "yours": _time(run_mine, n), "gemm_fp32_kernel": _time(run_naive, n)})
+            del A, B, run_mine, run_naive
+            cupy.get_default_memory_pool().free_all_blocks()
     last_tiled = {"checks": [c.verdict() for c in checks], "timings": timings}
     _report(label, src, True, "")
     for c in checks:

@@ -101,22 +101,27 @@ def check_kernel(name: str, kernel: str, source) -> None:
             chk = check_gemm(C[:M, :N], cupy.asarray(A), cupy.asarray(B), inputs="fp16", acc="fp32",
                              acc_rounding="truncate", block=16, name=kernel, backend="GPU")
             if not chk.passed:
-                _report(name, source, False, f"wrong result at M={M}, N={N}, K={K}: {chk.n_nan} elements "
-                        "never written (NaN) and worst element "
-                        f"{chk.first_bad}. Check the tile pointers and ldm.")
+                _report(name, source, False, f"wrong result at M={M}, N={N}, K={K}:\n  "
+                        + chk.mismatch_summary().replace("\n", "\n  ")
+                        + "\nCheck the tile pointers and ldm.")
                 return
     except CourseError as exc:
         _report(name, source, False, str(exc))
         return
     except Exception as exc:   # a CUDA error in the learner's kernel
-        _report(name, source, False, f"{type(exc).__name__}: {exc}")
+        from .baseline import _gpu_failure
+
+        _gpu_failure(name, source, exc, f"your kernel {kernel}")
         return
     _report(name, source, True, "")
     A = random_matrix(TIME_SIZE, TIME_SIZE, seed=7).astype(np.float16)
     B = random_matrix(TIME_SIZE, TIME_SIZE, seed=8).astype(np.float16)
     flops = gemm_flops(TIME_SIZE, TIME_SIZE, TIME_SIZE)
-    mine = benchmark(variant_launcher(kernel, A, B, source=source)[0], flops=flops)
-    base = benchmark(variant_launcher("wmma_gemm_naive", A, B)[0], flops=flops)
+    from ..errors import gpu_errors
+
+    with gpu_errors(f"timing your kernel {kernel}"):
+        mine = benchmark(variant_launcher(kernel, A, B, source=source)[0], flops=flops)
+        base = benchmark(variant_launcher("wmma_gemm_naive", A, B)[0], flops=flops)
     print(f"  at {TIME_SIZE}^3: yours {mine.tflops:.1f} TFLOP/s, wmma_gemm_naive {base.tflops:.1f} TFLOP/s "
           f"({mine.tflops / base.tflops:.2f}x)")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..device import backend
-from ..errors import ResultsError
+from ..errors import ResultsError, gpu_errors
 
 REGISTRY: dict[str, Callable[[], Any]] = {}
 
@@ -57,7 +57,8 @@ def run_or_load(name: str, **kwargs) -> Outcome:
         raise KeyError(f"no experiment {name!r}; known: {', '.join(sorted(REGISTRY))}")
     b = backend()
     if b.is_gpu:
-        return Outcome(REGISTRY[name](**kwargs), True, f"measured live on {b.gpu.name}")
+        with gpu_errors(f"experiment {name}"):
+            return Outcome(REGISTRY[name](**kwargs), True, f"measured live on {b.gpu.name}")
     from ..results import load_latest
 
     rec = load_latest()

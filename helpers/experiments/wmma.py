@@ -346,11 +346,19 @@ def _edge_gpu():
 @experiment("wmma_variants_speed")
 def wmma_variants_speed(sizes=(1024, 2048, 4096, 8192)):
     """TFLOP/s of wmma_gemm_naive, wmma_gemm_bcol and wmma_gemm_2x2, each checked first."""
+    from ..memory import cap_sizes, release
     from ..numerics import check_gemm, random_matrix
     from ..timing import benchmark, gemm_flops
 
+    # device bytes per element: FP16 A, B (4) and FP32 C (4); checked sizes add check_gemm's float64 work
+    kept, note = cap_sizes(sizes, lambda n: (72 if n <= 2048 else 8) * n * n, what="wmma_variants_speed")
+    if note:
+        print(note)
     rows = []
     for i, n in enumerate(sizes):
+        if n not in kept:
+            continue
+        release()
         A = random_matrix(n, n, seed=100 + i).astype(np.float16)
         B = random_matrix(n, n, seed=200 + i).astype(np.float16)
         for name in VARIANTS:

@@ -1,0 +1,193 @@
+"""Restart & Run All, N times: are the compared outputs of every notebook identical?
+
+    python tools/check_determinism.py                 # every notebook, 3 runs, CPU backend
+    python tools/check_determinism.py --runs 2 notebooks/00_start_here.ipynb
+    python tools/check_determinism.py --jobs 2        # notebooks in parallel (one kernel each)
+
+Each run executes the notebook in a fresh kernel (that is Restart & Run All) with
+COURSE_DEVICE=cpu through nbclient, and keeps the outputs of every code cell that
+nbval compares (cells not tagged ``nbval-ignore-output``), normalised the way nbval
+sees them: the regex sanitizers of tests/nbval_sanitize.cfg applied, and the MIME
+types nbval skips (images, metadata, tracebacks, ...) left out. It then reports
+
+* every cell whose compared output differs between run 1 and run k (nondeterminism);
+* every cell whose compared output in run 1 differs from the committed notebook
+  (stale outputs: `make notebooks` would change them, nbval would fail).
+
+Exit status 0 when all runs agree with each other and with the committed outputs,
+1 otherwise. `make determinism` runs it.
+"""
+from __future__ import annotations
+
+import argparse
+import configparser
+import difflib
+import os
+import re
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+SANITIZE_CFG = ROOT / "tests" / "nbval_sanitize.cfg"
+IGNORE_TAGS = {"nbval-ignore-output", "nbval-skip"}
+# the MIME types nbval does not compare (nbval.plugin: skip_compare, without --nbdime)
+SKIP_KEYS = {"image/png", "image/jpeg", "application/vnd.jupyter.widget-view+json"}
+
+
+def sanitizers(path: Path = SANITIZE_CFG) -> list[tuple[re.Pattern, str]]:
+    cfg = configparser.ConfigParser()
+    cfg.read(path)
+    return [(re.compile(cfg[s]["regex"]), cfg[s]["replace"]) for s in cfg.sections()]
+
+
+def _text(v) -> str:
+    return "".join(v) if isinstance(v, list) else str(v)
+
+
+def normalise(outputs, subs) -> list[str]:
+    """The compared part of a cell's outputs as lines of text (streams merged like nbval)."""
+    lines: list[str] = []
+    stream: dict[str, str] = {}
+    for o in outputs:
+        kind = o.get("output_type")
+        if kind == "stream":
+            stream[o.get("name", "stdout")] = stream.get(o.get("name", "stdout"), "") + _text(o.get("text", ""))
+            continue
+        for name, text in sorted(stream.items()):
+            lines.append(f"[{name}] {text}")
+        stream = {}
+        if kind == "error":
+            lines.append(f"[error] {o.get('ename')}: {o.get('evalue')}")
+        elif kind in ("execute_result", "display_data"):
+            for mime, v in sorted(o.get("data", {}).items()):
+                if mime not in SKIP_KEYS:
+                    lines.append(f"[{kind} {mime}] {_text(v)}")
+    for name, text in sorted(stream.items()):
+        lines.append(f"[{name}] {text}")
+    out = []
+    for ln in lines:
+        for rx, rep in subs:
+            ln = rx.sub(rep, ln)
+        out.append(ln)
+    return out
+
+
+def compared_cells(nb, subs) -> dict[int, list[str]]:
+    """{code cell index: normalised outputs} for the cells nbval compares."""
+    res = {}
+    for i, c in enumerate(nb.cells):
+        if c.cell_type != "code":
+            continue
+        if IGNORE_TAGS & set(c.get("metadata", {}).get("tags", [])):
+            continue
+        res[i] = normalise(c.get("outputs", []), subs)
+    return res
+
+
+def execute_once(path: str, timeout: int) -> tuple[dict[int, list[str]], float, str | None]:
+    """Run the notebook in a fresh kernel on the CPU backend; (compared outputs, seconds, error)."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    os.environ["COURSE_DEVICE"] = "cpu"
+    p = Path(path)
+    nb = nbformat.read(p, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                            allow_errors=False, resources={"metadata": {"path": str(p.parent)}})
+    t0 = time.time()
+    err = None
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        first = (getattr(exc, "evalue", "") or "").splitlines()
+        err = f"{getattr(exc, 'ename', type(exc).__name__)}: {first[0] if first else ''}"
+    return compared_cells(nb, sanitizers()), time.time() - t0, err
+
+
+def _diff(a: list[str], b: list[str], la: str, lb: str, limit: int = 12) -> str:
+    d = list(difflib.unified_diff("\n".join(a).splitlines(), "\n".join(b).splitlines(), la, lb, lineterm="", n=0))
+    more = f"\n      ... {len(d) - limit} more diff lines" if len(d) > limit else ""
+    return "\n".join("      " + x for x in d[:limit]) + more
+
+
+def cell_label(nb, i: int) -> str:
+    src = nb.cells[i].source.strip().splitlines()
+    return f"cell {i} (id {nb.cells[i].get('id', '?')}): {src[0][:70] if src else '(empty)'}"
+
+
+def check_notebook(path: Path, runs: int, timeout: int, log=print) -> list[str]:
+    """Problems found for one notebook (empty: deterministic and matching the committed outputs)."""
+    committed_nb = nbformat.read(path, as_version=4)
+    subs = sanitizers()
+    committed = compared_cells(committed_nb, subs)
+    results = []
+    for k in range(runs):
+        cells, secs, err = execute_once(str(path), timeout)
+        log(f"  {path.name} run {k + 1}: {secs:.0f} s{', ERROR ' + err if err else ''}")
+        if err:
+            return [f"{path.name} run {k + 1}: a cell raised: {err}"]
+        results.append(cells)
+    problems = []
+    for k in range(1, runs):
+        for i in results[0]:
+            if results[0][i] != results[k].get(i):
+                problems.append(f"{path.name} {cell_label(committed_nb, i)}: run 1 and run {k + 1} differ\n"
+                                + _diff(results[0][i], results[k].get(i, []), "run 1", f"run {k + 1}"))
+    for i in committed:
+        if committed[i] != results[0].get(i):
+            problems.append(f"{path.name} {cell_label(committed_nb, i)}: run 1 differs from the committed output\n"
+                            + _diff(committed[i], results[0].get(i, []), "committed", "run 1"))
+    return problems
+
+
+def _job(args):
+    path, runs, timeout = args
+    lines: list[str] = []
+    problems = check_notebook(Path(path), runs, timeout, log=lines.append)
+    return path, lines, problems
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("notebooks", nargs="*", type=Path)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per cell")
+    ap.add_argument("--jobs", type=int, default=1, help="notebooks executed in parallel")
+    args = ap.parse_args(argv)
+    os.environ["COURSE_DEVICE"] = "cpu"
+    paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    t0 = time.time()
+    all_problems: list[str] = []
+    jobs = [(str(p), args.runs, args.timeout) for p in paths]
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as ex:
+            outcomes = list(ex.map(_job, jobs))
+    else:
+        outcomes = []
+        for j in jobs:
+            outcomes.append(_job(j))
+            print("\n".join(outcomes[-1][1]), flush=True)
+    for path, lines, problems in outcomes:
+        if args.jobs > 1:
+            print("\n".join(lines))
+        n_cells = len(compared_cells(nbformat.read(path, as_version=4), sanitizers()))
+        print(f"{Path(path).name}: {n_cells} compared cells, {args.runs} runs: "
+              f"{'identical, and equal to the committed outputs' if not problems else f'{len(problems)} problem(s)'}",
+              flush=True)
+        all_problems += problems
+    print(f"\n{len(paths)} notebooks, {args.runs} runs each, COURSE_DEVICE=cpu, {time.time() - t0:.0f} s")
+    if all_problems:
+        print(f"{len(all_problems)} problem(s):")
+        for p in all_problems:
+            print("- " + p)
+        return 1
+    print("deterministic: every compared output identical in every run and equal to the committed one")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
