@@ -257,7 +257,7 @@ for name in ["gemm_fp32_kernel", "wmma_mixed_gemm_kernel", "wmma_fp16acc_gemm_ke
 nb.code("""
 for chk in checks.values():
     print(f"{chk.name:26s} componentwise {chk.comp_err:.1e}  relative {chk.rel_err:.1e}  ({chk.tol})")
-""", ignore_output=True)
+""", slide="subslide", ignore_output=True)
 nb.notes("""
 The measured errors (second cell) depend on the backend only in the last digits; the verdicts are
 identical everywhere. Note the ordering: FP32 lowest; TF32 and FP16 inputs next, together (same

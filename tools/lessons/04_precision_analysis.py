@@ -344,7 +344,7 @@ else:
           f"largest difference {d['max_ulp']} ulp; model: {d['model']}")
     for name, frac in d.get("candidates", {}).items():
         print(f"  {name:45s} {frac:8.2%} identical")
-""", ignore_output=True)
+""", slide="subslide", ignore_output=True)
 nb.md("""
 Try it yourself: the record keeps a 32 x 32 corner of the H200's raw output (the inputs are
 regenerated from the seed). Each candidate model is one change away from the fitted one:
