@@ -139,7 +139,7 @@ def sweep(names, sizes, seed=2024, log=None):
         return Outcome(rows, True, source)
     rec = load_latest()
     rows = [r for r in rec.rows if r["kernel"] in names and r["m"] in sizes and r["m"] == r["n"] == r["k"]]
-    return Outcome(rows, False, f"recorded on {rec.label} (no GPU here: CPU backend)")
+    return Outcome(rows, False, f"{rec.label} (no GPU here: CPU backend)")
 
 
 def series(rows, kernel, y="tflops"):

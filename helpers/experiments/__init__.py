@@ -66,4 +66,4 @@ def run_or_load(name: str, **kwargs) -> Outcome:
     if name not in exps:
         raise ResultsError(f"the newest record ({rec.path.name}) has no experiment {name!r}.",
                            "run `make record` on a GPU to record it, or run this notebook on a GPU.")
-    return Outcome(exps[name], False, f"recorded on {rec.label} (no GPU here: CPU backend)")
+    return Outcome(exps[name], False, f"{rec.label} (no GPU here: CPU backend)")
