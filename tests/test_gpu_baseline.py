@@ -18,20 +18,6 @@ from helpers.experiments import baseline as exp
 gpu = pytest.mark.skipif(os.environ.get("COURSE_DEVICE") != "gpu",
                          reason="GPU tests run with COURSE_DEVICE=gpu on a GPU machine")
 
-_ORIGINAL_DEVICE = os.environ.get("COURSE_DEVICE")
-
-
-@pytest.fixture(autouse=True)
-def _keep_gpu_backend():
-    """tests/conftest.py puts modules other than test_gpu.py on the CPU backend; undo that here.
-
-    This fixture runs after conftest's autouse fixture, and conftest's teardown restores
-    the CPU backend for the next module.
-    """
-    if _ORIGINAL_DEVICE == "gpu":
-        os.environ["COURSE_DEVICE"] = "gpu"
-        helpers.device.backend.cache_clear()
-    yield
 
 
 SOLUTION = helpers.display.kernel_source("fp32_variants.cu", "gemm_fp32_tiled")

@@ -23,15 +23,6 @@ IN_PROCESS = [k for k, r in L.RUNGS.items() if not r.isolate]
 ISOLATED = [k for k, r in L.RUNGS.items() if r.isolate]
 
 
-@pytest.fixture(autouse=True)
-def _gpu_backend():
-    """conftest.py puts modules other than test_gpu.py on the CPU backend; undo that here."""
-    if _SESSION_DEVICE == "gpu":
-        os.environ["COURSE_DEVICE"] = "gpu"
-        helpers.device.backend.cache_clear()
-    yield
-
-
 def _inputs(m, n, k, seed):
     A = helpers.random_matrix(m, k, seed=seed).astype(np.float16)
     B = helpers.random_matrix(k, n, seed=seed + 1).astype(np.float16)

@@ -17,18 +17,7 @@ from helpers.launch import KERNELS
 gpu = pytest.mark.skipif(os.environ.get("COURSE_DEVICE") != "gpu",
                          reason="GPU tests run with COURSE_DEVICE=gpu on a GPU machine")
 
-_ORIGINAL_DEVICE = os.environ.get("COURSE_DEVICE")
 NEW = ["wmma_bf16_gemm_kernel", "wmma_tf32_gemm_kernel"]
-
-
-@pytest.fixture(autouse=True)
-def _keep_gpu_backend():
-    """tests/conftest.py puts modules other than test_gpu.py on the CPU backend; undo that here
-    (runs after conftest's autouse fixture; conftest's teardown restores the CPU backend)."""
-    if _ORIGINAL_DEVICE == "gpu":
-        os.environ["COURSE_DEVICE"] = "gpu"
-        helpers.device.backend.cache_clear()
-    yield
 
 
 def _device_inputs(name, A, B):

@@ -17,15 +17,6 @@ from conftest import ROOT
 gpu = pytest.mark.skipif(os.environ.get("COURSE_DEVICE") != "gpu",
                          reason="GPU tests run with COURSE_DEVICE=gpu on a GPU machine")
 
-_ORIGINAL_DEVICE = os.environ.get("COURSE_DEVICE")
-
-
-@pytest.fixture(autouse=True)
-def _keep_gpu_backend():
-    if _ORIGINAL_DEVICE == "gpu":
-        os.environ["COURSE_DEVICE"] = "gpu"
-        helpers.device.backend.cache_clear()
-    yield
 
 
 SOLUTION = "#define TILE 16\n" + helpers.display.kernel_source("fp32_variants.cu", "gemm_fp32_tiled").replace(

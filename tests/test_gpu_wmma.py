@@ -18,15 +18,6 @@ gpu = pytest.mark.skipif(_SESSION_DEVICE != "gpu",
                          reason="GPU tests run with COURSE_DEVICE=gpu on a GPU machine")
 
 
-@pytest.fixture(autouse=True)
-def _gpu_backend():
-    """conftest.py puts modules other than test_gpu.py on the CPU backend; undo that here."""
-    if _SESSION_DEVICE == "gpu":
-        os.environ["COURSE_DEVICE"] = "gpu"
-        helpers.device.backend.cache_clear()
-    yield
-
-
 @gpu
 def test_fragment_maps_cover_every_element():
     d = w.wmma_fragment_maps()
