@@ -144,7 +144,7 @@ print(f"On the {rec.gpu_name}, the CPU emulation (helpers.emulate.fp32_fma_chain
       f"{probe['gemm_fp32_kernel']:.0%} of the kernel's outputs bit for bit at M, N, K = {probe['shape']}.")
 """)
 nb.notes("""
-The tolerance is a bound, the measured error is typically two orders of magnitude below it: the FMA
+The tolerance is a bound; the measured error (printed above) is well below it: the FMA
 chain rounds to nearest, so errors partly cancel (Higham & Mary's sqrt(K) growth). The emulation
 rounds exactly like the FFMA chain, which is why the CPU backend shows the same verdicts.
 """)
@@ -561,7 +561,7 @@ ones, and still far from the FP32 lanes' 256 FLOP per SM per clock.
 
 To go further, each loaded value must feed several FMAs: each thread computes a small block of $C$
 from values held in registers (register tiling). That is what cuBLAS does on the same CUDA cores,
-and what Tensor Cores take to the extreme: one warp-wide instruction does a 16 x 16 x 16 product.
+and what Tensor Cores take to the extreme: one warp-wide `mma_sync` does a 16 x 16 x 16 product.
 """, slide="fragment")
 nb.notes("""
 TILE = 32 does a bit better than TILE = 16: its warps are whole rows (one broadcast, one line per

@@ -12,7 +12,7 @@ nb.md("""
 # Tensor Cores, WMMA and mixed precision
 ## 02 · Tensor Cores and the WMMA API
 
-One warp, one instruction, one 16 x 16 x 16 matrix product. We count what a single `mma_sync`
+One warp, one call, one 16 x 16 x 16 matrix product. We count what a single `mma_sync`
 does, look at who in the warp holds which element, follow the call down to the machine
 instruction, and measure how far the simplest WMMA kernel gets, and why it stops there.
 
@@ -58,7 +58,8 @@ nb.notes("The summary depends on the machine, so nbval does not compare it. The 
 nb.md("""
 ## What a Tensor Core computes
 
-A Tensor Core is a matrix unit inside each SM. Through WMMA, **one warp** (32 threads) asks it for
+Tensor Cores are matrix units inside each SM (four per SM on Ampere and Hopper). Through WMMA,
+**one warp** (32 threads) asks them for
 
 $$D = A \\times B + C, \\qquad A: 16 \\times 16,\\; B: 16 \\times 16,\\; C, D: 16 \\times 16$$
 
@@ -124,9 +125,9 @@ the sections on alternate floating point, double precision and sub-byte operatio
 Core features are **not** in WMMA: FP8 (Ada, Hopper) and Hopper's warp-group `wgmma` (sm_90a) are
 reached through PTX `mma` / `wgmma` or libraries such as CUTLASS and cuBLAS.
 """, slide="slide")
-nb.notes("The H200 runs every row of this table; the course uses FP16 (this lesson and lesson 3), BF16 and "
-         "TF32 (lesson 3). 'as Ampere' means no new WMMA types: the extra Hopper speed comes from wgmma, "
-         "which lesson 5 mentions.")
+nb.notes("The course runs the FP16 rows (this lesson and lesson 3), BF16 and TF32 (lesson 3) on the H200; "
+         "the integer and sub-byte rows are listed for completeness and are not exercised here. 'as Ampere' "
+         "means no new WMMA types: the extra Hopper speed comes from wgmma, which the last rung of lesson 5 uses.")
 
 # --------------------------------------------------------------------------- 3. the API
 nb.md("""
@@ -451,9 +452,9 @@ print(f"the H200's ridge point: {p.fp16 * 1e3 / p.mem_gbs:.0f} FLOP/byte of DRAM
 """)
 nb.md("""
 Most of those loads hit L1 and L2 (neighbouring warps read the same tiles), so DRAM is not the
-whole story, but every load still costs latency that nothing hides: a warp issues its loads, waits,
-does two HMMA, and loads again. cuBLAS keeps tiles in shared memory and registers and reuses each
-loaded element many times. **Lesson 5** climbs that ladder one measured step at a time.
+whole story, but every load still has to be issued and served, with little work to overlap it: a
+warp issues its loads, waits, does two HMMA, and loads again. cuBLAS keeps tiles in shared memory
+and registers and reuses each loaded element many times. **Lesson 5** climbs that ladder one measured step at a time.
 
 A first step fits in this lesson: let each warp compute a 32×32 tile from 2×2 fragments, so each
 loaded fragment feeds two `mma_sync` (exercise 2 below). Measured, with the column-major-$B$
@@ -546,7 +547,7 @@ nb.md("""
 
 - **"One `mma_sync` is 8192 multiply-adds."** It is 4096 multiply-adds = 8192 FLOPs (section 1).
 - **"`mma_sync` is one hardware instruction."** On sm_90 it is two `HMMA.16816` (section 6); on
-  other architectures the split differs.
+  other architectures the split can differ.
 - **"Lane *l* holds row *l* of the tile."** No documented rule says so; the measured map above is
   interleaved, and may differ on another GPU. Use PTX `mma` when the layout matters.
 - **"The `_sync` calls replace `__syncthreads()`."** They synchronise the lanes of one warp. Data

@@ -100,7 +100,7 @@ fig = formats.plot_bit_layouts(value=-1 / 3)
 nb.md("""
 ### Representable numbers: around 1, and at the bottom of the range
 
-Top: every number each format has between 0.75 and 1.5 (FP16 and TF32 have the same ones here:
+Top: every number each format has between 0.75 and 1.5 (TF32, not drawn, has FP16's numbers here:
 same fraction bits). Bottom: near each format's smallest normal number, in units of it; grey ticks
 are subnormals, evenly spaced; above 1 the spacing doubles every power of two.
 """, slide="subslide")
@@ -485,8 +485,8 @@ fig = formats.plot_range_histogram(g, names=[n for n, _ in cases], scales=[s for
 nb.md("""
 - FP16 loses everything below 2^-25 to zero and keeps few bits down to 2^-14; above 65504 it
   overflows.
-- Multiplying by a **loss scale** (here 2^16) shifts the whole window: the small values survive, and
-  the largest now overflow. The scale must fit the data.
+- Multiplying by a **loss scale** (here 2^16) shifts the whole window: most of the small values survive, and
+  more of the largest overflow. The scale must fit the data.
 - BF16 covers all of it: FP32's exponent range. It pays in precision, not range.
 """, slide="fragment")
 
@@ -495,7 +495,7 @@ nb.md("""
 
 `helpers/training.py`: a 16-32-1 tanh network learns a teacher network, FP32 master weights, and
 every matrix product and element-wise result rounded to FP16 (or BF16), as a tensor-core training
-step does. The loss is normalised by a large factor (2^-14, as a loss averaged over far more terms
+step does. The loss is divided by a large factor (2^14, as a loss averaged over far more terms
 than one batch), which makes the gradients small; the learning rate compensates, so FP32 training
 does not depend on it.
 

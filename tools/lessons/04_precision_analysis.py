@@ -139,7 +139,7 @@ fig = helpers.plots.error_vs_k(Ks, cur, bounds=bounds, title="U[0,1): median acc
 """, slide="subslide", ignore_output=True)
 nb.notes("Read the curves from the top: FP16 accumulation stays far below its worst case (rounding to nearest "
          "lets errors cancel). The three FP32-accumulating WMMA curves sit together, far above the FP32 FMA "
-         "chain, and close to their own worst-case line gamma_n(2u): truncation makes every error the same "
+         "chain, and close to their worst-case line gamma_n(2u) (drawn for n = K/16; TF32's own has n = K/4): truncation makes every error the same "
          "sign, so the worst case is nearly reached. That is why the course's tolerance for them is "
          "worst-case, not probabilistic (tolerance() adds a term for the alignment inside each block on top). "
          "TF32 sits highest of the three: the H200 rounds a TF32 sum every 4 products, not every 16.")
@@ -204,13 +204,15 @@ for K in [1024, 4096, 8192, 16384]:
     print(f"K = {K:5d}: median error, hfma chain {e1:.1e}   WMMA (block 16) {e16:.1e}")
 """)
 nb.notes("The hfma chain's error approaches 1 - 4 x 2048 / K once it is stuck: half the sum is lost at "
-         "K = 16384. The tensor core's block of 16 buys a factor 16 in K before the same happens.")
+         "K = 16384. The tensor core's block of 16 postpones stagnation by a factor 4 in K on this data "
+         "(32768 against 8192, as printed), by a factor 16 for the sum of ones (32768 against 2048).")
 
 nb.md("""
 ## The CPU model reproduces these curves
 
 The same inputs (seeded), pushed through the CPU model of each kernel, give the same errors: the
-model is not a rough approximation but the hardware's arithmetic. A quick check at small sizes:
+model is not a rough approximation but the hardware's arithmetic (bit for bit on the H200: `emulator_match` below, and lesson 03's `mixed_emulator_probe`).
+A quick check at small sizes that the model's errors stay within the course's tolerance:
 """, slide="slide")
 nb.code("""
 emu_rows = P.emulated_error_vs_k([64, 1024], M=16, dists=("uniform",))
@@ -227,7 +229,7 @@ for r in emu_rows:
 nb.md("""
 ## How a tensor core adds
 
-Fasi, Higham, Mikaitis & Pranesh (PeerJ CS 7:e330, 2021) probed V100 and A100 tensor cores with
+Fasi, Higham, Mikaitis & Pranesh (PeerJ CS 7:e330, 2021) probed V100, T4 and A100 tensor cores with
 chosen inputs; Khattak & Mikaitis (arXiv:2512.07004, 2025) extended this to H100 and B200. In one
 block of b products plus the accumulator c:
 
@@ -397,7 +399,8 @@ nb.md("""
   Otherwise accumulate in FP32: it costs no extra input bytes.
 - **BF16** when range matters (no loss scaling, FP32's exponent), at 8 times FP16's input rounding.
 - **Tensor-core FP32 accumulation truncates**: on positive data its error grows almost linearly,
-  ~ K/16 x 2^-23; still far below the input rounding of FP16 or BF16 up to very large K.
+  ~ K/16 x 2^-23: below FP16's input unit roundoff 2^-11 up to K = 2^16 (BF16's 2^-8: K = 2^19),
+  although at large K it already dominates the measured error (the input-rounding slide).
 - **Zero-mean test data hides accumulation error**: test with non-negative data too.
 """, slide="slide")
 
@@ -412,9 +415,9 @@ print(f"FP16 accumulation error stays below FP16's own input rounding u = {u16:.
 nb.md("""
 ## Setting a test tolerance
 
-`helpers.tolerance(K, inputs, acc, ...)` = input term x accumulation term x output term:
-input rounding (1 + u_in)^2 - 1; accumulation gamma_n (truncation: u doubled) or the
-probabilistic sqrt(n) bound when rounding is to nearest, with n = ceil(K / block); alignment
+`helpers.tolerance(K, inputs, acc, ...)` = (1 + input term)(1 + accumulation term)(1 + output term) - 1:
+input rounding (1 + u_in)^2 - 1; accumulation gamma_n (truncation: u doubled) or, when rounding is
+to nearest, the smaller of gamma_n and the probabilistic sqrt(n) bound, with n = ceil(K / block); alignment
 inside blocks gamma_K(2^-23); output rounding when the output is narrower than the accumulator.
 """, slide="slide")
 nb.code("""

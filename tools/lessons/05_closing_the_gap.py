@@ -151,7 +151,7 @@ print(f"ridge point of the roofline: {peak * 1e3 / hbm:.0f} FLOP/byte")
 """)
 nb.md("""
 Requested traffic is what the blocks ask of the memory system if no two blocks shared anything;
-L2 (60 MB on the H200) catches much of it, so real DRAM traffic is lower. Still: rung 1 asks
+L2 (60 MiB on the H200) catches much of it, so real DRAM traffic is lower. Still: rung 1 asks
 for far more bytes per FLOP than a Tensor Core GEMM can afford. **Rung 2 cuts it by the ratio
 computed above.**
 """, slide="fragment")
@@ -313,7 +313,7 @@ nb.md("""
 `wgmma` exists only on sm_90a, and CuPy's `RawModule(code=...)` always adds its own `-arch=sm_90`:
 the helper compiles with NVRTC for `sm_90a` itself and loads the cubin with `RawModule(path=...)`.
 The tensor map comes from the driver's `cuTensorMapEncodeTiled` (through `ctypes`) and is passed by
-value. `wgmma` reads both operands "K-major", so the launcher transposes B first, **inside** the
+value. This kernel's `wgmma` reads both operands "K-major" (no transpose bit), so the launcher transposes B first, **inside** the
 timed run. And because a wrong tensor map or barrier hangs or faults the GPU, this rung is measured
 in a child process.
 """, slide="subslide")
