@@ -39,6 +39,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..launch import KERNELS
 from . import experiment
 
 LADDER_FILE = "ladder.cu"
@@ -47,11 +48,6 @@ ODD_SIZES = ((1000, 1064, 1000), (2000, 1000, 3000))   # (M, N, K): not multiple
 DEFAULT_SMEM_LIMIT = 48 * 1024                           # bytes of dynamic shared memory without opt-in
 ELEM_IN, ELEM_OUT = 2, 4                                  # bytes: FP16 inputs, FP32 output
 CHILD_FLAG = "COURSE_LADDER_CHILD"                        # set in the child processes of run_isolated
-
-
-def _grid_warp_per_tile(M, N, block):
-    # rung 1 (lesson 2's mapping): blockIdx.x walks 16-column tiles, each block stacks 8 warps in M
-    return (math.ceil(N / 16), math.ceil(M / (16 * block[1])))
 
 
 def _grid_block_tile(M, N, block):
@@ -122,7 +118,7 @@ def _grid_wgmma(M, N, block):
 RUNGS: dict[int, Rung] = {r.rung: r for r in [
     Rung(1, "wmma_gemm_naive", "wmma.cu", "naive WMMA (lesson 2)", 1.0,
          "the starting point: every warp reloads its A and B tiles from global memory at every K step",
-         (32, 8), 16, 16, (128, 16), 0, (7, 0), _grid_warp_per_tile),
+         (32, 8), 16, 16, (128, 16), 0, (7, 0), KERNELS["wmma_gemm_naive"].grid),   # lesson 2's own mapping
     Rung(2, "ladder_smem_tiled", LADDER_FILE, "shared-memory block tiling", 3.0,
          "a 128x128 block tile reuses each loaded element 8x more; bank conflicts and 2-byte copies remain",
          (256, 1), 128, 32, (128, 128), 0, (7, 0), _grid_block_tile),

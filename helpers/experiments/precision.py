@@ -94,19 +94,24 @@ def _gpu_arithmetic(name, A_r, B_r):
     return cupy.asnumpy(C[:M, :N])
 
 
-@experiment("error_vs_k")
-def error_vs_k(Ks=None, M=ERROR_MN):
-    """Rows {dist, arithmetic, k, acc_median, acc_max, total_median, total_max} measured on the GPU."""
+def _error_rows(compute, Ks, M, dists) -> list[dict]:
+    """The error study's rows, with compute(name, A_r, B_r) doing the product (GPU or CPU model)."""
     rows = []
-    for dist in ERROR_DISTS:
+    for dist in dists:
         for K in Ks or ERROR_KS:
             A, B = error_inputs(K, dist, M, M)
             for name, (inputs, _, _) in ARITHMETICS.items():
                 A_r = round_to(A, inputs).astype(np.float64)
                 B_r = round_to(B, inputs).astype(np.float64)
-                C = _gpu_arithmetic(name, A_r, B_r)
+                C = compute(name, A_r, B_r)
                 rows.append({"dist": dist, "arithmetic": name, "k": K, **error_stats(C, A, B, A_r, B_r)})
     return rows
+
+
+@experiment("error_vs_k")
+def error_vs_k(Ks=None, M=ERROR_MN):
+    """Rows {dist, arithmetic, k, acc_median, acc_max, total_median, total_max} measured on the GPU."""
+    return _error_rows(_gpu_arithmetic, Ks, M, ERROR_DISTS)
 
 
 # --------------------------------------------------------------------------- probes
@@ -373,16 +378,7 @@ def emulator_match(n: int = 1024, seed: int = 2026):
 # --------------------------------------------------------------------------- for the notebook (CPU)
 def emulated_error_vs_k(Ks=None, M: int = 32, dists=ERROR_DISTS) -> list[dict]:
     """error_vs_k's rows computed with the CPU models (same inputs, smaller M = N)."""
-    rows = []
-    for dist in dists:
-        for K in Ks or ERROR_KS:
-            A, B = error_inputs(K, dist, M, M)
-            for name, (inputs, _, _) in ARITHMETICS.items():
-                A_r = round_to(A, inputs).astype(np.float64)
-                B_r = round_to(B, inputs).astype(np.float64)
-                C = emulate_arithmetic(name, A_r, B_r)
-                rows.append({"dist": dist, "arithmetic": name, "k": K, **error_stats(C, A, B, A_r, B_r)})
-    return rows
+    return _error_rows(emulate_arithmetic, Ks, M, dists)
 
 
 def curves(rows, dist: str, key: str = "acc_median"):
