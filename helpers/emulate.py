@@ -35,6 +35,7 @@ every block explicitly.
 from __future__ import annotations
 
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -99,6 +100,19 @@ def _round_f32_toward_zero(s: np.ndarray) -> np.ndarray:
     return r
 
 
+LONG_EMULATION_S = 10.0     # announce an emulation predicted to take longer than this
+
+
+def announce(what: str, M: int, N: int, K: int, seconds: float) -> None:
+    """Tell the learner, before a long CPU emulation, how long it will take and how to shorten it.
+    The time is extrapolated from the first part of the same emulation, measured on this machine."""
+    if seconds < LONG_EMULATION_S:
+        return
+    print(f"Emulating {what} at {M}x{N}x{K} on the CPU: about {seconds:.0f} s on this machine "
+          f"({os.cpu_count() or 1} cores). The time grows like M*N*K: halving every size makes it 8x shorter; "
+          "on a GPU the kernel itself takes milliseconds.", flush=True)
+
+
 def fp32_fma_chain(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """C = A B as gemm_fp32_kernel computes it: a sequential FP32 FMA chain per element.
 
@@ -119,7 +133,10 @@ def fp32_fma_chain(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     s = np.empty((M, N))
     low = np.uint64((1 << 29) - 1)        # float64 fraction bits below FP32's 23
     half = np.uint64(1 << 28)             # exactly half an FP32 ulp
+    t0 = time.perf_counter()
     for k in range(K):
+        if k == 64 and M * N * K > (1 << 28):
+            announce("the FP32 FMA chain", M, N, K, (time.perf_counter() - t0) * K / 64)
         np.multiply(A64[:, k:k + 1], B64[k:k + 1, :], out=p)
         np.add(acc, p, out=s)
         tie = (s.view(np.uint64) & low) == half
@@ -221,14 +238,18 @@ def tensor_core_mma(A, B, C=None, *, inputs: str = "fp16", acc: str = "fp32",
 
     def work(rc):
         r0, r1 = rc
-        out[r0:r1] = _mma_rows(A[r0:r1], B, eA[r0:r1], eB, C0[r0:r1], model, acc).astype(out_dtype)
+        # an FP16 accumulator past 65504 becomes Inf, as on the GPU; the check says so, numpy need not warn
+        with np.errstate(over="ignore", invalid="ignore"):
+            out[r0:r1] = _mma_rows(A[r0:r1], B, eA[r0:r1], eB, C0[r0:r1], model, acc).astype(out_dtype)
 
-    if threads > 1 and len(chunks) > 1:
-        with ThreadPoolExecutor(threads) as ex:
-            list(ex.map(work, chunks))
-    else:
-        for rc in chunks:
-            work(rc)
+    step = max(1, threads)
+    with ThreadPoolExecutor(step) as ex:
+        for i in range(0, len(chunks), step):
+            t0 = time.perf_counter()
+            list(ex.map(work, chunks[i:i + step]))
+            if i == 0 and len(chunks) > step and M * N * Kp > (1 << 29):   # a long one: say how long
+                announce(f"a Tensor Core product ({inputs} inputs, {acc} accumulator)", M, N, K,
+                         (time.perf_counter() - t0) * -(-len(chunks) // step))
     return out
 
 

@@ -18,6 +18,13 @@ class InputError(CourseError, ValueError):
     """Wrong dtype, shape, layout, alignment or size for a kernel."""
 
 
+class UnknownFormatError(CourseError, KeyError):
+    """A number-format name the course does not know ('fp16', 'bf16', 'tf32', ...)."""
+
+    def __str__(self):  # KeyError would show the message quoted, with its line breaks escaped
+        return Exception.__str__(self)
+
+
 class NoGPUError(CourseError, RuntimeError):
     """A GPU was required (COURSE_DEVICE=gpu, or a GPU-only operation) but none works."""
 

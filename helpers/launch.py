@@ -43,9 +43,12 @@ class GemmKernel:
         return {"fp32": "float32", "fp16": "float16", "tf32": "float32", "bf16": "uint16"}[self.inputs]
 
     def check(self, C, A, B, **kw):
-        """check_gemm with this kernel's formats, rounding and block (A, B: the original inputs)."""
-        from .numerics import check_gemm
+        """helpers.check.check_gemm with this kernel's formats, rounding, block and CPU model.
+        A, B: what the kernel took (BF16 as uint16 bits) or the original FP32 data."""
+        from .check import check_gemm
 
+        kw.setdefault("values", _tf32_rna if self.inputs == "tf32" else None)
+        kw.setdefault("model", self.emulate)
         return check_gemm(C, A, B, inputs=self.inputs, acc=self.acc, output=self.acc,
                           acc_rounding=self.acc_rounding, block=self.acc_block, name=self.name, **kw)
 

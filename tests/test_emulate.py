@@ -109,7 +109,7 @@ def test_tensor_core_fp32_within_tolerance(k):
     C = tensor_core_gemm(A, B, inputs="fp16", acc="fp32")
     assert C.dtype == np.float32 and C.shape == (32, 24)
     chk = numerics.check_gemm(C, A, B, inputs="fp16", acc="fp32", acc_rounding="truncate", block=16,
-                              inputs_rounded_in_reference=True, backend="test")
+                              backend="test")
     assert chk.passed, str(chk)
     assert chk.comp_err > 0          # it is not the float64 product
 
@@ -237,7 +237,7 @@ def test_fp16_accumulation_within_tolerance_and_worse_than_fp32():
     ref = A.astype(np.float64) @ B.astype(np.float64)
     assert np.abs(C16 - ref).max() > np.abs(C32 - ref).max()
     chk = numerics.check_gemm(C16, A, B, inputs="fp16", acc="fp16", block=16,
-                              inputs_rounded_in_reference=True, backend="test")
+                              backend="test")
     assert chk.passed, str(chk)
 
 

@@ -352,7 +352,10 @@ def test_check_uses_k_and_element_count_for_tolerance():
     C = (A.astype(np.float64) @ B.astype(np.float64)).astype(np.float32)
     chk = _check(C, A, B)
     assert chk.tol.K == 100
-    assert chk.tol.value == nm.tolerance(100, "fp32", "fp32", n_checked=32).value
+    # the inputs already are FP32 numbers: nothing to round, so no input term
+    assert chk.tol.value == nm.tolerance(100, "fp32", "fp32", n_checked=32, inputs_rounded_in_reference=True).value
+    chk64 = _check(C, A.astype(np.float64) + 1e-9, B)       # float64 originals that FP32 must round
+    assert chk64.tol.value == nm.tolerance(100, "fp32", "fp32", n_checked=32).value
 
 
 def test_verdict_has_no_measured_numbers():

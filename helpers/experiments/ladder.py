@@ -100,8 +100,9 @@ class Rung:
         return emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32")
 
     def check(self, C, A, B, **kw):
-        from ..numerics import check_gemm
+        from ..check import check_gemm
 
+        kw.setdefault("model", self.emulate)
         return check_gemm(C, A, B, inputs="fp16", acc="fp32", output="fp32", acc_rounding="truncate",
                           block=16, name=self.name, **kw)
 

@@ -1,0 +1,155 @@
+"""The result check can fail (issue 12): for every kernel and ladder rung, at short and long K, on
+N(0,1) and U[0,1) data, every class of wrong result is rejected, and correct results pass.
+
+Correct results here are the CPU model's (helpers.emulate), which is bit-identical to the H200
+(tests/test_gpu_check.py checks the GPU kernels themselves over hundreds of seeds). CPU only.
+"""
+import functools
+
+import numpy as np
+import pytest
+
+import helpers
+from helpers import emulate
+from helpers.check import check_gemm, detection_limits, encode_inputs, wrong_results
+from helpers.experiments import ladder as L
+from helpers.formats import from_bf16_bits, round_tf32_rna
+
+M = N = 40                    # not a multiple of 16
+KS = (72, 16384)
+DISTS = ("normal", "uniform")
+SPECS = {**{n: helpers.KERNELS[n] for n in helpers.KERNELS},
+         **{f"rung {k}": L.RUNGS[k] for k in L.RUNGS if k >= 2}}
+GROSS = ("zeros", "sign flipped", "transposed", "rows permuted")
+# On U[0,1) data every element of C is close to K/4, so a transposed or permuted C differs from the right
+# one by about 1%: with an FP16 accumulator at K = 16384 that is within what rounding can do, and only the
+# model tells them apart. Zeros and sign flips are rejected by the bounds alone everywhere.
+
+
+def _fmt(spec):
+    return getattr(spec, "inputs", "fp16")
+
+
+def _values(spec, Xk):
+    f = _fmt(spec)
+    if f == "bf16":
+        return from_bf16_bits(Xk).astype(np.float64)
+    if f == "tf32":
+        return round_tf32_rna(Xk).astype(np.float64)
+    return Xk.astype(np.float64)
+
+
+@functools.lru_cache(maxsize=None)
+def _case(name, dist, K):
+    """(spec, A, B as the kernel takes them, the correct C, values multiplied) for one configuration."""
+    spec = SPECS[name]
+    A32 = helpers.random_matrix(M, K, seed=K + 1, dist=dist)
+    B32 = helpers.random_matrix(K, N, seed=K + 2, dist=dist)
+    Ak, Bk = encode_inputs(A32, _fmt(spec)), encode_inputs(B32, _fmt(spec))
+    C = spec.emulate(Ak, Bk)
+    return spec, Ak, Bk, C, _values(spec, Ak), _values(spec, Bk), (A32, B32)
+
+
+def _cached_model(spec, Ak, Bk, C):
+    """The kernel's model, answering from the cache for the inputs of the case (the check calls it)."""
+    def model(X, Y):
+        if X is Ak and Y is Bk:
+            return C
+        return spec.emulate(X, Y)
+    return model
+
+
+def _check(name, dist, K, C=None, with_model=True):
+    spec, Ak, Bk, Cc, _, _, _ = _case(name, dist, K)
+    model = _cached_model(spec, Ak, Bk, Cc) if with_model else None
+    return spec.check(Cc if C is None else C, Ak, Bk, model=model, backend="CPU")
+
+
+def _wrong(name, dist, K):
+    spec, Ak, Bk, C, Av, Bv, orig = _case(name, dist, K)
+    return wrong_results(C, Av, Bv, inputs=_fmt(spec), acc=spec.acc, block=spec.acc_block, originals=orig, seed=K)
+
+
+PARAMS = [(n, d, k) for n in SPECS for d in DISTS for k in KS]
+IDS = [f"{n}-{d}-K{k}" for n, d, k in PARAMS]
+
+
+@pytest.mark.parametrize("name,dist,K", PARAMS, ids=IDS)
+def test_correct_result_passes_and_every_wrong_result_fails(name, dist, K):
+    chk = _check(name, dist, K)
+    assert chk.passed, str(chk)
+    assert chk.model == "identical" and chk.model_cells == M * N
+    for what, C in _wrong(name, dist, K).items():
+        bad = _check(name, dist, K, C)
+        assert not bad.passed, f"{what} passed: {bad}"
+
+
+@pytest.mark.parametrize("name,dist,K", PARAMS, ids=IDS)
+def test_bounds_alone_reject_gross_errors(name, dist, K):
+    """Without the model (as on a GPU it was not fitted to), parts 1 and 2 still reject results that
+    are wrong by about their own size, at every K the course uses."""
+    assert _check(name, dist, K, with_model=False).passed
+    wrong = _wrong(name, dist, K)
+    gross = GROSS if (dist == "normal" or SPECS[name].acc == "fp32" or K < 1000) else GROSS[:2]
+    for what in gross:
+        assert not _check(name, dist, K, wrong[what], with_model=False).passed, what
+
+
+@pytest.mark.parametrize("name", [n for n in SPECS if SPECS[n].acc == "fp32"])
+@pytest.mark.parametrize("dist", DISTS)
+def test_bounds_alone_reject_wrong_arithmetic_for_fp32_accumulators(name, dist):
+    """With an FP32 accumulator the answer-scaled bound is tight enough to see a 0.3% scale error,
+    an FP16 accumulator and inputs in the wrong format even without the model (K = 72)."""
+    wrong = _wrong(name, dist, 72)
+    for what in ("scaled by 1.003", "wrong input format") + (("wrong accumulator",) if SPECS[name].acc_block > 1 else ()):
+        assert not _check(name, dist, 72, wrong[what], with_model=False).passed, what
+
+
+def test_fp16_accumulator_at_k65536_correct_passes_zero_fails():
+    spec = helpers.KERNELS["wmma_fp16acc_gemm_kernel"]
+    A = helpers.random_matrix(16, 65536, seed=3).astype(np.float16)
+    B = helpers.random_matrix(65536, 16, seed=4).astype(np.float16)
+    C = spec.emulate(A, B)
+    assert spec.check(C, A, B, backend="CPU").passed
+    zero = spec.check(np.zeros_like(C), A, B, backend="CPU")
+    assert not zero.passed and zero.model == "differs"
+
+
+def test_published_models_of_other_gpus_pass_the_bounds():
+    """The bounds hold for Tensor Core arithmetic other than the H200's: the published V100 and A100
+    models (block 4 and 8, 0 and 1 extra bits, normalised products) pass parts 1 and 2 when the check
+    is told the hardware is not the one the model was fitted to (it then assumes block 4)."""
+    for model in (emulate.V100_MODEL, emulate.A100_MODEL):
+        for acc, rounding in (("fp32", "truncate"), ("fp16", "nearest")):
+            for dist in DISTS:
+                for K in (16, 1000, 16384):
+                    A = helpers.random_matrix(24, K, seed=K, dist=dist).astype(np.float16)
+                    B = helpers.random_matrix(K, 24, seed=K + 9, dist=dist).astype(np.float16)
+                    C = emulate.tensor_core_gemm(A, B, inputs="fp16", acc=acc, model=model)
+                    chk = check_gemm(C, A, B, inputs="fp16", acc=acc, acc_rounding=rounding, block=16, fitted=False,
+                                     model=lambda X, Y: None, backend="test")
+                    assert chk.passed, (model.source, acc, dist, K, str(chk))
+                    assert chk.model == "skipped"
+
+
+@pytest.mark.parametrize("name", list(helpers.KERNELS))
+def test_no_false_alarm_over_many_seeds(name):
+    """Correct (model) results of random shapes, sizes not multiples of 16, pass: 40 seeds per kernel."""
+    spec = helpers.KERNELS[name]
+    rng = np.random.default_rng(12)
+    for s in range(40):
+        m, n, k = (int(v) for v in rng.integers(1, 40, 3))
+        k = int(k * rng.choice([1, 7, 50]))
+        dist = DISTS[s % 2]
+        A32 = helpers.random_matrix(m, k, seed=1000 + s, dist=dist)
+        B32 = helpers.random_matrix(k, n, seed=2000 + s, dist=dist)
+        Ak, Bk = encode_inputs(A32, spec.inputs), encode_inputs(B32, spec.inputs)
+        C = spec.emulate(Ak, Bk)
+        assert spec.check(C, Ak, Bk, backend="CPU").passed, (s, m, n, k, dist)
+        assert spec.check(C, A32, B32, backend="CPU").passed, ("originals", s, m, n, k, dist)
+
+
+def test_detection_limits_are_smaller_than_the_answer():
+    spec, Ak, Bk, C, _, _, _ = _case("wmma_mixed_gemm_kernel", "normal", 16384)
+    lim = detection_limits(C, Ak, Bk, inputs="fp16", acc="fp32", acc_rounding="truncate", block=16)
+    assert 0 < lim["smallest"] <= lim["median"] <= lim["largest"] < 1
