@@ -1,4 +1,4 @@
-"""Property-based tests (hypothesis) of the validation layer: helpers.gemm on the CPU backend.
+"""Property-based tests (hypothesis) of helpers.launch's validation: helpers.gemm on the CPU backend.
 
 Whatever a learner passes -- any kernel, shape (including empty and 1-D/3-D), dtype, memory
 layout (transposed, strided, reversed, offset views, unaligned buffers), pad on or off, or

@@ -1,14 +1,12 @@
-"""Input validation and error messages: every learner mistake gives a specific Fix."""
+"""helpers.launch on the CPU backend: validation (every learner mistake gives a specific Fix) and padding."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import helpers
-import helpers.compile
-import helpers.device
-import helpers.timing
-from helpers import ArchitectureError, CourseError, InputError, NoGPUError
+import helpers.launch
+from helpers import CourseError, InputError
 
 
 def f16(m, n, seed=0):
@@ -159,78 +157,3 @@ def test_prepare_pads_with_zeros():
     np.testing.assert_array_equal(Ap[:20, :24], A)
     assert not Ap[20:].any() and not Ap[:, 24:].any()
     assert not Bp[24:].any() and not Bp[:, 18:].any()
-
-
-# --------------------------------------------------------------------------- device selection
-def test_course_device_gpu_without_gpu_raises(set_device, monkeypatch):
-    def no_gpu():  # what CuPy says on a machine without a usable driver
-        raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
-
-    monkeypatch.setattr(helpers.device, "_probe_gpu", no_gpu)   # same result with or without a GPU
-    set_device("gpu")
-    with pytest.raises(NoGPUError) as ei:
-        helpers.device.backend()
-    msg = str(ei.value)
-    assert "COURSE_DEVICE" in msg and "Fix:" in msg and "insufficient" in msg
-
-
-def test_course_device_banana_raises_course_error(set_device):
-    set_device("banana")
-    with pytest.raises(CourseError) as ei:
-        helpers.device.backend()
-    assert "banana" in str(ei.value) and "Fix:" in str(ei.value)
-    assert not isinstance(ei.value, NoGPUError)
-
-
-def test_course_device_cpu_is_cpu(set_device):
-    set_device("CPU ")            # case and whitespace are tolerated
-    b = helpers.device.backend()
-    assert b.name == "cpu" and not b.is_gpu and b.gpu is None
-    assert b.label == "CPU emulation"
-
-
-def test_env_is_restored_after_monkeypatch():
-    # runs after the tests above: the autouse fixture put the CPU backend back
-    assert helpers.device.backend().name == "cpu"
-
-
-def test_require_gpu_on_cpu():
-    with pytest.raises(NoGPUError) as ei:
-        helpers.device.require_gpu("x")
-    assert str(ei.value).startswith("x needs a CUDA GPU")
-    assert "Fix:" in str(ei.value)
-
-
-def test_benchmark_on_cpu_raises():
-    with pytest.raises(NoGPUError):
-        helpers.timing.benchmark(lambda: None)
-
-
-def test_get_kernel_on_cpu_raises():
-    with pytest.raises(NoGPUError) as ei:
-        helpers.compile.get_kernel("wmma.cu", "wmma_gemm_naive", (7, 0))
-    assert "wmma_gemm_naive" in str(ei.value)
-
-
-def _fake_gpu(cc):
-    return helpers.device.GPUInfo(name="Fake GPU", cc=cc, sms=1, l2_bytes=1 << 20, mem_bytes=1 << 30,
-                                  mem_bw_gbs=None, driver="12.0", runtime="12.0", nvrtc="12.0",
-                                  cupy="0", peaks=None)
-
-
-def test_architecture_error_for_old_gpu(monkeypatch):
-    fake = _fake_gpu((6, 1))
-    monkeypatch.setattr(helpers.device, "require_gpu", lambda what: fake)
-    monkeypatch.setattr(helpers.device, "backend",
-                        lambda: helpers.device.Backend("gpu", "fake", fake))
-    with pytest.raises(ArchitectureError) as ei:
-        helpers.compile.get_kernel("wmma.cu", "wmma_gemm_naive", (7, 0))
-    msg = str(ei.value)
-    assert "7.0" in msg and "6.1" in msg and "sm_70" in msg and "Fix:" in msg
-
-
-def test_gpuinfo_slug_and_sm():
-    g = _fake_gpu((9, 0))
-    assert g.sm == "sm_90"
-    g2 = helpers.device.GPUInfo("NVIDIA GeForce RTX 4090", (8, 9), 1, 1, 1, None, "", "", "", "", None)
-    assert g2.slug == "nvidia-geforce-rtx-4090"
