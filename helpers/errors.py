@@ -18,6 +18,13 @@ class InputError(CourseError, ValueError):
     """Wrong dtype, shape, layout, alignment or size for a kernel."""
 
 
+class UnknownKernelError(CourseError, KeyError):
+    """A kernel name or ladder rung that is not in the registry (helpers.kernels)."""
+
+    def __str__(self) -> str:   # KeyError's own __str__ would show the message quoted, with "\n" escaped
+        return self.args[0] if self.args else ""
+
+
 class NoGPUError(CourseError, RuntimeError):
     """A GPU was required (COURSE_DEVICE=gpu, or a GPU-only operation) but none works."""
 

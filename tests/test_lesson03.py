@@ -1,5 +1,5 @@
-"""Lesson 3 on the CPU: the BF16/TF32 kernels' emulation and validation, the experiments' helpers that need no
-GPU, and the exercise checkers (formats and training: tests/test_formats.py, tests/test_training.py)."""
+"""Lesson 3 on the CPU: the experiments' helpers that need no GPU, and the exercise checkers (helpers/experiments/
+mixed.py, helpers/exercises/mixed.py); formats and training: tests/test_formats.py, tests/test_training.py."""
 from __future__ import annotations
 
 from fractions import Fraction
@@ -8,46 +8,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import helpers
-from helpers import exercises, formats as F
+from helpers import exercises
 from helpers.exercises import mixed as ex
 from helpers.experiments import mixed as exp
 
 
-# --------------------------------------------------------------------------- kernels (CPU backend)
-def test_new_kernels_registered():
-    for name, inputs, dt, block in (("wmma_bf16_gemm_kernel", "bf16", "uint16", 16),
-                                    ("wmma_tf32_gemm_kernel", "tf32", "float32", 4)):
-        spec = helpers.KERNELS[name]
-        assert spec.inputs == inputs and spec.in_dtype == dt and spec.min_cc == (8, 0)
-        assert spec.acc_block == block and spec.file == "mixed_precision.cu"
-        assert helpers.display.kernel_source("mixed_precision.cu", name)
-
-
-@pytest.mark.parametrize("name", ["wmma_bf16_gemm_kernel", "wmma_tf32_gemm_kernel"])
-def test_new_kernels_emulated_pass_check(name):
-    A = helpers.random_matrix(40, 72, seed=2)
-    B = helpers.random_matrix(72, 24, seed=3)
-    spec = helpers.KERNELS[name]
-    a, b = (F.to_bf16_bits(A), F.to_bf16_bits(B)) if spec.inputs == "bf16" else (A, B)
-    C = helpers.gemm(name, a, b, pad=True)
-    assert C.shape == (40, 24) and C.dtype == np.float32
-    assert spec.check(C, A, B).passed
-
-
-def test_bf16_kernel_rejects_floats_with_fix():
-    A = helpers.random_matrix(16, 16, seed=0)
-    with pytest.raises(helpers.InputError, match="to_bf16_bits") as e:
-        helpers.gemm("wmma_bf16_gemm_kernel", A, A)
-    assert "astype(np.uint16)" in str(e.value) and "Fix:" in str(e.value)
-
-
-def test_tf32_kernel_takes_float32_only():
-    A = helpers.random_matrix(16, 16, seed=0)
-    with pytest.raises(helpers.InputError, match="float32"):
-        helpers.gemm("wmma_tf32_gemm_kernel", A.astype(np.float16), A.astype(np.float16))
-
-
+# --------------------------------------------------------------------------- experiments (no GPU)
 def test_tf32_threshold_between_unit_roundoffs():
     t = exp.tf32_threshold()
     assert 2.0 ** -24 < t < 2.0 ** -11
