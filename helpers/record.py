@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import platform
 import sys
 import time
@@ -30,7 +29,7 @@ from .device import backend, require_gpu
 from .kernels import KERNELS
 from .launch import launcher
 from .numerics import check_gemm, rel_fro_error, reference_gemm
-from .results import RESULTS_DIR, SCHEMA
+from .results import RESULTS_DIR, SCHEMA, write_json
 from .timing import benchmark, gemm_flops, gemm_min_bytes
 
 DEFAULT_SIZES = [256, 384, 512, 768, 1000, 1024, 1536, 2048, 3000, 4096, 6144, 8192]
@@ -232,7 +231,7 @@ def update_experiments(gpu, names, out: Path) -> int:
         "experiments": names,
         "versions": {"driver_cuda": gpu.driver, "cuda_runtime": gpu.runtime, "cupy": gpu.cupy,
                      "numpy": np.__version__}})
-    path.write_text(json.dumps(meta, indent=1) + "\n")
+    write_json(meta, gpu.slug, out)
     print(f"updated {path}: experiments {names}")
     return 0
 
@@ -304,10 +303,7 @@ def main(argv=None):
         "extras": extras,
         "experiments": experiments,
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{gpu.slug}.json"
-    path.write_text(json.dumps(meta, indent=1) + "\n")
+    path = write_json(meta, gpu.slug, args.out)
     print(f"wrote {path} ({len(rows)} records, {meta['seconds']} s); failed checks: {failed or 'none'}")
     return 1 if failed else 0
 
