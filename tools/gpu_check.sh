@@ -135,7 +135,9 @@ key_line() {
 {
   echo "== make gpu-check on $(hostname), $(date -u +%FT%TZ)"
   echo "GPU: $gpu_name ($arch); stages: $STAGES; PY=$PY"
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+  if commit=$(git rev-parse --short HEAD 2>/dev/null); then
+    echo "commit: $commit$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
+  fi
   if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
   fi
