@@ -10,10 +10,14 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 900
 
-.PHONY: course test unit nbval lab record notebooks kernels-check clean help
+.PHONY: course test unit nbval lab record gpu-check notebooks kernels-check clean help
 
 help:
-	@echo "make course | test | lab | record | notebooks | kernels-check | slides | slides-test | slides-pdf | clean"
+	@echo "make course | test | lab | record | gpu-check | notebooks | kernels-check | slides | slides-test | slides-pdf | clean"
+
+# GPU targets run with the course's .venv, unless a Python is given on the command line (make gpu-check
+# PY=python3): then no .venv is made, so they work offline with a Python that has CuPy already.
+VENV_UNLESS_PY := $(if $(filter command line,$(origin PY)),,$(STAMP))
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +43,14 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
 
 # GPU only: measure every kernel and cuBLAS baseline, write results/<gpu>.json
-record: $(STAMP)
+record: $(VENV_UNLESS_PY)
 	$(PY) -m helpers.record
+
+# GPU only (README "Checking on a GPU"): record, GPU tests, nbval with the GPU backend, compute-sanitizer,
+# Nsight Compute counters, compiler dumps; each stage goes on after a failed one; everything in results/.
+# STAGES="tests nbval" runs some stages only; tools/gpu_check.sh lists the other settings.
+gpu-check: $(VENV_UNLESS_PY)
+	PY="$(PY)" STAGES="$(STAGES)" NBVAL="$(NBVAL)" bash tools/gpu_check.sh
 
 # Authors: rebuild notebooks from tools/lessons/*.py and store CPU-backend outputs in them
 notebooks: $(STAMP)

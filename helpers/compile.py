@@ -4,6 +4,8 @@ WMMA code includes <mma.h>, which includes <crt/mma.h>. CuPy's NVRTC finds its
 own headers but not always crt/: we look for a CUDA include directory that has
 them (``find_cuda_include_dirs``) and pass it with -I. Each file is compiled
 once per process and per option set; kernels are gated by compute capability.
+Arch-specific code (sm_90a: wgmma) is compiled for exactly its GPU by ``get_arch_kernel``.
+NVRTC's errors are made readable (``format_compile_log``).
 """
 from __future__ import annotations
 
@@ -197,3 +199,43 @@ def get_kernel(filename: str, name: str, min_cc: tuple[int, int] = (0, 0), optio
         raise DriverMismatchError(
             f"kernel {name} compiled, but the driver cannot load it ({type(exc).__name__}: {exc}; NVRTC {gpu.nvrtc}, "
             f"driver supports CUDA {gpu.driver}). {DRIVER_MISMATCH}.", DRIVER_MISMATCH_FIX) from None
+
+
+_ARCH_MODULES: dict = {}
+
+
+def get_arch_kernel(filename: str, name: str, cc: tuple[int, int]):
+    """The RawKernel `name` from kernels/<filename> compiled for the arch-specific target of compute
+    capability `cc` (sm_90a for 9.0: wgmma, setmaxnreg exist only there). CuPy's RawModule(code=...)
+    always appends its own -arch=sm_90, which cannot assemble them, so the file is compiled here with
+    NVRTC and the cubin loaded with RawModule(path=...). The caller checks that the GPU is `cc`."""
+    import tempfile
+
+    import cupy
+    from cupy_backends.cuda.libs import nvrtc
+
+    arch = f"sm_{cc[0]}{cc[1]}a"
+    if (filename, arch) not in _ARCH_MODULES:
+        src = (KERNEL_DIR / filename).read_text()
+        prog = nvrtc.createProgram(src, filename, [], [])
+        try:
+            try:
+                nvrtc.compileProgram(prog, ["-std=c++17", f"-arch={arch}"])
+            except Exception as exc:
+                raise KernelCompileError(f"NVRTC could not compile {filename} for {arch}: {exc}\n"
+                                         f"{nvrtc.getProgramLog(prog)}",
+                                         "read the first error in the log (file:line) and fix the source.") from None
+            cubin = nvrtc.getCUBIN(prog)
+        finally:
+            nvrtc.destroyProgram(prog)
+        fd, path = tempfile.mkstemp(suffix=".cubin", prefix=filename.split(".")[0] + "_")
+        with os.fdopen(fd, "wb") as f:
+            f.write(cubin)
+        _ARCH_MODULES[(filename, arch)] = cupy.RawModule(path=path)
+    kern = _ARCH_MODULES[(filename, arch)].get_function(name)
+    if kern.num_regs < 32:
+        raise ArchitectureError(f"{name} compiled to an empty kernel: the {arch} code path "
+                                f"(__CUDA_ARCH_FEAT_SM{cc[0]}{cc[1]}_ALL) was not selected.",
+                                f"compile with -arch={arch} (NVRTC) or "
+                                f"-gencode=arch=compute_{cc[0]}{cc[1]}a,code={arch}.")
+    return kern

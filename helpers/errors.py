@@ -25,6 +25,13 @@ class UnknownFormatError(CourseError, KeyError):
         return Exception.__str__(self)
 
 
+class UnknownKernelError(CourseError, KeyError):
+    """A kernel name or ladder rung that is not in the registry (helpers.kernels)."""
+
+    def __str__(self) -> str:   # KeyError's own __str__ would show the message quoted, with "\n" escaped
+        return self.args[0] if self.args else ""
+
+
 class NoGPUError(CourseError, RuntimeError):
     """A GPU was required (COURSE_DEVICE=gpu, or a GPU-only operation) but none works."""
 

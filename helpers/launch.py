@@ -1,115 +1,31 @@
-"""Thin wrappers that check inputs, launch a course kernel, and return C.
+"""One validation, padding and launch path for every kernel in the registry (helpers.kernels).
 
-``gemm(name, A, B)`` takes numpy or CuPy arrays. It validates dtype, shape,
-contiguity, alignment and the kernel's size multiple, poisons the output with
-NaN (so an element the kernel never writes cannot pass a check), launches with
-the seed article's grid/block mapping, and returns C (numpy in, numpy out). On
-the CPU backend it runs the kernel's numpy emulation instead, after the same
-validation, so a mistake gives the same message everywhere.
+``gemm(key, A, B, pad=False)`` takes a kernel name, a rung number or a registry entry, and numpy
+or CuPy arrays. It validates dtype, shape, contiguity, alignment and the kernel's tile multiples
+(``pad=True`` zero-pads M and N to ``tile_mn`` and K to ``tile_k``, and crops C: zero rows and
+columns add exact zeros to every dot product), and returns C (numpy in, numpy out). On the CPU
+backend it runs the kernel's numpy emulation instead, after the same validation, so a mistake
+gives the same message everywhere. On a GPU, ``launcher`` compiles the kernel (for its
+arch-specific target where it has one), opts in to more than 48 KB of dynamic shared memory
+when it asks for it, poisons C with NaN (so an element the kernel never writes cannot pass a
+check), transposes B for kernels that read B^T and builds TMA tensor maps for kernels that
+take them (helpers.hopper); a kernel marked ``isolate`` runs in a child process
+(helpers.isolate).
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 
-from . import emulate
+from . import isolate
 from .device import backend
-from .errors import InputError, gpu_errors
+from .errors import ArchitectureError, InputError, KernelCompileError, gpu_errors
+from .kernels import WITHDRAWN, GemmKernel, lookup
 
-
-@dataclass(frozen=True)
-class GemmKernel:
-    name: str
-    file: str
-    inputs: str            # input format: 'fp32' or 'fp16'
-    acc: str               # accumulator format: 'fp32' or 'fp16'
-    out_dtype: str         # numpy dtype name of C
-    block: tuple[int, int]
-    multiple: int          # M, N, K must be multiples of this (1: any size)
-    min_cc: tuple[int, int]
-    acc_rounding: str      # 'nearest' or 'truncate': what the tolerance assumes
-    acc_block: int         # products per accumulator rounding (tolerance's `block`)
-    emulate: Callable
-    grid: Callable         # (M, N, block) -> grid tuple
-    teaches: str
-
-    @property
-    def in_dtype(self) -> str:
-        # bf16: CuPy has no bfloat16 dtype, so BF16 matrices travel as uint16 bit patterns
-        # (helpers.formats.to_bf16_bits); tf32: FP32 in memory, rounded on the device
-        return {"fp32": "float32", "fp16": "float16", "tf32": "float32", "bf16": "uint16"}[self.inputs]
-
-    def check(self, C, A, B, **kw):
-        """helpers.check.check_gemm with this kernel's formats, rounding, block and CPU model.
-        A, B: what the kernel took (BF16 as uint16 bits) or the original FP32 data."""
-        from .check import check_gemm
-
-        kw.setdefault("values", _tf32_rna if self.inputs == "tf32" else None)
-        kw.setdefault("model", self.emulate)
-        return check_gemm(C, A, B, inputs=self.inputs, acc=self.acc, output=self.acc,
-                          acc_rounding=self.acc_rounding, block=self.acc_block, name=self.name, **kw)
-
-
-def _bf16_values(bits):
-    from .formats import from_bf16_bits
-
-    return from_bf16_bits(bits)
-
-
-def _tf32_rna(x):
-    from .formats import round_tf32_rna
-
-    return round_tf32_rna(x)
-
-
-def _grid_one_thread_per_element(M, N, block):
-    return (math.ceil(N / block[0]), math.ceil(M / block[1]))
-
-
-def _grid_one_warp_per_tile(M, N, block):
-    # block = (32, warps): blockIdx.x walks 16-column tiles, each block stacks `warps` tiles in M
-    return (math.ceil(N / 16), math.ceil(M / (16 * block[1])))
-
-
-KERNELS: dict[str, GemmKernel] = {k.name: k for k in [
-    GemmKernel("gemm_fp32_kernel", "fp32_baseline.cu", "fp32", "fp32", "float32", (16, 16), 1, (0, 0),
-               "nearest", 1, emulate.fp32_fma_chain, _grid_one_thread_per_element,
-               "FP32 CUDA-core baseline: one thread per C element, FMA chain over K"),
-    GemmKernel("wmma_gemm_naive", "wmma.cu", "fp16", "fp32", "float32", (32, 8), 16, (7, 0),
-               "truncate", 16, lambda A, B: emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32"),
-               _grid_one_warp_per_tile, "naive WMMA: one warp per 16x16 tile, loads from global memory"),
-    GemmKernel("wmma_mixed_gemm_kernel", "mixed_precision.cu", "fp16", "fp32", "float32", (32, 8), 16, (7, 0),
-               "truncate", 16, lambda A, B: emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32"),
-               _grid_one_warp_per_tile, "mixed precision: FP16 inputs, FP32 accumulator"),
-    GemmKernel("wmma_fp16acc_gemm_kernel", "mixed_precision.cu", "fp16", "fp16", "float16", (32, 8), 16, (7, 0),
-               "nearest", 16, lambda A, B: emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp16"),
-               _grid_one_warp_per_tile, "FP16 inputs, FP16 accumulator"),
-    # Lesson 3 (mixed): BF16 and TF32 inputs on the same loop, sm_80+. The BF16 kernel takes uint16
-    # BF16 bit patterns (helpers.formats.to_bf16_bits); the TF32 kernel takes FP32 and rounds each
-    # fragment element with __float_to_tf32 (ties away from zero, helpers.formats.round_tf32_rna).
-    # Emulation models: emulate.model_for(inputs): BF16 as FP16 (block 16, 2 extra bits); TF32 block 4
-    # (2 extra bits), both reproduced bit for bit on the H200 by experiment "mixed_emulator_probe".
-    GemmKernel("wmma_bf16_gemm_kernel", "mixed_precision.cu", "bf16", "fp32", "float32", (32, 8), 16, (8, 0),
-               "truncate", 16,
-               lambda A, B: emulate.tensor_core_gemm(_bf16_values(A), _bf16_values(B), inputs="bf16", acc="fp32"),
-               _grid_one_warp_per_tile, "BF16 inputs (uint16 bits), FP32 accumulator: FP32's range, 8-bit precision"),
-    GemmKernel("wmma_tf32_gemm_kernel", "mixed_precision.cu", "tf32", "fp32", "float32", (32, 8), 16, (8, 0),
-               "truncate", 4,
-               lambda A, B: emulate.tensor_core_gemm(_tf32_rna(A), _tf32_rna(B), inputs="tf32", acc="fp32",
-                                                     model=emulate.model_for("tf32")),
-               _grid_one_warp_per_tile, "TF32 WMMA m16n16k8: FP32 in memory, 10 fraction bits on the Tensor Core"),
-]}
+DEFAULT_SMEM_LIMIT = 48 * 1024      # bytes of dynamic shared memory a block may use without opting in
 
 
 def _is_cupy(x) -> bool:
     return type(x).__module__.startswith("cupy")
-
-
-def _describe(x) -> str:
-    return f"{type(x).__module__.split('.')[0]} {getattr(x, 'dtype', '?')} array of shape {getattr(x, 'shape', '?')}"
 
 
 def validate(spec: GemmKernel, A, B, pad: bool) -> tuple[int, int, int]:
@@ -144,24 +60,36 @@ def validate(spec: GemmKernel, A, B, pad: bool) -> tuple[int, int, int]:
         raise InputError(f"inner dimensions differ: A is {M}x{K} (M x K) but B is {K2}x{N}; "
                          "C = A B needs A's columns == B's rows.",
                          "check the order of the arguments, or transpose B (B.T copied to row-major).")
-    if max(M, N, K) >= 2**31:
+    if max(spec.padded(M, N, K)) >= 2**31:
         raise InputError(f"sizes {M}x{N}x{K} overflow the kernels' 32-bit int arguments.",
                          "split the product into blocks smaller than 2^31 in every dimension.")
-    m = spec.multiple
-    if m > 1 and not pad:
-        bad = [f"{d}={v}" for d, v in (("M", M), ("N", N), ("K", K)) if v % m]
-        if bad:
-            fix = ", ".join(f"{d.split('=')[0]}->{math.ceil(int(d.split('=')[1]) / m) * m}" for d in bad)
-            raise InputError(f"{', '.join(bad)} not a multiple of {m}: {spec.name} moves whole {m}x{m} tiles "
-                             "and would read and write past the matrices' edges.",
-                             f"call with pad=True to zero-pad ({fix}) and crop the result, or pad the "
-                             "matrices yourself.")
+    if not pad:
+        _check_multiples(spec, M, N, K)
     for nm, X in (("A", A), ("B", B)):
-        if _is_cupy(X) and m > 1 and X.data.ptr % 32:
+        if _is_cupy(X) and spec.multiple > 1 and X.data.ptr % 32:
             raise InputError(f"{nm} starts at address 0x{X.data.ptr:x}, not 32-byte aligned: "
                              "wmma::load_matrix_sync needs 256-bit aligned tile pointers.",
                              f"pass a fresh copy ({nm} = {nm}.copy()); views that start mid-row are not aligned.")
     return M, N, K
+
+
+def _check_multiples(spec: GemmKernel, M: int, N: int, K: int) -> None:
+    sizes = {"M": M, "N": N, "K": K}
+    need = {"M": spec.tile_mn, "N": spec.tile_mn, "K": spec.tile_k}
+    bad = [d for d in sizes if sizes[d] % need[d]]
+    if not bad:
+        return
+    padded = dict(zip(sizes, spec.padded(M, N, K)))
+    if spec.tile_mn == spec.tile_k:
+        m = spec.tile_k
+        what = f"not a multiple of {m}: {spec.name} moves whole {m}x{m} tiles"
+    else:
+        what = (f"not a multiple of the kernel's tile ({spec.tile_mn} for M and N, {spec.tile_k} for K): "
+                f"{spec.name} moves whole tiles")
+    raise InputError(f"{', '.join(f'{d}={sizes[d]}' for d in bad)} {what} and would read and write past the "
+                     "matrices' edges.",
+                     f"call with pad=True to zero-pad ({', '.join(f'{d}->{padded[d]}' for d in bad)}) and crop the "
+                     "result, or pad the matrices yourself.")
 
 
 def _pad_to(X, rows: int, cols: int):
@@ -173,42 +101,89 @@ def _pad_to(X, rows: int, cols: int):
     return out
 
 
-def prepare(name: str, A, B, pad: bool = False):
-    """Validate and pad for kernel `name`: returns (spec, A, B, (M, N, K), padded (Mp, Np, Kp))."""
-    spec = KERNELS[name] if isinstance(name, str) else name
+def prepare(key, A, B, pad: bool = False):
+    """Validate and pad for kernel `key`: returns (spec, A, B, (M, N, K), padded (Mp, Np, Kp))."""
+    spec = lookup(key)
     M, N, K = validate(spec, A, B, pad)
-    m = spec.multiple
-    Mp, Np, Kp = (math.ceil(v / m) * m for v in (M, N, K))
-    A = _pad_to(A, Mp, Kp)
-    B = _pad_to(B, Kp, Np)
-    return spec, A, B, (M, N, K), (Mp, Np, Kp)
+    Mp, Np, Kp = spec.padded(M, N, K)
+    return spec, _pad_to(A, Mp, Kp), _pad_to(B, Kp, Np), (M, N, K), (Mp, Np, Kp)
 
 
-def launcher(name: str, A, B, pad: bool = False):
-    """For timing: returns (run, C) where run() launches once on device arrays and C is the output.
+def gpu_kernel(key):
+    """The compiled RawKernel of `key` on this GPU, with its dynamic shared-memory limit raised when
+    it needs more than DEFAULT_SMEM_LIMIT; ArchitectureError when this GPU cannot run it."""
+    from .compile import get_arch_kernel, get_kernel
+    from .device import require_gpu
 
-    A and B must already be CuPy arrays. C is poisoned with NaN once; call
-    ``poison(C)`` before a launch whose output you check.
+    spec = lookup(key)
+    gpu = require_gpu(f"kernel {spec.name}")
+    # arch-specific and withdrawn kernels say why in the lesson's words; min_cc is get_kernel's to check
+    msg = spec.skip_message(gpu.cc) if spec.only_cc is not None or spec.name in WITHDRAWN else None
+    if msg:
+        raise ArchitectureError(msg, "run it on a GPU it supports, or use COURSE_DEVICE=cpu to see its "
+                                     "emulation and the recorded results.")
+    if spec.only_cc is not None:
+        kern = get_arch_kernel(spec.file, spec.name, spec.only_cc)
+    else:
+        kern = get_kernel(spec.file, spec.name, spec.min_cc)
+    if spec.dyn_smem > DEFAULT_SMEM_LIMIT and kern.max_dynamic_shared_size_bytes < spec.dyn_smem:
+        kern.max_dynamic_shared_size_bytes = spec.dyn_smem   # cudaFuncSetAttribute(MaxDynamicSharedMemorySize)
+    return kern
+
+
+def kernel_resources(key) -> dict:
+    """Registers per thread, static/dynamic shared memory and local memory (spills) per the driver."""
+    spec = lookup(key)
+    k = gpu_kernel(spec)
+    return {"regs": int(k.num_regs), "smem_static": int(k.shared_size_bytes), "smem_dynamic": int(spec.dyn_smem),
+            "smem": int(k.shared_size_bytes) + int(spec.dyn_smem), "spills": int(k.local_size_bytes)}
+
+
+def launcher(key, A, B, pad: bool = False):
+    """For timing: returns (run, C, (M, N)); run() launches once on device arrays.
+
+    A and B must already be CuPy arrays. C is the padded output, poisoned with NaN once (crop it
+    with C[:M, :N]); poison it again before a launch whose output you check. For a kernel that
+    reads B^T, run() also transposes B into a preallocated B^T (the timing includes it), and
+    run.kernel_only() launches the kernel alone on the B^T the last run() left.
     """
     import cupy
 
-    from .compile import get_kernel
-
-    spec, A, B, (M, N, K), (Mp, Np, Kp) = prepare(name, A, B, pad)
-    kern = get_kernel(spec.file, spec.name, spec.min_cc)
+    spec, A, B, (M, N, K), (Mp, Np, Kp) = prepare(key, A, B, pad)
+    kern = gpu_kernel(spec)
     C = cupy.full((Mp, Np), np.nan, dtype=spec.out_dtype)
-    grid = spec.grid(Mp, Np, spec.block)
-    args = (A, B, C, np.int32(Mp), np.int32(Np), np.int32(Kp))
+    grid = spec.grid(Mp, Np)
+    if spec.cluster is not None and any(g % c for g, c in zip(grid, spec.cluster)):
+        raise InputError(f"{spec.name}'s grid {grid} is not a whole number of {spec.cluster} clusters.",
+                         "make the block tile divide the padded sizes into whole clusters (tile_mn in the registry).")
+    Bt = cupy.empty((Np, Kp), dtype=B.dtype) if spec.b_transposed else None
+    a_arg, b_arg = A, (Bt if spec.b_transposed else B)
+    if spec.tma_boxes is not None:
+        from .hopper import tensor_map_2d
+
+        A = cupy.ascontiguousarray(A)
+        a_arg, b_arg = tensor_map_2d(A, *spec.tma_boxes[0]), tensor_map_2d(b_arg, *spec.tma_boxes[1])
+    args = (a_arg, b_arg, C, np.int32(Mp), np.int32(Np), np.int32(Kp))
+
+    def kernel_only():
+        kern(grid, spec.block, args, shared_mem=spec.dyn_smem)
+
+    if not spec.b_transposed:
+        return kernel_only, C, (M, N)
 
     def run():
-        kern(grid, spec.block, args)
+        cupy.copyto(Bt, B.T)
+        kernel_only()
 
+    run.kernel_only = kernel_only
+    run.keep = (A, B, Bt)           # tensor maps point into these: keep them alive
     return run, C, (M, N)
 
 
-def gemm(name: str, A, B, *, pad: bool = False):
-    """C = A B with course kernel `name` on the current backend; see the module docstring."""
-    spec, Ap, Bp, (M, N, K), _ = prepare(name, A, B, pad)
+def gemm(key, A, B, *, pad: bool = False):
+    """C = A B with registered kernel `key` (name, rung number or entry) on the current backend;
+    see the module docstring."""
+    spec, Ap, Bp, (M, N, K), _ = prepare(key, A, B, pad)
     if not backend().is_gpu:
         if _is_cupy(A) or _is_cupy(B):  # pragma: no cover - needs CuPy without a GPU
             raise InputError("CuPy arrays were passed but the CPU backend is active.",
@@ -217,11 +192,48 @@ def gemm(name: str, A, B, *, pad: bool = False):
     import cupy
 
     back_to_numpy = not (_is_cupy(A) or _is_cupy(B))
+    if spec.isolate and not isolate.in_child():
+        C = _gemm_in_child(spec, cupy.asnumpy(A), cupy.asnumpy(B), pad)
+        return C if back_to_numpy else cupy.asarray(C)
     with gpu_errors(f"{spec.name} at M={M} N={N} K={K}"):
         run, C, _ = launcher(spec, cupy.asarray(Ap), cupy.asarray(Bp))
         run()
         C = C[:M, :N]
         return cupy.asnumpy(C) if back_to_numpy else C
+
+
+def _gemm_in_child(spec: GemmKernel, A: np.ndarray, B: np.ndarray, pad: bool) -> np.ndarray:
+    """gemm() of an isolated kernel, run in a child process (small matrices only: they travel as JSON)."""
+    out = isolate.run_isolated("helpers.launch:gemm_lists", spec.name, A.tolist(), B.tolist(), pad)
+    if isinstance(out, dict):
+        raise KernelCompileError(f"{spec.name} failed in its child process:\n{out['error']}",
+                                 "read the error above; this process's GPU context is unaffected.")
+    return np.asarray(out, dtype=spec.out_dtype)
+
+
+def gemm_lists(name: str, A: list, B: list, pad: bool) -> list:
+    """The child-process side of gemm() for isolated kernels: lists in, C as a list out."""
+    spec = lookup(name)
+    C = gemm(spec, np.asarray(A, dtype=spec.in_dtype), np.asarray(B, dtype=spec.in_dtype), pad=pad)
+    return np.asarray(C, dtype=np.float64).tolist()
+
+
+def verdicts(keys, A, B) -> list[str]:
+    """One line per kernel: its check against float64 on the current backend (the GPU kernel, or its
+    CPU emulation), zero-padded to its tiles, or why it is skipped here. A rung's line starts with
+    its number."""
+    b = backend()
+    M, K = A.shape
+    N = B.shape[1]
+    out = []
+    for spec in map(lookup, keys):
+        msg = spec.skip_message(b.gpu.cc if b.is_gpu else None)
+        if msg:
+            out.append(msg)
+            continue
+        verdict = spec.check(gemm(spec, A, B, pad=True), A, B).verdict()
+        out.append(f"{'' if spec.rung is None else f'{spec.rung} '}{verdict} | padded to {spec.padded(M, N, K)}")
+    return out
 
 
 def gemm_fp32(A, B):

@@ -111,3 +111,31 @@ def error_vs_k(K, curves: dict, *, bounds: dict | None = None, title: str = "Err
     ax.set_xlabel("K (length of each dot product)")
     ax.set_ylabel(ylabel)
     return _finish(ax, title, source)
+
+
+def ladder(by_size: dict, *, peak: float, source: str):
+    """Bars: TFLOP/s of each rung of lesson 5's ladder at each size; cuBLAS and the dense peak as lines.
+
+    by_size: {n: rows measured at M = N = K = n, each with 'rung', 'idea' and 'tflops'; rung 0 is
+    cuBLAS} (helpers.experiments.ladder.timed_by_size).
+    """
+    apply_style()
+    fig, ax = plt.subplots(figsize=(11, 5.8))
+    width = 0.8 / len(by_size)
+    labels = []
+    for j, (n, rows) in enumerate(by_size.items()):
+        rs = [r for r in rows if r["rung"] >= 1]
+        labels = [f"{r['rung']}. {r['idea']}" for r in rs]
+        xs = np.arange(len(rs)) + (j - (len(by_size) - 1) / 2) * width
+        ax.bar(xs, [r["tflops"] for r in rs], width, color=COLORS[j], label=f"n = {n}")
+        cub = [r for r in rows if r["rung"] == 0]
+        if cub:
+            ax.axhline(cub[0]["tflops"], color=COLORS[j], linestyle="--", linewidth=1.6,
+                       label=f"cuBLAS FP16, n = {n}")
+    ax.axhline(peak, color="0.2", linestyle=":", linewidth=1.6, label=f"dense FP16 peak ({peak:g})")
+    ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=11)
+    ax.set_ylabel("TFLOP/s (M = N = K = n)")
+    ax.set_title(f"The ladder: one idea per rung\n{source}", loc="left")
+    ax.legend(loc="upper left", frameon=False, fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,11 +1,12 @@
-"""``make record``: measure every course kernel and cuBLAS baseline on this GPU.
+"""``make record``: measure the course's kernels and cuBLAS baselines on this GPU, and every experiment.
 
     python -m helpers.record [--sizes 256 512 ...] [--out results/] [--quick]
 
-For each size it draws fresh standard-normal FP32 inputs, runs each kernel once
-on a NaN-poisoned output and checks it against the float64 product with the
-course tolerance, then times it (``timing.benchmark``: events, warm-up, cold L2,
-median of many). Writes ``results/<gpu-slug>.json`` with the GPU, versions and
+For each size it draws fresh standard-normal FP32 inputs, runs each kernel of the
+registry marked ``sweep`` (helpers.kernels; the ladder's rungs are measured by their
+own experiment) once on a NaN-poisoned output and checks it against the float64
+product with the course tolerance, then times it (``timing.benchmark``: events,
+warm-up, cold L2, median of many). Writes ``results/<gpu-slug>.json`` with the GPU, versions and
 date. Sizes that are not multiples of 16 run the WMMA kernels zero-padded (the
 row says ``padded``); the time is the kernel's on the padded problem, the
 TFLOP/s counts only the useful 2 M N K.
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import platform
 import sys
 import time
@@ -26,9 +26,10 @@ from . import emulate
 from .cublas import BASELINES
 from .experiments import load_all as load_experiments
 from .device import backend, require_gpu
-from .launch import KERNELS, launcher
+from .kernels import KERNELS
+from .launch import launcher
 from .numerics import check_gemm, rel_fro_error, reference_gemm
-from .results import RESULTS_DIR, SCHEMA
+from .results import RESULTS_DIR, SCHEMA, write_json
 from .timing import benchmark, gemm_flops, gemm_min_bytes
 
 DEFAULT_SIZES = [256, 384, 512, 768, 1000, 1024, 1536, 2048, 3000, 4096, 6144, 8192]
@@ -60,7 +61,7 @@ def measure_size(n_m, n_n, n_k, seed, log=print, names=None):
     rows = []
     bf16 = None                                   # BF16 kernels take uint16 bit patterns
     for spec in KERNELS.values():
-        if names is not None and spec.name not in names:
+        if not spec.sweep or (names is not None and spec.name not in names):
             continue
         if spec.in_dtype == "uint16":
             if bf16 is None:
@@ -77,7 +78,7 @@ def measure_size(n_m, n_n, n_k, seed, log=print, names=None):
                 ref_acc = reference_gemm(round_tf32_rna(A32), round_tf32_rna(B32))
         else:
             A, B, ref_acc = A16, B16, ref16
-        padded = any(v % spec.multiple for v in (n_m, n_n, n_k))
+        padded = spec.padded(n_m, n_n, n_k) != (n_m, n_n, n_k)
         run, C, (M, N) = launcher(spec.name, A, B, pad=padded)
         run()
         Cv = C[:M, :N]
@@ -230,7 +231,7 @@ def update_experiments(gpu, names, out: Path) -> int:
         "experiments": names,
         "versions": {"driver_cuda": gpu.driver, "cuda_runtime": gpu.runtime, "cupy": gpu.cupy,
                      "numpy": np.__version__}})
-    path.write_text(json.dumps(meta, indent=1) + "\n")
+    write_json(meta, gpu.slug, out)
     print(f"updated {path}: experiments {names}")
     return 0
 
@@ -302,10 +303,7 @@ def main(argv=None):
         "extras": extras,
         "experiments": experiments,
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{gpu.slug}.json"
-    path.write_text(json.dumps(meta, indent=1) + "\n")
+    path = write_json(meta, gpu.slug, args.out)
     print(f"wrote {path} ({len(rows)} records, {meta['seconds']} s); failed checks: {failed or 'none'}")
     return 1 if failed else 0
 

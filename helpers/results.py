@@ -1,4 +1,4 @@
-"""Recorded GPU measurements: read, validate, select.
+"""Recorded GPU measurements: read, validate, select, and write.
 
 ``make record`` (``python -m helpers.record``) writes ``results/<gpu-slug>.json``
 on a GPU. Without a GPU the lessons plot the newest such file, labelled with
@@ -91,8 +91,22 @@ def load_record(path) -> Record:
     return Record(path, meta, rows)
 
 
+def write_json(data: dict, name: str, directory=RESULTS_DIR) -> Path:
+    """Write `data` to <directory>/<name>.json, indented as every results file is; returns its path."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return path
+
+
+# results/*.json that are not measurement records: Nsight Compute counters (tools/ncu_counters.py)
+NOT_RECORDS = ("ncu-*.json",)
+
+
 def list_records(directory=RESULTS_DIR) -> list[Path]:
-    return sorted(Path(directory).glob("*.json"))
+    """The measurement records in `directory` (<gpu>.json), not the other JSON files kept there."""
+    return sorted(p for p in Path(directory).glob("*.json") if not any(p.match(pat) for pat in NOT_RECORDS))
 
 
 def load_latest(directory=RESULTS_DIR, gpu: str | None = None) -> Record:

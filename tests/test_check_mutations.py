@@ -12,14 +12,12 @@ import pytest
 import helpers
 from helpers import emulate
 from helpers.check import check_gemm, detection_limits, encode_inputs, wrong_results
-from helpers.experiments import ladder as L
 from helpers.formats import from_bf16_bits, round_tf32_rna
 
 M = N = 40                    # not a multiple of 16
 KS = (72, 16384)
 DISTS = ("normal", "uniform")
-SPECS = {**{n: helpers.KERNELS[n] for n in helpers.KERNELS},
-         **{f"rung {k}": L.RUNGS[k] for k in L.RUNGS if k >= 2}}
+SPECS = dict(helpers.KERNELS)          # the lessons' kernels and every ladder rung
 GROSS = ("zeros", "sign flipped", "transposed", "rows permuted")
 # On U[0,1) data every element of C is close to K/4, so a transposed or permuted C differs from the right
 # one by about 1%: with an FP16 accumulator at K = 16384 that is within what rounding can do, and only the
@@ -27,7 +25,7 @@ GROSS = ("zeros", "sign flipped", "transposed", "rows permuted")
 
 
 def _fmt(spec):
-    return getattr(spec, "inputs", "fp16")
+    return spec.inputs
 
 
 def _values(spec, Xk):
@@ -132,7 +130,7 @@ def test_published_models_of_other_gpus_pass_the_bounds():
                     assert chk.model == "skipped"
 
 
-@pytest.mark.parametrize("name", list(helpers.KERNELS))
+@pytest.mark.parametrize("name", [n for n in helpers.KERNELS if helpers.KERNELS[n].rung in (None, 1, 6)])
 def test_no_false_alarm_over_many_seeds(name):
     """Correct (model) results of random shapes, sizes not multiples of 16, pass: 40 seeds per kernel."""
     spec = helpers.KERNELS[name]

@@ -1,4 +1,4 @@
-"""Peak-rate table, GPU name matching, and the CPU-backend summary."""
+"""helpers.device: the peak-rate table, GPU name matching, choosing the backend, the CPU-backend summary."""
 from __future__ import annotations
 
 import io
@@ -6,6 +6,8 @@ import io
 import pytest
 
 import helpers
+import helpers.device
+from helpers import CourseError, NoGPUError
 from helpers.device import PEAKS_TABLE, Peaks, peaks_for
 
 
@@ -126,3 +128,50 @@ def test_summary_on_cpu():
 def test_backend_on_cpu():
     b = helpers.backend()
     assert b.name == "cpu" and b.reason == "COURSE_DEVICE=cpu"
+
+
+# --------------------------------------------------------------------------- device selection
+def test_course_device_gpu_without_gpu_raises(set_device, monkeypatch):
+    def no_gpu():  # what CuPy says on a machine without a usable driver
+        raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+
+    monkeypatch.setattr(helpers.device, "_probe_gpu", no_gpu)   # same result with or without a GPU
+    set_device("gpu")
+    with pytest.raises(NoGPUError) as ei:
+        helpers.device.backend()
+    msg = str(ei.value)
+    assert "COURSE_DEVICE" in msg and "Fix:" in msg and "insufficient" in msg
+
+
+def test_course_device_banana_raises_course_error(set_device):
+    set_device("banana")
+    with pytest.raises(CourseError) as ei:
+        helpers.device.backend()
+    assert "banana" in str(ei.value) and "Fix:" in str(ei.value)
+    assert not isinstance(ei.value, NoGPUError)
+
+
+def test_course_device_cpu_is_cpu(set_device):
+    set_device("CPU ")            # case and whitespace are tolerated
+    b = helpers.device.backend()
+    assert b.name == "cpu" and not b.is_gpu and b.gpu is None
+    assert b.label == "CPU emulation"
+
+
+def test_env_is_restored_after_monkeypatch():
+    # runs after the tests above: the autouse fixture put the CPU backend back
+    assert helpers.device.backend().name == "cpu"
+
+
+def test_require_gpu_on_cpu():
+    with pytest.raises(NoGPUError) as ei:
+        helpers.device.require_gpu("x")
+    assert str(ei.value).startswith("x needs a CUDA GPU")
+    assert "Fix:" in str(ei.value)
+
+
+def test_gpuinfo_slug_and_sm():
+    g = helpers.device.GPUInfo("Fake GPU", (9, 0), 1, 1, 1, None, "", "", "", "", None)
+    assert g.sm == "sm_90"
+    g2 = helpers.device.GPUInfo("NVIDIA GeForce RTX 4090", (8, 9), 1, 1, 1, None, "", "", "", "", None)
+    assert g2.slug == "nvidia-geforce-rtx-4090"

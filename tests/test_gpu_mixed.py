@@ -1,6 +1,6 @@
 """GPU tests for lesson 3 (run with COURSE_DEVICE=gpu on a CUDA machine; skipped elsewhere).
 
-The BF16 and TF32 WMMA kernels: compile, correct against float64 at sizes that are
+The BF16 and TF32 WMMA kernels (compiled in test_gpu.py): correct against float64 at sizes that are
 and are not multiples of 16, bad input rejected with a fix, agreement with the CPU
 emulation; the two lesson experiments on reduced sizes.
 """
@@ -12,7 +12,7 @@ import pytest
 import helpers
 import helpers.device
 from helpers.formats import from_bf16_bits, round_tf32_rna, to_bf16_bits
-from helpers.launch import KERNELS
+from helpers.kernels import KERNELS
 
 gpu = pytest.mark.skipif(os.environ.get("COURSE_DEVICE") != "gpu",
                          reason="GPU tests run with COURSE_DEVICE=gpu on a GPU machine")
@@ -26,13 +26,6 @@ def _device_inputs(name, A, B):
     if KERNELS[name].inputs == "bf16":
         return cupy.asarray(to_bf16_bits(A)), cupy.asarray(to_bf16_bits(B))
     return cupy.asarray(A), cupy.asarray(B)
-
-
-@gpu
-@pytest.mark.parametrize("name", NEW)
-def test_compiles(name):
-    spec = KERNELS[name]
-    assert helpers.compile.get_kernel(spec.file, spec.name, spec.min_cc) is not None
 
 
 @gpu

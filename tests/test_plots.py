@@ -71,11 +71,24 @@ def test_error_vs_k():
     assert ax.get_yscale() == "log"
 
 
+def test_ladder():
+    rows = {n: [{"rung": 0, "idea": "cuBLAS", "tflops": 700.0}] +
+            [{"rung": r, "idea": f"idea {r}", "tflops": 10.0 * r} for r in (1, 2, 3)] for n in (4096, 8192)}
+    fig = plots.ladder(rows, peak=989.4, source=SOURCE)
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    assert SOURCE in _title(fig) and [t.get_text() for t in ax.get_xticklabels()] == ["1. idea 1", "2. idea 2",
+                                                                                      "3. idea 3"]
+    assert len(ax.patches) == 6                       # 3 rungs x 2 sizes
+    assert [line.get_ydata()[0] for line in ax.get_lines()] == [700.0, 700.0, 989.4]   # cuBLAS at each size, the peak
+
+
 @pytest.mark.parametrize("source", ["emulated on the CPU", "GPU NVIDIA H200 (live)"])
 def test_every_plot_carries_the_source(source):
     figs = [plots.tflops_vs_size({"a": ([64, 128], [1.0, 2.0])}, source=source),
             plots.roofline({"a": (1.0, 1.0)}, peak_tflops=100.0, mem_gbs=1000.0, source=source),
-            plots.error_vs_k([1, 2], {"e": [1e-3, 1e-3]}, source=source)]
+            plots.error_vs_k([1, 2], {"e": [1e-3, 1e-3]}, source=source),
+            plots.ladder({64: [{"rung": 1, "idea": "a", "tflops": 1.0}]}, peak=10.0, source=source)]
     for fig in figs:
         assert isinstance(fig, Figure)
         assert source in _title(fig)

@@ -178,7 +178,7 @@ def test_select(tmp_path):
 
 
 # --------------------------------------------------------------------------- committed files
-_COMMITTED = sorted((ROOT / "results").glob("*.json")) + sorted((ROOT / "results" / "reference").glob("*.json"))
+_COMMITTED = hr.list_records(ROOT / "results") + sorted((ROOT / "results" / "reference").glob("*.json"))
 
 
 @pytest.mark.parametrize(
@@ -194,3 +194,14 @@ def test_committed_results_load(path):
         assert len(r.date) == 10 and r.date[4] == "-"
     else:
         assert path.parent.name == "reference"      # published figures live in results/reference/
+
+
+# --------------------------------------------------------------------------- writing
+def test_write_json_and_what_counts_as_a_record(tmp_path):
+    meta = json.loads((ROOT / "results" / "nvidia-h200.json").read_text())
+    path = hr.write_json(meta, "nvidia-h200", tmp_path / "out")
+    assert path == tmp_path / "out" / "nvidia-h200.json" and path.read_text().endswith("}\n")
+    assert hr.load_record(path).meta == meta
+    hr.write_json({"kind": "ncu-counters", "kernels": []}, "ncu-nvidia-h200", tmp_path / "out")
+    assert hr.list_records(tmp_path / "out") == [path]          # Nsight Compute counters are not a record
+    assert hr.load_latest(tmp_path / "out").path == path

@@ -98,6 +98,11 @@ def not_multiple_of_16(set_device, monkeypatch, tmp_path):
     return _raised(lambda: helpers.wmma_mixed(A, B))
 
 
+def unknown_kernel(set_device, monkeypatch, tmp_path):
+    A = np.ones((16, 16), np.float16)
+    return _raised(lambda: helpers.gemm("wmma_mixed", A, A))
+
+
 def results_missing(set_device, monkeypatch, tmp_path):
     return _raised(lambda: helpers.results.load_record(tmp_path / "nvidia-t4.json"))
 
@@ -141,7 +146,7 @@ def sweep_capped(set_device, monkeypatch, tmp_path):
 
 
 SCENARIOS = [no_gpu, driver_mismatch, driver_mismatch_at_load, headers_missing, gpu_too_old, not_multiple_of_16,
-             results_missing, results_not_json, compile_error, wrong_result, context_lost, out_of_memory,
+             unknown_kernel, results_missing, results_not_json, compile_error, wrong_result, context_lost, out_of_memory,
              sweep_capped]
 
 
@@ -157,7 +162,7 @@ def messages(set_device, monkeypatch, tmp_path):
 
 def test_every_readme_quote_is_a_real_message(messages):
     quotes = readme_quotes()
-    assert len(quotes) >= 12, quotes
+    assert len(quotes) >= 13, quotes
     for q in quotes:
         rx = quote_regex(q)
         hits = [name for name, msg in messages.items() if any(rx.match(line) for line in _starts(msg))]

@@ -4,12 +4,11 @@
     python tools/sanitize_driver.py list                 # the cases, without a GPU
     python tools/sanitize_driver.py summarize LOGDIR     # LOGDIR/<tool>.log -> results/sanitize-<gpu>.txt
 
-``run`` launches, one case at a time, every kernel of ``helpers.launch.KERNELS`` (through
-``helpers.launch.launcher``, zero-padded as ``gemm(pad=True)`` pads), the lesson kernels
-(the tiled FP32 solution with TILE 16 and 32, the column-major-B and 2x2 WMMA variants,
-the fragment probe, the tensor-core probes) and, when helpers/experiments/ladder.py is
-present, every ladder rung (through its ``launcher``), at M x N x K = 16 x 16 x 16 and
-33 x 17 x 49. Between cases it prints ``@@case`` / ``@@end`` markers and synchronises, so
+``run`` launches, one case at a time, every kernel of the registry ``helpers.kernels.KERNELS``
+(the seed kernels and every ladder rung, through ``helpers.launch.launcher``, zero-padded as
+``gemm(pad=True)`` pads) and the lesson kernels outside it (the tiled FP32 solution with TILE
+16 and 32, the column-major-B and 2x2 WMMA variants, the fragment probe, the tensor-core
+probes), at M x N x K = 16 x 16 x 16 and 33 x 17 x 49. Between cases it prints ``@@case`` / ``@@end`` markers and synchronises, so
 ``summarize`` can attribute each sanitizer report to the case that caused it. CuPy's memory
 pool is switched off (every array is its own cudaMalloc) so that memcheck sees each
 matrix's true bounds. Each result is also checked against the float64 product.
@@ -47,7 +46,7 @@ def _f32(M, N, K, seed):
 def cases() -> list[tuple[str, str, object]]:
     """(kernel, case label, fn) for every launch; fn() runs it and returns a verdict string."""
     out = []
-    from helpers.launch import KERNELS
+    from helpers.kernels import KERNELS
 
     for spec in KERNELS.values():
         for M, N, K in SIZES:
@@ -64,16 +63,6 @@ def cases() -> list[tuple[str, str, object]]:
 
     for (fmt, acc), (kname, _cc) in _PROBE_KERNELS.items():
         out.append((kname, f"{fmt} in, {acc} acc: 3 probes", (lambda f=fmt, a=acc: _probes(f, a))))
-    try:   # lesson 5, when present
-        from helpers.experiments import ladder
-
-        for r in ladder.RUNGS.values():
-            if r.name in KERNELS:
-                continue
-            for M, N, K in SIZES:
-                out.append((r.name, f"M={M} N={N} K={K}", (lambda r=r, M=M, N=N, K=K: _ladder(r, M, N, K))))
-    except Exception as exc:  # pragma: no cover - a lesson in progress must not stop the others
-        print(f"ladder rungs not included: {type(exc).__name__}: {exc}", flush=True)
     return out
 
 
@@ -88,15 +77,16 @@ def _course_kernel(spec, M, N, K):
     from helpers.formats import from_bf16_bits, to_bf16_bits
     from helpers.launch import launcher
 
-    if backend().gpu.cc < spec.min_cc:
-        return f"skipped: needs sm_{spec.min_cc[0]}{spec.min_cc[1]}"
+    why = spec.unsupported(backend().gpu.cc)
+    if why:
+        return f"skipped: {why}"
     A, B = _f32(M, N, K, 7)
     if spec.inputs == "bf16":
         Ad, Bd = to_bf16_bits(A), to_bf16_bits(B)
         A, B = from_bf16_bits(Ad).astype(np.float32), from_bf16_bits(Bd).astype(np.float32)
     else:
         Ad, Bd = A.astype(spec.in_dtype), B.astype(spec.in_dtype)
-    run, C, _ = launcher(spec.name, cupy.asarray(Ad), cupy.asarray(Bd), pad=spec.multiple > 1)
+    run, C, _ = launcher(spec, cupy.asarray(Ad), cupy.asarray(Bd), pad=True)
     run()
     cupy.cuda.runtime.deviceSynchronize()
     return _verdict(spec.check(cupy.asnumpy(C)[:M, :N], A, B, backend="GPU"))
@@ -142,21 +132,6 @@ def _probes(fmt, acc):
     got = _run_probe_batch(cs)
     same = sum(g == emulate_probe(c) for g, c in zip(got, cs))
     return f"{same} of {len(cs)} equal to the CPU model"
-
-
-def _ladder(r, M, N, K):
-    import cupy
-
-    from helpers.device import backend
-    from helpers.experiments import ladder
-
-    if backend().gpu.cc < tuple(r.min_cc):
-        return f"skipped: needs sm_{r.min_cc[0]}{r.min_cc[1]}"
-    A, B = (x.astype(np.float16) for x in _f32(M, N, K, 10))
-    run, C, _ = ladder.launcher(r, cupy.asarray(A), cupy.asarray(B))
-    run()
-    cupy.cuda.runtime.deviceSynchronize()
-    return _verdict(r.check(cupy.asnumpy(C)[:M, :N], A, B, backend="GPU"))
 
 
 def run() -> int:

@@ -17,7 +17,6 @@ notebook uses them for its predictions.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 
@@ -237,15 +236,13 @@ def sass_counts(sass_file: str = "fp32_baseline.sm_90.sass", kernel: str = "gemm
     """Count instructions of one kernel in a recorded SASS listing (results/build-<gpu>/)."""
     from pathlib import Path
 
+    from ..analysis import sass_instructions
     from ..results import RESULTS_DIR
 
     path = Path(build_dir) if build_dir else RESULTS_DIR / "build-nvidia-h200"
-    text = (path / sass_file).read_text()
-    parts = re.split(r"Function\s*:\s*(\S+)", text)
-    body = dict(zip(parts[1::2], parts[2::2])).get(kernel)
-    if body is None:
+    ops = [op for k, _, _, op in sass_instructions(path / sass_file) if k == kernel]
+    if not ops:
         raise KeyError(f"no function {kernel} in {path / sass_file}")
-    ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", body)
     base = [o.split(".")[0] for o in ops]
     return {"file": f"{path.name}/{sass_file}", "LDG": base.count("LDG"), "FFMA": base.count("FFMA"),
             "LDS": base.count("LDS"), "LDS.128": sum(o.startswith("LDS.128") for o in ops),

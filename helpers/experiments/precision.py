@@ -81,7 +81,8 @@ def _gpu_arithmetic(name, A_r, B_r):
     import cupy
 
     from ..formats import to_bf16_bits
-    from ..launch import KERNELS, launcher
+    from ..kernels import KERNELS
+    from ..launch import launcher
 
     inputs, acc, kernel = ARITHMETICS[name]
     spec = KERNELS[kernel]

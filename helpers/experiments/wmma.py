@@ -427,19 +427,10 @@ def ptx_lines(path=None, prefix="wmma.") -> list[str]:
 
 def sass_lines(path=None, opcode="HMMA") -> list[str]:
     """Instructions (address and text, without the encoding comment) whose opcode starts with `opcode`."""
+    from ..analysis import sass_instructions
+
     path = path or build_dir() / "wmma.sm_90.sass"
-    out = []
-    for ln in open(path):
-        s = ln.strip()
-        if not s.startswith("/*") or "*/" not in s:
-            continue
-        body = s.split("*/", 1)[1].split("/*")[0].strip().rstrip(";").strip()
-        op = body.split()[0] if body else ""
-        if op.startswith("@"):
-            op = body.split()[1]
-        if op.startswith(opcode):
-            out.append(f"{s[2:6]}  {body}")
-    return out
+    return [f"{addr}  {text}" for _, addr, text, op in sass_instructions(path) if op.startswith(opcode)]
 
 
 # --------------------------------------------------------------------------- pictures
@@ -495,16 +486,16 @@ def plot_fragment_maps(panels: dict, suptitle: str, source: str):
 
 def plot_tile_mapping(M: int, N: int, name: str = "wmma_gemm_naive"):
     """C (M x N) cut into 16x16 tiles, coloured by thread block, each tile labelled with the warp
-    (threadIdx.y) that computes it; block and grid from helpers.launch.KERNELS[name]."""
+    (threadIdx.y) that computes it; block and grid from helpers.kernels.KERNELS[name]."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    from ..launch import KERNELS
+    from ..kernels import KERNELS
     from ..plots import COLORS, apply_style
 
     spec = KERNELS[name]
     block = spec.block
-    grid = spec.grid(M, N, block)
+    grid = spec.grid(M, N)
     apply_style()
     fig, ax = plt.subplots(figsize=(10, 6.4))
     for by in range(grid[1]):

@@ -219,13 +219,13 @@ for M, N, K in [(200, 136, 72), (33, 17, 49)]:
 nb.md("""
 ## Blocks, warps and tiles
 
-The launch configuration in `helpers.launch.KERNELS` is the seed's: `block = dim3(32, 8)`, so
+The launch configuration in `helpers.kernels.KERNELS` is the seed's: `block = dim3(32, 8)`, so
 `threadIdx.x` is the lane and `threadIdx.y` picks one of 8 warps, stacked down $M$; `blockIdx.x`
 walks 16-column strips. The picture is drawn from that configuration:
 """, slide="slide")
 nb.code("""
 M, N = 256, 256
-print("block", spec.block, "| grid", spec.grid(M, N, spec.block), "| warps per block", spec.block[1])
+print("block", spec.block, "| grid", spec.grid(M, N), "| warps per block", spec.block[1])
 fig = W.plot_tile_mapping(M, N)
 """)
 nb.notes("Each block covers 128 rows by 16 columns. Neighbouring warps of one block share the same B "

@@ -41,8 +41,10 @@ nb.md("""
 nb.code("""
 import numpy as np
 import helpers
-from helpers import exercises
+from helpers import analysis
+from helpers.exercises import ladder as ex
 from helpers.experiments import ladder as L
+from helpers.kernels import RUNGS
 
 rec = helpers.results.load_latest()          # the recorded GPU measurements
 print("recorded data:", rec.label)
@@ -80,11 +82,11 @@ nb.md("""
 
 Every rung keeps rung 1's arithmetic and changes one thing about how data reaches the Tensor
 Cores. The predicted gain is over the rung before, written down before the first measurement
-(it is in the registry, `helpers/experiments/ladder.py`, and does not change with the data).
+(it is in the kernel registry, `helpers/kernels.py`, and does not change with the data).
 """, slide="slide")
 nb.code("""
 rungs = [dict(rung=r.rung, kernel=r.name, idea=r.idea, gain=f"x{r.predicted_gain:g}", why=r.why,
-              cc="9.0 only (sm_90a)" if r.only_cc else f"{r.min_cc[0]}.{r.min_cc[1]}+") for r in L.RUNGS.values()]
+              cc="9.0 only (sm_90a)" if r.only_cc else f"{r.min_cc[0]}.{r.min_cc[1]}+") for r in RUNGS.values()]
 helpers.display.table(rungs, ["rung", "kernel", "idea", "gain", "why", "cc"],
                       ["rung", "kernel", "adds", "predicted gain", "because", "needs"])
 """)
@@ -93,7 +95,7 @@ Multiplying the predicted gains gives the predicted end point; the next cell doe
 mind: the measured ladder will be compared with this chain, rung by rung.
 """)
 nb.code("""
-chain = np.prod([r.predicted_gain for r in L.RUNGS.values()])
+chain = np.prod([r.predicted_gain for r in RUNGS.values()])
 print(f"predicted: the last rung is {chain:.1f}x rung 1")
 """)
 
@@ -103,8 +105,8 @@ nb.md("""
 
 - **Sizes.** Rungs 2-6 move whole $128 \\times 128$ tiles of $C$ and 32-deep slices of $K$ (rung 7:
   $128 \\times 256$ and 64), with no bounds checks inside the kernels. The launcher **zero-pads**
-  $M, N$ to multiples of the tile and $K$ to a multiple of its depth (as `helpers.launch.prepare`
-  does for lesson 2), then crops $C$. Zero rows and columns add exact zeros to every dot product.
+  $M, N$ to multiples of the tile and $K$ to a multiple of its depth (`helpers.gemm(..., pad=True)`,
+  as for lesson 2's kernel), then crops $C$. Zero rows and columns add exact zeros to every dot product.
 - **Arithmetic.** Every rung keeps one FP32 accumulator per output and walks $K$ in order, 16 at a
   time, with the same Tensor Core operation (`mma.sync m16n8k16` is what WMMA's m16n16k16 issues,
   twice). So rungs 1-6 compute the *same sums in the same order*, and the CPU emulation of all of
@@ -117,7 +119,7 @@ nb.code("""
 M, N, K = 200, 136, 72                       # not multiples of 16, nor of the 128 x 128 x 32 tile
 A = helpers.random_matrix(M, K, seed=1).astype(np.float16)
 B = helpers.random_matrix(K, N, seed=2).astype(np.float16)
-for line in L.demo_lines(A, B):               # L.gemm + check_gemm, every rung
+for line in helpers.launch.verdicts(RUNGS.values(), A, B):   # gemm(pad=True) + check, every rung
     print(line)
 """)
 nb.notes("""
@@ -128,7 +130,7 @@ and the recorded experiment checks 4096, 8192 and two odd sizes.
 nb.code("""
 bad = np.ones((64, 64), dtype=np.float32)
 try:
-    L.gemm(2, bad, bad)
+    helpers.gemm("ladder_smem_tiled", bad, bad)
 except helpers.CourseError as e:
     print(e)
 """)
@@ -143,9 +145,10 @@ $128 \\times 16$ of $C$, so every column of blocks re-reads all of A.
 """, slide="slide")
 nb.code("""
 n = 4096
-for r in (L.RUNGS[1], L.RUNGS[2]):
+for r in (RUNGS[1], RUNGS[2]):
     print(f"rung {r.rung}: block tile {r.block_tile}, requested traffic "
-          f"{L.traffic_bytes(r, n, n, n) / 1e9:.1f} GB, intensity {L.intensity(r, n, n, n):.1f} FLOP/byte")
+          f"{analysis.traffic_bytes(r, n, n, n) / 1e9:.1f} GB, "
+          f"intensity {analysis.intensity(r, n, n, n):.1f} FLOP/byte")
 hbm = rec.meta["gpu"]["peaks"]["mem_gbs"]
 print(f"ridge point of the roofline: {peak * 1e3 / hbm:.0f} FLOP/byte")
 """)
@@ -187,7 +190,7 @@ once (128 bytes, all 32 banks, if the rows fall on different banks). Which banks
 depends only on the **row stride**:
 """, slide="slide")
 nb.code("""
-rows = [L.smem_conflicts(0), L.smem_conflicts(8)]
+rows = [analysis.smem_conflicts(0), analysis.smem_conflicts(8)]
 helpers.display.table(rows, ["pad_halves", "A_row_bytes", "A_ways", "B_row_bytes", "B_ways"],
                       ["pad (halves)", "As row (bytes)", "As: busiest bank hit", "Bs row (bytes)",
                        "Bs: busiest bank hit"])
@@ -203,15 +206,15 @@ unchanged; the padding has to go at the end of *each row* (extra columns):
 """, slide="subslide")
 nb.code("""
 stride = 128 * 2                                  # Bs row in bytes, as allocated [32][128]
-print("Bs[33][128] (one extra row):       busiest bank hit", L.bank_ways(stride), "times")
-print("Bs[32][128 + 8] (8 extra columns): busiest bank hit", L.bank_ways(stride + 8 * 2), "times")
+print("Bs[33][128] (one extra row):       busiest bank hit", analysis.bank_ways(stride), "times")
+print("Bs[32][128 + 8] (8 extra columns): busiest bank hit", analysis.bank_ways(stride + 8 * 2), "times")
 """)
 nb.md("""
 Why 8 halves and not fewer: the padding must also keep WMMA's rules (lesson 2): `ldm` a multiple
 of 8 halves and every fragment pointer 32-byte aligned.
 """, slide="subslide")
 nb.code("""
-helpers.display.table(L.pad_options(), ["pad_halves", "A_ways", "B_ways", "ldm_ok", "aligned_32B", "legal"],
+helpers.display.table(analysis.pad_options(), ["pad_halves", "A_ways", "B_ways", "ldm_ok", "aligned_32B", "legal"],
                       ["pad (halves)", "As conflict", "Bs conflict", "ldm multiple of 8", "pointers 32-byte aligned",
                        "usable with WMMA"])
 """)
@@ -249,9 +252,9 @@ copies of K-tiles $k+1 \\dots k+3$ are in flight while the warps multiply tile $
 The seed suggests prefetching into registers; `cp.async` skips the registers entirely.
 """, slide="slide")
 nb.code("""
-print(f"dynamic shared memory per block: {L.PIPE_SMEM} bytes = {L.PIPE_SMEM / 1024:.1f} KB")
-print(f"above the default limit of {L.DEFAULT_SMEM_LIMIT // 1024} KB: "
-      f"{L.PIPE_SMEM > L.DEFAULT_SMEM_LIMIT}")
+smem, limit = RUNGS[5].dyn_smem, helpers.launch.DEFAULT_SMEM_LIMIT
+print(f"dynamic shared memory per block: {smem} bytes = {smem / 1024:.1f} KB")
+print(f"above the default limit of {limit // 1024} KB: {smem > limit}")
 """)
 nb.md("""
 Without an opt-in, a launch asking for more than 48 KB of dynamic shared memory fails. The
@@ -279,8 +282,8 @@ The lane addressing, replayed in Python against the PTX fragment layout from les
 nb.code("""
 from helpers.experiments import wmma as W
 
-a_ok = L.ldmatrix_fragments("a") == W.ptx_fragment_layout("a")
-b = L.ldmatrix_fragments("b")
+a_ok = analysis.ldmatrix_fragments("a") == W.ptx_fragment_layout("a")
+b = analysis.ldmatrix_fragments("b")
 b_ok = all(l[:4] == p and [(k, n - 8) for k, n in l[4:]] == p for l, p in zip(b, W.ptx_fragment_layout("b")))
 print("A fragments from ldmatrix.x4 match PTX:", a_ok)
 print("B fragments of both n8 tiles from ldmatrix.x4.trans match PTX:", b_ok)
@@ -302,11 +305,11 @@ nb.md("""
   from shared memory, asynchronously: no `ldmatrix`, no A or B fragments in registers.
 """, slide="slide")
 nb.code("""
-r7 = L.RUNGS[7]                              # the registry entry (also when a GPU cannot run it)
+r7 = RUNGS[7]                                # the registry entry (also when a GPU cannot run it)
 print(f"block tile {r7.block_tile}, K-tile {r7.tile_k}, {r7.block[0]} threads = 2 warpgroups")
 print(f"dynamic shared memory {r7.dyn_smem} bytes ({r7.dyn_smem / 1024:.0f} KB): one block per SM")
-print(f"requested traffic at n = 4096: {L.intensity(r7, 4096, 4096, 4096):.0f} FLOP/byte "
-      f"(rung 6: {L.intensity(L.RUNGS[6], 4096, 4096, 4096):.0f})")
+print(f"requested traffic at n = 4096: {analysis.intensity(r7, 4096, 4096, 4096):.0f} FLOP/byte "
+      f"(rung 6: {analysis.intensity(RUNGS[6], 4096, 4096, 4096):.0f})")
 """)
 nb.md("""
 **Three practical hurdles, and what the course does.**
@@ -377,7 +380,7 @@ nb.md("""
 ## The ladder
 """, slide="slide")
 nb.code("""
-fig = L.plot_ladder(data, source, peak)
+fig = helpers.plots.ladder(L.timed_by_size(data), peak=peak, source=source)
 """)
 
 nb.md("""
@@ -446,8 +449,8 @@ from IPython.display import display
 
 for name in ("ladder.sm_90.sass", "ladder_sm90a.sm_90a.sass"):
     if (build / name).is_file():
-        counts = L.sass_opcode_counts(build / name)
-        display(helpers.display.table([dict(kernel=k, **v) for k, v in counts.items()], ["kernel", *L.SASS_OPS]))
+        counts = analysis.sass_opcode_counts(build / name)
+        display(helpers.display.table([dict(kernel=k, **v) for k, v in counts.items()], ["kernel", *analysis.SASS_OPS]))
     else:
         print(f"no recorded SASS {name} yet")
 """, ignore_output=True)
@@ -467,9 +470,9 @@ other GPU the lesson skips those rungs with a message:
 """, slide="slide")
 nb.code("""
 for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("H200", (9, 0)), ("B200", (10, 0))]:
-    skipped = [L.skip_message(r, cc) for r in L.RUNGS.values() if L.skip_message(r, cc)]
-    print(f"{name} (cc {cc[0]}.{cc[1]}): runs {sum(L.skip_message(r, cc) is None for r in L.RUNGS.values())} "
-          f"of {len(L.RUNGS)} rungs", *skipped, sep="\\n  ")
+    skipped = [r.skip_message(cc) for r in RUNGS.values() if r.skip_message(cc)]
+    print(f"{name} (cc {cc[0]}.{cc[1]}): runs {len(RUNGS) - len(skipped)} "
+          f"of {len(RUNGS)} rungs", *skipped, sep="\\n  ")
 """)
 
 # --------------------------------------------------------------------------- what is left
@@ -499,13 +502,13 @@ nb.md("""
 """, slide="slide")
 nb.code("""
 answer = ...            # bytes
-L.check_tile_traffic(answer, bm=128, bn=256, n=4096)
+ex.check_tile_traffic(answer, bm=128, bn=256, n=4096)
 """)
 nb.code("""
 n = 4096
 answer = n * n * 2 * (n // 256) + n * n * 2 * (n // 128) + n * n * 4
-L.check_tile_traffic(answer, bm=128, bn=256, n=4096)
-print(f"vs 128 x 128: {answer / L.traffic_bytes(L.RUNGS[2], n, n, n):.2f}x the bytes")
+ex.check_tile_traffic(answer, bm=128, bn=256, n=4096)
+print(f"vs 128 x 128: {answer / analysis.traffic_bytes(RUNGS[2], n, n, n):.2f}x the bytes")
 """, tags=["solution"])
 nb.md("""
 2. **Pipeline depth.** How many bytes of dynamic shared memory does rung 5 need with 3 stages
@@ -513,12 +516,12 @@ nb.md("""
 """, slide="subslide")
 nb.code("""
 answer = ...            # bytes
-L.check_pipeline_smem(answer, stages=3)
+ex.check_pipeline_smem(answer, stages=3)
 """)
 nb.code("""
 answer = 3 * (128 * (32 + 8) + 32 * (128 + 8)) * 2
-L.check_pipeline_smem(answer, stages=3)
-print("needs the opt-in:", answer > L.DEFAULT_SMEM_LIMIT)
+ex.check_pipeline_smem(answer, stages=3)
+print("needs the opt-in:", answer > helpers.launch.DEFAULT_SMEM_LIMIT)
 """, tags=["solution"])
 nb.md("""
 3. **Occupancy.** Blocks of rung 5 per SM with 128 registers per thread and 256 threads, on an
@@ -526,16 +529,16 @@ nb.md("""
 """, slide="subslide")
 nb.code("""
 answer = ...
-L.check_blocks_per_sm(answer)
+ex.check_blocks_per_sm(answer)
 """)
 nb.code("""
 by_regs = 65536 // (128 * 256)
-by_smem = (228 * 1024) // (L.PIPE_SMEM + 1024)
-L.check_blocks_per_sm(min(by_regs, by_smem))
+by_smem = (228 * 1024) // (RUNGS[5].dyn_smem + 1024)
+ex.check_blocks_per_sm(min(by_regs, by_smem))
 """, tags=["solution"])
 nb.md("""
 4. **Open exercise (GPU).** Copy `ladder_cp_async` from `kernels/ladder.cu`, change `STAGES` to 2
-   and 3, predict the TFLOP/s, and measure with `L.launcher` + `helpers.timing.benchmark`.
+   and 3, predict the TFLOP/s, and measure with `helpers.launch.launcher` + `helpers.timing.benchmark`.
 """, slide="subslide")
 
 # --------------------------------------------------------------------------- summary

@@ -1,12 +1,14 @@
-"""CUDA header discovery (helpers.compile) with fake directory trees."""
+"""helpers.compile: CUDA header discovery with fake directory trees, and the compute-capability gate."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
+import helpers
 import helpers.compile as hc
-from helpers import HeaderNotFoundError
+import helpers.device
+from helpers import ArchitectureError, HeaderNotFoundError, NoGPUError
 
 ALL = ("mma.h", "crt/mma.h", "cuda_fp16.h", "cuda_bf16.h")
 
@@ -167,3 +169,27 @@ def test_empty_env_values_are_ignored(tmp_path):
     cands = hc.candidate_include_dirs(env={"CUDA_PATH": ""}, which=no_nvcc, site_dirs=[])
     assert Path("include") not in [p for p, _ in cands]
     assert all(why != "$CUDA_PATH" for _, why in cands)
+
+
+# --------------------------------------------------------------------------- compute-capability gate
+def test_get_kernel_on_cpu_raises():
+    with pytest.raises(NoGPUError) as ei:
+        hc.get_kernel("wmma.cu", "wmma_gemm_naive", (7, 0))
+    assert "wmma_gemm_naive" in str(ei.value)
+
+
+def _fake_gpu(cc):
+    return helpers.device.GPUInfo(name="Fake GPU", cc=cc, sms=1, l2_bytes=1 << 20, mem_bytes=1 << 30,
+                                  mem_bw_gbs=None, driver="12.0", runtime="12.0", nvrtc="12.0",
+                                  cupy="0", peaks=None)
+
+
+def test_architecture_error_for_old_gpu(monkeypatch):
+    fake = _fake_gpu((6, 1))
+    monkeypatch.setattr(helpers.device, "require_gpu", lambda what: fake)
+    monkeypatch.setattr(helpers.device, "backend",
+                        lambda: helpers.device.Backend("gpu", "fake", fake))
+    with pytest.raises(ArchitectureError) as ei:
+        hc.get_kernel("wmma.cu", "wmma_gemm_naive", (7, 0))
+    msg = str(ei.value)
+    assert "7.0" in msg and "6.1" in msg and "sm_70" in msg and "Fix:" in msg

@@ -1,0 +1,138 @@
+"""Models that need no GPU, for predicting and explaining what a kernel does: the global-memory
+traffic its block tile requests, shared-memory bank conflicts, ldmatrix's fragment addressing,
+and the instructions the compiler emitted (read from a recorded ``cuobjdump -sass`` listing).
+
+A kernel here is a registry entry (helpers.kernels): the models read its ``block_tile``,
+``in_dtype`` and ``out_dtype``, never launch it.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+# --------------------------------------------------------------------------- traffic model
+def tile_traffic_bytes(M: int, N: int, K: int, bm: int, bn: int, elem_in: int = 2, elem_out: int = 4) -> float:
+    """Bytes that blocks of bm x bn tiles of C request from global memory (L2/DRAM) if nothing is
+    shared between blocks: each reads its rows of A and columns of B once (A once per column of
+    blocks, B once per row of blocks) and writes its tile of C once."""
+    return float(M * K * math.ceil(N / bn) * elem_in + K * N * math.ceil(M / bm) * elem_in + M * N * elem_out)
+
+
+def traffic_bytes(kernel, M: int, N: int, K: int) -> float:
+    """tile_traffic_bytes for a registered kernel: its block tile and its input and output element sizes."""
+    bm, bn = kernel.block_tile
+    return tile_traffic_bytes(M, N, K, bm, bn, np.dtype(kernel.in_dtype).itemsize,
+                              np.dtype(kernel.out_dtype).itemsize)
+
+
+def intensity(kernel, M: int, N: int, K: int) -> float:
+    """FLOP per byte of requested global-memory traffic (traffic_bytes)."""
+    return 2.0 * M * N * K / traffic_bytes(kernel, M, N, K)
+
+
+# --------------------------------------------------------------------------- bank conflicts
+def bank_ways(row_stride_bytes: int, rows: int = 8, access_bytes: int = 16, banks: int = 32,
+              bank_bytes: int = 4) -> int:
+    """How many times the busiest bank is hit when `rows` lanes each read `access_bytes` from
+    consecutive rows `row_stride_bytes` apart (one phase of ldmatrix / a 16-byte fragment load:
+    8 lanes x 16 bytes = all 32 banks once, if there is no conflict). 1 means conflict-free."""
+    hits = [0] * banks
+    for r in range(rows):
+        start = r * row_stride_bytes // bank_bytes
+        for w in range(access_bytes // bank_bytes):
+            hits[(start + w) % banks] += 1
+    return max(hits)
+
+
+def smem_conflicts(pad: int) -> dict:
+    """Conflict ways of the fragment loads from As (128 x (32 + pad)) and Bs (32 x (128 + pad)), FP16."""
+    return {"pad_halves": pad, "A_row_bytes": (32 + pad) * 2, "B_row_bytes": (128 + pad) * 2,
+            "A_ways": bank_ways((32 + pad) * 2), "B_ways": bank_ways((128 + pad) * 2)}
+
+
+def pad_options(pads=(0, 2, 4, 8, 16)) -> list[dict]:
+    """For each padding (in halves): bank conflicts of the fragment loads, and whether WMMA's rules
+    still hold: ldm a multiple of 8 halves (16 bytes), every fragment pointer 32-byte aligned."""
+    out = []
+    for pad in pads:
+        lda, ldb = 32 + pad, 128 + pad
+        offs = [(m * lda + kk) * 2 for m in range(0, 128, 16) for kk in (0, 16)]
+        offs += [(kk * ldb + n) * 2 for kk in (0, 16) for n in range(0, 128, 16)]
+        c = smem_conflicts(pad)
+        out.append({"pad_halves": pad, "A_ways": c["A_ways"], "B_ways": c["B_ways"],
+                    "ldm_ok": lda % 8 == 0 and ldb % 8 == 0, "aligned_32B": all(o % 32 == 0 for o in offs),
+                    "legal": lda % 8 == 0 and ldb % 8 == 0 and all(o % 32 == 0 for o in offs)})
+    return out
+
+
+# --------------------------------------------------------------------------- ldmatrix addressing
+def ldmatrix_fragments(kind: str) -> list[list[tuple[int, int]]]:
+    """Replays rung 6's ldmatrix addressing (kernels/ladder.cu) in Python: for each lane, the (row, col)
+    of the 16x16 A tile (kind 'a', ldmatrix.x4) or of the 16x16 B tile as (k, n) (kind 'b',
+    ldmatrix.x4.trans, two n8 tiles: n 0-7 then 8-15) that ends up in each of its fragment halves, in
+    PTX order (a0..a7; b0..b3 of the first n8 tile, then b0..b3 of the second, whose n is 8 more).
+
+    ldmatrix semantics (PTX ISA): lanes 8i..8i+7 give the row addresses of 8x8 matrix i; without
+    .trans, lane l receives row l/4, columns 2(l%4), 2(l%4)+1 of matrix i in register i; with
+    .trans, rows 2(l%4), 2(l%4)+1 of column l/4. The kernel's address for lane L is
+    row L % 16, column (L / 16) * 8."""
+    def addr(L):
+        return L % 16, (L // 16) * 8
+
+    out = []
+    for lane in range(32):
+        cells = []
+        for i in range(4):
+            for h in range(2):
+                if kind == "a":
+                    r0, c0 = addr(8 * i + lane // 4)
+                    cells.append((r0, c0 + 2 * (lane % 4) + h))
+                elif kind == "b":
+                    r0, c0 = addr(8 * i + 2 * (lane % 4) + h)
+                    cells.append((r0, c0 + lane // 4))
+                else:
+                    raise ValueError("kind must be 'a' or 'b'")
+        out.append(cells)
+    return out
+
+
+# --------------------------------------------------------------------------- recorded compiler output
+SASS_OPS = ("LDG", "LDGSTS", "UTMALDG", "STS", "LDS", "LDSM", "HMMA", "HGMMA", "BAR", "SYNCS")
+
+
+def sass_instructions(path):
+    """(kernel, address, text, opcode) for every instruction of a `cuobjdump -sass` listing, in order:
+    kernel is the last "Function :" name seen (None before the first), address the 4-hex-digit
+    offset, text the instruction without its encoding comment, opcode its mnemonic (predicate
+    stripped: "@P0 LDG.E ..." -> "LDG.E")."""
+    kernel = None
+    for line in open(path):
+        s = line.strip()
+        if s.startswith("Function :"):
+            kernel = s.split(":", 1)[1].strip()
+            continue
+        if not s.startswith("/*") or "*/" not in s:
+            continue
+        body = s.split("*/", 1)[1].split("/*")[0].strip().rstrip(";").strip()
+        words = body.split()
+        if not words:
+            continue
+        op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+        yield kernel, s[2:6], body, op
+
+
+def sass_opcode_counts(path) -> dict[str, dict[str, int]]:
+    """{kernel: {opcode family: static count}} from a `cuobjdump -sass` listing: how many of each
+    instruction the compiler emitted (not how often they run). Families: the opcode before the first
+    dot (LDS.U16 -> LDS; LDSM.16.M88.4 -> LDSM), predicates stripped; SASS_OPS only."""
+    out: dict[str, dict[str, int]] = {}
+    for kernel, _, _, op in sass_instructions(path):
+        if kernel is None:
+            continue
+        counts = out.setdefault(kernel, {o: 0 for o in SASS_OPS})
+        fam = op.split(".")[0]
+        if fam in counts:
+            counts[fam] += 1
+    return out

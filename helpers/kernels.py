@@ -1,0 +1,303 @@
+"""The registry of every GEMM kernel the course launches: one entry per kernel, nothing else.
+
+An entry (``GemmKernel``) holds what the rest of the helpers need to know about a kernel; it
+launches nothing (``helpers.launch`` validates, pads and launches every entry the same way):
+
+* where it is: ``name`` (the ``extern "C"`` function) and ``file`` (in kernels/);
+* its arithmetic: the ``inputs``, ``acc`` and ``output`` formats, ``acc_rounding`` and
+  ``acc_block`` (what the tolerance assumes), and ``emulate(A, B)``, its numpy reproduction
+  (the CPU backend), which takes exactly what ``helpers.gemm`` takes. ``check(C, A, B)`` is
+  ``helpers.check_gemm`` with all of these filled in;
+* what it accepts: ``in_dtype`` (BF16 travels as uint16 bit patterns: CuPy has no bfloat16),
+  and the multiples ``tile_mn`` (M and N) and ``tile_k`` (K) that ``pad=True`` pads to;
+* how it is launched: ``block``; one block per ``block_tile`` (rows, columns of C) sets the grid;
+  ``dyn_smem`` (bytes of dynamic shared memory; above 48 KB the launcher opts in);
+  ``b_transposed`` (it reads B^T, N x K row-major: the launcher transposes B, inside the timed
+  run); ``tma_boxes`` (it takes TMA tensor maps of A and of B (or B^T) with these boxes instead
+  of pointers, built by helpers.hopper); ``cluster`` (blocks per cluster: the kernel declares
+  them with ``__cluster_dims__``, so a plain launch forms them; the launcher checks the grid);
+* where it runs: ``min_cc``, or ``only_cc`` for arch-specific code (sm_90a: compiled with NVRTC
+  for exactly that GPU); ``isolate``: on a GPU, ``helpers.gemm`` runs it in a child process
+  (helpers.isolate), so that a fault or a hang cannot take the notebook's CUDA context with it;
+* lesson data: ``teaches``; ``sweep`` (``make record`` measures it at every size; the ladder's
+  own kernels are measured by the ``ladder`` experiment instead); ``smem_static`` (the static
+  shared memory its tiles declare, where modelled); and for the rungs of lesson 5's ladder,
+  ``rung``, ``idea``, ``predicted_gain`` (over the rung before, stated before measuring) and
+  ``why``.
+
+Adding a kernel (a lesson 6 wgmma kernel, a lesson 7 FP8 one, a new rung) is the kernel in
+kernels/*.cu plus one entry in ``KERNELS``; an entry with ``rung=`` set is a rung, and ``RUNGS``
+(rung number -> entry) follows from the registry. A format the tables below do not know yet
+(FP8's bit patterns, for instance) is one line in ``IN_DTYPES`` / ``OUT_DTYPES``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from . import emulate as _emu
+from .errors import UnknownKernelError
+
+# numpy dtype of the arrays a format travels in: tf32 is FP32 in memory (rounded on the device);
+# bf16 travels as uint16 bit patterns (helpers.formats.to_bf16_bits)
+IN_DTYPES = {"fp32": "float32", "fp16": "float16", "tf32": "float32", "bf16": "uint16"}
+OUT_DTYPES = {"fp32": "float32", "fp16": "float16"}
+
+# Kernels taken out of the lessons after a failed GPU run: {kernel name: reason}. A withdrawn kernel
+# is skipped everywhere (CPU and GPU alike) with its reason, so that the notebooks' outputs stay
+# backend independent.
+WITHDRAWN: dict[str, str] = {}
+
+
+def _arch_name(cc) -> str:
+    return f"sm_{cc[0]}{cc[1]}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GemmKernel:
+    name: str                      # extern "C" kernel name
+    file: str                      # kernels/<file>
+    inputs: str                    # input format: fp32, fp16, bf16, tf32
+    acc: str                       # accumulator format: fp32 or fp16
+    acc_rounding: str              # 'nearest' or 'truncate': what the tolerance assumes
+    acc_block: int                 # products per accumulator rounding (the tolerance's `block`)
+    emulate: Callable              # emulate(A, B) -> C on the CPU, A and B as helpers.gemm takes them
+    block: tuple                   # threads per block
+    block_tile: tuple              # (rows, cols) of C per block: the grid, and the traffic model
+    teaches: str
+    output: str = ""               # C's format ("": the accumulator's)
+    tile_mn: int = 1               # M and N must be multiples of this (pad=True pads to it)
+    tile_k: int = 1                # K must be a multiple of this
+    min_cc: tuple = (0, 0)
+    only_cc: tuple | None = None   # arch-specific code: runs on this compute capability only (sm_90a: 9.0)
+    dyn_smem: int = 0              # bytes of dynamic shared memory per block
+    smem_static: int | None = None  # bytes of static shared memory its tiles declare (None: not modelled)
+    b_transposed: bool = False     # reads B^T (N x K row-major); the launcher transposes
+    tma_boxes: tuple | None = None  # ((rows, cols) of A's box, (rows, cols) of B's): takes TMA tensor maps
+    cluster: tuple | None = None   # (x, y, z) blocks per cluster, declared by the kernel (__cluster_dims__)
+    isolate: bool = False          # on a GPU, helpers.gemm runs it in a child process
+    sweep: bool = False            # measured at every size by `make record`
+    rung: int | None = None        # lesson 5: its rung on the ladder
+    idea: str = ""                 # lesson 5: the one idea the rung adds
+    predicted_gain: float | None = None   # lesson 5: predicted speed-up over the rung before
+    why: str = ""                  # lesson 5: the reasoning behind the prediction
+
+    def __post_init__(self):
+        if not self.output:
+            object.__setattr__(self, "output", self.acc)
+
+    @property
+    def in_dtype(self) -> str:
+        """numpy dtype name of A and B."""
+        return IN_DTYPES[self.inputs]
+
+    @property
+    def out_dtype(self) -> str:
+        """numpy dtype name of C."""
+        return OUT_DTYPES[self.output]
+
+    @property
+    def multiple(self) -> int:
+        """The largest size multiple it needs (1: any size)."""
+        return max(self.tile_mn, self.tile_k)
+
+    def padded(self, M: int, N: int, K: int) -> tuple[int, int, int]:
+        """(M, N, K) zero-padded to the kernel's tile multiples."""
+        def up(v, m):
+            return math.ceil(v / m) * m
+
+        return up(M, self.tile_mn), up(N, self.tile_mn), up(K, self.tile_k)
+
+    def grid(self, M: int, N: int) -> tuple[int, int]:
+        """Blocks for an M x N output: one per block tile (blockIdx.x along N, blockIdx.y along M)."""
+        rows, cols = self.block_tile
+        return math.ceil(N / cols), math.ceil(M / rows)
+
+    def unsupported(self, cc) -> str | None:
+        """Why a GPU of compute capability `cc` cannot run it (a sentence starting 'it needs'), or None."""
+        cc = tuple(cc)
+        if self.only_cc is not None and cc != tuple(self.only_cc):
+            need = tuple(self.only_cc)
+            which = ("a Hopper GPU (compute capability 9.0: wgmma exists on no other)" if need == (9, 0)
+                     else f"a GPU of compute capability {need[0]}.{need[1]} exactly")
+            return f"it needs {_arch_name(need)}a, i.e. {which}; this GPU is {cc[0]}.{cc[1]}."
+        if cc >= tuple(self.min_cc):
+            return None
+        return (f"it needs compute capability {self.min_cc[0]}.{self.min_cc[1]} ({_arch_name(self.min_cc)}), "
+                f"this GPU is {cc[0]}.{cc[1]}.")
+
+    def skip_message(self, cc=None) -> str | None:
+        """Why it is skipped: withdrawn (on every backend), or not runnable on a GPU of compute
+        capability `cc` (None: the CPU backend, where only a withdrawal skips it); None to run it."""
+        who = f"rung {self.rung} ({self.name})" if self.rung is not None else f"kernel {self.name}"
+        if self.name in WITHDRAWN:
+            return f"{who} withdrawn: {WITHDRAWN[self.name]}"
+        problem = None if cc is None else self.unsupported(cc)
+        return None if problem is None else f"{who} skipped: {problem}"
+
+    def check(self, C, A, B, **kw):
+        """helpers.check.check_gemm with this kernel's formats, rounding, block and CPU model (its
+        emulation). A, B: what the kernel took (BF16 as uint16 bits) or the original FP32 data."""
+        from .check import check_gemm
+        from .formats import round_tf32_rna
+
+        kw.setdefault("values", round_tf32_rna if self.inputs == "tf32" else None)
+        kw.setdefault("model", self.emulate)
+        return check_gemm(C, A, B, inputs=self.inputs, acc=self.acc, output=self.output,
+                          acc_rounding=self.acc_rounding, block=self.acc_block, name=self.name, **kw)
+
+
+# --------------------------------------------------------------------------- emulations
+def _fp16_fp32acc(A, B):
+    return _emu.tensor_core_gemm(A, B, inputs="fp16", acc="fp32")
+
+
+def _fp16_fp16acc(A, B):
+    return _emu.tensor_core_gemm(A, B, inputs="fp16", acc="fp16")
+
+
+def _bf16_fp32acc(A, B):
+    from .formats import from_bf16_bits
+
+    return _emu.tensor_core_gemm(from_bf16_bits(A), from_bf16_bits(B), inputs="bf16", acc="fp32")
+
+
+def _tf32_fp32acc(A, B):
+    from .formats import round_tf32_rna
+
+    return _emu.tensor_core_gemm(round_tf32_rna(A), round_tf32_rna(B), inputs="tf32", acc="fp32",
+                                 model=_emu.model_for("tf32"))
+
+
+# --------------------------------------------------------------------------- lesson 5's tiles
+LADDER_FILE = "ladder.cu"
+WGMMA_FILE = "ladder_sm90a.cu"
+
+
+def ladder_smem_bytes(stages: int = 1, pad: int = 8, bk: int = 32, bm: int = 128, bn: int = 128) -> int:
+    """Shared memory of kernels/ladder.cu's tiles: `stages` x (As[bm][bk + pad] + Bs[bk][bn + pad]),
+    FP16, in bytes."""
+    return stages * (bm * (bk + pad) + bk * (bn + pad)) * 2
+
+
+PIPE_SMEM = ladder_smem_bytes(stages=4)                   # rungs 5-6: STAGES = 4 padded stages
+WGMMA_SMEM = 4 * (128 * 64 + 256 * 64) * 2 + 1024 + 64    # LADDER7_SMEM in kernels/ladder_sm90a.cu
+
+
+def _seed_wmma(name: str, file: str, inputs: str, acc: str, acc_rounding: str, acc_block: int, emulate: Callable,
+               min_cc: tuple, teaches: str, **kw) -> GemmKernel:
+    """Lessons 2-3 (the seed's WMMA loop): one warp per 16x16 tile of C, 8 warps stacked in M per block;
+    M, N, K multiples of 16; measured at every size by `make record`."""
+    return GemmKernel(name=name, file=file, inputs=inputs, acc=acc, acc_rounding=acc_rounding, acc_block=acc_block,
+                      emulate=emulate, block=(32, 8), block_tile=(128, 16), tile_mn=16, tile_k=16, min_cc=min_cc,
+                      sweep=True, teaches=teaches, **kw)
+
+
+def _classic_rung(rung: int, name: str, idea: str, gain: float, why: str, **kw) -> GemmKernel:
+    """Rungs 2-6 (kernels/ladder.cu): 256 threads, a 128 x 128 block tile, BK = 32, FP16 in, FP32 acc."""
+    return GemmKernel(name=name, file=LADDER_FILE, inputs="fp16", acc="fp32", acc_rounding="truncate",
+                      acc_block=16, emulate=_fp16_fp32acc, block=(256, 1), block_tile=(128, 128),
+                      tile_mn=128, tile_k=32, teaches=f"lesson 5, rung {rung}: {idea}", rung=rung, idea=idea,
+                      predicted_gain=gain, why=why, **kw)
+
+
+def _registry(entries: list[GemmKernel]) -> dict[str, GemmKernel]:
+    out: dict[str, GemmKernel] = {}
+    for k in entries:
+        if k.name in out:
+            raise ValueError(f"kernel {k.name!r} registered twice")
+        out[k.name] = k
+    rungs = [k.rung for k in entries if k.rung is not None]
+    if len(rungs) != len(set(rungs)):
+        raise ValueError(f"a rung number is used twice: {sorted(rungs)}")
+    return out
+
+
+KERNELS: dict[str, GemmKernel] = _registry([
+    # Lessons 1-3: the seed article's kernels and the mixed-precision family; one thread per C element
+    # (FP32), or one warp per 16x16 tile with 8 warps stacked in M (WMMA)
+    GemmKernel(name="gemm_fp32_kernel", file="fp32_baseline.cu", inputs="fp32", acc="fp32",
+               acc_rounding="nearest", acc_block=1, emulate=_emu.fp32_fma_chain, block=(16, 16),
+               block_tile=(16, 16), sweep=True,
+               teaches="FP32 CUDA-core baseline: one thread per C element, FMA chain over K"),
+    _seed_wmma("wmma_gemm_naive", "wmma.cu", "fp16", "fp32", "truncate", 16, _fp16_fp32acc, (7, 0),
+               "naive WMMA: one warp per 16x16 tile, loads from global memory",
+               rung=1, idea="naive WMMA (lesson 2)", predicted_gain=1.0,
+               why="the starting point: every warp reloads its A and B tiles from global memory at every K step"),
+    _seed_wmma("wmma_mixed_gemm_kernel", "mixed_precision.cu", "fp16", "fp32", "truncate", 16, _fp16_fp32acc, (7, 0),
+               "mixed precision: FP16 inputs, FP32 accumulator"),
+    _seed_wmma("wmma_fp16acc_gemm_kernel", "mixed_precision.cu", "fp16", "fp16", "nearest", 16, _fp16_fp16acc, (7, 0),
+               "FP16 inputs, FP16 accumulator"),
+    # BF16 and TF32 inputs on the same loop, sm_80+. The BF16 kernel takes uint16 BF16 bit patterns; the
+    # TF32 kernel takes FP32 and rounds each fragment element with __float_to_tf32 (ties away from zero,
+    # helpers.formats.round_tf32_rna). Emulation models (emulate.model_for): BF16 as FP16 (block 16, 2 extra
+    # bits); TF32 block 4 (2 extra bits), both reproduced bit for bit on the H200 (experiment
+    # "mixed_emulator_probe").
+    _seed_wmma("wmma_bf16_gemm_kernel", "mixed_precision.cu", "bf16", "fp32", "truncate", 16, _bf16_fp32acc, (8, 0),
+               "BF16 inputs (uint16 bits), FP32 accumulator: FP32's range, 8-bit precision"),
+    _seed_wmma("wmma_tf32_gemm_kernel", "mixed_precision.cu", "tf32", "fp32", "truncate", 4, _tf32_fp32acc, (8, 0),
+               "TF32 WMMA m16n16k8: FP32 in memory, 10 fraction bits on the Tensor Core"),
+    # Lesson 5: the ladder. Rung 1 is wmma_gemm_naive above; rungs 2-6 are in kernels/ladder.cu. Every rung
+    # keeps one FP32 accumulator per output and walks K in order, 16 at a time, so one emulation fits all.
+    _classic_rung(2, "ladder_smem_tiled", "shared-memory block tiling", 3.0,
+                  "a 128x128 block tile reuses each loaded element 8x more; bank conflicts and 2-byte copies remain",
+                  min_cc=(7, 0), smem_static=ladder_smem_bytes(pad=0)),
+    _classic_rung(3, "ladder_smem_padded", "padding against bank conflicts", 1.5,
+                  "16 bytes of skew per row remove the 4-8-way conflicts of the fragment loads",
+                  min_cc=(7, 0), smem_static=ladder_smem_bytes(pad=8)),
+    _classic_rung(4, "ladder_vec16", "16-byte vectorized copies", 1.3,
+                  "8x fewer load and store instructions for the same bytes",
+                  min_cc=(7, 0), smem_static=ladder_smem_bytes(pad=8)),
+    _classic_rung(5, "ladder_cp_async", "cp.async 4-stage pipeline", 1.6,
+                  "copies of the next 3 K-tiles fly while the Tensor Cores work on this one",
+                  min_cc=(8, 0), dyn_smem=PIPE_SMEM),
+    _classic_rung(6, "ladder_mma_sync", "ldmatrix + mma.sync m16n8k16", 1.3,
+                  "one ldmatrix.x4 replaces four fragment loads; fragments reused from registers",
+                  min_cc=(8, 0), dyn_smem=PIPE_SMEM),
+    # Rung 7 (kernels/ladder_sm90a.cu, Hopper only): wgmma fed by TMA through mbarriers; a 128 x 256 block
+    # tile, K-tiles of 64; it reads B^T through a tensor map. Whether wgmma rounds inside each 16-deep step
+    # as mma.sync does is assumed by the emulation and checked on the GPU (tests/test_gpu_ladder.py).
+    GemmKernel(name="ladder_wgmma_tma", file=WGMMA_FILE, inputs="fp16", acc="fp32", acc_rounding="truncate",
+               acc_block=16, emulate=_fp16_fp32acc, block=(256, 1), block_tile=(128, 256), tile_mn=256, tile_k=64,
+               min_cc=(9, 0), only_cc=(9, 0), dyn_smem=WGMMA_SMEM, b_transposed=True,
+               tma_boxes=((128, 64), (256, 64)), isolate=True,
+               teaches="lesson 5, rung 7: wgmma + TMA + mbarriers (sm_90a)",
+               rung=7, idea="wgmma + TMA + mbarriers (sm_90a)", predicted_gain=2.0,
+               why="Hopper's warpgroup MMA reads A and B from shared memory at a rate mma.sync cannot reach; "
+                   "the copy engine fills a 128x256 tile (half the bytes per FLOP) with one thread"),
+])
+
+RUNGS: dict[int, GemmKernel] = {k.rung: k for k in sorted((k for k in KERNELS.values() if k.rung is not None),
+                                                          key=lambda k: k.rung)}
+
+
+def _rung_list() -> str:
+    return ", ".join(f"{k.rung} ({k.name})" for k in RUNGS.values())
+
+
+def lookup(key) -> GemmKernel:
+    """The registry entry for a kernel name, a rung number, or an entry itself."""
+    if isinstance(key, GemmKernel):
+        return key
+    if isinstance(key, str) and key in KERNELS:
+        return KERNELS[key]
+    if isinstance(key, int) and not isinstance(key, bool) and key in RUNGS:
+        return RUNGS[key]
+    raise UnknownKernelError(f"no kernel {key!r} in the registry. Kernels: {', '.join(KERNELS)}; "
+                             f"rungs: {_rung_list()}.",
+                             "pass one of those names (or a rung number); a new kernel needs an entry in "
+                             "helpers.kernels.KERNELS.")
+
+
+def rung(key) -> GemmKernel:
+    """A rung of lesson 5's ladder by number, kernel name, or entry."""
+    try:
+        k = lookup(key)
+    except UnknownKernelError:
+        k = None
+    if k is None or k.rung is None:
+        raise UnknownKernelError(f"no rung {key!r} on the ladder. Rungs: {_rung_list()}.",
+                                 "pass a rung number or a rung's kernel name; a new rung is a kernel plus one "
+                                 "entry with rung= in helpers.kernels.KERNELS.")
+    return k

@@ -1,0 +1,59 @@
+"""helpers.analysis: the traffic model, bank conflicts, ldmatrix addressing, SASS counts (no GPU)."""
+from __future__ import annotations
+
+import helpers
+from helpers import analysis as A
+from helpers.experiments import wmma as w
+from helpers.kernels import KERNELS, RUNGS
+
+
+def test_traffic_model():
+    n = 4096
+    r1, r2 = RUNGS[1], RUNGS[2]
+    assert A.traffic_bytes(r2, n, n, n) == n * n * 2 * (n / 128) * 2 + n * n * 4
+    assert A.intensity(r2, n, n, n) > 4 * A.intensity(r1, n, n, n)
+    assert A.traffic_bytes(r2, n, n, n) == A.tile_traffic_bytes(n, n, n, 128, 128)
+    # element sizes come from the kernel: FP32 in and out for the CUDA-core kernel
+    fp32 = KERNELS["gemm_fp32_kernel"]
+    assert A.traffic_bytes(fp32, 64, 64, 64) == A.tile_traffic_bytes(64, 64, 64, 16, 16, 4, 4)
+
+
+def test_bank_conflict_model():
+    assert A.smem_conflicts(0) == {"pad_halves": 0, "A_row_bytes": 64, "B_row_bytes": 256, "A_ways": 4, "B_ways": 8}
+    assert A.smem_conflicts(8)["A_ways"] == A.smem_conflicts(8)["B_ways"] == 1
+    assert A.bank_ways(128) == 8 and A.bank_ways(16) == 1
+
+
+def test_pad_options():
+    rows = {r["pad_halves"]: r for r in A.pad_options()}
+    assert rows[8]["legal"] and rows[8]["A_ways"] == rows[8]["B_ways"] == 1
+    assert not rows[4]["legal"] and rows[0]["legal"] and rows[0]["B_ways"] == 8
+    assert rows[16]["B_ways"] > 1                 # more padding is not better
+    assert [p for p, r in rows.items() if r["legal"] and r["A_ways"] == r["B_ways"] == 1] == [8]
+
+
+def test_ldmatrix_addressing_gives_ptx_fragments():
+    assert A.ldmatrix_fragments("a") == w.ptx_fragment_layout("a")
+    b, ptx_b = A.ldmatrix_fragments("b"), w.ptx_fragment_layout("b")
+    for lane, want in zip(b, ptx_b):
+        assert lane[:4] == want
+        assert [(k, n - 8) for k, n in lane[4:]] == want
+
+
+def test_sass_opcode_counts():
+    path = helpers.results.RESULTS_DIR / "build-nvidia-h200" / "wmma.sm_90.sass"
+    counts = A.sass_opcode_counts(path)
+    assert counts["wmma_gemm_naive"]["HMMA"] > 0 and counts["wmma_gemm_naive"]["HGMMA"] == 0
+    assert set(counts["wmma_gemm_naive"]) == set(A.SASS_OPS)
+
+
+def test_sass_instructions(tmp_path):
+    listing = tmp_path / "k.sass"
+    listing.write_text("\tcode for sm_90\n\t\tFunction : kern\n"
+                       "        /*0000*/                   LDC R1, c[0x0][0x28] ;            /* 0x00000a00ff017b82 */\n"
+                       "                                                                     /* 0x000fe20000000800 */\n"
+                       "        /*0010*/              @!P0 LDS.U16 R2, [R3+0x10] ;          /* 0x0000100003027984 */\n")
+    assert list(A.sass_instructions(listing)) == [("kern", "0000", "LDC R1, c[0x0][0x28]", "LDC"),
+                                                   ("kern", "0010", "@!P0 LDS.U16 R2, [R3+0x10]", "LDS.U16")]
+    counts = A.sass_opcode_counts(listing)["kern"]
+    assert counts["LDS"] == 1 and sum(counts.values()) == 1

@@ -1,0 +1,276 @@
+"""helpers.launch on the CPU backend: validation (every learner mistake gives a specific Fix), padding,
+one gemm path for every registered kernel, the per-kernel verdicts, and the way to isolated kernels."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import helpers
+import helpers.launch
+from helpers import CourseError, InputError, KernelCompileError
+from helpers import formats as F
+from helpers.kernels import RUNGS
+
+
+def f16(m, n, seed=0):
+    return np.random.default_rng(seed).standard_normal((m, n)).astype(np.float16)
+
+
+def f32(m, n, seed=0):
+    return np.random.default_rng(seed).standard_normal((m, n)).astype(np.float32)
+
+
+def raises_input_error(fn, *hints):
+    with pytest.raises(InputError) as ei:
+        fn()
+    msg = str(ei.value)
+    assert "Fix:" in msg, msg
+    for h in hints:
+        assert h in msg, f"{h!r} not in message:\n{msg}"
+    return msg
+
+
+# --------------------------------------------------------------------------- dtype
+def test_float64_to_gemm_fp32_mentions_astype():
+    A = np.ones((16, 16))
+    msg = raises_input_error(lambda: helpers.gemm_fp32(A, f32(16, 16)), "astype", "float32")
+    assert "float64" in msg
+
+
+def test_float32_to_wmma_mixed_mentions_astype():
+    msg = raises_input_error(lambda: helpers.wmma_mixed(f16(16, 16), f32(16, 16)), "astype", "float16")
+    assert msg.startswith("B ")          # names the offending argument
+
+
+def test_float16_to_gemm_fp32_rejected():
+    raises_input_error(lambda: helpers.gemm_fp32(f16(16, 16), f16(16, 16)), "astype(np.float32)")
+
+
+# --------------------------------------------------------------------------- layout
+@pytest.mark.parametrize("view", ["stride", "transpose"])
+def test_non_contiguous_mentions_ascontiguousarray(view):
+    base = f16(32, 64)
+    A = base[:, ::2] if view == "stride" else f16(32, 32).T
+    assert not A.flags.c_contiguous
+    raises_input_error(lambda: helpers.wmma_mixed(A, f16(32, 16)), "ascontiguousarray")
+    # the fix works
+    C = helpers.wmma_mixed(np.ascontiguousarray(A), f16(32, 16))
+    assert C.shape == (32, 16)
+
+
+def test_non_contiguous_fp32():
+    A = f32(16, 32)[:, ::2]
+    raises_input_error(lambda: helpers.gemm_fp32(A, f32(16, 16)), "ascontiguousarray")
+
+
+# --------------------------------------------------------------------------- shapes
+def test_mismatched_inner_dims_mention_both_shapes():
+    msg = raises_input_error(lambda: helpers.wmma_mixed(f16(16, 48), f16(32, 16)), "16x48", "32x16")
+    assert "inner" in msg
+
+
+def test_mismatched_inner_dims_fp32():
+    raises_input_error(lambda: helpers.gemm_fp32(f32(3, 5), f32(4, 2)), "3x5", "4x2")
+
+
+@pytest.mark.parametrize("fn", [helpers.gemm_fp32, helpers.wmma_mixed])
+def test_one_dimensional_input(fn):
+    dt = np.float32 if fn is helpers.gemm_fp32 else np.float16
+    a = np.ones(16, dtype=dt)
+    msg = raises_input_error(lambda: fn(a, np.ones((16, 16), dtype=dt)), "reshape")
+    assert "1 dimensions" in msg
+
+
+def test_three_dimensional_input():
+    raises_input_error(lambda: helpers.gemm_fp32(np.ones((2, 4, 4), np.float32), f32(4, 4)), "3 dimensions")
+
+
+@pytest.mark.parametrize("shape_a,shape_b", [((0, 16), (16, 16)), ((16, 16), (16, 0)), ((16, 0), (0, 16))])
+def test_empty(shape_a, shape_b):
+    A = np.zeros(shape_a, np.float16)
+    B = np.zeros(shape_b, np.float16)
+    raises_input_error(lambda: helpers.wmma_mixed(A, B), "empty")
+
+
+def test_size_not_multiple_of_16_suggests_pad_and_padded_size():
+    msg = raises_input_error(lambda: helpers.wmma_mixed(f16(20, 16), f16(16, 16)), "pad=True", "32", "M=20")
+    assert "M->32" in msg
+    assert "N=" not in msg.split("\n")[0] and "K=" not in msg.split("\n")[0]   # only M is wrong
+
+
+def test_several_bad_sizes_listed():
+    msg = raises_input_error(lambda: helpers.gemm("wmma_gemm_naive", f16(20, 24), f16(24, 18)),
+                             "M=20", "N=18", "K=24", "M->32", "N->32", "K->32")
+
+
+def test_plain_list_rejected():
+    A = [[1.0] * 16] * 16
+    msg = raises_input_error(lambda: helpers.gemm_fp32(A, f32(16, 16)), "np.asarray")
+    assert "list" in msg
+
+
+def test_fp32_kernel_accepts_any_size():
+    A, B = f32(5, 7), f32(7, 3)
+    C = helpers.gemm_fp32(A, B)
+    assert C.shape == (5, 3) and C.dtype == np.float32
+    assert helpers.KERNELS["gemm_fp32_kernel"].check(C, A, B).passed
+
+
+def test_input_error_is_value_error_and_course_error():
+    with pytest.raises(ValueError):
+        helpers.gemm_fp32(np.ones(3, np.float32), f32(3, 3))
+    with pytest.raises(CourseError):
+        helpers.gemm_fp32(np.ones(3, np.float32), f32(3, 3))
+
+
+# --------------------------------------------------------------------------- padding
+def test_pad_true_product_works():
+    A = np.random.default_rng(1).standard_normal((20, 24)).astype(np.float16)
+    B = np.random.default_rng(2).standard_normal((24, 18)).astype(np.float16)
+    C = helpers.gemm("wmma_mixed_gemm_kernel", A, B, pad=True)
+    assert C.shape == (20, 18)
+    assert C.dtype == np.float32
+    assert not np.isnan(C).any()
+    chk = helpers.KERNELS["wmma_mixed_gemm_kernel"].check(C, A, B)
+    assert chk.passed, str(chk)
+    # same answer as the product of explicitly zero-padded matrices, cropped
+    Ap = np.zeros((32, 32), np.float16)
+    Bp = np.zeros((32, 32), np.float16)
+    Ap[:20, :24] = A
+    Bp[:24, :18] = B
+    np.testing.assert_array_equal(helpers.wmma_mixed(Ap, Bp)[:20, :18], C)
+
+
+def test_pad_true_fp16acc():
+    A = np.random.default_rng(3).standard_normal((20, 24)).astype(np.float16)
+    B = np.random.default_rng(4).standard_normal((24, 18)).astype(np.float16)
+    C = helpers.wmma_fp16acc(A, B, pad=True)
+    assert C.shape == (20, 18) and C.dtype == np.float16
+    chk = helpers.KERNELS["wmma_fp16acc_gemm_kernel"].check(C, A, B)
+    assert chk.passed, str(chk)
+
+
+def test_prepare_pads_with_zeros():
+    A = f16(20, 24)
+    B = f16(24, 18)
+    spec, Ap, Bp, (M, N, K), padded = helpers.launch.prepare("wmma_mixed_gemm_kernel", A, B, pad=True)
+    assert (M, N, K) == (20, 18, 24)
+    assert padded == (32, 32, 32)
+    assert Ap.shape == (32, 32) and Bp.shape == (32, 32)
+    np.testing.assert_array_equal(Ap[:20, :24], A)
+    assert not Ap[20:].any() and not Ap[:, 24:].any()
+    assert not Bp[24:].any() and not Bp[:, 18:].any()
+
+
+# --------------------------------------------------------------------------- lesson 3's kernels
+@pytest.mark.parametrize("name", ["wmma_bf16_gemm_kernel", "wmma_tf32_gemm_kernel"])
+def test_bf16_tf32_kernels_emulated_pass_check(name):
+    A = helpers.random_matrix(40, 72, seed=2)
+    B = helpers.random_matrix(72, 24, seed=3)
+    spec = helpers.KERNELS[name]
+    a, b = (F.to_bf16_bits(A), F.to_bf16_bits(B)) if spec.inputs == "bf16" else (A, B)
+    C = helpers.gemm(name, a, b, pad=True)
+    assert C.shape == (40, 24) and C.dtype == np.float32
+    assert spec.check(C, A, B).passed
+
+
+def test_bf16_kernel_rejects_floats_with_fix():
+    A = helpers.random_matrix(16, 16, seed=0)
+    with pytest.raises(helpers.InputError, match="to_bf16_bits") as e:
+        helpers.gemm("wmma_bf16_gemm_kernel", A, A)
+    assert "astype(np.uint16)" in str(e.value) and "Fix:" in str(e.value)
+
+
+def test_tf32_kernel_takes_float32_only():
+    A = helpers.random_matrix(16, 16, seed=0)
+    with pytest.raises(helpers.InputError, match="float32"):
+        helpers.gemm("wmma_tf32_gemm_kernel", A.astype(np.float16), A.astype(np.float16))
+
+
+# --------------------------------------------------------------------------- lesson 5's rungs: the same path
+@pytest.mark.parametrize("size", [(200, 136, 72), (129, 257, 33), (17, 5, 3)])
+@pytest.mark.parametrize("rung", list(RUNGS))
+def test_every_rung_emulated_passes_the_check(rung, size):
+    M, N, K = size
+    A = helpers.random_matrix(M, K, seed=3).astype(np.float16)
+    B = helpers.random_matrix(K, N, seed=4).astype(np.float16)
+    C = helpers.gemm(rung, A, B, pad=True)
+    chk = RUNGS[rung].check(C, A, B)
+    assert C.shape == (M, N) and chk.passed, str(chk)
+
+
+def test_one_gemm_for_names_rung_numbers_and_entries():
+    A = helpers.random_matrix(32, 48, seed=5).astype(np.float16)
+    B = helpers.random_matrix(48, 16, seed=6).astype(np.float16)
+    C = helpers.gemm("ladder_vec16", A, B, pad=True)
+    np.testing.assert_array_equal(C, helpers.gemm(4, A, B, pad=True))
+    np.testing.assert_array_equal(C, helpers.gemm(RUNGS[4], A, B, pad=True))
+    np.testing.assert_array_equal(C, helpers.gemm("wmma_mixed_gemm_kernel", A, B))   # same sums, same order
+
+
+def test_padding_to_tiles():
+    A = np.ones((130, 40), np.float16)
+    B = np.ones((40, 7), np.float16)
+    spec, Ap, Bp, (M, N, K), (Mp, Np, Kp) = helpers.launch.prepare(4, A, B, pad=True)
+    assert spec is RUNGS[4]
+    assert (M, N, K) == (130, 7, 40) and (Mp, Np, Kp) == (256, 128, 64)
+    assert Ap.shape == (256, 64) and Bp.shape == (64, 128)
+    assert Ap[:130, :40].all() and not Ap[130:].any() and not Ap[:, 40:].any()
+
+
+def test_rung_tiles_need_pad_true():
+    msg = raises_input_error(lambda: helpers.gemm("ladder_smem_padded", f16(256, 128), f16(128, 136)),
+                             "N=136", "128 for M and N, 32 for K", "pad=True", "N->256")
+    assert "M=" not in msg.split("\n")[0] and "K=" not in msg.split("\n")[0]
+
+
+@pytest.mark.parametrize("bad,match", [
+    (lambda A, B: (A.astype(np.float32), B), "float16"),
+    (lambda A, B: (A, B[:-1]), "inner dimensions"),
+    (lambda A, B: (A.T, B), "C-contiguous|inner"),
+    (lambda A, B: (A[None], B), "dimensions"),
+    (lambda A, B: ([[1.0]], B), "not an array"),
+])
+def test_rung_bad_inputs_name_the_fix(bad, match):
+    A = np.ones((32, 48), np.float16)
+    B = np.ones((48, 16), np.float16)
+    with pytest.raises(InputError, match=match):
+        helpers.gemm(2, *bad(A, B), pad=True)
+
+
+def test_verdicts_one_line_per_rung(monkeypatch):
+    A = helpers.random_matrix(40, 24, seed=5).astype(np.float16)
+    B = helpers.random_matrix(24, 33, seed=6).astype(np.float16)
+    lines = helpers.launch.verdicts(RUNGS.values(), A, B)
+    assert len(lines) == len(RUNGS) and all(" PASS " in ln for ln in lines)
+    assert lines[0].startswith("1 PASS wmma_gemm_naive M=40 N=33 K=24") and lines[0].endswith("| padded to (48, 48, 32)")
+    assert helpers.launch.verdicts(["gemm_fp32_kernel"], A.astype(np.float32), B.astype(np.float32))[0].startswith(
+        "PASS gemm_fp32_kernel")
+    monkeypatch.setitem(helpers.kernels.WITHDRAWN, "ladder_wgmma_tma", "failed on the H200")
+    assert helpers.launch.verdicts(RUNGS.values(), A, B)[-1] == "rung 7 (ladder_wgmma_tma) withdrawn: failed on the H200"
+
+
+# --------------------------------------------------------------------------- isolated kernels
+def test_isolated_kernel_goes_to_a_child_process(monkeypatch):
+    """On a GPU, an isolate=True kernel (rung 7) runs in a child process through helpers.isolate."""
+    cupy = pytest.importorskip("cupy")
+    from test_reliability import fake_gpu
+
+    calls = []
+    monkeypatch.setattr(helpers.launch, "backend", fake_gpu)
+    monkeypatch.setattr(cupy, "asnumpy", np.asarray)
+    monkeypatch.setattr(helpers.launch.isolate, "run_isolated", lambda f, *a: calls.append((f, a)) or [[1.5]])
+    A = np.ones((1, 1), np.float16)
+    C = helpers.gemm(7, A, A, pad=True)
+    assert C.dtype == np.float32 and C.tolist() == [[1.5]]
+    assert calls == [("helpers.launch:gemm_lists", ("ladder_wgmma_tma", [[1.0]], [[1.0]], True))]
+    monkeypatch.setattr(helpers.launch.isolate, "run_isolated", lambda f, *a: {"error": "illegal instruction"})
+    with pytest.raises(KernelCompileError, match="ladder_wgmma_tma failed in its child process:\nillegal"):
+        helpers.gemm(7, A, A, pad=True)
+
+
+def test_child_side_of_gemm():
+    A = helpers.random_matrix(20, 8, seed=7).astype(np.float16)
+    B = helpers.random_matrix(8, 12, seed=8).astype(np.float16)
+    out = helpers.launch.gemm_lists("ladder_wgmma_tma", A.tolist(), B.tolist(), True)
+    np.testing.assert_array_equal(np.asarray(out, np.float32), helpers.gemm(7, A, B, pad=True))

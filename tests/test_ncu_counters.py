@@ -1,0 +1,66 @@
+"""tools/ncu_counters.py without a GPU: its targets, reading ncu's CSV, finding the metrics ncu refuses,
+and the counters it keeps (the profiling itself runs in `make gpu-check`)."""
+from __future__ import annotations
+
+import importlib.util
+
+from conftest import ROOT
+from helpers.experiments.baseline import BLOCK_SHAPES
+from helpers.kernels import RUNGS
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("ncu_counters", ROOT / "tools" / "ncu_counters.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_targets_are_lesson1_shapes_the_tiled_solution_and_every_rung():
+    t = _tool().targets()
+    assert [v["block"] for v in t.values() if "block" in v] == [list(s) for s in BLOCK_SHAPES]
+    assert [v["tile"] for v in t.values() if "tile" in v] == [16, 32]
+    assert [(v["rung"], v["kernel"]) for v in t.values() if "rung" in v] == [(k, r.name) for k, r in RUNGS.items()]
+    assert all(tid.replace("_", "").isalnum() for tid in t)          # file names for the reports
+
+
+RAW = '''==PROF== Connected to process 4242
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","dram__bytes_read.sum","gpu__time_duration.sum","lts__t_sector_hit_rate.pct"
+"","","","","","","","","","","","byte","nsecond","%"
+"0","4242","python3","vm","gemm_fp32_kernel","1","7","(16, 16, 1)","(256, 256, 1)","0","9.0","1,234,567","25373570","n/a"
+'''
+
+
+def test_raw_csv_is_read_with_units_and_numbers():
+    tool = _tool()
+    rows, units = tool.parse_raw_csv(RAW)
+    assert len(rows) == 1 and rows[0]["Kernel Name"] == "gemm_fp32_kernel"
+    assert units == {"dram__bytes_read.sum": "byte", "gpu__time_duration.sum": "nsecond", "lts__t_sector_hit_rate.pct": "%"}
+    assert tool.number(rows[0]["dram__bytes_read.sum"]) == 1234567.0
+    assert tool.number(rows[0]["lts__t_sector_hit_rate.pct"]) is None
+    assert tool.parse_raw_csv("==ERROR== nothing profiled\n") == ([], {})
+
+
+def test_unknown_metrics_are_found_by_bisection(monkeypatch):
+    tool = _tool()
+    bad = {tool.stall_metric("gmma"), tool.METRICS["tensor_gmma_pipe_pct"]}
+    calls = []
+
+    def profile(ncu, py, target, kernel, metrics, n, timeout, log):
+        calls.append(len(metrics))
+        return {"error": "Failed to find metric"} if bad & set(metrics) else {"values": {}}
+
+    monkeypatch.setattr(tool, "profile", profile)
+    known, unknown = tool.usable_metrics("ncu", "py", "fp32_16x16", "gemm_fp32_kernel", tool.ALL_METRICS, 60, print)
+    assert sorted(unknown) == sorted(bad) and sorted(known + unknown) == sorted(tool.ALL_METRICS)
+    assert len(calls) < len(tool.ALL_METRICS)
+
+
+def test_counters_and_top_stalls():
+    tool = _tool()
+    values = {tool.METRICS["smem_load_wavefronts"]: 400.0, tool.METRICS["smem_load_bank_conflicts"]: 100.0,
+              tool.stall_metric("long_scoreboard"): 9.0, tool.stall_metric("selected"): 50.0,
+              tool.stall_metric("barrier"): 3.0, tool.stall_metric("wait"): 4.0}
+    c = tool.counters(values)
+    assert c["counters"]["smem_load_conflicts_per_wavefront"] == 0.25 and c["counters"]["dram_read_bytes"] is None
+    assert c["top_stalls"] == [["long_scoreboard", 9.0], ["wait", 4.0], ["barrier", 3.0]]   # 'selected' is no stall
