@@ -30,7 +30,6 @@ A and B may be what the kernel takes (float16, BF16 bits as uint16, float32) or 
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -309,6 +308,13 @@ class Check:
                          f"model {mod!r}")
         lines += self.notes
         return "\n".join(lines)
+
+    def fields(self) -> dict:
+        """The verdict and its three parts, for a row of recorded results."""
+        return {"passed": bool(self.passed), "rel_err": float(f"{self.rel_err:.4e}"),
+                "comp_err": float(f"{self.comp_err:.4e}"), "tol": float(f"{self.tol.value:.4e}"),
+                "size_ratio": float(f"{self.size_ratio:.4g}") if self.size_applies else None,
+                "model": self.model, "model_cells": self.model_cells, "n_nan": int(self.n_nan)}
 
     def __str__(self):
         s = (f"{self.verdict()}\n  measured ({self.backend}): componentwise {self.comp_err:.2e}, "

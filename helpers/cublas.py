@@ -82,6 +82,22 @@ class Baseline:
     what: str
     min_cc: tuple[int, int] = (0, 0)
 
+    @property
+    def output(self) -> str:
+        return "fp16" if self.out_dtype == "float16" else "fp32"
+
+    def check(self, C, A, B, **kw):
+        """helpers.check.check_gemm for this baseline. cuBLAS picks its own algorithm (tile order,
+        split-K), so the summation order is unknown: the answer-scaled bound does not apply and there
+        is no model; the a-priori bound (with one rounding per product, the most it can do) remains.
+        TF32 inputs are rounded by cuBLAS in a way it does not document: charged as truncation."""
+        from .check import check_gemm
+
+        return check_gemm(C, A, B, inputs=self.inputs, acc=self.acc, output=self.output,
+                          acc_rounding=self.acc_rounding,
+                          input_rounding="truncate" if self.inputs == "tf32" else "nearest",
+                          name=self.name, order="unknown", **kw)
+
 
 BASELINES = {b.name: b for b in [
     Baseline("cublas_fp32", "fp32", "fp32", "float32", "float32", "nearest", _matmul_fp32,

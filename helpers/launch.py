@@ -54,6 +54,15 @@ def validate(spec: GemmKernel, A, B, pad: bool) -> tuple[int, int, int]:
                              "(cupy.ascontiguousarray for CuPy arrays).")
         if 0 in X.shape:
             raise InputError(f"{nm} is empty (shape {X.shape}).", "use matrices with at least one row and column.")
+        if spec.inputs == "bf16":
+            from .check import suspicious_bf16
+            from .formats import from_bf16_bits
+
+            why = suspicious_bf16(from_bf16_bits(X))
+            if why:
+                raise InputError(f"{nm} does not look like BF16 bit patterns of ordinary numbers: {why}.",
+                                 f"make the bits with helpers.formats.to_bf16_bits({nm}32); {nm}.astype(np.uint16) "
+                                 "makes integers, not bit patterns.")
     M, K = A.shape
     K2, N = B.shape
     if K != K2:

@@ -140,3 +140,10 @@ def test_encode_inputs_matches_what_the_kernels_take():
     assert encode_inputs(X, "fp16").dtype == np.float16
     assert encode_inputs(X, "bf16").dtype == np.uint16
     assert encode_inputs(X, "tf32").dtype == np.float32
+
+
+def test_gemm_refuses_integers_passed_as_bf16_bits():
+    A32 = helpers.random_matrix(16, 32, seed=1)
+    B = to_bf16_bits(helpers.random_matrix(32, 16, seed=2))
+    with pytest.raises(InputError, match=r"astype\(np.uint16\)"):
+        helpers.gemm("wmma_bf16_gemm_kernel", (A32 * 100).astype(np.uint16), B)

@@ -76,9 +76,7 @@ def test_cublas_baselines(name):
     A, B, Ai, Bi = _inputs(1024, 768, 1000, 9, b.in_dtype)
     C = cupy.full((1024, 768), np.nan, dtype=b.out_dtype)
     b.run(cupy.asarray(Ai), cupy.asarray(Bi), C)
-    chk = helpers.check_gemm(C, cupy.asarray(A), cupy.asarray(B), inputs=b.inputs, acc=b.acc, output=b.out_dtype,
-                             acc_rounding=b.acc_rounding,
-                             input_rounding="truncate" if b.inputs == "tf32" else "nearest", name=name)
+    chk = b.check(C, cupy.asarray(A), cupy.asarray(B))
     assert chk.passed, str(chk)
 
 

@@ -119,10 +119,11 @@ def _time(run, n, **kw):
 
 def _check(C, A, B, name):
     """check_gemm with gemm_fp32_kernel's formats (FP32 in, FP32 FMA chain, round to nearest)."""
-    from ..numerics import check_gemm
+    from .. import emulate
+    from ..check import check_gemm
 
     return check_gemm(C, A, B, inputs="fp32", acc="fp32", acc_rounding="nearest", block=1,
-                      name=name, backend="GPU")
+                      name=name, backend="GPU", model=emulate.fp32_fma_chain)
 
 
 # --------------------------------------------------------------------------- experiments
@@ -143,9 +144,8 @@ def block_shapes(sizes=SHAPE_SIZES, shapes=BLOCK_SHAPES, check_size=CHECK_SIZE, 
         chk = _check(C, A, B, f"gemm_fp32_kernel {shape_name(bx, by)}")
         if ref_out is None:
             ref_out = C.copy()
-        checks.append({"shape": shape_name(bx, by), "passed": bool(chk.passed), "verdict": chk.verdict(),
-                       "identical_to_first": bool(cupy.array_equal(C, ref_out)),
-                       "comp_err": float(f"{chk.comp_err:.4e}")})
+        checks.append({"shape": shape_name(bx, by), **chk.fields(), "verdict": chk.verdict(),
+                       "identical_to_first": bool(cupy.array_equal(C, ref_out))})
     del A, B, C, ref_out
     rows = []
     for i, n in enumerate(sizes):

@@ -75,8 +75,8 @@ The seed article's three kernels, on a problem whose sizes are **not** multiples
 (M = 200, K = 72, N = 136). The inputs are random standard-normal FP32 numbers, never small
 integers: integers are exact in FP16 and would hide its rounding error.
 
-Each result is compared with the float64 product, element by element, against a tolerance
-derived from the input format, the accumulator format and K (`helpers.tolerance`).
+Each result is compared with the float64 product, element by element, by the course's check
+(next slides: what it tests, and proof that it can fail).
 """, slide="slide")
 nb.code("""
 A = helpers.random_matrix(200, 72, seed=0)    # M x K
@@ -108,6 +108,35 @@ print(helpers.tolerance(72, "fp32", "fp32", n_checked=200 * 136))
 print(helpers.tolerance(72, "fp16", "fp32", acc_rounding="truncate", block=16, n_checked=200 * 136))
 print(helpers.tolerance(4096, "fp16", "fp16", block=16, n_checked=4096 * 4096))
 """)
+
+nb.md("""
+## How the check decides
+
+A verdict stands on three tests; all must hold, and no element may be NaN:
+
+1. **the bound**: |C - AB| <= tol x |A||B| element by element, tol from the formats and K (above).
+   A guarantee, but measured against |A||B|: on zero-mean data that is about sqrt(K) times the answer,
+   so at large K even C = 0 would pass it;
+2. **the answer-scaled bound**: the same worst case, computed from the partial sums the accumulator
+   really holds (in float64, at every rounding), so it follows the size of the answer;
+3. **the model**: the CPU model of the kernel's arithmetic (fitted bit for bit to the H200 in lesson 04)
+   must agree bit for bit, on every element (a seeded sample for large products). On a GPU the model
+   was not fitted to, this part is skipped, and the verdict says so.
+""", slide="slide")
+nb.code("""
+C = helpers.gemm("wmma_mixed_gemm_kernel", A.astype(np.float16), B.astype(np.float16), pad=True)
+wrong = helpers.check.wrong_results(C, A.astype(np.float16), B.astype(np.float16), inputs="fp16",
+                                    acc="fp32", block=16, originals=(A, B))
+ok = lambda flag: "ok" if flag else "FAIL"  # noqa: E731
+for what, W in {"the kernel's own result": C, **wrong}.items():
+    chk = helpers.KERNELS["wmma_mixed_gemm_kernel"].check(W, A, B)
+    print(f"{what:34s} bound {ok(chk.bound_ok):4s} answer-scaled {ok(chk.size_ok):4s} "
+          f"model {ok(chk.model_ok):4s} -> {'PASS' if chk.passed else 'FAIL'}")
+""", slide="subslide")
+nb.notes("A check is only worth something if it can fail. Each wrong answer here is one a real bug produces: "
+         "an unwritten output (zeros), a swapped index (transposed, permuted rows), a missing scale, the wrong "
+         "accumulator fragment, inputs converted to the wrong format. Lesson 04 shows how small an error of a "
+         "single element each kernel's check still sees.")
 
 nb.md("""
 ## When the input is wrong, the message says what to do

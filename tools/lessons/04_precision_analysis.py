@@ -438,6 +438,62 @@ if meas is not None:
 nb.notes("The tolerance is a bound, not an estimate: the measured errors sit well below it, and a failing "
          "check means a bug, not bad luck (false-alarm probability below 1e-6 for the probabilistic part).")
 
+nb.md("""
+## One bound is not enough: at large K, C = 0 passes it
+
+The tolerance multiplies |A||B|, which grows like K. On zero-mean data the answer grows like sqrt(K),
+so at large K the bound exceeds the answer itself. An FP16 accumulator at K = 16384:
+""", slide="slide")
+nb.code("""
+spec = helpers.KERNELS["wmma_fp16acc_gemm_kernel"]
+A = helpers.random_matrix(16, 16384, seed=3).astype(np.float16)
+B = helpers.random_matrix(16384, 16, seed=4).astype(np.float16)
+C = helpers.gemm("wmma_fp16acc_gemm_kernel", A, B)
+for what, X in [("the kernel's result", C), ("all zeros", np.zeros_like(C))]:
+    chk = spec.check(X, A, B)
+    print(f"{what:20s} bound: {'holds' if chk.bound_ok else 'broken'}, answer-scaled bound: "
+          f"{'holds' if chk.size_ok else 'broken'}, model: {chk.model} -> {'PASS' if chk else 'FAIL'}")
+""")
+nb.md("""
+So the check (`helpers.check`) adds two tests to the bound:
+
+- **answer-scaled**: the same worst case, from the partial sums the accumulator really holds. At every
+  rounding the error is at most u |s| for the partial sum s (2u |s| when it truncates), plus, on a tensor
+  core, the bits the alignment drops: at most (b + 1) 2^-23 times the block's largest term, whatever the
+  number of extra bits. The check computes every partial sum in float64, so the bound follows the answer;
+- **the model**: the CPU model fitted above must agree bit for bit (every element, or a seeded 64 x 64
+  sample of large products), on the CPU and on the H200. It sees what no bound can: an error smaller
+  than rounding could make.
+
+Neither needs an input-rounding term when A and B already are in the kernel's format: the reference is
+then the exact product of the same numbers.
+""", slide="subslide")
+
+nb.md("""
+## The smallest error of one element each check detects
+
+With the model, any change of any element, one unit in the last place, fails (shown first). Without it
+(on a GPU the model was not fitted to), the two bounds alone catch a change of one element down to the
+sizes below, relative to the root-mean-square of the answer (64 x 64 x 4096, N(0,1) inputs):
+""", slide="slide")
+nb.code("""
+from helpers.check import detection_limits, encode_inputs
+
+A32, B32 = helpers.random_matrix(64, 4096, seed=8), helpers.random_matrix(4096, 64, seed=9)
+for name, spec in helpers.KERNELS.items():
+    A_k, B_k = encode_inputs(A32, spec.inputs), encode_inputs(B32, spec.inputs)
+    C = spec.emulate(A_k, B_k)                      # bit-identical to the H200 kernel
+    C1 = C.copy()
+    C1[17, 5] = np.nextafter(C1[17, 5], np.inf)     # one element, one unit in the last place
+    lim = detection_limits(C, A_k, B_k, inputs=spec.inputs, acc=spec.acc, acc_rounding=spec.acc_rounding,
+                           block=spec.acc_block, values=helpers.formats.round_tf32_rna if spec.inputs == "tf32" else None)
+    print(f"{name:26s} 1 ulp off: {'FAIL' if not spec.check(C1, A_k, B_k) else 'pass'} | bounds alone: "
+          f"smallest {lim['smallest']:.1e}, median {lim['median']:.1e}")
+""", slide="subslide")
+nb.notes("FP32 accumulators leave the bounds little room: a change of a few times 1e-5 of the answer's size fails "
+         "even without the model. An FP16 accumulator's worst case is wide at K = 4096, so without the model "
+         "only changes of a sizeable fraction of the answer fail: that is why the model is part of the check.")
+
 # ------------------------------------------------------------------ exercises
 nb.md("""
 ## Check your understanding
