@@ -40,7 +40,7 @@ def _row(name, M, N, K, inputs, acc, t, chk, rel_acc, padded, in_bytes, out_byte
     return {
         "kernel": name, "m": M, "n": N, "k": K, "dtype_in": inputs, "acc": acc,
         "median_ms": round(t.median_ms, 6), "p10_ms": round(t.p10_ms, 6), "p90_ms": round(t.p90_ms, 6),
-        "reps": t.n, "tflops": round(gemm_flops(M, N, K) / (t.median_ms * 1e-3) / 1e12, 4),
+        "reps": t.n, **(t.clocks or {}), "tflops": round(gemm_flops(M, N, K) / (t.median_ms * 1e-3) / 1e12, 4),
         "gbs": round(gemm_min_bytes(M, N, K, in_bytes, out_bytes) / (t.median_ms * 1e-3) / 1e9, 3),
         **chk.fields(), "rel_err_acc": float(f"{rel_acc:.4e}"), "padded": padded,
     }

@@ -5,14 +5,17 @@ a few times to warm up, then `reps` times, each preceded by a write over a
 buffer several times the size of L2 so no input is still cached. Each run is
 bracketed by its own pair of CUDA events; we report the median and the spread
 (10th-90th percentile) in milliseconds, and TFLOP/s and GB/s from the counts you
-pass in.
+pass in. While the timed runs execute, the GPU's clocks, power and temperature are
+sampled (helpers.clocks): ``Timing.clocks`` says what the GPU ran at.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from .clocks import Sampler
 from .device import require_gpu
 
 
@@ -21,6 +24,7 @@ class Timing:
     times_ms: np.ndarray
     flops: float | None = None
     bytes_moved: float | None = None
+    clocks: dict | None = None     # helpers.clocks.Sampler.summary(): SM/memory MHz, power, throttling
 
     @property
     def median_ms(self) -> float:
@@ -101,12 +105,18 @@ def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = Non
     if reps is None:
         reps = int(np.clip(target_s / max(per_call, 1e-6), min_reps, max_reps))
     events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(reps)]
+    sampler = Sampler()
     for s, e in events:
         if flush is not None:
             flush.fill(0)          # evicts A, B and C from L2 (a memset over 4x L2)
         s.record(stream)
         fn()
         e.record(stream)
+    while True:                    # the runs are queued: read the clocks while they execute
+        sampler.sample()
+        if events[-1][1].done:
+            break
+        time.sleep(0.005)
     events[-1][1].synchronize()
     times = np.array([cupy.cuda.get_elapsed_time(s, e) for s, e in events])
-    return Timing(times, flops, bytes_moved)
+    return Timing(times, flops, bytes_moved, sampler.summary())

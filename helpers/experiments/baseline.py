@@ -114,7 +114,7 @@ def _time(run, n, **kw):
 
     t = benchmark(run, flops=gemm_flops(n, n, n), bytes_moved=gemm_min_bytes(n, n, n, 4, 4), **kw)
     return {"median_ms": round(t.median_ms, 5), "p10_ms": round(t.p10_ms, 5), "p90_ms": round(t.p90_ms, 5),
-            "reps": t.n, "tflops": round(t.tflops, 4), "gbs": round(t.gbs, 3)}
+            "reps": t.n, "tflops": round(t.tflops, 4), "gbs": round(t.gbs, 3), **(t.clocks or {})}
 
 
 def _check(C, A, B, name):
@@ -183,7 +183,8 @@ def timing_method(sizes=(1024, 4096), reps=100, seed=303):
             rows.append({"n": n, "l2": "flushed" if flush else "warm", "reps": t.n,
                          "median_ms": round(t.median_ms, 5), "mean_ms": round(mean_ms, 5),
                          "tflops_median": round(gemm_flops(n, n, n) / (t.median_ms * 1e-3) / 1e12, 4),
-                         "tflops_mean": round(gemm_flops(n, n, n) / (mean_ms * 1e-3) / 1e12, 4)})
+                         "tflops_mean": round(gemm_flops(n, n, n) / (mean_ms * 1e-3) / 1e12, 4),
+                         **(t.clocks or {})})
         del A, B
         cupy.get_default_memory_pool().free_all_blocks()
     return {"rows": rows}

@@ -77,7 +77,7 @@ def _rung_row(r, A, B, M, N, K, C_ref, timed: bool, cub_ms, peak, cc) -> dict:
         tf = gemm_flops(M, N, K) / (t.median_ms * 1e-3) / 1e12
         row.update(median_ms=round(t.median_ms, 6), p10_ms=round(t.p10_ms, 6), p90_ms=round(t.p90_ms, 6),
                    reps=t.n, tflops=round(tf, 4), frac_cublas=round(cub_ms / t.median_ms, 4) if cub_ms else None,
-                   frac_peak=round(tf / peak, 4) if peak else None)
+                   frac_peak=round(tf / peak, 4) if peak else None, **(t.clocks or {}))
         if hasattr(run, "kernel_only"):   # rung 7: also without the transpose of B
             t2 = benchmark(run.kernel_only)
             tf2 = gemm_flops(M, N, K) / (t2.median_ms * 1e-3) / 1e12
@@ -168,7 +168,7 @@ def ladder(timed_sizes=TIMED_SIZES, odd_sizes=ODD_SIZES):
         cub_ms[str(n)] = t.median_ms
         rows.append({"rung": 0, "kernel": "cublas_fp16", "idea": "cuBLAS (cupy.matmul float16)", "predicted": None,
                      "m": n, "n": n, "k": n, "median_ms": round(t.median_ms, 6), "tflops": round(tf, 4),
-                     "frac_cublas": 1.0, "frac_peak": round(tf / peak, 4) if peak else None,
+                     "frac_cublas": 1.0, "frac_peak": round(tf / peak, 4) if peak else None, **(t.clocks or {}),
                      "rel_err": float(f"{chk.rel_err:.4g}"), "passed": bool(chk.passed),
                      "regs": None, "smem": None, "spills": None})
         del A, B, Cc

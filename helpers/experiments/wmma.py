@@ -374,7 +374,7 @@ def wmma_variants_speed(sizes=(1024, 2048, 4096, 8192)):
             t = benchmark(run)
             rows.append({"kernel": name, "m": n, "n": n, "k": n, "median_ms": round(t.median_ms, 6),
                          "tflops": round(gemm_flops(n, n, n) / (t.median_ms * 1e-3) / 1e12, 4),
-                         "passed": ok})
+                         "passed": ok, **(t.clocks or {})})
     return rows
 
 

@@ -1,0 +1,87 @@
+"""What the GPU ran at while it was timed: SM and memory clocks, power, temperature, throttle reasons.
+
+``Sampler`` reads them through NVML (the nvidia-ml-py package, module ``pynvml``; falls back to
+nothing when NVML is missing) while timed work runs: ``helpers.timing.benchmark`` polls it until
+its last event completes, so every recorded timing sits beside the clocks it ran at. A clock far
+below the GPU's boost clock, or a throttle reason other than 'idle'/'none', means the number
+measured the power or thermal state, not only the kernel.
+"""
+from __future__ import annotations
+
+import statistics
+
+# NVML clock-event (throttle) reason bits (nvml.h, nvmlClocksEventReason*)
+REASONS = {0x1: "gpu idle", 0x2: "application clocks setting", 0x4: "sw power cap", 0x8: "hw slowdown",
+           0x20: "sync boost", 0x40: "sw thermal slowdown", 0x80: "hw thermal slowdown",
+           0x100: "hw power brake slowdown", 0x200: "display clock setting"}
+
+_HANDLE: dict = {}
+
+
+def _handle():
+    """The NVML handle of the current CuPy device (matched by PCI bus id), or None without NVML."""
+    if "h" in _HANDLE:
+        return _HANDLE["h"]
+    h = None
+    try:
+        import cupy
+        import pynvml
+
+        pynvml.nvmlInit()
+        bus = cupy.cuda.Device().pci_bus_id
+        h = pynvml.nvmlDeviceGetHandleByPciBusId(bus.encode() if isinstance(bus, str) else bus)
+    except Exception:   # no pynvml, no NVML library, or a driver without it: timings go unannotated
+        h = None
+    _HANDLE["h"] = h
+    return h
+
+
+def read() -> dict | None:
+    """One reading: {'sm_mhz', 'mem_mhz', 'power_w', 'temp_c', 'reasons'}, or None without NVML."""
+    h = _handle()
+    if h is None:
+        return None
+    import pynvml
+
+    out = {"sm_mhz": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+           "mem_mhz": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
+           "power_w": round(pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0, 1),
+           "temp_c": pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)}
+    try:
+        out["reasons"] = int(pynvml.nvmlDeviceGetCurrentClocksEventReasons(h))
+    except Exception:
+        out["reasons"] = int(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(h))
+    return out
+
+
+def reason_names(bits: int) -> list[str]:
+    return [name for bit, name in REASONS.items() if bits & bit] or ["none"]
+
+
+class Sampler:
+    """Readings taken while timed work runs; ``summary()`` gives the medians, the peak power and
+    every throttle reason seen."""
+
+    def __init__(self):
+        self.samples: list[dict] = []
+
+    def sample(self) -> None:
+        r = read()
+        if r is not None:
+            self.samples.append(r)
+
+    def summary(self) -> dict:
+        if not self.samples:
+            return {}
+        s = self.samples
+        bits = 0
+        for r in s:
+            bits |= r["reasons"]
+        return {"sm_mhz": int(statistics.median(r["sm_mhz"] for r in s)),
+                "mem_mhz": int(statistics.median(r["mem_mhz"] for r in s)),
+                "sm_mhz_min": min(r["sm_mhz"] for r in s),
+                "power_w": round(statistics.median(r["power_w"] for r in s), 1),
+                "power_w_max": max(r["power_w"] for r in s),
+                "temp_c": max(r["temp_c"] for r in s),
+                "throttle": [n for n in reason_names(bits) if n != "gpu idle"] or ["none"],
+                "clock_samples": len(s)}
