@@ -299,3 +299,20 @@ def test_subnormal_fp16_inputs_are_kept():
     A = np.array([[2.0 ** -24]], np.float16)
     B = np.array([[4.0]], np.float16)
     assert tensor_core_gemm(A, B)[0, 0] == np.float32(2.0 ** -22)
+
+
+def test_fp16_overflow_gives_inf_without_numpy_warnings():
+    """An FP16 accumulator past 65504 becomes Inf, as on the GPU, and numpy's 'overflow encountered in
+    cast' does not leak into the learner's cell (the check says so instead)."""
+    import warnings
+
+    A = np.full((4, 64), 200, np.float16)
+    B = np.full((64, 4), 200, np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        C = tensor_core_gemm(A, B, inputs="fp16", acc="fp16")
+    assert np.all(np.isinf(C))
+    from helpers.check import check_gemm
+
+    chk = check_gemm(C, A, B, inputs="fp16", acc="fp16", block=16, backend="test")
+    assert not chk.passed and "overflowed" in str(chk)
