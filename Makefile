@@ -39,8 +39,9 @@ unit: $(STAMP)
 nbval: $(STAMP)
 	$(PY) -m pytest $(NBVAL) notebooks -q -p no:cacheprovider
 
+# as root (containers, cloud machines) JupyterLab refuses to start without --allow-root: given here
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # GPU only: measure every kernel and cuBLAS baseline, write results/<gpu>.json
 record: $(VENV_UNLESS_PY)

@@ -136,11 +136,12 @@ def test_course_device_gpu_without_gpu_raises(set_device, monkeypatch):
         raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
 
     monkeypatch.setattr(helpers.device, "_probe_gpu", no_gpu)   # same result with or without a GPU
+    monkeypatch.setattr(helpers.device, "_driver_cuda_version", lambda: None)   # and no driver loads
     set_device("gpu")
     with pytest.raises(NoGPUError) as ei:
         helpers.device.backend()
     msg = str(ei.value)
-    assert "COURSE_DEVICE" in msg and "Fix:" in msg and "insufficient" in msg
+    assert "COURSE_DEVICE" in msg and "Fix:" in msg and "no NVIDIA driver was found" in msg
 
 
 def test_course_device_banana_raises_course_error(set_device):

@@ -333,3 +333,13 @@ def test_determinism_normalises_like_nbval():
                               get=lambda k, d=None, m={"tags": ["nbval-ignore-output"]}: m if k == "metadata" else []),
         types.SimpleNamespace(cell_type="code", metadata={}, get=lambda k, d=None: {} if k == "metadata" else outs)])
     assert list(det.compared_cells(nb, subs)) == [1]
+
+
+def test_exercise_answered_with_text_says_what_it_expects(capsys):
+    from helpers import exercises
+
+    exercises.gemm_flops_exercise("n/6", 4, 4, 4)
+    out = capsys.readouterr().out
+    assert "expects a number" in out and "'n/6'" in out and exercises.last_result is False
+    exercises.gemm_flops_exercise("128", 4, 4, 4)          # a number in a string is still a number
+    assert exercises.last_result is True

@@ -21,7 +21,8 @@ class Notebook:
         self.name = name
         self.nb = nbformat.v4.new_notebook()
         self.nb.metadata = {
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            # what `make` installs (ipykernel install --display-name): JupyterLab writes it back on save
+            "kernelspec": {"display_name": "Python 3 (tensor-core course)", "language": "python", "name": "python3"},
             "language_info": {"name": "python"},
             "celltoolbar": "Slideshow",
             "rise": {"scroll": True, "transition": "none", "theme": "white"},

@@ -29,8 +29,24 @@ def _report(name: str, answer, ok: bool, hint: str) -> None:
     last_result = ok
 
 
+def as_number(answer) -> float | None:
+    """The answer as a float, or None when it is not a number (text, a list, ...)."""
+    if isinstance(answer, bool):
+        return None
+    try:
+        return float(answer)
+    except (TypeError, ValueError):
+        return None
+
+
 def check_number(name: str, answer, expected: float, rel: float = 1e-9, hint: str = "") -> None:
-    ok = answer is not None and answer is not Ellipsis and math.isclose(float(answer), expected, rel_tol=rel)
+    global last_result
+    if answer is not None and answer is not Ellipsis and as_number(answer) is None:
+        print(f"[{name}] This checker expects a number (a Python expression such as 2 * 16**3 works), "
+              f"not {type(answer).__name__} {answer!r}.")
+        last_result = False
+        return
+    ok = answer is not None and answer is not Ellipsis and math.isclose(as_number(answer), expected, rel_tol=rel)
     _report(name, answer, ok, hint)
 
 
