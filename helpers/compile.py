@@ -18,8 +18,9 @@ import sys
 from pathlib import Path
 
 from .errors import ArchitectureError, HeaderNotFoundError, KernelCompileError
+from .paths import kernel_dir
 
-KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
+KERNEL_DIR = kernel_dir()            # kernels/ of the clone, or of the installed package (helpers.paths)
 
 # The headers the course's kernels include (directly or through mma.h).
 REQUIRED_HEADERS = ("mma.h", "crt/mma.h", "cuda_fp16.h", "cuda_bf16.h")

@@ -14,10 +14,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 CHILD_FLAG = "COURSE_ISOLATED_CHILD"      # set in the child processes
-ROOT = Path(__file__).resolve().parent.parent
+from .paths import IMPORT_ROOT as ROOT, child_env  # noqa: E402
 
 # the child: import the function, read its arguments from stdin, print its result after a marker
 # (the arguments travel on stdin: matrices as JSON can exceed the kernel's limit on one command-line
@@ -36,7 +35,7 @@ def run_isolated(func: str, *args, timeout: int = 240, device: str = "gpu"):
     """``func(*args)`` in a child process, ``func`` written "package.module:function"; returns its
     JSON result, or {"error": ..., "returncode": ...} when the child failed, or {"error": ...}
     when it ran longer than `timeout` seconds."""
-    env = dict(os.environ, COURSE_DEVICE=device, **{CHILD_FLAG: "1"})
+    env = child_env(dict(os.environ, COURSE_DEVICE=device, **{CHILD_FLAG: "1"}))
     try:
         p = subprocess.run([sys.executable, "-c", _CHILD, func], input=json.dumps(list(args)), cwd=ROOT,
                            env=env, capture_output=True, text=True, timeout=timeout)

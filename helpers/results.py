@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ResultsError
+from .paths import results_dir
 
-RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+RESULTS_DIR = results_dir()          # results/ of the clone, or of the installed package (helpers.paths)
 SCHEMA = "tensor-core-course/results/1"
 REQUIRED_ROW_KEYS = ("kernel", "m", "n", "k", "dtype_in", "acc", "median_ms", "tflops", "rel_err")
 REQUIRED_META = ("schema", "kind", "gpu", "records")   # plus "date" for kind "gpu-record"

@@ -24,14 +24,13 @@ import math
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 
 from . import experiment
 from ..numerics import FORMATS
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..paths import IMPORT_ROOT as ROOT  # noqa: E402
 
 TF32_ENV_SIZE = 2048
 # (CUPY_TF32, NVIDIA_TF32_OVERRIDE); None = unset

@@ -313,11 +313,11 @@ def wmma_edge_corruption():
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
+    from ..paths import IMPORT_ROOT as root, child_env
+
     code = "import json, helpers.experiments.wmma as w; print('JSON' + json.dumps(w._edge_gpu()))"
-    env = dict(os.environ, COURSE_DEVICE="gpu")
+    env = child_env(dict(os.environ, COURSE_DEVICE="gpu"))
     p = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
                        text=True, timeout=300)
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("JSON")), None)

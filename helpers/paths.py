@@ -1,0 +1,37 @@
+"""Where the course's files are: the kernels (kernels/*.cu) and the recorded results (results/).
+
+One lookup for a clone and for an installed package: a wheel built from the repository carries
+both folders inside the package (``helpers/_data/``, copied there by setup.py when the wheel is
+built); in a clone (or an editable install) they are the repository's own top-level folders.
+``COURSE_KERNELS_DIR`` / ``COURSE_RESULTS_DIR`` point the helpers at folders of your own.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+# the folder `import helpers` resolves from: a child process with it on PYTHONPATH imports the same helpers
+IMPORT_ROOT = PACKAGE_DIR.parent
+
+
+def _data_root() -> Path:
+    packaged = PACKAGE_DIR / "_data"
+    return packaged if (packaged / "kernels").is_dir() else IMPORT_ROOT
+
+
+def kernel_dir() -> Path:
+    """Folder of the .cu files (COURSE_KERNELS_DIR overrides)."""
+    return Path(os.environ.get("COURSE_KERNELS_DIR") or _data_root() / "kernels")
+
+
+def results_dir() -> Path:
+    """Folder of the recorded GPU results (COURSE_RESULTS_DIR overrides)."""
+    return Path(os.environ.get("COURSE_RESULTS_DIR") or _data_root() / "results")
+
+
+def child_env(env: dict | None = None) -> dict:
+    """An environment in which a child Python process imports these same helpers."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = str(IMPORT_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
