@@ -27,7 +27,12 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (tensor-core course)" >/dev/null
 	touch $(STAMP)
 
-course: $(STAMP)
+# the HTML pages take MathJax and RequireJS from tools/slides/node_modules (npm ci) when npm exists, so they
+# load nothing remote; without npm they fall back to a CDN and say so
+SLIDES_NPM := tools/slides/node_modules/.package-lock.json
+PAGE_ASSETS := $(if $(shell command -v npm 2>/dev/null),$(SLIDES_NPM))
+
+course: $(STAMP) $(PAGE_ASSETS)
 	$(PY) tools/execute_notebooks.py --out build
 	$(PY) tools/slides.py --site
 
@@ -67,11 +72,8 @@ clean:
 
 # Slides (README "Slides and HTML"): one offline reveal.js deck per notebook in build/slides/, from
 # the executed notebooks in build/notebooks/ (executed first if missing or older than notebooks/).
-# reveal.js 4 and playwright-core come from tools/slides/package-lock.json; MathJax 2, RequireJS,
-# jQuery and Chromium from Debian (apt-get install chromium libjs-mathjax fonts-mathjax
-# libjs-requirejs libjs-jquery).
-SLIDES_NPM := tools/slides/node_modules/.package-lock.json
-
+# reveal.js 4, MathJax 2, RequireJS, jQuery and playwright-core come from tools/slides/package-lock.json;
+# Chromium (browser test, PDFs) from Debian (apt-get install chromium).
 $(SLIDES_NPM): tools/slides/package.json tools/slides/package-lock.json
 	npm ci --prefix tools/slides --no-audit --no-fund --loglevel=error
 	touch $(SLIDES_NPM)

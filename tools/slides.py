@@ -10,10 +10,10 @@ Each deck loads reveal.js 4, MathJax 2, RequireJS and jQuery from build/slides/a
 from local installs (never a CDN):
 
     reveal.js 4   tools/slides/node_modules/reveal.js      (npm ci --prefix tools/slides)
-    MathJax 2     /usr/share/javascript/mathjax            (Debian libjs-mathjax + fonts-mathjax)
-                  or tools/slides/node_modules/mathjax     (npm install --prefix tools/slides mathjax@2)
-    RequireJS     /usr/share/javascript/requirejs          (Debian libjs-requirejs) or node_modules/requirejs
-    jQuery        /usr/share/javascript/jquery             (Debian libjs-jquery) or node_modules/jquery
+    MathJax 2     tools/slides/node_modules/mathjax        (npm ci --prefix tools/slides: pinned in the lock file)
+                  or /usr/share/javascript/mathjax         (Debian libjs-mathjax + fonts-mathjax)
+    RequireJS     node_modules/requirejs, or /usr/share/javascript/requirejs (Debian libjs-requirejs)
+    jQuery        node_modules/jquery, or /usr/share/javascript/jquery (Debian libjs-jquery)
 
 so build/slides/ can be copied anywhere and opened from file:// with no network. After writing
 each deck the script fails if any <script>, <link>, <img>, <iframe>, CSS url() or ES import in
@@ -61,9 +61,9 @@ def _first(*candidates: Path) -> Path | None:
 
 HOW = {
     "reveal.js": "npm ci --prefix tools/slides   (reveal.js 4 from tools/slides/package-lock.json)",
-    "mathjax": "apt-get install libjs-mathjax fonts-mathjax   (or npm install --prefix tools/slides mathjax@2)",
-    "require.js": "apt-get install libjs-requirejs   (or npm install --prefix tools/slides requirejs)",
-    "jquery.js": "apt-get install libjs-jquery   (or npm install --prefix tools/slides jquery@3)",
+    "mathjax": "npm ci --prefix tools/slides   (or apt-get install libjs-mathjax fonts-mathjax)",
+    "require.js": "npm ci --prefix tools/slides   (or apt-get install libjs-requirejs)",
+    "jquery.js": "npm ci --prefix tools/slides   (or apt-get install libjs-jquery)",
 }
 
 
