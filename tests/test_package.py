@@ -60,3 +60,23 @@ def test_a_lesson_copied_alone_runs_from_the_installed_package(wheel, tmp_path):
     assert out[1] == str(site / "helpers" / "_data" / "kernels")
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
     assert not errors
+
+
+def test_binder_pins_follow_requirements():
+    """binder/requirements.txt (the CPU image for Binder or JupyterHub) pins what requirements.txt pins,
+    without CuPy; postBuild installs the helpers."""
+    def pins(path):
+        out = {}
+        for line in path.read_text().splitlines():
+            line = line.split("#")[0].strip()
+            if line:
+                name = line.split("=")[0].split(">")[0].split("<")[0].strip().lower()
+                out[name] = line.replace(" ", "")
+        return out
+
+    course, binder = pins(ROOT / "requirements.txt"), pins(ROOT / "binder" / "requirements.txt")
+    assert not any(n.startswith("cupy") for n in binder)
+    for name, line in binder.items():
+        assert course.get(name) == line, (name, line, course.get(name))
+    assert "pip install --no-deps -e ." in (ROOT / "binder" / "postBuild").read_text()
+    assert "COURSE_DEVICE=cpu" in (ROOT / "binder" / "start").read_text()
