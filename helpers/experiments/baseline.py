@@ -255,6 +255,13 @@ def implied_clock_hz(fp32_peak_tflops: float, sms: int, lanes: int = 128) -> flo
     return fp32_peak_tflops * 1e12 / (sms * lanes * 2)
 
 
+def timed_clock_hz(data: dict, fallback: float | None = None) -> float | None:
+    """The median SM clock recorded beside the block-shape timings (helpers.clocks), in Hz; `fallback`
+    (e.g. implied_clock_hz) when the rows carry no clock readings (no NVML on the GPU that ran them)."""
+    mhz = [r["sm_mhz"] for r in data.get("rows", []) if r.get("sm_mhz")]
+    return float(np.median(mhz)) * 1e6 if mhz else fallback
+
+
 def lines_per_sm_clock(lines: float, n: int, ms: float, sms: int, clock_hz: float) -> float:
     """Cache lines the warps' loads touched, per SM per clock: lines per warp-step x n^3 / 32 warp-steps."""
     return lines * n ** 3 / 32 / (ms * 1e-3 * sms * clock_hz)
