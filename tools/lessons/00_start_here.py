@@ -65,7 +65,7 @@ nb.md("""
 
 ```bash
 make course   # creates .venv, installs, executes every notebook, writes build/ (notebooks + HTML)
-make test     # unit tests and nbval on every notebook
+make test     # unit tests, and every notebook re-run and compared with its stored outputs
 make lab      # JupyterLab with the course's Python
 make record   # GPU only: re-measure every kernel, write results/<your-gpu>.json
 ```
