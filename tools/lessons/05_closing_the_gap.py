@@ -65,8 +65,9 @@ nb.code("""
 peak = rec.meta["gpu"]["peaks"]["fp16"]       # dense FP16 Tensor Core peak (datasheet)
 for n in L.TIMED_SIZES:
     t = rec.value("cublas_fp16", n)
+    clk = helpers.clocks.clock_text(rec.select(kernel="cublas_fp16", m=n, n=n, k=n)[0])
     print(f"n = {n}: cuBLAS FP16 {t:.0f} TFLOP/s = {t / peak:.2f} of the {peak:g} TFLOP/s peak; "
-          f"half of it: {t / 2:.0f} TFLOP/s")
+          f"half of it: {t / 2:.0f} TFLOP/s  [SM clock {clk}]")
 naive = rec.value("wmma_gemm_naive", 4096)
 print(f"lesson 2's naive WMMA at 4096: {naive:.1f} TFLOP/s; half of cuBLAS is "
       f"{rec.value('cublas_fp16', 4096) / 2 / naive:.1f}x that")
