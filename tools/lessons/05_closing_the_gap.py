@@ -52,7 +52,7 @@ print("recorded data:", rec.label)
 nb.code("""
 env = helpers.summary()
 """, ignore_output=True)
-nb.notes("The summary depends on the machine; everything after it is the same everywhere.")
+nb.notes("The summary depends on the machine; the recorded-data line does not.")
 
 # --------------------------------------------------------------------------- the yardstick
 nb.md("""
