@@ -353,8 +353,9 @@ For the seed's 16 x 16 shape this gives a ceiling: 32 FMAs = 64 FLOPs per 3 line
 64/3 FLOP per SM per clock, a twelfth of the 256 the FP32 lanes could do.
 """, slide="subslide")
 nb.notes("""
-This is the bottleneck, measured: the rate at which each SM's L1 can serve the lines the warps'
-loads touch. Reuse through caches does not help with that; it only keeps DRAM out of the picture.
+This is the bottleneck the timings and the recorded clocks point to: the rate at which each SM's L1
+can serve the lines the warps' loads touch (the line count is the footprint model's; the profiler
+confirms its sector counts and the stalls on the load path). Reuse through caches does not help with that; it only keeps DRAM out of the picture.
 The cure is to make each loaded value feed more FMAs: shared memory (the exercise) and registers.
 """)
 

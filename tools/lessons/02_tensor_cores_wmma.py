@@ -454,7 +454,7 @@ nb.md("""
 - **"Tensor Cores make any GEMM fast."** The naive kernel keeps the Tensor Cores busy a small
   fraction of the time (the profiler's tensor-pipe share); it is limited by its loads.
 
-Three more (sizes that are not multiples of 16, and seed 001's numpy "simulation"): appendix G.
+Two more (sizes that are not multiples of 16, and seed 001's numpy "simulation"): appendix G.
 """, slide="slide")
 # --------------------------------------------------------------------------- 11. check your understanding
 nb.md("""
@@ -577,7 +577,7 @@ helpers.display.show_kernel("wmma_lesson.cu", "wmma_fragment_probe")
 nb.md("""
 ### B. What the measured map does and does not tell you
 
- The table is a measurement on one GPU and one compiler:
+The table is a measurement on one GPU and one compiler:
 WMMA's fragment layout is *unspecified* by the CUDA Programming Guide and may differ between
 architectures (Volta's Tensor Cores, for example, work on different internal shapes) and even
 between compiler versions. Code that needs to know which lane holds which element, for example to
