@@ -224,7 +224,7 @@ nb.md("""
 ## The CPU model reproduces these curves
 
 The same inputs (seeded), pushed through the CPU model of each kernel, give the same errors: the
-model is not a rough approximation but the hardware's arithmetic (bit for bit on the H200: `emulator_match` below, and lesson 03's `mixed_emulator_probe`).
+model is not a rough approximation but the hardware's arithmetic (bit for bit on the H200: `emulator_match` in appendix A, and lesson 03's `mixed_emulator_probe`).
 A quick check at small sizes that the model's errors stay within the course's tolerance:
 """, slide="slide")
 nb.code("""
