@@ -14,9 +14,11 @@ One job per module:
   emulate      numpy reproductions of each kernel's arithmetic (the CPU backend)
   analysis     models that need no GPU: requested traffic, bank conflicts, ldmatrix maps, SASS counts
   timing       CUDA-event benchmarking with cold L2
+  clocks       SM and memory clocks, power, temperature and throttling read beside each timing
   memory       free GPU memory, size caps for sweeps on small GPUs, returning cached blocks
   cublas       cuBLAS baselines (FP32, TF32, FP16 with FP32 or FP16 accumulation)
   results      recorded GPU measurements in results/
+  profile      recorded Nsight Compute counters (results/ncu-<gpu>.json), in the units lessons use
   record       `make record`, and sweep(): live measurements on a GPU, recorded ones without
   plots        the shared matplotlib figures
   display      kernel source from kernels/ and small tables, in a notebook
@@ -24,8 +26,8 @@ One job per module:
   experiments/ lesson-specific GPU measurements, recorded by `make record` (run_or_load)
   exercises/   self-checking exercises, one module per lesson family
 """
-from . import (analysis, compile, cublas, device, display, emulate, exercises, kernels, launch, numerics,  # noqa: F401
-               plots, results, timing)
+from . import (analysis, clocks, compile, cublas, device, display, emulate, exercises, kernels, launch,  # noqa: F401
+               numerics, plots, profile, results, timing)
 from .device import backend, summary
 from .errors import (ArchitectureError, CourseError, DriverMismatchError, GPUContextLostError,  # noqa: F401
                      GPUOutOfMemoryError, HeaderNotFoundError, InputError, KernelCompileError, NoGPUError,

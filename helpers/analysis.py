@@ -2,8 +2,10 @@
 traffic its block tile requests, shared-memory bank conflicts, ldmatrix's fragment addressing,
 and the instructions the compiler emitted (read from a recorded ``cuobjdump -sass`` listing).
 
-A kernel here is a registry entry (helpers.kernels): the models read its ``block_tile``,
-``in_dtype`` and ``out_dtype``, never launch it.
+A kernel here is a registry entry (helpers.kernels): the models read its ``traffic_tile`` (the tile
+of C whose rows of A and columns of B are loaded once and shared: the block's in lesson 5's rungs 2-7,
+one warp's 16 x 16 in the seed's WMMA loop, one thread's element in gemm_fp32_kernel), ``in_dtype``
+and ``out_dtype``, never launch it. Lessons 1, 2 and 5 all use this one traffic model.
 """
 from __future__ import annotations
 
@@ -14,15 +16,15 @@ import numpy as np
 
 # --------------------------------------------------------------------------- traffic model
 def tile_traffic_bytes(M: int, N: int, K: int, bm: int, bn: int, elem_in: int = 2, elem_out: int = 4) -> float:
-    """Bytes that blocks of bm x bn tiles of C request from global memory (L2/DRAM) if nothing is
-    shared between blocks: each reads its rows of A and columns of B once (A once per column of
-    blocks, B once per row of blocks) and writes its tile of C once."""
+    """Bytes that bm x bn tiles of C request from global memory (L1/L2/DRAM) if nothing is shared
+    between tiles: each reads its rows of A and columns of B once (A once per column of tiles, B once
+    per row of tiles) and writes its piece of C once. Per FLOP: (1/bm + 1/bn) elem_in / 2 for A and B."""
     return float(M * K * math.ceil(N / bn) * elem_in + K * N * math.ceil(M / bm) * elem_in + M * N * elem_out)
 
 
 def traffic_bytes(kernel, M: int, N: int, K: int) -> float:
-    """tile_traffic_bytes for a registered kernel: its block tile and its input and output element sizes."""
-    bm, bn = kernel.block_tile
+    """tile_traffic_bytes for a registered kernel: its traffic tile and its input and output element sizes."""
+    bm, bn = kernel.traffic_tile
     return tile_traffic_bytes(M, N, K, bm, bn, np.dtype(kernel.in_dtype).itemsize,
                               np.dtype(kernel.out_dtype).itemsize)
 

@@ -4,7 +4,8 @@
 nothing when NVML is missing) while timed work runs: ``helpers.timing.benchmark`` polls it until
 its last event completes, so every recorded timing sits beside the clocks it ran at. A clock far
 below the GPU's boost clock, or a throttle reason other than 'idle'/'none', means the number
-measured the power or thermal state, not only the kernel.
+measured the power or thermal state, not only the kernel. ``clock_text`` and ``with_clock`` put a
+recorded row's readings beside its timing in a table; ``tflops_per_ghz`` divides the clock out.
 """
 from __future__ import annotations
 
@@ -85,3 +86,32 @@ class Sampler:
                 "temp_c": max(r["temp_c"] for r in s),
                 "throttle": [n for n in reason_names(bits) if n != "gpu idle"] or ["none"],
                 "clock_samples": len(s)}
+
+
+# --------------------------------------------------------------------------- reading recorded rows
+def clock_text(row: dict) -> str:
+    """What a timed row ran at, for a table column: '1980 MHz', or '1620 MHz (min 1320), sw power cap'
+    when the clock moved or the driver reported a throttle reason; 'not read' without NVML readings."""
+    mhz = row.get("sm_mhz")
+    if mhz is None:
+        return "not read"
+    s = f"{mhz} MHz"
+    lo = row.get("sm_mhz_min")
+    if lo is not None and lo < mhz:
+        s += f" (min {lo})"
+    reasons = [r for r in (row.get("throttle") or []) if r != "none"]
+    if reasons:
+        s += ", " + ", ".join(reasons)
+    return s
+
+
+def with_clock(rows: list[dict]) -> list[dict]:
+    """Copies of timed rows with a 'clock' field (clock_text) for helpers.display.table."""
+    return [dict(r, clock=clock_text(r)) for r in rows]
+
+
+def tflops_per_ghz(row: dict) -> float | None:
+    """Throughput per unit of SM clock (TFLOP/s per GHz, median clock): what is left of a speed
+    difference once the clock is divided out; None without a clock reading."""
+    mhz, tf = row.get("sm_mhz"), row.get("tflops")
+    return None if not mhz or tf is None else tf / (mhz / 1000.0)

@@ -74,9 +74,9 @@ class TensorCoreModel:
 
 
 # Measured on the H200 in lesson 4 (bit-for-bit fit to raw WMMA outputs, and the probes of
-# Fasi et al. 2021 / Khattak & Mikaitis 2025): block 16 and 2 extra bits, as Khattak & Mikaitis
-# publish for B200 and reuse for Hopper; products aligned before normalisation.
-DEFAULT_TC_MODEL = TensorCoreModel(16, 2, "H200, fitted in lesson 4; as published for B200/Hopper, "
+# Fasi et al. 2021 / Khattak & Mikaitis 2025): block 16 and 2 extra bits, the parameters Khattak &
+# Mikaitis publish for the B200; products aligned before normalisation.
+DEFAULT_TC_MODEL = TensorCoreModel(16, 2, "H200, fitted in lesson 4; the B200's parameters in "
                                           "Khattak & Mikaitis 2025")
 # TF32 (m16n16k8): the H200 rounds after every 4 products (lesson 4's block-size probe), as Fasi et al.
 # report for A100; Khattak & Mikaitis publish 8 for B200.

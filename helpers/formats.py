@@ -3,7 +3,9 @@
 Every number here is computed from the format's definition: numpy / ml_dtypes
 ``finfo`` where a numpy type exists, and the sign / exponent / fraction bit
 counts in ``helpers.numerics.FORMATS`` otherwise (TF32 has no storage type: it
-is FP32 with the 13 lowest fraction bits ignored). Nothing is typed in.
+keeps FP32's sign and exponent and 10 fraction bits, in a 32-bit word whose other
+13 bits carry nothing; how the hardware lays it out is unspecified, CUDA Math API,
+``__nv_tf32``). Nothing is typed in.
 
 Also here: the BF16 bit-pattern conversions the BF16 kernel's callers need
 (CuPy has no bfloat16 dtype, so BF16 matrices travel as uint16 arrays holding
@@ -306,9 +308,9 @@ def plot_bit_layouts(names=LESSON_FORMATS, value: float = -1 / 3, source: str = 
                 ax.add_patch(plt.Rectangle((x0 + j, y), 0.95, 0.8, color=_FIELD_COLORS[field], alpha=0.85))
                 ax.text(x0 + j + 0.47, y + 0.38, bits[x0 + j], ha="center", va="center", fontsize=10)
             x0 += w
-        if n == "tf32":   # the 13 ignored bits of the FP32 word
+        if n == "tf32":   # the 13 bits of the FP32 word that hold no TF32 information (layout unspecified)
             ax.add_patch(plt.Rectangle((19, y), 12.95, 0.8, fill=False, hatch="///", color="0.6"))
-            ax.text(25.5, y + 0.38, "13 bits ignored", ha="center", va="center", fontsize=9, color="0.35")
+            ax.text(25.5, y + 0.38, "13 bits: not part of TF32", ha="center", va="center", fontsize=9, color="0.35")
         shown = decode_bits(bits, n)
         ax.text(-0.6, y + 0.4, n, ha="right", va="center", fontsize=13)
         ax.text(width + 0.6, y + 0.4, f"= {shown:.8g}", ha="left", va="center", fontsize=11)

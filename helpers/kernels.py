@@ -64,9 +64,11 @@ class GemmKernel:
     acc_block: int                 # products per accumulator rounding (the tolerance's `block`)
     emulate: Callable              # emulate(A, B) -> C on the CPU, A and B as helpers.gemm takes them
     block: tuple                   # threads per block
-    block_tile: tuple              # (rows, cols) of C per block: the grid, and the traffic model
+    block_tile: tuple              # (rows, cols) of C per block: the grid
     teaches: str
     output: str = ""               # C's format ("": the accumulator's)
+    load_tile: tuple | None = None  # (rows, cols) of C whose A rows and B columns are loaded once and shared:
+                                    # the traffic model (helpers.analysis); None: the block tile
     tile_mn: int = 1               # M and N must be multiples of this (pad=True pads to it)
     tile_k: int = 1                # K must be a multiple of this
     min_cc: tuple = (0, 0)
@@ -96,6 +98,13 @@ class GemmKernel:
     def out_dtype(self) -> str:
         """numpy dtype name of C."""
         return OUT_DTYPES[self.output]
+
+    @property
+    def traffic_tile(self) -> tuple:
+        """The tile of C that loads its rows of A and columns of B once (helpers.analysis.traffic_bytes):
+        the block's when its warps share tiles through shared memory, one warp's (or one thread's) when
+        each loads its own."""
+        return tuple(self.load_tile or self.block_tile)
 
     @property
     def multiple(self) -> int:
@@ -188,9 +197,12 @@ WGMMA_SMEM = 4 * (128 * 64 + 256 * 64) * 2 + 1024 + 64    # LADDER7_SMEM in kern
 def _seed_wmma(name: str, file: str, inputs: str, acc: str, acc_rounding: str, acc_block: int, emulate: Callable,
                min_cc: tuple, teaches: str, **kw) -> GemmKernel:
     """Lessons 2-3 (the seed's WMMA loop): one warp per 16x16 tile of C, 8 warps stacked in M per block;
-    M, N, K multiples of 16; measured at every size by `make record`."""
+    M, N, K multiples of 16; measured at every size by `make record`. Every warp loads its own A and B
+    tiles from global memory (nothing is shared through shared memory): the traffic model's tile is
+    the warp's 16 x 16."""
     return GemmKernel(name=name, file=file, inputs=inputs, acc=acc, acc_rounding=acc_rounding, acc_block=acc_block,
-                      emulate=emulate, block=(32, 8), block_tile=(128, 16), tile_mn=16, tile_k=16, min_cc=min_cc,
+                      emulate=emulate, block=(32, 8), block_tile=(128, 16), load_tile=(16, 16), tile_mn=16, tile_k=16,
+                      min_cc=min_cc,
                       sweep=True, teaches=teaches, **kw)
 
 
@@ -219,7 +231,7 @@ KERNELS: dict[str, GemmKernel] = _registry([
     # (FP32), or one warp per 16x16 tile with 8 warps stacked in M (WMMA)
     GemmKernel(name="gemm_fp32_kernel", file="fp32_baseline.cu", inputs="fp32", acc="fp32",
                acc_rounding="nearest", acc_block=1, emulate=_emu.fp32_fma_chain, block=(16, 16),
-               block_tile=(16, 16), sweep=True,
+               block_tile=(16, 16), load_tile=(1, 1), sweep=True,
                teaches="FP32 CUDA-core baseline: one thread per C element, FMA chain over K"),
     _seed_wmma("wmma_gemm_naive", "wmma.cu", "fp16", "fp32", "truncate", 16, _fp16_fp32acc, (7, 0),
                "naive WMMA: one warp per 16x16 tile, loads from global memory",
@@ -265,7 +277,8 @@ KERNELS: dict[str, GemmKernel] = _registry([
                teaches="lesson 5, rung 7: wgmma + TMA + mbarriers (sm_90a)",
                rung=7, idea="wgmma + TMA + mbarriers (sm_90a)", predicted_gain=2.0,
                why="Hopper's warpgroup MMA reads A and B from shared memory at a rate mma.sync cannot reach; "
-                   "the copy engine fills a 128x256 tile (half the bytes per FLOP) with one thread"),
+                   "the copy engine fills a 128x256 tile (bytes per FLOP scale with 1/BM + 1/BN: 3/4 of "
+                   "128x128's) with one thread"),
 ])
 
 RUNGS: dict[int, GemmKernel] = {k.rung: k for k in sorted((k for k in KERNELS.values() if k.rung is not None),

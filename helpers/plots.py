@@ -35,11 +35,27 @@ def apply_style():
     plt.rcParams["axes.prop_cycle"] = matplotlib.cycler(color=COLORS)
 
 
-def _finish(ax, title: str, source: str):
+def _finish(ax, title: str, source: str, legend_outside: bool = False):
     ax.set_title(f"{title}\n{source}", loc="left")
-    ax.legend(loc="best", frameon=False)
+    if legend_outside:       # beside the axes: no legend on top of a line
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    else:
+        ax.legend(loc="best", frameon=False)
     ax.figure.tight_layout()
     return ax.figure
+
+
+def size_tick_labels(sizes, min_ratio: float = 1.12) -> list[str]:
+    """Labels for ticks at `sizes` on a log axis: a size closer than `min_ratio` to one already
+    labelled gets no label (powers of two are labelled first), so labels such as 1000 and 1024 do
+    not print on top of each other. Returns one label ('' or the size) per size, in order."""
+    sizes = list(sizes)
+    order = sorted(range(len(sizes)), key=lambda i: (sizes[i] & (sizes[i] - 1) != 0, sizes[i]))
+    kept: list[int] = []
+    for i in order:
+        if all(max(sizes[i], sizes[j]) / min(sizes[i], sizes[j]) >= min_ratio for j in kept):
+            kept.append(i)
+    return [str(s) if i in kept else "" for i, s in enumerate(sizes)]
 
 
 def tflops_vs_size(series: dict, *, baselines: dict | None = None, peaks: dict | None = None,
@@ -68,7 +84,7 @@ def tflops_vs_size(series: dict, *, baselines: dict | None = None, peaks: dict |
     sizes = sorted({s for n, _ in list(series.values()) + list((baselines or {}).values()) for s in n})
     if sizes:
         ax.set_xticks(sizes)
-        ax.set_xticklabels([str(s) for s in sizes], rotation=45)
+        ax.set_xticklabels(size_tick_labels(sizes), rotation=45)
         ax.minorticks_off()
     return _finish(ax, title, source)
 
@@ -99,18 +115,23 @@ def roofline(points: dict, *, peak_tflops: float, mem_gbs: float, extra_ceilings
 
 def error_vs_k(K, curves: dict, *, bounds: dict | None = None, title: str = "Error vs K",
                ylabel: str = "componentwise error / (|A||B|)", source: str = ""):
-    """Error against inner dimension K (log-log); bounds drawn as dashed grey lines."""
+    """Error against inner dimension K (log-log); the legend sits beside the axes.
+
+    bounds: {label: values} drawn dashed, grey, or {label: (values, color)} drawn dashed in the colour
+    of the curve they bound."""
     apply_style()
-    fig, ax = plt.subplots()
+    fig, ax = plt.subplots(figsize=(12, 5.6))
     for label, e in curves.items():
         ax.plot(K, e, marker="o", label=label)
+    styles = ["--", ":", "-.", (0, (5, 1, 1, 1))]
     for i, (label, b) in enumerate((bounds or {}).items()):
-        ax.plot(K, b, linestyle="--", color=str(0.2 + 0.2 * i), linewidth=1.6, label=label)
+        b, color = b if isinstance(b, tuple) else (b, str(0.2 + 0.2 * i))
+        ax.plot(K, b, linestyle=styles[i % len(styles)], color=color, linewidth=1.6, label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("K (length of each dot product)")
     ax.set_ylabel(ylabel)
-    return _finish(ax, title, source)
+    return _finish(ax, title, source, legend_outside=True)
 
 
 def ladder(by_size: dict, *, peak: float, source: str):

@@ -210,17 +210,26 @@ def _smooth(y: np.ndarray, w: int) -> np.ndarray:
 def plot_training(results: dict, *, source: str = "FP16 / BF16 arithmetic emulated in numpy on the CPU", title=None,
                   smooth: int = 50):
     """Loss curves (log scale, running mean over `smooth` steps) of several runs, and the loss
-    scale of the scaled ones; a run that diverges is marked where its loss stops being finite."""
+    scale of the scaled ones; a run that diverges is marked where its loss stops being finite. The
+    first run is the reference (FP32): drawn as a wide pale band under the others, which get line
+    styles of their own, so that runs which train exactly like it stay visible on top of it."""
     import matplotlib.pyplot as plt
 
     from .plots import COLORS, apply_style
 
     apply_style()
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(10.5, 7.4), sharex=True, gridspec_kw={"height_ratios": [3, 1.5]})
+    styles = ["-", "--", ":", "-.", (0, (6, 2, 1, 2)), "-", (0, (8, 3))]
+    colors = [c for c in COLORS if c != "#F0E442"]          # the yellow is too pale on white
     for i, (label, r) in enumerate(results.items()):
-        color = COLORS[i % len(COLORS)]
+        color = colors[i % len(colors)]
         loss = np.where(np.isfinite(r.loss), r.loss, np.nan)
-        a1.plot(_smooth(loss, smooth), label=label, color=color, linewidth=2.0)
+        if i == 0:   # the reference (FP32): a wide pale band under the others, so curves on it stay visible
+            a1.plot(_smooth(loss, smooth), label=f"{label} (wide band)", color="0.6", linewidth=9, alpha=0.45,
+                    solid_capstyle="butt", zorder=1)
+        else:
+            a1.plot(_smooth(loss, smooth), label=label, color=color, linewidth=2.0,
+                    linestyle=styles[(i - 1) % len(styles)], zorder=2)
         bad = np.flatnonzero(~np.isfinite(r.loss))
         if bad.size:
             x0 = int(bad[0])

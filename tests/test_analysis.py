@@ -13,9 +13,29 @@ def test_traffic_model():
     assert A.traffic_bytes(r2, n, n, n) == n * n * 2 * (n / 128) * 2 + n * n * 4
     assert A.intensity(r2, n, n, n) > 4 * A.intensity(r1, n, n, n)
     assert A.traffic_bytes(r2, n, n, n) == A.tile_traffic_bytes(n, n, n, 128, 128)
-    # element sizes come from the kernel: FP32 in and out for the CUDA-core kernel
+    # element sizes come from the kernel: FP32 in and out for the CUDA-core kernel, whose threads each
+    # load their own A and B elements (two 4-byte loads per FMA: lesson 1's requested traffic)
     fp32 = KERNELS["gemm_fp32_kernel"]
-    assert A.traffic_bytes(fp32, 64, 64, 64) == A.tile_traffic_bytes(64, 64, 64, 16, 16, 4, 4)
+    assert A.traffic_bytes(fp32, 64, 64, 64) == A.tile_traffic_bytes(64, 64, 64, 1, 1, 4, 4)
+    from helpers.experiments.baseline import intensity as lesson1_intensity
+    assert A.intensity(fp32, n, n, n) == lesson1_intensity(n)["requested"]
+
+
+def test_rung1_traffic_is_per_warp_as_lesson2_counts_it():
+    """Every warp of the seed's WMMA loop loads its own 16 x 16 tiles of A and B: n^3 / 4 bytes of A and B
+    at n^3 (lesson 2's count), and rung 2's 128 x 128 block tile cuts that by (1/16 + 1/16) / (2/128) = 8
+    (7.8 with the store of C)."""
+    n = 4096
+    r1, r2, r7 = RUNGS[1], RUNGS[2], RUNGS[7]
+    assert r1.traffic_tile == (16, 16) and r2.traffic_tile == (128, 128) and r7.traffic_tile == (128, 256)
+    assert A.traffic_bytes(r1, n, n, n) == n ** 3 / 4 + n * n * 4
+    assert 7.7 < A.traffic_bytes(r1, n, n, n) / A.traffic_bytes(r2, n, n, n) < 7.9
+    # rung 7's 128 x 256 tile: (1/128 + 1/256) / (2/128) = 3/4 of rung 2's A and B bytes, not half
+    ab = lambda r: A.traffic_bytes(r, n, n, n) - n * n * 4  # noqa: E731
+    assert ab(r7) / ab(r2) == 0.75
+    assert "half the bytes" not in r7.why
+    for name in ("wmma_mixed_gemm_kernel", "wmma_fp16acc_gemm_kernel", "wmma_bf16_gemm_kernel"):
+        assert KERNELS[name].traffic_tile == (16, 16)
 
 
 def test_bank_conflict_model():

@@ -119,3 +119,27 @@ def test_bad_inputs_say_what_to_do():
         emulate.tensor_core_gemm(np.ones((2, 2)), np.ones((2, 2)), inputs="fp32")
     with pytest.raises(helpers.InputError, match="C has shape"):
         emulate.tensor_core_mma(np.ones((2, 2)), np.ones((2, 2)), np.ones((3, 3)))
+
+
+def test_tolerance_curve_is_what_the_checks_use():
+    from helpers.experiments import precision as P
+    from helpers.kernels import KERNELS
+
+    ks = [16, 1024, 16384]
+    tf32 = P.tolerance_curve(ks, "tf32 in, fp32 acc")
+    fp16 = P.tolerance_curve(ks, "fp16 in, fp32 acc")
+    assert KERNELS["wmma_tf32_gemm_kernel"].acc_block == 4
+    assert all(t > f for t, f in zip(tf32, fp16))          # n = K/4 roundings, not K/16
+    # the alignment term is inside: more than the rounding term gamma_{K/16}(2u) alone
+    from helpers.numerics import gamma
+    assert fp16[-1] > 10 * gamma(16384 // 16, 2.0 ** -23)
+
+
+def test_input_rounding_error_falls_like_one_over_sqrt_k():
+    from helpers.experiments import precision as P
+
+    ks = [16, 256, 4096]
+    v = [P.input_rounding_error(k, "uniform", "fp16") for k in ks]
+    slope = np.polyfit(np.log2(ks), np.log2(v), 1)[0]
+    assert -0.6 < slope < -0.4
+    assert v[0] < 2 * 2.0 ** -11       # under the bound 2 u_in

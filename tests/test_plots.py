@@ -92,3 +92,10 @@ def test_every_plot_carries_the_source(source):
     for fig in figs:
         assert isinstance(fig, Figure)
         assert source in _title(fig)
+
+
+def test_size_tick_labels_do_not_overlap():
+    from helpers.plots import size_tick_labels
+
+    assert size_tick_labels([256, 768, 1000, 1024, 3000, 4096]) == ["256", "768", "", "1024", "3000", "4096"]
+    assert size_tick_labels([256, 512, 1024, 2048, 4096, 8192]) == ["256", "512", "1024", "2048", "4096", "8192"]

@@ -97,3 +97,36 @@ def test_code_lines_per_slide(path):
         pytest.fail("slides with more code than the README allows; split the slide (a `subslide` "
                     "for the second cell) or move code to helpers/:\n  " + "\n  ".join(too_long),
                     pytrace=False)
+
+
+# A lesson's main path (the slides before its appendix) fits a lecture: about 30 slides. Deep dives go
+# into an appendix after the summary, whose first slide's heading starts with "Appendix".
+MAX_MAIN_SLIDES = 30
+
+
+def main_path(cells: list[dict]) -> list[dict]:
+    out = []
+    for s in slides(cells):
+        if s["type"] in ("slide", "subslide") and s["heading"].startswith("Appendix"):
+            break
+        out.append(s)
+    return out
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_main_path_fits_a_lecture(path):
+    n = len(main_path(_cells(path)))
+    assert n <= MAX_MAIN_SLIDES, (f"{path.name}: {n} slides before the appendix (at most {MAX_MAIN_SLIDES}); "
+                                  "move deep dives into the appendix in tools/lessons/")
+
+
+# Words about the course's own tests and files do not belong in what a learner reads (markdown cells,
+# speaker notes included); code comments and cell metadata may say them.
+TEST_SPEAK = ("nbval", "shared/notes", "does not compare this cell")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_test_speak_in_learner_text(path):
+    bad = [f"{_where(path, i, c)}: {w!r}" for i, c in enumerate(_cells(path)) if c["cell_type"] == "markdown"
+           for w in TEST_SPEAK if w in _source(c)]
+    assert not bad, "test-speak in learner text: " + "; ".join(bad)

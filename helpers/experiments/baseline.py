@@ -255,6 +255,13 @@ def implied_clock_hz(fp32_peak_tflops: float, sms: int, lanes: int = 128) -> flo
     return fp32_peak_tflops * 1e12 / (sms * lanes * 2)
 
 
+def timed_clock_hz(data: dict, fallback: float | None = None) -> float | None:
+    """The median SM clock recorded beside the block-shape timings (helpers.clocks), in Hz; `fallback`
+    (e.g. implied_clock_hz) when the rows carry no clock readings (no NVML on the GPU that ran them)."""
+    mhz = [r["sm_mhz"] for r in data.get("rows", []) if r.get("sm_mhz")]
+    return float(np.median(mhz)) * 1e6 if mhz else fallback
+
+
 def lines_per_sm_clock(lines: float, n: int, ms: float, sms: int, clock_hz: float) -> float:
     """Cache lines the warps' loads touched, per SM per clock: lines per warp-step x n^3 / 32 warp-steps."""
     return lines * n ** 3 / 32 / (ms * 1e-3 * sms * clock_hz)
@@ -262,15 +269,21 @@ def lines_per_sm_clock(lines: float, n: int, ms: float, sms: int, clock_hz: floa
 
 def shape_table(data: dict, n: int, sms: int | None = None, clock_hz: float | None = None) -> list[dict]:
     """Rows of the block-shape experiment at size n, with the model's lines per warp-step, the
-    time relative to the first (seed) shape and, given SMs and clock, lines per SM per clock."""
+    time relative to the first (seed) shape and, given the SMs, lines per SM per clock: at the SM
+    clock recorded beside the row's timing (``sm_mhz``), or at `clock_hz` where none was recorded
+    (``clock_source`` says which). ``clock`` is the recorded clock as text (helpers.clocks)."""
+    from ..clocks import clock_text
+
     model = {m["shape"]: m for m in data["model"]}
     rows = [dict(r) for r in data["rows"] if r["n"] == n]
     base = next(r["median_ms"] for r in rows if r["shape"] == data["first_shape"])
     for r in rows:
         r.update(lines=model[r["shape"]]["lines"], sectors=model[r["shape"]]["sectors"],
-                 rel_time=round(r["median_ms"] / base, 3))
-        if sms and clock_hz:
-            r["lines_per_clk"] = round(lines_per_sm_clock(r["lines"], n, r["median_ms"], sms, clock_hz), 3)
+                 rel_time=round(r["median_ms"] / base, 3), clock=clock_text(r))
+        hz = r["sm_mhz"] * 1e6 if r.get("sm_mhz") else clock_hz
+        if sms and hz:
+            r["lines_per_clk"] = round(lines_per_sm_clock(r["lines"], n, r["median_ms"], sms, hz), 3)
+            r["clock_source"] = "recorded" if r.get("sm_mhz") else "implied by the FP32 peak"
     return rows
 
 
@@ -291,14 +304,20 @@ def plot_shapes(data: dict, source: str, sms: int | None = None, clock_hz: float
     for r in (r for n in sizes for r in shape_table(data, n)):
         groups.setdefault(r["lines"], {}).setdefault(r["shape"], []).append(r["tflops"])
     for lines, by_shape in groups.items():
-        top = max(t for ts in by_shape.values() for t in ts)
-        ax.annotate("\n".join(by_shape), (lines, top), textcoords="offset points", xytext=(0, 10),
-                    ha="center", va="bottom", fontsize=11)
+        names = list(by_shape)
+        low = min(t for ts in by_shape.values() for t in ts)
+        if len(names) > 1:      # the 2-line shapes sit below the dashed line: names below right of them
+            ax.annotate(",\n".join(names), (lines, low), textcoords="offset points", xytext=(8, -4),
+                        ha="left", va="top", fontsize=11)
+        else:                   # on the line: the name above right, clear of it
+            ax.annotate(names[0], (lines, low), textcoords="offset points", xytext=(6, 6),
+                        ha="left", va="bottom", fontsize=11)
     if sms and clock_hz:
         x = np.geomspace(1.8, 40, 50)
         ax.plot(x, 64 / x * sms * clock_hz / 1e12, "--", color="0.4", linewidth=1.6,
                 label="one line per SM per clock")
     ax.set(xscale="log", yscale="log", xlabel="cache lines a warp touches per step k", ylabel="TFLOP/s")
+    ax.set_xlim(1.6, 70)
     ax.set_xticks(sorted(groups))
     ax.set_xticklabels([str(v) for v in sorted(groups)])
     ax.minorticks_off()

@@ -198,14 +198,17 @@ def timed_by_size(rows: list[dict], sizes=TIMED_SIZES) -> dict[int, list[dict]]:
 
 
 def gains(rows: list[dict], n: int) -> list[dict]:
-    """Predicted and measured gain of every rung over the one before it, at size n."""
+    """Predicted and measured gain of every rung over the one before it, at size n, with the SM clock
+    recorded while each was timed (``clock``, helpers.clocks.clock_text)."""
+    from ..clocks import clock_text
+
     rs = [r for r in timed_rows(rows, n) if r["rung"] >= 1]
     out, prev = [], None
     for r in rs:
         measured = r["tflops"] / prev["tflops"] if prev else 1.0
         out.append({"rung": r["rung"], "idea": r["idea"], "predicted": r["predicted"],
                     "measured": round(measured, 3), "tflops": r["tflops"], "frac_cublas": r["frac_cublas"],
-                    "frac_peak": r["frac_peak"],
+                    "frac_peak": r["frac_peak"], "clock": clock_text(r),
                     "verdict": "-" if prev is None else ("as predicted (within 25%)"
                                                           if abs(math.log(measured / r["predicted"])) <= math.log(1.25)
                                                           else ("better than predicted" if measured > r["predicted"]

@@ -191,7 +191,10 @@ VARIANTS = {
 
 
 def comparison_rows(rows, size: int, baseline: str = "gemm_fp32_kernel") -> list[dict]:
-    """Table rows at one square size: time, TFLOP/s, speedup over `baseline`, errors."""
+    """Table rows at one square size: time, TFLOP/s, speedup over `baseline`, errors, and the SM clock
+    recorded while it was timed (helpers.clocks.clock_text)."""
+    from ..clocks import clock_text
+
     at = {r["kernel"]: r for r in rows if r["m"] == r["n"] == r["k"] == size}
     base = at.get(baseline)
     out = []
@@ -202,7 +205,7 @@ def comparison_rows(rows, size: int, baseline: str = "gemm_fp32_kernel") -> list
         out.append({"variant": label, "inputs": r["dtype_in"], "acc": r["acc"], "median_ms": r["median_ms"],
                     "tflops": r["tflops"], "speedup": base["median_ms"] / r["median_ms"] if base else float("nan"),
                     "rel_err": r["rel_err"], "rel_err_acc": r.get("rel_err_acc", float("nan")),
-                    "passed": "yes" if r.get("passed") else "NO"})
+                    "passed": "yes" if r.get("passed") else "NO", "clock": clock_text(r)})
     return out
 
 

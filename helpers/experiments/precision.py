@@ -109,6 +109,29 @@ def _error_rows(compute, Ks, M, dists) -> list[dict]:
     return rows
 
 
+def input_rounding_error(K: int, dist: str, fmt: str, M: int = ERROR_MN) -> float:
+    """Median componentwise error that rounding the study's inputs to `fmt` causes on its own: the exact
+    (float64) product of the rounded inputs against that of the originals, over |A||B|. No GPU: the
+    same on every machine. Each term's error is at most 2 u_in of its product, but the errors have
+    both signs and partly cancel, so the median falls roughly like u_in / sqrt(K)."""
+    A, B = error_inputs(K, dist, M, M)
+    A_r, B_r = round_to(A, fmt).astype(np.float64), round_to(B, fmt).astype(np.float64)
+    return float(np.median(np.abs(A_r @ B_r - A @ B) / (np.abs(A) @ np.abs(B))))
+
+
+def tolerance_curve(Ks, arithmetic: str, n_checked: int = ERROR_MN * ERROR_MN) -> list[float]:
+    """The course's tolerance (helpers.numerics.tolerance, as each kernel's check uses it: its
+    accumulator rounding and block, the alignment inside each block included) for every K, with the
+    reference on the rounded inputs, as in the error study."""
+    from ..kernels import KERNELS
+    from ..numerics import tolerance
+
+    inputs, acc, kernel = ARITHMETICS[arithmetic]
+    spec = KERNELS[kernel]
+    return [tolerance(int(k), inputs, acc, acc_rounding=spec.acc_rounding, block=spec.acc_block,
+                      inputs_rounded_in_reference=True, n_checked=n_checked).value for k in Ks]
+
+
 @experiment("error_vs_k")
 def error_vs_k(Ks=None, M=ERROR_MN):
     """Rows {dist, arithmetic, k, acc_median, acc_max, total_median, total_max} measured on the GPU."""

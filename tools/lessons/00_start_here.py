@@ -42,14 +42,30 @@ nb.md("""
 The kernels live in `kernels/*.cu`, one file per lesson family. The notebooks call them through
 the small `helpers` package, so each code cell stays short.
 """, slide="slide")
-nb.notes("The course follows three source articles (in Chinese); where they are wrong, the lessons say so and show why.")
+
+nb.md("""
+## The three source articles
+
+The course grew out of three Chinese articles ("seeds"). The lessons follow them, quote them where
+they say something checkable, and correct them where a measurement or a document says otherwise.
+
+| seed | title (translated) | what the course takes from it |
+|---|---|---|
+| 000 | *CUDA-Practice 09: Tensor Cores and mixed precision, WMMA and FP16 x FP32 working together* (CUDA-Practice 09 张量核心与混合精度) | the three kernels (`gemm_fp32_kernel`, `wmma_gemm_naive`, `wmma_mixed_gemm_kernel`) and their RTX 4090 numbers (lessons 01-03) |
+| 001 | *Tensor Core matrix-multiply acceleration in practice* (Tensor Core矩阵乘加速实战) | the Tensor Core principle, the WMMA model, fragments, and the practical notes on tiling, bank conflicts and pipelining (lessons 02 and 05) |
+| 002 | *A complete guide to CUDA mixed precision, from principles to engineering* (CUDA混合精度计算完全指南) | the formats, the three ways to use Tensor Cores, numerical stability and loss scaling (lessons 03 and 04) |
+
+A lesson names the seed (000, 001, 002) whenever it quotes one.
+""", slide="slide")
+nb.notes("The seeds are not shipped with the course; every claim a lesson takes from one is quoted in the lesson "
+         "itself, in Chinese where the wording matters, with the measurement or document that settles it.")
 
 nb.md("""
 ## How to run it
 
 ```bash
 make course   # creates .venv, installs, executes every notebook, writes build/ (notebooks + HTML)
-make test     # unit tests and nbval on every notebook
+make test     # unit tests, and every notebook re-run and compared with its stored outputs
 make lab      # JupyterLab with the course's Python
 make record   # GPU only: re-measure every kernel, write results/<your-gpu>.json
 ```
@@ -71,7 +87,7 @@ nb.notes("On a GPU this prints the GPU name, compute capability, SM count, L2 si
 nb.md("""
 ## A first run: three kernels, checked against float64
 
-The seed article's three kernels, on a problem whose sizes are **not** multiples of 16
+Seed 000's three kernels, on a problem whose sizes are **not** multiples of 16
 (M = 200, K = 72, N = 136). The inputs are random standard-normal FP32 numbers, never small
 integers: integers are exact in FP16 and would hide its rounding error.
 
@@ -88,9 +104,9 @@ for name in ["gemm_fp32_kernel", "wmma_gemm_naive", "wmma_mixed_gemm_kernel"]:
     checks[name] = spec.check(C, A, B)
     print(checks[name].verdict())
 """)
-nb.md("The measured errors themselves (they depend on the backend, so nbval does not compare this cell):")
+nb.md("The measured errors themselves (the GPU and the CPU emulation can differ in the last digits):")
 nb.code("""
-for chk in checks.values():
+for chk in checks.values():     # backend-dependent digits: not compared by the notebook tests
     print(chk, end="\\n\\n")
 """, ignore_output=True)
 nb.notes("The FP32 kernel's error (printed above) is a few units of FP32 rounding (unit roundoff 6e-8). The WMMA "
@@ -160,9 +176,9 @@ with the GPU, versions and date, in `results/`. These are the same on every mach
 nb.code("""
 rec = helpers.results.load_latest()
 print(rec.label, "|", rec.meta["versions"])
-rows = [r for r in rec.select(m=4096, n=4096, k=4096)]
-helpers.display.table(rows, ["kernel", "dtype_in", "acc", "median_ms", "tflops", "rel_err"],
-                      ["kernel", "inputs", "accumulate", "ms (median)", "TFLOP/s", "rel. error"],
+rows = helpers.clocks.with_clock(rec.select(m=4096, n=4096, k=4096))
+helpers.display.table(rows, ["kernel", "dtype_in", "acc", "median_ms", "tflops", "clock", "rel_err"],
+                      ["kernel", "inputs", "accumulate", "ms (median)", "TFLOP/s", "SM clock while timed", "rel. error"],
                       fmt={"median_ms": ".3f", "tflops": ".1f", "rel_err": ".1e"})
 """)
 nb.code("""
@@ -173,6 +189,11 @@ fig = helpers.plots.tflops_vs_size(series, baselines=base,
                                    peaks={"FP32 peak": peaks["fp32"], "FP16 tensor peak": peaks["fp16"]},
                                    title="Seed kernels vs cuBLAS", source=rec.label)
 """, slide="subslide")
+nb.md("""
+Every timing in the record carries the SM clock, power and temperature the GPU ran at while it was
+timed, read through NVML (`helpers.clocks`). The dip of cuBLAS FP16 at the largest sizes is one of
+them: lesson 05 shows that the GPU lowered its clock there to stay under its power limit.
+""", slide="fragment")
 nb.notes("Read the gap: at large sizes the naive WMMA kernel is several times faster than the FP32 kernel, and still "
          "far below cuBLAS FP16. Lesson 5 closes that gap one measured step at a time.")
 

@@ -51,8 +51,7 @@ print("recorded data:", rec.label)
 nb.code("""
 env = helpers.summary()
 """, ignore_output=True)
-nb.notes("The summary depends on the machine, so nbval does not compare it. The recorded data line is "
-         "the same everywhere.")
+nb.notes("The summary depends on the machine; the recorded-data line is the same everywhere.")
 
 # --------------------------------------------------------------------------- 1. what a Tensor Core does
 nb.md("""
@@ -125,6 +124,13 @@ the sections on alternate floating point, double precision and sub-byte operatio
 Core features are **not** in WMMA: FP8 (Ada, Hopper) and Hopper's warp-group `wgmma` (sm_90a) are
 reached through PTX `mma` / `wgmma` or libraries such as CUTLASS and cuBLAS.
 """, slide="slide")
+nb.md("""
+Seed 002's table (sec. 3.3) lists Volta: FP16; Turing: FP16, INT8/INT4; Ampere: FP16, BF16, TF32,
+INT8; Hopper: FP16, BF16, TF32, FP8, INT8; Blackwell: FP16, BF16, TF32, FP8, INT4. It leaves out
+the FP64 Tensor Cores (the `double` row: A100, H100/H200), the 1-bit type (`b1`), Ampere's INT4,
+Ada (sm_89) entirely, whose Tensor Cores were the first with FP8 next to Hopper's (Ada whitepaper),
+and Blackwell's FP6 and FP4 (Blackwell architecture technical brief).
+""", slide="fragment")
 nb.notes("The course runs the FP16 rows (this lesson and lesson 3), BF16 and TF32 (lesson 3) on the H200; "
          "the integer and sub-byte rows are listed for completeness and are not exercised here. 'as Ampere' "
          "means no new WMMA types: the extra Hopper speed comes from wgmma, which the last rung of lesson 5 uses.")
@@ -197,16 +203,9 @@ nb.md("""
 ## The seed's kernel: `wmma_gemm_naive`
 
 One warp per 16×16 tile of $C$; walk $K$ in steps of 16: load an $A$ tile and a $B$ tile from
-global memory into fragments, `mma_sync`, repeat; store the accumulator once.
+global memory into fragments, `mma_sync`, repeat; store the accumulator once (the code: next slide).
+It is correct, checked against float64 at sizes that are not multiples of 16 (the helper pads with zeros):
 """, slide="slide")
-nb.code("""
-helpers.display.show_kernel("wmma.cu", "wmma_gemm_naive")
-""", slide="subslide")
-nb.notes("Compared with the seed: the course's copy computes the tile offsets in size_t. The seed's "
-         "`row * K + i` is an int product, which overflows once M*K reaches 2^31 (46341^2).")
-
-nb.md("It is correct, checked against float64 at sizes that are not multiples of 16 (the helper pads with zeros):",
-      slide="subslide")
 nb.code("""
 spec = helpers.KERNELS["wmma_gemm_naive"]
 for M, N, K in [(200, 136, 72), (33, 17, 49)]:
@@ -215,6 +214,11 @@ for M, N, K in [(200, 136, 72), (33, 17, 49)]:
     C = helpers.wmma_gemm_naive(A.astype(np.float16), B.astype(np.float16), pad=True)
     print(spec.check(C, A, B).verdict())
 """)
+nb.code("""
+helpers.display.show_kernel("wmma.cu", "wmma_gemm_naive")
+""", slide="subslide")
+nb.notes("Compared with the seed: the course's copy computes the tile offsets in size_t. The seed's "
+         "`row * K + i` is an int product, which overflows once M*K reaches 2^31 (46341^2).")
 
 nb.md("""
 ## Blocks, warps and tiles
@@ -239,15 +243,13 @@ A fragment's layout is unspecified, but we can *measure* it on a given GPU. The 
 matrices whose values are their own index, `A[r][c] = 16 r + c` (integers up to 255 are exact in
 FP16), and each lane writes out what its fragment holds. For the accumulator each lane writes its
 own id into every element it holds and stores the fragment: the stored matrix is a map of owners.
+(The probe kernel is in appendix A.)
 """, slide="slide")
-nb.code("""
-helpers.display.show_kernel("wmma_lesson.cu", "wmma_fragment_probe")
-""", slide="subslide")
 nb.code("""
 maps = helpers.run_or_load("wmma_fragment_maps")
 d = maps.data
 print(f"{d['gpu']} ({d['sm']}): elements per lane {d['num_elements']}")
-""", slide="subslide")
+""")
 nb.code("""
 print(maps.source)
 """, ignore_output=True)
@@ -309,18 +311,9 @@ the $A$ fragment is one m16n8k16 $A$ operand, the $B$ fragment is two m16n8k16 $
 left and right 8 columns), and the accumulator is two $C$ operands. Where `num_elements` is twice
 the distinct count, the second half of `x[]` repeats the first: the API promises 16 elements per
 lane, the instruction needs 8. Loading $B$ from column-major memory gives the same registers:
-the layout tag changes the loads, not the fragment.
-""", slide="subslide")
-nb.md("""
-**What this does and does not tell you.** The table is a measurement on one GPU and one compiler:
-WMMA's fragment layout is *unspecified* by the CUDA Programming Guide and may differ between
-architectures (Volta's Tensor Cores, for example, work on different internal shapes) and even
-between compiler versions. Code that needs to know which lane holds which element, for example to
-apply a per-row operation to an accumulator, should use the PTX `mma` instructions, whose layout
-is documented, not rely on this map. Element-wise operations on a whole fragment (`for i <
-num_elements: x[i] *= alpha`) are safe with any layout.
-""", slide="subslide")
-
+the layout tag changes the loads, not the fragment. This is one GPU and one compiler: WMMA's
+layout is unspecified and may differ elsewhere (appendix B says what that means for your code).
+""", slide="fragment")
 # --------------------------------------------------------------------------- 6. PTX and SASS
 nb.md("""
 ## From `mma_sync` to the machine
@@ -346,58 +339,19 @@ n_mma = sum(ln.startswith("wmma.mma") for ln in ptx)
 print(f"{len(hmma)} HMMA in the SASS for {n_mma} wmma.mma in the PTX: {len(hmma) // n_mma} per mma_sync")
 """)
 nb.md("""
-Look at the operands. In the PTX, `wmma.mma` takes each fragment as a list of 32-bit registers;
-in the SASS, each `HMMA.16816` names the first register of each operand group: PTX `mma.m16n8k16`
-with FP16 inputs reads $A$ from four 32-bit registers, $B$ from two, and $C$/$D$ from four FP32
-registers (PTX ISA, *Matrix Fragments for mma.m16n8k16*).
-""", slide="subslide")
-nb.code("""
-import re
-mma_line = next(ln for ln in ptx if ln.startswith("wmma.mma"))
-d_, a_, b_, c_ = [g.split(",") for g in re.findall(r"\\{([^}]*)\\}", mma_line)]
-print(f"PTX wmma.mma operands: D {len(d_)} regs, A {len(a_)} regs ({2 * len(a_)} halves), "
-      f"B {len(b_)} regs ({2 * len(b_)} halves), C {len(c_)} regs")
-for line in hmma[:2]:
-    dst, a_reg, b_reg, c_reg = [x.strip().split(".")[0] for x in line.split("F32", 1)[1].split(",")]
-    print(f"HMMA at 0x{line.split()[0]}: D {dst}, A {a_reg}, B {b_reg}, C {c_reg}")
-""")
-nb.md("""
-The PTX fragment for $A$ carries 16 halves (`num_elements`), the hardware reads 8 of them: the
-duplicate half measured above. The two `HMMA` share the same $A$ registers and use different $B$
-and $D$ registers: one per 8-column half of the tile.
-""", slide="fragment")
-nb.md("""
 `HMMA.16816` is the hardware's m16n8k16 product: a 16×16×16 `mma_sync` on sm_90 is **two** of them,
 one for each 8-column half of the tile (the picture above). Seed 001 says `mma_sync` "corresponds
 to PTX `mma.sync.aligned.m16n8k16`": the PTX it produces is `wmma.mma.sync ... m16n16k16`;
-m16n8k16 appears only after `ptxas`, in the SASS.
-""", slide="subslide")
-nb.code("""
-for op in ["LDG", "STG"]:
-    print(f"{op}: {len(W.sass_lines(opcode=op))} instructions")
-print("register use:", (W.build_dir() / "wmma.ptxas.txt").read_text().split("Used ")[1].split(",")[0])
-""")
-
-nb.md("""
-### The PTX NVRTC generates on this GPU
-
-The course compiles kernels at run time with NVRTC. CuPy asks NVRTC for a cubin (`-arch=sm_XY`),
-which has no PTX text, unless `CUPY_COMPILE_WITH_PTX=1` is set before CuPy is imported; the
-experiment below calls NVRTC directly with `-arch=compute_XY` to get the PTX:
-""", slide="subslide")
-nb.code("""
-live = helpers.run_or_load("wmma_nvrtc_ptx")
-print(live.source, "|", live.data["arch"], "| NVRTC", live.data["nvrtc"])
-print("\\n".join(sorted({ln.split()[0] for ln in live.data["wmma_lines"]})))
-""", ignore_output=True)
+m16n8k16 appears only after `ptxas`, in the SASS. (Appendix C reads the registers of both.)
+""", slide="fragment")
 
 # --------------------------------------------------------------------------- 7. measured
 nb.md("""
 ## Measured: naive WMMA vs the FP32 baseline vs cuBLAS
 
 Square sizes from 256 to 8192; each kernel is checked against float64 first, then timed
-(`helpers.sweep`: CUDA events, warm-up, cold L2, median). On a GPU this runs live; without one it
-shows the recorded H200 numbers.
+(`helpers.sweep`: CUDA events, warm-up, cold L2, median, and the SM clock read while it runs). On
+a GPU this runs live; without one it shows the recorded H200 numbers (table with clocks: appendix D).
 """, slide="slide")
 nb.code("""
 sizes = [256, 512, 1024, 2048, 4096, 8192]
@@ -413,62 +367,56 @@ fig = helpers.plots.tflops_vs_size({labels[k]: helpers.series(sw.data, k) for k 
                                    peaks={"FP16 tensor peak": peaks.fp16, "FP32 peak": peaks.fp32},
                                    title="Naive WMMA vs FP32 vs cuBLAS", source=sw.source)
 """, slide="subslide", ignore_output=True)
-nb.code("""
-t = {k: dict(zip(*helpers.series(sw.data, k))) for k in names}
-rows = [{"n": n, "wmma": t["wmma_gemm_naive"][n], "fp32": t["gemm_fp32_kernel"][n], "cublas": t["cublas_fp16"][n],
-         "speedup": t["wmma_gemm_naive"][n] / t["gemm_fp32_kernel"][n],
-         "of_cublas": 100 * t["wmma_gemm_naive"][n] / t["cublas_fp16"][n],
-         "of_peak": 100 * t["wmma_gemm_naive"][n] / peaks.fp16} for n in sizes if n in t["cublas_fp16"]]
-helpers.display.table(rows, list(rows[0]), ["n", "naive WMMA TFLOP/s", "FP32 kernel", "cuBLAS FP16",
-                      "WMMA / FP32", "% of cuBLAS", "% of FP16 peak"],
-                      fmt={k: ".1f" for k in ["wmma", "fp32", "cublas", "speedup", "of_cublas"]} | {"of_peak": ".2f"})
-""", slide="subslide", ignore_output=True)
 nb.notes("Read three things: the Tensor Core kernel is several times faster than the FP32 kernel at "
-         "large sizes; it flattens early; and cuBLAS on the same Tensor Cores is far above it.")
+         "large sizes; it flattens early; and cuBLAS on the same Tensor Cores is far above it. cuBLAS's dip "
+         "at 8192 is the GPU lowering its clock under its power limit (lesson 05).")
 
 # --------------------------------------------------------------------------- 8. why
 nb.md("""
 ## Why naive WMMA is far from cuBLAS
 
 Every K step, every warp loads a fresh 16×16 $A$ tile and $B$ tile from global memory and uses each
-exactly once. Count the bytes it asks for per FLOP:
+exactly once; no two warps share a tile. The course's traffic model (`helpers.analysis`, the same
+one lesson 05 uses for every rung) counts the bytes the warps request:
 """, slide="slide")
 nb.code("""
 tile_bytes = 16 * 16 * 2                              # one FP16 tile
 per_step = 2 * tile_bytes                             # A and B tile per mma_sync
-print(f"per mma_sync: {per_step} bytes loaded for {flops} FLOPs -> {per_step / flops} B/FLOP "
-      f"({flops / per_step:.0f} FLOP per byte)")
+print(f"per mma_sync: {per_step} bytes loaded for {flops} FLOPs -> {flops / per_step:.0f} FLOP per byte")
 n = 4096
-loaded, minimum = n**3 / 4, 2 * n * n * 2            # (n*n*2 bytes) x (n/16) reloads, for A and for B
-print(f"n = {n}: the kernel loads {loaded / 1e9:.1f} GB of A and B; reading each once would be "
-      f"{minimum / 1e6:.0f} MB ({loaded / minimum:.0f}x less)")
-""")
-nb.code("""
+req = helpers.analysis.traffic_bytes(spec, n, n, n)   # A and B per warp tile, plus the store of C
+least = 2 * n * n * 2 + n * n * 4                     # read A and B once, write C once
+print(f"n = {n}: the warps request {req / 1e9:.1f} GB ({helpers.analysis.intensity(spec, n, n, n):.1f} FLOP/byte); "
+      f"reading each input once would be {least / 1e6:.0f} MB ({req / least:.0f}x less)")
 p = helpers.device.peaks_for("NVIDIA H200")
-need = p.fp16 * per_step / flops                      # TB/s of loads at the FP16 peak
-print(f"at {p.fp16} TFLOP/s this ratio needs {need:.0f} TB/s of loads; HBM gives {p.mem_gbs / 1000} TB/s")
-print(f"the H200's ridge point: {p.fp16 * 1e3 / p.mem_gbs:.0f} FLOP/byte of DRAM traffic; "
-      f"this kernel's loads: {flops / per_step:.0f} FLOP/byte")
+print(f"at {p.fp16} TFLOP/s this ratio needs {p.fp16 * per_step / flops:.0f} TB/s of loads; HBM gives "
+      f"{p.mem_gbs / 1000} TB/s; the ridge point is {p.fp16 * 1e3 / p.mem_gbs:.0f} FLOP/byte")
 """)
 nb.md("""
-Most of those loads hit L1 and L2 (neighbouring warps read the same tiles), so DRAM is not the
-whole story, but every load still has to be issued and served, with little work to overlap it: a
-warp issues its loads, waits, does two HMMA, and loads again. cuBLAS keeps tiles in shared memory
-and registers and reuses each loaded element many times. **Lesson 5** climbs that ladder one measured step at a time.
+### Where those bytes came from: Nsight Compute on the H200
 
-A first step fits in this lesson: let each warp compute a 32×32 tile from 2×2 fragments, so each
-loaded fragment feeds two `mma_sync` (exercise 2 below). Measured, with the column-major-$B$
-variant of exercise 1 for comparison (same loads per FLOP, different layout):
+One launch at 4096, hardware counters (`helpers.profile`): the bytes of the sectors the warps' loads
+touched in L1, what L2 served, what DRAM delivered, and how busy the Tensor Cores were.
 """, slide="subslide")
 nb.code("""
-var = helpers.run_or_load("wmma_variants_speed")
-helpers.display.table(var.data, ["kernel", "m", "tflops", "passed"], ["kernel", "n", "TFLOP/s", "checked"],
-                      fmt={"tflops": ".1f"})
-""", ignore_output=True)
-nb.code("""
-print(var.source)
-""", ignore_output=True)
-
+prof = helpers.profile.load_ncu()
+r1 = prof.row("rung1")
+print(prof.label)
+print(f"requested (model) {req / 1e9:.1f} GB | L1: sectors touched {r1['l1_load_gb']:.1f} GB "
+      f"({r1['sectors_per_request']:.0f} sectors per load, hit rate {r1['l1_hit_pct']:.0f}%) | "
+      f"L2 served {r1['l2_read_gb']:.1f} GB | DRAM read {r1['dram_read_gb']:.2f} GB")
+print(f"Tensor pipe busy {r1['tensor_pct']:.1f}% of the cycles; top stalls: {r1['stalls']}")
+""")
+nb.md("""
+Each fragment load reads 16 of the 32 bytes of every sector it touches (one row of a tile per lane
+group), so L1 sees twice the requested bytes; L1 and L2 then catch almost all of it (the 8 warps of a
+block read the same $B$ tile, neighbouring blocks the same $A$ rows), and DRAM sees a small fraction. What is left is the
+wait: the top stall, `long_scoreboard`, is a warp waiting for its global loads, for many cycles
+per instruction, while the Tensor Cores idle (the tensor-pipe share). cuBLAS keeps tiles in shared
+memory and registers and reuses each loaded element many times. **Lesson 5** climbs that ladder one
+measured step at a time; its rung 1 is this kernel, counted with the same model. (A first step
+that fits in this lesson, 2×2 fragments per warp, is exercise 2; measured in appendix H.)
+""", slide="fragment")
 # --------------------------------------------------------------------------- 9. sizes not multiple of 16
 nb.md("""
 ## Sizes that are not multiples of 16
@@ -483,63 +431,12 @@ try:
 except helpers.InputError as err:
     print(err)
 """)
-nb.md("""
-What if it did not refuse? The experiment allocates each matrix with **slack** after its end (so
-every load and store stays inside memory we own) and fills the slack with NaN: garbage a real
-program could have there. Then it launches the kernel on $M, N, K$ as given. Left: $N = 40$, so the
-last column strip stores 16 columns into rows that are only 40 wide: 8 of them wrap into the
-start of the *next* row. Right: $K = 40$, so the last K step reads 8 rows past the end of $B$.
-""", slide="subslide")
-nb.code("""
-edge = helpers.run_or_load("wmma_edge_corruption")
-replay = W.edge_corruption_cpu()           # numpy replay of the kernel's loads and stores
-gpu_label = "GPU, measured live" if edge.live else f"{rec.gpu_name}, recorded {rec.date}"
-fig = W.plot_edge_masks({gpu_label: edge.data, "CPU replay of the same loads and stores": replay})
-""", slide="subslide", ignore_output=True)
-nb.code("""
-for case in replay:
-    print(f"M={case['m']} N={case['n']} K={case['k']}: {case['n_nan']} of {case['m'] * case['n']} elements NaN, "
-          f"{case['n_wrong']} wrong, {case['writes_past_end']} stores landed past the end of C")
-""")
-nb.code("""
-for case in edge.data:
-    print(f"GPU M={case['m']} N={case['n']} K={case['k']}: NaN {case['n_nan']}, wrong {case['n_wrong']}, "
-          f"past the end {case['writes_past_end']}")
-""", ignore_output=True)
-nb.md("""
-The GPU and the replay need not agree element for element: where two warps store to the same
-element of $C$ (a wrapped store and the correct one), which store lands last is not defined, and
-it can change from run to run.
-""", slide="fragment")
-nb.notes("On the GPU the wrapped stores race with the correct stores of the neighbouring tiles, so the "
-         "number of corrupted elements can change from run to run; the replay runs tiles in launch "
-         "order. The stores past the end of C are what would overwrite other data in a real program.")
-
-nb.md("**The fix: pad.** `pad=True` zero-pads to multiples of 16 (zeros add nothing to the dot products) and crops the result:",
-      slide="subslide")
+nb.md("**The fix: pad.** `pad=True` zero-pads to multiples of 16 (zeros add nothing to the dot products) and "
+      "crops the result. (What happens without the refusal and without padding: appendix E.)", slide="fragment")
 nb.code("""
 C = helpers.wmma_gemm_naive(A, B, pad=True)
 print(C.shape, spec.check(C, A, B).verdict())
 """)
-
-nb.md("""
-## Alignment: the helper checks it too
-
-`load_matrix_sync` needs 32-byte aligned tile pointers. A CuPy view that starts mid-row, e.g.
-`X[:, 1:]` or a slice of a flat buffer at an odd offset, is not. On a GPU the helper rejects it
-before launching (without a GPU, CuPy arrays cannot be made, so this cell only says so):
-""", slide="slide")
-nb.code("""
-if helpers.backend().is_gpu:
-    import cupy
-    view = cupy.zeros(16 * 17, dtype=cupy.float16)[1:257].reshape(16, 16)   # starts 2 bytes in
-    try:
-        helpers.wmma_mixed(view, cupy.zeros((16, 16), dtype=cupy.float16))
-    except helpers.InputError as err:
-        print(err)
-else:
-    print("CPU backend: no CuPy arrays here; the size rule above is checked the same way on every backend.")
-""", ignore_output=True)
 
 # --------------------------------------------------------------------------- 10. misconceptions
 nb.md("""
@@ -554,19 +451,11 @@ nb.md("""
   passed between warps through shared memory still needs a block barrier.
 - **"A 16-byte aligned pointer is enough."** The pointer rule is 32 bytes; 16 bytes is the `ldm`
   granule (and PTX asks for 32-byte aligned rows).
-""", slide="slide")
-nb.md("""
-- **"Tensor Cores make any GEMM fast."** The naive kernel runs the Tensor Cores a small fraction of
-  the time; without data reuse it is limited by its loads (section 8).
-- **"Sizes that are not multiples of 16 just lose a little at the edge."** Without padding or guards
-  the kernel reads and writes past the matrices: wrong values *inside* $C$ and writes beyond it
-  (section 9).
-- **"Simulating WMMA in numpy with float32 `@` on 16×16 blocks reproduces it."** Seed 001's Python
-  demo does that: it never rounds the inputs to FP16, uses non-negative inputs, and times Python
-  loops against numpy. The course's emulation (`helpers.emulate.tensor_core_gemm`) rounds inputs
-  to FP16 and models the Tensor Core's block-wise truncated FP32 accumulation.
-""", slide="subslide")
+- **"Tensor Cores make any GEMM fast."** The naive kernel keeps the Tensor Cores busy a small
+  fraction of the time (the profiler's tensor-pipe share); it is limited by its loads.
 
+Two more (sizes that are not multiples of 16, and seed 001's numpy "simulation"): appendix G.
+""", slide="slide")
 # --------------------------------------------------------------------------- 11. check your understanding
 nb.md("""
 ## Check your understanding
@@ -607,17 +496,21 @@ nb.md("""
 Write `wmma_gemm_bcol`: the same product, but $B$ arrives column-major, element $(k, n)$ at
 `Bt[n * K + k]` ($B^T$ stored row-major). Change the fragment's layout tag, the pointer to the
 tile's first element, and `ldm`. The checker compiles your source with NVRTC, runs it on sizes
-that are not multiples of 16 (padded), checks it against float64, and times it against the naive
-kernel. It needs a GPU. The starting point:
+that are not multiples of 16 (padded), checks it against float64, and times it (GPU only).
+
+**This is the fix of seed 002's WMMA example** (sec. 4.2). It declares $B$ column-major
+(`fragment<matrix_b, ..., col_major>`, "B: K x N, column-major") but addresses it row-major
+(`B + k * N + warpCol * 16`, `ldm = N`), so every fragment holds the wrong elements and the result
+is wrong; and its `store_matrix_sync(..., row_major)` does not compile: the layout argument of a
+store is `wmma::mem_row_major`. Your kernel gets both right. The starting point:
 """, slide="slide")
 nb.code("""
 print(ex.BCOL_STARTER)
-""", slide="subslide")
-nb.code("""
 my_bcol = None        # your kernel source as a string: my_bcol = r'''...'''
 ex.check_bcol_kernel(my_bcol)
 """)
-nb.md("**Solution**, from `kernels/wmma_lesson.cu`:", slide="subslide")
+nb.md("**Solution**, from `kernels/wmma_lesson.cu`: the tile of $B^T$ starts at `Bt + col * K + k`, with `ldm = K`.",
+      slide="subslide")
 nb.code("""
 helpers.display.show_kernel("wmma_lesson.cu", "wmma_gemm_bcol")
 """)
@@ -635,8 +528,6 @@ $M$ and $N$ to multiples of 32.
 """, slide="slide")
 nb.code("""
 print(ex.TWO_BY_TWO_STARTER)
-""", slide="subslide")
-nb.code("""
 my_2x2 = None         # your kernel source as a string
 ex.check_2x2_kernel(my_2x2)
 """)
@@ -648,7 +539,7 @@ nb.code("""
 ex.check_2x2_kernel(ex.solution_source("wmma_gemm_2x2"))
 """, ignore_output=True)
 nb.notes("The 2x2 kernel halves the bytes loaded per FLOP (exercise question 5). Whether that buys "
-         "speed is measured in the variants table of section 8, live on a GPU.")
+         "speed is measured in appendix H, live on a GPU.")
 
 # --------------------------------------------------------------------------- summary
 nb.md("""
@@ -664,5 +555,171 @@ nb.md("""
 **Next:** lesson 3 changes the input and accumulator formats (FP16, BF16, TF32; FP32 or FP16
 accumulation) and measures what each costs in error and buys in speed.
 """, slide="slide")
+
+
+# --------------------------------------------------------------------------- appendix
+nb.md("""
+## Appendix: details behind the main slides
+
+- A. The probe kernel that maps the fragments
+- B. What the measured map does and does not tell you
+- C. The registers of `wmma.mma` and `HMMA`, load and store counts, and the PTX NVRTC makes
+- D. The sweep's numbers, with the SM clock of each timing
+- E. Sizes that are not multiples of 16, without the refusal and without padding
+- F. Alignment: the helper checks it too
+- G. More misconceptions
+- H. A first step: 2×2 fragments per warp, measured
+""", slide="slide")
+nb.md("### A. The probe kernel that maps the fragments", slide="subslide")
+nb.code("""
+helpers.display.show_kernel("wmma_lesson.cu", "wmma_fragment_probe")
+""")
+nb.md("""
+### B. What the measured map does and does not tell you
+
+The table is a measurement on one GPU and one compiler:
+WMMA's fragment layout is *unspecified* by the CUDA Programming Guide and may differ between
+architectures (Volta's Tensor Cores, for example, work on different internal shapes) and even
+between compiler versions. Code that needs to know which lane holds which element, for example to
+apply a per-row operation to an accumulator, should use the PTX `mma` instructions, whose layout
+is documented, not rely on this map. Element-wise operations on a whole fragment (`for i <
+num_elements: x[i] *= alpha`) are safe with any layout.
+""", slide="subslide")
+
+nb.md("""
+### C. The registers of `wmma.mma` and `HMMA`
+
+Look at the operands. In the PTX, `wmma.mma` takes each fragment as a list of 32-bit registers;
+in the SASS, each `HMMA.16816` names the first register of each operand group: PTX `mma.m16n8k16`
+with FP16 inputs reads $A$ from four 32-bit registers, $B$ from two, and $C$/$D$ from four FP32
+registers (PTX ISA, *Matrix Fragments for mma.m16n8k16*).
+""", slide="subslide")
+nb.code("""
+import re
+mma_line = next(ln for ln in ptx if ln.startswith("wmma.mma"))
+d_, a_, b_, c_ = [g.split(",") for g in re.findall(r"\\{([^}]*)\\}", mma_line)]
+print(f"PTX wmma.mma operands: D {len(d_)} regs, A {len(a_)} regs ({2 * len(a_)} halves), "
+      f"B {len(b_)} regs ({2 * len(b_)} halves), C {len(c_)} regs")
+for line in hmma[:2]:
+    dst, a_reg, b_reg, c_reg = [x.strip().split(".")[0] for x in line.split("F32", 1)[1].split(",")]
+    print(f"HMMA at 0x{line.split()[0]}: D {dst}, A {a_reg}, B {b_reg}, C {c_reg}")
+""")
+nb.md("""
+The PTX fragment for $A$ carries 16 halves (`num_elements`), the hardware reads 8 of them: the
+duplicate half measured above. The two `HMMA` share the same $A$ registers and use different $B$
+and $D$ registers: one per 8-column half of the tile.
+""", slide="fragment")
+nb.code("""
+for op in ["LDG", "STG"]:
+    print(f"{op}: {len(W.sass_lines(opcode=op))} instructions")
+print("register use:", (W.build_dir() / "wmma.ptxas.txt").read_text().split("Used ")[1].split(",")[0])
+""")
+
+nb.md("""
+### C'. The PTX NVRTC generates on this GPU
+
+The course compiles kernels at run time with NVRTC. CuPy asks NVRTC for a cubin (`-arch=sm_XY`),
+which has no PTX text, unless `CUPY_COMPILE_WITH_PTX=1` is set before CuPy is imported; the
+experiment below calls NVRTC directly with `-arch=compute_XY` to get the PTX:
+""", slide="subslide")
+nb.code("""
+live = helpers.run_or_load("wmma_nvrtc_ptx")
+print(live.source, "|", live.data["arch"], "| NVRTC", live.data["nvrtc"])
+print("\\n".join(sorted({ln.split()[0] for ln in live.data["wmma_lines"]})))
+""", ignore_output=True)
+
+nb.md("### D. The sweep's numbers, with the SM clock of each timing (live on a GPU)", slide="subslide")
+nb.code("""
+t = {k: dict(zip(*helpers.series(sw.data, k))) for k in names}
+rows = [{"n": n, "wmma": t["wmma_gemm_naive"][n], "fp32": t["gemm_fp32_kernel"][n], "cublas": t["cublas_fp16"][n],
+         "speedup": t["wmma_gemm_naive"][n] / t["gemm_fp32_kernel"][n],
+         "of_cublas": 100 * t["wmma_gemm_naive"][n] / t["cublas_fp16"][n],
+         "of_peak": 100 * t["wmma_gemm_naive"][n] / peaks.fp16} for n in sizes if n in t["cublas_fp16"]]
+clk = {(r["kernel"], r["m"]): helpers.clocks.clock_text(r) for r in sw.data}
+rows = [dict(r, clk_wmma=clk[("wmma_gemm_naive", r["n"])], clk_cublas=clk[("cublas_fp16", r["n"])]) for r in rows]
+helpers.display.table(rows, list(rows[0]), ["n", "naive WMMA TFLOP/s", "FP32 kernel", "cuBLAS FP16",
+                      "WMMA / FP32", "% of cuBLAS", "% of FP16 peak", "SM clock (WMMA)", "SM clock (cuBLAS)"],
+                      fmt={k: ".1f" for k in ["wmma", "fp32", "cublas", "speedup", "of_cublas"]} | {"of_peak": ".2f"})
+""", ignore_output=True)
+nb.md("""
+### E. Without the refusal and without padding
+
+What if the helper did not refuse? The experiment allocates each matrix with **slack** after its end (so
+every load and store stays inside memory we own) and fills the slack with NaN: garbage a real
+program could have there. Then it launches the kernel on $M, N, K$ as given. Left: $N = 40$, so the
+last column strip stores 16 columns into rows that are only 40 wide: 8 of them wrap into the
+start of the *next* row. Right: $K = 40$, so the last K step reads 8 rows past the end of $B$.
+""", slide="subslide")
+nb.code("""
+edge = helpers.run_or_load("wmma_edge_corruption")
+replay = W.edge_corruption_cpu()           # numpy replay of the kernel's loads and stores
+gpu_label = "GPU, measured live" if edge.live else f"{rec.gpu_name}, recorded {rec.date}"
+fig = W.plot_edge_masks({gpu_label: edge.data, "CPU replay of the same loads and stores": replay})
+""", slide="subslide", ignore_output=True)
+nb.code("""
+for case in replay:
+    print(f"M={case['m']} N={case['n']} K={case['k']}: {case['n_nan'] + case['n_wrong']} of {case['m'] * case['n']} "
+          f"elements wrong ({case['n_nan']} NaN, {case['n_wrong']} finite but wrong), "
+          f"{case['writes_past_end']} stores landed past the end of C")
+""")
+nb.code("""
+for case in edge.data:
+    print(f"GPU M={case['m']} N={case['n']} K={case['k']}: wrong {case['n_nan'] + case['n_wrong']} "
+          f"({case['n_nan']} NaN, {case['n_wrong']} finite), past the end {case['writes_past_end']}")
+""", ignore_output=True)
+nb.md("""
+The GPU and the replay need not agree element for element: where two warps store to the same
+element of $C$ (a wrapped store and the correct one), which store lands last is not defined, and
+it can change from run to run.
+""", slide="fragment")
+nb.notes("On the GPU the wrapped stores race with the correct stores of the neighbouring tiles, so the "
+         "number of corrupted elements can change from run to run; the replay runs tiles in launch "
+         "order. The stores past the end of C are what would overwrite other data in a real program.")
+
+nb.md("""
+### F. Alignment: the helper checks it too
+
+`load_matrix_sync` needs 32-byte aligned tile pointers. A CuPy view that starts mid-row, e.g.
+`X[:, 1:]` or a slice of a flat buffer at an odd offset, is not. On a GPU the helper rejects it
+before launching (without a GPU, CuPy arrays cannot be made, so this cell only says so):
+""", slide="subslide")
+nb.code("""
+if helpers.backend().is_gpu:
+    import cupy
+    view = cupy.zeros(16 * 17, dtype=cupy.float16)[1:257].reshape(16, 16)   # starts 2 bytes in
+    try:
+        helpers.wmma_mixed(view, cupy.zeros((16, 16), dtype=cupy.float16))
+    except helpers.InputError as err:
+        print(err)
+else:
+    print("CPU backend: no CuPy arrays here; the size rule above is checked the same way on every backend.")
+""", ignore_output=True)
+
+nb.md("""
+### G. More misconceptions
+
+- **"Sizes that are not multiples of 16 just lose a little at the edge."** Without padding or guards
+  the kernel reads and writes past the matrices: wrong values *inside* $C$ and writes beyond it
+  (appendix E).
+- **"Simulating WMMA in numpy with float32 `@` on 16×16 blocks reproduces it."** Seed 001's Python
+  demo does that: it never rounds the inputs to FP16, uses non-negative inputs, and times Python
+  loops against numpy. The course's emulation (`helpers.emulate.tensor_core_gemm`) rounds inputs
+  to FP16 and models the Tensor Core's block-wise truncated FP32 accumulation.
+""", slide="subslide")
+
+nb.md("""
+### H. A first step: 2×2 fragments per warp
+
+A first step fits in this lesson: let each warp compute a 32×32 tile from 2×2 fragments, so each
+loaded fragment feeds two `mma_sync` (exercise 2). Measured, with the column-major-$B$ variant of
+exercise 1 for comparison (same loads per FLOP, different layout):
+""", slide="subslide")
+nb.code("""
+var = helpers.run_or_load("wmma_variants_speed")
+print(var.source)
+helpers.display.table(helpers.clocks.with_clock(var.data), ["kernel", "m", "tflops", "clock", "passed"],
+                      ["kernel", "n", "TFLOP/s", "SM clock while timed", "checked"], fmt={"tflops": ".1f"})
+""", ignore_output=True)
+
 
 nb.save()

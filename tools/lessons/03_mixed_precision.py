@@ -90,27 +90,11 @@ nb.md("""
 ### The bits themselves
 
 Each row is one format holding the same number, $-1/3$, rounded to it: sign (pink), exponent (blue),
-fraction (orange). The value on the right is what the bits decode to. TF32 is FP32 with the 13
-lowest fraction bits ignored.
+fraction (orange). The value on the right is what the bits decode to. TF32 keeps FP32's sign and
+exponent and 10 fraction bits; the other 13 bits of its 32-bit word carry nothing.
 """, slide="subslide")
 nb.code("""
 fig = formats.plot_bit_layouts(value=-1 / 3)
-""")
-
-nb.md("""
-### Representable numbers: around 1, and at the bottom of the range
-
-Top: every number each format has between 0.75 and 1.5 (TF32, not drawn, has FP16's numbers here:
-same fraction bits). Bottom: near each format's smallest normal number, in units of it; grey ticks
-are subnormals, evenly spaced; above 1 the spacing doubles every power of two.
-""", slide="subslide")
-nb.code("""
-fig = formats.plot_number_lines(("fp8_e5m2", "fp8_e4m3", "bf16", "fp16"))
-""")
-nb.code("""
-for n in ["fp8_e5m2", "fp8_e4m3", "bf16", "fp16", "tf32"]:
-    v = formats.representable(n, 1.0, 2.0)
-    print(f"{n:9s} values in [1, 2]: {v.size:5d}   spacing just above 1: 2^{np.log2(v[1] - v[0]):.0f}")
 """)
 
 nb.md("""
@@ -153,20 +137,33 @@ before revealing: where does FP16 overflow? (65504.)
 """)
 
 nb.md("""
-### TF32 rounds exactly like FP16, inside FP16's range
+### Rounding FP32 to TF32: who rounds, and how
 
-Same fraction bits, same rounding rule: for numbers between FP16's smallest normal and its maximum,
-rounding to TF32 and rounding to FP16 give the same value. Only the range differs: below 2^-14
-FP16 runs out of bits (subnormals), above 65504 out of numbers.
+| where | how | source |
+|---|---|---|
+| the TF32 format | 1 + 8 + 10 bits of a 32-bit word; what the other 13 hold, and how many fraction bits the hardware reads ("10 or more"), is unspecified | CUDA Math API, `__nv_tf32` |
+| `wmma::__float_to_tf32` (this lesson's TF32 kernel) | PTX `cvt.rna.tf32.f32`: to nearest, **ties away from zero** | PTX ISA, `cvt`; reproduced bit for bit on the H200 (appendix C) |
+| a Tensor Core given unconverted FP32 bits | unspecified: not measured here; always convert | CUDA Math API, `__nv_tf32` |
+| cuBLAS TF32 (`CUBLAS_COMPUTE_32F_FAST_TF32`, `CUPY_TF32=1`) | not documented; the course's check charges it as truncation | cuBLAS documentation, `cublasComputeType_t` |
+| `helpers.numerics.round_to(x, "tf32")`, and FP16 casts | to nearest, **ties to even**: within FP16's normal range, the same values as FP16 | computed below |
 """, slide="subslide")
 nb.code("""
 x = helpers.random_matrix(1000, 1000, seed=7)                  # 10^6 standard-normal values
-t, h = helpers.numerics.round_to(x, "tf32"), helpers.numerics.round_to(x, "fp16")
+rne, h, rna = helpers.numerics.round_to(x, "tf32"), helpers.numerics.round_to(x, "fp16"), formats.round_tf32_rna(x)
 normal = np.abs(x) >= formats.format_info("fp16").tiny
-print("identical where |x| >= FP16's smallest normal:", np.array_equal(t[normal], h[normal]))
-print("values below it:", int((~normal).sum()), "| of those, rounded differently:", int((t != h)[~normal].sum()))
+print("ties to even: TF32 == FP16 wherever |x| >= FP16's smallest normal:", np.array_equal(rne[normal], h[normal]))
+print("ties away (cvt.rna) and ties to even differ on", int((rna != rne).sum()), "of", x.size, "values: the exact ties")
+tie = np.array([1 + 2.0 ** -11], dtype=np.float32)             # halfway between 1 and 1 + 2^-10
+print(f"1 + 2^-11 -> ties to even {float(helpers.numerics.round_to(tie, 'tf32')[0])!r}, "
+      f"ties away {float(formats.round_tf32_rna(tie)[0])!r}")
 with np.errstate(over="ignore"):
     print("1e6 in FP16:", np.float16(1e6), "| in TF32:", helpers.numerics.round_to(np.float32(1e6), "tf32"))
+""")
+nb.notes("""
+Three statements that sound alike: '13 low bits ignored' (what the format's layout leaves unused; if
+the hardware simply dropped them, that would be truncation), 'rounds like FP16' (true for ties-to-even
+rounding inside FP16's normal range), and cvt.rna (what the course's TF32 kernel uses: ties away).
+They differ only on exact ties, which a tie in an input turns into a whole row or column of C.
 """)
 
 nb.md("""
@@ -190,9 +187,25 @@ nb.md("""
   (last-but-one column). On an H200 it buys no peak speed, only error.
 """, slide="fragment")
 
+nb.md("""
+### Seed 001's speed-ups, against the H200 record
+
+Seed 001 says FP16 Tensor Cores give "3 to 5x" over FP32 CUDA-core GEMMs on a V100, TF32 "stably more
+than 2x" on an A100, and PyTorch AMP "nearly 2x" in training. No V100, A100 or PyTorch training run
+was measured here, so those three stay **unchecked**. The same ratios on the H200, from the record
+(cuBLAS against cuBLAS, each timing with its SM clock):
+""", slide="subslide")
+nb.code("""
+for n in (1024, 4096, 8192):
+    f32, t32, f16 = (rec.select(kernel=k, m=n, n=n, k=n)[0] for k in ("cublas_fp32", "cublas_tf32", "cublas_fp16"))
+    print(f"n={n}: FP16 Tensor Cores / FP32 CUDA cores {f16['tflops'] / f32['tflops']:4.1f}x, TF32 / FP32 "
+          f"{t32['tflops'] / f32['tflops']:4.1f}x  (SM clocks: {helpers.clocks.clock_text(f32)} | "
+          f"{helpers.clocks.clock_text(t32)} | {helpers.clocks.clock_text(f16)})")
+""")
+
 # --------------------------------------------------------------------------- kernels
 nb.md("""
-## The kernels: one loop, five input/accumulator choices
+## The kernels: one loop, four input/accumulator choices
 
 `kernels/mixed_precision.cu` holds the seed's `wmma_mixed_gemm_kernel` (FP16 in, FP32 accumulator)
 and three variants that differ only in their fragments:
@@ -215,23 +228,6 @@ only TF32 shape is m16n16k8), and the explicit __float_to_tf32 on every fragment
 load. That conversion rounds to nearest with ties away from zero (PTX cvt.rna.tf32.f32); the CPU
 emulation does the same (helpers.formats.round_tf32_rna).
 """)
-nb.code("""
-helpers.display.show_kernel("mixed_precision.cu", "wmma_bf16_gemm_kernel")
-""", slide="subslide")
-nb.md("""
-CuPy has no bfloat16 dtype, so a BF16 matrix travels as a `uint16` array holding the bits;
-`formats.to_bf16_bits` rounds FP32 to BF16 (nearest even) on numpy or CuPy arrays. Passing floats
-is refused, with the fix:
-""", slide="subslide")
-nb.code("""
-A = helpers.random_matrix(200, 72, seed=0)     # M x K, sizes not multiples of 16
-B = helpers.random_matrix(72, 136, seed=1)     # K x N
-try:
-    helpers.gemm("wmma_bf16_gemm_kernel", A, B, pad=True)
-except helpers.InputError as err:
-    print(err)
-""")
-
 nb.md("""
 ## Every variant, checked against float64
 
@@ -239,53 +235,26 @@ M = 200, K = 72, N = 136, standard-normal FP32 inputs; each kernel gets them in 
 tolerance comes from the input format, the accumulator format and K (`helpers.tolerance`).
 """, slide="slide")
 nb.code("""
-def inputs_for(spec, A, B):
-    if spec.in_dtype == "uint16":                          # BF16 bit patterns
-        return formats.to_bf16_bits(A), formats.to_bf16_bits(B)
-    return A.astype(spec.in_dtype), B.astype(spec.in_dtype)
-
+from helpers.check import encode_inputs             # FP16 values, BF16 bits (uint16), or FP32 for TF32
+A = helpers.random_matrix(200, 72, seed=0)          # M x K, sizes not multiples of 16
+B = helpers.random_matrix(72, 136, seed=1)          # K x N
 checks = {}
 for name in ["gemm_fp32_kernel", "wmma_mixed_gemm_kernel", "wmma_fp16acc_gemm_kernel",
              "wmma_bf16_gemm_kernel", "wmma_tf32_gemm_kernel"]:
     spec = helpers.KERNELS[name]
     try:
-        checks[name] = spec.check(helpers.gemm(name, *inputs_for(spec, A, B), pad=True), A, B)
+        C = helpers.gemm(name, encode_inputs(A, spec.inputs), encode_inputs(B, spec.inputs), pad=True)
+        checks[name] = spec.check(C, A, B)
         print(checks[name].verdict())
     except helpers.ArchitectureError as err:      # BF16/TF32 WMMA on a GPU older than sm_80
         print(f"SKIP {name}: {err.problem}")
 """)
-nb.code("""
-for chk in checks.values():
-    print(f"{chk.name:26s} componentwise {chk.comp_err:.1e}  relative {chk.rel_err:.1e}  ({chk.tol})")
-""", slide="subslide", ignore_output=True)
-nb.notes("""
-The measured errors (second cell) depend on the backend only in the last digits; the verdicts are
-identical everywhere. Note the ordering: FP32 lowest; TF32 and FP16 inputs next, together (same
-precision); BF16 above them (three fewer fraction bits); the FP16 accumulator above FP16 inputs.
-""")
-
 nb.md("""
-### Does the CPU emulation compute what the GPU computes?
-
-The experiment `mixed_emulator_probe` ran both new kernels on the H200 (128 x 128 x 1024) and
-compared every output element with the emulation under several models of the Tensor Core's
-addition (products per rounding, extra alignment bits). The share of identical elements:
-""", slide="subslide")
-nb.code("""
-probe = rec.meta["experiments"]["mixed_emulator_probe"]
-for k in ["wmma_bf16_gemm_kernel", "wmma_tf32_gemm_kernel"]:
-    res, best = probe[k]["identical"], probe[k]["best"]
-    others = ", ".join(f"{m} {res[m]:.1%}" for m in ("b8_e2", "b16_e2", "b4_e2_rne") if m in res and m != best)
-    print(f"{k:24s} best: {best} ({res[best]:.1%} identical) | {others}")
-print("models in use:", {k: str(helpers.emulate.model_for(k)) for k in ("bf16", "tf32")})
-""")
-nb.notes("""
-b16_e2 = 16 products per rounding with 2 extra alignment bits, as for FP16 (lesson 04 measures it).
-For TF32 the H200 adds 4 products per rounding (m16n16k8 = two such steps), the value Fasi et al.
-(2021) found on the A100, not the 8 published for the B200; and the inputs must be rounded with
-ties away from zero (b4_e2_rne, ties to even, misses a tenth of the elements: a tie in one input
-changes a whole row or column of C).
-""")
+Ordering of the errors: FP32 lowest; TF32 and FP16 inputs together (same precision); BF16 above them
+(three fewer fraction bits); the FP16 accumulator above FP16 inputs. The measured numbers, and the
+proof that the CPU emulation computes exactly what the H200 computed: appendix C. How the BF16
+kernel takes its inputs (`uint16` bits): appendix B.
+""", slide="fragment")
 
 # --------------------------------------------------------------------------- seed comparison
 nb.md("""
@@ -297,8 +266,9 @@ FP32 kernel, relative error against float64 of the FP32 inputs, and of the kerne
 inputs):
 """, slide="slide")
 nb.code("""
-cols = ["variant", "median_ms", "tflops", "speedup", "rel_err", "rel_err_acc", "passed"]
-heads = ["variant", "ms (median)", "TFLOP/s", "speedup vs FP32 kernel", "rel. error", "rel. error (own inputs)", "check"]
+cols = ["variant", "median_ms", "tflops", "speedup", "rel_err", "rel_err_acc", "passed", "clock"]
+heads = ["variant", "ms (median)", "TFLOP/s", "speedup vs FP32 kernel", "rel. error", "rel. error (own inputs)", "check",
+         "SM clock while timed"]
 fmts = {"median_ms": ".4f", "tflops": ".1f", "speedup": ".1f", "rel_err": ".1e", "rel_err_acc": ".1e"}
 print(rec.label)
 helpers.display.table(lesson.comparison_rows(rec.rows, 1024), cols, heads, fmts)
@@ -318,8 +288,9 @@ What the two tables say:
 
 - the naive WMMA kernel is several times faster than the FP32 kernel, on both GPUs, and still far
   below cuBLAS on the same formats (lesson 05 closes that gap);
-- the FP16 input rounding, not the accumulation, sets its error: compare "rel. error" with
-  "rel. error (own inputs)";
+- on this N(0,1) data at K = 1024, the FP16 input rounding, not the accumulation, sets its error:
+  compare "rel. error" with "rel. error (own inputs)" (lesson 04: on positive data at large K the
+  accumulation catches up);
 - switching only the accumulator fragment to FP16, or the inputs to BF16, leaves the speed of this
   kernel about where it was; the FP16 accumulator multiplies the accumulation error, BF16 the input
   error;
@@ -334,43 +305,14 @@ lost when A and B are rounded to FP16.
 """)
 
 nb.md("""
-## A sweep over sizes *(live on a GPU)*
-
-On a GPU the next cell measures every variant at five sizes (about a minute); without one it
-returns the recorded rows.
-""", slide="slide")
-nb.code("""
-SIZES = [256, 512, 1024, 2048, 4096]
-sweep = helpers.sweep(list(lesson.VARIANTS), SIZES)
-print(sweep.source, "|", len(sweep.data), "rows")
-""", ignore_output=True)
-nb.code("""
-fig = lesson.plot_tflops_vs_size(sweep.data, source=sweep.source)
-""", slide="subslide", ignore_output=True)
-nb.code("""
-fig = lesson.plot_error_vs_size(sweep.data, source=sweep.source)
-""", slide="subslide", ignore_output=True)
-nb.notes("""
-On the error plot, the FP16-accumulator variants grow with n (their accumulation error grows with
-K); the FP16/TF32-input variants with FP32 accumulation stay flat at the level of the FP16 rounding
-of the inputs; FP32 stays lowest, growing slowly with n. Lesson 04 takes error-vs-K apart properly.
-""")
-
-nb.md("""
 ## Speed vs error, every variant on one chart
 
-Up and to the left is better. Recorded on the H200 at M = N = K = 4096 (a live run draws its own
-below).
+Up and to the left is better. Recorded on the H200 at M = N = K = 4096 (a live sweep over sizes, with
+its own chart: appendix D).
 """, slide="slide")
 nb.code("""
 fig = lesson.plot_speed_vs_error(rec.rows, 4096, source=rec.label)
 """)
-nb.code("""
-if sweep.live:
-    fig = lesson.plot_speed_vs_error(sweep.data, 4096, source=sweep.source)
-else:
-    print("no GPU: the chart above is the recorded one")
-""", ignore_output=True)
 nb.md("""
 Three clusters: FP32 (accurate, slow), 11-bit inputs with an FP32 accumulator (TF32 and FP16:
 FP16's decimal digits, fast), and FP16 accumulation (worse error, no faster on this GPU). BF16
@@ -436,11 +378,6 @@ if tf32 is not None:
 else:
     print("tf32_env is not in the record yet: run `make record` on a GPU")
 """)
-nb.code("""
-if tf32 is not None:
-    display(helpers.display.table(tf32.data, ["CUPY_TF32", "NVIDIA_TF32_OVERRIDE", "call", "rel_err", "median_ms", "tflops"],
-                                  fmt={"rel_err": ".2e", "median_ms": ".3f", "tflops": ".1f"}))
-""", slide="subslide", ignore_output=True)
 nb.md("""
 The conclusions printed under the table are computed from it. On the H200 record they say:
 
@@ -457,11 +394,40 @@ An undocumented switch can change with the next driver or library: measure it wh
 and before trusting an "FP32" benchmark, look at the environment (or at the error).
 """, slide="fragment")
 nb.notes("""
-The notes on this topic (shared/notes/precision-facts.md) expected =1 to do nothing; the measurement
-says otherwise, and the lesson reports the measurement. If the verdict table on your machine
+We expected =1 to do nothing (no document says it enables anything); the measurement says
+otherwise, and the lesson reports the measurement. If the verdict table on your machine
 disagrees with these bullets, believe the table: it is measured. The bullets describe the H200 record (its driver, CUDA and CuPy versions are in
-rec.meta['versions']). The raw errors and times are in the subslide.
+rec.meta['versions']). The raw errors and times are in appendix E.
 """)
+
+# --------------------------------------------------------------------------- seed 002 sec. 4.1
+nb.md("""
+## Seed 002's cuBLAS call (sec. 4.1), and the one to make instead
+
+Seed 002 switches Tensor Cores on with `cublasSetMathMode(handle, CUBLAS_TENSOR_OP_MATH)` and calls
+`cublasHgemm`. Two problems:
+
+- `CUBLAS_TENSOR_OP_MATH` is **deprecated** since cuBLAS 11 (CUDA 11.0): cuBLAS uses Tensor Cores for
+  FP16 without it (cuBLAS documentation, `cublasMath_t`);
+- `cublasHgemm` computes and **accumulates in FP16**, against the article's own rule (sec. 5.4:
+  never accumulate in FP16).
+
+The call that does what the article recommends is `cublasGemmEx` with `CUDA_R_16F` inputs and
+`CUBLAS_COMPUTE_32F`: what `cupy.matmul` does on float16 (`helpers/cublas.py`). The course measures
+both computes, on the same inputs:
+""", slide="slide")
+nb.code("""
+for n in (1024, 4096):
+    for k, how in [("cublas_fp16", "cublasGemmEx, CUBLAS_COMPUTE_32F"),
+                   ("cublas_fp16_acc16", "cublasGemmEx, CUBLAS_COMPUTE_16F (Hgemm's arithmetic)")]:
+        r = rec.select(kernel=k, m=n, n=n, k=n)[0]
+        print(f"n={n} {how:52s} {r['tflops']:6.1f} TFLOP/s ({helpers.clocks.clock_text(r)}), "
+              f"rel. error {r['rel_err']:.1e}")
+""")
+nb.md("""
+On the H200 the FP16-accumulating call buys no speed worth having (equal datasheet peaks) and costs
+error that grows with $K$ (lesson 04). Use `CUBLAS_COMPUTE_32F`; FP16 output is still possible.
+""", slide="fragment")
 
 # --------------------------------------------------------------------------- range and loss scaling
 nb.md("""
@@ -562,19 +528,81 @@ nb.md("""
 1. **"Mixed precision means replacing `float` by `half`."** The speed in this lesson comes from the
    Tensor Cores (WMMA fragments, cuBLAS); changing a CUDA-core kernel's types from `float` to `half`
    does not use them. And the accumulator must stay FP32: an FP16 one costs accuracy and can overflow.
-2. **"TF32 is a 19-bit type that halves memory."** It occupies 32 bits in memory and registers; only
-   the Tensor Core reads 19 of them. Its precision is FP16's.
+2. **"TF32 is a 19-bit type that halves memory."** It occupies 32 bits in memory and registers, of
+   which 19 carry the value. Its precision is FP16's.
 3. **"FP32 code computes in FP32."** Not necessarily: with `NVIDIA_TF32_OVERRIDE=1` in the
    environment, cuBLAS computed even explicit FP32-compute GEMMs in TF32 on the H200 (measured above).
    The error tells: the FP32 level or the 11-bit level. And `nvcc -ftz=true` has nothing to do with TF32.
 4. **"BF16 is more accurate than FP16."** It has more range and less precision: its unit roundoff is
    8 times FP16's.
-5. **"The FP16 GEMM's error comes from accumulation."** With an FP32 accumulator, rounding A and B to
-   FP16 costs far more than all the additions (compare the two error columns at 1024).
+5. **"The FP16 GEMM's error comes from accumulation."** With an FP32 accumulator, on N(0,1) data at
+   moderate K, rounding A and B to FP16 costs far more than all the additions (the two error columns
+   at 1024). Not always: on positive data the truncated FP32 sum grows about linearly with K, and at
+   K = 16384 on U[0,1) lesson 04 measures the accumulation error equal to the whole error.
 6. **"FP16's smallest positive number is 6.1e-5."** That is the smallest normal number; subnormals go
    down to 6e-8, with fewer and fewer significant bits.
-7. **"Loss scaling changes the training."** The gradients are divided by the scale before the update;
-   scaling changes only which gradients survive the FP16 format.
+7. **"Loss scaling does not change the training."** Static scaling divides the gradients by the scale
+   before the update, so it changes only which gradients survive FP16. Dynamic scaling also *skips*
+   every step whose gradients overflow: those updates never happen, so the trajectory does change
+   (the run started at 2^40 skips its first steps).
+8. **"FP8 is only for inference"** (seed 002, sec. 5.4). FP8 training is practice on Hopper: E4M3 for
+   weights and activations, E5M2 for gradients, with per-tensor scales, matched 16-bit training on
+   models up to 175B parameters (Micikevicius et al., "FP8 formats for deep learning", 2022,
+   arXiv:2209.05433); DeepSeek-V3 was trained in FP8 (arXiv:2412.19437).
+""", slide="slide")
+
+# --------------------------------------------------------------------------- applications (seed 001)
+nb.md("""
+## Where mixed precision is used
+
+Seed 001 has a heading for application scenarios and nothing under it. Where the formats of this
+lesson are used, and what the course measured that decides the choice:
+
+- **Training**: FP16 or BF16 inputs to every large matrix product, FP32 accumulation and FP32 master
+  weights (Micikevicius et al., "Mixed precision training", 2018); FP16 with loss scaling, BF16
+  without (the training run above); FP8 with per-tensor scales on Hopper (misconception 8).
+- **Inference**: FP16 or BF16 weights halve memory and bandwidth; INT8 and FP8 go further with
+  quantization (not measured here).
+- **Scientific computing**: TF32 only where 11-bit inputs suffice (lesson 04); otherwise low
+  precision inside mixed-precision algorithms such as iterative refinement, which recover FP32 or
+  FP64 accuracy (Higham & Mary, "Mixed precision algorithms in numerical linear algebra", Acta
+  Numerica 2022).
+""", slide="slide")
+nb.code("""
+r = {k: rec.select(kernel=k, m=4096, n=4096, k=4096)[0] for k in ("cublas_fp32", "cublas_tf32", "cublas_fp16")}
+for k in ("cublas_tf32", "cublas_fp16"):
+    print(f"{k} at 4096: {r[k]['tflops'] / r['cublas_fp32']['tflops']:.1f}x cuBLAS FP32's speed, relative error "
+          f"{r[k]['rel_err']:.1e} against FP32's {r['cublas_fp32']['rel_err']:.1e}  ({rec.label})")
+""")
+
+nb.md("""
+## Interview questions
+
+Seed 001 ends with an empty "interview questions" heading. Questions the course can answer, with
+the answer hidden:
+
+1. Why does a Tensor Core GEMM with FP16 inputs accumulate in FP32?
+2. How many FLOPs is one `wmma::mma_sync` on m16n16k16, and what does the H200 run for it?
+3. What is TF32, and who rounds FP32 to it, how?
+4. Why is a WMMA kernel that loads its tiles straight from global memory far from cuBLAS?
+5. cuBLAS FP16 on an H200 is slower at 8192^3 than at 4096^3. Why?
+6. How do you set the tolerance of a test for an FP16 GEMM?
+
+<details><summary>Answers</summary>
+
+1. Accuracy and range: an FP16 accumulator loses small terms as the sum grows, stagnates, and
+   overflows above 65504 (this lesson); on an H200 FP16 accumulation is not faster.
+2. 2 x 16 x 16 x 16 = 8192 FLOPs; on sm_90 it compiles to two `HMMA.16816` instructions (lesson 02).
+3. FP32's sign and exponent with 10 fraction bits, in a 32-bit word; `__float_to_tf32` rounds to
+   nearest with ties away from zero, cuBLAS does not document its rounding (this lesson).
+4. Every warp reloads its tiles for every `mma_sync`: the loads, not the Tensor Cores, set the pace;
+   the profiler shows the Tensor Cores idle most of the time (lessons 02 and 05).
+5. The GPU lowers its SM clock to stay under its power limit (NVML reports "sw power cap"); per GHz
+   of clock it is not slower (lesson 05).
+6. From the formats and K: input rounding, accumulation (worst case for truncation, probabilistic for
+   rounding to nearest) and output rounding (`helpers.tolerance`), tested on positive data too
+   (lesson 04), never a fixed epsilon.
+</details>
 """, slide="slide")
 
 # --------------------------------------------------------------------------- check your understanding
@@ -592,7 +620,8 @@ nb.md("""
 
 1. Same 10 fraction bits and the same rounding for numbers in FP16's normal range; TF32 keeps FP32's
    exponent, so values above 65504 or below 2^-14 (2^-24 subnormal) behave differently.
-2. From rounding A and B to FP16 (11 significant bits); the FP32 accumulation adds much less.
+2. From rounding A and B to FP16 (11 significant bits) and from the truncated FP32 sums; on zero-mean
+   data at moderate K the rounding of A and B dominates, on positive data at large K the sums do.
 3. Whether TF32 was on: `CUPY_TF32`, `NVIDIA_TF32_OVERRIDE=1` (which forced TF32 even on explicit FP32
    calls on the H200), or a TF32 compute type. An error at the 11-bit level is TF32's signature.
 4. It rounds to zero (below 2^-25). Times 2^16 it is about 6.6e-5, a normal FP16 number.
@@ -632,8 +661,11 @@ nb.md("""
 - A format is range (exponent bits) and precision (fraction bits); compute them, don't memorise them.
 - TF32 = FP16's precision with FP32's range, stored in 32 bits; BF16 = FP32's range with 8 bits.
 - The seed's mixed kernel is several times faster than the FP32 kernel and keeps about FP16's
-  decimal digits, lost when the inputs are rounded; FP16 accumulation loses more and, on an H200,
-  is not faster (equal datasheet peaks).
+  decimal digits, lost (on zero-mean data, moderate K) when the inputs are rounded; FP16
+  accumulation loses more and, on an H200, is not faster (equal datasheet peaks). In cuBLAS, ask for
+  `CUBLAS_COMPUTE_32F`, not `cublasHgemm`.
+- TF32 rounding differs by who does it: `__float_to_tf32` rounds ties away from zero, FP16-style
+  rounding ties to even, cuBLAS does not say.
 - TF32 is switched on by the library call (`CUPY_TF32=1`, a cuBLAS compute type), and on the H200
   record also by `NVIDIA_TF32_OVERRIDE=1`, which even overrides explicit FP32 requests; `=0` turns it off.
 - FP16 training needs loss scaling (dynamic: start 2^16, halve and skip on overflow, double after
@@ -641,4 +673,119 @@ nb.md("""
 
 Next: lesson 04 measures how the error grows with K and how the Tensor Core really adds.
 """, slide="slide")
+# --------------------------------------------------------------------------- appendix
+nb.md("""
+## Appendix: details behind the main slides
+
+- A. Representable numbers, around 1 and at the bottom of each format's range
+- B. The BF16 kernel, and how BF16 matrices travel
+- C. The measured errors of every variant, and the CPU emulation against the H200
+- D. A sweep over sizes (live on a GPU)
+- E. The raw `tf32_env` measurements
+""", slide="slide")
+nb.md("""
+### A. Representable numbers: around 1, and at the bottom of the range
+
+Top: every number each format has between 0.75 and 1.5 (TF32, not drawn, has FP16's numbers here:
+same fraction bits). Bottom: near each format's smallest normal number, in units of it; grey ticks
+are subnormals, evenly spaced; above 1 the spacing doubles every power of two.
+""", slide="subslide")
+nb.code("""
+fig = formats.plot_number_lines(("fp8_e5m2", "fp8_e4m3", "bf16", "fp16"))
+""")
+nb.code("""
+for n in ["fp8_e5m2", "fp8_e4m3", "bf16", "fp16", "tf32"]:
+    v = formats.representable(n, 1.0, 2.0)
+    print(f"{n:9s} values in [1, 2]: {v.size:5d}   spacing just above 1: 2^{np.log2(v[1] - v[0]):.0f}")
+""")
+
+nb.md("### B. The BF16 kernel, and how BF16 matrices travel (`uint16` bits)", slide="subslide")
+nb.code("""
+helpers.display.show_kernel("mixed_precision.cu", "wmma_bf16_gemm_kernel")
+""")
+nb.md("""
+CuPy has no bfloat16 dtype, so a BF16 matrix travels as a `uint16` array holding the bits;
+`formats.to_bf16_bits` rounds FP32 to BF16 (nearest even) on numpy or CuPy arrays. Passing floats
+is refused, with the fix:
+""", slide="fragment")
+nb.code("""
+A = helpers.random_matrix(200, 72, seed=0)     # M x K, sizes not multiples of 16
+B = helpers.random_matrix(72, 136, seed=1)     # K x N
+try:
+    helpers.gemm("wmma_bf16_gemm_kernel", A, B, pad=True)
+except helpers.InputError as err:
+    print(err)
+""")
+
+nb.md("### C. The measured errors, and the CPU emulation against the H200", slide="subslide")
+nb.code("""
+for chk in checks.values():
+    print(f"{chk.name:26s} componentwise {chk.comp_err:.1e}  relative {chk.rel_err:.1e}  ({chk.tol})")
+""", ignore_output=True)
+nb.notes("""
+The measured errors depend on the backend only in the last digits; the verdicts (main path) are
+identical everywhere. Note the ordering: FP32 lowest; TF32 and FP16 inputs next, together (same
+precision); BF16 above them (three fewer fraction bits); the FP16 accumulator above FP16 inputs.
+""")
+
+nb.md("""
+### C'. Does the CPU emulation compute what the GPU computes?
+
+The experiment `mixed_emulator_probe` ran both new kernels on the H200 (128 x 128 x 1024) and
+compared every output element with the emulation under several models of the Tensor Core's
+addition (products per rounding, extra alignment bits). The share of identical elements:
+""", slide="subslide")
+nb.code("""
+probe = rec.meta["experiments"]["mixed_emulator_probe"]
+for k in ["wmma_bf16_gemm_kernel", "wmma_tf32_gemm_kernel"]:
+    res, best = probe[k]["identical"], probe[k]["best"]
+    others = ", ".join(f"{m} {res[m]:.1%}" for m in ("b8_e2", "b16_e2", "b4_e2_rne") if m in res and m != best)
+    print(f"{k:24s} best: {best} ({res[best]:.1%} identical) | {others}")
+print("models in use:", {k: str(helpers.emulate.model_for(k)) for k in ("bf16", "tf32")})
+""")
+nb.notes("""
+b16_e2 = 16 products per rounding with 2 extra alignment bits, as for FP16 (lesson 04 measures it).
+For TF32 the H200 adds 4 products per rounding (m16n16k8 = two such steps), the value Fasi et al.
+(2021) found on the A100, not the 8 published for the B200; and the inputs must be rounded with
+ties away from zero (b4_e2_rne, ties to even, misses a tenth of the elements: a tie in one input
+changes a whole row or column of C).
+""")
+
+nb.md("""
+### D. A sweep over sizes (live on a GPU)
+
+On a GPU the next cell measures every variant at five sizes (about a minute); without one it
+returns the recorded rows.
+""", slide="subslide")
+nb.code("""
+SIZES = [256, 512, 1024, 2048, 4096]
+sweep = helpers.sweep(list(lesson.VARIANTS), SIZES)
+print(sweep.source, "|", len(sweep.data), "rows")
+""", ignore_output=True)
+nb.code("""
+fig = lesson.plot_tflops_vs_size(sweep.data, source=sweep.source)
+""", slide="subslide", ignore_output=True)
+nb.code("""
+fig = lesson.plot_error_vs_size(sweep.data, source=sweep.source)
+""", slide="subslide", ignore_output=True)
+nb.notes("""
+On the error plot, the FP16-accumulator variants grow with n (their accumulation error grows with
+K); the FP16/TF32-input variants with FP32 accumulation stay flat at the level of the FP16 rounding
+of the inputs; FP32 stays lowest, growing slowly with n. Lesson 04 takes error-vs-K apart properly.
+""")
+
+nb.code("""
+if sweep.live:
+    fig = lesson.plot_speed_vs_error(sweep.data, 4096, source=sweep.source)
+else:
+    print("no GPU: the chart above is the recorded one")
+""", ignore_output=True)
+nb.md("### E. The raw `tf32_env` measurements (each in a fresh process; SM clocks were not read there)", slide="subslide")
+nb.code("""
+if tf32 is not None:
+    display(helpers.display.table(helpers.clocks.with_clock(tf32.data),
+                                  ["CUPY_TF32", "NVIDIA_TF32_OVERRIDE", "call", "rel_err", "median_ms", "tflops", "clock"],
+                                  fmt={"rel_err": ".2e", "median_ms": ".3f", "tflops": ".1f"}))
+""", ignore_output=True)
+
 nb.save()

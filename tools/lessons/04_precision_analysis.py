@@ -125,24 +125,26 @@ print(source)
 """, ignore_output=True)
 nb.md("""
 Worst case (Higham): |error| <= gamma_n = n u / (1 - n u) with n roundings. The probabilistic bound
-(Higham & Mary 2019) grows like sqrt(n) u. For an FP16 accumulator n = K / 16; dashed lines below.
+(Higham & Mary 2019) grows like sqrt(n) u. The dashed lines below are the bounds each kernel's check
+really uses (`helpers.tolerance`, slide "Setting a test tolerance"): the rounding term with
+n = K / block (block 16 for FP16 and BF16, 4 for TF32 on the H200, 1 for the FMA chain) *plus* the
+alignment inside each block, gamma_K(2^-23), for the Tensor Core kernels.
 """, slide="subslide")
 nb.code("""
 Ks, cur = P.curves(rows, "uniform")
-u16 = numerics.unit_roundoff("fp16")
-bounds = {"gamma_n, fp16 acc (n = K/16)": [numerics.gamma(k // 16, u16) for k in Ks],
-          "sqrt(n) u, fp16 acc": [np.sqrt(k / 16) * u16 for k in Ks],
-          "gamma_n(2u), truncating fp32 acc (n = K/16)": [numerics.gamma(k // 16, 2.0**-23) for k in Ks],
-          "sqrt(K) u, fp32": [np.sqrt(k) * 2.0**-24 for k in Ks]}
+colors = dict(zip(P.ARITHMETICS, helpers.plots.COLORS))       # a bound in its curve's colour
+bounds = {f"tolerance, {a}" + (" (and bf16 in)" if a == "fp16 in, fp32 acc" else ""):
+          (P.tolerance_curve(Ks, a), colors[a]) for a in P.ARITHMETICS if a != "bf16 in, fp32 acc"}
 fig = helpers.plots.error_vs_k(Ks, cur, bounds=bounds, title="U[0,1): median accumulation error",
                                source=source)
 """, slide="subslide", ignore_output=True)
-nb.notes("Read the curves from the top: FP16 accumulation stays far below its worst case (rounding to nearest "
+nb.notes("Read the curves from the top: FP16 accumulation stays far below its bound (rounding to nearest "
          "lets errors cancel). The three FP32-accumulating WMMA curves sit together, far above the FP32 FMA "
-         "chain, and close to their worst-case line gamma_n(2u) (drawn for n = K/16; TF32's own has n = K/4): truncation makes every error the same "
-         "sign, so the worst case is nearly reached. That is why the course's tolerance for them is "
-         "worst-case, not probabilistic (tolerance() adds a term for the alignment inside each block on top). "
-         "TF32 sits highest of the three: the H200 rounds a TF32 sum every 4 products, not every 16.")
+         "chain, and under their tolerance lines (BF16's is FP16's: same accumulator, same block). The "
+         "rounding term alone, gamma_{K/16}(2u), would sit below TF32's median at large K: TF32 rounds every "
+         "4 products, and the alignment term is most of the tolerance. Truncation makes every error the same "
+         "sign, so the curves grow almost as fast as the worst case: that is why the tolerance for them is "
+         "worst-case, not probabilistic.")
 
 nb.code("""
 def slope(ks, v):
@@ -173,10 +175,18 @@ nb.notes("With zero-mean data the partial sums stay small (about sqrt(k)), so th
 nb.md("""
 ## Input rounding versus accumulation
 
-Rounding FP32 data to FP16 or BF16 costs at most u_in per input, independent of K. At small K it
-dominates the total error; at large K accumulation can overtake it. The columns compare the error
-against the original (unrounded) inputs with the accumulation-only error.
+Rounding FP32 data to FP16 or BF16 costs at most u_in per input, whatever K: that is a **bound**.
+What it really costs falls with K: the rounding errors of the products have both signs and partly
+cancel, so the median input share falls roughly like u_in / sqrt(K) (first cell, computed exactly
+on the study's inputs, no GPU), while the accumulation error grows. That is why accumulation
+overtakes at large K (second cell: total error against the original inputs, and accumulation only).
 """, slide="slide")
+nb.code("""
+for fmt in ("fp16", "bf16"):
+    share = [P.input_rounding_error(k, "uniform", fmt) for k in Ks]
+    print(f"{fmt} input rounding alone: {share[0]:.1e} at K={Ks[0]}, {share[-1]:.1e} at K={Ks[-1]}; "
+          f"log-log slope {slope(Ks, share):.2f} (bound u_in = {numerics.unit_roundoff(fmt):.1e})")
+""")
 nb.code("""
 for name in P.ARITHMETICS:
     r = {x["k"]: x for x in rows if x["dist"] == "uniform" and x["arithmetic"] == name}
@@ -184,6 +194,9 @@ for name in P.ARITHMETICS:
     print(f"{name:18s} K={min(r):5d}: total {lo['total_median']:.1e} acc {lo['acc_median']:.1e} | "
           f"K={max(r):5d}: total {hi['total_median']:.1e} acc {hi['acc_median']:.1e}")
 """, ignore_output=True)
+nb.notes("The two FP32-accumulating FP16 rows show it: at the smallest K the total is all input rounding, at "
+         "K = 16384 it equals the accumulation error. The input share in the first cell is the same on every "
+         "machine (exact float64 products of the rounded and the original inputs).")
 
 nb.md("""
 ## Where FP16 accumulation saturates
@@ -211,7 +224,7 @@ nb.md("""
 ## The CPU model reproduces these curves
 
 The same inputs (seeded), pushed through the CPU model of each kernel, give the same errors: the
-model is not a rough approximation but the hardware's arithmetic (bit for bit on the H200: `emulator_match` below, and lesson 03's `mixed_emulator_probe`).
+model is not a rough approximation but the hardware's arithmetic (bit for bit on the H200: `emulator_match` in appendix A, and lesson 03's `mixed_emulator_probe`).
 A quick check at small sizes that the model's errors stay within the course's tolerance:
 """, slide="slide")
 nb.code("""
@@ -234,7 +247,8 @@ chosen inputs; Khattak & Mikaitis (arXiv:2512.07004, 2025) extended this to H100
 block of b products plus the accumulator c:
 
 1. every product a_k b_k is exact (no rounding);
-2. all terms are shifted to the largest exponent, keeping 24 + e bits; lower bits are dropped;
+2. all terms are shifted to the largest exponent, keeping 24 + e bits; lower bits are dropped
+   (on the H200 a product is aligned before it is normalised: appendix A);
 3. the shifted terms are added exactly (with carry bits);
 4. the sum is rounded once: toward zero to FP32, to nearest to FP16.
 """, slide="slide")
@@ -244,9 +258,17 @@ nb.md("""
 | V100 | 4 | - | 0 | Fasi et al. 2021 |
 | A100 | 8 | 4 | 1 | Fasi et al. 2021 |
 | B200 | 16 | 8 | 2 | Khattak & Mikaitis 2025 |
-| H100/H200 | published models reuse B200's | | | Khattak & Mikaitis 2025 |
-| H200 | measured in this lesson (below) | | | `tc_probes`, `emulator_match` |
+| H200 | measured in this lesson (below) | | | `tc_probes`, `emulator_match`, lesson 03's `mixed_emulator_probe` |
+
+Khattak & Mikaitis model the V100, A100, H100 and B200 (their abstract); the H200 is not among
+them, and their H100 parameters are not reproduced here. What the H200 measured, as the models the
+course fitted to it (below; the probes that measure them follow): FP16 and BF16 like the B200 row,
+**TF32 with a smaller block than the B200's**, the A100's.
 """, slide="subslide")
+nb.code("""
+for f in ("fp16", "bf16", "tf32"):
+    print(f"{f}: {emulate.model_for(f)}")
+""")
 
 nb.md("""
 ## A probe: one `mma_sync` that asks one question
@@ -320,48 +342,6 @@ for model in [emulate.V100_MODEL, emulate.A100_MODEL, emulate.DEFAULT_TC_MODEL]:
 """)
 
 nb.md("""
-## The detail the textbook model misses: products are not normalised
-
-The published form of the model aligns each product by its normalised exponent. On the H200,
-a product whose significand lies in [2, 4) is aligned by e(a) + e(b) instead, one place lower, so
-it keeps one more bit. With that single change the CPU model matches the H200's WMMA output bit
-for bit. The cell compares the two models on a product the CPU can do quickly:
-""", slide="slide")
-nb.code("""
-A, B = P.match_inputs(128, seed=7)
-ours = emulate.tensor_core_gemm(A, B)
-textbook = emulate.tensor_core_gemm(A, B, model=emulate.TensorCoreModel(16, 2, "textbook",
-                                                                           normalised_products=True))
-print(f"textbook model differs from the H200 model on {np.mean(ours != textbook):.1%} of the elements")
-print("probe 'products aligned before normalisation':",
-      [c["expect"] for c in cases if c["name"] == "fp16: products aligned before normalisation"][0])
-""")
-nb.code("""
-m = P.recorded("emulator_match")
-if m is None:
-    print("no recording of emulator_match yet")
-else:
-    d = m.data
-    print(f"{m.source}: {d['shape']} product, {d['identical']:.4%} of elements bit-identical, "
-          f"largest difference {d['max_ulp']} ulp; model: {d['model']}")
-    for name, frac in d.get("candidates", {}).items():
-        print(f"  {name:45s} {frac:8.2%} identical")
-""", slide="subslide", ignore_output=True)
-nb.md("""
-Try it yourself: the record keeps a 32 x 32 corner of the H200's raw output (the inputs are
-regenerated from the seed). Each candidate model is one change away from the fitted one:
-""", slide="subslide")
-nb.code("""
-if m is not None and "sample" in m.data:
-    for name, frac in P.sample_fit(m.data).items():
-        print(f"{name:55s} reproduces {frac:7.2%} of the H200's corner")
-""", ignore_output=True)
-nb.notes("The match was found by testing hypotheses (sign handling of truncation, joint or separate "
-         "alignment of c, rounding mode, extra bits, block splitting, normalisation) against raw H200 "
-         "outputs: of all of them, only the unnormalised product alignment turns 'most elements identical' "
-         "into 'all elements identical' (the candidate table above).")
-
-nb.md("""
 ## Non-monotonic: a bigger input can give a smaller sum
 
 Raising c from 1 - 2^-24 to 1 moves the alignment up one place, and fifteen tiny products fall off
@@ -376,14 +356,26 @@ for c in [x for x in cases if x["name"].startswith("fp16: monotonicity") and "1.
 nb.md("""
 ## What the seed articles get wrong
 
-- Seed 000 says the FP32 accumulator lets the tensor core "accumulate with high precision inside"
-  and so avoid mantissa truncation. The probes show the opposite: the FP32 result of every block
-  is *truncated* (rounded toward zero), and on positive data that error grows almost linearly in
-  K (the slopes above). FP32 accumulation is still far better than FP16, but not for that reason.
+- Seed 000 says the FP32 accumulator lets the Tensor Core "accumulate with high precision inside"
+  (在芯片内部保持高精度累加) and so avoid mantissa truncation. What the probes measured: inside a
+  block the products are added exactly, with FP32-level precision (24 + 2 bits after alignment);
+  then each block's FP32 result is rounded **toward zero**, always in the same direction. On
+  positive data the error therefore grows about linearly in K (the slopes above), not like sqrt(K).
+  The precision is FP32's; the rounding is one-sided.
 - Seed 001 says TF32 loses "much less precision than FP16". TF32 keeps 10 fraction bits, exactly
   FP16's: the same u = 2^-11 (first table) and the same input-rounding error in the measurements.
   What TF32 adds is FP32's exponent range.
+- Seed 002 (sec. 6.1) recommends TF32 for scientific computing, with "almost no precision loss".
+  Its unit roundoff is that of FP16, thousands of times FP32's, and so is the error of a TF32 GEMM:
 """, slide="slide")
+nb.code("""
+u32, u19 = numerics.unit_roundoff("fp32"), numerics.unit_roundoff("tf32")
+rec_h = helpers.results.load_latest()
+t32, f32 = (rec_h.select(kernel=k, m=4096, n=4096, k=4096)[0] for k in ("cublas_tf32", "cublas_fp32"))
+print(f"unit roundoff: TF32 {u19:.1e}, FP32 {u32:.1e} ({u19 / u32:.0f}x)")
+print(f"cuBLAS at 4096, relative error: TF32 {t32['rel_err']:.1e}, FP32 {f32['rel_err']:.1e} "
+      f"({t32['rel_err'] / f32['rel_err']:.0f}x)  [{rec_h.label}]")
+""")
 nb.code("""
 r16 = {x["k"]: x["total_median"] for x in rows if x["dist"] == "uniform" and x["arithmetic"] == "fp16 in, fp32 acc"}
 r19 = {x["k"]: x["total_median"] for x in rows if x["dist"] == "uniform" and x["arithmetic"] == "tf32 in, fp32 acc"}
@@ -525,4 +517,48 @@ while numerics.tolerance(K + 16, "fp16", "fp16", block=16, inputs_rounded_in_ref
     K += 16
 helpers.exercises.precision.tolerance_exercise(K)
 """)
+# ------------------------------------------------------------------ appendix
+nb.md("""
+## Appendix A. The detail the textbook model misses: products are not normalised
+
+The published form of the model aligns each product by its normalised exponent. On the H200,
+a product whose significand lies in [2, 4) is aligned by e(a) + e(b) instead, one place lower, so
+it keeps one more bit. With that single change the CPU model matches the H200's WMMA output bit
+for bit. The cell compares the two models on a product the CPU can do quickly:
+""", slide="slide")
+nb.code("""
+A, B = P.match_inputs(128, seed=7)
+ours = emulate.tensor_core_gemm(A, B)
+textbook = emulate.tensor_core_gemm(A, B, model=emulate.TensorCoreModel(16, 2, "textbook",
+                                                                           normalised_products=True))
+print(f"textbook model differs from the H200 model on {np.mean(ours != textbook):.1%} of the elements")
+print("probe 'products aligned before normalisation':",
+      [c["expect"] for c in cases if c["name"] == "fp16: products aligned before normalisation"][0])
+""")
+nb.code("""
+m = P.recorded("emulator_match")
+if m is None:
+    print("no recording of emulator_match yet")
+else:
+    d = m.data
+    print(f"{m.source}: {d['shape']} product, {d['identical']:.4%} of elements bit-identical, "
+          f"largest difference {d['max_ulp']} ulp; model: {d['model']}")
+    for name, frac in d.get("candidates", {}).items():
+        print(f"  {name:45s} {frac:8.2%} identical")
+""", slide="subslide", ignore_output=True)
+nb.md("""
+Try it yourself: the record keeps a 32 x 32 corner of the H200's raw output (the inputs are
+regenerated from the seed). Each candidate model is one change away from the fitted one:
+""", slide="subslide")
+nb.code("""
+if m is not None and "sample" in m.data:
+    for name, frac in P.sample_fit(m.data).items():
+        print(f"{name:55s} reproduces {frac:7.2%} of the H200's corner")
+""", ignore_output=True)
+nb.notes("The match was found by testing hypotheses (sign handling of truncation, joint or separate "
+         "alignment of c, rounding mode, extra bits, block splitting, normalisation) against raw H200 "
+         "outputs: of all of them, only the unnormalised product alignment turns 'most elements identical' "
+         "into 'all elements identical' (the candidate table above).")
+
+
 nb.save()

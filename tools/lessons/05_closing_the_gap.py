@@ -33,7 +33,7 @@ nb.md("""
 - five classic steps, one idea each: block tiling in shared memory, padding against bank
   conflicts, 16-byte copies, a `cp.async` multi-stage pipeline, `ldmatrix` + `mma.sync`;
 - Hopper's own step: `wgmma` fed by the TMA copy engine through mbarriers (sm_90a);
-- how to predict the effect of each step, and how to read a miss;
+- how to predict the effect of each step, and how to read a miss, with the profiler's counters;
 - how to read registers, shared memory and spills, and why > 48 KB of shared memory needs an opt-in;
 - what is still between the last rung and cuBLAS.
 """, slide="slide")
@@ -52,7 +52,7 @@ print("recorded data:", rec.label)
 nb.code("""
 env = helpers.summary()
 """, ignore_output=True)
-nb.notes("The summary depends on the machine, so nbval does not compare it.")
+nb.notes("The summary depends on the machine; the recorded-data line does not.")
 
 # --------------------------------------------------------------------------- the yardstick
 nb.md("""
@@ -65,8 +65,9 @@ nb.code("""
 peak = rec.meta["gpu"]["peaks"]["fp16"]       # dense FP16 Tensor Core peak (datasheet)
 for n in L.TIMED_SIZES:
     t = rec.value("cublas_fp16", n)
+    clk = helpers.clocks.clock_text(rec.select(kernel="cublas_fp16", m=n, n=n, k=n)[0])
     print(f"n = {n}: cuBLAS FP16 {t:.0f} TFLOP/s = {t / peak:.2f} of the {peak:g} TFLOP/s peak; "
-          f"half of it: {t / 2:.0f} TFLOP/s")
+          f"half of it: {t / 2:.0f} TFLOP/s  [SM clock {clk}]")
 naive = rec.value("wmma_gemm_naive", 4096)
 print(f"lesson 2's naive WMMA at 4096: {naive:.1f} TFLOP/s; half of cuBLAS is "
       f"{rec.value('cublas_fp16', 4096) / 2 / naive:.1f}x that")
@@ -75,6 +76,40 @@ nb.md("""
 The goal of this lesson: a rung at **half of cuBLAS** or better at both sizes, with a correct
 result: the factor over lesson 2's kernel printed above.
 """, slide="fragment")
+
+nb.md("""
+### Why cuBLAS is slower at 8192 than at 4096: the power cap
+
+Every timing in the record carries what NVML read while it ran (`helpers.clocks`): the SM clock
+(median and lowest), the power (median and highest), the temperature, and the reasons the driver
+gave for holding the clock down:
+""", slide="subslide")
+nb.code("""
+lad = rec.meta["experiments"]["ladder"]
+rows = [dict(r, where="sweep") for r in rec.select(kernel="cublas_fp16") if r["m"] in (4096, 6144, 8192)]
+rows += [dict(r, where="ladder experiment") for n in (4096, 8192) for r in L.timed_rows(lad, n) if r["rung"] == 0]
+for r in rows:
+    r.update(per_ghz=helpers.clocks.tflops_per_ghz(r), reasons=", ".join(r["throttle"]))
+helpers.display.table(rows, ["where", "m", "tflops", "sm_mhz", "sm_mhz_min", "power_w", "power_w_max", "temp_c",
+                             "reasons", "per_ghz"],
+                      ["record", "n", "TFLOP/s", "SM MHz (median)", "SM MHz (lowest)", "W (median)", "W (highest)",
+                       "°C", "clock held down by", "TFLOP/s per GHz"], fmt={"tflops": ".0f", "per_ghz": ".0f"})
+""")
+nb.md("""
+At 4096 the GPU ran at its full clock with no reason to slow down. At 6144 and 8192 the driver
+reported **`sw power cap`**: the GPU reached its power limit and lowered the SM clock to stay under
+it. Divide the clock out (last column) and 8192 is no slower per cycle than 4096: the dip is the
+clock, not cuBLAS. The course keeps its timing method (cold L2, median of many launches) and shows
+the clock beside every number instead: compare kernels at the same size, and read their clocks.
+""", slide="fragment")
+nb.notes("""
+Locking the clocks (nvidia-smi --lock-gpu-clocks, admin only) would give flat numbers, but at a
+clock the GPU does not run at in practice; a long run at 8192 is power-limited on this machine, and
+that is a property of the workload worth showing. The ladder experiment timed cuBLAS separately:
+its own rows are in the table too. NVML's power reading is an average over a window and can lag a
+burst (the ladder's 8192 row reports the cap with a low median power); the clock and the reason the
+driver gives are the direct evidence.
+""")
 
 # --------------------------------------------------------------------------- the plan
 nb.md("""
@@ -108,8 +143,9 @@ nb.md("""
   $M, N$ to multiples of the tile and $K$ to a multiple of its depth (`helpers.gemm(..., pad=True)`,
   as for lesson 2's kernel), then crops $C$. Zero rows and columns add exact zeros to every dot product.
 - **Arithmetic.** Every rung keeps one FP32 accumulator per output and walks $K$ in order, 16 at a
-  time, with the same Tensor Core operation (`mma.sync m16n8k16` is what WMMA's m16n16k16 issues,
-  twice). So rungs 1-6 compute the *same sums in the same order*, and the CPU emulation of all of
+  time, with the same Tensor Core instruction: WMMA's m16n16k16 is PTX `wmma.mma`, which `ptxas`
+  turns into two `HMMA.16816` on sm_90 (lesson 02), the instruction rung 6's PTX
+  `mma.sync.m16n8k16` becomes too. So rungs 1-6 compute the *same sums in the same order*, and the CPU emulation of all of
   them is `helpers.emulate.tensor_core_gemm(inputs='fp16', acc='fp32')`. Rung 7's `wgmma` also
   walks $K$ 16 at a time into one accumulator; that it rounds like `mma.sync` inside each step is an
   assumption, which the GPU tests check against the emulation. A rung that split $K$ across warps,
@@ -140,23 +176,25 @@ nb.md("""
 ## Rung 1: lesson 2's naive WMMA
 
 One warp per $16 \\times 16$ tile of $C$; each K step loads a $16 \\times 16$ tile of A and of B
-from global memory. Count the bytes requested per FLOP: a block (8 warps stacked in M) covers
-$128 \\times 16$ of $C$, so every column of blocks re-reads all of A.
+from global memory, and no two warps share one. Count the bytes the warps request (the traffic
+model of `helpers.analysis`, lesson 02's count): each $16 \\times 16$ tile of $C$ reads its 16 rows
+of A and 16 columns of B once, so every column of tiles re-reads all of A, every row all of B.
 """, slide="slide")
 nb.code("""
 n = 4096
 for r in (RUNGS[1], RUNGS[2]):
-    print(f"rung {r.rung}: block tile {r.block_tile}, requested traffic "
+    print(f"rung {r.rung}: tiles of C that share their loads {r.traffic_tile}, requested traffic "
           f"{analysis.traffic_bytes(r, n, n, n) / 1e9:.1f} GB, "
           f"intensity {analysis.intensity(r, n, n, n):.1f} FLOP/byte")
 hbm = rec.meta["gpu"]["peaks"]["mem_gbs"]
 print(f"ridge point of the roofline: {peak * 1e3 / hbm:.0f} FLOP/byte")
 """)
 nb.md("""
-Requested traffic is what the blocks ask of the memory system if no two blocks shared anything;
-L2 (60 MiB on the H200) catches much of it, so real DRAM traffic is lower. Still: rung 1 asks
-for far more bytes per FLOP than a Tensor Core GEMM can afford. **Rung 2 cuts it by the ratio
-computed above.**
+Requested traffic is what the loads ask of the memory system if no two tiles shared anything;
+L1 and L2 (60 MiB on the H200) catch much of it, so real DRAM traffic is far lower (the profiler's
+counts follow the measurement). Still: rung 1 asks for far more bytes per FLOP than a Tensor Core
+GEMM can afford. **Rung 2 cuts it by the ratio computed above**: (1/16 + 1/16) against
+(1/128 + 1/128) per FLOP, eight times, a little less with the store of $C$.
 """, slide="fragment")
 
 # --------------------------------------------------------------------------- rung 2
@@ -171,14 +209,9 @@ registers.
 nb.code("""
 helpers.display.show_kernel("ladder.cu", "ladder_smem_tiled", with_header=False)
 """)
-nb.code("""
-src = helpers.display.kernel_source("ladder.cu")
-body = src[src.index("template <int PAD>"):src.index("// Rung 2 --")]
-print(body[:1600])
-""", slide="subslide")
 nb.notes("""
-Rungs 2 and 3 share one templated body: the only difference is PAD, so the before/after of the
-padding is a clean experiment. The copies here are one half (2 bytes) per thread per instruction.
+Rungs 2 and 3 share one templated body (appendix B prints it): the only difference is PAD, so the
+before/after of the padding is a clean experiment. The copies here are one half (2 bytes) per thread per instruction.
 """)
 
 # --------------------------------------------------------------------------- rung 3
@@ -209,15 +242,8 @@ stride = 128 * 2                                  # Bs row in bytes, as allocate
 print("Bs[33][128] (one extra row):       busiest bank hit", analysis.bank_ways(stride), "times")
 print("Bs[32][128 + 8] (8 extra columns): busiest bank hit", analysis.bank_ways(stride + 8 * 2), "times")
 """)
-nb.md("""
-Why 8 halves and not fewer: the padding must also keep WMMA's rules (lesson 2): `ldm` a multiple
-of 8 halves and every fragment pointer 32-byte aligned.
-""", slide="subslide")
-nb.code("""
-helpers.display.table(analysis.pad_options(), ["pad_halves", "A_ways", "B_ways", "ldm_ok", "aligned_32B", "legal"],
-                      ["pad (halves)", "As conflict", "Bs conflict", "ldm multiple of 8", "pointers 32-byte aligned",
-                       "usable with WMMA"])
-""")
+nb.md("Why 8 halves and not fewer (WMMA's alignment rules): appendix C. The profiler's count of the "
+      "conflicts, before and after: after the measurement.", slide="fragment")
 nb.notes("""
 The prediction for rung 3 is x1.5, not x8: the conflicts slow the fragment loads, which are only
 part of each iteration; the global loads and the mma_sync do not change.
@@ -237,10 +263,6 @@ tile = 128 * 32                                       # halves per tile of A (an
 print("load+store instructions per thread per K-tile:",
       f"2-byte copies {2 * 2 * tile // 256}, 16-byte copies {2 * 2 * tile // 8 // 256}")
 """)
-nb.code("""
-helpers.display.show_kernel("ladder.cu", "ladder_vec16")
-""", slide="subslide")
-
 # --------------------------------------------------------------------------- rung 5
 nb.md("""
 ## Rung 5: a `cp.async` pipeline
@@ -261,9 +283,6 @@ Without an opt-in, a launch asking for more than 48 KB of dynamic shared memory 
 launcher raises the limit first: in CuPy, `kernel.max_dynamic_shared_size_bytes = bytes`
 (`cudaFuncSetAttribute(..., cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)` in C++).
 """, slide="fragment")
-nb.code("""
-helpers.display.show_kernel("ladder.cu", "ladder_cp_async")
-""", slide="subslide")
 nb.notes("""
 The order in the loop matters: wait for tile kt, barrier (everyone's copies have landed AND
 everyone is done reading tile kt-1), then reuse tile kt-1's stage for tile kt+3. Issuing the copy
@@ -288,19 +307,19 @@ b_ok = all(l[:4] == p and [(k, n - 8) for k, n in l[4:]] == p for l, p in zip(b,
 print("A fragments from ldmatrix.x4 match PTX:", a_ok)
 print("B fragments of both n8 tiles from ldmatrix.x4.trans match PTX:", b_ok)
 """)
-nb.code("""
-helpers.display.show_kernel("ladder.cu", "ladder_mma_sync")
-""", slide="subslide")
-
 # --------------------------------------------------------------------------- rung 7
 nb.md("""
 ## Rung 7 (Hopper only): `wgmma` fed by TMA through mbarriers
 
 - **TMA** (`cp.async.bulk.tensor`): *one* thread asks the copy engine for a whole $128 \\times 64$
   tile of A and a $256 \\times 64$ tile of $B^T$, described by a *tensor map* built on the host;
-  the engine writes them in the 128-byte swizzled layout `wgmma` reads.
+  the engine writes them in the 128-byte **swizzled** layout `wgmma` reads. *Swizzle*: within each
+  128-byte row the eight 16-byte chunks are permuted (chunk index XOR row index mod 8), so the
+  rows a read touches at once fall in different banks: rung 3's padding, done without padding.
 - **mbarrier**: each of 4 stages has one; the engine counts the bytes it delivered on it, and the
-  warps wait on its phase instead of on their own copies.
+  warps wait on its **phase** instead of on their own copies. *Phase*: an mbarrier completes a phase
+  when the expected arrivals and bytes are in, and flips a parity bit; waiters test that bit
+  (`try_wait.parity`), and each reuse of the stage is the next phase.
 - **wgmma**: a warpgroup (4 warps) multiplies $64 \\times 16$ of A by $16 \\times 256$ of B straight
   from shared memory, asynchronously: no `ldmatrix`, no A or B fragments in registers.
 """, slide="slide")
@@ -316,28 +335,18 @@ nb.md("""
 `wgmma` exists only on sm_90a, and CuPy's `RawModule(code=...)` always adds its own `-arch=sm_90`:
 the helper compiles with NVRTC for `sm_90a` itself and loads the cubin with `RawModule(path=...)`.
 The tensor map comes from the driver's `cuTensorMapEncodeTiled` (through `ctypes`) and is passed by
-value. This kernel's `wgmma` reads both operands "K-major" (no transpose bit), so the launcher transposes B first, **inside** the
-timed run. And because a wrong tensor map or barrier hangs or faults the GPU, this rung is measured
+value. This kernel's `wgmma` reads both operands **K-major** (no transpose bit): in memory,
+consecutive elements run along $K$, which A (row-major, $M \\times K$) already is and B ($K \\times N$,
+row-major) is not; so the launcher transposes B first, **inside** the timed run. And because a wrong tensor map or barrier hangs or faults the GPU, this rung is measured
 in a child process.
 """, slide="subslide")
-nb.code("""
-src7 = helpers.display.kernel_source("ladder_sm90a.cu", "ladder_wgmma_tma")
-print(src7[src7.index("    for (int kt = 0"):src7.index("    // Accumulator layout")])
-""", slide="subslide")
-nb.notes("""
-The main loop: wait on the stage's mbarrier, fence, four wgmma (K = 64 in steps of 16: the
-descriptor's start address moves 32 bytes inside the swizzled row), commit, wait for them, barrier,
-and thread 0 re-arms the stage's barrier and asks TMA for the tile 4 steps ahead. Everything the
-full kernel adds (descriptors, the wait loop, the epilogue) is in kernels/ladder_sm90a.cu.
-""")
-
 # --------------------------------------------------------------------------- the measurement
 nb.md("""
 ## The measurement
 
 The experiment `ladder` checks every rung against float64 at 4096, 8192 and two odd sizes, then
 times it at 4096 and 8192 (`helpers.timing.benchmark`: CUDA events, L2 flushed before each
-launch, median of many) next to cuBLAS. On a GPU this cell runs it live (about half a minute);
+launch, median of many, the SM clock read while it runs) next to cuBLAS. On a GPU this cell runs it live (about half a minute);
 on the CPU it loads the H200 record. Rung 7 runs in a child process.
 """, slide="slide")
 nb.code("""
@@ -358,14 +367,12 @@ nb.md("""
 """, slide="slide")
 nb.code("""
 fmt = {"predicted": "g", "measured": ".2f", "tflops": ".0f", "frac_cublas": ".2f", "frac_peak": ".2f"}
-helpers.display.table(L.gains(data, 4096),
-                      ["rung", "idea", "predicted", "measured", "verdict", "tflops", "frac_cublas", "frac_peak"],
-                      ["rung", "idea", "predicted gain", "measured gain", "", "TFLOP/s", "x cuBLAS", "x peak"], fmt)
+cols = ["rung", "idea", "predicted", "measured", "verdict", "tflops", "frac_cublas", "frac_peak", "clock"]
+heads = ["rung", "idea", "predicted gain", "measured gain", "", "TFLOP/s", "x cuBLAS", "x peak", "SM clock while timed"]
+helpers.display.table(L.gains(data, 4096), cols, heads, fmt)
 """, ignore_output=True)
 nb.code("""
-helpers.display.table(L.gains(data, 8192),
-                      ["rung", "idea", "predicted", "measured", "verdict", "tflops", "frac_cublas", "frac_peak"],
-                      ["rung", "idea", "predicted gain", "measured gain", "", "TFLOP/s", "x cuBLAS", "x peak"], fmt)
+helpers.display.table(L.gains(data, 8192), cols, heads, fmt)      # rungs 5-7 ran power-capped here
 """, slide="subslide", ignore_output=True)
 nb.code("""
 for n in L.TIMED_SIZES:
@@ -398,9 +405,67 @@ for g in L.gains(data, 4096)[1:]:
 """, ignore_output=True)
 nb.notes("""
 The explanations are written for both directions (better and worse) before the measurement, in
-helpers/experiments/ladder.py (MISS_NOTES); the cell picks the one the data calls for. Confirming
-one needs a profiler (Nsight Compute: shared-memory bank conflicts, stall reasons), which the
-lesson does not run.
+helpers/experiments/ladder.py (MISS_NOTES); the cell picks the one the data calls for. The next two
+slides check them against what the hardware counted.
+""")
+
+nb.md("""
+## What the profiler counted, rung by rung: the bytes
+
+Nsight Compute ran one launch of every rung at 4096 on the H200 (`make gpu-check STAGES=ncu`,
+recorded in `results/`, read by `helpers.profile`). Bytes at each level, beside the traffic model:
+""", slide="slide")
+nb.code("""
+prof = helpers.profile.load_ncu()
+print(prof.label)
+n = prof.size[0]
+rows = [dict(prof.row(f"rung{k}"), rung=k, model_gb=analysis.traffic_bytes(r, n, n, n) / 1e9) for k, r in RUNGS.items()]
+helpers.display.table(rows, ["rung", "model_gb", "l1_load_gb", "l2_read_gb", "dram_read_gb", "l2_hit_pct"],
+                      ["rung", "requested (model) GB", "L1: sectors loaded, GB", "L2 read GB", "DRAM read GB",
+                       "L2 hit %"], fmt={k: ".2f" for k in ("model_gb", "l1_load_gb", "l2_read_gb", "dram_read_gb")}
+                      | {"l2_hit_pct": ".0f"})
+""")
+nb.md("""
+- Rungs 2-4 move the model's bytes through L1 (their L1 column is $A$ and $B$ of the model exactly);
+  rungs 5-6's `cp.async` copies count somewhat more at L1 and L2 (these counters do not say why),
+  and rung 7's TMA copies bypass L1 altogether. DRAM delivers little more than $A$, $B$ and $C$ once
+  at every rung: L2 holds the rest. The rungs differ in how they feed the Tensor Cores (next slide).
+- Rung 1's loads touch twice the requested bytes in sectors (lesson 02), and what reaches **L2** is
+  far below the model: the 8 warps of a block read the same $B$ tile, and L1 serves the repeats.
+""", slide="fragment")
+
+nb.md("""
+## What the profiler counted, rung by rung: shared memory and the pipes
+""", slide="slide")
+nb.code("""
+cols = ["rung", "smem_load_wavefronts", "conflicts_per_load_wavefront", "smem_store_conflicts", "ldsm",
+        "tensor_pct", "occupancy_pct", "stalls"]
+ways = analysis.smem_conflicts(0)               # per step a warp loads 4 A fragments (4-way) and 2 B (8-way)
+print(f"shared-load wavefronts, rung 2 / rung 3: {rows[1]['smem_load_wavefronts'] / rows[2]['smem_load_wavefronts']:.2f}"
+      f"; the bank-conflict model predicts {(4 * ways['A_ways'] + 2 * ways['B_ways']) / 6:.2f}")
+helpers.display.table(rows, cols, ["rung", "shared loads (wavefronts)", "bank conflicts per wavefront",
+                                   "store conflicts", "LDSM (ldmatrix) executed", "Tensor pipe busy %",
+                                   "occupancy %", "top stalls (cycles per instruction)"],
+                      fmt={"smem_load_wavefronts": ".3g", "conflicts_per_load_wavefront": ".2f",
+                           "smem_store_conflicts": ".3g", "ldsm": ".3g", "tensor_pct": ".1f", "occupancy_pct": ".0f"})
+""")
+nb.md("""
+- **Rung 2 to 3**: the bank conflicts are the model's (rung 3's table): the ratio of shared-load
+  wavefronts is what 4-way conflicts on the $A$ fragments and 8-way on the $B$ fragments predict
+  (printed), and the padding removes them.
+- **Rung 5 to 6, the miss**: the `ldmatrix` count is the *same*. WMMA's `load_matrix_sync` from
+  shared memory already compiled to `LDSM` on sm_90, so rung 6 issues no fewer loads, and the Tensor
+  pipe is no busier: the predicted gain had nothing to come from (MISS_NOTES' "worse" reason).
+- **Rung 7**: the busiest Tensor pipe of the ladder, from one block per SM (the occupancy), whose
+  warps wait mostly at the barrier that drains the pipeline every K-tile: what warp specialisation
+  removes. (`gmma` pipe utilisation was not collected by this ncu; the tensor-pipe total includes it.)
+""", slide="fragment")
+nb.notes("""
+Stall columns: cycles a warp spent, per issued instruction, waiting for that reason (Nsight Compute's
+smsp__average_warps_issue_stalled_*): long_scoreboard = a global-memory result, short_scoreboard = a
+shared-memory result, mio_throttle = the shared-memory instruction queue, barrier = __syncthreads,
+math_pipe_throttle = the Tensor pipe busy, wait = fixed-latency dependencies. Rung 4's 16-byte stores
+into the padded rows conflict (store conflicts column) - a cost the 8x fewer instructions outweigh.
 """)
 
 # --------------------------------------------------------------------------- roofline
@@ -431,49 +496,12 @@ helpers.display.table(res, ["rung", "kernel", "regs", "smem", "spills"],
                       ["rung", "kernel", "registers / thread", "shared memory / block (bytes)",
                        "local memory (spills, bytes)"])
 """, ignore_output=True)
-nb.code("""
-build = helpers.results.RESULTS_DIR / "build-nvidia-h200"
-for name in ("ladder.ptxas.txt", "ladder_sm90a.ptxas.txt"):
-    if (build / name).is_file():
-        print(name, "".join(ln for ln in open(build / name) if "Used" in ln or "Compiling" in ln or "spill" in ln))
-    else:
-        print(f"no recorded ptxas report {name} yet")
-""", slide="subslide", ignore_output=True)
-nb.md("""
-What the compiler emitted for each rung (static instruction counts from the recorded SASS): the
-copies (`LDG`+`STS`, then `LDGSTS` = cp.async, then `UTMALDG` = TMA), the shared-memory reads
-(`LDS`, `LDSM` = ldmatrix) and the Tensor Core instructions (`HMMA` = mma.sync, `HGMMA` = wgmma).
-""", slide="subslide")
-nb.code("""
-from IPython.display import display
-
-for name in ("ladder.sm_90.sass", "ladder_sm90a.sm_90a.sass"):
-    if (build / name).is_file():
-        counts = analysis.sass_opcode_counts(build / name)
-        display(helpers.display.table([dict(kernel=k, **v) for k, v in counts.items()], ["kernel", *analysis.SASS_OPS]))
-    else:
-        print(f"no recorded SASS {name} yet")
-""", ignore_output=True)
 nb.md("""
 **Exercise (below):** with 128 registers per thread and 256 threads, how many blocks of rung 5 fit
 on one SM of an H100/H200 (65536 registers, 228 KB of shared memory per SM, 1 KB reserved per
-block: the compute capability 9.0 limits in the CUDA C++ Programming Guide)?
+block: the compute capability 9.0 limits in the CUDA C++ Programming Guide)? The ptxas reports and
+what the compiler emitted per rung (SASS opcode counts): appendix E.
 """, slide="fragment")
-
-# --------------------------------------------------------------------------- older GPUs
-nb.md("""
-## On older GPUs
-
-Rungs 1-4 need WMMA (sm_70+); rungs 5-6 need `cp.async` and `ldmatrix`/`mma.sync m16n8k16`
-(sm_80+); rung 7 needs sm_90a, which only Hopper has (`wgmma` is not on later GPUs either). On any
-other GPU the lesson skips those rungs with a message:
-""", slide="slide")
-nb.code("""
-for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("H200", (9, 0)), ("B200", (10, 0))]:
-    skipped = [r.skip_message(cc) for r in RUNGS.values() if r.skip_message(cc)]
-    print(f"{name} (cc {cc[0]}.{cc[1]}): runs {len(RUNGS) - len(skipped)} "
-          f"of {len(RUNGS)} rungs", *skipped, sep="\\n  ")
-""")
 
 # --------------------------------------------------------------------------- what is left
 nb.md("""
@@ -484,12 +512,15 @@ Hopper kernels add (each one more rung; pranjalssh/fast.cu builds them one at a 
 cuBLAS on an H100 in BF16):
 
 - **keep the Tensor Cores fed across K-tiles**: `wgmma.wait_group 1` instead of 0, and a
-  *producer* warpgroup that only issues TMA while *consumer* warpgroups only multiply
-  (warp specialisation, `setmaxnreg` to move registers to the consumers);
+  *producer* warpgroup that only issues TMA while *consumer* warpgroups only multiply (warp
+  specialisation), with **`setmaxnreg`** (PTX, sm_90a: a warpgroup gives registers back or claims
+  more at run time) so the producers run with few registers and the consumers with many;
 - **no transpose**: read B N-major with `wgmma`'s transpose bit, or store it K-major upstream;
-- **clusters**: two blocks share A or B tiles through TMA multicast, halving L2 traffic;
-- **a persistent grid** of one block per SM that walks tiles in an L2-friendly order, and an
-  epilogue that overlaps the next tile's loads.
+- **clusters**: two blocks that need the same A (or B) tile get it through one TMA **multicast**:
+  that operand is read from L2 once for both, halving *its* loads; the other operand's loads do
+  not change;
+- **a persistent grid**: one block per SM, each looping over many output tiles (instead of one
+  block per tile), in an L2-friendly order, with an epilogue that overlaps the next tile's loads.
 """, slide="slide")
 
 # --------------------------------------------------------------------------- exercises
@@ -552,9 +583,103 @@ nb.md("""
   `ldmatrix` + `mma.sync` expose the register layout WMMA hides; `wgmma` + TMA take the loads
   out of the registers altogether.
 - Predictions before measurements turn a benchmark into an experiment: a miss points at the part
-  of the model that was wrong.
+  of the model that was wrong, and the profiler's counters (bank conflicts, `ldmatrix` counts,
+  Tensor-pipe use, stalls) show which part.
+- The clock is part of every number: cuBLAS's 8192 dip is the power cap, not the library.
 - On Hopper the big step is `wgmma` + TMA (sm_90a); warp specialisation, clusters and a
   persistent grid are what separate a first such kernel from cuBLAS.
 """, slide="slide")
+
+# --------------------------------------------------------------------------- appendix
+nb.md("""
+## Appendix: details behind the main slides
+
+- A. The kernels of rungs 4, 5 and 6
+- B. The templated body of rungs 2 and 3
+- C. Why 8 halves of padding and not fewer
+- D. Rung 7's main loop
+- E. Registers and instructions: ptxas reports, SASS opcode counts
+- F. On older GPUs
+""", slide="slide")
+nb.md("### A. The kernels of rungs 4, 5 and 6 (`kernels/ladder.cu`)", slide="subslide")
+nb.code("""
+helpers.display.show_kernel("ladder.cu", "ladder_vec16")
+""")
+
+nb.code("""
+helpers.display.show_kernel("ladder.cu", "ladder_cp_async")
+""", slide="subslide")
+nb.code("""
+helpers.display.show_kernel("ladder.cu", "ladder_mma_sync")
+""", slide="subslide")
+
+nb.md("### B. The templated body of rungs 2 and 3", slide="subslide")
+nb.code("""
+src = helpers.display.kernel_source("ladder.cu")
+body = src[src.index("template <int PAD>"):src.index("// Rung 2 --")]
+print(body[:1600])
+""")
+nb.md("""
+### C. Why 8 halves and not fewer
+
+Why 8 halves and not fewer: the padding must also keep WMMA's rules (lesson 2): `ldm` a multiple
+of 8 halves and every fragment pointer 32-byte aligned.
+""", slide="subslide")
+nb.code("""
+helpers.display.table(analysis.pad_options(), ["pad_halves", "A_ways", "B_ways", "ldm_ok", "aligned_32B", "legal"],
+                      ["pad (halves)", "As conflict", "Bs conflict", "ldm multiple of 8", "pointers 32-byte aligned",
+                       "usable with WMMA"])
+""")
+nb.md("### D. Rung 7's main loop (`kernels/ladder_sm90a.cu`)", slide="subslide")
+nb.code("""
+src7 = helpers.display.kernel_source("ladder_sm90a.cu", "ladder_wgmma_tma")
+print(src7[src7.index("    for (int kt = 0"):src7.index("    // Accumulator layout")])
+""")
+nb.notes("""
+The main loop: wait on the stage's mbarrier, fence, four wgmma (K = 64 in steps of 16: the
+descriptor's start address moves 32 bytes inside the swizzled row), commit, wait for them, barrier,
+and thread 0 re-arms the stage's barrier and asks TMA for the tile 4 steps ahead. Everything the
+full kernel adds (descriptors, the wait loop, the epilogue) is in kernels/ladder_sm90a.cu.
+""")
+
+nb.md("### E. Registers and instructions", slide="subslide")
+nb.code("""
+build = helpers.results.RESULTS_DIR / "build-nvidia-h200"
+for name in ("ladder.ptxas.txt", "ladder_sm90a.ptxas.txt"):
+    if (build / name).is_file():
+        print(name, "".join(ln for ln in open(build / name) if "Used" in ln or "Compiling" in ln or "spill" in ln))
+    else:
+        print(f"no recorded ptxas report {name} yet")
+""", ignore_output=True)
+nb.md("""
+What the compiler emitted for each rung (static instruction counts from the recorded SASS): the
+copies (`LDG`+`STS`, then `LDGSTS` = cp.async, then `UTMALDG` = TMA), the shared-memory reads
+(`LDS`, `LDSM` = ldmatrix) and the Tensor Core instructions (`HMMA` = mma.sync, `HGMMA` = wgmma).
+""", slide="subslide")
+nb.code("""
+from IPython.display import display
+
+for name in ("ladder.sm_90.sass", "ladder_sm90a.sm_90a.sass"):
+    if (build / name).is_file():
+        counts = analysis.sass_opcode_counts(build / name)
+        display(helpers.display.table([dict(kernel=k, **v) for k, v in counts.items()], ["kernel", *analysis.SASS_OPS]))
+    else:
+        print(f"no recorded SASS {name} yet")
+""", ignore_output=True)
+# --------------------------------------------------------------------------- older GPUs
+nb.md("""
+### F. On older GPUs
+
+Rungs 1-4 need WMMA (sm_70+); rungs 5-6 need `cp.async` and `ldmatrix`/`mma.sync m16n8k16`
+(sm_80+); rung 7 needs sm_90a, which only Hopper has (`wgmma` is not on later GPUs either). On any
+other GPU the lesson skips those rungs with a message:
+""", slide="subslide")
+nb.code("""
+for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("H200", (9, 0)), ("B200", (10, 0))]:
+    skipped = [r.skip_message(cc) for r in RUNGS.values() if r.skip_message(cc)]
+    print(f"{name} (cc {cc[0]}.{cc[1]}): runs {len(RUNGS) - len(skipped)} "
+          f"of {len(RUNGS)} rungs", *skipped, sep="\\n  ")
+""")
+
 
 nb.save()
