@@ -54,7 +54,9 @@ def test_lesson3_kernels_registered():
 
 
 def test_registry_is_a_ladder():
-    assert list(K.RUNGS) == [1, 2, 3, 4, 5, 6, 7]
+    assert list(K.RUNGS) == [1, 2, 3, 4, 5, 6, 7]            # lesson 5's ladder
+    assert list(K.HOPPER_RUNGS) == [8, 9, 10, 11, 12, 13]    # lesson 6's (tests/test_hopper.py)
+    assert K.ALL_RUNGS == {**K.RUNGS, **K.HOPPER_RUNGS}
     for r in K.RUNGS.values():
         assert r.predicted_gain > 0 and r.idea and r.why
         assert r.file == {1: "wmma.cu", 7: "ladder_sm90a.cu"}.get(r.rung, "ladder.cu")
@@ -103,7 +105,7 @@ def test_padded_sizes():
 
 
 # --------------------------------------------------------------------------- lookups
-@pytest.mark.parametrize("key", ["wmma_gemm_nave", 0, 9, None, 2.0, True])
+@pytest.mark.parametrize("key", ["wmma_gemm_nave", 0, 99, None, 2.0, True])
 def test_unknown_kernel_is_a_course_error_and_a_key_error(key):
     with pytest.raises(UnknownKernelError) as ei:
         K.lookup(key)
@@ -111,9 +113,10 @@ def test_unknown_kernel_is_a_course_error_and_a_key_error(key):
     msg = str(ei.value)
     assert msg.startswith(f"no kernel {key!r} in the registry") and "\nFix: " in msg
     assert all(name in msg for name in K.KERNELS) and "7 (ladder_wgmma_tma)" in msg
+    assert "13 (hopper_tma_store)" in msg
 
 
-@pytest.mark.parametrize("key", [9, "gemm_fp32_kernel", "nope"])
+@pytest.mark.parametrize("key", [99, "gemm_fp32_kernel", "nope"])
 def test_unknown_rung(key):
     with pytest.raises(KeyError) as ei:
         K.rung(key)
