@@ -142,13 +142,16 @@ __device__ __forceinline__ void mbar_arrive(u64* bar)
 }
 
 // Arrive on the barrier at the same offset in CTA `cta` of this cluster (mapa: its address there).
+// The default (CTA-scope) release is enough: what the arrival announces is that this warp's wgmmas
+// have finished reading the stage (wgmma.wait_group), not any memory write of ours. A cluster-scope
+// release would put a GPU-wide memory barrier (MEMBAR.ALL.GPU) before every arrival.
 __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 cta)
 {
     asm volatile(
         "{\n"
         ".reg .b32 remote;\n"
         "mapa.shared::cluster.u32 remote, %0, %1;\n"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
         "}\n" :: "r"(smem_addr(bar)), "r"(cta) : "memory");
 }
 
