@@ -65,6 +65,23 @@ def wave_footprint(tiles: list, bm: int = 128, bn: int = 256) -> dict:
             "requested_per_k": 2 * len(tiles) * (bm + bn), "distinct_per_k": 2 * (len(rows) * bm + len(cols) * bn)}
 
 
+def epilogue_store_wavefronts(swizzle: bool, banks: int = 32) -> int:
+    """Shared-memory wavefronts of one float2 store instruction of rung 13's epilogue (kernels/hopper_sm90a.cu):
+    lane (g = lane / 4, t = lane % 4) writes 8 bytes at row g, columns 2t, 2t + 1 of a box of 32 floats per
+    row (128 bytes); with the 128-byte swizzle, 16-byte chunk q of row r sits at chunk q ^ (r % 8). A wavefront
+    serves each bank once: the count is the most distinct 4-byte words any one bank must deliver (the 256
+    bytes stored need at least 2)."""
+    words: dict[int, set] = {}
+    for lane in range(32):
+        g, t = divmod(lane, 4)
+        q, within = (2 * t) // 4, (2 * t) % 4
+        chunk = q ^ (g % 8) if swizzle else q
+        for w in range(2):
+            word = g * 32 + chunk * 4 + within + w           # 4-byte word index in the box
+            words.setdefault(word % banks, set()).add(word)
+    return max(len(v) for v in words.values())
+
+
 # --------------------------------------------------------------------------- bank conflicts
 def bank_ways(row_stride_bytes: int, rows: int = 8, access_bytes: int = 16, banks: int = 32,
               bank_bytes: int = 4) -> int:

@@ -163,3 +163,87 @@ def test_check_is_check_gemm_with_the_entrys_formats(monkeypatch):
                             "block": k.acc_block, "name": k.name, "backend": "test", "model": k.emulate,
                             "values": round_tf32_rna if k.inputs == "tf32" else None}
     assert seen[1]["acc_rounding"] == "truncate" and seen[0]["acc_rounding"] == "nearest"
+
+
+# --------------------------------------------------------------------------- lesson 6's rungs (kernels/hopper_sm90a.cu)
+HOPPER_CU = KERNEL_DIR / "hopper_sm90a.cu"
+HSRC = HOPPER_CU.read_text()
+
+
+def _hdefine(name):
+    return _define(name, HOPPER_CU)
+
+
+def test_lesson6_rungs_are_registry_entries_one_idea_each():
+    assert list(K.HOPPER_RUNGS) == [8, 9, 10, 11, 12, 13]
+    assert list(K.hopper_ladder()) == [7, 8, 9, 10, 11, 12, 13] and K.hopper_ladder()[7] is K.RUNGS[7]
+    for r in K.HOPPER_RUNGS.values():
+        assert r is K.KERNELS[r.name] and r.lesson == 6 and r.file == "hopper_sm90a.cu"
+        assert r.idea and r.why and 1.0 <= r.predicted_gain <= 2.0
+        assert r.only_cc == (9, 0) and r.isolate and not r.b_transposed and not r.sweep
+        assert (r.inputs, r.acc, r.output, r.acc_block, r.acc_rounding) == ("fp16", "fp32", "fp32", 16, "truncate")
+        assert r.emulate is K.RUNGS[7].emulate                  # rung 7's arithmetic, rung 7's model
+        assert r.tma_boxes == ((128, 64), (64, 64)) and r.block_tile == (128, 256)
+        assert (r.tile_mn, r.tile_k) == (8, 8)                  # TMA: 16-byte rows; the rest is out-of-bounds fill
+        assert r.teaches.startswith(f"lesson 6, rung {r.rung}: ")
+    R = K.HOPPER_RUNGS
+    assert R[8].block == (256, 1) and all(R[k].block == (384, 1) for k in range(9, 14))
+    assert [k for k in R if R[k].persistent] == [10, 11, 12, 13]
+    assert [k for k in R if R[k].cluster] == [12, 13] and R[12].cluster == (2, 1, 1)
+    assert [k for k in R if R[k].c_box] == [13] and R[13].c_box == (64, 32)
+    assert K.rung(12) is R[12] and K.lookup("hopper_tma_store") is R[13]
+
+
+def test_lesson6_constants_match_the_kernel_file():
+    bm, bn, bk, st, box, epi = (_hdefine(n) for n in ("HBM", "HBN", "HBK", "HSTAGES", "BOX_N", "EPI_COLS"))
+    assert (bm, bn, bk, st, box, epi) == (128, 256, 64, 4, 64, 32)
+    assert bk * 2 == 128 and box * 2 == 128 and epi * 4 == 128       # one 128-byte swizzle row per box row
+    stage = (bm * bk + bk * bn) * 2
+    assert K.HOPPER_STAGE == stage
+    assert K.HOPPER_SMEM == st * stage + _hdefine("SMEM_SLACK") + _hdefine("BAR_BYTES")
+    assert K.HOPPER_STORE_SMEM == K.HOPPER_SMEM + 2 * 2 * 64 * epi * 4
+    assert K.HOPPER_STORE_SMEM <= 227 * 1024                   # the most a block may opt in to on sm_90
+    assert _hdefine("BAR_BYTES") >= 2 * st * 8                   # full[] and empty[]
+    assert _hdefine("WS_THREADS") == 384 and _hdefine("CLUSTER_M") == 2 and _hdefine("GROUP_M") == 8
+    for r in K.HOPPER_RUNGS.values():
+        assert r.tma_boxes[0] == (bm, bk) and r.tma_boxes[1] == (bk, box)
+        assert r.dyn_smem == (K.HOPPER_STORE_SMEM if r.c_box else K.HOPPER_SMEM)
+
+
+def _kernel_comment(name):
+    """The comment block right above a kernel's first declaration."""
+    i = HSRC.index(f" {name}(")
+    block = HSRC[:HSRC.rfind("\n", 0, HSRC.rfind("extern", 0, i))]
+    lines = []
+    for ln in reversed(block.splitlines()):
+        if not ln.startswith("//"):
+            break
+        lines.append(ln)
+    return "\n".join(reversed(lines))
+
+
+def test_each_kernel_says_its_one_idea_and_the_registrys_prediction():
+    for r in K.HOPPER_RUNGS.values():
+        c = _kernel_comment(r.name)
+        c = c[c.index("// Rung "):] if "// Rung " in c else c
+        assert c.startswith(f"// Rung {r.rung} -- "), (r.name, c[:80])
+        m = re.search(r"Predicted: x([\d.]+) over rung (\d+)", c)
+        assert m and float(m.group(1)) == r.predicted_gain and int(m.group(2)) == r.rung - 1, (r.name, c)
+        assert re.search(rf'extern "C" __global__ void {r.name}\(', HSRC)
+        bounds = "__launch_bounds__(256, 1)" if r.rung == 8 else "__launch_bounds__(WS_THREADS, 1)"
+        decl = HSRC[HSRC.index(f"{bounds}", HSRC.index(c)):HSRC.index(f" {r.name}(")]
+        assert ("CLUSTER_DIMS" in decl) == (r.cluster is not None), r.name
+
+
+def test_rungs_9_to_13_differ_by_one_switch_each():
+    """One templated body: each rung turns on exactly one more compile-time switch than the rung before."""
+    args = {}
+    for k in range(9, 14):
+        body = helpers.display.kernel_source("hopper_sm90a.cu", K.HOPPER_RUNGS[k].name)
+        m = re.search(r"ws_gemm<([^>]*)>", body)
+        args[k] = [a.strip() for a in m.group(1).split(",")]
+    assert args[9] == ["false", "ORDER_PLAIN", "1", "false"]
+    for k in range(10, 14):
+        assert sum(a != b for a, b in zip(args[k - 1], args[k])) == 1, (k, args[k - 1], args[k])
+
+

@@ -37,6 +37,7 @@ SHAPES = ((8192, 28672, 4096), (128, 8192, 8192))
 TIMED = tuple((n, n, n) for n in SQUARE) + SHAPES
 ODD_SIZES = ((1000, 1064, 1000), (257, 520, 136), (40, 24, 56))   # not multiples of 8 tiles, 64, nor 16
 TRY_TIMED = ((4096, 4096, 4096), (8192, 8192, 8192))
+LIVE = {"timed": TRY_TIMED, "odd_sizes": ODD_SIZES[:1]}   # what the lesson runs live on a Hopper GPU (minutes)
 TARGETS = {4096: 0.90, 8192: 1.00}          # the issue: x cuBLAS FP16, cold L2, one run
 
 
@@ -213,6 +214,32 @@ def hopper(timed=TIMED, odd_sizes=ODD_SIZES, timeout: int = 600):
 
 
 # --------------------------------------------------------------------------- reading the record
+NCU_METRICS = {"tensor_pipe_pct": "Tensor pipe busy (%)", "dram_read_bytes": "DRAM read (GB)",
+               "l2_hit_rate_pct": "L2 hit rate (%)", "achieved_occupancy_pct": "warps active (%)"}
+
+
+def ncu_rows(rows: list[dict] | None = None, n: int = 4096, directory=None) -> tuple[list[dict], str]:
+    """Nsight Compute counters of lesson 6's ladder (tools/ncu_counters.py targets rung7 ... rung13, from the
+    newest results/ncu-*.json that has any of them), each with the TFLOP/s its rung reached in `rows` at n^3:
+    ([{rung, kernel, tflops, counters, top_stalls}], label), or ([], why) when none is recorded."""
+    import json
+
+    from ..results import RESULTS_DIR
+
+    directory = RESULTS_DIR if directory is None else directory
+    want = {f"rung{k}": k for k in hopper_ladder()}
+    for path in sorted(directory.glob("ncu-*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+        data = json.loads(path.read_text())
+        got = [e for e in data.get("kernels", []) if e.get("target") in want and "counters" in e]
+        if not any(want[e["target"]] >= 8 for e in got):
+            continue
+        tf = {r["rung"]: r["tflops"] for r in (timed_rows(rows, n) if rows else [])}
+        out = [{"rung": want[e["target"]], "kernel": e["kernel"], "tflops": tf.get(want[e["target"]]),
+                "counters": e["counters"], "top_stalls": e.get("top_stalls", [])} for e in got]
+        label = f"Nsight Compute on {data['gpu']['name']}, {data['date'][:10]}, n = {data['size'][0]}"
+        return sorted(out, key=lambda e: e["rung"]), label
+    return [], ("not recorded yet: no results/ncu-*.json holds lesson 6's rungs (run `make gpu-check STAGES=ncu`, "
+                "or tools/hopper_try.py --ncu, on a Hopper GPU)")
 def targets(rows: list[dict]) -> list[str]:
     """One line per target of the issue: the best rung's ratio to cuBLAS at 4096 and 8192, met or missed."""
     out = []
