@@ -110,6 +110,8 @@ def rung_rows(k: int, timed=TRY_TIMED, odd_sizes=ODD_SIZES, side_by_side: bool =
         res = kernel_resources(r)
     except CourseError as exc:
         return [dict(_row_head(r, *shapes[0]), error=f"compile: {exc}")]
+    except Exception as exc:                      # the driver could not load or set up the kernel
+        return [dict(_row_head(r, *shapes[0]), error=f"loading the kernel: {type(exc).__name__}: {exc}")]
     rows = []
     for i, (M, N, K) in enumerate(shapes):
         is_timed = (M, N, K) in timed
