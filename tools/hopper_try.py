@@ -73,7 +73,8 @@ def report_rung(k: int, rows, seconds: float) -> dict:
         return summary
     first = next((x for x in rows if "regs" in x), None)
     if first:
-        _say(f"   resources: {first['regs']} registers/thread (at entry; setmaxnreg moves them later), "
+        note = " at entry (setmaxnreg moves them later)" if r.block[0] > 256 else ""
+        _say(f"   resources: {first['regs']} registers/thread{note}, "
              f"{first['smem_static']} B static + {first['smem_dynamic']} B dynamic shared memory, "
              f"{first['spills']} B local memory (spills)")
     facts = next((x for x in rows if "resident" in x or "launch_path" in x), None)
