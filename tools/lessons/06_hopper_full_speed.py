@@ -346,6 +346,18 @@ if data is not None:
         print(msg)
 """, ignore_output=True)
 
+nb.code("""
+for k in (10, 12):
+    row = next((r for r in (data or []) if r["rung"] == k and "resident" in r), None)
+    print(f"rung {k}: " + (f"grid of {row['resident']}" + (f"; clusters by {row['launch_path']}" if k == 12 else "")
+                           if row else "not recorded yet"))
+""", slide="subslide", ignore_output=True)
+nb.notes("""
+How the persistent grid was sized (one block per SM, or whole clusters that the driver says fit at
+once) and how the clusters were launched: plainly (the kernel's __cluster_dims__), or through
+cuLaunchKernelEx if the driver refused the plain launch.
+""")
+
 nb.md("""
 ## Prediction and outcome, side by side
 """, slide="slide")
