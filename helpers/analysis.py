@@ -34,6 +34,56 @@ def intensity(kernel, M: int, N: int, K: int) -> float:
     return 2.0 * M * N * K / traffic_bytes(kernel, M, N, K)
 
 
+# --------------------------------------------------------------------------- tile order (lesson 6)
+def tile_order(tiles_m: int, tiles_n: int, order: str = "plain", group_m: int = 8, cluster: int = 1) -> list:
+    """The tiles (tm, tn) in the order a persistent kernel of kernels/hopper_sm90a.cu walks them: the same
+    arithmetic as its tile_of(). Work unit t = 0, 1, ... is a column of `cluster` tiles (tm = cluster * um
+    + rank); 'plain' takes the units row by row, 'grouped' takes group_m tile rows at a time, column by
+    column. CTA c of a grid of G takes units c, c + G, ...: the first G units are the first wave."""
+    units_m = -(-tiles_m // cluster)
+    out = []
+    for t in range(units_m * tiles_n):
+        if order == "plain":
+            um, un = divmod(t, tiles_n)
+        elif order == "grouped":
+            group = group_m // cluster
+            first = t // (group * tiles_n) * group
+            rows = min(units_m - first, group)
+            inside = t % (group * tiles_n)
+            um, un = first + inside % rows, inside // rows
+        else:
+            raise ValueError(f"order {order!r}: 'plain' or 'grouped'")
+        out += [(um * cluster + r, un) for r in range(cluster)]
+    return out
+
+
+def wave_footprint(tiles: list, bm: int = 128, bn: int = 256) -> dict:
+    """For a set of tiles in flight at once (one wave): the distinct rows of A and columns of B they read,
+    and the bytes of FP16 A and B per unit of K they ask for, against those distinct bytes (what L2
+    can serve from one copy of each)."""
+    rows = {tm for tm, _ in tiles}
+    cols = {tn for _, tn in tiles}
+    return {"tiles": len(tiles), "a_rows": len(rows) * bm, "b_cols": len(cols) * bn,
+            "requested_per_k": 2 * len(tiles) * (bm + bn), "distinct_per_k": 2 * (len(rows) * bm + len(cols) * bn)}
+
+
+def epilogue_store_wavefronts(swizzle: bool, banks: int = 32) -> int:
+    """Shared-memory wavefronts of one float2 store instruction of rung 13's epilogue (kernels/hopper_sm90a.cu):
+    lane (g = lane / 4, t = lane % 4) writes 8 bytes at row g, columns 2t, 2t + 1 of a box of 32 floats per
+    row (128 bytes); with the 128-byte swizzle, 16-byte chunk q of row r sits at chunk q ^ (r % 8). A wavefront
+    serves each bank once: the count is the most distinct 4-byte words any one bank must deliver (the 256
+    bytes stored need at least 2)."""
+    words: dict[int, set] = {}
+    for lane in range(32):
+        g, t = divmod(lane, 4)
+        q, within = (2 * t) // 4, (2 * t) % 4
+        chunk = q ^ (g % 8) if swizzle else q
+        for w in range(2):
+            word = g * 32 + chunk * 4 + within + w           # 4-byte word index in the box
+            words.setdefault(word % banks, set()).add(word)
+    return max(len(v) for v in words.values())
+
+
 # --------------------------------------------------------------------------- bank conflicts
 def bank_ways(row_stride_bytes: int, rows: int = 8, access_bytes: int = 16, banks: int = 32,
               bank_bytes: int = 4) -> int:

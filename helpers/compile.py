@@ -205,11 +205,13 @@ def get_kernel(filename: str, name: str, min_cc: tuple[int, int] = (0, 0), optio
 _ARCH_MODULES: dict = {}
 
 
-def get_arch_kernel(filename: str, name: str, cc: tuple[int, int]):
+def get_arch_kernel(filename: str, name: str, cc: tuple[int, int], check_empty: bool = True):
     """The RawKernel `name` from kernels/<filename> compiled for the arch-specific target of compute
     capability `cc` (sm_90a for 9.0: wgmma, setmaxnreg exist only there). CuPy's RawModule(code=...)
     always appends its own -arch=sm_90, which cannot assemble them, so the file is compiled here with
-    NVRTC and the cubin loaded with RawModule(path=...). The caller checks that the GPU is `cc`."""
+    NVRTC and the cubin loaded with RawModule(path=...). The caller checks that the GPU is `cc`.
+    check_empty: refuse a kernel of fewer than 32 registers (its arch-specific body was not compiled);
+    False for small probes."""
     import tempfile
 
     import cupy
@@ -234,7 +236,7 @@ def get_arch_kernel(filename: str, name: str, cc: tuple[int, int]):
             f.write(cubin)
         _ARCH_MODULES[(filename, arch)] = cupy.RawModule(path=path)
     kern = _ARCH_MODULES[(filename, arch)].get_function(name)
-    if kern.num_regs < 32:
+    if check_empty and kern.num_regs < 32:
         raise ArchitectureError(f"{name} compiled to an empty kernel: the {arch} code path "
                                 f"(__CUDA_ARCH_FEAT_SM{cc[0]}{cc[1]}_ALL) was not selected.",
                                 f"compile with -arch={arch} (NVRTC) or "

@@ -39,8 +39,11 @@ def run_isolated(func: str, *args, timeout: int = 240, device: str = "gpu"):
     try:
         p = subprocess.run([sys.executable, "-c", _CHILD, func], input=json.dumps(list(args)), cwd=ROOT,
                            env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s (a hang: e.g. an mbarrier that never completes)"}
+    except subprocess.TimeoutExpired as exc:
+        said = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        last = [ln for ln in said.strip().splitlines() if ln.strip()][-3:]
+        return {"error": f"timed out after {timeout} s (a hang: e.g. an mbarrier that never completes)"
+                         + (f"; its last words on stderr: {' | '.join(last)}" if last else "")}
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("JSON")), None)
     if p.returncode != 0 or line is None:
         return {"error": (p.stderr or p.stdout)[-3000:], "returncode": p.returncode}

@@ -10,25 +10,30 @@ launches nothing (``helpers.launch`` validates, pads and launches every entry th
   ``helpers.check_gemm`` with all of these filled in;
 * what it accepts: ``in_dtype`` (BF16 travels as uint16 bit patterns: CuPy has no bfloat16),
   and the multiples ``tile_mn`` (M and N) and ``tile_k`` (K) that ``pad=True`` pads to;
-* how it is launched: ``block``; one block per ``block_tile`` (rows, columns of C) sets the grid;
-  ``dyn_smem`` (bytes of dynamic shared memory; above 48 KB the launcher opts in);
+* how it is launched: ``block``; one block per ``block_tile`` (rows, columns of C) sets the grid,
+  or, for a ``persistent`` kernel, one block per SM (as many as fit at once) that loops over the
+  tiles itself; ``dyn_smem`` (bytes of dynamic shared memory; above 48 KB the launcher opts in);
   ``b_transposed`` (it reads B^T, N x K row-major: the launcher transposes B, inside the timed
   run); ``tma_boxes`` (it takes TMA tensor maps of A and of B (or B^T) with these boxes instead
-  of pointers, built by helpers.hopper); ``cluster`` (blocks per cluster: the kernel declares
-  them with ``__cluster_dims__``, so a plain launch forms them; the launcher checks the grid);
+  of pointers, built by helpers.hopper); ``c_box`` (it also takes a tensor map of C, FP32, with
+  this box, for TMA stores; passed after B's); ``cluster`` (blocks per cluster: the kernel
+  declares them with ``__cluster_dims__``, so a plain launch forms them; the launcher checks the
+  grid, and falls back to cuLaunchKernelEx with the cluster named should a plain launch refuse);
 * where it runs: ``min_cc``, or ``only_cc`` for arch-specific code (sm_90a: compiled with NVRTC
   for exactly that GPU); ``isolate``: on a GPU, ``helpers.gemm`` runs it in a child process
   (helpers.isolate), so that a fault or a hang cannot take the notebook's CUDA context with it;
-* lesson data: ``teaches``; ``sweep`` (``make record`` measures it at every size; the ladder's
-  own kernels are measured by the ``ladder`` experiment instead); ``smem_static`` (the static
-  shared memory its tiles declare, where modelled); and for the rungs of lesson 5's ladder,
-  ``rung``, ``idea``, ``predicted_gain`` (over the rung before, stated before measuring) and
+* lesson data: ``teaches``; ``sweep`` (``make record`` measures it at every size; the ladders'
+  own kernels are measured by the ``ladder`` and ``hopper`` experiments instead); ``smem_static``
+  (the static shared memory its tiles declare, where modelled); and for the rungs of a ladder,
+  ``rung``, ``lesson`` (5: lesson 5's ladder, rungs 1-7; 6: lesson 6's, rungs 8 on, which starts
+  from rung 7), ``idea``, ``predicted_gain`` (over the rung before, stated before measuring) and
   ``why``.
 
-Adding a kernel (a lesson 6 wgmma kernel, a lesson 7 FP8 one, a new rung) is the kernel in
-kernels/*.cu plus one entry in ``KERNELS``; an entry with ``rung=`` set is a rung, and ``RUNGS``
-(rung number -> entry) follows from the registry. A format the tables below do not know yet
-(FP8's bit patterns, for instance) is one line in ``IN_DTYPES`` / ``OUT_DTYPES``.
+Adding a kernel (a lesson 7 FP8 one, a new rung) is the kernel in kernels/*.cu plus one entry in
+``KERNELS``; an entry with ``rung=`` set is a rung, and ``RUNGS`` (lesson 5's rung numbers ->
+entries), ``HOPPER_RUNGS`` (lesson 6's) and ``ALL_RUNGS`` follow from the registry. A format the
+tables below do not know yet (FP8's bit patterns, for instance) is one line in ``IN_DTYPES`` /
+``OUT_DTYPES``.
 """
 from __future__ import annotations
 
@@ -77,13 +82,16 @@ class GemmKernel:
     smem_static: int | None = None  # bytes of static shared memory its tiles declare (None: not modelled)
     b_transposed: bool = False     # reads B^T (N x K row-major); the launcher transposes
     tma_boxes: tuple | None = None  # ((rows, cols) of A's box, (rows, cols) of B's): takes TMA tensor maps
+    c_box: tuple | None = None     # (rows, cols) of C's box: it takes a tensor map of C too (TMA stores)
     cluster: tuple | None = None   # (x, y, z) blocks per cluster, declared by the kernel (__cluster_dims__)
+    persistent: bool = False       # one block per SM (as many as fit at once), looping over the tiles
     isolate: bool = False          # on a GPU, helpers.gemm runs it in a child process
     sweep: bool = False            # measured at every size by `make record`
-    rung: int | None = None        # lesson 5: its rung on the ladder
-    idea: str = ""                 # lesson 5: the one idea the rung adds
-    predicted_gain: float | None = None   # lesson 5: predicted speed-up over the rung before
-    why: str = ""                  # lesson 5: the reasoning behind the prediction
+    rung: int | None = None        # its rung on a ladder
+    lesson: int = 5                # a rung's ladder: 5 (rungs 1-7) or 6 (rungs 8 on, starting from rung 7)
+    idea: str = ""                 # the one idea the rung adds
+    predicted_gain: float | None = None   # predicted speed-up over the rung before
+    why: str = ""                  # the reasoning behind the prediction
 
     def __post_init__(self):
         if not self.output:
@@ -119,7 +127,8 @@ class GemmKernel:
         return up(M, self.tile_mn), up(N, self.tile_mn), up(K, self.tile_k)
 
     def grid(self, M: int, N: int) -> tuple[int, int]:
-        """Blocks for an M x N output: one per block tile (blockIdx.x along N, blockIdx.y along M)."""
+        """Blocks for an M x N output: one per block tile (blockIdx.x along N, blockIdx.y along M).
+        A persistent kernel is launched with fewer (helpers.launch); this is still its tile count."""
         rows, cols = self.block_tile
         return math.ceil(N / cols), math.ceil(M / rows)
 
@@ -194,6 +203,12 @@ PIPE_SMEM = ladder_smem_bytes(stages=4)                   # rungs 5-6: STAGES = 
 WGMMA_SMEM = 4 * (128 * 64 + 256 * 64) * 2 + 1024 + 64    # LADDER7_SMEM in kernels/ladder_sm90a.cu
 
 
+HOPPER_FILE = "hopper_sm90a.cu"
+HOPPER_STAGE = (128 * 64 + 64 * 256) * 2                  # bytes of A and B per pipeline stage (48 KB)
+HOPPER_SMEM = 4 * HOPPER_STAGE + 1024 + 128               # HOPPER_SMEM in kernels/hopper_sm90a.cu: 4 stages
+HOPPER_STORE_SMEM = HOPPER_SMEM + 2 * 2 * 64 * 32 * 4     # HOPPER_STORE_SMEM: + 2 x 2 C boxes of 64 x 32 FP32
+
+
 def _seed_wmma(name: str, file: str, inputs: str, acc: str, acc_rounding: str, acc_block: int, emulate: Callable,
                min_cc: tuple, teaches: str, **kw) -> GemmKernel:
     """Lessons 2-3 (the seed's WMMA loop): one warp per 16x16 tile of C, 8 warps stacked in M per block;
@@ -211,6 +226,19 @@ def _classic_rung(rung: int, name: str, idea: str, gain: float, why: str, **kw) 
     return GemmKernel(name=name, file=LADDER_FILE, inputs="fp16", acc="fp32", acc_rounding="truncate",
                       acc_block=16, emulate=_fp16_fp32acc, block=(256, 1), block_tile=(128, 128),
                       tile_mn=128, tile_k=32, teaches=f"lesson 5, rung {rung}: {idea}", rung=rung, idea=idea,
+                      predicted_gain=gain, why=why, **kw)
+
+
+def _hopper_rung(rung: int, name: str, idea: str, gain: float, why: str, threads: int = 384,
+                 dyn_smem: int = HOPPER_SMEM, **kw) -> GemmKernel:
+    """Rungs 8 on (kernels/hopper_sm90a.cu, lesson 6): a 128 x 256 block tile, K-tiles of 64, 4 stages; A and
+    row-major B through TMA tensor maps (boxes 128 x 64 and 64 x 64; TMA fills what lies outside the matrices
+    with zeros, so M, N, K need only be multiples of 8: 16-byte rows); FP16 in, FP32 accumulators walking K in
+    order 16 at a time (rung 7's arithmetic and emulation); sm_90a only, in a child process."""
+    return GemmKernel(name=name, file=HOPPER_FILE, inputs="fp16", acc="fp32", acc_rounding="truncate",
+                      acc_block=16, emulate=_fp16_fp32acc, block=(threads, 1), block_tile=(128, 256), tile_mn=8,
+                      tile_k=8, min_cc=(9, 0), only_cc=(9, 0), dyn_smem=dyn_smem, tma_boxes=((128, 64), (64, 64)),
+                      isolate=True, teaches=f"lesson 6, rung {rung}: {idea}", rung=rung, lesson=6, idea=idea,
                       predicted_gain=gain, why=why, **kw)
 
 
@@ -279,14 +307,49 @@ KERNELS: dict[str, GemmKernel] = _registry([
                why="Hopper's warpgroup MMA reads A and B from shared memory at a rate mma.sync cannot reach; "
                    "the copy engine fills a 128x256 tile (bytes per FLOP scale with 1/BM + 1/BN: 3/4 of "
                    "128x128's) with one thread"),
+    # Lesson 6: from rung 7 to cuBLAS (kernels/hopper_sm90a.cu, Hopper only), one idea per rung. The gains were
+    # written before any of these kernels ran, from lesson 5's H200 record (rung 7: 396 and 484 TFLOP/s at 4096
+    # and 8192 with the transpose of B, 600 and 552 without it; cuBLAS 758 and 730) and the published steps of
+    # pranjalssh/fast.cu on an H100 (results/reference and /work/shared/notes are the sources).
+    _hopper_rung(8, "hopper_b_rowmajor", "B read as stored (wgmma transpose bit)", 1.3,
+                 "rung 7 spent a third of its time at 4096 (an eighth at 8192) transposing B; wgmma reads "
+                 "row-major B through its transpose bit at the same rate, so rung 8 should run at rung 7's "
+                 "kernel-alone speed (600 and 552 TFLOP/s)", threads=256),
+    _hopper_rung(9, "hopper_warp_specialized", "warp specialisation: producer + 2 consumers, mbarrier ring", 1.2,
+                 "rung 8 drains the Tensor Cores at every K-tile (wait_group 0, then a __syncthreads before the "
+                 "next copy is asked for); a producer warpgroup that only copies and consumers that keep one wgmma "
+                 "group in flight remove that bubble (fast.cu: +30% for this step on an H100, from a worse start)"),
+    _hopper_rung(10, "hopper_persistent", "persistent grid, tile scheduler (plain order)", 1.04,
+                 "one CTA per SM: the producer loads the next tile while the consumers store this one, and no "
+                 "CTA is set up per tile (fast.cu: +4%)", persistent=True),
+    _hopper_rung(11, "hopper_grouped", "L2-aware tile order (groups of 8 tile rows)", 1.02,
+                 "the 132 tiles in flight share 8 rows of A and ~17 columns of B instead of ~1 row and all of B: "
+                 "more L2 hits at 8192 (A and B 128 MB each, L2 60 MiB), little change at 4096 (32 MB each)",
+                 persistent=True),
+    _hopper_rung(12, "hopper_cluster", "2-CTA clusters, TMA multicast of B", 1.03,
+                 "two CTAs on tiles that share B each load half of it and multicast it to both: a third fewer "
+                 "bytes requested from L2 per tile pair (fast.cu: +3% with a larger tile)",
+                 persistent=True, cluster=(2, 1, 1)),
+    _hopper_rung(13, "hopper_tma_store", "epilogue through shared memory + TMA store", 1.02,
+                 "C is FP32 (twice cuBLAS's FP16 bytes): 128-byte rows stored by the copy engine instead of "
+                 "32-byte pieces from registers, and the warps return to the Tensor Cores sooner (fast.cu: +1% "
+                 "with the Hilbert order)", persistent=True, cluster=(2, 1, 1), c_box=(64, 32),
+                 dyn_smem=HOPPER_STORE_SMEM),
 ])
 
-RUNGS: dict[int, GemmKernel] = {k.rung: k for k in sorted((k for k in KERNELS.values() if k.rung is not None),
-                                                          key=lambda k: k.rung)}
+ALL_RUNGS: dict[int, GemmKernel] = {k.rung: k for k in sorted((k for k in KERNELS.values() if k.rung is not None),
+                                                              key=lambda k: k.rung)}
+RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.lesson == 5}         # lesson 5's ladder
+HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.lesson == 6}  # lesson 6's new rungs
+
+
+def hopper_ladder() -> dict[int, GemmKernel]:
+    """Lesson 6's ladder: rung 7 (where it starts) and the rungs it adds."""
+    return {7: ALL_RUNGS[7], **HOPPER_RUNGS}
 
 
 def _rung_list() -> str:
-    return ", ".join(f"{k.rung} ({k.name})" for k in RUNGS.values())
+    return ", ".join(f"{k.rung} ({k.name})" for k in ALL_RUNGS.values())
 
 
 def lookup(key) -> GemmKernel:
@@ -295,8 +358,8 @@ def lookup(key) -> GemmKernel:
         return key
     if isinstance(key, str) and key in KERNELS:
         return KERNELS[key]
-    if isinstance(key, int) and not isinstance(key, bool) and key in RUNGS:
-        return RUNGS[key]
+    if isinstance(key, int) and not isinstance(key, bool) and key in ALL_RUNGS:
+        return ALL_RUNGS[key]
     raise UnknownKernelError(f"no kernel {key!r} in the registry. Kernels: {', '.join(KERNELS)}; "
                              f"rungs: {_rung_list()}.",
                              "pass one of those names (or a rung number); a new kernel needs an entry in "
@@ -304,7 +367,7 @@ def lookup(key) -> GemmKernel:
 
 
 def rung(key) -> GemmKernel:
-    """A rung of lesson 5's ladder by number, kernel name, or entry."""
+    """A rung of a ladder (lesson 5's or lesson 6's) by number, kernel name, or entry."""
     try:
         k = lookup(key)
     except UnknownKernelError:

@@ -10,7 +10,10 @@ arch-specific target where it has one), opts in to more than 48 KB of dynamic sh
 when it asks for it, poisons C with NaN (so an element the kernel never writes cannot pass a
 check), transposes B for kernels that read B^T and builds TMA tensor maps for kernels that
 take them (helpers.hopper); a kernel marked ``isolate`` runs in a child process
-(helpers.isolate).
+(helpers.isolate). A ``persistent`` kernel gets one block per SM, or as many as fit at once
+(``resident_blocks``); a kernel with a ``cluster`` is launched plainly (its ``__cluster_dims__``
+make the driver form the clusters), and through cuLaunchKernelEx with the cluster named should
+the driver refuse that (``launch_path`` says which one ran).
 """
 from __future__ import annotations
 
@@ -140,6 +143,70 @@ def gpu_kernel(key):
     return kern
 
 
+_RESIDENT: dict = {}
+
+
+def resident_blocks(key) -> tuple[int, str]:
+    """(blocks, why) for a persistent kernel: one per SM, as many as fit at once; for a clustered
+    kernel, whole clusters only, and no more than the driver says fit at once (a cluster's blocks
+    share a GPC, and a GPC's SMs need not divide into whole clusters)."""
+    from .device import require_gpu
+
+    spec = lookup(key)
+    if spec.name in _RESIDENT:
+        return _RESIDENT[spec.name]
+    gpu = require_gpu(f"kernel {spec.name}")
+    n, why = gpu.sms, f"one block per SM ({gpu.sms} SMs)"
+    if spec.cluster is not None:
+        from .hopper import max_active_clusters
+
+        c = int(np.prod(spec.cluster))
+        n = gpu.sms // c * c
+        fit = max_active_clusters(gpu_kernel(spec), spec.block, spec.dyn_smem, spec.cluster, grid=(n, 1, 1))
+        if fit is None:
+            why = f"{n // c} clusters of {c} on {gpu.sms} SMs (the driver could not say how many fit at once)"
+        else:
+            n = min(n, fit * c)
+            why = f"{n // c} clusters of {c} (the driver: {fit} fit at once on {gpu.sms} SMs)"
+    _RESIDENT[spec.name] = (n, why)
+    return n, why
+
+
+_CLUSTER_PATH: dict = {}     # kernel name -> "plain launch" | "cuLaunchKernelEx (...)", once one has worked
+
+
+def launch_path(key) -> str | None:
+    """How a clustered kernel was launched in this process: 'plain launch' (its __cluster_dims__ formed
+    the clusters), 'cuLaunchKernelEx (...why...)' (the fallback), or None before its first launch."""
+    return _CLUSTER_PATH.get(lookup(key).name)
+
+
+def _cluster_launch(spec: GemmKernel, kern, grid, args):
+    """A launch function for a clustered kernel: plain first; if the driver refuses, cuLaunchKernelEx."""
+    import cupy
+
+    from .hopper import launch_ex
+
+    def go():
+        path = _CLUSTER_PATH.get(spec.name)
+        if path is None or path == "plain launch":
+            try:
+                kern(grid, spec.block, args, shared_mem=spec.dyn_smem)
+                _CLUSTER_PATH[spec.name] = "plain launch"
+                return
+            except cupy.cuda.driver.CUDADriverError as exc:
+                if path is not None:
+                    raise
+                import sys
+
+                print(f"{spec.name}: a plain launch of a kernel with __cluster_dims__ failed ({exc}); "
+                      "launching it with cuLaunchKernelEx and the cluster named instead", file=sys.stderr)
+                _CLUSTER_PATH[spec.name] = f"cuLaunchKernelEx (a plain launch failed: {exc})"
+        launch_ex(kern, grid, spec.block, args, spec.dyn_smem, spec.cluster)
+
+    return go
+
+
 def kernel_resources(key) -> dict:
     """Registers per thread, static/dynamic shared memory and local memory (spills) per the driver."""
     spec = lookup(key)
@@ -161,23 +228,31 @@ def launcher(key, A, B, pad: bool = False):
     spec, A, B, (M, N, K), (Mp, Np, Kp) = prepare(key, A, B, pad)
     kern = gpu_kernel(spec)
     C = cupy.full((Mp, Np), np.nan, dtype=spec.out_dtype)
-    grid = spec.grid(Mp, Np)
+    grid = (resident_blocks(spec)[0], 1) if spec.persistent else spec.grid(Mp, Np)
     if spec.cluster is not None and any(g % c for g, c in zip(grid, spec.cluster)):
         raise InputError(f"{spec.name}'s grid {grid} is not a whole number of {spec.cluster} clusters.",
                          "make the block tile divide the padded sizes into whole clusters (tile_mn in the registry).")
     Bt = cupy.empty((Np, Kp), dtype=B.dtype) if spec.b_transposed else None
     a_arg, b_arg = A, (Bt if spec.b_transposed else B)
+    maps = ()
     if spec.tma_boxes is not None:
         from .hopper import tensor_map_2d
 
         A = cupy.ascontiguousarray(A)
         a_arg, b_arg = tensor_map_2d(A, *spec.tma_boxes[0]), tensor_map_2d(b_arg, *spec.tma_boxes[1])
-    args = (a_arg, b_arg, C, np.int32(Mp), np.int32(Np), np.int32(Kp))
+        if spec.c_box is not None:
+            maps = (tensor_map_2d(C, *spec.c_box),)
+    args = (a_arg, b_arg, *maps, C, np.int32(Mp), np.int32(Np), np.int32(Kp))
 
-    def kernel_only():
-        kern(grid, spec.block, args, shared_mem=spec.dyn_smem)
+    if spec.cluster is not None:
+        kernel_only = _cluster_launch(spec, kern, grid, args)
+    else:
+        def kernel_only():
+            kern(grid, spec.block, args, shared_mem=spec.dyn_smem)
 
+    kernel_only.grid = grid
     if not spec.b_transposed:
+        kernel_only.keep = (A, B, C)    # tensor maps point into these: keep them alive
         return kernel_only, C, (M, N)
 
     def run():
@@ -185,6 +260,7 @@ def launcher(key, A, B, pad: bool = False):
         kernel_only()
 
     run.kernel_only = kernel_only
+    run.grid = grid
     run.keep = (A, B, Bt)           # tensor maps point into these: keep them alive
     return run, C, (M, N)
 

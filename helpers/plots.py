@@ -160,3 +160,45 @@ def ladder(by_size: dict, *, peak: float, source: str):
     ax.legend(loc="upper left", frameon=False, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def counters_beside(entries: list[dict], metrics: dict, *, source: str):
+    """Bars per rung: TFLOP/s in the first panel, then one panel per Nsight Compute counter in `metrics`
+    ({counter name: axis label}); entries from helpers.experiments.hopper.ncu_rows."""
+    apply_style()
+    panels = [("tflops", "TFLOP/s")] + list(metrics.items())
+    fig, axes = plt.subplots(1, len(panels), figsize=(12, 4.6))
+    labels = [str(e["rung"]) for e in entries]
+    for j, (ax, (key, label)) in enumerate(zip(axes, panels)):
+        vals = [e.get(key) if key == "tflops" else e["counters"].get(key) for e in entries]
+        if key.endswith("_bytes"):
+            vals = [None if v is None else v / 1e9 for v in vals]
+        ax.bar(labels, [0 if v is None else v for v in vals], color=COLORS[j % len(COLORS)])
+        ax.set_title(label, fontsize=12)
+        ax.set_xlabel("rung")
+        ax.grid(axis="x", visible=False)
+    fig.suptitle(f"Speed beside the counters that explain it\n{source}", x=0.01, ha="left", fontsize=13)
+    fig.tight_layout()
+    return fig
+
+
+def tile_orders(orders: dict, *, wave: int, title: str, waves: int = 3):
+    """One panel per order: the tiles of C that the first `waves` waves of `wave` CTAs compute, the first
+    wave darkest; later tiles left white. orders: {label: list of (tm, tn) in visiting order}
+    (helpers.analysis.tile_order)."""
+    apply_style()
+    fig, axes = plt.subplots(1, len(orders), figsize=(11, 4.4))
+    for ax, (label, tiles) in zip(np.atleast_1d(axes), orders.items()):
+        tm = max(t[0] for t in tiles) + 1
+        tn = max(t[1] for t in tiles) + 1
+        grid = np.full((tm, tn), float(waves))
+        for i, (r, c) in enumerate(tiles[:wave * waves]):
+            grid[r, c] = i // wave
+        ax.imshow(grid, cmap="Blues_r", vmin=0, vmax=waves, aspect="auto", interpolation="nearest")
+        ax.set_title(label, fontsize=12)
+        ax.set_xlabel("tile column (256 columns of C)")
+        ax.set_ylabel("tile row (128 rows of C)")
+        ax.grid(False)
+    fig.suptitle(title, x=0.01, ha="left", fontsize=13)
+    fig.tight_layout()
+    return fig

@@ -1,7 +1,11 @@
-"""helpers.analysis: the traffic model, bank conflicts, ldmatrix addressing, SASS counts (no GPU)."""
+"""helpers.analysis: the traffic model, bank conflicts, ldmatrix addressing, SASS counts, lesson 6's tile order
+and epilogue stores (no GPU)."""
 from __future__ import annotations
 
+import pytest
+
 import helpers
+from helpers import analysis
 from helpers import analysis as A
 from helpers.experiments import wmma as w
 from helpers.kernels import KERNELS, RUNGS
@@ -77,3 +81,33 @@ def test_sass_instructions(tmp_path):
                                                    ("kern", "0010", "@!P0 LDS.U16 R2, [R3+0x10]", "LDS.U16")]
     counts = A.sass_opcode_counts(listing)["kern"]
     assert counts["LDS"] == 1 and sum(counts.values()) == 1
+
+
+# --------------------------------------------------------------------------- the tile order (lesson 6: kernels/hopper_sm90a.cu's tile_of)
+@pytest.mark.parametrize("order", ["plain", "grouped"])
+@pytest.mark.parametrize("cluster", [1, 2])
+@pytest.mark.parametrize("tm,tn", [(64, 32), (32, 16), (3, 5), (1, 32), (17, 9)])
+def test_tile_order_visits_every_tile_once(order, cluster, tm, tn):
+    t = analysis.tile_order(tm, tn, order, cluster=cluster)
+    units_m = -(-tm // cluster)
+    assert len(t) == units_m * cluster * tn and len(set(t)) == len(t)
+    assert {x for x in t if x[0] < tm} == {(i, j) for i in range(tm) for j in range(tn)}
+    pairs = [t[i:i + cluster] for i in range(0, len(t), cluster)]         # a cluster's tiles share B's column
+    assert all(len({tn_ for _, tn_ in p}) == 1 and [a for a, _ in p] == list(range(p[0][0], p[0][0] + cluster))
+               for p in pairs)
+
+
+def test_grouped_order_halves_the_wave_footprint_at_8192():
+    plain = analysis.wave_footprint(analysis.tile_order(64, 32, "plain")[:132])
+    grouped = analysis.wave_footprint(analysis.tile_order(64, 32, "grouped")[:132])
+    assert plain["requested_per_k"] == grouped["requested_per_k"]
+    assert grouped["distinct_per_k"] < 0.65 * plain["distinct_per_k"]
+    assert analysis.tile_order(16, 4, "grouped")[:3] == [(0, 0), (1, 0), (2, 0)]
+    assert analysis.tile_order(16, 4, "plain")[:3] == [(0, 0), (0, 1), (0, 2)]
+
+
+
+
+def test_epilogue_store_wavefronts():
+    """Rung 13's staging stores: 8 rows of 32 bytes hit the same 8 banks without the swizzle; 2 wavefronts with it."""
+    assert analysis.epilogue_store_wavefronts(False) == 8 and analysis.epilogue_store_wavefronts(True) == 2

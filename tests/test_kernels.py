@@ -54,7 +54,9 @@ def test_lesson3_kernels_registered():
 
 
 def test_registry_is_a_ladder():
-    assert list(K.RUNGS) == [1, 2, 3, 4, 5, 6, 7]
+    assert list(K.RUNGS) == [1, 2, 3, 4, 5, 6, 7]            # lesson 5's ladder
+    assert list(K.HOPPER_RUNGS) == [8, 9, 10, 11, 12, 13]    # lesson 6's (tests/test_hopper.py)
+    assert K.ALL_RUNGS == {**K.RUNGS, **K.HOPPER_RUNGS}
     for r in K.RUNGS.values():
         assert r.predicted_gain > 0 and r.idea and r.why
         assert r.file == {1: "wmma.cu", 7: "ladder_sm90a.cu"}.get(r.rung, "ladder.cu")
@@ -103,7 +105,7 @@ def test_padded_sizes():
 
 
 # --------------------------------------------------------------------------- lookups
-@pytest.mark.parametrize("key", ["wmma_gemm_nave", 0, 9, None, 2.0, True])
+@pytest.mark.parametrize("key", ["wmma_gemm_nave", 0, 99, None, 2.0, True])
 def test_unknown_kernel_is_a_course_error_and_a_key_error(key):
     with pytest.raises(UnknownKernelError) as ei:
         K.lookup(key)
@@ -111,9 +113,10 @@ def test_unknown_kernel_is_a_course_error_and_a_key_error(key):
     msg = str(ei.value)
     assert msg.startswith(f"no kernel {key!r} in the registry") and "\nFix: " in msg
     assert all(name in msg for name in K.KERNELS) and "7 (ladder_wgmma_tma)" in msg
+    assert "13 (hopper_tma_store)" in msg
 
 
-@pytest.mark.parametrize("key", [9, "gemm_fp32_kernel", "nope"])
+@pytest.mark.parametrize("key", [99, "gemm_fp32_kernel", "nope"])
 def test_unknown_rung(key):
     with pytest.raises(KeyError) as ei:
         K.rung(key)
@@ -160,3 +163,116 @@ def test_check_is_check_gemm_with_the_entrys_formats(monkeypatch):
                             "block": k.acc_block, "name": k.name, "backend": "test", "model": k.emulate,
                             "values": round_tf32_rna if k.inputs == "tf32" else None}
     assert seen[1]["acc_rounding"] == "truncate" and seen[0]["acc_rounding"] == "nearest"
+
+
+# --------------------------------------------------------------------------- lesson 6's rungs (kernels/hopper_sm90a.cu)
+HOPPER_CU = KERNEL_DIR / "hopper_sm90a.cu"
+HSRC = HOPPER_CU.read_text()
+
+
+def _hdefine(name):
+    return _define(name, HOPPER_CU)
+
+
+def test_lesson6_rungs_are_registry_entries_one_idea_each():
+    assert list(K.HOPPER_RUNGS) == [8, 9, 10, 11, 12, 13]
+    assert list(K.hopper_ladder()) == [7, 8, 9, 10, 11, 12, 13] and K.hopper_ladder()[7] is K.RUNGS[7]
+    for r in K.HOPPER_RUNGS.values():
+        assert r is K.KERNELS[r.name] and r.lesson == 6 and r.file == "hopper_sm90a.cu"
+        assert r.idea and r.why and 1.0 <= r.predicted_gain <= 2.0
+        assert r.only_cc == (9, 0) and r.isolate and not r.b_transposed and not r.sweep
+        assert (r.inputs, r.acc, r.output, r.acc_block, r.acc_rounding) == ("fp16", "fp32", "fp32", 16, "truncate")
+        assert r.emulate is K.RUNGS[7].emulate                  # rung 7's arithmetic, rung 7's model
+        assert r.tma_boxes == ((128, 64), (64, 64)) and r.block_tile == (128, 256)
+        assert (r.tile_mn, r.tile_k) == (8, 8)                  # TMA: 16-byte rows; the rest is out-of-bounds fill
+        assert r.teaches.startswith(f"lesson 6, rung {r.rung}: ")
+    R = K.HOPPER_RUNGS
+    assert R[8].block == (256, 1) and all(R[k].block == (384, 1) for k in range(9, 14))
+    assert [k for k in R if R[k].persistent] == [10, 11, 12, 13]
+    assert [k for k in R if R[k].cluster] == [12, 13] and R[12].cluster == (2, 1, 1)
+    assert [k for k in R if R[k].c_box] == [13] and R[13].c_box == (64, 32)
+    assert K.rung(12) is R[12] and K.lookup("hopper_tma_store") is R[13]
+
+
+def test_lesson6_constants_match_the_kernel_file():
+    bm, bn, bk, st, box, epi = (_hdefine(n) for n in ("HBM", "HBN", "HBK", "HSTAGES", "BOX_N", "EPI_COLS"))
+    assert (bm, bn, bk, st, box, epi) == (128, 256, 64, 4, 64, 32)
+    assert bk * 2 == 128 and box * 2 == 128 and epi * 4 == 128       # one 128-byte swizzle row per box row
+    stage = (bm * bk + bk * bn) * 2
+    assert K.HOPPER_STAGE == stage
+    assert K.HOPPER_SMEM == st * stage + _hdefine("SMEM_SLACK") + _hdefine("BAR_BYTES")
+    assert K.HOPPER_STORE_SMEM == K.HOPPER_SMEM + 2 * 2 * 64 * epi * 4
+    assert K.HOPPER_STORE_SMEM <= 227 * 1024                   # the most a block may opt in to on sm_90
+    assert _hdefine("BAR_BYTES") >= 2 * st * 8                   # full[] and empty[]
+    assert _hdefine("WS_THREADS") == 384 and _hdefine("CLUSTER_M") == 2 and _hdefine("GROUP_M") == 8
+    for r in K.HOPPER_RUNGS.values():
+        assert r.tma_boxes[0] == (bm, bk) and r.tma_boxes[1] == (bk, box)
+        assert r.dyn_smem == (K.HOPPER_STORE_SMEM if r.c_box else K.HOPPER_SMEM)
+
+
+def _kernel_comment(name):
+    """The comment block right above a kernel's first declaration."""
+    i = HSRC.index(f" {name}(")
+    block = HSRC[:HSRC.rfind("\n", 0, HSRC.rfind("extern", 0, i))]
+    lines = []
+    for ln in reversed(block.splitlines()):
+        if not ln.startswith("//"):
+            break
+        lines.append(ln)
+    return "\n".join(reversed(lines))
+
+
+def test_each_kernel_says_its_one_idea_and_the_registrys_prediction():
+    for r in K.HOPPER_RUNGS.values():
+        c = _kernel_comment(r.name)
+        c = c[c.index("// Rung "):] if "// Rung " in c else c
+        assert c.startswith(f"// Rung {r.rung} -- "), (r.name, c[:80])
+        m = re.search(r"Predicted: x([\d.]+) over rung (\d+)", c)
+        assert m and float(m.group(1)) == r.predicted_gain and int(m.group(2)) == r.rung - 1, (r.name, c)
+        assert re.search(rf'extern "C" __global__ void {r.name}\(', HSRC)
+        bounds = "__launch_bounds__(256, 1)" if r.rung == 8 else "__launch_bounds__(WS_THREADS, 1)"
+        decl = HSRC[HSRC.index(f"{bounds}", HSRC.index(c)):HSRC.index(f" {r.name}(")]
+        assert ("CLUSTER_DIMS" in decl) == (r.cluster is not None), r.name
+
+
+def test_rungs_9_to_13_differ_by_one_switch_each():
+    """One templated body: each rung turns on exactly one more compile-time switch than the rung before."""
+    args = {}
+    for k in range(9, 14):
+        body = helpers.display.kernel_source("hopper_sm90a.cu", K.HOPPER_RUNGS[k].name)
+        m = re.search(r"ws_gemm<([^>]*)>", body)
+        args[k] = [a.strip() for a in m.group(1).split(",")]
+    assert args[9] == ["false", "ORDER_PLAIN", "1", "false"]
+    for k in range(10, 14):
+        assert sum(a != b for a, b in zip(args[k - 1], args[k])) == 1, (k, args[k - 1], args[k])
+
+
+
+
+def test_hopper_file_compiles_for_sm90a_without_spills(tmp_path):
+    """nvcc (when present) builds kernels/*_sm90a.cu for sm_90a, the only target with their real code: every
+    kernel without spills or a stack frame, the warp-specialised ones within the 168 registers that
+    __launch_bounds__(384, 1) allows at entry, and ptxas warns about nothing (e.g. C7508: setmaxnreg ignored,
+    C7510: wgmma serialised)."""
+    import shutil
+    import subprocess
+
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
+    if nvcc is None:
+        pytest.skip("no nvcc on this machine")
+    for cu in sorted(KERNEL_DIR.glob("*_sm90a.cu")):
+        p = subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-o",
+                            str(tmp_path / "k.cubin"), "-Xptxas", "-v", str(cu)], capture_output=True, text=True,
+                           timeout=300)
+        out = p.stdout + p.stderr
+        assert p.returncode == 0, out
+        assert "warning" not in out.lower(), out
+        entries = re.findall(r"Compiling entry function '(\w+)'.*?(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                             r"(\d+) bytes spill loads.*?Used (\d+) registers", out, re.S)
+        names = {e[0] for e in entries}
+        assert {k.name for k in K.KERNELS.values() if k.file == cu.name} <= names, (cu.name, names)
+        for name, stack, st, ld, regs in entries:
+            assert (stack, st, ld) == ("0", "0", "0"), (name, out)
+            spec = K.KERNELS.get(name)
+            if spec is not None and spec.block[0] == 384:
+                assert int(regs) <= 168, (name, regs)

@@ -1,12 +1,12 @@
-"""Nsight Compute counters for lesson 1's FP32 kernel and every rung of lesson 5's ladder (GPU only).
+"""Nsight Compute counters for lesson 1's FP32 kernel and every rung of lessons 5 and 6 (GPU only).
 
     python tools/ncu_counters.py [--size 4096] [--out results] [--only TARGET ...]   # profile; write results/ncu-<gpu>.json
     python tools/ncu_counters.py list                                                # the targets (no GPU needed)
     python tools/ncu_counters.py launch TARGET [--size N]                            # one launch: what ncu profiles
 
 The targets: gemm_fp32_kernel with each of lesson 1's block shapes (helpers.experiments.baseline.BLOCK_SHAPES),
-the tiled solution (kernels/fp32_variants.cu, TILE 16 and 32), and every rung (helpers.kernels.RUNGS) this GPU
-can run, each launched once at M = N = K = size on standard-normal inputs. Each target is profiled in its own
+the tiled solution (kernels/fp32_variants.cu, TILE 16 and 32), and every rung (helpers.kernels.ALL_RUNGS: lesson
+5's ladder, then lesson 6's) this GPU can run, each launched once at M = N = K = size on standard-normal inputs. Each target is profiled in its own
 ``ncu`` run (a fault or a hang there cannot stop the others), with the clocks left alone
 (``--clock-control none``) and only the one kernel's first launch profiled:
 
@@ -94,7 +94,7 @@ CANARY = METRICS["duration_ns"]          # a metric every ncu knows: if it fails
 def targets() -> dict[str, dict]:
     """{target id: {kernel, lesson, what, ...}}: every launch this script profiles."""
     from helpers.experiments.baseline import BLOCK_SHAPES
-    from helpers.kernels import RUNGS
+    from helpers.kernels import ALL_RUNGS
 
     out = {}
     for bx, by in BLOCK_SHAPES:
@@ -103,8 +103,9 @@ def targets() -> dict[str, dict]:
     for tile in (16, 32):
         out[f"fp32_tiled_{tile}"] = {"kernel": "gemm_fp32_tiled", "lesson": 1, "what": f"tiled solution, TILE={tile}",
                                      "tile": tile}
-    for r in RUNGS.values():
-        out[f"rung{r.rung}"] = {"kernel": r.name, "lesson": 5, "what": f"rung {r.rung}: {r.idea}", "rung": r.rung}
+    for r in ALL_RUNGS.values():
+        out[f"rung{r.rung}"] = {"kernel": r.name, "lesson": r.lesson, "what": f"rung {r.rung}: {r.idea}",
+                                "rung": r.rung}
     return out
 
 
@@ -129,10 +130,10 @@ def launch(target: str, n: int) -> None:
         else:
             run, _ = fp32_launcher(get_kernel(*NAIVE), cupy.asarray(A), cupy.asarray(B), tuple(t["block"]))
     else:
-        from helpers.kernels import RUNGS
+        from helpers.kernels import ALL_RUNGS
         from helpers.launch import launcher
 
-        r = RUNGS[t["rung"]]
+        r = ALL_RUNGS[t["rung"]]
         run, _, _ = launcher(r, cupy.asarray(A.astype(r.in_dtype)), cupy.asarray(B.astype(r.in_dtype)), pad=True)
     run()
     cupy.cuda.runtime.deviceSynchronize()
@@ -293,7 +294,7 @@ def main(argv=None) -> int:
 
 
 def run(args, argv) -> int:
-    from helpers.kernels import RUNGS
+    from helpers.kernels import ALL_RUNGS as RUNGS
 
     p = subprocess.run([sys.executable, str(Path(__file__).resolve()), "gpu"], capture_output=True, text=True,
                        env=dict(os.environ, COURSE_DEVICE="gpu"), cwd=ROOT, timeout=300)
@@ -338,6 +339,24 @@ def run(args, argv) -> int:
         known, unknown = usable_metrics(ncu, sys.executable, first, todo[first]["kernel"], ALL_METRICS, args.timeout,
                                         log)
     rows, failed, values = [], [], {}
+
+    def write(rows, not_collected):
+        out = {
+            "kind": "ncu-counters",
+            "gpu": {k: gpu[k] for k in ("name", "cc", "sm", "driver_cuda")},
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "ncu": version,
+            "command": "python tools/ncu_counters.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "ncu_options": "--clock-control none --launch-count 1 --kernel-name <kernel> (kernel replay)",
+            "size": [args.size] * 3,
+            "metrics": {**METRICS, **{f"stall_{r}": stall_metric(r) for r in STALLS}},
+            "not_collected": not_collected,
+            "kernels": rows,
+        }
+        from helpers.results import write_json
+
+        return write_json(out, f"ncu-{gpu['slug']}", args.out)
+
     for tid, t in todo.items():
         t0 = time.time()
         res = (profile(ncu, sys.executable, tid, t["kernel"], known, args.size, args.timeout, log) if known
@@ -356,27 +375,14 @@ def run(args, argv) -> int:
         rows.append(entry)
         print(f"  {tid:<16} {'FAILED: ' + entry['error'][:200] if 'error' in entry else 'ok'} "
               f"({entry['seconds']} s)", flush=True)
+        write(rows, unknown)                    # after every target: a run cut short keeps what it profiled
     for tid, why in skipped.items():
         rows.append({"target": tid, **targets()[tid], "size": [args.size] * 3, "skipped": why})
     # not collected: names this ncu refused, and names it accepted but gave no value for, on every kernel
     not_collected = unknown + [m for m in known if values and all(v.get(m) is None for v in values.values())]
     if not values:
         not_collected = list(ALL_METRICS)
-    out = {
-        "kind": "ncu-counters",
-        "gpu": {k: gpu[k] for k in ("name", "cc", "sm", "driver_cuda")},
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "ncu": version,
-        "command": "python tools/ncu_counters.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "ncu_options": "--clock-control none --launch-count 1 --kernel-name <kernel> (kernel replay)",
-        "size": [args.size] * 3,
-        "metrics": {**METRICS, **{f"stall_{r}": stall_metric(r) for r in STALLS}},
-        "not_collected": not_collected,
-        "kernels": rows,
-    }
-    from helpers.results import write_json
-
-    path = write_json(out, f"ncu-{gpu['slug']}", args.out)
+    path = write(rows, not_collected)
     print_summary(rows)
     print(f"\nmetrics not collected ({len(not_collected)}): {', '.join(not_collected) or 'none'}")
     print(f"profiled {len(values)} of {len(rows)} targets" + (f"; failed: {', '.join(failed)}" if failed else "")

@@ -59,6 +59,7 @@ def cases() -> list[tuple[str, str, object]]:
         for M, N, K in SIZES:
             out.append((name, f"M={M} N={N} K={K}", (lambda n=name, M=M, N=N, K=K: _variant(n, M, N, K))))
     out.append(("wmma_fragment_probe", "one warp", _fragment_probe))
+    out.append(("hopper_cluster_probe", "8 blocks in clusters of 2", _cluster_probe))
     from helpers.experiments.precision import _PROBE_KERNELS
 
     for (fmt, acc), (kname, _cc) in _PROBE_KERNELS.items():
@@ -123,6 +124,13 @@ def _fragment_probe():
 
     d = wmma_fragment_maps()
     return f"elements per lane {d['num_elements']}"
+
+
+def _cluster_probe():
+    from helpers.experiments.hopper import cluster_probe
+
+    d = cluster_probe()
+    return f"skipped: {d['skipped']}" if "skipped" in d else f"{d['path']}, clusters formed: {d['forms_clusters']}"
 
 
 def _probes(fmt, acc):

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..kernels import RUNGS, WGMMA_SMEM
+from ..kernels import ALL_RUNGS, RUNGS, WGMMA_SMEM
 from . import experiment
 
 TIMED_SIZES = (4096, 8192)
@@ -46,8 +46,18 @@ def _inputs(i: int, M: int, N: int, K: int):
     return A, B
 
 
+def shape_key(M: int, N: int, K: int) -> str:
+    """How a shape names its cuBLAS timing (cub_ms) across a child process's JSON: 'MxNxK'."""
+    return f"{M}x{N}x{K}"
+
+
+def _shape(s) -> tuple:
+    """A timed size: n (square) or (M, N, K)."""
+    return (s, s, s) if isinstance(s, int) else tuple(s)
+
+
 def _sizes(timed_sizes, odd_sizes):
-    timed = [(n, n, n) for n in timed_sizes]
+    timed = [_shape(n) for n in timed_sizes]
     return timed + [tuple(s) for s in odd_sizes], timed
 
 
@@ -71,7 +81,9 @@ def _rung_row(r, A, B, M, N, K, C_ref, timed: bool, cub_ms, peak, cc) -> dict:
     run()
     cupy.cuda.get_current_stream().synchronize()
     chk = r.check(C[:M, :N], A, B, reference=C_ref, backend="GPU")
-    row.update(**chk.fields(), padded=list(C.shape) != [M, N] or K % r.tile_k != 0)
+    row.update(**chk.fields(), padded=list(C.shape) != [M, N] or K % r.tile_k != 0, verdict=chk.verdict())
+    if not chk.passed:
+        row["mismatch"] = chk.mismatch_summary()
     if timed:
         t = benchmark(run)
         tf = gemm_flops(M, N, K) / (t.median_ms * 1e-3) / 1e12
@@ -89,7 +101,8 @@ def _rung_row(r, A, B, M, N, K, C_ref, timed: bool, cub_ms, peak, cc) -> dict:
 
 
 def measure_rungs(rung_numbers, timed_sizes=TIMED_SIZES, odd_sizes=ODD_SIZES, cub_ms=None) -> list[dict]:
-    """Rows for the given rungs at every size (cub_ms: {n: cuBLAS median ms} for frac_cublas)."""
+    """Rows for the given rungs (of either ladder) at every size (cub_ms: {shape_key: cuBLAS median ms}
+    for frac_cublas; timed sizes are n or (M, N, K))."""
     import cupy
 
     from ..device import require_gpu
@@ -103,8 +116,8 @@ def measure_rungs(rung_numbers, timed_sizes=TIMED_SIZES, odd_sizes=ODD_SIZES, cu
         A, B = _inputs(i, M, N, K)
         C_ref = reference_gemm(A, B)
         for k in rung_numbers:
-            rows.append(_rung_row(RUNGS[k], A, B, M, N, K, C_ref, (M, N, K) in timed,
-                                  (cub_ms or {}).get(str(M)), peak, gpu.cc))
+            rows.append(_rung_row(ALL_RUNGS[k], A, B, M, N, K, C_ref, (M, N, K) in timed,
+                                  (cub_ms or {}).get(shape_key(M, N, K)), peak, gpu.cc))
         del A, B, C_ref
         cupy.get_default_memory_pool().free_all_blocks()
     return rows
@@ -116,8 +129,8 @@ def _isolated_rows(rung_numbers, timed_sizes, odd_sizes, cub_ms) -> list[dict]:
     out = run_isolated("helpers.experiments.ladder:measure_rungs", list(rung_numbers), list(timed_sizes),
                        [list(s) for s in odd_sizes], cub_ms)
     if isinstance(out, dict):
-        return [{"rung": k, "kernel": RUNGS[k].name, "idea": RUNGS[k].idea, "predicted": RUNGS[k].predicted_gain,
-                 **out} for k in rung_numbers]
+        return [{"rung": k, "kernel": ALL_RUNGS[k].name, "idea": ALL_RUNGS[k].idea,
+                 "predicted": ALL_RUNGS[k].predicted_gain, **out} for k in rung_numbers]
     return out
 
 
@@ -127,7 +140,7 @@ def check_rung_sizes(k: int, sizes) -> list[dict]:
     from ..launch import gemm
     from ..numerics import random_matrix
 
-    r = RUNGS[k]
+    r = ALL_RUNGS[k]
     out = []
     for i, (M, N, K) in enumerate(sizes):
         A = random_matrix(M, K, seed=900 + i).astype(np.float16)
@@ -144,34 +157,41 @@ def check_rung_sizes(k: int, sizes) -> list[dict]:
     return out
 
 
+def cublas_row(A, B, peak) -> dict:
+    """cuBLAS FP16 (cupy.matmul float16) on A, B, checked and timed with the same harness as the rungs:
+    a row with rung 0."""
+    import cupy
+
+    from ..cublas import BASELINES
+    from ..timing import benchmark, gemm_flops
+
+    cub = BASELINES["cublas_fp16"]
+    (M, K), N = A.shape, B.shape[1]
+    Cc = cupy.empty((M, N), dtype=cupy.float16)
+    t = benchmark(lambda: cub.run(A, B, Cc))
+    chk = cub.check(Cc, A, B, backend="GPU")
+    tf = gemm_flops(M, N, K) / (t.median_ms * 1e-3) / 1e12
+    return {"rung": 0, "kernel": "cublas_fp16", "idea": "cuBLAS (cupy.matmul float16)", "predicted": None,
+            "m": M, "n": N, "k": K, "median_ms": round(t.median_ms, 6), "tflops": round(tf, 4),
+            "frac_cublas": 1.0, "frac_peak": round(tf / peak, 4) if peak else None, **(t.clocks or {}),
+            "rel_err": float(f"{chk.rel_err:.4g}"), "passed": bool(chk.passed),
+            "regs": None, "smem": None, "spills": None}
+
+
 @experiment("ladder")
 def ladder(timed_sizes=TIMED_SIZES, odd_sizes=ODD_SIZES):
     """Every rung: correctness (4096, 8192, odd sizes) and TFLOP/s next to cuBLAS FP16.
     Isolated rungs (rung 7, sm_90a) run in a child process (see _isolated_rows)."""
-    import cupy
-
-    from ..cublas import BASELINES
     from ..device import require_gpu
-    from ..timing import benchmark, gemm_flops
 
     gpu = require_gpu("ladder")
     peak = gpu.peaks.fp16 if gpu.peaks else None
-    cub = BASELINES["cublas_fp16"]
     rows, cub_ms = [], {}
-    for n in timed_sizes:
-        i = list(timed_sizes).index(n)
+    for i, n in enumerate(timed_sizes):
         A, B = _inputs(i, n, n, n)
-        Cc = cupy.empty((n, n), dtype=cupy.float16)
-        t = benchmark(lambda: cub.run(A, B, Cc))
-        chk = cub.check(Cc, A, B, backend="GPU")
-        tf = gemm_flops(n, n, n) / (t.median_ms * 1e-3) / 1e12
-        cub_ms[str(n)] = t.median_ms
-        rows.append({"rung": 0, "kernel": "cublas_fp16", "idea": "cuBLAS (cupy.matmul float16)", "predicted": None,
-                     "m": n, "n": n, "k": n, "median_ms": round(t.median_ms, 6), "tflops": round(tf, 4),
-                     "frac_cublas": 1.0, "frac_peak": round(tf / peak, 4) if peak else None, **(t.clocks or {}),
-                     "rel_err": float(f"{chk.rel_err:.4g}"), "passed": bool(chk.passed),
-                     "regs": None, "smem": None, "spills": None})
-        del A, B, Cc
+        rows.append(cublas_row(A, B, peak))
+        cub_ms[shape_key(n, n, n)] = rows[-1]["median_ms"]
+        del A, B
     in_process = [k for k in RUNGS if not RUNGS[k].isolate]
     rows += measure_rungs(in_process, timed_sizes, odd_sizes, cub_ms)
     isolated = [k for k in RUNGS if RUNGS[k].isolate]
@@ -186,9 +206,10 @@ def ladder(timed_sizes=TIMED_SIZES, odd_sizes=ODD_SIZES):
 
 
 # --------------------------------------------------------------------------- reading the record
-def timed_rows(rows: list[dict], n: int) -> list[dict]:
-    """The rows of one square timed size, rungs in order, cuBLAS (rung 0) first."""
-    out = [r for r in rows if r.get("m") == r.get("n") == r.get("k") == n and r.get("tflops") is not None]
+def timed_rows(rows: list[dict], n) -> list[dict]:
+    """The rows of one timed size (n: square n^3, or (M, N, K)), rungs in order, cuBLAS (rung 0) first."""
+    M, N, K = _shape(n)
+    out = [r for r in rows if (r.get("m"), r.get("n"), r.get("k")) == (M, N, K) and r.get("tflops") is not None]
     return sorted(out, key=lambda r: r["rung"])
 
 
@@ -226,7 +247,7 @@ def roofline_points(rows: list[dict], n: int) -> dict:
     for row in timed_rows(rows, n):
         if row["rung"] == 0:
             continue
-        r = RUNGS[row["rung"]]
+        r = ALL_RUNGS[row["rung"]]
         pts[f"rung {r.rung}: {r.idea}"] = (intensity(r, n, n, n), row["tflops"])
     return pts
 

@@ -1,0 +1,676 @@
+// hopper_sm90a.cu -- Lesson 6 (Hopper only): from rung 7 to cuBLAS, one idea per rung.
+//
+// Rung 7 (kernels/ladder_sm90a.cu) feeds wgmma from TMA through mbarriers, but it reads B
+// transposed, drains the Tensor Cores at every K-tile and has no overlap between one tile's
+// epilogue and the next tile's loads. Each kernel here adds ONE idea to the one before:
+//
+//   rung  8  hopper_b_rowmajor       B read as it is stored (row-major, "MN-major" for wgmma):
+//                                    TMA boxes of 64 columns and wgmma's transpose bit
+//   rung  9  hopper_warp_specialized a producer warpgroup (TMA only, gives registers away with
+//                                    setmaxnreg) and two consumer warpgroups (wgmma only); a
+//                                    ring of full/empty mbarriers; one wgmma group kept in flight
+//   rung 10  hopper_persistent       one CTA per SM walks the tiles (a tile scheduler, plain order)
+//   rung 11  hopper_grouped          the same walk in groups of 8 tile rows (L2-aware order)
+//   rung 12  hopper_cluster          2-CTA clusters along M; each CTA loads half of the shared
+//                                    B tile and TMA multicasts it to both
+//   rung 13  hopper_tma_store        the epilogue stages C in shared memory and a TMA store
+//                                    writes it, so the consumers return to the Tensor Cores sooner
+//
+// Rungs 9-13 are one templated body (ws_gemm) with compile-time switches: each rung turns on
+// one more switch, so the difference between two rungs is exactly one idea.
+//
+// Contract (the same for every kernel here):
+//   A: M x K row-major half (a TMA tensor map, box 128 rows x 64 columns, 128-byte swizzle);
+//   B: K x N row-major half (a TMA tensor map, box 64 rows x 64 columns, 128-byte swizzle);
+//   C: M x N row-major float (rung 13: also a TMA tensor map over C, box 64 rows x 32 columns);
+//   M, N, K: multiples of 8 (TMA needs 16-byte row strides); anything else is allowed: TMA
+//   fills the parts of a box outside the matrix with zeros (and still counts the whole box's
+//   bytes on the mbarrier), and the epilogue writes only elements inside C.
+//   Block tile 128 x 256 of C, K-tiles of 64, 4 pipeline stages (48 KB each).
+// Arithmetic: every output is one FP32 accumulator that walks K in order, 16 products per
+// wgmma k-step (m64n256k16), exactly as rung 7; the CPU model is
+// helpers.emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32") for every rung here.
+//
+// Needs sm_90a (wgmma, setmaxnreg): NVRTC -arch=sm_90a, or nvcc
+// -gencode=arch=compute_90a,code=sm_90a. Other targets compile empty kernels (make kernels-check).
+
+typedef unsigned long long u64;
+typedef unsigned int u32;
+
+#define HBM 128                               // rows of C per block tile
+#define HBN 256                               // columns of C per block tile
+#define HBK 64                                // K per pipeline stage: 64 halves = 128 bytes = one swizzle row
+#define HSTAGES 4                             // pipeline stages
+#define BOX_N 64                              // columns of B per TMA box (128 bytes: one swizzle row)
+#define A_STAGE_BYTES (HBM * HBK * 2)         // 16 KB of A per stage
+#define B_BOX_BYTES (HBK * BOX_N * 2)         // 8 KB: one box of B, 64 k-rows x 64 columns
+#define B_STAGE_BYTES (HBK * HBN * 2)         // 32 KB of B per stage: 4 boxes
+#define STAGE_BYTES (A_STAGE_BYTES + B_STAGE_BYTES)
+#define EPI_COLS 32                           // rung 13: FP32 columns per TMA store box (128 bytes)
+#define EPI_BOX_BYTES (64 * EPI_COLS * 4)     // 8 KB: 64 rows x 32 floats
+#define EPI_BYTES (2 * 2 * EPI_BOX_BYTES)     // 2 consumer warpgroups x 2 buffers
+#define BAR_BYTES 128                         // the mbarriers (2 x HSTAGES x 8 bytes, rounded up)
+#define SMEM_SLACK 1024                       // room to round the base up to 1024 bytes (swizzle atoms)
+#define HOPPER_SMEM (HSTAGES * STAGE_BYTES + SMEM_SLACK + BAR_BYTES)                 // rungs 8-12
+#define HOPPER_STORE_SMEM (HSTAGES * STAGE_BYTES + EPI_BYTES + SMEM_SLACK + BAR_BYTES)  // rung 13
+#define WS_THREADS 384                        // rungs 9-13: 3 warpgroups (1 producer, 2 consumers)
+#define GROUP_M 8                             // rungs 11-13: tile rows per group of the L2-aware order
+#define CLUSTER_M 2                           // rungs 12-13: CTAs per cluster, along M
+
+struct __align__(64) TensorMap { u64 bytes[16]; };   // layout-compatible with CUtensorMap
+
+// __cluster_dims__ exists from sm_90 on; `make kernels-check` also builds this file for sm_80
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
+#define CLUSTER_DIMS
+#else
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER_M, 1, 1)
+#endif
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
+// (the host pass and sm_90a see the real code; other targets compile empty kernels)
+
+// --------------------------------------------------------------------------- small helpers
+__device__ __forceinline__ u32 smem_addr(const void* p)
+{
+    return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+// The dynamic shared memory, its start rounded up to 1024 bytes: a 128-byte swizzle repeats every
+// 8 rows of 128 bytes, and TMA and wgmma agree on it only for tiles that start on such a boundary.
+__device__ __forceinline__ unsigned char* smem_base()
+{
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const u32 base = smem_addr(smem_raw);
+    return smem_raw + ((1024 - (base & 1023)) & 1023);
+}
+
+__device__ __forceinline__ void store2(float* p, float x, float y)
+{
+    *reinterpret_cast<float2*>(p) = make_float2(x, y);
+}
+
+// How many of a tile's 4 boxes of B start inside B (tn: the tile's column): TMA fills the part of
+// a box beyond N with zeros, and boxes that start beyond N are not loaded at all (their columns of
+// C are never written, so what the stage holds there does not matter).
+__device__ __forceinline__ int b_boxes_in(int tn, int N)
+{
+    return min(HBN / BOX_N, (N - tn * HBN + BOX_N - 1) / BOX_N);
+}
+
+// --------------------------------------------------------------------------- wgmma descriptors
+// Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address >> 4 in
+// bits 0-13, leading-dimension byte offset (LBO) >> 4 in 16-29, stride-dimension byte offset
+// (SBO) >> 4 in 32-45, swizzle mode in 62-63 (1 = 128-byte swizzle).
+__device__ __forceinline__ u64 desc_encode(u32 addr, u32 lbo, u32 sbo)
+{
+    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+// A, "K-major": each row of the tile holds 64 consecutive k (128 bytes, swizzled); 8 rows make
+// a 1024-byte swizzle atom, the next 8 rows are SBO = 1024 bytes further (LBO unused: 16).
+// Stepping 16 along K moves the start address 32 bytes inside the swizzled row (as rung 7).
+__device__ __forceinline__ u64 desc_kmajor(const void* p)
+{
+    return desc_encode(smem_addr(p), 16, 1024);
+}
+
+// B, "MN-major" (row-major B: consecutive n are adjacent): each TMA box is 64 k-rows of 64 n
+// (128 bytes, swizzled). 8 k-rows make a 1024-byte atom: SBO = 1024 bytes to the next 8 k;
+// the next 64 columns are the next box: LBO = B_BOX_BYTES. Stepping 16 along K moves the start
+// 16 rows = 2048 bytes (two whole atoms, so the swizzle phase is unchanged).
+__device__ __forceinline__ u64 desc_mnmajor(const void* p)
+{
+    return desc_encode(smem_addr(p), B_BOX_BYTES, 1024);
+}
+
+// --------------------------------------------------------------------------- mbarriers
+__device__ __forceinline__ void mbar_init(u64* bar, u32 count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(count));
+}
+
+// The producer's arrival, announcing how many bytes TMA will deliver to this barrier's phase.
+__device__ __forceinline__ void mbar_expect_tx(u64* bar, u32 bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(u64* bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(smem_addr(bar)) : "memory");
+}
+
+// Arrive on the barrier at the same offset in CTA `cta` of this cluster (mapa: its address there).
+// The default (CTA-scope) release is enough: what the arrival announces is that this warp's wgmmas
+// have finished reading the stage (wgmma.wait_group), not any memory write of ours. A cluster-scope
+// release would put a GPU-wide memory barrier (MEMBAR.ALL.GPU) before every arrival.
+__device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 cta)
+{
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+        "}\n" :: "r"(smem_addr(bar)), "r"(cta) : "memory");
+}
+
+// Wait until the barrier's phase of this parity has completed. A barrier starts in phase 0;
+// waiting for parity 1 first returns at once (the phase "before" phase 0 counts as completed),
+// which is how a producer finds every stage of the ring empty on its first lap. try_wait
+// suspends the thread in hardware for a while before answering "not yet". A wait that lasts
+// HANG_NS (where a real one takes microseconds) traps instead of hanging: a wrong byte count or
+// a barrier nobody arrives on then ends the kernel with an error the launcher can report.
+#define HANG_NS 10000000000ull                // 10 s, by the GPU's global nanosecond timer
+
+__device__ __forceinline__ bool mbar_try(u32 addr, u32 parity)
+{
+    u32 done;
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n"
+        "}\n" : "=r"(done) : "r"(addr), "r"(parity) : "memory");
+    return done != 0;
+}
+
+__device__ __forceinline__ u64 globaltimer_ns()
+{
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ void mbar_wait(u64* bar, u32 parity)
+{
+    const u32 addr = smem_addr(bar);
+    if (mbar_try(addr, parity)) return;
+    const u64 start = globaltimer_ns();
+    while (!mbar_try(addr, parity))
+        if (globaltimer_ns() - start > HANG_NS) __trap();
+}
+
+// --------------------------------------------------------------------------- TMA
+// 2-D TMA load of the box at (c0 = column, c1 = row) into shared memory, counted on `bar`.
+__device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, u64* bar, int c0, int c1)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3}], [%4];\n"
+        :: "r"(smem_addr(dst)), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+        : "memory");
+}
+
+// The same box written to the same shared-memory offset in every CTA of `mask` (a bit per CTA
+// rank), each copy counted on the barrier at `bar`'s offset in that CTA.
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* map, u64* bar, int c0, int c1,
+                                                   unsigned short mask)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%2, %3}], [%4], %5;\n"
+        :: "r"(smem_addr(dst)), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "h"(mask)
+        : "memory");
+}
+
+// 2-D TMA store of a box from shared memory to (c0 = column, c1 = row); parts outside C are dropped.
+__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];\n"
+                 :: "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(smem_addr(src)) : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait0() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
+// Ordinary stores to shared memory that the copy engine reads next must be made visible to it.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// --------------------------------------------------------------------------- warpgroups, clusters
+__device__ __forceinline__ void wgmma_fence()  { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait()   { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
+
+// setmaxnreg: a warpgroup lowers (dec) or raises (inc) its registers per thread; the registers one
+// warpgroup gives back are what another can take. Needs a register cap at entry (__launch_bounds__
+// with minBlocks 1) and each role as one branch of one if/else.
+template <int R> __device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(R)); }
+template <int R> __device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R)); }
+
+// A barrier for the 128 threads of one consumer warpgroup only (ids 1, 2; 0 is __syncthreads).
+__device__ __forceinline__ void warpgroup_bar(int id) { asm volatile("bar.sync %0, 128;\n" :: "r"(id) : "memory"); }
+
+__device__ __forceinline__ u32 cluster_rank()
+{
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ u32 cluster_size()
+{
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ u32 cluster_id()
+{
+    u32 r;
+    asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ u32 cluster_count()
+{
+    u32 r;
+    asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
+    return r;
+}
+// Every thread of every CTA in the cluster arrives, then waits for all the others.
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// --------------------------------------------------------------------------- the MMA
+// D (64 x 256, FP32, 128 registers per thread) += A (64 x 16, K-major, from desc_a) *
+// B (16 x 256, from desc_b). TRANS_B = 1: B is MN-major (wgmma's transpose bit, 16-bit types only).
+#define D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+              "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u64 desc_b)
+{
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+        "%128, %129, 1, 1, 1, 0, %130;\n"
+        "}\n"
+        : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56),
+          D8(64), D8(72), D8(80), D8(88), D8(96), D8(104), D8(112), D8(120)
+        : "l"(desc_a), "l"(desc_b), "n"(TRANS_B));
+}
+#undef D8
+
+// One K-tile (64 deep) of a 64 x 256 slice of C: four wgmma k-steps of 16, in K order, into d.
+// a: the slice's 64 rows of the A stage; b: the B stage (4 boxes of 64 k-rows x 64 columns).
+__device__ __forceinline__ void mma_ktile(float (&d)[128], const unsigned char* a, const unsigned char* b)
+{
+#pragma unroll
+    for (int ks = 0; ks < HBK / 16; ++ks)
+        wgmma_m64n256k16<1>(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
+}
+
+// Accumulator layout (PTX ISA, wgmma .m64nNk16 D fragments): warp w of the warpgroup holds rows
+// 16w..16w+15 of the 64 x 256 slice; lane (g = lane/4, t = lane%4) holds, for each 8-column
+// block j, d[4j], d[4j+1] at (row g, columns 8j+2t, +1) and d[4j+2], d[4j+3] at (row g+8, same).
+// Written straight from the registers, only inside C (N is a multiple of 8, so c < N covers c+1).
+__device__ __forceinline__ void store_slice(const float (&d)[128], float* C, int M, int N, int row0, int col0)
+{
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+    const int r = row0 + warp * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < HBN / 8; ++j) {
+        const int c = col0 + j * 8 + 2 * (lane % 4);
+        if (c < N) {
+            if (r < M) store2(&C[(size_t)r * N + c], d[4 * j], d[4 * j + 1]);
+            if (r + 8 < M) store2(&C[(size_t)(r + 8) * N + c], d[4 * j + 2], d[4 * j + 3]);
+        }
+    }
+}
+
+#endif
+
+// ============================================================================ rung 8
+// Rung 8 -- B read as it is stored.
+// Adds, over rung 7: no transpose of B. B stays K x N row-major ("MN-major": consecutive n are
+// adjacent); TMA moves it in 4 boxes of 64 k-rows x 64 columns per stage, and wgmma reads it
+// with its transpose bit set (allowed for 16-bit inputs) through an MN-major descriptor. The
+// boxes also replace the launcher's zero padding: TMA fills what lies outside A and B with zeros.
+// Everything else is rung 7: 256 threads = 2 warpgroups of 64 x 256, 4 stages, every K-tile
+// waits for its wgmmas (wait_group 0) and a __syncthreads before thread 0 refills the stage.
+// Predicted: x1.3 over rung 7 timed with its transpose (the transpose was a third of rung 7's time
+// at 4096); no gain over rung 7's kernel alone.
+extern "C" __global__ void __launch_bounds__(256, 1) hopper_b_rowmajor(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_b_rowmajor(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    unsigned char* smem = smem_base();
+    unsigned char* sA = smem;                                  // HSTAGES x (128 rows x 64 k)
+    unsigned char* sB = smem + HSTAGES * A_STAGE_BYTES;        // HSTAGES x 4 boxes of (64 k x 64 columns)
+    u64* full = reinterpret_cast<u64*>(sB + HSTAGES * B_STAGE_BYTES);
+
+    const int tid = threadIdx.x, wg = tid / 128;               // warpgroup wg: rows 64 wg .. 64 wg + 63
+    const int row0 = blockIdx.y * HBM, col0 = blockIdx.x * HBN;
+    const int ktiles = (K + HBK - 1) / HBK;
+
+    if (tid == 0) {
+        for (int s = 0; s < HSTAGES; ++s) mbar_init(&full[s], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int nb = b_boxes_in(blockIdx.x, N);                  // boxes of B that start inside B
+    auto load_stage = [&](int s, int kt) {                     // thread 0: ask TMA for K-tile kt
+        mbar_expect_tx(&full[s], A_STAGE_BYTES + nb * B_BOX_BYTES);   // the bytes TMA will deliver
+        tma_load(sA + s * A_STAGE_BYTES, &tmA, &full[s], kt * HBK, row0);
+#pragma unroll
+        for (int c = 0; c < HBN / BOX_N; ++c)
+            if (c < nb)
+                tma_load(sB + s * B_STAGE_BYTES + c * B_BOX_BYTES, &tmB, &full[s], col0 + c * BOX_N, kt * HBK);
+    };
+    if (tid == 0)
+        for (int s = 0; s < HSTAGES && s < ktiles; ++s) load_stage(s, s);
+
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+
+    for (int kt = 0; kt < ktiles; ++kt) {
+        const int s = kt % HSTAGES;
+        mbar_wait(&full[s], (kt / HSTAGES) & 1);               // TMA has delivered K-tile kt
+        wgmma_fence();
+        mma_ktile(d, sA + s * A_STAGE_BYTES + wg * 64 * 128, sB + s * B_STAGE_BYTES);
+        wgmma_commit();
+        wgmma_wait<0>();
+        __syncthreads();                                        // both warpgroups are done with stage s
+        if (tid == 0 && kt + HSTAGES < ktiles) load_stage(s, kt + HSTAGES);
+    }
+    store_slice(d, C, M, N, row0 + wg * 64, col0);
+#endif
+}
+
+// ============================================================================ rungs 9-13
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
+enum { ORDER_PLAIN = 0, ORDER_GROUPED = 1 };
+
+// The tile scheduler: work unit t -> tile (tm, tn). A unit is a CLUSTER x 1 column of tiles
+// (rungs 12-13: the two CTAs of a cluster take tiles tm = 2 um and 2 um + 1, which share B).
+// Plain order walks the units row by row; grouped order walks GROUP_M tile rows column by
+// column, so the tiles being computed at one moment share fewer, more reused A rows and B columns.
+template <int ORDER, int CLUSTER>
+__device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 rank, int& tm, int& tn)
+{
+    int um, un;
+    if (ORDER == ORDER_PLAIN) {
+        um = t / tiles_n;
+        un = t % tiles_n;
+    } else {
+        const int group = GROUP_M / CLUSTER;                    // unit rows per group
+        const int per_group = group * tiles_n;
+        const int first = (t / per_group) * group;
+        const int rows = min(units_m - first, group);           // the last group may be shorter
+        const int in = t % per_group;
+        um = first + in % rows;
+        un = in / rows;
+    }
+    tm = um * CLUSTER + (int)rank;
+    tn = un;
+}
+
+// The warp-specialised GEMM. PERSISTENT: one CTA per SM loops over tiles (else one tile per CTA,
+// from blockIdx); ORDER: the scheduler's order; CLUSTER: CTAs per cluster sharing B by multicast;
+// TMA_STORE: the epilogue goes through shared memory and a TMA store.
+template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE>
+__device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC,
+                                        float* __restrict__ C, int M, int N, int K)
+{
+    unsigned char* smem = smem_base();
+    unsigned char* sA = smem;                                  // HSTAGES x (128 rows x 64 k)
+    unsigned char* sB = smem + HSTAGES * A_STAGE_BYTES;        // HSTAGES x 4 boxes of (64 k x 64 columns)
+    float* sC = reinterpret_cast<float*>(sB + HSTAGES * B_STAGE_BYTES);   // rung 13: 2 x 2 boxes of 64 x 32
+    u64* full = reinterpret_cast<u64*>(smem + HSTAGES * STAGE_BYTES + (TMA_STORE ? EPI_BYTES : 0));
+    u64* empty = full + HSTAGES;                               // full[s]: stage s loaded; empty[s]: stage s free
+
+    const int wg = threadIdx.x / 128;                          // 0: producer; 1, 2: consumers
+    const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
+    const int tiles_m = (M + HBM - 1) / HBM, tiles_n = (N + HBN - 1) / HBN, ktiles = (K + HBK - 1) / HBK;
+    const int units_m = (tiles_m + CLUSTER - 1) / CLUSTER, units = units_m * tiles_n;
+    // the work units this CTA computes: t = first, first + step, ... (< units)
+    int first, step;
+    if (PERSISTENT) {
+        first = CLUSTER > 1 ? (int)cluster_id() : (int)blockIdx.x;
+        step = CLUSTER > 1 ? (int)cluster_count() : (int)gridDim.x;
+    } else {
+        first = blockIdx.y * gridDim.x + blockIdx.x;            // grid = (tiles_n, tiles_m): tile (blockIdx.y, blockIdx.x)
+        step = units;
+    }
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < HSTAGES; ++s) {
+            mbar_init(&full[s], 1);                            // the producer's arrive (+ TMA's bytes)
+            mbar_init(&empty[s], 8 * CLUSTER);                 // one arrive per consumer warp, of every CTA
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    if (CLUSTER > 1) {
+        if (cluster_size() != CLUSTER) __trap();               // launched without its cluster: stop loudly
+        cluster_sync();                                        // the peer's barriers exist before we touch them
+    } else {
+        __syncthreads();
+    }
+
+    if (wg == 0) {
+        // ------------------------------------------------------------ producer warpgroup
+        regs_dec<40>();                                        // it needs few registers: give them away
+        if (threadIdx.x == 0) {
+            int s = 0;
+            u32 phase = 0;
+            for (int t = first; t < units; t += step) {
+                int tm, tn;
+                tile_of<ORDER, CLUSTER>(t, units_m, tiles_n, rank, tm, tn);
+                // a cluster's second tile can lie below M (M has an odd number of tiles): no A then
+                const bool a_in = tm * HBM < M;
+                const int nb = b_boxes_in(tn, N);
+                const u32 bytes = (a_in ? A_STAGE_BYTES : 0) + nb * B_BOX_BYTES;
+                for (int kt = 0; kt < ktiles; ++kt) {
+                    mbar_wait(&empty[s], phase ^ 1);           // every consumer (of every CTA) freed stage s
+                    mbar_expect_tx(&full[s], bytes);           // A, and all of B (rungs 12-13: half from the peer)
+                    if (a_in) tma_load(sA + s * A_STAGE_BYTES, tmA, &full[s], kt * HBK, tm * HBM);
+                    unsigned char* b = sB + s * B_STAGE_BYTES;
+                    if (CLUSTER == 1) {
+#pragma unroll
+                        for (int c = 0; c < HBN / BOX_N; ++c)
+                            if (c < nb) tma_load(b + c * B_BOX_BYTES, tmB, &full[s], tn * HBN + c * BOX_N, kt * HBK);
+                    } else {                                   // my share of the boxes, to every CTA
+                        constexpr int per = HBN / BOX_N / CLUSTER;
+#pragma unroll
+                        for (int c = (int)rank * per; c < ((int)rank + 1) * per; ++c)
+                            if (c < nb)
+                                tma_load_multicast(b + c * B_BOX_BYTES, tmB, &full[s], tn * HBN + c * BOX_N,
+                                                   kt * HBK, (unsigned short)((1u << CLUSTER) - 1));
+                    }
+                    if (++s == HSTAGES) { s = 0; phase ^= 1; }
+                }
+            }
+        }
+    } else {
+        // ------------------------------------------------------------ consumer warpgroups
+        regs_inc<232>();                                       // 128 accumulators + addresses
+        const int cw = wg - 1;                                 // rows 64 cw .. 64 cw + 63 of the tile
+        const int lane = threadIdx.x % 32;
+        int s = 0;
+        u32 phase = 0;
+        float d[128];
+        auto release = [&](int stage) {                        // this warp is done reading `stage`
+            if (lane == 0) {
+                if (CLUSTER == 1) {
+                    mbar_arrive(&empty[stage]);
+                } else {
+#pragma unroll
+                    for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(&empty[stage], r);
+                }
+            }
+        };
+        for (int t = first; t < units; t += step) {
+            int tm, tn;
+            tile_of<ORDER, CLUSTER>(t, units_m, tiles_n, rank, tm, tn);
+#pragma unroll
+            for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+            int prev = -1;
+            for (int kt = 0; kt < ktiles; ++kt) {
+                mbar_wait(&full[s], phase);                    // TMA has delivered this stage
+                wgmma_fence();
+                mma_ktile(d, sA + s * A_STAGE_BYTES + cw * 64 * 128, sB + s * B_STAGE_BYTES);
+                wgmma_commit();
+                wgmma_wait<1>();                               // the previous K-tile's group is done ...
+                if (prev >= 0) release(prev);                  // ... so its stage can be refilled
+                prev = s;
+                if (++s == HSTAGES) { s = 0; phase ^= 1; }
+            }
+            wgmma_wait<0>();
+            release(prev);
+            if (!TMA_STORE) {
+                store_slice(d, C, M, N, tm * HBM + cw * 64, tn * HBN);
+            } else if (tm * HBM + cw * 64 < M) {               // (a slice below M has nothing to store)
+                // rung 13: 8 boxes of 64 rows x 32 columns, through two 8 KB buffers per warpgroup.
+                // A box row is 128 bytes, stored with the 128-byte swizzle the tensor map expects:
+                // 16-byte chunk q of row r sits at chunk q ^ (r % 8), so a warp's 8 rows of 32 bytes
+                // spread over all 32 banks instead of hitting the same 8.
+                const int warp = (threadIdx.x % 128) / 32, g = lane / 4, tq = lane % 4;
+                const bool leader = threadIdx.x % 128 == 0;
+                float* mine = sC + cw * 2 * (64 * EPI_COLS);
+#pragma unroll
+                for (int box = 0; box < HBN / EPI_COLS; ++box) {
+                    if (tn * HBN + box * EPI_COLS >= N) break;   // the rest of the slice lies right of C
+                    float* buf = mine + (box & 1) * (64 * EPI_COLS);
+#pragma unroll
+                    for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
+                        const int j = box * (EPI_COLS / 8) + jj;     // 8-column block of the slice
+                        const int q = 2 * jj + tq / 2;               // 16-byte chunk of the box row
+#pragma unroll
+                        for (int h = 0; h < 2; ++h) {
+                            const int r = warp * 16 + g + 8 * h;
+                            store2(buf + r * EPI_COLS + ((q ^ (r & 7)) * 4) + (tq & 1) * 2, d[4 * j + 2 * h],
+                                   d[4 * j + 2 * h + 1]);
+                        }
+                    }
+                    fence_proxy_async();                       // my stores, visible to the copy engine
+                    if (leader) bulk_wait_read0();             // the previous box's store has read its buffer
+                    warpgroup_bar(1 + cw);                     // all 128 threads wrote this box
+                    if (leader) {
+                        tma_store(tmC, buf, tn * HBN + box * EPI_COLS, tm * HBM + cw * 64);
+                        bulk_commit();
+                    }
+                }
+            }
+        }
+        if (TMA_STORE && threadIdx.x % 128 == 0) bulk_wait0();   // stores done before the CTA leaves
+    }
+    if (CLUSTER > 1) cluster_sync();                           // no CTA leaves while its peer may write to it
+}
+#endif
+
+// Rung 9 -- warp specialisation.
+// Adds, over rung 8: 3 warpgroups with one job each. Warpgroup 0 is the producer: one thread
+// issues TMA, the warpgroup keeps 40 registers per thread (setmaxnreg.dec) and hands the rest to
+// the two consumer warpgroups (setmaxnreg.inc to 232), which only run wgmma. Producer and
+// consumers meet at a ring of 4 stages, each with a "full" mbarrier (TMA's bytes arrived) and an
+// "empty" one (all 8 consumer warps are done with it), waited with try_wait.parity; the parity
+// flips each time the ring wraps. A consumer keeps one wgmma group in flight (wait_group 1) and
+// frees a stage as soon as the group that read it is done: no __syncthreads, no drain per K-tile.
+// Predicted: x1.2 over rung 8 (the Tensor Cores no longer idle while each K-tile drains).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) hopper_warp_specialized(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C,
+    int M, int N, int K);
+extern "C" __global__ void hopper_warp_specialized(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<false, ORDER_PLAIN, 1, false>(&tmA, &tmB, nullptr, C, M, N, K);
+#endif
+}
+
+// Rung 10 -- a persistent grid.
+// Adds, over rung 9: one CTA per SM (grid = the number of SMs), each looping over tiles
+// t = blockIdx.x, blockIdx.x + gridDim.x, ... in plain row-major order (the tile scheduler,
+// tile_of). The producer runs ahead into the next tile while the consumers write this one's
+// epilogue, and no CTA is launched, initialised or torn down per tile.
+// Predicted: x1.04 over rung 9.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) hopper_persistent(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C,
+    int M, int N, int K);
+extern "C" __global__ void hopper_persistent(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_PLAIN, 1, false>(&tmA, &tmB, nullptr, C, M, N, K);
+#endif
+}
+
+// Rung 11 -- an L2-aware tile order.
+// Adds, over rung 10: the scheduler walks the tiles in groups of GROUP_M = 8 tile rows, column
+// by column inside a group (tile_of, ORDER_GROUPED), so the ~132 tiles in flight at one moment
+// span 8 rows of A tiles and ~17 columns of B tiles instead of ~1 row of A and all of B.
+// Predicted: x1.02 over rung 10 (more at 8192, where A and B are 128 MB each and L2 holds 60 MiB).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) hopper_grouped(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C,
+    int M, int N, int K);
+extern "C" __global__ void hopper_grouped(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, 1, false>(&tmA, &tmB, nullptr, C, M, N, K);
+#endif
+}
+
+// Rung 12 -- thread-block clusters with TMA multicast.
+// Adds, over rung 11: clusters of 2 CTAs (__cluster_dims__, so a plain launch forms them) on
+// tiles (2u, n) and (2u + 1, n), which need the same 256-column tile of B. Each CTA's producer
+// loads its own A and half of B, and multicasts that half into both CTAs' shared memory: B is
+// read from L2 once per pair instead of twice. A stage is refilled only when the consumers of
+// both CTAs have freed it (they arrive on both CTAs' empty barriers: mapa + a cluster-scope arrive).
+// Predicted: x1.03 over rung 11.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_cluster(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C,
+    int M, int N, int K);
+extern "C" __global__ void hopper_cluster(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, CLUSTER_M, false>(&tmA, &tmB, nullptr, C, M, N, K);
+#endif
+}
+
+// Rung 13 -- an epilogue through shared memory and TMA stores.
+// Adds, over rung 12: each consumer warpgroup writes its 64 x 256 FP32 slice as 8 boxes of
+// 64 x 32: its threads store a box into a swizzled 8 KB buffer (two per warpgroup, alternating),
+// fence the async proxy, meet at a warpgroup barrier, and one thread hands the box to TMA
+// (cp.async.bulk.tensor ... bulk_group), which clips it to C. Full 128-byte rows go to memory
+// instead of 8 scattered 32-byte pieces per store instruction, and the warps do not wait for them.
+// (stmatrix, the usual partner of a TMA store, moves 16-bit elements: this C is FP32.)
+// Predicted: x1.02 over rung 12.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_tma_store(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_tma_store(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, CLUSTER_M, true>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// A probe, not a rung: does a plain launch (cuLaunchKernel, what CuPy does) form the clusters that
+// __cluster_dims__ asks for? Block b writes (cluster size << 16) | (its rank << 8) | cluster id % 256.
+extern "C" __global__ void CLUSTER_DIMS hopper_cluster_probe(int* out);
+extern "C" __global__ void hopper_cluster_probe(int* out)
+{
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+    u32 size, rank, id;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(size));
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(id));
+    if (threadIdx.x == 0) out[blockIdx.x] = (int)((size << 16) | (rank << 8) | (id & 255));
+#endif
+}

@@ -1,0 +1,70 @@
+"""GPU tests for lesson 6 (kernels/hopper_sm90a.cu: helpers.kernels.HOPPER_RUNGS, helpers/experiments/hopper.py).
+
+Every rung, in a child process (helpers.isolate: a fault or a hang there cannot break the other tests),
+against float64 at sizes that are not multiples of any tile (TMA's out-of-bounds fill instead of
+padding), bit for bit against the CPU model on a small product, with no spills; a plain launch forms the
+clusters that __cluster_dims__ asks for. Run with COURSE_DEVICE=gpu on a Hopper GPU; skipped elsewhere.
+"""
+import os
+
+import numpy as np
+import pytest
+
+import helpers
+from helpers import isolate
+from helpers.kernels import HOPPER_RUNGS
+
+_SESSION_DEVICE = os.environ.get("COURSE_DEVICE")
+gpu = pytest.mark.skipif(_SESSION_DEVICE != "gpu", reason="GPU tests run with COURSE_DEVICE=gpu on a GPU machine")
+
+ODD = [(200, 136, 72), (129, 264, 40), (257, 520, 136), (1000, 1064, 1000), (40, 24, 56), (8, 8, 8)]
+
+
+def _runnable(r):
+    msg = r.skip_message(helpers.backend().gpu.cc)
+    if msg:
+        pytest.skip(msg)
+
+
+@gpu
+@pytest.mark.parametrize("rung", list(HOPPER_RUNGS))
+def test_rung_correct_at_odd_sizes_and_equal_to_the_model(rung):
+    r = HOPPER_RUNGS[rung]
+    _runnable(r)
+    out = isolate.run_isolated("helpers.experiments.ladder:check_rung_sizes", rung, [list(s) for s in ODD])
+    assert isinstance(out, list), out.get("error")
+    for entry in out[:-1]:
+        assert entry["shape_ok"] and entry["passed"], entry["text"]
+    assert out[-1]["emulation_max_diff"] == 0.0          # the same sums in the same order: bit for bit
+
+
+@gpu
+@pytest.mark.parametrize("rung", list(HOPPER_RUNGS))
+def test_rung_rows_have_no_spills_and_their_grid(rung):
+    r = HOPPER_RUNGS[rung]
+    _runnable(r)
+    rows = isolate.run_isolated("helpers.experiments.hopper:rung_rows", rung, [], [[264, 512, 128]], False)
+    assert isinstance(rows, list) and "error" not in rows[0], rows
+    assert rows[0]["spills"] == 0 and rows[0]["smem_dynamic"] == r.dyn_smem and rows[0]["passed"]
+    if r.persistent:
+        assert rows[0]["resident"]
+    if r.cluster:
+        assert rows[0]["launch_path"] == "plain launch"
+
+
+@gpu
+def test_a_plain_launch_forms_clusters():
+    out = isolate.run_isolated("helpers.experiments.hopper:cluster_probe")
+    if "skipped" in out:
+        pytest.skip(out["skipped"])
+    assert out.get("forms_clusters"), out
+
+
+@gpu
+def test_gemm_of_an_isolated_rung_returns_numpy():
+    r = HOPPER_RUNGS[13]
+    _runnable(r)
+    A = helpers.random_matrix(96, 40, seed=1).astype(np.float16)
+    B = helpers.random_matrix(40, 72, seed=2).astype(np.float16)
+    C = helpers.gemm(r, A, B, pad=True)
+    assert isinstance(C, np.ndarray) and C.shape == (96, 72) and r.check(C, A, B).passed

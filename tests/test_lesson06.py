@@ -1,0 +1,187 @@
+"""Lesson 6 without a GPU: its rungs' CPU model through the one launch path, the skip messages, the exercise
+checkers (helpers/exercises/hopper.py), the reading of the `hopper` experiment's rows
+(helpers/experiments/hopper.py), and tools/hopper_try.py's whole flow with its child processes faked."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import helpers
+from helpers import exercises
+from helpers import kernels as K
+from helpers.exercises import hopper as ex
+from helpers.experiments import hopper as H
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_lesson6_emulation_passes_the_check_at_odd_sizes():
+    """CPU backend: every rung's emulation (rung 7's model) through helpers.gemm(pad=True) passes its check at
+    sizes that are multiples of nothing, and helpers.launch.verdicts says so rung by rung."""
+    for M, N, K_ in ((40, 24, 56), (37, 19, 100)):
+        A = helpers.random_matrix(M, K_, seed=M).astype(np.float16)
+        B = helpers.random_matrix(K_, N, seed=N).astype(np.float16)
+        for r in K.HOPPER_RUNGS.values():
+            C = helpers.gemm(r, A, B, pad=True)
+            assert C.shape == (M, N) and C.dtype == np.float32
+            chk = r.check(C, A, B)
+            assert chk.passed and chk.model == "identical", str(chk)
+        lines = helpers.launch.verdicts(K.HOPPER_RUNGS.values(), A, B)
+        assert all(ln.startswith(f"{k} PASS hopper_") for k, ln in zip(K.HOPPER_RUNGS, lines)), lines
+
+
+def test_lesson6_needs_multiples_of_8_without_padding():
+    A = np.ones((40, 20), dtype=np.float16)
+    B = np.ones((20, 24), dtype=np.float16)
+    with pytest.raises(helpers.CourseError, match="K=20"):
+        helpers.gemm("hopper_persistent", A, B)
+    assert helpers.gemm("hopper_persistent", A, B, pad=True).shape == (40, 24)
+
+
+@pytest.mark.parametrize("cc", [(7, 5), (8, 0), (8, 9), (10, 0), (12, 0)])
+def test_lesson6_skip_message_on_other_gpus(cc):
+    for r in K.HOPPER_RUNGS.values():
+        msg = r.skip_message(cc)
+        assert msg.startswith(f"rung {r.rung} ({r.name}) skipped: it needs sm_90a") and "Hopper" in msg
+        assert msg.endswith(f"this GPU is {cc[0]}.{cc[1]}.")
+        assert r.skip_message((9, 0)) is None and r.skip_message(None) is None
+
+
+# --------------------------------------------------------------------------- the experiment and its reading
+def _rows():
+    """Synthetic rows in the shape rung_rows and the experiment write (no GPU)."""
+    rows = []
+    for n in (4096, 8192):
+        cub = 750.0 if n == 4096 else 730.0
+        rows.append({"rung": 0, "kernel": "cublas_fp16", "m": n, "n": n, "k": n, "tflops": cub, "frac_cublas": 1.0,
+                     "passed": True})
+        tf = 400.0
+        for k, r in K.hopper_ladder().items():
+            tf *= 1.0 if k == 7 else r.predicted_gain
+            rows.append({"rung": k, "kernel": r.name, "idea": r.idea, "predicted": r.predicted_gain, "m": n, "n": n,
+                         "k": n, "tflops": tf, "frac_cublas": tf / cub, "frac_peak": tf / 989.4, "passed": True})
+    return rows
+
+
+def test_hopper_experiment_is_registered_and_reads_its_rows():
+    from helpers.experiments import REGISTRY, load_all
+
+    load_all()
+    assert REGISTRY["hopper"] is H.hopper
+    rows = _rows()
+    g = H.gains(rows, 4096)
+    assert [x["rung"] for x in g] == [7, 8, 9, 10, 11, 12, 13] and g[0]["verdict"] == "-"
+    assert all(x["verdict"] == "as predicted (within 25%)" for x in g[1:])
+    lines = H.targets(rows)
+    assert lines[0].startswith("n = 4096: best rung 13 (hopper_tma_store) at ") and lines[0].endswith("met")
+    t = H.shape_table(rows, shapes=((4096, 4096, 4096), (8192, 28672, 4096)))
+    assert t[0]["rung"] == 13 and t[1]["rung"] is None and t[0]["shape"] == "4096x4096x4096"
+    assert set(H.MISS_NOTES) == set(K.HOPPER_RUNGS) and all(set(v) == {"better", "worse"} for v in H.MISS_NOTES.values())
+    assert H.TIMED[:4] == tuple((n, n, n) for n in (2048, 4096, 6144, 8192)) and (128, 8192, 8192) in H.TIMED
+    for M, N, K_ in H.ODD_SIZES:
+        assert M % 8 or N % 8 or K_ % 64                     # not tile multiples
+
+
+# --------------------------------------------------------------------------- tools/hopper_try.py, faked children
+def _load_try():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("hopper_try", ROOT / "tools" / "hopper_try.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_hopper_try_reports_failures_wrong_results_and_the_table(monkeypatch, tmp_path, capsys):
+    """The GPU script's whole flow with its child processes faked: every outcome gets its line, the JSON is
+    written, the exit status says a rung failed."""
+    mod = _load_try()
+
+    def row(k, M, N, K_, **kw):
+        r = K.ALL_RUNGS[k]
+        base = {"rung": k, "kernel": r.name, "idea": r.idea, "predicted": r.predicted_gain, "m": M, "n": N, "k": K_,
+                "regs": 168, "smem_static": 0, "smem_dynamic": r.dyn_smem, "smem": r.dyn_smem, "spills": 0,
+                "passed": True, "verdict": f"PASS {r.name} M={M} N={N} K={K_}: ..."}
+        return {**base, **kw}
+
+    def fake(func, *args, timeout=240, **kw):
+        name = func.split(":")[1]
+        if name == "gpu_facts":
+            return {"name": "NVIDIA H200", "slug": "nvidia-h200", "cc": [9, 0], "sms": 132, "l2_bytes": 62914560,
+                    "driver_cuda": "13.0", "runtime": "13.0", "nvrtc": "13.0", "cupy": "14.2.0", "clocks_idle": None}
+        if name == "cluster_probe":
+            return {"path": "plain launch", "forms_clusters": True,
+                    "blocks": [{"cluster_size": 2, "rank": i % 2, "cluster": i // 2} for i in range(8)]}
+        k, timed, odd = args
+        if k == 10:
+            return {"error": "timed out after 60 s (a hang: e.g. an mbarrier that never completes)"}
+        out = [row(k, *s) for s in odd]
+        if k == 9:
+            out[1] = row(k, *odd[1], passed=False, verdict="FAIL hopper_warp_specialized M=257 N=520 K=136: 3 NaN",
+                         mismatch="3 of 133640 elements wrong (3 of them NaN: never written)")
+        if k == 12:
+            out.append(row(k, *timed[0], error="CUDARuntimeError: cudaErrorIllegalAddress (the CUDA context is "
+                                                 "lost: the remaining sizes were not tried)"))
+            return out
+        for M, N, K_ in timed:
+            out.append(row(k, M, N, K_, tflops=500.0 + 10 * k, median_ms=0.2, p10_ms=0.19, p90_ms=0.21, reps=100,
+                           frac_cublas=0.7, cublas_tflops=740.0, sm_mhz=1980, sm_mhz_min=1900, power_w=400.0,
+                           power_w_max=420.0, throttle=["none"], resident="132 blocks"))
+        return out
+
+    monkeypatch.setattr(mod, "run_isolated", fake)
+    out = tmp_path / "try.json"
+    assert mod.main([str(out)]) == 1
+    said = capsys.readouterr().out
+    assert "cluster probe: launched by plain launch; forms clusters of 2: True" in said
+    assert "WRONG rung 9 (hopper_warp_specialized) at 257x520x136" in said and "never written" in said
+    assert "FAILED rung 10 (hopper_persistent): its child process did not return" in said
+    assert "FAILED rung 12 (hopper_cluster) at 4096x4096x4096" in said and "IllegalAddress" in said
+    assert "4096x4096x4096: 580.0 TFLOP/s" in said                        # rung 8
+    assert "target at 4096^3: 0.90x cuBLAS; best correct rung 13: 0.700x -> missed" in said
+    assert "PROBLEM rung 10 (hopper_persistent)" in said
+    log = json.loads(out.read_text())
+    assert log["gpu"]["name"] == "NVIDIA H200" and set(log["rungs"]) == {str(k) for k in K.hopper_ladder()}
+    assert log["rungs"]["10"]["rows"]["error"].startswith("timed out")
+
+
+def test_hopper_try_without_a_hopper_gpu(monkeypatch, tmp_path, capsys):
+    mod = _load_try()
+    monkeypatch.setattr(mod, "run_isolated", lambda func, *a, **kw: {
+        "name": "Tesla T4", "slug": "tesla-t4", "cc": [7, 5], "sms": 40, "l2_bytes": 4 << 20, "driver_cuda": "12.4",
+        "runtime": "12.4", "nvrtc": "12.4", "cupy": "14.2.0"})
+    assert mod.main([str(tmp_path / "t.json")]) == 2
+    assert "SKIPPED: lesson 6's kernels are sm_90a code" in capsys.readouterr().out
+
+
+def test_exercise_checkers():
+    ex.check_consumer_registers(None)
+    assert exercises.last_result is None
+    ex.check_consumer_registers(232)
+    assert exercises.last_result is True and ex.consumer_registers(56) == 224
+    ex.check_consumer_registers(240)
+    assert exercises.last_result is False
+    ex.check_stage_bytes(128 * 64 * 2 + 64 * 64 * 2, N=520, tn=2)
+    assert exercises.last_result is True
+    assert ex.stage_bytes(1024, 0) == 48 * 1024 and ex.stage_bytes(4096, 3, a_in=False) == 32 * 1024
+    ex.check_waves(4, n=4096)
+    assert exercises.last_result is True
+    assert ex.waves(128, 8192) == (1, 32 / 132)
+
+
+def test_ncu_rows_reads_the_newest_file_with_lesson6_rungs(tmp_path):
+    rows, why = H.ncu_rows(None, directory=tmp_path)
+    assert rows == [] and why.startswith("not recorded yet")
+    old = {"gpu": {"name": "NVIDIA H200"}, "date": "2026-12-01T00:00:00+00:00", "size": [4096] * 3,
+           "kernels": [{"target": "rung7", "kernel": "ladder_wgmma_tma", "counters": {"tensor_pipe_pct": 71.0}}]}
+    (tmp_path / "ncu-nvidia-h200.json").write_text(json.dumps(old))
+    assert H.ncu_rows(None, directory=tmp_path)[0] == []          # rung 7 alone: lesson 5's file
+    new = dict(old, kernels=old["kernels"] + [{"target": "rung9", "kernel": "hopper_warp_specialized",
+                                               "counters": {"tensor_pipe_pct": 85.0}, "top_stalls": [["gmma", 1.0]]}])
+    (tmp_path / "ncu-nvidia-h200.json").write_text(json.dumps(new))
+    got, label = H.ncu_rows(_rows(), directory=tmp_path)
+    assert [e["rung"] for e in got] == [7, 9] and got[1]["tflops"] > got[0]["tflops"]
+    assert label.startswith("Nsight Compute on NVIDIA H200, 2026-12-01, n = 4096")
