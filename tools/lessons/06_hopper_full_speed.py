@@ -65,7 +65,7 @@ print("the kernels run here (a Hopper GPU), each rung in its own child process" 
       "show the numbers recorded on an H200 and the CPU model of the rungs' arithmetic")
 """, slide="subslide", ignore_output=True)
 nb.notes("""
-The one line that says why nothing runs live. It depends on the machine, so nbval does not compare it.
+The one line that says why nothing runs live; it depends on the machine.
 """)
 
 # --------------------------------------------------------------------------- where we start
@@ -162,19 +162,6 @@ The swizzle is a property of the tensor map (CU_TENSOR_MAP_SWIZZLE_128B) and of 
 descriptor (swizzle mode 1); both must agree, and the tiles must start on 1024-byte boundaries
 (8 rows of 128 bytes), which is why the kernels round the shared-memory base up.
 """)
-nb.code("""
-src = kernel_source("hopper_sm90a.cu")
-print(src[src.index("// A, \\"K-major\\""):src.index("// ----------------------------------------------------------"
-                                                  "----------------- mbarriers")])
-""", slide="subslide")
-nb.md("""
-A descriptor tells `wgmma` where a tile starts and how to step through it: for MN-major B, the
-leading byte offset (LBO) is the distance to the next 64 columns (the next box, 8 KB) and the stride
-byte offset (SBO) the distance to the next 8 k-rows (1024 bytes).
-""", slide="fragment")
-nb.code("""
-show_kernel("hopper_sm90a.cu", "hopper_b_rowmajor")
-""", slide="subslide")
 
 # --------------------------------------------------------------------------- rung 9
 nb.md("""
@@ -215,19 +202,6 @@ regs_at_entry = 65536 // 384 // 8 * 8
 print(f"at entry: {regs_at_entry} registers x 384 threads = {regs_at_entry * 384}")
 print(f"after setmaxnreg: 40 x 128 + 232 x 256 = {40 * 128 + 232 * 256} (of 65536 per SM)")
 """)
-nb.code("""
-i = src.index("        // ------------------------------------------------------------ producer warpgroup")
-print(src[i:src.index("        // ------------------------------------------------------------ consumer warpgroups")])
-""", slide="subslide")
-nb.code("""
-print(src[src.index("            int prev = -1;"):src.index("            if (!TMA_STORE) {")])
-""", slide="subslide")
-nb.notes("""
-The consumer keeps one wgmma group in flight: after committing the group that reads K-tile kt, it
-waits until at most one group is pending (wgmma.wait_group 1), i.e. until the group of K-tile kt-1
-is done, and only then frees kt-1's stage. Every warp's lane 0 arrives on empty[] (8 arrivals per
-stage), after its own wait.
-""")
 
 # --------------------------------------------------------------------------- rung 10
 nb.md("""
@@ -245,9 +219,6 @@ for M, N, K in H.TIMED:
     print(f"{M} x {N} x {K}: {-(-M // 128) * -(-N // 256):5d} tiles of 128 x 256 = {w:3d} wave(s) of 132 CTAs, "
           f"{busy:.0%} of the CTAs busy")
 """)
-nb.code("""
-print(src[src.index("template <int ORDER, int CLUSTER>"):src.index("// The warp-specialised GEMM.")])
-""", slide="subslide")
 
 # --------------------------------------------------------------------------- rung 11
 nb.md("""
@@ -293,10 +264,6 @@ its cluster shape at compile time (`__cluster_dims__(2, 1, 1)`) forms clusters u
 driver's `cuLaunchKernelEx` with the cluster named (through `ctypes`, like the tensor maps) should the
 driver refuse; the kernel traps if it finds itself outside a cluster of two.
 """, slide="subslide")
-nb.code("""
-i = src.index("                    } else {                                   // my share of the boxes")
-print(src[i:src.index("                    if (++s == HSTAGES)", i)])
-""")
 
 # --------------------------------------------------------------------------- rung 13
 nb.md("""
@@ -314,10 +281,6 @@ for sw in (False, True):
     print(f"{'with' if sw else 'without'} the 128-byte swizzle: one float2 store of a warp takes "
           f"{analysis.epilogue_store_wavefronts(sw)} shared-memory wavefronts (256 bytes need at least 2)")
 """)
-nb.code("""
-i = src.index("                // rung 13: 8 boxes")
-print(src[i:src.index("        if (TMA_STORE && threadIdx.x % 128 == 0)")])
-""", slide="subslide")
 
 # --------------------------------------------------------------------------- the measurement
 nb.md("""
@@ -429,37 +392,6 @@ for e in entries:
     print(f"rung {e['rung']}: top stalls " + ", ".join(f"{s} {v:g}" for s, v in e["top_stalls"][:3]))
 """, slide="subslide", ignore_output=True)
 
-# --------------------------------------------------------------------------- resources
-nb.md("""
-## Registers, shared memory, spills
-
-As the driver reports them for the compiled kernels. For rungs 9-13 the registers are the count at
-entry: `setmaxnreg` moves them between warpgroups afterwards.
-""", slide="slide")
-nb.code("""
-res = [r for r in L.timed_rows(data, 4096) if r["rung"] >= 7] if data else []
-helpers.display.table(res, ["rung", "kernel", "regs", "smem", "spills"],
-                      ["rung", "kernel", "registers / thread", "shared memory / block (bytes)", "spills (bytes)"])
-""", ignore_output=True)
-nb.code("""
-print("dynamic shared memory per block:", {r.rung: r.dyn_smem for r in HOPPER_RUNGS.values()})
-print("the most a block may opt in to on Hopper:", 227 * 1024)
-""")
-
-# --------------------------------------------------------------------------- other GPUs
-nb.md("""
-## On other GPUs
-
-`wgmma` and `setmaxnreg` exist only on sm_90a: not on Ampere, Ada, nor on Blackwell. Every rung of
-this lesson is skipped there with a message, and the lesson shows the recorded H200 numbers:
-""", slide="slide")
-nb.code("""
-for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("L40S", (8, 9)), ("H200", (9, 0)), ("B200", (10, 0))]:
-    skipped = [r.skip_message(cc) for r in HOPPER_RUNGS.values() if r.skip_message(cc)]
-    print(f"{name} (cc {cc[0]}.{cc[1]}): runs {len(HOPPER_RUNGS) - len(skipped)} of {len(HOPPER_RUNGS)} rungs",
-          *skipped[:1], sep="\\n  ")
-""")
-
 # --------------------------------------------------------------------------- exercises
 nb.md("""
 ## Check your understanding
@@ -513,5 +445,88 @@ nb.md("""
 - Clusters share a tile of B through TMA multicast; a TMA store takes the epilogue off the warps.
 - Each step was predicted before it was measured; the misses point at what the model left out.
 """, slide="slide")
+
+# --------------------------------------------------------------------------- appendix
+nb.md("""
+## Appendix A: the code of each rung
+
+The kernels' own lines, as the lesson discusses them (kernels/hopper_sm90a.cu).
+""", slide="slide")
+nb.code("""
+src = kernel_source("hopper_sm90a.cu")
+""")
+nb.md("### Rung 8: the wgmma descriptors and the kernel", slide="subslide")
+nb.code("""
+print(src[src.index("// A, \\"K-major\\""):src.index("// ----------------------------------------------------------"
+                                                  "----------------- mbarriers")])
+""", slide="subslide")
+nb.md("""
+A descriptor tells `wgmma` where a tile starts and how to step through it: for MN-major B, the
+leading byte offset (LBO) is the distance to the next 64 columns (the next box, 8 KB) and the stride
+byte offset (SBO) the distance to the next 8 k-rows (1024 bytes).
+""", slide="fragment")
+nb.code("""
+show_kernel("hopper_sm90a.cu", "hopper_b_rowmajor")
+""", slide="subslide")
+nb.md("### Rung 9: the producer and the consumers", slide="subslide")
+nb.code("""
+i = src.index("        // ------------------------------------------------------------ producer warpgroup")
+print(src[i:src.index("        // ------------------------------------------------------------ consumer warpgroups")])
+""", slide="subslide")
+nb.code("""
+print(src[src.index("            int prev = -1;"):src.index("            if (!TMA_STORE) {")])
+""", slide="subslide")
+nb.notes("""
+The consumer keeps one wgmma group in flight: after committing the group that reads K-tile kt, it
+waits until at most one group is pending (wgmma.wait_group 1), i.e. until the group of K-tile kt-1
+is done, and only then frees kt-1's stage. Every warp's lane 0 arrives on empty[] (8 arrivals per
+stage), after its own wait.
+""")
+nb.md("### Rungs 10 and 11: the tile scheduler", slide="subslide")
+nb.code("""
+print(src[src.index("template <int ORDER, int CLUSTER>"):src.index("// The warp-specialised GEMM.")])
+""", slide="subslide")
+nb.md("### Rung 12: each CTA multicasts its half of B", slide="subslide")
+nb.code("""
+i = src.index("                    } else {                                   // my share of the boxes")
+print(src[i:src.index("                    if (++s == HSTAGES)", i)])
+""")
+nb.md("### Rung 13: the epilogue", slide="subslide")
+nb.code("""
+i = src.index("                // rung 13: 8 boxes")
+print(src[i:src.index("        if (TMA_STORE && threadIdx.x % 128 == 0)")])
+""", slide="subslide")
+
+# --------------------------------------------------------------------------- resources
+nb.md("""
+## Appendix B: registers, shared memory, spills
+
+As the driver reports them for the compiled kernels. For rungs 9-13 the registers are the count at
+entry: `setmaxnreg` moves them between warpgroups afterwards.
+""", slide="slide")
+nb.code("""
+res = [r for r in L.timed_rows(data, 4096) if r["rung"] >= 7] if data else []
+helpers.display.table(res, ["rung", "kernel", "regs", "smem", "spills"],
+                      ["rung", "kernel", "registers / thread", "shared memory / block (bytes)", "spills (bytes)"])
+""", ignore_output=True)
+nb.code("""
+print("dynamic shared memory per block:", {r.rung: r.dyn_smem for r in HOPPER_RUNGS.values()})
+print("the most a block may opt in to on Hopper:", 227 * 1024)
+""")
+
+# --------------------------------------------------------------------------- other GPUs
+nb.md("""
+## Appendix C: on other GPUs
+
+`wgmma` and `setmaxnreg` exist only on sm_90a: not on Ampere, Ada, nor on Blackwell. Every rung of
+this lesson is skipped there with a message, and the lesson shows the recorded H200 numbers:
+""", slide="slide")
+nb.code("""
+for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("L40S", (8, 9)), ("H200", (9, 0)), ("B200", (10, 0))]:
+    skipped = [r.skip_message(cc) for r in HOPPER_RUNGS.values() if r.skip_message(cc)]
+    print(f"{name} (cc {cc[0]}.{cc[1]}): runs {len(HOPPER_RUNGS) - len(skipped)} of {len(HOPPER_RUNGS)} rungs",
+          *skipped[:1], sep="\\n  ")
+""")
+
 
 nb.save()
