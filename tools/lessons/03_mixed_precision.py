@@ -747,7 +747,7 @@ nb.notes("""
 b16_e2 = 16 products per rounding with 2 extra alignment bits, as for FP16 (lesson 04 measures it).
 For TF32 the H200 adds 4 products per rounding (m16n16k8 = two such steps), the value Fasi et al.
 (2021) found on the A100, not the 8 published for the B200; and the inputs must be rounded with
-ties away from zero (b4_e2_rne, ties to even, misses a tenth of the elements: a tie in one input
+ties away from zero (b4_e2_rne, ties to even, misses the share of elements printed above: a tie in one input
 changes a whole row or column of C).
 """)
 
