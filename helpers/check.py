@@ -154,12 +154,13 @@ def _representable(C, output: str) -> tuple[bool, tuple | None]:
 
 
 # --------------------------------------------------------------------------- part 2: the answer-scaled bound
-def answer_scaled_bound(Av, Bv, *, acc: str, acc_rounding: str, block: int, output: str | None = None):
+def answer_scaled_bound(Av, Bv, *, acc: str, acc_rounding: str, block: int, output: str | None = None,
+                        abs_ab=None):
     """Per-element worst-case error bound of an accumulation in `acc` that rounds every `block`
     products (block 1: an FMA chain), from the exact partial sums at every rounding point.
 
-    Av, Bv: the values the hardware multiplies (float64-convertible numpy or CuPy arrays).
-    Returns (bound, abs_product) as float64 arrays of shape M x N.
+    Av, Bv: the values the hardware multiplies (float64-convertible numpy or CuPy arrays); abs_ab:
+    |Av||Bv| when the caller has it already. Returns (bound, |Av||Bv|), float64 arrays of shape M x N.
     """
     xp = _xp(Av)
     A = xp.asarray(Av, dtype=xp.float64)
@@ -174,14 +175,12 @@ def answer_scaled_bound(Av, Bv, *, acc: str, acc_rounding: str, block: int, outp
     absA, absB = xp.abs(A), xp.abs(B)
     S = xp.zeros((M, N))
     tot = xp.zeros((M, N))
-    P = xp.zeros((M, N))
     if block > 1:                 # Tensor Core: align block + 1 terms, add exactly, round once
         align = (block + 1) * 2.0 ** -23
         for k0 in range(0, K, block):
             sl = slice(k0, min(K, k0 + block))
             big = xp.maximum(xp.abs(S), absA[:, sl].max(axis=1)[:, None] * absB[sl].max(axis=0)[None, :])
             S += A[:, sl] @ B[sl]
-            P += absA[:, sl] @ absB[sl]
             # the accumulator holds S + E (|E| <= tot): its terms and its rounding see that value
             tot = (tot * (1.0 + align) + align * big + u * xp.abs(S) + tiny) / (1.0 - u)
     else:                         # FMA chain: a rounding after every product; partial sums read every 16
@@ -193,11 +192,11 @@ def answer_scaled_bound(Av, Bv, *, acc: str, acc_rounding: str, block: int, outp
             # every partial sum inside the chunk is at most |S_k0| + (|A||B| of the chunk) + tot
             tot = (tot * (1.0 + n * u) + n * (u * (xp.abs(S) + Pc) + tiny)) / (1.0 - n * u)
             S += A[:, sl] @ B[sl]
-            P += Pc
     bound = tot
     if output is not None and fmt(output).precision < fa.precision:   # a narrower output rounds once more
         bound = bound + fmt(output).unit_roundoff * (xp.abs(S) + bound)
     # float64 slack: the reference and the partial sums are themselves rounded in float64
+    P = absA @ absB if abs_ab is None else abs_ab
     bound = bound + 4.0 * K * 2.0 ** -53 * P
     return bound, P
 
@@ -409,7 +408,8 @@ def _parts(C, A, B, *, inputs, acc, output, acc_rounding, input_rounding, block,
         if Av is None:
             Av, Bv = Ad, Bd
         C_hat = C_ref if exact else xp.asarray(Av, dtype=xp.float64) @ xp.asarray(Bv, dtype=xp.float64)
-        bound, _ = answer_scaled_bound(Av, Bv, acc=acc, acc_rounding=acc_rounding, block=blk, output=output)
+        bound, _ = answer_scaled_bound(Av, Bv, acc=acc, acc_rounding=acc_rounding, block=blk, output=output,
+                                       abs_ab=scale if exact else None)
         if Av is Ad and not exact:          # input rounding we cannot reproduce: charge it as part 1 does
             bound = bound + tol.in_term * scale
         err = xp.abs(C64 - C_hat)
@@ -546,8 +546,7 @@ def wrong_results(C, A, B, *, inputs: str, acc: str, block: int, originals=None,
     out["one element off by 10x its error"] = one
 
     def tc(X, Y, fmt_in, acc_):
-        model = emulate.model_for("tf32" if inputs == "tf32" else "fp16")
-        return emulate.tensor_core_gemm(X, Y, inputs=fmt_in, acc=acc_, model=model)
+        return emulate.tensor_core_gemm(X, Y, inputs=fmt_in, acc=acc_, model=emulate.model_for(inputs))
 
     if block == 1:     # FP32 FMA chain
         out["wrong accumulator"] = C64.astype(np.float32)
@@ -556,8 +555,7 @@ def wrong_results(C, A, B, *, inputs: str, acc: str, block: int, originals=None,
                                                            round_tf32(B0.astype(np.float32)))
     else:
         other = "fp16" if acc == "fp32" else "fp32"
-        fmt_in = inputs if inputs != "tf32" else "tf32"
-        out["wrong accumulator"] = tc(A, B, fmt_in, other).astype(C.dtype)
+        out["wrong accumulator"] = tc(A, B, inputs, other).astype(C.dtype)
         wrong_in = {"fp16": "bf16", "bf16": "fp16", "tf32": "bf16"}[inputs]
         A0, B0 = (A, B) if originals is None else (np.asarray(x, dtype=np.float64) for x in originals)
         out["wrong input format"] = tc(A0, B0, wrong_in, acc).astype(C.dtype)
