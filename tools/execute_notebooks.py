@@ -2,6 +2,7 @@
 
     python tools/execute_notebooks.py            # -> build/notebooks/*.ipynb, build/html/*.html
     python tools/execute_notebooks.py --inplace  # rewrite notebooks/*.ipynb with fresh outputs
+                                                 # (and touch each paired notebooks/NN_topic.py)
 
 Notebooks run with the backend the helpers pick (GPU if one works, else the
 CPU emulation; COURSE_DEVICE forces one). The committed notebooks are never
@@ -21,11 +22,28 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def coalesce_streams(nb: nbformat.NotebookNode) -> None:
+    """One output per run of stdout (or stderr) text: how the kernel chunks a cell's prints depends on
+    timing, and the committed notebooks should not (nbval joins them too)."""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        merged = []
+        for out in cell.outputs:
+            if (out.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"
+                    and merged[-1].get("name") == out.get("name")):
+                merged[-1]["text"] += out["text"]
+            else:
+                merged.append(out)
+        cell.outputs = merged
+
+
 def execute(path: Path, timeout: int) -> nbformat.NotebookNode:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()
+    coalesce_streams(nb)
     return nb
 
 
@@ -53,6 +71,10 @@ def main(argv=None):
         nb = execute(p, args.timeout)
         if args.inplace:
             nbformat.write(nb, p)
+            paired = p.with_suffix(".py")          # the lesson's jupytext text (notebooks/jupytext.toml)
+            if paired.exists():                    # newer than its notebook again: jupytext in JupyterLab
+                paired.touch()                     # warns about a text older than its .ipynb (and refuses
+                                                   # the pair when their cells differ)
         else:
             nbformat.write(nb, args.out / "notebooks" / p.name)
             write_html(nb, args.out / "html" / f"{p.stem}.html")
