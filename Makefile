@@ -58,9 +58,14 @@ record: $(VENV_UNLESS_PY)
 gpu-check: $(VENV_UNLESS_PY)
 	PY="$(PY)" STAGES="$(STAGES)" NBVAL="$(NBVAL)" bash tools/gpu_check.sh
 
-# Authors: rebuild notebooks from tools/lessons/*.py and store CPU-backend outputs in them
+# Authors (README "Writing a lesson"): a lesson is a jupytext pair, notebooks/NN_topic.py (py:percent text)
+# and notebooks/NN_topic.ipynb (notebooks/jupytext.toml). Sync every pair (the newer side is the source; a
+# new text file gets its notebook), put the Colab setup cell and link in every lesson and the README
+# (tools/colab.py, from pyproject.toml's [project.urls]), then store the CPU backend's outputs.
+LESSON_STEMS = $(sort $(basename $(wildcard notebooks/[0-9][0-9]_*.py notebooks/[0-9][0-9]_*.ipynb)))
 notebooks: $(STAMP)
-	for f in tools/lessons/[0-9][0-9]_*.py; do $(PY) $$f || exit 1; done
+	$(VENV)/bin/jupytext --quiet --sync $(foreach s,$(LESSON_STEMS),$(firstword $(wildcard $(s).py $(s).ipynb)))
+	$(PY) tools/colab.py
 	COURSE_DEVICE=cpu $(PY) tools/execute_notebooks.py --inplace
 
 # Compile every kernels/*.cu for sm_80 and sm_90 (no GPU needed; skips without nvcc)

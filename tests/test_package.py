@@ -60,6 +60,8 @@ def test_a_lesson_copied_alone_runs_from_the_installed_package(wheel, tmp_path):
     assert out[1] == str(site / "helpers" / "_data" / "kernels")
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
     assert not errors
+    setup = next(c for c in nb.cells if c.cell_type == "code")       # tools/colab.py's setup cell: a no-op here
+    assert "".join(o.get("text", "") for o in setup.outputs).startswith("helpers is importable")
 
 
 def test_binder_pins_follow_requirements():
