@@ -2,6 +2,8 @@
 exercise checkers (helpers/exercises/ladder.py). The rungs themselves are registry entries
 (tests/test_kernels.py), launched like every kernel (tests/test_launch.py); their models are in
 tests/test_analysis.py."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -63,8 +65,8 @@ def test_exercise_checkers(capsys):
 
 
 def test_the_lesson_uses_no_moved_names():
-    """tools/lessons/05 reads the registry, the models and the exercises from their own modules."""
-    src = (helpers.results.RESULTS_DIR.parent / "tools" / "lessons" / "05_closing_the_gap.py").read_text()
+    """Lesson 05 reads the registry, the models and the exercises from their own modules."""
+    src = (Path(__file__).resolve().parent.parent / "notebooks" / "05_closing_the_gap.py").read_text()
     for name in ("RUNGS", "traffic_bytes", "intensity", "bank_ways", "check_tile_traffic", "plot_ladder",
                  "demo_lines", "skip_message(r", "PIPE_SMEM", "DEFAULT_SMEM_LIMIT", "sass_opcode_counts"):
         assert f"L.{name}" not in src, name

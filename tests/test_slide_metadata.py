@@ -6,9 +6,10 @@
   than MAX_CODE_LINES lines of code, blank lines included: code cells that are `skip` or `notes`
   are not shown and not counted.
 
-A failure names the notebook, the cell ids (the `id` that tools/nbbuild.py gives each cell,
-`NN-iii` = cell iii of lesson NN) and the heading of the slide, so the fix goes into
-tools/lessons/NN_topic.py.
+A failure names the notebook, the cell ids (`NN-iii` = cell iii of lesson NN as the course's old
+builder numbered them; cells added since keep the id JupyterLab or jupytext gave them) and the heading
+of the slide, so the fix goes into the lesson: notebooks/NN_topic.py (its cell headers carry the slide
+types) or the .ipynb in JupyterLab, then `make notebooks`.
 """
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ def main_path(cells: list[dict]) -> list[dict]:
 def test_main_path_fits_a_lecture(path):
     n = len(main_path(_cells(path)))
     assert n <= MAX_MAIN_SLIDES, (f"{path.name}: {n} slides before the appendix (at most {MAX_MAIN_SLIDES}); "
-                                  "move deep dives into the appendix in tools/lessons/")
+                                  "move deep dives into the appendix in notebooks/NN_topic.py")
 
 
 # Words about the course's own tests and files do not belong in what a learner reads (markdown cells,

@@ -18,13 +18,14 @@ and outputs of unchanged cells are kept), tools/colab.py adds the setup cell and
 and the notebooks are executed on the CPU backend.
 
 --check builds the cells and compares each one's type, source and metadata (and the notebook's
-metadata that nbbuild set) with notebooks/NN_topic.ipynb, and with the text read back through
-jupytext; it exits 1 on any difference. Comments between the nb.*() calls (section dividers) are not
+metadata that nbbuild set) with notebooks/NN_topic.ipynb less what tools/colab.py added (the setup
+cell, the Colab link), and with the text read back through jupytext; it exits 1 on any difference. Comments between the nb.*() calls (section dividers) are not
 cells and are not carried over.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import subprocess
 import sys
 import textwrap
@@ -106,6 +107,14 @@ def build(source: str, filename: str) -> StubNotebook:
     return StubNotebook.built[0]
 
 
+def colab():
+    """tools/colab.py, which adds the setup cell and the Colab link (strip() takes them out again)."""
+    spec = importlib.util.spec_from_file_location("colab", ROOT / "tools" / "colab.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def config():
     return load_jupytext_config(str(NOTEBOOKS / "00_any.ipynb"))
 
@@ -167,7 +176,9 @@ def main(argv=None) -> int:
         if args.check:
             ipynb = NOTEBOOKS / f"{lesson.name}.ipynb"
             if ipynb.exists():
-                problems += differences(lesson.nb, nbformat.read(ipynb, as_version=4), ipynb.name)
+                there = nbformat.read(ipynb, as_version=4)
+                colab().strip(there)               # the setup cell and Colab link are tools/colab.py's
+                problems += differences(lesson.nb, there, ipynb.name)
             else:
                 problems.append(f"{ipynb.name}: does not exist")
             print(f"checked {Path(filename).name}: {len(lesson.nb.cells)} cells")

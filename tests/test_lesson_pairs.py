@@ -1,0 +1,175 @@
+"""Lessons are jupytext pairs (notebooks/jupytext.toml): notebooks/NN_topic.py, py:percent text with the
+slide types and nbval tags in the cell headers, and notebooks/NN_topic.ipynb with the CPU backend's
+outputs. These tests check that every committed pair is in sync, that the text round-trips, that
+pytest does not take the lesson texts for tests, and the migration script (tools/migrate_lessons_to_jupytext.py)
+on a lesson source of the old builder's kind."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+from jupytext.config import load_jupytext_config
+
+ROOT = Path(__file__).resolve().parent.parent
+NB_DIR = ROOT / "notebooks"
+TEXTS = sorted(NB_DIR.glob("[0-9][0-9]_*.py"))
+NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
+CONFIG = load_jupytext_config(str(NB_DIR / "00_any.ipynb"))
+COURSE_METADATA = {
+    "kernelspec": {"display_name": "Python 3 (tensor-core course)", "language": "python", "name": "python3"},
+    "celltoolbar": "Slideshow",
+    "rise": {"scroll": True, "transition": "none", "theme": "white"},
+}
+
+
+def _tool(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _cells(nb) -> list[tuple]:
+    return [(c.cell_type, c.source, dict(c.metadata)) for c in nb.cells]
+
+
+def test_jupytext_config_pairs_the_lessons():
+    assert CONFIG is not None, "notebooks/jupytext.toml was not found"
+    formats = CONFIG.formats if isinstance(CONFIG.formats, str) else ",".join(CONFIG.formats)
+    assert formats == "ipynb,py:percent"
+
+
+def test_every_lesson_is_a_pair():
+    assert TEXTS, "no notebooks/NN_topic.py"
+    assert [p.stem for p in TEXTS] == [p.stem for p in NOTEBOOKS], \
+        "each notebooks/NN_topic.ipynb needs its notebooks/NN_topic.py and back: run `make notebooks`"
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=lambda p: p.stem)
+def test_pair_in_sync(text):
+    """The .ipynb holds the cells of its text (type, source, slide type, tags), and the text is exactly
+    what jupytext writes from the .ipynb: neither side was edited without the other."""
+    ipynb = nbformat.read(text.with_suffix(".ipynb"), as_version=4)
+    from_text = jupytext.read(text, fmt="py:percent", config=CONFIG)
+    assert _cells(from_text) == _cells(ipynb), f"{text.name} and its .ipynb differ: run `make notebooks`"
+    assert jupytext.writes(ipynb, fmt="py:percent", config=CONFIG) == text.read_text(), \
+        f"{text.name} is not what jupytext writes from its .ipynb: run `make notebooks`"
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=lambda p: p.stem)
+def test_text_round_trips(text):
+    """text -> notebook -> text gives the same text, and the notebook carries the course's settings."""
+    nb = jupytext.reads(text.read_text(), fmt="py:percent", config=CONFIG)
+    assert jupytext.writes(nb, fmt="py:percent", config=CONFIG) == text.read_text()
+    for key, value in COURSE_METADATA.items():
+        assert nb.metadata.get(key) == value, f"{text.name}: notebook metadata {key!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_keeps_course_metadata_and_stable_ids(path):
+    nb = nbformat.read(path, as_version=4)
+    for key, value in COURSE_METADATA.items():
+        assert nb.metadata.get(key) == value, f"{path.name}: notebook metadata {key!r}"
+    ids = [c.get("id") for c in nb.cells]
+    assert len(set(ids)) == len(ids) and all(ids), f"{path.name}: missing or repeated cell ids"
+
+
+def test_slide_types_and_tags_are_in_the_cell_headers():
+    text = (NB_DIR / "00_start_here.py").read_text()
+    assert '# %% [markdown] slideshow={"slide_type": "slide"}\n# # Tensor Cores' in text
+    assert '# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]' in text
+
+
+def test_pytest_does_not_collect_the_lesson_texts():
+    """`pytest notebooks` finds nothing to run without --nbval, and with it only the .ipynb files."""
+    run = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    plain = subprocess.run(run + ["notebooks"], cwd=ROOT, capture_output=True, text=True)
+    assert plain.returncode == 5, plain.stdout[-2000:]           # 5: no tests collected
+    nbval = subprocess.run(run + ["--nbval", "--nbval-current-env", "notebooks"], cwd=ROOT, capture_output=True,
+                           text=True)
+    items = [ln for ln in nbval.stdout.splitlines() if "::" in ln]
+    assert items and all(ln.split("::")[0].endswith(".ipynb") for ln in items), nbval.stdout[-2000:]
+    assert not any(ln.startswith("tests/") or ".py::" in ln for ln in items)
+
+
+# --------------------------------------------------------------------------- the migration script
+OLD_STYLE_LESSON = '''
+"""Source of notebooks/98_demo.ipynb."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from nbbuild import Notebook  # noqa: E402
+
+nb = Notebook("98_demo")
+# --------------------------------------------------------------------------- title
+nb.md("""
+    # Tensor Cores, WMMA and mixed precision
+    ## 98 · A demo
+
+    Text with `code`, a # that is not a heading, and a line that looks like a cell: # %%
+""", slide="slide")
+nb.code("""
+    import numpy as np
+    x = np.arange(3)   # a comment
+
+    print(x.sum())
+""")
+nb.notes("Speaker notes.")
+nb.code("print('timing')", slide="subslide", ignore_output=True)
+nb.code("""
+    %time y = 1
+    solution = 2
+""", slide="fragment", tags=["solution"])
+nb.md("## Appendix A", slide="skip")
+nb.save()
+'''
+
+
+def test_migration_builds_the_cells_the_old_builder_built(tmp_path):
+    mig = _tool("migrate_lessons_to_jupytext")
+    src = tmp_path / "98_demo.py"
+    src.write_text(OLD_STYLE_LESSON)
+    lesson = mig.build(src.read_text(), str(src))
+    assert lesson.name == "98_demo"
+    got = [(c.cell_type, c.source, c.metadata["slideshow"]["slide_type"], c.metadata.get("tags")) for c in lesson.nb.cells]
+    assert got == [
+        ("markdown", "# Tensor Cores, WMMA and mixed precision\n## 98 · A demo\n\nText with `code`, a # that is not "
+                     "a heading, and a line that looks like a cell: # %%", "slide", None),
+        ("code", "import numpy as np\nx = np.arange(3)   # a comment\n\nprint(x.sum())", "-", None),
+        ("markdown", "Speaker notes.", "notes", None),
+        ("code", "print('timing')", "subslide", ["nbval-ignore-output"]),
+        ("code", "%time y = 1\nsolution = 2", "fragment", ["solution"]),
+        ("markdown", "## Appendix A", "skip", None),
+    ]
+    assert [c["id"] for c in lesson.nb.cells] == [f"98-{i:03d}" for i in range(6)]
+    text = mig.to_text(lesson.nb)
+    assert '# %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]\nprint(\'timing\')' in text
+    back = jupytext.reads(text, fmt="py:percent", config=CONFIG)
+    assert mig.differences(lesson.nb, back, "demo") == []
+    assert jupytext.writes(back, fmt="py:percent", config=CONFIG) == text
+    for key, value in COURSE_METADATA.items():
+        assert back.metadata[key] == value
+
+
+def test_migration_refuses_an_unknown_slide_type(tmp_path):
+    mig = _tool("migrate_lessons_to_jupytext")
+    bad = OLD_STYLE_LESSON.replace('slide="subslide"', 'slide="sub-slide"')
+    with pytest.raises(ValueError, match="sub-slide"):
+        mig.build(bad, str(tmp_path / "98_demo.py"))
+    assert "nbbuild" not in sys.modules          # the stand-in builder is removed again
+
+
+def test_migration_check_agrees_with_the_committed_lessons():
+    """While the old sources exist (tools/lessons/), converting them gives the committed lessons' cells,
+    apart from what tools/colab.py adds."""
+    if not (ROOT / "tools" / "lessons").is_dir():
+        pytest.skip("tools/lessons/ is gone: every lesson is a jupytext pair")
+    mig = _tool("migrate_lessons_to_jupytext")
+    assert mig.main(["--check"]) == 0
