@@ -178,17 +178,23 @@ def compile_error(filename: str, source: str, log: str) -> KernelCompileError:
         "(line 1 is the first line of the string); fix it and run the cell again.")
 
 
-def get_kernel(filename: str, name: str, min_cc: tuple[int, int] = (0, 0), options: tuple[str, ...] = ()):
-    """The RawKernel `name` from kernels/<filename>, after checking the GPU is new enough."""
-    from .device import require_gpu
-
-    gpu = require_gpu(f"kernel {name}")
-    if gpu.cc < min_cc:
+def require_cc(name: str, min_cc: tuple[int, int], gpu) -> None:
+    """ArchitectureError, before anything is compiled or allocated, when `gpu` is older than `min_cc`:
+    one line that says why, and a fix that says what to look at instead."""
+    if tuple(gpu.cc) < tuple(min_cc):
         raise ArchitectureError(
             f"kernel {name} needs compute capability {min_cc[0]}.{min_cc[1]} (sm_{min_cc[0]}{min_cc[1]}) "
             f"or newer; this GPU, {gpu.name}, is {gpu.cc[0]}.{gpu.cc[1]}.",
             "run this part on a newer GPU, or set COURSE_DEVICE=cpu to see the CPU emulation and the "
             "recorded results instead.")
+
+
+def get_kernel(filename: str, name: str, min_cc: tuple[int, int] = (0, 0), options: tuple[str, ...] = ()):
+    """The RawKernel `name` from kernels/<filename>, after checking the GPU is new enough."""
+    from .device import require_gpu
+
+    gpu = require_gpu(f"kernel {name}")
+    require_cc(name, min_cc, gpu)
     mod = load_module(filename, options)
     try:
         return mod.get_function(name)

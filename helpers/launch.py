@@ -121,6 +121,20 @@ def prepare(key, A, B, pad: bool = False):
     return spec, _pad_to(A, Mp, Kp), _pad_to(B, Kp, Np), (M, N, K), (Mp, Np, Kp)
 
 
+def require_runs_here(spec: GemmKernel, gpu) -> None:
+    """ArchitectureError when `gpu` cannot run `spec` (too old, not the one GPU its arch-specific code
+    is for, or withdrawn), raised before CuPy is touched: one line that says why, and a fix that says
+    what to look at instead (the CPU emulation, the recorded results)."""
+    from .compile import require_cc
+
+    # arch-specific and withdrawn kernels say why in the lesson's words
+    msg = spec.skip_message(gpu.cc) if spec.only_cc is not None or spec.name in WITHDRAWN else None
+    if msg:
+        raise ArchitectureError(msg, "run it on a GPU it supports, or use COURSE_DEVICE=cpu to see its "
+                                     "emulation and the recorded results.")
+    require_cc(spec.name, spec.min_cc, gpu)
+
+
 def gpu_kernel(key):
     """The compiled RawKernel of `key` on this GPU, with its dynamic shared-memory limit raised when
     it needs more than DEFAULT_SMEM_LIMIT; ArchitectureError when this GPU cannot run it."""
@@ -128,12 +142,7 @@ def gpu_kernel(key):
     from .device import require_gpu
 
     spec = lookup(key)
-    gpu = require_gpu(f"kernel {spec.name}")
-    # arch-specific and withdrawn kernels say why in the lesson's words; min_cc is get_kernel's to check
-    msg = spec.skip_message(gpu.cc) if spec.only_cc is not None or spec.name in WITHDRAWN else None
-    if msg:
-        raise ArchitectureError(msg, "run it on a GPU it supports, or use COURSE_DEVICE=cpu to see its "
-                                     "emulation and the recorded results.")
+    require_runs_here(spec, require_gpu(f"kernel {spec.name}"))
     if spec.only_cc is not None:
         kern = get_arch_kernel(spec.file, spec.name, spec.only_cc)
     else:
@@ -274,6 +283,7 @@ def gemm(key, A, B, *, pad: bool = False):
             raise InputError("CuPy arrays were passed but the CPU backend is active.",
                              "pass numpy arrays (cupy.asnumpy(A)), or run on a GPU.")
         return spec.emulate(np.asarray(A), np.asarray(B))
+    require_runs_here(spec, backend().gpu)     # before CuPy or a child process: one line, not a traceback
     import cupy
 
     back_to_numpy = not (_is_cupy(A) or _is_cupy(B))

@@ -58,9 +58,10 @@ def measure_size(n_m, n_n, n_k, seed, log=print, names=None):
     ref16 = reference_gemm(A16, B16)
     rows = []
     bf16 = None                                   # BF16 kernels take uint16 bit patterns
+    cc = backend().gpu.cc
     for spec in KERNELS.values():
-        if not spec.sweep or (names is not None and spec.name not in names):
-            continue
+        if not spec.sweep or (names is not None and spec.name not in names) or spec.skip_message(cc):
+            continue                              # left_out() says which this GPU cannot run
         if spec.in_dtype == "uint16":
             if bf16 is None:
                 from .formats import from_bf16_bits, to_bf16_bits
@@ -106,6 +107,29 @@ def measure_size(n_m, n_n, n_k, seed, log=print, names=None):
     return rows
 
 
+def left_out(names, gpu) -> tuple[list[str], str | None]:
+    """(those of `names` that `gpu` can measure, one line naming the others and why, or None). The sweep
+    and `make record` measure kernels and cuBLAS baselines this GPU runs and leave the rest to the record
+    of a GPU that runs them (a T4, compute capability 7.5: no BF16 or TF32 WMMA, no TF32 cuBLAS)."""
+    keep, out = [], {}
+    for name in names:
+        if name in KERNELS:
+            why = KERNELS[name].unsupported(gpu.cc) if KERNELS[name].sweep else None
+        elif name in BASELINES and tuple(gpu.cc) < tuple(BASELINES[name].min_cc):
+            c = BASELINES[name].min_cc
+            why = f"it needs compute capability {c[0]}.{c[1]} (sm_{c[0]}{c[1]}), this GPU is {gpu.cc[0]}.{gpu.cc[1]}."
+        else:
+            why = None
+        if why:
+            out.setdefault(why.removeprefix("it needs ").rstrip("."), []).append(name)
+        else:
+            keep.append(name)
+    if not out:
+        return keep, None
+    return keep, (f"not measured on {gpu.name}: " + "; ".join(f"{', '.join(v)} (needs {k})" for k, v in out.items())
+                  + " - the record of a GPU that runs them has their numbers")
+
+
 def sweep(names, sizes, seed=2024, log=None):
     """Rows for kernels/baselines `names` at square `sizes`: measured live on a GPU, else recorded.
 
@@ -120,6 +144,9 @@ def sweep(names, sizes, seed=2024, log=None):
         from .errors import gpu_errors
         from .memory import cap_sizes, release
 
+        names, skipped = left_out(names, b.gpu)
+        if skipped:
+            print(skipped)
         kept, note = cap_sizes(sizes, what="sweep")
         if note:
             print(note)
@@ -260,6 +287,9 @@ def main(argv=None):
     kept, note = cap_sizes(sizes, what="make record")
     if note:
         print(note, flush=True)
+    _, skipped = left_out(list(KERNELS) + list(BASELINES), gpu)
+    if skipped:
+        print(skipped, flush=True)
     for i, n in enumerate(sizes):
         if n not in kept:
             continue
@@ -268,8 +298,13 @@ def main(argv=None):
         release()
     extras = {"timing_agreement": timing_agreement(), "emulator_probe": emulator_probe()}
     experiments = {}
+    from .experiments import unsupported
+
     for name, fn in sorted(load_experiments().items()):
         if args.only_experiments and name not in args.only_experiments:
+            continue
+        if unsupported(name, gpu):
+            print(f"{unsupported(name, gpu)}: not recorded here", flush=True)
             continue
         t1 = time.time()
         print(f"experiment {name}", flush=True)

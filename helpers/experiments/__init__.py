@@ -8,6 +8,11 @@ the data under ``experiments`` in ``results/<gpu>.json``.
 
 In a notebook, ``run_or_load("name")`` runs the experiment live when a GPU is
 present and otherwise returns the recorded data, with a label saying which.
+An experiment that needs a newer GPU than the one present (``@experiment(name,
+min_cc=(8, 0), needs="BF16 and TF32 WMMA")``, or ``only_cc`` for arch-specific
+code) is not run there: ``run_or_load`` prints one line saying why and returns
+the recorded data, as on the CPU backend (a Colab T4, compute capability 7.5,
+has no BF16 or TF32 WMMA and no wgmma).
 """
 from __future__ import annotations
 
@@ -22,15 +27,47 @@ from ..errors import ResultsError, gpu_errors
 REGISTRY: dict[str, Callable[[], Any]] = {}
 
 
-def experiment(name: str):
-    """Register a GPU experiment under `name` (unique across the course)."""
+@dataclass(frozen=True)
+class Needs:
+    """The GPU an experiment needs: compute capability min_cc or newer, or exactly only_cc
+    (arch-specific code such as sm_90a), and what for (`what`, for the message)."""
+    min_cc: tuple = (0, 0)
+    only_cc: tuple | None = None
+    what: str = ""
+
+    def unsupported(self, cc) -> str | None:
+        """Why a GPU of compute capability `cc` cannot run it (words after 'it needs'), or None."""
+        cc = tuple(cc)
+        for_what = f": {self.what}" if self.what else ""
+        if self.only_cc is not None and cc != tuple(self.only_cc):
+            return f"sm_{self.only_cc[0]}{self.only_cc[1]}a (compute capability {self.only_cc[0]}.{self.only_cc[1]}{for_what})"
+        if cc < tuple(self.min_cc):
+            return f"compute capability {self.min_cc[0]}.{self.min_cc[1]} or newer{for_what}"
+        return None
+
+
+NEEDS: dict[str, Needs] = {}
+
+
+def experiment(name: str, *, min_cc: tuple = (0, 0), only_cc: tuple | None = None, needs: str = ""):
+    """Register a GPU experiment under `name` (unique across the course); min_cc / only_cc and `needs`
+    (what it needs them for) say which GPUs can run it."""
     def deco(fn):
         if name in REGISTRY and REGISTRY[name] is not fn:
             raise ValueError(f"experiment {name!r} registered twice")
         REGISTRY[name] = fn
+        NEEDS[name] = Needs(tuple(min_cc), tuple(only_cc) if only_cc else None, needs)
         fn.experiment_name = name
         return fn
     return deco
+
+
+def unsupported(name: str, gpu) -> str | None:
+    """One line saying why `gpu` cannot run experiment `name`, or None when it can."""
+    why = NEEDS.get(name, Needs()).unsupported(gpu.cc)
+    if why is None:
+        return None
+    return f"experiment {name} needs {why}; this GPU, {gpu.name}, is {gpu.cc[0]}.{gpu.cc[1]}"
 
 
 def load_all() -> dict[str, Callable[[], Any]]:
@@ -56,7 +93,8 @@ def run_or_load(name: str, **kwargs) -> Outcome:
     if name not in REGISTRY:
         raise KeyError(f"no experiment {name!r}; known: {', '.join(sorted(REGISTRY))}")
     b = backend()
-    if b.is_gpu:
+    cannot = unsupported(name, b.gpu) if b.is_gpu else None
+    if b.is_gpu and cannot is None:
         with gpu_errors(f"experiment {name}"):
             return Outcome(REGISTRY[name](**kwargs), True, f"measured live on {b.gpu.name}")
     from ..results import load_latest
@@ -64,6 +102,10 @@ def run_or_load(name: str, **kwargs) -> Outcome:
     rec = load_latest()
     exps = rec.meta.get("experiments", {})
     if name not in exps:
-        raise ResultsError(f"the newest record ({rec.path.name}) has no experiment {name!r}.",
+        raise ResultsError(f"the newest record ({rec.path.name}) has no experiment {name!r}"
+                           + (f" ({cannot})." if cannot else "."),
                            "run `make record` on a GPU to record it, or run this notebook on a GPU.")
+    if cannot:
+        print(f"{cannot}: showing the numbers recorded on {rec.label} instead.")
+        return Outcome(exps[name], False, f"{rec.label} ({b.gpu.name} cannot run it)")
     return Outcome(exps[name], False, f"{rec.label} (no GPU here: CPU backend)")

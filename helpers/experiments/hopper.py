@@ -184,7 +184,7 @@ def cluster_probe() -> dict:
     return result
 
 
-@experiment("hopper")
+@experiment("hopper", only_cc=(9, 0), needs="wgmma, TMA and clusters, on a Hopper GPU")
 def hopper(timed=TIMED, odd_sizes=ODD_SIZES, timeout: int = 600):
     """Lesson 6's ladder (rung 7, then rungs 8-13): cuBLAS FP16 at every timed shape (rung 0, checked), then
     each rung in its own child process (rung_rows): checked at the odd sizes and the timed shapes, timed at

@@ -178,7 +178,7 @@ def cublas_row(A, B, peak) -> dict:
             "regs": None, "smem": None, "spills": None}
 
 
-@experiment("ladder")
+@experiment("ladder", min_cc=(8, 0), needs="rungs 5 and 6, cp.async and mma.sync m16n8k16")
 def ladder(timed_sizes=TIMED_SIZES, odd_sizes=ODD_SIZES):
     """Every rung: correctness (4096, 8192, odd sizes) and TFLOP/s next to cuBLAS FP16.
     Isolated rungs (rung 7, sm_90a) run in a child process (see _isolated_rows)."""

@@ -91,7 +91,7 @@ def _child_env(cupy_tf32, override) -> dict:
     return env
 
 
-@experiment("tf32_env")
+@experiment("tf32_env", min_cc=(8, 0), needs="TF32 Tensor Cores")
 def tf32_env(n: int = TF32_ENV_SIZE, timeout: float = 120.0):
     """FP32 GEMM error and time under each TF32 switch; see the module docstring."""
     rows = []
@@ -150,7 +150,7 @@ def emulate_variants(kernel: str, A, B):
     return out
 
 
-@experiment("mixed_emulator_probe")
+@experiment("mixed_emulator_probe", min_cc=(8, 0), needs="BF16 and TF32 WMMA")
 def mixed_emulator_probe(seed: int = 21):
     """Fraction of elements where the GPU kernel equals each emulation model, bit for bit."""
     import cupy

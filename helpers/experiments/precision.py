@@ -132,7 +132,7 @@ def tolerance_curve(Ks, arithmetic: str, n_checked: int = ERROR_MN * ERROR_MN) -
                       inputs_rounded_in_reference=True, n_checked=n_checked).value for k in Ks]
 
 
-@experiment("error_vs_k")
+@experiment("error_vs_k", min_cc=(8, 0), needs="its BF16 and TF32 rows run on BF16 and TF32 WMMA")
 def error_vs_k(Ks=None, M=ERROR_MN):
     """Rows {dist, arithmetic, k, acc_median, acc_max, total_median, total_max} measured on the GPU."""
     return _error_rows(_gpu_arithmetic, Ks, M, ERROR_DISTS)
@@ -296,7 +296,7 @@ def stagnation_inputs(K: int):
 STAGNATION_KS = [1024, 2048, 4096, 8192, 16384, 32768, 65536]
 
 
-@experiment("tc_probes")
+@experiment("tc_probes", min_cc=(8, 0), needs="its BF16 and TF32 probes run on BF16 and TF32 WMMA")
 def tc_probes():
     """{'probes': [case + measured], 'stagnation': [{k, fp16_acc, fp32_acc}]} on this GPU."""
     cases = probe_cases()
