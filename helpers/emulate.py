@@ -79,13 +79,16 @@ class TensorCoreModel:
 
 
 # Measured on the H200 in lesson 4 (bit-for-bit fit to raw WMMA outputs, and the probes of
-# Fasi et al. 2021 / Khattak & Mikaitis 2025): block 16 and 2 extra bits, the parameters Khattak &
-# Mikaitis publish for the B200; products aligned before normalisation.
-DEFAULT_TC_MODEL = TensorCoreModel(16, 2, "H200, fitted in lesson 4; the B200's parameters in "
-                                          "Khattak & Mikaitis 2025")
+# Fasi et al. 2021 / Khattak & Mikaitis 2025): block 16 and 2 extra bits, the parameters of Khattak &
+# Mikaitis's H100 and B200 models (github.com/north-numerical-computing/MATLAB-tensor-core,
+# models/H100TC.m and B200TC.m, commit b12b5a7: fma = 16, neab = 2); products aligned before
+# normalisation (their denorm_prd = 1).
+DEFAULT_TC_MODEL = TensorCoreModel(16, 2, "H200, fitted in lesson 4; block and extra bits as in Khattak & "
+                                          "Mikaitis's H100 and B200 model code")
 # TF32 (m16n16k8): the H200 rounds after every 4 products (lesson 4's block-size probe), as Fasi et al.
-# report for A100; Khattak & Mikaitis publish 8 for B200.
-TF32_MODEL = TensorCoreModel(4, 2, "H200 TF32: block 4, measured in lesson 4 (A100 also 4; B200 published 8)")
+# report for A100; Khattak & Mikaitis's H100 and B200 model code uses 8 (fma = 8 for tf32).
+TF32_MODEL = TensorCoreModel(4, 2, "H200 TF32: block 4, measured in lesson 4 (A100 also 4; Khattak & "
+                                   "Mikaitis's H100/B200 code: 8)")
 # Published parameters of earlier GPUs (Fasi et al. 2021, FP16 inputs), for comparison.
 V100_MODEL = TensorCoreModel(4, 0, "V100, Fasi et al. 2021", normalised_products=True)
 A100_MODEL = TensorCoreModel(8, 1, "A100 FP16/BF16, Fasi et al. 2021", normalised_products=True)
