@@ -57,13 +57,17 @@ PROMOTE_NC = (32, 64, 128, 256, 512)
 
 
 def encode_e4m3(X) -> np.ndarray:
-    """The E4M3 bytes of X (rounded to nearest even) as uint8. Refuses NaN and values past +-448."""
-    X = np.asarray(X, dtype=np.float32)
+    """The E4M3 bytes of X (rounded once, to nearest even) as uint8. Refuses NaN and values past +-448.
+    (ml_dtypes' own cast from float64 rounds twice, through float32; helpers.fp8.cast does not.)"""
+    from .fp8 import cast
+
+    X = np.asarray(X, dtype=np.float64)
     if not np.isfinite(X).all() or (np.abs(X) > E4M3_MAX).any():
-        raise InputError(f"values outside E4M3's range (largest {float(np.nanmax(np.abs(X))):g}; E4M3 stops at 448, "
-                         "and a cast turns what lies beyond into NaN).",
+        bad = X[~(np.abs(X) <= E4M3_MAX)].ravel()
+        raise InputError(f"values outside E4M3's range (e.g. {float(bad[0]):g}; E4M3 stops at 448, "
+                         "and a cast turns what lies beyond, and NaN, into NaN).",
                          "scale the matrix first (lesson 7: divide by amax / 448) or clip it.")
-    return X.astype(E4M3).view(np.uint8)
+    return np.asarray(cast(X, "fp8_e4m3"), dtype=np.float64).astype(E4M3).view(np.uint8)
 
 
 def decode_e4m3(X8) -> np.ndarray:
@@ -186,3 +190,33 @@ def torch_scaled_mm(A8, Bt8, fast_accum: bool):
 
     out = go()
     return go, out
+
+
+def matmul(kernel: str, A, B):
+    """C = A B with FP8 kernel `kernel` (A: M x K, B: K x N, E4M3 values as floats): on the GPU where the
+    kernel runs (an H200 / H100 for the wgmma kernels, sm_89+ for fp8_mma_sync), else with its CPU model
+    (helpers.emulate). Returns (C as numpy float32, where it ran: one line)."""
+    from .device import backend
+    from .experiments.fp8 import cpu_model
+
+    if kernel not in FP8_KERNELS:
+        raise InputError(f"no FP8 kernel {kernel!r}.", f"use one of {', '.join(FP8_KERNELS)}.")
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
+        raise InputError(f"A is {A.shape} and B is {B.shape}: C = A B needs A's columns == B's rows.",
+                         "pass A (M x K) and B (K x N); the kernels' transposed B is made here.")
+    spec = FP8_KERNELS[kernel]
+    b = backend()
+    why = None
+    if not b.is_gpu:
+        why = "no GPU (CPU backend)"
+    elif b.gpu.cc < spec.min_cc or (spec.wgmma and b.gpu.cc != (9, 0)):
+        why = f"{b.gpu.name} (sm_{b.gpu.cc[0]}{b.gpu.cc[1]}) cannot run {kernel}"
+    if why is None:
+        import cupy
+
+        C = gemm_fp8(kernel, cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())))
+        return cupy.asnumpy(C), f"ran on the {b.gpu.name}"
+    C = cpu_model(kernel)(decode_e4m3(encode_e4m3(A)), decode_e4m3(encode_e4m3(B)))
+    return np.asarray(C, dtype=np.float32), f"CPU model of the H200's arithmetic ({why})"

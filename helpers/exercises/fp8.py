@@ -98,3 +98,33 @@ def demo_values() -> dict:
     return {"largest E4M3": e4m3_max(), "500 -> E4M3, numpy": cast_result(500.0, "fp8_e4m3", False),
             "500 -> E4M3, satfinite": cast_result(500.0, "fp8_e4m3", True),
             "scale for amax 1000": per_tensor_scale(1000.0), "zero below, amax 1e4": zero_threshold(1e4)}
+
+
+# --------------------------------------------------------------------------- the measured half
+def wgmma_sum(a, b, c: float = 0.0) -> float:
+    """One block of FP8 wgmma (lesson 7's fitted model): c plus the products a_k b_k (at most 32),
+    each term cut to 14 bits below the largest, the sum cut to 14 significant bits."""
+    import numpy as np
+
+    from ..emulate import FP8_WGMMA_MODEL, tensor_core_mma
+
+    a = np.asarray(a, dtype=np.float64).reshape(1, -1)
+    b = np.asarray(b, dtype=np.float64).reshape(-1, 1)
+    return float(tensor_core_mma(a, b, np.array([[c]]), inputs="fp8_e4m3", acc="fp32", model=FP8_WGMMA_MODEL)[0, 0])
+
+
+def check_bits_kept(answer, data: dict) -> None:
+    """How many bits below the large term's leading bit does wgmma keep (from the recorded probes)?"""
+    from ..experiments.fp8 import bits_kept
+
+    check_number("bits wgmma keeps next to a large term", answer, bits_kept(data, "fp8_wgmma"), rel=0,
+                 hint="find the first gap g at which the fp8_wgmma column drops the small term to 0: "
+                      "the terms 2^16 ... 2^(16-g+1) survived, that is g bits.")
+
+
+def check_swamped_sum(answer) -> None:
+    """2^16 plus 31 terms of 2^2 = 4, in one wgmma block of 32 products: what does the accumulator hold?"""
+    expected = wgmma_sum([256.0] + [2.0] * 31, [256.0] + [2.0] * 31)
+    check_number("2^16 + 31 x 4 in one block of wgmma", answer, expected, rel=0,
+                 hint="each 4 = 2^2 lies 14 bits below 2^16, one bit past the 14 kept: every one of them is cut "
+                      "to 0 before the sum, however many there are.")

@@ -100,14 +100,20 @@ def cpu_model(kernel: str):
 
 
 def check_fp8(kernel: str, C, A, B, backend=None, fitted=None):
-    """The course's check (helpers.check) of an FP8 kernel's C against A B (A, B: E4M3 values, B K x N):
+    """The course's check (helpers.check) of an FP8 kernel's C against A B (A, B: float arrays, B K x N;
+    numpy arrays are rounded to E4M3 as the kernel's inputs would be, CuPy arrays must hold E4M3 values):
     worst-case bounds for an accumulator of 14 significant bits cut toward zero every 32 products
     (mma.sync: FP32 every 16), and bit equality with the CPU model where it is fitted."""
     from ..check import check_gemm
 
+    from ..numerics import round_to
+
+    def values(X):                        # the numbers the Tensor Cores multiply: X rounded to E4M3
+        return round_to(X, "fp8_e4m3").astype(np.float64) if isinstance(X, np.ndarray) else X
+
     kw = (dict(acc="fp32", block=16) if kernel == "fp8_mma_sync" else dict(acc="e8m13", block=32))
     return check_gemm(C, A, B, inputs="fp8_e4m3", output="fp32", acc_rounding="truncate", name=kernel,
-                      model=cpu_model(kernel), backend=backend, fitted=fitted, **kw)
+                      model=cpu_model(kernel), values=values, backend=backend, fitted=fitted, **kw)
 
 
 # --------------------------------------------------------------------------- the experiment
@@ -270,3 +276,145 @@ def fp8_experiment():
     return {"kernels": kernels, "resources": resources, "torch": torch_version,
             "probes": run_probes(kernels), "random": run_random(kernels), "match_1024": run_match_1024(kernels),
             "sweep": run_sweep(kernels), "speed": run_speed(kernels)}
+
+
+# --------------------------------------------------------------------------- reading the record
+WGMMA_KERNELS = ("fp8_wgmma", "fp8_wgmma_n128") + tuple(f"fp8_promote_{nc}" for nc in (32, 64, 128, 256, 512))
+
+
+def _probe_outputs(data: dict, kind: str, kernel: str):
+    pr = data["probes"]
+    sel = [i for i, k in enumerate(pr["kind"]) if k == kind]
+    return [pr["param"][i] for i in sel], [pr["outputs"][kernel][i] for i in sel]
+
+
+def gap_rows(data: dict, kind: str = "gap_same_block", kernels=("fp8_wgmma", "fp8_mma_sync")) -> list[dict]:
+    """For each gap g: the small term 2^(16-g) (or +-1.875 x 2^(16-g)) and what each kernel kept of it."""
+    vecs = {p["param"]: p for p in probe_vectors() if p["kind"] == kind}
+    rows = {}
+    for k in kernels:
+        gs, outs = _probe_outputs(data, kind, k)
+        for g, v in zip(gs, outs):
+            p = vecs[g]
+            small = float(sum(p["a"][i] * p["b"][i] for i in range(1, len(p["a"])) if p["a"][i] != 0 and
+                              abs(p["a"][i] * p["b"][i]) != BIG) if kind != "gap_small_first" else p["a"][0] * p["b"][0])
+            rows.setdefault(g, {"gap g": g, "small term": small})[k] = v - BIG
+    return [rows[g] for g in sorted(rows)]
+
+
+def bits_kept(data: dict, kernel: str) -> int:
+    """How many bits, counted from the large term's leading bit, a term in the same block keeps:
+    1 + the largest gap g at which 2^(16-g) still survives whole next to 2^16."""
+    gs, outs = _probe_outputs(data, "gap_same_block", kernel)
+    kept = [g for g, v in zip(gs, outs) if v - BIG == 2.0 ** (16 - g)]
+    return max(kept) + 1
+
+
+def block_survivors(data: dict, kernel: str, upto: int = 40) -> list[int]:
+    """Positions i < upto at which 2^-18 survived after +2^16 and -2^16 at positions 0 and 1."""
+    gs, outs = _probe_outputs(data, "block", kernel)
+    return [i for i, v in zip(gs, outs) if v != 0 and i < upto]
+
+
+def max_significant_bits(data: dict) -> dict:
+    """The most significant bits any output of each kernel had, over all recorded random products."""
+    out: dict = {}
+    for r in data["random"]:
+        out[r["kernel"]] = max(out.get(r["kernel"], 0), r["max_sig_bits"])
+    return out
+
+
+def match_rows(data: dict) -> list[dict]:
+    """Per kernel: elements compared with the CPU model and how many differed (random products, 1024^3)."""
+    rows = {}
+    for r in data["random"]:
+        d = rows.setdefault(r["kernel"], {"kernel": r["kernel"], "random products": 0, "elements": 0,
+                                          "differ": 0})
+        d["random products"] += 1
+        d["elements"] += r["elements"]
+        d["differ"] += r["mismatches"]
+    for r in data["match_1024"]:
+        rows[r["kernel"]]["1024^3 elements"] = r["elements"]
+        rows[r["kernel"]]["1024^3 differ"] = r["mismatches"]
+    for k, n in data["probes"]["model_mismatches"].items():
+        rows[k]["probes differ"] = n
+    return list(rows.values())
+
+
+def sweep_rows(data: dict, K: int, dist: str) -> list[dict]:
+    """Error of every kernel at one K and distribution (the recorded sweep)."""
+    return [{"kernel": r["kernel"], "median rel. error": r["med_rel"], "99th pct rel. error": r["p99_rel"],
+             "max |err|/(|A||B|)": r["max_norm"]}
+            for r in data["sweep"] if r["K"] == K and r["dist"] == dist and "med_rel" in r]
+
+
+def speed_rows(data: dict, peak: float | None = None) -> list[dict]:
+    """TFLOP/s of every kernel and of cuBLAS at each size, with the ratios and the clock."""
+    rows = []
+    for n in sorted({r["n"] for r in data["speed"]}):
+        at = [r for r in data["speed"] if r["n"] == n and "tflops" in r]
+        lt = next((r["tflops"] for r in at if r["kernel"] == "cublaslt_fp8"), None)
+        for r in at:
+            rows.append({"n": n, "kernel": r["kernel"], "TFLOP/s": round(r["tflops"], 1),
+                         "x cuBLASLt FP8": round(r["tflops"] / lt, 3) if lt else None,
+                         "of FP8 peak": round(r["tflops"] / peak, 3) if peak else None,
+                         "SM MHz": r.get("sm_mhz"), "power W": r.get("power_w"),
+                         "check": {True: "pass", False: "FAIL"}.get(r.get("check_passed"), "-")})
+    return rows
+
+
+def sass_excerpt(path, patterns=("F2FP", "HMMA", "FADD"), per: int = 2) -> list[str]:
+    """The first `per` lines of each instruction kind in a recorded SASS dump (results/logs/)."""
+    out, seen = [], {p: 0 for p in patterns}
+    for line in open(path):
+        for p in patterns:
+            if p in line and seen[p] < per:
+                seen[p] += 1
+                out.append(line.split(";")[0].strip().split("*/", 1)[-1].strip() + " ;")
+    return out
+
+
+def plot_error_vs_k(data: dict, source: str, dists=("normal", "uniform01")):
+    """Median relative error against K, per kernel (log-log), one panel per input distribution."""
+    import matplotlib.pyplot as plt
+
+    styles = {"fp8_wgmma": ("C3", "-", "wgmma, no promotion"), "fp8_mma_sync": ("C2", "-", "mma.sync (via FP16 HMMA)"),
+              "cublaslt_fp8": ("k", "none", "cuBLASLt FP8 (x: on promote-128's line)"),
+              "cublaslt_fp8_fast": ("0.5", ":", "cuBLASLt FP8, fast accum")}
+    for i, nc in enumerate((32, 64, 128, 256, 512)):
+        styles[f"fp8_promote_{nc}"] = (plt.cm.viridis(0.15 + 0.17 * i), "--", f"promote every {nc}")
+    fig, axes = plt.subplots(1, len(dists), figsize=(6.2 * len(dists), 4.2), sharey=True)
+    for ax, dist in zip(np.atleast_1d(axes), dists):
+        for k, (c, ls, lab) in styles.items():
+            pts = sorted((r["K"], r["med_rel"]) for r in data["sweep"]
+                         if r["kernel"] == k and r["dist"] == dist and r.get("med_rel", 0) > 0)
+            if pts:
+                ax.loglog(*zip(*pts), color=c, ls=ls, marker="x" if ls == "none" else ".", label=lab)
+        ax.set_title(f"{'N(0,1)' if dist == 'normal' else 'U[0,1)'} inputs")
+        ax.set_xlabel("K")
+        ax.grid(True, which="major", alpha=0.3)
+    np.atleast_1d(axes)[0].set_ylabel("median |C - AB| / |AB| (0 not drawn)")
+    np.atleast_1d(axes)[-1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8)
+    fig.suptitle(f"FP8 GEMM error against K (256 x 256 outputs; {source})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_cost(data: dict, source: str, n: int = 8192, K: int = 4096, dist: str = "uniform01"):
+    """Speed at n^3 against error at K: what each promotion interval N_C costs and buys."""
+    import matplotlib.pyplot as plt
+
+    err = {r["kernel"]: r["med_rel"] for r in data["sweep"] if r["K"] == K and r["dist"] == dist and "med_rel" in r}
+    spd = {r["kernel"]: r["tflops"] for r in data["speed"] if r["n"] == n and "tflops" in r}
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for k in spd:
+        if k in err and err[k] > 0:
+            ax.scatter(err[k], spd[k], color="k" if "cublas" in k else ("C0" if "promote" in k else "C3"))
+            ax.annotate(k.replace("fp8_", ""), (err[k], spd[k]), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel(f"median relative error, K = {K}, {'U[0,1)' if dist == 'uniform01' else 'N(0,1)'} inputs")
+    ax.set_ylabel(f"TFLOP/s at {n}^3")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(f"What accuracy costs ({source})", fontsize=10)
+    fig.tight_layout()
+    return fig
