@@ -11,6 +11,7 @@ One job per module:
   isolate      running one function in a child process, so a faulting kernel cannot take this one
   numerics     formats, float64 reference, error measures, the tolerance formula, check_gemm
   formats      floating-point formats for lesson 3: tables, bit layouts, number lines
+  fp8          lesson 7's FP8 formats: facts, numpy's and the GPU's (saturating) casts, tile/block scaling
   emulate      numpy reproductions of each kernel's arithmetic (the CPU backend)
   analysis     models that need no GPU: requested traffic, bank conflicts, ldmatrix maps, SASS counts
   timing       CUDA-event benchmarking with cold L2

@@ -36,7 +36,8 @@ from typing import Callable
 import numpy as np
 
 from .errors import InputError
-from .numerics import FORMATS, Tolerance, _xp, abs_product, componentwise_error, fmt, rel_fro_error, tolerance
+from .numerics import (FORMATS, Tolerance, _xp, abs_product, align_unit, componentwise_error, fmt, rel_fro_error,
+                       tolerance)
 
 # GPUs (compute capabilities) on which the model in helpers.emulate was shown to be bit-exact for every
 # course kernel: the H200 (results/nvidia-h200.json, extras.emulator_match and the check_model experiment).
@@ -170,13 +171,13 @@ def answer_scaled_bound(Av, Bv, *, acc: str, acc_rounding: str, block: int, outp
     fa = fmt(acc)
     u = fa.unit_roundoff * (2.0 if acc_rounding == "truncate" else 1.0)
     # below the smallest normal number, rounding errors are absolute: half (or a whole) subnormal step
-    tiny = 2.0 ** ({"fp16": -14, "bf16": -126, "fp32": -126}.get(fa.name, -1022) - fa.frac_bits) \
+    tiny = 2.0 ** ({"fp16": -14, "bf16": -126, "fp32": -126, "e8m13": -126}.get(fa.name, -1022) - fa.frac_bits) \
         * (1.0 if acc_rounding == "truncate" else 0.5)
     absA, absB = xp.abs(A), xp.abs(B)
     S = xp.zeros((M, N))
     tot = xp.zeros((M, N))
     if block > 1:                 # Tensor Core: align block + 1 terms, add exactly, round once
-        align = (block + 1) * 2.0 ** -23
+        align = (block + 1) * align_unit(fa)
         for k0 in range(0, K, block):
             sl = slice(k0, min(K, k0 + block))
             big = xp.maximum(xp.abs(S), absA[:, sl].max(axis=1)[:, None] * absB[sl].max(axis=0)[None, :])

@@ -4,12 +4,19 @@
 nothing when NVML is missing) while timed work runs: ``helpers.timing.benchmark`` polls it until
 its last event completes, so every recorded timing sits beside the clocks it ran at. A clock far
 below the GPU's boost clock, or a throttle reason other than 'idle'/'none', means the number
-measured the power or thermal state, not only the kernel. ``clock_text`` and ``with_clock`` put a
-recorded row's readings beside its timing in a table; ``tflops_per_ghz`` divides the clock out.
+measured the power or thermal state, not only the kernel. Work timed by another tool (an
+independent timer, a child process) gets the same readings from ``while_running``. ``clock_text``
+and ``with_clock`` put a recorded row's readings beside its timing in a table ('clock not recorded'
+for a row that has none: a record made before its experiment stored clocks, or a machine without
+NVML); ``tflops_per_ghz`` divides the clock out.
 """
 from __future__ import annotations
 
 import statistics
+import threading
+
+# The fields ``Sampler.summary`` gives, and so every timed row of the record carries
+FIELDS = ("sm_mhz", "mem_mhz", "sm_mhz_min", "power_w", "power_w_max", "temp_c", "throttle", "clock_samples")
 
 # NVML clock-event (throttle) reason bits (nvml.h, nvmlClocksEventReason*)
 REASONS = {0x1: "gpu idle", 0x2: "application clocks setting", 0x4: "sw power cap", 0x8: "hw slowdown",
@@ -88,13 +95,37 @@ class Sampler:
                 "clock_samples": len(s)}
 
 
+def while_running(fn, interval_s: float = 0.005):
+    """Call ``fn()`` while a thread samples the clocks every `interval_s` seconds: for GPU work that
+    another timer times (``fn`` must wait for its work to finish). Returns (fn's result,
+    ``Sampler.summary()``), the summary empty without NVML."""
+    sampler = Sampler()
+    sampler.sample()                 # one reading first, in this thread (it also finds the NVML handle)
+    stop = threading.Event()
+
+    def loop():
+        while not stop.wait(interval_s):
+            sampler.sample()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        result = fn()
+    finally:
+        stop.set()
+        thread.join()
+    sampler.sample()
+    return result, sampler.summary()
+
+
 # --------------------------------------------------------------------------- reading recorded rows
 def clock_text(row: dict) -> str:
     """What a timed row ran at, for a table column: '1980 MHz', or '1620 MHz (min 1320), sw power cap'
-    when the clock moved or the driver reported a throttle reason; 'not read' without NVML readings."""
+    when the clock moved or the driver reported a throttle reason; 'clock not recorded' for a row
+    without readings (recorded before its experiment stored clocks, or without NVML)."""
     mhz = row.get("sm_mhz")
     if mhz is None:
-        return "not read"
+        return "clock not recorded"
     s = f"{mhz} MHz"
     lo = row.get("sm_mhz_min")
     if lo is not None and lo < mhz:

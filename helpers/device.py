@@ -33,6 +33,7 @@ class Peaks:
     bf16: float | None   # tensor core, BF16 inputs, FP32 accumulate
     mem_gbs: float
     source: str
+    fp8: float | None = None   # tensor core, FP8 (E4M3/E5M2) inputs, FP32 accumulate (Hopper)
 
     def for_kernel(self, inputs: str, acc: str) -> float | None:
         """The ceiling that applies to a kernel with these input and accumulator formats."""
@@ -44,6 +45,8 @@ class Peaks:
             return self.bf16
         if inputs == "fp16":
             return self.fp16_acc16 if acc == "fp16" else self.fp16
+        if inputs in ("fp8_e4m3", "fp8_e5m2"):
+            return self.fp8
         return None
 
 
@@ -61,14 +64,15 @@ class Peaks:
 #  [L40S]  NVIDIA L40S datasheet: 91.6 FP32, 183 TF32, 362 FP16/BF16 (dense), 864 GB/s.
 #  [H100]  NVIDIA H100 datasheet: SXM5 67 FP32, 494.7 TF32, 989.4 FP16/BF16, 3350 GB/s;
 #          PCIe 51 FP32, 378 TF32, 756 FP16/BF16, 2000 GB/s.
+#          FP8: 3958 (SXM5) and 3026 (PCIe) "with sparsity", so 1979 and 1513 dense.
 #  [H200]  NVIDIA H200 datasheet: SXM same compute as H100 SXM, 4800 GB/s (HBM3e).
 #          The H200 NVL (PCIe) reports the same name and is slower (835.5 BF16 dense).
 # Datacenter parts run FP16 with FP32 accumulation at the full tensor rate; GeForce
 # parts (3090, 4090) at half the FP16-accumulate rate.
 PEAKS_TABLE: list[tuple[tuple[str, ...], Peaks]] = [
-    (("H200",), Peaks("NVIDIA H200 SXM", 67.0, 494.7, 989.4, 989.4, 989.4, 4800, "H200 datasheet")),
-    (("H100", "PCIe"), Peaks("NVIDIA H100 PCIe", 51.0, 378.0, 756.0, 756.0, 756.0, 2000, "H100 datasheet")),
-    (("H100",), Peaks("NVIDIA H100 SXM5", 67.0, 494.7, 989.4, 989.4, 989.4, 3350, "H100 datasheet")),
+    (("H200",), Peaks("NVIDIA H200 SXM", 67.0, 494.7, 989.4, 989.4, 989.4, 4800, "H200 datasheet", 1979.0)),
+    (("H100", "PCIe"), Peaks("NVIDIA H100 PCIe", 51.0, 378.0, 756.0, 756.0, 756.0, 2000, "H100 datasheet", 1513.0)),
+    (("H100",), Peaks("NVIDIA H100 SXM5", 67.0, 494.7, 989.4, 989.4, 989.4, 3350, "H100 datasheet", 1979.0)),
     (("A100", "80GB", "PCIe"), Peaks("NVIDIA A100 80GB PCIe", 19.5, 156.0, 312.0, 312.0, 312.0, 1935, "A100 datasheet")),
     (("A100", "80GB"), Peaks("NVIDIA A100 80GB SXM4", 19.5, 156.0, 312.0, 312.0, 312.0, 2039, "A100 datasheet")),
     (("A100",), Peaks("NVIDIA A100 40GB", 19.5, 156.0, 312.0, 312.0, 312.0, 1555, "A100 datasheet")),

@@ -48,19 +48,22 @@ from .numerics import round_to
 @dataclass(frozen=True)
 class TensorCoreModel:
     block: int          # products summed before each rounding (block-FMA size)
-    extra_bits: int     # alignment bits kept beyond the 24 of FP32
+    extra_bits: int     # alignment bits kept beyond the 24 of FP32 (negative: fewer, as FP8 wgmma's 14)
     source: str         # where these numbers come from
     normalised_products: bool = False   # align products by their normalised exponent (textbook model)
     truncation: str = "toward-zero"     # how aligned terms lose bits: 'toward-zero' or 'toward-minus-inf'
     fp32_rounding: str = "toward-zero"  # the final rounding to FP32: 'toward-zero' or 'nearest'
+    result_bits: int = 24               # significant bits the FP32 accumulator keeps (FP8 wgmma: 14)
 
     def __post_init__(self):
-        if self.block < 1 or self.extra_bits < 0:
-            raise ValueError("block must be >= 1 and extra_bits >= 0")
+        if self.block < 1 or not -23 <= self.extra_bits <= 8:
+            raise ValueError("block must be >= 1 and extra_bits between -23 and 8 (negative: fewer bits than FP32)")
         if self.truncation not in ("toward-zero", "toward-minus-inf"):
             raise ValueError("truncation must be 'toward-zero' or 'toward-minus-inf'")
         if self.fp32_rounding not in ("toward-zero", "nearest"):
             raise ValueError("fp32_rounding must be 'toward-zero' or 'nearest'")
+        if not 1 <= self.result_bits <= 24 or (self.result_bits < 24 and self.fp32_rounding != "toward-zero"):
+            raise ValueError("result_bits between 1 and 24 (fewer than 24 only with fp32_rounding 'toward-zero')")
 
     def __str__(self):
         s = f"block-FMA {self.block}, {self.extra_bits} extra alignment bits"
@@ -70,17 +73,22 @@ class TensorCoreModel:
             s += f", truncation {self.truncation}"
         if self.fp32_rounding != "toward-zero":
             s += f", FP32 result rounded {self.fp32_rounding}"
+        if self.result_bits != 24:
+            s += f", accumulator keeps {self.result_bits} significant bits"
         return f"{s} ({self.source})"
 
 
 # Measured on the H200 in lesson 4 (bit-for-bit fit to raw WMMA outputs, and the probes of
-# Fasi et al. 2021 / Khattak & Mikaitis 2025): block 16 and 2 extra bits, the parameters Khattak &
-# Mikaitis publish for the B200; products aligned before normalisation.
-DEFAULT_TC_MODEL = TensorCoreModel(16, 2, "H200, fitted in lesson 4; the B200's parameters in "
-                                          "Khattak & Mikaitis 2025")
+# Fasi et al. 2021 / Khattak & Mikaitis 2025): block 16 and 2 extra bits, the parameters of Khattak &
+# Mikaitis's H100 and B200 models (github.com/north-numerical-computing/MATLAB-tensor-core,
+# models/H100TC.m and B200TC.m, commit b12b5a7: fma = 16, neab = 2); products aligned before
+# normalisation (their denorm_prd = 1).
+DEFAULT_TC_MODEL = TensorCoreModel(16, 2, "H200, fitted in lesson 4; block and extra bits as in Khattak & "
+                                          "Mikaitis's H100 and B200 model code")
 # TF32 (m16n16k8): the H200 rounds after every 4 products (lesson 4's block-size probe), as Fasi et al.
-# report for A100; Khattak & Mikaitis publish 8 for B200.
-TF32_MODEL = TensorCoreModel(4, 2, "H200 TF32: block 4, measured in lesson 4 (A100 also 4; B200 published 8)")
+# report for A100; Khattak & Mikaitis's H100 and B200 model code uses 8 (fma = 8 for tf32).
+TF32_MODEL = TensorCoreModel(4, 2, "H200 TF32: block 4, measured in lesson 4 (A100 also 4; Khattak & "
+                                   "Mikaitis's H100/B200 code: 8)")
 # Published parameters of earlier GPUs (Fasi et al. 2021, FP16 inputs), for comparison.
 V100_MODEL = TensorCoreModel(4, 0, "V100, Fasi et al. 2021", normalised_products=True)
 A100_MODEL = TensorCoreModel(8, 1, "A100 FP16/BF16, Fasi et al. 2021", normalised_products=True)
@@ -188,7 +196,11 @@ def _mma_rows(A, B, eA, eB, C0, model: TensorCoreModel, acc: str) -> np.ndarray:
         P *= scale[:, None, :]
         s = cut(P).sum(axis=1) + cut(accv * scale)         # integers < 2^32: exact in float64
         s /= scale
-        if acc == "fp32":
+        if acc == "fp32" and model.result_bits < 24:                            # FP8 wgmma: 14 bits, cut
+            _, es = np.frexp(s)
+            ulp = np.ldexp(1.0, es - model.result_bits)
+            accv = np.trunc(s / ulp) * ulp                                      # powers of two: exact
+        elif acc == "fp32":
             accv = (_round_f32_toward_zero(s) if model.fp32_rounding == "toward-zero"
                     else s.astype(np.float32)).astype(np.float64)
         else:
@@ -260,3 +272,67 @@ def tensor_core_gemm(A, B, *, inputs: str = "fp16", acc: str = "fp32",
     from a zero accumulator (fill_fragment 0); see tensor_core_mma."""
     return tensor_core_mma(A, B, None, inputs=inputs, acc=acc, model=model,
                            max_temp_bytes=max_temp_bytes, threads=threads)
+
+
+# --------------------------------------------------------------------------- FP8 (lesson 7)
+# Fitted in lesson 7 to raw H200 outputs of kernels/fp8_sm90a.cu (bit-identical on a random 1024^3
+# product, 20 random products of 128 x 128 x K for K from 32 to 8192 on N(0,1) and U[0,1), and 500
+# designed probes): wgmma with E4M3 inputs adds blocks of 32 products (one m64nNk32 k-step) plus
+# the accumulator; terms are aligned to the largest exponent with 14 bits kept (cut toward zero),
+# and the sum is cut toward zero to 14 significant bits: the FP32 register holds an "e8m13" value.
+FP8_WGMMA_MODEL = TensorCoreModel(32, -10, "H200 FP8 wgmma, fitted in lesson 7", result_bits=14)
+
+
+def _as_fp8_values(X, what: str) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise InputError(f"{what} must be a 2-D matrix, not shape {X.shape}.", "pass a matrix.")
+    r = round_to(X, "fp8_e4m3").astype(np.float64)
+    if not np.array_equal(r, X, equal_nan=False):
+        raise InputError(f"{what} holds values that are not E4M3 numbers.",
+                         "round it first: helpers.fp8_gemm.encode_e4m3 (after scaling into +-448).")
+    return X
+
+
+def fp8_wgmma_gemm(A, B, *, nc: int = 0, threads: int | None = None) -> np.ndarray:
+    """C = A B as kernels/fp8_sm90a.cu computes it (A, B: E4M3 values; B is K x N here).
+    nc = 0: the Tensor Cores accumulate all of K (fp8_wgmma, fp8_wgmma_n128); nc > 0: partial sums of
+    nc products, each from zero, added to an FP32 total with round-to-nearest (fp8_promote_<nc>)."""
+    A, B = _as_fp8_values(A, "A"), _as_fp8_values(B, "B")
+    if not nc:
+        return tensor_core_mma(A, B, None, inputs="fp8_e4m3", acc="fp32", model=FP8_WGMMA_MODEL, threads=threads)
+    if nc % 32:
+        raise InputError(f"nc={nc}: promotion happens after whole wgmma k-steps of 32.", "pass nc = 32, 64, 128, ...")
+    total = np.zeros((A.shape[0], B.shape[1]), dtype=np.float32)
+    for k0 in range(0, A.shape[1], nc):
+        part = tensor_core_mma(A[:, k0:k0 + nc], B[k0:k0 + nc], None, inputs="fp8_e4m3", acc="fp32",
+                               model=FP8_WGMMA_MODEL, threads=threads)
+        total = total + part                                  # float32 + float32: the FP32 add, to nearest
+    return total
+
+
+def _mma_sync_halves(K: int) -> np.ndarray:
+    """The order mma.sync m16n8k32 (E4M3) hands its 32 products to the FP16 Tensor Core path: the pairs
+    k = 0,1, 4,5, 8,9, ... first, then 2,3, 6,7, ... (lesson 7's block probe)."""
+    idx = []
+    for c in range(0, K, 32):
+        idx += [c + j for j in range(32) if (j // 2) % 2 == 0] + [c + j for j in range(32) if (j // 2) % 2 == 1]
+    return np.array(idx, dtype=np.int64)
+
+
+def fp8_mma_sync_gemm(A, B, *, threads: int | None = None) -> np.ndarray:
+    """C = A B as kernels/fp8.cu's mma.sync kernel computes it on the H200: each instruction's 32 products
+    go through the FP16-input Tensor Core arithmetic (DEFAULT_TC_MODEL: blocks of 16, 26 bits) from a zero
+    accumulator, in the order of _mma_sync_halves, and the result is added to C with an FP32 add to nearest."""
+    A, B = _as_fp8_values(A, "A"), _as_fp8_values(B, "B")
+    K = A.shape[1]
+    Kp = -(-K // 32) * 32
+    A = np.pad(A, ((0, 0), (0, Kp - K)))
+    B = np.pad(B, ((0, Kp - K), (0, 0)))
+    p = _mma_sync_halves(Kp)
+    A, B = A[:, p], B[p]
+    total = np.zeros((A.shape[0], B.shape[1]), dtype=np.float32)
+    for k0 in range(0, Kp, 32):
+        total = total + tensor_core_mma(A[:, k0:k0 + 32], B[k0:k0 + 32], None, inputs="fp16", acc="fp32",
+                                        threads=threads)
+    return total

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import numpy as np
 
-# CUtensorMap enums (cuda.h): CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / _FLOAT32, _INTERLEAVE_NONE,
+# CUtensorMap enums (cuda.h): CU_TENSOR_MAP_DATA_TYPE_UINT8 / _FLOAT16 / _FLOAT32, _INTERLEAVE_NONE,
 # _SWIZZLE_128B, _L2_PROMOTION_L2_256B, _FLOAT_OOB_FILL_NONE (elements outside the matrix read as zero)
-_TM_FLOAT16, _TM_FLOAT32, _TM_INTERLEAVE_NONE, _TM_SWIZZLE_128B, _TM_L2_256B, _TM_OOB_NONE = 6, 7, 0, 3, 3, 0
-_TM_DTYPES = {np.dtype(np.float16): _TM_FLOAT16, np.dtype(np.float32): _TM_FLOAT32}
+_TM_UINT8, _TM_FLOAT16, _TM_FLOAT32 = 0, 6, 7
+_TM_INTERLEAVE_NONE, _TM_SWIZZLE_128B, _TM_L2_256B, _TM_OOB_NONE = 0, 3, 3, 0
+# uint8: FP8 matrices travel as their bytes (CuPy has no float8 dtype); TMA only moves bytes
+_TM_DTYPES = {np.dtype(np.uint8): _TM_UINT8, np.dtype(np.float16): _TM_FLOAT16, np.dtype(np.float32): _TM_FLOAT32}
 TENSOR_MAP_DTYPE = np.dtype([("words", np.uint64, (16,))])     # 128 bytes, passed by value
 
 
 def tensor_map_2d(X, box_rows: int, box_cols: int):
-    """A TMA descriptor (CUtensorMap) for the row-major FP16 (or FP32) CuPy matrix X, boxes of
+    """A TMA descriptor (CUtensorMap) for the row-major FP16, FP32 or FP8-bytes (uint8) CuPy matrix X, boxes of
     box_rows x box_cols elements (box_cols * element size = 128 bytes: one swizzle row), 128-byte
     swizzle; parts of a box outside X read as zeros (and a TMA store drops them).
     Built with the driver's cuTensorMapEncodeTiled through ctypes; returned as a 0-d numpy array
@@ -37,7 +39,7 @@ def tensor_map_2d(X, box_rows: int, box_cols: int):
     rows, cols = X.shape
     dtype = np.dtype(getattr(X, "dtype", np.float16))
     if dtype not in _TM_DTYPES:
-        raise ValueError(f"tensor maps here are for float16 or float32 matrices, not {dtype}")
+        raise ValueError(f"tensor maps here are for float16, float32 or uint8 (FP8 bytes) matrices, not {dtype}")
     size = dtype.itemsize
     lib = ctypes.CDLL("libcuda.so.1")
     f = lib.cuTensorMapEncodeTiled

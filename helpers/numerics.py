@@ -93,7 +93,21 @@ FORMATS = {
     "bf16": Format("bf16", 8, 7, _ml("bfloat16")),
     "fp8_e4m3": Format("fp8_e4m3", 4, 3, _ml("float8_e4m3fn")),
     "fp8_e5m2": Format("fp8_e5m2", 5, 2, _ml("float8_e5m2")),
+    # Hopper's FP8 wgmma accumulator, measured in lesson 7: an FP32 register whose value keeps 14
+    # significant bits (8 exponent, 13 fraction bits), cut toward zero; not a storage format
+    "e8m13": Format("e8m13", 8, 13, None),
 }
+
+# The alignment window of a Tensor Core block sum, as the unit of the bits it drops relative to the
+# block's largest term: 2^-23 for the FP16/BF16/TF32 paths (26 bits kept, counted conservatively as
+# 24), 2^-13 for FP8 wgmma (14 bits kept, lesson 7). Keyed by accumulator format.
+ALIGN_UNIT = {"e8m13": 2.0 ** -13}
+DEFAULT_ALIGN_UNIT = 2.0 ** -23
+
+
+def align_unit(acc) -> float:
+    """The alignment unit of a block sum that accumulates in `acc` (see ALIGN_UNIT)."""
+    return ALIGN_UNIT.get(fmt(acc).name, DEFAULT_ALIGN_UNIT)
 
 _DTYPE_NAMES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
@@ -136,7 +150,7 @@ def round_tf32(x) -> np.ndarray:
 
 
 # smallest normal exponent of each format (2^emin is the smallest normal number)
-_EMIN = {"fp32": -126, "tf32": -126, "fp16": -14, "bf16": -126, "fp8_e4m3": -6, "fp8_e5m2": -14}
+_EMIN = {"fp32": -126, "tf32": -126, "e8m13": -126, "fp16": -14, "bf16": -126, "fp8_e4m3": -6, "fp8_e5m2": -14}
 
 
 def _round_precision(x: np.ndarray, precision: int, emin: int) -> np.ndarray:
@@ -295,7 +309,7 @@ def tolerance(K: int, inputs, acc, output=None, *, acc_rounding: str = "nearest"
         worst = gamma(n, u_acc)
         prob = gamma_prob(n, u_acc, confidence_lambda(n, n_checked, false_alarm))
         acc_term, kind = (worst, "worst-case") if worst <= prob else (prob, "probabilistic")
-    align = gamma(K, 2.0 ** -23) if block > 1 else 0.0   # alignment inside the wide block sum
+    align = gamma(K, align_unit(fa)) if block > 1 else 0.0   # alignment inside the wide block sum
     # output rounding: none when the output format is at least as wide as the accumulator
     out_term = fo.unit_roundoff if fo.precision < fa.precision else 0.0
 

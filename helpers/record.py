@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import emulate
+from . import clocks, emulate
 from .cublas import BASELINES
 from .experiments import load_all as load_experiments
 from .device import backend, require_gpu
@@ -172,7 +172,9 @@ def series(rows, kernel, y="tflops"):
 
 
 def timing_agreement(n=4096, log=print):
-    """Our harness vs triton.testing.do_bench (torch events) on cupy.matmul float16 at n^3."""
+    """Our harness vs triton.testing.do_bench (torch events) on cupy.matmul float16 at n^3, each
+    timing with the clocks read while it ran (helpers.clocks: ``harness_clocks``, one per harness
+    run, and ``do_bench_clocks``, sampled by a thread while do_bench ran)."""
     import cupy
 
     try:
@@ -185,12 +187,16 @@ def timing_agreement(n=4096, log=print):
     B = rng.standard_normal((n, n), dtype=cupy.float32).astype(cupy.float16)
     C = cupy.empty((n, n), dtype=cupy.float16)
     fn = lambda: cupy.matmul(A, B, out=C)  # noqa: E731
-    ours = benchmark(fn, reps=100).median_ms
-    theirs = float(do_bench(fn, warmup=25, rep=200, return_mode="median"))
-    ours2 = benchmark(fn, reps=100).median_ms
+    t1 = benchmark(fn, reps=100)
+    theirs, theirs_clocks = clocks.while_running(lambda: float(do_bench(fn, warmup=25, rep=200,
+                                                                          return_mode="median")))
+    t2 = benchmark(fn, reps=100)
+    ours, ours2 = t1.median_ms, t2.median_ms
     out = {"size": n, "op": "cupy.matmul float16 (cuBLAS, FP32 accumulate)",
            "harness_median_ms": [round(ours, 5), round(ours2, 5)],
+           "harness_clocks": [t1.clocks or {}, t2.clocks or {}],
            "do_bench_median_ms": round(theirs, 5),
+           "do_bench_clocks": theirs_clocks,
            "ratio": round(np.median([ours, ours2]) / theirs, 4),
            "independent_timer": "triton.testing.do_bench (torch CUDA events, 256 MB L2 flush)"}
     log(f"timing agreement at {n}: harness {ours:.4f}/{ours2:.4f} ms, do_bench {theirs:.4f} ms, "
@@ -227,8 +233,13 @@ def emulator_probe(M=128, N=128, K=1024, seed=11, log=print):
     return out
 
 
+# Measurements stored under the record's "extras" rather than "experiments"; --update-experiments
+# re-runs them by name too.
+EXTRAS = {"timing_agreement": timing_agreement, "emulator_probe": emulator_probe}
+
+
 def update_experiments(gpu, names, out: Path) -> int:
-    """Re-run some experiments into the existing record of this GPU (same GPU name required)."""
+    """Re-run some experiments (or extras) into the existing record of this GPU (same GPU name required)."""
     from .results import load_record
 
     path = out / f"{gpu.slug}.json"
@@ -238,15 +249,19 @@ def update_experiments(gpu, names, out: Path) -> int:
               file=sys.stderr)
         return 2
     registry = load_experiments()
-    unknown = [n for n in names if n not in registry]
+    unknown = [n for n in names if n not in registry and n not in EXTRAS]
     if unknown:
-        print(f"unknown experiments {unknown}; known: {sorted(registry)}", file=sys.stderr)
+        print(f"unknown experiments {unknown}; known: {sorted(registry)}, extras {sorted(EXTRAS)}",
+              file=sys.stderr)
         return 2
     meta = rec.meta
     for name in names:
         t1 = time.time()
         print(f"experiment {name}", flush=True)
-        meta.setdefault("experiments", {})[name] = registry[name]()
+        if name in EXTRAS:
+            meta.setdefault("extras", {})[name] = EXTRAS[name]()
+        else:
+            meta.setdefault("experiments", {})[name] = registry[name]()
         print(f"  done in {time.time() - t1:.1f} s", flush=True)
     meta.setdefault("updates", []).append({
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -267,8 +282,9 @@ def main(argv=None):
     ap.add_argument("--only-experiments", nargs="*", default=None,
                     help="run only these experiments (default: all)")
     ap.add_argument("--update-experiments", nargs="+", default=None, metavar="NAME",
-                    help="run only these experiments and add them to this GPU's existing record, "
-                         "leaving its other measurements as they are (the update is logged in it)")
+                    help="run only these experiments (or extras: timing_agreement, emulator_probe) and add "
+                         "them to this GPU's existing record, leaving its other measurements as they are "
+                         "(the update is logged in it)")
     args = ap.parse_args(argv)
     try:
         gpu = require_gpu("make record")
@@ -296,7 +312,7 @@ def main(argv=None):
         print(f"n = {n}", flush=True)
         rows += measure_size(n, n, n, args.seed + i)
         release()
-    extras = {"timing_agreement": timing_agreement(), "emulator_probe": emulator_probe()}
+    extras = {name: fn() for name, fn in EXTRAS.items()}
     experiments = {}
     from .experiments import unsupported
 

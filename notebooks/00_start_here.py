@@ -59,6 +59,8 @@ else:
 # | 03 | mixed precision | what do FP16, BF16 and TF32 inputs and an FP16 or FP32 accumulator cost in error, and buy in speed? |
 # | 04 | precision analysis | how does error grow with K, and how does the hardware really add? |
 # | 05 | closing the gap to cuBLAS | which optimisation buys how much, measured one at a time? |
+# | 06 | Hopper at full speed | what takes a `wgmma` kernel the rest of the way to cuBLAS on an H100/H200? |
+# | 07 | FP8 on Hopper | what do E4M3 and E5M2 hold, how few bits does Hopper's FP8 accumulator keep, and what does promotion cost? |
 #
 # The kernels live in `kernels/*.cu`, one file per lesson family. The notebooks call them through
 # the small `helpers` package, so each code cell stays short.

@@ -77,7 +77,8 @@ env = helpers.summary()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What a Tensor Core computes
 #
-# Tensor Cores are matrix units inside each SM (four per SM on Ampere and Hopper). Through WMMA,
+# Tensor Cores are matrix units inside each SM (four per SM on Ampere and Hopper: the NVIDIA A100 and
+# H100 Tensor Core GPU architecture whitepapers). Through WMMA,
 # **one warp** (32 threads) asks them for
 #
 # $$D = A \times B + C, \qquad A: 16 \times 16,\; B: 16 \times 16,\; C, D: 16 \times 16$$
@@ -337,7 +338,7 @@ for op in ["wmma.load.a", "wmma.load.b", "wmma.mma", "wmma.store.d"]:
     print(f"{len(hits)} x {hits[0].split()[0]}")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The compiler unrolled the K loop by 4 (4 wmma.mma in the loop body) and kept a 1-step remainder loop: 5 wmma.mma lines in all.
+# The compiler unrolled the K loop and kept a remainder loop, so the PTX holds more than one of each load and mma (the counts above) for a kernel whose source has one of each.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # In the SASS (the instructions the SM runs), each `wmma.mma` became `HMMA.16816` instructions:

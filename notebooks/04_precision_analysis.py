@@ -145,8 +145,9 @@ print(source)
 # Worst case (Higham): |error| <= gamma_n = n u / (1 - n u) with n roundings. The probabilistic bound
 # (Higham & Mary 2019) grows like sqrt(n) u. The dashed lines below are the bounds each kernel's check
 # really uses (`helpers.tolerance`, slide "Setting a test tolerance"): the rounding term with
-# n = K / block (block 16 for FP16 and BF16, 4 for TF32 on the H200, 1 for the FMA chain) *plus* the
-# alignment inside each block, gamma_K(2^-23), for the Tensor Core kernels.
+# n = K / block (each Tensor Core kernel's block as measured on the H200 later in this lesson, where
+# the models are printed; 1 for the FMA chain) *plus* the alignment inside each block, gamma_K(2^-23),
+# for the Tensor Core kernels.
 
 # %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]
 Ks, cur = P.curves(rows, "uniform")
@@ -182,7 +183,7 @@ if meas is not None:
     fig = helpers.plots.error_vs_k(Ks_n, cur_n, title="N(0,1): median accumulation error", source=source)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# With zero-mean data the partial sums stay small (about sqrt(k)), so their roundings are small too: every curve is lower and flatter. Zero-mean test data hides accumulation error; that is why the bounds are checked on U[0,1). TF32 is now clearly above FP16-with-FP32-accumulation: four times as many truncations.
+# With zero-mean data the partial sums stay small (about sqrt(k)), so their roundings are small too: every curve is lower and flatter. Zero-mean test data hides accumulation error; that is why the bounds are checked on U[0,1). TF32 is now clearly above FP16-with-FP32-accumulation: it truncates after a smaller block of products (the blocks measured later in the lesson), so more often.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Input rounding versus accumulation
@@ -263,15 +264,18 @@ for r in emu_rows:
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # | GPU | block b (FP16/BF16) | block b (TF32) | extra bits e | source |
 # |---|---|---|---|---|
-# | V100 | 4 | - | 0 | Fasi et al. 2021 |
-# | A100 | 8 | 4 | 1 | Fasi et al. 2021 |
-# | B200 | 16 | 8 | 2 | Khattak & Mikaitis 2025 |
+# | V100 | 4 | - | 0 | Fasi et al. 2021; K & M code `V100TC.m` |
+# | A100 | 8 | 4 | 1 | Fasi et al. 2021; K & M code `A100TC.m` |
+# | H100 | 16 | 8 | 2 | K & M code `H100TC.m` (their `H200TC.m` calls it) |
+# | B200 | 16 | 8 | 2 | K & M code `B200TC.m` |
 # | H200 | measured in this lesson (below) | | | `tc_probes`, `emulator_match`, lesson 03's `mixed_emulator_probe` |
 #
-# Khattak & Mikaitis model the V100, A100, H100 and B200 (their abstract); the H200 is not among
-# them, and their H100 parameters are not reproduced here. What the H200 measured, as the models the
-# course fitted to it (below; the probes that measure them follow): FP16 and BF16 like the B200 row,
-# **TF32 with a smaller block than the B200's**, the A100's.
+# "K & M code": the MATLAB models published with Khattak & Mikaitis's paper,
+# github.com/north-numerical-computing/MATLAB-tensor-core, `models/`, commit b12b5a7 (2026-08-19),
+# parameters `fma` (b) and `neab` (e). The paper itself (arXiv:2512.07004) was not read for this
+# course beyond its abstract, so no table of it is cited here. What the H200 measured, as the models
+# the course fitted to it (below; the probes that measure them follow): FP16 and BF16 as in their
+# H100 and B200 code, **TF32 with a block of 4 (printed below), not their 8**: the A100's.
 
 # %% slideshow={"slide_type": "-"}
 for f in ("fp16", "bf16", "tf32"):
@@ -333,7 +337,7 @@ for fmt in ["fp16", "bf16", "tf32"]:
     print(fmt, measured_parameters(probes, fmt))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# For FP16/BF16 the probe cannot find a rounding inside one instruction (it only sees K = 16). For TF32 it finds a block smaller than the instruction's K = 8: one TF32 mma_sync rounds inside itself, as Fasi et al. found on A100, and unlike the block of 8 Khattak & Mikaitis publish for B200.
+# For FP16/BF16 the probe cannot find a rounding inside one instruction (it only sees K = 16). For TF32 it finds a block smaller than the instruction's K = 8: one TF32 mma_sync rounds inside itself, as Fasi et al. found on A100, and unlike the block of 8 in Khattak & Mikaitis's H100 and B200 model code.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The same probes on the published V100 and A100 models
@@ -361,7 +365,8 @@ for c in [x for x in cases if x["name"].startswith("fp16: monotonicity") and "1.
 #
 # - Seed 000 says the FP32 accumulator lets the Tensor Core "accumulate with high precision inside"
 #   (在芯片内部保持高精度累加) and so avoid mantissa truncation. What the probes measured: inside a
-#   block the products are added exactly, with FP32-level precision (24 + 2 bits after alignment);
+#   block the products are added exactly, with FP32-level precision (24 bits plus the extra alignment
+#   bits the probes count);
 #   then each block's FP32 result is rounded **toward zero**, always in the same direction. On
 #   positive data the error therefore grows about linearly in K (the slopes above), not like sqrt(K).
 #   The precision is FP32's; the rounding is one-sided.
@@ -482,7 +487,7 @@ for name, spec in helpers.KERNELS.items():
           f"smallest {lim['smallest']:.1e}, median {lim['median']:.1e}")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# FP32 accumulators leave the bounds little room: a change of a few times 1e-5 of the answer's size fails even without the model. An FP16 accumulator's worst case is wide at K = 4096, so without the model only changes of a sizeable fraction of the answer fail: that is why the model is part of the check.
+# FP32 accumulators leave the bounds little room: a change as small as the 'smallest' sizes printed above fails even without the model. An FP16 accumulator's worst case is wide at K = 4096, so without the model only changes of a sizeable fraction of the answer fail: that is why the model is part of the check.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Check your understanding

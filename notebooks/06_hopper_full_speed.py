@@ -21,8 +21,8 @@
 # # Tensor Cores, WMMA and mixed precision
 # ## 06 · Hopper at full speed: from rung 7 to cuBLAS
 #
-# Lesson 5 ended at rung 7: `wgmma` fed by the TMA copy engine through mbarriers, about half to
-# two thirds of cuBLAS on an H200. Published hand-written Hopper kernels show that the rest of the
+# Lesson 5 ended at rung 7: `wgmma` fed by the TMA copy engine through mbarriers, at the fraction of
+# cuBLAS on an H200 printed below. Published hand-written Hopper kernels show that the rest of the
 # way can be taught one idea at a time. Here are six more rungs. As in lesson 5, each adds **one**
 # idea, its gain is predicted **before** it is measured, and it is checked against float64 at
 # sizes that are not multiples of its tiles before it is timed next to cuBLAS.
@@ -215,16 +215,18 @@ print(f"after setmaxnreg: 40 x 128 + 232 x 256 = {40 * 128 + 232 * 256} (of 6553
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 10: a persistent grid
 #
-# A **persistent grid** launches only as many CTAs as fit on the GPU at once (here one per SM: 132 on
-# an H200) and lets each loop over tiles: CTA $c$ takes tiles $c, c + 132, c + 264, \dots$ (the *tile
-# scheduler*, `tile_of`). The producer then runs ahead into the next tile while the consumers store
-# this one, and no CTA is set up or torn down per tile. The price: the last wave may be partly empty,
+# A **persistent grid** launches only as many CTAs as fit on the GPU at once (here one per SM: the
+# H200's 132, printed below from the record) and lets each loop over tiles: CTA $c$ takes tiles
+# $c, c + 132, c + 264, \dots$ (the *tile scheduler*, `tile_of`). The producer then runs ahead into
+# the next tile while the consumers store this one, and no CTA is set up or torn down per tile. The price: the last wave may be partly empty,
 # and a product with few tiles (the skinny one below) leaves most SMs idle whatever the grid.
 
 # %% slideshow={"slide_type": "-"}
+sms = rec.meta["gpu"]["sms"]                  # the recorded GPU's SMs: one CTA each
+print(f"{rec.gpu_name}: {sms} SMs")
 for M, N, K in H.TIMED:
-    w, busy = ex.waves(M, N)
-    print(f"{M} x {N} x {K}: {-(-M // 128) * -(-N // 256):5d} tiles of 128 x 256 = {w:3d} wave(s) of 132 CTAs, "
+    w, busy = ex.waves(M, N, sms=sms)
+    print(f"{M} x {N} x {K}: {-(-M // 128) * -(-N // 256):5d} tiles of 128 x 256 = {w:3d} wave(s) of {sms} CTAs, "
           f"{busy:.0%} of the CTAs busy")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -232,19 +234,20 @@ for M, N, K in H.TIMED:
 #
 # The 132 tiles in flight at one moment all read slices of A and B at about the same K. In plain
 # order they are about one row of tiles: a few rows of A, but **all** of B. Grouped order walks 8 tile
-# rows column by column, so the wave shares fewer, more reused slices, and L2 (60 MiB on the H200)
-# holds more of what the next tiles need.
+# rows column by column, so the wave shares fewer, more reused slices, and L2 (its size printed
+# below) holds more of what the next tiles need.
 
 # %% slideshow={"slide_type": "-"}
+print(f"L2 of the {rec.gpu_name}: {rec.meta['gpu']['l2_bytes'] / 2**20:.0f} MiB")
 for order in ("plain", "grouped"):
-    w = analysis.wave_footprint(analysis.tile_order(64, 32, order)[:132])
+    w = analysis.wave_footprint(analysis.tile_order(64, 32, order)[:sms])
     print(f"{order:8s} order, n = 8192: the first wave reads {w['a_rows']} rows of A and {w['b_cols']} "
           f"columns of B: {w['distinct_per_k'] / 1e3:.1f} KB per unit of K (requested: "
           f"{w['requested_per_k'] / 1e3:.0f} KB)")
 
 # %% slideshow={"slide_type": "subslide"}
 orders = {f"{o} order": analysis.tile_order(64, 32, o) for o in ("plain", "grouped")}
-fig = helpers.plots.tile_orders(orders, wave=132, title="n = 8192: the tiles of the first three waves of 132 CTAs "
+fig = helpers.plots.tile_orders(orders, wave=sms, title=f"n = 8192: the tiles of the first three waves of {sms} CTAs "
                                 "(darkest: the first)")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -507,7 +510,7 @@ helpers.display.table(res, ["rung", "kernel", "regs", "smem", "spills"],
 
 # %% slideshow={"slide_type": "-"}
 print("dynamic shared memory per block:", {r.rung: r.dyn_smem for r in HOPPER_RUNGS.values()})
-print("the most a block may opt in to on Hopper:", 227 * 1024)
+print("the most a block may opt in to on Hopper:", 227 * 1024)   # CUDA C++ Programming Guide, cc 9.0: 227 KB
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix C: on other GPUs

@@ -107,3 +107,17 @@ def test_fp32_kernel_matches_emulation_bit_for_bit():
     C = helpers.gemm_fp32(A, B)
     same = np.mean(C == emulate.fp32_fma_chain(A, B))
     assert same == 1.0, f"only {same:.4%} identical"
+
+
+@gpu
+def test_timing_agreement_carries_clocks():
+    """extras.timing_agreement: each timing (both harness runs, do_bench) with the clocks read while it ran."""
+    from helpers import clocks, record
+
+    out = record.timing_agreement(n=1024, log=lambda *a: None)
+    if "skipped" in out:
+        pytest.skip(out["skipped"])
+    assert 0.5 < out["ratio"] < 2.0
+    if clocks.read() is not None:
+        for c in out["harness_clocks"] + [out["do_bench_clocks"]]:
+            assert tuple(c) == clocks.FIELDS and c["sm_mhz"] > 0

@@ -99,6 +99,9 @@ def test_tf32_env_experiment_small():
     assert by[("1", "unset", "cupy.matmul")] == "TF32"
     assert all(v == "FP32" for (c, o, call), v in by.items() if o == "0")
     assert len(mixed.tf32_conclusions(rows)) == 4
+    from helpers import clocks
+    if clocks.read() is not None:           # NVML works here: every timing carries its clocks
+        assert all(r.get("sm_mhz") and set(clocks.FIELDS) <= set(r) for r in rows)
 
 
 @gpu

@@ -74,3 +74,20 @@ def test_tiled_checker_on_cpu(capsys):
     assert "Not quite" in capsys.readouterr().out
     ex.check_tiled_kernel(42)
     assert "string" in capsys.readouterr().out
+
+
+def test_timing_agreement_lines_show_each_clock():
+    """The record's harness-vs-do_bench entry, each timing beside its SM clock; 'clock not recorded'
+    for an entry recorded before the clocks were stored."""
+    c = {"sm_mhz": 1980, "sm_mhz_min": 1980, "throttle": ["none"]}
+    entry = {"size": 4096, "op": "cupy.matmul float16", "harness_median_ms": [0.1795, 0.1794],
+             "do_bench_median_ms": 0.1806, "ratio": 0.9937, "independent_timer": "do_bench",
+             "harness_clocks": [c, dict(c, sm_mhz=1965)], "do_bench_clocks": c}
+    text = "\n".join(exp.timing_agreement_lines(entry))
+    assert text.count("1980 MHz") == 2 and "1965 MHz" in text and "0.994" in text
+    old = {k: v for k, v in entry.items() if not k.endswith("_clocks")}
+    lines = exp.timing_agreement_lines(old)
+    assert sum("clock not recorded" in ln for ln in lines) == 3
+    recorded = helpers.results.load_latest().meta["extras"]["timing_agreement"]
+    assert len(exp.timing_agreement_lines(recorded)) == 5               # the committed record, whatever its age
+    assert exp.timing_agreement_lines({"skipped": "no triton"}) == ["timing agreement not measured: no triton"]

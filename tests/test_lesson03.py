@@ -27,6 +27,80 @@ def test_child_env_sets_and_unsets(monkeypatch):
     assert "CUPY_TF32" not in env and env["NVIDIA_TF32_OVERRIDE"] == "0"
 
 
+CLOCKS = {"sm_mhz": 1980, "mem_mhz": 3201, "sm_mhz_min": 1965, "power_w": 412.3, "power_w_max": 430.0,
+          "temp_c": 51, "throttle": ["none"], "clock_samples": 7}
+
+
+def _fake_gpu_for_child(monkeypatch):
+    """numpy in place of CuPy and cuBLAS, and a benchmark that returns fixed clock readings: the
+    tf32_env child script runs on the CPU."""
+    import sys
+    import types
+
+    import helpers.cublas
+    import helpers.timing
+    from helpers.timing import Timing
+
+    cupy = types.ModuleType("cupy")
+    cupy.float32 = np.float32
+    cupy.matmul = lambda A, B, out=None: np.matmul(A, B, out=out)
+    cupy.empty_like = np.empty_like
+
+    class Rng:
+        def __init__(self, seed):
+            self.g = np.random.default_rng(seed)
+
+        def standard_normal(self, shape, dtype=np.float32):
+            return self.g.standard_normal(shape).astype(dtype)
+    cupy.random = types.SimpleNamespace(default_rng=Rng)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+
+    def benchmark(fn, **kw):
+        fn()
+        return Timing(np.array([0.5, 0.4, 0.6]), clocks=dict(CLOCKS))
+    monkeypatch.setattr(helpers.timing, "benchmark", benchmark)
+    monkeypatch.setattr(helpers.cublas, "gemm_ex", lambda A, B, *, compute, C=None, out_dtype=None:
+                        np.matmul(A, B, out=C))
+
+
+def test_tf32_env_child_reports_clocks(monkeypatch, capsys):
+    """The child process's result carries the clocks of each timing (helpers.clocks' fields)."""
+    import json
+    import sys
+
+    _fake_gpu_for_child(monkeypatch)
+    monkeypatch.setattr(sys, "argv", ["-c", "32"])
+    exec(exp._CHILD, {"__name__": "__main__"})
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("RESULT "))
+    res = json.loads(line[len("RESULT "):])
+    for call in ("cupy.matmul", "gemmEx COMPUTE_32F", "gemmEx COMPUTE_32F_FAST_TF32"):
+        assert res[call]["clocks"] == CLOCKS and res[call]["median_ms"] == 0.5
+        assert res[call]["rel_err"] < 1e-6                     # numpy's FP32 matmul: the FP32 level
+
+
+def test_tf32_env_rows_carry_clocks(monkeypatch):
+    """Every tf32_env row stores the clock fields beside its timing, like every other timed row;
+    clock_text shows them (and says 'clock not recorded' for a row from an older record)."""
+    import json
+    import subprocess
+    import types
+
+    from helpers import clocks
+
+    result = {c: {"rel_err": 3e-4, "median_ms": 0.34, "clocks": dict(CLOCKS)}
+              for c in ("cupy.matmul", "gemmEx COMPUTE_32F", "gemmEx COMPUTE_32F_FAST_TF32")}
+    result["cupy_compute_type"] = 1
+    fake = types.SimpleNamespace(returncode=0, stdout="RESULT " + json.dumps(result), stderr="")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: fake)
+    rows = exp.tf32_env(n=64)
+    assert len(rows) == 3 * len(exp.TF32_ENV_CASES)
+    for r in rows:
+        assert {k: r[k] for k in clocks.FIELDS} == CLOCKS
+        assert clocks.clock_text(r) == "1980 MHz (min 1965)"
+    old = {k: v for k, v in rows[0].items() if k not in clocks.FIELDS}
+    assert clocks.with_clock([old])[0]["clock"] == "clock not recorded"
+
+
 # --------------------------------------------------------------------------- exercises
 def test_exercise_answers():
     assert ex.spacing(1000.0, "fp16") == 0.5

@@ -322,3 +322,24 @@ def plot_shapes(data: dict, source: str, sms: int | None = None, clock_hz: float
     ax.set_xticklabels([str(v) for v in sorted(groups)])
     ax.minorticks_off()
     return _finish(ax, "gemm_fp32_kernel: same code, different block shapes", source)
+
+
+def timing_agreement_lines(entry: dict | None) -> list[str]:
+    """The record's ``extras.timing_agreement`` (helpers.record: the course's harness and
+    triton.testing.do_bench timing the same cuBLAS call) as lines of text, each timing with the SM
+    clock read while it ran, or 'clock not recorded' where the record has none."""
+    from ..clocks import clock_text
+
+    if not entry:
+        return ["the record holds no timing agreement (run `make record` on a GPU)"]
+    if "skipped" in entry:
+        return [f"timing agreement not measured: {entry['skipped']}"]
+    n = entry["size"]
+    clocks = entry.get("harness_clocks") or [{} for _ in entry["harness_median_ms"]]
+    lines = [f"{entry['op']} at {n}^3:"]
+    for i, (ms, c) in enumerate(zip(entry["harness_median_ms"], clocks), 1):
+        lines.append(f"  course harness, run {i}: median {ms:.4f} ms ({clock_text(c)})")
+    lines.append(f"  {entry['independent_timer']}: median {entry['do_bench_median_ms']:.4f} ms "
+                 f"({clock_text(entry.get('do_bench_clocks') or {})})")
+    lines.append(f"  harness / do_bench = {entry['ratio']:.3f}")
+    return lines

@@ -4,8 +4,9 @@
   every combination of CUPY_TF32 (unset, 1) and NVIDIA_TF32_OVERRIDE (unset, 0, 1),
   plus explicit cublasGemmEx calls with CUBLAS_COMPUTE_32F and
   CUBLAS_COMPUTE_32F_FAST_TF32 in the same processes. Each row has the relative
-  error against float64, the median time, and a verdict ("TF32" or "FP32") from
-  the error alone (``tf32_threshold``). This settles whether
+  error against float64, the median time, the clocks read while it was timed
+  (``helpers.clocks``, the same fields as every timed row), and a verdict ("TF32"
+  or "FP32") from the error alone (``tf32_threshold``). This settles whether
   NVIDIA_TF32_OVERRIDE=1 turns TF32 on for unchanged FP32 code.
 * ``mixed_emulator_probe``: seeded 128 x 128 x 1024 products through
   wmma_bf16_gemm_kernel and wmma_tf32_gemm_kernel, compared element by element
@@ -61,15 +62,17 @@ A = rng.standard_normal((n, n), dtype=cupy.float32)
 B = rng.standard_normal((n, n), dtype=cupy.float32)
 ref = reference_gemm(A, B)
 out = {}
+def timed(C, fn):                     # error (before timing), median time, the clocks read while timed
+    err = rel_fro_error(C, ref)
+    t = benchmark(fn)
+    return {"rel_err": err, "median_ms": t.median_ms, "clocks": t.clocks or {}}
 C = cupy.matmul(A, B)
-out["cupy.matmul"] = {"rel_err": rel_fro_error(C, ref),
-                      "median_ms": benchmark(lambda: cupy.matmul(A, B, out=C)).median_ms}
+out["cupy.matmul"] = timed(C, lambda: cupy.matmul(A, B, out=C))
 for label, ct in (("gemmEx COMPUTE_32F", CUBLAS_COMPUTE_32F),
                   ("gemmEx COMPUTE_32F_FAST_TF32", CUBLAS_COMPUTE_32F_FAST_TF32)):
     C2 = cupy.empty_like(C)
     gemm_ex(A, B, compute=ct, C=C2)
-    out[label] = {"rel_err": rel_fro_error(C2, ref),
-                  "median_ms": benchmark(lambda: gemm_ex(A, B, compute=ct, C=C2)).median_ms}
+    out[label] = timed(C2, lambda: gemm_ex(A, B, compute=ct, C=C2))
 try:
     from cupy._core import _routines_linalg as _rl
     out["cupy_compute_type"] = int(_rl.get_compute_type(np.float32))
@@ -110,7 +113,7 @@ def tf32_env(n: int = TF32_ENV_SIZE, timeout: float = 120.0):
                          "median_ms": round(float(r["median_ms"]), 5),
                          "tflops": round(2.0 * n ** 3 / (r["median_ms"] * 1e-3) / 1e12, 3),
                          "verdict": verdict(r["rel_err"]),
-                         "cupy_compute_type": res.get("cupy_compute_type")})
+                         "cupy_compute_type": res.get("cupy_compute_type"), **(r.get("clocks") or {})})
     return rows
 
 

@@ -194,7 +194,8 @@ print(f"naive kernel over all {len(sizes)} recorded sizes: {min(t):.2f} to {max(
 print("SM clock while timed at 4096:", {k: helpers.clocks.clock_text(rec.select(kernel=k, m=4096)[0]) for k in NAMES})
 """)
 nb.md("""
-cuBLAS reaches most of the FP32 peak on the **same CUDA cores**, so the hardware is not the limit:
+cuBLAS reaches a large share of the FP32 peak (printed above) on the **same CUDA cores**, so the
+hardware is not the limit:
 the naive kernel uses a small fraction of what its FP32 units could do (printed above). TF32 on
 Tensor Cores is a different league again; lessons 2 and 3 are about that.
 """, slide="fragment")
@@ -299,7 +300,8 @@ touches per step. (Shape = blockDim.x x blockDim.y; x runs along a row of C.)
 **Prediction**, if the load path is the bottleneck: the time follows the number of lines a warp
 touches per step, and the block size as such does not matter. So 32 x 8, 64 x 4 and 32 x 32 (warps
 along a row: 2 lines) beat the seed's 16 x 16 (3 lines); 8 x 32 and 4 x 64 lose; 1 x 256 (each warp
-a column of $C$, its $A$ load uncoalesced) is about 11 times slower than 16 x 16.
+a column of $C$, its $A$ load uncoalesced) is slower than 16 x 16 by the ratio of their line counts
+(the table below).
 """, slide="slide")
 nb.code("""
 model = [lesson.warp_footprint(bx, by) for bx, by in lesson.BLOCK_SHAPES]
@@ -308,8 +310,8 @@ helpers.display.table(model, ["shape", "warp_rows", "warp_cols", "a_lines", "b_l
 """)
 nb.notes("""
 Ask the audience before the next slide: which shape will be fastest, which slowest, and by how much?
-The '11 times' is 33 lines / 3 lines. Sectors (32 bytes, what L2 and DRAM move) predict much less
-difference than lines: the experiment tells which of the two counts.
+The 1 x 256 prediction is its line count over 16 x 16's (table). Sectors (32 bytes, what L2 and
+DRAM move) predict much less difference than lines: the experiment tells which of the two counts.
 """)
 nb.code("""
 shapes = helpers.run_or_load("fp32_block_shapes")     # live on a GPU (about 10 s), recorded otherwise
@@ -334,18 +336,21 @@ rec_shapes = rec.meta["experiments"]["fp32_block_shapes"]
 rec_sms, rec_clock = rec.meta["gpu"]["sms"], lesson.implied_clock_hz(p["fp32"], rec.meta["gpu"]["sms"])
 print("all shapes pass and give identical bits:", all(c["passed"] and c["identical_to_first"] for c in rec_shapes["checks"]))
 rows = [r for n in (2048, 4096) for r in lesson.shape_table(rec_shapes, n, rec_sms, rec_clock)]
-helpers.display.table(rows, ["n", "shape", "lines", "median_ms", "tflops", "rel_time", "clock", "lines_per_clk"],
-                      ["n", "block", "lines / step", "ms", "TFLOP/s", "time vs 16x16", "SM clock while timed",
-                       "lines per SM per clock"],
-                      fmt={"median_ms": ".2f", "tflops": ".2f", "rel_time": ".2f", "lines_per_clk": ".2f"})
+display(helpers.display.table(rows, ["n", "shape", "lines", "median_ms", "tflops", "rel_time", "clock", "lines_per_clk"],
+                              ["n", "block", "lines / step", "ms", "TFLOP/s", "time vs 16x16", "SM clock while timed",
+                               "lines per SM per clock"],
+                              fmt={"median_ms": ".2f", "tflops": ".2f", "rel_time": ".2f", "lines_per_clk": ".2f"}))
+for n in (2048, 4096):
+    t = [r["tflops"] for r in rows if r["n"] == n]
+    print(f"n={n}: fastest shape / slowest shape = {max(t) / min(t):.1f}x in TFLOP/s")
 """)
 nb.md("""
 **What it shows.** Every shape whose warps touch 3 or more lines per step (16 x 16, 8 x 32,
 4 x 64, 1 x 256) runs at almost exactly **one cache line per SM per clock** (last column, at the SM
-clock recorded beside each timing): the time is the line count, over a range of more than ten in
-speed. The data agree with a load path that looks up one 128-byte line per clock per SM, and not
-with the 32-byte sectors (they would make 32 x 8 slower than 16 x 16, and 8 x 32 only 5/4 as slow).
-The shapes with 2 lines per step do beat 16 x 16, as predicted, but stay below one line per clock:
+clock recorded beside each timing): the time is the line count, over the whole range of speeds
+printed under the table. The data agree with a load path that looks up one 128-byte line per clock
+per SM, and not with the 32-byte sectors (they would make 32 x 8 slower than 16 x 16, and 8 x 32
+only 5/4 as slow). The shapes with 2 lines per step do beat 16 x 16, as predicted, but stay below one line per clock:
 there another limit takes over, which this experiment does not identify. The line count is the
 model's; what the profiler counted comes next.
 
@@ -564,9 +569,10 @@ nb.md("""
   but serving those loads is what sets its pace: a small fraction of the FP32 peak, on the H200 and
   on the RTX 4090 alike.
 - "Effective GB/s" is minimum bytes / time; it is not the traffic and not a bottleneck diagnosis.
-- The block shape alone moves the speed, over a range of more than ten, because it sets how many
-  cache lines each warp load touches: the H200 serves about one line per SM per clock. The profiler
-  confirms the sectors per load and shows the warps stalled on the load path, not on FMAs or DRAM.
+- The block shape alone moves the speed, by the factor printed under the block-shape table, because
+  it sets how many cache lines each warp load touches: the H200 serves about one line per SM per
+  clock. The profiler confirms the sectors per load and shows the warps stalled on the load path,
+  not on FMAs or DRAM.
 - Reuse through shared memory (the exercise) helps; cuBLAS goes much further with register tiling.
   Next: Tensor Cores replace the scalar FMA by a warp-wide 16 x 16 x 16 matrix multiply-accumulate.
 """, slide="slide")
@@ -606,8 +612,9 @@ must satisfy GB/s = TFLOP/s $\\times\\, 10^3 / (n/6)$. With 5.45 rounded to two 
 """, slide="subslide")
 nb.code("""
 nn = 1024
-lo, hi = (tf * 1e3 / (nn / 6) for tf in (5.445, 5.455))      # GB/s range for TFLOP/s in [5.445, 5.455)
-print(f"5.45 TFLOP/s (rounded) implies {lo:.3f} to {hi:.3f} GB/s of minimum traffic; the seed reports "
+tf = s_row["tflops"]                                   # the seed's TFLOP/s, rounded to two decimals
+lo, hi = ((tf + d) * 1e3 / (nn / 6) for d in (-0.005, 0.005))      # the GB/s every unrounded value implies
+print(f"{tf} TFLOP/s (rounded) implies {lo:.3f} to {hi:.3f} GB/s of minimum traffic; the seed reports "
       f"{s_row['gbs']}: inside = {lo <= s_row['gbs'] <= hi}")
 print(f"implied intensity {s_row['tflops'] * 1e3 / s_row['gbs']:.1f} FLOP/byte vs n/6 = {nn / 6:.1f}")
 print(f"implied time per launch: {12 * nn**2 / (s_row['gbs'] * 1e9) * 1e3:.3f} ms")
@@ -618,7 +625,7 @@ DRAM bandwidth: it does not show that memory is, or is not, the bottleneck.
 """, slide="fragment")
 
 nb.md("""
-### D. Peaks of 82.6 vs 67 TFLOP/s, yet both near 5: why?
+### D. Different FP32 peaks, similar naive speeds: why?
 
 Both chips have 128 FP32 lanes per SM (Ada whitepaper; NVIDIA H100 whitepaper), so a datasheet peak
 is SMs x 128 x 2 FLOP x clock and tells us the clock it assumes. The naive kernel never gets near
@@ -653,11 +660,14 @@ for n in sorted({k[0] for k in tm}):
     print(f"n={n}: L2 flushed, median {course['tflops_median']:.2f} TFLOP/s ({helpers.clocks.clock_text(course)}); "
           f"warm L2, mean {seedway['tflops_mean']:.2f} TFLOP/s ({helpers.clocks.clock_text(seedway)}); "
           f"difference {seedway['tflops_mean'] / course['tflops_median'] - 1:+.1%}")
+print(*lesson.timing_agreement_lines(rec.meta["extras"].get("timing_agreement")), sep="\\n")
 """)
 nb.md("""
-The method changes the H200's number by well under a percent (printed), so it does not explain
-the gap. The 4090 simply reaches a smaller share of its line-rate ceiling in the seed's run; with one
-number and no clock or profiler data from the seed, we cannot say why (a GeForce card's clock under
+The method changes the H200's number by the difference printed above, too little to explain the
+gap. (The last lines check the harness itself: cuBLAS timed by it and by an independent timer,
+triton's `do_bench`, each with the SM clock it ran at.) The 4090 simply reaches a smaller share of
+its line-rate ceiling in the seed's run; with one number and no clock or profiler data from the
+seed, we cannot say why (a GeForce card's clock under
 load is not its nominal boost clock, for one). The conclusion that matters holds on both chips:
 this kernel is limited by how fast each SM serves the cache lines its loads touch, not by FP32
 throughput and not by memory bandwidth.

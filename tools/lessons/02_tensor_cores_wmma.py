@@ -57,7 +57,8 @@ nb.notes("The summary depends on the machine; the recorded-data line is the same
 nb.md("""
 ## What a Tensor Core computes
 
-Tensor Cores are matrix units inside each SM (four per SM on Ampere and Hopper). Through WMMA,
+Tensor Cores are matrix units inside each SM (four per SM on Ampere and Hopper: the NVIDIA A100 and
+H100 Tensor Core GPU architecture whitepapers). Through WMMA,
 **one warp** (32 threads) asks them for
 
 $$D = A \\times B + C, \\qquad A: 16 \\times 16,\\; B: 16 \\times 16,\\; C, D: 16 \\times 16$$
@@ -327,8 +328,8 @@ for op in ["wmma.load.a", "wmma.load.b", "wmma.mma", "wmma.store.d"]:
     hits = [ln for ln in ptx if ln.startswith(op)]
     print(f"{len(hits)} x {hits[0].split()[0]}")
 """)
-nb.notes("The compiler unrolled the K loop by 4 (4 wmma.mma in the loop body) and kept a 1-step "
-         "remainder loop: 5 wmma.mma lines in all.")
+nb.notes("The compiler unrolled the K loop and kept a remainder loop, so the PTX holds more than one of "
+         "each load and mma (the counts above) for a kernel whose source has one of each.")
 nb.md("In the SASS (the instructions the SM runs), each `wmma.mma` became `HMMA.16816` instructions:",
       slide="fragment")
 nb.code("""

@@ -325,7 +325,8 @@ nb.md("""
 
 An FP16 accumulator has FP16's range. Here the exact product is **zero**: A's second half of
 columns is its first half negated, and B's second half of rows repeats the first. Each running
-sum climbs past 65504 before it comes back down, in a dot product of length 24000.
+sum climbs past 65504 before it comes back down, in one long dot product (its length K is in the
+verdicts below).
 """, slide="slide")
 nb.code("""
 A_o, B_o = lesson.overflow_inputs()
@@ -484,10 +485,11 @@ nb.code("""
 fig = training.plot_training(runs)
 """, slide="subslide")
 nb.notes("""
-The GradScaler run's scale stays at 2^16 until step 2000 and then doubles: no overflow happens with
-these gradients. The run that starts at 2^40 shows the other half of the rule: its first steps
-overflow, are skipped (x marks), and halve the scale until the gradients fit. Curves are running
-means over 50 steps; the too-big static run is marked where its loss became inf/NaN.
+The GradScaler run never overflows with these gradients (its skipped steps and final scale are in
+the numbers below): its scale only grows, after each run of clean steps. The run that starts at
+2^40 shows the other half of the rule: its first steps overflow, are skipped (x marks), and halve
+the scale until the gradients fit. Curves are running means (the y label says over how many steps);
+the too-big static run is marked where its loss became inf/NaN.
 """)
 nb.code("""
 ref_loss = runs["FP32"].final_loss
@@ -731,12 +733,13 @@ precision); BF16 above them (three fewer fraction bits); the FP16 accumulator ab
 nb.md("""
 ### C'. Does the CPU emulation compute what the GPU computes?
 
-The experiment `mixed_emulator_probe` ran both new kernels on the H200 (128 x 128 x 1024) and
-compared every output element with the emulation under several models of the Tensor Core's
+The experiment `mixed_emulator_probe` ran both new kernels on the H200 (at the shape printed below)
+and compared every output element with the emulation under several models of the Tensor Core's
 addition (products per rounding, extra alignment bits). The share of identical elements:
 """, slide="subslide")
 nb.code("""
 probe = rec.meta["experiments"]["mixed_emulator_probe"]
+print("M, N, K =", probe["shape"])
 for k in ["wmma_bf16_gemm_kernel", "wmma_tf32_gemm_kernel"]:
     res, best = probe[k]["identical"], probe[k]["best"]
     others = ", ".join(f"{m} {res[m]:.1%}" for m in ("b8_e2", "b16_e2", "b4_e2_rne") if m in res and m != best)
@@ -745,8 +748,9 @@ print("models in use:", {k: str(helpers.emulate.model_for(k)) for k in ("bf16", 
 """)
 nb.notes("""
 b16_e2 = 16 products per rounding with 2 extra alignment bits, as for FP16 (lesson 04 measures it).
-For TF32 the H200 adds 4 products per rounding (m16n16k8 = two such steps), the value Fasi et al.
-(2021) found on the A100, not the 8 published for the B200; and the inputs must be rounded with
+For TF32 the H200 adds 4 products per rounding (the best model above; m16n16k8 = two such steps),
+the value Fasi et al. (2021) found on the A100, not the 8 of Khattak & Mikaitis's H100 and B200
+model code (lesson 04's table); and the inputs must be rounded with
 ties away from zero (b4_e2_rne, ties to even, misses the share of elements printed above: a tie in one input
 changes a whole row or column of C).
 """)
@@ -780,7 +784,8 @@ if sweep.live:
 else:
     print("no GPU: the chart above is the recorded one")
 """, ignore_output=True)
-nb.md("### E. The raw `tf32_env` measurements (each in a fresh process; SM clocks were not read there)", slide="subslide")
+nb.md("### E. The raw `tf32_env` measurements (each in a fresh process, with the SM clock read while it was timed)",
+      slide="subslide")
 nb.code("""
 if tf32 is not None:
     display(helpers.display.table(helpers.clocks.with_clock(tf32.data),

@@ -187,11 +187,12 @@ for r in (RUNGS[1], RUNGS[2]):
           f"{analysis.traffic_bytes(r, n, n, n) / 1e9:.1f} GB, "
           f"intensity {analysis.intensity(r, n, n, n):.1f} FLOP/byte")
 hbm = rec.meta["gpu"]["peaks"]["mem_gbs"]
-print(f"ridge point of the roofline: {peak * 1e3 / hbm:.0f} FLOP/byte")
+print(f"ridge point of the roofline: {peak * 1e3 / hbm:.0f} FLOP/byte; "
+      f"L2 of the {rec.gpu_name}: {rec.meta['gpu']['l2_bytes'] / 2**20:.0f} MiB")
 """)
 nb.md("""
 Requested traffic is what the loads ask of the memory system if no two tiles shared anything;
-L1 and L2 (60 MiB on the H200) catch much of it, so real DRAM traffic is far lower (the profiler's
+L1 and L2 (its size printed above) catch much of it, so real DRAM traffic is far lower (the profiler's
 counts follow the measurement). Still: rung 1 asks for far more bytes per FLOP than a Tensor Core
 GEMM can afford. **Rung 2 cuts it by the ratio computed above**: (1/16 + 1/16) against
 (1/128 + 1/128) per FLOP, eight times, a little less with the store of $C$.
@@ -218,7 +219,8 @@ before/after of the padding is a clean experiment. The copies here are one half 
 nb.md("""
 ## Rung 3: padding against bank conflicts
 
-Shared memory has 32 banks of 4 bytes. A fragment load reads 16 bytes from each of 8 rows at
+Shared memory has 32 banks of 4 bytes (CUDA C++ Programming Guide, shared memory of compute
+capability 5.x and later). A fragment load reads 16 bytes from each of 8 rows at
 once (128 bytes, all 32 banks, if the rows fall on different banks). Which banks a row starts on
 depends only on the **row stride**:
 """, slide="slide")
@@ -245,8 +247,9 @@ print("Bs[32][128 + 8] (8 extra columns): busiest bank hit", analysis.bank_ways(
 nb.md("Why 8 halves and not fewer (WMMA's alignment rules): appendix C. The profiler's count of the "
       "conflicts, before and after: after the measurement.", slide="fragment")
 nb.notes("""
-The prediction for rung 3 is x1.5, not x8: the conflicts slow the fragment loads, which are only
-part of each iteration; the global loads and the mma_sync do not change.
+The prediction for rung 3 (in the table) is far below the 8 replays: the conflicts slow the
+fragment loads, which are only part of each iteration; the global loads and the mma_sync do not
+change.
 """)
 
 # --------------------------------------------------------------------------- rung 4
@@ -372,7 +375,7 @@ heads = ["rung", "idea", "predicted gain", "measured gain", "", "TFLOP/s", "x cu
 helpers.display.table(L.gains(data, 4096), cols, heads, fmt)
 """, ignore_output=True)
 nb.code("""
-helpers.display.table(L.gains(data, 8192), cols, heads, fmt)      # rungs 5-7 ran power-capped here
+helpers.display.table(L.gains(data, 8192), cols, heads, fmt)      # the clock column: which rungs ran power-capped
 """, slide="subslide", ignore_output=True)
 nb.code("""
 for n in L.TIMED_SIZES:

@@ -1,0 +1,420 @@
+"""Lesson 7: FP8 (E4M3) on Hopper's Tensor Cores, measured (kernels/fp8.cu, kernels/fp8_sm90a.cu).
+
+Experiment ``fp8`` (``python -m helpers.record --update-experiments fp8``), on an H200:
+
+* ``probes``: designed dot products (``probe_vectors``) through every FP8 kernel, raw outputs kept:
+  how many bits of a small term survive next to a large one (in one block, in a later block, with a
+  fraction, negative), where the blocks of the accumulation start, sums of equal terms;
+* ``random``: raw outputs on seeded random 128 x 128 x K products (N(0,1) and U[0,1), K from 32 to 8192)
+  compared with the CPU model (helpers.emulate) element by element;
+* ``match_1024``: the model against the GPU on a random 1024^3 N(0,1) product, every element;
+* ``sweep``: error against K (256 x 256 outputs, K up to 65536) of every kernel and of cuBLASLt's FP8
+  GEMM (PyTorch's torch._scaled_mm, with and without its fast-accumulation switch), against float64;
+* ``speed``: TFLOP/s at 4096^3 and 8192^3 (cold L2, CUDA events, clocks), next to cuBLAS FP16 and
+  cuBLASLt FP8, each kernel's result checked (helpers.check) first.
+
+The reading functions below turn the recorded data into the lesson's tables and plots.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import experiment
+
+RANDOM_K = (32, 64, 96, 128, 160, 256, 512, 1024, 4096, 8192)
+SWEEP_K = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
+SPEED_N = (4096, 8192)
+PROBE_K = 256
+BIG = 65536.0                                  # the large product of the probes: 256 x 256 = 2^16
+
+
+# --------------------------------------------------------------------------- designed inputs
+def probe_vectors(K: int = PROBE_K) -> list[dict]:
+    """Dot products of length K (a, b: exact E4M3 numbers) that each show one property of an accumulator.
+
+    kind (param): gap_same_block (g): 2^16 then 2^(16-g) right after it; gap_small_first (g): the same,
+    small first; gap_frac / gap_neg_frac (g): +-1.875 x 2^(16-g) (four significant bits); gap_acc /
+    gap_acc_neg (g): that term 128 positions later (another block: it meets the accumulator);
+    block (i): +2^16, -2^16, then 2^-18 at position i (it survives only where a new block starts);
+    sum_equal (n): n terms of 1.125."""
+    from ..fp8_gemm import E4M3_MAX, decode_e4m3, encode_e4m3
+
+    probes = []
+
+    def pair(e):                                  # 2^e as a product of two E4M3 powers of two
+        e1 = -(-e // 2)
+        return 2.0 ** e1, 2.0 ** (e - e1)
+
+    def add(kind, param, terms):
+        vals = np.array([v for _, x, y in terms for v in (x, y)])
+        if (np.abs(vals) > E4M3_MAX).any() or not np.array_equal(decode_e4m3(encode_e4m3(vals)), vals):
+            return                                # not exact in E4M3: this probe does not exist
+        a, b = np.zeros(K), np.zeros(K)
+        for pos, x, y in terms:
+            a[pos], b[pos] = x, y
+        probes.append({"kind": kind, "param": int(param), "a": a, "b": b})
+
+    for g in range(0, 36):
+        sa, sb = pair(16 - g)
+        add("gap_same_block", g, [(0, 256.0, 256.0), (1, sa, sb)])
+        add("gap_small_first", g, [(0, sa, sb), (1, 256.0, 256.0)])
+        add("gap_frac", g, [(0, 256.0, 256.0), (1, 1.875 * sa, sb)])
+        add("gap_neg_frac", g, [(0, 256.0, 256.0), (1, -1.875 * sa, sb)])
+        add("gap_acc", g, [(0, 256.0, 256.0), (128, 1.875 * sa, sb)])
+        add("gap_acc_neg", g, [(0, 256.0, 256.0), (128, -1.875 * sa, sb)])
+    sa, sb = pair(-18)
+    for i in range(2, K):
+        add("block", i, [(0, 256.0, 256.0), (1, -256.0, 256.0), (i, sa, sb)])
+    for n in range(1, 65):
+        add("sum_equal", n, [(j, 1.125, 1.0) for j in range(n)])
+    return probes
+
+
+def probe_matrices(K: int = PROBE_K):
+    """The probes as A (P x K) and B (K x P): probe p is element (p, p) of A B."""
+    pr = probe_vectors(K)
+    return pr, np.stack([p["a"] for p in pr]), np.stack([p["b"] for p in pr]).T
+
+
+def random_inputs(M: int, N: int, K: int, dist: str, seed: int):
+    """Seeded E4M3 inputs (A: M x K, B: K x N, values in float64): N(0,1) or U[0,1) rounded to E4M3."""
+    from ..fp8_gemm import decode_e4m3, encode_e4m3
+
+    rng = np.random.default_rng(seed)
+    draw = rng.standard_normal if dist == "normal" else rng.random
+    A = decode_e4m3(encode_e4m3(draw((M, K))))
+    B = decode_e4m3(encode_e4m3(draw((K, N))))
+    return A, B
+
+
+# --------------------------------------------------------------------------- models
+def cpu_model(kernel: str):
+    """The CPU model (helpers.emulate) of FP8 kernel `kernel`: a function (A, B) -> C."""
+    from .. import emulate as E
+    from ..fp8_gemm import FP8_KERNELS
+
+    spec = FP8_KERNELS[kernel]
+    if kernel == "fp8_mma_sync":
+        return E.fp8_mma_sync_gemm
+    return lambda A, B: E.fp8_wgmma_gemm(A, B, nc=spec.nc)
+
+
+def check_fp8(kernel: str, C, A, B, backend=None, fitted=None):
+    """The course's check (helpers.check) of an FP8 kernel's C against A B (A, B: float arrays, B K x N;
+    numpy arrays are rounded to E4M3 as the kernel's inputs would be, CuPy arrays must hold E4M3 values):
+    worst-case bounds for an accumulator of 14 significant bits cut toward zero every 32 products
+    (mma.sync: FP32 every 16), and bit equality with the CPU model where it is fitted."""
+    from ..check import check_gemm
+
+    from ..numerics import round_to
+
+    def values(X):                        # the numbers the Tensor Cores multiply: X rounded to E4M3
+        return round_to(X, "fp8_e4m3").astype(np.float64) if isinstance(X, np.ndarray) else X
+
+    kw = (dict(acc="fp32", block=16) if kernel == "fp8_mma_sync" else dict(acc="e8m13", block=32))
+    return check_gemm(C, A, B, inputs="fp8_e4m3", output="fp32", acc_rounding="truncate", name=kernel,
+                      model=cpu_model(kernel), values=values, backend=backend, fitted=fitted, **kw)
+
+
+# --------------------------------------------------------------------------- the experiment
+def _gpu(kernel, A, B):
+    import cupy
+
+    from ..fp8_gemm import encode_e4m3, gemm_fp8
+
+    C = gemm_fp8(kernel, cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())))
+    return cupy.asnumpy(C)
+
+
+def _mismatches(kernel, A, B, C) -> int:
+    return int((cpu_model(kernel)(A, B) != C).sum())
+
+
+def run_probes(kernels) -> dict:
+    pr, A, B = probe_matrices()
+    out = {"kind": [p["kind"] for p in pr], "param": [p["param"] for p in pr], "outputs": {}, "model_mismatches": {}}
+    for k in kernels:
+        C = np.diagonal(_gpu(k, A, B)).copy()
+        out["outputs"][k] = [float(v) for v in C]
+        out["model_mismatches"][k] = int((np.diagonal(cpu_model(k)(A, B)) != C).sum())
+    return out
+
+
+def run_random(kernels) -> list[dict]:
+    rows = []
+    for dist in ("normal", "uniform01"):
+        for i, K in enumerate(RANDOM_K):
+            A, B = random_inputs(128, 128, K, "normal" if dist == "normal" else "uniform", 100 + i)
+            for k in kernels:
+                C = _gpu(k, A, B)
+                rows.append({"dist": dist, "K": K, "kernel": k, "elements": int(C.size),
+                             "mismatches": _mismatches(k, A, B, C),
+                             "max_sig_bits": int(_sig_bits(C).max())})
+    return rows
+
+
+def _sig_bits(C) -> np.ndarray:
+    """Significant bits of each value (from its leading bit down to its last 1 bit)."""
+    C = np.asarray(C, dtype=np.float32)
+    b = (C.view(np.uint32) & np.uint32(0x7FFFFF)).astype(np.int64)     # the stored fraction bits
+    low = np.where(b == 0, 1 << 23, b & -b)                            # its lowest 1 bit (none: past the end)
+    return np.where(C == 0, 0, 24 - np.log2(low).astype(np.int64))
+
+
+def run_match_1024(kernels) -> list[dict]:
+    A, B = random_inputs(1024, 1024, 1024, "normal", 2024)
+    rows = []
+    for k in kernels:
+        C = _gpu(k, A, B)
+        rows.append({"kernel": k, "m": 1024, "n": 1024, "k": 1024, "dist": "normal", "seed": 2024,
+                     "elements": int(C.size), "mismatches": _mismatches(k, A, B, C)})
+    return rows
+
+
+def _torch_fp8(A8, Bt8, fast):
+    from ..fp8_gemm import torch_scaled_mm
+
+    try:
+        return torch_scaled_mm(A8, Bt8, fast), None
+    except Exception as exc:  # noqa: BLE001 - report, do not stop the experiment
+        return None, f"{type(exc).__name__}: {exc}"[:300]
+
+
+def run_sweep(kernels) -> list[dict]:
+    import cupy
+
+    from ..fp8_gemm import encode_e4m3, gemm_fp8
+    rows = []
+    for dist in ("normal", "uniform01"):
+        for i, K in enumerate(SWEEP_K):
+            A, B = random_inputs(256, 256, K, "normal" if dist == "normal" else "uniform", 500 + i)
+            A8, Bt8 = cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy()))
+            Ad, Bd = cupy.asarray(A), cupy.asarray(B)
+            R = Ad @ Bd
+            absAB = cupy.abs(Ad) @ cupy.abs(Bd)
+
+            def stats(C):
+                e = cupy.abs(C.astype(cupy.float64) - R)
+                n = e / absAB
+                r = e / cupy.maximum(cupy.abs(R), 1e-300)
+                return {"nan": int(cupy.isnan(C).sum()), "med_norm": float(cupy.median(n)), "max_norm": float(n.max()),
+                        "med_rel": float(cupy.median(r)), "p99_rel": float(cupy.percentile(r, 99))}
+            for k in kernels:
+                rows.append({"dist": dist, "K": K, "kernel": k, **stats(gemm_fp8(k, A8, Bt8))})
+            for fast in (False, True):
+                name = "cublaslt_fp8_fast" if fast else "cublaslt_fp8"
+                t, err = _torch_fp8(A8, Bt8, fast)
+                if t is not None:
+                    rows.append({"dist": dist, "K": K, "kernel": name, **stats(cupy.from_dlpack(t[1].contiguous()))})
+                else:
+                    rows.append({"dist": dist, "K": K, "kernel": name, "skipped": err or "PyTorch not installed"})
+    return rows
+
+
+def run_speed(kernels) -> list[dict]:
+    import cupy
+
+    from ..clocks import Sampler  # noqa: F401 - clocks are read by benchmark
+    from ..fp8_gemm import encode_e4m3, launcher
+    from ..timing import benchmark, gemm_flops
+
+    rows = []
+    for n in SPEED_N:
+        A, B = random_inputs(n, n, n, "normal", n)
+        A8, Bt8 = cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy()))
+        gA, gB = cupy.asarray(A), cupy.asarray(B)              # the check's float64 work runs on the GPU
+        fl = gemm_flops(n, n, n)
+
+        def timed(name, fn, check=None):
+            t = benchmark(fn, flops=fl)
+            row = {"kernel": name, "n": n, "tflops": t.tflops, "median_ms": t.median_ms, "p10_ms": t.p10_ms,
+                   "p90_ms": t.p90_ms, "reps": t.n, **(t.clocks or {})}
+            if check is not None:
+                row.update(check)
+            rows.append(row)
+        Ah, Bh = cupy.asarray(A.astype(np.float16)), cupy.asarray(B.astype(np.float16))
+        timed("cublas_fp16", lambda: cupy.matmul(Ah, Bh))
+        del Ah, Bh
+        for fast in (False, True):
+            name = "cublaslt_fp8_fast" if fast else "cublaslt_fp8"
+            t, err = _torch_fp8(A8, Bt8, fast)
+            if t is None:
+                rows.append({"kernel": name, "n": n, "skipped": err or "PyTorch not installed"})
+            else:
+                timed(name, t[0])
+        for k in kernels:
+            if k == "fp8_mma_sync" and n > 4096:
+                continue
+            fn, C = launcher(k, A8, Bt8)
+            C.fill(np.nan)
+            fn()
+            chk = check_fp8(k, C, gA, gB, backend="GPU")
+            timed(k, fn, {"check_passed": bool(chk.passed), "check": chk.verdict()[:300]})
+        del gA, gB
+    return rows
+
+
+@experiment("fp8")
+def fp8_experiment():
+    """Lesson 7's measurements (see the module docstring)."""
+    from ..compile import get_arch_kernel, get_kernel
+    from ..device import require_gpu
+    from ..fp8_gemm import FP8_KERNELS
+
+    gpu = require_gpu("experiment fp8")
+    kernels = [k for k, s in FP8_KERNELS.items() if gpu.cc >= s.min_cc and (not s.wgmma or gpu.cc == (9, 0))]
+    resources = {}
+    for k in kernels:
+        s = FP8_KERNELS[k]
+        kern = get_arch_kernel(s.file, k, (9, 0)) if s.wgmma else get_kernel(s.file, k, s.min_cc)
+        resources[k] = {"regs": int(kern.num_regs), "spills": int(kern.local_size_bytes), "smem": s.smem}
+    try:
+        import torch
+        torch_version = torch.__version__
+    except ImportError:
+        torch_version = None
+    return {"kernels": kernels, "resources": resources, "torch": torch_version,
+            "probes": run_probes(kernels), "random": run_random(kernels), "match_1024": run_match_1024(kernels),
+            "sweep": run_sweep(kernels), "speed": run_speed(kernels)}
+
+
+# --------------------------------------------------------------------------- reading the record
+WGMMA_KERNELS = ("fp8_wgmma", "fp8_wgmma_n128") + tuple(f"fp8_promote_{nc}" for nc in (32, 64, 128, 256, 512))
+
+
+def _probe_outputs(data: dict, kind: str, kernel: str):
+    pr = data["probes"]
+    sel = [i for i, k in enumerate(pr["kind"]) if k == kind]
+    return [pr["param"][i] for i in sel], [pr["outputs"][kernel][i] for i in sel]
+
+
+def gap_rows(data: dict, kind: str = "gap_same_block", kernels=("fp8_wgmma", "fp8_mma_sync")) -> list[dict]:
+    """For each gap g: the small term 2^(16-g) (or +-1.875 x 2^(16-g)) and what each kernel kept of it."""
+    vecs = {p["param"]: p for p in probe_vectors() if p["kind"] == kind}
+    rows = {}
+    for k in kernels:
+        gs, outs = _probe_outputs(data, kind, k)
+        for g, v in zip(gs, outs):
+            p = vecs[g]
+            small = float(sum(p["a"][i] * p["b"][i] for i in range(1, len(p["a"])) if p["a"][i] != 0 and
+                              abs(p["a"][i] * p["b"][i]) != BIG) if kind != "gap_small_first" else p["a"][0] * p["b"][0])
+            rows.setdefault(g, {"gap g": g, "small term": small})[k] = v - BIG
+    return [rows[g] for g in sorted(rows)]
+
+
+def bits_kept(data: dict, kernel: str) -> int:
+    """How many bits, counted from the large term's leading bit, a term in the same block keeps:
+    1 + the largest gap g at which 2^(16-g) still survives whole next to 2^16."""
+    gs, outs = _probe_outputs(data, "gap_same_block", kernel)
+    kept = [g for g, v in zip(gs, outs) if v - BIG == 2.0 ** (16 - g)]
+    return max(kept) + 1
+
+
+def block_survivors(data: dict, kernel: str, upto: int = 40) -> list[int]:
+    """Positions i < upto at which 2^-18 survived after +2^16 and -2^16 at positions 0 and 1."""
+    gs, outs = _probe_outputs(data, "block", kernel)
+    return [i for i, v in zip(gs, outs) if v != 0 and i < upto]
+
+
+def max_significant_bits(data: dict) -> dict:
+    """The most significant bits any output of each kernel had, over all recorded random products."""
+    out: dict = {}
+    for r in data["random"]:
+        out[r["kernel"]] = max(out.get(r["kernel"], 0), r["max_sig_bits"])
+    return out
+
+
+def match_rows(data: dict) -> list[dict]:
+    """Per kernel: elements compared with the CPU model and how many differed (random products, 1024^3)."""
+    rows = {}
+    for r in data["random"]:
+        d = rows.setdefault(r["kernel"], {"kernel": r["kernel"], "random products": 0, "elements": 0,
+                                          "differ": 0})
+        d["random products"] += 1
+        d["elements"] += r["elements"]
+        d["differ"] += r["mismatches"]
+    for r in data["match_1024"]:
+        rows[r["kernel"]]["1024^3 elements"] = r["elements"]
+        rows[r["kernel"]]["1024^3 differ"] = r["mismatches"]
+    for k, n in data["probes"]["model_mismatches"].items():
+        rows[k]["probes differ"] = n
+    return list(rows.values())
+
+
+def sweep_rows(data: dict, K: int, dist: str) -> list[dict]:
+    """Error of every kernel at one K and distribution (the recorded sweep)."""
+    return [{"kernel": r["kernel"], "median rel. error": r["med_rel"], "99th pct rel. error": r["p99_rel"],
+             "max |err|/(|A||B|)": r["max_norm"]}
+            for r in data["sweep"] if r["K"] == K and r["dist"] == dist and "med_rel" in r]
+
+
+def speed_rows(data: dict, peak: float | None = None) -> list[dict]:
+    """TFLOP/s of every kernel and of cuBLAS at each size, with the ratios and the clock."""
+    rows = []
+    for n in sorted({r["n"] for r in data["speed"]}):
+        at = [r for r in data["speed"] if r["n"] == n and "tflops" in r]
+        lt = next((r["tflops"] for r in at if r["kernel"] == "cublaslt_fp8"), None)
+        for r in at:
+            rows.append({"n": n, "kernel": r["kernel"], "TFLOP/s": round(r["tflops"], 1),
+                         "x cuBLASLt FP8": round(r["tflops"] / lt, 3) if lt else None,
+                         "of FP8 peak": round(r["tflops"] / peak, 3) if peak else None,
+                         "SM MHz": r.get("sm_mhz"), "power W": r.get("power_w"),
+                         "check": {True: "pass", False: "FAIL"}.get(r.get("check_passed"), "-")})
+    return rows
+
+
+def sass_excerpt(path, patterns=("F2FP", "HMMA", "FADD"), per: int = 2) -> list[str]:
+    """The first `per` lines of each instruction kind in a recorded SASS dump (results/logs/)."""
+    out, seen = [], {p: 0 for p in patterns}
+    for line in open(path):
+        for p in patterns:
+            if p in line and seen[p] < per:
+                seen[p] += 1
+                out.append(line.split(";")[0].strip().split("*/", 1)[-1].strip() + " ;")
+    return out
+
+
+def plot_error_vs_k(data: dict, source: str, dists=("normal", "uniform01")):
+    """Median relative error against K, per kernel (log-log), one panel per input distribution."""
+    import matplotlib.pyplot as plt
+
+    styles = {"fp8_wgmma": ("C3", "-", "wgmma, no promotion"), "fp8_mma_sync": ("C2", "-", "mma.sync (via FP16 HMMA)"),
+              "cublaslt_fp8": ("k", "none", "cuBLASLt FP8 (x: on promote-128's line)"),
+              "cublaslt_fp8_fast": ("0.5", ":", "cuBLASLt FP8, fast accum")}
+    for i, nc in enumerate((32, 64, 128, 256, 512)):
+        styles[f"fp8_promote_{nc}"] = (plt.cm.viridis(0.15 + 0.17 * i), "--", f"promote every {nc}")
+    fig, axes = plt.subplots(1, len(dists), figsize=(6.2 * len(dists), 4.2), sharey=True)
+    for ax, dist in zip(np.atleast_1d(axes), dists):
+        for k, (c, ls, lab) in styles.items():
+            pts = sorted((r["K"], r["med_rel"]) for r in data["sweep"]
+                         if r["kernel"] == k and r["dist"] == dist and r.get("med_rel", 0) > 0)
+            if pts:
+                ax.loglog(*zip(*pts), color=c, ls=ls, marker="x" if ls == "none" else ".", label=lab)
+        ax.set_title(f"{'N(0,1)' if dist == 'normal' else 'U[0,1)'} inputs")
+        ax.set_xlabel("K")
+        ax.grid(True, which="major", alpha=0.3)
+    np.atleast_1d(axes)[0].set_ylabel("median |C - AB| / |AB| (0 not drawn)")
+    np.atleast_1d(axes)[-1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8)
+    fig.suptitle(f"FP8 GEMM error against K (256 x 256 outputs; {source})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_cost(data: dict, source: str, n: int = 8192, K: int = 4096, dist: str = "uniform01"):
+    """Speed at n^3 against error at K: what each promotion interval N_C costs and buys."""
+    import matplotlib.pyplot as plt
+
+    err = {r["kernel"]: r["med_rel"] for r in data["sweep"] if r["K"] == K and r["dist"] == dist and "med_rel" in r}
+    spd = {r["kernel"]: r["tflops"] for r in data["speed"] if r["n"] == n and "tflops" in r}
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for k in spd:
+        if k in err and err[k] > 0:
+            ax.scatter(err[k], spd[k], color="k" if "cublas" in k else ("C0" if "promote" in k else "C3"))
+            ax.annotate(k.replace("fp8_", ""), (err[k], spd[k]), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel(f"median relative error, K = {K}, {'U[0,1)' if dist == 'uniform01' else 'N(0,1)'} inputs")
+    ax.set_ylabel(f"TFLOP/s at {n}^3")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(f"What accuracy costs ({source})", fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,588 @@
+"""FP8 for lesson 7: the two formats, what a conversion does past the largest number, and scaling.
+
+- **Facts** (``facts``, ``facts_table``, ``special_values``): E4M3 (ml_dtypes ``float8_e4m3fn``)
+  and E5M2 (``float8_e5m2``), read from ``ml_dtypes.finfo`` and from the 256 bit patterns of each
+  format decoded by numpy. Nothing is typed in.
+- **Casts**: ``cast`` is numpy's conversion (ml_dtypes, round to nearest even, one rounding from
+  float64): past the largest number it gives NaN (E4M3) or inf (E5M2). ``saturating_cast`` is what
+  the GPU's ``cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32`` does by the PTX ISA's definition of
+  ``.satfinite``: NaN stays NaN, anything larger in magnitude than the largest finite number
+  (infinity included) becomes that number with its sign. PTX has no FP8 ``cvt`` without
+  ``.satfinite``.
+- **Scaling** (``quantize``, ``quantize_per_tensor``, ``quantize_tiles``, ``quantize_blocks``):
+  one scale per group of elements, chosen so that the group's largest magnitude (amax) lands on the
+  format's largest number: per tensor, per 1x128 tile (DeepSeek-V3's activations) and per 128x128
+  block (its weights), arXiv:2412.19437 sec. 3.3.2. ``Scaled.dequantize`` undoes it;
+  ``grouped_matmul`` multiplies two scaled operands exactly (float64), one K-group at a time.
+- **The outlier demonstration** (``outlier_matrix``, ``scaling_report``) and its figures.
+
+Convention: ``scale`` multiplies the data before the cast (``q = fp8(x * scale)``), so
+``scale = max / amax``; the value comes back as ``q / scale``. A GEMM on scaled operands multiplies
+its result by ``1 / scale`` of each operand.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError, UnknownFormatError
+from .formats import format_info, ieee_like
+from .numerics import round_to
+
+try:
+    import ml_dtypes
+except ImportError:  # pragma: no cover - pinned dependency
+    ml_dtypes = None
+
+FP8 = ("fp8_e4m3", "fp8_e5m2")
+_ALIASES = {"e4m3": "fp8_e4m3", "float8_e4m3fn": "fp8_e4m3", "e4m3fn": "fp8_e4m3",
+            "e5m2": "fp8_e5m2", "float8_e5m2": "fp8_e5m2"}
+ACTIVATION_TILE = (1, 128)      # DeepSeek-V3 sec. 3.3.2: activations per token per 128 channels
+WEIGHT_BLOCK = (128, 128)       # and weights per 128 input channels per 128 output channels
+_FLOAT_DTYPES = ("float16", "float32", "float64", "bfloat16")
+
+
+def fp8_name(name) -> str:
+    """The course's name of an FP8 format ('fp8_e4m3' / 'fp8_e5m2'), from it, an alias ('e4m3',
+    'float8_e4m3fn') or the ml_dtypes type."""
+    if isinstance(name, str):
+        key = name.lower()
+        if key in FP8:
+            return key
+        if key in _ALIASES:
+            return _ALIASES[key]
+    elif name is not None:
+        try:
+            dn = np.dtype(name).name
+        except TypeError:
+            dn = None
+        if dn in _ALIASES:
+            return _ALIASES[dn]
+    raise UnknownFormatError(f"{name!r} is not an FP8 format the course knows.",
+                             "use 'fp8_e4m3' (ml_dtypes.float8_e4m3fn) or 'fp8_e5m2' (ml_dtypes.float8_e5m2).")
+
+
+def dtype(name):
+    """The ml_dtypes type that stores format `name`."""
+    name = fp8_name(name)
+    if ml_dtypes is None:  # pragma: no cover
+        raise RuntimeError("FP8 needs the ml_dtypes package: pip install ml_dtypes")
+    return {"fp8_e4m3": ml_dtypes.float8_e4m3fn, "fp8_e5m2": ml_dtypes.float8_e5m2}[name]
+
+
+# --------------------------------------------------------------------------- the 256 patterns
+def patterns(name) -> tuple[np.ndarray, np.ndarray]:
+    """(bits, values): every one of the 256 bit patterns of the format (uint8, 0..255) and the value
+    numpy decodes it to (float64; NaN and +-inf where the format has them)."""
+    bits = np.arange(256, dtype=np.uint16).astype(np.uint8)
+    return bits, bits.view(dtype(name)).astype(np.float64)
+
+
+def bit_fields(pattern: int, name) -> str:
+    """'S.EEEE.MMM': a pattern's sign, exponent and fraction bits, as in Micikevicius et al.'s Table 1."""
+    info = format_info(fp8_name(name))
+    s = format(int(pattern), "08b")
+    return f"{s[0]}.{s[1:1 + info.exp_bits]}.{s[1 + info.exp_bits:]}"
+
+
+@dataclass(frozen=True)
+class Fp8Facts:
+    name: str
+    dtype_name: str
+    exp_bits: int
+    frac_bits: int
+    bias: int
+    max: float                 # largest finite value
+    ieee_max: float            # what the IEEE rule (top exponent reserved) would give with these bits
+    tiny: float                # smallest positive normal
+    smallest_subnormal: float
+    u: float                   # unit roundoff: worst relative error of one rounding (normal range)
+    eps: float                 # spacing just above 1
+    finite: int                # finite bit patterns (both zeros included)
+    positive_finite: int       # finite values > 0
+    positive_subnormal: int    # subnormal values > 0
+    nan_patterns: tuple        # bit patterns numpy decodes to NaN
+    inf_patterns: tuple        # bit patterns of +inf and -inf (none for E4M3)
+    spacing_at_max: float      # distance from the largest number to the one below it
+    midpoint: float            # max + spacing_at_max / 2: where round-to-nearest leaves the finite numbers
+    midpoint_to: float         # what numpy's cast makes of the midpoint itself (ties to even)
+    overflow_to: str           # what numpy's cast makes of anything above the midpoint: 'NaN' or 'inf'
+
+    @property
+    def binades(self) -> float:
+        """log2(max / smallest subnormal): powers of two the format spans, subnormals included."""
+        return math.log2(self.max / self.smallest_subnormal)
+
+    @property
+    def decades(self) -> float:
+        return math.log10(self.max / self.smallest_subnormal)
+
+
+def facts(name) -> Fp8Facts:
+    """Everything lesson 7 says about one FP8 format, computed: finfo for the range, the 256 decoded
+    patterns for the counts and the special values, and numpy casts for what happens past the max."""
+    return _facts(fp8_name(name))
+
+
+@functools.lru_cache(maxsize=None)
+def _facts(name: str) -> Fp8Facts:
+    t = dtype(name)
+    fi = ml_dtypes.finfo(t)
+    info = format_info(name)
+    bits, vals = patterns(name)
+    finite = np.isfinite(vals)
+    pos = finite & (vals > 0)
+    mx = float(fi.max)
+    below = float(np.max(vals[finite & (vals < mx)]))
+    spacing = mx - below
+    midpoint = mx + spacing / 2
+    with np.errstate(over="ignore", invalid="ignore"):
+        mid_to = float(cast(np.array([midpoint]), name)[0].astype(np.float64))
+        above = float(cast(np.array([np.nextafter(midpoint, np.inf)]), name)[0].astype(np.float64))
+    return Fp8Facts(
+        name=name, dtype_name=np.dtype(t).name, exp_bits=info.exp_bits, frac_bits=info.frac_bits,
+        bias=1 - int(fi.minexp), max=mx, ieee_max=ieee_like(info.exp_bits, info.frac_bits)["max"],
+        tiny=float(fi.smallest_normal), smallest_subnormal=float(fi.smallest_subnormal),
+        u=float(fi.eps) / 2, eps=float(fi.eps), finite=int(finite.sum()), positive_finite=int(pos.sum()),
+        positive_subnormal=int((pos & (vals < float(fi.smallest_normal))).sum()),
+        nan_patterns=tuple(int(b) for b in bits[np.isnan(vals)]),
+        inf_patterns=tuple(int(b) for b in bits[np.isinf(vals)]),
+        spacing_at_max=spacing, midpoint=midpoint, midpoint_to=mid_to,
+        overflow_to="NaN" if math.isnan(above) else ("inf" if math.isinf(above) else repr(above)))
+
+
+def facts_table(names=FP8) -> list[dict]:
+    """Rows for helpers.display.table: one per FP8 format."""
+    rows = []
+    for n in names:
+        f = facts(n)
+        rows.append({"format": f"{n} ({f.dtype_name})", "sign/exp/frac": f"1/{f.exp_bits}/{f.frac_bits}",
+                     "bias": f.bias, "max": f.max, "ieee max": f.ieee_max, "tiny": f.tiny,
+                     "subnormal": f.smallest_subnormal, "u": f.u, "binades": f.binades,
+                     "finite": f.finite, "subnormals": f.positive_subnormal,
+                     "inf": "yes" if f.inf_patterns else "no",
+                     "nan": f"{len(f.nan_patterns)} ({', '.join(hex(b) for b in f.nan_patterns)})"})
+    return rows
+
+
+def special_values(names=FP8) -> list[dict]:
+    """One row per special value (zeros, largest, smallest normal and subnormal, infinity, NaN) with
+    its bit pattern in each format, read from the decoded patterns."""
+    out = []
+    cols = {}
+    for n in names:
+        f = facts(n)
+        bits, vals = patterns(n)
+
+        def find(v, sign=0):
+            hit = [int(b) for b, x in zip(bits, vals) if (x == v and (int(b) >> 7) == sign)]
+            return hit[0]
+
+        cols[n] = {
+            "+0": [find(0.0, 0)], "-0": [find(0.0, 1)], "largest": [find(f.max)], "smallest normal": [find(f.tiny)],
+            "smallest subnormal": [find(f.smallest_subnormal)],
+            "+inf / -inf": list(f.inf_patterns), "NaN": list(f.nan_patterns)}
+    for what in cols[names[0]]:
+        row = {"value": what}
+        for n in names:
+            pats = cols[n][what]
+            if not pats:
+                row[n] = "none"
+                continue
+            _, vals = patterns(n)
+            shown = [f"`{bit_fields(p, n)}` ({vals[p]:g})" for p in pats]
+            row[n] = ", ".join(shown) if len(shown) <= 2 else f"{', '.join(shown[:2])} ... ({len(shown)} patterns)"
+        out.append(row)
+    return out
+
+
+# --------------------------------------------------------------------------- casts
+def _as_real(x, what: str = "x") -> np.ndarray:
+    if type(x).__module__.startswith("cupy"):
+        raise InputError(f"{what} is a CuPy array; these helpers work on the CPU.",
+                         f"pass {what}.get() (a numpy copy).")
+    a = np.asarray(x)
+    if a.dtype.name not in _FLOAT_DTYPES:
+        raise InputError(f"{what} has dtype {a.dtype}; FP8 conversion and scaling take real floating-point data.",
+                         f"convert it first, e.g. {what}.astype(np.float32).")
+    return a
+
+
+def cast(x, name) -> np.ndarray:
+    """x -> FP8 the way numpy (ml_dtypes) converts: round to nearest, ties to even, no saturation.
+
+    Values past the midpoint above the largest number become NaN (E4M3: no infinity) or +-inf (E5M2).
+    float64 input is rounded once (helpers.numerics.round_to): ml_dtypes' own float64 -> FP8 cast
+    rounds through float32 first, which can round twice.
+    """
+    name = fp8_name(name)
+    a = _as_real(x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(round_to(a, name)).astype(dtype(name))
+
+
+def saturating_cast(x, name) -> np.ndarray:
+    """x -> FP8 as PTX ``cvt.rn.satfinite`` defines it: NaN stays NaN; |x| above the largest finite
+    number (infinity included) gives that number with x's sign; everything else rounds to nearest even."""
+    name = fp8_name(name)
+    a = _as_real(x)
+    m = facts(name).max
+    wide = a.astype(np.float64) if a.dtype.name != "float32" else a
+    return cast(np.clip(wide, -m, m), name)       # np.clip keeps NaN
+
+
+def overflow_rows(values, names=FP8) -> list[dict]:
+    """What each value becomes: numpy's cast and the saturating cast, in each format."""
+    rows = []
+    for v in values:
+        r = {"x": v}
+        for n in names:
+            r[f"{n} numpy"] = float(cast(np.array([v], dtype=np.float64), n)[0])
+            r[f"{n} satfinite"] = float(saturating_cast(np.array([v], dtype=np.float64), n)[0])
+        rows.append(r)
+    return rows
+
+
+# --------------------------------------------------------------------------- scaling
+def amax_scale(amax, name="fp8_e4m3"):
+    """scale = max / amax (elementwise for an array of amaxes): multiplying by it puts the largest
+    magnitude on the format's largest number. A group of zeros gets scale 1 (it stays zero)."""
+    m = facts(name).max
+    a = np.asarray(amax, dtype=np.float64)
+    if np.any(~np.isfinite(a)) or np.any(a < 0):
+        raise InputError("amax must be finite and >= 0.",
+                         "compute it from finite data: np.abs(x).max(); look for inf/NaN in x first.")
+    with np.errstate(divide="ignore"):
+        s = np.where(a > 0, m / np.where(a > 0, a, 1.0), 1.0)
+    return float(s) if s.ndim == 0 else s
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """FP8 values with one scale per group: x is approximately q / scale, group by group."""
+
+    q: np.ndarray            # FP8 values (ml_dtypes dtype), the shape of x
+    scale: np.ndarray        # float64, one per group: shape (rows // group[0], cols // group[1])
+    group: tuple             # (rows, cols) of one group; x.shape for per-tensor scaling
+    fmt: str
+    saturate: bool = True
+    amax: np.ndarray = field(default=None, repr=False)   # each group's largest magnitude before scaling
+
+    def scale_per_element(self) -> np.ndarray:
+        """The scale each element was multiplied by (the groups' scales spread over their elements)."""
+        return np.kron(self.scale, np.ones(self.group))
+
+    def dequantize(self) -> np.ndarray:
+        """q / scale in float64: the values the FP8 numbers stand for."""
+        return self.q.astype(np.float64) / self.scale_per_element()
+
+    @property
+    def inverse(self) -> np.ndarray:
+        """1 / scale: what a GEMM multiplies each group's partial products by."""
+        return 1.0 / self.scale
+
+
+def _check_group(x: np.ndarray, group) -> tuple:
+    if x.ndim != 2:
+        raise InputError(f"x has shape {x.shape}; tile and block scaling take a matrix (2-D).",
+                         "reshape it to rows x columns (x.reshape(-1, x.shape[-1])), or use quantize_per_tensor.")
+    if x.size == 0:
+        raise InputError("x is empty.", "pass a matrix with at least one element.")
+    try:
+        gr, gc = (int(g) for g in group)
+        ok = len(tuple(group)) == 2 and all(float(g) == int(g) for g in group)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok or gr < 1 or gc < 1:
+        raise InputError(f"group {group!r} is not a (rows, columns) pair of positive whole numbers.",
+                         "pass e.g. (1, 128) for activation tiles or (128, 128) for weight blocks.")
+    rows, cols = x.shape
+    if rows % gr or cols % gc:
+        pr, pc = -rows % gr, -cols % gc
+        raise InputError(f"a {gr}x{gc} group does not divide a {rows}x{cols} matrix "
+                         f"({rows} % {gr} = {rows % gr}, {cols} % {gc} = {cols % gc}).",
+                         f"pad it with zeros to {rows + pr}x{cols + pc}: np.pad(x, ((0, {pr}), (0, {pc}))) "
+                         "(zeros do not change any group's amax), or choose a group whose sides divide the matrix.")
+    return gr, gc
+
+
+def quantize(x, group=None, fmt="fp8_e4m3", *, saturate: bool = True) -> Scaled:
+    """Scale x group by group so that each group's amax maps to the format's largest number, then cast.
+
+    group: None for one scale for the whole tensor, or (rows, cols) of a group, e.g. ACTIVATION_TILE
+    (1, 128) or WEIGHT_BLOCK (128, 128). saturate: cast with saturating_cast (as the GPU converts) or
+    numpy's cast; with amax scaling nothing exceeds the largest number, so both agree here.
+    """
+    fmt = fp8_name(fmt)
+    a = _as_real(x)
+    if a.size == 0:
+        raise InputError("x is empty.", "pass an array with at least one element.")
+    bad = int(np.sum(~np.isfinite(a.astype(np.float64))))
+    if bad:
+        raise InputError(f"x holds {bad} inf/NaN value(s): no scale maps them into FP8.",
+                         "find them with np.argwhere(~np.isfinite(x)) and fix the data first.")
+    a64 = a.astype(np.float64)
+    conv = saturating_cast if saturate else cast
+    if group is None:
+        if a.ndim == 0:
+            raise InputError("x is a single number.", "pass an array (np.atleast_1d(x)).")
+        amax = np.full((1,) * a.ndim, np.abs(a64).max())
+        scale = np.full(amax.shape, amax_scale(float(amax.flat[0]), fmt))
+        return Scaled(conv(a64 * scale.flat[0], fmt), scale, tuple(a.shape), fmt, saturate, amax)
+    gr, gc = _check_group(a64, group)
+    rows, cols = a64.shape
+    blocks = np.abs(a64).reshape(rows // gr, gr, cols // gc, gc)
+    amax = blocks.max(axis=(1, 3))
+    scale = np.asarray(amax_scale(amax, fmt), dtype=np.float64).reshape(amax.shape)
+    return Scaled(conv(a64 * np.kron(scale, np.ones((gr, gc))), fmt), scale, (gr, gc), fmt, saturate, amax)
+
+
+def quantize_per_tensor(x, fmt="fp8_e4m3", *, saturate: bool = True) -> Scaled:
+    """One scale for the whole tensor (the standard practice DeepSeek-V3 moves away from)."""
+    return quantize(x, None, fmt, saturate=saturate)
+
+
+def quantize_tiles(x, tile=ACTIVATION_TILE, fmt="fp8_e4m3", *, saturate: bool = True) -> Scaled:
+    """One scale per 1x128 tile (activations: per token, per 128 channels)."""
+    return quantize(x, tile, fmt, saturate=saturate)
+
+
+def quantize_blocks(w, block=WEIGHT_BLOCK, fmt="fp8_e4m3", *, saturate: bool = True) -> Scaled:
+    """One scale per 128x128 block (weights)."""
+    return quantize(w, block, fmt, saturate=saturate)
+
+
+def grouped_matmul(a: Scaled, b: Scaled) -> np.ndarray:
+    """The exact (float64) product of two scaled operands, one K-group at a time.
+
+    a: M x K scaled in 1 x G tiles (or per tensor), b: K x N scaled in G x G blocks (or G x N, or per
+    tensor). For each group g of G columns of a / rows of b the FP8 values are multiplied and summed,
+    and that partial sum is multiplied by 1/scale of a's tile and of b's block before it is added to
+    the rest. The scales change from one K-group to the next, so no single accumulator can run over
+    the whole of K: each group's sum has to leave it and be scaled first (DeepSeek-V3 does this every
+    N_C = 128 elements, in FP32 registers). This is arithmetic, not a model of a Tensor Core's rounding.
+    """
+    for s, what in ((a, "a"), (b, "b")):
+        if not isinstance(s, Scaled) or s.q.ndim != 2:
+            raise InputError(f"{what} is not a scaled matrix.", f"make it with helpers.fp8.quantize(x, group).")
+    M, K = a.q.shape
+    K2, N = b.q.shape
+    if K != K2:
+        raise InputError(f"a is {M}x{K} and b is {K2}x{N}: inner dimensions differ.", "pass a (M x K) and b (K x N).")
+    ga, gb = a.group[1], b.group[0]
+    G = math.gcd(ga, gb)
+    qa, qb = a.q.astype(np.float64), b.q.astype(np.float64)
+    ia, ib = np.kron(a.inverse, np.ones((a.group[0], 1))), np.kron(b.inverse, np.ones((1, b.group[1])))
+    C = np.zeros((M, N))
+    for k0 in range(0, K, G):
+        part = qa[:, k0:k0 + G] @ qb[k0:k0 + G, :]
+        C += part * ia[:, k0 // ga][:, None] * ib[k0 // gb, :][None, :]
+    return C
+
+
+# --------------------------------------------------------------------------- the outlier demonstration
+def outlier_matrix(rows: int = 256, cols: int = 1024, *, outliers: int = 16, magnitude: float = 1e4,
+                   seed: int = 0) -> np.ndarray:
+    """Activation-like float64 data: standard-normal values, and `outliers` entries (random places and
+    signs, seeded) of size `magnitude`: a few very large activations among ordinary ones."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, cols))
+    where = rng.choice(x.size, size=outliers, replace=False)
+    x.flat[where] = magnitude * np.where(rng.random(outliers) < 0.5, -1.0, 1.0)
+    return x
+
+
+SCHEMES = {"per tensor": None, "128x128 blocks": WEIGHT_BLOCK, "1x128 tiles": ACTIVATION_TILE}
+
+
+def relative_errors(x, deq) -> np.ndarray:
+    """|deq - x| / |x| element by element (float64; 0 where x is 0 and deq is too, inf where only x is)."""
+    x = np.asarray(x, dtype=np.float64)
+    diff = np.abs(np.asarray(deq, dtype=np.float64) - x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(x != 0, diff / np.where(x != 0, np.abs(x), 1.0), np.where(diff > 0, np.inf, 0.0))
+
+
+def tiles_within_u(x, deq, u: float, tile=ACTIVATION_TILE) -> np.ndarray:
+    """For each tile of x (1x128 by default): True when every value in it came back with a relative error
+    of at most u (the most one rounding costs a normal number), False when any did not."""
+    x = np.asarray(x, dtype=np.float64)
+    gr, gc = _check_group(x, tile)
+    rows, cols = x.shape
+    ok = relative_errors(x, deq) <= u * (1 + 1e-12)       # float64 arithmetic of q / scale: 1e-16 relative
+    return ok.reshape(rows // gr, gr, cols // gc, gc).all(axis=(1, 3))
+
+
+def scaling_report(x, schemes=None, fmt="fp8_e4m3", small_quantile: float = 0.1) -> list[dict]:
+    """One row per scaling scheme: how many nonzero values became 0; how many landed among FP8's
+    subnormals (fewer significant bits); the median relative error of the smallest values (those below
+    the `small_quantile` quantile of |x|) and of all values; how many 1x128 tiles kept every value to
+    within the format's unit roundoff u; and the error of the whole matrix (Frobenius norm), which the
+    large values dominate."""
+    x = np.asarray(x, dtype=np.float64)
+    schemes = SCHEMES if schemes is None else schemes
+    f = facts(fmt)
+    small = np.abs(x) < np.quantile(np.abs(x), small_quantile)
+    rows = []
+    for label, group in schemes.items():
+        s = quantize(x, group, fmt)
+        deq = s.dequantize()
+        qa = np.abs(s.q.astype(np.float64))
+        nz = x != 0
+        rel = relative_errors(x, deq)
+        tiles = tiles_within_u(x, deq, f.u)
+        rows.append({"scheme": label, "format": fmt, "scales": int(s.scale.size),
+                     "flushed to zero": int(np.sum(nz & (qa == 0))),
+                     "subnormal": int(np.sum(nz & (qa > 0) & (qa < f.tiny))),
+                     "small error": float(np.median(rel[small & nz])), "median error": float(np.median(rel[nz])),
+                     "tiles within u": int(tiles.sum()), "tiles": int(tiles.size),
+                     "matrix error": float(np.linalg.norm(deq - x) / np.linalg.norm(x))})
+    return rows
+
+
+# --------------------------------------------------------------------------- figures
+def plot_values(names=FP8, source: str = "computed with ml_dtypes"):
+    """Every positive finite value of each FP8 format as a tick on a log2 axis (grey: subnormals), with
+    the smallest subnormal, smallest normal and largest number marked, and what lies past the largest."""
+    import matplotlib.pyplot as plt
+
+    from .plots import apply_style
+
+    apply_style()
+    fig, ax = plt.subplots(figsize=(12, 1.8 * len(names) + 1.2))
+    gap = 1.6
+    colours = ["#0072B2", "#D55E00"]
+    lo = min(math.log2(facts(n).smallest_subnormal) for n in names) - 1
+    hi = max(math.log2(facts(n).max) for n in names) + 3
+    for i, n in enumerate(names):
+        f = facts(n)
+        y = gap * (len(names) - 1 - i)
+        _, vals = patterns(n)
+        v = np.unique(vals[np.isfinite(vals) & (vals > 0)])
+        lv = np.log2(v)
+        sub = v < f.tiny
+        ax.vlines(lv[sub], y - 0.28, y + 0.28, color="0.6", linewidth=1.2)
+        ax.vlines(lv[~sub], y - 0.28, y + 0.28, color=colours[i % 2], linewidth=1.2)
+        for val, label, dy in ((f.smallest_subnormal, "smallest subnormal", -0.5), (f.tiny, "smallest normal", 0.36),
+                               (f.max, "max", 0.36)):
+            ax.annotate(f"{label}\n{val:g}" if label != "max" else f"max {val:g}", (math.log2(val), y + dy),
+                        ha="center", va="bottom" if dy > 0 else "top", fontsize=10)
+        beyond = f"numpy: {f.overflow_to}\nsatfinite: {f.max:g}"
+        ax.add_patch(plt.Rectangle((math.log2(f.midpoint), y - 0.3), hi + 6 - math.log2(f.midpoint), 0.6,
+                                   color="#CC79A7", alpha=0.18, linewidth=0))
+        ax.text(math.log2(f.midpoint) + 0.3, y, beyond, va="center", fontsize=10)
+        ax.text(lo - 0.3, y, f"{n}\n{f.positive_finite} values > 0", ha="right", va="center", fontsize=12)
+    ax.set_xlim(lo, hi + 6)
+    ax.set_ylim(-0.9, gap * (len(names) - 1) + 0.9)
+    ax.set_yticks([])
+    ax.set_xlabel("log2(value)")
+    ax.grid(False)
+    ax.set_title(f"Every positive FP8 number (grey: subnormals; shaded: past the largest)\n{source}", loc="left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_overflow(names=FP8, source: str = "computed with ml_dtypes"):
+    """One panel per format: the value a cast returns against the input, from 0 to past the largest
+    number; numpy's cast (NaN / inf marked at the top) and the saturating cast."""
+    import matplotlib.pyplot as plt
+
+    from .plots import apply_style
+
+    apply_style()
+    fig, axes = plt.subplots(1, len(names), figsize=(12, 4.6))
+    for ax, n in zip(np.atleast_1d(axes), names):
+        f = facts(n)
+        x = np.linspace(0, 1.6 * f.max, 4001)
+        plain = cast(x, n).astype(np.float64)
+        sat = saturating_cast(x, n).astype(np.float64)
+        ok = np.isfinite(plain)
+        ax.plot(x[ok], plain[ok], color="#0072B2", label="numpy cast (ml_dtypes)")
+        top = 1.12 * f.max
+        marker = "NaN" if np.isnan(plain[~ok]).any() else "inf"
+        ax.plot(x[~ok], np.full((~ok).sum(), top), ".", color="#D55E00", markersize=3,
+                label=f"numpy cast gives {marker}")
+        ax.plot(x, sat, "--", color="#009E73", label="saturating cast (cvt .satfinite)")
+        ax.axvline(f.midpoint, color="0.4", linestyle=":", linewidth=1.2)
+        ax.text(f.midpoint, 0.45 * f.max, f" max + half a spacing\n = {f.midpoint:g}", fontsize=10, color="0.3")
+        ax.set_title(n, loc="left", fontsize=13)
+        ax.set_xlabel("x")
+        ax.set_ylim(0, 1.45 * f.max)
+        ax.legend(loc="upper left", frameon=False, fontsize=10, bbox_to_anchor=(0.0, 0.93))
+    np.atleast_1d(axes)[0].set_ylabel("cast(x)")
+    fig.suptitle(f"Past the largest number: NaN, inf, or saturation\n{source}", x=0.01, ha="left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_scaling(x, schemes=None, fmt="fp8_e4m3", bins=70, source: str = "computed with ml_dtypes"):
+    """One panel per scaling scheme: histogram of log10|x| of the original values, coloured by what
+    each became in FP8 after its group's scale: zero, subnormal, or normal."""
+    import matplotlib.pyplot as plt
+
+    from .plots import apply_style
+
+    apply_style()
+    x = np.asarray(x, dtype=np.float64)
+    schemes = SCHEMES if schemes is None else schemes
+    f = facts(fmt)
+    fig, axes = plt.subplots(len(schemes), 1, figsize=(11, 2.2 * len(schemes) + 1.0), sharex=True)
+    lx = np.log10(np.abs(x[x != 0]))
+    edges = np.linspace(lx.min(), lx.max(), bins + 1)
+    colours = ["#D55E00", "#E69F00", "#009E73"]
+    for ax, (label, group) in zip(np.atleast_1d(axes), schemes.items()):
+        s = quantize(x, group, fmt)
+        qa = np.abs(s.q.astype(np.float64))[x != 0]
+        cat = np.where(qa == 0, 0, np.where(qa < f.tiny, 1, 2))
+        names = ["became 0", "subnormal in FP8", "normal in FP8"]
+        data = [lx[cat == k] for k in range(3)]
+        ax.hist(data, bins=edges, stacked=True, color=colours,
+                label=[f"{names[k]}: {d.size}" for k, d in enumerate(data)])
+        ax.set_yscale("log")
+        ax.set_ylabel("count")
+        ax.set_title(f"{label} ({s.scale.size} scale{'s' if s.scale.size > 1 else ''})", loc="left", fontsize=13)
+        ax.legend(loc="upper left", frameon=False, fontsize=10)
+    np.atleast_1d(axes)[-1].set_xlabel("log10 |x|  (x before scaling)")
+    fig.suptitle(f"{fmt}: what each value becomes, by scaling scheme\n{source}", x=0.01, ha="left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_error_vs_magnitude(x, cases=None, bins=40, min_count: int = 20, source: str = "computed with ml_dtypes"):
+    """Mean relative error of the values in each bin of |x| (log scale), one line per (format, scheme);
+    a value that became 0 counts as error 1. Dotted: each format's unit roundoff u."""
+    import matplotlib.pyplot as plt
+
+    from .plots import COLORS, apply_style
+
+    apply_style()
+    x = np.asarray(x, dtype=np.float64)
+    cases = cases or [("fp8_e4m3", "per tensor"), ("fp8_e4m3", "128x128 blocks"), ("fp8_e4m3", "1x128 tiles"),
+                      ("fp8_e5m2", "per tensor")]
+    nz = x != 0
+    lx = np.log10(np.abs(x[nz]))
+    edges = np.linspace(lx.min(), lx.max(), bins + 1)
+    idx = np.clip(np.digitize(lx, edges) - 1, 0, bins - 1)
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    fig, ax = plt.subplots(figsize=(11, 5.6))
+    for i, (fmt, label) in enumerate(cases):
+        rel = relative_errors(x, quantize(x, SCHEMES[label], fmt).dequantize())[nz]
+        count = np.bincount(idx, minlength=bins)
+        mean = np.bincount(idx, weights=rel, minlength=bins) / np.maximum(count, 1)
+        keep = count >= min_count
+        ax.plot(10 ** centres[keep], mean[keep], "-" if fmt == "fp8_e4m3" else "--", color=COLORS[i],
+                label=f"{fmt}, {label}")
+    for fmt, c in (("fp8_e4m3", "0.3"), ("fp8_e5m2", "0.6")):
+        ax.axhline(facts(fmt).u, color=c, linestyle=":", linewidth=1.4)
+        ax.text(0.01, facts(fmt).u * 1.08, f"u of {fmt}", fontsize=10, color=c, transform=ax.get_yaxis_transform())
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("|x| (before scaling)")
+    ax.set_ylabel("mean relative error (1 = became 0)")
+    ax.set_title(f"Which values lose precision: error against size\n{source}", loc="left")
+    ax.legend(loc="upper right", frameon=False)
+    fig.tight_layout()
+    return fig

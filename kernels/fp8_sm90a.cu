@@ -1,0 +1,321 @@
+// fp8_sm90a.cu -- Lesson 7 (Hopper only): an FP8 GEMM on the Tensor Cores, and what accuracy costs.
+//
+// The kernels take E4M3 inputs (1 sign, 4 exponent, 3 fraction bits; the bytes of ml_dtypes'
+// float8_e4m3fn) and write an FP32 C. They are lesson 6's warp-specialised, persistent kernel
+// (rung 11: a TMA producer warpgroup, two wgmma consumer warpgroups, a ring of full/empty
+// mbarriers, one CTA per SM walking the tiles in groups of 8 tile rows) with three changes:
+//
+//   1. wgmma's FP8 form, m64nNk32: 32 products per instruction instead of 16. A K-tile of 128
+//      E4M3 values is 128 bytes, one swizzle row, as 64 halves were: the shared-memory layouts,
+//      descriptors and TMA boxes are the FP16 ones, measured in bytes.
+//   2. Both operands K-major. wgmma's transpose bit exists only for 16-bit inputs, so B comes in
+//      transposed: Bt is N x K row-major (the "TN" layout cuBLASLt also asks of FP8).
+//   3. (fp8_promote_*) promotion: the Tensor Cores accumulate N_C products of each output, then the
+//      partial sum is added to an FP32 total on the CUDA cores (an ordinary FP32 add, rounded to
+//      nearest) and the Tensor Cores start again from zero (wgmma's scale-d = 0). This is the fix
+//      of DeepSeek-V3's report (arXiv:2412.19437, sec. 3.3.2) for the few bits Hopper's FP8
+//      accumulator keeps. Lesson 7 measures those bits and what promotion costs in speed.
+//
+//   fp8_wgmma        block tile 128 x 256, no promotion (the fast one)
+//   fp8_wgmma_n128   block tile 128 x 128, no promotion (the same tile as the promoting kernels)
+//   fp8_promote_NC   block tile 128 x 128, promotion every NC = 32, 64, 128, 256, 512 products
+//                    (128 x 256 would need 128 + 128 accumulator registers per thread)
+//
+// Contract: A: M x K row-major E4M3 (TMA map, box 128 rows x 128 bytes, 128-byte swizzle);
+// Bt: N x K row-major E4M3 (TMA map, box BN rows x 128 bytes); C: M x N row-major float.
+// K a multiple of 16 (TMA needs 16-byte row strides; the launcher pads K with zeros), N a multiple
+// of 8; M, N, K otherwise free: TMA fills what lies outside A and Bt with zeros.
+// Needs sm_90a (wgmma, setmaxnreg). Other targets compile empty kernels (make kernels-check).
+
+typedef unsigned long long u64;
+typedef unsigned int u32;
+
+#define F8_BM 128                             // rows of C per block tile
+#define F8_BK 128                             // K per pipeline stage: 128 E4M3 = 128 bytes = one swizzle row
+#define F8_STAGES 4
+#define F8_THREADS 384                        // 1 producer + 2 consumer warpgroups
+#define F8_GROUP_M 8                          // tile rows per group of the L2-aware order
+#define F8_A_BYTES (F8_BM * F8_BK)            // 16 KB of A per stage
+#define F8_SMEM(BN) (F8_STAGES * (F8_A_BYTES + (BN) * F8_BK) + 1024 + 128)
+
+struct __align__(64) TensorMap { u64 bytes[16]; };   // layout-compatible with CUtensorMap
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
+
+__device__ __forceinline__ u32 smem_addr(const void* p) { return static_cast<u32>(__cvta_generic_to_shared(p)); }
+
+// dynamic shared memory, its start rounded up to 1024 bytes (the 128-byte swizzle's atom)
+__device__ __forceinline__ unsigned char* smem_base()
+{
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const u32 base = smem_addr(smem_raw);
+    return smem_raw + ((1024 - (base & 1023)) & 1023);
+}
+
+// K-major operand in shared memory (A, and Bt): rows of 128 bytes, 128-byte swizzle, 8-row atoms
+// 1024 bytes apart (SBO); a k-step of 32 E4M3 moves the start 32 bytes inside the swizzled row.
+__device__ __forceinline__ u64 desc_kmajor(const void* p)
+{
+    const u32 a = smem_addr(p);
+    return (u64)((a & 0x3FFFF) >> 4) | ((u64)(16 >> 4) << 16) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void mbar_init(u64* bar, u32 count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(u64* bar, u32 bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(u64* bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ bool mbar_try(u32 addr, u32 parity)
+{
+    u32 done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(addr), "r"(parity) : "memory");
+    return done != 0;
+}
+__device__ __forceinline__ u64 globaltimer_ns()
+{
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+    return t;
+}
+// wait for the phase of this parity; trap after 10 s instead of hanging (a wrong byte count)
+__device__ __forceinline__ void mbar_wait(u64* bar, u32 parity)
+{
+    const u32 addr = smem_addr(bar);
+    if (mbar_try(addr, parity)) return;
+    const u64 start = globaltimer_ns();
+    while (!mbar_try(addr, parity))
+        if (globaltimer_ns() - start > 10000000000ull) __trap();
+}
+__device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, u64* bar, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(smem_addr(dst)), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+                 : "memory");
+}
+__device__ __forceinline__ void wgmma_fence()  { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
+template <int R> __device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(R)); }
+template <int R> __device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R)); }
+
+// --------------------------------------------------------------------------- the FP8 MMA
+// scale-d (the predicate p) = accumulate: 0 starts the accumulators from zero (D = A B).
+#define D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+              "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+
+// D (64 x 256, FP32, 128 registers per thread) = A (64 x 32) * B (32 x 256) + (accumulate ? D : 0).
+__device__ __forceinline__ void wgmma_e4m3(float (&d)[128], u64 desc_a, u64 desc_b, int accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1;\n"
+        "}\n"
+        : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56),
+          D8(64), D8(72), D8(80), D8(88), D8(96), D8(104), D8(112), D8(120)
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+// D (64 x 128, FP32, 64 registers per thread) = A (64 x 32) * B (32 x 128) + (accumulate ? D : 0).
+__device__ __forceinline__ void wgmma_e4m3(float (&d)[64], u64 desc_a, u64 desc_b, int accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1;\n"
+        "}\n"
+        : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56)
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+#undef D8
+
+// The accumulator layout of wgmma m64nN (PTX ISA): warp w of the warpgroup holds rows 16w..16w+15;
+// lane (g = lane/4, t = lane%4) holds, per 8-column block j, d[4j], d[4j+1] at (row g, columns
+// 8j+2t, +1) and d[4j+2], d[4j+3] at (row g+8, same). Written only inside C (N % 8 == 0).
+template <int BN>
+__device__ __forceinline__ void store_slice(const float (&d)[BN / 2], float* C, int M, int N, int row0, int col0)
+{
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+    const int r = row0 + warp * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+        const int c = col0 + j * 8 + 2 * (lane % 4);
+        if (c < N) {
+            if (r < M) *reinterpret_cast<float2*>(&C[(size_t)r * N + c]) = make_float2(d[4 * j], d[4 * j + 1]);
+            if (r + 8 < M) *reinterpret_cast<float2*>(&C[(size_t)(r + 8) * N + c]) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+        }
+    }
+}
+
+// The FP8 GEMM: lesson 6's rung 11 with FP8 wgmma. BN: block tile columns (256 or 128);
+// NC: 0 = the Tensor Cores accumulate all of K; else promotion to FP32 every NC products.
+template <int BN, int NC>
+__device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* tmB, float* __restrict__ C,
+                                         int M, int N, int K)
+{
+    constexpr int B_BYTES = BN * F8_BK, STAGE = F8_A_BYTES + B_BYTES, NREG = BN / 2;
+    constexpr int KSTEPS = F8_BK / 32;                         // wgmma k-steps per stage
+    constexpr int EVERY = NC / 32;                             // k-steps per promotion (0: never)
+    static_assert(NC == 0 || (NC % 32 == 0 && (EVERY <= KSTEPS ? KSTEPS % EVERY == 0 : EVERY % KSTEPS == 0)),
+                  "NC: a multiple of 32 that divides, or is divided by, the 128 of a stage");
+    unsigned char* smem = smem_base();
+    u64* full = reinterpret_cast<u64*>(smem + F8_STAGES * STAGE);
+    u64* empty = full + F8_STAGES;
+
+    const int wg = threadIdx.x / 128;
+    const int tiles_m = (M + F8_BM - 1) / F8_BM, tiles_n = (N + BN - 1) / BN, ktiles = (K + F8_BK - 1) / F8_BK;
+    const int units = tiles_m * tiles_n;
+    auto tile_of = [&](int t, int& tm, int& tn) {              // grouped order (lesson 6, rung 11)
+        const int per_group = F8_GROUP_M * tiles_n, first = (t / per_group) * F8_GROUP_M;
+        const int rows = min(tiles_m - first, F8_GROUP_M), in = t % per_group;
+        tm = first + in % rows;
+        tn = in / rows;
+    };
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < F8_STAGES; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 8);                           // one arrive per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {                                             // ---------------- producer
+        regs_dec<40>();
+        if (threadIdx.x == 0) {
+            int s = 0;
+            u32 phase = 0;
+            for (int t = blockIdx.x; t < units; t += gridDim.x) {
+                int tm, tn;
+                tile_of(t, tm, tn);
+                for (int kt = 0; kt < ktiles; ++kt) {
+                    mbar_wait(&empty[s], phase ^ 1);
+                    mbar_expect_tx(&full[s], STAGE);           // whole boxes count, zero-filled parts too
+                    unsigned char* st = smem + s * STAGE;
+                    tma_load(st, tmA, &full[s], kt * F8_BK, tm * F8_BM);
+                    tma_load(st + F8_A_BYTES, tmB, &full[s], kt * F8_BK, tn * BN);
+                    if (++s == F8_STAGES) { s = 0; phase ^= 1; }
+                }
+            }
+        }
+    } else {                                                   // ---------------- consumers
+        regs_inc<232>();
+        const int cw = wg - 1, lane = threadIdx.x % 32;
+        int s = 0;
+        u32 phase = 0;
+        float d[NREG];                                         // the Tensor Cores' accumulators
+        float total[NC ? NREG : 1];                            // the FP32 totals (promotion only)
+        auto release = [&](int stage) { if (lane == 0) mbar_arrive(&empty[stage]); };
+        for (int t = blockIdx.x; t < units; t += gridDim.x) {
+            int tm, tn;
+            tile_of(t, tm, tn);
+#pragma unroll
+            for (int i = 0; i < NREG; ++i) d[i] = 0.0f;
+            if (NC) {
+#pragma unroll
+                for (int i = 0; i < (NC ? NREG : 1); ++i) total[i] = 0.0f;
+            }
+            int prev = -1;
+            for (int kt = 0; kt < ktiles; ++kt) {
+                mbar_wait(&full[s], phase);
+                const unsigned char* a = smem + s * STAGE + cw * 64 * F8_BK;
+                const unsigned char* b = smem + s * STAGE + F8_A_BYTES;
+                wgmma_fence();
+                if (NC == 0 || EVERY >= KSTEPS) {
+                    // no promotion inside this stage: 4 k-steps, one group, one group kept in flight
+#pragma unroll
+                    for (int ks = 0; ks < KSTEPS; ++ks) {
+                        const int fresh = NC && ks == 0 && (kt % (EVERY / KSTEPS + (EVERY < KSTEPS))) == 0;
+                        wgmma_e4m3(d, desc_kmajor(a + ks * 32), desc_kmajor(b + ks * 32), !fresh);
+                    }
+                    wgmma_commit();
+                    const bool promote = NC && (((kt + 1) * KSTEPS) % (EVERY ? EVERY : 1) == 0 || kt == ktiles - 1);
+                    if (!promote) {
+                        wgmma_wait<1>();
+                        if (prev >= 0) release(prev);
+                        prev = s;
+                    } else {
+                        wgmma_wait<0>();
+#pragma unroll
+                        for (int i = 0; i < (NC ? NREG : 1); ++i) total[i] += d[i];
+                        if (prev >= 0) release(prev);
+                        release(s);
+                        prev = -1;
+                    }
+                } else {
+                    // promotion every EVERY (< 4) k-steps: each group ends in an FP32 add
+#pragma unroll
+                    for (int ks = 0; ks < KSTEPS; ks += (EVERY ? EVERY : 1)) {
+#pragma unroll
+                        for (int j = 0; j < (EVERY ? EVERY : 1); ++j)
+                            wgmma_e4m3(d, desc_kmajor(a + (ks + j) * 32), desc_kmajor(b + (ks + j) * 32), j != 0);
+                        wgmma_commit();
+                        wgmma_wait<0>();
+#pragma unroll
+                        for (int i = 0; i < (NC ? NREG : 1); ++i) total[i] += d[i];
+                        wgmma_fence();
+                    }
+                    release(s);
+                }
+                if (++s == F8_STAGES) { s = 0; phase ^= 1; }
+            }
+            if (NC == 0) {
+                wgmma_wait<0>();
+                if (prev >= 0) release(prev);
+                store_slice<BN>(d, C, M, N, tm * F8_BM + cw * 64, tn * BN);
+            } else {
+                store_slice<BN>(*reinterpret_cast<float(*)[NREG]>(total), C, M, N, tm * F8_BM + cw * 64, tn * BN);
+            }
+        }
+    }
+}
+#endif
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define F8_BODY(BN, NC) fp8_gemm<BN, NC>(&tmA, &tmB, C, M, N, K)
+#else
+#define F8_BODY(BN, NC)
+#endif
+#define F8_KERNEL(name, BN, NC)                                                                          \
+    extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) name(const __grid_constant__ TensorMap tmA, \
+        const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)               \
+    {                                                                                                    \
+        F8_BODY(BN, NC);                                                                                 \
+    }
+
+// The fast kernel: 128 x 256 tiles, the Tensor Cores accumulate all of K.
+F8_KERNEL(fp8_wgmma, 256, 0)
+// The same with 128 x 128 tiles: the baseline the promoting kernels are timed against.
+F8_KERNEL(fp8_wgmma_n128, 128, 0)
+// Promotion to FP32 every NC products of each output (DeepSeek-V3 uses NC = 128).
+F8_KERNEL(fp8_promote_32, 128, 32)
+F8_KERNEL(fp8_promote_64, 128, 64)
+F8_KERNEL(fp8_promote_128, 128, 128)
+F8_KERNEL(fp8_promote_256, 128, 256)
+F8_KERNEL(fp8_promote_512, 128, 512)

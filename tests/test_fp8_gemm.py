@@ -1,0 +1,121 @@
+"""Lesson 7's FP8 GEMM: the CPU models against the recorded H200 outputs, the check on FP8 results
+(it must reject wrong ones at the lesson's sizes), and the errors of the FP8 front ends."""
+import numpy as np
+import pytest
+
+from helpers import emulate as E
+from helpers import fp8_gemm as F
+from helpers.errors import InputError
+from helpers.experiments import fp8 as X
+from helpers.results import load_latest
+
+WGMMA = ["fp8_wgmma", "fp8_wgmma_n128", "fp8_promote_32", "fp8_promote_128", "fp8_promote_512"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    rec = load_latest()
+    exps = rec.meta.get("experiments", {})
+    if "fp8" not in exps:
+        pytest.fail(f"the committed record {rec.path.name} has no fp8 experiment")
+    return exps["fp8"]
+
+
+@pytest.mark.parametrize("kernel", list(F.FP8_KERNELS))
+def test_model_reproduces_recorded_probes(data, kernel):
+    pr, A, B = X.probe_matrices()
+    assert [p["kind"] for p in pr] == data["probes"]["kind"]
+    got = np.diagonal(X.cpu_model(kernel)(A, B))
+    assert np.array_equal(got, np.array(data["probes"]["outputs"][kernel], dtype=np.float32))
+
+
+def test_recorded_facts(data):
+    assert X.bits_kept(data, "fp8_wgmma") == 14
+    assert X.block_survivors(data, "fp8_wgmma")[0] == 32
+    assert X.block_survivors(data, "fp8_mma_sync")[:4] == [2, 3, 6, 7]
+    assert X.max_significant_bits(data)["fp8_wgmma"] == 14
+    assert all(r["differ"] == 0 and r["1024^3 differ"] == 0 and r["probes differ"] == 0 for r in X.match_rows(data))
+    timed = [r for r in data["speed"] if r["kernel"].startswith("fp8_")]
+    assert timed and all(r["check_passed"] for r in timed)
+    assert all("sm_mhz" in r for r in data["speed"] if "tflops" in r)
+
+
+def test_model_keeps_14_bits():
+    a = np.zeros((1, 32)); b = np.zeros((32, 1))
+    a[0, :2], b[:2, 0] = [256.0, 2.0], [256.0, 4.0]             # 2^16 + 2^3: bit 14 below: kept
+    assert E.fp8_wgmma_gemm(a, b)[0, 0] == 65536 + 8
+    b[1, 0] = 2.0                                               # 2^16 + 2^2: 15 bits below: cut
+    assert E.fp8_wgmma_gemm(a, b)[0, 0] == 65536
+    assert E.fp8_mma_sync_gemm(a, b)[0, 0] == 65536 + 4         # the FP16 path keeps it
+
+
+def test_promotion_is_an_fp32_add():
+    A, B = X.random_inputs(16, 16, 512, "uniform", 3)
+    parts = [E.fp8_wgmma_gemm(A[:, k:k + 128], B[k:k + 128]) for k in range(0, 512, 128)]
+    total = np.zeros((16, 16), np.float32)
+    for p in parts:
+        total = total + p
+    assert np.array_equal(E.fp8_wgmma_gemm(A, B, nc=128), total)
+    assert not np.array_equal(E.fp8_wgmma_gemm(A, B, nc=128), E.fp8_wgmma_gemm(A, B))
+
+
+@pytest.mark.parametrize("shape,dist", [((57, 40, 136), "normal"), ((64, 48, 4096), "uniform"),
+                                        ((33, 17, 1000), "normal")])
+@pytest.mark.parametrize("kernel", ["fp8_wgmma", "fp8_promote_128", "fp8_mma_sync"])
+def test_check_passes_model_and_rejects_wrong_results(kernel, shape, dist):
+    m, n, k = shape
+    A, B = X.random_inputs(m, n, k, dist, 7)
+    C = X.cpu_model(kernel)(A, B)
+    assert X.check_fp8(kernel, C, A, B, fitted=True).passed
+    wrong = {"zeros": np.zeros_like(C), "x1.003": C * np.float32(1.003), "sign": -C,
+             "rows permuted": C[::-1].copy(), "exact FP32": (A @ B).astype(np.float32),
+             "one element off": C.copy()}
+    wrong["one element off"][m // 2, n // 2] += np.float32(max(1.0, abs(C[m // 2, n // 2])))
+    for other in ("fp8_wgmma", "fp8_mma_sync"):
+        if other != kernel and not (kernel == "fp8_promote_128" and other == "fp8_wgmma" and k <= 128):
+            wrong[f"computed as {other}"] = X.cpu_model(other)(A, B)
+    for what, W in wrong.items():
+        if np.array_equal(W, C):
+            continue
+        assert not X.check_fp8(kernel, W, A, B, fitted=True).passed, what
+
+
+def test_encode_refuses_out_of_range_and_rounds_once():
+    with pytest.raises(InputError, match="448"):
+        F.encode_e4m3(np.array([500.0]))
+    with pytest.raises(InputError):
+        F.encode_e4m3(np.array([np.nan]))
+    x = np.array([1 + 2 ** -4 + 2 ** -30])                      # just above a tie: rounds up to 1.125
+    assert F.decode_e4m3(F.encode_e4m3(x))[0] == 1.125
+
+
+def test_front_ends_refuse_bad_input(monkeypatch):
+    monkeypatch.setenv("COURSE_DEVICE", "cpu")
+    with pytest.raises(InputError, match="no FP8 kernel"):
+        F.matmul("fp8_nope", np.ones((2, 32)), np.ones((32, 2)))
+    with pytest.raises(InputError, match="columns"):
+        F.matmul("fp8_wgmma", np.ones((2, 32)), np.ones((16, 2)))
+    with pytest.raises(InputError, match="uint8"):
+        F.gemm_fp8("fp8_wgmma", np.ones((2, 32), np.float32), np.ones((2, 32), np.uint8))
+    with pytest.raises(InputError, match="not E4M3"):
+        E.fp8_wgmma_gemm(np.full((2, 32), 0.1), np.ones((32, 2)))
+    with pytest.raises(InputError, match="32"):
+        E.fp8_wgmma_gemm(np.ones((2, 64)), np.ones((64, 2)), nc=48)
+
+
+def test_matmul_on_cpu_says_so(monkeypatch):
+    monkeypatch.setenv("COURSE_DEVICE", "cpu")
+    from helpers import device
+    if hasattr(device, "_BACKEND"):
+        monkeypatch.setattr(device, "_BACKEND", None, raising=False)
+    A, B = X.random_inputs(8, 8, 64, "normal", 1)
+    C, where = F.matmul("fp8_wgmma", A, B)
+    assert "CPU model" in where
+    assert np.array_equal(C, E.fp8_wgmma_gemm(A, B))
+
+
+def test_model_parameters_validated():
+    with pytest.raises(ValueError):
+        E.TensorCoreModel(32, -10, "x", result_bits=14, fp32_rounding="nearest")
+    with pytest.raises(ValueError):
+        E.TensorCoreModel(32, -30, "x")

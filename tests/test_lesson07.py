@@ -1,0 +1,131 @@
+"""Lesson 7's first half on the CPU: the exercise checkers (helpers/exercises/fp8.py), and every claim the
+lesson's prose makes about its own data (notebooks/07_fp8.py), recomputed, so that a change of data or of
+ml_dtypes that would make the prose wrong fails here. helpers/fp8.py itself: tests/test_fp8_formats.py."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import helpers
+from helpers import exercises, fp8
+from helpers.exercises import fp8 as ex
+
+
+# --------------------------------------------------------------------------- exercises
+def test_exercise_answers_from_first_principles():
+    assert ex.e4m3_max() == 448.0 == (1 + 6 / 8) * 2 ** (15 - 7)
+    assert math.isnan(ex.cast_result(500.0, "fp8_e4m3", False)) and ex.cast_result(500.0, "fp8_e4m3", True) == 448.0
+    assert ex.cast_result(1e5, "fp8_e5m2", False) == math.inf and ex.cast_result(1e5, "fp8_e5m2", True) == 57344.0
+    assert ex.per_tensor_scale(1e4) == 448 / 1e4
+    t = ex.zero_threshold(1e4)
+    assert t == 2.0 ** -10 * 1e4 / 448
+    # the threshold really is where values start to vanish: at it -> 0 (tie to even), just above -> not 0
+    s = ex.per_tensor_scale(1e4)
+    x = np.array([[1e4, t, np.nextafter(t, 1.0), t / 2]])
+    q = fp8.quantize_per_tensor(x).q.astype(np.float64)
+    assert q[0, 0] == 448 and q[0, 1] == 0 and q[0, 2] > 0 and q[0, 3] == 0
+    assert math.isclose(float(q[0, 2]), 2.0 ** -9) and s > 0
+
+
+@pytest.mark.parametrize("fn,good,bad", [
+    (ex.check_e4m3_max, 448, 240),
+    (lambda a: ex.check_cast(a, 500.0, "fp8_e4m3", False), float("nan"), 448.0),
+    (lambda a: ex.check_cast(a, 500.0, "fp8_e4m3", True), 448.0, float("nan")),
+    (lambda a: ex.check_cast(a, 1e5, "fp8_e5m2", False), float("inf"), 57344),
+    (lambda a: ex.check_cast(a, 1e5, "fp8_e5m2", True), 57344, float("inf")),
+    (lambda a: ex.check_cast(a, 300.0, "fp8_e4m3", False), 288, 300),
+    (ex.check_scale, 0.448, 1000 / 448),
+    (lambda a: ex.check_scale(a, amax=1e4), 448 / 1e4, 1e4 / 448),
+    (lambda a: ex.check_zero_threshold(a, amax=1e4), 2.0 ** -9 / 2 / (448 / 1e4), 2.0 ** -9 / (448 / 1e4)),
+])
+def test_exercise_checkers(fn, good, bad, capsys):
+    fn(None)
+    assert exercises.last_result is None and "Not answered" in capsys.readouterr().out
+    fn(...)
+    assert exercises.last_result is None and "Not answered" in capsys.readouterr().out
+    fn(good)
+    assert exercises.last_result is True and "Correct." in capsys.readouterr().out
+    fn(bad)
+    out = capsys.readouterr().out
+    assert exercises.last_result is False and "Hint" in out
+
+
+@pytest.mark.parametrize("fn", [ex.check_e4m3_max, ex.check_cast, ex.check_scale, ex.check_zero_threshold])
+@pytest.mark.parametrize("answer", ["four hundred", [448], {"x": 1}, object(), True, 1 + 2j])
+def test_checkers_never_raise_on_a_wrong_type(fn, answer, capsys):
+    fn(answer)
+    out = capsys.readouterr().out
+    assert exercises.last_result is False and "expects a number" in out
+
+
+def test_cast_checker_hints_depend_on_the_value(capsys):
+    ex.check_cast(1.0, 500.0, "fp8_e5m2", False)       # 500 is inside E5M2's range: rounds to 512
+    out = capsys.readouterr().out
+    assert "Not quite" in out and "round it to the nearest" in out
+    ex.check_cast(512, 500.0, "fp8_e5m2", False)
+    assert exercises.last_result is True
+
+
+def test_demo_values():
+    d = ex.demo_values()
+    assert d["largest E4M3"] == 448 and math.isnan(d["500 -> E4M3, numpy"]) and d["500 -> E4M3, satfinite"] == 448
+    assert d["scale for amax 1000"] == 0.448 and d["zero below, amax 1e4"] == ex.zero_threshold(1e4)
+
+
+# --------------------------------------------------------------------------- the prose's claims, recomputed
+def test_claims_about_the_formats():
+    e4, e5 = fp8.facts("fp8_e4m3"), fp8.facts("fp8_e5m2")
+    i16 = helpers.formats.format_info("fp16")
+    assert e4.u / i16.u == 2 ** 7                                           # "2^7 times smaller"
+    for name, per_binade in (("fp8_e4m3", 8), ("fp8_e5m2", 4)):                 # "8 / 4 numbers per power of two"
+        _, vals = fp8.patterns(name)
+        assert np.sum((vals >= 1) & (vals < 2)) == per_binade
+    assert round(math.log10(e4.max / e4.tiny), 1) == 4.5                     # "about 4.5 decades"
+    assert e5.tiny == i16.tiny and e5.binades > 31 and e4.binades < 18      # E5M2 has FP16's exponent
+    # "the midpoint itself rounds down in E4M3 (448's last fraction bit is 0) and up in E5M2 (57344's is 1)"
+    assert fp8.bit_fields(0x7E, "fp8_e4m3").endswith("0") and fp8.bit_fields(0x7B, "fp8_e5m2").endswith("11")
+    assert e4.midpoint_to == e4.max and math.isinf(e5.midpoint_to)
+    assert math.isnan(float(fp8.cast(np.array([np.inf]), "fp8_e4m3")[0]))   # "E4M3 turns infinity into NaN"
+
+
+def test_claims_about_scaling_small_values():
+    g = 1e-3 * helpers.random_matrix(256, 1024, seed=3, dtype=np.float64)
+    raw = fp8.cast(g, "fp8_e4m3").astype(np.float64)
+    t = fp8.quantize_per_tensor(g, "fp8_e4m3")
+    assert np.mean(raw == 0) > 0.5                                          # "most of these values become 0"
+    rest = raw != 0
+    assert np.all(np.abs(raw[rest]) < fp8.facts("fp8_e4m3").tiny)           # "the rest keep a bit or two"
+    assert np.median(fp8.relative_errors(g, t.dequantize())) < fp8.facts("fp8_e4m3").u / 2   # "well under u"
+
+
+def test_claims_about_outliers():
+    X = fp8.outlier_matrix(256, 1024, outliers=16, magnitude=1e4, seed=0)
+    r = {(row["format"], row["scheme"]): row for f in fp8.FP8 for row in fp8.scaling_report(X, fmt=f)}
+    pt, bl, ti = (r["fp8_e4m3", s] for s in ("per tensor", "128x128 blocks", "1x128 tiles"))
+    assert pt["flushed to zero"] >= 1000 and 0.2 < pt["subnormal"] / X.size < 0.3   # thousands; about a quarter
+    assert pt["tiles within u"] == 0                                         # "no 1x128 tile keeps all to u"
+    assert ti["tiles within u"] >= ti["tiles"] - 3 * 16                      # only tiles with an outlier (and few)
+    assert pt["flushed to zero"] > 50 * ti["flushed to zero"] and ti["small error"] < fp8.facts("fp8_e4m3").u
+    assert ti["tiles within u"] > bl["tiles within u"] > pt["tiles within u"]           # blocks in between
+    blocks_with_outlier = int(np.sum((np.abs(X) == 1e4).reshape(2, 128, 8, 128).any(axis=(1, 3))))
+    assert blocks_with_outlier > 16 // 2                                     # "most blocks hold an outlier"
+    errs = [row["matrix error"] for row in (pt, bl, ti)]
+    assert max(errs) / min(errs) < 1.2                                       # "the matrix error hardly moves"
+    e5 = r["fp8_e5m2", "per tensor"]
+    assert e5["flushed to zero"] == 0 and e5["tiles within u"] >= e5["tiles"] - 1        # E5M2 has the range
+    assert e5["median error"] > ti["median error"]                           # at twice the u
+
+
+def test_claims_about_the_grouped_product():
+    X = fp8.outlier_matrix(256, 1024, outliers=16, magnitude=1e4, seed=0)
+    W = helpers.random_matrix(1024, 512, seed=1, dtype=np.float64) / 32
+    R = X @ W
+    med = []
+    for ga, gb in ((None, None), ((1, 128), (128, 128))):
+        a, w = fp8.quantize(X, ga), fp8.quantize(W, gb)
+        C = fp8.grouped_matmul(a, w)
+        assert np.abs(C - a.dequantize() @ w.dequantize()).max() / np.abs(C).max() < 1e-13
+        med.append(np.median(np.linalg.norm(C - R, axis=1) / np.linalg.norm(R, axis=1)))
+    assert abs(med[0] - med[1]) / med[1] < 0.15                              # "barely depends on the scheme"
