@@ -82,6 +82,27 @@ def _require_bytes(X, what: str):
                          "encode it with helpers.fp8_gemm.encode_e4m3(X) (on the GPU: cupy.asarray of that).")
 
 
+def unsupported(spec: Fp8Kernel, cc) -> str | None:
+    """What a GPU of compute capability `cc` lacks to run `spec` ('sm_90 (Hopper: wgmma)', ...), or None."""
+    cc = tuple(cc)
+    if spec.wgmma and cc != (9, 0):
+        return "sm_90 (Hopper: wgmma)"
+    if cc < tuple(spec.min_cc):
+        return "sm_89 or newer (Ada, Hopper: FP8 mma.sync)"
+    return None
+
+
+def require_runs_here(spec: Fp8Kernel, gpu) -> None:
+    """ArchitectureError (one line: why; the fix: what to read instead) before CuPy or NVRTC is used."""
+    need = unsupported(spec, gpu.cc)
+    if need:
+        from .errors import ArchitectureError
+
+        raise ArchitectureError(f"{spec.name} needs {need}; this GPU, {gpu.name}, is {gpu.cc[0]}.{gpu.cc[1]}.",
+                                "read the recorded H200 results in lesson 7, or set COURSE_DEVICE=cpu to run the "
+                                "CPU model of the kernel's arithmetic.")
+
+
 def gemm_fp8(name: str, A8, Bt8, out=None):
     """C = A B on the GPU with FP8 kernel `name` (FP8_KERNELS). A8: M x K, Bt8: N x K (B transposed),
     CuPy uint8 arrays of E4M3 bytes. K is padded with zeros to the kernel's multiple; C is FP32, poisoned
@@ -102,12 +123,7 @@ def gemm_fp8(name: str, A8, Bt8, out=None):
         raise InputError(f"A is {M} x {K} and Bt is {N} x {K2}: both need K columns (Bt is B transposed).",
                          "pass Bt = B.T (N x K), contiguous.")
     gpu = require_gpu(f"FP8 kernel {name}")
-    if gpu.cc < spec.min_cc or (spec.wgmma and gpu.cc != (9, 0)):
-        from .errors import ArchitectureError
-        need = "sm_90 (Hopper: wgmma)" if spec.wgmma else "sm_89 or newer (Ada, Hopper: FP8 mma.sync)"
-        raise ArchitectureError(f"{name} needs {need}; this GPU, {gpu.name}, is {gpu.cc[0]}.{gpu.cc[1]}.",
-                                "read the recorded H200 results in lesson 7, or set COURSE_DEVICE=cpu to run the "
-                                "CPU model of the kernel's arithmetic.")
+    require_runs_here(spec, gpu)
     mult = 16 if spec.wgmma else 32
     Kp = -(-K // mult) * mult
     if spec.wgmma and N % 8:
@@ -152,6 +168,7 @@ def launcher(name: str, A8, Bt8):
 
     spec = FP8_KERNELS[name]
     gpu = require_gpu(name)
+    require_runs_here(spec, gpu)
     M, K = A8.shape
     N = Bt8.shape[0]
     if K % (16 if spec.wgmma else 32) or N % 8:
@@ -211,7 +228,7 @@ def matmul(kernel: str, A, B):
     why = None
     if not b.is_gpu:
         why = "no GPU (CPU backend)"
-    elif b.gpu.cc < spec.min_cc or (spec.wgmma and b.gpu.cc != (9, 0)):
+    elif unsupported(spec, b.gpu.cc):
         why = f"{b.gpu.name} (sm_{b.gpu.cc[0]}{b.gpu.cc[1]}) cannot run {kernel}"
     if why is None:
         import cupy

@@ -125,7 +125,7 @@ def test_lesson06_says_where_its_numbers_come_from(t4):
 
 # --------------------------------------------------------------------------- experiments: recorded instead
 RECORDED_ON_A_T4 = [("tf32_env", {}), ("mixed_emulator_probe", {}), ("error_vs_k", {}), ("tc_probes", {}),
-                    ("ladder", {}), ("hopper", "LIVE")]
+                    ("ladder", {}), ("hopper", "LIVE"), ("fp8", {})]
 
 
 @pytest.mark.parametrize("name, kwargs", RECORDED_ON_A_T4, ids=[n for n, _ in RECORDED_ON_A_T4])
@@ -151,6 +151,37 @@ def test_every_experiment_that_needs_sm80_or_sm90a_is_marked():
                  "check_false_alarms"):
         assert NEEDS[name].unsupported(T4_CC) is None, name
     assert NEEDS["ladder"].unsupported((8, 0)) is None and NEEDS["hopper"].unsupported((10, 0))
+    assert NEEDS["fp8"].unsupported((8, 9)) is None and NEEDS["fp8"].unsupported((8, 6))
+
+
+# --------------------------------------------------------------------------- lesson 07: FP8
+FP8 = ["fp8_mma_sync", "fp8_wgmma", "fp8_promote_128"]
+
+
+@pytest.mark.parametrize("kernel", FP8)
+def test_lesson07_fp8_kernels_run_their_cpu_model_and_say_so(t4, kernel):
+    """Lesson 07's kernel loop: fp8_gemm.matmul gives the CPU model's C and one line naming why; the
+    check then runs as on the CPU."""
+    from helpers import fp8_gemm
+    from helpers.experiments import fp8 as fp8x
+
+    A, B = fp8x.random_inputs(57, 40, 72, "normal", seed=1)
+    C, where = fp8_gemm.matmul(kernel, A, B)
+    assert where == f"CPU model of the H200's arithmetic (Tesla T4 (sm_75) cannot run {kernel})"
+    assert isinstance(C, np.ndarray) and fp8x.check_fp8(kernel, C, A, B).passed
+
+
+@pytest.mark.parametrize("kernel", ["fp8_mma_sync", "fp8_wgmma", "fp8_promote_32"])
+def test_lesson07_fp8_launches_say_why_in_one_line(t4, kernel):
+    from helpers import fp8_gemm
+
+    A8 = fp8_gemm.encode_e4m3(np.ones((64, 64)))
+    for call in (lambda: fp8_gemm.gemm_fp8(kernel, A8, A8), lambda: fp8_gemm.launcher(kernel, A8, A8)):
+        with pytest.raises(ArchitectureError) as ei:
+            call()
+        err = ei.value
+        assert "\n" not in err.problem and err.problem.endswith("this GPU, Tesla T4, is 7.5.")
+        assert "COURSE_DEVICE=cpu" in err.fix and "recorded" in err.fix
 
 
 # --------------------------------------------------------------------------- sweeps: live, less what cannot run

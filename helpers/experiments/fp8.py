@@ -254,7 +254,7 @@ def run_speed(kernels) -> list[dict]:
     return rows
 
 
-@experiment("fp8")
+@experiment("fp8", min_cc=(8, 9), needs="FP8 Tensor Cores (mma.sync on sm_89, wgmma on sm_90a)")
 def fp8_experiment():
     """Lesson 7's measurements (see the module docstring)."""
     from ..compile import get_arch_kernel, get_kernel
