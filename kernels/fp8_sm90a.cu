@@ -297,25 +297,65 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
 }
 #endif
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define F8_BODY(BN, NC) fp8_gemm<BN, NC>(&tmA, &tmB, C, M, N, K)
-#else
-#define F8_BODY(BN, NC)
-#endif
-#define F8_KERNEL(name, BN, NC)                                                                          \
-    extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) name(const __grid_constant__ TensorMap tmA, \
-        const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)               \
-    {                                                                                                    \
-        F8_BODY(BN, NC);                                                                                 \
-    }
-
 // The fast kernel: 128 x 256 tiles, the Tensor Cores accumulate all of K.
-F8_KERNEL(fp8_wgmma, 256, 0)
+extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fp8_gemm<256, 0>(&tmA, &tmB, C, M, N, K);
+#endif
+}
+
 // The same with 128 x 128 tiles: the baseline the promoting kernels are timed against.
-F8_KERNEL(fp8_wgmma_n128, 128, 0)
-// Promotion to FP32 every NC products of each output (DeepSeek-V3 uses NC = 128).
-F8_KERNEL(fp8_promote_32, 128, 32)
-F8_KERNEL(fp8_promote_64, 128, 64)
-F8_KERNEL(fp8_promote_128, 128, 128)
-F8_KERNEL(fp8_promote_256, 128, 256)
-F8_KERNEL(fp8_promote_512, 128, 512)
+extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma_n128(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fp8_gemm<128, 0>(&tmA, &tmB, C, M, N, K);
+#endif
+}
+
+// Promotion to FP32 every 32 products of each output (every wgmma k-step).
+extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_32(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fp8_gemm<128, 32>(&tmA, &tmB, C, M, N, K);
+#endif
+}
+
+// Promotion every 64 products.
+extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_64(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fp8_gemm<128, 64>(&tmA, &tmB, C, M, N, K);
+#endif
+}
+
+// Promotion every 128 products (one K-tile; DeepSeek-V3's N_C).
+extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_128(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fp8_gemm<128, 128>(&tmA, &tmB, C, M, N, K);
+#endif
+}
+
+// Promotion every 256 products.
+extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_256(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fp8_gemm<128, 256>(&tmA, &tmB, C, M, N, K);
+#endif
+}
+
+// Promotion every 512 products.
+extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_512(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fp8_gemm<128, 512>(&tmA, &tmB, C, M, N, K);
+#endif
+}

@@ -64,6 +64,11 @@ def cases() -> list[tuple[str, str, object]]:
 
     for (fmt, acc), (kname, _cc) in _PROBE_KERNELS.items():
         out.append((kname, f"{fmt} in, {acc} acc: 3 probes", (lambda f=fmt, a=acc: _probes(f, a))))
+    from helpers.fp8_gemm import FP8_KERNELS
+
+    for name in FP8_KERNELS:                      # lesson 7 (E4M3 inputs, B transposed, their own front end)
+        for M, N, K in SIZES:
+            out.append((name, f"M={M} N={N} K={K}", (lambda n=name, M=M, N=N, K=K: _fp8(n, M, N, K))))
     return out
 
 
@@ -117,6 +122,19 @@ def _variant(name, M, N, K):
     cupy.cuda.runtime.deviceSynchronize()
     return _verdict(check_gemm(cupy.asnumpy(C)[:M, :N], A, B, inputs="fp16", acc="fp32", acc_rounding="truncate",
                                block=16, name=name, backend="GPU"))
+
+
+def _fp8(name, M, N, K):
+    from helpers.device import backend
+    from helpers.experiments.fp8 import check_fp8, random_inputs
+    from helpers.fp8_gemm import FP8_KERNELS, matmul
+
+    spec, cc = FP8_KERNELS[name], backend().gpu.cc
+    if cc < spec.min_cc or (spec.wgmma and cc != (9, 0)):
+        return f"skipped: {name} does not run on sm_{cc[0]}{cc[1]}"
+    A, B = random_inputs(M, N, K, "normal", 7)
+    C, _ = matmul(name, A, B)
+    return _verdict(check_fp8(name, C, A, B, backend="GPU"))
 
 
 def _fragment_probe():
