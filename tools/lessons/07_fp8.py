@@ -441,7 +441,7 @@ Random 256 x 256 outputs, K up to 65536, every kernel and cuBLASLt's FP8 GEMM (t
 """, slide="slide")
 nb.code("""
 src = rec.label
-fp8x.plot_error_vs_k(data, src);
+fig = fp8x.plot_error_vs_k(data, src)
 """)
 nb.md("""
 Without promotion the error grows with K, and on positive data it is disastrous: every cut goes
@@ -473,7 +473,7 @@ rows = fp8x.speed_rows(data, peak)
 display(helpers.display.table(rows, list(rows[0])))
 """)
 nb.code("""
-fp8x.plot_cost(data, src);
+fig = fp8x.plot_cost(data, src)
 """, slide="subslide")
 nb.md("""
 Promotion costs speed: each promotion waits for the Tensor Cores to finish (`wgmma.wait_group 0`)
