@@ -442,7 +442,7 @@ print("CPU model == H200 on all", len(pr), "probes:", bool(np.array_equal(live, 
 
 # %% slideshow={"slide_type": "-"}
 src = rec.label
-fp8x.plot_error_vs_k(data, src);
+fig = fp8x.plot_error_vs_k(data, src)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Without promotion the error grows with K, and on positive data it is disastrous: every cut goes
@@ -473,7 +473,7 @@ rows = fp8x.speed_rows(data, peak)
 display(helpers.display.table(rows, list(rows[0])))
 
 # %% slideshow={"slide_type": "subslide"}
-fp8x.plot_cost(data, src);
+fig = fp8x.plot_cost(data, src)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Promotion costs speed: each promotion waits for the Tensor Cores to finish (`wgmma.wait_group 0`)
