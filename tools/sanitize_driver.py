@@ -238,8 +238,8 @@ def _report_text(r: dict) -> str:
 def kernels_in_sources() -> list[str]:
     names = []
     for f in sorted((ROOT / "kernels").glob("*.cu")):
-        names += re.findall(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?(\w+)\s*\(',
-                            f.read_text())
+        names += re.findall(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?'
+                            r'(?:CLUSTER_DIMS\s+)?(\w+)\s*\(', f.read_text())
     return list(dict.fromkeys(names))        # a declaration and its definition count once
 
 
