@@ -48,3 +48,22 @@ extern "C" __global__ void fp8_mma_sync(const unsigned char* __restrict__ A, con
     if (r + 8 < M && c + 1 < N) C[(size_t)(r + 8) * N + c + 1] = d[3];
 #endif
 }
+
+// fp8_convert: the GPU's own FP32 -> FP8 conversion, for lesson 7's check of what it does past the
+// largest number. cvt.rn.satfinite.e4m3x2.f32 (and .e5m2x2) converts two floats into two bytes (the
+// first operand into the high byte, the second into the low byte); PTX has no form of it without
+// .satfinite. One thread converts one value to both formats.
+extern "C" __global__ void fp8_convert(const float* __restrict__ x, unsigned char* __restrict__ e4m3,
+                                       unsigned char* __restrict__ e5m2, int n)
+{
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 890)
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        unsigned short a, b;
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(a) : "f"(0.0f), "f"(x[i]));
+        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;\n" : "=h"(b) : "f"(0.0f), "f"(x[i]));
+        e4m3[i] = (unsigned char)(a & 0xFF);
+        e5m2[i] = (unsigned char)(b & 0xFF);
+    }
+#endif
+}

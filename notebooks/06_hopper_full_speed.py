@@ -339,6 +339,18 @@ if data is not None:
     display(helpers.display.table(H.gains(data, 8192), cols, heads, fmt))
     print(*H.targets(data), sep="\n")
 
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+if data is not None:
+    print(*H.limit_lines(data), sep="\n")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Why $8192^3$ misses 1.00x.** Both cuBLAS and the rungs ran under the software power cap at this size
+# (the clock readings above), so the ratio compares two throttled kernels. The counters name no single
+# limit: the Tensor Cores are busy most of the time, and the top stall, `barrier`, counts warps waiting at
+# any barrier; in rungs 12 and 13 the producer warpgroup's three idle warps wait at the final cluster
+# barrier for the whole kernel, so it does not say the Tensor Cores were starved. Not tried here: more
+# pipeline stages (four of 48 KB fill the shared memory), more `wgmma` groups in flight, a Hilbert order.
+
 # %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]
 if data is not None:
     display(helpers.display.table(H.shape_table(data), ["shape", "cublas", "rung", "tflops", "frac_cublas"],

@@ -119,3 +119,13 @@ def test_model_parameters_validated():
         E.TensorCoreModel(32, -10, "x", result_bits=14, fp32_rounding="nearest")
     with pytest.raises(ValueError):
         E.TensorCoreModel(32, -30, "x")
+
+
+def test_recorded_gpu_conversion_is_saturating():
+    conv = load_latest().meta["experiments"]["fp8_convert"]
+    from helpers.fp8 import saturating_cast
+    for name in ("fp8_e4m3", "fp8_e5m2"):
+        assert conv[name]["differ_from_saturating_cast"] == 0
+        for v, g in conv[name]["gpu_of"].items():
+            assert float(saturating_cast(np.array([float(v)], np.float32), name)[0].astype(np.float32)) == g
+    assert conv["values"] == X.conversion_inputs().size

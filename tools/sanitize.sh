@@ -37,7 +37,8 @@ t0=$(date +%s)
 for tool in memcheck racecheck synccheck; do
   opts=(--tool "$tool" --print-limit 50 "${api[@]}")
   if [[ $tool == memcheck ]]; then opts+=("${pad[@]}"); fi
-  ( COURSE_DEVICE=gpu timeout 200 "$CS" "${opts[@]}" "$PY" tools/sanitize_driver.py run \
+  # racecheck tracks every shared-memory access: the slowest tool by far (SANITIZE_TIMEOUT, seconds per tool)
+  ( COURSE_DEVICE=gpu timeout "${SANITIZE_TIMEOUT:-450}" "$CS" "${opts[@]}" "$PY" tools/sanitize_driver.py run \
       > "$LOGS/$tool.log" 2>&1; echo $? > "$LOGS/$tool.rc" ) &
 done
 wait

@@ -66,6 +66,7 @@ def cases() -> list[tuple[str, str, object]]:
         out.append((kname, f"{fmt} in, {acc} acc: 3 probes", (lambda f=fmt, a=acc: _probes(f, a))))
     from helpers.fp8_gemm import FP8_KERNELS
 
+    out.append(("fp8_convert", "4096 values", _fp8_convert))
     for name in FP8_KERNELS:                      # lesson 7 (E4M3 inputs, B transposed, their own front end)
         for M, N, K in SIZES:
             out.append((name, f"M={M} N={N} K={K}", (lambda n=name, M=M, N=N, K=K: _fp8(n, M, N, K))))
@@ -135,6 +136,16 @@ def _fp8(name, M, N, K):
     A, B = random_inputs(M, N, K, "normal", 7)
     C, _ = matmul(name, A, B)
     return _verdict(check_fp8(name, C, A, B, backend="GPU"))
+
+
+def _fp8_convert():
+    from helpers.experiments.fp8 import conversion_inputs, gpu_convert
+    from helpers.fp8 import saturating_cast
+
+    x = conversion_inputs()[:4096]
+    e4, _ = gpu_convert(x)
+    same = (e4 == saturating_cast(x, "fp8_e4m3").view(np.uint8)) | np.isnan(x)
+    return f"{int(same.sum())} of {x.size} equal to saturating_cast (NaN counted as equal)"
 
 
 def _fragment_probe():
@@ -238,8 +249,8 @@ def _report_text(r: dict) -> str:
 def kernels_in_sources() -> list[str]:
     names = []
     for f in sorted((ROOT / "kernels").glob("*.cu")):
-        names += re.findall(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?(\w+)\s*\(',
-                            f.read_text())
+        names += re.findall(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?'
+                            r'(?:CLUSTER_DIMS\s+)?(\w+)\s*\(', f.read_text())
     return list(dict.fromkeys(names))        # a declaration and its definition count once
 
 

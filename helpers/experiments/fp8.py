@@ -418,3 +418,64 @@ def plot_cost(data: dict, source: str, n: int = 8192, K: int = 4096, dist: str =
     ax.set_title(f"What accuracy costs ({source})", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+# --------------------------------------------------------------------------- the GPU's conversion
+def conversion_inputs(seed: int = 0) -> np.ndarray:
+    """FP32 values for the conversion check: specials, every E4M3 and E5M2 number and the midpoints
+    between neighbours (ties), values past the largest numbers, and log-uniform random values of both
+    signs from 2^-20 to 2^20."""
+    from ..fp8 import patterns
+
+    vals = [0.0, -0.0, np.inf, -np.inf, np.nan, 448.0, 464.0, 480.0, 500.0, 57344.0, 61440.0, 65536.0, 1e30]
+    for name in ("fp8_e4m3", "fp8_e5m2"):
+        _, v = patterns(name)
+        v = np.sort(np.unique(v[np.isfinite(v)]))
+        vals += list(v) + list((v[1:] + v[:-1]) / 2)
+    rng = np.random.default_rng(seed)
+    r = np.exp2(rng.uniform(-20, 20, 100000)) * rng.choice([-1.0, 1.0], 100000)
+    x = np.concatenate([np.array(vals, dtype=np.float64), r]).astype(np.float32)
+    return np.concatenate([x, -x])
+
+
+def gpu_convert(x: np.ndarray):
+    """The GPU's cvt.rn.satfinite of FP32 values x to E4M3 and E5M2 bytes (kernels/fp8.cu fp8_convert)."""
+    import cupy
+
+    from ..compile import get_kernel
+
+    k = get_kernel("fp8.cu", "fp8_convert", min_cc=(8, 9))
+    gx = cupy.asarray(np.asarray(x, dtype=np.float32))
+    e4, e5 = cupy.zeros(gx.size, cupy.uint8), cupy.zeros(gx.size, cupy.uint8)
+    k(((gx.size + 255) // 256,), (256,), (gx, e4, e5, np.int32(gx.size)))
+    return cupy.asnumpy(e4), cupy.asnumpy(e5)
+
+
+@experiment("fp8_convert")
+def fp8_convert_experiment():
+    """Does the GPU's FP32 -> FP8 conversion (cvt.rn.satfinite) equal helpers.fp8.saturating_cast, byte
+    for byte? And where does it differ from numpy's cast (ml_dtypes)?"""
+    from ..fp8 import cast, saturating_cast
+
+    x = conversion_inputs()
+    out = {"values": int(x.size)}
+    e4, e5 = gpu_convert(x)
+    for name, got in (("fp8_e4m3", e4), ("fp8_e5m2", e5)):
+        sat = saturating_cast(x, name).view(np.uint8)
+        plain = cast(x, name).view(np.uint8)
+        same = got == sat
+        # NaN has more than one bit pattern: compare NaNs as NaNs
+        gv, sv = got.view(cast(np.zeros(1), name).dtype), sat.view(cast(np.zeros(1), name).dtype)
+        nan_both = np.isnan(gv.astype(np.float32)) & np.isnan(sv.astype(np.float32))
+        diff = ~(same | nan_both)
+        differs_plain = ~((got == plain) | (np.isnan(gv.astype(np.float32)) & np.isnan(plain.view(gv.dtype).astype(np.float32))))
+        out[name] = {"differ_from_saturating_cast": int(diff.sum()),
+                     "examples_differing": [[float(v), int(g), int(s)] for v, g, s in
+                                            zip(x[diff][:8], got[diff][:8], sat[diff][:8])],
+                     "differ_from_numpy_cast": int(differs_plain.sum()),
+                     "examples_numpy_differs": [[float(v), float(gv[i].astype(np.float32)),
+                                                 float(plain.view(gv.dtype)[i].astype(np.float32))]
+                                                for i, v in zip(np.flatnonzero(differs_plain)[:6], x[differs_plain][:6])],
+                     "gpu_of": {str(v): float(gv[np.flatnonzero(x == np.float32(v))[0]].astype(np.float32))
+                                for v in (500.0, 1e30, np.inf, -np.inf)}}
+    return out
