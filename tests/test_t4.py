@@ -125,7 +125,7 @@ def test_lesson06_says_where_its_numbers_come_from(t4):
 
 # --------------------------------------------------------------------------- experiments: recorded instead
 RECORDED_ON_A_T4 = [("tf32_env", {}), ("mixed_emulator_probe", {}), ("error_vs_k", {}), ("tc_probes", {}),
-                    ("ladder", {}), ("hopper", "LIVE"), ("fp8", {})]
+                    ("ladder", {}), ("hopper", "LIVE"), ("fp8", {}), ("fp8_convert", {})]
 
 
 @pytest.mark.parametrize("name, kwargs", RECORDED_ON_A_T4, ids=[n for n, _ in RECORDED_ON_A_T4])
@@ -152,6 +152,31 @@ def test_every_experiment_that_needs_sm80_or_sm90a_is_marked():
         assert NEEDS[name].unsupported(T4_CC) is None, name
     assert NEEDS["ladder"].unsupported((8, 0)) is None and NEEDS["hopper"].unsupported((10, 0))
     assert NEEDS["fp8"].unsupported((8, 9)) is None and NEEDS["fp8"].unsupported((8, 6))
+
+
+def test_no_undeclared_experiment_meets_a_gate_on_a_t4(t4, monkeypatch):
+    """Every experiment not marked in NEEDS is started on the faked T4: it must get as far as the GPU work
+    (the stand-in CuPy, or a child process, stops it there) without an ArchitectureError, which would
+    mean it launches a kernel a T4 lacks and should be marked (then run_or_load shows the record)."""
+    import subprocess
+
+    from helpers.experiments import REGISTRY
+
+    def child(*a, **k):
+        raise AssertionError("a child process was started")
+
+    monkeypatch.setattr(subprocess, "run", child)
+    monkeypatch.setattr(subprocess, "Popen", child)
+    load_all()
+    for name, fn in sorted(REGISTRY.items()):
+        if NEEDS[name].unsupported(T4_CC):
+            continue
+        try:
+            fn()
+        except ArchitectureError as err:
+            pytest.fail(f"experiment {name} launches what a T4 cannot run ({err.problem}): give it min_cc/needs")
+        except (AssertionError, CourseError, ImportError):
+            pass                      # it reached the GPU work (or needs a tool this machine lacks)
 
 
 # --------------------------------------------------------------------------- lesson 07: FP8

@@ -451,7 +451,7 @@ def gpu_convert(x: np.ndarray):
     return cupy.asnumpy(e4), cupy.asnumpy(e5)
 
 
-@experiment("fp8_convert")
+@experiment("fp8_convert", min_cc=(8, 9), needs="cvt.rn.satfinite to FP8")
 def fp8_convert_experiment():
     """Does the GPU's FP32 -> FP8 conversion (cvt.rn.satfinite) equal helpers.fp8.saturating_cast, byte
     for byte? And where does it differ from numpy's cast (ml_dtypes)?"""
