@@ -40,9 +40,10 @@ def t4(monkeypatch):
                    driver="12.4", runtime="12.8", nvrtc="12.8", cupy="(faked)", peaks=peaks_for("Tesla T4"))
     monkeypatch.setattr(helpers.device, "_probe_gpu", lambda: info)
     monkeypatch.setenv("COURSE_DEVICE", "gpu")
-    for name in [m for m in sys.modules if m == "cupy" or m.startswith("cupy.")]:
-        monkeypatch.delitem(sys.modules, name)
+    for name in [m for m in sys.modules if m.split(".")[0] in ("cupy", "cupy_backends")]:
+        monkeypatch.delitem(sys.modules, name)          # put back after the test
     monkeypatch.setitem(sys.modules, "cupy", _NoCuPy("cupy"))
+    monkeypatch.setitem(sys.modules, "cupy_backends", _NoCuPy("cupy_backends"))     # NVRTC, the driver
     helpers.device.backend.cache_clear()
     assert helpers.backend().gpu.cc == T4_CC
     yield info
