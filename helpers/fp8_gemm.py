@@ -103,12 +103,11 @@ def require_runs_here(spec: Fp8Kernel, gpu) -> None:
                                 "CPU model of the kernel's arithmetic.")
 
 
-def gemm_fp8(name: str, A8, Bt8, out=None):
-    """C = A B on the GPU with FP8 kernel `name` (FP8_KERNELS). A8: M x K, Bt8: N x K (B transposed),
-    CuPy uint8 arrays of E4M3 bytes. K is padded with zeros to the kernel's multiple; C is FP32, poisoned
-    with NaN before the launch."""
-    import cupy
-
+def launcher(name: str, A8, Bt8):
+    """(run, C): a function that launches FP8 kernel `name` (FP8_KERNELS) on fixed inputs, and its output.
+    A8: M x K, Bt8: N x K (B transposed), CuPy uint8 arrays of E4M3 bytes. Validated, padded with zeros
+    (K to the kernel's multiple, N to 8) and the tensor maps built once, so timing run() times the kernel
+    alone. C is M x N' FP32 (N' = N padded), filled with NaN before the first launch."""
     from .compile import get_arch_kernel, get_kernel
     from .device import require_gpu
 
@@ -123,15 +122,12 @@ def gemm_fp8(name: str, A8, Bt8, out=None):
         raise InputError(f"A is {M} x {K} and Bt is {N} x {K2}: both need K columns (Bt is B transposed).",
                          "pass Bt = B.T (N x K), contiguous.")
     gpu = require_gpu(f"FP8 kernel {name}")
-    require_runs_here(spec, gpu)
-    mult = 16 if spec.wgmma else 32
-    Kp = -(-K // mult) * mult
-    if spec.wgmma and N % 8:
-        Np = -(-N // 8) * 8
-    else:
-        Np = N
-    A8 = cupy.ascontiguousarray(A8)
-    Bt8 = cupy.ascontiguousarray(Bt8)
+    require_runs_here(spec, gpu)                    # before CuPy: a GPU that cannot run it gets one line
+    import cupy
+
+    mult = 16 if spec.wgmma else 32                 # TMA: 16-byte rows; mma.sync: 32 products per step
+    Kp, Np = -(-K // mult) * mult, -(-N // 8) * 8
+    A8, Bt8 = cupy.ascontiguousarray(A8), cupy.ascontiguousarray(Bt8)
     if Kp != K or Np != N:
         A8 = cupy.pad(A8, ((0, 0), (0, Kp - K)))
         Bt8 = cupy.pad(Bt8, ((0, Np - N), (0, Kp - K)))
@@ -142,50 +138,28 @@ def gemm_fp8(name: str, A8, Bt8, out=None):
         kern = get_arch_kernel(spec.file, name, (9, 0))
         if kern.max_dynamic_shared_size_bytes < spec.smem:
             kern.max_dynamic_shared_size_bytes = spec.smem
-        tA, tB = tensor_map_2d(A8, 128, 128), tensor_map_2d(Bt8, spec.bn, 128)
-        units = -(-M // 128) * -(-Np // spec.bn)
-        grid = (min(units, gpu.sms),)
-        args = (tA, tB, C, np.int32(M), np.int32(Np), np.int32(Kp))
-        kern(grid, (384,), args, shared_mem=spec.smem)
-        keep = (A8, Bt8)
+        # the maps hold A8's and Bt8's addresses: the closure below keeps those arrays alive
+        args = (tensor_map_2d(A8, 128, 128), tensor_map_2d(Bt8, spec.bn, 128), C, np.int32(M), np.int32(Np),
+                np.int32(Kp))
+        grid = (min(-(-M // 128) * -(-Np // spec.bn), gpu.sms),)
+
+        def run(keep=(A8, Bt8)):
+            kern(grid, (384,), args, shared_mem=spec.smem)
     else:
         kern = get_kernel(spec.file, name, min_cc=spec.min_cc)
-        grid = (-(-Np // 16), -(-M // 32))
         args = (A8, Bt8, C, np.int32(M), np.int32(Np), np.int32(Kp))
-        kern(grid, (128,), args)
-        keep = (A8, Bt8)
-    del keep
-    return C if Np == N else C[:, :N]
+        grid = (-(-Np // 16), -(-M // 32))
+
+        def run():
+            kern(grid, (128,), args)
+    return run, C
 
 
-def launcher(name: str, A8, Bt8):
-    """A function that launches kernel `name` on fixed inputs (for timing): inputs padded and maps built once."""
-    import cupy
-
-    from .compile import get_arch_kernel, get_kernel
-    from .device import require_gpu
-    from .hopper import tensor_map_2d
-
-    spec = FP8_KERNELS[name]
-    gpu = require_gpu(name)
-    require_runs_here(spec, gpu)
-    M, K = A8.shape
-    N = Bt8.shape[0]
-    if K % (16 if spec.wgmma else 32) or N % 8:
-        raise InputError("launcher() takes K a multiple of 32 and N of 8.", "use gemm_fp8 for other sizes.")
-    C = cupy.empty((M, N), dtype=cupy.float32)
-    if spec.wgmma:
-        kern = get_arch_kernel(spec.file, name, (9, 0))
-        if kern.max_dynamic_shared_size_bytes < spec.smem:
-            kern.max_dynamic_shared_size_bytes = spec.smem
-        tA, tB = tensor_map_2d(A8, 128, 128), tensor_map_2d(Bt8, spec.bn, 128)
-        grid = (min(-(-M // 128) * -(-N // spec.bn), gpu.sms),)
-        args = (tA, tB, C, np.int32(M), np.int32(N), np.int32(K))
-        return lambda: kern(grid, (384,), args, shared_mem=spec.smem), C
-    kern = get_kernel(spec.file, name, min_cc=spec.min_cc)
-    grid = (-(-N // 16), -(-M // 32))
-    args = (A8, Bt8, C, np.int32(M), np.int32(N), np.int32(K))
-    return lambda: kern(grid, (128,), args), C
+def gemm_fp8(name: str, A8, Bt8):
+    """C = A B on the GPU with FP8 kernel `name` (see launcher): one launch into a NaN-poisoned C, M x N."""
+    run, C = launcher(name, A8, Bt8)
+    run()
+    return C if C.shape[1] == Bt8.shape[0] else C[:, :Bt8.shape[0]]
 
 
 def torch_scaled_mm(A8, Bt8, fast_accum: bool):
@@ -209,13 +183,21 @@ def torch_scaled_mm(A8, Bt8, fast_accum: bool):
     return go, out
 
 
+def cpu_model(kernel: str):
+    """The CPU model (helpers.emulate) of FP8 kernel `kernel`: a function (A, B) -> C, B K x N."""
+    from . import emulate as E
+
+    if kernel == "fp8_mma_sync":
+        return E.fp8_mma_sync_gemm
+    nc = FP8_KERNELS[kernel].nc
+    return lambda A, B: E.fp8_wgmma_gemm(A, B, nc=nc)
+
+
 def matmul(kernel: str, A, B):
     """C = A B with FP8 kernel `kernel` (A: M x K, B: K x N, E4M3 values as floats): on the GPU where the
     kernel runs (an H200 / H100 for the wgmma kernels, sm_89+ for fp8_mma_sync), else with its CPU model
     (helpers.emulate). Returns (C as numpy float32, where it ran: one line)."""
     from .device import backend
-    from .experiments.fp8 import cpu_model
-
     if kernel not in FP8_KERNELS:
         raise InputError(f"no FP8 kernel {kernel!r}.", f"use one of {', '.join(FP8_KERNELS)}.")
     A = np.asarray(A, dtype=np.float64)

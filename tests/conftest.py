@@ -101,3 +101,23 @@ def to_f32_exact(x: Fraction) -> np.float32:
     f = float(r)           # exact: 24 significant bits fit in a double
     assert Fraction(f) == r
     return np.float32(f)
+
+
+def numpy_cupy():
+    """A stand-in for the `cupy` module made of numpy: enough for the timing code paths that tests run
+    without a GPU (dtypes, empty, matmul, and a seeded random generator)."""
+    import types
+
+    cupy = types.ModuleType("cupy")
+    cupy.float16, cupy.float32 = np.float16, np.float32
+    cupy.empty, cupy.empty_like = np.empty, np.empty_like
+    cupy.matmul = lambda A, B, out=None: np.matmul(A, B, out=out)
+
+    class Rng:
+        def __init__(self, seed):
+            self.g = np.random.default_rng(seed)
+
+        def standard_normal(self, shape, dtype=np.float32):
+            return self.g.standard_normal(shape).astype(dtype)
+    cupy.random = types.SimpleNamespace(default_rng=Rng)
+    return cupy

@@ -29,6 +29,14 @@ def test_model_reproduces_recorded_probes(data, kernel):
     assert np.array_equal(got, np.array(data["probes"]["outputs"][kernel], dtype=np.float32))
 
 
+def test_gap_rows_name_the_small_term(data):
+    rows = {r["gap g"]: r for r in X.gap_rows(data)}
+    assert rows[0]["small term"] == 2.0 ** 16 and rows[13]["small term"] == 8.0
+    assert rows[13]["fp8_wgmma"] == 8.0 and rows[14]["fp8_wgmma"] == 0.0
+    neg = {r["gap g"]: r for r in X.gap_rows(data, "gap_neg_frac")}
+    assert neg[11]["small term"] == -60.0 and neg[11]["fp8_wgmma"] == -56.0      # cut toward zero
+
+
 def test_recorded_facts(data):
     assert X.bits_kept(data, "fp8_wgmma") == 14
     assert X.block_survivors(data, "fp8_wgmma")[0] == 32
@@ -60,7 +68,8 @@ def test_promotion_is_an_fp32_add():
 
 
 @pytest.mark.parametrize("shape,dist", [((57, 40, 136), "normal"), ((64, 48, 4096), "uniform"),
-                                        ((33, 17, 1000), "normal")])
+                                        ((33, 17, 1000), "normal"), ((64, 64, 8192), "uniform"),
+                                        ((64, 64, 8192), "normal")])      # K of the largest timed product
 @pytest.mark.parametrize("kernel", ["fp8_wgmma", "fp8_promote_128", "fp8_mma_sync"])
 def test_check_passes_model_and_rejects_wrong_results(kernel, shape, dist):
     m, n, k = shape

@@ -41,19 +41,9 @@ def _fake_gpu_for_child(monkeypatch):
     import helpers.timing
     from helpers.timing import Timing
 
-    cupy = types.ModuleType("cupy")
-    cupy.float32 = np.float32
-    cupy.matmul = lambda A, B, out=None: np.matmul(A, B, out=out)
-    cupy.empty_like = np.empty_like
+    from conftest import numpy_cupy
 
-    class Rng:
-        def __init__(self, seed):
-            self.g = np.random.default_rng(seed)
-
-        def standard_normal(self, shape, dtype=np.float32):
-            return self.g.standard_normal(shape).astype(dtype)
-    cupy.random = types.SimpleNamespace(default_rng=Rng)
-    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy", numpy_cupy())
 
     def benchmark(fn, **kw):
         fn()

@@ -15,18 +15,9 @@ CLOCKS = {"sm_mhz": 1980, "mem_mhz": 3201, "sm_mhz_min": 1980, "power_w": 420.0,
 
 
 def _fakes(monkeypatch):
-    cupy = types.ModuleType("cupy")
-    cupy.float16, cupy.float32 = np.float16, np.float32
-    cupy.empty = np.empty
-    cupy.matmul = lambda A, B, out=None: np.matmul(A, B, out=out)
+    from conftest import numpy_cupy
 
-    class Rng:
-        def __init__(self, seed):
-            self.g = np.random.default_rng(seed)
-
-        def standard_normal(self, shape, dtype=np.float32):
-            return self.g.standard_normal(shape).astype(dtype)
-    cupy.random = types.SimpleNamespace(default_rng=Rng)
+    cupy = numpy_cupy()
     triton, testing = types.ModuleType("triton"), types.ModuleType("triton.testing")
     testing.do_bench = lambda fn, warmup, rep, return_mode: (fn(), 0.181)[1]
     triton.testing = testing

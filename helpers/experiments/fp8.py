@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..fp8_gemm import cpu_model  # the lesson calls fp8x.cpu_model
 from . import experiment
 
 RANDOM_K = (32, 64, 96, 128, 160, 256, 512, 1024, 4096, 8192)
@@ -45,23 +46,23 @@ def probe_vectors(K: int = PROBE_K) -> list[dict]:
         e1 = -(-e // 2)
         return 2.0 ** e1, 2.0 ** (e - e1)
 
-    def add(kind, param, terms):
+    def add(kind, param, terms, small=None):
         vals = np.array([v for _, x, y in terms for v in (x, y)])
         if (np.abs(vals) > E4M3_MAX).any() or not np.array_equal(decode_e4m3(encode_e4m3(vals)), vals):
             return                                # not exact in E4M3: this probe does not exist
         a, b = np.zeros(K), np.zeros(K)
         for pos, x, y in terms:
             a[pos], b[pos] = x, y
-        probes.append({"kind": kind, "param": int(param), "a": a, "b": b})
+        probes.append({"kind": kind, "param": int(param), "a": a, "b": b, "small": small})
 
     for g in range(0, 36):
         sa, sb = pair(16 - g)
-        add("gap_same_block", g, [(0, 256.0, 256.0), (1, sa, sb)])
-        add("gap_small_first", g, [(0, sa, sb), (1, 256.0, 256.0)])
-        add("gap_frac", g, [(0, 256.0, 256.0), (1, 1.875 * sa, sb)])
-        add("gap_neg_frac", g, [(0, 256.0, 256.0), (1, -1.875 * sa, sb)])
-        add("gap_acc", g, [(0, 256.0, 256.0), (128, 1.875 * sa, sb)])
-        add("gap_acc_neg", g, [(0, 256.0, 256.0), (128, -1.875 * sa, sb)])
+        add("gap_same_block", g, [(0, 256.0, 256.0), (1, sa, sb)], sa * sb)
+        add("gap_small_first", g, [(0, sa, sb), (1, 256.0, 256.0)], sa * sb)
+        add("gap_frac", g, [(0, 256.0, 256.0), (1, 1.875 * sa, sb)], 1.875 * sa * sb)
+        add("gap_neg_frac", g, [(0, 256.0, 256.0), (1, -1.875 * sa, sb)], -1.875 * sa * sb)
+        add("gap_acc", g, [(0, 256.0, 256.0), (128, 1.875 * sa, sb)], 1.875 * sa * sb)
+        add("gap_acc_neg", g, [(0, 256.0, 256.0), (128, -1.875 * sa, sb)], -1.875 * sa * sb)
     sa, sb = pair(-18)
     for i in range(2, K):
         add("block", i, [(0, 256.0, 256.0), (1, -256.0, 256.0), (i, sa, sb)])
@@ -88,24 +89,12 @@ def random_inputs(M: int, N: int, K: int, dist: str, seed: int):
 
 
 # --------------------------------------------------------------------------- models
-def cpu_model(kernel: str):
-    """The CPU model (helpers.emulate) of FP8 kernel `kernel`: a function (A, B) -> C."""
-    from .. import emulate as E
-    from ..fp8_gemm import FP8_KERNELS
-
-    spec = FP8_KERNELS[kernel]
-    if kernel == "fp8_mma_sync":
-        return E.fp8_mma_sync_gemm
-    return lambda A, B: E.fp8_wgmma_gemm(A, B, nc=spec.nc)
-
-
 def check_fp8(kernel: str, C, A, B, backend=None, fitted=None):
     """The course's check (helpers.check) of an FP8 kernel's C against A B (A, B: float arrays, B K x N;
     numpy arrays are rounded to E4M3 as the kernel's inputs would be, CuPy arrays must hold E4M3 values):
     worst-case bounds for an accumulator of 14 significant bits cut toward zero every 32 products
     (mma.sync: FP32 every 16), and bit equality with the CPU model where it is fitted."""
     from ..check import check_gemm
-
     from ..numerics import round_to
 
     def values(X):                        # the numbers the Tensor Cores multiply: X rounded to E4M3
@@ -214,7 +203,6 @@ def run_sweep(kernels) -> list[dict]:
 def run_speed(kernels) -> list[dict]:
     import cupy
 
-    from ..clocks import Sampler  # noqa: F401 - clocks are read by benchmark
     from ..fp8_gemm import encode_e4m3, launcher
     from ..timing import benchmark, gemm_flops
 
@@ -233,7 +221,7 @@ def run_speed(kernels) -> list[dict]:
                 row.update(check)
             rows.append(row)
         Ah, Bh = cupy.asarray(A.astype(np.float16)), cupy.asarray(B.astype(np.float16))
-        timed("cublas_fp16", lambda: cupy.matmul(Ah, Bh))
+        timed("cublas_fp16", lambda X=Ah, Y=Bh: cupy.matmul(X, Y))
         del Ah, Bh
         for fast in (False, True):
             name = "cublaslt_fp8_fast" if fast else "cublaslt_fp8"
@@ -245,8 +233,7 @@ def run_speed(kernels) -> list[dict]:
         for k in kernels:
             if k == "fp8_mma_sync" and n > 4096:
                 continue
-            fn, C = launcher(k, A8, Bt8)
-            C.fill(np.nan)
+            fn, C = launcher(k, A8, Bt8)             # C starts as NaN: the check sees unwritten elements
             fn()
             chk = check_fp8(k, C, gA, gB, backend="GPU")
             timed(k, fn, {"check_passed": bool(chk.passed), "check": chk.verdict()[:300]})
@@ -290,15 +277,12 @@ def _probe_outputs(data: dict, kind: str, kernel: str):
 
 def gap_rows(data: dict, kind: str = "gap_same_block", kernels=("fp8_wgmma", "fp8_mma_sync")) -> list[dict]:
     """For each gap g: the small term 2^(16-g) (or +-1.875 x 2^(16-g)) and what each kernel kept of it."""
-    vecs = {p["param"]: p for p in probe_vectors() if p["kind"] == kind}
+    small = {p["param"]: p["small"] for p in probe_vectors() if p["kind"] == kind}
     rows = {}
     for k in kernels:
         gs, outs = _probe_outputs(data, kind, k)
         for g, v in zip(gs, outs):
-            p = vecs[g]
-            small = float(sum(p["a"][i] * p["b"][i] for i in range(1, len(p["a"])) if p["a"][i] != 0 and
-                              abs(p["a"][i] * p["b"][i]) != BIG) if kind != "gap_small_first" else p["a"][0] * p["b"][0])
-            rows.setdefault(g, {"gap g": g, "small term": small})[k] = v - BIG
+            rows.setdefault(g, {"gap g": g, "small term": small[g]})[k] = v - BIG
     return [rows[g] for g in sorted(rows)]
 
 
@@ -365,12 +349,13 @@ def speed_rows(data: dict, peak: float | None = None) -> list[dict]:
 
 def sass_excerpt(path, patterns=("F2FP", "HMMA", "FADD"), per: int = 2) -> list[str]:
     """The first `per` lines of each instruction kind in a recorded SASS dump (results/logs/)."""
-    out, seen = [], {p: 0 for p in patterns}
-    for line in open(path):
-        for p in patterns:
-            if p in line and seen[p] < per:
-                seen[p] += 1
-                out.append(line.split(";")[0].strip().split("*/", 1)[-1].strip() + " ;")
+    out, seen = [], dict.fromkeys(patterns, 0)
+    with open(path) as f:
+        for line in f:
+            for p in patterns:
+                if p in line and seen[p] < per:
+                    seen[p] += 1
+                    out.append(line.split(";")[0].strip().split("*/", 1)[-1].strip() + " ;")
     return out
 
 
