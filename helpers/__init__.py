@@ -31,8 +31,8 @@ from . import (analysis, clocks, compile, cublas, device, display, emulate, exer
                numerics, plots, profile, results, timing)
 from .device import backend, summary
 from .errors import (ArchitectureError, CourseError, DriverMismatchError, GPUContextLostError,  # noqa: F401
-                     GPUOutOfMemoryError, HeaderNotFoundError, InputError, KernelCompileError, NoGPUError,
-                     ResultsError, UnknownKernelError)
+                     GPUOutOfMemoryError, HeaderNotFoundError, InputError, KernelCompileError, MissingPackageError,
+                     NoGPUError, ResultsError, UnknownKernelError)
 from .kernels import KERNELS, RUNGS  # noqa: F401
 from .launch import gemm, gemm_fp32, wmma_fp16acc, wmma_gemm_naive, wmma_mixed  # noqa: F401
 from .numerics import check_gemm, random_matrix, tolerance  # noqa: F401

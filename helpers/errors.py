@@ -44,6 +44,10 @@ class HeaderNotFoundError(CourseError, RuntimeError):
     """The CUDA headers NVRTC needs (mma.h, crt/mma.h, ...) were not found."""
 
 
+class MissingPackageError(CourseError, ImportError):
+    """A Python package that one part of the course needs (and the rest does not) is not installed."""
+
+
 class KernelCompileError(CourseError, RuntimeError):
     """NVRTC rejected a kernel; the message carries the compiler log."""
 

@@ -190,6 +190,16 @@ def launch_path(key) -> str | None:
     return _CLUSTER_PATH.get(lookup(key).name)
 
 
+def force_launch_ex(key) -> None:
+    """From now on in this process, launch this clustered kernel with cuLaunchKernelEx and its cluster
+    named (the fallback path, helpers.hopper.launch_ex) instead of trying a plain launch first."""
+    spec = lookup(key)
+    if spec.cluster is None:
+        raise InputError(f"{spec.name} declares no cluster; cuLaunchKernelEx is only for clustered kernels here.",
+                         "choose a rung with clusters (rungs 12 and 13).")
+    _CLUSTER_PATH[spec.name] = "cuLaunchKernelEx (asked for)"
+
+
 def _cluster_launch(spec: GemmKernel, kern, grid, args):
     """A launch function for a clustered kernel: plain first; if the driver refuses, cuLaunchKernelEx."""
     import cupy

@@ -341,8 +341,8 @@ print(f"requested traffic at n = 4096: {analysis.intensity(r7, 4096, 4096, 4096)
 # **Three practical hurdles, and what the course does.**
 # `wgmma` exists only on sm_90a, and CuPy's `RawModule(code=...)` always adds its own `-arch=sm_90`:
 # the helper compiles with NVRTC for `sm_90a` itself and loads the cubin with `RawModule(path=...)`.
-# The tensor map comes from the driver's `cuTensorMapEncodeTiled` (through `ctypes`) and is passed by
-# value. This kernel's `wgmma` reads both operands **K-major** (no transpose bit): in memory,
+# The tensor map comes from the driver's `cuTensorMapEncodeTiled` (through NVIDIA's `cuda-bindings`) and
+# is passed by value. This kernel's `wgmma` reads both operands **K-major** (no transpose bit): in memory,
 # consecutive elements run along $K$, which A (row-major, $M \times K$) already is and B ($K \times N$,
 # row-major) is not; so the launcher transposes B first, **inside** the timed run. And because a wrong tensor map or barrier hangs or faults the GPU, this rung is measured
 # in a child process.

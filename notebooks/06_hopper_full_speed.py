@@ -268,8 +268,8 @@ print(f"per stage, two tiles: {2 * (a + b) // 1024} KB requested without multica
 # **Launching a cluster from Python.** CuPy has no cluster launch option. But a kernel that declares
 # its cluster shape at compile time (`__cluster_dims__(2, 1, 1)`) forms clusters under a plain
 # `cuLaunchKernel`, which is what CuPy calls. `helpers.launch` does that, and falls back to the
-# driver's `cuLaunchKernelEx` with the cluster named (through `ctypes`, like the tensor maps) should the
-# driver refuse; the kernel traps if it finds itself outside a cluster of two.
+# driver's `cuLaunchKernelEx` with the cluster named (through `cuda-bindings`, like the tensor maps) should
+# the driver refuse; the kernel traps if it finds itself outside a cluster of two.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 13: the epilogue through shared memory and a TMA store

@@ -3,7 +3,8 @@
 Every rung, in a child process (helpers.isolate: a fault or a hang there cannot break the other tests),
 against float64 at sizes that are not multiples of any tile (TMA's out-of-bounds fill instead of
 padding), bit for bit against the CPU model on a small product, with no spills; a plain launch forms the
-clusters that __cluster_dims__ asks for. Run with COURSE_DEVICE=gpu on a Hopper GPU; skipped elsewhere.
+clusters that __cluster_dims__ asks for, and so does the fallback, cuLaunchKernelEx (cuda-bindings), with
+which the clustered rungs are correct too. Run with COURSE_DEVICE=gpu on a Hopper GPU; skipped elsewhere.
 """
 import os
 
@@ -50,6 +51,7 @@ def test_rung_rows_have_no_spills_and_their_grid(rung):
         assert rows[0]["resident"]
     if r.cluster:
         assert rows[0]["launch_path"] == "plain launch"
+        assert "the driver:" in rows[0]["resident"], rows[0]["resident"]   # cuOccupancyMaxActiveClusters answered
 
 
 @gpu
@@ -58,6 +60,28 @@ def test_a_plain_launch_forms_clusters():
     if "skipped" in out:
         pytest.skip(out["skipped"])
     assert out.get("forms_clusters"), out
+
+
+@gpu
+def test_cuLaunchKernelEx_forms_clusters():
+    """The fallback path (helpers.hopper.launch_ex, cuda-bindings' cuLaunchKernelEx with the cluster named)."""
+    out = isolate.run_isolated("helpers.experiments.hopper:cluster_probe", True)
+    if "skipped" in out:
+        pytest.skip(out["skipped"])
+    assert out.get("path") == "cuLaunchKernelEx" and out.get("forms_clusters"), out
+
+
+@gpu
+@pytest.mark.parametrize("rung", [k for k, r in HOPPER_RUNGS.items() if r.cluster])
+def test_clustered_rung_correct_through_cuLaunchKernelEx(rung):
+    """Tensor maps, pointers and int32s passed by cuLaunchKernelEx's kernelParams give the same, correct result."""
+    r = HOPPER_RUNGS[rung]
+    _runnable(r)
+    out = isolate.run_isolated("helpers.experiments.ladder:check_rung_sizes", rung, [list(s) for s in ODD[:3]], True)
+    assert isinstance(out, list), out.get("error")
+    for entry in out[:-1]:
+        assert entry["shape_ok"] and entry["passed"], entry["text"]
+    assert out[-1]["emulation_max_diff"] == 0.0
 
 
 @gpu

@@ -145,9 +145,21 @@ def sweep_capped(set_device, monkeypatch, tmp_path):
     return note
 
 
+def cuda_bindings_missing(set_device, monkeypatch, tmp_path):
+    import sys
+    import types
+
+    import helpers.hopper
+
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)        # import cuda.bindings now fails
+    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", None)
+    X = types.SimpleNamespace(shape=(64, 64), dtype=np.dtype(np.float16), data=types.SimpleNamespace(ptr=0x1000))
+    return _raised(lambda: helpers.hopper.tensor_map_2d(X, 64, 64))
+
+
 SCENARIOS = [no_gpu, driver_mismatch, driver_mismatch_at_load, headers_missing, gpu_too_old, not_multiple_of_16,
              unknown_kernel, results_missing, results_not_json, compile_error, wrong_result, context_lost, out_of_memory,
-             sweep_capped]
+             sweep_capped, cuda_bindings_missing]
 
 
 @pytest.fixture

@@ -151,10 +151,11 @@ def gpu_facts() -> dict:
             "clocks_idle": clocks.read()}
 
 
-def cluster_probe() -> dict:
+def cluster_probe(launch_ex: bool = False) -> dict:
     """GPU (child process): does a plain launch (cuLaunchKernel, as CuPy launches) of a kernel declaring
     __cluster_dims__(2, 1, 1) form clusters of 2? Launches hopper_cluster_probe on 8 blocks; each block
-    writes its cluster size, rank and cluster id. Falls back to cuLaunchKernelEx when the plain launch fails."""
+    writes its cluster size, rank and cluster id. Falls back to cuLaunchKernelEx when the plain launch fails
+    (launch_ex=True: uses cuLaunchKernelEx, the cluster named, without trying the plain launch)."""
     import cupy
 
     from ..compile import get_arch_kernel
@@ -168,6 +169,8 @@ def cluster_probe() -> dict:
     out = cupy.full(8, -1, dtype=cupy.int32)
     result = {}
     try:
+        if launch_ex:
+            raise RuntimeError("cuLaunchKernelEx asked for")
         kern((8,), (32,), (out,))
         cupy.cuda.runtime.deviceSynchronize()
         result["path"] = "plain launch"

@@ -134,13 +134,16 @@ def _isolated_rows(rung_numbers, timed_sizes, odd_sizes, cub_ms) -> list[dict]:
     return out
 
 
-def check_rung_sizes(k: int, sizes) -> list[dict]:
+def check_rung_sizes(k: int, sizes, launch_ex: bool = False) -> list[dict]:
     """GPU: rung k against float64 at each (M, N, K), and against its CPU emulation at 256 x 256 x 512
-    (the last entry). Used by the GPU tests, in a child process for isolated rungs."""
-    from ..launch import gemm
+    (the last entry). Used by the GPU tests, in a child process for isolated rungs. launch_ex: launch a
+    clustered rung through cuLaunchKernelEx (helpers.launch.force_launch_ex) instead of a plain launch."""
+    from ..launch import force_launch_ex, gemm
     from ..numerics import random_matrix
 
     r = ALL_RUNGS[k]
+    if launch_ex:
+        force_launch_ex(r)
     out = []
     for i, (M, N, K) in enumerate(sizes):
         A = random_matrix(M, K, seed=900 + i).astype(np.float16)
