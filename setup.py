@@ -7,7 +7,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-DATA = {"kernels": ("*.cu",), "results": ("*.json", "*.txt", "reference/*.json", "build-*/*")}
+DATA = {"kernels": ("*.cu", "*.cuh"), "results": ("*.json", "*.txt", "reference/*.json", "build-*/*")}
 
 
 class BuildWithData(build_py):

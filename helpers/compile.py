@@ -160,7 +160,8 @@ def load_module(filename: str, options: tuple[str, ...] = (), source: str | None
     key = (filename, source, tuple(options))
     if key in _MODULES:
         return _MODULES[key]
-    opts = ("-std=c++17",) + tuple(f"-I{d}" for d in find_cuda_include_dirs()) + tuple(options)
+    # -I kernels/: a course file may include a header next to it (hopper_primitives.cuh)
+    opts = ("-std=c++17", f"-I{KERNEL_DIR}") + tuple(f"-I{d}" for d in find_cuda_include_dirs()) + tuple(options)
     mod = cupy.RawModule(code=source, options=opts, name_expressions=None)
     try:
         mod.compile()
@@ -229,7 +230,7 @@ def get_arch_kernel(filename: str, name: str, cc: tuple[int, int], check_empty: 
         prog = nvrtc.createProgram(src, filename, [], [])
         try:
             try:
-                nvrtc.compileProgram(prog, ["-std=c++17", f"-arch={arch}"])
+                nvrtc.compileProgram(prog, ["-std=c++17", f"-arch={arch}", f"-I{KERNEL_DIR}"])
             except Exception as exc:
                 raise KernelCompileError(f"NVRTC could not compile {filename} for {arch}: {exc}\n"
                                          f"{nvrtc.getProgramLog(prog)}",

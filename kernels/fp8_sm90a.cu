@@ -27,8 +27,7 @@
 // of 8; M, N, K otherwise free: TMA fills what lies outside A and Bt with zeros.
 // Needs sm_90a (wgmma, setmaxnreg). Other targets compile empty kernels (make kernels-check).
 
-typedef unsigned long long u64;
-typedef unsigned int u32;
+#include "hopper_primitives.cuh"              // smem_addr, smem_base, mbarriers, tma_load, wgmma fences, setmaxnreg
 
 #define F8_BM 128                             // rows of C per block tile
 #define F8_BK 128                             // K per pipeline stage: 128 E4M3 = 128 bytes = one swizzle row
@@ -38,19 +37,7 @@ typedef unsigned int u32;
 #define F8_A_BYTES (F8_BM * F8_BK)            // 16 KB of A per stage
 #define F8_SMEM(BN) (F8_STAGES * (F8_A_BYTES + (BN) * F8_BK) + 1024 + 128)
 
-struct __align__(64) TensorMap { u64 bytes[16]; };   // layout-compatible with CUtensorMap
-
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
-
-__device__ __forceinline__ u32 smem_addr(const void* p) { return static_cast<u32>(__cvta_generic_to_shared(p)); }
-
-// dynamic shared memory, its start rounded up to 1024 bytes (the 128-byte swizzle's atom)
-__device__ __forceinline__ unsigned char* smem_base()
-{
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const u32 base = smem_addr(smem_raw);
-    return smem_raw + ((1024 - (base & 1023)) & 1023);
-}
 
 // K-major operand in shared memory (A, and Bt): rows of 128 bytes, 128-byte swizzle, 8-row atoms
 // 1024 bytes apart (SBO); a k-step of 32 E4M3 moves the start 32 bytes inside the swizzled row.
@@ -59,53 +46,6 @@ __device__ __forceinline__ u64 desc_kmajor(const void* p)
     const u32 a = smem_addr(p);
     return (u64)((a & 0x3FFFF) >> 4) | ((u64)(16 >> 4) << 16) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
 }
-
-__device__ __forceinline__ void mbar_init(u64* bar, u32 count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(count));
-}
-__device__ __forceinline__ void mbar_expect_tx(u64* bar, u32 bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(u64* bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ bool mbar_try(u32 addr, u32 parity)
-{
-    u32 done;
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done) : "r"(addr), "r"(parity) : "memory");
-    return done != 0;
-}
-__device__ __forceinline__ u64 globaltimer_ns()
-{
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-    return t;
-}
-// wait for the phase of this parity; trap after 10 s instead of hanging (a wrong byte count)
-__device__ __forceinline__ void mbar_wait(u64* bar, u32 parity)
-{
-    const u32 addr = smem_addr(bar);
-    if (mbar_try(addr, parity)) return;
-    const u64 start = globaltimer_ns();
-    while (!mbar_try(addr, parity))
-        if (globaltimer_ns() - start > 10000000000ull) __trap();
-}
-__device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, u64* bar, int c0, int c1)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];\n"
-                 :: "r"(smem_addr(dst)), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
-                 : "memory");
-}
-__device__ __forceinline__ void wgmma_fence()  { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
-template <int R> __device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(R)); }
-template <int R> __device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R)); }
 
 // --------------------------------------------------------------------------- the FP8 MMA
 // scale-d (the predicate p) = accumulate: 0 starts the accumulators from zero (D = A B).

@@ -34,8 +34,7 @@
 // Needs sm_90a (wgmma, setmaxnreg): NVRTC -arch=sm_90a, or nvcc
 // -gencode=arch=compute_90a,code=sm_90a. Other targets compile empty kernels (make kernels-check).
 
-typedef unsigned long long u64;
-typedef unsigned int u32;
+#include "hopper_primitives.cuh"              // smem_addr, smem_base, mbarriers, tma_load, wgmma fences, setmaxnreg
 
 #define HBM 128                               // rows of C per block tile
 #define HBN 256                               // columns of C per block tile
@@ -57,8 +56,6 @@ typedef unsigned int u32;
 #define GROUP_M 8                             // rungs 11-13: tile rows per group of the L2-aware order
 #define CLUSTER_M 2                           // rungs 12-13: CTAs per cluster, along M
 
-struct __align__(64) TensorMap { u64 bytes[16]; };   // layout-compatible with CUtensorMap
-
 // __cluster_dims__ exists from sm_90 on; `make kernels-check` also builds this file for sm_80
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
 #define CLUSTER_DIMS
@@ -70,20 +67,6 @@ struct __align__(64) TensorMap { u64 bytes[16]; };   // layout-compatible with C
 // (the host pass and sm_90a see the real code; other targets compile empty kernels)
 
 // --------------------------------------------------------------------------- small helpers
-__device__ __forceinline__ u32 smem_addr(const void* p)
-{
-    return static_cast<u32>(__cvta_generic_to_shared(p));
-}
-
-// The dynamic shared memory, its start rounded up to 1024 bytes: a 128-byte swizzle repeats every
-// 8 rows of 128 bytes, and TMA and wgmma agree on it only for tiles that start on such a boundary.
-__device__ __forceinline__ unsigned char* smem_base()
-{
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const u32 base = smem_addr(smem_raw);
-    return smem_raw + ((1024 - (base & 1023)) & 1023);
-}
-
 __device__ __forceinline__ void store2(float* p, float x, float y)
 {
     *reinterpret_cast<float2*>(p) = make_float2(x, y);
@@ -124,23 +107,6 @@ __device__ __forceinline__ u64 desc_mnmajor(const void* p)
 }
 
 // --------------------------------------------------------------------------- mbarriers
-__device__ __forceinline__ void mbar_init(u64* bar, u32 count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(count));
-}
-
-// The producer's arrival, announcing how many bytes TMA will deliver to this barrier's phase.
-__device__ __forceinline__ void mbar_expect_tx(u64* bar, u32 bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
-                 :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(u64* bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(smem_addr(bar)) : "memory");
-}
-
 // Arrive on the barrier at the same offset in CTA `cta` of this cluster (mapa: its address there).
 // The default (CTA-scope) release is enough: what the arrival announces is that this warp's wgmmas
 // have finished reading the stage (wgmma.wait_group), not any memory write of ours. A cluster-scope
@@ -155,53 +121,7 @@ __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 cta)
         "}\n" :: "r"(smem_addr(bar)), "r"(cta) : "memory");
 }
 
-// Wait until the barrier's phase of this parity has completed. A barrier starts in phase 0;
-// waiting for parity 1 first returns at once (the phase "before" phase 0 counts as completed),
-// which is how a producer finds every stage of the ring empty on its first lap. try_wait
-// suspends the thread in hardware for a while before answering "not yet". A wait that lasts
-// HANG_NS (where a real one takes microseconds) traps instead of hanging: a wrong byte count or
-// a barrier nobody arrives on then ends the kernel with an error the launcher can report.
-#define HANG_NS 10000000000ull                // 10 s, by the GPU's global nanosecond timer
-
-__device__ __forceinline__ bool mbar_try(u32 addr, u32 parity)
-{
-    u32 done;
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n" : "=r"(done) : "r"(addr), "r"(parity) : "memory");
-    return done != 0;
-}
-
-__device__ __forceinline__ u64 globaltimer_ns()
-{
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ void mbar_wait(u64* bar, u32 parity)
-{
-    const u32 addr = smem_addr(bar);
-    if (mbar_try(addr, parity)) return;
-    const u64 start = globaltimer_ns();
-    while (!mbar_try(addr, parity))
-        if (globaltimer_ns() - start > HANG_NS) __trap();
-}
-
 // --------------------------------------------------------------------------- TMA
-// 2-D TMA load of the box at (c0 = column, c1 = row) into shared memory, counted on `bar`.
-__device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, u64* bar, int c0, int c1)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%2, %3}], [%4];\n"
-        :: "r"(smem_addr(dst)), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
-        : "memory");
-}
-
 // The same box written to the same shared-memory offset in every CTA of `mask` (a bit per CTA
 // rank), each copy counted on the barrier at `bar`'s offset in that CTA.
 __device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* map, u64* bar, int c0, int c1,
@@ -229,17 +149,6 @@ __device__ __forceinline__ void bulk_wait0() { asm volatile("cp.async.bulk.wait_
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 // --------------------------------------------------------------------------- warpgroups, clusters
-__device__ __forceinline__ void wgmma_fence()  { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait()   { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
-
-// setmaxnreg: a warpgroup lowers (dec) or raises (inc) its registers per thread; the registers one
-// warpgroup gives back are what another can take. Needs a register cap at entry (__launch_bounds__
-// with minBlocks 1) and each role as one branch of one if/else.
-template <int R> __device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(R)); }
-template <int R> __device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R)); }
-
 // A barrier for the 128 threads of one consumer warpgroup only (ids 1, 2; 0 is __syncthreads).
 __device__ __forceinline__ void warpgroup_bar(int id) { asm volatile("bar.sync %0, 128;\n" :: "r"(id) : "memory"); }
 

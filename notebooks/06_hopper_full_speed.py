@@ -453,7 +453,9 @@ ex.check_waves(answer, n=6144)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix A: the code of each rung
 #
-# The kernels' own lines, as the lesson discusses them (kernels/hopper_sm90a.cu).
+# The kernels' own lines, as the lesson discusses them (kernels/hopper_sm90a.cu). The one-instruction
+# building blocks they share with lesson 7's FP8 kernels (the mbarrier wait that traps instead of
+# hanging, the TMA load, wgmma's fence / commit / wait, `setmaxnreg`) are in kernels/hopper_primitives.cuh.
 
 # %% slideshow={"slide_type": "-"}
 src = kernel_source("hopper_sm90a.cu")

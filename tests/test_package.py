@@ -28,7 +28,7 @@ def wheel(tmp_path_factory):
 
 def test_wheel_carries_kernels_and_results(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    for cu in (ROOT / "kernels").glob("*.cu"):
+    for cu in [*(ROOT / "kernels").glob("*.cu"), *(ROOT / "kernels").glob("*.cuh")]:
         assert f"helpers/_data/kernels/{cu.name}" in names
     for rec in (ROOT / "results").glob("*.json"):
         assert f"helpers/_data/results/{rec.name}" in names

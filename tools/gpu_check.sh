@@ -146,7 +146,7 @@ key_line() {
     echo "commit: $commit$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
   fi
   # the code that ran, whatever the checkout's git metadata says (a copied tree can carry a stale .git)
-  echo "source tree: $(find helpers kernels tools tests -type f \( -name '*.py' -o -name '*.cu' -o -name '*.sh' \) | LC_ALL=C sort | xargs sha1sum | sha1sum | cut -c1-12) (sha1 of helpers, kernels, tools, tests)"
+  echo "source tree: $(find helpers kernels tools tests -type f \( -name '*.py' -o -name '*.cu' -o -name '*.cuh' -o -name '*.sh' \) | LC_ALL=C sort | xargs sha1sum | sha1sum | cut -c1-12) (sha1 of helpers, kernels, tools, tests)"
   if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
   fi

@@ -1,0 +1,113 @@
+// hopper_primitives.cuh -- the Hopper building blocks that lessons 6 and 7 share
+// (included by kernels/hopper_sm90a.cu and kernels/fp8_sm90a.cu).
+//
+// Each is one PTX instruction (or a short loop of one) in an inline function: shared-memory
+// addresses, the dynamic shared memory aligned for the 128-byte swizzle, mbarriers (init, the
+// producer's expect_tx, arrive, and a wait that traps instead of hanging), the 2-D TMA load,
+// wgmma's fence / commit / wait, and setmaxnreg. What a lesson teaches (the wgmma descriptors, the
+// MMA itself, multicast, the TMA store, clusters) stays in the lesson's own file.
+// The helpers compile with NVRTC and -I kernels/; nvcc finds this file next to the .cu files.
+
+#pragma once
+
+typedef unsigned long long u64;
+typedef unsigned int u32;
+
+struct __align__(64) TensorMap { u64 bytes[16]; };   // layout-compatible with CUtensorMap
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
+// (the host pass and sm_90a see the real code; other targets, which `make kernels-check` also
+// builds, compile the including files' kernels empty)
+
+__device__ __forceinline__ u32 smem_addr(const void* p)
+{
+    return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+// The dynamic shared memory, its start rounded up to 1024 bytes: a 128-byte swizzle repeats every
+// 8 rows of 128 bytes, and TMA and wgmma agree on it only for tiles that start on such a boundary.
+__device__ __forceinline__ unsigned char* smem_base()
+{
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const u32 base = smem_addr(smem_raw);
+    return smem_raw + ((1024 - (base & 1023)) & 1023);
+}
+
+// --------------------------------------------------------------------------- mbarriers
+__device__ __forceinline__ void mbar_init(u64* bar, u32 count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(count));
+}
+
+// The producer's arrival, announcing how many bytes TMA will deliver to this barrier's phase.
+__device__ __forceinline__ void mbar_expect_tx(u64* bar, u32 bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(u64* bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(smem_addr(bar)) : "memory");
+}
+
+// Wait until the barrier's phase of this parity has completed. A barrier starts in phase 0;
+// waiting for parity 1 first returns at once (the phase "before" phase 0 counts as completed),
+// which is how a producer finds every stage of the ring empty on its first lap. try_wait
+// suspends the thread in hardware for a while before answering "not yet". A wait that lasts
+// HANG_NS (where a real one takes microseconds) traps instead of hanging: a wrong byte count or
+// a barrier nobody arrives on then ends the kernel with an error the launcher can report.
+#define HANG_NS 10000000000ull                // 10 s, by the GPU's global nanosecond timer
+
+__device__ __forceinline__ bool mbar_try(u32 addr, u32 parity)
+{
+    u32 done;
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n"
+        "}\n" : "=r"(done) : "r"(addr), "r"(parity) : "memory");
+    return done != 0;
+}
+
+__device__ __forceinline__ u64 globaltimer_ns()
+{
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ void mbar_wait(u64* bar, u32 parity)
+{
+    const u32 addr = smem_addr(bar);
+    if (mbar_try(addr, parity)) return;
+    const u64 start = globaltimer_ns();
+    while (!mbar_try(addr, parity))
+        if (globaltimer_ns() - start > HANG_NS) __trap();
+}
+
+// --------------------------------------------------------------------------- TMA
+// 2-D TMA load of the box at (c0 = column, c1 = row) into shared memory, counted on `bar`.
+__device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, u64* bar, int c0, int c1)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3}], [%4];\n"
+        :: "r"(smem_addr(dst)), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+        : "memory");
+}
+
+// --------------------------------------------------------------------------- warpgroups
+__device__ __forceinline__ void wgmma_fence()  { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait()   { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
+
+// setmaxnreg: a warpgroup lowers (dec) or raises (inc) its registers per thread; the registers one
+// warpgroup gives back are what another can take. Needs a register cap at entry (__launch_bounds__
+// with minBlocks 1) and each role as one branch of one if/else.
+template <int R> __device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(R)); }
+template <int R> __device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R)); }
+
+#endif
