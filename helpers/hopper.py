@@ -114,6 +114,8 @@ def max_active_clusters(kern, block, smem: int, cluster, grid=(132, 1, 1)) -> in
 def kernel_params(d, args):
     """cuLaunchKernelEx's kernelParams in cuda-bindings' form, (values, types): tensor maps (tensor_map_2d)
     by value as CUtensorMap objects, CuPy arrays as pointers, integers as int32."""
+    import ctypes                                # cuda-bindings names a parameter's C type by its ctypes type
+
     values, types = [], []
     for a in args:
         if isinstance(a, np.ndarray) and a.shape == () and a.dtype == TENSOR_MAP_DTYPE:
@@ -122,13 +124,9 @@ def kernel_params(d, args):
             values.append(tmap)
             types.append(None)                   # None: a cuda-bindings object, passed by value
         elif type(a).__module__.startswith("cupy"):
-            import ctypes
-
             values.append(a.data.ptr)
             types.append(ctypes.c_void_p)
         elif isinstance(a, (np.integer, int)) and not isinstance(a, bool):
-            import ctypes
-
             values.append(int(a))
             types.append(ctypes.c_int)
         else:
