@@ -121,6 +121,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
     constexpr int B_BYTES = BN * F8_BK, STAGE = F8_A_BYTES + B_BYTES, NREG = BN / 2;
     constexpr int KSTEPS = F8_BK / 32;                         // wgmma k-steps per stage
     constexpr int EVERY = NC / 32;                             // k-steps per promotion (0: never)
+    constexpr int PSTAGES = EVERY >= KSTEPS ? EVERY / KSTEPS : 1; // NC >= 128: stages per promotion
     static_assert(NC == 0 || (NC % 32 == 0 && (EVERY <= KSTEPS ? KSTEPS % EVERY == 0 : EVERY % KSTEPS == 0)),
                   "NC: a multiple of 32 that divides, or is divided by, the 128 of a stage");
     unsigned char* smem = smem_base();
@@ -191,11 +192,12 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                     // no promotion inside this stage: 4 k-steps, one group, one group kept in flight
 #pragma unroll
                     for (int ks = 0; ks < KSTEPS; ++ks) {
-                        const int fresh = NC && ks == 0 && (kt % (EVERY / KSTEPS + (EVERY < KSTEPS))) == 0;
+                        // a promotion period's first k-step starts the Tensor Cores from zero
+                        const bool fresh = NC && ks == 0 && kt % PSTAGES == 0;
                         wgmma_e4m3(d, desc_kmajor(a + ks * 32), desc_kmajor(b + ks * 32), !fresh);
                     }
                     wgmma_commit();
-                    const bool promote = NC && (((kt + 1) * KSTEPS) % (EVERY ? EVERY : 1) == 0 || kt == ktiles - 1);
+                    const bool promote = NC && ((kt + 1) % PSTAGES == 0 || kt == ktiles - 1);
                     if (!promote) {
                         wgmma_wait<1>();
                         if (prev >= 0) release(prev);
