@@ -314,7 +314,7 @@ KERNELS: dict[str, GemmKernel] = _registry([
     _hopper_rung(8, "hopper_b_rowmajor", "B read as stored (wgmma transpose bit)", 1.3,
                  "rung 7 spent a third of its time at 4096 (an eighth at 8192) transposing B; wgmma reads "
                  "row-major B through its transpose bit at the same rate, so rung 8 should run at rung 7's "
-                 "kernel-alone speed (600 and 552 TFLOP/s)", threads=256),
+                 "kernel-alone speed (600 and 552 TFLOP/s in lesson 5's record of the time)", threads=256),
     _hopper_rung(9, "hopper_warp_specialized", "warp specialisation: producer + 2 consumers, mbarrier ring", 1.2,
                  "rung 8 drains the Tensor Cores at every K-tile (wait_group 0, then a __syncthreads before the "
                  "next copy is asked for); a producer warpgroup that only copies and consumers that keep one wgmma "
@@ -323,7 +323,8 @@ KERNELS: dict[str, GemmKernel] = _registry([
                  "one CTA per SM: the producer loads the next tile while the consumers store this one, and no "
                  "CTA is set up per tile (fast.cu: +4%)", persistent=True),
     _hopper_rung(11, "hopper_grouped", "L2-aware tile order (groups of 8 tile rows)", 1.02,
-                 "the 132 tiles in flight share 8 rows of A and ~17 columns of B instead of ~1 row and all of B: "
+                 "the 132 tiles in flight share 8 rows of A and ~17 columns of B instead of ~5 rows and all of B "
+                 "(at 8192; first written as ~1 row): "
                  "more L2 hits at 8192 (A and B 128 MB each, L2 60 MiB), little change at 4096 (32 MB each)",
                  persistent=True),
     _hopper_rung(12, "hopper_cluster", "2-CTA clusters, TMA multicast of B", 1.03,

@@ -211,8 +211,8 @@ fig = helpers.plots.tflops_vs_size(series, baselines=base,
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Every timing in the record carries the SM clock, power and temperature the GPU ran at while it was
-# timed, read through NVML (`helpers.clocks`). The dip of cuBLAS FP16 at the largest sizes is one of
-# them: lesson 05 shows that the GPU lowered its clock there to stay under its power limit.
+# timed, read through NVML (`helpers.clocks`). Those readings explain the dip of cuBLAS FP16 at the
+# largest sizes: lesson 05 shows that the GPU lowered its clock there to stay under its power limit.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Read the gap: at large sizes the naive WMMA kernel is several times faster than the FP32 kernel, and still far below cuBLAS FP16. Lesson 5 closes that gap one measured step at a time.

@@ -530,7 +530,7 @@ helpers.display.table(helpers.clocks.with_clock(rows), ["n", "kernel", "tile", "
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The worked solution gives the same bits as `gemm_fp32_kernel` (same FMA order; the zero padding
-# adds exact zeros) and is faster by the factors in the last column. Why not by much more? Look at
+# adds exact zeros) and is faster by the factors in the "vs naive" column. Why not by much more? Look at
 # the machine code `nvcc -arch=sm_90` makes of it (TILE = 16, stored in `results/build-nvidia-h200/`):
 
 # %% slideshow={"slide_type": "-"}

@@ -384,7 +384,7 @@ fig = helpers.plots.tflops_vs_size({labels[k]: helpers.series(sw.data, k) for k 
 # ## Why naive WMMA is far from cuBLAS
 #
 # Every K step, every warp loads a fresh 16×16 $A$ tile and $B$ tile from global memory and uses each
-# exactly once; no two warps share a tile. The course's traffic model (`helpers.analysis`, the same
+# exactly once; no warp reuses a tile it loaded, and no tile passes through shared memory. The course's traffic model (`helpers.analysis`, the same
 # one lesson 05 uses for every rung) counts the bytes the warps request:
 
 # %% slideshow={"slide_type": "-"}
@@ -395,7 +395,7 @@ n = 4096
 req = helpers.analysis.traffic_bytes(spec, n, n, n)   # A and B per warp tile, plus the store of C
 least = 2 * n * n * 2 + n * n * 4                     # read A and B once, write C once
 print(f"n = {n}: the warps request {req / 1e9:.1f} GB ({helpers.analysis.intensity(spec, n, n, n):.1f} FLOP/byte); "
-      f"reading each input once would be {least / 1e6:.0f} MB ({req / least:.0f}x less)")
+      f"reading A and B once and writing C once would be {least / 1e6:.0f} MB ({req / least:.0f}x less)")
 p = helpers.device.peaks_for("NVIDIA H200")
 print(f"at {p.fp16} TFLOP/s this ratio needs {p.fp16 * per_step / flops:.0f} TB/s of loads; HBM gives "
       f"{p.mem_gbs / 1000} TB/s; the ridge point is {p.fp16 * 1e3 / p.mem_gbs:.0f} FLOP/byte")
@@ -449,7 +449,8 @@ print(C.shape, spec.check(C, A, B).verdict())
 # ## Common misconceptions
 #
 # - **"One `mma_sync` is 8192 multiply-adds."** It is 4096 multiply-adds = 8192 FLOPs (section 1).
-# - **"`mma_sync` is one hardware instruction."** On sm_90 it is two `HMMA.16816` (section 6); on
+# - **"`mma_sync` is one hardware instruction."** On sm_90 it is two `HMMA.16816` ("From `mma_sync` to
+#   the machine"); on
 #   other architectures the split can differ.
 # - **"Lane *l* holds row *l* of the tile."** No documented rule says so; the measured map above is
 #   interleaved, and may differ on another GPU. Use PTX `mma` when the layout matters.

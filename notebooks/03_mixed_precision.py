@@ -323,7 +323,8 @@ fig = lesson.plot_speed_vs_error(rec.rows, 4096, source=rec.label)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Three clusters: FP32 (accurate, slow), 11-bit inputs with an FP32 accumulator (TF32 and FP16:
-# FP16's decimal digits, fast), and FP16 accumulation (worse error, no faster on this GPU). BF16
+# FP16's decimal digits, fast), and FP16 accumulation (worse error, and no speed worth having on this
+# GPU: the cuBLAS timings below). BF16
 # trades three more bits for FP32's range. Within a cluster, cuBLAS vs our naive kernels is a
 # question of implementation, not of format.
 
@@ -440,7 +441,7 @@ for n in (1024, 4096):
 # becomes subnormal (few significant bits left), what overflows?
 
 # %% slideshow={"slide_type": "-"}
-g = formats.gradient_like(200_000, seed=0)
+g = formats.gradient_like(200_000, seed=0, lo_decade=-14, hi_decade=6)
 cases = [("fp16", 1.0), ("fp16", 2.0 ** 16), ("bf16", 1.0)]
 for n, s in cases:
     fr = formats.category_fractions(g, n, s)
@@ -461,8 +462,8 @@ fig = formats.plot_range_histogram(g, names=[n for n, _ in cases], scales=[s for
 #
 # `helpers/training.py`: a 16-32-1 tanh network learns a teacher network, FP32 master weights, and
 # every matrix product and element-wise result rounded to FP16 (or BF16), as a tensor-core training
-# step does. The loss is divided by a large factor (2^14, as a loss averaged over far more terms
-# than one batch), which makes the gradients small; the learning rate compensates, so FP32 training
+# step does. The loss is multiplied by a small weight (printed below, as for a loss averaged over far
+# more terms than one batch), which makes the gradients small; the learning rate compensates, so FP32 training
 # does not depend on it.
 #
 # - **static** scaling multiplies the loss by a fixed S and divides the gradients by S before the update;
@@ -471,6 +472,7 @@ fig = formats.plot_range_histogram(g, names=[n for n, _ in cases], scales=[s for
 
 # %% slideshow={"slide_type": "-"}
 print("GradScaler rule:", training.GRADSCALER_DEFAULTS)
+print(f"loss weight: 2^{np.log2(training.Task().loss_weight):.0f}")
 runs = {
     "FP32": training.train("fp32"),
     "FP16, no scaling": training.train("fp16"),
@@ -548,7 +550,8 @@ for name, r in runs.items():
 # 8. **"FP8 is only for inference"** (seed 002, sec. 5.4). FP8 training is practice on Hopper: E4M3 for
 #    weights and activations, E5M2 for gradients, with per-tensor scales, matched 16-bit training on
 #    models up to 175B parameters (Micikevicius et al., "FP8 formats for deep learning", 2022,
-#    arXiv:2209.05433); DeepSeek-V3 was trained in FP8 (arXiv:2412.19437).
+#    arXiv:2209.05433); DeepSeek-V3 was trained in FP8 (arXiv:2412.19437). Lesson 07 runs FP8 on the
+#    H200's Tensor Cores and measures what its accumulator keeps.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Where mixed precision is used
@@ -588,7 +591,8 @@ for k in ("cublas_tf32", "cublas_fp16"):
 # <details><summary>Answers</summary>
 #
 # 1. Accuracy and range: an FP16 accumulator loses small terms as the sum grows, stagnates, and
-#    overflows above 65504 (this lesson); on an H200 FP16 accumulation is not faster.
+#    overflows above 65504 (this lesson); on an H200 FP16 accumulation buys no speed worth having
+#    (equal datasheet peaks; cuBLAS measured it slower at 1024 and within a few percent at 4096).
 # 2. 2 x 16 x 16 x 16 = 8192 FLOPs; on sm_90 it compiles to two `HMMA.16816` instructions (lesson 02).
 # 3. FP32's sign and exponent with 10 fraction bits, in a 32-bit word; `__float_to_tf32` rounds to
 #    nearest with ties away from zero, cuBLAS does not document its rounding (this lesson).
@@ -613,7 +617,8 @@ for k in ("cublas_tf32", "cublas_fp16"):
 #
 # <details><summary>Answers</summary>
 #
-# 1. Same 10 fraction bits and the same rounding for numbers in FP16's normal range; TF32 keeps FP32's
+# 1. Same 10 fraction bits, so the same precision for numbers in FP16's normal range (ties may round
+#    differently: the course's TF32 kernel rounds them away from zero, an FP16 cast to even); TF32 keeps FP32's
 #    exponent, so values above 65504 or below 2^-14 (2^-24 subnormal) behave differently.
 # 2. From rounding A and B to FP16 (11 significant bits) and from the truncated FP32 sums; on zero-mean
 #    data at moderate K the rounding of A and B dominates, on positive data at large K the sums do.
@@ -657,7 +662,7 @@ print(np.float16(1000) + np.float16(0.25) == np.float16(1000), np.float16(1e-9 *
 # - TF32 = FP16's precision with FP32's range, stored in 32 bits; BF16 = FP32's range with 8 bits.
 # - The seed's mixed kernel is several times faster than the FP32 kernel and keeps about FP16's
 #   decimal digits, lost (on zero-mean data, moderate K) when the inputs are rounded; FP16
-#   accumulation loses more and, on an H200, is not faster (equal datasheet peaks). In cuBLAS, ask for
+#   accumulation loses more and, on an H200, buys no speed worth having (equal datasheet peaks). In cuBLAS, ask for
 #   `CUBLAS_COMPUTE_32F`, not `cublasHgemm`.
 # - TF32 rounding differs by who does it: `__float_to_tf32` rounds ties away from zero, FP16-style
 #   rounding ties to even, cuBLAS does not say.

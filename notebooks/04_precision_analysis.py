@@ -208,7 +208,7 @@ for name in P.ARITHMETICS:
           f"K={max(r):5d}: total {hi['total_median']:.1e} acc {hi['acc_median']:.1e}")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The two FP32-accumulating FP16 rows show it: at the smallest K the total is all input rounding, at K = 16384 it equals the accumulation error. The input share in the first cell is the same on every machine (exact float64 products of the rounded and the original inputs).
+# The two FP32-accumulating rows with 16-bit inputs (FP16 and BF16) show it: at the smallest K the total is all input rounding, at K = 16384 it equals the accumulation error. The input share in the first cell is the same on every machine (exact float64 products of the rounded and the original inputs).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Where FP16 accumulation saturates
@@ -284,8 +284,8 @@ for f in ("fp16", "bf16", "tf32"):
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## A probe: one `mma_sync` that asks one question
 #
-# Each probe fills row 0 of A, column 0 of B and C[0][0], everything else zero, runs one 16x16x16
-# `mma_sync` and reads D[0][0]. Each hypothesis predicts a different answer. The kernels:
+# Each probe fills row 0 of A, column 0 of B and C[0][0], everything else zero, runs one `mma_sync`
+# (16x16x16; 16x16x8 for TF32) and reads D[0][0]. Each hypothesis predicts a different answer. The kernels:
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.show_kernel("precision.cu", "tc_probe_f16_f32")
@@ -374,7 +374,9 @@ for c in [x for x in cases if x["name"].startswith("fp16: monotonicity") and "1.
 #   FP16's: the same u = 2^-11 (first table) and the same input-rounding error in the measurements.
 #   What TF32 adds is FP32's exponent range.
 # - Seed 002 (sec. 6.1) recommends TF32 for scientific computing, with "almost no precision loss".
-#   Its unit roundoff is that of FP16, thousands of times FP32's, and so is the error of a TF32 GEMM:
+#   Its unit roundoff is that of FP16, thousands of times FP32's, and the error of a TF32 GEMM is
+#   hundreds of times FP32's (the ratio of the errors is smaller: FP32's own error grows with K, while
+#   TF32's, mostly input rounding, partly cancels):
 
 # %% slideshow={"slide_type": "-"}
 u32, u19 = numerics.unit_roundoff("fp32"), numerics.unit_roundoff("tf32")

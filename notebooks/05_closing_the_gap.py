@@ -123,8 +123,9 @@ helpers.display.table(rows, ["where", "m", "tflops", "sm_mhz", "sm_mhz_min", "po
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Locking the clocks (nvidia-smi --lock-gpu-clocks, admin only) would give flat numbers, but at a
-# clock the GPU does not run at in practice; a long run at 8192 is power-limited on this machine, and
-# that is a property of the workload worth showing. The ladder experiment timed cuBLAS separately:
+# clock the GPU does not run at in practice; a long run at 8192 can reach the power limit on this
+# machine (it did in this record; not in every run: lesson 07's record has cuBLAS FP16 at 8192 at full
+# clock), and that is a property of the workload worth showing. The ladder experiment timed cuBLAS separately:
 # its own rows are in the table too. NVML's power reading is an average over a window and can lag a
 # burst (the ladder's 8192 row reports the cap with a low median power); the clock and the reason the
 # driver gives are the direct evidence.
@@ -352,7 +353,7 @@ print(f"requested traffic at n = 4096: {analysis.intensity(r7, 4096, 4096, 4096)
 #
 # The experiment `ladder` checks every rung against float64 at 4096, 8192 and two odd sizes, then
 # times it at 4096 and 8192 (`helpers.timing.benchmark`: CUDA events, L2 flushed before each
-# launch, median of many, the SM clock read while it runs) next to cuBLAS. On a GPU this cell runs it live (about half a minute);
+# launch, median of many, the SM clock read while it runs) next to cuBLAS. On a GPU this cell runs it live;
 # on the CPU it loads the H200 record. Rung 7 runs in a child process.
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
@@ -430,8 +431,8 @@ helpers.display.table(rows, ["rung", "model_gb", "l1_load_gb", "l2_read_gb", "dr
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - Rungs 2-4 move the model's bytes through L1 (their L1 column is $A$ and $B$ of the model exactly);
 #   rungs 5-6's `cp.async` copies count somewhat more at L1 and L2 (these counters do not say why),
-#   and rung 7's TMA copies bypass L1 altogether. DRAM delivers little more than $A$, $B$ and $C$ once
-#   at every rung: L2 holds the rest. The rungs differ in how they feed the Tensor Cores (next slide).
+#   and rung 7's TMA copies bypass L1 altogether. From rung 2 on, DRAM delivers little more than $A$,
+#   $B$ and $C$ once: L2 holds the rest. Rung 1 reads about three times as much from DRAM. The rungs differ in how they feed the Tensor Cores (next slide).
 # - Rung 1's loads touch twice the requested bytes in sectors (lesson 02), and what reaches **L2** is
 #   far below the model: the 8 warps of a block read the same $B$ tile, and L1 serves the repeats.
 
@@ -576,7 +577,7 @@ ex.check_blocks_per_sm(min(by_regs, by_smem))
 # - Predictions before measurements turn a benchmark into an experiment: a miss points at the part
 #   of the model that was wrong, and the profiler's counters (bank conflicts, `ldmatrix` counts,
 #   Tensor-pipe use, stalls) show which part.
-# - The clock is part of every number: cuBLAS's 8192 dip is the power cap, not the library.
+# - The clock is part of every number: cuBLAS's 8192 dip in this record is the power cap, not the library.
 # - On Hopper the big step is `wgmma` + TMA (sm_90a); warp specialisation, clusters and a
 #   persistent grid are what separate a first such kernel from cuBLAS.
 

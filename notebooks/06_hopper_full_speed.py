@@ -46,7 +46,7 @@ else:
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The kernels are in kernels/hopper_sm90a.cu; rungs 9-13 are one templated body (ws_gemm) with
 # compile-time switches, and each rung turns on one more switch, so two neighbouring rungs differ by
-# exactly one idea (tests/test_hopper.py checks it). The predictions are in helpers/kernels.py and
+# exactly one idea (tests/test_kernels.py checks it). The predictions are in helpers/kernels.py and
 # were written before any of these kernels ran.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -233,7 +233,8 @@ for M, N, K in H.TIMED:
 # ## Rung 11: an L2-aware tile order
 #
 # The 132 tiles in flight at one moment all read slices of A and B at about the same K. In plain
-# order they are about one row of tiles: a few rows of A, but **all** of B. Grouped order walks 8 tile
+# order they are a few rows of tiles (the first wave at 8192, printed below): a few hundred rows of A,
+# but **all** of B. Grouped order walks 8 tile
 # rows column by column, so the wave shares fewer, more reused slices, and L2 (its size printed
 # below) holds more of what the next tiles need.
 
@@ -529,8 +530,11 @@ print("the most a block may opt in to on Hopper:", 227 * 1024)   # CUDA C++ Prog
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix C: on other GPUs
 #
-# `wgmma` and `setmaxnreg` exist only on sm_90a: not on Ampere, Ada, nor on Blackwell. Every rung of
-# this lesson is skipped there with a message, and the lesson shows the recorded H200 numbers:
+# `wgmma` exists only on sm_90a: not on Ampere, Ada, nor on Blackwell (the data-center Blackwell's
+# Tensor Cores take `tcgen05.mma` instead), and code built for an arch-specific target such as sm_90a runs on that
+# architecture only. (`setmaxnreg` needs an arch-specific target too, but has one on Blackwell:
+# sm_100a and others, libcu++'s `cuda::ptx` reference.) Every rung of this lesson is skipped on other
+# GPUs with a message, and the lesson shows the recorded H200 numbers:
 
 # %% slideshow={"slide_type": "-"}
 for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("L40S", (8, 9)), ("H200", (9, 0)), ("B200", (10, 0))]:

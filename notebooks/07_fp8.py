@@ -95,7 +95,8 @@ helpers.display.table(rows, ["format", "sign/exp/frac", "max", "tiny", "subnorma
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - **Precision**: one rounding to E4M3 costs up to $u = 2^{-4}$ (6.25%), to E5M2 up to $2^{-3}$:
 #   one decimal digit, give or take. FP16's $u$ is $2^7$ times smaller than E4M3's.
-# - **Range**: E5M2 has FP16's exponent and so FP16's range; E4M3 spans far fewer powers of two.
+# - **Range**: E5M2 has FP16's exponent and so FP16's range of normal numbers (with 2 fraction bits
+#   instead of 10, its subnormals stop sooner); E4M3 spans far fewer powers of two.
 #   That is why FP8 data is *scaled* before it is converted (later in this lesson).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -112,9 +113,10 @@ helpers.display.table(fp8.facts_table(), ["format", "bias", "max", "ieee max", "
                        "finite patterns", "subnormals > 0", "inf?", "NaN patterns"], fmt={"binades": ".1f"})
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# "fn" in float8_e4m3fn means finite (no infinity) with NaN. E4M3's 254 finite patterns include +0 and
-# -0; 126 of them are positive numbers. The binades column is log2(max / smallest subnormal): E4M3 covers
-# under 18 powers of two, E5M2 about 32, FP16's count.
+# "fn" in float8_e4m3fn means finite (no infinity) with NaN. E4M3's finite patterns include +0 and
+# -0; the others come in pairs of opposite sign. The binades column is log2(max / smallest subnormal):
+# E4M3 covers under 18 powers of two, E5M2 about 32. FP16 spans more by the same count: it has E5M2's
+# normal range, and 8 more fraction bits reach further into the subnormals (the first table's ranges).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Every positive FP8 number
@@ -219,7 +221,8 @@ fig = fp8.plot_overflow()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Scaling: moving the data into the window
 #
-# E4M3's normal numbers span about 4.5 decades. Data far from that window loses its bits: values of
+# E4M3 spans under 18 powers of two, subnormals included (the binades column above). Data far from
+# that window loses its bits: values of
 # order $10^{-3}$ (gradients often are), cast as they are, land among the subnormals or on zero. The remedy is a **scale**:
 # multiply by $s = \text{max} / \text{amax}$ before the cast, so that the largest magnitude (amax)
 # lands on 448, and divide by $s$ afterwards (a GEMM multiplies its result by $1/s$ of each operand).
@@ -261,8 +264,10 @@ helpers.display.table(report, ["format", "scheme", "scales", "flushed to zero", 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - **E4M3, per tensor**: the outliers set the scale and push everything else down: thousands of values
 #   become 0, a quarter land among the subnormals, and no 1x128 tile keeps all of its values to $u$.
-# - **1x128 tiles**: only the tiles that hold an outlier suffer; the rest keep full E4M3 precision.
-#   128x128 blocks sit in between: here most blocks hold an outlier.
+# - **1x128 tiles**: nearly every tile keeps all its values within $u$ (the tiles column). The few that
+#   do not hold an outlier, or values so close to zero that even their own tile's scale leaves them
+#   among E4M3's subnormals (the handful of zeros in that row). 128x128 blocks sit in between: here
+#   most blocks hold an outlier.
 # - The **matrix error** hardly moves: the large values dominate a norm. A norm-wise error hides the loss.
 # - **E5M2** has the range for these outliers even per tensor, at twice E4M3's $u$ on every value.
 #   DeepSeek-V3 uses E4M3 on all tensors and fine-grained scales for the range.
@@ -280,9 +285,9 @@ helpers.display.table(report, ["format", "scheme", "scales", "flushed to zero", 
 fig = fp8.plot_error_vs_magnitude(X)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Mean relative error of the values in each bin of |x|. Per tensor, everything below about 0.02 becomes
-# zero (error 1) and the error climbs above u below about 0.15. 1x128 tiles keep E4M3's level for
-# all sizes. E5M2 per tensor is flat, at its own (larger) level. Appendix A has the same data as
+# Mean relative error of the values in each bin of |x|. Per tensor, the smallest values become zero
+# (error 1; the third exercise computes where), and the error climbs above u well before that, where
+# values land among the subnormals. 1x128 tiles keep E4M3's level for all sizes. E5M2 per tensor is flat, at its own (larger) level. Appendix A has the same data as
 # histograms: zero, subnormal, normal, by scheme.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -337,7 +342,7 @@ for label, (ga, gb) in {"per tensor": (None, None), "1x128 tiles, 128x128 blocks
 # Both papers were checked at their text: the FP8 paper's sec. 4 says training used simulated FP8
 # (values clipped to FP8, arithmetic in FP16 or BF16), and reports the 175B model at 75% of training.
 # DeepSeek-V3's FP8 validation is in its sec. 3.3 and appendix B.1; the 14-bit accumulation remark and
-# N_C = 128 are in sec. 3.3.2. Lesson 03's misconception 8 pointed here.
+# N_C = 128 are in sec. 3.3.2. Lesson 03's misconception 8 points here.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## An FP8 GEMM on the H200
@@ -381,9 +386,9 @@ print("bits kept next to the large term: wgmma", fp8x.bits_kept(data, "fp8_wgmma
       "| mma.sync", fp8x.bits_kept(data, "fp8_mma_sync"), "(all of FP32's: its result cannot show more)")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# `wgmma` keeps **14 bits** below the leading bit of the largest term, and drops the rest (the
-# `gap_neg_frac` probes show it cuts toward zero). DeepSeek-V3's report says "around 14 bits": it is
-# exactly 14 on the H200. `mma.sync` keeps everything an FP32 result can show.
+# `wgmma` keeps **14 bits** counted from the leading bit of the largest term (that bit and the 13
+# below it: $2^{16}$ keeps $2^{3}$ and drops $2^{2}$), and drops the rest (the `gap_neg_frac` probes
+# show it cuts toward zero). DeepSeek-V3's report says "around 14 bits": it is exactly 14 on the H200. `mma.sync` keeps everything an FP32 result can show.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ## The accumulator itself holds 14 bits
@@ -431,8 +436,8 @@ print("\n".join(fp8x.sass_excerpt(sass)))
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The model, bit for bit
 #
-# Put together: blocks of 32 products plus the accumulator, each term cut to 14 bits below the
-# largest, the sum cut to 14 significant bits (`helpers.emulate.FP8_WGMMA_MODEL`); promotion adds each
+# Put together: blocks of 32 products plus the accumulator, each term cut to the 14 bits that start at
+# the largest term's leading bit, the sum cut to 14 significant bits (`helpers.emulate.FP8_WGMMA_MODEL`); promotion adds each
 # partial sum to an FP32 total, rounded to nearest. `mma.sync`: lesson 4's FP16 model on the two
 # halves, then an FP32 add. Compared with the H200's raw outputs:
 
@@ -544,8 +549,8 @@ ex.check_scale(scale, amax=1e4)
 ex.check_zero_threshold(threshold, amax=1e4)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# 4. **Bits kept.** From the probe table above (the `fp8_wgmma` column), how many bits below the large
-#    term's leading bit does `wgmma` keep?
+# 4. **Bits kept.** From the probe table above (the `fp8_wgmma` column), how many bits does `wgmma` keep,
+#    counted from the large term's leading bit (that bit included)?
 # 5. **Swamping.** One block of `wgmma`: $2^{16}$ (256 x 256) and then 31 products of 2 x 2 = 4. What
 #    does the accumulator hold? (`ex.wgmma_sum(a, b)` runs the fitted model, once you have answered.)
 

@@ -50,9 +50,9 @@ def test_recorded_facts(data):
 
 def test_model_keeps_14_bits():
     a = np.zeros((1, 32)); b = np.zeros((32, 1))
-    a[0, :2], b[:2, 0] = [256.0, 2.0], [256.0, 4.0]             # 2^16 + 2^3: bit 14 below: kept
+    a[0, :2], b[:2, 0] = [256.0, 2.0], [256.0, 4.0]             # 2^16 + 2^3: the 14th bit from 2^16: kept
     assert E.fp8_wgmma_gemm(a, b)[0, 0] == 65536 + 8
-    b[1, 0] = 2.0                                               # 2^16 + 2^2: 15 bits below: cut
+    b[1, 0] = 2.0                                               # 2^16 + 2^2: the 15th: cut
     assert E.fp8_wgmma_gemm(a, b)[0, 0] == 65536
     assert E.fp8_mma_sync_gemm(a, b)[0, 0] == 65536 + 4         # the FP16 path keeps it
 

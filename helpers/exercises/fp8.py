@@ -103,7 +103,7 @@ def demo_values() -> dict:
 # --------------------------------------------------------------------------- the measured half
 def wgmma_sum(a, b, c: float = 0.0) -> float:
     """One block of FP8 wgmma (lesson 7's fitted model): c plus the products a_k b_k (at most 32),
-    each term cut to 14 bits below the largest, the sum cut to 14 significant bits."""
+    each term cut to the 14 bits that start at the largest term's leading bit, the sum cut to 14 significant bits."""
     import numpy as np
 
     from ..emulate import FP8_WGMMA_MODEL, tensor_core_mma
@@ -114,7 +114,8 @@ def wgmma_sum(a, b, c: float = 0.0) -> float:
 
 
 def check_bits_kept(answer, data: dict) -> None:
-    """How many bits below the large term's leading bit does wgmma keep (from the recorded probes)?"""
+    """How many bits, counted from the large term's leading bit (that bit included), does wgmma keep (from the
+    recorded probes)?"""
     from ..experiments.fp8 import bits_kept
 
     check_number("bits wgmma keeps next to a large term", answer, bits_kept(data, "fp8_wgmma"), rel=0,
