@@ -13,7 +13,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.
 .PHONY: course test unit nbval lab record gpu-check notebooks kernels-check clean help
 
 help:
-	@echo "make course | test | lab | record | gpu-check | notebooks | kernels-check | slides | slides-test | slides-pdf | clean"
+	@echo "make course | test (= unit + nbval) | lab | record | gpu-check | sanitize | determinism | notebooks | kernels-check | slides | slides-test | slides-pdf | clean"
 
 # GPU targets run with the course's .venv, unless a Python is given on the command line (make gpu-check
 # PY=python3): then no .venv is made, so they work offline with a Python that has CuPy already.

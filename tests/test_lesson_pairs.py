@@ -173,3 +173,17 @@ def test_migration_check_agrees_with_the_committed_lessons():
         pytest.skip("tools/lessons/ is gone: every lesson is a jupytext pair")
     mig = _tool("migrate_lessons_to_jupytext")
     assert mig.main(["--check"]) == 0
+
+
+def test_readme_lists_every_lesson_by_its_title():
+    """The README's lesson table links every notebook once, in order, under the title of its first slide."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    listed = re.findall(r"^\| \[(\d\d · [^\]]+)\]\(notebooks/(\d\d_\w+\.ipynb)\) \|", readme, re.M)
+    titles = []
+    for nb in NOTEBOOKS:
+        heading = next(line for line in nbformat.read(nb, as_version=4).cells[0].source.splitlines()
+                       if re.match(r"## \d\d · ", line))
+        titles.append((heading[3:].strip(), nb.name))
+    assert listed == titles
