@@ -431,8 +431,8 @@ helpers.display.table(rows, ["rung", "model_gb", "l1_load_gb", "l2_read_gb", "dr
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - Rungs 2-4 move the model's bytes through L1 (their L1 column is $A$ and $B$ of the model exactly);
 #   rungs 5-6's `cp.async` copies count somewhat more at L1 and L2 (these counters do not say why),
-#   and rung 7's TMA copies bypass L1 altogether. From rung 2 on, DRAM delivers little more than $A$,
-#   $B$ and $C$ once: L2 holds the rest. Rung 1 reads about three times as much from DRAM. The rungs differ in how they feed the Tensor Cores (next slide).
+#   and rung 7's TMA copies bypass L1 altogether. From rung 2 on, the DRAM reads barely change from
+#   rung to rung: L2 holds the rest. Rung 1 reads more than twice as much from DRAM as any other rung. The rungs differ in how they feed the Tensor Cores (next slide).
 # - Rung 1's loads touch twice the requested bytes in sectors (lesson 02), and what reaches **L2** is
 #   far below the model: the 8 warps of a block read the same $B$ tile, and L1 serves the repeats.
 
