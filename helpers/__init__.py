@@ -9,7 +9,8 @@ One job per module:
   launch       one validation, padding and launch path for every registered kernel (gemm)
   hopper       TMA tensor maps for Hopper (sm_90a) kernels, built by the driver
   isolate      running one function in a child process, so a faulting kernel cannot take this one
-  numerics     formats, float64 reference, error measures, the tolerance formula, check_gemm
+  numerics     formats, float64 reference, error measures, the tolerance formula
+  check        check_gemm: the result check (bounds and the model of the arithmetic)
   formats      floating-point formats for lesson 3: tables, bit layouts, number lines
   fp8          lesson 7's FP8 formats: facts, numpy's and the GPU's (saturating) casts, tile/block scaling
   emulate      numpy reproductions of each kernel's arithmetic (the CPU backend)
@@ -35,8 +36,10 @@ from .errors import (ArchitectureError, CourseError, DriverMismatchError, GPUCon
                      NoGPUError, ResultsError, UnknownKernelError)
 from .kernels import KERNELS, RUNGS  # noqa: F401
 from .launch import gemm, gemm_fp32, wmma_fp16acc, wmma_gemm_naive, wmma_mixed  # noqa: F401
-from .numerics import check_gemm, random_matrix, tolerance  # noqa: F401
+from .check import check_gemm  # noqa: F401
+from .numerics import random_matrix, tolerance  # noqa: F401
 from .experiments import run_or_load  # noqa: F401
+from .tryout import try_kernel  # noqa: F401
 
 
 

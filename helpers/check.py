@@ -21,9 +21,13 @@ that stands on three tests. All three must hold, and no element may be NaN:
 3. **The model**: the course's CPU model of the kernel's arithmetic (``helpers.emulate``, fitted bit
    for bit to the H200 in lesson 4) computes the same products in the same order. Where the model
    is known to be exact (on the CPU backend, and on GPUs it was fitted to) C must equal it bit for
-   bit: on every element when the product is small enough (``MODEL_FULL_PRODUCTS``), else on a
-   seeded sample of rows x columns. This exposes a single wrong element, a small scale error, or a
-   result from the wrong accumulator or input format, which no bound can tell from rounding.
+   bit on every element: numpy computes the model for numpy arrays, and for CuPy arrays the same
+   arithmetic runs on the GPU's CUDA cores (helpers.model_gpu, kernels/check_model.cu), so that
+   4096^3 and 8192^3 products are compared in full too. This exposes a single wrong element, a row
+   copied from another, a wrong edge tile, a small scale error, or a result from the wrong
+   accumulator or input format, which no bound can tell from rounding. (Only a model given as a
+   plain function, which has no GPU version, is compared on a seeded sample of a large CuPy product;
+   the verdict then says "a sample".)
 
 A and B may be what the kernel takes (float16, BF16 bits as uint16, float32) or the original FP32
 (or float64) data; anything else is refused with an InputError that names the fix.
@@ -42,8 +46,8 @@ from .numerics import (FORMATS, Tolerance, _xp, abs_product, align_unit, compone
 # GPUs (compute capabilities) on which the model in helpers.emulate was shown to be bit-exact for every
 # course kernel: the H200 (results/nvidia-h200.json, extras.emulator_match and the check_model experiment).
 MODEL_FITTED_CC = ((9, 0),)
-MODEL_FULL_PRODUCTS = 1 << 26     # M*N*K up to this: the model is compared on every element
-MODEL_SAMPLE = 64                 # else on MODEL_SAMPLE rows x MODEL_SAMPLE columns (seeded by the shape)
+MODEL_FULL_PRODUCTS = 1 << 26     # a model without a GPU version, on CuPy arrays of more products than this:
+MODEL_SAMPLE = 64                 # compared on MODEL_SAMPLE rows x MODEL_SAMPLE columns (seeded by the shape)
 SMALLEST_BLOCK = 4                # the smallest published accumulation block (V100 FP16, A100/H200 TF32)
 
 # what a kernel takes for each input format (BF16 travels as uint16 bit patterns: CuPy has no bfloat16)
@@ -204,7 +208,8 @@ def answer_scaled_bound(Av, Bv, *, acc: str, acc_rounding: str, block: int, outp
 
 # --------------------------------------------------------------------------- part 3: the model
 def _model_cells(M: int, N: int, K: int):
-    """(rows, cols) compared with the model: all, or a sample seeded by the shape (same on every backend)."""
+    """(rows, cols) compared with a model that has no GPU version, for CuPy arrays: all, or a sample
+    seeded by the shape."""
     if M * N * K <= MODEL_FULL_PRODUCTS:
         return None, None
     rng = np.random.default_rng([M, N, K])
@@ -215,6 +220,23 @@ def _model_cells(M: int, N: int, K: int):
 
 def _to_host(X):
     return X.get() if type(X).__module__.startswith("cupy") else np.asarray(X)
+
+
+def _model_values(model, p, xp, M: int, N: int, K: int):
+    """(model's C, the kernel's C, rows, cols, where the model ran) for the elements compared: every
+    element, with the model on the GPU for CuPy arrays (helpers.model_gpu) and on the CPU for numpy.
+    Only a model the GPU cannot run (a plain function), given CuPy arrays of more than
+    MODEL_FULL_PRODUCTS products, is compared on a seeded sample (rows, cols not None)."""
+    on_gpu = xp is not np
+    if on_gpu and callable(getattr(model, "gpu", None)):
+        Em = xp.asarray(model.gpu(p["Ak"], p["Bk"]), dtype=xp.float64)
+        return Em, p["C64"], None, None, "GPU"
+    rows, cols = _model_cells(M, N, K) if on_gpu else (None, None)
+    Ah, Bh, Ch = _to_host(p["Ak"]), _to_host(p["Bk"]), _to_host(p["C64"])
+    if rows is None:
+        return np.asarray(model(Ah, Bh), dtype=np.float64), Ch, None, None, "CPU"
+    Em = np.asarray(model(np.ascontiguousarray(Ah[rows]), np.ascontiguousarray(Bh[:, cols])), dtype=np.float64)
+    return Em, Ch[np.ix_(rows, cols)], rows, cols, "CPU"
 
 
 # --------------------------------------------------------------------------- the verdict
@@ -240,6 +262,7 @@ class Check:
     model_mismatch: int = 0
     model_first: tuple | None = None   # (i, j, got, model)
     notes: list = field(default_factory=list)
+    model_where: str = ""         # 'CPU' (numpy) or 'GPU' (helpers.model_gpu): where the model ran
 
     @property
     def bound_ok(self) -> bool:
@@ -346,8 +369,11 @@ def _model_expected_exact(fitted: bool | None) -> tuple[bool, str]:
 def _parts(C, A, B, *, inputs, acc, output, acc_rounding, input_rounding, block, name, reference, values, order,
            fitted):
     """Everything the verdict needs, as arrays (shared by check_gemm and detection_limits)."""
+    if not isinstance(block, (int, np.integer)) or isinstance(block, (bool, np.bool_)) or block < 1:
+        raise InputError(f"block={block!r}: products per accumulator rounding must be a whole number >= 1.",
+                         "pass block=1 for an FMA chain, 16 for FP16/BF16 WMMA, 4 for TF32 on the H200.")
     for what, f in (("inputs", inputs), ("acc", acc), ("output", output)):
-        if f is not None and f not in FORMATS:
+        if (f is not None or what != "output") and (not isinstance(f, str) or f not in FORMATS):
             raise InputError(f"{what}={f!r} is not a format the course knows.", f"use one of: {', '.join(FORMATS)}.")
     for what, r in (("acc_rounding", acc_rounding), ("input_rounding", input_rounding)):
         if r not in ("nearest", "truncate"):
@@ -459,27 +485,19 @@ def check_gemm(C, A, B, *, inputs, acc, output=None, acc_rounding="nearest", inp
         notes.append(f"{int(xp.isinf(C64).sum())} elements are +-Inf: the {acc} accumulator overflowed, or the "
                      "inputs hold Inf")
 
-    # part 3: the model of the kernel's arithmetic
-    mstate, mreason, mcells, mmis, mfirst = "none", "", 0, 0, None
+    # part 3: the model of the kernel's arithmetic, on every element
+    mstate, mreason, mcells, mmis, mfirst, mwhere = "none", "", 0, 0, None, ""
     if model is not None:
         if not p["fitted"]:
             mstate, mreason = "skipped", p["fit_reason"]
         else:
-            rows, cols = _model_cells(M, N, K)
-            Ah, Bh, Ch = _to_host(p["Ak"]), _to_host(p["Bk"]), _to_host(C64)
-            if rows is None:
-                Em = np.asarray(model(Ah, Bh), dtype=np.float64)
-                Cs = Ch
-            else:
-                Em = np.asarray(model(np.ascontiguousarray(Ah[rows]), np.ascontiguousarray(Bh[:, cols])),
-                                dtype=np.float64)
-                Cs = Ch[np.ix_(rows, cols)]
+            Em, Cs, rows, cols, mwhere = _model_values(model, p, xp, M, N, K)
             with np.errstate(invalid="ignore"):
-                diff = ~((Cs == Em) | (np.isnan(Cs) & np.isnan(Em)))
+                diff = ~((Cs == Em) | (xp.isnan(Cs) & xp.isnan(Em)))
             mcells, mmis = int(Cs.size), int(diff.sum())
             mstate = "differs" if mmis else "identical"
             if mmis:
-                r, c = divmod(int(np.argmax(diff.ravel())), Cs.shape[1])
+                r, c = divmod(int(xp.argmax(diff.ravel())), Cs.shape[1])
                 i, j = (r, c) if rows is None else (int(rows[r]), int(cols[c]))
                 mfirst = (i, j, float(Cs[r, c]), float(Em[r, c]))
 
@@ -497,7 +515,7 @@ def check_gemm(C, A, B, *, inputs, acc, output=None, acc_rounding="nearest", inp
 
         backend = _backend().label
     return Check(name, (M, N, K), rel, comp, tol, n_nan, first_bad, backend, n_bad, first_wrong, size_ratio,
-                 p["size_applies"], mstate, mreason, mcells, mmis, mfirst, notes)
+                 p["size_applies"], mstate, mreason, mcells, mmis, mfirst, notes, mwhere)
 
 
 def detection_limits(C, A, B, **kw) -> dict:
@@ -521,7 +539,9 @@ def wrong_results(C, A, B, *, inputs: str, acc: str, block: int, originals=None,
     values multiplied, as floats). Each keeps C's dtype and shape:
 
     zeros; sign flipped; scaled by 1.003; transposed (square C); rows permuted; one element off by
-    ten times its error (at least ten units in its last place); the wrong accumulator (FP16 for an
+    ten times its error (at least ten units in its last place); one element 1% off; a row copied from
+    the row above; the bottom-right 16 x 16 tile without its last K block (an edge-tile bug; left out
+    when K <= 16 or it changes nothing); the wrong accumulator (FP16 for an
     FP32 one and vice versa; for an FP32 FMA chain, a float64 sum rounded once); inputs in the wrong
     format (BF16 for FP16 and TF32 inputs, FP16 for BF16, TF32 for FP32), same arithmetic otherwise,
     made from `originals` (the data before rounding, (A0, B0)) when given.
@@ -545,9 +565,31 @@ def wrong_results(C, A, B, *, inputs: str, acc: str, block: int, originals=None,
     ulp = float(np.spacing(np.abs(C[i, j]).astype(C.dtype)))
     one[i, j] = C.dtype.type(C64[i, j] + 10 * max(err, ulp) * (1 if rng.random() < 0.5 else -1))
     out["one element off by 10x its error"] = one
+    pct = C.copy()
+    pct[i, j] = C.dtype.type(float(C[i, j]) * 1.01)
+    out["one element 1% off"] = pct
+    if C.shape[0] > 1:
+        cp = C.copy()
+        r = int(rng.integers(1, C.shape[0]))
+        cp[r] = C[r - 1]
+        out["a row copied from the row above"] = cp
 
     def tc(X, Y, fmt_in, acc_):
         return emulate.tensor_core_gemm(X, Y, inputs=fmt_in, acc=acc_, model=emulate.model_for(inputs))
+
+    # the last (bottom-right) 16 x 16 tile computed without its last K block: a bug in the edge code
+    K = A.shape[1]
+    cut = K - (K % 16 or 16)
+    if cut > 0:
+        r0, c0 = max(0, C.shape[0] - 16), max(0, C.shape[1] - 16)
+        edge = C.copy()
+        if block == 1:
+            part = emulate.fp32_fma_chain(A[r0:, :cut], B[:cut, c0:])
+        else:
+            part = tc(A[r0:, :cut], B[:cut, c0:], inputs, acc)
+        edge[r0:, c0:] = part.astype(C.dtype)
+        if not np.array_equal(edge, C):
+            out["edge tile missing its last K block"] = edge
 
     if block == 1:     # FP32 FMA chain
         out["wrong accumulator"] = C64.astype(np.float32)
@@ -560,4 +602,40 @@ def wrong_results(C, A, B, *, inputs: str, acc: str, block: int, originals=None,
         wrong_in = {"fp16": "bf16", "bf16": "fp16", "tf32": "bf16"}[inputs]
         A0, B0 = (A, B) if originals is None else (np.asarray(x, dtype=np.float64) for x in originals)
         out["wrong input format"] = tc(A0, B0, wrong_in, acc).astype(C.dtype)
+    return out
+
+
+def local_mutations(C, seed: int = 0) -> dict:
+    """Wrong results that differ from a correct C in a few elements only (numpy or CuPy, any size): what
+    a bug in one thread, one row or one edge tile produces, and what only a comparison of every element
+    with the model can see at large K. Each keeps C's dtype and shape:
+
+    one element one unit in the last place up; one element 1% off; a row copied from the row above; the
+    bottom-right 16 x 16 tile copied from the tile to its left (or above, for a C 16 columns wide or less)."""
+    xp = _xp(C)
+    M, N = C.shape
+    rng = np.random.default_rng(seed)
+    i, j = int(rng.integers(M)), int(rng.integers(N))
+    out = {}
+    up = C.copy()
+    up[i, j] = xp.nextafter(C[i, j], xp.asarray(np.inf, dtype=C.dtype))
+    out["one element one ulp up"] = up
+    pct = C.copy()
+    pct[i, j] = C[i, j] * C.dtype.type(1.01) if float(C[i, j]) != 0 else C.dtype.type(1.0)
+    out["one element 1% off"] = pct
+    if M > 1:
+        r = int(rng.integers(1, M))
+        cp = C.copy()
+        cp[r] = C[r - 1]
+        out["a row copied from the row above"] = cp
+    r0, c0 = max(0, M - 16), max(0, N - 16)
+    tile = C.copy()
+    if N > 16:
+        w = N - c0
+        tile[r0:, c0:] = C[r0:, c0 - w:c0]
+    elif M > 16:
+        h = M - r0
+        tile[r0:, c0:] = C[r0 - h:r0, c0:]
+    if not bool((tile == C).all()):
+        out["edge tile copied from its neighbour"] = tile
     return out

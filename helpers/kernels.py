@@ -167,25 +167,13 @@ class GemmKernel:
 
 
 # --------------------------------------------------------------------------- emulations
-def _fp16_fp32acc(A, B):
-    return _emu.tensor_core_gemm(A, B, inputs="fp16", acc="fp32")
-
-
-def _fp16_fp16acc(A, B):
-    return _emu.tensor_core_gemm(A, B, inputs="fp16", acc="fp16")
-
-
-def _bf16_fp32acc(A, B):
-    from .formats import from_bf16_bits
-
-    return _emu.tensor_core_gemm(from_bf16_bits(A), from_bf16_bits(B), inputs="bf16", acc="fp32")
-
-
-def _tf32_fp32acc(A, B):
-    from .formats import round_tf32_rna
-
-    return _emu.tensor_core_gemm(round_tf32_rna(A), round_tf32_rna(B), inputs="tf32", acc="fp32",
-                                 model=_emu.model_for("tf32"))
+# Each kernel's arithmetic as data (helpers.emulate.Arithmetic): called with what helpers.gemm takes, it is
+# the CPU model; the check runs the same arithmetic on the GPU for CuPy arrays (every element).
+_fp16_fp32acc = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL)
+_fp16_fp16acc = _emu.Arithmetic("fp16", "fp16", _emu.DEFAULT_TC_MODEL)
+_bf16_fp32acc = _emu.Arithmetic("bf16", "fp32", _emu.DEFAULT_TC_MODEL, takes="bf16_bits")
+_tf32_fp32acc = _emu.Arithmetic("tf32", "fp32", _emu.model_for("tf32"), takes="tf32_rna")
+_fp32_fma = _emu.Arithmetic("fp32")
 
 
 # --------------------------------------------------------------------------- lesson 5's tiles
@@ -258,7 +246,7 @@ KERNELS: dict[str, GemmKernel] = _registry([
     # Lessons 1-3: the seed article's kernels and the mixed-precision family; one thread per C element
     # (FP32), or one warp per 16x16 tile with 8 warps stacked in M (WMMA)
     GemmKernel(name="gemm_fp32_kernel", file="fp32_baseline.cu", inputs="fp32", acc="fp32",
-               acc_rounding="nearest", acc_block=1, emulate=_emu.fp32_fma_chain, block=(16, 16),
+               acc_rounding="nearest", acc_block=1, emulate=_fp32_fma, block=(16, 16),
                block_tile=(16, 16), load_tile=(1, 1), sweep=True,
                teaches="FP32 CUDA-core baseline: one thread per C element, FMA chain over K"),
     _seed_wmma("wmma_gemm_naive", "wmma.cu", "fp16", "fp32", "truncate", 16, _fp16_fp32acc, (7, 0),

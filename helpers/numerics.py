@@ -285,22 +285,34 @@ def tolerance(K: int, inputs, acc, output=None, *, acc_rounding: str = "nearest"
     """
     from .errors import InputError
 
-    if not isinstance(K, (int, np.integer)) or K < 1:
+    if not _whole(K) or K < 1:
         raise InputError(f"K={K!r}: a dot product needs a whole number K >= 1 of products.",
                          "pass the inner dimension of the product (A's columns), e.g. tolerance(1024, 'fp16', 'fp32').")
+    if not _whole(block) or block < 1:
+        raise InputError(f"block={block!r}: products per accumulator rounding must be a whole number >= 1.",
+                         "pass block=1 for an FMA chain, 16 for FP16/BF16 WMMA, 4 for TF32 on the H200.")
+    K, block = int(K), int(block)
+    for what, f in (("inputs", inputs), ("acc", acc)):
+        if f is None:
+            raise InputError(f"{what}=None: the {what} format must be named (None is not a format).",
+                             f"pass a format name, e.g. tolerance({K}, 'fp16', 'fp32'): one of {', '.join(FORMATS)}.")
     for r in (acc_rounding, input_rounding):
-        if r not in ("nearest", "truncate"):
+        if not isinstance(r, str) or r not in ("nearest", "truncate"):
             raise InputError(f"rounding {r!r} is not one the course models.",
                              "pass acc_rounding / input_rounding as 'nearest' or 'truncate'.")
+    if not _whole(n_checked) or n_checked < 1:
+        raise InputError(f"n_checked={n_checked!r}: the number of elements checked is a whole number >= 1.",
+                         "pass the number of elements of C the check looks at, e.g. n_checked=M * N.")
+    if isinstance(false_alarm, (bool, np.bool_)) or not isinstance(false_alarm, (int, float, np.floating)) \
+            or not 0 < false_alarm < 1:
+        raise InputError(f"false_alarm={false_alarm!r}: a probability between 0 and 1 (exclusive).",
+                         "pass e.g. false_alarm=1e-6, or leave it out.")
     fi, fa = fmt(inputs), fmt(acc)
     fo = fmt(output) if output is not None else fa
     u_in, u_acc = fi.unit_roundoff, fa.unit_roundoff
     if input_rounding == "truncate":
         u_in *= 2
     in_term = 0.0 if inputs_rounded_in_reference else (1 + u_in) ** 2 - 1
-    if block < 1:
-        raise InputError(f"block={block!r}: products per accumulator rounding must be >= 1.",
-                         "pass block=1 for an FMA chain, 16 for FP16/BF16 WMMA, 4 for TF32 on the H200.")
     n = -(-K // block)                      # accumulator roundings per dot product
     if acc_rounding == "truncate":
         worst = gamma(n, 2 * u_acc)
@@ -327,16 +339,37 @@ def random_matrix(rows: int, cols: int, *, seed: int, dist: str = "normal", dtyp
     Non-integer values on purpose: small integers are exact in FP16 and hide its
     rounding error.
     """
-    rng = np.random.default_rng(seed)
+    from .errors import InputError
+
+    for what, n in (("rows", rows), ("cols", cols)):
+        if not _whole(n) or n < 1:
+            raise InputError(f"{what}={n!r}: a matrix dimension is a whole number >= 1.",
+                             "pass the sizes as integers, e.g. random_matrix(1024, 512, seed=1) (int(x) of a float).")
+    if not _whole(seed) or seed < 0:
+        raise InputError(f"seed={seed!r}: the seed is a whole number >= 0 (the same seed gives the same matrix).",
+                         "pass an integer, e.g. seed=1.")
+    if not isinstance(dist, str) or dist not in ("normal", "uniform"):
+        raise InputError(f"dist={dist!r} is not a distribution random_matrix draws from.",
+                         "pass dist='normal' (zero mean, the default) or dist='uniform' (U[0,1)).")
+    try:
+        dt = np.dtype(dtype) if dtype is not None else None     # np.dtype(None) would be float64
+    except TypeError:
+        dt = None
+    if dt is None or not (dt.kind == "f" or dt.name in _ML_FLOAT_NAMES):
+        raise InputError(f"dtype={dtype!r} is not a floating-point dtype.",
+                         "pass a numpy float dtype, e.g. dtype=np.float32 (the default), np.float16 or np.float64.")
+    rng = np.random.default_rng(int(seed))
     if dist == "normal":
-        x = rng.standard_normal((rows, cols))
-    elif dist == "uniform":
-        x = rng.random((rows, cols))
+        x = rng.standard_normal((int(rows), int(cols)))
     else:
-        raise ValueError("dist must be 'normal' or 'uniform'")
-    return x.astype(dtype)
+        x = rng.random((int(rows), int(cols)))
+    return x.astype(dt)
 
 
-# The result check lives in helpers.check (it builds on everything above); imported here so that
-# helpers.numerics.check_gemm keeps working.
-from .check import Check, check_gemm  # noqa: E402,F401
+_ML_FLOAT_NAMES = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
+
+
+def _whole(v) -> bool:
+    """A whole number: int or numpy integer, not a bool (numpy's included)."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+

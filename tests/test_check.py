@@ -118,13 +118,33 @@ def test_answer_scaled_bound_follows_the_answer_not_abs_a_abs_b():
     assert np.all(np.abs(C - exact) <= bound)
 
 
-def test_large_products_compare_a_seeded_sample_with_the_model():
+def test_large_products_compare_every_element_with_the_model():
+    """Above the old sample threshold (2^26 products) every element is still compared: a single element
+    one unit in the last place off, in a cell no 64 x 64 sample was sure to hold, fails the check."""
     A, B = _fp16(512, 520, 300, seed=9)          # 512*520*300 > MODEL_FULL_PRODUCTS
     C = SPEC.emulate(A, B)
     chk = SPEC.check(C, A, B)
-    assert chk.passed and chk.model == "identical" and chk.model_cells == 64 * 64
-    assert "a sample of 4096 elements" in chk.verdict()
-    assert SPEC.check(C, A, B).verdict() == chk.verdict()          # the sample is the same every time
+    assert chk.passed and chk.model == "identical" and chk.model_cells == 512 * 520
+    assert "all 266240 elements" in chk.verdict() and chk.model_where == "CPU"
+    for i, j in ((0, 0), (511, 519), (300, 7), (5, 400)):
+        W = C.copy()
+        W[i, j] = np.nextafter(W[i, j], np.float32(np.inf))
+        bad = SPEC.check(W, A, B)
+        assert not bad.passed and bad.model_mismatch == 1 and bad.model_first[:2] == (i, j)
+
+
+def test_a_model_without_a_gpu_version_says_it_compared_a_sample(monkeypatch):
+    """Only a plain-function model given CuPy-like arrays above the threshold falls back to a sample,
+    and the verdict says so (numpy stands in for CuPy: helpers.check treats it as the GPU side)."""
+    import helpers.check as chk_mod
+
+    A, B = _fp16(512, 520, 300, seed=9)
+    C = SPEC.emulate(A, B)
+    plain = lambda X, Y: helpers.emulate.tensor_core_gemm(X, Y, inputs="fp16", acc="fp32")  # noqa: E731
+    p = {"Ak": A, "Bk": B, "C64": C.astype(np.float64)}
+    Em, Cs, rows, cols, where = chk_mod._model_values(plain, p, object(), 512, 520, 300)
+    assert rows is not None and len(rows) == 64 and len(cols) == 64 and where == "CPU"
+    assert np.array_equal(Em, Cs)
 
 
 def test_order_unknown_skips_the_answer_scaled_bound():

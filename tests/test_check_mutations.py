@@ -151,3 +151,45 @@ def test_detection_limits_are_smaller_than_the_answer():
     spec, Ak, Bk, C, _, _, _ = _case("wmma_mixed_gemm_kernel", "normal", 16384)
     lim = detection_limits(C, Ak, Bk, inputs="fp16", acc="fp32", acc_rounding="truncate", block=16)
     assert 0 < lim["smallest"] <= lim["median"] <= lim["largest"] < 1
+
+
+# --------------------------------------------------------------------------- above the old sample threshold
+# Until issue 22 the model was compared on a 64 x 64 sample above 2^26 products, and there the FP16
+# accumulator's wide bounds passed one element 1% off and a row copied from another. Every element is
+# compared now: each such mutation fails at the sizes the issue found, and at a size off the 16-grid.
+BIG = [("wmma_fp16acc_gemm_kernel", 128, 128, 4112, "uniform"), ("wmma_fp16acc_gemm_kernel", 400, 400, 512, "normal"),
+       ("wmma_mixed_gemm_kernel", 400, 400, 512, "normal"), ("wmma_mixed_gemm_kernel", 129, 250, 2100, "uniform"),
+       ("gemm_fp32_kernel", 200, 330, 1100, "uniform")]
+LOCAL = ("one element off by 10x its error", "one element 1% off", "a row copied from the row above",
+         "edge tile missing its last K block")
+
+
+@functools.lru_cache(maxsize=None)
+def _big(name, m, n, k, dist):
+    spec = SPECS[name]
+    A32 = helpers.random_matrix(m, k, seed=m + k, dist=dist)
+    B32 = helpers.random_matrix(k, n, seed=n + k + 1, dist=dist)
+    Ak, Bk = encode_inputs(A32, spec.inputs), encode_inputs(B32, spec.inputs)
+    return spec, Ak, Bk, spec.emulate(Ak, Bk), (A32, B32)
+
+
+@pytest.mark.parametrize("name,m,n,k,dist", BIG, ids=[f"{b[0]}-{b[1]}x{b[2]}x{b[3]}-{b[4]}" for b in BIG])
+def test_local_mutations_above_the_old_sample_threshold_fail(name, m, n, k, dist):
+    spec, Ak, Bk, C, orig = _big(name, m, n, k, dist)
+    assert m * n * k > helpers.check.MODEL_FULL_PRODUCTS
+    good = spec.check(C, Ak, Bk, backend="CPU")
+    assert good.passed and good.model_cells == m * n, str(good)
+    assert f"all {m * n} elements" in good.verdict()
+    wrong = wrong_results(C, Ak.astype(np.float64) if Ak.dtype != np.uint16 else from_bf16_bits(Ak).astype(np.float64),
+                          Bk.astype(np.float64), inputs=spec.inputs, acc=spec.acc, block=spec.acc_block,
+                          originals=orig, seed=k)
+    assert set(LOCAL) <= set(wrong)
+    for what in LOCAL:
+        bad = spec.check(wrong[what], Ak, Bk, backend="CPU")
+        assert not bad.passed and bad.model == "differs", f"{what} passed: {bad}"
+    # every single element, one unit in the last place up, in each corner and the middle of the edge tile
+    for i, j in ((0, 0), (m - 1, n - 1), (m - 1, 0), (0, n - 1), (m // 2, n // 2)):
+        W = C.copy()
+        W[i, j] = np.nextafter(W[i, j], np.asarray(np.inf, dtype=W.dtype))
+        bad = spec.check(W, Ak, Bk, backend="CPU")
+        assert not bad.passed and bad.model_mismatch == 1 and bad.model_first[:2] == (i, j)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import to_f32_exact
-from helpers import emulate, numerics
+from helpers import check, emulate, numerics
 from helpers.emulate import DEFAULT_TC_MODEL, TensorCoreModel, fp32_fma_chain, tensor_core_gemm
 
 
@@ -108,7 +108,7 @@ def test_tensor_core_fp32_within_tolerance(k):
     A, B = _fp16_inputs(32, 24, k, seed=k)
     C = tensor_core_gemm(A, B, inputs="fp16", acc="fp32")
     assert C.dtype == np.float32 and C.shape == (32, 24)
-    chk = numerics.check_gemm(C, A, B, inputs="fp16", acc="fp32", acc_rounding="truncate", block=16,
+    chk = check.check_gemm(C, A, B, inputs="fp16", acc="fp32", acc_rounding="truncate", block=16,
                               backend="test")
     assert chk.passed, str(chk)
     assert chk.comp_err > 0          # it is not the float64 product
@@ -236,7 +236,7 @@ def test_fp16_accumulation_within_tolerance_and_worse_than_fp32():
     C32 = tensor_core_gemm(A, B, acc="fp32")
     ref = A.astype(np.float64) @ B.astype(np.float64)
     assert np.abs(C16 - ref).max() > np.abs(C32 - ref).max()
-    chk = numerics.check_gemm(C16, A, B, inputs="fp16", acc="fp16", block=16,
+    chk = check.check_gemm(C16, A, B, inputs="fp16", acc="fp16", block=16,
                               backend="test")
     assert chk.passed, str(chk)
 
@@ -316,3 +316,23 @@ def test_fp16_overflow_gives_inf_without_numpy_warnings():
 
     chk = check_gemm(C, A, B, inputs="fp16", acc="fp16", block=16, backend="test")
     assert not chk.passed and "overflowed" in str(chk)
+
+
+def test_arithmetic_is_the_cpu_model_and_its_memo_returns_copies():
+    """helpers.emulate.Arithmetic called on numpy arrays is the kernel's CPU model; a second call on the
+    same numbers answers from its memo with an independent copy (a learner may change the first)."""
+    from helpers.formats import from_bf16_bits, to_bf16_bits
+
+    A = numerics.random_matrix(20, 70, seed=1)
+    B = numerics.random_matrix(70, 30, seed=2)
+    ar = emulate.Arithmetic("bf16", "fp32", emulate.DEFAULT_TC_MODEL, takes="bf16_bits")
+    Ab, Bb = to_bf16_bits(A), to_bf16_bits(B)
+    C1 = ar(Ab, Bb)
+    assert np.array_equal(C1, tensor_core_gemm(from_bf16_bits(Ab), from_bf16_bits(Bb), inputs="bf16"))
+    C1[0, 0] = 12345.0
+    C2 = ar(Ab, Bb)
+    assert C2[0, 0] != 12345.0 and C2 is not C1
+    Bb2 = Bb.copy()
+    Bb2[0, 0] ^= 1                                # one bit of one input changed: computed anew
+    assert not np.array_equal(ar(Ab, Bb2), C2)
+    assert np.array_equal(emulate.Arithmetic("fp32")(A, B), fp32_fma_chain(A, B))

@@ -66,6 +66,9 @@ def cases() -> list[tuple[str, str, object]]:
         out.append((kname, f"{fmt} in, {acc} acc: 3 probes", (lambda f=fmt, a=acc: _probes(f, a))))
     from helpers.fp8_gemm import FP8_KERNELS
 
+    for kname in ("tc_model_gemm", "fma_chain_model"):          # the check's model on CUDA cores
+        for M, N, K in SIZES:
+            out.append((kname, f"M={M} N={N} K={K}", (lambda n=kname, M=M, N=N, K=K: _check_model(n, M, N, K))))
     out.append(("fp8_convert", "4096 values", _fp8_convert))
     for name in FP8_KERNELS:                      # lesson 7 (E4M3 inputs, B transposed, their own front end)
         for M, N, K in SIZES:
@@ -115,7 +118,7 @@ def _variant(name, M, N, K):
     import cupy
 
     from helpers.experiments.wmma import variant_launcher
-    from helpers.numerics import check_gemm
+    from helpers.check import check_gemm
 
     A, B = (x.astype(np.float16) for x in _f32(M, N, K, 9))
     run, C, _ = variant_launcher(name, A, B)
@@ -123,6 +126,24 @@ def _variant(name, M, N, K):
     cupy.cuda.runtime.deviceSynchronize()
     return _verdict(check_gemm(cupy.asnumpy(C)[:M, :N], A, B, inputs="fp16", acc="fp32", acc_rounding="truncate",
                                block=16, name=name, backend="GPU"))
+
+
+def _check_model(kname, M, N, K):
+    """The check's GPU model (helpers.model_gpu) against the CPU model, bit for bit."""
+    import cupy
+
+    from helpers import emulate
+
+    A, B = _f32(M, N, K, 10)
+    if kname == "fma_chain_model":
+        ar = emulate.Arithmetic("fp32")
+    else:
+        ar = emulate.Arithmetic("fp16", "fp32", emulate.DEFAULT_TC_MODEL)
+        A, B = A.astype(np.float16), B.astype(np.float16)
+    dev = cupy.asnumpy(ar.gpu(cupy.asarray(A), cupy.asarray(B)))
+    same = np.array_equal(dev, ar(A, B))
+    return f"{'PASS' if same else 'FAIL'} {kname} M={M} N={N} K={K}: GPU model {'equals' if same else 'differs from'} " \
+           "the CPU model bit for bit"
 
 
 def _fp8(name, M, N, K):

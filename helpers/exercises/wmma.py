@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _report, check_number
+from . import _report, check_number, checker
 
 KERNEL_SIZES = [(200, 136, 72), (96, 160, 1000)]   # (M, N, K): none is a multiple of 32 in every dim
 TIME_SIZE = 2048
@@ -72,12 +72,16 @@ def _needs_gpu(name: str) -> bool:
     return True
 
 
+@checker
 def check_kernel(name: str, kernel: str, source) -> None:
     """Compile `source`, check kernel `kernel` at KERNEL_SIZES, time it against wmma_gemm_naive."""
     from .. import exercises
 
     if source is None or source is Ellipsis:
         _report(name, None, False, "")
+        return
+    if not isinstance(source, str):
+        _report(name, source, False, "pass the kernel's CUDA source as a Python string.")
         return
     if _needs_gpu(name):
         exercises.last_result = None
@@ -86,7 +90,8 @@ def check_kernel(name: str, kernel: str, source) -> None:
 
     from ..errors import CourseError
     from ..experiments.wmma import variant_launcher
-    from ..numerics import check_gemm, random_matrix
+    from ..check import check_gemm
+    from ..numerics import random_matrix
     from ..timing import benchmark, gemm_flops
 
     if f"void {kernel}" not in source.replace("\n", " ").replace("  ", " "):
@@ -126,17 +131,20 @@ def check_kernel(name: str, kernel: str, source) -> None:
           f"({mine.tflops / base.tflops:.2f}x)")
 
 
+@checker
 def check_bcol_kernel(source) -> None:
     """Exercise: wmma_gemm_bcol, B stored column-major (B^T row-major, N x K)."""
     check_kernel("column-major B kernel", "wmma_gemm_bcol", source)
 
 
+@checker
 def check_2x2_kernel(source) -> None:
     """Exercise: wmma_gemm_2x2, each warp a 32x32 tile from 2x2 fragments."""
     check_kernel("2x2 fragments per warp", "wmma_gemm_2x2", source)
 
 
 # --------------------------------------------------------------------------- questions with numbers
+@checker
 def lane_of_a_exercise(answer, row: int = 9, col: int = 6) -> None:
     """Which lane holds A[row][col] in the documented PTX mma.m16n8k16 A fragment?"""
     from ..experiments.wmma import ptx_fragment_layout
@@ -148,6 +156,7 @@ def lane_of_a_exercise(answer, row: int = 9, col: int = 6) -> None:
                       "+ 0 or 1, + 8 for a4..a7). lane = 4*groupID + threadID_in_group.")
 
 
+@checker
 def naive_bytes_per_flop_exercise(answer) -> None:
     """Bytes wmma_gemm_naive loads from global memory per FLOP (each K step: one A and one B tile)."""
     loaded = 2 * 16 * 16 * 2          # two 16x16 tiles of 2-byte halves
@@ -156,12 +165,14 @@ def naive_bytes_per_flop_exercise(answer) -> None:
                       "element) and performs 2*16*16*16 FLOPs.")
 
 
+@checker
 def two_by_two_bytes_per_flop_exercise(answer) -> None:
     """The same for a warp that computes 2x2 fragments: 4 tiles loaded per 4 mma_sync."""
     check_number("2x2 WMMA bytes per FLOP", answer, (4 * 16 * 16 * 2) / (4 * 2 * 16 * 16 * 16),
                  hint="per K step: 2 A tiles + 2 B tiles loaded, 4 mma_sync issued.")
 
 
+@checker
 def hmma_per_mma_exercise(answer) -> None:
     """HMMA.16816 instructions per 16x16x16 mma_sync on sm_90, counted from the recorded build."""
     from ..experiments.wmma import ptx_lines, sass_lines

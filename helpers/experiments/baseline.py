@@ -123,7 +123,7 @@ def _check(C, A, B, name):
     from ..check import check_gemm
 
     return check_gemm(C, A, B, inputs="fp32", acc="fp32", acc_rounding="nearest", block=1,
-                      name=name, backend="GPU", model=emulate.fp32_fma_chain)
+                      name=name, backend="GPU", model=emulate.Arithmetic("fp32"))
 
 
 # --------------------------------------------------------------------------- experiments

@@ -2,9 +2,10 @@
 
 Experiment ``check_false_alarms`` (``make record``): for every kernel in the registry, seeded random
 shapes (sizes not multiples of 16, K up to 4096, N(0,1) and U[0,1) data) run on the GPU and
-checked there (the check's float64 work runs on the GPU with CuPy; the model on the CPU). Every
-correct result must pass, bit-identical to the CPU model where it is fitted; and with an FP16
-accumulator at K = 65536, the kernel's result must pass while C = 0 fails.
+checked there (the check's float64 work and its model run on the GPU with CuPy). Every correct
+result must pass, bit-identical to the model where it is fitted, on every element; above 2^26
+products (LARGE, up to 4096^3) each local mutation (one element, one row, one edge tile) must fail;
+and with an FP16 accumulator at K = 65536, the kernel's result must pass while C = 0 fails.
 """
 from __future__ import annotations
 
@@ -16,10 +17,15 @@ from . import experiment
 
 SEEDS = 24
 MAX_K = 4096
+# products above the old 2^26 sample threshold (M, N, K, distribution): the sizes issue 22 found, one off
+# every tile grid, and the timed size itself
+LARGE = ((128, 128, 4112, "uniform"), (400, 400, 512, "normal"), (1000, 1064, 1000, "normal"),
+         (4096, 4096, 4096, "uniform"))
 
 
-def kernel_rows(name: str, seeds: int = SEEDS, max_k: int = MAX_K) -> dict:
-    """One kernel over `seeds` seeded shapes: how many passed, how many were bit-identical to the model."""
+def kernel_rows(name: str, seeds: int = SEEDS, max_k: int = MAX_K, large: bool = True) -> dict:
+    """One kernel over `seeds` seeded shapes: how many passed, how many were bit-identical to the model;
+    then the LARGE products (large_row)."""
     import cupy
 
     from ..check import encode_inputs
@@ -46,13 +52,41 @@ def kernel_rows(name: str, seeds: int = SEEDS, max_k: int = MAX_K) -> dict:
         out["max_size_ratio"] = max(out["max_size_ratio"], round(chk.size_ratio, 4))
         if not chk.passed:
             out["failures"].append({"m": m, "n": n, "k": k, "dist": dist, "check": str(chk)})
+    out["large"] = [large_row(spec, *shape) for shape in (LARGE if large else ())]
     return out
 
 
+def large_row(spec, m: int, n: int, k: int, dist: str) -> dict:
+    """One product above the old 2^26 sample threshold: the correct result must pass with every element
+    compared with the model (on the GPU), and every local mutation of it (helpers.check.local_mutations)
+    must fail."""
+    import time
+
+    import cupy
+
+    from ..check import encode_inputs, local_mutations
+    from ..launch import gemm
+    from ..numerics import random_matrix
+
+    A = cupy.asarray(encode_inputs(random_matrix(m, k, seed=m + k, dist=dist), spec.inputs))
+    B = cupy.asarray(encode_inputs(random_matrix(k, n, seed=n + k + 1, dist=dist), spec.inputs))
+    C = gemm(spec, A, B, pad=True)
+    t0 = time.perf_counter()
+    chk = spec.check(C, A, B, backend="GPU")
+    cupy.cuda.Device().synchronize()
+    secs = time.perf_counter() - t0
+    muts = local_mutations(C, seed=k)
+    rejected = [what for what, W in muts.items() if not spec.check(W, A, B, backend="GPU").passed]
+    return {"m": m, "n": n, "k": k, "dist": dist, "passed": bool(chk.passed), "model": chk.model,
+            "model_cells": chk.model_cells, "model_where": chk.model_where, "check_s": round(secs, 3),
+            "mutations": sorted(muts), "rejected": sorted(rejected)}
+
+
 @experiment("check_false_alarms")
-def false_alarms(seeds: int = SEEDS, max_k: int = MAX_K):
-    """Every kernel's correct results over seeded shapes pass; FP16 accumulation at K = 65536: the
-    kernel's result passes and C = 0 fails."""
+def false_alarms(seeds: int = SEEDS, max_k: int = MAX_K, large: bool = True):
+    """Every kernel's correct results over seeded shapes pass; above 2^26 products they pass with every
+    element compared with the model, and one element, one row or one edge tile changed fails; FP16
+    accumulation at K = 65536: the kernel's result passes and C = 0 fails."""
     import cupy
 
     from ..device import require_gpu
@@ -68,10 +102,10 @@ def false_alarms(seeds: int = SEEDS, max_k: int = MAX_K):
         if msg:
             rows.append({"kernel": name, "skipped": msg})
         elif spec.isolate and not in_child():
-            r = run_isolated("helpers.experiments.check:kernel_rows", name, seeds, max_k, timeout=600)
+            r = run_isolated("helpers.experiments.check:kernel_rows", name, seeds, max_k, large, timeout=600)
             rows.append(r if "error" not in r else {"kernel": name, **r})
         else:
-            rows.append(kernel_rows(name, seeds, max_k))
+            rows.append(kernel_rows(name, seeds, max_k, large))
     spec = KERNELS["wmma_fp16acc_gemm_kernel"]
     A = cupy.asarray(random_matrix(64, 65536, seed=11).astype(np.float16))
     B = cupy.asarray(random_matrix(65536, 64, seed=12).astype(np.float16))

@@ -347,7 +347,8 @@ def _edge_gpu():
 def wmma_variants_speed(sizes=(1024, 2048, 4096, 8192)):
     """TFLOP/s of wmma_gemm_naive, wmma_gemm_bcol and wmma_gemm_2x2, each checked first."""
     from ..memory import cap_sizes, release
-    from ..numerics import check_gemm, random_matrix
+    from ..check import check_gemm
+    from ..numerics import random_matrix
     from ..timing import benchmark, gemm_flops
 
     # device bytes per element: FP16 A, B (4) and FP32 C (4); checked sizes add check_gemm's float64 work
