@@ -32,6 +32,13 @@ class UnknownKernelError(CourseError, KeyError):
         return self.args[0] if self.args else ""
 
 
+class UnknownExperimentError(CourseError, KeyError):
+    """An experiment name that helpers.experiments does not register (run_or_load)."""
+
+    def __str__(self) -> str:   # KeyError's own __str__ would show the message quoted, with "\n" escaped
+        return self.args[0] if self.args else ""
+
+
 class NoGPUError(CourseError, RuntimeError):
     """A GPU was required (COURSE_DEVICE=gpu, or a GPU-only operation) but none works."""
 

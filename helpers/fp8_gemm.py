@@ -7,9 +7,11 @@ float8_e4m3fn encoding, the same bits the Tensor Cores read). Both FP8 kernels t
 * ``encode_e4m3``: float array -> E4M3 bytes (round to nearest even; values past +-448 refused,
   because a cast would turn them into NaN: scale first, lesson 7).
 * ``gemm_fp8(name, A8, Bt8)``: one of the registered FP8 kernels on the GPU.
-* ``scaled_mm``: cuBLASLt's FP8 GEMM through PyTorch's ``torch._scaled_mm`` where PyTorch is
-  installed (CuPy has no cuBLASLt; nvmath-python would also serve but is not on the course's GPU
-  host); ``None`` otherwise.
+* ``cublaslt_fp8``: cuBLASLt's FP8 GEMM (CuPy has no cuBLASLt), through NVIDIA's nvmath-python
+  (``nvmath.linalg.advanced``, a public API) where it is installed, else through PyTorch's private
+  ``torch._scaled_mm`` (``torch_scaled_mm``; its signature has changed between releases); it says
+  which path ran. Both take the operands as PyTorch float8_e4m3fn views of the CuPy bytes: CuPy has
+  no float8 dtype, and nvmath-python takes FP8 operands as PyTorch tensors.
 """
 from __future__ import annotations
 
@@ -56,12 +58,33 @@ FP8_KERNELS = {k.name: k for k in [
 PROMOTE_NC = (32, 64, 128, 256, 512)
 
 
+def _real_values(X, what: str) -> np.ndarray:
+    """X as a float64 numpy array, refusing what is not real numbers (text, complex, booleans, objects,
+    CuPy arrays) with an InputError that says what to pass."""
+    if type(X).__module__.startswith("cupy"):
+        raise InputError(f"{what} is a CuPy array; this takes numpy arrays of values.",
+                         f"pass {what}.get() (or cupy.asnumpy({what})).")
+    fix = f"pass {what} as real numbers: a numpy float array (np.float32 or np.float64), or nested lists of floats."
+    try:
+        arr = np.asarray(X) if not isinstance(X, np.ndarray) else X
+    except (TypeError, ValueError) as exc:     # ragged nested lists, objects numpy cannot hold
+        raise InputError(f"{what} is not an array of numbers ({exc}).", fix) from None
+    kind = arr.dtype.kind
+    ok = kind in "iuf" or (kind == "V" and arr.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"))
+    if not ok:
+        why = {"c": "complex (its imaginary part would be dropped)", "b": "booleans", "U": "text", "S": "text",
+               "O": "not all numbers"}.get(kind, f"dtype {arr.dtype}")
+        raise InputError(f"{what} is {why}: E4M3 encodes real numbers.", fix)
+    return arr.astype(np.float64)
+
+
 def encode_e4m3(X) -> np.ndarray:
-    """The E4M3 bytes of X (rounded once, to nearest even) as uint8. Refuses NaN and values past +-448.
+    """The E4M3 bytes of X (rounded once, to nearest even) as uint8. Refuses NaN, values past +-448 and
+    anything that is not real numbers (text, complex, booleans).
     (ml_dtypes' own cast from float64 rounds twice, through float32; helpers.fp8.cast does not.)"""
     from .fp8 import cast
 
-    X = np.asarray(X, dtype=np.float64)
+    X = _real_values(X, "X")
     if not np.isfinite(X).all() or (np.abs(X) > E4M3_MAX).any():
         bad = X[~(np.abs(X) <= E4M3_MAX)].ravel()
         raise InputError(f"values outside E4M3's range (e.g. {float(bad[0]):g}; E4M3 stops at 448, "
@@ -83,12 +106,14 @@ def _require_bytes(X, what: str):
 
 
 def unsupported(spec: Fp8Kernel, cc) -> str | None:
-    """What a GPU of compute capability `cc` lacks to run `spec` ('sm_90 (Hopper: wgmma)', ...), or None."""
+    """What a GPU of compute capability `cc` lacks to run `spec`, or None. The wgmma kernels are sm_90a
+    code: compute capability 9.0 exactly (wgmma exists on no later GPU: not on a B200, 10.0, nor an
+    RTX 50, 12.0); FP8 mma.sync exists from sm_89 on (Ada, Hopper, and both Blackwells)."""
     cc = tuple(cc)
     if spec.wgmma and cc != (9, 0):
-        return "sm_90 (Hopper: wgmma)"
+        return "sm_90a, i.e. a Hopper GPU (compute capability 9.0: wgmma exists on no other)"
     if cc < tuple(spec.min_cc):
-        return "sm_89 or newer (Ada, Hopper: FP8 mma.sync)"
+        return "compute capability 8.9 or newer (sm_89: FP8 mma.sync, on Ada, Hopper and Blackwell)"
     return None
 
 
@@ -162,6 +187,42 @@ def gemm_fp8(name: str, A8, Bt8):
     return C if C.shape[1] == Bt8.shape[0] else C[:, :Bt8.shape[0]]
 
 
+def _fp8_views(torch, A8, Bt8):
+    """A (M x K, row-major) and B = Bt^T (K x N, column-major) as PyTorch float8_e4m3fn views of CuPy
+    uint8 E4M3 bytes, without a copy: K is contiguous in both, the layout cuBLASLt's FP8 GEMM takes."""
+    a = torch.from_dlpack(A8).view(torch.float8_e4m3fn)
+    b = torch.from_dlpack(Bt8).view(torch.float8_e4m3fn).t()
+    return a, b
+
+
+def nvmath_fp8(A8, Bt8, fast_accum: bool):
+    """cuBLASLt's FP8 GEMM through nvmath-python's public API on CuPy uint8 E4M3 bytes: the stateful form
+    of ``nvmath.linalg.advanced.matmul`` (``Matmul``, planned once, so that timing launch() times the
+    product alone), quantization scales 1 for A and B, FP32 result and FP32 compute type, cuBLASLt's
+    fast accumulation on or off. (launch function, output), or None when nvmath-python, or PyTorch with
+    float8 (whose tensors carry nvmath-python's FP8 operands), is not installed."""
+    try:
+        import nvmath
+        import torch
+    except ImportError:
+        return None
+    if not hasattr(torch, "float8_e4m3fn"):
+        return None
+    a, b = _fp8_views(torch, A8, Bt8)
+    mm = nvmath.linalg.advanced.Matmul(
+        a, b, quantization_scales={"a": 1.0, "b": 1.0},
+        options={"result_type": nvmath.CudaDataType.CUDA_R_32F, "compute_type": nvmath.ComputeType.COMPUTE_32F,
+                 "fast_accumulation": bool(fast_accum)})
+    mm.plan()
+
+    def go():
+        return mm.execute()
+
+    go.matmul = mm                       # the planned product lives as long as its launch function
+    out = go()
+    return go, out
+
+
 def torch_scaled_mm(A8, Bt8, fast_accum: bool):
     """cuBLASLt's FP8 GEMM (torch._scaled_mm, scales 1, FP32 output) on CuPy uint8 E4M3 bytes, as
     (launch function, output); None when PyTorch (with float8 support) is not installed."""
@@ -171,10 +232,8 @@ def torch_scaled_mm(A8, Bt8, fast_accum: bool):
         return None
     if not hasattr(torch, "float8_e4m3fn") or not hasattr(torch, "_scaled_mm"):
         return None
-    a = torch.from_dlpack(A8).view(torch.float8_e4m3fn)
-    bt = torch.from_dlpack(Bt8).view(torch.float8_e4m3fn)
+    a, b = _fp8_views(torch, A8, Bt8)
     one = torch.ones((), dtype=torch.float32, device=a.device)
-    b = bt.t()                                           # K x N, column-major: what cuBLASLt's FP8 needs
 
     def go():
         return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float32, use_fast_accum=fast_accum)
@@ -183,14 +242,50 @@ def torch_scaled_mm(A8, Bt8, fast_accum: bool):
     return go, out
 
 
+CUBLASLT_PATHS = {"nvmath": nvmath_fp8, "torch": torch_scaled_mm}   # in the order cublaslt_fp8 tries them
+
+
+def path_name(path: str) -> str:
+    """What a recorded row says ran: the library, its version and the call."""
+    from importlib import metadata
+
+    dist, mod, call = {"nvmath": ("nvmath-python", "nvmath", "nvmath.linalg.advanced.Matmul"),
+                       "torch": ("torch", "torch", "torch._scaled_mm")}[path]
+    try:
+        version = metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        version = getattr(__import__(mod), "__version__", "?")
+    return f"{'PyTorch' if path == 'torch' else dist} {version}: {call}"
+
+
+def cublaslt_fp8(A8, Bt8, fast_accum: bool, paths=tuple(CUBLASLT_PATHS)):
+    """cuBLASLt's FP8 GEMM (scales 1, FP32 output) on CuPy uint8 E4M3 bytes (A8: M x K, Bt8: N x K) by the
+    first of `paths` that is installed and works: nvmath-python, then PyTorch. Returns (launch function,
+    output, path): `path` names the library, version and call that ran (path_name), and the failure of
+    a path tried before it; None when none is installed. Raises RuntimeError when those installed all
+    failed."""
+    failed = []
+    for p in paths:
+        try:
+            got = CUBLASLT_PATHS[p](A8, Bt8, fast_accum)
+        except Exception as exc:  # noqa: BLE001 - fall back to the next path, and say so
+            failed.append(f"{path_name(p)} failed: {type(exc).__name__}: {exc}"[:300])
+            continue
+        if got is not None:
+            go, out = got
+            return go, out, path_name(p) + (f" ({'; '.join(failed)})" if failed else "")
+    if failed:
+        raise RuntimeError("; ".join(failed))
+    return None
+
+
 def cpu_model(kernel: str):
     """The CPU model (helpers.emulate) of FP8 kernel `kernel`: a function (A, B) -> C, B K x N."""
     from . import emulate as E
 
     if kernel == "fp8_mma_sync":
-        return E.fp8_mma_sync_gemm
-    nc = FP8_KERNELS[kernel].nc
-    return lambda A, B: E.fp8_wgmma_gemm(A, B, nc=nc)
+        return E.Arithmetic("fp8_e4m3", "fp32", E.DEFAULT_TC_MODEL, pairs=True)       # E.fp8_mma_sync_gemm
+    return E.Arithmetic("fp8_e4m3", "fp32", E.FP8_WGMMA_MODEL, nc=FP8_KERNELS[kernel].nc)   # E.fp8_wgmma_gemm
 
 
 def matmul(kernel: str, A, B):
@@ -198,10 +293,10 @@ def matmul(kernel: str, A, B):
     kernel runs (an H200 / H100 for the wgmma kernels, sm_89+ for fp8_mma_sync), else with its CPU model
     (helpers.emulate). Returns (C as numpy float32, where it ran: one line)."""
     from .device import backend
-    if kernel not in FP8_KERNELS:
+    if not isinstance(kernel, str) or kernel not in FP8_KERNELS:
         raise InputError(f"no FP8 kernel {kernel!r}.", f"use one of {', '.join(FP8_KERNELS)}.")
-    A = np.asarray(A, dtype=np.float64)
-    B = np.asarray(B, dtype=np.float64)
+    A = _real_values(A, "A")
+    B = _real_values(B, "B")
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
         raise InputError(f"A is {A.shape} and B is {B.shape}: C = A B needs A's columns == B's rows.",
                          "pass A (M x K) and B (K x N); the kernels' transposed B is made here.")

@@ -26,7 +26,8 @@ def kernel_dir() -> Path:
 
 
 def results_dir() -> Path:
-    """Folder of the recorded GPU results (COURSE_RESULTS_DIR overrides)."""
+    """Folder of the recorded GPU results (COURSE_RESULTS_DIR overrides; read at every call, so setting it
+    after `import helpers` takes effect: helpers.results looks the folder up each time it loads)."""
     return Path(os.environ.get("COURSE_RESULTS_DIR") or _data_root() / "results")
 
 

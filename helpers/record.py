@@ -130,15 +130,80 @@ def left_out(names, gpu) -> tuple[list[str], str | None]:
                   + " - the record of a GPU that runs them has their numbers")
 
 
+def _whole(v) -> bool:
+    """A whole number: int or numpy integer, not a bool (numpy's included)."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def sweep_names(names) -> list[str]:
+    """`names` for sweep(): one name or a list of kernel names, baseline names, rung numbers or registry
+    entries, as a list of names the sweep measures; InputError / UnknownKernelError with the fix otherwise."""
+    from .errors import InputError, UnknownKernelError
+    from .kernels import GemmKernel, lookup
+
+    swept = [k for k, spec in KERNELS.items() if spec.sweep] + list(BASELINES)
+    fix = f"pass a list of these names: {', '.join(swept)} (rung 1 is wmma_gemm_naive)."
+    if isinstance(names, (str, GemmKernel)) or _whole(names):
+        names = [names]                                 # one name: a list of one
+    try:
+        names = list(names)
+    except TypeError:
+        raise InputError(f"names={names!r} is not a list of kernel names.", fix) from None
+    if not names:
+        raise InputError("names is empty: the sweep would measure nothing.", fix)
+    out = []
+    for key in names:
+        if isinstance(key, str) and key in BASELINES:
+            out.append(key)
+            continue
+        if not isinstance(key, (str, GemmKernel)) and not _whole(key):
+            raise InputError(f"{key!r} ({type(key).__name__}) in names is not a kernel name.", fix)
+        try:
+            spec = lookup(int(key) if _whole(key) else key)
+        except UnknownKernelError:
+            raise UnknownKernelError(f"the sweep knows no kernel {key!r}.", fix) from None
+        if not spec.sweep:
+            raise InputError(f"{spec.name}" + (f" (rung {spec.rung})" if spec.rung is not None else "")
+                             + " is not measured by the sweep: its numbers come from its lesson's experiment "
+                             + ("(helpers.run_or_load('ladder' or 'hopper'))." if spec.rung is not None else "."), fix)
+        out.append(spec.name)
+    return list(dict.fromkeys(out))
+
+
+def sweep_sizes(sizes) -> list[int]:
+    """`sizes` for sweep(): one size or a list of whole numbers >= 1 (numpy integers too), as Python ints."""
+    from .errors import InputError
+
+    fix = "pass square sizes as whole numbers, e.g. sizes=[256, 1024, 4096] (or one size, sizes=1024)."
+    if _whole(sizes):
+        sizes = [sizes]
+    if isinstance(sizes, (str, bytes)):
+        raise InputError(f"sizes={sizes!r} is text, not sizes.", fix)
+    try:
+        sizes = list(sizes)
+    except TypeError:
+        raise InputError(f"sizes={sizes!r} ({type(sizes).__name__}) is not a list of sizes.", fix) from None
+    if not sizes:
+        raise InputError("sizes is empty: the sweep would measure nothing.", fix)
+    for n in sizes:
+        if not _whole(n) or n < 1:
+            raise InputError(f"size {n!r} ({type(n).__name__}) is not a whole number >= 1.", fix)
+    return [int(n) for n in sizes]
+
+
 def sweep(names, sizes, seed=2024, log=None):
     """Rows for kernels/baselines `names` at square `sizes`: measured live on a GPU, else recorded.
 
+    names: kernel or baseline names, or rung numbers (one, or a list); sizes: one size or a list.
     Returns an experiments.Outcome (rows, live, source label for plot titles).
     """
+    from .errors import InputError
     from .experiments import Outcome
     from .results import load_latest
 
-    names = list(names)
+    names, sizes = sweep_names(names), sweep_sizes(sizes)
+    if not _whole(seed):
+        raise InputError(f"seed={seed!r} is not a whole number.", "pass an integer seed, e.g. seed=2024.")
     b = backend()
     if b.is_gpu:
         from .errors import gpu_errors
@@ -161,13 +226,42 @@ def sweep(names, sizes, seed=2024, log=None):
             source += f" (sizes {', '.join(str(n) for n in sizes if n not in kept)} skipped: GPU memory)"
         return Outcome(rows, True, source)
     rec = load_latest()
-    rows = [r for r in rec.rows if r["kernel"] in names and r["m"] in sizes and r["m"] == r["n"] == r["k"]]
+    square = [r for r in rec.rows if r["m"] == r["n"] == r["k"]]
+    _recorded_or_refuse(rec, square, names, sizes)
+    rows = [r for r in square if r["kernel"] in names and r["m"] in sizes]
     return Outcome(rows, False, f"{rec.label} (no GPU here: CPU backend)")
 
 
+def _recorded_or_refuse(rec, square, names, sizes) -> None:
+    """ResultsError naming what the record has when a kernel, or a size, of the sweep has no row in it."""
+    from .errors import ResultsError
+
+    fix = "sweep what the record has, or run the notebook on a GPU to measure the rest live."
+    have = {r["kernel"] for r in square}
+    missing = [n for n in names if n not in have]
+    if missing:
+        raise ResultsError(f"the newest record ({rec.path.name}) has no rows for {', '.join(missing)}; it has "
+                           f"{', '.join(dict.fromkeys(r['kernel'] for r in square))}.", fix)
+    recorded = sorted({r["m"] for r in square if r["kernel"] in names})
+    absent = [n for n in sizes if n not in recorded]
+    if absent:
+        raise ResultsError(f"the newest record ({rec.path.name}) has no square size {', '.join(map(str, absent))} "
+                           f"for {', '.join(names)}; its sizes are {', '.join(map(str, recorded))}.", fix)
+
+
 def series(rows, kernel, y="tflops"):
-    """(sizes, values) of one kernel from sweep rows, sorted by size."""
+    """(sizes, values) of one kernel (a name or a rung number) from sweep rows (or the sweep's Outcome),
+    sorted by size; empty when the sweep has no rows for it (a kernel this GPU does not run)."""
+    from .errors import InputError
+
+    rows = getattr(rows, "data", rows)              # the Outcome itself: its rows
+    if _whole(kernel):
+        kernel = sweep_names([kernel])[0]
     rs = sorted((r for r in rows if r["kernel"] == kernel), key=lambda r: r["m"])
+    lack = [r for r in rs if y not in r]
+    if lack:
+        raise InputError(f"the sweep's rows have no field {y!r}; they have {', '.join(lack[0])}.",
+                         "pass y= one of those, e.g. y='tflops', y='median_ms' or y='gbs'.")
     return [r["m"] for r in rs], [r[y] for r in rs]
 
 

@@ -7,20 +7,38 @@ its GPU and date. ``results/reference/`` holds published figures from elsewhere
 """
 from __future__ import annotations
 
+import datetime as _dt
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ResultsError
 from .paths import results_dir
 
-RESULTS_DIR = results_dir()          # results/ of the clone, or of the installed package (helpers.paths)
+# RESULTS_DIR (results/ of the clone, or of the installed package, or COURSE_RESULTS_DIR: helpers.paths)
+# is looked up when it is used (module __getattr__ below), so setting COURSE_RESULTS_DIR after
+# `import helpers` takes effect; every function here reads the folder at call time.
 SCHEMA = "tensor-core-course/results/1"
 REQUIRED_ROW_KEYS = ("kernel", "m", "n", "k", "dtype_in", "acc", "median_ms", "tflops", "rel_err")
 REQUIRED_META = ("schema", "kind", "gpu", "records")   # plus "date" for kind "gpu-record"
 
 _FIX = ("run `make record` on a machine with a GPU to write a new one, or restore the committed "
         "file with `git checkout -- results/`.")
+
+
+def __getattr__(name):
+    if name == "RESULTS_DIR":
+        return results_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _folder(directory) -> Path:
+    """`directory`, or (None) the results folder as it is now (a RESULTS_DIR assigned to this module
+    wins, then COURSE_RESULTS_DIR, then the course's results/)."""
+    if directory is not None:
+        return Path(directory)
+    return Path(globals().get("RESULTS_DIR") or results_dir())
 
 
 @dataclass
@@ -85,16 +103,75 @@ def load_record(path) -> Record:
     rows = meta["records"]
     if not isinstance(rows, list) or not rows:
         raise ResultsError(f"results file {path} has no records.", _FIX)
+    _validate_meta(path, meta)
     for i, r in enumerate(rows):
+        if not isinstance(r, dict):
+            raise ResultsError(f"record {i} in {path} is {_kind(r)}, not an object of fields (kernel, m, n, k, ...).",
+                               _FIX)
         lack = [k for k in REQUIRED_ROW_KEYS if k not in r]
         if lack:
             raise ResultsError(f"record {i} in {path} lacks {', '.join(lack)}.", _FIX)
+        _validate_row(path, i, r)
     return Record(path, meta, rows)
 
 
-def write_json(data: dict, name: str, directory=RESULTS_DIR) -> Path:
-    """Write `data` to <directory>/<name>.json, indented as every results file is; returns its path."""
-    directory = Path(directory)
+def _kind(v) -> str:
+    """A JSON value's kind, for messages: 'a string ("x")', 'a number (3)', 'null', ..."""
+    if v is None:
+        return "null"
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "an object"}
+    text = repr(v)
+    return f"{names.get(type(v), type(v).__name__)} ({text if len(text) <= 40 else text[:37] + '...'})"
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _validate_meta(path: Path, meta: dict) -> None:
+    """The fields the helpers read have the types they read them as; else ResultsError naming the field."""
+    def bad(field, v, want):
+        raise ResultsError(f"results file {path}: field {field!r} is {_kind(v)}, expected {want}.", _FIX)
+
+    if meta["kind"] not in ("gpu-record", "published"):
+        bad("kind", meta["kind"], "'gpu-record' or 'published'")
+    gpu = meta["gpu"]
+    if not isinstance(gpu, dict):
+        bad("gpu", gpu, 'an object with the GPU\'s "name"')
+    if not isinstance(gpu.get("name"), str) or not gpu["name"].strip():
+        bad("gpu.name", gpu.get("name"), "the GPU's name, a string")
+    if "date" in meta:
+        d = meta["date"]
+        try:
+            ok = isinstance(d, str) and bool(_dt.date.fromisoformat(d[:10]))
+        except ValueError:
+            ok = False
+        if not ok:
+            bad("date", d, "an ISO date string such as '2026-01-31T12:00:00+00:00'")
+    for field in ("experiments", "extras"):
+        if field in meta and not isinstance(meta[field], dict):
+            bad(field, meta[field], "an object (experiment name -> data)")
+
+
+def _validate_row(path: Path, i: int, r: dict) -> None:
+    def bad(field, want):
+        raise ResultsError(f"record {i} in {path}: field {field!r} is {_kind(r[field])}, expected {want}.", _FIX)
+
+    for field in ("kernel", "dtype_in", "acc"):
+        if not isinstance(r[field], str):
+            bad(field, "a string")
+    for field in ("m", "n", "k"):
+        if not isinstance(r[field], int) or isinstance(r[field], bool) or r[field] < 1:
+            bad(field, "a whole number >= 1")
+    for field in ("median_ms", "tflops", "rel_err"):
+        if r[field] is not None and not _is_number(r[field]):
+            bad(field, "a number (or null)")
+
+
+def write_json(data: dict, name: str, directory=None) -> Path:
+    """Write `data` to <directory>/<name>.json (default: the results folder), indented as every results
+    file is; returns its path."""
+    directory = _folder(directory)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.json"
     path.write_text(json.dumps(data, indent=1) + "\n")
@@ -105,13 +182,27 @@ def write_json(data: dict, name: str, directory=RESULTS_DIR) -> Path:
 NOT_RECORDS = ("ncu-*.json",)
 
 
-def list_records(directory=RESULTS_DIR) -> list[Path]:
-    """The measurement records in `directory` (<gpu>.json), not the other JSON files kept there."""
-    return sorted(p for p in Path(directory).glob("*.json") if not any(p.match(pat) for pat in NOT_RECORDS))
+def list_records(directory=None) -> list[Path]:
+    """The measurement records in `directory` (default: the results folder, helpers.paths.results_dir(),
+    read now) as <gpu>.json, not the other JSON files kept there."""
+    return sorted(p for p in _folder(directory).glob("*.json") if not any(p.match(pat) for pat in NOT_RECORDS))
 
 
-def load_latest(directory=RESULTS_DIR, gpu: str | None = None) -> Record:
-    """The newest GPU record in `directory` (optionally only GPUs whose name contains `gpu`)."""
+def load_latest(directory=None, gpu: str | None = None) -> Record:
+    """The newest GPU record in `directory` (default: the results folder, COURSE_RESULTS_DIR as set now;
+    optionally only GPUs whose name contains `gpu`)."""
+    directory = _folder(directory)
+    if gpu is not None and not isinstance(gpu, str):
+        from .errors import InputError
+
+        raise InputError(f"gpu={gpu!r}: the GPU to pick is given by (part of) its name.",
+                         "pass a string such as gpu='H200', or leave it out for the newest record.")
+    if not directory.is_dir():
+        env = os.environ.get("COURSE_RESULTS_DIR")
+        raise ResultsError(f"the results folder {directory} does not exist"
+                           + (f" (COURSE_RESULTS_DIR={env!r})." if env else "."),
+                           "point COURSE_RESULTS_DIR at a folder that holds <gpu>.json records, or unset it to "
+                           "use the course's results/." if env else _FIX)
     recs = []
     for p in list_records(directory):
         r = load_record(p)
@@ -125,4 +216,4 @@ def load_latest(directory=RESULTS_DIR, gpu: str | None = None) -> Record:
 
 def load_reference(name: str = "seed_rtx4090") -> Record:
     """A published reference file from results/reference/ (kind 'published', with its source)."""
-    return load_record(RESULTS_DIR / "reference" / f"{name}.json")
+    return load_record(_folder(None) / "reference" / f"{name}.json")

@@ -10,17 +10,25 @@ kernel makes the GPU fault (illegal address, launch failure), the checker prints
 verdict and raises helpers.GPUContextLostError, whose message says to restart the
 notebook's kernel (nothing later in the notebook could use the GPU). ``last_result`` holds the last
 verdict (True, False, or None when unanswered) for tests.
+
+Every checker is decorated with ``@checker``: whatever it is given (an answer of the wrong type, an
+absurd number such as 10**400, None or {} for one of its other arguments), a failure inside it becomes
+its verdict line ("Not accepted", with what went wrong), never an exception.
 """
 from __future__ import annotations
 
+import functools
 import math
 
+import numpy as np
 
 last_result: bool | None = None
+_verdicts = 0                    # verdict lines printed so far (a checker that fails after its verdict adds none)
 
 
 def _report(name: str, answer, ok: bool, hint: str) -> None:
-    global last_result
+    global last_result, _verdicts
+    _verdicts += 1
     if answer is None or answer is Ellipsis:
         print(f"[{name}] Not answered yet: replace the placeholder with your answer and run the cell.")
         last_result = None
@@ -29,33 +37,90 @@ def _report(name: str, answer, ok: bool, hint: str) -> None:
     last_result = ok
 
 
+def _short(value, width: int = 60) -> str:
+    """repr(value), cut to `width` characters (an answer may be a huge list or number)."""
+    try:
+        text = repr(value)
+    except Exception:                       # a repr that fails is no reason to raise
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def not_a_number(name: str, answer, expects: str = "a number (a Python expression such as 2 * 16**3 works)") -> None:
+    """The verdict for an answer that is not a number: says what the checker expects."""
+    global last_result, _verdicts
+    _verdicts += 1
+    print(f"[{name}] This checker expects {expects}, not {type(answer).__name__} {_short(answer)}.")
+    last_result = False
+
+
 def as_number(answer) -> float | None:
-    """The answer as a float, or None when it is not a number (text, a list, ...)."""
-    if isinstance(answer, bool):
+    """The answer as a float, or None when it is not a number (text that is not a number, a bool, a list,
+    an array, a complex number, ...). A number in a string ("128") is still a number. An integer too large
+    for a float is +-inf (no expected answer is that large)."""
+    if isinstance(answer, (bool, np.bool_)) or (isinstance(answer, np.ndarray) and answer.ndim):
         return None
     try:
         return float(answer)
-    except (TypeError, ValueError):
+    except OverflowError:
+        try:
+            return math.inf if answer > 0 else -math.inf
+        except Exception:
+            return None
+    except Exception:                       # TypeError, ValueError, or whatever a strange object raises
         return None
 
 
 def check_number(name: str, answer, expected: float, rel: float = 1e-9, hint: str = "") -> None:
-    global last_result
     if answer is not None and answer is not Ellipsis and as_number(answer) is None:
-        print(f"[{name}] This checker expects a number (a Python expression such as 2 * 16**3 works), "
-              f"not {type(answer).__name__} {answer!r}.")
-        last_result = False
+        not_a_number(name, answer)
         return
     ok = answer is not None and answer is not Ellipsis and math.isclose(as_number(answer), expected, rel_tol=rel)
     _report(name, answer, ok, hint)
 
 
+def checker(fn):
+    """Decorator for every checker: an exception inside it (from a wrong-typed answer or argument) is
+    printed as its verdict, "Not accepted" with what went wrong, and last_result is False. The one
+    exception that passes is GPUContextLostError (the GPU is gone: Run All must stop; see above)."""
+    label = fn.__name__.removeprefix("check_").removesuffix("_exercise").replace("_", " ")
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        global last_result, _verdicts
+        from ..errors import CourseError, GPUContextLostError
+
+        before = _verdicts
+        try:
+            return fn(*args, **kwargs)
+        except GPUContextLostError:
+            raise
+        except Exception as exc:
+            why = f"{exc.problem} Fix: {exc.fix}" if isinstance(exc, CourseError) else f"{type(exc).__name__}: {exc}"
+            why = " ".join(why.split())
+            if len(why) > 300:
+                why = why[:297] + "..."
+            if _verdicts > before:              # the verdict was given; something after it failed
+                print(f"[{label}] (after the verdict) the checker stopped: {why}")
+                return None
+            _verdicts += 1
+            print(f"[{label}] Not accepted: the checker could not use what it was given ({why}). "
+                  "Hint: pass your answer first (a number), and the cell's other arguments as the notebook has them.")
+            last_result = False
+            return None
+
+    run.checker = True
+    return run
+
+
+@checker
 def gemm_flops_exercise(answer, M: int, N: int, K: int) -> None:
     """FLOPs of C = A B with A M x K and B K x N (multiply and add counted separately)."""
     check_number("GEMM FLOPs", answer, 2.0 * M * N * K,
                         hint="each of the M*N outputs is a dot product of length K: K multiplies and K adds.")
 
 
+@checker
 def mma_flops_exercise(answer) -> None:
     """FLOPs of one wmma::mma_sync on a 16x16x16 tile."""
     check_number("mma_sync FLOPs", answer, 2.0 * 16 * 16 * 16,

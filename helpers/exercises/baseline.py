@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from . import _report, check_number
+from . import _report, check_number, checker
 
 # sizes the tiled-kernel check runs: an odd cube, and a small lopsided problem for the edges
 TILED_CHECK_SIZES = ((1000, 1000, 1000), (33, 17, 49))
@@ -30,6 +30,7 @@ last_tiled = None
 
 
 # --------------------------------------------------------------------------- arithmetic intensity
+@checker
 def ai_ideal_exercise(answer, n: int) -> None:
     """Ideal arithmetic intensity (FLOP/byte) of an n x n x n FP32 GEMM: A, B read once, C written once."""
     check_number("ideal intensity", answer, 2.0 * n ** 3 / (3.0 * n * n * 4), rel=1e-3,
@@ -37,12 +38,14 @@ def ai_ideal_exercise(answer, n: int) -> None:
                       "written) at 4 bytes per element.")
 
 
+@checker
 def ai_naive_exercise(answer) -> None:
     """FLOP per byte that one thread of gemm_fp32_kernel requests in its loop."""
     check_number("naive kernel intensity", answer, 2.0 / 8.0, rel=1e-3,
                  hint="one step of the loop is one FMA (2 FLOPs) and loads one float of A and one of B.")
 
 
+@checker
 def ai_tiled_exercise(answer, tile: int) -> None:
     """FLOP per byte of global loads for a shared-memory kernel with tile x tile tiles."""
     check_number(f"tiled intensity (TILE={tile})", answer, tile / 4.0, rel=1e-3,
@@ -50,6 +53,7 @@ def ai_tiled_exercise(answer, tile: int) -> None:
                       f"{tile}x{tile} threads each do {tile} FMAs with them.")
 
 
+@checker
 def lines_exercise(answer, bx: int, by: int) -> None:
     """Cache lines one warp of gemm_fp32_kernel touches per step k with block shape bx x by."""
     from ..experiments.baseline import warp_footprint
@@ -78,6 +82,7 @@ def static_problems(src: str, name: str) -> list[str]:
     return problems
 
 
+@checker
 def check_tiled_kernel(src, name: str = "gemm_tiled", tile: int = 16, check_sizes=TILED_CHECK_SIZES,
                        time_sizes=TILED_TIME_SIZES) -> None:
     """Compile, validate and time a tiled FP32 GEMM kernel written as a CUDA source string.

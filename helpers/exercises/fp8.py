@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 
-from . import _report, as_number, check_number
-from .. import exercises as _package      # holds last_result
+from . import _report, _short, as_number, check_number, checker, not_a_number
 from .. import fp8
 
 
@@ -41,12 +40,14 @@ def cast_result(value: float, fmt: str, saturate: bool) -> float:
     return float(conv(np.array([value], dtype=np.float64), fmt)[0])
 
 
+@checker
 def check_e4m3_max(answer) -> None:
     check_number("largest E4M3 number", answer, fp8.facts("fp8_e4m3").max, rel=0,
                  hint="its bits are S.1111.110: exponent field 15 minus the bias 7, fraction 1.110 in binary "
                       "(1 + 6/8). E4M3 keeps the all-ones exponent for numbers; only S.1111.111 is NaN.")
 
 
+@checker
 def check_cast(answer, value: float = 500.0, fmt: str = "fp8_e4m3", saturate: bool = False) -> None:
     """What `value` becomes in `fmt`: numpy's cast (saturate=False) or the GPU's cvt .satfinite (True).
     Answers may be numbers, float('nan'), float('inf') or -float('inf')."""
@@ -57,9 +58,7 @@ def check_cast(answer, value: float = 500.0, fmt: str = "fp8_e4m3", saturate: bo
         return
     a = as_number(answer)
     if a is None:
-        print(f"[{name}] This checker expects a number: a value, float('nan') or float('inf'), "
-              f"not {type(answer).__name__} {answer!r}.")
-        _package.last_result = False
+        not_a_number(name, answer, "a number: a value, float('nan') or float('inf')")
         return
     want = cast_result(value, fmt, saturate)
     ok = (math.isnan(a) and math.isnan(want)) or a == want
@@ -80,12 +79,14 @@ def check_cast(answer, value: float = 500.0, fmt: str = "fp8_e4m3", saturate: bo
     _report(name, answer, ok, hint)
 
 
+@checker
 def check_scale(answer, amax: float = 1000.0, fmt: str = "fp8_e4m3") -> None:
     check_number(f"per-tensor scale for amax = {amax:g} ({fmt})", answer, per_tensor_scale(amax, fmt), rel=1e-9,
                  hint=f"the scale multiplies the data before the cast, so amax x scale must equal "
                       f"{fp8.facts(fmt).max:g}, the largest {fmt} number.")
 
 
+@checker
 def check_zero_threshold(answer, amax: float = 1e4, fmt: str = "fp8_e4m3") -> None:
     f = fp8.facts(fmt)
     check_number(f"values lost to zero, amax = {amax:g} ({fmt})", answer, zero_threshold(amax, fmt), rel=1e-6,
@@ -113,16 +114,23 @@ def wgmma_sum(a, b, c: float = 0.0) -> float:
     return float(tensor_core_mma(a, b, np.array([[c]]), inputs="fp8_e4m3", acc="fp32", model=FP8_WGMMA_MODEL)[0, 0])
 
 
+@checker
 def check_bits_kept(answer, data: dict) -> None:
     """How many bits, counted from the large term's leading bit (that bit included), does wgmma keep (from the
     recorded probes)?"""
     from ..experiments.fp8 import bits_kept
 
+    if not isinstance(data, dict) or not isinstance(data.get("probes"), dict):
+        _report("bits wgmma keeps next to a large term", answer, False,
+                f"`data` ({type(data).__name__} {_short(data)}) is not the recorded fp8 experiment: set "
+                "data = rec.meta['experiments']['fp8'] (the cell near the top of this section) and run this again.")
+        return
     check_number("bits wgmma keeps next to a large term", answer, bits_kept(data, "fp8_wgmma"), rel=0,
                  hint="find the first gap g at which the fp8_wgmma column drops the small term to 0: "
                       "the terms 2^16 ... 2^(16-g+1) survived, that is g bits.")
 
 
+@checker
 def check_swamped_sum(answer) -> None:
     """2^16 plus 31 terms of 2^2 = 4, in one wgmma block of 32 products: what does the accumulator hold?"""
     expected = wgmma_sum([256.0] + [2.0] * 31, [256.0] + [2.0] * 31)

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from . import check_number
+from . import check_number, checker
 from ..formats import format_info
 
 
@@ -31,6 +31,7 @@ def smallest_scale(g: float, fmt: str = "fp16") -> float:
     return 2.0 ** math.ceil(math.log2(format_info(fmt).tiny / g))
 
 
+@checker
 def spacing_exercise(answer, value: float = 1000.0, fmt: str = "fp16") -> None:
     """Spacing of `fmt` numbers just above `value`."""
     check_number(f"{fmt} spacing at {value:g}", answer, spacing(value, fmt), rel=1e-12,
@@ -38,6 +39,7 @@ def spacing_exercise(answer, value: float = 1000.0, fmt: str = "fp16") -> None:
                       f"{format_info(fmt).frac_bits} fraction bits, so the spacing is 2^(e - fraction bits).")
 
 
+@checker
 def integer_run_exercise(answer, fmt: str = "bf16") -> None:
     """Largest N with all of 0..N exact in `fmt`."""
     check_number(f"{fmt} exact integers", answer, largest_exact_integer_run(fmt), rel=0,
@@ -45,6 +47,7 @@ def integer_run_exercise(answer, fmt: str = "bf16") -> None:
                       "exact while the spacing is at most 1; above 2^(fraction bits + 1) it is 2.")
 
 
+@checker
 def loss_scale_exercise(answer, g: float = 1e-9, fmt: str = "fp16") -> None:
     """Smallest power-of-two loss scale that makes a gradient g a normal `fmt` number."""
     check_number(f"loss scale for g = {g:g}", answer, smallest_scale(g, fmt), rel=1e-12,

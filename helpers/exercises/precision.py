@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import check_number
+from . import check_number, checker
 
 
+@checker
 def fp16_block_stagnation_exercise(answer) -> None:
     """Summing ones through WMMA with an FP16 accumulator (16 products per rounding): where does it stop?"""
     from ..emulate import tensor_core_gemm
@@ -17,6 +18,7 @@ def fp16_block_stagnation_exercise(answer) -> None:
                       "where x + 16 is a tie that rounds to even.")
 
 
+@checker
 def probe_exercise(answer) -> None:
     """Predict the H200's answer: c = 1, a = [2^-24] * 4, b = [1, 1/2, 1/4, 1/4] (FP16 inputs, FP32 acc)."""
     from ..experiments.precision import emulate_probe
@@ -27,10 +29,14 @@ def probe_exercise(answer) -> None:
                       "products below that are dropped before the sum, and the FP32 result is truncated.")
 
 
+@checker
 def tolerance_exercise(answer, tol: float = 1e-2) -> None:
     """Largest K (multiple of 16) for which FP16 accumulation (block 16) keeps tolerance() <= tol."""
+    from ..errors import InputError
     from ..numerics import tolerance
 
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating)) or not 0 < tol < 1:
+        raise InputError(f"tol={tol!r}: the target is a tolerance between 0 and 1.", "pass e.g. tol=1e-2.")
     K = 16
     while tolerance(K + 16, "fp16", "fp16", block=16, inputs_rounded_in_reference=True).value <= tol:
         K += 16

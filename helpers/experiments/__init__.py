@@ -87,14 +87,90 @@ class Outcome:
         return iter((self.data, self.source))
 
 
+# Parameters that change how an experiment runs, not what it measures: a recorded run honours any value.
+RUN_ONLY_PARAMETERS = ("timeout",)
+
+
+def _plain(v):
+    """v with lists made tuples and numpy scalars made Python numbers, to compare arguments."""
+    if hasattr(v, "tolist") and not isinstance(v, (str, bytes)):     # numpy arrays and scalars
+        v = v.tolist()
+    if isinstance(v, (list, tuple)):
+        return tuple(_plain(x) for x in v)
+    return v
+
+
+def _covered(value, recorded) -> bool:
+    """Whether the recorded run (argument `recorded`) holds what a run with `value` would measure: the same
+    value, or a selection of its entries (timed=((4096, 4096, 4096),) out of the recorded shapes)."""
+    value, recorded = _plain(value), _plain(recorded)
+    try:
+        if value == recorded:
+            return True
+        if isinstance(value, tuple) and isinstance(recorded, tuple):
+            return all(v in recorded for v in value)
+    except (TypeError, ValueError):            # values that do not compare
+        pass
+    return False
+
+
+def _short(v, width: int = 60) -> str:
+    text = repr(v)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _check_arguments(name: str, kwargs: dict, live: bool, why: str | None) -> None:
+    """Refuse keyword arguments experiment `name` does not take, and (not live) those its recorded run
+    (``make record`` calls it with its defaults) cannot stand for; InputError with the fix."""
+    import inspect
+
+    from ..errors import InputError
+
+    if not kwargs:
+        return
+    params = inspect.signature(REGISTRY[name]).parameters
+    takes = [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
+    open_ended = any(v.kind == v.VAR_KEYWORD for v in params.values())
+    unknown = [] if open_ended else [k for k in kwargs if k not in takes]
+    if unknown:
+        raise InputError(f"experiment {name} takes no argument {', '.join(unknown)}"
+                         f" (it takes {', '.join(takes) or 'none'}).",
+                         f"pass only those, e.g. helpers.run_or_load({name!r}).")
+    if live:
+        return
+
+    def honoured(k):
+        p = params.get(k)
+        return k in RUN_ONLY_PARAMETERS or (p is not None and p.default is not p.empty
+                                            and _covered(kwargs[k], p.default))
+
+    differ = [k for k in kwargs if not honoured(k)]
+    if differ:
+        used = ", ".join(f"{k}={_short(params[k].default) if k in params else 'its default'}" for k in differ)
+        asked = ", ".join(f"{k}={_short(kwargs[k])}" for k in differ)
+        raise InputError(f"experiment {name} is not run here ({why}): its recorded run used {used}, not {asked}.",
+                         f"call helpers.run_or_load({name!r}) without those arguments for the recorded numbers, "
+                         "or run this notebook on a GPU that can run it for a live run with yours.")
+
+
 def run_or_load(name: str, **kwargs) -> Outcome:
-    """Run experiment `name` on the GPU, or load its recorded data on the CPU backend."""
+    """Run experiment `name` on the GPU, or load its recorded data on the CPU backend (keyword arguments
+    are passed to a live run; without one they must be ones the recorded run covers)."""
     load_all()
-    if name not in REGISTRY:
-        raise KeyError(f"no experiment {name!r}; known: {', '.join(sorted(REGISTRY))}")
+    if not isinstance(name, str) or name not in REGISTRY:
+        import difflib
+
+        from ..errors import UnknownExperimentError
+
+        near = difflib.get_close_matches(name, list(REGISTRY), n=1, cutoff=0.75) if isinstance(name, str) else []
+        raise UnknownExperimentError(f"no experiment {name!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+                                     + f"; known: {', '.join(sorted(REGISTRY))}.",
+                                     "pass one of those names, as a string: helpers.run_or_load('ladder').")
     b = backend()
     cannot = unsupported(name, b.gpu) if b.is_gpu else None
-    if b.is_gpu and cannot is None:
+    live = b.is_gpu and cannot is None
+    _check_arguments(name, kwargs, live, f"{b.gpu.name} cannot run it" if cannot else "no GPU here: CPU backend")
+    if live:
         with gpu_errors(f"experiment {name}"):
             return Outcome(REGISTRY[name](**kwargs), True, f"measured live on {b.gpu.name}")
     from ..results import load_latest
@@ -105,6 +181,11 @@ def run_or_load(name: str, **kwargs) -> Outcome:
         raise ResultsError(f"the newest record ({rec.path.name}) has no experiment {name!r}"
                            + (f" ({cannot})." if cannot else "."),
                            "run `make record` on a GPU to record it, or run this notebook on a GPU.")
+    if exps[name] is None:
+        raise ResultsError(f"the newest record ({rec.path.name}) holds no data for experiment {name!r} "
+                           "(it is null: the recorded run failed or was not saved).",
+                           f"re-record it on a GPU with `python -m helpers.record --update-experiments {name}`, "
+                           "or run this notebook on a GPU.")
     if cannot:
         print(f"{cannot}: showing the numbers recorded on {rec.label} instead.")
         return Outcome(exps[name], False, f"{rec.label} ({b.gpu.name} cannot run it)")
