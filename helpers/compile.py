@@ -190,13 +190,34 @@ def require_cc(name: str, min_cc: tuple[int, int], gpu) -> None:
             "recorded results instead.")
 
 
-def get_kernel(filename: str, name: str, min_cc: tuple[int, int] = (0, 0), options: tuple[str, ...] = ()):
-    """The RawKernel `name` from kernels/<filename>, after checking the GPU is new enough."""
+def arch_target(cc) -> str:
+    """The arch-specific compile target of compute capability cc: 'sm_90a' for 9.0 (and 'sm_100a',
+    'sm_120a' for 10.0 and 12.0, which the course compiles nothing for)."""
+    return f"sm_{cc[0]}{cc[1]}a"
+
+
+def require_arch(name: str, cc, gpu) -> None:
+    """ArchitectureError, before anything is compiled, unless `gpu` is of compute capability `cc` exactly:
+    arch-specific code (sm_90a: wgmma, setmaxnreg) runs on no other GPU, newer ones included."""
+    cc = tuple(cc)
+    if tuple(gpu.cc) != cc:
+        raise ArchitectureError(
+            f"kernel {name} is {arch_target(cc)} code, which runs on compute capability {cc[0]}.{cc[1]} only "
+            f"({'a Hopper GPU: wgmma exists on no other' if cc == (9, 0) else 'no other GPU'}); "
+            f"this GPU, {gpu.name}, is {gpu.cc[0]}.{gpu.cc[1]}.",
+            "run this part on a GPU of that compute capability, or set COURSE_DEVICE=cpu to see the CPU "
+            "emulation and the recorded results instead.")
+
+
+def get_kernel(filename: str, name: str, min_cc: tuple[int, int] = (0, 0), options: tuple[str, ...] = (),
+               source: str | None = None):
+    """The RawKernel `name` from kernels/<filename> (or from `source`, an edited copy of it, whose
+    compile errors name `filename`), after checking the GPU is new enough."""
     from .device import require_gpu
 
     gpu = require_gpu(f"kernel {name}")
     require_cc(name, min_cc, gpu)
-    mod = load_module(filename, options)
+    mod = load_module(filename, options) if source is None else load_module(filename, options, source)
     try:
         return mod.get_function(name)
     except Exception as exc:
@@ -212,40 +233,68 @@ def get_kernel(filename: str, name: str, min_cc: tuple[int, int] = (0, 0), optio
 _ARCH_MODULES: dict = {}
 
 
-def get_arch_kernel(filename: str, name: str, cc: tuple[int, int], check_empty: bool = True):
+def get_arch_kernel(filename: str, name: str, cc: tuple[int, int], check_empty: bool = True,
+                    source: str | None = None, options: tuple[str, ...] = ()):
     """The RawKernel `name` from kernels/<filename> compiled for the arch-specific target of compute
     capability `cc` (sm_90a for 9.0: wgmma, setmaxnreg exist only there). CuPy's RawModule(code=...)
     always appends its own -arch=sm_90, which cannot assemble them, so the file is compiled here with
-    NVRTC and the cubin loaded with RawModule(path=...). The caller checks that the GPU is `cc`.
+    NVRTC and the cubin loaded with RawModule(path=...).
     check_empty: refuse a kernel of fewer than 32 registers (its arch-specific body was not compiled);
-    False for small probes."""
-    import tempfile
+    False for small probes.
 
+    Arch-specific code runs on exactly one compute capability (sm_90a code on 9.0, not on a B200's 10.0
+    or an RTX 50's 12.0), so a GPU that is not `cc` gets an ArchitectureError (require_arch) before
+    anything is compiled. source / options: an edited copy of the file and extra NVRTC options (-D
+    knobs, helpers.tryout), compiled and cached apart from the file; their errors come back with the
+    copy's lines (format_compile_log)."""
+    from .device import require_gpu
+
+    require_arch(name, cc, require_gpu(f"kernel {name}"))
     import cupy
-    from cupy_backends.cuda.libs import nvrtc
 
-    arch = f"sm_{cc[0]}{cc[1]}a"
-    if (filename, arch) not in _ARCH_MODULES:
-        src = (KERNEL_DIR / filename).read_text()
-        prog = nvrtc.createProgram(src, filename, [], [])
-        try:
-            try:
-                nvrtc.compileProgram(prog, ["-std=c++17", f"-arch={arch}", f"-I{KERNEL_DIR}"])
-            except Exception as exc:
-                raise KernelCompileError(f"NVRTC could not compile {filename} for {arch}: {exc}\n"
-                                         f"{nvrtc.getProgramLog(prog)}",
-                                         "read the first error in the log (file:line) and fix the source.") from None
-            cubin = nvrtc.getCUBIN(prog)
-        finally:
-            nvrtc.destroyProgram(prog)
-        fd, path = tempfile.mkstemp(suffix=".cubin", prefix=filename.split(".")[0] + "_")
-        with os.fdopen(fd, "wb") as f:
-            f.write(cubin)
-        _ARCH_MODULES[(filename, arch)] = cupy.RawModule(path=path)
-    kern = _ARCH_MODULES[(filename, arch)].get_function(name)
+    arch = arch_target(cc)
+    key = (filename, arch) if source is None and not options else (filename, arch, source, tuple(options))
+    if key not in _ARCH_MODULES:
+        _ARCH_MODULES[key] = cupy.RawModule(path=arch_cubin(filename, arch, source, options))
+    kern = _ARCH_MODULES[key].get_function(name)
     if check_empty and kern.num_regs < 32:
         raise ArchitectureError(f"{name} compiled to an empty kernel: the {arch} code path "
                                 f"(__CUDA_ARCH_FEAT_SM{cc[0]}{cc[1]}_ALL) was not selected.",
                                 f"compile with -arch={arch} (NVRTC) or "
                                 f"-gencode=arch=compute_{cc[0]}{cc[1]}a,code={arch}.")
     return kern
+
+
+_ARCH_CUBINS: dict = {}
+
+
+def arch_cubin(filename: str, arch: str, source: str | None = None, options: tuple[str, ...] = ()) -> str:
+    """The path of kernels/<filename> (or `source`) compiled by NVRTC for the arch-specific target `arch`
+    ('sm_90a') with extra `options`, cached per process. It compiles and loads nothing into the GPU, so a
+    sweep may compile its variants in threads first (helpers.experiments.knobs); get_arch_kernel loads it."""
+    import tempfile
+
+    from cupy_backends.cuda.libs import nvrtc
+
+    key = (filename, arch, source, tuple(options))
+    if key in _ARCH_CUBINS:
+        return _ARCH_CUBINS[key]
+    src = (KERNEL_DIR / filename).read_text() if source is None else source
+    prog = nvrtc.createProgram(src, filename, [], [])
+    try:
+        try:
+            nvrtc.compileProgram(prog, ["-std=c++17", f"-arch={arch}", f"-I{KERNEL_DIR}", *options])
+        except Exception as exc:
+            if source is not None or options:      # a learner's copy or knobs: the readable log
+                raise compile_error(filename, src, nvrtc.getProgramLog(prog)) from None
+            raise KernelCompileError(f"NVRTC could not compile {filename} for {arch}: {exc}\n"
+                                     f"{nvrtc.getProgramLog(prog)}",
+                                     "read the first error in the log (file:line) and fix the source.") from None
+        cubin = nvrtc.getCUBIN(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    fd, path = tempfile.mkstemp(suffix=".cubin", prefix=filename.split(".")[0] + "_")
+    with os.fdopen(fd, "wb") as f:
+        f.write(cubin)
+    _ARCH_CUBINS[key] = path
+    return path

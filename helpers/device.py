@@ -33,7 +33,7 @@ class Peaks:
     bf16: float | None   # tensor core, BF16 inputs, FP32 accumulate
     mem_gbs: float
     source: str
-    fp8: float | None = None   # tensor core, FP8 (E4M3/E5M2) inputs, FP32 accumulate (Hopper)
+    fp8: float | None = None   # tensor core, FP8 (E4M3/E5M2) inputs, FP32 accumulate (where entered)
 
     def for_kernel(self, inputs: str, acc: str) -> float | None:
         """The ceiling that applies to a kernel with these input and accumulator formats."""
@@ -67,9 +67,26 @@ class Peaks:
 #          FP8: 3958 (SXM5) and 3026 (PCIe) "with sparsity", so 1979 and 1513 dense.
 #  [H200]  NVIDIA H200 datasheet: SXM same compute as H100 SXM, 4800 GB/s (HBM3e).
 #          The H200 NVL (PCIe) reports the same name and is slower (835.5 BF16 dense).
+#  [GB202] NVIDIA RTX Blackwell GPU Architecture whitepaper, Appendix A (GeForce RTX 5090),
+#          https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/nvidia-rtx-blackwell-gpu-architecture.pdf:
+#          104.8 FP32 (non-Tensor), 104.8 TF32, 209.5 FP16 with FP32 accumulate, 419 with FP16
+#          accumulate, 209.5 BF16, 419 FP8 with FP32 accumulate (dense; 838 with sparsity), 1792 GB/s.
+#          Compute capability 12.0: mma.sync (FP8 too), cp.async, TMA; no wgmma, no tensor memory.
+#          The other RTX 50 cards have their own rows in the same appendix; only the 5090 is entered here.
+#  [B200]  NVIDIA HGX B200 specifications, "Individual Blackwell GPU Specifications" (per GPU,
+#          https://www.nvidia.com/en-us/data-center/hgx/): FP32 75, TF32 2.2 PFLOPS, FP16/BF16 4.5 PFLOPS,
+#          FP8 9 PFLOPS, all tensor rates "with sparsity" (dense: 1100, 2250, 4500), 7.7 TB/s HBM3e.
+#          NVIDIA's DGX B200 datasheet (https://resources.nvidia.com/en-us-dgx-systems/dgx-b200-datasheet:
+#          8 GPUs, 36 PFLOPS FP16/BF16 and 72 PFLOPS FP8 with sparsity) gives the same dense tensor rates
+#          per GPU but 64 TB/s for 8 (8 TB/s each), as does the Blackwell Architecture Technical Brief
+#          (https://resources.nvidia.com/en-us-blackwell-architecture), which also lists 80 FP32: the
+#          documents differ in FP32 and bandwidth; the table takes the HGX page's lower figures.
+#          Compute capability 10.0 (sm_100a code: tcgen05, tensor memory); no wgmma.
 # Datacenter parts run FP16 with FP32 accumulation at the full tensor rate; GeForce
-# parts (3090, 4090) at half the FP16-accumulate rate.
+# parts (3090, 4090, 5090) at half the FP16-accumulate rate.
 PEAKS_TABLE: list[tuple[tuple[str, ...], Peaks]] = [
+    (("B200",), Peaks("NVIDIA B200 (HGX)", 75.0, 1100.0, 2250.0, 2250.0, 2250.0, 7700,
+                      "HGX B200 specifications", 4500.0)),
     (("H200",), Peaks("NVIDIA H200 SXM", 67.0, 494.7, 989.4, 989.4, 989.4, 4800, "H200 datasheet", 1979.0)),
     (("H100", "PCIe"), Peaks("NVIDIA H100 PCIe", 51.0, 378.0, 756.0, 756.0, 756.0, 2000, "H100 datasheet", 1513.0)),
     (("H100",), Peaks("NVIDIA H100 SXM5", 67.0, 494.7, 989.4, 989.4, 989.4, 3350, "H100 datasheet", 1979.0)),
@@ -79,6 +96,8 @@ PEAKS_TABLE: list[tuple[tuple[str, ...], Peaks]] = [
     (("L40S",), Peaks("NVIDIA L40S", 91.6, 183.0, 362.0, 362.0, 362.0, 864, "L40S datasheet")),
     (("L4",), Peaks("NVIDIA L4", 30.3, 60.0, 121.0, 121.0, 121.0, 300, "L4 datasheet")),
     (("A10",), Peaks("NVIDIA A10", 31.2, 62.5, 125.0, 125.0, 125.0, 600, "A10 datasheet")),
+    (("RTX 5090",), Peaks("NVIDIA GeForce RTX 5090", 104.8, 104.8, 209.5, 419.0, 209.5, 1792,
+                          "RTX Blackwell whitepaper, App. A", 419.0)),
     (("RTX 4090",), Peaks("NVIDIA GeForce RTX 4090", 82.6, 82.6, 165.2, 330.3, 165.2, 1008, "Ada whitepaper, App. A")),
     (("RTX 3090",), Peaks("NVIDIA GeForce RTX 3090", 35.6, 35.6, 71.0, 142.0, 71.0, 936, "GA102 whitepaper, App. A")),
     (("V100", "PCIE"), Peaks("NVIDIA V100 PCIe", 14.0, None, 112.0, 112.0, None, 900, "V100 datasheet")),
@@ -96,12 +115,19 @@ def _has_phrase(words: list[str], phrase: str) -> bool:
     return any(words[i:i + len(p)] == p for i in range(len(words) - len(p) + 1))
 
 
+# Names that contain a key of the table but are other products, whose figures the table does not hold:
+# the GeForce RTX 5090 D (a variant sold in China) is not the RTX 5090 of the whitepaper's appendix.
+NOT_IN_TABLE: tuple[str, ...] = ("RTX 5090 D",)
+
+
 def peaks_for(name: str) -> Peaks | None:
     """Peak rates for a GPU name as CUDA reports it ('NVIDIA H200', 'Tesla T4', ...), or None.
 
     Keys match whole words ('L4' does not match 'L40', 'T4' not 'T400').
     """
     words = _words(name)
+    if any(_has_phrase(words, other) for other in NOT_IN_TABLE):
+        return None
     for keys, peaks in PEAKS_TABLE:
         if all(_has_phrase(words, k) for k in keys):
             return peaks

@@ -7,12 +7,15 @@ and the README says so).
     python tools/colab.py --check   # exit 1 if anything is not as generated; write nothing
 
 Each lesson gets, right after its title cell, a code cell (slide type `skip`: not on the slides)
-that makes `helpers` importable: a no-op that says so in a clone or where the course is installed;
-on Colab (google.colab imported) it pip-installs the course from the repository's archive and says
-what it did; anywhere else it prints the command that installs it. Its output is the same line on
-every machine that has the course, so nbval compares it. With an address set, the title cell ends
-with the lesson's "Open in Colab" link. Both halves of a lesson pair are written (the .ipynb with
-nbformat, keeping outputs and ids; the text through jupytext with notebooks/jupytext.toml).
+that makes `helpers` importable: a no-op that says so in a clone or where the course is installed.
+On Colab (google.colab importable) it pip-installs a course wheel (`<name>-*.whl`, <name> from
+pyproject.toml's [project] name, as `pip wheel . --no-deps` names it) found next to the notebook, in
+the current folder or in /content, and says so in one line; with no wheel there it installs the
+repository's archive when an address is set, and otherwise prints the two steps that give it a wheel.
+Anywhere else it prints the command that installs the course. Its output is the same line on every
+machine that has the course, so nbval compares it. With an address set, the title cell ends with the
+lesson's "Open in Colab" link. Both halves of a lesson pair are written (the .ipynb with nbformat,
+keeping outputs and ids; the text through jupytext with notebooks/jupytext.toml).
 """
 from __future__ import annotations
 
@@ -44,6 +47,23 @@ def repository_url(pyproject: Path = ROOT / "pyproject.toml") -> str | None:
     return url or None
 
 
+def package_name(pyproject: Path = ROOT / "pyproject.toml") -> str:
+    """[project] name of pyproject.toml ('tensor-core-course')."""
+    text = pyproject.read_text()
+    try:
+        import tomllib
+    except ImportError:                                   # Python 3.10: the one key, read by hand
+        m = re.search(r'^\[project\][^\[]*?^name\s*=\s*"([^"]*)"', text, re.M | re.S)
+        return m.group(1) if m else ""
+    return tomllib.loads(text).get("project", {}).get("name", "")
+
+
+def wheel_prefix(name: str) -> str:
+    """How a wheel's file name starts for project `name` (PEP 427: runs of -_. become _):
+    'tensor-core-course' -> 'tensor_core_course'."""
+    return re.sub(r"[-_.]+", "_", name)
+
+
 def _github(repo: str) -> str:
     """'owner/name' of a GitHub address (Colab opens notebooks from GitHub)."""
     m = re.fullmatch(r"https://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?", repo)
@@ -61,22 +81,41 @@ def archive_url(repo: str) -> str:
     return f"https://github.com/{_github(repo)}/archive/refs/heads/{BRANCH}.zip"
 
 
-def setup_source(repo: str | None) -> str:
-    """The setup cell: nothing to do where helpers imports; on Colab, pip install the archive."""
+def setup_source(repo: str | None, package: str | None = None) -> str:
+    """The setup cell: nothing to do where helpers imports; on Colab, pip install a course wheel found
+    next to the notebook, in the current folder or in /content (else the archive, when there is an
+    address; else print how to get a wheel there); elsewhere, print the command that installs it."""
     archive = repr(archive_url(repo)) if repo else "None  # the repository has no public address yet"
     how = ('f"pip install {ARCHIVE}"' if repo
            else '"pip install -e /path/to/a/clone/of/the/course"')
-    return f'''{SETUP_MARK} from pyproject.toml's [project.urls]): makes `helpers` importable
-import importlib.util, subprocess, sys
+    wheels = f"{wheel_prefix(package or package_name())}-*.whl"
+    return f'''{SETUP_MARK} from pyproject.toml): makes `helpers` importable
+import glob, importlib.util, os, subprocess, sys
 ARCHIVE = {archive}
+try:
+    import google.colab  # noqa: F401  (importable on Colab only)
+    COLAB = True
+except ImportError:
+    COLAB = False
 if importlib.util.find_spec("helpers"):
     print("helpers is importable (a clone, or the course installed): nothing to install")
-elif "google.colab" in sys.modules and ARCHIVE:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", ARCHIVE], check=True)
-    importlib.invalidate_caches()
-    print("Colab: installed the course (helpers, kernels, recorded results) from", ARCHIVE)
+elif COLAB:  # a course wheel next to the notebook, in this folder or in /content; else the archive
+    here = [os.path.dirname(os.environ.get("JPY_SESSION_NAME", "")), os.getcwd(), "/content"]
+    found = sorted({{w for d in here if d for w in glob.glob(os.path.join(d, "{wheels}"))}})
+    source = found[-1] if found else ARCHIVE
+    if source:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source], check=True,
+                       env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
+        importlib.invalidate_caches()
+        print("Colab: installed the course (helpers, kernels, recorded results) from",
+              os.path.basename(source) if found else source)
+    else:
+        print("Colab: the course is not installed here. 1. Get its wheel, {wheels}: run "
+              "`pip wheel . --no-deps` in a clone of the course, or take a release's. 2. Upload it into "
+              "Colab's Files pane (/content) or next to this lesson, then run this cell again.")
 else:
-    print("helpers is not importable here; install the course, then restart the kernel:", {how})'''
+    print("helpers is not importable here; install the course, then restart the kernel:",
+          {how})'''
 
 
 def link_line(repo: str, lesson: str) -> str:
@@ -122,15 +161,23 @@ def apply(nb, lesson: str, repo: str | None) -> bool:
 
 
 def readme_block(repo: str | None) -> str:
+    upload = ("open a lesson notebook in Colab (File > Upload notebook) and upload the course's wheel into its "
+              "Files pane (`/content`): the wheel from `pip wheel . --no-deps` in a clone, or a release's `.whl`. "
+              "The lesson's first code cell finds the wheel (next to the notebook, in the current folder or in "
+              "`/content`), installs it and says so in one line; without one it prints these two steps. The GPU "
+              "backend uses Colab's CuPy; what a T4 runs is in \"What runs where\". `tests/test_colab.py` runs "
+              "lesson 01 this way in a simulated Colab (an empty folder holding the lesson and the wheel, a Python "
+              "without the course, a stand-in `google.colab`), on the CPU backend; not on Colab itself.")
     if repo:
         body = (f"- **Colab**: [Open in Colab]({colab_url(repo, '00_start_here')}) (lesson 00; every lesson's "
-                "title cell links to its own). The lesson's first code cell installs the course from the "
-                f"repository's archive (`pip install {archive_url(repo)}`); the GPU backend uses Colab's CuPy.")
+                "title cell links to its own): the lesson's first code cell installs the course from the "
+                f"repository's archive (`pip install {archive_url(repo)}`) when no course wheel is next to it. "
+                f"Or {upload}")
     else:
-        body = ("- **Colab**: no link yet: the Colab links await a public address of the repository. Set "
-                "`Repository` under `[project.urls]` in `pyproject.toml` (a GitHub address) and run `make "
-                "notebooks`: every lesson's title cell and this line then link to Colab, and each lesson's "
-                "setup cell installs the course there from the repository's archive.")
+        body = (f"- **Colab**, by upload: {upload} No Colab links yet: they await a public "
+                "address of the repository (`Repository` under `[project.urls]` in `pyproject.toml`, a GitHub "
+                "address, then `make notebooks`: every lesson's title cell and this line then link to Colab, "
+                "and the setup cell falls back to the repository's archive).")
     return f"{README_BEGIN}\n{body}\n{README_END}"
 
 

@@ -20,7 +20,9 @@
 #   STAGE_TIMEOUT=3600  seconds each stage may run
 #   RECORD_ARGS, NCU_ARGS, NBVAL   extra arguments (NBVAL: the nbval options, as `make nbval` uses them)
 #   RECORDS=asis        nbval against results/*.json as they are (after `make notebooks` on a new record, or
-#                       in a copied tree whose .git is older than its files)
+#                       in a copied tree whose .git is older than its files); also what happens, without
+#                       RECORDS, when the course root is not the top of a git checkout (a copy of the course
+#                       inside another repository: that repository does not track results/)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-python3}
@@ -60,6 +62,14 @@ restore_records() {
     rm -rf "$ASIDE"
   fi
 }
+# Whether results/ belongs to the course's own git repository: true when the repository git finds here has
+# the course root as its top level. A copy of the course inside another checkout is not (git would answer
+# for that other repository, which does not track results/), and counts as no checkout at all.
+course_repo() {
+  local top
+  top=$(git rev-parse --show-toplevel 2>/dev/null) || return 1
+  [[ -n $top && "$(cd "$top" && pwd -P)" == "$(pwd -P)" ]]
+}
 with_committed_records() {
   restore_records
   if [[ ${RECORDS:-} == asis ]]; then     # RECORDS=asis: the notebooks were made from results/ as they are now
@@ -67,8 +77,8 @@ with_committed_records() {
     "$@"
     return $?
   fi
-  if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    echo "(not a git checkout: nbval runs against results/*.json as they are)"
+  if ! course_repo; then
+    echo "(results/ is not in a git checkout of the course itself: nbval runs against results/*.json as they are)"
     "$@"
     return $?
   fi
@@ -142,7 +152,7 @@ key_line() {
 {
   echo "== make gpu-check on $(hostname), $(date -u +%FT%TZ)"
   echo "GPU: $gpu_name ($arch); stages: $STAGES; PY=$PY"
-  if commit=$(git rev-parse --short HEAD 2>/dev/null); then
+  if course_repo && commit=$(git rev-parse --short HEAD 2>/dev/null); then
     echo "commit: $commit$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
   fi
   # the code that ran, whatever the checkout's git metadata says (a copied tree can carry a stale .git)

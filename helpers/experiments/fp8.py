@@ -9,7 +9,8 @@ Experiment ``fp8`` (``python -m helpers.record --update-experiments fp8``), on a
   compared with the CPU model (helpers.emulate) element by element;
 * ``match_1024``: the model against the GPU on a random 1024^3 N(0,1) product, every element;
 * ``sweep``: error against K (256 x 256 outputs, K up to 65536) of every kernel and of cuBLASLt's FP8
-  GEMM (PyTorch's torch._scaled_mm, with and without its fast-accumulation switch), against float64;
+  GEMM (nvmath-python where installed, else PyTorch's torch._scaled_mm; each row's ``path`` says which;
+  with and without its fast-accumulation switch), against float64;
 * ``speed``: TFLOP/s at 4096^3 and 8192^3 (cold L2, CUDA events, clocks), next to cuBLAS FP16 and
   cuBLASLt FP8, each kernel's result checked (helpers.check) first.
 
@@ -161,12 +162,17 @@ def run_match_1024(kernels) -> list[dict]:
 
 
 def _torch_fp8(A8, Bt8, fast):
-    from ..fp8_gemm import torch_scaled_mm
+    """cuBLASLt's FP8 GEMM (helpers.fp8_gemm.cublaslt_fp8: nvmath-python where it is installed, else
+    PyTorch's torch._scaled_mm) as ((launch, output, path), None), or (None, why not)."""
+    from ..fp8_gemm import cublaslt_fp8
 
     try:
-        return torch_scaled_mm(A8, Bt8, fast), None
+        t = cublaslt_fp8(A8, Bt8, fast)
     except Exception as exc:  # noqa: BLE001 - report, do not stop the experiment
         return None, f"{type(exc).__name__}: {exc}"[:300]
+    if t is None:
+        return None, "neither nvmath-python nor PyTorch is installed (cuBLASLt's FP8 GEMM goes through one of them)"
+    return t, None
 
 
 def run_sweep(kernels) -> list[dict]:
@@ -194,7 +200,8 @@ def run_sweep(kernels) -> list[dict]:
                 name = "cublaslt_fp8_fast" if fast else "cublaslt_fp8"
                 t, err = _torch_fp8(A8, Bt8, fast)
                 if t is not None:
-                    rows.append({"dist": dist, "K": K, "kernel": name, **stats(cupy.from_dlpack(t[1].contiguous()))})
+                    rows.append({"dist": dist, "K": K, "kernel": name, "path": t[2],
+                                 **stats(cupy.from_dlpack(t[1].contiguous()))})
                 else:
                     rows.append({"dist": dist, "K": K, "kernel": name, "skipped": err or "PyTorch not installed"})
     return rows
@@ -230,6 +237,7 @@ def run_speed(kernels) -> list[dict]:
                 rows.append({"kernel": name, "n": n, "skipped": err or "PyTorch not installed"})
             else:
                 timed(name, t[0])
+                rows[-1]["path"] = t[2]
         for k in kernels:
             if k == "fp8_mma_sync" and n > 4096:
                 continue
