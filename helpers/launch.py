@@ -135,18 +135,30 @@ def require_runs_here(spec: GemmKernel, gpu) -> None:
     require_cc(spec.name, spec.min_cc, gpu)
 
 
-def gpu_kernel(key):
+def _variant(source, options) -> dict:
+    """The keywords that compile a variant of an entry's file (an edited copy `source`, extra NVRTC
+    `options` such as -D knobs: helpers.tryout); none for the file as it is."""
+    out = {}
+    if source is not None:
+        out["source"] = source
+    if options:
+        out["options"] = tuple(options)
+    return out
+
+
+def gpu_kernel(key, source: str | None = None, options: tuple = ()):
     """The compiled RawKernel of `key` on this GPU, with its dynamic shared-memory limit raised when
-    it needs more than DEFAULT_SMEM_LIMIT; ArchitectureError when this GPU cannot run it."""
+    it needs more than DEFAULT_SMEM_LIMIT; ArchitectureError when this GPU cannot run it. source /
+    options: compile a variant instead (an edited copy of the entry's file, -D knobs; helpers.tryout)."""
     from .compile import get_arch_kernel, get_kernel
     from .device import require_gpu
 
     spec = lookup(key)
     require_runs_here(spec, require_gpu(f"kernel {spec.name}"))
     if spec.only_cc is not None:
-        kern = get_arch_kernel(spec.file, spec.name, spec.only_cc)
+        kern = get_arch_kernel(spec.file, spec.name, spec.only_cc, **_variant(source, options))
     else:
-        kern = get_kernel(spec.file, spec.name, spec.min_cc)
+        kern = get_kernel(spec.file, spec.name, spec.min_cc, **_variant(source, options))
     if spec.dyn_smem > DEFAULT_SMEM_LIMIT and kern.max_dynamic_shared_size_bytes < spec.dyn_smem:
         kern.max_dynamic_shared_size_bytes = spec.dyn_smem   # cudaFuncSetAttribute(MaxDynamicSharedMemorySize)
     return kern
@@ -155,15 +167,18 @@ def gpu_kernel(key):
 _RESIDENT: dict = {}
 
 
-def resident_blocks(key) -> tuple[int, str]:
+def resident_blocks(key, source: str | None = None, options: tuple = ()) -> tuple[int, str]:
     """(blocks, why) for a persistent kernel: one per SM, as many as fit at once; for a clustered
     kernel, whole clusters only, and no more than the driver says fit at once (a cluster's blocks
-    share a GPC, and a GPC's SMs need not divide into whole clusters)."""
+    share a GPC, and a GPC's SMs need not divide into whole clusters). source / options: a variant
+    (helpers.tryout), asked about apart from the entry."""
     from .device import require_gpu
 
     spec = lookup(key)
-    if spec.name in _RESIDENT:
-        return _RESIDENT[spec.name]
+    var = _variant(source, options)
+    slot = spec.name if not var else (spec.name, spec.dyn_smem, spec.block, source, tuple(options))
+    if slot in _RESIDENT:
+        return _RESIDENT[slot]
     gpu = require_gpu(f"kernel {spec.name}")
     n, why = gpu.sms, f"one block per SM ({gpu.sms} SMs)"
     if spec.cluster is not None:
@@ -171,13 +186,14 @@ def resident_blocks(key) -> tuple[int, str]:
 
         c = int(np.prod(spec.cluster))
         n = gpu.sms // c * c
-        fit = max_active_clusters(gpu_kernel(spec), spec.block, spec.dyn_smem, spec.cluster, grid=(n, 1, 1))
+        fit = max_active_clusters(gpu_kernel(spec, **var), spec.block, spec.dyn_smem, spec.cluster,
+                                  grid=(n, 1, 1))
         if fit is None:
             why = f"{n // c} clusters of {c} on {gpu.sms} SMs (the driver could not say how many fit at once)"
         else:
             n = min(n, fit * c)
             why = f"{n // c} clusters of {c} (the driver: {fit} fit at once on {gpu.sms} SMs)"
-    _RESIDENT[spec.name] = (n, why)
+    _RESIDENT[slot] = (n, why)
     return n, why
 
 
@@ -226,28 +242,32 @@ def _cluster_launch(spec: GemmKernel, kern, grid, args):
     return go
 
 
-def kernel_resources(key) -> dict:
-    """Registers per thread, static/dynamic shared memory and local memory (spills) per the driver."""
+def kernel_resources(key, source: str | None = None, options: tuple = ()) -> dict:
+    """Registers per thread, static/dynamic shared memory and local memory (spills) per the driver
+    (of a variant, with source / options: helpers.tryout)."""
     spec = lookup(key)
-    k = gpu_kernel(spec)
+    k = gpu_kernel(spec, **_variant(source, options))
     return {"regs": int(k.num_regs), "smem_static": int(k.shared_size_bytes), "smem_dynamic": int(spec.dyn_smem),
             "smem": int(k.shared_size_bytes) + int(spec.dyn_smem), "spills": int(k.local_size_bytes)}
 
 
-def launcher(key, A, B, pad: bool = False):
+def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options: tuple = ()):
     """For timing: returns (run, C, (M, N)); run() launches once on device arrays.
 
     A and B must already be CuPy arrays. C is the padded output, poisoned with NaN once (crop it
     with C[:M, :N]); poison it again before a launch whose output you check. For a kernel that
     reads B^T, run() also transposes B into a preallocated B^T (the timing includes it), and
-    run.kernel_only() launches the kernel alone on the B^T the last run() left.
+    run.kernel_only() launches the kernel alone on the B^T the last run() left. source / options:
+    launch a variant of the entry's kernel with the entry's settings (helpers.tryout passes an entry
+    whose shared memory and tile multiples follow its knobs).
     """
     import cupy
 
     spec, A, B, (M, N, K), (Mp, Np, Kp) = prepare(key, A, B, pad)
-    kern = gpu_kernel(spec)
+    var = _variant(source, options)
+    kern = gpu_kernel(spec, **var)
     C = cupy.full((Mp, Np), np.nan, dtype=spec.out_dtype)
-    grid = (resident_blocks(spec)[0], 1) if spec.persistent else spec.grid(Mp, Np)
+    grid = (resident_blocks(spec, **var)[0], 1) if spec.persistent else spec.grid(Mp, Np)
     if spec.cluster is not None and any(g % c for g, c in zip(grid, spec.cluster)):
         raise InputError(f"{spec.name}'s grid {grid} is not a whole number of {spec.cluster} clusters.",
                          "make the block tile divide the padded sizes into whole clusters (tile_mn in the registry).")

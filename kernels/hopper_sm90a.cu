@@ -39,7 +39,9 @@
 #define HBM 128                               // rows of C per block tile
 #define HBN 256                               // columns of C per block tile
 #define HBK 64                                // K per pipeline stage: 64 halves = 128 bytes = one swizzle row
-#define HSTAGES 4                             // pipeline stages
+#ifndef HSTAGES
+#define HSTAGES 4                             // pipeline stages (a knob, see below)
+#endif
 #define BOX_N 64                              // columns of B per TMA box (128 bytes: one swizzle row)
 #define A_STAGE_BYTES (HBM * HBK * 2)         // 16 KB of A per stage
 #define B_BOX_BYTES (HBK * BOX_N * 2)         // 8 KB: one box of B, 64 k-rows x 64 columns
@@ -53,8 +55,32 @@
 #define HOPPER_SMEM (HSTAGES * STAGE_BYTES + SMEM_SLACK + BAR_BYTES)                 // rungs 8-12
 #define HOPPER_STORE_SMEM (HSTAGES * STAGE_BYTES + EPI_BYTES + SMEM_SLACK + BAR_BYTES)  // rung 13
 #define WS_THREADS 384                        // rungs 9-13: 3 warpgroups (1 producer, 2 consumers)
+#ifndef GROUP_M
 #define GROUP_M 8                             // rungs 11-13: tile rows per group of the L2-aware order
+#endif
+#ifndef CLUSTER_M
 #define CLUSTER_M 2                           // rungs 12-13: CTAs per cluster, along M
+#endif
+#ifndef PRODUCER_REGS
+#define PRODUCER_REGS 40                      // rungs 9-13: registers per producer thread after setmaxnreg.dec
+#endif
+// The consumers take what the producer gives away: the CTA's pool is the 168 registers per thread that
+// __launch_bounds__(384, 1) allows at entry, times 384 threads; each consumer gets half of the rest, in
+// steps of 8 (setmaxnreg's unit). 40 -> 232.
+#define CONSUMER_REGS ((168 * 3 - PRODUCER_REGS) / 2 / 8 * 8)
+
+// Knobs: compile-time values to change without editing the code (helpers.try_kernel(like, KNOB=value)
+// compiles this file with -DKNOB=value; helpers.tryout.KNOBS lists the values each rung allows and what
+// each teaches). Every default is the rung as recorded.
+//   HSTAGES        rungs 8-13: pipeline stages (4; 48 KB of shared memory each)
+//   PRODUCER_REGS  rungs 9-13: the producer's registers after setmaxnreg.dec (40); CONSUMER_REGS follows
+//   GROUP_M        rungs 11-13: tile rows per group of the L2-aware order (8)
+//   CLUSTER_M      rungs 12-13: CTAs per cluster sharing B by multicast (2; 1 = no cluster)
+static_assert(HSTAGES >= 2 && 2 * HSTAGES * 8 <= BAR_BYTES, "HSTAGES: 2 or more, and full[] + empty[] fit BAR_BYTES");
+static_assert(PRODUCER_REGS % 8 == 0 && PRODUCER_REGS >= 24 && CONSUMER_REGS <= 256,
+              "setmaxnreg takes multiples of 8 from 24 to 256");
+static_assert((HBN / BOX_N) % CLUSTER_M == 0 && GROUP_M % CLUSTER_M == 0,
+              "CLUSTER_M must divide the 4 boxes of B and GROUP_M");
 
 // __cluster_dims__ exists from sm_90 on; `make kernels-check` also builds this file for sm_80
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
@@ -370,7 +396,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
 
     if (wg == 0) {
         // ------------------------------------------------------------ producer warpgroup
-        regs_dec<40>();                                        // it needs few registers: give them away
+        regs_dec<PRODUCER_REGS>();                             // it needs few registers: give them away
         if (threadIdx.x == 0) {
             int s = 0;
             u32 phase = 0;
@@ -404,7 +430,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         }
     } else {
         // ------------------------------------------------------------ consumer warpgroups
-        regs_inc<232>();                                       // 128 accumulators + addresses
+        regs_inc<CONSUMER_REGS>();                             // 128 accumulators + addresses
         const int cw = wg - 1;                                 // rows 64 cw .. 64 cw + 63 of the tile
         const int lane = threadIdx.x % 32;
         int s = 0;

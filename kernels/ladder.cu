@@ -27,12 +27,37 @@ using namespace nvcuda;
 
 #define BM 128
 #define BN 128
-#define BK 32
+#ifndef BK
+#define BK 32          // K-depth of a shared-memory tile (a knob, see below)
+#endif
 #define NTHREADS 256
 #define WM 64          // warp tile rows
 #define WN 32          // warp tile columns
 #define FM (WM / 16)   // 4 fragments down
 #define FN (WN / 16)   // 2 fragments across
+
+// ---------------------------------------------------------------------------
+// Knobs: compile-time values to change without editing the code
+// (helpers.try_kernel(like, KNOB=value) compiles this file with -DKNOB=value;
+// helpers.tryout.KNOBS lists the values each rung allows and what each
+// teaches). Every default is the rung as recorded.
+//   BK          K-depth of a tile, all rungs (32; 16 or 64)
+//   RUNG2_PAD   rung 2's padding per shared-memory row, in halves (0)
+//   SMEM_PAD    rungs 3-6's padding per shared-memory row, in halves (8)
+//   STAGES      rungs 5-6: shared-memory buffers of the cp.async pipeline (4)
+//   WAIT_GROUP  rungs 5-6: cp.async groups left in flight when a thread
+//               waits for its tile (STAGES - 2: all but the one it needs)
+//   LDMATRIX    rung 6: 1 = ldmatrix.x4 loads the fragments, 0 = each thread
+//               loads its own fragment registers with 32-bit shared loads (1)
+#ifndef RUNG2_PAD
+#define RUNG2_PAD 0
+#endif
+#ifndef SMEM_PAD
+#define SMEM_PAD 8
+#endif
+static_assert(BK % 16 == 0, "BK must be a multiple of 16, the k of one MMA");
+static_assert(RUNG2_PAD % 8 == 0 && SMEM_PAD % 8 == 0,
+              "padding must be a multiple of 8 halves: WMMA's ldm and 16-byte copies need it");
 
 // ---------------------------------------------------------------------------
 // The inner step shared by the WMMA rungs: one BK-deep slice of the block tile
@@ -131,7 +156,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 2) ladder_smem_tiled(cons
 extern "C" __global__ void ladder_smem_tiled(const half* __restrict__ A, const half* __restrict__ B,
     float* __restrict__ C, int M, int N, int K)
 {
-    tiled_body<0>(A, B, C, M, N, K);
+    tiled_body<RUNG2_PAD>(A, B, C, M, N, K);
 }
 
 // Rung 3 -- padding (skew) against bank conflicts.
@@ -143,11 +168,15 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 2) ladder_smem_padded(con
 extern "C" __global__ void ladder_smem_padded(const half* __restrict__ A, const half* __restrict__ B,
     float* __restrict__ C, int M, int N, int K)
 {
-    tiled_body<8>(A, B, C, M, N, K);
+    tiled_body<SMEM_PAD>(A, B, C, M, N, K);
 }
 
 // ---------------------------------------------------------------------------
 #define PAD 8
+#if SMEM_PAD != 8      // knob SMEM_PAD: another padding for rungs 4-6 (rung 3 reads SMEM_PAD)
+#undef PAD
+#define PAD SMEM_PAD
+#endif
 #define LDA_S (BK + PAD)   // 40 halves = 80 bytes per As row
 #define LDB_S (BN + PAD)   // 136 halves = 272 bytes per Bs row
 
@@ -199,7 +228,15 @@ extern "C" __global__ void ladder_vec16(const half* __restrict__ A, const half* 
 // cp.async (sm_80+): a copy from global to shared memory that does not pass
 // through registers and does not block the thread; commit_group / wait_group
 // count groups of such copies.
+#ifndef STAGES
 #define STAGES 4
+#endif
+#ifndef WAIT_GROUP
+#define WAIT_GROUP (STAGES - 2)
+#endif
+static_assert(STAGES >= 2, "the pipeline needs at least 2 stages: one computed, one loading");
+static_assert(WAIT_GROUP >= 0 && WAIT_GROUP <= STAGES - 2,
+              "WAIT_GROUP above STAGES - 2 would let a thread read a tile whose copies are still in flight");
 #define STAGE_A (BM * LDA_S)                     // halves per stage of A (10240 bytes)
 #define STAGE_B (BK * LDB_S)                     // halves per stage of B (8704 bytes)
 #define PIPE_SMEM_BYTES (STAGES * (STAGE_A + STAGE_B) * 2)   // 75776 bytes: needs the >48 KB opt-in
@@ -286,7 +323,7 @@ extern "C" __global__ void ladder_cp_async(const half* __restrict__ A, const hal
         cp_async_commit();
     }
     for (int kt = 0; kt < ktiles; ++kt) {
-        cp_async_wait<STAGES - 2>();   // this thread's copies of tile kt have landed
+        cp_async_wait<WAIT_GROUP>();   // this thread's copies of tile kt have landed
         __syncthreads();               // ... everyone's have; and tile kt-1 is no longer read
         const int next = kt + STAGES - 1;
         if (next < ktiles) load_stage_async(smem, next % STAGES, next, A, B, N, K, row0, col0, tid);
@@ -325,6 +362,18 @@ __device__ __forceinline__ void store2(float* p, float x, float y)
 
 #define MT (WM / 16)   // 4 m16 tiles per warp
 #define NT (WN / 8)    // 4 n8 tiles per warp
+#ifndef LDMATRIX
+#define LDMATRIX 1
+#endif
+
+#if !LDMATRIX
+// knob LDMATRIX=0: two halves in one register, `lo` in the low 16 bits (the fragment order)
+__device__ __forceinline__ unsigned pack_halves(half lo, half hi)
+{
+    __half2 v = __halves2half2(lo, hi);
+    return *reinterpret_cast<unsigned*>(&v);
+}
+#endif
 
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const half* p)
 {
@@ -385,7 +434,7 @@ extern "C" __global__ void ladder_mma_sync(const half* __restrict__ A, const hal
         cp_async_commit();
     }
     for (int kt = 0; kt < ktiles; ++kt) {
-        cp_async_wait<STAGES - 2>();
+        cp_async_wait<WAIT_GROUP>();
         __syncthreads();
         const int next = kt + STAGES - 1;
         if (next < ktiles) load_stage_async(smem, next % STAGES, next, A, B, N, K, row0, col0, tid);
@@ -397,6 +446,7 @@ extern "C" __global__ void ladder_mma_sync(const half* __restrict__ A, const hal
         for (int kk = 0; kk < BK; kk += 16) {
             unsigned a[MT][4];
             unsigned b[NT][2];
+#if LDMATRIX
 #pragma unroll
             for (int i = 0; i < MT; ++i)
                 ldmatrix_x4(a[i], As + (warp_m * WM + i * 16 + lrow) * LDA_S + kk + lcol);
@@ -407,6 +457,26 @@ extern "C" __global__ void ladder_mma_sync(const half* __restrict__ A, const hal
                 b[j][0] = r[0]; b[j][1] = r[1];
                 b[j + 1][0] = r[2]; b[j + 1][1] = r[3];
             }
+#else
+            // knob LDMATRIX=0: every thread loads its own registers of the layouts above
+            // (g = lane / 4, t = lane % 4): A with one 32-bit load per register, B (k runs down
+            // the rows of Bs) with two 16-bit loads per register
+            const int g = lane / 4, t = lane % 4;
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+                const half* p = As + (warp_m * WM + i * 16 + g) * LDA_S + kk + 2 * t;
+                a[i][0] = *reinterpret_cast<const unsigned*>(p);                  // (g,     2t)
+                a[i][1] = *reinterpret_cast<const unsigned*>(p + 8 * LDA_S);      // (g + 8, 2t)
+                a[i][2] = *reinterpret_cast<const unsigned*>(p + 8);              // (g,     2t + 8)
+                a[i][3] = *reinterpret_cast<const unsigned*>(p + 8 * LDA_S + 8);  // (g + 8, 2t + 8)
+            }
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const half* p = Bs + (kk + 2 * t) * LDB_S + warp_n * WN + j * 8 + g;
+                b[j][0] = pack_halves(p[0], p[LDB_S]);                  // k 2t, 2t + 1
+                b[j][1] = pack_halves(p[8 * LDB_S], p[9 * LDB_S]);      // k 2t + 8, 2t + 9
+            }
+#endif
 #pragma unroll
             for (int i = 0; i < MT; ++i)
 #pragma unroll

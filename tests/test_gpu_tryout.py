@@ -1,0 +1,191 @@
+"""GPU tests of helpers.try_kernel (helpers/tryout.py, issue 23): a learner's variant of a rung compiled,
+checked and timed beside the original and cuBLAS.
+
+Each rung 2-6 as recorded (through an edited-source copy of its file, in a child process) passes and runs at
+the original's speed; knob variants pass and take the launch settings their knobs imply; wrong edits are
+rejected with the first wrong block tile named; a syntax error comes back as the compiler's error with its
+line; an out-of-bounds write in a child process is one verdict and leaves this process's GPU context working;
+the sm_90a rungs' edited sources go through the arch-specific compile, tensor maps and clusters. Run with
+COURSE_DEVICE=gpu; skipped elsewhere.
+"""
+import os
+
+import numpy as np
+import pytest
+
+import helpers
+from helpers import tryout
+from helpers.kernels import ALL_RUNGS, ladder_smem_bytes
+
+_SESSION_DEVICE = os.environ.get("COURSE_DEVICE")
+pytestmark = pytest.mark.skipif(_SESSION_DEVICE != "gpu",
+                                reason="GPU tests run with COURSE_DEVICE=gpu on a GPU machine")
+
+
+def _runnable(k):
+    msg = ALL_RUNGS[k].skip_message(helpers.backend().gpu.cc)
+    if msg:
+        pytest.skip(msg)
+
+
+def _within_noise(r, slack=0.07):
+    """The variant and the original timed alike: their ratio within `slack` of 1 or within their spreads."""
+    v, o = r.timing["variant"], r.timing["original"]
+    spread = max((v["p90_ms"] - v["p10_ms"]) / v["ms"], (o["p90_ms"] - o["p10_ms"]) / o["ms"])
+    return abs(r.row["vs_original"] - 1.0) <= max(slack, spread)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5, 6])
+def test_each_rung_as_recorded_passes_at_the_original_speed(k):
+    """The file as it is, passed as an edited source (the learner's path: NVRTC on a string, a child
+    process): the check passes at 1000 x 1064 x 1000 (zero-padded) and at 4096^3, and the speed is the
+    original's within noise; the row has every field, cuBLAS and the clocks beside it."""
+    _runnable(k)
+    r = helpers.try_kernel(k, source=tryout.source_of(k), runs=2)
+    assert r.live and r.stage == "done" and r.passed, r.lines()
+    assert r.verdict.startswith(f"PASS {ALL_RUNGS[k].name} M=1000 N=1064 K=1000"), r.verdict
+    row = r.row
+    assert set(row) >= {"variant", "defines", "passed", "verdict", "ms", "tflops", "vs_original", "vs_cublas", "clocks"}
+    assert row["variant"] == f"{ALL_RUNGS[k].name} (your source)" and row["defines"] == ""
+    assert _within_noise(r), (row, r.timing)
+    assert 0 < row["vs_cublas"] < 1.2 and row["clocks"] and "MHz" in row["clocks"]
+    assert r.outcome["check_timed"]["passed"] and r.outcome["check_timed"]["size"] == [4096, 4096, 4096]
+    assert r.figure() is not None
+
+
+def test_knob_defaults_in_process_are_the_original():
+    """No source and no knobs: in this process, the registered kernel itself (the same module)."""
+    _runnable(5)
+    r = helpers.try_kernel(5, runs=2)
+    assert r.passed and r.stage == "done" and r.variant == "ladder_cp_async (as recorded)", r.lines()
+    assert _within_noise(r), r.timing
+
+
+@pytest.mark.parametrize("k, knobs, smem", [
+    (3, {"PAD": 0}, ("smem_static", ladder_smem_bytes(pad=0))),
+    (2, {"PAD": 8}, ("smem_static", ladder_smem_bytes(pad=8))),
+    (4, {"BK": 64}, ("smem_static", ladder_smem_bytes(pad=8, bk=64))),
+    (5, {"STAGES": 2}, ("dyn_smem", ladder_smem_bytes(stages=2))),
+    (5, {"WAIT_GROUP": 0}, ("dyn_smem", ladder_smem_bytes(stages=4))),
+    (6, {"LDMATRIX": 0}, ("dyn_smem", ladder_smem_bytes(stages=4))),
+    (6, {"STAGES": 6, "BK": 16, "PAD": 16}, ("dyn_smem", ladder_smem_bytes(stages=6, pad=16, bk=16))),
+])
+def test_knob_variants_pass_with_their_launch_settings(k, knobs, smem):
+    _runnable(k)
+    r = helpers.try_kernel(k, **knobs)
+    assert r.passed and r.stage == "done", r.lines()
+    field, want = smem
+    assert r.outcome[field] == want
+    if field == "dyn_smem":
+        assert r.resources["smem_dynamic"] == want
+    else:
+        assert r.resources["smem_static"] == want        # what the driver says the variant declares
+    assert r.outcome["tile_k"] == knobs.get("BK", 32)
+    assert r.row["defines"] == " ".join(f"-D{tryout.KNOBS[k][n].define}={v}" for n, v in knobs.items())
+
+
+def test_padding_off_is_slower_on_rung_3():
+    """Rung 3 with PAD=0 is rung 2's code: its bank conflicts cost time (the record: rung 2 ~0.75x rung 3)."""
+    _runnable(3)
+    r = helpers.try_kernel(3, PAD=0, runs=2)
+    assert r.passed and r.row["vs_original"] < 0.95, r.lines()
+
+
+def test_a_k_loop_that_stops_early_is_rejected_with_the_first_tile():
+    _runnable(5)
+    src = tryout.source_of(5, replace={
+        "    for (int kt = 0; kt < ktiles; ++kt) {\n        cp_async_wait<WAIT_GROUP>();   // this":
+        "    for (int kt = 0; kt < ktiles - 1; ++kt) {\n        cp_async_wait<WAIT_GROUP>();   // this"})
+    r = helpers.try_kernel(5, source=src)
+    assert r.live and r.stage == "check" and r.passed is False, r.lines()
+    assert r.verdict.startswith("FAIL ladder_cp_async M=1000 N=1064 K=1000"), r.verdict
+    assert "first wrong block tile: blockIdx.y = 0, blockIdx.x = 0 (rows 0-127, columns 0-127)" in r.verdict
+    assert "72 of 72 tiles wrong" in r.verdict and r.first_wrong_tile == (0, 0)
+    assert not r.timing and r.row["ms"] is None                      # a wrong result is not timed
+    assert "Traceback" not in "\n".join(r.lines())
+
+
+def test_one_wrong_element_in_one_tile_names_that_tile():
+    """rung 6, one accumulator of one thread of block (x 2, y 1) off by 1: exactly that tile is named,
+    with the element (warp 1: warp_m 0, warp_n 1; lane 37 % 32 = 5: g 1, t 1; m16 tile 1, n8 tile 2)."""
+    _runnable(6)
+    src = tryout.source_of(6, replace={
+        "    cp_async_wait<0>();\n\n    const int g = lane / 4, t = lane % 4;":
+        "    cp_async_wait<0>();\n    if (blockIdx.x == 2 && blockIdx.y == 1 && threadIdx.x == 37) acc[1][2][0] += 1.0f;\n"
+        "\n    const int g = lane / 4, t = lane % 4;"})
+    r = helpers.try_kernel(6, source=src, timing_size=None)
+    assert r.stage == "check" and not r.passed, r.lines()
+    assert r.first_wrong_tile == (1, 2)
+    assert "blockIdx.y = 1, blockIdx.x = 2 (rows 128-255, columns 256-383), C[145, 306]" in r.verdict, r.verdict
+    assert "1 of 72 tiles wrong" in r.verdict
+
+
+def test_a_syntax_error_comes_back_with_its_line():
+    _runnable(5)
+    old = "    const int ktiles = K / BK;\n\n    wmma::fragment"
+    src = tryout.source_of(5, replace={old: old.replace("K / BK;", "K / BKK;")})
+    line = src[:src.index("K / BKK;")].count("\n") + 1
+    r = helpers.try_kernel(5, source=src)
+    assert r.stage == "compile" and r.passed is False, r.lines()
+    assert f"line {line}: error: identifier \"BKK\" is undefined" in r.error, r.error
+    assert f"> {line} |     const int ktiles = K / BKK;" in r.error
+    assert r.verdict.startswith("ladder_cp_async (your source) does not compile: ")
+    assert "Traceback" not in r.error and "CompileException" not in r.error
+
+
+def test_an_out_of_bounds_write_is_a_verdict_and_this_context_survives():
+    import cupy
+
+    _runnable(5)
+    src = tryout.source_of(5, replace={
+        "    cp_async_wait<0>();\n    wmma_store_tile(C, N, row0, col0, warp_m, warp_n, acc);":
+        "    cp_async_wait<0>();\n    if (tid == 0) C[(size_t)1 << 40] = 1.0f;   // far past the end of C\n"
+        "    wmma_store_tile(C, N, row0, col0, warp_m, warp_n, acc);"})
+    r = helpers.try_kernel(5, source=src)
+    assert r.stage == "fault" and r.passed is False, r.lines()
+    assert "context is intact" in r.verdict, r.verdict
+    assert "Traceback" not in r.verdict
+    # this process's context still works: a kernel launch and a check
+    A = helpers.random_matrix(200, 72, seed=1).astype(np.float16)
+    B = helpers.random_matrix(72, 136, seed=2).astype(np.float16)
+    assert ALL_RUNGS[4].check(helpers.gemm(4, A, B, pad=True), A, B).passed
+    assert float(cupy.arange(4).sum()) == 6.0
+
+
+def test_an_in_process_variant_can_be_isolated_on_request():
+    _runnable(4)
+    r = helpers.try_kernel(4, BK=16, isolate=True, timing_size=None)
+    assert r.passed and "child process" in r.source, r.lines()
+
+
+@pytest.mark.parametrize("k", [8, 12])
+def test_hopper_rungs_as_edited_sources(k):
+    """sm_90a: the edited-source path through NVRTC for sm_90a (helpers.compile.get_arch_kernel with
+    source), tensor maps (rung 8) and 2-CTA clusters (rung 12), in a child process."""
+    _runnable(k)
+    r = helpers.try_kernel(k, source=tryout.source_of(k), runs=2)
+    assert r.passed and r.stage == "done", r.lines()
+    assert _within_noise(r, slack=0.08), r.timing
+
+
+@pytest.mark.parametrize("k, knobs, cluster", [
+    (8, {"STAGES": 2}, None),
+    (9, {"PRODUCER_REGS": 56}, None),
+    (11, {"GROUP_M": 2}, None),
+    (12, {"CLUSTER_M": 1}, None),
+    (12, {"CLUSTER_M": 4, "GROUP_M": 16}, (4, 1, 1)),
+    (13, {"STAGES": 3}, (2, 1, 1)),
+])
+def test_hopper_knob_variants_pass_with_their_launch_settings(k, knobs, cluster):
+    """sm_90a knobs (kernels/hopper_sm90a.cu), in a child process: stages change the dynamic shared memory,
+    CLUSTER_M the cluster the launcher forms (none for 1)."""
+    from helpers.kernels import HOPPER_SMEM, HOPPER_STAGE, HOPPER_STORE_SMEM
+
+    _runnable(k)
+    r = helpers.try_kernel(k, timing_size=4096, **knobs)
+    assert r.passed and r.stage == "done", r.lines()
+    stages = knobs.get("STAGES", 4)
+    want = HOPPER_SMEM + (stages - 4) * HOPPER_STAGE + (HOPPER_STORE_SMEM - HOPPER_SMEM if k == 13 else 0)
+    assert r.outcome["dyn_smem"] == r.resources["smem_dynamic"] == want
+    spec, settings, _ = tryout.validate_knobs(k, knobs)
+    assert tryout.variant_entry(spec, settings).cluster == (cluster if k >= 12 else None)
