@@ -59,3 +59,99 @@ def table(rows: list[dict], columns: list[str], headers: list[str] | None = None
             cells.append(format(v, fmt[c]) if c in fmt and v not in ("", None) else str(v))
         lines.append("| " + " | ".join(cells) + " |")
     return Markdown("\n".join(lines))
+
+
+# --------------------------------------------------------------------------- a rung's changed lines
+_DEVICE_FN = re.compile(r"^(?:template\s*<[^>]*>\s*)?(?:static\s+)?__device__\s+(?:__forceinline__\s+|inline\s+)*"
+                        r"[\w:<>,\s\*&]+?\b(\w+)\s*\(", re.M)
+
+
+def _block_from(text: str, start: int) -> str:
+    """Text from `start` to the closing brace of the first {...} block after it."""
+    depth, i, started = 0, text.index("{", start), False
+    while i < len(text):
+        if text[i] == "{":
+            depth += 1
+            started = True
+        elif text[i] == "}":
+            depth -= 1
+            if started and depth == 0:
+                return text[start:i + 1]
+        i += 1
+    return text[start:]
+
+
+def device_functions(filename: str) -> dict[str, str]:
+    """{name: source} of the __device__ functions (and function templates) defined in kernels/<filename>
+    and the headers it includes from kernels/, in file order."""
+    text = (KERNEL_DIR / filename).read_text()
+    out: dict[str, str] = {}
+    for inc in re.findall(r'#include\s+"([^"]+)"', text):
+        if (KERNEL_DIR / inc).is_file():
+            out.update(device_functions(inc))
+    for m in _DEVICE_FN.finditer(text):
+        body = _block_from(text, m.start())
+        if ";" in body[:body.find("{")] if "{" in body else True:      # a declaration, not a definition
+            continue
+        out[m.group(1)] = body
+    return out
+
+
+def called_functions(code: str, functions: dict[str, str]) -> list[str]:
+    """Names of `functions` that `code` calls, directly or through each other, in order of first call."""
+    seen: list[str] = []
+    todo = [code]
+    while todo:
+        src = todo.pop(0)
+        for name in re.findall(r"\b(\w+)\s*(?:<[^;(){}]*>)?\s*\(", src):
+            if name in functions and name not in seen:
+                seen.append(name)
+                todo.append(functions[name])
+    return seen
+
+
+def rung_code(key) -> str:
+    """A rung's whole code path: its extern "C" kernel, then every device function it calls (from its
+    file and the course headers), so that two rungs can be compared line by line."""
+    from .kernels import lookup
+
+    spec = lookup(key)
+    kernel = kernel_source(spec.file, spec.name)
+    fns = device_functions(spec.file)
+    return "\n\n".join([kernel] + [fns[n] for n in called_functions(kernel, fns)])
+
+
+def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool = False):
+    """The lines a rung changes against the rung before it (or `prev`), read from kernels/: a unified
+    diff of the two code paths (rung_code), then the device functions the rung calls, each folded under
+    its name (a click opens it). Long diffs are cut at max_lines unless full=True."""
+    import difflib
+
+    from IPython.display import Markdown
+
+    from .kernels import ALL_RUNGS, lookup
+
+    spec = lookup(key)
+    if spec.rung is None:
+        raise KeyError(f"{spec.name} is not a rung of a ladder")
+    before = lookup(prev) if prev is not None else ALL_RUNGS.get(spec.rung - 1)
+    fns = device_functions(spec.file)
+    new = rung_code(spec)
+    head = f"**Rung {spec.rung}** (`{spec.name}`, `kernels/{spec.file}`): {spec.idea}"
+    if before is None:
+        body, note = new.splitlines(), "the first rung: its whole kernel"
+    else:
+        old = rung_code(before)
+        diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"rung {before.rung} ({before.name})",
+                                         f"rung {spec.rung} ({spec.name})", n=context, lineterm=""))
+        changed = sum(1 for d in diff if d[:1] in "+-" and not d.startswith(("+++", "---")))
+        body, note = diff, f"{changed} lines differ from rung {before.rung} (`{before.name}`)"
+    shown = body if full or len(body) <= max_lines else body[:max_lines] + [
+        f"... {len(body) - max_lines} more lines: helpers.display.rung_diff({spec.rung}, full=True)"]
+    lang = "cuda" if before is None else "diff"
+    parts = [f"{head}. {note}.", f"```{lang}\n" + "\n".join(shown) + "\n```"]
+    called = called_functions(kernel_source(spec.file, spec.name), fns)
+    if called:
+        parts.append("Device functions it calls (click to open): " + " ".join(
+            f"<details><summary><code>{n}</code></summary>\n\n```cuda\n{fns[n]}\n```\n</details>" for n in called))
+    return Markdown("\n\n".join(parts))

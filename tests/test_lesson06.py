@@ -199,3 +199,17 @@ def test_limit_lines_read_the_record():
     assert "MHz" in lines[0] and "MHz" in lines[1]
     assert "tensor pipe busy" in lines[2]
     assert H.limit_lines(d, n=12345) == ["n = 12345: not recorded"]
+
+
+def test_consumer_registers_fit_the_ctas_pool_as_the_kernel_computes_them():
+    """Issue 24: setmaxnreg shares out the CTA's pool (168 x 384 = 64512 registers), not the SM's 65536:
+    for every producer count the split fits the pool and equals kernels/hopper_sm90a.cu's CONSUMER_REGS
+    ((168 * 3 - PRODUCER_REGS) / 2 / 8 * 8). The SM-based formula gave 232 for 48, which would not fit."""
+    from helpers.exercises import hopper as hx
+
+    assert hx.CTA_POOL == 168 * 384 == 64512
+    for producer in range(24, 129, 8):
+        c = hx.consumer_registers(producer)
+        assert producer * 128 + 2 * 128 * c <= hx.CTA_POOL
+        assert c == (168 * 3 - producer) // 2 // 8 * 8
+    assert hx.consumer_registers(48) == 224 and (65536 - 48 * 128) // 256 // 8 * 8 == 232

@@ -3,6 +3,7 @@ memory caps for sweeps, the sanitizer summary and the determinism checker's norm
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import types
 
@@ -343,3 +344,21 @@ def test_exercise_answered_with_text_says_what_it_expects(capsys):
     assert "expects a number" in out and "'n/6'" in out and exercises.last_result is False
     exercises.gemm_flops_exercise("128", 4, 4, 4)          # a number in a string is still a number
     assert exercises.last_result is True
+
+
+def test_determinism_runs_under_three_blas_kernels_and_one_thread():
+    """Issue 22: `make determinism` (which CI runs) gives each run another machine: at least three
+    OpenBLAS kernels, numpy's wide loops off, and one BLAS thread; settings parse, and one this CPU
+    cannot execute is recognised instead of crashing the run."""
+    det = _load_tool("check_determinism")
+    make = (ROOT / "Makefile").read_text()
+    settings = make[make.index("DETERMINISM_SETTINGS ?="):make.index("determinism: $(STAMP)")]
+    cores = set(re.findall(r"OPENBLAS_CORETYPE=(\w+)", settings))
+    assert len(cores) >= 3 and "OPENBLAS_NUM_THREADS=1" in settings and "NPY_DISABLE_CPU_FEATURES" in settings
+    assert "--settings $(DETERMINISM_SETTINGS)" in make and "--runs 4" in make
+    assert det.parse_settings("A=1,B=x y") == {"A": "1", "B": "x y"} and det.parse_settings("") == {}
+    with pytest.raises(SystemExit):
+        det.parse_settings("no-equals-sign")
+    assert det.cpu_lacks({"OPENBLAS_NUM_THREADS": "1"}) is None
+    flags = open("/proc/cpuinfo").read().split()
+    assert det.cpu_lacks({"OPENBLAS_CORETYPE": "SkylakeX"}) == (None if "avx512f" in flags else "avx512f")

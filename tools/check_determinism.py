@@ -3,6 +3,8 @@
     python tools/check_determinism.py                 # every notebook, 3 runs, CPU backend
     python tools/check_determinism.py --runs 2 notebooks/00_start_here.ipynb
     python tools/check_determinism.py --jobs 2        # notebooks in parallel (one kernel each)
+    python tools/check_determinism.py --settings OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=1
+                                                      # run k under the k-th setting (cycled)
 
 Each run executes the notebook in a fresh kernel (that is Restart & Run All) with
 COURSE_DEVICE=cpu through nbclient, and keeps the outputs of every code cell that
@@ -11,8 +13,13 @@ sees them: the regex sanitizers of tests/nbval_sanitize.cfg applied, and the MIM
 types nbval skips (images, metadata, tracebacks, ...) left out. It then reports
 
 * every cell whose compared output differs between run 1 and run k (nondeterminism);
-* every cell whose compared output in run 1 differs from the committed notebook
-  (stale outputs: `make notebooks` would change them, nbval would fail).
+* every cell whose compared output in any run differs from the committed notebook
+  (stale outputs, or outputs that depend on the machine: nbval would fail there).
+
+``--settings`` gives each run an environment of its own (``NAME=VALUE[,NAME=VALUE]``, cycled over
+the runs), so that one command proves the outputs do not depend on the BLAS kernel OpenBLAS picks
+for the CPU (``OPENBLAS_CORETYPE``) or on the thread count (``OPENBLAS_NUM_THREADS=1``). Each run
+reports the OpenBLAS core that its kernel really used, so a setting that did not take is visible.
 
 Exit status 0 when all runs agree with each other and with the committed outputs,
 1 otherwise. `make determinism` runs it.
@@ -88,24 +95,89 @@ def compared_cells(nb, subs) -> dict[int, list[str]]:
     return res
 
 
-def execute_once(path: str, timeout: int) -> tuple[dict[int, list[str]], float, str | None]:
-    """Run the notebook in a fresh kernel on the CPU backend; (compared outputs, seconds, error)."""
+# run in the notebook's kernel after the lesson: which OpenBLAS core and thread count numpy used
+_PROBE = """
+import ctypes as _c, numpy as _np
+_core = "unknown"
+_libs = [_l for _l in open("/proc/self/maps").read().split() if "openblas" in _l and ".so" in _l]
+if _libs:
+    _lib = _c.CDLL(_libs[0])
+    for _n in ("scipy_openblas_get_corename64_", "openblas_get_corename64_", "openblas_get_corename"):
+        if hasattr(_lib, _n):
+            _f = getattr(_lib, _n)
+            _f.restype = _c.c_char_p
+            _core = _f().decode()
+            break
+from numpy._core._multiarray_umath import __cpu_features__ as _f
+_simd = ("AVX-512" if _f.get("X86_V4", _f.get("AVX512_SKX")) else "AVX2" if _f.get("X86_V3", _f.get("AVX2"))
+         else "SSE")
+print(f"{_core}, numpy loops {_simd}")
+"""
+
+
+# what the CPU must have for an OpenBLAS core (the kernels use these instructions: a CPU without them
+# would stop with an illegal instruction, not give other digits)
+_CORE_NEEDS = {"haswell": "avx2", "zen": "avx2", "skylakex": "avx512f", "cooperlake": "avx512_bf16",
+               "sapphirerapids": "amx_tile"}
+
+
+def cpu_lacks(setting: dict[str, str]) -> str | None:
+    """The CPU flag a setting needs that this machine lacks (None: it can run here)."""
+    need = _CORE_NEEDS.get(setting.get("OPENBLAS_CORETYPE", "").lower())
+    if not need:
+        return None
+    try:
+        flags = open("/proc/cpuinfo").read().split()
+    except OSError:
+        return None
+    return None if need in flags else need
+
+
+def parse_settings(text: str) -> dict[str, str]:
+    """'A=1,B=2' -> {'A': '1', 'B': '2'}; '' -> {} (the machine as it is)."""
+    out = {}
+    for part in filter(None, text.split(",")):
+        if "=" not in part:
+            raise SystemExit(f"--settings: {part!r} is not NAME=VALUE")
+        k, v = part.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def execute_once(path: str, timeout: int, env: dict[str, str] | None = None
+                 ) -> tuple[dict[int, list[str]], float, str | None, str]:
+    """Run the notebook in a fresh kernel on the CPU backend, with `env` added to the kernel's
+    environment; (compared outputs, seconds, error, OpenBLAS core the kernel used)."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     os.environ["COURSE_DEVICE"] = "cpu"
     p = Path(path)
     nb = nbformat.read(p, as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                            allow_errors=False, resources={"metadata": {"path": str(p.parent)}})
-    t0 = time.time()
-    err = None
+    n_cells = len(nb.cells)
+    nb.cells.append(nbformat.v4.new_code_cell(_PROBE))
+    saved = {k: os.environ.get(k) for k in (env or {})}
+    os.environ.update(env or {})
     try:
-        client.execute()
-    except CellExecutionError as exc:
-        first = (getattr(exc, "evalue", "") or "").splitlines()
-        err = f"{getattr(exc, 'ename', type(exc).__name__)}: {first[0] if first else ''}"
-    return compared_cells(nb, sanitizers()), time.time() - t0, err
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                                allow_errors=False, resources={"metadata": {"path": str(p.parent)}})
+        t0 = time.time()
+        err = None
+        try:
+            client.execute()
+        except CellExecutionError as exc:
+            first = (getattr(exc, "evalue", "") or "").splitlines()
+            err = f"{getattr(exc, 'ename', type(exc).__name__)}: {first[0] if first else ''}"
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    probe = nb.cells.pop()
+    assert len(nb.cells) == n_cells
+    core = "".join(_text(o.get("text", "")) for o in probe.get("outputs", []) if o.get("output_type") == "stream")
+    return compared_cells(nb, sanitizers()), time.time() - t0, err, core.strip() or "not run"
 
 
 def _diff(a: list[str], b: list[str], la: str, lb: str, limit: int = 12) -> str:
@@ -119,35 +191,41 @@ def cell_label(nb, i: int) -> str:
     return f"cell {i} (id {nb.cells[i].get('id', '?')}): {src[0][:70] if src else '(empty)'}"
 
 
-def check_notebook(path: Path, runs: int, timeout: int, log=print) -> list[str]:
-    """Problems found for one notebook (empty: deterministic and matching the committed outputs)."""
+def check_notebook(path: Path, runs: int, timeout: int, log=print, settings: list[str] | None = None) -> list[str]:
+    """Problems found for one notebook (empty: deterministic and matching the committed outputs).
+    settings: one 'NAME=VALUE,...' string per run (cycled); None or '' runs on the machine as it is."""
     committed_nb = nbformat.read(path, as_version=4)
     subs = sanitizers()
     committed = compared_cells(committed_nb, subs)
-    results = []
+    settings = settings or [""]
+    results, labels = [], []
     for k in range(runs):
-        cells, secs, err = execute_once(str(path), timeout)
-        log(f"  {path.name} run {k + 1}: {secs:.0f} s{', ERROR ' + err if err else ''}")
+        setting = settings[k % len(settings)]
+        cells, secs, err, core = execute_once(str(path), timeout, parse_settings(setting))
+        label = f"run {k + 1} ({setting or 'as the machine is'}; OpenBLAS core {core})"
+        log(f"  {path.name} {label}: {secs:.0f} s{', ERROR ' + err if err else ''}")
         if err:
-            return [f"{path.name} run {k + 1}: a cell raised: {err}"]
+            return [f"{path.name} {label}: a cell raised: {err}"]
         results.append(cells)
+        labels.append(label)
     problems = []
     for k in range(1, runs):
         for i in results[0]:
             if results[0][i] != results[k].get(i):
-                problems.append(f"{path.name} {cell_label(committed_nb, i)}: run 1 and run {k + 1} differ\n"
+                problems.append(f"{path.name} {cell_label(committed_nb, i)}: {labels[0]} and {labels[k]} differ\n"
                                 + _diff(results[0][i], results[k].get(i, []), "run 1", f"run {k + 1}"))
-    for i in committed:
-        if committed[i] != results[0].get(i):
-            problems.append(f"{path.name} {cell_label(committed_nb, i)}: run 1 differs from the committed output\n"
-                            + _diff(committed[i], results[0].get(i, []), "committed", "run 1"))
+    for k in range(runs):
+        for i in committed:
+            if committed[i] != results[k].get(i):
+                problems.append(f"{path.name} {cell_label(committed_nb, i)}: {labels[k]} differs from the committed "
+                                "output\n" + _diff(committed[i], results[k].get(i, []), "committed", f"run {k + 1}"))
     return problems
 
 
 def _job(args):
-    path, runs, timeout = args
+    path, runs, timeout, settings = args
     lines: list[str] = []
-    problems = check_notebook(Path(path), runs, timeout, log=lines.append)
+    problems = check_notebook(Path(path), runs, timeout, log=lines.append, settings=settings)
     return path, lines, problems
 
 
@@ -157,12 +235,24 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--timeout", type=int, default=900, help="seconds per cell")
     ap.add_argument("--jobs", type=int, default=1, help="notebooks executed in parallel")
+    ap.add_argument("--settings", nargs="*", default=[],
+                    help="environment of each run, NAME=VALUE[,NAME=VALUE] (cycled over the runs; '' = as is)")
     args = ap.parse_args(argv)
+    runnable = []
+    for s in args.settings:
+        lack = cpu_lacks(parse_settings(s))
+        if lack:
+            print(f"setting {s!r} skipped: this CPU has no {lack}")
+        else:
+            runnable.append(s)
+    if args.settings and not runnable:
+        print("no setting can run on this CPU: the runs use the machine as it is")
+    args.settings = runnable
     os.environ["COURSE_DEVICE"] = "cpu"
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     t0 = time.time()
     all_problems: list[str] = []
-    jobs = [(str(p), args.runs, args.timeout) for p in paths]
+    jobs = [(str(p), args.runs, args.timeout, args.settings) for p in paths]
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as ex:
             outcomes = list(ex.map(_job, jobs))
@@ -179,7 +269,8 @@ def main(argv=None) -> int:
               f"{'identical, and equal to the committed outputs' if not problems else f'{len(problems)} problem(s)'}",
               flush=True)
         all_problems += problems
-    print(f"\n{len(paths)} notebooks, {args.runs} runs each, COURSE_DEVICE=cpu, {time.time() - t0:.0f} s")
+    where = f", settings {' | '.join(s or 'as is' for s in args.settings)}" if args.settings else ""
+    print(f"\n{len(paths)} notebooks, {args.runs} runs each, COURSE_DEVICE=cpu{where}, {time.time() - t0:.0f} s")
     if all_problems:
         print(f"{len(all_problems)} problem(s):")
         for p in all_problems:
