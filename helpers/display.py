@@ -18,7 +18,18 @@ def kernel_source(filename: str, name: str | None = None, with_header: bool = Fa
     text = (KERNEL_DIR / filename).read_text()
     if name is None:
         return text
-    m = re.search(r'extern\s+"C"\s+__global__\s+void\s+' + re.escape(name) + r"\s*\(", text)
+    # a definition, not a declaration: the name's parameter list is followed by the body, not by ';'
+    pat = (r'extern\s+"C"\s+__global__\s+(?:__cluster_dims__\([^)]*\)\s+)?void\s+'
+           r'(?:__launch_bounds__\([^)]*\)\s+)?' + re.escape(name) + r"\s*\(")
+    m = None
+    for cand in re.finditer(pat, text):
+        depth, j = 1, cand.end()
+        while j < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            j += 1
+        if text[j:].lstrip()[:1] == "{":
+            m = cand
+            break
     if not m:
         raise KeyError(f"no kernel {name} in {filename}")
     depth, i, started = 0, m.start(), False

@@ -202,3 +202,157 @@ def tile_orders(orders: dict, *, wave: int, title: str, waves: int = 3):
     fig.suptitle(title, x=0.01, ha="left", fontsize=13)
     fig.tight_layout()
     return fig
+
+
+
+def fp8_promotion(ncs, a, b, *, kstep: int = 32, stage: int = 128, source: str = ""):
+    """FP8 promotion every N_C products, over K, for one output c = sum_k a_k b_k (a, b: 1-D arrays of
+    length K, E4M3 values; lesson 7). Left, one lane per interval in `ncs` (0: never promoted): the partial
+    sum the Tensor Cores' 14-bit accumulator holds after each wgmma k-step of `kstep` products (each lane
+    scaled to its own largest value, printed at its end), refilled from zero at the start of every
+    promotion period, and a dot where it is added into the FP32 total. Right: the accumulator's mean
+    spacing over K (one unit in its 14th bit, 2^(e - 13) for a value in [2^e, 2^(e+1))): the size of
+    what a cut toward zero can drop from each product added to it."""
+    apply_style()
+    p = np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)
+    K = p.size
+    steps = np.add.reduceat(p, np.arange(0, K, kstep))             # the products of each k-step
+    starts = np.arange(steps.size) * kstep
+    fig, (ax, bar) = plt.subplots(1, 2, figsize=(12, 5.2), sharey=True, gridspec_kw={"width_ratios": [4, 1.3]})
+    lanes = list(ncs)
+    spacing = []
+    for i, nc in enumerate(lanes):
+        held, acc = [], 0.0
+        for k0, s in zip(starts, steps):
+            if nc and k0 % nc == 0:
+                acc = 0.0                                            # a new period: wgmma's scale-d = 0
+            acc += s
+            held.append(acc)
+        held = np.array(held)
+        y0, colour = len(lanes) - 1 - i, COLORS[i % len(COLORS)]
+        h = np.append(held, held[-1]) / held.max() * 0.8
+        x = np.append(starts, K)
+        ax.fill_between(x, y0, y0 + h, step="post", color=colour, alpha=0.35, linewidth=0)
+        ax.step(x, y0 + h, where="post", color=colour, linewidth=1.4)
+        if nc:
+            last = np.array([j for j, k0 in enumerate(starts) if (k0 + kstep) % nc == 0 or k0 + kstep >= K])
+            ax.scatter(starts[last] + kstep, y0 + h[last], color=colour, s=24, zorder=3, edgecolor="k", linewidth=0.6)
+        ax.annotate(f"up to {held.max():.0f}", (K, y0 + 0.4), xytext=(6, 0), textcoords="offset points",
+                    fontsize=9, va="center", annotation_clip=False)
+        sp = np.exp2(np.floor(np.log2(held[held > 0])) - 13)
+        spacing.append(float(sp.mean()))
+        bar.barh(y0 + 0.4, spacing[-1], height=0.6, color=colour)
+    ax.set_yticks([len(lanes) - 1 - i + 0.4 for i in range(len(lanes))],
+                  ["never\n(fp8_wgmma_n128)" if not nc else f"every {nc}\n(fp8_promote_{nc})" for nc in lanes],
+                  fontsize=10)
+    ax.set_ylim(-0.1, len(lanes))
+    ax.grid(False)
+    for k in range(0, K + 1, stage):
+        ax.axvline(k, color="0.8", linewidth=0.8, zorder=0)
+    ax.set_xlim(0, K)
+    ax.set_xlabel(f"k, products added (grey: K-tiles of {stage}; steps: wgmma k-steps of {kstep})", fontsize=11)
+    ax.set_title("The Tensor Cores' partial sum (14 bits), refilled from zero every N_C products;\n"
+                 "dots: added into the FP32 total. " + (source or "One output, U[0,1) E4M3 inputs"),
+                 loc="left", fontsize=12)
+    bar.set_xscale("log", base=2)
+    bar.set_title("mean spacing of the\n14-bit accumulator", fontsize=11)
+    bar.grid(axis="y", visible=False)
+    bar.tick_params(axis="x", labelsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def cp_async_pipeline(settings: list[tuple[int, int]], *, ktiles: int = 8, title: str = ""):
+    """Lesson 5, rung 5: the cp.async pipeline as a schedule, one panel per (STAGES, WAIT_GROUP) in
+    `settings` (the knobs of kernels/ladder.cu). One row per shared-memory stage; K-tile t lives in stage
+    t % STAGES. Its copy is issued STAGES - 1 iterations before it is multiplied (the prologue issues
+    tiles 0 .. STAGES-2), and cp.async.wait_group WAIT_GROUP at iteration kt makes every tile up to
+    kt + STAGES - 2 - WAIT_GROUP land first: light bar = copy may still be in flight, hatched = landed,
+    waiting to be used, dark = multiplied. A schedule in which every iteration takes the same time,
+    not a measurement."""
+    apply_style()
+    fig, axes = plt.subplots(len(settings), 1, figsize=(10, 0.9 + 1.55 * sum(s for s, _ in settings) / 4 * 1.1),
+                             squeeze=False)
+    for ax, (stages, wait) in zip(axes[:, 0], settings):
+        for t in range(ktiles):
+            s = t % stages
+            issue = max(0, t - (stages - 1))
+            landed = max(issue, t - (stages - 2 - wait))       # the wait at this iteration forces it in
+            ax.barh(s, landed - issue, left=issue, height=0.7, color=COLORS[5], alpha=0.55,
+                    edgecolor="white")
+            if t > landed:
+                ax.barh(s, t - landed, left=landed, height=0.7, color="white", edgecolor=COLORS[5],
+                        hatch="///", linewidth=0.8)
+            ax.barh(s, 1, left=t, height=0.7, color=COLORS[0], edgecolor="white")
+            ax.annotate(f"{t}", (t + 0.5, s), ha="center", va="center", color="white", fontsize=11)
+            if t > issue:                                      # the copy's label, on its light or hatched bar
+                ax.annotate(f"{t}", ((issue + (landed if landed > issue else t)) / 2, s), ha="center", va="center",
+                            color="0.15", fontsize=10)
+        ax.set_yticks(range(stages), [f"stage {s}" for s in range(stages)], fontsize=11)
+        ax.invert_yaxis()
+        ax.set_xlim(0, ktiles)
+        ax.set_xticks(range(ktiles + 1))
+        ax.grid(axis="y", visible=False)
+        ax.set_title(f"STAGES={stages}, WAIT_GROUP={wait}: while K-tile kt is multiplied, the copies of "
+                     f"{wait + 1} later tile{'s' if wait else ''} may be in flight", loc="left", fontsize=12)
+    axes[-1, 0].set_xlabel("loop iteration kt (dark: K-tile kt multiplied; light: its copy in flight; "
+                           "hatched: landed, waiting)", fontsize=11)
+    fig.suptitle(title or "rung 5's cp.async pipeline (a schedule with equal iterations, not a measurement)",
+                 x=0.01, ha="left", fontsize=13)
+    fig.tight_layout()
+    return fig
+
+
+def ring_schedule(stages: int, load: float = 2.0, ktiles: int = 10) -> list[dict]:
+    """A model of the producer/consumer ring (kernels/hopper_sm90a.cu, rungs 9-13), in units of one K-tile's
+    wgmma time: K-tile kt goes to stage kt % stages in lap kt // stages; its TMA load starts when the
+    consumers have freed that stage (the tile `stages` before it is multiplied), takes `load` (an assumed
+    latency, not a measurement), and its wgmma starts when the load is in and the previous K-tile is done.
+    One dict per K-tile: kt, stage, lap, parity (lap % 2: what the consumers wait full[stage] for), issue,
+    full, start, end."""
+    out: list[dict] = []
+    for kt in range(ktiles):
+        issue = out[kt - stages]["end"] if kt >= stages else 0.0
+        full = issue + load
+        start = max(full, out[-1]["end"] if out else 0.0)
+        out.append({"kt": kt, "stage": kt % stages, "lap": kt // stages, "parity": (kt // stages) % 2,
+                    "issue": issue, "full": full, "start": start, "end": start + 1.0})
+    return out
+
+
+def mbarrier_ring(stages=(4, 2), load: float = 2.0, ktiles: int = 10):
+    """The ring over time, one panel per ring depth in `stages` (ring_schedule): per stage, when TMA is
+    filling it (light), when it is full and waiting (hatched), when the consumers' wgmma read it (dark,
+    labelled with the K-tile and the parity of full[] it was waited with); the bottom row, when the Tensor
+    Cores are busy (the title: their busy share over the last K-tiles). A shallow ring shows gaps there."""
+    apply_style()
+    stages = list(stages)
+    fig, axes = plt.subplots(len(stages), 1, figsize=(11, 1.2 + 0.62 * sum(s + 1 for s in stages)),
+                             gridspec_kw={"height_ratios": [s + 1 for s in stages]})
+    horizon = max(ring_schedule(s, load, ktiles)[-1]["end"] for s in stages)
+    for ax, s in zip(np.atleast_1d(axes), stages):
+        sched = ring_schedule(s, load, ktiles)
+        for t in sched:
+            y = s - t["stage"]
+            ax.barh(y, t["full"] - t["issue"], left=t["issue"], color=COLORS[5], alpha=0.45, height=0.7)
+            if t["start"] > t["full"]:
+                ax.barh(y, t["start"] - t["full"], left=t["full"], color="white", edgecolor=COLORS[5],
+                        hatch="//", height=0.7, linewidth=0.6)
+            ax.barh(y, 1.0, left=t["start"], color=COLORS[0], height=0.7)
+            ax.text(t["start"] + 0.5, y, f"k{t['kt']} p{t['parity']}", ha="center", va="center", color="white",
+                    fontsize=9)
+            ax.barh(0, 1.0, left=t["start"], color=COLORS[2], height=0.7, edgecolor="white")
+        n = min(s, ktiles - 1)                   # steady state: the last n K-tiles, once the ring is full
+        busy = n / (sched[-1]["end"] - sched[-1 - n]["end"])
+        ax.set_yticks(range(s + 1), ["Tensor Cores"] + [f"stage {i}" for i in range(s - 1, -1, -1)], fontsize=10)
+        ax.set_xlim(0, horizon + 0.2)
+        ax.grid(axis="y", visible=False)
+        ax.set_title(f"STAGES = {s}: once the ring is full, the Tensor Cores are busy {busy:.0%} of the time",
+                     loc="left", fontsize=12)
+    np.atleast_1d(axes)[-1].set_xlabel(f"time, in K-tiles of wgmma (a TMA load assumed to take {load:g})")
+    handles = [matplotlib.patches.Patch(color=COLORS[5], alpha=0.45, label="TMA filling the stage"),
+               matplotlib.patches.Patch(facecolor="white", edgecolor=COLORS[5], hatch="//", label="full, waiting"),
+               matplotlib.patches.Patch(color=COLORS[0], label="wgmma reading it (K-tile, parity)")]
+    fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, bbox_to_anchor=(0.5, -0.01))
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig

@@ -21,11 +21,9 @@
 # # Tensor Cores, WMMA and mixed precision
 # ## 06 · Hopper at full speed: from rung 7 to cuBLAS
 #
-# Lesson 5 ended at rung 7: `wgmma` fed by the TMA copy engine through mbarriers, at the fraction of
-# cuBLAS on an H200 printed below. Published hand-written Hopper kernels show that the rest of the
-# way can be taught one idea at a time. Here are six more rungs. As in lesson 5, each adds **one**
-# idea, its gain is predicted **before** it is measured, and it is checked against float64 at
-# sizes that are not multiples of its tiles before it is timed next to cuBLAS.
+# Lesson 5 ended at rung 7: `wgmma` fed by the TMA copy engine through mbarriers. Here are six more
+# rungs. Each adds **one** idea, its gain is predicted **before** it is measured, it is checked against
+# float64 at sizes that are not multiples of its tiles, and you can change it and run it again.
 #
 # *Not on a Hopper GPU (or no GPU at all)? Every cell runs: the rungs' arithmetic is emulated with
 # numpy, and the timings are the ones recorded on an NVIDIA H200, labelled as such.*
@@ -59,12 +57,6 @@ else:
     print("helpers is not importable here; install the course, then restart the kernel:",
           "pip install -e /path/to/a/clone/of/the/course")
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The kernels are in kernels/hopper_sm90a.cu; rungs 9-13 are one templated body (ws_gemm) with
-# compile-time switches, and each rung turns on one more switch, so two neighbouring rungs differ by
-# exactly one idea (tests/test_kernels.py checks it). The predictions are in helpers/kernels.py and
-# were written before any of these kernels ran.
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What you will learn
 #
@@ -72,36 +64,70 @@ else:
 # - warp specialisation: a producer warpgroup, consumer warpgroups, `setmaxnreg`, and a ring of
 #   full/empty mbarriers waited by phase parity;
 # - a persistent grid with a tile scheduler, and why the order of the tiles matters for L2;
-# - thread-block clusters and TMA multicast, and how a cluster kernel is launched from Python;
+# - thread-block clusters and TMA multicast;
 # - an epilogue through shared memory and a TMA store;
-# - how far each idea went on an H200, and what the Nsight Compute counters say about it.
+# - how to change a rung yourself (`helpers.try_kernel`), and what each idea did on an H200.
 
 # %% slideshow={"slide_type": "-"}
 import numpy as np
 from IPython.display import display
-
 import helpers
 from helpers import analysis
-from helpers.display import kernel_source, show_kernel
 from helpers.exercises import hopper as ex
 from helpers.experiments import hopper as H
 from helpers.kernels import HOPPER_RUNGS, hopper_ladder
-
 rec = helpers.results.load_latest()          # the recorded GPU measurements
 print("recorded data:", rec.label)
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 env = helpers.summary()
-
-# %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]
 b = helpers.backend()
 why = HOPPER_RUNGS[8].unsupported(b.gpu.cc) if b.is_gpu else "this is the CPU backend"
 print("the kernels run here (a Hopper GPU), each rung in its own child process" if why is None else
       f"lesson 6's kernels are sm_90a code and do not run here ({why.removeprefix('it needs ')}): the cells "
       "show the numbers recorded on an H200 and the CPU model of the rungs' arithmetic")
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The one line that says why nothing runs live; it depends on the machine.
+# %% slideshow={"slide_type": "skip"}
+# Three small readers the rung slides use: they read kernels/hopper_sm90a.cu and the record, nothing is pasted.
+import re
+from IPython.display import Markdown
+
+hop, sweeps = rec.meta["experiments"]["hopper"], rec.meta["experiments"]["knobs"]   # the same on every machine
+
+
+def switch_lines(switch, fn="ws_gemm", blocks_only=False):
+    """The lines of device function `fn` that test template switch `switch`, each with the block it opens."""
+    lines, keep = helpers.display.device_functions("hopper_sm90a.cu")[fn].splitlines(), []
+    for i, line in enumerate(lines[3:], 3):
+        opens = line.count("{") - line.count("}")
+        if re.search(rf"\b{switch}\b", line) and (opens > 0 or not blocks_only) and i not in keep:
+            j = i
+            while opens > 0:
+                j += 1
+                opens += lines[j].count("{") - lines[j].count("}")
+            keep += range(i, j + 1)
+    shown = [("    ...\n" if k and i > keep[k - 1] + 1 else "") + lines[i] for k, i in enumerate(keep)]
+    return Markdown(f"The lines of `{fn}` that `{switch}` selects:\n```cuda\n" + "\n".join(shown) + "\n```")
+
+
+def measured(rung):
+    """The rung's recorded gain over the rung before it, beside its prediction (H.gains: judged against the
+    spread that the p10 and p90 timings of both rungs allow), and the note written before measuring for a miss."""
+    for n in (4096, 8192):
+        g = next(x for x in H.gains(hop, n) if x["rung"] == rung)
+        print(f"n = {n}: predicted x{g['predicted']:g}, measured x{g['measured']:.2f} "
+              f"(p10-p90: x{g['low']:.2f} to x{g['high']:.2f}): {g['verdict']}")
+        if g["direction"]:
+            print("   written before measuring, for this direction:", H.MISS_NOTES[rung][g["direction"]])
+
+
+def sweep(rung, knob):
+    """One knob of one rung as the H200 recorded it: the speed at each value over the rung as recorded."""
+    rows = sorted((r for r in sweeps if r["rung"] == rung and r.get("knob") in (None, knob)),
+                  key=lambda r: helpers.tryout.KNOBS[rung][knob].default if r.get("knob") is None else r["value"])
+    cells = {(f"{knob}={r['value']}" if r.get("knob") else f"{knob}={helpers.tryout.KNOBS[rung][knob].default} "
+              "(as recorded)"): f"{r['vs_default']:.2f}x" + ("" if r["passed"] else " FAILED") for r in rows}
+    return helpers.display.table([dict(cells, at=f"rung {rung}, {rows[0]['m']}^3")], ["at", *cells])
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Where lesson 5 ended
@@ -127,25 +153,20 @@ for n in L.TIMED_SIZES:
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The ladder, and the predictions made before measuring
 #
-# Each rung keeps rung 7's arithmetic (FP16 in, one FP32 accumulator per output, K walked in order 16
-# at a time) and changes one thing about how data reaches the Tensor Cores or leaves them.
+# Each rung keeps rung 7's arithmetic (FP16 in, FP32 accumulators, K walked in order 16 at a time)
+# and changes one thing. A gain counts as **as predicted** only when the prediction lies inside the
+# spread of the timings (p10 to p90 of both rungs); outside it, the prediction **missed**.
 
 # %% slideshow={"slide_type": "-"}
-rows = [dict(rung=r.rung, kernel=r.name, idea=r.idea, gain=f"x{r.predicted_gain:g}", why=r.why)
+rows = [dict(rung=r.rung, kernel=r.name, idea=r.idea, gain=f"x{r.predicted_gain:g}")
         for r in hopper_ladder().values() if r.rung >= 8]
-helpers.display.table(rows, ["rung", "kernel", "idea", "gain", "why"],
-                      ["rung", "kernel", "adds", "predicted gain", "because"])
-
-# %% slideshow={"slide_type": "subslide"}
+display(helpers.display.table(rows, ["rung", "kernel", "idea", "gain"], ["rung", "kernel", "adds", "predicted gain"]))
 v = {n: next(r for r in L.timed_rows(lad, n) if r["rung"] == 7)["tflops"] for n in (4096, 8192)}
 for r in HOPPER_RUNGS.values():
     v = {n: t * r.predicted_gain for n, t in v.items()}
-print("predicted at rung 13 (from rung 7's recorded TFLOP/s, times every predicted gain): "
-      + ", ".join(f"{t:.0f} TFLOP/s at n = {n}" for n, t in v.items()))
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# A chain of predictions: if every rung did exactly what it was predicted to do, this is where the
-# last rung lands. The measurement below is compared with it rung by rung.
+got = {n: next(r for r in H.timed_rows(hop, n) if r["rung"] == 13)["tflops"] for n in v}
+for n in v:
+    print(f"n = {n}: rung 13 predicted at {v[n]:.0f} TFLOP/s (rung 7 times every predicted gain), recorded {got[n]:.0f}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## One check for every rung
@@ -164,8 +185,7 @@ for line in helpers.launch.verdicts(HOPPER_RUNGS.values(), A, B):
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # On the CPU backend this runs the emulation; on an H200 it runs each kernel in a child process.
-# Either way the verdict lines are identical. tools/hopper_try.py and the recorded experiment check
-# three odd sizes and the timed sizes.
+# Either way the verdict lines are identical.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 8: B read as it is stored
@@ -174,26 +194,41 @@ for line in helpers.launch.verdicts(HOPPER_RUNGS.values(), A, B):
 # of a row of the tile run along K (A row-major is K-major; so is $B^T$). **MN-major**: they run along
 # M or N, as in B stored row-major ($K \times N$). For FP16, `wgmma` reads MN-major B when its
 # *transpose bit* is set, so rung 8 drops rung 7's transpose and loads B as it is: boxes of 64 k-rows
-# by 64 columns (128 bytes per row).
-#
-# The **128-byte swizzle**: TMA writes each 128-byte row of a box as eight 16-byte chunks, chunk $q$
-# of row $r$ at position $q \oplus (r \bmod 8)$. Eight rows that a warp reads at the same column then
-# sit in eight different groups of banks instead of one.
+# by 64 columns (128 bytes per row). TMA writes each 128-byte row as eight 16-byte chunks, chunk $q$ of
+# row $r$ at position $q \oplus (r \bmod 8)$ (the **128-byte swizzle**), so eight rows that a warp
+# reads at the same column sit in eight different groups of banks:
 
 # %% slideshow={"slide_type": "-"}
-print("chunk q of row r is stored at position q XOR (r % 8):")
 for r in range(8):
-    print(f"row {r}:", " ".join(str(q ^ r) for q in range(8)))
+    print(f"row {r}: chunks 0-7 stored at positions", " ".join(str(q ^ r) for q in range(8)))
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The swizzle is a property of the tensor map (CU_TENSOR_MAP_SWIZZLE_128B) and of the wgmma
-# descriptor (swizzle mode 1); both must agree, and the tiles must start on 1024-byte boundaries
-# (8 rows of 128 bytes), which is why the kernels round the shared-memory base up.
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Predicted: x1.3 over rung 7.** Rung 7 spent about a third of its time at $4096^3$ transposing B;
+# if `wgmma` reads MN-major B at the same rate, rung 8 runs at rung 7's kernel-alone speed.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Rung 8 in the code, and on the H200
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.rung_diff(8)
+
+# %% slideshow={"slide_type": "fragment"}
+measured(8)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Try it.** Rung 8 still waits for every K-tile's `wgmma` to finish before thread 0 refills a stage.
+# Predict before you run: with a ring of 2 stages instead of 4, does it slow down a little or a lot?
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(8, STAGES=2)
+
+# %% slideshow={"slide_type": "-"}
+sweep(8, "STAGES")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 9: warp specialisation
 #
-# Rung 8 still drains the Tensor Cores at every K-tile: all threads wait for their `wgmma`, meet at
+# Rung 8 drains the Tensor Cores at every K-tile: all threads wait for their `wgmma`, meet at
 # `__syncthreads()`, and only then does thread 0 ask TMA for the next stage. Rung 9 gives each
 # **warpgroup** (4 warps, 128 threads) one job:
 #
@@ -202,83 +237,143 @@ for r in range(8):
 #
 # They meet at a ring of 4 stages. Stage $s$ has two mbarriers: **full[s]** completes when TMA has
 # delivered its bytes, **empty[s]** when all 8 consumer warps are done reading it.
+#
+# **Predicted: x1.2 over rung 8**, the drain at every K-tile removed.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **mbarrier phase.** An mbarrier counts arrivals (and, for TMA, bytes); when the count is reached,
-# its current *phase* completes and the next one begins. A waiter asks "has the phase with parity
-# $p$ completed?" (`mbarrier.try_wait.parity`). The ring's $k$-th lap uses parity $k \bmod 2$, so
-# parity flips each time the ring wraps. A fresh barrier is in phase 0, and waiting for parity 1 returns
-# at once: that is how the producer finds every stage empty on its first lap.
+# ### The ring over time
+#
+# An mbarrier's *phase* completes when its count of arrivals (and, for TMA, bytes) is reached; a waiter
+# asks "has the phase with parity $p$ completed?" (`mbarrier.try_wait.parity`). K-tile $k$ uses stage
+# $k \bmod 4$ in lap $\lfloor k/4 \rfloor$, waited with parity lap mod 2 (`p0`, `p1` below). A model, with a
+# TMA load assumed to take two K-tiles of `wgmma` time (not a measurement), for the kernel's ring and a
+# shallower one:
 
 # %% slideshow={"slide_type": "-"}
-stages = 4
-for kt in range(10):
-    s, lap = kt % stages, kt // stages
-    print(f"K-tile {kt}: stage {s}, consumers wait full[{s}] for parity {lap % 2}, "
-          f"producer waits empty[{s}] for parity {(lap % 2) ^ 1}")
+ring = helpers.tryout.KNOBS[9]["STAGES"].default          # the kernel's HSTAGES
+fig = helpers.plots.mbarrier_ring(stages=(ring, 2), load=2.0)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# **setmaxnreg.** A block's registers are split evenly at launch: 384 threads under
-# `__launch_bounds__(384, 1)` get at most 168 each. The producer needs few, so it gives them back
-# (`setmaxnreg.dec` to 40) and the consumers, which hold 128 FP32 accumulators each, take them
-# (`setmaxnreg.inc` to 232). It needs the register cap at entry and each role as one branch of one if/else.
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **setmaxnreg.** At launch, 384 threads under `__launch_bounds__(384, 1)` get at most 168 registers
+# each. The producer gives most back (`setmaxnreg.dec` to 40) and the consumers, which hold 128 FP32
+# accumulators each, take them (`setmaxnreg.inc` to 232), inside the CTA's own pool:
 
 # %% slideshow={"slide_type": "-"}
 regs_at_entry = 65536 // 384 // 8 * 8
 print(f"at entry: {regs_at_entry} registers x 384 threads = {regs_at_entry * 384}")
 print(f"after setmaxnreg: 40 x 128 + 232 x 256 = {40 * 128 + 232 * 256}: the CTA's pool, not the SM's 65536")
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Rung 9 in the code, and on the H200
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.rung_diff(9)
+
+# %% slideshow={"slide_type": "fragment"}
+measured(9)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Try it.** The producer keeps 40 registers. Predict before you run: at 24 its own loop spills to
+# local memory; does that slow the kernel, whose time is the consumers'?
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(9, PRODUCER_REGS=24)
+
+# %% slideshow={"slide_type": "-"}
+sweep(9, "PRODUCER_REGS")
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 10: a persistent grid
 #
-# A **persistent grid** launches only as many CTAs as fit on the GPU at once (here one per SM: the
-# H200's 132, printed below from the record) and lets each loop over tiles: CTA $c$ takes tiles
-# $c, c + 132, c + 264, \dots$ (the *tile scheduler*, `tile_of`). The producer then runs ahead into
-# the next tile while the consumers store this one, and no CTA is set up or torn down per tile. The price: the last wave may be partly empty,
-# and a product with few tiles (the skinny one below) leaves most SMs idle whatever the grid.
+# A **persistent grid** launches only as many CTAs as fit on the GPU at once (one per SM: the H200's
+# 132) and lets each loop over tiles: CTA $c$ takes tiles $c, c + 132, c + 264, \dots$ (the *tile
+# scheduler*, `tile_of`). The producer runs ahead into the next tile while the consumers store this
+# one, and no CTA is set up per tile. The price: the last wave may be partly empty.
+#
+# **Predicted: x1.04 over rung 9,** from fast.cu's worklog (an H100, BF16), which reports this step at
+# $8192^3$ as 635 to 658 TFLOP/s (+3.6%), with three consumer warpgroups and another tile shape.
 
 # %% slideshow={"slide_type": "-"}
 sms = rec.meta["gpu"]["sms"]                  # the recorded GPU's SMs: one CTA each
-print(f"{rec.gpu_name}: {sms} SMs")
 for M, N, K in H.TIMED:
     w, busy = ex.waves(M, N, sms=sms)
     print(f"{M} x {N} x {K}: {-(-M // 128) * -(-N // 256):5d} tiles of 128 x 256 = {w:3d} wave(s) of {sms} CTAs, "
           f"{busy:.0%} of the CTAs busy")
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Rung 10 in the code, and on the H200
+#
+# Rungs 9-13 are one template, `ws_gemm`, with one switch per rung: the diff is the switch, the second
+# cell the lines it selects.
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.rung_diff(10)
+
+# %% slideshow={"slide_type": "-"}
+switch_lines("PERSISTENT")
+
+# %% slideshow={"slide_type": "fragment"}
+measured(10)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Try it.** The persistent producer runs ahead into the next tile. Predict before you run: does it
+# still need all 4 stages, or does a ring of 3 do as well?
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(10, STAGES=3)
+
+# %% slideshow={"slide_type": "-"}
+sweep(10, "STAGES")
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 11: an L2-aware tile order
 #
-# The 132 tiles in flight at one moment all read slices of A and B at about the same K. In plain
-# order they are a few rows of tiles (the first wave at 8192, printed below): a few hundred rows of A,
-# but **all** of B. Grouped order walks 8 tile
-# rows column by column, so the wave shares fewer, more reused slices, and L2 (its size printed
-# below) holds more of what the next tiles need.
+# The 132 tiles in flight at one moment all read slices of A and B at about the same K. In plain order
+# they are a few rows of tiles: a few hundred rows of A, but **all** of B. Grouped order walks 8 tile
+# rows column by column, so the wave shares fewer, more reused slices, and L2 holds more of what the
+# next tiles need. **Predicted: x1.02 over rung 10**, more at 8192 (A and B 128 MB each) than at 4096.
 
 # %% slideshow={"slide_type": "-"}
 print(f"L2 of the {rec.gpu_name}: {rec.meta['gpu']['l2_bytes'] / 2**20:.0f} MiB")
 for order in ("plain", "grouped"):
     w = analysis.wave_footprint(analysis.tile_order(64, 32, order)[:sms])
     print(f"{order:8s} order, n = 8192: the first wave reads {w['a_rows']} rows of A and {w['b_cols']} "
-          f"columns of B: {w['distinct_per_k'] / 1e3:.1f} KB per unit of K (requested: "
-          f"{w['requested_per_k'] / 1e3:.0f} KB)")
-
-# %% slideshow={"slide_type": "subslide"}
+          f"columns of B: {w['distinct_per_k'] / 1e3:.1f} KB per unit of K")
 orders = {f"{o} order": analysis.tile_order(64, 32, o) for o in ("plain", "grouped")}
 fig = helpers.plots.tile_orders(orders, wave=sms, title=f"n = 8192: the tiles of the first three waves of {sms} CTAs "
                                 "(darkest: the first)")
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Rung 11 in the code, and on the H200
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.rung_diff(11)
+
+# %% slideshow={"slide_type": "-"}
+switch_lines("ORDER", fn="tile_of")
+
+# %% slideshow={"slide_type": "fragment"}
+measured(11)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Try it.** `GROUP_M` is the number of tile rows per group. Predict before you run: at $4096^3$
+# (32 tile rows), is a group of 2 rows slower than 8?
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(11, GROUP_M=2)
+
+# %% slideshow={"slide_type": "-"}
+sweep(11, "GROUP_M")
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 12: thread-block clusters and TMA multicast
 #
-# A **cluster** is a group of CTAs that the hardware schedules together on one GPC and that can
-# reach each other's shared memory. Rung 12 pairs the CTAs on tiles $(2u, n)$ and $(2u + 1, n)$, which
-# need the same $256$-column slice of B: each loads its own A and **half** of B, and *multicasts* that
-# half into both CTAs' shared memory. A stage is refilled only when the consumers of **both** CTAs
-# have freed it, so each consumer warp arrives on both CTAs' `empty` barriers.
-#
-# What the copy engine is asked for falls by a third. What L2 serves need not: Nsight Compute at
-# $4096^3$ (below) counts about as many L2 read sectors for rung 12 as for rung 11, at a lower hit
-# rate. The saving in requests did not reach L2 at this size; $8192^3$ was not profiled.
+# A **cluster** is a group of CTAs that the hardware schedules together on one GPC and that can reach
+# each other's shared memory. Rung 12 pairs the CTAs on tiles $(2u, n)$ and $(2u + 1, n)$, which need
+# the same 256-column slice of B: each loads its own A and **half** of B, and *multicasts* that half
+# into both CTAs' shared memory. A stage is refilled only when the consumers of **both** CTAs have freed
+# it. **Predicted: x1.03 over rung 11**, from the bytes requested (below). What L2 serves need not fall:
+# Nsight Compute at $4096^3$ counts about as many L2 read sectors for rung 12 as for rung 11.
 
 # %% slideshow={"slide_type": "-"}
 a, b = 128 * 64 * 2, 64 * 256 * 2                  # bytes of A and of B per stage, per tile
@@ -291,23 +386,37 @@ for e in (e for e in ncu if e["rung"] in (11, 12)):
           f"L2 hit rate {c['l2_hit_rate_pct']:.1f}%")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **Launching a cluster from Python.** CuPy has no cluster launch option. But a kernel that declares
-# its cluster shape at compile time (`__cluster_dims__(2, 1, 1)`) forms clusters under a plain
-# `cuLaunchKernel`, which is what CuPy calls. `helpers.launch` does that, and falls back to the
-# driver's `cuLaunchKernelEx` with the cluster named (through `cuda-bindings`, like the tensor maps) should
-# the driver refuse; the kernel traps if it finds itself outside a cluster of two.
+# ### Rung 12 in the code, and on the H200
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.rung_diff(12)
+
+# %% slideshow={"slide_type": "-"}
+switch_lines("CLUSTER", blocks_only=True)
+
+# %% slideshow={"slide_type": "fragment"}
+measured(12)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Try it.** Clusters of 4 would cut the B bytes requested per tile further (each CTA loads a
+# quarter). Predict before you run: faster or slower than pairs?
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(12, CLUSTER_M=4)
+
+# %% slideshow={"slide_type": "-"}
+sweep(12, "CLUSTER_M")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 13: the epilogue through shared memory and a TMA store
 #
 # Up to rung 12 each consumer writes its $64 \times 256$ FP32 slice straight from registers: every
-# store instruction scatters 8 rows of 32 bytes. Rung 13 writes the slice as 8 boxes of
-# $64 \times 32$ floats into a swizzled shared-memory buffer, fences the async proxy
-# (`fence.proxy.async`), meets at a warpgroup barrier, and one thread hands the box to TMA, which
-# writes whole 128-byte rows and clips at the edge of C. (`stmatrix`, the usual partner of a TMA
-# store, moves 16-bit elements; this C is FP32.) The model of the swizzled buffer says each warp store
-# is conflict-free; the counters below say otherwise: the stores take more than twice the model's
-# wavefronts. Which accesses conflict is not established yet: an open question worth a profiler session.
+# store instruction scatters 8 rows of 32 bytes. Rung 13 writes the slice as 8 boxes of $64 \times 32$
+# floats into a swizzled shared-memory buffer, fences the async proxy (`fence.proxy.async`), meets at a
+# warpgroup barrier, and one thread hands the box to TMA, which writes whole 128-byte rows and clips at
+# the edge of C. **Predicted: x1.02 over rung 12.** The model of the swizzled buffer says each warp
+# store is conflict-free; the counters say the stores take more than twice the model's wavefronts.
+# Which accesses conflict is not established yet.
 
 # %% slideshow={"slide_type": "-"}
 for sw in (False, True):
@@ -318,14 +427,34 @@ if ncu13:
     print(f"measured ({H.ncu_rows(None)[1]}): {ncu13['smem_store_wavefronts'] / ncu13['smem_store_instructions']:.1f}"
           f" wavefronts per shared-memory store instruction, {ncu13['smem_store_bank_conflicts']:,.0f} store bank conflicts")
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Rung 13 in the code, and on the H200
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.rung_diff(13)
+
+# %% slideshow={"slide_type": "-"}
+switch_lines("TMA_STORE", blocks_only=True)
+
+# %% slideshow={"slide_type": "fragment"}
+measured(13)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Try it.** Rung 12's multicast gained nothing at $4096^3$. Predict before you run: with the new
+# epilogue, does turning the clusters off (`CLUSTER_M=1`) cost anything?
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(13, CLUSTER_M=1)
+
+# %% slideshow={"slide_type": "-"}
+sweep(13, "CLUSTER_M")
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The measurement
 #
-# Experiment `hopper` (recorded with `python -m helpers.record --update-experiments hopper`) times
-# cuBLAS FP16 at 2048, 4096, 6144 and 8192 and at two transformer-like shapes, then runs each rung in
-# its own child process: checked at odd sizes and at every timed shape, then timed next to cuBLAS
-# measured in the same process. On a Hopper GPU this cell runs a shorter version live (4096 and 8192,
-# a few minutes); elsewhere it loads the record.
+# Experiment `hopper` checks every rung at odd sizes and at every timed shape, then times it next to
+# cuBLAS FP16 measured in the same child process. On a Hopper GPU this cell runs it live at 4096 and
+# 8192 (a few minutes); elsewhere it loads the record.
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 try:
@@ -343,45 +472,38 @@ if data is not None:
     for msg in sorted({r["skipped"] for r in data if "skipped" in r}) + H.errors(data):
         print(msg)
 
-# %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]
-for k in (10, 12):
-    row = next((r for r in (data or []) if r["rung"] == k and "resident" in r), None)
-    print(f"rung {k}: " + (f"grid of {row['resident']}" + (f"; clusters by {row['launch_path']}" if k == 12 else "")
-                           if row else "not recorded yet"))
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# How the persistent grid was sized (one block per SM, or whole clusters that the driver says fit at
-# once) and how the clusters were launched: plainly (the kernel's __cluster_dims__), or through
-# cuLaunchKernelEx if the driver refused the plain launch.
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Prediction and outcome, side by side
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-fmt = {"predicted": "g", "measured": ".2f", "tflops": ".0f", "frac_cublas": ".2f", "frac_peak": ".2f"}
-cols = ["rung", "idea", "predicted", "measured", "verdict", "tflops", "frac_cublas"]
-heads = ["rung", "idea", "predicted gain", "measured gain", "", "TFLOP/s", "x cuBLAS"]
-if data is None:
-    print("not recorded yet")
-else:
-    display(helpers.display.table(H.gains(data, 4096), cols, heads, fmt))
+fmt = {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops": ".0f", "frac_cublas": ".2f"}
+cols = ["rung", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas"]
+heads = ["rung", "predicted gain", "measured gain", "p10-p90 from", "to", "", "TFLOP/s", "x cuBLAS"]
+for n in (4096, 8192):
+    print(f"n = {n}:" if data is not None else "not recorded yet")
+    if data is not None:
+        display(helpers.display.table(H.gains(data, n)[1:], cols, heads, fmt))    # [0]: rung 7, the base
 
-# %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]
-if data is not None:
-    display(helpers.display.table(H.gains(data, 8192), cols, heads, fmt))
-    print(*H.targets(data), sep="\n")
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### $8192^3$ next to cuBLAS
+#
+# Each rung's ratio to cuBLAS uses the cuBLAS timing taken just before it, in the same process. The
+# clock readings of both:
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 if data is not None:
-    print(*H.limit_lines(data), sep="\n")
+    print(*H.targets(data), sep="\n")
+    best = max((r for r in H.timed_rows(data, 8192) if r["rung"] >= 8 and r.get("cublas_tflops")),
+               key=lambda r: r["frac_cublas"])
+    print(f"n = 8192: rung {best['rung']} {best['tflops']:.0f} TFLOP/s, SM clock {best['sm_mhz']} MHz (lowest "
+          f"{best['sm_mhz_min']}), {', '.join(best['throttle'])}; cuBLAS beside it {best['cublas_tflops']:.0f} "
+          f"TFLOP/s at {best['cublas_sm_mhz']} MHz, {', '.join(best['cublas_throttle'])}")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Why $8192^3$ misses 1.00x.** Both cuBLAS and the rungs ran under the software power cap at this size
-# (the clock readings above), so the ratio compares two throttled kernels. The counters name no single
-# limit: the Tensor Cores are busy most of the time, and the top stall, `barrier`, counts warps waiting at
-# any barrier; in rungs 12 and 13 the producer warpgroup's three idle warps wait at the final cluster
-# barrier for the whole kernel, so it does not say the Tensor Cores were starved. Not tried here: more
-# pipeline stages (four of 48 KB fill the shared memory), more `wgmma` groups in flight, a Hilbert order.
+# **Why $8192^3$ misses 1.00x is not measured here.** Both timings ran under the software power cap
+# (the throttle readings above), so the clocks moved while they ran; the Nsight Compute counters below
+# were taken at $4096^3$ and say nothing about this size. Ideas not tried: more `wgmma` groups in
+# flight, a Hilbert tile order, a larger tile.
 
 # %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]
 if data is not None:
@@ -405,17 +527,6 @@ else:
     fig = helpers.plots.ladder(L.timed_by_size(data, (4096, 8192)), peak=peak, source=source)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Reading the misses
-#
-# For each rung whose measured gain is off by more than 25%, the explanation written before the
-# measurement for that direction:
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-for g in (H.gains(data, 4096)[1:] if data else []):
-    note = H.MISS_NOTES[g["rung"]].get(g["verdict"].split()[0])
-    print(f"rung {g['rung']}: {g['verdict']}" + (f": {note}" if note else ""))
-
-# %% [markdown] slideshow={"slide_type": "slide"}
 # ## What the counters say
 #
 # Nsight Compute (`tools/ncu_counters.py`, one launch per rung at $4096^3$, clocks left alone): how busy
@@ -427,10 +538,13 @@ if entries:
     fig = helpers.plots.counters_beside(entries, H.NCU_METRICS, source=label)
 else:
     print(label)
-
-# %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]
 for e in entries:
     print(f"rung {e['rung']}: top stalls " + ", ".join(f"{s} {v:g}" for s, v in e["top_stalls"][:3]))
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# The top stall, `barrier`, counts warps waiting at any barrier: in rungs 12 and 13 the producer
+# warpgroup's three idle warps wait at the final cluster barrier for the whole kernel, so it does not
+# say the Tensor Cores were starved.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Check your understanding
@@ -472,6 +586,23 @@ ex.check_waves(answer, n=6144)
 answer = -(-(6144 // 128) * (6144 // 256) // 132)
 ex.check_waves(answer, n=6144)
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# 4. **Edit the ring.** Predict how fast rung 11 runs with a ring of **2** stages, as a fraction of
+#    rung 11 as recorded (4 stages); rung 9's ring picture is a model with an assumed load time. Then
+#    make the edit: the knob, `{"STAGES": 2}`, or an edited file,
+#    `helpers.tryout.source_of(11, replace={"#define HSTAGES 4": "#define HSTAGES 2"})`. On a Hopper GPU
+#    the checker compiles, checks and times it; elsewhere it reads the H200's recorded sweep.
+
+# %% slideshow={"slide_type": "-"}
+prediction = ...     # e.g. 0.9: rung 11 at 2 stages runs at 0.9x its recorded speed
+edit = ...
+ex.check_ring_edit(prediction, edit)
+
+# %% slideshow={"slide_type": "-"} tags=["solution", "nbval-ignore-output"]
+prediction = 2 / 3   # rung 9's ring picture at STAGES = 2: the Tensor Cores busy 2/3 of the time
+edit = {"STAGES": 2}
+ex.check_ring_edit(prediction, edit)
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
@@ -479,10 +610,13 @@ ex.check_waves(answer, n=6144)
 #   `wgmma`'s transpose bit for MN-major B; out-of-bounds boxes are filled with zeros, so no padding.
 # - Warp specialisation separates copying from multiplying: a producer, consumers, a ring of
 #   full/empty mbarriers waited by phase parity, and `setmaxnreg` to give the consumers the registers.
+#   The ring must be deep enough to cover a load: at 2 stages rungs 9-13 lose a third.
 # - A persistent grid and its tile scheduler overlap one tile's epilogue with the next tile's loads;
 #   the tile order decides how much of A and B L2 can serve.
 # - Clusters share a tile of B through TMA multicast; a TMA store takes the epilogue off the warps.
-# - Each step was predicted before it was measured; the misses point at what the model left out.
+# - Each step was predicted before it was measured. Judged against the spread of the H200's timings,
+#   four of six predictions missed at $4096^3$; at $8192^3$ the power-capped timings spread too widely
+#   to tell most gains from none.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix A: the code of each rung
@@ -492,6 +626,8 @@ ex.check_waves(answer, n=6144)
 # hanging, the TMA load, wgmma's fence / commit / wait, `setmaxnreg`) are in kernels/hopper_primitives.cuh.
 
 # %% slideshow={"slide_type": "-"}
+from helpers.display import kernel_source, show_kernel
+
 src = kernel_source("hopper_sm90a.cu")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -537,6 +673,20 @@ print(src[src.index("template <int ORDER, int CLUSTER>"):src.index("// The warp-
 # %% slideshow={"slide_type": "-"}
 i = src.index("                    } else {                                   // my share of the boxes")
 print(src[i:src.index("                    if (++s == HSTAGES)", i)])
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Launching a cluster from Python.** CuPy has no cluster launch option. But a kernel that declares
+# its cluster shape at compile time (`__cluster_dims__(2, 1, 1)`) forms clusters under a plain
+# `cuLaunchKernel`, which is what CuPy calls. `helpers.launch` does that, and falls back to the
+# driver's `cuLaunchKernelEx` with the cluster named (through `cuda-bindings`, like the tensor maps) should
+# the driver refuse; the kernel traps if it finds itself outside a cluster of two. How the measured run
+# sized its grids and launched its clusters:
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+for k in (10, 12):
+    row = next((r for r in (data or []) if r["rung"] == k and "resident" in r), None)
+    print(f"rung {k}: " + (f"grid of {row['resident']}" + (f"; clusters by {row['launch_path']}" if k == 12 else "")
+                           if row else "not recorded yet"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 13: the epilogue

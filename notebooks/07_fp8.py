@@ -72,7 +72,8 @@ else:
 #   the largest number on the GPU (`cvt.rn.satfinite`);
 # - why FP8 data is scaled, and why one scale per tensor loses the small values when a few values
 #   are very large, while one scale per 1x128 tile or 128x128 block keeps them;
-# - why scales that change along K force the sum out of the Tensor Core every 128 elements;
+# - why scales that change along K force the sum out of the Tensor Core every 128 elements, and
+#   the kernel loop that does it: promotion to FP32 every $N_C$ products, whose interval you change;
 # - what is known about FP8 training, against seed 002's "FP8 is only for inference".
 
 # %% slideshow={"slide_type": "-"}
@@ -144,15 +145,6 @@ fig = fp8.plot_values()
 # Each tick is one representable number. Normal numbers have a fixed count per power of two (8 for E4M3,
 # 4 for E5M2); the grey subnormals below the smallest normal are evenly spaced and have fewer significant
 # bits the smaller they get. The shaded region is where the two kinds of conversion disagree (next slides).
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Precision around 1 and at the bottom of the range
-#
-# Lesson 03's number lines, with the two FP8 formats beside BF16. Around 1, E4M3 has 8 numbers per
-# power of two and E5M2 4; at the bottom, the subnormals (grey) fill the gap to zero evenly:
-
-# %% slideshow={"slide_type": "-"}
-fig = formats.plot_number_lines(names=("fp8_e5m2", "fp8_e4m3", "bf16"))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Special values, bit by bit
@@ -280,10 +272,8 @@ helpers.display.table(report, ["format", "scheme", "scales", "flushed to zero", 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - **E4M3, per tensor**: the outliers set the scale and push everything else down: thousands of values
 #   become 0, a quarter land among the subnormals, and no 1x128 tile keeps all of its values to $u$.
-# - **1x128 tiles**: nearly every tile keeps all its values within $u$ (the tiles column). The few that
-#   do not hold an outlier, or values so close to zero that even their own tile's scale leaves them
-#   among E4M3's subnormals (the handful of zeros in that row). 128x128 blocks sit in between: here
-#   most blocks hold an outlier.
+# - **1x128 tiles**: nearly every tile keeps all its values within $u$ (the tiles column); the next
+#   slide counts the few that do not. 128x128 blocks sit in between: here most blocks hold an outlier.
 # - The **matrix error** hardly moves: the large values dominate a norm. A norm-wise error hides the loss.
 # - **E5M2** has the range for these outliers even per tensor, at twice E4M3's $u$ on every value.
 #   DeepSeek-V3 uses E4M3 on all tensors and fine-grained scales for the range.
@@ -296,8 +286,32 @@ helpers.display.table(report, ["format", "scheme", "scales", "flushed to zero", 
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Which values lose precision
+#
+# First the 1x128 tiles that miss $u$ (one scale per tile), counted: do they hold an outlier, and
+# where did the values that became 0 sit?
 
 # %% slideshow={"slide_type": "-"}
+t, tiles = fp8.quantize(X, (1, 128)), lambda m: m.reshape(256, 8, 128)      # 256 x 8 tiles of 128 values
+miss = ~fp8.tiles_within_u(X, t.dequantize(), e4.u)                           # a value off by more than u
+big = tiles(np.abs(X) == 1e4).any(axis=2)                                     # the tile holds an outlier
+q = np.abs(t.q.astype(np.float64))
+zero, low = tiles((X != 0) & (q == 0)).sum(axis=2), tiles((X != 0) & (q < e4.tiny)).any(axis=2)
+smallest = tiles(np.abs(X)).min(axis=2)[miss & ~big].max()
+print(f"1x128 tiles that miss u: {miss.sum()} of {miss.size} = {(miss & big).sum()} of the {big.sum()} with an "
+      f"outlier + {(miss & ~big).sum()} without one")
+print(f"  each of those {(miss & ~big).sum()} holds a value below {smallest:.0e} that became subnormal or 0: "
+      f"{bool(low[miss & ~big].all())}")
+print(f"values that became 0: {zero.sum()}, {zero[big].sum()} of them in the {big.sum()} outlier tiles")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# - **Every tile with an outlier misses**: $10^4$ sets its scale, and the ordinary values beside it
+#   smaller ordinary values beside it fall among the subnormals or onto 0 (36 of the 37 zeros;
+#   exercise 3 computes where). That is per-tensor scaling's loss, confined to 16 tiles of 2048.
+# - **The other misses have no outlier**: each holds a value more than four powers of ten below its
+#   tile's largest, and E4M3's normal numbers span under 15 powers of two (4.5 of ten): even its own
+#   tile's scale leaves that value subnormal. A scale cannot fix that; only a wider format could.
+
+# %% slideshow={"slide_type": "fragment"}
 fig = fp8.plot_error_vs_magnitude(X)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
@@ -370,7 +384,8 @@ for label, (ga, gb) in {"per tensor": (None, None), "1x128 tiles, 128x128 blocks
 #   on any GPU from sm_89 (Ada, Hopper). Slow on purpose: no shared memory, no reuse.
 # - `fp8_wgmma` (kernels/fp8_sm90a.cu): lesson 6's rung 11 (TMA producer, two consumer warpgroups,
 #   persistent grid) with `wgmma.m64n256k32.e4m3`. `wgmma` reads 8-bit operands only K-major, so B
-#   arrives transposed; `fp8_promote_NC` adds DeepSeek-V3's promotion every N_C products.
+#   arrives transposed; `fp8_promote_NC` adds DeepSeek-V3's promotion every N_C products (its loop
+#   is shown after the accumulator is measured).
 #
 # Each is checked like every kernel in the course: bounds, and bit equality with its CPU model.
 
@@ -407,8 +422,8 @@ print("bits kept next to the large term: wgmma", fp8x.bits_kept(data, "fp8_wgmma
 # below it: $2^{16}$ keeps $2^{3}$ and drops $2^{2}$), and drops the rest (the `gap_neg_frac` probes
 # show it cuts toward zero). DeepSeek-V3's report says "around 14 bits": it is exactly 14 on the H200. `mma.sync` keeps everything an FP32 result can show.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ## The accumulator itself holds 14 bits
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# ### The accumulator itself holds 14 bits
 #
 # A term aligned to 14 bits could still be added into a full FP32 accumulator. Counting the significant
 # bits of every output of the recorded random products says it is not:
@@ -468,13 +483,60 @@ live = np.diagonal(fp8x.cpu_model("fp8_wgmma")(PA, PB))
 print("CPU model == H200 on all", len(pr), "probes:", bool(np.array_equal(live, data["probes"]["outputs"]["fp8_wgmma"])))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
+# ## Promotion every $N_C$
+#
+# The fix for 14 bits: let the Tensor Cores add only $N_C$ products, then add their partial sum into
+# an FP32 total on the CUDA cores (an ordinary FP32 add) and start them again from zero. One output of
+# a product with U[0,1) inputs, K = 1024, for every interval the kernels have
+# (`fp8_gemm.FP8_KERNELS`; 0 = never):
+
+# %% slideshow={"slide_type": "-"}
+a1, b1 = fp8x.random_inputs(1, 1, 1024, "uniform", seed=7)
+ncs = [k.nc for k in fp8_gemm.FP8_KERNELS.values() if k.wgmma and k.bn == 128]     # 0, 32, 64, ..., 512
+fig = helpers.plots.fp8_promotion(ncs, a1[0], b1[:, 0])
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Each tooth is one promotion period: the partial sum grows, and with it the spacing of its last kept
+# bit (right: its mean over K), which bounds what a cut toward zero drops from every product added. Promoting more often keeps
+# the partial sum small; each promotion costs a wait for the Tensor Cores and 64 FP32 adds per thread.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### The promotion loop, from `kernels/fp8_sm90a.cu`
+
+# %% slideshow={"slide_type": "-"}
+import re
+from IPython.display import Markdown
+source = (helpers.display.KERNEL_DIR / "fp8_sm90a.cu").read_text()
+kernel = re.search(r'extern "C"[^\n]*\bfp8_promote_128\(.*?\n\}', source, re.S).group(0)
+fns = helpers.display.device_functions("fp8_sm90a.cu")                     # {name: source}
+gemm = fns[helpers.display.called_functions(kernel, fns)[0]].splitlines()   # what it calls: fp8_gemm<128, 128>
+at = lambda *marks: [i for i, line in enumerate(gemm) if any(m in line for m in marks)]
+knob = [gemm[i].strip() for i in at("int EVERY =", "int PSTAGES =", "float d[NREG]", "float total[")]
+first = at("if (NC == 0 || EVERY >= KSTEPS)")[0]                     # the consumers' k-loop body
+last = min(i for i in at("if (++s == F8_STAGES)") if i > first)
+pad = min(len(line) - len(line.lstrip()) for line in gemm[first:last] if not line.startswith("#"))
+loop = "\n".join(line[pad:] if line.startswith(" " * pad) else line for line in gemm[first:last])
+display(Markdown("```cuda\n" + "\n".join(knob) + "\n// ... for each K-tile kt (128 products):\n" + loop + "\n```"))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# `fp8_promote_128` is `fp8_gemm<128, 128>`: the template argument `NC` is the interval. Read `fresh`:
+# a period's first k-step passes accumulate = 0 to `wgmma` (scale-d: start from zero). Read `promote`:
+# at a period's last K-tile, `wgmma_wait<0>()` waits for all of the Tensor Cores' work, then
+# `total[i] += d[i]` is the promotion, 64 FP32 adds per thread. Below 128 (the `else` branch) it happens
+# inside a K-tile, every `EVERY` k-steps. The whole kernel is in Appendix E; exercise 6 changes `NC`.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Error against K: with and without promotion
 #
-# Random 256 x 256 outputs, K up to 65536, every kernel and cuBLASLt's FP8 GEMM (through PyTorch's
-# `torch._scaled_mm`, with and without its fast-accumulation switch), against float64:
+# Random 256 x 256 outputs, K up to 65536, every kernel and cuBLASLt's FP8 GEMM (with and without its
+# fast-accumulation switch), against float64. CuPy has no cuBLASLt: `helpers.fp8_gemm.cublaslt_fp8`
+# calls it through nvmath-python's public API (`nvmath.linalg.advanced.Matmul`) where that is
+# installed, else through PyTorch's `torch._scaled_mm`. The recorded rows were made with PyTorch's `_scaled_mm`:
 
 # %% slideshow={"slide_type": "-"}
 src = rec.label
+print("cuBLASLt rows recorded with:", *{r.get("path", f"PyTorch {data['torch']}: torch._scaled_mm")
+                                        for r in data["sweep"] + data["speed"] if "cublaslt" in r["kernel"]})
 fig = fp8x.plot_error_vs_k(data, src)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
@@ -514,21 +576,30 @@ fig = fp8x.plot_cost(data, src)
 # kernels lie close to one another, below the same tile without promotion (`fp8_wgmma_n128`): the
 # table has the figures. The fastest kernel is the one that is wrong by percents on positive data.
 
+# %% slideshow={"slide_type": "fragment"}
+spd = {(r["n"], r["kernel"]): r for r in data["speed"]}
+for n in sorted({r["n"] for r in data["speed"]}):
+    print(f"n = {n}, p10-p90 of the timings:", ", ".join(
+        f"every {nc}: {spd[n, f'fp8_promote_{nc}']['p10_ms']:.3f}-{spd[n, f'fp8_promote_{nc}']['p90_ms']:.3f} ms"
+        for nc in (128, 256, 512)))
+profiled = [k["kernel"] for k in helpers.profile.load_ncu().meta["kernels"] if k["kernel"].startswith("fp8")]
+same = {(v["regs"], v["spills"], v["smem"]) for k, v in data["resources"].items() if "promote" in k}
+print("FP8 kernels with recorded Nsight Compute counters:", profiled or "none",
+      "| (registers, spills, shared bytes) of all five promoting kernels:", *same)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **`fp8_promote_256` is unexplained.** It is slower than both 128 and 512 at both sizes, which the
+# mechanism above does not predict: fewer promotions should not cost more. At 4096 its p10-p90
+# range lies apart from theirs; at 8192 the three overlap. No recorded counter explains it: the course's
+# Nsight Compute record holds none of the FP8 kernels, and the five promoting kernels share registers,
+# spills and shared memory. What would measure it: Nsight Compute on `fp8_promote_128`, `_256` and
+# `_512` at 4096 (the `gmma` and `wait` stall reasons, the tensor pipe's active cycles, instructions
+# issued), and the three timed in alternating order in one run.
+
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Promoting kernels use 128 x 128 tiles (two sets of accumulators would not fit at 128 x 256), so compare
 # them with fp8_wgmma_n128, the same tile without promotion. The SM clock and power of each timing are
 # in the table: the cuBLASLt timings at 8192 ran at a lower clock than the course's kernels.
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## What the seed articles and the folklore get wrong
-#
-# - "FP8 is only for inference" (seed 002): no; see above.
-# - "Tensor Cores accumulate FP8 products in FP32": on the H200 `wgmma` keeps 14 significant bits,
-#   measured here bit for bit; the FP32 register is a container, not the precision.
-# - "mma.sync with FP8 inputs uses FP8 Tensor Cores": on Hopper it is FP16 `HMMA` after a conversion.
-# - "About 14 bits" (DeepSeek-V3): exactly 14, cut toward zero, in blocks of 32 products. cuBLASLt's
-#   default FP8 GEMM shows the same error statistics as promotion every 128 products (their N_C) at
-#   every K measured, and costs speed the way promotion does.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
@@ -581,6 +652,30 @@ bits, total = 14, 65536.0
 ex.check_bits_kept(bits, data)
 ex.check_swamped_sum(total)
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# 6. **Edit the promotion interval.** `NC`, the template argument of `fp8_gemm` (the loop slide), is
+#    the knob; the kernels `fp8_promote_32` ... `fp8_promote_512` are its values. *Predict*: at
+#    K = 4096 on U[0,1) inputs, the median relative error of promoting every 64 products divided by
+#    that of every 128 (before you read the 64 row of the table). Then *edit* `nc`, *run* the product
+#    (on a Hopper GPU the kernel, elsewhere its bit-exact CPU model), and *compare*.
+
+# %% slideshow={"slide_type": "-"}
+ratio = ...    # your prediction: median error every 64 / every 128, K = 4096, U[0,1) inputs
+ex.check_promotion_ratio(ratio, data)
+nc = ...       # the knob: 32, 64, 128, 256 or 512
+A6, B6 = fp8x.random_inputs(64, 64, 4096, "uniform", seed=6)          # small: the CPU model takes a second
+C6 = fp8_gemm.matmul(f"fp8_promote_{nc}", A6, B6)[0] if nc is not ... else None
+ex.check_promotion_run(C6, nc, A6, B6)
+
+# %% slideshow={"slide_type": "-"} tags=["solution", "nbval-ignore-output"]
+med = {r["kernel"]: r["median rel. error"] for r in fp8x.sweep_rows(data, 4096, "uniform01")}
+ratio = med["fp8_promote_128"] / med["fp8_promote_256"]     # predicted: this halving costs what the last one did
+ex.check_promotion_ratio(ratio, data)
+nc = 64
+C6, where = fp8_gemm.matmul(f"fp8_promote_{nc}", A6, B6)
+print(where)
+ex.check_promotion_run(C6, nc, A6, B6)
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
@@ -595,6 +690,8 @@ ex.check_swamped_sum(total)
 # - On the H200, FP8 `wgmma` accumulates in blocks of 32 products and keeps 14 significant bits, cut
 #   toward zero: a CPU model reproduces it bit for bit. Promotion to FP32 every N_C products bounds the
 #   error at a speed cost the lesson measured; `mma.sync` with FP8 inputs runs as FP16 `HMMA` on Hopper.
+# - Promotion is a few lines of the kernel (`total[i] += d[i]` after `wgmma_wait<0>()`), and its interval
+#   a template argument: on U[0,1) inputs, halving it cuts the error by more than half; it costs speed.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix A: the outlier data, value by value
@@ -629,3 +726,37 @@ print("ml_dtypes", ml_dtypes.__version__, "| astype from float64:", v.astype(ml_
 bits, vals = fp8.patterns("fp8_e4m3")
 grid = [{"hi": f"{h:X}_", **{f"{l:X}": f"{vals[16 * h + l]:g}" for l in range(16)}} for h in range(16)]
 helpers.display.table(grid, ["hi"] + [f"{l:X}" for l in range(16)])
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Appendix D: precision around 1 and at the bottom of the range
+#
+# Lesson 03's number lines, with the two FP8 formats beside BF16. Around 1, E4M3 has 8 numbers per
+# power of two and E5M2 4; at the bottom, the subnormals (grey) fill the gap to zero evenly:
+
+# %% slideshow={"slide_type": "-"}
+fig = formats.plot_number_lines(names=("fp8_e5m2", "fp8_e4m3", "bf16"))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Appendix E: the promoting kernel, whole
+#
+# `fp8_promote_128` and the device function it calls, `fp8_gemm` (read from `kernels/fp8_sm90a.cu`;
+# the loop slide showed its promotion lines). The functions `fp8_gemm` calls in turn are the course's
+# Hopper primitives (`kernels/hopper_primitives.cuh`) and the FP8 `wgmma` wrapper, listed by name
+# (with the ones those call):
+
+# %% slideshow={"slide_type": "-"}
+display(Markdown("```cuda\n" + kernel + "\n\n" + fns["fp8_gemm"] + "\n```"))
+print("fp8_gemm calls:", ", ".join(n for n in helpers.display.called_functions(kernel, fns) if n != "fp8_gemm"))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Appendix F: claims checked
+#
+# What the seed articles and the folklore get wrong, against what this lesson measured:
+#
+# - "FP8 is only for inference" (seed 002): no; see the slide on seed 002.
+# - "Tensor Cores accumulate FP8 products in FP32": on the H200 `wgmma` keeps 14 significant bits,
+#   measured here bit for bit; the FP32 register is a container, not the precision.
+# - "mma.sync with FP8 inputs uses FP8 Tensor Cores": on Hopper it is FP16 `HMMA` after a conversion.
+# - "About 14 bits" (DeepSeek-V3): exactly 14, cut toward zero, in blocks of 32 products. cuBLASLt's
+#   default FP8 GEMM shows the same error statistics as promotion every 128 products (their N_C) at
+#   every K measured, and costs speed the way promotion does.

@@ -70,3 +70,136 @@ def test_the_lesson_uses_no_moved_names():
     for name in ("RUNGS", "traffic_bytes", "intensity", "bank_ways", "check_tile_traffic", "plot_ladder",
                  "demo_lines", "skip_message(r", "PIPE_SMEM", "DEFAULT_SMEM_LIMIT", "sass_opcode_counts"):
         assert f"L.{name}" not in src, name
+
+
+# --------------------------------------------------------------------------- exercise 4: edit rung 5
+def _knob_record(monkeypatch, tmp_path, stages2_ms=2.0):
+    """The committed record with a synthetic `knobs` experiment (not measurements): rung 5 as recorded
+    at 1 ms, STAGES=2 at `stages2_ms` (speed 1 / stages2_ms), STAGES=3 at 1.25 ms, a 2% p10-p90 spread."""
+    import json
+
+    from helpers import results
+
+    def row(knob, value, ms):
+        return {"rung": 5, "kernel": "ladder_cp_async", "knob": knob, "value": value, "default": knob is None,
+                "settings": {"PAD": 8, "BK": 32, "STAGES": 4 if knob is None else value, "WAIT_GROUP": 2},
+                "passed": True, "m": 4096, "ms": ms, "p10_ms": ms * 0.99, "p90_ms": ms * 1.01, "tflops": 137.4 / ms,
+                "vs_default": 1 / ms, "sm_mhz": 1980, "throttle": ["none"]}
+
+    meta = json.loads((Path(__file__).resolve().parent.parent / "results" / "nvidia-h200.json").read_text())
+    meta["experiments"]["knobs"] = [row(None, None, 1.0), row("STAGES", 2, stages2_ms), row("STAGES", 3, 1.25)]
+    (tmp_path / "nvidia-h200.json").write_text(json.dumps(meta))
+    monkeypatch.setattr(results, "load_latest", lambda *a, **k: results.load_record(tmp_path / "nvidia-h200.json"))
+
+
+def _edit(stages=2):
+    return helpers.tryout.source_of(5, replace={"#define STAGES 4": f"#define STAGES {stages}"})
+
+
+def test_stages_checker_judges_the_prediction_against_the_record(capsys, monkeypatch, tmp_path):
+    _knob_record(monkeypatch, tmp_path)                     # STAGES=2 recorded at 0.5x (0.49-0.51)
+    ex.check_stages_prediction(...)
+    assert exercises.last_result is None and "Not answered yet" in capsys.readouterr().out
+    for right in (0.5, 0.45, 0.55):                         # within the spread, widened by STAGES_TOL
+        ex.check_stages_prediction(right)
+        assert exercises.last_result is True, right
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "[rung 5 with STAGES=2, recorded 0.50x] Correct."
+    for wrong in (0.97, 0.3, 2):
+        ex.check_stages_prediction(wrong)
+        assert exercises.last_result is False, wrong
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and all("Not quite" in ln and "0.50x (p10-p90 0.49-0.51)" in ln for ln in out)
+    ex.check_stages_prediction(0.8, stages=3)               # another recorded value: 1 / 1.25
+    assert exercises.last_result is True
+    ex.check_stages_prediction(1.0, stages=4)               # the rung as recorded is 1.0x of itself
+    assert exercises.last_result is True
+
+
+def test_stages_checker_refuses_wrong_types_and_values(capsys, monkeypatch, tmp_path):
+    _knob_record(monkeypatch, tmp_path)
+    ex.check_stages_prediction("fast")
+    assert exercises.last_result is False
+    assert "expects your predicted speed as a fraction" in capsys.readouterr().out
+    ex.check_stages_prediction([0.5])
+    assert exercises.last_result is False
+    ex.check_stages_prediction(0.5, source=42)              # a source that is not text
+    out = capsys.readouterr().out
+    assert exercises.last_result is False and "Not accepted" in out and "not a string of CUDA code" in out
+    ex.check_stages_prediction(0.5, stages=9)               # a value the knob does not allow
+    assert exercises.last_result is False and "STAGES is one of 2, 3, 4, 5, 6" in capsys.readouterr().out
+    ex.check_stages_prediction(0.5, source=helpers.tryout.source_of(5))   # the file unchanged
+    assert exercises.last_result is False and "unchanged" in capsys.readouterr().out
+
+
+def test_stages_checker_without_a_gpu_says_in_one_line_that_the_edit_cannot_run(capsys, monkeypatch, tmp_path):
+    _knob_record(monkeypatch, tmp_path)
+    ran = []
+    monkeypatch.setattr(helpers.tryout, "try_kernel", lambda *a, **k: ran.append(a))
+    ex.check_stages_prediction(0.5, source=_edit(2))
+    out = capsys.readouterr().out.splitlines()
+    assert not ran and len(out) == 2, out                    # nothing run; one line, then the verdict
+    assert out[0].startswith("[rung 5 with STAGES=2] No GPU here, so your edited kernel cannot be compiled or run")
+    assert "recorded STAGES=2 run (NVIDIA H200, recorded " in out[0]
+    assert out[1] == "[rung 5 with STAGES=2, recorded 0.50x] Correct."
+    ex.check_stages_prediction(0.5, source=_edit(3))          # the edit's own STAGES is what is compared
+    out = capsys.readouterr().out.splitlines()
+    assert "recorded STAGES=3 run" in out[0] and "Not quite" in out[1] and exercises.last_result is False
+    ex.check_stages_prediction(0.5)                           # the knob: no line about an edit
+    assert capsys.readouterr().out.splitlines() == ["[rung 5 with STAGES=2, recorded 0.50x] Correct."]
+
+
+def _fake_h200(monkeypatch):
+    info = helpers.device.GPUInfo(name="NVIDIA H200", cc=(9, 0), sms=132, l2_bytes=50 << 20, mem_bytes=141 << 30,
+                                  mem_bw_gbs=4800.0, driver="13.0", runtime="13.0", nvrtc="13.0", cupy="(faked)",
+                                  peaks=helpers.device.peaks_for("NVIDIA H200"))
+    monkeypatch.setattr(helpers.device, "backend", lambda: helpers.device.Backend("gpu", "mocked", info))
+
+
+def _tried(passed=True, variant_ms=1.25):
+    t = {"variant": {"ms": variant_ms, "p10_ms": variant_ms * 0.99, "p90_ms": variant_ms * 1.01, "tflops": 110.0},
+         "original": {"ms": 1.0, "p10_ms": 0.99, "p90_ms": 1.01, "tflops": 137.4}}
+    o = {"like": "ladder_cp_async", "rung": 5, "variant": "ladder_cp_async (your source)", "knobs": {}, "defines": {},
+         "stage": "done" if passed else "check", "passed": passed, "error": "", "size": [1000, 1064, 1000],
+         "timing_size": 4096, "resources": {}, "timing": t if passed else {},
+         "verdict": "PASS ..." if passed else "FAIL ladder_cp_async (your source) M=1000 N=1064 K=1000: 3 elements "
+                                               "beyond the tolerance; first wrong block tile: blockIdx.y = 0"}
+    return helpers.tryout.TryResult.from_outcome(o, "measured live on NVIDIA H200")
+
+
+def test_stages_checker_on_a_gpu_runs_the_edit_and_rejects_a_wrong_one(capsys, monkeypatch, tmp_path):
+    _knob_record(monkeypatch, tmp_path)
+    _fake_h200(monkeypatch)
+    calls = []
+
+    def fake_try(like, source=None, **knobs):
+        calls.append((like, source, knobs))
+        return _tried(passed="(barrier removed)" not in (source or ""))
+
+    monkeypatch.setattr(helpers.tryout, "try_kernel", fake_try)
+    ex.check_stages_prediction(0.8, source=_edit(2))             # live: 1.0 / 1.25 ms, not the record's 0.5x
+    out = capsys.readouterr().out.splitlines()
+    assert calls[-1][:2] == ("ladder_cp_async", _edit(2)) and exercises.last_result is True
+    assert out == ["[rung 5 with STAGES=2, measured 0.80x] Correct."]
+    ex.check_stages_prediction(0.5, source=_edit(2))
+    assert exercises.last_result is False and "the live run went at 0.80x" in capsys.readouterr().out
+    barrier = "__syncthreads();               // ... everyone's have"
+    assert barrier in _edit(2)
+    wrong = _edit(2).replace(barrier, "// (barrier removed) everyone's have", 1)   # the (mocked) check fails it
+    ex.check_stages_prediction(0.8, source=wrong)
+    out = capsys.readouterr().out
+    assert exercises.last_result is False and "Not quite" in out and "does not pass the check" in out
+    assert "first wrong block tile" in out
+    ex.check_stages_prediction(0.8)                               # the knob, live
+    assert calls[-1] == ("ladder_cp_async", None, {"STAGES": 2}) and exercises.last_result is True
+
+
+def test_record_lines_and_the_pipeline_picture():
+    text = ex.record_lines(5, "STAGES")
+    first, second = text.splitlines()
+    assert first.startswith("Recorded (NVIDIA H200, recorded ") and "rung 5 runs at" in first and "predicted 1.6x" in first
+    assert second.startswith("STAGES, speed over rung 5 as recorded: 2: ") and "4 (as is): 1.00x" in second
+    assert len(ex.record_lines(1).splitlines()) == 1 and "the starting point" in ex.record_lines(1)
+    fig = helpers.plots.cp_async_pipeline([(4, 2), (4, 0), (2, 0)], ktiles=6)
+    assert len(fig.axes) == 3 and [len(ax.get_yticks()) for ax in fig.axes] == [4, 4, 2]
+    assert "3 later tiles" in fig.axes[0].get_title("left") and "1 later tile may" in fig.axes[1].get_title("left")

@@ -129,3 +129,154 @@ def test_claims_about_the_grouped_product():
         assert np.abs(C - a.dequantize() @ w.dequantize()).max() / np.abs(C).max() < 1e-13
         med.append(np.median(np.linalg.norm(C - R, axis=1) / np.linalg.norm(R, axis=1)))
     assert abs(med[0] - med[1]) / med[1] < 0.15                              # "barely depends on the scheme"
+
+
+# --------------------------------------------------------------------------- exercise 6: the promotion interval
+from helpers import fp8_gemm  # noqa: E402
+from helpers.experiments import fp8 as fp8x  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def fp8_data():
+    return helpers.results.load_latest().meta["experiments"]["fp8"]
+
+
+@pytest.fixture(scope="module")
+def small_product():
+    A, B = fp8x.random_inputs(32, 24, 1024, "uniform", seed=6)     # small: the CPU model in a fraction of a second
+    return A, B, {nc: fp8_gemm.matmul(f"fp8_promote_{nc}", A, B)[0] for nc in fp8_gemm.PROMOTE_NC}
+
+
+def test_promotion_ratio_is_the_recorded_one(fp8_data):
+    med = {r["kernel"]: r["med_rel"] for r in fp8_data["sweep"] if r["K"] == 4096 and r["dist"] == "uniform01"}
+    truth = ex.promotion_ratio(fp8_data)
+    assert truth == med["fp8_promote_64"] / med["fp8_promote_128"]
+    assert 0.2 < truth < 0.35              # "halving it cuts the error by more than half" (U[0,1) inputs)
+    # the lesson's solution (extrapolating the 256 -> 128 step) lands inside the tolerance; 'proportional' does not
+    guess = med["fp8_promote_128"] / med["fp8_promote_256"]
+    assert abs(math.log(guess / truth)) <= math.log(ex.PROMOTION_TOLERANCE)
+    assert abs(math.log(0.5 / truth)) > math.log(ex.PROMOTION_TOLERANCE)
+    # and the CPU model of a small product gives the same ratio (what the learner's run shows)
+    A, B = fp8x.random_inputs(64, 64, 4096, "uniform", seed=6)
+    R = A @ B
+    err = {nc: np.median(np.abs(fp8_gemm.matmul(f"fp8_promote_{nc}", A, B)[0] - R) / np.abs(R)) for nc in (64, 128)}
+    assert abs(math.log(err[64] / err[128] / truth)) < 0.1
+
+
+@pytest.mark.parametrize("answer,ok", [(None, None), (..., None), (0.27, True), ("0.27", True), (0.2, True),
+                                       (0.5, False), (1, False), (2.0, False), (0, False), (-0.27, False),
+                                       (float("nan"), False), (float("inf"), False)])
+def test_promotion_ratio_checker(fp8_data, answer, ok, capsys):
+    ex.check_promotion_ratio(answer, fp8_data)
+    out = capsys.readouterr().out
+    assert exercises.last_result is ok
+    assert {None: "Not answered", True: "Correct", False: "Hint"}[ok] in out
+
+
+@pytest.mark.parametrize("answer", ["a quarter", [0.27], {"r": 0.27}, object(), True, 1 + 2j])
+def test_promotion_ratio_checker_wrong_type(fp8_data, answer, capsys):
+    ex.check_promotion_ratio(answer, fp8_data)
+    assert exercises.last_result is False and "expects a number" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("data", [None, {}, [], "fp8"])
+def test_promotion_ratio_checker_without_the_record(data, capsys):
+    ex.check_promotion_ratio(0.27, data)
+    assert exercises.last_result is False and "not the recorded fp8 experiment" in capsys.readouterr().out
+
+
+def test_promotion_run_accepts_the_kernels_result(small_product, capsys):
+    A, B, C = small_product
+    for nc in fp8_gemm.PROMOTE_NC:
+        ex.check_promotion_run(C[nc], nc, A, B)
+        out = capsys.readouterr().out
+        assert exercises.last_result is True and "Correct" in out and f"every {nc} products" in out
+    ex.check_promotion_run(C[64], "64", A, B)                           # a number in a string is still one
+    assert exercises.last_result is True
+
+
+def test_promotion_run_rejects_a_C_from_another_interval(small_product, capsys):
+    A, B, C = small_product
+    for nc in fp8_gemm.PROMOTE_NC:
+        for other in fp8_gemm.PROMOTE_NC:
+            if other == nc or np.array_equal(C[other], C[nc]):
+                continue
+            ex.check_promotion_run(C[other], nc, A, B)
+            out = capsys.readouterr().out
+            assert exercises.last_result is False and f"fp8_promote_{other}" in out, (nc, other, out)
+    C0 = fp8_gemm.matmul("fp8_wgmma_n128", A, B)[0]                    # no promotion at all
+    ex.check_promotion_run(C0, 64, A, B)
+    assert exercises.last_result is False and "never promoting" in capsys.readouterr().out
+    off = C[64].copy()
+    off[3, 5] = np.nextafter(off[3, 5], np.inf)                         # one element one ulp off
+    ex.check_promotion_run(off, 64, A, B)
+    assert exercises.last_result is False and "no kernel's result" in capsys.readouterr().out
+
+
+def test_promotion_run_placeholders_and_wrong_types(small_product, capsys):
+    A, B, C = small_product
+    for c, nc in ((None, 64), (C[64], ...), (C[64], None), (..., 64)):
+        ex.check_promotion_run(c, nc, A, B)
+        assert exercises.last_result is None and "Not answered" in capsys.readouterr().out
+    for nc in (100, 0, 48, "sixty-four", [64], True):
+        ex.check_promotion_run(C[64], nc, A, B)
+        assert exercises.last_result is False and "expects one of the intervals" in capsys.readouterr().out
+    for c in ("C", [[1.0]], 3.0, C[64].astype(np.int64)):
+        ex.check_promotion_run(c, 64, A, B)
+        assert exercises.last_result is False and "expects C" in capsys.readouterr().out
+    ex.check_promotion_run(C[64][:5], 64, A, B)                        # the wrong shape
+    assert exercises.last_result is False and "pass the A and B" in capsys.readouterr().out
+    ex.check_promotion_run(C[64], 64, "A", B)                          # never raises
+    assert exercises.last_result is False and "Not accepted" in capsys.readouterr().out
+
+
+def test_promotion_figure_uses_the_kernels_intervals():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ncs = [k.nc for k in fp8_gemm.FP8_KERNELS.values() if k.wgmma and k.bn == 128]
+    assert ncs == [0, *fp8_gemm.PROMOTE_NC]
+    a, b = fp8x.random_inputs(1, 1, 1024, "uniform", seed=7)
+    fig = helpers.plots.fp8_promotion(ncs, a[0], b[:, 0])
+    lanes, bars = fig.axes
+    assert len(bars.patches) == len(ncs)
+    widths = [p.get_width() for p in bars.patches]                     # mean spacing grows with N_C
+    assert widths[1:] == sorted(widths[1:]) and widths[0] == max(widths)
+    plt.close(fig)
+
+
+def test_claims_about_the_outlier_tiles():
+    X = fp8.outlier_matrix(256, 1024, outliers=16, magnitude=1e4, seed=0)
+    e4 = fp8.facts("fp8_e4m3")
+    t = fp8.quantize(X, (1, 128))
+    tiles = lambda m: m.reshape(256, 8, 128)                            # noqa: E731
+    miss = ~fp8.tiles_within_u(X, t.dequantize(), e4.u)
+    big = tiles(np.abs(X) == 1e4).any(axis=2)
+    q = np.abs(t.q.astype(np.float64))
+    zero = tiles((X != 0) & (q == 0)).sum(axis=2)
+    low = tiles((X != 0) & (q < e4.tiny)).any(axis=2)
+    assert big.sum() == 16 and (miss & big).sum() == 16                 # "every tile with an outlier misses"
+    assert (miss & ~big).sum() > 0 and low[miss & ~big].all()           # the others: a value subnormal or 0
+    amax = tiles(np.abs(X)).max(axis=2)
+    smallest = tiles(np.where(X == 0, np.inf, np.abs(X))).min(axis=2)
+    assert np.all(amax[miss & ~big] / smallest[miss & ~big] > 1e4)       # "more than four powers of ten below"
+    assert math.log2(e4.max / e4.tiny) < 15 and round(math.log10(e4.max / e4.tiny), 1) == 4.5
+    assert zero[big].sum() > 0.9 * zero.sum()                           # "36 of the 37 zeros"
+
+
+def test_claims_about_the_promote_256_timings(fp8_data):
+    spd = {(r["n"], r["kernel"]): r for r in fp8_data["speed"]}
+    for n in (4096, 8192):                                              # "slower than 128 and 512 at both sizes"
+        t = {nc: spd[n, f"fp8_promote_{nc}"]["median_ms"] for nc in (128, 256, 512)}
+        assert t[256] > t[128] and t[256] > t[512]
+    r = {nc: spd[4096, f"fp8_promote_{nc}"] for nc in (128, 256, 512)}
+    assert r[256]["p10_ms"] > max(r[128]["p90_ms"], r[512]["p90_ms"])   # "at 4096 ... lies apart from theirs"
+    r = {nc: spd[8192, f"fp8_promote_{nc}"] for nc in (128, 256, 512)}
+    assert r[256]["p10_ms"] < min(r[128]["p90_ms"], r[512]["p90_ms"])   # "at 8192 the three overlap"
+    res = {(v["regs"], v["spills"], v["smem"]) for k, v in fp8_data["resources"].items() if "promote" in k}
+    assert len(res) == 1                                                # "share registers, spills, shared memory"
+    ncu = helpers.profile.load_ncu()
+    assert not [k for k in ncu.meta["kernels"] if k["kernel"].startswith("fp8")]   # "holds none of the FP8 kernels"
+    # the prose: "the recorded rows were made with PyTorch's `_scaled_mm`" (rows from nvmath-python carry a path)
+    assert not {r.get("path") for r in fp8_data["sweep"] + fp8_data["speed"] if "cublaslt" in r["kernel"]} - {None}

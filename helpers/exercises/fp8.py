@@ -1,5 +1,7 @@
-"""Lesson 7 exercises: reading E4M3 from its bits, what a cast does past the largest number, and the
-scale that per-tensor scaling picks and the small values it loses.
+"""Lesson 7 exercises: reading E4M3 from its bits, what a cast does past the largest number, the
+scale that per-tensor scaling picks and the small values it loses, the bits wgmma keeps, and the
+promotion interval N_C as a knob (predict its error, run fp8_promote_<nc>, and have the C checked bit
+for bit against the kernel's CPU model).
 
 Each checker computes the expected answer itself (from ml_dtypes through helpers.fp8) and prints one
 verdict line ("Not answered yet", "Correct.", or "Not quite" with a hint); see
@@ -137,3 +139,118 @@ def check_swamped_sum(answer) -> None:
     check_number("2^16 + 31 x 4 in one block of wgmma", answer, expected, rel=0,
                  hint="each 4 = 2^2 lies 14 bits below 2^16, one bit past the 14 kept: every one of them is cut "
                       "to 0 before the sum, however many there are.")
+
+
+# --------------------------------------------------------------------------- the promotion interval (a knob)
+PROMOTION_K = 4096                 # the exercise's K: the sweep's row the lesson's table shows
+PROMOTION_DIST = "uniform01"       # U[0,1) inputs (one-sided cuts: the clearest case)
+PROMOTION_TOLERANCE = 2 ** 0.5     # a prediction within a factor sqrt(2) of the measured ratio counts
+
+
+def promotion_ratio(data: dict, nc: int = 64, base: int = 128, K: int = PROMOTION_K,
+                    dist: str = PROMOTION_DIST) -> float:
+    """Median relative error of fp8_promote_<nc> divided by fp8_promote_<base>'s, at K on `dist` inputs,
+    from the recorded sweep (256 x 256 outputs, every one bit-identical to the CPU model on the H200)."""
+    med = {r["kernel"]: r["med_rel"] for r in data["sweep"] if r["K"] == K and r["dist"] == dist and "med_rel" in r}
+    return med[f"fp8_promote_{nc}"] / med[f"fp8_promote_{base}"]
+
+
+@checker
+def check_promotion_ratio(answer, data: dict) -> None:
+    """Predicted: the median relative error of promoting every 64 products divided by that of every 128, at
+    K = 4096 on U[0,1) inputs. Accepted within a factor sqrt(2) of the recorded ratio."""
+    name = f"error every 64 / every 128, K = {PROMOTION_K}"
+    if answer is None or answer is Ellipsis:
+        _report(name, answer, False, "")
+        return
+    a = as_number(answer)
+    if a is None:
+        not_a_number(name, answer, "a number: the ratio of two median errors, e.g. 0.5 for 'half the error'")
+        return
+    if not isinstance(data, dict) or not isinstance(data.get("sweep"), list):
+        _report(name, answer, False,
+                f"`data` ({type(data).__name__} {_short(data)}) is not the recorded fp8 experiment: set "
+                "data = rec.meta['experiments']['fp8'] and run this again.")
+        return
+    truth = promotion_ratio(data)
+    ok = math.isfinite(a) and a > 0 and abs(math.log(a / truth)) <= math.log(PROMOTION_TOLERANCE)
+    if ok:
+        print(f"[{name}] Correct: the H200 measured {truth:.2f} (accepted within a factor {PROMOTION_TOLERANCE:.2f}).")
+        _count(ok)
+        return
+    _report(name, answer, False,
+            "if the error were proportional to N_C, the ratio would be 1/2. But a product of two E4M3 numbers has "
+            "at most 8 significant bits: while the partial sum is small, its 14 bits keep all of them and nothing is "
+            "cut; the larger it grows before it is emptied, the more bits of every product fall below its 14th. "
+            "The rows promote_128, _256 and _512 of the table show what each doubling of N_C costs.")
+
+
+def _count(ok: bool) -> None:
+    """Record a verdict printed here directly (a 'Correct' line with the measured value beside it)."""
+    from .. import exercises
+
+    exercises._verdicts += 1
+    exercises.last_result = ok
+
+
+def _promote_nc_of(C, A, B, first: int | None = None):
+    """The promotion interval whose CPU model (bit-exact to the H200) gives C for A B, `first` tried first;
+    0 for fp8_wgmma_n128 (never); None when none does."""
+    import numpy as np
+
+    from ..fp8_gemm import PROMOTE_NC, cpu_model, decode_e4m3, encode_e4m3
+
+    A8, B8 = decode_e4m3(encode_e4m3(A)), decode_e4m3(encode_e4m3(B))
+    order = ([first] if first in PROMOTE_NC else []) + [n for n in PROMOTE_NC if n != first] + [0]
+    for nc in order:
+        want = np.asarray(cpu_model(f"fp8_promote_{nc}" if nc else "fp8_wgmma_n128")(A8, B8), dtype=np.float32)
+        if want.shape == C.shape and np.array_equal(want, C):
+            return nc
+    return None
+
+
+@checker
+def check_promotion_run(C, nc, A, B) -> None:
+    """C: what the learner computed with fp8_gemm.matmul(f"fp8_promote_{nc}", A, B) (on the GPU, or the CPU
+    model). Correct when C is, bit for bit, the result of promoting every `nc` products (the CPU model, which
+    matches the H200's kernels on every recorded output); a C of another interval, or of no promotion, is
+    rejected and named."""
+    import numpy as np
+
+    from ..fp8_gemm import PROMOTE_NC
+
+    name = f"C of fp8_promote_{nc}" if nc is not None and nc is not Ellipsis else "C of fp8_promote_<nc>"
+    if nc is None or nc is Ellipsis or C is None or C is Ellipsis:
+        _report(name, None, False, "")
+        return
+    n = as_number(nc)
+    if n is None or n not in PROMOTE_NC:
+        not_a_number("promotion interval nc", nc, f"one of the intervals the kernels exist for, {PROMOTE_NC}")
+        return
+    nc = int(n)
+    if not isinstance(C, np.ndarray) or C.ndim != 2 or C.dtype.kind != "f":
+        not_a_number(name, C, "C as matmul returns it: a 2-D numpy float array (C, where = fp8_gemm.matmul(...))")
+        return
+    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    if A.ndim != 2 or B.ndim != 2 or C.shape != (A.shape[0], B.shape[1]):
+        _report(name, C, False, f"C is {C.shape}, but A B is {A.shape[0]} x {B.shape[1] if B.ndim == 2 else '?'}: "
+                                "pass the A and B the cell multiplied.")
+        return
+    got = _promote_nc_of(np.asarray(C, dtype=np.float32), A, B, first=nc)
+    if got == nc:
+        from ..fp8_gemm import cpu_model, decode_e4m3, encode_e4m3
+
+        R = A @ B
+        err = lambda X: float(np.median(np.abs(X - R) / np.abs(R)))       # noqa: E731
+        line = f"median relative error {err(C):.1e}"
+        if nc != 128:
+            A8, B8 = decode_e4m3(encode_e4m3(A)), decode_e4m3(encode_e4m3(B))
+            e128 = err(cpu_model("fp8_promote_128")(A8, B8))
+            line += f"; every 128 on the same A, B: {e128:.1e} (ratio {err(C) / e128:.2f})"
+        print(f"[{name}] Correct: bit for bit the result of promoting every {nc} products; {line}.")
+        _count(True)
+        return
+    what = ("no kernel's result (did C come from these A and B?)" if got is None else
+            "the result of never promoting (fp8_wgmma_n128)" if got == 0 else f"the result of fp8_promote_{got}")
+    _report(name, C, False, f"this C is {what}. Set nc, rerun the matmul with f\"fp8_promote_{{nc}}\", and pass "
+                            "the C it returned.")

@@ -1,5 +1,6 @@
 """Lesson 6 exercises: the register budget setmaxnreg shares out, the bytes a stage's mbarrier expects,
-and the waves of a persistent grid.
+the waves of a persistent grid, and one that edits a kernel (check_ring_edit: predict, edit the ring's
+depth, run it live on a Hopper GPU or read the H200's recorded sweep elsewhere).
 
 Each checker computes the expected answer itself (from the tile sizes in helpers.kernels and the
 Hopper limits) and prints one verdict line ("Not answered yet", "Correct.", or "Not quite" with a
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from . import check_number, checker
+from . import _report, as_number, check_number, checker, not_a_number
 
 REG_FILE = 65536          # 32-bit registers per SM (compute capability 9.0)
 THREADS = 384             # one producer and two consumer warpgroups: __launch_bounds__(384, 1)
@@ -60,3 +61,86 @@ def check_stage_bytes(answer, N: int = 520, tn: int = 2) -> None:
 def check_waves(answer, n: int = 4096) -> None:
     check_number(f"waves of 132 CTAs at n = {n}", answer, waves(n)[0],
                  hint="tiles = (n / 128) x (n / 256); each of the 132 CTAs takes one tile per wave.")
+
+
+# --------------------------------------------------------------------------- an exercise that edits a kernel
+EDIT_TOLERANCE = 0.10     # a prediction within 10% of the measured ratio counts as right
+
+
+def recorded_ratio(like=11, knob: str = "STAGES", value: int = 2) -> tuple[float, float, float, str]:
+    """(ratio, low, high, label): the variant's speed over the rung's as recorded in the ``knobs`` experiment
+    (its median, and the spread the p10-p90 timings of both allow), and the record's label."""
+    from ..kernels import lookup
+    from ..tryout import recorded_sweep
+
+    spec = lookup(like)
+    rows, label = recorded_sweep(spec, {knob: value})
+    if not rows:
+        raise LookupError(f"no recorded sweep of {spec.name} ({label})")
+    base = next(r for r in rows if r.get("knob") is None)
+    var = next((r for r in rows if r.get("knob") == knob and r.get("value") == value), None)
+    if var is None:
+        raise LookupError(f"the record has no row of {spec.name} with {knob}={value}")
+    return base["ms"] / var["ms"], base["p10_ms"] / var["p90_ms"], base["p90_ms"] / var["p10_ms"], label
+
+
+def _run_edit(like, edit):
+    """The edit tried live (helpers.try_kernel: a knob dict or an edited source string); None where no GPU
+    runs it (the CPU backend, or a TryResult that says it did not run here)."""
+    from ..device import backend
+    from ..tryout import try_kernel
+
+    if not backend().is_gpu:
+        return None
+    res = try_kernel(like, source=edit, timing_size=4096) if isinstance(edit, str) else try_kernel(like, **edit)
+    return res if res.live else None
+
+
+@checker
+def check_ring_edit(prediction, edit=..., like=11, knob: str = "STAGES", value: int = 2) -> None:
+    """Exercise: predict the speed of rung `like` with a `value`-stage ring (as a fraction of the rung as
+    recorded), make the edit (`edit`: {knob: value}, or an edited copy of the file as a string), run it.
+    On a GPU that runs it, the edit is compiled, checked and timed live (helpers.try_kernel): a variant that
+    fails its check is "Not quite", and the prediction is judged against the live ratio. Elsewhere one line
+    says the edit cannot run here and the prediction is judged against the H200's recorded sweep."""
+    from ..tryout import validate_knobs
+
+    name = f"rung {like}, {knob}={value}"
+    if prediction is None or prediction is Ellipsis:
+        _report(name, None, False, "")                   # predict first: nothing runs before a prediction
+        return
+    if as_number(prediction) is None:
+        not_a_number(name, prediction)
+        return
+    if edit is Ellipsis or edit is None:
+        _report(name + " (the edit)", None, False, "")
+        return
+    if isinstance(edit, dict):
+        validate_knobs(like, edit)                       # an unknown knob or value: "Not accepted", naming them
+        if {str(k).upper(): v for k, v in edit.items()} != {knob: value}:
+            _report(name, edit, False, f"this exercise's edit is {{'{knob}': {value}}} (the ring's depth); "
+                                       f"you asked for {edit}.")
+            return
+    elif not isinstance(edit, str):
+        raise TypeError(f"edit is {type(edit).__name__}: pass {{'{knob}': {value}}} or an edited source string")
+    res = _run_edit(like, edit)
+    if res is None:
+        ratio, low, high, label = recorded_ratio(like, knob, value)
+        print(f"[{name}] The edit cannot run here (no Hopper GPU): your prediction is judged against the sweep of {label}.")
+    else:
+        if not res.passed:
+            why = " ".join((res.verdict or res.stage).split())[:300]
+            _report(name, prediction, False, f"your edited kernel did not pass its check ({why}); fix the edit, "
+                                             "then predict again.")
+            return
+        ratio = res.row["vs_original"]
+        low = high = ratio
+    p = as_number(prediction)
+    ok = low <= p <= high or abs(p / ratio - 1) <= EDIT_TOLERANCE
+    got = (f"it ran at {ratio:.2f}x the rung as recorded" if res is not None else
+           f"the H200 recorded it at {ratio:.2f}x the rung as recorded (p10-p90: {low:.2f} to {high:.2f})")
+    _report(name, prediction, ok,
+            f"{got}; you said {p:g}. With {value} stages the producer can be only {value - 1} K-tile(s) ahead "
+            "of the consumers: does that hide the time a TMA load takes?")
+    if ok:
+        print(f"[{name}] {got[0].upper()}{got[1:]}.")

@@ -1,10 +1,14 @@
-"""Lesson 5 exercises: the traffic of a block tile, a pipeline's shared memory, blocks per SM.
+"""Lesson 5 exercises: the traffic of a block tile, a pipeline's shared memory, blocks per SM, and one
+that edits a kernel (rung 5 with fewer stages: predict, edit, run, compare; live on a GPU, against the
+recorded knob sweep elsewhere). record_lines / recorded_knob read what the H200 record holds per rung.
 
 Each checker computes the expected answer itself (from the traffic model in helpers.analysis and
 the tile sizes in helpers.kernels) and prints one verdict line ("Not answered yet", "Correct.",
 or "Not quite" with a hint); see helpers/exercises/__init__.py.
 """
 from __future__ import annotations
+
+import re
 
 from . import check_number, checker
 from ..analysis import tile_traffic_bytes
@@ -37,3 +41,141 @@ def check_blocks_per_sm(answer, regs: int = 128, threads: int = 256, smem: int =
     check_number("blocks per SM", answer, min(by_regs, by_smem, 32), rel=1e-9,
                  hint="registers: 65536 per SM / (registers per thread x threads); shared memory: "
                       "228 KB per SM / (bytes per block + 1 KB reserved); the smaller wins.")
+
+
+# --------------------------------------------------------------------------- the knobs, recorded and live
+def recorded_knob(rung: int, knob: str | None = None) -> tuple[list[dict], str]:
+    """(rows, label): the ``knobs`` experiment's rows of `rung` in the newest record, the rung as recorded
+    first, then the values of `knob` (all of its knobs when None) in increasing order; ([], why) without
+    a recording."""
+    from ..kernels import ALL_RUNGS
+    from ..tryout import recorded_sweep
+
+    rows, label = recorded_sweep(ALL_RUNGS[rung], {knob: None} if knob else None)
+    if not rows:
+        return [], label
+    rows = sorted(rows, key=lambda r: (r.get("knob") is not None, str(r.get("knob") or ""), r.get("value") or 0))
+    return rows, label
+
+
+def _speed_range(row: dict, default: dict) -> tuple[float, float, float]:
+    """(speed, low, high) of `row` over `default`: the median ratio of their times, and the ratio's
+    p10-p90 spread (the default's p10 over the row's p90 .. the default's p90 over the row's p10)."""
+    speed = default["ms"] / row["ms"]
+    lo = default.get("p10_ms", default["ms"]) / row.get("p90_ms", row["ms"])
+    hi = default.get("p90_ms", default["ms"]) / row.get("p10_ms", row["ms"])
+    return speed, min(lo, speed), max(hi, speed)
+
+
+def record_lines(rung: int, knob: str | None = None, n: int = 4096) -> str:
+    """What the H200 record says about a rung, in at most two lines (the same on every machine): its
+    measured gain over the rung before beside the prediction (the ladder experiment at n), and, with
+    `knob`, the speed of each recorded value of that knob over the rung as recorded."""
+    from ..experiments.ladder import gains
+    from ..results import load_latest
+
+    rec = load_latest()
+    g = {x["rung"]: x for x in gains(rec.meta["experiments"]["ladder"], n)}.get(rung)
+    if g is None:
+        out = [f"rung {rung}: not in the ladder record at n = {n}."]
+    elif rung == 1:
+        out = [f"Recorded ({rec.label}), n = {n}: rung 1 runs at {g['tflops']:.1f} TFLOP/s, "
+               f"{g['frac_cublas']:.2f}x cuBLAS: the starting point."]
+    else:
+        out = [f"Recorded ({rec.label}), n = {n}: rung {rung} runs at {g['measured']:.2f}x rung {rung - 1} "
+               f"(predicted {g['predicted']:g}x): {g['verdict']}."]
+    if knob:
+        rows, label = recorded_knob(rung, knob)
+        default = next((r for r in rows if r.get("knob") is None), None)
+        if not rows or default is None:
+            out.append(f"{knob}: {label}.")
+        else:
+            cells = []
+            for r in rows:
+                v = (r.get("settings") or {}).get(knob) if r.get("knob") is None else r["value"]
+                cells.append(f"{v}{' (as is)' if r.get('knob') is None else ''}: "
+                             + ("skipped" if r.get("skipped") else f"{default['ms'] / r['ms']:.2f}x"))
+            vals = sorted(cells, key=lambda c: int(c.split(":")[0].split()[0]))
+            out.append(f"{knob}, speed over rung {rung} as recorded: " + " | ".join(vals))
+    return "\n".join(out)
+
+
+STAGES_TOL = 0.05       # a prediction may miss the measured p10-p90 range of the speed by this much
+
+
+@checker
+def check_stages_prediction(prediction, source=None, stages: int = 2) -> None:
+    """Predict, edit, run, compare: `prediction` is the speed of rung 5 (ladder_cp_async) with `stages`
+    stages as a fraction of rung 5 as recorded (STAGES = 4), e.g. 0.5 = half as fast; `source` the
+    learner's edited copy of kernels/ladder.cu (helpers.tryout.source_of), or None for the STAGES knob.
+
+    On a GPU that runs rung 5 the variant is compiled, checked and timed with helpers.try_kernel (an edit
+    that gives wrong results, does not compile or faults is "Not quite"); elsewhere the edit cannot run:
+    one line says so and the prediction is compared with the recorded sweep (run_or_load("knobs")). A
+    prediction is right when it lies within STAGES_TOL of the measured p10-p90 range of the speed."""
+    from .. import tryout
+    from ..device import backend
+    from ..kernels import ALL_RUNGS
+    from . import _report, as_number, not_a_number
+
+    spec = ALL_RUNGS[5]
+    name = f"rung 5 with STAGES={stages}"
+    if prediction is None or prediction is Ellipsis:
+        _report(name, prediction, False, "")
+        return
+    p = as_number(prediction)
+    if p is None:
+        not_a_number(name, prediction, "your predicted speed as a fraction of rung 5 as recorded (a number, "
+                                       "e.g. 0.5 for half as fast)")
+        return
+    tryout.validate_knobs(spec, {"STAGES": stages})          # an allowed value (else "Not accepted")
+    if source is not None:
+        tryout._check_source(spec, source)
+        if source == tryout.source_of(spec):
+            _report(name, p, False, "your source is kernels/ladder.cu unchanged: edit it first (the line "
+                                    f"`#define STAGES 4` becomes `#define STAGES {stages}`).")
+            return
+    b = backend()
+    runs_here = b.is_gpu and tryout.variant_entry(spec, tryout.validate_knobs(spec, {"STAGES": stages})[1]) \
+        .skip_message(b.gpu.cc) is None
+    if runs_here:
+        r = tryout.try_kernel(spec.name, source=source) if source is not None else \
+            tryout.try_kernel(spec.name, STAGES=stages)
+        if not r.live:                                      # this GPU could not run it after all
+            print(f"[{name}] {r.message}")
+        elif not r.passed:
+            _report(name, p, False, f"your kernel does not pass the check, so there is no speed to compare: "
+                                    f"{r.verdict[:300]}")
+            return
+        else:
+            v, o = r.timing["variant"], r.timing["original"]
+            speed, lo, hi = _speed_range(v, o)
+            _judge(f"{name}, measured {speed:.2f}x", p, speed, lo, hi, "live")
+            return
+    elif source is not None:
+        m = re.search(r"^#define\s+STAGES\s+(\d+)", source, re.M)
+        if m and int(m.group(1)) != stages and int(m.group(1)) in tryout.KNOBS[5]["STAGES"].allowed({}):
+            stages, name = int(m.group(1)), f"rung 5 with STAGES={m.group(1)}"
+    rows, label = recorded_knob(5, "STAGES")
+    if source is not None and not runs_here:
+        where = "This GPU cannot run rung 5" if b.is_gpu else "No GPU here"
+        print(f"[{name}] {where}, so your edited kernel cannot be compiled or run: your prediction is "
+              f"compared with the recorded STAGES={stages} run ({label}) instead.")
+    default = next((r for r in rows if r.get("knob") is None), None)
+    row = default if stages == tryout.KNOBS[5]["STAGES"].default_for({}) else \
+        next((r for r in rows if r.get("knob") == "STAGES" and r.get("value") == stages and r.get("ms")), None)
+    if default is None or row is None:
+        print(f"[{name}] There is no recorded STAGES={stages} run to compare with ({label}).")
+        return
+    speed, lo, hi = _speed_range(row, default)
+    _judge(f"{name}, recorded {speed:.2f}x", p, speed, lo, hi, "recorded")
+
+
+def _judge(name: str, p: float, speed: float, lo: float, hi: float, how: str) -> None:
+    from . import _report
+
+    ok = lo - STAGES_TOL <= p <= hi + STAGES_TOL
+    way = "slower" if p < lo else "faster"
+    _report(name, p, ok, f"you predicted {p:.2f}x; the {how} run went at {speed:.2f}x (p10-p90 {lo:.2f}-{hi:.2f}), "
+                         f"so it was not as much {way} as you thought: how many copies must be in flight to hide "
+                         "their latency (rung 5's pipeline picture)?")

@@ -16,7 +16,8 @@ others' results with it.
   ``rung_rows`` in a child process each.
 * ``tools/hopper_try.py``: the same children at two odd sizes, 4096 and 8192, within a few minutes.
 
-Reading the rows (no GPU): ``timed_rows`` / ``gains`` / ``errors`` from the ladder experiment,
+Reading the rows (no GPU): ``timed_rows`` / ``errors`` from the ladder experiment, ``gains`` (its gains,
+judged by ``verdict`` against the measured p10-p90 spread),
 ``targets`` (the issue's 0.90x and 1.00x cuBLAS), ``shape_table`` (every shape's best rung and its
 ratio) and ``MISS_NOTES`` (the explanations of a miss in either direction, written before measuring).
 """
@@ -28,7 +29,7 @@ import numpy as np
 
 from ..kernels import ALL_RUNGS, hopper_ladder
 from . import experiment
-from .ladder import _inputs, _row_head, _rung_row, errors, gains, timed_rows  # noqa: F401  (re-exported for the lesson)
+from .ladder import _inputs, _row_head, _rung_row, errors, timed_rows  # noqa: F401  (re-exported for the lesson)
 
 SQUARE = (2048, 4096, 6144, 8192)
 # transformer-like products: an MLP up-projection (8192 tokens, hidden 4096 -> 28672) and a skinny one
@@ -245,6 +246,42 @@ def ncu_rows(rows: list[dict] | None = None, n: int = 4096, directory=None) -> t
         return sorted(out, key=lambda e: e["rung"]), label
     return [], ("not recorded yet: no results/ncu-*.json holds lesson 6's rungs (run `make gpu-check STAGES=ncu`, "
                 "or tools/hopper_try.py --ncu, on a Hopper GPU)")
+def verdict(predicted: float, low: float, high: float) -> str:
+    """Judge a predicted gain against the measured one's spread: [low, high] is the gain the p10 and p90
+    timings of both rungs allow (the slowest p90 over the fastest p10 and back). Inside it: "as predicted",
+    or "unresolved" when the spread holds no gain (1.00) as well, so the timing cannot tell the two apart;
+    outside: "missed", and in which direction."""
+    eps = 1e-9
+    if low * (1 - eps) <= predicted <= high * (1 + eps):
+        return "unresolved: the spread holds no gain too" if low * (1 - eps) <= 1.0 <= high * (1 + eps) \
+            else "as predicted"
+    return "missed: better than predicted" if low > predicted else "missed: worse than predicted"
+
+
+def gains(rows: list[dict], n) -> list[dict]:
+    """The ladder's gains (helpers.experiments.ladder.gains) at size n, judged by ``verdict`` against the
+    measured spread instead of a fixed +-25%: each row gains ``low`` / ``high`` (the gain over the rung
+    before it that the p10-p90 timings of both allow; the median's gain when a row has no p10/p90), and
+    ``direction`` ("better", "worse" or None: the key of MISS_NOTES)."""
+    from .ladder import gains as ladder_gains
+
+    by_rung = {r["rung"]: r for r in timed_rows(rows, n)}
+    out, prev = ladder_gains(rows, n), None
+    for g in out:
+        r = by_rung[g["rung"]]
+        if prev is None:
+            g.update(low=None, high=None, direction=None)
+        else:
+            mid = r["tflops"] / prev["tflops"]
+            spread = all(x.get(k) for x in (r, prev) for k in ("p10_ms", "p90_ms"))
+            low = prev["p10_ms"] / r["p90_ms"] if spread else mid
+            high = prev["p90_ms"] / r["p10_ms"] if spread else mid
+            g.update(low=round(low, 3), high=round(high, 3), verdict=verdict(g["predicted"], low, high))
+            g["direction"] = g["verdict"].split()[1] if g["verdict"].startswith("missed") else None
+        prev = r
+    return out
+
+
 def targets(rows: list[dict]) -> list[str]:
     """One line per target of the issue: the best rung's ratio to cuBLAS at 4096 and 8192, met or missed."""
     out = []

@@ -1,0 +1,44 @@
+"""helpers.display: kernel source and a rung's changed lines, read from kernels/ (issue 23)."""
+import pytest
+
+import helpers
+from helpers import display
+from helpers.fp8_gemm import FP8_KERNELS
+
+
+@pytest.mark.parametrize("name", list(helpers.KERNELS) + list(FP8_KERNELS))
+def test_kernel_source_finds_every_kernel_definition(name):
+    """Every registered kernel (and lesson 07's FP8 kernels, declared with __launch_bounds__) is found as
+    its definition, not its forward declaration: the text runs from extern "C" to the body's last brace."""
+    spec = helpers.KERNELS.get(name) or FP8_KERNELS[name]
+    src = display.kernel_source(spec.file, name)
+    assert src.startswith('extern "C"') and f" {name}(" in src and src.rstrip().endswith("}")
+    head = src[:src.index("{")]
+    assert ";" not in head
+
+
+@pytest.mark.parametrize("rung", list(helpers.kernels.ALL_RUNGS))
+def test_rung_diff_compares_each_rung_with_the_one_before(rung):
+    spec = helpers.kernels.ALL_RUNGS[rung]
+    md = display.rung_diff(rung).data
+    assert f"**Rung {rung}** (`{spec.name}`" in md
+    if rung == 1:
+        assert "its whole kernel" in md and "```cuda" in md
+    else:
+        prev = helpers.kernels.ALL_RUNGS[rung - 1]
+        assert f"differ from rung {rung - 1} (`{prev.name}`)" in md and "```diff" in md
+        assert f"+++ rung {rung} ({spec.name})" in md
+
+
+def test_rung_diff_shows_the_padding_change_and_folds_the_body_it_calls():
+    md = display.rung_diff(3).data
+    assert "-    tiled_body<RUNG2_PAD>(A, B, C, M, N, K);" in md
+    assert "+    tiled_body<SMEM_PAD>(A, B, C, M, N, K);" in md
+    assert "<details><summary><code>tiled_body</code></summary>" in md
+    assert "<summary><code>wmma_block_step</code></summary>" in md     # called through tiled_body
+
+
+def test_rung_diff_cuts_long_diffs_and_says_how_to_see_all():
+    short = display.rung_diff(6, max_lines=10).data
+    assert "helpers.display.rung_diff(6, full=True)" in short
+    assert "helpers.display.rung_diff(6, full=True)" not in display.rung_diff(6, full=True).data
