@@ -211,7 +211,7 @@ def nvmath_fp8(A8, Bt8, fast_accum: bool):
     a, b = _fp8_views(torch, A8, Bt8)
     mm = nvmath.linalg.advanced.Matmul(
         a, b, quantization_scales={"a": 1.0, "b": 1.0},
-        options={"result_type": nvmath.CudaDataType.CUDA_R_32F, "compute_type": nvmath.ComputeType.COMPUTE_32F,
+        options={"result_type": nvmath.CudaDataType.CUDA_R_32F, "compute_type": nvmath.linalg.ComputeType.COMPUTE_32F,
                  "fast_accumulation": bool(fast_accum)})
     mm.plan()
 

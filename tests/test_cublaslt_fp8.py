@@ -50,7 +50,9 @@ def fake_nvmath(calls, fail=None):
     nvmath = types.ModuleType("nvmath")
     nvmath.__version__ = "0.0-stand-in"
     nvmath.CudaDataType = types.SimpleNamespace(CUDA_R_32F="CUDA_R_32F")
-    nvmath.ComputeType = types.SimpleNamespace(COMPUTE_32F="COMPUTE_32F")
+    # the compute type lives in nvmath.linalg (nvmath.ComputeType is another enum, which Matmul refuses:
+    # "<ComputeType.COMPUTE_32F: 4> is not a valid ComputeType" on the H200, nvmath-python 1.0.0)
+    nvmath.ComputeType = types.SimpleNamespace(COMPUTE_32F="the wrong enum")
 
     class Matmul:
         def __init__(self, a, b, **kw):
@@ -65,7 +67,8 @@ def fake_nvmath(calls, fail=None):
             calls.append(("execute",))
             return "D from nvmath"
 
-    nvmath.linalg = types.SimpleNamespace(advanced=types.SimpleNamespace(Matmul=Matmul))
+    nvmath.linalg = types.SimpleNamespace(advanced=types.SimpleNamespace(Matmul=Matmul),
+                                          ComputeType=types.SimpleNamespace(COMPUTE_32F="COMPUTE_32F"))
     return nvmath
 
 
