@@ -32,17 +32,7 @@ def kernel_source(filename: str, name: str | None = None, with_header: bool = Fa
             break
     if not m:
         raise KeyError(f"no kernel {name} in {filename}")
-    depth, i, started = 0, m.start(), False
-    while i < len(text):
-        if text[i] == "{":
-            depth += 1
-            started = True
-        elif text[i] == "}":
-            depth -= 1
-            if started and depth == 0:
-                break
-        i += 1
-    body = text[m.start():i + 1]
+    body = _block_from(text, m.start())
     if with_header:
         header = re.match(r"((?://[^\n]*\n)+)", text)
         body = (header.group(1) if header else "") + "\n" + body
