@@ -188,3 +188,33 @@ def sass_opcode_counts(path) -> dict[str, dict[str, int]]:
         if fam in counts:
             counts[fam] += 1
     return out
+
+
+# --------------------------------------------------------------------------- pictures' models
+def kernel_defines(filename: str) -> dict[str, int]:
+    """The integer ``#define NAME value`` lines of kernels/<filename> (the first definition of each),
+    so that a picture of a kernel's tiles is drawn from the numbers the kernel compiles with:
+    kernel_defines("ladder.cu")["BM"] is rung 2-6's block tile height."""
+    import re
+
+    from .display import kernel_source
+
+    out: dict[str, int] = {}
+    for m in re.finditer(r"^\s*#define\s+([A-Z_][A-Z0-9_]*)\s+(\d+)\b", kernel_source(filename), re.M):
+        out.setdefault(m.group(1), int(m.group(2)))
+    return out
+
+
+def bank_map(row_stride_bytes: int, rows: int = 8, access_bytes: int = 16, banks: int = 32,
+             bank_bytes: int = 4) -> list[list[int]]:
+    """The banks each of `rows` consecutive rows (row_stride_bytes apart) hits when each reads
+    `access_bytes` at the same column: one list of banks per row, the model behind bank_ways (whose
+    result is the largest count of any bank in these lists)."""
+    return [[(r * row_stride_bytes // bank_bytes + w) % banks for w in range(access_bytes // bank_bytes)]
+            for r in range(rows)]
+
+
+def swizzle_128b(rows: int = 8, chunks: int = 8) -> list[list[int]]:
+    """The 128-byte swizzle of TMA (CU_TENSOR_MAP_SWIZZLE_128B): position[r][q] is where 16-byte chunk q
+    of row r of a 128-byte-wide tile is stored in that row, q XOR (r mod 8)."""
+    return [[q ^ (r % 8) for q in range(chunks)] for r in range(rows)]

@@ -261,8 +261,9 @@ def backend() -> Backend:
         # only a driver that answers makes it a mismatch
         drv = _driver_cuda_version() if is_driver_mismatch(why) else None
         mismatch = f" {DRIVER_MISMATCH} (driver: CUDA {drv})." if drv else ""
-        if is_driver_mismatch(why) and not drv:     # CUDA's words would read as "update your driver"
-            why = f"no NVIDIA driver was found on this machine (the CUDA library libcuda does not load; CUDA said: {why})"
+        if is_driver_mismatch(why) and not drv:
+            # one statement: CUDA's own words ("driver version is insufficient") would say the opposite
+            why = "no NVIDIA driver was found on this machine: the CUDA library libcuda does not load"
         if choice == "gpu":
             if mismatch:
                 raise DriverMismatchError(f"{ENV_VAR}=gpu, but no CUDA GPU works here ({why}).{mismatch}",

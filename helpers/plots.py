@@ -90,10 +90,13 @@ def tflops_vs_size(series: dict, *, baselines: dict | None = None, peaks: dict |
 
 
 def roofline(points: dict, *, peak_tflops: float, mem_gbs: float, extra_ceilings: dict | None = None,
-             title: str = "Roofline", source: str = ""):
+             title: str = "Roofline", source: str = "",
+             xlabel: str = "arithmetic intensity (FLOP / byte of DRAM traffic)", legend_outside: bool = False):
     """Attainable TFLOP/s vs arithmetic intensity (FLOP/byte), log-log.
 
-    points: {label: (intensity, tflops)}; extra_ceilings: {label: TFLOP/s}.
+    points: {label: (intensity, tflops)}; extra_ceilings: {label: TFLOP/s}. xlabel: what the bytes are
+    (lesson 5's intensity counts the bytes the blocks request, not DRAM's); legend_outside: the legend
+    beside the axes, where no roof or ridge line crosses it.
     """
     apply_style()
     fig, ax = plt.subplots()
@@ -108,9 +111,11 @@ def roofline(points: dict, *, peak_tflops: float, mem_gbs: float, extra_ceilings
     ax.axvline(peak_tflops * 1e3 / mem_gbs, color="0.7", linewidth=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("TFLOP/s")
-    return _finish(ax, title, source)
+    if legend_outside:
+        ax.figure.set_size_inches(14, 5.6)
+    return _finish(ax, title, source, legend_outside=legend_outside)
 
 
 def error_vs_k(K, curves: dict, *, bounds: dict | None = None, title: str = "Error vs K",
@@ -134,11 +139,12 @@ def error_vs_k(K, curves: dict, *, bounds: dict | None = None, title: str = "Err
     return _finish(ax, title, source, legend_outside=True)
 
 
-def ladder(by_size: dict, *, peak: float, source: str):
+def ladder(by_size: dict, *, peak: float, source: str, legend_outside: bool = False):
     """Bars: TFLOP/s of each rung of lesson 5's ladder at each size; cuBLAS and the dense peak as lines.
 
     by_size: {n: rows measured at M = N = K = n, each with 'rung', 'idea' and 'tflops'; rung 0 is
-    cuBLAS} (helpers.experiments.ladder.timed_by_size).
+    cuBLAS} (helpers.experiments.ladder.timed_by_size). legend_outside: the legend beside the bars, where
+    the cuBLAS and peak lines do not cross it.
     """
     apply_style()
     fig, ax = plt.subplots(figsize=(11, 5.8))
@@ -157,14 +163,19 @@ def ladder(by_size: dict, *, peak: float, source: str):
     ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=11)
     ax.set_ylabel("TFLOP/s (M = N = K = n)")
     ax.set_title(f"The ladder: one idea per rung\n{source}", loc="left")
-    ax.legend(loc="upper left", frameon=False, fontsize=10)
+    if legend_outside:
+        fig.set_size_inches(13, 5.8)
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=10)
+    else:
+        ax.legend(loc="upper left", frameon=False, fontsize=10)
     fig.tight_layout()
     return fig
 
 
-def counters_beside(entries: list[dict], metrics: dict, *, source: str):
+def counters_beside(entries: list[dict], metrics: dict, *, source: str, tick_fontsize: float | None = None):
     """Bars per rung: TFLOP/s in the first panel, then one panel per Nsight Compute counter in `metrics`
-    ({counter name: axis label}); entries from helpers.experiments.hopper.ncu_rows."""
+    ({counter name: axis label}); entries from helpers.experiments.hopper.ncu_rows. tick_fontsize: the
+    size of the rung labels under the bars (smaller, so that 7 two-digit rungs do not run together)."""
     apply_style()
     panels = [("tflops", "TFLOP/s")] + list(metrics.items())
     fig, axes = plt.subplots(1, len(panels), figsize=(12, 4.6))
@@ -177,15 +188,20 @@ def counters_beside(entries: list[dict], metrics: dict, *, source: str):
         ax.set_title(label, fontsize=12)
         ax.set_xlabel("rung")
         ax.grid(axis="x", visible=False)
+        if tick_fontsize:
+            ax.tick_params(axis="x", labelsize=tick_fontsize)
     fig.suptitle(f"Speed beside the counters that explain it\n{source}", x=0.01, ha="left", fontsize=13)
     fig.tight_layout()
     return fig
 
 
-def tile_orders(orders: dict, *, wave: int, title: str, waves: int = 3):
+def tile_orders(orders: dict, *, wave: int, title: str, waves: int = 3, rows: int | None = None,
+                outline_first: bool = False):
     """One panel per order: the tiles of C that the first `waves` waves of `wave` CTAs compute, the first
     wave darkest; later tiles left white. orders: {label: list of (tm, tn) in visiting order}
-    (helpers.analysis.tile_order)."""
+    (helpers.analysis.tile_order). rows: show only the first `rows` tile rows (the waves drawn larger);
+    outline_first: outline the first wave's tiles and label each panel with the rows of A and columns
+    of B it reads (helpers.analysis.wave_footprint, 128 x 256 tiles)."""
     apply_style()
     fig, axes = plt.subplots(1, len(orders), figsize=(11, 4.4))
     for ax, (label, tiles) in zip(np.atleast_1d(axes), orders.items()):
@@ -195,6 +211,14 @@ def tile_orders(orders: dict, *, wave: int, title: str, waves: int = 3):
         for i, (r, c) in enumerate(tiles[:wave * waves]):
             grid[r, c] = i // wave
         ax.imshow(grid, cmap="Blues_r", vmin=0, vmax=waves, aspect="auto", interpolation="nearest")
+        if outline_first:
+            from .analysis import wave_footprint
+
+            ax.contour((grid == 0).astype(float), levels=[0.5], colors=[COLORS[1]], linewidths=2.4)
+            w = wave_footprint(tiles[:wave])
+            label = f"{label}: the first wave (outlined) reads\n{w['a_rows']} rows of A, {w['b_cols']} columns of B"
+        if rows:
+            ax.set_ylim(rows - 0.5, -0.5)
         ax.set_title(label, fontsize=12)
         ax.set_xlabel("tile column (256 columns of C)")
         ax.set_ylabel("tile row (128 rows of C)")
@@ -355,4 +379,329 @@ def mbarrier_ring(stages=(4, 2), load: float = 2.0, ktiles: int = 10):
                matplotlib.patches.Patch(color=COLORS[0], label="wgmma reading it (K-tile, parity)")]
     fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, bbox_to_anchor=(0.5, -0.01))
     fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def speed_vs_error_dodged(points, *, title: str = "", sep_pt: float = 15.0, close_dex: float = 0.06):
+    """A log-log scatter of TFLOP/s against relative error where every marker stays visible: points
+    closer than `close_dex` decades on both axes are drawn side by side, `sep_pt` points apart
+    (the group's centre stays at the measured value), and a grey line ties each to that value.
+
+    points: dicts with x (error), y (TFLOP/s), label, color, marker (lesson 03's speed-vs-error chart)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.transforms import offset_copy
+
+    apply_style()
+    fig, ax = plt.subplots(figsize=(10.5, 6.2))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    lx = [np.log10(p["x"]) for p in points]
+    ly = [np.log10(p["y"]) for p in points]
+    groups: list[list[int]] = []
+    for i in range(len(points)):
+        for g in groups:
+            if any(abs(lx[i] - lx[j]) < close_dex and abs(ly[i] - ly[j]) < close_dex for j in g):
+                g.append(i)
+                break
+        else:
+            groups.append([i])
+    for g in groups:
+        for pos, i in enumerate(g):
+            p = points[i]
+            dx = (pos - (len(g) - 1) / 2) * sep_pt
+            tr = offset_copy(ax.transData, fig=fig, x=dx, y=0, units="points")
+            ax.plot([p["x"]], [p["y"]], "o", markersize=3 if len(g) > 1 else 0, color="0.35", zorder=9)
+            ax.plot([p["x"]], [p["y"]], p["marker"], transform=tr, markersize=13, color=p["color"],
+                    markeredgecolor="0.15", label=p["label"], zorder=3 + pos)
+    ax.set_xlabel("relative error vs float64, ||C - C_ref||_F / ||C_ref||_F   (lower is better)")
+    ax.set_ylabel("TFLOP/s (higher is better)")
+    ax.set_title(title, loc="left")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=11)
+    ax.margins(x=0.12, y=0.12)
+    fig.tight_layout()
+    return fig
+
+
+def block_warp_tiles(bm: int, bn: int, wm: int, wn: int, frag: int = 16, bk: int | None = None):
+    """Lesson 5, rung 2: the block tile of C (bm x bn, kernels/ladder.cu's BM x BN), cut into warp tiles
+    (wm x wn: WM x WN; warp w at row w // (bn / wn), column w % (bn / wn), as the kernel numbers them), and
+    warp 0's frag x frag WMMA fragments ((wm / frag) x (wn / frag) accumulators). Beside it, the bm x bk
+    slice of A and the bk x bn slice of B that the block copies into shared memory per K step (bk: BK),
+    with the rows of A and the columns of B that warp 0 reads from them."""
+    from matplotlib.patches import Rectangle
+
+    apply_style()
+    bk = bk or frag
+    per_row = bn // wn
+    fig, ax = plt.subplots(figsize=(10, 6.4))
+    gap = 10
+    # B slice on top, A slice on the left, C block below-right (y grows downward)
+    ax.add_patch(Rectangle((0, -gap - bk), bn, bk, facecolor=COLORS[5], alpha=0.25, edgecolor="0.3"))
+    ax.add_patch(Rectangle((0, -gap - bk), wn, bk, facecolor=COLORS[5], alpha=0.7, edgecolor="0.3"))
+    ax.text(bn + 3, -gap - bk / 2, f"B slice in shared memory: {bk} x {bn}\n(dark: the {wn} columns warp 0 reads)",
+            va="center", fontsize=11)
+    ax.add_patch(Rectangle((-gap - bk, 0), bk, bm, facecolor=COLORS[4], alpha=0.25, edgecolor="0.3"))
+    ax.add_patch(Rectangle((-gap - bk, 0), bk, wm, facecolor=COLORS[4], alpha=0.7, edgecolor="0.3"))
+    ax.text(-gap - bk / 2, bm + 4, f"A slice\n{bm} x {bk}", ha="center", va="top", fontsize=11)
+    for w in range((bm // wm) * per_row):
+        r, c = divmod(w, per_row)
+        ax.add_patch(Rectangle((c * wn, r * wm), wn, wm, facecolor=COLORS[w % len(COLORS)],
+                               alpha=0.55 if w else 0.2, edgecolor="k", linewidth=1.6))
+        ax.text(c * wn + wn / 2, -gap / 2 if w == 0 else r * wm + wm / 2, f"warp {w}", ha="center",
+                va="center", fontsize=12, fontweight="bold")
+    for i in range(wm // frag):
+        for j in range(wn // frag):
+            ax.add_patch(Rectangle((j * frag, i * frag), frag, frag, fill=False, edgecolor="k",
+                                   linestyle="--", linewidth=0.9))
+            if True:
+                ax.text(j * frag + frag / 2, i * frag + frag / 2, f"{i},{j}", ha="center", va="center", fontsize=8)
+    ax.set_xlim(-gap - bk - 4, bn + 90)
+    ax.set_ylim(bm + 14, -gap - bk - 4)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"rung 2's block tile of C: {bm} x {bn}, {bm // wm} x {per_row} warps of {wm} x {wn}; warp 0 "
+                 f"holds {wm // frag} x {wn // frag} fragments of {frag} x {frag}\n(each A fragment is used "
+                 f"{wn // frag} times, each B fragment {wm // frag} times, from registers)", loc="left", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def smem_banks(strides: dict, *, rows: int = 8, access_bytes: int = 16, banks: int = 32):
+    """Lesson 5, rung 3: which of the `banks` shared-memory banks each of `rows` consecutive rows hits when
+    every row reads `access_bytes` at the same column (one phase of a fragment load), one panel per
+    {label: row stride in bytes} (Bs rows: (BN + PAD) * 2 bytes, kernels/ladder.cu). The model is
+    helpers.analysis.bank_map; the count over a column is how often that bank is hit (bank_ways: the most)."""
+    from .analysis import bank_map
+
+    apply_style()
+    fig, axes = plt.subplots(len(strides), 1, figsize=(11, 1.3 + 2.3 * len(strides)), squeeze=False)
+    for ax, (label, stride) in zip(axes[:, 0], strides.items()):
+        m = bank_map(stride, rows=rows, access_bytes=access_bytes, banks=banks)
+        hits = np.zeros(banks, dtype=int)
+        for r, bs in enumerate(m):
+            for b in bs:
+                ax.add_patch(matplotlib.patches.Rectangle((b, r), 1, 1, facecolor=COLORS[r % len(COLORS)],
+                                                          edgecolor="white", alpha=0.85))
+                hits[b] += 1
+            ax.text(banks + 0.4, r + 0.5, f"row {r}", va="center", fontsize=9)
+        ways = int(hits.max())
+        ax.set_xlim(0, banks + 3)
+        ax.set_ylim(rows, 0)
+        ax.set_xticks(np.arange(0, banks, 4) + 0.5, [str(b) for b in range(0, banks, 4)], fontsize=10)
+        ax.set_yticks([])
+        ax.grid(False)
+        ax.set_title(f"{label}: rows {stride} bytes apart, each reads {access_bytes} bytes; busiest bank hit "
+                     f"{ways} time{'s' if ways > 1 else ''}" + (" (conflict-free)" if ways == 1 else
+                                                                f" ({ways}-way conflict)"),
+                     loc="left", fontsize=12)
+    axes[-1, 0].set_xlabel(f"bank (4 bytes wide; {banks} banks)")
+    fig.tight_layout()
+    return fig
+
+
+def swizzle_128b(table, *, title: str = ""):
+    """Lessons 5 (rung 7) and 6 (rung 8): TMA's 128-byte swizzle. table[r][q] is where 16-byte chunk q of
+    row r is stored (helpers.analysis.swizzle_128b: q XOR (r mod 8)); each 128-byte row spans all 32 banks,
+    4 banks per chunk. Left: the rows as stored, each cell labelled with the chunk it holds; a column of the
+    tile (chunk 0, dark) lands in a different 16-byte position, so a different group of 4 banks, in each row.
+    Right, for contrast: the same rows unswizzled, chunk 0 of every row in banks 0-3."""
+    apply_style()
+    rows, chunks = len(table), len(table[0])
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.9))
+    for ax, swz in zip(axes, (True, False)):
+        for r in range(rows):
+            for q in range(chunks):
+                pos = table[r][q] if swz else q
+                ax.add_patch(matplotlib.patches.Rectangle((pos, r), 1, 1, edgecolor="white",
+                                                          facecolor=COLORS[0] if q == 0 else COLORS[5],
+                                                          alpha=1.0 if q == 0 else 0.35 + 0.08 * q))
+                ax.text(pos + 0.5, r + 0.5, str(q), ha="center", va="center", fontsize=11,
+                        color="white" if q == 0 else "0.1")
+        ax.set_xlim(0, chunks)
+        ax.set_ylim(rows, 0)
+        ax.set_xticks(np.arange(chunks) + 0.5, [f"{4 * p}-{4 * p + 3}" for p in range(chunks)], fontsize=9)
+        ax.set_yticks(np.arange(rows) + 0.5, [f"row {r}" for r in range(rows)], fontsize=10)
+        ax.set_xlabel("16-byte position in the 128-byte row (its banks)", fontsize=11)
+        ax.grid(False)
+        ax.set_title("128-byte swizzle: chunk q of row r at q XOR (r mod 8)" if swz else
+                     "no swizzle: chunk q at position q", loc="left", fontsize=12)
+    fig.suptitle(title or "where each 16-byte chunk (the number) of a 128-byte row is stored; dark: chunk 0 "
+                 "of every row, what one column read touches", x=0.01, ha="left", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def cluster_multicast(*, bm: int, bn: int, bk: int, box_n: int, cluster: int = 2):
+    """Lesson 6, rung 12: one pipeline stage of a cluster of `cluster` CTAs on vertically adjacent tiles
+    (bm x bn each, kernels/hopper_sm90a.cu's HBM x HBN, K-stage HBK = bk, B in boxes of box_n columns:
+    BOX_N, CLUSTER_M = cluster). Each CTA loads its own bm x bk slice of A; B's bn / box_n boxes are shared
+    out, each CTA loading bn / box_n / cluster of them and multicasting each into every CTA of the cluster.
+    Arrows: who loads which box into whose shared memory. The title counts the bytes requested per stage."""
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+
+    apply_style()
+    boxes = bn // box_n
+    fig, ax = plt.subplots(figsize=(12, 5.6))
+    bw, gap = 1.0, 0.25
+    ax.text(1.6, 0.6, f"B in global memory: {bk} x {bn} (FP16), {boxes} TMA boxes of {bk} x {box_n}",
+            fontsize=11, va="center")
+    for b in range(boxes):
+        owner = b // (boxes // cluster)
+        ax.add_patch(Rectangle((1.6 + b * (bw + gap), 1.0), bw, 0.8, facecolor=COLORS[owner + 1], alpha=0.8,
+                               edgecolor="k"))
+        ax.text(1.6 + b * (bw + gap) + bw / 2, 1.4, f"box {b}", ha="center", va="center", fontsize=10)
+    y0 = 3.4
+    for c in range(cluster):
+        x = c * 5.6
+        ax.add_patch(Rectangle((x, y0), 5.0, 2.9, facecolor="none", edgecolor=COLORS[c + 1], linewidth=2.2))
+        ax.text(x + 0.1, y0 + 0.1, f"CTA {c} of the cluster: tile row {c} (rows {c * bm}-{c * bm + bm - 1})",
+                fontsize=10, va="top", color=COLORS[c + 1], fontweight="bold")
+        ax.add_patch(Rectangle((x + 0.15, y0 + 0.6), 0.9, 2.0, facecolor=COLORS[c + 1], alpha=0.8, edgecolor="k"))
+        ax.text(x + 0.6, y0 + 1.6, f"its A\n{bm} x {bk}", ha="center", va="center", fontsize=9)
+        for b in range(boxes):
+            owner = b // (boxes // cluster)
+            bx = x + 1.3 + b * 0.9
+            ax.add_patch(Rectangle((bx, y0 + 0.9), 0.8, 1.4, facecolor=COLORS[owner + 1], alpha=0.8, edgecolor="k"))
+            ax.text(bx + 0.4, y0 + 1.6, f"B{b}", ha="center", va="center", fontsize=9)
+            ax.add_patch(FancyArrowPatch((1.6 + b * (bw + gap) + bw / 2, 1.8), (bx + 0.4, y0 + 0.9),
+                                         arrowstyle="-|>", mutation_scale=10, color=COLORS[owner + 1],
+                                         linewidth=1.0, alpha=0.8, linestyle="-" if owner == c else "--"))
+    ax.set_xlim(-0.2, cluster * 5.6)
+    ax.set_ylim(y0 + 3.0, 0.2)
+    ax.axis("off")
+    a, bb = bm * bk * 2, bk * bn * 2
+    ax.set_title(f"rung 12, one stage: each CTA loads its own A and {boxes // cluster} of the {boxes} boxes of B, "
+                 f"multicast into all {cluster}\n(solid arrow: into itself, dashed: into its partner); "
+                 f"requested per stage by the cluster: {cluster * (a + bb) // 1024} KB without multicast, "
+                 f"{(cluster * a + bb) // 1024} KB with it", loc="left", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def label_every_size(fig, sizes=None, *, pad: float = 34.0):
+    """Lessons 01-02: give every size tick on a tflops_vs_size figure a label. A size that
+    size_tick_labels leaves blank (such as 1000 beside 1024) gets its label one row lower, so both
+    print and neither covers the other."""
+    ax = fig.axes[0]
+    sizes = list(sizes if sizes is not None else ax.get_xticks())
+    kept = size_tick_labels(sizes)
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([str(int(s)) for s in sizes], rotation=45)
+    for tick, label in zip(ax.xaxis.get_major_ticks(), kept):
+        if not label:
+            tick.set_pad(pad)
+    ax.minorticks_off()
+    fig.tight_layout()
+    return fig
+
+
+def legend_beside(fig):
+    """Move the legend of fig's first axes beside the axes (no peak or baseline line crosses it)."""
+    ax = fig.axes[0]
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    fig.set_size_inches(max(fig.get_size_inches()[0], 12.5), fig.get_size_inches()[1])
+    fig.tight_layout()
+    return fig
+
+
+def zeros_on_a_floor(curves: dict) -> tuple[dict, float]:
+    """For a log axis, where an exact 0 has no place: the curves with each 0 replaced by a floor half a
+    decade below the smallest positive value, and that floor. Draw it with mark_zero_floor, so that the
+    points on it read as 0 and not as a small value."""
+    pos = [x for v in curves.values() for x in v if x > 0]
+    floor = 10.0 ** (np.floor(np.log10(min(pos))) - 0.5) if pos else 1.0
+    return {k: [floor if x == 0 else x for x in v] for k, v in curves.items()}, floor    # NaN stays NaN
+
+
+def mark_zero_floor(ax, floor: float, label: str = "0 (error exactly zero)"):
+    """The floor of zeros_on_a_floor as a grey line labelled `label`; no tick of the axis below it."""
+    ax.axhline(floor, color="0.5", linewidth=0.8)
+    ax.annotate(label, (0.99, floor), xycoords=("axes fraction", "data"), ha="right", va="bottom",
+                fontsize=11, color="0.3")
+    ax.set_ylim(bottom=floor / 10 ** 0.15)
+    ax.figure.tight_layout()
+
+
+def separate_point_labels(ax, *, edge_dex: float = 0.35, close_dex: float = 0.1, close_y: float = 25.0):
+    """Point labels (ax.texts made with annotate, offset in points) that stay readable: a label of a
+    point within edge_dex decades of the right edge of a log x axis goes to the left of its point, and
+    of two points closer than close_dex decades in x and close_y in y, one label goes below, one above."""
+    right = np.log10(ax.get_xlim()[1]) - edge_dex
+    texts = [t for t in ax.texts if hasattr(t, "xyann")]
+    for t in texts:
+        if np.log10(t.xy[0]) > right:
+            t.set_horizontalalignment("right")
+            t.xyann = (-7, t.xyann[1])
+    by_y = sorted(texts, key=lambda t: t.xy[1])
+    for lo, hi in zip(by_y, by_y[1:]):
+        if abs(np.log10(hi.xy[0] / lo.xy[0])) < close_dex and hi.xy[1] - lo.xy[1] < close_y:
+            lo.xyann, hi.xyann = (lo.xyann[0], -12), (hi.xyann[0], 8)
+
+
+def fragment_owners(frags, *, title: str = ""):
+    """Lesson 5, rung 6: which lane of the warp holds each element of a 16 x 16 fragment after ldmatrix.x4
+    (frags: helpers.analysis.ldmatrix_fragments("a"), lane -> its (row, col) elements in PTX order a0..a7).
+    Each cell is labelled with its lane; the colour is the 8 x 8 matrix (one ldmatrix register, a0-a1,
+    a2-a3, ...) it arrives in. A model replayed from the kernel's addressing, not a measurement."""
+    apply_style()
+    n = 1 + max(max(r for r, _ in f) for f in frags)
+    m = 1 + max(max(c for _, c in f) for f in frags)
+    lane, reg = np.full((n, m), -1), np.full((n, m), -1)
+    for L, f in enumerate(frags):
+        for i, (r, c) in enumerate(f):
+            lane[r, c], reg[r, c] = L, i // 2
+    fig, ax = plt.subplots(figsize=(9.5, 7.2))
+    for r in range(n):
+        for c in range(m):
+            ax.add_patch(matplotlib.patches.Rectangle((c, r), 1, 1, facecolor=COLORS[reg[r, c] % len(COLORS)],
+                                                      alpha=0.55, edgecolor="white"))
+            ax.text(c + 0.5, r + 0.5, str(lane[r, c]), ha="center", va="center", fontsize=8)
+    ax.set_xlim(0, m)
+    ax.set_ylim(n, 0)
+    ax.set_xticks(np.arange(m) + 0.5, [str(c) for c in range(m)], fontsize=9)
+    ax.set_yticks(np.arange(n) + 0.5, [str(r) for r in range(n)], fontsize=9)
+    ax.set_xlabel("column (k)")
+    ax.set_ylabel("row (m)")
+    ax.grid(False)
+    handles = [matplotlib.patches.Patch(color=COLORS[i], alpha=0.55, label=f"a{2 * i}, a{2 * i + 1}: 8 x 8 matrix {i}")
+               for i in range(int(reg.max()) + 1)]
+    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=10)
+    ax.set_title(title or "the A fragment after ldmatrix.x4: the lane that holds each element (4 lanes per row, "
+                 "2 halves each)", loc="left", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def register_split(*, entry: int, threads: int, producer: int, consumer: int, warpgroup: int = 128):
+    """Lesson 6, rung 9: the CTA's register pool before and after setmaxnreg (kernels/hopper_sm90a.cu:
+    __launch_bounds__(threads, 1) gives `entry` registers per thread; the producer warpgroup drops to
+    PRODUCER_REGS = producer, each consumer warpgroup rises to CONSUMER_REGS = consumer). Bars: registers
+    per warpgroup (threads x registers), against the pool entry x threads; the inc waits until the pool
+    holds what it asks for, so the after bar must fit inside the before bar."""
+    apply_style()
+    groups = threads // warpgroup
+    pool = entry * threads
+    fig, ax = plt.subplots(figsize=(11, 3.4))
+    left = 0
+    for g in range(groups):
+        ax.barh(1, entry * warpgroup, left=left, color=COLORS[5], edgecolor="white", height=0.6)
+        ax.text(left + entry * warpgroup / 2, 1, f"warpgroup {g}\n{warpgroup} x {entry}", ha="center", va="center",
+                fontsize=10)
+        left += entry * warpgroup
+    left = 0
+    for g, regs in enumerate([producer] + [consumer] * (groups - 1)):
+        ax.barh(0, regs * warpgroup, left=left, color=COLORS[1] if g == 0 else COLORS[0], edgecolor="white",
+                height=0.6)
+        ax.text(left + regs * warpgroup / 2, 0, f"{'producer' if g == 0 else 'consumer'}\n{warpgroup} x {regs}",
+                ha="center", va="center", fontsize=10, color="white")
+        left += regs * warpgroup
+    ax.axvline(pool, color="0.2", linestyle=":", linewidth=1.6)
+    ax.set_yticks([0, 1], ["after setmaxnreg", "at launch"])
+    ax.set_xlim(0, pool * 1.02)
+    ax.set_xlabel("registers of the CTA (its pool: dotted line)")
+    ax.grid(axis="y", visible=False)
+    ax.set_title(f"rung 9's registers: {threads} threads x {entry} = {pool} at launch;\nafter setmaxnreg "
+                 f"{producer} x {warpgroup} + {consumer} x {(groups - 1) * warpgroup} = "
+                 f"{producer * warpgroup + consumer * (groups - 1) * warpgroup}", loc="left", fontsize=12)
+    fig.tight_layout()
     return fig

@@ -38,23 +38,26 @@ except ImportError:
     COLAB = False
 if importlib.util.find_spec("helpers"):
     print("helpers is importable (a clone, or the course installed): nothing to install")
-elif COLAB:  # a course wheel next to the notebook, in this folder or in /content; else the archive
-    here = [os.path.dirname(os.environ.get("JPY_SESSION_NAME", "")), os.getcwd(), "/content"]
-    found = sorted({w for d in here if d for w in glob.glob(os.path.join(d, "tensor_core_course-*.whl"))})
+elif COLAB:  # a course wheel beside the lesson, here or in /content; else the archive
+    nb = os.environ.get("JPY_SESSION_NAME", "")          # the notebook's path, on Colab
+    here = [os.path.dirname(nb), os.getcwd(), "/content"]
+    found = sorted({w for d in here if d
+                    for w in glob.glob(os.path.join(d, "tensor_core_course-*.whl"))})
     source = found[-1] if found else ARCHIVE
     if source:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source], check=True,
-                       env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source],
+                       check=True, env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
         importlib.invalidate_caches()
-        print("Colab: installed the course (helpers, kernels, recorded results) from",
-              os.path.basename(source) if found else source)
+        print("Colab: installed the course (helpers, kernels, recorded results)",
+              "from", os.path.basename(source) if found else source)
     else:
-        print("Colab: the course is not installed here. 1. Get its wheel, tensor_core_course-*.whl: run "
-              "`pip wheel . --no-deps` in a clone of the course, or take a release's. 2. Upload it into "
-              "Colab's Files pane (/content) or next to this lesson, then run this cell again.")
+        print("Colab: the course is not installed here. 1. Get its wheel,",
+              "tensor_core_course-*.whl: run `pip wheel . --no-deps` in a clone of the",
+              "course, or take a release's. 2. Upload it into Colab's Files pane",
+              "(/content) or next to this lesson, then run this cell again.")
 else:
-    print("helpers is not importable here; install the course, then restart the kernel:",
-          "pip install -e /path/to/a/clone/of/the/course")
+    print("helpers is not importable here; install the course, then restart",
+          "the kernel:", "pip install -e /path/to/a/clone/of/the/course")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What you will be able to do
@@ -79,24 +82,8 @@ else:
 # | 07 | FP8 on Hopper | what do E4M3 and E5M2 hold, how few bits does Hopper's FP8 accumulator keep, and what does promotion cost? |
 #
 # The kernels live in `kernels/*.cu`, one file per lesson family. The notebooks call them through
-# the small `helpers` package, so each code cell stays short.
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## The three source articles
-#
-# The course grew out of three Chinese articles ("seeds"). The lessons follow them, quote them where
-# they say something checkable, and correct them where a measurement or a document says otherwise.
-#
-# | seed | title (translated) | what the course takes from it |
-# |---|---|---|
-# | 000 | *CUDA-Practice 09: Tensor Cores and mixed precision, WMMA and FP16 x FP32 working together* (CUDA-Practice 09 张量核心与混合精度) | the three kernels (`gemm_fp32_kernel`, `wmma_gemm_naive`, `wmma_mixed_gemm_kernel`) and their RTX 4090 numbers (lessons 01-03) |
-# | 001 | *Tensor Core matrix-multiply acceleration in practice* (Tensor Core矩阵乘加速实战) | the Tensor Core principle, the WMMA model, fragments, and the practical notes on tiling, bank conflicts and pipelining (lessons 02 and 05) |
-# | 002 | *A complete guide to CUDA mixed precision, from principles to engineering* (CUDA混合精度计算完全指南) | the formats, the three ways to use Tensor Cores, numerical stability and loss scaling (lessons 03 and 04) |
-#
-# A lesson names the seed (000, 001, 002) whenever it quotes one.
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The seeds are not shipped with the course; every claim a lesson takes from one is quoted in the lesson itself, in Chinese where the wording matters, with the measurement or document that settles it.
+# the small `helpers` package, so each code cell stays short. The course grew out of three source
+# articles; the appendix lists them.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## How to run it
@@ -126,7 +113,7 @@ env = helpers.summary()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## A first run: three kernels, checked against float64
 #
-# Seed 000's three kernels, on a problem whose sizes are **not** multiples of 16
+# The course's three first kernels (lessons 01-03), on a problem whose sizes are **not** multiples of 16
 # (M = 200, K = 72, N = 136). The inputs are random standard-normal FP32 numbers, never small
 # integers: integers are exact in FP16 and would hide its rounding error.
 #
@@ -224,34 +211,72 @@ base = {k: rec.series(k) for k in ["cublas_fp32", "cublas_fp16"]}
 peaks = rec.meta["gpu"]["peaks"]
 fig = helpers.plots.tflops_vs_size(series, baselines=base,
                                    peaks={"FP32 peak": peaks["fp32"], "FP16 tensor peak": peaks["fp16"]},
-                                   title="Seed kernels vs cuBLAS", source=rec.label)
+                                   title="The first kernels vs cuBLAS", source=rec.label)
+ax = fig.axes[0]
+ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)    # beside: no line crosses it
+for n, t in zip(*series["gemm_fp32_kernel"]):    # 1000 has no tick label of its own: it sits beside 1024
+    if n == 1000:
+        ax.annotate("n = 1000", (n, t), xytext=(n, t / 2.5), ha="center", fontsize=11,
+                    arrowprops=dict(arrowstyle="->", color="0.4"))
+fig.tight_layout()
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Every timing in the record carries the SM clock, power and temperature the GPU ran at while it was
 # timed, read through NVML (`helpers.clocks`). Those readings explain the dip of cuBLAS FP16 at the
 # largest sizes: lesson 05 shows that the GPU lowered its clock there to stay under its power limit.
+#
+# The point at n = 1000, just left of 1024, is there on purpose: the same kernel runs at a different
+# speed at a size that is not a power of two, and lesson 01 explains why (the stride of the rows).
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Read the gap: at large sizes the naive WMMA kernel is several times faster than the FP32 kernel, and still far below cuBLAS FP16. Lesson 5 closes that gap one measured step at a time.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Check yourself
+# ## Summary
+#
+# - The course runs on a CUDA GPU through CuPy, or on the CPU, where the kernels are emulated and the
+#   timings come from the record in `results/`; `helpers.summary()` says which.
+# - Every result is checked against float64 by three tests (a bound, an answer-scaled bound, a bit-exact
+#   model), and the check is shown to fail on wrong answers.
+# - Every recorded timing carries the SM clock it ran at; the naive WMMA kernel beats the FP32 kernel
+#   and stays far below cuBLAS FP16, the gap the later lessons close.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Exercises
 #
 # 1. How many floating-point operations does a GEMM with M = N = K = 1024 perform?
 #    (Count a multiply and an add as two.)
 # 2. How many does one 16 x 16 x 16 `wmma::mma_sync` perform?
 #
-# Replace `None` with your answer and run the cell.
+# Replace each `...` with your answer and run the cell.
 
 # %% slideshow={"slide_type": "-"}
-answer_1 = None
-answer_2 = None
-helpers.exercises.gemm_flops_exercise(answer_1, 1024, 1024, 1024)
-helpers.exercises.mma_flops_exercise(answer_2)
+answer = ...            # FLOPs of the 1024^3 GEMM
+helpers.exercises.gemm_flops_exercise(answer, 1024, 1024, 1024)
+answer = ...            # FLOPs of one 16 x 16 x 16 mma_sync
+helpers.exercises.mma_flops_exercise(answer)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **Solutions** (try first):
+# **Solutions** (try first; open the hidden cell):
 
-# %% slideshow={"slide_type": "-"}
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution"]
 helpers.exercises.gemm_flops_exercise(2 * 1024**3, 1024, 1024, 1024)
 helpers.exercises.mma_flops_exercise(2 * 16 * 16 * 16)
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Appendix: The source articles
+#
+# The course grew out of three Chinese articles ("seeds"). The lessons follow them, quote them where
+# they say something checkable, and correct them where a measurement or a document says otherwise.
+#
+# | seed | title (translated) | what the course takes from it |
+# |---|---|---|
+# | 000 | *CUDA-Practice 09: Tensor Cores and mixed precision, WMMA and FP16 x FP32 working together* (CUDA-Practice 09 张量核心与混合精度) | the three kernels (`gemm_fp32_kernel`, `wmma_gemm_naive`, `wmma_mixed_gemm_kernel`) and their RTX 4090 numbers (lessons 01-03) |
+# | 001 | *Tensor Core matrix-multiply acceleration in practice* (Tensor Core矩阵乘加速实战) | the Tensor Core principle, the WMMA model, fragments, and the practical notes on tiling, bank conflicts and pipelining (lessons 02 and 05) |
+# | 002 | *A complete guide to CUDA mixed precision, from principles to engineering* (CUDA混合精度计算完全指南) | the formats, the three ways to use Tensor Cores, numerical stability and loss scaling (lessons 03 and 04) |
+#
+# A lesson that checks a claim of one of them names the article (000, 001, 002) in its appendix
+# "Claims checked", with the quote and the measurement or document that settles it.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# The seeds are not shipped with the course; every claim a lesson takes from one is quoted in the lesson itself, in Chinese where the wording matters, with the measurement or document that settles it.

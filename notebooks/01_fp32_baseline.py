@@ -39,28 +39,26 @@ except ImportError:
     COLAB = False
 if importlib.util.find_spec("helpers"):
     print("helpers is importable (a clone, or the course installed): nothing to install")
-elif COLAB:  # a course wheel next to the notebook, in this folder or in /content; else the archive
-    here = [os.path.dirname(os.environ.get("JPY_SESSION_NAME", "")), os.getcwd(), "/content"]
-    found = sorted({w for d in here if d for w in glob.glob(os.path.join(d, "tensor_core_course-*.whl"))})
+elif COLAB:  # a course wheel beside the lesson, here or in /content; else the archive
+    nb = os.environ.get("JPY_SESSION_NAME", "")          # the notebook's path, on Colab
+    here = [os.path.dirname(nb), os.getcwd(), "/content"]
+    found = sorted({w for d in here if d
+                    for w in glob.glob(os.path.join(d, "tensor_core_course-*.whl"))})
     source = found[-1] if found else ARCHIVE
     if source:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source], check=True,
-                       env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source],
+                       check=True, env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
         importlib.invalidate_caches()
-        print("Colab: installed the course (helpers, kernels, recorded results) from",
-              os.path.basename(source) if found else source)
+        print("Colab: installed the course (helpers, kernels, recorded results)",
+              "from", os.path.basename(source) if found else source)
     else:
-        print("Colab: the course is not installed here. 1. Get its wheel, tensor_core_course-*.whl: run "
-              "`pip wheel . --no-deps` in a clone of the course, or take a release's. 2. Upload it into "
-              "Colab's Files pane (/content) or next to this lesson, then run this cell again.")
+        print("Colab: the course is not installed here. 1. Get its wheel,",
+              "tensor_core_course-*.whl: run `pip wheel . --no-deps` in a clone of the",
+              "course, or take a release's. 2. Upload it into Colab's Files pane",
+              "(/content) or next to this lesson, then run this cell again.")
 else:
-    print("helpers is not importable here; install the course, then restart the kernel:",
-          "pip install -e /path/to/a/clone/of/the/course")
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Goal of the lesson: a baseline whose speed we can explain, not just quote. The seed article quotes
-# 5.45 TFLOP/s and 31.96 GB/s on an RTX 4090 and blames 'FMA throughput and memory bandwidth'; by the
-# end we will have measured that neither is the limit.
+    print("helpers is not importable here; install the course, then restart",
+          "the kernel:", "pip install -e /path/to/a/clone/of/the/course")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What you will learn
@@ -69,9 +67,9 @@ else:
 # - how `gemm_fp32_kernel` maps one thread to one element of $C$, and what each warp loads;
 # - how to measure it honestly (float64 check, CUDA events, cold L2, median) and against what (cuBLAS, the FP32 peak);
 # - how to read it on a roofline: ideal traffic vs the traffic it really asks for;
+# - why $n = 1000$ runs faster than $n = 1024$;
 # - how changing only the block shape changes the speed, and what the profiler (Nsight Compute)
-#   counted while it ran;
-# - what the seed article (000) says about its RTX 4090 numbers, and what holds against the counters.
+#   counted while it ran: neither FMAs nor memory bandwidth are the limit.
 
 # %% slideshow={"slide_type": "-"}
 import numpy as np
@@ -86,9 +84,8 @@ print("recorded data:", rec.label)
 env = helpers.summary()
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Two sources of numbers in this notebook. `rec` is the record committed with the course (the H200):
-# every sentence of prose that needs a measured number refers to a cell printing it from `rec`. Cells
-# marked live measure on your GPU when you have one; on the CPU they show the same recorded data.
+# `rec` is the record committed with the course (the H200); cells marked live measure on your GPU
+# when you have one, and show the same recorded data on the CPU.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## GEMM: $C = AB$, $2MNK$ FLOPs
@@ -111,9 +108,7 @@ env = helpers.summary()
 #
 # $$\text{ideal intensity} = \frac{2n^3}{4 \cdot 3n^2} = \frac{n}{6}\ \text{FLOP/byte}$$
 #
-# The seed's second article pictures this as a kitchen where thousands of orders share the same
-# ingredients: the work is in the pairing, not in fetching. Whether a kernel *exploits* that reuse is
-# the whole story of this course.
+# Whether a kernel *exploits* that reuse is the whole story of this course.
 
 # %% slideshow={"slide_type": "-"}
 for n in (256, 1024, 4096):
@@ -128,7 +123,7 @@ for n in (256, 1024, 4096):
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The kernel: one thread per element of $C$
 #
-# `gemm_fp32_kernel` (from the seed article, rewritten with bounds checks, 64-bit indices and
+# `gemm_fp32_kernel` (the textbook first CUDA GEMM, with bounds checks, 64-bit indices and
 # `__restrict__`): thread $(x, y)$ of block $(b_x, b_y)$ owns `C[row][col]` with
 # `col = b_x * blockDim.x + x` and `row = b_y * blockDim.y + y`, and walks all of $K$.
 # Blocks are 16 x 16 threads; the grid covers $C$.
@@ -203,10 +198,12 @@ fig = helpers.plots.tflops_vs_size(
     baselines={k: helpers.series(sweep.data, k) for k in ("cublas_fp32", "cublas_tf32")},
     peaks={"FP32 peak": peaks["fp32"], "TF32 tensor peak": peaks["tf32"]},
     title="FP32 GEMM: naive kernel vs cuBLAS", source=sweep.source)
+fig = helpers.plots.label_every_size(fig)    # 1000 and 1024 both labelled (1000 one row lower)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Log scale on both axes. The naive kernel is flat from about 512 on: more work per launch does not
 # make it faster, a sign that some per-instruction limit, not latency or launch overhead, sets its pace.
+# Look at 1000 and 1024: the smaller size is the faster one (next slides).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The recorded numbers the rest of the lesson refers to
@@ -228,18 +225,50 @@ print("SM clock while timed at 4096:", {k: helpers.clocks.clock_text(rec.select(
 # the naive kernel uses a small fraction of what its FP32 units could do (printed above). TF32 on
 # Tensor Cores is a different league again; lessons 2 and 3 are about that.
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### 1000 beats 1024: the stride of a row
+#
+# In the plot, the point at 1000 sits *above* the one at 1024, though 1024 is the larger problem.
+# The recorded rows, with the time per FMA relative to $n = 1000$ and the spread of the timings:
+
+# %% slideshow={"slide_type": "-"}
+row = {r["m"]: r for r in rec.select(kernel="gemm_fp32_kernel")}
+t1000 = row[1000]["median_ms"] / 1000**3
+rows = [dict(n=n, stride=4 * n, mod=(4 * n) % 4096, tflops=row[n]["tflops"],
+             spread=f"{2 * n**3 / row[n]['p90_ms'] / 1e9:.2f}-{2 * n**3 / row[n]['p10_ms'] / 1e9:.2f}",
+             per_fma=row[n]["median_ms"] / n**3 / t1000, clock=helpers.clocks.clock_text(row[n]))
+        for n in (1000, 1024, 2048, 3000, 4096)]
+display(helpers.display.table(rows, ["n", "stride", "mod", "tflops", "spread", "per_fma", "clock"],
+                              ["n", "bytes per row of A", "row bytes mod 4096", "TFLOP/s (median)", "p10-p90 TFLOP/s",
+                               "time per FMA vs n=1000", "SM clock while timed"], fmt={"tflops": ".2f", "per_fma": ".2f"}))
+for n in (1000, 1024):
+    slots = {(r * 4 * n) % 4096 // 128 for r in range(16)}      # which 128-byte line of a 4 KiB window
+    print(f"n={n}: the lines of A[row][k] for a block's 16 rows fill {len(slots)} of the 32 line slots of a 4 KiB window")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The gaps are far wider than the spread of the timings, at the same clock, and the slow sizes are
+# the ones whose rows are a power of two of bytes. A cache picks the set of a line, and the memory
+# system its L2 slice, from bits of its address.
+# With 4096-byte rows, the addresses a block's warps read at one $k$ (rows of $A$) and over successive
+# $k$ (rows of $B$) share their low 12 bits (one line slot of 32, the last line above), so they crowd
+# into fewer sets and slices; with 4000-byte rows they spread out. This *power-of-two stride effect*
+# traps CPU and GPU code alike. The record holds no counters at 1000, so it does not show which part of
+# the memory system crowds. On a GPU, time 1016, 1024 and 1032 with `helpers.sweep`: the same size,
+# give or take 1%, with and without the power-of-two stride.
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## "Effective bandwidth": what the number means
 #
-# The record's `gbs` (and the seed's 31.96 GB/s) is **minimum bytes / time**: $4 \cdot 3n^2$ bytes,
-# as if $A$ and $B$ were read once and $C$ written once, divided by the kernel's time. It is *not* the
-# traffic the kernel caused. Since the minimum bytes grow like $n^2$ and the time like $n^3$, it falls
-# with $n$ for any kernel running at a steady TFLOP/s (appendix B plots it): it says nothing about
-# whether memory is the bottleneck.
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The appendix plots it: both curves fall like 1/n past the small sizes. Comparing this number with the
-# DRAM bandwidth, as the seed does ('far below 1008 GB/s'), mixes two different byte counts.
+# The record's `gbs` is **minimum bytes / time**: $4 \cdot 3n^2$ bytes, as if $A$ and $B$ were read
+# once and $C$ written once, divided by the kernel's time. It is *not* the traffic the kernel caused.
+# Since the minimum bytes grow like $n^2$ and the time like $n^3$, it falls with $n$ for any kernel
+# running at a steady TFLOP/s (appendix B plots it): it says nothing about whether memory is the
+# bottleneck.
+#
+# > **A common claim:** this kernel reaches "31.96 GB/s, far below the 1008 GB/s" of an RTX 4090's
+# > memory, so memory bandwidth is part of its limit. That 31.96 is minimum bytes / time too, set
+# > beside a DRAM bandwidth: two different byte counts. What DRAM really delivered, the profiler
+# > counts below. (Quotes and sources: appendix "Claims checked".)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Roofline: which traffic do we count?
@@ -278,6 +307,7 @@ fig = helpers.plots.roofline(
      "naive, requested traffic": (ai["requested"], meas["gemm_fp32_kernel"]),
      "cuBLAS FP32, ideal traffic": (ai["ideal"], meas["cublas_fp32"])},
     peak_tflops=peaks["fp32"], mem_gbs=peaks["mem_gbs"], title="FP32 roofline at n = 4096", source=sweep.source)
+_ = fig.axes[0].set_xlabel("arithmetic intensity (FLOP / byte, the bytes counted three ways)")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Same measured TFLOP/s, three x positions. Counted with ideal traffic the kernel is deep in the
@@ -321,7 +351,7 @@ print(f"16x16 block: a warp is {f['warp_rows']} rows x {f['warp_cols']} columns 
 #
 # **Prediction**, if the load path is the bottleneck: the time follows the number of lines a warp
 # touches per step, and the block size as such does not matter. So 32 x 8, 64 x 4 and 32 x 32 (warps
-# along a row: 2 lines) beat the seed's 16 x 16 (3 lines); 8 x 32 and 4 x 64 lose; 1 x 256 (each warp
+# along a row: 2 lines) beat 16 x 16 (3 lines); 8 x 32 and 4 x 64 lose; 1 x 256 (each warp
 # a column of $C$, its $A$ load uncoalesced) is slower than 16 x 16 by the ratio of their line counts
 # (the table below).
 
@@ -377,14 +407,14 @@ for n in (2048, 4096):
 # there another limit takes over, which this experiment does not identify. The line count is the
 # model's; what the profiler counted comes next.
 #
-# For the seed's 16 x 16 shape this gives a ceiling: 32 FMAs = 64 FLOPs per 3 lines, so at most
+# For the 16 x 16 shape used so far this gives a ceiling: 32 FMAs = 64 FLOPs per 3 lines, so at most
 # 64/3 FLOP per SM per clock, a twelfth of the 256 the FP32 lanes could do.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # This is the bottleneck the timings and the recorded clocks point to: the rate at which each SM's L1
 # can serve the lines the warps' loads touch (the line count is the footprint model's; the profiler
 # confirms its sector counts and the stalls on the load path). Reuse through caches does not help with that; it only keeps DRAM out of the picture.
-# The cure is to make each loaded value feed more FMAs: shared memory (the exercise) and registers.
+# The cure is to make each loaded value feed more FMAs: shared memory (exercise 5) and registers.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What the profiler counted: Nsight Compute on every block shape
@@ -410,7 +440,10 @@ helpers.display.table(rows, ["shape", "lines", "spr", "sectors_per_request", "ms
 # - **The warps wait on the load path**: the top stall, `long_scoreboard`, is a warp waiting for a
 #   global-memory (L1TEX) result; the next, `lg_throttle`, a warp that cannot even issue its load
 #   because the queue of global loads is full.
-# - **Neither FMAs nor DRAM are busy** (the FMA-pipe and DRAM columns).
+#
+# > **A common claim:** this kernel is limited by "scalar FMA throughput and memory bandwidth
+# > together". The 16 x 16 row says otherwise: neither the FMA pipe nor DRAM is anywhere near busy
+# > (their columns), and the warps stall on the load path.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # ncu counts sectors and requests; a per-line count of the L1's tag lookups was not among the
@@ -419,54 +452,21 @@ helpers.display.table(rows, ["shape", "lines", "spr", "sectors_per_request", "ms
 # is an upper bound on the FFMA share. --clock-control none: the GPU ran at its own clocks.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## The seed's RTX 4090 numbers beside the H200
+# ## Summary
 #
-# Seed 000 reports, for this kernel at $n = 1024$ on an RTX 4090, 5.45 TFLOP/s and 31.96 GB/s
-# (`results/reference/seed_rtx4090.json` holds them with their source), and blames "scalar FMA
-# throughput and memory bandwidth together".
-
-# %% slideshow={"slide_type": "-"}
-seed = helpers.results.load_reference("seed_rtx4090")
-s_row = seed.select(kernel="gemm_fp32_kernel", m=1024)[0]
-h_row = rec.select(kernel="gemm_fp32_kernel", m=1024, n=1024, k=1024)[0]
-seed_peaks = helpers.device.peaks_for(seed.gpu_name)
-rows = [dict(gpu=seed.gpu_name, src=seed.label, tflops=s_row["tflops"], gbs=s_row["gbs"], clock="not reported",
-             peak=seed_peaks.fp32, mem=seed_peaks.mem_gbs),
-        dict(gpu=rec.gpu_name, src=rec.label, tflops=h_row["tflops"], gbs=h_row["gbs"],
-             clock=helpers.clocks.clock_text(h_row), peak=p["fp32"], mem=p["mem_gbs"])]
-helpers.display.table(rows, ["gpu", "tflops", "gbs", "clock", "peak", "mem", "src"],
-                      ["GPU", "TFLOP/s at 1024", "effective GB/s", "SM clock", "FP32 peak", "memory GB/s", "source"],
-                      fmt={"tflops": ".2f", "gbs": ".2f"})
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The appendix shows that the seed's 31.96 GB/s is exactly minimum bytes over the time its 5.45 TFLOP/s
-# implies, and compares the two chips per SM and per clock.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Two corrections to the seed
-#
-# - It calls the RTX 4090's memory "HBM". The RTX 4090 has **24 GB of GDDR6X** on a 384-bit bus at
-#   21 Gbps = 1008 GB/s (NVIDIA Ada Lovelace architecture whitepaper v2.1, Appendix A). HBM (stacked
-#   High Bandwidth Memory) is what datacenter parts use: the H200 has 141 GB of HBM3e at 4.8 TB/s
-#   (H200 datasheet).
-# - It says the kernel is limited by "scalar FMA throughput and memory bandwidth together". Its
-#   31.96 GB/s is minimum bytes / time (appendix), not traffic; what the H200's counters say about
-#   FMAs and DRAM for the seed's 16 x 16 blocks:
-
-# %% slideshow={"slide_type": "-"}
-r16 = prof.row("fp32_16x16")
-print(f"{prof.label}, 16x16 blocks:")
-print(f"  FP32 rate: {rec.value('gemm_fp32_kernel', 4096) / p['fp32']:.1%} of the FP32 peak (record); "
-      f"FMA pipe busy {r16['fma_pct']:.0f}% of the cycles (ncu)")
-print(f"  DRAM: {r16['dram_pct']:.0f}% of its peak throughput, {r16['dram_read_gb']:.1f} GB read (ncu)")
-print(f"  top stalls: {r16['stalls']}")
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# Neither is near its limit; the warps stall on the load path. The limit is the one the block-shape
-# experiment measured: the cache lines each SM's loads touch per clock.
+# - A GEMM does $2MNK$ FLOPs on $O(n^2)$ data: ideal intensity $n/6$ FLOP/byte in FP32.
+# - `gemm_fp32_kernel` asks for two 4-byte loads per FMA (1/4 FLOP/byte); caches serve most of them,
+#   but serving those loads is what sets its pace: a small fraction of the FP32 peak.
+# - "Effective GB/s" is minimum bytes / time; it is not the traffic and not a bottleneck diagnosis.
+# - The block shape alone moves the speed, by the factor printed under the block-shape table, because
+#   it sets how many cache lines each warp load touches: the H200 serves about one line per SM per
+#   clock. The profiler confirms the sectors per load and shows the warps stalled on the load path,
+#   not on FMAs or DRAM. Power-of-two row strides cost extra (1000 beats 1024).
+# - Reuse through shared memory (exercise 5) helps; cuBLAS goes much further with register tiling.
+#   Next: Tensor Cores replace the scalar FMA by a warp-wide 16 x 16 x 16 matrix multiply-accumulate.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Check your understanding: arithmetic intensity
+# ## Exercises
 #
 # 1. The ideal arithmetic intensity (FLOP/byte) of an FP32 GEMM with $M = N = K = 4096$: read $A$ and
 #    $B$ once, write $C$ once.
@@ -475,29 +475,20 @@ print(f"  top stalls: {r16['stalls']}")
 #    and of $B$ once from global memory and its threads do all the FMAs they allow. FLOP per byte loaded?
 # 4. With a block shape of 4 x 64, how many cache lines does one warp touch per step $k$?
 #
-# Replace each `None` and run the cell.
+# Replace each `...` with your answer and run the cell. Solutions: two slides on, in hidden cells.
 
 # %% slideshow={"slide_type": "-"}
-answer_1 = None
-answer_2 = None
-answer_3 = None
-answer_4 = None
-ex.ai_ideal_exercise(answer_1, 4096)
-ex.ai_naive_exercise(answer_2)
-ex.ai_tiled_exercise(answer_3, 32)
-ex.lines_exercise(answer_4, 4, 64)
+answer = ...            # 1. FLOP/byte
+ex.ai_ideal_exercise(answer, 4096)
+answer = ...            # 2. FLOP/byte
+ex.ai_naive_exercise(answer)
+answer = ...            # 3. FLOP/byte
+ex.ai_tiled_exercise(answer, 32)
+answer = ...            # 4. cache lines
+ex.lines_exercise(answer, 4, 64)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **Solutions** (try first):
-
-# %% slideshow={"slide_type": "-"}
-ex.ai_ideal_exercise(2 * 4096**3 / (3 * 4096**2 * 4), 4096)   # = n/6
-ex.ai_naive_exercise(2 / (2 * 4))                             # one FMA per two 4-byte loads
-ex.ai_tiled_exercise(2 * 32**3 / (2 * 32**2 * 4), 32)         # = TILE/4
-ex.lines_exercise(32 // 4 + 1, 4, 64)                         # 8 rows of A + one line of B
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## Exercise: a shared-memory tiled kernel of your own
+# ### 5. A shared-memory tiled kernel of your own
 #
 # Write `gemm_tiled` so that each block of TILE x TILE threads (TILE = 16) computes a TILE x TILE
 # piece of $C$, staging TILE x TILE tiles of $A$ and $B$ in `__shared__` arrays:
@@ -517,24 +508,60 @@ ex.lines_exercise(32 // 4 + 1, 4, 64)                         # 8 rows of A + on
 # times it against `gemm_fp32_kernel`. It needs a CUDA GPU; without one it checks what it can read.
 
 # %% slideshow={"slide_type": "-"}
-my_kernel = None   # your CUDA source as a string: my_kernel = r"""extern "C" __global__ void gemm_tiled(...) {...}"""
-ex.check_tiled_kernel(my_kernel)
+answer = ...       # your CUDA source as a string: answer = r"""extern "C" __global__ void gemm_tiled(...) {...}"""
+ex.check_tiled_kernel(answer)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **Worked solution** (`kernels/fp32_variants.cu`), then checked and timed (live on a GPU):
+# ### Solutions (open the hidden cells; try first)
+#
+# Exercises 1-4, then the worked tiled kernel (`kernels/fp32_variants.cu`), checked and timed on a GPU
+# (on the CPU backend the checker says it needs one; the recorded H200 run is in appendix C).
 
-# %% slideshow={"slide_type": "-"}
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution"]
+ex.ai_ideal_exercise(2 * 4096**3 / (3 * 4096**2 * 4), 4096)   # = n/6
+ex.ai_naive_exercise(2 / (2 * 4))                             # one FMA per two 4-byte loads
+ex.ai_tiled_exercise(2 * 32**3 / (2 * 32**2 * 4), 32)         # = TILE/4
+ex.lines_exercise(32 // 4 + 1, 4, 64)                         # 8 rows of A + one line of B
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution"]
 helpers.display.show_kernel("fp32_variants.cu", "gemm_fp32_tiled")
 
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution", "nbval-ignore-output"]
 solution = "#define TILE 16\n" + helpers.display.kernel_source("fp32_variants.cu", "gemm_fp32_tiled")
 ex.check_tiled_kernel(solution, name="gemm_fp32_tiled")
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# On a GPU the cell above prints 'Correct.' with the two verdicts and the timings; on the CPU backend
-# it says it needs a GPU. The recorded H200 run of the same kernel follows.
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Appendix: details behind the main slides
+#
+# - A. The sweep's numbers, with the clock each timing ran at
+# - B. Effective GB/s over sizes
+# - C. The worked tiled kernel (exercise 5), measured: why it is not much faster
+#
+# Then: **Appendix: Claims checked** (the source article's RTX 4090 numbers and what they show).
 
-# %% slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### A. The sweep's numbers (live on a GPU, recorded otherwise)
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+rows = helpers.clocks.with_clock([r for r in sweep.data if r["kernel"] == "gemm_fp32_kernel"])
+helpers.display.table(rows, ["m", "median_ms", "tflops", "gbs", "clock", "rel_err"],
+                      ["n", "ms (median)", "TFLOP/s", "effective GB/s", "SM clock while timed", "rel. error"],
+                      fmt={"median_ms": ".4f", "tflops": ".2f", "gbs": ".1f", "rel_err": ".1e"})
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### B. Effective GB/s = minimum bytes / time, over sizes
+
+# %% slideshow={"slide_type": "-"}
+fig = helpers.plots.tflops_vs_size(
+    {k: helpers.series(sweep.data, k, y="gbs") for k in ("gemm_fp32_kernel", "cublas_fp32")},
+    peaks={"DRAM bandwidth (GB/s)": peaks["mem_gbs"]},
+    title="Effective GB/s = minimum bytes / time", source=sweep.source)
+_ = fig.axes[0].set_ylabel("effective GB/s")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### C. The worked tiled kernel, measured on the H200
+
+# %% slideshow={"slide_type": "-"}
 tiled = rec.meta["experiments"]["fp32_tiled_solution"]
 for c in tiled["checks"]:
     print(f"{c['verdict']}; bit-identical to gemm_fp32_kernel: {c['identical_to_naive']}")
@@ -580,69 +607,75 @@ for t in ("fp32_16x16", "fp32_tiled_16", "fp32_tiled_32"):       # Nsight Comput
 # TILE = 32 does a bit better than TILE = 16: its warps are whole rows (one broadcast, one line per
 # tile load) and the global tile loads and barriers are spread over 32 steps instead of 16.
 
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## Summary
-#
-# - A GEMM does $2MNK$ FLOPs on $O(n^2)$ data: ideal intensity $n/6$ FLOP/byte in FP32.
-# - `gemm_fp32_kernel` asks for two 4-byte loads per FMA (1/4 FLOP/byte); caches serve most of them,
-#   but serving those loads is what sets its pace: a small fraction of the FP32 peak, on the H200 and
-#   on the RTX 4090 alike.
-# - "Effective GB/s" is minimum bytes / time; it is not the traffic and not a bottleneck diagnosis.
-# - The block shape alone moves the speed, by the factor printed under the block-shape table, because
-#   it sets how many cache lines each warp load touches: the H200 serves about one line per SM per
-#   clock. The profiler confirms the sectors per load and shows the warps stalled on the load path,
-#   not on FMAs or DRAM.
-# - Reuse through shared memory (the exercise) helps; cuBLAS goes much further with register tiling.
-#   Next: Tensor Cores replace the scalar FMA by a warp-wide 16 x 16 x 16 matrix multiply-accumulate.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Appendix: details behind the main slides
+# ## Appendix: Claims checked
 #
-# - A. The sweep's numbers, with the clock each timing ran at
-# - B. Effective GB/s over sizes
-# - C. Seed 000's 31.96 GB/s is minimum bytes / time
-# - D. The RTX 4090 and the H200 per SM and per clock, and the timing method
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### A. The sweep's numbers (live on a GPU, recorded otherwise)
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-rows = helpers.clocks.with_clock([r for r in sweep.data if r["kernel"] == "gemm_fp32_kernel"])
-helpers.display.table(rows, ["m", "median_ms", "tflops", "gbs", "clock", "rel_err"],
-                      ["n", "ms (median)", "TFLOP/s", "effective GB/s", "SM clock while timed", "rel. error"],
-                      fmt={"median_ms": ".4f", "tflops": ".2f", "gbs": ".1f", "rel_err": ".1e"})
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### B. Effective GB/s = minimum bytes / time, over sizes
+# This lesson follows the first of the course's source articles ("seed 000": a CUDA Tensor Core
+# tutorial measured on an RTX 4090). `gemm_fp32_kernel` is its FP32 kernel, rewritten with bounds
+# checks, 64-bit indices and `__restrict__`, and its 16 x 16 blocks are the shape the lesson starts
+# from. Its numbers for this kernel at $n = 1024$: 5.45 TFLOP/s and 31.96 GB/s
+# (`results/reference/seed_rtx4090.json` holds them with their source), and its diagnosis: "scalar FMA
+# throughput and memory bandwidth together". Below: its numbers beside the H200's, two corrections,
+# what its GB/s is, and the two chips per SM and per clock.
 
 # %% slideshow={"slide_type": "-"}
-fig = helpers.plots.tflops_vs_size(
-    {k: helpers.series(sweep.data, k, y="gbs") for k in ("gemm_fp32_kernel", "cublas_fp32")},
-    peaks={"DRAM bandwidth (GB/s)": peaks["mem_gbs"]},
-    title="Effective GB/s = minimum bytes / time", source=sweep.source)
-_ = fig.axes[0].set_ylabel("effective GB/s")
+seed = helpers.results.load_reference("seed_rtx4090")
+s_row = seed.select(kernel="gemm_fp32_kernel", m=1024)[0]
+h_row = rec.select(kernel="gemm_fp32_kernel", m=1024, n=1024, k=1024)[0]
+seed_peaks = helpers.device.peaks_for(seed.gpu_name)
+rows = [dict(gpu=seed.gpu_name, src=seed.label, tflops=s_row["tflops"], gbs=s_row["gbs"], clock="not reported",
+             peak=seed_peaks.fp32, mem=seed_peaks.mem_gbs),
+        dict(gpu=rec.gpu_name, src=rec.label, tflops=h_row["tflops"], gbs=h_row["gbs"],
+             clock=helpers.clocks.clock_text(h_row), peak=p["fp32"], mem=p["mem_gbs"])]
+helpers.display.table(rows, ["gpu", "tflops", "gbs", "clock", "peak", "mem", "src"],
+                      ["GPU", "TFLOP/s at 1024", "effective GB/s", "SM clock", "FP32 peak", "memory GB/s", "source"],
+                      fmt={"tflops": ".2f", "gbs": ".2f"})
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### C. 31.96 GB/s is minimum bytes / time, nothing more
+# ### Two corrections
 #
-# If the seed's GB/s is $4 \cdot 3 n^2$ bytes over the time implied by its TFLOP/s, the two numbers
+# - It calls the RTX 4090's memory "HBM". The RTX 4090 has **24 GB of GDDR6X** on a 384-bit bus at
+#   21 Gbps = 1008 GB/s (NVIDIA Ada Lovelace architecture whitepaper v2.1, Appendix A). HBM (stacked
+#   High Bandwidth Memory) is what datacenter parts use: the H200 has 141 GB of HBM3e at 4.8 TB/s
+#   (H200 datasheet).
+# - It says the kernel is limited by "scalar FMA throughput and memory bandwidth together". Its
+#   31.96 GB/s is minimum bytes / time (next slide), not traffic; what the H200's counters say about
+#   FMAs and DRAM for its 16 x 16 blocks:
+
+# %% slideshow={"slide_type": "-"}
+r16 = prof.row("fp32_16x16")
+print(f"{prof.label}, 16x16 blocks:")
+print(f"  FP32 rate: {rec.value('gemm_fp32_kernel', 4096) / p['fp32']:.1%} of the FP32 peak (record); "
+      f"FMA pipe busy {r16['fma_pct']:.0f}% of the cycles (ncu)")
+print(f"  DRAM: {r16['dram_pct']:.0f}% of its peak throughput, {r16['dram_read_gb']:.1f} GB read (ncu)")
+print(f"  top stalls: {r16['stalls']}")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Neither is near its limit; the warps stall on the load path. The limit is the one the block-shape
+# experiment measured: the cache lines each SM's loads touch per clock.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### 31.96 GB/s is minimum bytes / time, nothing more
+#
+# If the source's GB/s is $4 \cdot 3 n^2$ bytes over the time implied by its TFLOP/s, the two numbers
 # must satisfy GB/s = TFLOP/s $\times\, 10^3 / (n/6)$. With 5.45 rounded to two decimals:
 
 # %% slideshow={"slide_type": "-"}
 nn = 1024
-tf = s_row["tflops"]                                   # the seed's TFLOP/s, rounded to two decimals
+tf = s_row["tflops"]                                   # the source's TFLOP/s, rounded to two decimals
 lo, hi = ((tf + d) * 1e3 / (nn / 6) for d in (-0.005, 0.005))      # the GB/s every unrounded value implies
-print(f"{tf} TFLOP/s (rounded) implies {lo:.3f} to {hi:.3f} GB/s of minimum traffic; the seed reports "
+print(f"{tf} TFLOP/s (rounded) implies {lo:.3f} to {hi:.3f} GB/s of minimum traffic; the source reports "
       f"{s_row['gbs']}: inside = {lo <= s_row['gbs'] <= hi}")
 print(f"implied intensity {s_row['tflops'] * 1e3 / s_row['gbs']:.1f} FLOP/byte vs n/6 = {nn / 6:.1f}")
 print(f"implied time per launch: {12 * nn**2 / (s_row['gbs'] * 1e9) * 1e3:.3f} ms")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# So the seed's "31.96 GB/s, far below the 1008 GB/s" compares a *minimum-traffic rate* with the
+# So the source's "31.96 GB/s, far below the 1008 GB/s" compares a *minimum-traffic rate* with the
 # DRAM bandwidth: it does not show that memory is, or is not, the bottleneck.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### D. Different FP32 peaks, similar naive speeds: why?
+# ### Different FP32 peaks, similar naive speeds: why?
 #
 # Both chips have 128 FP32 lanes per SM (Ada whitepaper; NVIDIA H100 whitepaper), so a datasheet peak
 # is SMs x 128 x 2 FLOP x clock and tells us the clock it assumes. The naive kernel never gets near
@@ -664,7 +697,8 @@ print(f"H200 SM clock recorded while timed at 1024: {helpers.clocks.clock_text(h
 # Both chips run the kernel at a small fraction of their FP32 peak and close to the same per-SM,
 # per-clock ceiling. The FP32 peaks differ by SMs x clock (the lanes per SM are the same), and the
 # line-rate ceilings differ by the same factor, so the peaks alone would predict the 4090 ahead by
-# that factor; it is ahead by less (printed above).
+# that factor; it is ahead by less (printed above). Both are timed at 1024, whose power-of-two rows
+# cost the H200 the factor on the slide "1000 beats 1024"; the source has no other size to compare.
 #
 # Is the rest *method*? The seed averages 100 back-to-back launches, so its 12 MiB of matrices stay in
 # L2 between launches; the record flushes L2 before every launch and takes the median. The H200,

@@ -39,33 +39,31 @@ except ImportError:
     COLAB = False
 if importlib.util.find_spec("helpers"):
     print("helpers is importable (a clone, or the course installed): nothing to install")
-elif COLAB:  # a course wheel next to the notebook, in this folder or in /content; else the archive
-    here = [os.path.dirname(os.environ.get("JPY_SESSION_NAME", "")), os.getcwd(), "/content"]
-    found = sorted({w for d in here if d for w in glob.glob(os.path.join(d, "tensor_core_course-*.whl"))})
+elif COLAB:  # a course wheel beside the lesson, here or in /content; else the archive
+    nb = os.environ.get("JPY_SESSION_NAME", "")          # the notebook's path, on Colab
+    here = [os.path.dirname(nb), os.getcwd(), "/content"]
+    found = sorted({w for d in here if d
+                    for w in glob.glob(os.path.join(d, "tensor_core_course-*.whl"))})
     source = found[-1] if found else ARCHIVE
     if source:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source], check=True,
-                       env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source],
+                       check=True, env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
         importlib.invalidate_caches()
-        print("Colab: installed the course (helpers, kernels, recorded results) from",
-              os.path.basename(source) if found else source)
+        print("Colab: installed the course (helpers, kernels, recorded results)",
+              "from", os.path.basename(source) if found else source)
     else:
-        print("Colab: the course is not installed here. 1. Get its wheel, tensor_core_course-*.whl: run "
-              "`pip wheel . --no-deps` in a clone of the course, or take a release's. 2. Upload it into "
-              "Colab's Files pane (/content) or next to this lesson, then run this cell again.")
+        print("Colab: the course is not installed here. 1. Get its wheel,",
+              "tensor_core_course-*.whl: run `pip wheel . --no-deps` in a clone of the",
+              "course, or take a release's. 2. Upload it into Colab's Files pane",
+              "(/content) or next to this lesson, then run this cell again.")
 else:
-    print("helpers is not importable here; install the course, then restart the kernel:",
-          "pip install -e /path/to/a/clone/of/the/course")
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Follows seed 000's naive WMMA section and seed 001's sections on the Tensor Core principle, the
-# WMMA model, fragment load/store and MMA. Where the seeds are wrong or contradict themselves, the
-# lesson says so and shows the computation that settles it.
+    print("helpers is not importable here; install the course, then restart",
+          "the kernel:", "pip install -e /path/to/a/clone/of/the/course")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What you will learn
 #
-# - what one `wmma::mma_sync` computes, and how many operations that is (the seed miscounts it);
+# - what one `wmma::mma_sync` computes, and how many operations that is;
 # - which shapes and types each architecture's Tensor Cores offer through WMMA;
 # - the five WMMA calls, the rules for `ldm`, layouts and alignment, and why no `__syncthreads()` is needed;
 # - how `wmma_gemm_naive` maps blocks and warps to tiles of $C$;
@@ -87,9 +85,6 @@ print("recorded data:", rec.label)
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 env = helpers.summary()
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The summary depends on the machine; the recorded-data line is the same everywhere.
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What a Tensor Core computes
 #
@@ -110,28 +105,15 @@ print(f"one m16n16k16 mma_sync: {multiply_adds} multiply-adds = {flops} FLOPs")
 print(f"the same work on CUDA cores: {multiply_adds} FMA instructions, {multiply_adds // 32} per lane")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **The seed contradicts itself.** Seed 000 says one `mma_sync` does "16×16×16 = 4096 次乘加"
-# (multiply-adds) in one section, and "等效 8192 次乘加（约 16K FLOPs）" (8192 multiply-adds, about 16K
-# FLOPs) in the next. The first is right. The second counts each multiply-add as two
-# *and then* doubles again:
-
-# %% slideshow={"slide_type": "-"}
-claims = [("4096 multiply-adds", 4096, multiply_adds), ("8192 multiply-adds", 8192, multiply_adds),
-          ("about 16K FLOPs", 16 * 1024, flops)]
-for text, claimed, actual in claims:
-    verdict = "correct" if claimed == actual else f"wrong: {claimed / actual:g}x the true count"
-    print(f"seed: {text:20s} actual {actual:5d}  -> {verdict}")
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# 8192 is the FLOP count, not the multiply-add count; 16K FLOPs would be 2 x 8192 FLOPs, a double count. The exercise at the end asks for this number again.
+# > **A common claim:** one `mma_sync` is "8192 multiply-adds (about 16K FLOPs)". Counted above: 4096
+# > multiply-adds, 8192 FLOPs. The claim counts each multiply-add as two *and then* doubles again.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Why it matters: the rate
 #
 # The chip's peak rates (datasheet, dense, in `helpers.device`) compare the two ways to do the same
-# multiply-adds. Seed 001 adds that a Volta Tensor Core does a 4×4×4 product per clock; that is the
-# Volta whitepaper's figure for one Tensor Core, a hardware detail that WMMA hides: the programmer
-# always sees a whole warp and a 16×16×16 tile.
+# multiply-adds. (One Tensor Core works on smaller pieces, a 4×4×4 product per clock on Volta per its
+# whitepaper; WMMA hides that: the programmer always sees a whole warp and a 16×16×16 tile.)
 
 # %% slideshow={"slide_type": "-"}
 p = helpers.device.peaks_for("NVIDIA H200")
@@ -160,11 +142,9 @@ print(f"  -> {p.fp16 * 1e12 / flops:.3g} m16n16k16 products per second across th
 # reached through PTX `mma` / `wgmma` or libraries such as CUTLASS and cuBLAS.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Seed 002's table (sec. 3.3) lists Volta: FP16; Turing: FP16, INT8/INT4; Ampere: FP16, BF16, TF32,
-# INT8; Hopper: FP16, BF16, TF32, FP8, INT8; Blackwell: FP16, BF16, TF32, FP8, INT4. It leaves out
-# the FP64 Tensor Cores (the `double` row: A100, H100/H200), the 1-bit type (`b1`), Ampere's INT4,
-# Ada (sm_89) entirely, whose Tensor Cores were the first with FP8 next to Hopper's (Ada whitepaper),
-# and Blackwell's FP6 and FP4 (Blackwell architecture technical brief).
+# > **A common claim:** Tensor Cores do FP16 on Volta, add INT8/INT4 on Turing, BF16 and TF32 on
+# > Ampere, FP8 on Hopper. True, but incomplete: the A100 and H100/H200 also have FP64 Tensor Cores
+# > (the `double` row), and Ada (sm_89) had FP8 too (Ada whitepaper). Full comparison: appendix "Claims checked".
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The course runs the FP16 rows (this lesson and lesson 3), BF16 and TF32 (lesson 3) on the H200; the integer and sub-byte rows are listed for completeness and are not exercised here. 'as Ampere' means no new WMMA types: the extra Hopper speed comes from wgmma, which the last rung of lesson 5 uses.
@@ -198,9 +178,11 @@ print(f"  -> {p.fp16 * 1e12 / flops:.3g} m16n16k16 products per second across th
 #   Storage for WMMA*, "Address Alignment") is stricter: the start of *every* row must be aligned to
 #   the fragment size, 32 bytes for `m16n16k16.f16`, so `2 * ldm` must be a multiple of 32: `ldm` a
 #   multiple of 16 halves. The course pads sizes to multiples of 16, which satisfies both.
-# - Seed 001 says the pointer must be 16-byte aligned: that is the `ldm` granule, not the pointer rule.
 # - **Same arguments, all lanes.** Every lane of the warp must make the call, with the same
 #   `mptr`, `ldm`, layout and template parameters; otherwise the result is undefined.
+#
+# > **A common claim:** a 16-byte aligned pointer is enough. That is the `ldm` granule; the pointer
+# > rule is 32 bytes.
 
 # %% slideshow={"slide_type": "-"}
 for ldm in (8, 16, 24, 40, 48, 64):
@@ -225,11 +207,8 @@ for ldm in (8, 16, 24, 40, 48, 64):
 # wait for. Once warps share tiles through shared memory (lesson 5), a barrier between "write the
 # tile" and "read the tile" becomes necessary again.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Seed 000 says the calls 'have warp-level sync semantics, so no __syncthreads() is needed'. The conclusion is right for this kernel, but the reason is that no data crosses warps; warp synchronisation alone would not make shared-memory exchange between warps safe.
-
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## The seed's kernel: `wmma_gemm_naive`
+# ## The naive kernel: `wmma_gemm_naive`
 #
 # One warp per 16×16 tile of $C$; walk $K$ in steps of 16: load an $A$ tile and a $B$ tile from
 # global memory into fragments, `mma_sync`, repeat; store the accumulator once (the code: next slide).
@@ -246,13 +225,10 @@ for M, N, K in [(200, 136, 72), (33, 17, 49)]:
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.show_kernel("wmma.cu", "wmma_gemm_naive")
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Compared with the seed: the course's copy computes the tile offsets in size_t. The seed's `row * K + i` is an int product, which overflows once M*K reaches 2^31 (46341^2).
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Blocks, warps and tiles
 #
-# The launch configuration in `helpers.kernels.KERNELS` is the seed's: `block = dim3(32, 8)`, so
+# The launch configuration in `helpers.kernels.KERNELS` is `block = dim3(32, 8)`, so
 # `threadIdx.x` is the lane and `threadIdx.y` picks one of 8 warps, stacked down $M$; `blockIdx.x`
 # walks 16-column strips. The picture is drawn from that configuration:
 
@@ -368,9 +344,10 @@ print(f"{len(hmma)} HMMA in the SASS for {n_mma} wmma.mma in the PTX: {len(hmma)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # `HMMA.16816` is the hardware's m16n8k16 product: a 16×16×16 `mma_sync` on sm_90 is **two** of them,
-# one for each 8-column half of the tile (the picture above). Seed 001 says `mma_sync` "corresponds
-# to PTX `mma.sync.aligned.m16n8k16`": the PTX it produces is `wmma.mma.sync ... m16n16k16`;
-# m16n8k16 appears only after `ptxas`, in the SASS. (Appendix C reads the registers of both.)
+# one for each 8-column half of the tile (the picture above). (Appendix C reads the registers of both.)
+#
+# > **A common claim:** `mma_sync` "corresponds to PTX `mma.sync.aligned.m16n8k16`". The PTX it
+# > produces is `wmma.mma.sync ... m16n16k16`; m16n8k16 appears only after `ptxas`, in the SASS.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Measured: naive WMMA vs the FP32 baseline vs cuBLAS
@@ -392,6 +369,7 @@ fig = helpers.plots.tflops_vs_size({labels[k]: helpers.series(sw.data, k) for k 
                                    baselines={"cuBLAS FP16": helpers.series(sw.data, "cublas_fp16")},
                                    peaks={"FP16 tensor peak": peaks.fp16, "FP32 peak": peaks.fp32},
                                    title="Naive WMMA vs FP32 vs cuBLAS", source=sw.source)
+fig = helpers.plots.legend_beside(fig)      # no peak or cuBLAS line through the legend
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Read three things: the Tensor Core kernel is several times faster than the FP32 kernel at large sizes; it flattens early; and cuBLAS on the same Tensor Cores is far above it. cuBLAS's dip at 8192 is the GPU lowering its clock under its power limit (lesson 05).
@@ -439,7 +417,7 @@ print(f"Tensor pipe busy {r1['tensor_pct']:.1f}% of the cycles; top stalls: {r1[
 # per instruction, while the Tensor Cores idle (the tensor-pipe share). cuBLAS keeps tiles in shared
 # memory and registers and reuses each loaded element many times. **Lesson 5** climbs that ladder one
 # measured step at a time; its rung 1 is this kernel, counted with the same model. (A first step
-# that fits in this lesson, 2×2 fragments per warp, is exercise 2; measured in appendix H.)
+# that fits in this lesson, 2×2 fragments per warp, is exercise 7; measured in appendix G.)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Sizes that are not multiples of 16
@@ -464,106 +442,17 @@ print(C.shape, spec.check(C, A, B).verdict())
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Common misconceptions
 #
-# - **"One `mma_sync` is 8192 multiply-adds."** It is 4096 multiply-adds = 8192 FLOPs (section 1).
 # - **"`mma_sync` is one hardware instruction."** On sm_90 it is two `HMMA.16816` ("From `mma_sync` to
-#   the machine"); on
-#   other architectures the split can differ.
+#   the machine"); on other architectures the split can differ.
 # - **"Lane *l* holds row *l* of the tile."** No documented rule says so; the measured map above is
 #   interleaved, and may differ on another GPU. Use PTX `mma` when the layout matters.
 # - **"The `_sync` calls replace `__syncthreads()`."** They synchronise the lanes of one warp. Data
 #   passed between warps through shared memory still needs a block barrier.
-# - **"A 16-byte aligned pointer is enough."** The pointer rule is 32 bytes; 16 bytes is the `ldm`
-#   granule (and PTX asks for 32-byte aligned rows).
 # - **"Tensor Cores make any GEMM fast."** The naive kernel keeps the Tensor Cores busy a small
 #   fraction of the time (the profiler's tensor-pipe share); it is limited by its loads.
-#
-# Two more (sizes that are not multiples of 16, and seed 001's numpy "simulation"): appendix G.
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## Check your understanding
-#
-# 1. How many FLOPs does one 16×16×16 `mma_sync` perform?
-# 2. In the documented PTX m16n8k16 layout, which lane holds $A[9][6]$?
-# 3. How many bytes does `wmma_gemm_naive` load from global memory per FLOP?
-# 4. How many `HMMA.16816` instructions does one 16×16×16 `mma_sync` become on sm_90?
-# 5. With 2×2 fragments per warp (4 tiles loaded per 4 `mma_sync`), how many bytes per FLOP?
-#
-# Replace each `None` with your answer and run the cell.
-
-# %% slideshow={"slide_type": "-"}
-answer_1 = None
-answer_2 = None
-answer_3 = None
-answer_4 = None
-answer_5 = None
-exercises.mma_flops_exercise(answer_1)
-ex.lane_of_a_exercise(answer_2)
-ex.naive_bytes_per_flop_exercise(answer_3)
-ex.hmma_per_mma_exercise(answer_4)
-ex.two_by_two_bytes_per_flop_exercise(answer_5)
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# **Solutions** (try first):
-
-# %% slideshow={"slide_type": "-"}
-exercises.mma_flops_exercise(2 * 16 * 16 * 16)
-ex.lane_of_a_exercise(4 * 1 + 3)                 # row 9 = groupID 1 + 8; col 6 = 2*3 + 0
-ex.naive_bytes_per_flop_exercise(2 * 512 / 8192)
-ex.hmma_per_mma_exercise(2)
-ex.two_by_two_bytes_per_flop_exercise(4 * 512 / (4 * 8192))
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## Exercise 1: $B$ stored column-major
-#
-# Write `wmma_gemm_bcol`: the same product, but $B$ arrives column-major, element $(k, n)$ at
-# `Bt[n * K + k]` ($B^T$ stored row-major). Change the fragment's layout tag, the pointer to the
-# tile's first element, and `ldm`. The checker compiles your source with NVRTC, runs it on sizes
-# that are not multiples of 16 (padded), checks it against float64, and times it (GPU only).
-#
-# **This is the fix of seed 002's WMMA example** (sec. 4.2). It declares $B$ column-major
-# (`fragment<matrix_b, ..., col_major>`, "B: K x N, column-major") but addresses it row-major
-# (`B + k * N + warpCol * 16`, `ldm = N`), so every fragment holds the wrong elements and the result
-# is wrong; and its `store_matrix_sync(..., row_major)` does not compile: the layout argument of a
-# store is `wmma::mem_row_major`. Your kernel gets both right. The starting point:
-
-# %% slideshow={"slide_type": "-"}
-print(ex.BCOL_STARTER)
-my_bcol = None        # your kernel source as a string: my_bcol = r'''...'''
-ex.check_bcol_kernel(my_bcol)
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# **Solution**, from `kernels/wmma_lesson.cu`: the tile of $B^T$ starts at `Bt + col * K + k`, with `ldm = K`.
-
-# %% slideshow={"slide_type": "-"}
-helpers.display.show_kernel("wmma_lesson.cu", "wmma_gemm_bcol")
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-ex.check_bcol_kernel(ex.solution_source("wmma_gemm_bcol"))
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## Exercise 2: each warp computes 32×32 from 2×2 fragments
-#
-# Write `wmma_gemm_2x2`: per K step load two $A$ fragments (rows +0, +16) and two $B$ fragments
-# (columns +0, +16), issue four `mma_sync` into a 2×2 array of accumulators, store four tiles at
-# the end. Launched with `block = dim3(32, 4)` and `grid = (N/32, ceil(M/128))`; the helper pads
-# $M$ and $N$ to multiples of 32.
-
-# %% slideshow={"slide_type": "-"}
-print(ex.TWO_BY_TWO_STARTER)
-my_2x2 = None         # your kernel source as a string
-ex.check_2x2_kernel(my_2x2)
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# **Solution**, from `kernels/wmma_lesson.cu`:
-
-# %% slideshow={"slide_type": "-"}
-helpers.display.show_kernel("wmma_lesson.cu", "wmma_gemm_2x2")
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-ex.check_2x2_kernel(ex.solution_source("wmma_gemm_2x2"))
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The 2x2 kernel halves the bytes loaded per FLOP (exercise question 5). Whether that buys speed is measured in appendix H, live on a GPU.
+# - **"Sizes that are not multiples of 16 just lose a little at the edge."** Without padding or guards
+#   the kernel reads and writes past the matrices: wrong values *inside* $C$ and writes beyond it
+#   (appendix E).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
@@ -579,6 +468,82 @@ ex.check_2x2_kernel(ex.solution_source("wmma_gemm_2x2"))
 # accumulation) and measures what each costs in error and buys in speed.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
+# ## Exercises
+#
+# 1. How many FLOPs does one 16×16×16 `mma_sync` perform?
+# 2. In the documented PTX m16n8k16 layout, which lane holds $A[9][6]$?
+# 3. How many bytes does `wmma_gemm_naive` load from global memory per FLOP?
+# 4. How many `HMMA.16816` instructions does one 16×16×16 `mma_sync` become on sm_90?
+# 5. With 2×2 fragments per warp (4 tiles loaded per 4 `mma_sync`), how many bytes per FLOP?
+#
+# Replace each `...` with your answer and run the cell. Solutions: three slides on, in hidden cells.
+
+# %% slideshow={"slide_type": "-"}
+answer = ...            # 1. FLOPs
+exercises.mma_flops_exercise(answer)
+answer = ...            # 2. a lane, 0-31
+ex.lane_of_a_exercise(answer)
+answer = ...            # 3. bytes per FLOP
+ex.naive_bytes_per_flop_exercise(answer)
+answer = ...            # 4. instructions
+ex.hmma_per_mma_exercise(answer)
+answer = ...            # 5. bytes per FLOP
+ex.two_by_two_bytes_per_flop_exercise(answer)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### 6. $B$ stored column-major
+#
+# Write `wmma_gemm_bcol`: the same product, but $B$ arrives column-major, element $(k, n)$ at
+# `Bt[n * K + k]` ($B^T$ stored row-major). Change the fragment's layout tag, the pointer to the
+# tile's first element, and `ldm`; store with `wmma::mem_row_major`. The checker compiles your source
+# with NVRTC, runs it on sizes that are not multiples of 16 (padded), checks it against float64, and
+# times it (GPU only). The starting point:
+
+# %% slideshow={"slide_type": "-"}
+print(ex.BCOL_STARTER)
+answer = ...          # your kernel source as a string: answer = r'''...'''
+ex.check_bcol_kernel(answer)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### 7. Each warp computes 32×32 from 2×2 fragments
+#
+# Write `wmma_gemm_2x2`: per K step load two $A$ fragments (rows +0, +16) and two $B$ fragments
+# (columns +0, +16), issue four `mma_sync` into a 2×2 array of accumulators, store four tiles at
+# the end. Launched with `block = dim3(32, 4)` and `grid = (N/32, ceil(M/128))`; the helper pads
+# $M$ and $N$ to multiples of 32. It halves the bytes loaded per FLOP (question 5); whether that buys
+# speed is measured in appendix G.
+
+# %% slideshow={"slide_type": "-"}
+print(ex.TWO_BY_TWO_STARTER)
+answer = ...          # your kernel source as a string
+ex.check_2x2_kernel(answer)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Solutions (open the hidden cells; try first)
+#
+# Questions 1-5; then the kernels from `kernels/wmma_lesson.cu`, each checked (on a GPU): in 6 the
+# tile of $B^T$ starts at `Bt + col * K + k`, with `ldm = K`.
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution"]
+exercises.mma_flops_exercise(2 * 16 * 16 * 16)
+ex.lane_of_a_exercise(4 * 1 + 3)                 # row 9 = groupID 1 + 8; col 6 = 2*3 + 0
+ex.naive_bytes_per_flop_exercise(2 * 512 / 8192)
+ex.hmma_per_mma_exercise(2)
+ex.two_by_two_bytes_per_flop_exercise(4 * 512 / (4 * 8192))
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution"]
+helpers.display.show_kernel("wmma_lesson.cu", "wmma_gemm_bcol")
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution", "nbval-ignore-output"]
+ex.check_bcol_kernel(ex.solution_source("wmma_gemm_bcol"))
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution"]
+helpers.display.show_kernel("wmma_lesson.cu", "wmma_gemm_2x2")
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution", "nbval-ignore-output"]
+ex.check_2x2_kernel(ex.solution_source("wmma_gemm_2x2"))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix: details behind the main slides
 #
 # - A. The probe kernel that maps the fragments
@@ -587,8 +552,9 @@ ex.check_2x2_kernel(ex.solution_source("wmma_gemm_2x2"))
 # - D. The sweep's numbers, with the SM clock of each timing
 # - E. Sizes that are not multiples of 16, without the refusal and without padding
 # - F. Alignment: the helper checks it too
-# - G. More misconceptions
-# - H. A first step: 2×2 fragments per warp, measured
+# - G. A first step: 2×2 fragments per warp, measured
+#
+# Then: **Appendix: Claims checked** (what the source articles say, and what the course measured).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A. The probe kernel that maps the fragments
@@ -715,25 +681,71 @@ else:
     print("CPU backend: no CuPy arrays here; the size rule above is checked the same way on every backend.")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### G. More misconceptions
-#
-# - **"Sizes that are not multiples of 16 just lose a little at the edge."** Without padding or guards
-#   the kernel reads and writes past the matrices: wrong values *inside* $C$ and writes beyond it
-#   (appendix E).
-# - **"Simulating WMMA in numpy with float32 `@` on 16×16 blocks reproduces it."** Seed 001's Python
-#   demo does that: it never rounds the inputs to FP16, uses non-negative inputs, and times Python
-#   loops against numpy. The course's emulation (`helpers.emulate.tensor_core_gemm`) rounds inputs
-#   to FP16 and models the Tensor Core's block-wise truncated FP32 accumulation.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### H. A first step: 2×2 fragments per warp
+# ### G. A first step: 2×2 fragments per warp
 #
 # A first step fits in this lesson: let each warp compute a 32×32 tile from 2×2 fragments, so each
-# loaded fragment feeds two `mma_sync` (exercise 2). Measured, with the column-major-$B$ variant of
-# exercise 1 for comparison (same loads per FLOP, different layout):
+# loaded fragment feeds two `mma_sync` (exercise 7). Measured, with the column-major-$B$ variant of
+# exercise 6 for comparison (same loads per FLOP, different layout):
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 var = helpers.run_or_load("wmma_variants_speed")
 print(var.source)
 helpers.display.table(helpers.clocks.with_clock(var.data), ["kernel", "m", "tflops", "clock", "passed"],
                       ["kernel", "n", "TFLOP/s", "SM clock while timed", "checked"], fmt={"tflops": ".1f"})
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Appendix: Claims checked
+#
+# This lesson follows three source articles: seed 000's naive WMMA section (its kernel is
+# `wmma_gemm_naive`, with its launch configuration `dim3(32, 8)`), seed 001's sections on the Tensor
+# Core principle, the WMMA model, fragment load/store and MMA, and seed 002's architecture table and
+# WMMA example. Where they are wrong or contradict themselves, the computation that settles it:
+#
+# - **Operation count**: seed 000, below.
+# - **Types per architecture**: seed 002's table (sec. 3.3), below.
+# - **Pointer alignment**: seed 001 says the pointer must be 16-byte aligned; that is the `ldm`
+#   granule; the pointer rule is 32 bytes ("Rules the hardware relies on").
+# - **`mma_sync` and PTX**: seed 001 says `mma_sync` "corresponds to PTX `mma.sync.aligned.m16n8k16`";
+#   the PTX is `wmma.mma.sync ... m16n16k16`, and m16n8k16 appears in the SASS ("From `mma_sync` to the machine").
+# - **No `__syncthreads()`**: seed 000 says the calls "have warp-level sync semantics, so no
+#   `__syncthreads()` is needed". Right for this kernel, but because no data crosses warps; warp
+#   synchronisation alone would not make shared-memory exchange between warps safe.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Three more
+#
+# - **Index overflow.** The course's `wmma_gemm_naive` computes the tile offsets in `size_t`. Seed 000's
+#   `row * K + i` is an `int` product, which overflows once $M K$ reaches $2^{31}$ ($46341^2$).
+# - **A numpy "simulation".** Seed 001's Python demo multiplies 16×16 blocks with float32 `@`: it never
+#   rounds the inputs to FP16, uses non-negative inputs, and times Python loops against numpy. The
+#   course's emulation (`helpers.emulate.tensor_core_gemm`) rounds inputs to FP16 and models the Tensor
+#   Core's block-wise truncated FP32 accumulation.
+# - **Seed 002's WMMA example** (sec. 4.2), which exercise 6 fixes. It declares $B$ column-major
+#   (`fragment<matrix_b, ..., col_major>`, "B: K x N, column-major") but addresses it row-major
+#   (`B + k * N + warpCol * 16`, `ldm = N`), so every fragment holds the wrong elements and the result
+#   is wrong; and its `store_matrix_sync(..., row_major)` does not compile: the layout argument of a
+#   store is `wmma::mem_row_major`.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### One `mma_sync`: 4096 or 8192 multiply-adds?
+#
+# Seed 000 contradicts itself. It says one `mma_sync` does "16×16×16 = 4096 次乘加"
+# (multiply-adds) in one section, and "等效 8192 次乘加（约 16K FLOPs）" (8192 multiply-adds, about 16K
+# FLOPs) in the next. The first is right. The second counts each multiply-add as two
+# *and then* doubles again:
+
+# %% slideshow={"slide_type": "-"}
+claims = [("4096 multiply-adds", 4096, multiply_adds), ("8192 multiply-adds", 8192, multiply_adds),
+          ("about 16K FLOPs", 16 * 1024, flops)]
+for text, claimed, actual in claims:
+    verdict = "correct" if claimed == actual else f"wrong: {claimed / actual:g}x the true count"
+    print(f"seed: {text:20s} actual {actual:5d}  -> {verdict}")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Which types each architecture offers
+#
+# Seed 002's table (sec. 3.3) lists Volta: FP16; Turing: FP16, INT8/INT4; Ampere: FP16, BF16, TF32,
+# INT8; Hopper: FP16, BF16, TF32, FP8, INT8; Blackwell: FP16, BF16, TF32, FP8, INT4. It leaves out
+# the FP64 Tensor Cores (the `double` row: A100, H100/H200), the 1-bit type (`b1`), Ampere's INT4,
+# Ada (sm_89) entirely, whose Tensor Cores were the first with FP8 next to Hopper's (Ada whitepaper),
+# and Blackwell's FP6 and FP4 (Blackwell architecture technical brief).

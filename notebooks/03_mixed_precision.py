@@ -39,37 +39,33 @@ except ImportError:
     COLAB = False
 if importlib.util.find_spec("helpers"):
     print("helpers is importable (a clone, or the course installed): nothing to install")
-elif COLAB:  # a course wheel next to the notebook, in this folder or in /content; else the archive
-    here = [os.path.dirname(os.environ.get("JPY_SESSION_NAME", "")), os.getcwd(), "/content"]
-    found = sorted({w for d in here if d for w in glob.glob(os.path.join(d, "tensor_core_course-*.whl"))})
+elif COLAB:  # a course wheel beside the lesson, here or in /content; else the archive
+    nb = os.environ.get("JPY_SESSION_NAME", "")          # the notebook's path, on Colab
+    here = [os.path.dirname(nb), os.getcwd(), "/content"]
+    found = sorted({w for d in here if d
+                    for w in glob.glob(os.path.join(d, "tensor_core_course-*.whl"))})
     source = found[-1] if found else ARCHIVE
     if source:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source], check=True,
-                       env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source],
+                       check=True, env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
         importlib.invalidate_caches()
-        print("Colab: installed the course (helpers, kernels, recorded results) from",
-              os.path.basename(source) if found else source)
+        print("Colab: installed the course (helpers, kernels, recorded results)",
+              "from", os.path.basename(source) if found else source)
     else:
-        print("Colab: the course is not installed here. 1. Get its wheel, tensor_core_course-*.whl: run "
-              "`pip wheel . --no-deps` in a clone of the course, or take a release's. 2. Upload it into "
-              "Colab's Files pane (/content) or next to this lesson, then run this cell again.")
+        print("Colab: the course is not installed here. 1. Get its wheel,",
+              "tensor_core_course-*.whl: run `pip wheel . --no-deps` in a clone of the",
+              "course, or take a release's. 2. Upload it into Colab's Files pane",
+              "(/content) or next to this lesson, then run this cell again.")
 else:
-    print("helpers is not importable here; install the course, then restart the kernel:",
-          "pip install -e /path/to/a/clone/of/the/course")
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The lesson follows seed 000's mixed-precision section (wmma_mixed_gemm_kernel vs gemm_fp32_kernel at
-# 1024), seed 001's mixed-precision strategy, and seed 002's formats, 'three ways to use tensor cores'
-# and numerical-stability sections. Seed 002 gets several facts wrong; each is computed and corrected
-# on its own slide.
+    print("helpers is not importable here; install the course, then restart",
+          "the kernel:", "pip install -e /path/to/a/clone/of/the/course")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What you will learn
 #
 # - read a floating-point format from its bits: range, smallest normal and subnormal, unit roundoff;
 # - why TF32 has FP16's precision and FP32's range, and BF16 trades precision for range;
-# - what the seed's comparison (`wmma_mixed_gemm_kernel` vs `gemm_fp32_kernel`) measures, and where
-#   every variant (our WMMA kernels, cuBLAS) sits on one speed-vs-error chart;
+# - where every variant (our WMMA kernels, cuBLAS) sits on one speed-vs-error chart;
 # - how TF32 is switched on in practice, measured: `CUPY_TF32`, `NVIDIA_TF32_OVERRIDE`, cuBLAS compute types;
 # - what a cast to FP16 or BF16 does to values spanning many decades, and how static and dynamic
 #   loss scaling rescue FP16 training.
@@ -88,9 +84,8 @@ print("recorded data:", rec.label)
 env = helpers.summary()
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Two sources of numbers. `rec` is the record committed with the course (the H200): cells that print
-# from it give the same output everywhere, and the prose refers to them. Cells marked *live* measure
-# on your GPU when you have one; without one they show the recorded data too, labelled.
+# `rec` is the record committed with the course (the H200): cells that print from it give the same
+# output everywhere. Cells marked *live* measure on your GPU when you have one.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Six formats, one recipe
@@ -103,8 +98,8 @@ env = helpers.summary()
 # Below the smallest normal number $2^{e_{min}}$ the hidden leading 1 becomes 0: **subnormals** fill
 # the gap to zero with even spacing, losing precision as they go.
 #
-# Every number in the next table is computed: from `numpy.finfo` / `ml_dtypes.finfo`, and for TF32
-# (which has no storage type) from FP32's exponent range and 10 fraction bits.
+# Every number in the table is computed (`numpy.finfo`, `ml_dtypes.finfo`; TF32 from FP32's exponent
+# range and 10 fraction bits).
 
 # %% slideshow={"slide_type": "-"}
 rows = formats.format_table()
@@ -114,38 +109,22 @@ helpers.display.table(rows, ["format", "bits", "sign/exp/frac", "max", "tiny", "
                       fmt={"max": ".4g", "tiny": ".4g", "subnormal": ".4g", "u": ".3g", "digits": ".1f"})
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Read across a row: FP16's largest number is 65504, and its smallest normal is 2^-14; below that,
-# subnormals reach 2^-24. BF16 has FP32's range with only 8 significant bits. TF32 is 19 bits used out
-# of a 32-bit word. E4M3 has no infinity: its top exponent holds numbers (max 448), which the IEEE
-# recipe would not give (240) - the 'fn' in ml_dtypes' float8_e4m3fn means finite, NaN only.
+# E4M3 has no infinity: its top exponent holds numbers (max 448), which the IEEE recipe would not give
+# (240) - the 'fn' in ml_dtypes' float8_e4m3fn means finite, NaN only.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### The bits themselves
-#
-# Each row is one format holding the same number, $-1/3$, rounded to it: sign (pink), exponent (blue),
-# fraction (orange). The value on the right is what the bits decode to. TF32 keeps FP32's sign and
-# exponent and 10 fraction bits; the other 13 bits of its 32-bit word carry nothing.
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The bits themselves: each row is one format holding $-1/3$, rounded to it: sign (pink), exponent
+# (blue), fraction (orange), and on the right the value the bits decode to. TF32's other 13 bits carry
+# nothing.
 
 # %% slideshow={"slide_type": "-"}
 fig = formats.plot_bit_layouts(value=-1 / 3)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Seed 002's format table, checked
+# ## Reading the table: two numbers people misquote
 #
-# Seed 002 gives a table of "dynamic range" and "relative precision", and says TF32 is "19 bits
-# (logical)" and that FP16's smallest positive number is about 6.1e-5. Its claims (typed from the
-# article) against the computed values:
-
-# %% slideshow={"slide_type": "-"}
-seed = {"fp32": ("~10^±38", "~1e-7"), "tf32": ("~10^±38", "~1e-3"),
-        "fp16": ("~10^±8", "~1e-3"), "bf16": ("~10^±38", "~1e-2")}       # seed 002, section 2.1
-check = []
-for n, (rng_claim, prec_claim) in seed.items():
-    i = formats.format_info(n)
-    check.append({"format": n, "seed range": rng_claim, "normal range (log10)": f"{np.log10(i.tiny):.1f} .. {np.log10(i.max):.1f}",
-                  "with subnormals": f"{np.log10(i.smallest_subnormal):.1f}", "seed precision": prec_claim,
-                  "eps = 2u": i.eps, "u": i.u})
-helpers.display.table(check, list(check[0]), fmt={"eps = 2u": ".2e", "u": ".2e"})
+# > **A common claim:** "FP16's smallest positive number is about 6.1e-5, and TF32 is a 19-bit format."
+# > Computed below: 6.1e-5 is FP16's smallest *normal* number, and TF32 occupies 32 bits.
 
 # %% slideshow={"slide_type": "-"}
 i16, i32 = formats.format_info("fp16"), formats.format_info("tf32")
@@ -154,18 +133,10 @@ print("TF32: bits used", i32.bits, "| bits stored", i32.storage_bits, "| signifi
       "(FP16:", i16.precision, ")")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# - **FP16 range "~10^±8": wrong.** It is lopsided: normal numbers span about 10^-4.2 to 10^4.8, and
-#   subnormals extend the bottom to about 10^-7.2. Overflow comes far sooner than "10^8".
-# - **FP16's "smallest positive ~6.1e-5"** is the smallest *normal* number; subnormals go 1024 times lower.
-# - **"Relative precision"** matches `eps` (the spacing above 1) to an order of magnitude; the worst
-#   rounding error is half that, `u`.
-# - **TF32 "19 bits (logical)"**: 1 + 8 + 10 = 19 bits are used, but a TF32 number occupies a full
-#   32-bit word in memory and registers: it saves no memory and no bandwidth. Its precision is
-#   FP16's (11 significant bits), not "19-bit"; seed 001's "19-bit approximate precision" is wrong.
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# All four bullet points rest on the two cells above; the 1024 is 2^-14 / 2^-24. Ask the audience
-# before revealing: where does FP16 overflow? (65504.)
+# - FP16's range is lopsided: it overflows above 65504 but reaches down to $2^{-24}$ with subnormals,
+#   1024 times below its smallest normal number.
+# - TF32 uses 1 + 8 + 10 bits of a 32-bit word: it saves no memory and no bandwidth, and its precision
+#   is FP16's (11 significant bits).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rounding FP32 to TF32: who rounds, and how
@@ -197,11 +168,10 @@ with np.errstate(over="ignore"):
 # They differ only on exact ties, which a tie in an input turns into a whole row or column of C.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Seed 002's speed claims, checked against the datasheets
+# ## Peak speed per format, from the datasheets
 #
-# Seed 002's table says "Tensor Core peak: FP32 19.5 TFLOPS, FP16/BF16 312 TFLOPS, 16x" (A100), and
-# that TF32 gives "about 8x" FP32. The course's peak table (`helpers/device.py`, each row with its
-# datasheet) gives the ratios for several GPUs:
+# > **A common claim:** "Tensor Cores run FP16 16x faster than FP32, and TF32 about 8x."
+# > The course's peak table (`helpers/device.py`, each row with its datasheet) gives the ratios per GPU:
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(lesson.peak_ratio_rows(), ["gpu", "fp32", "tf32", "fp16", "fp16 / fp32", "tf32 / fp32",
@@ -209,32 +179,15 @@ helpers.display.table(lesson.peak_ratio_rows(), ["gpu", "fp32", "tf32", "fp16", 
                       fmt={"fp16 / fp32": ".1f", "tf32 / fp32": ".1f", "fp16 acc16 / fp16": ".1f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# - Of these GPUs, **the 16x and the 8x hold for the A100 only**. They are ratios of datasheet peaks
-#   and change from chip to chip: smaller on the H100/H200, far smaller on a GeForce card.
-# - The 19.5 TFLOP/s is the A100's **CUDA-core** FP32 rate; the seed lists it as a Tensor Core rate.
-#   Tensor Cores have no plain FP32 mode: FP32 inputs go through TF32.
+# - Of these GPUs, **the 16x and the 8x hold for the A100 only**: ratios of datasheet peaks change from
+#   chip to chip. Tensor Cores have no plain FP32 mode: FP32 inputs go through TF32.
 # - FP16 accumulation has the FP32-accumulate peak on datacenter GPUs; only GeForce parts double it
 #   (last-but-one column). On an H200 it buys no peak speed, only error.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Seed 001's speed-ups, against the H200 record
-#
-# Seed 001 says FP16 Tensor Cores give "3 to 5x" over FP32 CUDA-core GEMMs on a V100, TF32 "stably more
-# than 2x" on an A100, and PyTorch AMP "nearly 2x" in training. No V100, A100 or PyTorch training run
-# was measured here, so those three stay **unchecked**. The same ratios on the H200, from the record
-# (cuBLAS against cuBLAS, each timing with its SM clock):
-
-# %% slideshow={"slide_type": "-"}
-for n in (1024, 4096, 8192):
-    f32, t32, f16 = (rec.select(kernel=k, m=n, n=n, k=n)[0] for k in ("cublas_fp32", "cublas_tf32", "cublas_fp16"))
-    print(f"n={n}: FP16 Tensor Cores / FP32 CUDA cores {f16['tflops'] / f32['tflops']:4.1f}x, TF32 / FP32 "
-          f"{t32['tflops'] / f32['tflops']:4.1f}x  (SM clocks: {helpers.clocks.clock_text(f32)} | "
-          f"{helpers.clocks.clock_text(t32)} | {helpers.clocks.clock_text(f16)})")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The kernels: one loop, four input/accumulator choices
 #
-# `kernels/mixed_precision.cu` holds the seed's `wmma_mixed_gemm_kernel` (FP16 in, FP32 accumulator)
+# `kernels/mixed_precision.cu` holds lesson 02's `wmma_mixed_gemm_kernel` (FP16 in, FP32 accumulator)
 # and three variants that differ only in their fragments:
 #
 # | kernel | A, B in memory | Tensor Core inputs | accumulator | C | WMMA shape |
@@ -244,16 +197,8 @@ for n in (1024, 4096, 8192):
 # | `wmma_bf16_gemm_kernel` | BF16 (uint16 bits) | BF16 | FP32 | FP32 | m16n16k16 |
 # | `wmma_tf32_gemm_kernel` | FP32 | TF32 | FP32 | FP32 | m16n16k8 |
 #
-# BF16 and TF32 WMMA need sm_80 (Ampere) or newer; the notebook says so if your GPU is older.
-
-# %% slideshow={"slide_type": "subslide"}
-helpers.display.show_kernel("mixed_precision.cu", "wmma_tf32_gemm_kernel")
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Three things differ from the FP16 kernel: the precision::tf32 fragment type, the k-step of 8 (WMMA's
-# only TF32 shape is m16n16k8), and the explicit __float_to_tf32 on every fragment element after the
-# load. That conversion rounds to nearest with ties away from zero (PTX cvt.rna.tf32.f32); the CPU
-# emulation does the same (helpers.formats.round_tf32_rna).
+# BF16 and TF32 WMMA need sm_80 (Ampere) or newer; the notebook says so if your GPU is older. The TF32
+# and BF16 kernels' source: appendix B.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Every variant, checked against float64
@@ -265,16 +210,18 @@ helpers.display.show_kernel("mixed_precision.cu", "wmma_tf32_gemm_kernel")
 from helpers.check import encode_inputs             # FP16 values, BF16 bits (uint16), or FP32 for TF32
 A = helpers.random_matrix(200, 72, seed=0)          # M x K, sizes not multiples of 16
 B = helpers.random_matrix(72, 136, seed=1)          # K x N
-checks = {}
+checks, verdicts = {}, []
 for name in ["gemm_fp32_kernel", "wmma_mixed_gemm_kernel", "wmma_fp16acc_gemm_kernel",
              "wmma_bf16_gemm_kernel", "wmma_tf32_gemm_kernel"]:
     spec = helpers.KERNELS[name]
     try:
         C = helpers.gemm(name, encode_inputs(A, spec.inputs), encode_inputs(B, spec.inputs), pad=True)
-        checks[name] = spec.check(C, A, B)
-        print(checks[name].verdict())
+        chk = checks[name] = spec.check(C, A, B)
+        verdicts.append({"kernel": name, "check": "PASS" if chk.passed else "FAIL", "tolerance": chk.tol.value,
+                         "against the model": chk._model_phrase().lstrip("; ") or "-"})
     except helpers.ArchitectureError as err:      # BF16/TF32 WMMA on a GPU older than sm_80
         print(f"SKIP {name}: {err.problem}")
+helpers.display.table(verdicts, list(verdicts[0]), fmt={"tolerance": ".2e"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Ordering of the errors: FP32 lowest; TF32 and FP16 inputs together (same precision); BF16 above them
@@ -283,65 +230,51 @@ for name in ["gemm_fp32_kernel", "wmma_mixed_gemm_kernel", "wmma_fp16acc_gemm_ke
 # kernel takes its inputs (`uint16` bits): appendix B.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## The seed's comparison at M = N = K = 1024
+# ## Speed and error at M = N = K = 1024
 #
-# Seed 000 compares `gemm_fp32_kernel` with `wmma_mixed_gemm_kernel` at 1024 on an RTX 4090. The
-# H200 record, with every other variant of this lesson alongside (time, speed, speedup over the
-# FP32 kernel, relative error against float64 of the FP32 inputs, and of the kernel's own rounded
-# inputs):
+# The H200 record, every variant of this lesson side by side: time, speed, speed-up over the FP32
+# kernel, relative error against float64 of the FP32 inputs, and of the kernel's own rounded inputs.
 
 # %% slideshow={"slide_type": "-"}
 cols = ["variant", "median_ms", "tflops", "speedup", "rel_err", "rel_err_acc", "passed", "clock"]
 heads = ["variant", "ms (median)", "TFLOP/s", "speedup vs FP32 kernel", "rel. error", "rel. error (own inputs)", "check",
          "SM clock while timed"]
 fmts = {"median_ms": ".4f", "tflops": ".1f", "speedup": ".1f", "rel_err": ".1e", "rel_err_acc": ".1e"}
+rows_1024 = [dict(r, variant=r["variant"].replace(" (seed)", "")) for r in lesson.comparison_rows(rec.rows, 1024)]
 print(rec.label)
-helpers.display.table(lesson.comparison_rows(rec.rows, 1024), cols, heads, fmts)
-
-# %% slideshow={"slide_type": "-"}
-ref = helpers.results.load_reference("seed_rtx4090")
-mixed_1024 = ref.value("wmma_mixed_gemm_kernel", 1024)
-fp32_1024 = ref.value("gemm_fp32_kernel", 1024)
-print(f"seed 000 on the RTX 4090 ({ref.meta['source_short']}): FP32 kernel {fp32_1024} TFLOP/s, "
-      f"mixed WMMA {mixed_1024} TFLOP/s -> {mixed_1024 / fp32_1024:.1f}x")
-h = {r["variant"]: r for r in lesson.comparison_rows(rec.rows, 1024)}
-print(f"H200 record: {h['WMMA FP16 in, FP32 acc (seed)']['speedup']:.1f}x; "
-      f"cuBLAS FP16 {h['cuBLAS FP16 in, FP32 acc']['speedup']:.0f}x the FP32 kernel")
+helpers.display.table(rows_1024, cols, heads, fmts)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# What the two tables say:
+# - The naive WMMA kernel is several times faster than the FP32 kernel, and still far below cuBLAS on
+#   the same formats (lesson 05 closes that gap).
+# - Switching only the accumulator fragment to FP16, or the inputs to BF16, leaves this kernel's speed
+#   about where it was; the FP16 accumulator multiplies the accumulation error, BF16 the input error.
+# - The TF32 WMMA kernel is the slowest Tensor Core variant: 4-byte inputs, twice as many `mma_sync`.
 #
-# - the naive WMMA kernel is several times faster than the FP32 kernel, on both GPUs, and still far
-#   below cuBLAS on the same formats (lesson 05 closes that gap);
-# - on this N(0,1) data at K = 1024, the FP16 input rounding, not the accumulation, sets its error:
-#   compare "rel. error" with "rel. error (own inputs)" (lesson 04: on positive data at large K the
-#   accumulation catches up);
-# - switching only the accumulator fragment to FP16, or the inputs to BF16, leaves the speed of this
-#   kernel about where it was; the FP16 accumulator multiplies the accumulation error, BF16 the input
-#   error;
-# - the TF32 WMMA kernel is the slowest Tensor Core variant here: it reads 4-byte inputs and issues
-#   twice as many `mma_sync` (k-step 8);
-# - cuBLAS TF32 and FP16 with an FP32 accumulator have about the same error: same 11-bit precision.
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Seed 000 stops at the speed-up. The error columns are the point of this lesson: the speed-up is
-# paid for in decimal digits (compare the 'digits' column of the format table), almost all of them
-# lost when A and B are rounded to FP16.
+# > **A common claim:** "An FP16 GEMM's error comes from the accumulation." With an FP32 accumulator, on
+# > this N(0,1) data at K = 1024, rounding A and B to FP16 costs far more than all the additions: compare
+# > "rel. error" with "rel. error (own inputs)". On positive data at large K, lesson 04 measures the
+# > accumulation catching up.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Speed vs error, every variant on one chart
 #
-# Up and to the left is better. Recorded on the H200 at M = N = K = 4096 (a live sweep over sizes, with
-# its own chart: appendix D).
+# Up and to the left is better. Recorded on the H200 at M = N = K = 4096 (a live sweep over sizes:
+# appendix D). Markers that would cover each other are drawn side by side around the measured point.
 
 # %% slideshow={"slide_type": "-"}
-fig = lesson.plot_speed_vs_error(rec.rows, 4096, source=rec.label)
+def speed_vs_error(rows, size, source):
+    at = {r["kernel"]: r for r in rows if r["m"] == r["n"] == r["k"] == size}
+    pts = [dict(x=at[k]["rel_err"], y=at[k]["tflops"], label=label.replace(" (seed)", ""),
+                color=lesson.VARIANT_COLORS[k], marker=lesson._marker(k)) for k, label in lesson.VARIANTS.items() if k in at]
+    return helpers.plots.speed_vs_error_dodged(pts, title=f"Speed vs error at M = N = K = {size}\ncolour: arithmetic; "
+                                               f"o our WMMA kernels, s cuBLAS, ^ CUDA cores\n{source}")
+fig = speed_vs_error(rec.rows, 4096, rec.label)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Three clusters: FP32 (accurate, slow), 11-bit inputs with an FP32 accumulator (TF32 and FP16:
-# FP16's decimal digits, fast), and FP16 accumulation (worse error, and no speed worth having on this
-# GPU: the cuBLAS timings below). BF16
-# trades three more bits for FP32's range. Within a cluster, cuBLAS vs our naive kernels is a
+# Three clusters: FP32 (accurate, slow), 11-bit inputs with an FP32 accumulator (TF32 and FP16: fast,
+# FP16's decimal digits), and FP16 accumulation (worse error, and no speed worth having on this GPU).
+# BF16 gives up three more bits for FP32's range. Within a cluster, cuBLAS vs our naive kernels is a
 # question of implementation, not of format.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -359,30 +292,24 @@ for name in ["wmma_mixed_gemm_kernel", "wmma_fp16acc_gemm_kernel"]:
     n_bad = int(np.sum(~np.isfinite(np.asarray(C, dtype=np.float64))))
     print(helpers.KERNELS[name].check(C, A_o, B_o).verdict(), f"| non-finite: {n_bad} of {C.size}")
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Once a running sum is inf it stays inf: inf minus anything finite is inf. The FP32 accumulator
-# never comes near its limit. This is the 'large number eats small numbers' of seed 000 taken to
-# its end: the large number became infinite.
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Once a running sum is inf it stays inf: inf minus anything finite is inf. The FP32 accumulator never
+# comes near its limit.
+#
+# > **A common claim:** "Mixed precision means replacing `float` by `half`." The speed in this lesson
+# > comes from the Tensor Cores (WMMA fragments, cuBLAS), which a CUDA-core kernel with `half` types does
+# > not use; and the accumulator must stay FP32, as this slide shows.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## TF32 in practice: what switches it on?
 #
-# Seed 002 says TF32 needs no code change: "set the environment variable NVIDIA_TF32_OVERRIDE=1" (or
-# compile with "-arch=sm_80 -ftz=true"). What is documented:
+# > **A common claim:** "TF32 needs no code change: set `NVIDIA_TF32_OVERRIDE=1`." NVIDIA documents only
+# > `=0`, which **disables** TF32 in its libraries; CuPy uses TF32 for float32 `matmul` only with
+# > `CUPY_TF32=1` (read once, at the first float32 product).
 #
-# - NVIDIA documents `NVIDIA_TF32_OVERRIDE=0` as a switch that **disables** TF32 in its libraries
-#   (NVIDIA developer blog, "Accelerating AI Training with NVIDIA TF32 Tensor Cores", 2020,
-#   developer.nvidia.com/blog/accelerating-ai-training-with-tf32-tensor-cores). We found no NVIDIA
-#   document that gives `=1` the power to enable it.
-# - CuPy uses TF32 for float32 `matmul` only when `CUPY_TF32=1` is set (CuPy's environment-variable
-#   reference, docs.cupy.dev); it reads the variable once, at the first float32 product, and keeps
-#   the compute type it chose.
-# - `nvcc -ftz=true` flushes FP32 subnormals to zero in *your* kernels; it has nothing to do with TF32.
-#
-# The experiment `tf32_env` settles it: a float32 `cupy.matmul` at n = 2048 in fresh Python processes
-# under each setting, plus explicit cuBLAS calls with the FP32 and the FAST_TF32 compute types. The
-# verdict comes from the error alone: above the geometric mean of the FP32 and TF32 unit roundoffs
-# means TF32 inputs.
+# The experiment `tf32_env` measures it: a float32 `cupy.matmul` at n = 2048 in fresh processes under
+# each setting, plus explicit cuBLAS calls with the FP32 and FAST_TF32 compute types. The verdict comes
+# from the error alone: above the geometric mean of the FP32 and TF32 unit roundoffs means TF32 inputs.
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 try:
@@ -402,40 +329,25 @@ else:
     print("tf32_env is not in the record yet: run `make record` on a GPU")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# The conclusions printed under the table are computed from it. On the H200 record they say:
-#
-# - with nothing set, FP32 code stays FP32; `CUPY_TF32=1` switches `cupy.matmul` to TF32 (the error
-#   jumps to the 11-bit level, the time drops) and leaves explicit FP32-compute calls alone;
-# - **`NVIDIA_TF32_OVERRIDE=1` does turn TF32 on for unchanged FP32 code** here: seed 002's claim holds
-#   on this driver and cuBLAS, although we found it documented nowhere. It goes further than the seed
-#   says: cuBLAS computed even the calls that explicitly ask for FP32 (`CUBLAS_COMPUTE_32F`) in TF32;
-# - `=0` vetoes TF32 everywhere, even where a call asks for it (`CUBLAS_COMPUTE_32F_FAST_TF32`), as
-#   documented;
-# - the seed's other switch, compiling with `-ftz=true`, remains unrelated to TF32.
-#
-# An undocumented switch can change with the next driver or library: measure it where you rely on it,
-# and before trusting an "FP32" benchmark, look at the environment (or at the error).
+# The conclusions under the table are computed from it. On the H200 record: `CUPY_TF32=1` switches
+# `cupy.matmul` to TF32 and leaves explicit FP32-compute calls alone; **`NVIDIA_TF32_OVERRIDE=1` does turn
+# TF32 on**, even for calls that ask for `CUBLAS_COMPUTE_32F`, though no document says so; `=0` vetoes TF32
+# everywhere, as documented. So "FP32 code computes in FP32" is not guaranteed: an undocumented switch can
+# change with the next driver, so before trusting an "FP32" benchmark, look at the environment, or at the
+# error (the FP32 level or the 11-bit level).
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# We expected =1 to do nothing (no document says it enables anything); the measurement says
-# otherwise, and the lesson reports the measurement. If the verdict table on your machine
-# disagrees with these bullets, believe the table: it is measured. The bullets describe the H200 record (its driver, CUDA and CuPy versions are in
-# rec.meta['versions']). The raw errors and times are in appendix E.
+# If the verdict table on your machine disagrees with these bullets, believe the table: it is measured.
+# The bullets describe the H200 record (its driver, CUDA and CuPy versions are in rec.meta['versions']).
+# The raw errors and times are in appendix E.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Seed 002's cuBLAS call (sec. 4.1), and the one to make instead
+# ## The cuBLAS call to make
 #
-# Seed 002 switches Tensor Cores on with `cublasSetMathMode(handle, CUBLAS_TENSOR_OP_MATH)` and calls
-# `cublasHgemm`. Two problems:
-#
-# - `CUBLAS_TENSOR_OP_MATH` is **deprecated** since cuBLAS 11 (CUDA 11.0): cuBLAS uses Tensor Cores for
-#   FP16 without it (cuBLAS documentation, `cublasMath_t`);
-# - `cublasHgemm` computes and **accumulates in FP16**, against the article's own rule (sec. 5.4:
-#   never accumulate in FP16).
-#
-# The call that does what the article recommends is `cublasGemmEx` with `CUDA_R_16F` inputs and
-# `CUBLAS_COMPUTE_32F`: what `cupy.matmul` does on float16 (`helpers/cublas.py`). The course measures
-# both computes, on the same inputs:
+# `cublasHgemm` computes and **accumulates in FP16**. The call that keeps an FP32 accumulator is
+# `cublasGemmEx` with `CUDA_R_16F` inputs and `CUBLAS_COMPUTE_32F`: what `cupy.matmul` does on float16
+# (`helpers/cublas.py`); Tensor Cores need no `cublasSetMathMode` since cuBLAS 11. Both computes, on the
+# same inputs:
 
 # %% slideshow={"slide_type": "-"}
 for n in (1024, 4096):
@@ -463,24 +375,24 @@ for n, s in cases:
     fr = formats.category_fractions(g, n, s)
     print(f"{n} x 2^{np.log2(s):<3.0f}" + "  ".join(f"{k}: {100 * v:5.1f}%" for k, v in fr.items()))
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "-"}
 fig = formats.plot_range_histogram(g, names=[n for n, _ in cases], scales=[s for _, s in cases])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# - FP16 loses everything below 2^-25 to zero and keeps few bits down to 2^-14; above 65504 it
-#   overflows.
-# - Multiplying by a **loss scale** (here 2^16) shifts the whole window: most of the small values survive, and
-#   more of the largest overflow. The scale must fit the data.
-# - BF16 covers all of it: FP32's exponent range. It pays in precision, not range.
+# - FP16 loses everything below 2^-25 to zero and keeps few bits down to 2^-14; above 65504 it overflows.
+# - A **loss scale** (here 2^16) shifts the whole window: most small values survive, and more of the
+#   largest overflow. The scale must fit the data.
+#
+# > **A common claim:** "BF16 is more accurate than FP16." BF16 covers all of these values (FP32's
+# > exponent range), but its unit roundoff is 8 times FP16's: it pays in precision, not range.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Loss scaling on a small network, FP16 arithmetic emulated in numpy
 #
 # `helpers/training.py`: a 16-32-1 tanh network learns a teacher network, FP32 master weights, and
 # every matrix product and element-wise result rounded to FP16 (or BF16), as a tensor-core training
-# step does. The loss is multiplied by a small weight (printed below, as for a loss averaged over far
-# more terms than one batch), which makes the gradients small; the learning rate compensates, so FP32 training
-# does not depend on it.
+# step does. A small loss weight (printed below) makes the gradients small, as for a loss averaged over
+# many terms; the learning rate compensates, so FP32 training does not depend on it.
 #
 # - **static** scaling multiplies the loss by a fixed S and divides the gradients by S before the update;
 # - **dynamic** scaling follows PyTorch's `GradScaler`: start at 2^16; a step whose gradients hold
@@ -509,7 +421,7 @@ fig = training.plot_training(runs)
 # the scale until the gradients fit. Curves are running means (the y label says over how many steps);
 # the too-big static run is marked where its loss became inf/NaN.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "-"}
 ref_loss = runs["FP32"].final_loss
 def verdict(r):
     if r.diverged:
@@ -520,18 +432,18 @@ for name, r in runs.items():
     print(f"{name:30s} {verdict(r)}")
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-for name, r in runs.items():
-    s = r.summary()
-    print(f"{name:30s} final loss {s['final_loss']:.2e}  ({s['final_loss'] / ref_loss:6.1f}x FP32)  "
-          f"zero gradient entries at the end {100 * r.zero_grad_frac[-100:].mean():5.1f}%  "
-          f"skipped steps {s['skipped_steps']}  final scale 2^{np.log2(s['final_scale']):.0f}")
+rows_t = [dict(r.summary(), run=name, vs_fp32=r.final_loss / ref_loss, zero=100 * r.zero_grad_frac[-100:].mean(),
+               log2_scale=np.log2(r.summary()["final_scale"])) for name, r in runs.items()]
+helpers.display.table(rows_t, ["run", "final_loss", "vs_fp32", "zero", "skipped_steps", "log2_scale"],
+                      ["run", "final loss", "x FP32's", "zero gradient entries, last 100 steps (%)", "skipped steps",
+                       "final scale (log2)"], fmt={"final_loss": ".2e", "vs_fp32": ".1f", "zero": ".1f", "log2_scale": ".0f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - **FP16 without scaling stalls**: most gradient entries round to zero, so the weights stop moving.
 # - A **static scale** that fits works like FP32; one that is too big overflows on the first step and,
 #   applied blindly, destroys the weights.
-# - **Dynamic scaling** needs no tuning: started far too high, it skips a few steps, halving each
-#   time, then trains.
+# - **Dynamic scaling** needs no tuning: started far too high, it skips a few steps, halving each time,
+#   then trains. So it does change the trajectory: skipped updates never happen.
 # - **BF16 needs no scaling**: nothing underflows. Its loss floor sits above FP32's: 8 significant bits
 #   in the forward pass.
 
@@ -541,53 +453,24 @@ for name, r in runs.items():
 # tiny, and dL/dh = dL/dy W2^T is smaller still, so the first layer's gradients vanish first.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Common misconceptions
-#
-# 1. **"Mixed precision means replacing `float` by `half`."** The speed in this lesson comes from the
-#    Tensor Cores (WMMA fragments, cuBLAS); changing a CUDA-core kernel's types from `float` to `half`
-#    does not use them. And the accumulator must stay FP32: an FP16 one costs accuracy and can overflow.
-# 2. **"TF32 is a 19-bit type that halves memory."** It occupies 32 bits in memory and registers, of
-#    which 19 carry the value. Its precision is FP16's.
-# 3. **"FP32 code computes in FP32."** Not necessarily: with `NVIDIA_TF32_OVERRIDE=1` in the
-#    environment, cuBLAS computed even explicit FP32-compute GEMMs in TF32 on the H200 (measured above).
-#    The error tells: the FP32 level or the 11-bit level. And `nvcc -ftz=true` has nothing to do with TF32.
-# 4. **"BF16 is more accurate than FP16."** It has more range and less precision: its unit roundoff is
-#    8 times FP16's.
-# 5. **"The FP16 GEMM's error comes from accumulation."** With an FP32 accumulator, on N(0,1) data at
-#    moderate K, rounding A and B to FP16 costs far more than all the additions (the two error columns
-#    at 1024). Not always: on positive data the truncated FP32 sum grows about linearly with K, and at
-#    K = 16384 on U[0,1) lesson 04 measures the accumulation error equal to the whole error.
-# 6. **"FP16's smallest positive number is 6.1e-5."** That is the smallest normal number; subnormals go
-#    down to 6e-8, with fewer and fewer significant bits.
-# 7. **"Loss scaling does not change the training."** Static scaling divides the gradients by the scale
-#    before the update, so it changes only which gradients survive FP16. Dynamic scaling also *skips*
-#    every step whose gradients overflow: those updates never happen, so the trajectory does change
-#    (the run started at 2^40 skips its first steps).
-# 8. **"FP8 is only for inference"** (seed 002, sec. 5.4). FP8 trains. Micikevicius et al. ("FP8 formats
-#    for deep learning", 2022, arXiv:2209.05433) matched 16-bit training on models up to 175B parameters
-#    with E4M3 for weights and activations, E5M2 for gradients and per-tensor scales; their runs
-#    *simulated* FP8 (tensors rounded to FP8, the arithmetic done in wider formats). DeepSeek-V3 was
-#    trained in FP8 on Hopper's Tensor Cores (arXiv:2412.19437), with finer scales: one per 1x128 tile of
-#    activations and one per 128x128 block of weights, and partial sums promoted to FP32 every 128
-#    products. Lesson 07 runs FP8 on the H200's Tensor Cores, with both kinds of scales, and measures
-#    what its accumulator keeps.
-
-# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Where mixed precision is used
-#
-# Seed 001 has a heading for application scenarios and nothing under it. Where the formats of this
-# lesson are used, and what the course measured that decides the choice:
 #
 # - **Training**: FP16 or BF16 inputs to every large matrix product, FP32 accumulation and FP32 master
 #   weights (Micikevicius et al., "Mixed precision training", 2018); FP16 with loss scaling, BF16
-#   without (the training run above); FP8 on Hopper, with per-tensor or block-wise scales
-#   (misconception 8).
+#   without (the training run above); FP8 on Hopper, with scales (below).
 # - **Inference**: FP16 or BF16 weights halve memory and bandwidth; INT8 and FP8 go further with
 #   quantization (not measured here).
-# - **Scientific computing**: TF32 only where 11-bit inputs suffice (lesson 04); otherwise low
-#   precision inside mixed-precision algorithms such as iterative refinement, which recover FP32 or
-#   FP64 accuracy (Higham & Mary, "Mixed precision algorithms in numerical linear algebra", Acta
-#   Numerica 2022).
+# - **Scientific computing**: TF32 only where 11-bit inputs suffice (lesson 04); otherwise low precision
+#   inside mixed-precision algorithms such as iterative refinement, which recover FP32 or FP64 accuracy
+#   (Higham & Mary, Acta Numerica 2022).
+#
+# > **A common claim:** "FP8 is only for inference." FP8 trains. Micikevicius et al. ("FP8 formats for
+# > deep learning", 2022, arXiv:2209.05433) matched 16-bit training on models up to 175B parameters with
+# > E4M3 for weights and activations, E5M2 for gradients and per-tensor scales; their runs *simulated*
+# > FP8 (tensors rounded to FP8, the arithmetic done in wider formats). DeepSeek-V3 was trained in FP8 on
+# > Hopper's Tensor Cores (arXiv:2412.19437), with finer scales: one per 1x128 tile of activations and one
+# > per 128x128 block of weights, and partial sums promoted to FP32 every 128 products. Lesson 07 runs FP8
+# > on the H200's Tensor Cores, with both kinds of scales, and measures what its accumulator keeps.
 
 # %% slideshow={"slide_type": "-"}
 r = {k: rec.select(kernel=k, m=4096, n=4096, k=4096)[0] for k in ("cublas_fp32", "cublas_tf32", "cublas_fp16")}
@@ -596,94 +479,14 @@ for k in ("cublas_tf32", "cublas_fp16"):
           f"{r[k]['rel_err']:.1e} against FP32's {r['cublas_fp32']['rel_err']:.1e}  ({rec.label})")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Interview questions
-#
-# Seed 001 ends with an empty "interview questions" heading. Questions the course can answer, with
-# the answer hidden:
-#
-# 1. Why does a Tensor Core GEMM with FP16 inputs accumulate in FP32?
-# 2. How many FLOPs is one `wmma::mma_sync` on m16n16k16, and what does the H200 run for it?
-# 3. What is TF32, and who rounds FP32 to it, how?
-# 4. Why is a WMMA kernel that loads its tiles straight from global memory far from cuBLAS?
-# 5. cuBLAS FP16 on an H200 is slower at 8192^3 than at 4096^3. Why?
-# 6. How do you set the tolerance of a test for an FP16 GEMM?
-#
-# <details><summary>Answers</summary>
-#
-# 1. Accuracy and range: an FP16 accumulator loses small terms as the sum grows, stagnates, and
-#    overflows above 65504 (this lesson); on an H200 FP16 accumulation buys no speed worth having
-#    (equal datasheet peaks; cuBLAS measured it slower at 1024 and within a few percent at 4096).
-# 2. 2 x 16 x 16 x 16 = 8192 FLOPs; on sm_90 it compiles to two `HMMA.16816` instructions (lesson 02).
-# 3. FP32's sign and exponent with 10 fraction bits, in a 32-bit word; `__float_to_tf32` rounds to
-#    nearest with ties away from zero, cuBLAS does not document its rounding (this lesson).
-# 4. Every warp reloads its tiles for every `mma_sync`: the loads, not the Tensor Cores, set the pace;
-#    the profiler shows the Tensor Cores idle most of the time (lessons 02 and 05).
-# 5. The GPU lowers its SM clock to stay under its power limit (NVML reports "sw power cap"); per GHz
-#    of clock it is not slower (lesson 05).
-# 6. From the formats and K: input rounding, accumulation (worst case for truncation, probabilistic for
-#    rounding to nearest) and output rounding (`helpers.tolerance`), tested on positive data too
-#    (lesson 04), never a fixed epsilon.
-# </details>
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## Check your understanding
-#
-# 1. Why do TF32 and FP16 inputs give the same GEMM error on standard-normal data, and when would they not?
-# 2. An FP16 GEMM with an FP32 accumulator writes FP32. Where does its error come from?
-# 3. A colleague's "FP32" GEMM benchmark shows a relative error of a few times 1e-4 at n = 2048. What do
-#    you check first?
-# 4. A gradient of 1e-9 in FP16: what happens, and what does a loss scale of 2^16 do to it?
-# 5. Why does dynamic loss scaling *skip* a step on overflow instead of clipping the gradient?
-#
-# <details><summary>Answers</summary>
-#
-# 1. Same 10 fraction bits, so the same precision for numbers in FP16's normal range (ties may round
-#    differently: the course's TF32 kernel rounds them away from zero, an FP16 cast to even); TF32 keeps FP32's
-#    exponent, so values above 65504 or below 2^-14 (2^-24 subnormal) behave differently.
-# 2. From rounding A and B to FP16 (11 significant bits) and from the truncated FP32 sums; on zero-mean
-#    data at moderate K the rounding of A and B dominates, on positive data at large K the sums do.
-# 3. Whether TF32 was on: `CUPY_TF32`, `NVIDIA_TF32_OVERRIDE=1` (which forced TF32 even on explicit FP32
-#    calls on the H200), or a TF32 compute type. An error at the 11-bit level is TF32's signature.
-# 4. It rounds to zero (below 2^-25). Times 2^16 it is about 6.6e-5, a normal FP16 number.
-# 5. An inf/NaN gradient carries no usable direction; the step is lost, the scale halves, and the
-#    next step is computed with representable gradients.
-# </details>
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## Exercises (they check themselves)
-#
-# 1. What is the distance between 1000 and the next larger FP16 number?
-# 2. What is the largest N such that every integer 0, 1, ..., N is exactly representable in BF16?
-# 3. What is the smallest power-of-two loss scale that turns a gradient of 1e-9 into a *normal* FP16 number?
-#
-# Replace `None` with your answer and run the cell.
-
-# %% slideshow={"slide_type": "-"}
-answer_1 = None
-answer_2 = None
-answer_3 = None
-ex.spacing_exercise(answer_1, 1000.0, "fp16")
-ex.integer_run_exercise(answer_2, "bf16")
-ex.loss_scale_exercise(answer_3, 1e-9, "fp16")
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# **Solutions** (try first):
-
-# %% slideshow={"slide_type": "-"}
-ex.spacing_exercise(2.0 ** (9 - 10), 1000.0, "fp16")        # 2^9 <= 1000 < 2^10, 10 fraction bits
-ex.integer_run_exercise(2 ** 8, "bf16")                     # 8 significant bits
-ex.loss_scale_exercise(2.0 ** 16, 1e-9, "fp16")             # 1e-9 * 2^16 >= 2^-14 > 1e-9 * 2^15
-print(np.float16(1000) + np.float16(0.25) == np.float16(1000), np.float16(1e-9 * 2 ** 16) >= 2.0 ** -14)
-
-# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # - A format is range (exponent bits) and precision (fraction bits); compute them, don't memorise them.
 # - TF32 = FP16's precision with FP32's range, stored in 32 bits; BF16 = FP32's range with 8 bits.
-# - The seed's mixed kernel is several times faster than the FP32 kernel and keeps about FP16's
-#   decimal digits, lost (on zero-mean data, moderate K) when the inputs are rounded; FP16
-#   accumulation loses more and, on an H200, buys no speed worth having (equal datasheet peaks). In cuBLAS, ask for
-#   `CUBLAS_COMPUTE_32F`, not `cublasHgemm`.
+# - The mixed WMMA kernel is several times faster than the FP32 kernel and keeps about FP16's decimal
+#   digits, lost (on zero-mean data, moderate K) when the inputs are rounded; FP16 accumulation loses
+#   more and, on an H200, buys no speed worth having. In cuBLAS, ask for `CUBLAS_COMPUTE_32F`, not
+#   `cublasHgemm`.
 # - TF32 rounding differs by who does it: `__float_to_tf32` rounds ties away from zero, FP16-style
 #   rounding ties to even, cuBLAS does not say.
 # - TF32 is switched on by the library call (`CUPY_TF32=1`, a cuBLAS compute type), and on the H200
@@ -694,13 +497,77 @@ print(np.float16(1000) + np.float16(0.25) == np.float16(1000), np.float16(1e-9 *
 # Next: lesson 04 measures how the error grows with K and how the Tensor Core really adds.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
+# ## Exercises
+#
+# Replace `...` with your answer and run the cell; the checker says whether it is right.
+#
+# 1. What is the distance between 1000 and the next larger FP16 number?
+
+# %% slideshow={"slide_type": "-"}
+answer = ...
+ex.spacing_exercise(answer, 1000.0, "fp16")
+
+# %% [markdown] slideshow={"slide_type": "-"}
+# 2. What is the largest N such that every integer 0, 1, ..., N is exactly representable in BF16?
+
+# %% slideshow={"slide_type": "-"}
+answer = ...
+ex.integer_run_exercise(answer, "bf16")
+
+# %% [markdown] slideshow={"slide_type": "-"}
+# 3. What is the smallest power-of-two loss scale that turns a gradient of 1e-9 into a *normal* FP16 number?
+
+# %% slideshow={"slide_type": "-"}
+answer = ...
+ex.loss_scale_exercise(answer, 1e-9, "fp16")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Questions to discuss**
+#
+# 4. Why do TF32 and FP16 inputs give the same GEMM error on standard-normal data, and when would they not?
+# 5. A colleague's "FP32" GEMM benchmark shows a relative error of a few times 1e-4 at n = 2048. What do
+#    you check first?
+# 6. Why does dynamic loss scaling *skip* a step on overflow instead of clipping the gradient?
+# 7. Why is a WMMA kernel that loads its tiles straight from global memory far from cuBLAS?
+# 8. How do you set the tolerance of a test for an FP16 GEMM?
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Solutions (try first)
+#
+# The cell below is collapsed: click it to open it.
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution"]
+ex.spacing_exercise(2.0 ** (9 - 10), 1000.0, "fp16")        # 2^9 <= 1000 < 2^10, 10 fraction bits
+ex.integer_run_exercise(2 ** 8, "bf16")                     # 8 significant bits
+ex.loss_scale_exercise(2.0 ** 16, 1e-9, "fp16")             # 1e-9 * 2^16 >= 2^-14 > 1e-9 * 2^15
+print(np.float16(1000) + np.float16(0.25) == np.float16(1000), np.float16(1e-9 * 2 ** 16) >= 2.0 ** -14)
+
+# %% [markdown] slideshow={"slide_type": "-"}
+# <details><summary>Answers to 4-8</summary>
+#
+# 4. Same 10 fraction bits, so the same precision for numbers in FP16's normal range (ties may round
+#    differently); TF32 keeps FP32's exponent, so values above 65504 or below 2^-14 behave differently.
+# 5. Whether TF32 was on: `CUPY_TF32`, `NVIDIA_TF32_OVERRIDE=1`, or a TF32 compute type. An error at the
+#    11-bit level is TF32's signature.
+# 6. An inf/NaN gradient carries no usable direction; the step is lost, the scale halves, and the next
+#    step is computed with representable gradients.
+# 7. Every warp reloads its tiles for every `mma_sync`: the loads, not the Tensor Cores, set the pace
+#    (lessons 02 and 05).
+# 8. From the formats and K: input rounding, accumulation and output rounding (`helpers.tolerance`),
+#    tested on positive data too (lesson 04), never a fixed epsilon.
+# </details>
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix: details behind the main slides
 #
 # - A. Representable numbers, around 1 and at the bottom of each format's range
-# - B. The BF16 kernel, and how BF16 matrices travel
+# - B. The TF32 and BF16 kernels, and how BF16 matrices travel
 # - C. The measured errors of every variant, and the CPU emulation against the H200
 # - D. A sweep over sizes (live on a GPU)
 # - E. The raw `tf32_env` measurements
+#
+# The last appendix, **Claims checked**, lists the source articles' claims this lesson corrects, with
+# their quotes.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A. Representable numbers: around 1, and at the bottom of the range
@@ -718,9 +585,18 @@ for n in ["fp8_e5m2", "fp8_e4m3", "bf16", "fp16", "tf32"]:
     print(f"{n:9s} values in [1, 2]: {v.size:5d}   spacing just above 1: 2^{np.log2(v[1] - v[0]):.0f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### B. The BF16 kernel, and how BF16 matrices travel (`uint16` bits)
+# ### B. The TF32 and BF16 kernels, and how BF16 matrices travel (`uint16` bits)
 
 # %% slideshow={"slide_type": "-"}
+helpers.display.show_kernel("mixed_precision.cu", "wmma_tf32_gemm_kernel")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Three things differ from the FP16 kernel: the `precision::tf32` fragment type, the k-step of 8 (WMMA's
+# only TF32 shape is m16n16k8), and the explicit `__float_to_tf32` on every fragment element after the
+# load. That conversion rounds to nearest with ties away from zero (PTX `cvt.rna.tf32.f32`); the CPU
+# emulation does the same (`helpers.formats.round_tf32_rna`).
+
+# %% slideshow={"slide_type": "subslide"}
 helpers.display.show_kernel("mixed_precision.cu", "wmma_bf16_gemm_kernel")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
@@ -796,7 +672,7 @@ fig = lesson.plot_error_vs_size(sweep.data, source=sweep.source)
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 if sweep.live:
-    fig = lesson.plot_speed_vs_error(sweep.data, 4096, source=sweep.source)
+    fig = speed_vs_error(sweep.data, 4096, sweep.source)
 else:
     print("no GPU: the chart above is the recorded one")
 
@@ -808,3 +684,103 @@ if tf32 is not None:
     display(helpers.display.table(helpers.clocks.with_clock(tf32.data),
                                   ["CUPY_TF32", "NVIDIA_TF32_OVERRIDE", "call", "rel_err", "median_ms", "tflops", "clock"],
                                   fmt={"rel_err": ".2e", "median_ms": ".3f", "tflops": ".1f"}))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Appendix: Claims checked
+#
+# The lesson follows three source articles: seed 000's mixed-precision section (`wmma_mixed_gemm_kernel`
+# vs `gemm_fp32_kernel` at 1024), seed 001's mixed-precision strategy, and seed 002's formats, "three
+# ways to use tensor cores" and numerical-stability sections. Each claim below is quoted (typed from the
+# article) and set against what the course computed or measured. Seed 001's "application scenarios" and
+# "interview questions" headings have nothing under them; the main path's "Where mixed precision is
+# used" slide and the discussion questions fill them.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Seed 002's format table (sec. 2.1)
+#
+# Seed 002 gives a table of "dynamic range" and "relative precision", says TF32 is "19 bits (logical)"
+# and that FP16's smallest positive number is about 6.1e-5. Its claims against the computed values:
+
+# %% slideshow={"slide_type": "-"}
+seed = {"fp32": ("~10^±38", "~1e-7"), "tf32": ("~10^±38", "~1e-3"),
+        "fp16": ("~10^±8", "~1e-3"), "bf16": ("~10^±38", "~1e-2")}       # seed 002, section 2.1
+check = []
+for n, (rng_claim, prec_claim) in seed.items():
+    i = formats.format_info(n)
+    check.append({"format": n, "seed range": rng_claim, "normal range (log10)": f"{np.log10(i.tiny):.1f} .. {np.log10(i.max):.1f}",
+                  "with subnormals": f"{np.log10(i.smallest_subnormal):.1f}", "seed precision": prec_claim,
+                  "eps = 2u": i.eps, "u": i.u})
+helpers.display.table(check, list(check[0]), fmt={"eps = 2u": ".2e", "u": ".2e"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# - **FP16 range "~10^±8": wrong.** It is lopsided: normal numbers span about 10^-4.2 to 10^4.8, and
+#   subnormals extend the bottom to about 10^-7.2. Overflow comes far sooner than "10^8".
+# - **FP16's "smallest positive ~6.1e-5"** is the smallest *normal* number; subnormals go 1024 times
+#   lower (2^-14 / 2^-24), down to 6e-8, with fewer and fewer significant bits.
+# - **"Relative precision"** matches `eps` (the spacing above 1) to an order of magnitude; the worst
+#   rounding error is half that, `u`.
+# - **TF32 "19 bits (logical)"**: 19 bits are used, but a TF32 number occupies a 32-bit word; its
+#   precision is FP16's (11 significant bits), not "19-bit"; seed 001's "19-bit approximate precision"
+#   is wrong. "TF32 is a 19-bit type that halves memory" is the misreading this invites.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Speed claims: seed 002's peaks, seed 001's speed-ups, seed 000's RTX 4090
+#
+# - Seed 002: "Tensor Core peak: FP32 19.5 TFLOPS, FP16/BF16 312 TFLOPS, 16x" (A100), and TF32 "about
+#   8x" FP32. The ratios hold for the A100 only (the peak table on the main path). The 19.5 TFLOP/s is
+#   the A100's **CUDA-core** FP32 rate; the seed lists it as a Tensor Core rate.
+# - Seed 001: FP16 Tensor Cores "3 to 5x" over FP32 CUDA-core GEMMs on a V100, TF32 "stably more than
+#   2x" on an A100, PyTorch AMP "nearly 2x" in training. No V100, A100 or PyTorch training run was
+#   measured here: those stay **unchecked**. The same ratios on the H200 (cuBLAS against cuBLAS, each
+#   timing with its SM clock), then seed 000's RTX 4090 figures against the H200 record:
+
+# %% slideshow={"slide_type": "-"}
+for n in (1024, 4096, 8192):
+    f32, t32, f16 = (rec.select(kernel=k, m=n, n=n, k=n)[0] for k in ("cublas_fp32", "cublas_tf32", "cublas_fp16"))
+    print(f"n={n}: FP16 Tensor Cores / FP32 CUDA cores {f16['tflops'] / f32['tflops']:4.1f}x, TF32 / FP32 "
+          f"{t32['tflops'] / f32['tflops']:4.1f}x  (SM clocks: {helpers.clocks.clock_text(f32)} | "
+          f"{helpers.clocks.clock_text(t32)} | {helpers.clocks.clock_text(f16)})")
+
+# %% slideshow={"slide_type": "-"}
+ref = helpers.results.load_reference("seed_rtx4090")
+mixed_1024 = ref.value("wmma_mixed_gemm_kernel", 1024)
+fp32_1024 = ref.value("gemm_fp32_kernel", 1024)
+print(f"seed 000 on the RTX 4090 ({ref.meta['source_short']}): FP32 kernel {fp32_1024} TFLOP/s, "
+      f"mixed WMMA {mixed_1024} TFLOP/s -> {mixed_1024 / fp32_1024:.1f}x")
+h = {r["variant"]: r for r in lesson.comparison_rows(rec.rows, 1024)}
+print(f"H200 record: {h['WMMA FP16 in, FP32 acc (seed)']['speedup']:.1f}x; "
+      f"cuBLAS FP16 {h['cuBLAS FP16 in, FP32 acc']['speedup']:.0f}x the FP32 kernel")
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Seed 000 stops at the speed-up. The error columns are the point of this lesson: the speed-up is paid
+# for in decimal digits, almost all of them lost when A and B are rounded to FP16. The FP16-accumulator
+# overflow slide is seed 000's 'large number eats small numbers' taken to its end.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### TF32 switches, and the cuBLAS call (seed 002, sec. 4.1 and 5.4)
+#
+# - Seed 002: TF32 needs no code change, "set the environment variable NVIDIA_TF32_OVERRIDE=1" (or
+#   compile with "-arch=sm_80 -ftz=true"). NVIDIA documents only `NVIDIA_TF32_OVERRIDE=0`, as a switch
+#   that disables TF32 (NVIDIA developer blog, "Accelerating AI Training with NVIDIA TF32 Tensor Cores",
+#   2020); we found no NVIDIA document giving `=1` the power to enable it. We expected `=1` to do
+#   nothing; the `tf32_env` measurement says it turns TF32 on, even for explicit FP32-compute calls,
+#   so the seed's claim holds on the recorded driver and goes further than the seed says.
+#   `nvcc -ftz=true` flushes FP32 subnormals to zero in your own kernels: unrelated to TF32.
+# - Seed 002 enables Tensor Cores with `cublasSetMathMode(handle, CUBLAS_TENSOR_OP_MATH)` and calls
+#   `cublasHgemm`. `CUBLAS_TENSOR_OP_MATH` is deprecated since cuBLAS 11 (CUDA 11.0; cuBLAS
+#   documentation, `cublasMath_t`), and `cublasHgemm` accumulates in FP16, against the article's own
+#   rule (sec. 5.4: never accumulate in FP16).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Misconceptions listed in the first version of this lesson
+#
+# | claim | what the course found | where |
+# |---|---|---|
+# | "Mixed precision means replacing `float` by `half`." | no Tensor Cores without fragments or cuBLAS; the accumulator must stay FP32 | FP16 accumulation slide |
+# | "TF32 is a 19-bit type that halves memory." | 32 bits stored, FP16's precision | format slides |
+# | "FP32 code computes in FP32." | not with `NVIDIA_TF32_OVERRIDE=1` on the H200 record | TF32 slide |
+# | "BF16 is more accurate than FP16." | more range, 8 times FP16's unit roundoff | cast slide |
+# | "The FP16 GEMM's error comes from accumulation." | input rounding dominates on N(0,1) at moderate K; on U[0,1) at K = 16384 lesson 04 measures the accumulation error equal to the whole error | 1024 slide |
+# | "FP16's smallest positive number is 6.1e-5." | the smallest normal; subnormals reach 2^-24 | format slides |
+# | "Loss scaling does not change the training." | static scaling only changes which gradients survive; dynamic scaling skips steps, so the trajectory changes | loss-scaling slide |
+# | "FP8 is only for inference" (seed 002, sec. 5.4) | FP8 trains: simulated FP8 up to 175B parameters (arXiv:2209.05433, per-tensor scales); DeepSeek-V3 on Hopper with 1x128 activation and 128x128 weight scales (arXiv:2412.19437) | "Where mixed precision is used" |

@@ -37,23 +37,26 @@ except ImportError:
     COLAB = False
 if importlib.util.find_spec("helpers"):
     print("helpers is importable (a clone, or the course installed): nothing to install")
-elif COLAB:  # a course wheel next to the notebook, in this folder or in /content; else the archive
-    here = [os.path.dirname(os.environ.get("JPY_SESSION_NAME", "")), os.getcwd(), "/content"]
-    found = sorted({w for d in here if d for w in glob.glob(os.path.join(d, "tensor_core_course-*.whl"))})
+elif COLAB:  # a course wheel beside the lesson, here or in /content; else the archive
+    nb = os.environ.get("JPY_SESSION_NAME", "")          # the notebook's path, on Colab
+    here = [os.path.dirname(nb), os.getcwd(), "/content"]
+    found = sorted({w for d in here if d
+                    for w in glob.glob(os.path.join(d, "tensor_core_course-*.whl"))})
     source = found[-1] if found else ARCHIVE
     if source:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source], check=True,
-                       env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source],
+                       check=True, env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
         importlib.invalidate_caches()
-        print("Colab: installed the course (helpers, kernels, recorded results) from",
-              os.path.basename(source) if found else source)
+        print("Colab: installed the course (helpers, kernels, recorded results)",
+              "from", os.path.basename(source) if found else source)
     else:
-        print("Colab: the course is not installed here. 1. Get its wheel, tensor_core_course-*.whl: run "
-              "`pip wheel . --no-deps` in a clone of the course, or take a release's. 2. Upload it into "
-              "Colab's Files pane (/content) or next to this lesson, then run this cell again.")
+        print("Colab: the course is not installed here. 1. Get its wheel,",
+              "tensor_core_course-*.whl: run `pip wheel . --no-deps` in a clone of the",
+              "course, or take a release's. 2. Upload it into Colab's Files pane",
+              "(/content) or next to this lesson, then run this cell again.")
 else:
-    print("helpers is not importable here; install the course, then restart the kernel:",
-          "pip install -e /path/to/a/clone/of/the/course")
+    print("helpers is not importable here; install the course, then restart",
+          "the kernel:", "pip install -e /path/to/a/clone/of/the/course")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What you will be able to do
@@ -106,8 +109,9 @@ for fmt in ["fp16", "bf16", "fp32"]:   # 1 + 1 is lost once the spacing is 2: at
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## "Large eats small", measured
 #
-# Seed 000 warns that long FP16 accumulation lets a large partial sum swallow small terms. Here is
-# the effect on 2048 followed by a thousand ones (exact sum 3048), and two classic fixes:
+# > **A common claim:** long FP16 accumulation lets a large partial sum swallow small terms.
+#
+# True. Here is the effect on 2048 followed by a thousand ones (exact sum 3048), and two classic fixes:
 # Kahan's compensated summation and pairwise (tree) summation, both still entirely in FP16.
 
 # %% slideshow={"slide_type": "-"}
@@ -171,12 +175,14 @@ Ks, cur = P.curves(rows, "uniform")
 colors = dict(zip(P.ARITHMETICS, helpers.plots.COLORS))       # a bound in its curve's colour
 bounds = {f"tolerance, {a}" + (" (and bf16 in)" if a == "fp16 in, fp32 acc" else ""):
           (P.tolerance_curve(Ks, a), colors[a]) for a in P.ARITHMETICS if a != "bf16 in, fp32 acc"}
-fig = helpers.plots.error_vs_k(Ks, cur, bounds=bounds, title="U[0,1): median accumulation error",
+shown, floor = helpers.plots.zeros_on_a_floor(cur)     # an error of exactly 0 has no logarithm
+fig = helpers.plots.error_vs_k(Ks, shown, bounds=bounds, title="U[0,1): median accumulation error",
                                source=source)
+helpers.plots.mark_zero_floor(fig.axes[0], floor)      # drawn on a line marked "0"
 
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Read the curves from the top: FP16 accumulation stays far below its bound (rounding to nearest lets errors cancel). The three FP32-accumulating WMMA curves sit together, far above the FP32 FMA chain, and under their tolerance lines (BF16's is FP16's: same accumulator, same block). The rounding term alone, gamma_{K/16}(2u), would sit below TF32's median at large K: TF32 rounds every 4 products, and the alignment term is most of the tolerance. Truncation makes every error the same sign, so the curves grow almost as fast as the worst case: that is why the tolerance for them is worst-case, not probabilistic.
+# A point on the bottom line marked "0" is an error of exactly zero (BF16 at the smallest K: the slopes cell prints it); the N(0,1) plot draws its zeros the same way. Read the curves from the top: FP16 accumulation stays far below its bound (rounding to nearest lets errors cancel). The three FP32-accumulating WMMA curves sit together, far above the FP32 FMA chain, and under their tolerance lines (BF16's is FP16's: same accumulator, same block). The rounding term alone, gamma_{K/16}(2u), would sit below TF32's median at large K: TF32 rounds every 4 products, and the alignment term is most of the tolerance. Truncation makes every error the same sign, so the curves grow almost as fast as the worst case: that is why the tolerance for them is worst-case, not probabilistic.
 
 # %% slideshow={"slide_type": "-"}
 def slope(ks, v):
@@ -197,7 +203,9 @@ for name, v in cur.items():
 # %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]
 if meas is not None:
     Ks_n, cur_n = P.curves(rows, "normal")
-    fig = helpers.plots.error_vs_k(Ks_n, cur_n, title="N(0,1): median accumulation error", source=source)
+    shown, floor = helpers.plots.zeros_on_a_floor(cur_n)
+    fig = helpers.plots.error_vs_k(Ks_n, shown, title="N(0,1): median accumulation error", source=source)
+    helpers.plots.mark_zero_floor(fig.axes[0], floor)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # With zero-mean data the partial sums stay small (about sqrt(k)), so their roundings are small too: every curve is lower and flatter. Zero-mean test data hides accumulation error; that is why the bounds are checked on U[0,1). TF32 is now clearly above FP16-with-FP32-accumulation: it truncates after a smaller block of products (the blocks measured later in the lesson), so more often.
@@ -251,7 +259,7 @@ for K in [1024, 4096, 8192, 16384]:
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The CPU model reproduces these curves
 #
-# The same inputs (seeded), pushed through the CPU model of each kernel, give the same errors: the
+# The same inputs (regenerated from the same random generator), pushed through the CPU model of each kernel, give the same errors: the
 # model is not a rough approximation but the hardware's arithmetic (bit for bit on the H200: `emulator_match` in appendix A, and lesson 03's `mixed_emulator_probe`).
 # A quick check at small sizes that the model's errors stay within the course's tolerance:
 
@@ -275,8 +283,14 @@ for r in emu_rows:
 # 1. every product a_k b_k is exact (no rounding);
 # 2. all terms are shifted to the largest exponent, keeping 24 + e bits; lower bits are dropped
 #    (on the H200 a product is aligned before it is normalised: appendix A);
-# 3. the shifted terms are added exactly (with carry bits);
+# 3. the shifted, already cut terms are summed with no further loss (carry bits keep the sum whole):
+#    inside a block, the only bits lost are those step 2 dropped;
 # 4. the sum is rounded once: toward zero to FP32, to nearest to FP16.
+#
+# > **A common claim:** the FP32 accumulator lets the Tensor Core "accumulate with high precision inside"
+# > and so avoid truncating mantissas. What the probes measure (below): each product is exact, but step 2
+# > cuts it, and step 4 rounds every block's FP32 sum **toward zero**, always the same way. On positive
+# > data the error then grows almost linearly in K (the slopes above), not like sqrt(K).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # | GPU | block b (FP16/BF16) | block b (TF32) | extra bits e | source |
@@ -289,8 +303,7 @@ for r in emu_rows:
 #
 # "K & M code": the MATLAB models published with Khattak & Mikaitis's paper,
 # github.com/north-numerical-computing/MATLAB-tensor-core, `models/`, commit b12b5a7 (2026-08-19),
-# parameters `fma` (b) and `neab` (e). The paper itself (arXiv:2512.07004) was not read for this
-# course beyond its abstract, so no table of it is cited here. What the H200 measured, as the models
+# parameters `fma` (b) and `neab` (e). What the H200 measured, as the models
 # the course fitted to it (below; the probes that measure them follow): FP16 and BF16 as in their
 # H100 and B200 code, **TF32 with a block of 4 (printed below), not their 8**: the A100's.
 
@@ -357,17 +370,6 @@ for fmt in ["fp16", "bf16", "tf32"]:
 # For FP16/BF16 the probe cannot find a rounding inside one instruction (it only sees K = 16). For TF32 it finds a block smaller than the instruction's K = 8: one TF32 mma_sync rounds inside itself, as Fasi et al. found on A100, and unlike the block of 8 in Khattak & Mikaitis's H100 and B200 model code.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## The same probes on the published V100 and A100 models
-#
-# Run against the CPU model with the published parameters, the probes recover them: they would
-# tell these GPUs apart on real hardware too.
-
-# %% slideshow={"slide_type": "-"}
-for model in [emulate.V100_MODEL, emulate.A100_MODEL, emulate.DEFAULT_TC_MODEL]:
-    sim = [{**c, "measured": P.emulate_probe(c, model)} for c in cases if c["fmt"] == "fp16"]
-    print(f"{model.source:40s}", measured_parameters(sim, "fp16"))
-
-# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Non-monotonic: a bigger input can give a smaller sum
 #
 # Raising c from 1 - 2^-24 to 1 moves the alignment up one place, and fifteen tiny products fall off
@@ -378,23 +380,15 @@ for c in [x for x in cases if x["name"].startswith("fp16: monotonicity") and "1.
     print(f"{c['name']:52s} -> {P.emulate_probe(c)!r}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## What the seed articles get wrong
+# ## TF32: FP16's precision with FP32's range
 #
-# - Seed 000 says the FP32 accumulator lets the Tensor Core "accumulate with high precision inside"
-#   (在芯片内部保持高精度累加) and so avoid mantissa truncation. What the probes measured: inside a
-#   block each product is exact, but aligned to the block's largest term and cut to 24 bits plus the
-#   extra alignment bits the probes count (bits below that are dropped: the model above); the cut terms
-#   are then added without further rounding;
-#   then each block's FP32 result is rounded **toward zero**, always in the same direction. On
-#   positive data the error therefore grows about linearly in K (the slopes above), not like sqrt(K).
-#   The precision is FP32's; the rounding is one-sided.
-# - Seed 001 says TF32 loses "much less precision than FP16". TF32 keeps 10 fraction bits, exactly
-#   FP16's: the same u = 2^-11 (first table) and the same input-rounding error in the measurements.
-#   What TF32 adds is FP32's exponent range.
-# - Seed 002 (sec. 6.1) recommends TF32 for scientific computing, with "almost no precision loss".
-#   Its unit roundoff is that of FP16, thousands of times FP32's, and the error of a TF32 GEMM is
-#   hundreds of times FP32's (the ratio of the errors is smaller: FP32's own error grows with K, while
-#   TF32's, mostly input rounding, partly cancels):
+# > **A common claim:** TF32 loses "much less precision than FP16", with "almost no precision loss" for
+# > scientific computing. TF32 keeps 10 fraction bits, exactly FP16's: the same u = 2^-11 (first table)
+# > and the same input-rounding error. What TF32 adds is FP32's exponent range.
+#
+# Its unit roundoff is thousands of times FP32's, and a TF32 GEMM's error hundreds of times FP32's (the
+# ratio of the errors is smaller: FP32's own error grows with K, while TF32's, mostly input rounding,
+# partly cancels):
 
 # %% slideshow={"slide_type": "-"}
 u32, u19 = numerics.unit_roundoff("fp32"), numerics.unit_roundoff("tf32")
@@ -510,7 +504,21 @@ for name, spec in helpers.KERNELS.items():
 # FP32 accumulators leave the bounds little room: a change as small as the 'smallest' sizes printed above fails even without the model. An FP16 accumulator's worst case is wide at K = 4096, so without the model only changes of a sizeable fraction of the answer fail: that is why the model is part of the check.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Check your understanding
+# ## Summary
+#
+# - A format's precision is one number, its unit roundoff u; a running sum stops growing once the
+#   spacing of its format reaches twice the term (FP16: 2048 ones; a WMMA FP16 accumulator, which
+#   rounds once per 16 products, later).
+# - Accumulation error grows with K while input rounding does not: at large K the accumulator decides.
+#   Zero-mean data hides it; test on non-negative data too.
+# - A tensor core adds a block of exact products aligned to the largest, cut to 24 + e bits, and
+#   rounds each block's FP32 sum toward zero: error nearly linear in K on positive data. The probes
+#   measure b and e on the H200, and the CPU model reproduces its output bit for bit.
+# - A tolerance is a bound from the formats and K; with the answer-scaled bound and the bit-exact
+#   model, the check also catches errors far smaller than the bound.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Exercises
 #
 # 1. Through WMMA with an FP16 accumulator (16 products per rounding), a sum of ones stops growing at
 #    what value?
@@ -519,20 +527,20 @@ for name, spec in helpers.KERNELS.items():
 # 3. What is the largest K (a multiple of 16) for which `helpers.tolerance(K, "fp16", "fp16", block=16,
 #    inputs_rounded_in_reference=True)` is at most 1e-2?
 #
-# Replace `None` and run the cell.
+# Replace each `...` with your answer and run the cell.
 
 # %% slideshow={"slide_type": "-"}
-answer_1 = None
-answer_2 = None
-answer_3 = None
-helpers.exercises.precision.fp16_block_stagnation_exercise(answer_1)
-helpers.exercises.precision.probe_exercise(answer_2)
-helpers.exercises.precision.tolerance_exercise(answer_3)
+answer = ...            # the value where the sum of ones stops
+helpers.exercises.precision.fp16_block_stagnation_exercise(answer)
+answer = ...            # D[0][0] on the H200
+helpers.exercises.precision.probe_exercise(answer)
+answer = ...            # largest K
+helpers.exercises.precision.tolerance_exercise(answer)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **Solutions** (try first):
+# **Solutions** (try first; open the hidden cell):
 
-# %% slideshow={"slide_type": "-"}
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution"]
 helpers.exercises.precision.fp16_block_stagnation_exercise(32768)
 # window down to 2^-25: 2^-24 + 2^-25 survive, the two 2^-26 are dropped; 1 + 1.5 * 2^-24 truncates to 1
 helpers.exercises.precision.probe_exercise(1.0)
@@ -580,3 +588,34 @@ if m is not None and "sample" in m.data:
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The match was found by testing hypotheses (sign handling of truncation, joint or separate alignment of c, rounding mode, extra bits, block splitting, normalisation) against raw H200 outputs: of all of them, only the unnormalised product alignment turns 'most elements identical' into 'all elements identical' (the candidate table above).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ## Appendix B. The same probes on the published V100 and A100 models
+#
+# Run against the CPU model with the published parameters, the probes recover them: they would
+# tell these GPUs apart on real hardware too.
+
+# %% slideshow={"slide_type": "-"}
+for model in [emulate.V100_MODEL, emulate.A100_MODEL, emulate.DEFAULT_TC_MODEL]:
+    sim = [{**c, "measured": P.emulate_probe(c, model)} for c in cases if c["fmt"] == "fp16"]
+    print(f"{model.source:40s}", measured_parameters(sim, "fp16"))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ## Appendix C: Claims checked
+#
+# The source articles of the course (lesson 00's appendix lists them), quoted, with what settles each claim:
+#
+# - Seed 000 warns that long FP16 accumulation lets a large partial sum swallow small terms: right
+#   (slide "Large eats small", measured).
+# - Seed 000 says the FP32 accumulator lets the Tensor Core "accumulate with high precision inside"
+#   (在芯片内部保持高精度累加) and so avoid mantissa truncation. The probes measured: inside a block each
+#   product is exact, but aligned to the block's largest term and cut to 24 bits plus the extra alignment
+#   bits the probes count; the cut terms are then summed without further rounding, and each block's FP32
+#   result is rounded **toward zero**. The precision is FP32's; the rounding is one-sided, so on positive
+#   data the error grows about linearly in K.
+# - Seed 001 says TF32 loses "much less precision than FP16". TF32 keeps 10 fraction bits, exactly FP16's
+#   (slide "TF32: FP16's precision with FP32's range").
+# - Seed 002 (sec. 6.1) recommends TF32 for scientific computing, with "almost no precision loss". Its
+#   unit roundoff is FP16's; the recorded cuBLAS errors at 4096 are printed on the same slide.
+# - Khattak & Mikaitis (arXiv:2512.07004): the paper was read only as far as its abstract, so the table of
+#   "How a tensor core adds" cites their published MATLAB model code, not a table of the paper.

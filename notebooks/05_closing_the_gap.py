@@ -44,23 +44,26 @@ except ImportError:
     COLAB = False
 if importlib.util.find_spec("helpers"):
     print("helpers is importable (a clone, or the course installed): nothing to install")
-elif COLAB:  # a course wheel next to the notebook, in this folder or in /content; else the archive
-    here = [os.path.dirname(os.environ.get("JPY_SESSION_NAME", "")), os.getcwd(), "/content"]
-    found = sorted({w for d in here if d for w in glob.glob(os.path.join(d, "tensor_core_course-*.whl"))})
+elif COLAB:  # a course wheel beside the lesson, here or in /content; else the archive
+    nb = os.environ.get("JPY_SESSION_NAME", "")          # the notebook's path, on Colab
+    here = [os.path.dirname(nb), os.getcwd(), "/content"]
+    found = sorted({w for d in here if d
+                    for w in glob.glob(os.path.join(d, "tensor_core_course-*.whl"))})
     source = found[-1] if found else ARCHIVE
     if source:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source], check=True,
-                       env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source],
+                       check=True, env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
         importlib.invalidate_caches()
-        print("Colab: installed the course (helpers, kernels, recorded results) from",
-              os.path.basename(source) if found else source)
+        print("Colab: installed the course (helpers, kernels, recorded results)",
+              "from", os.path.basename(source) if found else source)
     else:
-        print("Colab: the course is not installed here. 1. Get its wheel, tensor_core_course-*.whl: run "
-              "`pip wheel . --no-deps` in a clone of the course, or take a release's. 2. Upload it into "
-              "Colab's Files pane (/content) or next to this lesson, then run this cell again.")
+        print("Colab: the course is not installed here. 1. Get its wheel,",
+              "tensor_core_course-*.whl: run `pip wheel . --no-deps` in a clone of the",
+              "course, or take a release's. 2. Upload it into Colab's Files pane",
+              "(/content) or next to this lesson, then run this cell again.")
 else:
-    print("helpers is not importable here; install the course, then restart the kernel:",
-          "pip install -e /path/to/a/clone/of/the/course")
+    print("helpers is not importable here; install the course, then restart",
+          "the kernel:", "pip install -e /path/to/a/clone/of/the/course")
 
 # %% slideshow={"slide_type": "-"}
 import numpy as np
@@ -118,7 +121,7 @@ helpers.display.table(rungs, ["rung", "kernel", "idea", "gain", "why", "cc"],
 chain = np.prod([r.predicted_gain for r in RUNGS.values()])
 print(f"predicted: the last rung is {chain:.1f}x rung 1")
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **One check for every rung.** Rungs 1-6 compute the same sums in the same order (one FP32
 # accumulator per output, $K$ walked 16 at a time), so one CPU emulation checks them all; the launcher
 # zero-pads $M, N, K$ to the tiles and crops $C$ (appendix B). Every rung at a size that is no tile multiple:
@@ -127,12 +130,20 @@ print(f"predicted: the last rung is {chain:.1f}x rung 1")
 M, N, K = 200, 136, 72                       # not multiples of 16, nor of the 128 x 128 x 32 tile
 A = helpers.random_matrix(M, K, seed=1).astype(np.float16)
 B = helpers.random_matrix(K, N, seed=2).astype(np.float16)
-for line in helpers.launch.verdicts(RUNGS.values(), A, B):   # gemm(pad=True) + check, every rung
-    print(line)
+import re
+
+rows = []                                    # gemm(pad=True) + check, every rung: one row each
+for line in helpers.launch.verdicts(RUNGS.values(), A, B):
+    m = re.match(r"(\d+) (PASS|FAIL) (\S+) M=\S+ N=\S+ K=\S+: (.*?) \| padded to (.*)$", line)
+    rows.append(dict(rung=m[1], result=m[2], kernel=m[3], check=m[4], padded=m[5]) if m else dict(check=line))
+same = len({r["check"] for r in rows}) == 1             # one check text for all: say it once
+print(f"M, N, K = {M}, {N}, {K}" + (f"; every rung: {rows[0]['check']}" if same else ""))
+helpers.display.table(rows, ["rung", "result", "kernel"] + ([] if same else ["check"]) + ["padded"],
+                      ["rung", "result", "kernel"] + ([] if same else ["what the check found"]) + ["padded to (M, N, K)"])
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # On the CPU backend this runs the emulation; on a GPU it runs the kernels. Either way the verdict
-# line is identical. The GPU tests run every rung at four odd sizes, and the recorded experiment checks
+# table is identical. The GPU tests run every rung at four odd sizes, and the recorded experiment checks
 # 4096, 8192 and two odd sizes.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -170,6 +181,11 @@ print(ex.record_lines(1))
 # then 8 warps, $2 \times 4$, each multiply a $64 \times 32$ sub-tile: $4 \times 2$ fragments, every
 # A fragment used twice and every B fragment four times from registers.
 # **Prediction: 3x rung 1**, because the blocks request 8x fewer bytes per FLOP (the table above).
+# The picture is drawn from the kernel's own `#define`s (`kernels/ladder.cu`):
+
+# %% slideshow={"slide_type": "-"}
+d = analysis.kernel_defines("ladder.cu")              # BM, BN, BK, WM, WN as the kernel compiles them
+fig = helpers.plots.block_warp_tiles(d["BM"], d["BN"], d["WM"], d["WN"], bk=d["BK"])
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(2)
@@ -206,7 +222,10 @@ helpers.display.table(rows, ["pad_halves", "A_row_bytes", "A_ways", "B_row_bytes
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Without padding, Bs rows are 256 bytes apart: all 8 rows start in bank 0 and the load replays 8
 # times. Eight halves (16 bytes) at the end of **each row** shift each row by 4 banks: conflict-free.
-# (An extra *row* would leave the stride, and every bank, unchanged.)
+# (An extra *row* would leave the stride, and every bank, unchanged.) The banks each row's 16 bytes hit:
+
+# %% slideshow={"slide_type": "-"}
+fig = helpers.plots.smem_banks({f"Bs, PAD={p}": (d["BN"] + p) * 2 for p in (0, d["SMEM_PAD"])})
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(3)
@@ -298,6 +317,7 @@ b = analysis.ldmatrix_fragments("b")
 b_ok = all(l[:4] == p and [(k, n - 8) for k, n in l[4:]] == p for l, p in zip(b, W.ptx_fragment_layout("b")))
 print("A fragments from ldmatrix.x4 match PTX:", a_ok)
 print("B fragments of both n8 tiles from ldmatrix.x4.trans match PTX:", b_ok)
+fig = helpers.plots.fragment_owners(analysis.ldmatrix_fragments("a"))       # the layout WMMA hides, drawn
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(6)
@@ -329,6 +349,12 @@ print(f"block tile {r7.block_tile}, K-tile {r7.tile_k}, {r7.block[0]} threads = 
 print(f"dynamic shared memory {r7.dyn_smem} bytes ({r7.dyn_smem / 1024:.0f} KB): one block per SM")
 print(f"requested traffic at n = 4096: {analysis.intensity(r7, 4096, 4096, 4096):.0f} FLOP/byte "
       f"(rung 6: {analysis.intensity(RUNGS[6], 4096, 4096, 4096):.0f})")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The swizzle, drawn: chunk 0 of eight consecutive rows (dark) lands in eight different groups of banks.
+
+# %% slideshow={"slide_type": "-"}
+fig = helpers.plots.swizzle_128b(analysis.swizzle_128b())
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(7)
@@ -363,13 +389,16 @@ for msg in sorted({r["skipped"] for r in data if "skipped" in r}) + L.errors(dat
 # ## Prediction and outcome, side by side
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-fmt = {"predicted": "g", "measured": ".2f", "tflops": ".0f", "frac_cublas": ".2f", "frac_peak": ".2f"}
-cols = ["rung", "idea", "predicted", "measured", "verdict", "tflops", "frac_cublas", "frac_peak", "clock"]
-heads = ["rung", "idea", "predicted gain", "measured gain", "", "TFLOP/s", "x cuBLAS", "x peak", "SM clock while timed"]
-helpers.display.table(L.gains(data, 4096), cols, heads, fmt)
+fmt = {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops": ".0f", "frac_cublas": ".2f",
+       "frac_peak": ".2f"}
+cols = ["rung", "idea", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas", "frac_peak", "clock"]
+heads = ["rung", "idea", "predicted gain", "measured gain", "p10-p90 from", "to", "", "TFLOP/s", "x cuBLAS", "x peak",
+         "SM clock while timed"]
+gains_rows = lambda n: [{k: "" if v is None else v for k, v in g.items()} for g in L.gains(data, n)]  # noqa: E731
+helpers.display.table(gains_rows(4096), cols, heads, fmt)
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.display.table(L.gains(data, 8192), cols, heads, fmt)      # the clock column: which rungs ran power-capped
+helpers.display.table(gains_rows(8192), cols, heads, fmt)      # the clock column: which rungs ran power-capped
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 for n in L.TIMED_SIZES:
@@ -383,21 +412,22 @@ for n in L.TIMED_SIZES:
 # ## The ladder
 
 # %% slideshow={"slide_type": "-"}
-fig = helpers.plots.ladder(L.timed_by_size(data), peak=peak, source=source)
+fig = helpers.plots.ladder(L.timed_by_size(data), peak=peak, source=source, legend_outside=True)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Reading the misses
 #
 # A prediction is a model of where the time goes; a miss says which part of the model was wrong.
-# For each rung whose measured gain is off by more than 25%, the most likely reason (written for both
-# directions before the measurement):
+# A gain counts as **as predicted** only when the prediction lies inside the spread of the timings
+# (p10 to p90 of both rungs, the "p10-p90" columns above); outside it, the prediction **missed**. For
+# each miss at 4096, the most likely reason (written for both directions before the measurement):
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-for g in L.gains(data, 4096)[1:]:
-    if g["verdict"].startswith("as predicted"):
-        print(f"rung {g['rung']}: as predicted")
-    else:
-        print(f"rung {g['rung']}: {g['verdict']}: {L.MISS_NOTES[g['rung']][g['verdict'].split()[0]]}")
+rows = [dict(g, note=L.MISS_NOTES[g["rung"]][g["direction"]] if g["direction"] else "")
+        for g in L.gains(data, 4096)[1:]]
+helpers.display.table(rows, ["rung", "predicted", "low", "high", "verdict", "note"],
+                      ["rung", "predicted", "p10-p90 from", "to", "verdict", "written before measuring"],
+                      {"predicted": "g", "low": ".2f", "high": ".2f"})
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What the profiler counted: shared memory and the pipes
@@ -445,13 +475,15 @@ helpers.display.table(rows, cols, ["rung", "shared loads (wavefronts)", "bank co
 # %% slideshow={"slide_type": "-"}
 gpu = rec.meta["gpu"]["peaks"]
 fig = helpers.plots.roofline(L.roofline_points(data, 4096), peak_tflops=gpu["fp16"], mem_gbs=gpu["mem_gbs"],
-                             title="Ladder rungs at n = 4096 (intensity: requested bytes)", source=source)
+                             title="Ladder rungs at n = 4096 (intensity: requested bytes)", source=source,
+                             xlabel="arithmetic intensity (FLOP / byte the blocks request)", legend_outside=True)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Registers, shared memory, spills
 #
-# What each kernel costs per thread and per block, as the driver reports it for the compiled kernel.
-# Registers and shared memory decide how many blocks fit on one SM (exercise 3).
+# What each kernel costs per thread and per block, as the driver reports it for the kernel the timed
+# run compiled (CuPy's NVRTC, at run time). Registers and shared memory decide how many blocks fit on
+# one SM (exercise 3).
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 res = [r for r in L.timed_rows(data, 4096) if r["rung"] >= 1]
@@ -461,6 +493,8 @@ helpers.display.table(res, ["rung", "kernel", "regs", "smem", "spills"],
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The ptxas reports and what the compiler emitted per rung (SASS opcode counts) are in appendix E.
+# Their register counts come from another build of the same files (nvcc, offline), and where they
+# differ from this table's (rung 2), it is the build: appendix E sets the two side by side.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
@@ -679,6 +713,21 @@ for name in ("ladder.ptxas.txt", "ladder_sm90a.ptxas.txt"):
         print(name, "".join(ln for ln in open(build / name) if "Used" in ln or "Compiling" in ln or "spill" in ln))
     else:
         print(f"no recorded ptxas report {name} yet")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# These reports come from `tools/kernel_dumps.sh` (nvcc, offline, `-arch=sm_90`; `sm_90a` for rung 7),
+# not from the build the timed run used (CuPy's NVRTC at run time, whose count the driver reports in the
+# main table). Same files, same GPU architecture, two compiler paths: side by side, from the record.
+
+# %% slideshow={"slide_type": "-"}
+ptxas = {}
+for f in sorted(build.glob("*.ptxas.txt")):
+    for kern, regs in re.findall(r"entry function '(\w+)'(?:(?!entry function).)*?Used (\d+) registers", f.read_text(), re.S):
+        ptxas.setdefault(kern, int(regs))
+rows = [dict(r, ptxas_regs=ptxas.get(r["kernel"], "not in the reports")) for r in L.timed_rows(lad, 4096)
+        if r["rung"] >= 1]
+helpers.display.table(rows, ["rung", "kernel", "regs", "ptxas_regs"],
+                      ["rung", "kernel", "registers: timed build (driver)", "registers: nvcc's ptxas report"])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # What the compiler emitted for each rung (static instruction counts from the recorded SASS): the

@@ -39,23 +39,26 @@ except ImportError:
     COLAB = False
 if importlib.util.find_spec("helpers"):
     print("helpers is importable (a clone, or the course installed): nothing to install")
-elif COLAB:  # a course wheel next to the notebook, in this folder or in /content; else the archive
-    here = [os.path.dirname(os.environ.get("JPY_SESSION_NAME", "")), os.getcwd(), "/content"]
-    found = sorted({w for d in here if d for w in glob.glob(os.path.join(d, "tensor_core_course-*.whl"))})
+elif COLAB:  # a course wheel beside the lesson, here or in /content; else the archive
+    nb = os.environ.get("JPY_SESSION_NAME", "")          # the notebook's path, on Colab
+    here = [os.path.dirname(nb), os.getcwd(), "/content"]
+    found = sorted({w for d in here if d
+                    for w in glob.glob(os.path.join(d, "tensor_core_course-*.whl"))})
     source = found[-1] if found else ARCHIVE
     if source:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source], check=True,
-                       env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source],
+                       check=True, env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
         importlib.invalidate_caches()
-        print("Colab: installed the course (helpers, kernels, recorded results) from",
-              os.path.basename(source) if found else source)
+        print("Colab: installed the course (helpers, kernels, recorded results)",
+              "from", os.path.basename(source) if found else source)
     else:
-        print("Colab: the course is not installed here. 1. Get its wheel, tensor_core_course-*.whl: run "
-              "`pip wheel . --no-deps` in a clone of the course, or take a release's. 2. Upload it into "
-              "Colab's Files pane (/content) or next to this lesson, then run this cell again.")
+        print("Colab: the course is not installed here. 1. Get its wheel,",
+              "tensor_core_course-*.whl: run `pip wheel . --no-deps` in a clone of the",
+              "course, or take a release's. 2. Upload it into Colab's Files pane",
+              "(/content) or next to this lesson, then run this cell again.")
 else:
-    print("helpers is not importable here; install the course, then restart the kernel:",
-          "pip install -e /path/to/a/clone/of/the/course")
+    print("helpers is not importable here; install the course, then restart",
+          "the kernel:", "pip install -e /path/to/a/clone/of/the/course")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What you will learn
@@ -112,13 +115,33 @@ def switch_lines(switch, fn="ws_gemm", blocks_only=False):
 
 def measured(rung):
     """The rung's recorded gain over the rung before it, beside its prediction (H.gains: judged against the
-    spread that the p10 and p90 timings of both rungs allow), and the note written before measuring for a miss."""
+    spread that the p10 and p90 timings of both rungs allow), and the note written before measuring for a
+    miss (once, when both sizes miss the same way): a table, one row per size."""
+    rows, said = [], set()
     for n in (4096, 8192):
-        g = next(x for x in H.gains(hop, n) if x["rung"] == rung)
-        print(f"n = {n}: predicted x{g['predicted']:g}, measured x{g['measured']:.2f} "
-              f"(p10-p90: x{g['low']:.2f} to x{g['high']:.2f}): {g['verdict']}")
-        if g["direction"]:
-            print("   written before measuring, for this direction:", H.MISS_NOTES[rung][g["direction"]])
+        g = dict(next(x for x in H.gains(hop, n) if x["rung"] == rung), n=n)
+        note = H.MISS_NOTES[rung][g["direction"]] if g["direction"] else ""
+        g["note"] = "as above" if note and note in said else note
+        said.add(note)
+        rows.append(g)
+    return helpers.display.table(rows, ["n", "predicted", "measured", "low", "high", "verdict", "note"],
+                                 ["n", "predicted", "measured", "p10-p90 from", "to", "verdict",
+                                  "written before measuring, for a miss"],
+                                 {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f"})
+
+
+def verdict_table(lines):
+    """helpers.launch.verdicts' lines, one row per rung (a line it cannot split goes whole into the last column)."""
+    rows = []
+    for line in lines:
+        m = re.match(r"(\d+) (PASS|FAIL) (\S+) M=\S+ N=\S+ K=\S+: (.*?)(?: \| padded to (.*))?$", line)
+        rows.append(dict(rung=m[1], result=m[2], kernel=m[3], check=m[4], padded=m[5] or "") if m else dict(check=line))
+    same = len({r["check"] for r in rows}) == 1            # one check text for all: say it once, above
+    if same:
+        print("every rung:", rows[0]["check"])
+    return helpers.display.table(rows, ["rung", "result", "kernel"] + ([] if same else ["check"]) + ["padded"],
+                                 ["rung", "result", "kernel"] + ([] if same else ["what the check found"])
+                                 + ["padded to (M, N, K)"])
 
 
 def sweep(rung, knob):
@@ -180,12 +203,12 @@ for n in v:
 M, N, K = 257, 520, 136                       # multiples of nothing the kernels tile by
 A = helpers.random_matrix(M, K, seed=1).astype(np.float16)
 B = helpers.random_matrix(K, N, seed=2).astype(np.float16)
-for line in helpers.launch.verdicts(HOPPER_RUNGS.values(), A, B):
-    print(line)
+print(f"M, N, K = {M}, {N}, {K}")
+verdict_table(helpers.launch.verdicts(HOPPER_RUNGS.values(), A, B))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # On the CPU backend this runs the emulation; on an H200 it runs each kernel in a child process.
-# Either way the verdict lines are identical.
+# Either way the table is identical.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 8: B read as it is stored
@@ -196,11 +219,11 @@ for line in helpers.launch.verdicts(HOPPER_RUNGS.values(), A, B):
 # *transpose bit* is set, so rung 8 drops rung 7's transpose and loads B as it is: boxes of 64 k-rows
 # by 64 columns (128 bytes per row). TMA writes each 128-byte row as eight 16-byte chunks, chunk $q$ of
 # row $r$ at position $q \oplus (r \bmod 8)$ (the **128-byte swizzle**), so eight rows that a warp
-# reads at the same column sit in eight different groups of banks:
+# reads at the same column sit in eight different groups of banks (drawn from
+# `analysis.swizzle_128b`, the formula the kernel's descriptors assume):
 
 # %% slideshow={"slide_type": "-"}
-for r in range(8):
-    print(f"row {r}: chunks 0-7 stored at positions", " ".join(str(q ^ r) for q in range(8)))
+fig = helpers.plots.swizzle_128b(analysis.swizzle_128b())
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Predicted: x1.3 over rung 7.** Rung 7 spent about a third of its time at $4096^3$ transposing B;
@@ -262,6 +285,9 @@ fig = helpers.plots.mbarrier_ring(stages=(ring, 2), load=2.0)
 regs_at_entry = 65536 // 384 // 8 * 8
 print(f"at entry: {regs_at_entry} registers x 384 threads = {regs_at_entry * 384}")
 print(f"after setmaxnreg: 40 x 128 + 232 x 256 = {40 * 128 + 232 * 256}: the CTA's pool, not the SM's 65536")
+d = analysis.kernel_defines("hopper_sm90a.cu")     # PRODUCER_REGS; CONSUMER_REGS is the kernel's formula
+fig = helpers.plots.register_split(entry=regs_at_entry, threads=384, producer=d["PRODUCER_REGS"],
+                                   consumer=(regs_at_entry * 3 - d["PRODUCER_REGS"]) // 2 // 8 * 8)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 9 in the code, and on the H200
@@ -340,8 +366,8 @@ for order in ("plain", "grouped"):
     print(f"{order:8s} order, n = 8192: the first wave reads {w['a_rows']} rows of A and {w['b_cols']} "
           f"columns of B: {w['distinct_per_k'] / 1e3:.1f} KB per unit of K")
 orders = {f"{o} order": analysis.tile_order(64, 32, o) for o in ("plain", "grouped")}
-fig = helpers.plots.tile_orders(orders, wave=sms, title=f"n = 8192: the tiles of the first three waves of {sms} CTAs "
-                                "(darkest: the first)")
+fig = helpers.plots.tile_orders(orders, wave=sms, title=f"n = 8192 (64 x 32 tiles of 128 x 256): the first three waves "
+                                f"of {sms} CTAs (darkest: the first); the top 24 tile rows", rows=24, outline_first=True)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 11 in the code, and on the H200
@@ -376,7 +402,9 @@ sweep(11, "GROUP_M")
 # Nsight Compute at $4096^3$ counts about as many L2 read sectors for rung 12 as for rung 11.
 
 # %% slideshow={"slide_type": "-"}
-a, b = 128 * 64 * 2, 64 * 256 * 2                  # bytes of A and of B per stage, per tile
+d = analysis.kernel_defines("hopper_sm90a.cu")     # HBM x HBN tiles, HBK per stage, B in BOX_N-column boxes
+fig = helpers.plots.cluster_multicast(bm=d["HBM"], bn=d["HBN"], bk=d["HBK"], box_n=d["BOX_N"], cluster=d["CLUSTER_M"])
+a, b = d["HBM"] * d["HBK"] * 2, d["HBK"] * d["HBN"] * 2   # bytes of A and of B per stage, per tile
 print(f"per stage, two tiles: {2 * (a + b) // 1024} KB requested without multicast, "
       f"{(2 * a + b) // 1024} KB with it ({1 - (2 * a + b) / (2 * (a + b)):.0%} less)")
 ncu, ncu_label = H.ncu_rows(None)
@@ -524,7 +552,7 @@ peak = rec.meta["gpu"]["peaks"]["fp16"]
 if data is None:
     print("not recorded yet")
 else:
-    fig = helpers.plots.ladder(L.timed_by_size(data, (4096, 8192)), peak=peak, source=source)
+    fig = helpers.plots.ladder(L.timed_by_size(data, (4096, 8192)), peak=peak, source=source, legend_outside=True)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What the counters say
@@ -535,7 +563,7 @@ else:
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 entries, label = H.ncu_rows(data)
 if entries:
-    fig = helpers.plots.counters_beside(entries, H.NCU_METRICS, source=label)
+    fig = helpers.plots.counters_beside(entries, H.NCU_METRICS, source=label, tick_fontsize=10)
 else:
     print(label)
 for e in entries:

@@ -144,6 +144,23 @@ def test_course_device_gpu_without_gpu_raises(set_device, monkeypatch):
     assert "COURSE_DEVICE" in msg and "Fix:" in msg and "no NVIDIA driver was found" in msg
 
 
+def test_summary_without_driver_is_one_sentence(set_device, monkeypatch, capsys):
+    # the CUDA runtime is installed but no driver loads: CuPy reports an "insufficient driver"
+    def no_gpu():
+        raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+
+    monkeypatch.setattr(helpers.device, "_probe_gpu", no_gpu)
+    monkeypatch.setattr(helpers.device, "_driver_cuda_version", lambda: None)
+    set_device("auto")
+    rows = helpers.device.summary()
+    line = rows["backend"]
+    assert line == ("CPU (no usable CUDA GPU (no NVIDIA driver was found on this machine: "
+                    "the CUDA library libcuda does not load))")
+    assert "insufficient" not in line                # not "no driver" and "driver too old" at once
+    assert line.count("(") == 2                      # no third parenthesis quoting CUDA's error
+    assert "backend" in capsys.readouterr().out
+
+
 def test_course_device_banana_raises_course_error(set_device):
     set_device("banana")
     with pytest.raises(CourseError) as ei:

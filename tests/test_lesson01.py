@@ -91,3 +91,17 @@ def test_timing_agreement_lines_show_each_clock():
     recorded = helpers.results.load_latest().meta["extras"]["timing_agreement"]
     assert len(exp.timing_agreement_lines(recorded)) == 5               # the committed record, whatever its age
     assert exp.timing_agreement_lines({"skipped": "no triton"}) == ["timing agreement not measured: no triton"]
+
+
+def test_every_size_labelled_1000_beside_1024():
+    """The sweep plot labels 1000 and 1024 both (1000 one row lower), so the 1000 point is seen."""
+    import matplotlib.pyplot as plt
+
+    sizes = [512, 1000, 1024, 2048]
+    fig = helpers.plots.tflops_vs_size({"k": (sizes, [1.0, 2.0, 1.5, 1.6])}, title="t", source="s")
+    helpers.plots.label_every_size(fig)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["512", "1000", "1024", "2048"]
+    pads = [t.get_pad() for t in ax.xaxis.get_major_ticks()]
+    assert pads[1] > pads[2] == pads[0]
+    plt.close(fig)

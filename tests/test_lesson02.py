@@ -109,3 +109,16 @@ def test_pictures(tmp_path):
     for f in figs:
         assert f.axes
         plt.close(f)
+
+
+def test_legend_beside_leaves_the_plot_area():
+    """Lesson 02's sweep plot: the legend sits right of the axes, where no peak or cuBLAS line runs."""
+    import matplotlib.pyplot as plt
+
+    fig = helpers.plots.tflops_vs_size({"k": ([256, 512], [1.0, 2.0])}, peaks={"peak": 3.0}, title="t", source="s")
+    helpers.plots.legend_beside(fig)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend = ax.get_legend().get_window_extent()
+    assert legend.x0 >= ax.get_window_extent().x1
+    plt.close(fig)

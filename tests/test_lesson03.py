@@ -112,3 +112,76 @@ def test_exercise_checkers(fn, good, bad, capsys):
     assert exercises.last_result is True and "Correct." in capsys.readouterr().out
     fn(bad)
     assert exercises.last_result is False and "Hint" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- the speed-vs-error chart
+def test_speed_vs_error_chart_shows_every_marker():
+    """Lesson 03's chart (helpers.plots.speed_vs_error_dodged) on the record at 4096: the WMMA FP16-accumulator
+    and BF16 points nearly coincide; no marker may sit on top of another one."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import helpers
+    from helpers import plots
+
+    rows = helpers.results.load_latest().rows
+    at = {r["kernel"]: r for r in rows if r["m"] == r["n"] == r["k"] == 4096}
+    pts = [dict(x=at[k]["rel_err"], y=at[k]["tflops"], label=lab, color=exp.VARIANT_COLORS[k], marker=exp._marker(k))
+           for k, lab in exp.VARIANTS.items() if k in at]
+    assert len(pts) >= 8
+    fig = plots.speed_vs_error_dodged(pts)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    centres = [ln.get_transform().transform(ln.get_xydata()[0]) for ln in ax.get_lines() if ln.get_markersize() > 5]
+    assert len(centres) == len(pts)
+    gaps = [np.hypot(*(a - b)) for i, a in enumerate(centres) for b in centres[i + 1:]]
+    size = max(ln.get_markersize() for ln in ax.get_lines())   # points
+    assert min(gaps) >= size * fig.dpi / 72                 # centres at least one marker width apart: no overlap
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------- the lesson, read as a learner
+def _lesson_cells():
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "03_mixed_precision.ipynb").read_text())
+    return nb["cells"]
+
+
+def _src(c):
+    return "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+
+
+def test_lesson03_main_path_is_short_and_checks_claims_in_one_appendix():
+    import re
+
+    cells = _lesson_cells()
+    st = [c.get("metadata", {}).get("slideshow", {}).get("slide_type", "-") for c in cells]
+    first = next(i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and st[i] in ("slide", "subslide")
+                 and re.search(r"^#+\s+Appendix", _src(c), re.M))
+    prose = " ".join(_src(c) for c in cells[:first] if c["cell_type"] == "markdown")
+    assert len(prose.split()) <= 3000
+    assert len(re.findall(r"\bseeds?\b|the article", prose, re.I)) <= 3
+    assert sum("A common claim:" in _src(c) for c in cells[:first]) >= 4
+    headings = [h for c in cells if c["cell_type"] == "markdown" for h in re.findall(r"^#+\s+(.+)$", _src(c), re.M)]
+    assert headings.count("Appendix: Claims checked") == 1
+    main_headings = [h for c in cells[:first] if c["cell_type"] == "markdown" for h in re.findall(r"^##\s+(.+)$", _src(c), re.M)]
+    assert main_headings[-2:] == ["Summary", "Exercises"]
+    fp8 = prose.replace("\n# ", " ").replace("\n> ", " ")
+    for words in ("arXiv:2209.05433", "simulated", "1x128", "128x128", "arXiv:2412.19437"):
+        assert words in fp8
+
+
+def test_lesson03_exercises_use_one_placeholder_and_hidden_solutions():
+    cells = _lesson_cells()
+    code = [(i, c) for i, c in enumerate(cells) if c["cell_type"] == "code"]
+    asks = [i for i, c in code if "answer = ..." in _src(c)]
+    sols = [i for i, c in code if "solution" in c["metadata"].get("tags", [])]
+    assert len(asks) == 3 and sols and not any("= None" in _src(c) and "answer" in _src(c) for _, c in code)
+    for i in sols:
+        assert cells[i]["metadata"].get("jupyter", {}).get("source_hidden") is True
+        assert i - 1 not in asks                                # not directly under a question
+        between = [cells[j].get("metadata", {}).get("slideshow", {}).get("slide_type") for j in range(max(asks), i)]
+        assert "subslide" in between or "slide" in between     # on a later slide

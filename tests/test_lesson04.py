@@ -143,3 +143,20 @@ def test_input_rounding_error_falls_like_one_over_sqrt_k():
     slope = np.polyfit(np.log2(ks), np.log2(v), 1)[0]
     assert -0.6 < slope < -0.4
     assert v[0] < 2 * 2.0 ** -11       # under the bound 2 u_in
+
+
+def test_zeros_on_a_floor_marks_exact_zeros_and_keeps_nan():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown, floor = helpers.plots.zeros_on_a_floor({"a": [0.0, 3e-8, math.nan], "b": [1e-4, 2e-3, 5e-3]})
+    assert floor < 3e-8 and floor == 10.0 ** -8.5                  # half a decade below the smallest value
+    assert shown["a"][0] == floor and shown["a"][1] == 3e-8 and math.isnan(shown["a"][2])
+    assert shown["b"] == [1e-4, 2e-3, 5e-3]
+    fig, ax = plt.subplots()
+    ax.set_yscale("log")
+    ax.plot([1, 2, 3], shown["a"])
+    helpers.plots.mark_zero_floor(ax, floor)
+    assert ax.get_ylim()[0] < floor and any(t.get_text().startswith("0") for t in ax.texts)
+    plt.close(fig)

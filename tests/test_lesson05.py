@@ -37,6 +37,24 @@ def test_predicted_chain_and_gains():
     assert list(L.timed_by_size(rows, sizes=(64,))) == [64] and L.timed_by_size(rows, (64,))[64][0]["rung"] == 0
 
 
+def test_gains_are_judged_against_the_measured_spread():
+    """Lesson 6's rule (helpers.experiments.hopper.verdict) on lesson 5's ladder: with p10/p90 timings a
+    prediction outside the spread misses, in its direction; the old +-25% would have passed rung 3 here."""
+    rows = _rows()
+    for r in rows[1:]:
+        ms = 1.0 / r["tflops"]
+        if r["rung"] == 3:                                   # measured 1.2x where 1.5x was predicted
+            ms = 1.0 / (rows[2]["tflops"] * 1.2)
+            r["tflops"] = 1.0 / ms
+        r.update(median_ms=ms, p10_ms=ms * 0.99, p90_ms=ms * 1.01)
+    g = {x["rung"]: x for x in L.gains(rows, 64)}
+    assert g[1]["verdict"] == "-" and g[1]["low"] is None
+    assert g[3]["verdict"] == "missed: worse than predicted" and g[3]["direction"] == "worse"
+    assert g[3]["low"] < 1.2 < g[3]["high"] < 1.5
+    assert g[2]["verdict"] == "as predicted" and g[2]["direction"] is None
+    assert g[4]["verdict"] == "missed: better than predicted"      # 1.3x predicted over the slower rung 3
+
+
 def test_misses_are_explained_both_ways():
     assert set(L.MISS_NOTES) == set(RUNGS) - {1}
     assert all(set(v) == {"better", "worse"} for v in L.MISS_NOTES.values())

@@ -280,3 +280,25 @@ def test_claims_about_the_promote_256_timings(fp8_data):
     assert not [k for k in ncu.meta["kernels"] if k["kernel"].startswith("fp8")]   # "holds none of the FP8 kernels"
     # the prose: "the recorded rows were made with PyTorch's `_scaled_mm`" (rows from nvmath-python carry a path)
     assert not {r.get("path") for r in fp8_data["sweep"] + fp8_data["speed"] if "cublaslt" in r["kernel"]} - {None}
+
+
+def test_cost_plot_labels_do_not_print_on_each_other():
+    """The two points of the speed-vs-error plot that lie on each other (cublaslt_fast, wgmma_n128) get one
+    label above and one below; labels near the right edge go to the left of their points."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.set_xscale("log")
+    pts = {"a": (1e-4, 800.0), "b": (6e-2, 1290.0), "c": (6.1e-2, 1292.0)}
+    for k, (x, y) in pts.items():
+        ax.scatter(x, y)
+        ax.annotate(k, (x, y), textcoords="offset points", xytext=(5, 4))
+    ax.set_xlim(5e-5, 8e-2)
+    helpers.plots.separate_point_labels(ax)
+    t = {a.get_text(): a for a in ax.texts}
+    assert t["a"].xyann == (5, 4) and t["a"].get_horizontalalignment() == "left"
+    assert t["b"].xyann[1] < 0 < t["c"].xyann[1]                  # one below, one above
+    assert t["b"].get_horizontalalignment() == "right" and t["b"].xyann[0] < 0
+    plt.close(fig)

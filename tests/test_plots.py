@@ -99,3 +99,35 @@ def test_size_tick_labels_do_not_overlap():
 
     assert size_tick_labels([256, 768, 1000, 1024, 3000, 4096]) == ["256", "768", "", "1024", "3000", "4096"]
     assert size_tick_labels([256, 512, 1024, 2048, 4096, 8192]) == ["256", "512", "1024", "2048", "4096", "8192"]
+
+
+def test_idea_pictures_are_drawn_from_the_kernels_parameters():
+    """Lessons 5 and 6: the tile, bank, swizzle and multicast pictures take the kernels' #defines, and the
+    bank model they draw agrees with helpers.analysis.bank_ways."""
+    from collections import Counter
+
+    from helpers import analysis
+
+    d = analysis.kernel_defines("ladder.cu")
+    assert (d["BM"], d["BN"], d["BK"], d["WM"], d["WN"]) == (128, 128, 32, 64, 32)
+    for stride in (256, 272, 64, 80):
+        hits = Counter(b for row in analysis.bank_map(stride) for b in row)
+        assert max(hits.values()) == analysis.bank_ways(stride)
+    assert analysis.swizzle_128b()[3] == [3, 2, 1, 0, 7, 6, 5, 4]
+    fig = plots.block_warp_tiles(d["BM"], d["BN"], d["WM"], d["WN"], bk=d["BK"])
+    assert "2 x 4 warps of 64 x 32" in fig.axes[0].get_title(loc="left")
+    fig = plots.smem_banks({"PAD=0": 256, "PAD=8": 272})
+    assert "8-way" in fig.axes[0].get_title(loc="left") and "conflict-free" in fig.axes[1].get_title(loc="left")
+    assert isinstance(plots.swizzle_128b(analysis.swizzle_128b()), Figure)
+    h = analysis.kernel_defines("hopper_sm90a.cu")
+    fig = plots.cluster_multicast(bm=h["HBM"], bn=h["HBN"], bk=h["HBK"], box_n=h["BOX_N"], cluster=h["CLUSTER_M"])
+    assert "96 KB without multicast, 64 KB with it" in fig.axes[0].get_title(loc="left")
+    plt.close("all")
+
+
+def test_new_keywords_keep_the_old_defaults():
+    fig = plots.roofline({"a": (1.0, 1.0)}, peak_tflops=100.0, mem_gbs=1000.0)
+    assert fig.axes[0].get_xlabel() == "arithmetic intensity (FLOP / byte of DRAM traffic)"
+    fig = plots.roofline({"a": (1.0, 1.0)}, peak_tflops=100.0, mem_gbs=1000.0, xlabel="requested", legend_outside=True)
+    assert fig.axes[0].get_xlabel() == "requested"
+    plt.close("all")

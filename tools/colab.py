@@ -99,23 +99,26 @@ except ImportError:
     COLAB = False
 if importlib.util.find_spec("helpers"):
     print("helpers is importable (a clone, or the course installed): nothing to install")
-elif COLAB:  # a course wheel next to the notebook, in this folder or in /content; else the archive
-    here = [os.path.dirname(os.environ.get("JPY_SESSION_NAME", "")), os.getcwd(), "/content"]
-    found = sorted({{w for d in here if d for w in glob.glob(os.path.join(d, "{wheels}"))}})
+elif COLAB:  # a course wheel beside the lesson, here or in /content; else the archive
+    nb = os.environ.get("JPY_SESSION_NAME", "")          # the notebook's path, on Colab
+    here = [os.path.dirname(nb), os.getcwd(), "/content"]
+    found = sorted({{w for d in here if d
+                    for w in glob.glob(os.path.join(d, "{wheels}"))}})
     source = found[-1] if found else ARCHIVE
     if source:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source], check=True,
-                       env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", source],
+                       check=True, env=dict(os.environ, PIP_ROOT_USER_ACTION="ignore"))
         importlib.invalidate_caches()
-        print("Colab: installed the course (helpers, kernels, recorded results) from",
-              os.path.basename(source) if found else source)
+        print("Colab: installed the course (helpers, kernels, recorded results)",
+              "from", os.path.basename(source) if found else source)
     else:
-        print("Colab: the course is not installed here. 1. Get its wheel, {wheels}: run "
-              "`pip wheel . --no-deps` in a clone of the course, or take a release's. 2. Upload it into "
-              "Colab's Files pane (/content) or next to this lesson, then run this cell again.")
+        print("Colab: the course is not installed here. 1. Get its wheel,",
+              "{wheels}: run `pip wheel . --no-deps` in a clone of the",
+              "course, or take a release's. 2. Upload it into Colab's Files pane",
+              "(/content) or next to this lesson, then run this cell again.")
 else:
-    print("helpers is not importable here; install the course, then restart the kernel:",
-          {how})'''
+    print("helpers is not importable here; install the course, then restart",
+          "the kernel:", {how})'''
 
 
 def link_line(repo: str, lesson: str) -> str:

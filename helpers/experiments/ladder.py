@@ -9,13 +9,12 @@ at 4096, 8192 and two sizes that are not multiples of any tile, then timed
 are measured in a child process (helpers.isolate), so that a fault or a hang cannot take the
 other rungs' results with it.
 
-Reading the rows (no GPU): ``timed_rows``, ``gains`` (predicted against measured, with a verdict),
+Reading the rows (no GPU): ``timed_rows``, ``gains`` (predicted against measured, judged against the
+measured p10-p90 spread),
 ``roofline_points``, ``errors``, and ``MISS_NOTES``, the explanations of a miss in either
 direction, written before the measurement.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -223,20 +222,29 @@ def timed_by_size(rows: list[dict], sizes=TIMED_SIZES) -> dict[int, list[dict]]:
 
 def gains(rows: list[dict], n: int) -> list[dict]:
     """Predicted and measured gain of every rung over the one before it, at size n, with the SM clock
-    recorded while each was timed (``clock``, helpers.clocks.clock_text)."""
+    recorded while each was timed (``clock``, helpers.clocks.clock_text), judged against the measured
+    spread (helpers.experiments.hopper.verdict, lesson 6's rule): ``low`` / ``high`` are the gains the
+    p10 and p90 timings of both rungs allow (the slowest p90 over the fastest p10 and back; the median's
+    gain when a row has no p10/p90), ``verdict`` says "as predicted" when the prediction lies inside
+    [low, high], "missed: better / worse than predicted" outside, and ``direction`` ("better", "worse"
+    or None) is the key of MISS_NOTES."""
     from ..clocks import clock_text
+    from .hopper import verdict
 
     rs = [r for r in timed_rows(rows, n) if r["rung"] >= 1]
     out, prev = [], None
     for r in rs:
         measured = r["tflops"] / prev["tflops"] if prev else 1.0
-        out.append({"rung": r["rung"], "idea": r["idea"], "predicted": r["predicted"],
-                    "measured": round(measured, 3), "tflops": r["tflops"], "frac_cublas": r["frac_cublas"],
-                    "frac_peak": r["frac_peak"], "clock": clock_text(r),
-                    "verdict": "-" if prev is None else ("as predicted (within 25%)"
-                                                          if abs(math.log(measured / r["predicted"])) <= math.log(1.25)
-                                                          else ("better than predicted" if measured > r["predicted"]
-                                                                else "worse than predicted"))})
+        g = {"rung": r["rung"], "idea": r["idea"], "predicted": r["predicted"], "measured": round(measured, 3),
+             "tflops": r["tflops"], "frac_cublas": r["frac_cublas"], "frac_peak": r["frac_peak"],
+             "clock": clock_text(r), "low": None, "high": None, "verdict": "-", "direction": None}
+        if prev is not None:
+            spread = all(x.get(k) for x in (r, prev) for k in ("p10_ms", "p90_ms"))
+            low = prev["p10_ms"] / r["p90_ms"] if spread else measured
+            high = prev["p90_ms"] / r["p10_ms"] if spread else measured
+            g.update(low=round(low, 3), high=round(high, 3), verdict=verdict(r["predicted"], low, high))
+            g["direction"] = g["verdict"].split()[1] if g["verdict"].startswith("missed") else None
+        out.append(g)
         prev = r
     return out
 
