@@ -61,12 +61,6 @@ def fma_chain(A, B):
     return C
 
 
-def _mma_sync_order(K: int):
-    from .emulate import _mma_sync_halves
-
-    return _mma_sync_halves(K)
-
-
 def run(ar, A, B):
     """helpers.emulate.Arithmetic `ar` applied to CuPy arrays A, B (what the kernel took)."""
     import cupy
@@ -83,23 +77,24 @@ def run(ar, A, B):
     out = cupy.float32 if ar.acc == "fp32" else cupy.float16
     if ar.inputs != "fp8_e4m3":
         return tc_model(Av, Bv, ar.model, inputs=ar.inputs, acc=ar.acc).astype(out)
-    M, K = Av.shape
-    N = Bv.shape[1]
-    if ar.pairs:                             # mma.sync k32: FP16 Tensor Core path, pairs reordered
-        Kp = -(-K // 32) * 32
-        Av = cupy.pad(Av, ((0, 0), (0, Kp - K)))
-        Bv = cupy.pad(Bv, ((0, Kp - K), (0, 0)))
-        p = cupy.asarray(_mma_sync_order(Kp))
+    from .emulate import FP8_WGMMA_MODEL, _mma_sync_halves
+
+    if not ar.pairs and not ar.nc:           # fp8_wgmma: the Tensor Cores accumulate all of K; that is C
+        return tc_model(Av, Bv, FP8_WGMMA_MODEL, inputs="fp8_e4m3", acc="fp32").astype(cupy.float32)
+    if ar.pairs:                             # mma.sync k32: the FP16 Tensor Core path, pairs reordered
+        Kp = -(-Av.shape[1] // 32) * 32
+        Av = cupy.pad(Av, ((0, 0), (0, Kp - Av.shape[1])))
+        Bv = cupy.pad(Bv, ((0, Kp - Bv.shape[0]), (0, 0)))
+        p = cupy.asarray(_mma_sync_halves(Kp))
         Av, Bv = Av[:, p], Bv[p]
         step, model, fmt_in = 32, DEFAULT_TC_MODEL, "fp16"
-    else:
-        from .emulate import FP8_WGMMA_MODEL
-
-        Kp = K
-        step, model, fmt_in = (ar.nc or K), FP8_WGMMA_MODEL, "fp8_e4m3"
-    total = cupy.zeros((M, N), dtype=cupy.float32)
-    for k0 in range(0, Kp, step):
+    else:                                    # promotion every nc products
+        step, model, fmt_in = ar.nc, FP8_WGMMA_MODEL, "fp8_e4m3"
+    # each part from a zero accumulator, added to an FP32 total that starts at zero, to nearest (as the
+    # kernels do; a part of -0.0 becomes +0.0 there too)
+    total = cupy.zeros((Av.shape[0], Bv.shape[1]), dtype=cupy.float32)
+    for k0 in range(0, Av.shape[1], step):
         part = tc_model(cupy.ascontiguousarray(Av[:, k0:k0 + step]), cupy.ascontiguousarray(Bv[k0:k0 + step]),
-                        model, inputs=fmt_in, acc="fp32").astype(cupy.float32)
-        total = part if (k0 == 0 and not ar.pairs and not ar.nc) else total + part   # FP32 adds, to nearest
+                        model, inputs=fmt_in, acc="fp32")
+        total = total + part.astype(cupy.float32)
     return total

@@ -35,10 +35,15 @@ def apply_style():
     plt.rcParams["axes.prop_cycle"] = matplotlib.cycler(color=COLORS)
 
 
+def _legend_beside(ax, **kw):
+    """The legend beside the axes, to their right: no line or label of the plot runs through it."""
+    return ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, **kw)
+
+
 def _finish(ax, title: str, source: str, legend_outside: bool = False):
     ax.set_title(f"{title}\n{source}", loc="left")
     if legend_outside:       # beside the axes: no legend on top of a line
-        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+        _legend_beside(ax)
     else:
         ax.legend(loc="best", frameon=False)
     ax.figure.tight_layout()
@@ -165,7 +170,7 @@ def ladder(by_size: dict, *, peak: float, source: str, legend_outside: bool = Fa
     ax.set_title(f"The ladder: one idea per rung\n{source}", loc="left")
     if legend_outside:
         fig.set_size_inches(13, 5.8)
-        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=10)
+        _legend_beside(ax, fontsize=10)
     else:
         ax.legend(loc="upper left", frameon=False, fontsize=10)
     fig.tight_layout()
@@ -416,7 +421,7 @@ def speed_vs_error_dodged(points, *, title: str = "", sep_pt: float = 15.0, clos
     ax.set_xlabel("relative error vs float64, ||C - C_ref||_F / ||C_ref||_F   (lower is better)")
     ax.set_ylabel("TFLOP/s (higher is better)")
     ax.set_title(title, loc="left")
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=11)
+    _legend_beside(ax, fontsize=11)
     ax.margins(x=0.12, y=0.12)
     fig.tight_layout()
     return fig
@@ -598,7 +603,7 @@ def label_every_size(fig, sizes=None, *, pad: float = 34.0):
 def legend_beside(fig):
     """Move the legend of fig's first axes beside the axes (no peak or baseline line crosses it)."""
     ax = fig.axes[0]
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    _legend_beside(ax)
     fig.set_size_inches(max(fig.get_size_inches()[0], 12.5), fig.get_size_inches()[1])
     fig.tight_layout()
     return fig
@@ -665,7 +670,7 @@ def fragment_owners(frags, *, title: str = ""):
     ax.grid(False)
     handles = [matplotlib.patches.Patch(color=COLORS[i], alpha=0.55, label=f"a{2 * i}, a{2 * i + 1}: 8 x 8 matrix {i}")
                for i in range(int(reg.max()) + 1)]
-    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=10)
+    _legend_beside(ax, handles=handles, fontsize=10)
     ax.set_title(title or "the A fragment after ldmatrix.x4: the lane that holds each element (4 lanes per row, "
                  "2 halves each)", loc="left", fontsize=12)
     fig.tight_layout()

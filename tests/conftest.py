@@ -1,7 +1,9 @@
 """Shared setup for the helpers unit tests: CPU backend, repo root on sys.path."""
 from __future__ import annotations
 
+import importlib.util
 import os
+import subprocess
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -121,3 +123,20 @@ def numpy_cupy():
             return self.g.standard_normal(shape).astype(dtype)
     cupy.random = types.SimpleNamespace(default_rng=Rng)
     return cupy
+
+
+@pytest.fixture(scope="session")
+def course_wheel(tmp_path_factory):
+    """The course's wheel, built once per test run as the README says (pip wheel . --no-deps): in pip's
+    isolated build environment, or, offline (the GPU machine), with the setuptools installed here.
+    tests/test_package.py and tests/test_colab.py both use it."""
+    out = tmp_path_factory.mktemp("wheel")
+    cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(out)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0 and importlib.util.find_spec("setuptools"):
+        p = subprocess.run(cmd + ["--no-build-isolation"], capture_output=True, text=True)
+    if p.returncode != 0 and "invalid command 'bdist_wheel'" in p.stderr + p.stdout:   # pragma: no cover
+        pytest.skip("setuptools cannot build wheels here")
+    assert p.returncode == 0, p.stderr[-2000:]
+    (whl,) = out.glob("*.whl")
+    return whl

@@ -221,23 +221,6 @@ def test_setup_cell_source_is_short_and_names_the_package(colab):
 
 # --------------------------------------------------------------------------- the upload route, simulated
 @pytest.fixture(scope="module")
-def course_wheel(tmp_path_factory):
-    """The course's wheel, as the README says to make it (pip wheel . --no-deps), built as tests/test_package.py
-    builds it: in pip's isolated build environment, or, offline (the GPU machine), with the setuptools
-    installed here."""
-    out = tmp_path_factory.mktemp("colab-wheel")
-    cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(out)]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0 and importlib.util.find_spec("setuptools"):
-        p = subprocess.run(cmd + ["--no-build-isolation"], capture_output=True, text=True)
-    if p.returncode != 0 and "invalid command 'bdist_wheel'" in p.stderr + p.stdout:   # pragma: no cover
-        pytest.skip("setuptools cannot build wheels here")
-    assert p.returncode == 0, p.stderr[-2000:]
-    (whl,) = out.glob("*.whl")
-    return whl
-
-
-@pytest.fixture(scope="module")
 def colab_python(tmp_path_factory):
     """A Python with Colab's usual packages but not the course: a fresh venv whose site-packages reaches
     this Python's site-packages (numpy, matplotlib, ml_dtypes, ipykernel, pip) as a plain path, so that the

@@ -1,6 +1,5 @@
 """The course as an installed package (issue 17): the wheel carries the kernels and the recorded
 results, and a lesson copied alone into an empty folder runs from it (CPU backend)."""
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -16,18 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory):
-    out = tmp_path_factory.mktemp("wheel")
-    cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(out)]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0 and importlib.util.find_spec("setuptools"):
-        # offline (the GPU machine): build with the setuptools installed here instead of fetching one
-        p = subprocess.run(cmd + ["--no-build-isolation"], capture_output=True, text=True)
-    if p.returncode != 0 and "invalid command 'bdist_wheel'" in p.stderr + p.stdout:   # pragma: no cover
-        pytest.skip("setuptools cannot build wheels here")
-    assert p.returncode == 0, p.stderr[-2000:]
-    (whl,) = out.glob("*.whl")
-    return whl
+def wheel(course_wheel):
+    return course_wheel            # tests/conftest.py builds it once for this module and test_colab.py
 
 
 def test_wheel_carries_kernels_and_results(wheel):

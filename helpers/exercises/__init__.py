@@ -71,12 +71,22 @@ def as_number(answer) -> float | None:
         return None
 
 
+def number_answer(name: str, answer, expects: str | None = None) -> float | None:
+    """The answer as a float, or None after printing the verdict for a placeholder ("Not answered yet")
+    or for something that is not a number (what the checker expects instead)."""
+    if answer is None or answer is Ellipsis:
+        _report(name, answer, False, "")
+        return None
+    a = as_number(answer)
+    if a is None:
+        not_a_number(name, answer, *([expects] if expects else []))
+    return a
+
+
 def check_number(name: str, answer, expected: float, rel: float = 1e-9, hint: str = "") -> None:
-    if answer is not None and answer is not Ellipsis and as_number(answer) is None:
-        not_a_number(name, answer)
-        return
-    ok = answer is not None and answer is not Ellipsis and math.isclose(as_number(answer), expected, rel_tol=rel)
-    _report(name, answer, ok, hint)
+    a = number_answer(name, answer)
+    if a is not None:
+        _report(name, answer, math.isclose(a, expected, rel_tol=rel), hint)
 
 
 def checker(fn):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from . import _report, _short, as_number, check_number, checker, not_a_number
+from . import _report, _short, as_number, check_number, checker, not_a_number, number_answer
 from .. import fp8
 
 
@@ -55,12 +55,8 @@ def check_cast(answer, value: float = 500.0, fmt: str = "fp8_e4m3", saturate: bo
     Answers may be numbers, float('nan'), float('inf') or -float('inf')."""
     how = "the GPU's cvt.rn.satfinite" if saturate else "numpy's cast (ml_dtypes)"
     name = f"{value:g} -> {fmt}, {how}"
-    if answer is None or answer is Ellipsis:
-        _report(name, answer, False, "")
-        return
-    a = as_number(answer)
+    a = number_answer(name, answer, "a number: a value, float('nan') or float('inf')")
     if a is None:
-        not_a_number(name, answer, "a number: a value, float('nan') or float('inf')")
         return
     want = cast_result(value, fmt, saturate)
     ok = (math.isnan(a) and math.isnan(want)) or a == want
@@ -160,12 +156,8 @@ def check_promotion_ratio(answer, data: dict) -> None:
     """Predicted: the median relative error of promoting every 64 products divided by that of every 128, at
     K = 4096 on U[0,1) inputs. Accepted within a factor sqrt(2) of the recorded ratio."""
     name = f"error every 64 / every 128, K = {PROMOTION_K}"
-    if answer is None or answer is Ellipsis:
-        _report(name, answer, False, "")
-        return
-    a = as_number(answer)
+    a = number_answer(name, answer, "a number: the ratio of two median errors, e.g. 0.5 for 'half the error'")
     if a is None:
-        not_a_number(name, answer, "a number: the ratio of two median errors, e.g. 0.5 for 'half the error'")
         return
     if not isinstance(data, dict) or not isinstance(data.get("sweep"), list):
         _report(name, answer, False,

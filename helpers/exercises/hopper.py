@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from . import _report, as_number, check_number, checker, not_a_number
+from . import _report, as_number, check_number, checker, number_answer
 
 REG_FILE = 65536          # 32-bit registers per SM (compute capability 9.0)
 THREADS = 384             # one producer and two consumer warpgroups: __launch_bounds__(384, 1)
@@ -106,11 +106,7 @@ def check_ring_edit(prediction, edit=..., like=11, knob: str = "STAGES", value: 
     from ..tryout import validate_knobs
 
     name = f"rung {like}, {knob}={value}"
-    if prediction is None or prediction is Ellipsis:
-        _report(name, None, False, "")                   # predict first: nothing runs before a prediction
-        return
-    if as_number(prediction) is None:
-        not_a_number(name, prediction)
+    if number_answer(name, prediction) is None:          # predict first: nothing runs before a prediction
         return
     if edit is Ellipsis or edit is None:
         _report(name + " (the edit)", None, False, "")

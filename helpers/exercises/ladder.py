@@ -116,17 +116,13 @@ def check_stages_prediction(prediction, source=None, stages: int = 2) -> None:
     from .. import tryout
     from ..device import backend
     from ..kernels import ALL_RUNGS
-    from . import _report, as_number, not_a_number
+    from . import _report, number_answer
 
     spec = ALL_RUNGS[5]
     name = f"rung 5 with STAGES={stages}"
-    if prediction is None or prediction is Ellipsis:
-        _report(name, prediction, False, "")
-        return
-    p = as_number(prediction)
+    p = number_answer(name, prediction, "your predicted speed as a fraction of rung 5 as recorded (a number, "
+                                        "e.g. 0.5 for half as fast)")
     if p is None:
-        not_a_number(name, prediction, "your predicted speed as a fraction of rung 5 as recorded (a number, "
-                                       "e.g. 0.5 for half as fast)")
         return
     tryout.validate_knobs(spec, {"STAGES": stages})          # an allowed value (else "Not accepted")
     if source is not None:
