@@ -187,20 +187,6 @@ def test_ncu_rows_reads_the_newest_file_with_lesson6_rungs(tmp_path):
     assert label.startswith("Nsight Compute on NVIDIA H200, 2026-12-01, n = 4096")
 
 
-def test_limit_lines_read_the_record():
-    import helpers
-    from helpers.experiments import hopper as H
-
-    d = helpers.results.load_latest().meta["experiments"]["hopper"]
-    lines = H.limit_lines(d)
-    best = max((r for r in H.timed_rows(d, 8192) if r["rung"] >= 8 and r.get("frac_cublas")),
-               key=lambda r: r["frac_cublas"])
-    assert lines[0].startswith("n = 8192: cuBLAS") and f"rung {best['rung']}" in lines[1]
-    assert "MHz" in lines[0] and "MHz" in lines[1]
-    assert "tensor pipe busy" in lines[2]
-    assert H.limit_lines(d, n=12345) == ["n = 12345: not recorded"]
-
-
 def test_consumer_registers_fit_the_ctas_pool_as_the_kernel_computes_them():
     """Issue 24: setmaxnreg shares out the CTA's pool (168 x 384 = 64512 registers), not the SM's 65536:
     for every producer count the split fits the pool and equals kernels/hopper_sm90a.cu's CONSUMER_REGS

@@ -336,25 +336,3 @@ MISS_NOTES = {
          "worse": "the epilogue was already hidden behind the producer's next loads; staging through shared "
                   "memory adds barriers and waits on the TMA store's reads."},
 }
-
-
-def limit_lines(rows: list[dict], n: int = 8192) -> list[str]:
-    """What the record says about the best rung at n^3 next to cuBLAS: the clocks, power and throttle
-    reasons of both timings, and that rung's Nsight Compute readings (taken at 4096^3)."""
-    from ..clocks import clock_text
-
-    rs = timed_rows(rows, n)
-    cub = next((r for r in rs if r["rung"] == 0), None)
-    ours = [r for r in rs if r["rung"] >= 8 and r.get("frac_cublas")]
-    if not ours or cub is None:
-        return [f"n = {n}: not recorded"]
-    best = max(ours, key=lambda r: r["frac_cublas"])
-    out = [f"n = {n}: cuBLAS {cub['tflops']:.0f} TFLOP/s at {clock_text(cub)}, power {cub.get('power_w')} W",
-           f"        rung {best['rung']} {best['tflops']:.0f} TFLOP/s at {clock_text(best)}, power {best.get('power_w')} W"]
-    entries, label = ncu_rows(rows)
-    e = next((x for x in entries if x["rung"] == best["rung"]), None)
-    if e:
-        c = e["counters"]
-        out.append(f"rung {best['rung']} under Nsight Compute ({label}): tensor pipe busy "
-                   f"{c.get('tensor_pipe_pct')}%, top stalls " + ", ".join(f"{s} {v:g}" for s, v in e["top_stalls"][:3]))
-    return out
