@@ -6,6 +6,10 @@
 * ``cublas_fp16``: cupy.matmul on float16: FP16 inputs, FP32 accumulation
   (CuPy always asks for CUBLAS_COMPUTE_32F), result rounded to FP16.
 * ``cublas_fp16_acc16``: cublasGemmEx with CUBLAS_COMPUTE_16F: FP16 accumulation.
+* ``CUBLAS_FP16_F32C`` (not swept by ``make record``; lesson 6's like-for-like yardstick): cublasGemmEx
+  with FP16 A and B, CUBLAS_COMPUTE_32F and an FP32 C, the output lesson 6's FP32-C rungs write.
+  ``SAME_C[c_dtype]`` names the cuBLAS call that writes the same C as a kernel: FP16 C
+  (cupy.matmul) or FP32 C.
 
 Row-major C = A B is computed as the column-major product C^T = B^T A^T, so no
 transposes are needed.
@@ -99,6 +103,10 @@ class Baseline:
                           name=self.name, order="unknown", **kw)
 
 
+def _gemm_fp16_f32c(A, B, C):
+    return gemm_ex(A, B, compute=CUBLAS_COMPUTE_32F, C=C)
+
+
 BASELINES = {b.name: b for b in [
     Baseline("cublas_fp32", "fp32", "fp32", "float32", "float32", "nearest", _matmul_fp32,
              "cupy.matmul float32, TF32 off"),
@@ -111,3 +119,20 @@ BASELINES = {b.name: b for b in [
              lambda A, B, C: gemm_ex(A, B, compute=CUBLAS_COMPUTE_16F, C=C),
              "cublasGemmEx CUBLAS_COMPUTE_16F: FP16 accumulate", (7, 0)),
 ]}
+
+# FP16 in, FP32 accumulation, FP32 C: what lesson 6's FP32-C rungs compute, so their speed is compared
+# with a cuBLAS call that writes the same bytes (cupy.matmul on float16 writes FP16 C: half of them).
+CUBLAS_FP16_F32C = Baseline("cublas_fp16_f32c", "fp16", "fp32", "float16", "float32", "truncate", _gemm_fp16_f32c,
+                            "cublasGemmEx FP16 A, B, CUBLAS_COMPUTE_32F, FP32 C")
+SAME_C = {"float16": BASELINES["cublas_fp16"], "float32": CUBLAS_FP16_F32C}
+
+
+def same_c(c_dtype) -> Baseline:
+    """The cuBLAS baseline that writes C in `c_dtype` ('float16' or 'float32') from FP16 A and B."""
+    key = np.dtype(c_dtype).name
+    if key not in SAME_C:
+        from .errors import InputError
+
+        raise InputError(f"no cuBLAS baseline writes a {key} C from FP16 inputs here.",
+                         "use c_dtype 'float16' (cupy.matmul) or 'float32' (cublasGemmEx).")
+    return SAME_C[key]

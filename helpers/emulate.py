@@ -376,13 +376,18 @@ class Arithmetic:
     takes: what A and B hold, 'values' (numbers of the input format, or data to round to it),
     'bf16_bits' (uint16 BF16 bit patterns) or 'tf32_rna' (FP32 data the kernel rounds with cvt.rna);
     nc: > 0, partial sums of nc products from a zero accumulator, added to an FP32 total to nearest
-    (lesson 7's promotion); pairs: mma.sync's order of an FP8 k32 step (fp8_mma_sync_gemm)."""
+    (lesson 7's promotion); pairs: mma.sync's order of an FP8 k32 step (fp8_mma_sync_gemm);
+    split: split(M, N, K) -> the K ranges [(k0, k1), ...] of a split-K kernel's parts (lesson 6, rung 15):
+    each part's accumulator starts from zero, and C = ((p0 + p1) + p2) + ..., FP32 adds to nearest;
+    output: 'fp16' when the kernel rounds its FP32 result to FP16 at the end (to nearest, as cvt.rn)."""
     inputs: str
     acc: str = "fp32"
     model: TensorCoreModel | None = None
     takes: str = "values"
     nc: int = 0
     pairs: bool = False
+    split: object = None
+    output: str = ""
 
     def values(self, X):
         """The numbers the hardware multiplies, from what the kernel took (numpy or CuPy)."""
@@ -403,8 +408,16 @@ class Arithmetic:
             C = fp32_fma_chain(A, B)
         elif self.inputs == "fp8_e4m3":
             C = fp8_mma_sync_gemm(A, B) if self.pairs else fp8_wgmma_gemm(A, B, nc=self.nc)
+        elif self.split is not None:
+            Av, Bv, C = self.values(A), self.values(B), None
+            for k0, k1 in self.split(A.shape[0], B.shape[1], A.shape[1]):
+                part = tensor_core_gemm(np.ascontiguousarray(Av[:, k0:k1]), np.ascontiguousarray(Bv[k0:k1]),
+                                        inputs=self.inputs, acc=self.acc, model=self.model)
+                C = part if C is None else C + part          # float32 + float32: rounded to nearest
         else:
             C = tensor_core_gemm(self.values(A), self.values(B), inputs=self.inputs, acc=self.acc, model=self.model)
+        if self.output == "fp16":
+            C = C.astype(np.float16)                         # to nearest, ties to even (cvt.rn.f16x2.f32)
         _remember(key, C)
         return C
 

@@ -85,6 +85,8 @@ class GemmKernel:
     c_box: tuple | None = None     # (rows, cols) of C's box: it takes a tensor map of C too (TMA stores)
     cluster: tuple | None = None   # (x, y, z) blocks per cluster, declared by the kernel (__cluster_dims__)
     persistent: bool = False       # one block per SM (as many as fit at once), looping over the tiles
+    split_k: bool = False          # K cut into parts (helpers.kernels.split_k_plan): it also takes a workspace,
+                                   # flags and the number of parts (lesson 6, rung 15)
     isolate: bool = False          # on a GPU, helpers.gemm runs it in a child process
     sweep: bool = False            # measured at every size by `make record`
     rung: int | None = None        # its rung on a ladder
@@ -176,6 +178,36 @@ _tf32_fp32acc = _emu.Arithmetic("tf32", "fp32", _emu.model_for("tf32"), takes="t
 _fp32_fma = _emu.Arithmetic("fp32")
 
 
+# --------------------------------------------------------------------------- split-K (lesson 6, rung 15)
+SPLIT_K_UNITS = 132          # work units a split-K launch aims for: the SMs of an H200 (and an H100 SXM)
+SPLIT_K_MIN_KTILES = 8       # K-tiles of 64 per part at least: a shorter part barely fills the 4-stage ring
+
+
+def split_k_plan(M: int, N: int, K: int) -> tuple[int, int]:
+    """Rung 15's split of K for an M x N x K problem: (splits, K-tiles of 64 per part). A problem with fewer
+    128 x 256 tiles than SPLIT_K_UNITS is cut into as many parts as keep the tiles x parts within it (and
+    each part at least SPLIT_K_MIN_KTILES deep); one that fills the chip is not split. A pure function of
+    the shape, so the CPU model and the GPU kernel always agree on it. Every part holds at least one K-tile:
+    part p covers K-tiles [p * per, min(ktiles, (p + 1) * per)), as the kernel computes them."""
+    tiles = math.ceil(M / 128) * math.ceil(N / 256)
+    ktiles = math.ceil(K / 64)
+    s = max(1, min(SPLIT_K_UNITS // max(tiles, 1), ktiles // SPLIT_K_MIN_KTILES))
+    per = math.ceil(ktiles / s)
+    s = math.ceil(ktiles / per)                   # no empty part (per is unchanged: ceil(ktiles / s) == per)
+    assert math.ceil(ktiles / s) == per and (s - 1) * per < ktiles
+    return s, per
+
+
+def split_k_ranges(M: int, N: int, K: int) -> list[tuple[int, int]]:
+    """The K ranges (in elements) of rung 15's parts for this shape, in the order their sums are added."""
+    s, per = split_k_plan(M, N, K)
+    return [(p * per * 64, min(K, (p + 1) * per * 64)) for p in range(s)]
+
+
+_fp16_fp32acc_h = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL, output="fp16")
+_fp16_split_h = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL, output="fp16", split=split_k_ranges)
+
+
 # --------------------------------------------------------------------------- lesson 5's tiles
 LADDER_FILE = "ladder.cu"
 WGMMA_FILE = "ladder_sm90a.cu"
@@ -218,13 +250,13 @@ def _classic_rung(rung: int, name: str, idea: str, gain: float, why: str, **kw) 
 
 
 def _hopper_rung(rung: int, name: str, idea: str, gain: float, why: str, threads: int = 384,
-                 dyn_smem: int = HOPPER_SMEM, **kw) -> GemmKernel:
+                 dyn_smem: int = HOPPER_SMEM, emulate: Callable = _fp16_fp32acc, **kw) -> GemmKernel:
     """Rungs 8 on (kernels/hopper_sm90a.cu, lesson 6): a 128 x 256 block tile, K-tiles of 64, 4 stages; A and
     row-major B through TMA tensor maps (boxes 128 x 64 and 64 x 64; TMA fills what lies outside the matrices
     with zeros, so M, N, K need only be multiples of 8: 16-byte rows); FP16 in, FP32 accumulators walking K in
     order 16 at a time (rung 7's arithmetic and emulation); sm_90a only, in a child process."""
     return GemmKernel(name=name, file=HOPPER_FILE, inputs="fp16", acc="fp32", acc_rounding="truncate",
-                      acc_block=16, emulate=_fp16_fp32acc, block=(threads, 1), block_tile=(128, 256), tile_mn=8,
+                      acc_block=16, emulate=emulate, block=(threads, 1), block_tile=(128, 256), tile_mn=8,
                       tile_k=8, min_cc=(9, 0), only_cc=(9, 0), dyn_smem=dyn_smem, tma_boxes=((128, 64), (64, 64)),
                       isolate=True, teaches=f"lesson 6, rung {rung}: {idea}", rung=rung, lesson=6, idea=idea,
                       predicted_gain=gain, why=why, **kw)
@@ -323,6 +355,19 @@ KERNELS: dict[str, GemmKernel] = _registry([
                  "C is FP32 (twice cuBLAS's FP16 bytes): 128-byte rows stored by the copy engine instead of "
                  "32-byte pieces from registers, and the warps return to the Tensor Cores sooner (fast.cu: +1% "
                  "with the Hilbert order)", persistent=True, cluster=(2, 1, 1), c_box=(64, 32),
+                 dyn_smem=HOPPER_STORE_SMEM),
+    # Rungs 14-15 (written after rung 13 was measured, gains predicted before they ran): like for like with
+    # cupy.matmul, which writes FP16 C, and the shapes with fewer tiles than SMs.
+    _hopper_rung(14, "hopper_fp16_store", "FP16 C: cvt + stmatrix + TMA store", 1.03,
+                 "C as FP16, what cupy.matmul writes: half of rung 13's bytes of C (an eighth of all DRAM traffic at "
+                 "4096 with FP32 C), one stmatrix per 16 x 16 piece instead of eight float2 stores, half as many "
+                 "TMA boxes", output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1),
+                 c_box=(64, 64), dyn_smem=HOPPER_STORE_SMEM),
+    _hopper_rung(15, "hopper_split_k", "split-K for problems with fewer tiles than SMs", 0.98,
+                 "unchanged work where the chip is full (no split; no clusters either, which pair tiles along M: "
+                 "a little more L2 traffic for B); at M = 128, N = K = 8192 its 32 tiles become 4 x 32 = 128 work "
+                 "units, and the gain there is predicted separately (x1.8, bounded by streaming 128 MB of B)",
+                 output="fp16", emulate=_fp16_split_h, persistent=True, split_k=True, c_box=(64, 64),
                  dyn_smem=HOPPER_STORE_SMEM),
 ])
 

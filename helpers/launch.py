@@ -17,6 +17,8 @@ the driver refuse that (``launch_path`` says which one ran).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import isolate
@@ -282,6 +284,14 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
         if spec.c_box is not None:
             maps = (tensor_map_2d(C, *spec.c_box),)
     args = (a_arg, b_arg, *maps, C, np.int32(Mp), np.int32(Np), np.int32(Kp))
+    extra = ()
+    if spec.split_k:                # rung 15: a slot of FP32 sums per part and slice, a counter per slice, the parts
+        from .kernels import split_k_plan
+
+        splits, _ = split_k_plan(Mp, Np, Kp)
+        slices = 2 * math.prod(spec.grid(Mp, Np))
+        extra = (cupy.empty(splits * slices * 128 * 128, dtype=cupy.float32), cupy.zeros(slices, dtype=cupy.int32))
+        args += (*extra, np.int32(splits))
 
     if spec.cluster is not None:
         kernel_only = _cluster_launch(spec, kern, grid, args)
@@ -291,7 +301,7 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
 
     kernel_only.grid = grid
     if not spec.b_transposed:
-        kernel_only.keep = (A, B, C)    # tensor maps point into these: keep them alive
+        kernel_only.keep = (A, B, C, *extra)    # tensor maps point into these: keep them alive
         return kernel_only, C, (M, N)
 
     def run():

@@ -108,7 +108,7 @@ _LDMATRIX = Knob("LDMATRIX", "LDMATRIX", (0, 1), 1,
 _HSTAGES = Knob("STAGES", "HSTAGES", (2, 3, 4), 4,
                 "stages of the TMA/mbarrier ring (48 KB of shared memory each): with fewer, the producer can run "
                 "fewer K-tiles ahead of the Tensor Cores",
-                "dynamic shared memory: HSTAGES x 48 KB + 1152 bytes (+ 32 KB of epilogue buffers on rung 13)")
+                "dynamic shared memory: HSTAGES x 48 KB + 1152 bytes (+ 32 KB of epilogue buffers on rungs 13-15)")
 _REGS = Knob("PRODUCER_REGS", "PRODUCER_REGS", (24, 40, 56), 40,
              "registers the producer warpgroup keeps after setmaxnreg.dec; the consumers share the rest of the CTA's "
              "168 x 384 (CONSUMER_REGS = (504 - PRODUCER_REGS) / 2, in steps of 8: 240, 232, 224): at 24 the "
@@ -136,6 +136,8 @@ KNOBS: dict[int, dict[str, Knob]] = {
     11: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "GROUP_M": _GROUP11},
     12: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _CLUSTER, "GROUP_M": _GROUP},
     13: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _CLUSTER, "GROUP_M": _GROUP},
+    14: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _CLUSTER, "GROUP_M": _GROUP},
+    15: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "GROUP_M": _GROUP11},
 }
 
 
@@ -162,7 +164,7 @@ def _hopper_launch(spec: GemmKernel, s: dict) -> dict:
 
 # rung -> f(entry, settings) -> the entry's fields that the settings change
 LAUNCH: dict[int, Callable] = {**{r: _ladder_launch for r in (2, 3, 4, 5, 6)},
-                               **{r: _hopper_launch for r in (8, 9, 10, 11, 12, 13)}}
+                               **{r: _hopper_launch for r in (8, 9, 10, 11, 12, 13, 14, 15)}}
 
 
 def knob_table(like=None) -> list[dict]:

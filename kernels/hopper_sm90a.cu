@@ -15,21 +15,30 @@
 //                                    B tile and TMA multicasts it to both
 //   rung 13  hopper_tma_store        the epilogue stages C in shared memory and a TMA store
 //                                    writes it, so the consumers return to the Tensor Cores sooner
+//   rung 14  hopper_fp16_store       C written as FP16 (what cupy.matmul writes): converted in
+//                                    registers, stmatrix into shared memory, TMA store
+//   rung 15  hopper_split_k          for problems with fewer tiles than SMs: K split in S parts,
+//                                    each a work unit of its own; the parts of a tile are added
+//                                    in order (a flag per tile), the last one writes FP16 C
 //
-// Rungs 9-13 are one templated body (ws_gemm) with compile-time switches: each rung turns on
-// one more switch, so the difference between two rungs is exactly one idea.
+// Rungs 9-15 are one templated body (ws_gemm) with compile-time switches: each rung turns on
+// one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
+// clusters off: they pair tiles along M, and the problems it is for have one tile row).
 //
 // Contract (the same for every kernel here):
 //   A: M x K row-major half (a TMA tensor map, box 128 rows x 64 columns, 128-byte swizzle);
 //   B: K x N row-major half (a TMA tensor map, box 64 rows x 64 columns, 128-byte swizzle);
-//   C: M x N row-major float (rung 13: also a TMA tensor map over C, box 64 rows x 32 columns);
+//   C: M x N row-major float (rung 13: also a TMA tensor map over C, box 64 rows x 32 columns;
+//      rungs 14-15: C is half, its tensor map's box 64 rows x 64 columns);
 //   M, N, K: multiples of 8 (TMA needs 16-byte row strides); anything else is allowed: TMA
 //   fills the parts of a box outside the matrix with zeros (and still counts the whole box's
 //   bytes on the mbarrier), and the epilogue writes only elements inside C.
 //   Block tile 128 x 256 of C, K-tiles of 64, 4 pipeline stages (48 KB each).
 // Arithmetic: every output is one FP32 accumulator that walks K in order, 16 products per
 // wgmma k-step (m64n256k16), exactly as rung 7; the CPU model is
-// helpers.emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32") for every rung here.
+// helpers.emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32") for every rung here, then
+// (rungs 14-15) rounded to FP16 to nearest. Rung 15 with S parts: each part is that accumulator
+// over its K range from zero, and C = fp16(((p0 + p1) + p2) + ...), FP32 adds to nearest.
 //
 // Needs sm_90a (wgmma, setmaxnreg): NVRTC -arch=sm_90a, or nvcc
 // -gencode=arch=compute_90a,code=sm_90a. Other targets compile empty kernels (make kernels-check).
@@ -50,6 +59,8 @@
 #define EPI_COLS 32                           // rung 13: FP32 columns per TMA store box (128 bytes)
 #define EPI_BOX_BYTES (64 * EPI_COLS * 4)     // 8 KB: 64 rows x 32 floats
 #define EPI_BYTES (2 * 2 * EPI_BOX_BYTES)     // 2 consumer warpgroups x 2 buffers
+#define EPI_HCOLS 64                          // rungs 14-15: FP16 columns per TMA store box (128 bytes)
+static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the same 8 KB buffer");
 #define BAR_BYTES 128                         // the mbarriers (2 x HSTAGES x 8 bytes, rounded up)
 #define SMEM_SLACK 1024                       // room to round the base up to 1024 bytes (swizzle atoms)
 #define HOPPER_SMEM (HSTAGES * STAGE_BYTES + SMEM_SLACK + BAR_BYTES)                 // rungs 8-12
@@ -173,6 +184,23 @@ __device__ __forceinline__ void bulk_wait0() { asm volatile("cp.async.bulk.wait_
 
 // Ordinary stores to shared memory that the copy engine reads next must be made visible to it.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// Two FP32 values rounded to nearest FP16, packed: lo in the low 16 bits (the lower column).
+__device__ __forceinline__ u32 pack_half2(float lo, float hi)
+{
+    u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));   // first source -> upper half
+    return r;
+}
+
+// stmatrix .x4: the warp stores four 8 x 8 matrices of 16-bit values. Lane l supplies the address of
+// row l % 8 of matrix l / 8; register i holds this lane's two elements of matrix i, at row lane / 4,
+// columns 2 (lane % 4), +1: the layout of the wgmma accumulator, so no shuffling is needed.
+__device__ __forceinline__ void stmatrix_x4(void* row_addr, u32 r0, u32 r1, u32 r2, u32 r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                 :: "r"(smem_addr(row_addr)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
 
 // --------------------------------------------------------------------------- warpgroups, clusters
 // A barrier for the 128 threads of one consumer warpgroup only (ids 1, 2; 0 is __syncthreads).
@@ -354,22 +382,32 @@ __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 ran
 
 // The warp-specialised GEMM. PERSISTENT: one CTA per SM loops over tiles (else one tile per CTA,
 // from blockIdx); ORDER: the scheduler's order; CLUSTER: CTAs per cluster sharing B by multicast;
-// TMA_STORE: the epilogue goes through shared memory and a TMA store.
-template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE>
+// TMA_STORE: the epilogue goes through shared memory and a TMA store; HALF_C: C is FP16 (rungs
+// 14-15; with TMA_STORE); SPLIT_K: K is cut into `splits` parts, each a work unit (rung 15).
+// Work units: t = part * (units of one part) + tile, so the parts of one tile go to different CTAs
+// and run at the same time; no part waits for another (the last to finish adds them up).
+template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE, bool HALF_C = false, bool SPLIT_K = false>
 __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC,
-                                        float* __restrict__ C, int M, int N, int K)
+                                        void* __restrict__ Cout, int M, int N, int K,
+                                        float* __restrict__ partial = nullptr, int* __restrict__ flags = nullptr,
+                                        int splits = 1)
 {
+    static_assert(!HALF_C || TMA_STORE, "the FP16 epilogue is a TMA store");
+    static_assert(!SPLIT_K || (HALF_C && CLUSTER == 1 && PERSISTENT), "split-K: rung 14's epilogue, no cluster");
+    float* C = reinterpret_cast<float*>(Cout);
     unsigned char* smem = smem_base();
     unsigned char* sA = smem;                                  // HSTAGES x (128 rows x 64 k)
     unsigned char* sB = smem + HSTAGES * A_STAGE_BYTES;        // HSTAGES x 4 boxes of (64 k x 64 columns)
-    float* sC = reinterpret_cast<float*>(sB + HSTAGES * B_STAGE_BYTES);   // rung 13: 2 x 2 boxes of 64 x 32
+    float* sC = reinterpret_cast<float*>(sB + HSTAGES * B_STAGE_BYTES);   // rungs 13-15: 2 x 2 boxes of 8 KB
     u64* full = reinterpret_cast<u64*>(smem + HSTAGES * STAGE_BYTES + (TMA_STORE ? EPI_BYTES : 0));
     u64* empty = full + HSTAGES;                               // full[s]: stage s loaded; empty[s]: stage s free
 
     const int wg = threadIdx.x / 128;                          // 0: producer; 1, 2: consumers
     const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
     const int tiles_m = (M + HBM - 1) / HBM, tiles_n = (N + HBN - 1) / HBN, ktiles = (K + HBK - 1) / HBK;
-    const int units_m = (tiles_m + CLUSTER - 1) / CLUSTER, units = units_m * tiles_n;
+    const int units_m = (tiles_m + CLUSTER - 1) / CLUSTER, part_units = units_m * tiles_n;
+    const int parts = SPLIT_K ? splits : 1, units = part_units * parts;
+    const int kper = (ktiles + parts - 1) / parts;             // K-tiles per part (the last may have fewer)
     // the work units this CTA computes: t = first, first + step, ... (< units)
     int first, step;
     if (PERSISTENT) {
@@ -402,12 +440,13 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
             u32 phase = 0;
             for (int t = first; t < units; t += step) {
                 int tm, tn;
-                tile_of<ORDER, CLUSTER>(t, units_m, tiles_n, rank, tm, tn);
+                tile_of<ORDER, CLUSTER>(SPLIT_K ? t % part_units : t, units_m, tiles_n, rank, tm, tn);
+                const int k0 = SPLIT_K ? (t / part_units) * kper : 0, k1 = SPLIT_K ? min(ktiles, k0 + kper) : ktiles;
                 // a cluster's second tile can lie below M (M has an odd number of tiles): no A then
                 const bool a_in = tm * HBM < M;
                 const int nb = b_boxes_in(tn, N);
                 const u32 bytes = (a_in ? A_STAGE_BYTES : 0) + nb * B_BOX_BYTES;
-                for (int kt = 0; kt < ktiles; ++kt) {
+                for (int kt = k0; kt < k1; ++kt) {
                     mbar_wait(&empty[s], phase ^ 1);           // every consumer (of every CTA) freed stage s
                     mbar_expect_tx(&full[s], bytes);           // A, and all of B (rungs 12-13: half from the peer)
                     if (a_in) tma_load(sA + s * A_STAGE_BYTES, tmA, &full[s], kt * HBK, tm * HBM);
@@ -448,11 +487,13 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         };
         for (int t = first; t < units; t += step) {
             int tm, tn;
-            tile_of<ORDER, CLUSTER>(t, units_m, tiles_n, rank, tm, tn);
+            const int tile = SPLIT_K ? t % part_units : t, part = SPLIT_K ? t / part_units : 0;
+            tile_of<ORDER, CLUSTER>(tile, units_m, tiles_n, rank, tm, tn);
+            const int k0 = part * kper, k1 = SPLIT_K ? min(ktiles, k0 + kper) : ktiles;
 #pragma unroll
             for (int i = 0; i < 128; ++i) d[i] = 0.0f;
             int prev = -1;
-            for (int kt = 0; kt < ktiles; ++kt) {
+            for (int kt = k0; kt < k1; ++kt) {
                 mbar_wait(&full[s], phase);                    // TMA has delivered this stage
                 wgmma_fence();
                 mma_ktile(d, sA + s * A_STAGE_BYTES + cw * 64 * 128, sB + s * B_STAGE_BYTES);
@@ -463,37 +504,82 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 if (++s == HSTAGES) { s = 0; phase ^= 1; }
             }
             wgmma_wait<0>();
-            release(prev);
+            if (!SPLIT_K || prev >= 0) release(prev);          // (a part can be empty only under split-K)
+            if (SPLIT_K && parts > 1) {
+                // rung 15: every part stores its FP32 sums in its own slot of `partial`, in the accumulator's
+                // layout (register i of thread x at [i][x]: each warp's 32 floats are one 128-byte line, so
+                // no bounds apply), then counts itself in (a counter per 64-row slice of the tile). The
+                // part that arrives last adds all of them in part order, ((p0 + p1) + p2) + ..., whoever it
+                // is, so C does not depend on which part finished first; it writes C and resets the counter.
+                __shared__ int last_part[2];
+                const int slice = tile * 2 + cw;
+                const bool leader = threadIdx.x % 128 == 0;
+                const size_t slot = (size_t)128 * 128, lane_off = threadIdx.x % 128;
+                float* base = partial + (size_t)slice * parts * slot + lane_off;   // slot q at base + q * slot
+#pragma unroll
+                for (int i = 0; i < 128; ++i) __stcg(base + part * slot + i * 128, d[i]);
+                warpgroup_bar(1 + cw);                         // all 128 threads stored their share
+                if (leader) {
+                    __threadfence();                           // the stores, before the count
+                    last_part[cw] = atomicAdd(&flags[slice], 1) == parts - 1;
+                    if (last_part[cw]) __threadfence();        // ... and the others' stores, before our loads
+                }
+                warpgroup_bar(1 + cw);
+                if (!last_part[cw]) continue;                  // another part adds this tile up
+#pragma unroll
+                for (int i = 0; i < 128; ++i) d[i] = __ldcg(base + i * 128);        // part 0 (ours included:
+                for (int q = 1; q < parts; ++q) {                                    // its slot holds d)
+                    const float* src = base + q * slot;
+#pragma unroll
+                    for (int i = 0; i < 128; ++i) d[i] += __ldcg(src + i * 128);
+                }
+                if (leader) flags[slice] = 0;                   // ready for the next launch
+            }
             if (!TMA_STORE) {
                 store_slice(d, C, M, N, tm * HBM + cw * 64, tn * HBN);
             } else if (tm * HBM + cw * 64 < M) {               // (a slice below M has nothing to store)
-                // rung 13: 8 boxes of 64 rows x 32 columns, through two 8 KB buffers per warpgroup.
+                // rungs 13-15: boxes of 64 rows x 128 bytes, through two 8 KB buffers per warpgroup.
                 // A box row is 128 bytes, stored with the 128-byte swizzle the tensor map expects:
                 // 16-byte chunk q of row r sits at chunk q ^ (r % 8), so a warp's 8 rows of 32 bytes
                 // spread over all 32 banks instead of hitting the same 8.
                 const int warp = (threadIdx.x % 128) / 32, g = lane / 4, tq = lane % 4;
                 const bool leader = threadIdx.x % 128 == 0;
                 float* mine = sC + cw * 2 * (64 * EPI_COLS);
+                constexpr int box_cols = HALF_C ? EPI_HCOLS : EPI_COLS;
 #pragma unroll
-                for (int box = 0; box < HBN / EPI_COLS; ++box) {
-                    if (tn * HBN + box * EPI_COLS >= N) break;   // the rest of the slice lies right of C
+                for (int box = 0; box < HBN / box_cols; ++box) {
+                    if (tn * HBN + box * box_cols >= N) break;   // the rest of the slice lies right of C
                     float* buf = mine + (box & 1) * (64 * EPI_COLS);
+                    if (HALF_C) {
+                        // rungs 14-15: 64 FP16 columns = 8 chunks of 8; one stmatrix.x4 stores a 16 x 16
+                        // piece (8-column blocks j, j + 1, rows 0-7 and 8-15 of this warp's 16).
+                        const int m = lane / 8, r = warp * 16 + (m & 1) * 8 + lane % 8;
 #pragma unroll
-                    for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
-                        const int j = box * (EPI_COLS / 8) + jj;     // 8-column block of the slice
-                        const int q = 2 * jj + tq / 2;               // 16-byte chunk of the box row
+                        for (int p = 0; p < EPI_HCOLS / 16; ++p) {
+                            const int j = box * (EPI_HCOLS / 8) + 2 * p;     // 8-column block of the slice
+                            const int q = 2 * p + (m >> 1);                  // this lane's row chunk in the box
+                            stmatrix_x4(reinterpret_cast<unsigned char*>(buf) + r * 128 + ((q ^ (r & 7)) * 16),
+                                        pack_half2(d[4 * j], d[4 * j + 1]), pack_half2(d[4 * j + 2], d[4 * j + 3]),
+                                        pack_half2(d[4 * j + 4], d[4 * j + 5]), pack_half2(d[4 * j + 6], d[4 * j + 7]));
+                        }
+                    } else {
 #pragma unroll
-                        for (int h = 0; h < 2; ++h) {
-                            const int r = warp * 16 + g + 8 * h;
-                            store2(buf + r * EPI_COLS + ((q ^ (r & 7)) * 4) + (tq & 1) * 2, d[4 * j + 2 * h],
-                                   d[4 * j + 2 * h + 1]);
+                        for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
+                            const int j = box * (EPI_COLS / 8) + jj;     // 8-column block of the slice
+                            const int q = 2 * jj + tq / 2;               // 16-byte chunk of the box row
+#pragma unroll
+                            for (int h = 0; h < 2; ++h) {
+                                const int r = warp * 16 + g + 8 * h;
+                                store2(buf + r * EPI_COLS + ((q ^ (r & 7)) * 4) + (tq & 1) * 2, d[4 * j + 2 * h],
+                                       d[4 * j + 2 * h + 1]);
+                            }
                         }
                     }
                     fence_proxy_async();                       // my stores, visible to the copy engine
                     if (leader) bulk_wait_read0();             // the previous box's store has read its buffer
                     warpgroup_bar(1 + cw);                     // all 128 threads wrote this box
                     if (leader) {
-                        tma_store(tmC, buf, tn * HBN + box * EPI_COLS, tm * HBM + cw * 64);
+                        tma_store(tmC, buf, tn * HBN + box * box_cols, tm * HBM + cw * 64);
                         bulk_commit();
                     }
                 }
@@ -593,6 +679,53 @@ extern "C" __global__ void hopper_tma_store(const __grid_constant__ TensorMap tm
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ws_gemm<true, ORDER_GROUPED, CLUSTER_M, true>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 14 -- FP16 C.
+// Adds, over rung 13: C is written as FP16, what cupy.matmul on float16 writes (cuBLAS rounds its
+// FP32 accumulators once, at the end; so does this). Each pair of accumulators is rounded to
+// nearest and packed in one register (cvt.rn.f16x2.f32); stmatrix.x4 stores a warp's 16 x 16
+// piece into the swizzled buffer in one instruction (lane l names row l % 8 of matrix l / 8; the
+// registers already hold the rows in the accumulator's layout); a TMA store writes each box of
+// 64 rows x 64 FP16 columns (128 bytes, the same 8 KB buffers as rung 13). Half of rung 13's
+// bytes of C leave the SM, in half as many boxes.
+// Predicted: x1.03 over rung 13 (C is an eighth of the DRAM traffic at 4096 with FP32 C; half of
+// it saved, and fewer epilogue instructions between two tiles' mainloops).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_fp16_store(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_fp16_store(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, CLUSTER_M, true, true>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 15 -- split-K, for problems that do not fill the chip.
+// Adds, over rung 14: when a problem has fewer tiles than SMs (M = 128, N = 8192: 32 tiles of
+// 128 x 256 for 132 SMs), K is cut into `splits` parts and every (part, tile) is a work unit of
+// its own, so 4 x 32 = 128 CTAs work instead of 32. Each part stores its FP32 sums in a workspace
+// (`partial`) and counts itself in on the tile's counter (`flags`, atomicAdd after a fence); the
+// part that arrives last adds all parts in part order, ((p0 + p1) + p2) + ..., and writes FP16 C
+// as rung 14 does. The order of the adds is fixed, so C is the same at every launch, whichever
+// part finishes first. The host picks `splits` (helpers.kernels.split_k_plan): 1 for problems
+// that fill the chip, and then this is rung 14 without clusters (they pair tiles along M; the
+// problems split-K is for have one row of tiles).
+// Predicted: x0.98 over rung 14 where the chip is full (4096, 8192: no split, and no multicast);
+// at M = 128, N = K = 8192, x1.8 (4x the SMs at work, bounded by streaming B's 128 MB from DRAM).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) hopper_split_k(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K,
+    float* __restrict__ partial, int* __restrict__ flags, int splits);
+extern "C" __global__ void hopper_split_k(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K, float* __restrict__ partial, int* __restrict__ flags, int splits)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, 1, true, true, true>(&tmA, &tmB, &tmC, C, M, N, K, partial, flags, splits);
 #endif
 }
 

@@ -92,3 +92,49 @@ def test_gemm_of_an_isolated_rung_returns_numpy():
     B = helpers.random_matrix(40, 72, seed=2).astype(np.float16)
     C = helpers.gemm(r, A, B, pad=True)
     assert isinstance(C, np.ndarray) and C.shape == (96, 72) and r.check(C, A, B).passed
+
+
+SPLIT_SIZES = [(200, 600, 3000), (128, 8192, 2048), (136, 264, 1000)]    # 5, 4 and 2 parts of K
+
+
+def split_k_repeat(sizes) -> list[dict]:
+    """GPU (child process): rung 15 at each size, launched three times on the same inputs: every C checked
+    (float64 and the split-K model, every element), the three bit-identical (the parts are added in a fixed
+    order), and the flags back at zero after each launch (the last part resets them)."""
+    import cupy
+
+    from helpers.kernels import ALL_RUNGS, split_k_plan
+    from helpers.launch import launcher
+
+    r = ALL_RUNGS[15]
+    out = []
+    for i, (M, N, K) in enumerate(sizes):
+        A = cupy.asarray(helpers.random_matrix(M, K, seed=40 + i).astype(np.float16))
+        B = cupy.asarray(helpers.random_matrix(K, N, seed=60 + i).astype(np.float16))
+        run, C, _ = launcher(r, A, B)
+        flags = run.keep[-1]
+        got, zero = [], []
+        for _ in range(3):
+            C.fill(np.nan)
+            run()
+            cupy.cuda.get_current_stream().synchronize()
+            got.append(C.copy())
+            zero.append(int(cupy.count_nonzero(flags)) == 0)
+        chk = r.check(C, A, B, backend="GPU")
+        out.append({"size": [M, N, K], "splits": split_k_plan(M, N, K)[0], "passed": bool(chk.passed),
+                    "model": chk.model, "text": str(chk), "flags_reset": all(zero),
+                    "identical": all(bool(cupy.array_equal(got[0].view(cupy.uint16), g.view(cupy.uint16)))
+                                     for g in got[1:])})
+    return out
+
+
+@gpu
+def test_split_k_is_correct_deterministic_and_resets_its_flags():
+    r = HOPPER_RUNGS[15]
+    _runnable(r)
+    out = isolate.run_isolated("tests.test_gpu_hopper:split_k_repeat", [list(s) for s in SPLIT_SIZES])
+    assert isinstance(out, list), out.get("error")
+    assert [e["splits"] for e in out] == [5, 4, 2]
+    for e in out:
+        assert e["passed"] and e["model"] == "identical", e["text"]
+        assert e["identical"] and e["flags_reset"], e

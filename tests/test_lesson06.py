@@ -26,7 +26,7 @@ def test_lesson6_emulation_passes_the_check_at_odd_sizes():
         B = helpers.random_matrix(K_, N, seed=N).astype(np.float16)
         for r in K.HOPPER_RUNGS.values():
             C = helpers.gemm(r, A, B, pad=True)
-            assert C.shape == (M, N) and C.dtype == np.float32
+            assert C.shape == (M, N) and C.dtype == np.dtype(r.out_dtype)
             chk = r.check(C, A, B)
             assert chk.passed and chk.model == "identical", str(chk)
         lines = helpers.launch.verdicts(K.HOPPER_RUNGS.values(), A, B)
@@ -61,8 +61,11 @@ def _rows():
         tf = 400.0
         for k, r in K.hopper_ladder().items():
             tf *= 1.0 if k == 7 else r.predicted_gain
+            c32 = cub * 0.96                                   # cuBLAS writing FP32 C: a little slower
+            same = c32 if r.out_dtype == "float32" else cub
             rows.append({"rung": k, "kernel": r.name, "idea": r.idea, "predicted": r.predicted_gain, "m": n, "n": n,
-                         "k": n, "tflops": tf, "frac_cublas": tf / cub, "frac_peak": tf / 989.4, "passed": True})
+                         "k": n, "tflops": tf, "frac_cublas": tf / same, "frac_peak": tf / 989.4, "passed": True,
+                         "c_dtype": r.out_dtype, "cublas_fp16c_tflops": cub, "cublas_fp32c_tflops": c32})
     return rows
 
 
@@ -73,12 +76,21 @@ def test_hopper_experiment_is_registered_and_reads_its_rows():
     assert REGISTRY["hopper"] is H.hopper
     rows = _rows()
     g = H.gains(rows, 4096)
-    assert [x["rung"] for x in g] == [7, 8, 9, 10, 11, 12, 13] and g[0]["verdict"] == "-"
+    assert [x["rung"] for x in g] == [7, 8, 9, 10, 11, 12, 13, 14, 15] and g[0]["verdict"] == "-"
     assert all(x["verdict"] == "as predicted" and x["direction"] is None for x in g[1:])   # no spread: the median
-    lines = H.targets(rows)
-    assert lines[0].startswith("n = 4096: best rung 13 (hopper_tma_store) at ") and lines[0].endswith("met")
+    t = H.targets(rows)
+    assert [(x["shape"], x["C"]) for x in t[:4]] == [("4096x4096x4096", "FP16"), ("4096x4096x4096", "FP32"),
+                                                     ("8192x8192x8192", "FP16"), ("8192x8192x8192", "FP32")]
+    x16, x32 = t[0], t[1]                                      # like for like: each C type against its own cuBLAS
+    assert x16["rung"] == 14 and x32["rung"] == 13
+    chain = {k: r["tflops"] for k, r in ((r["rung"], r) for r in rows if r["m"] == 4096)}
+    assert x16["ratio"] == pytest.approx(chain[14] / 750.0) and x32["ratio"] == pytest.approx(chain[13] / 720.0)
+    assert x16["met"] is (x16["ratio"] >= 1.0) and (x16["short"] is None) == x16["met"]
+    assert all(x["rung"] is None and x["met"] is None for x in t if x["shape"] == "2048x2048x2048")   # not timed
     t = H.shape_table(rows, shapes=((4096, 4096, 4096), (8192, 28672, 4096)))
-    assert t[0]["rung"] == 13 and t[1]["rung"] is None and t[0]["shape"] == "4096x4096x4096"
+    assert t[0]["rung_fp32c"] == 13 and t[0]["rung_fp16c"] == 14 and t[1]["rung_fp16c"] is None
+    assert t[0]["cublas_fp16c"] == 750.0 and t[0]["cublas_fp32c"] == pytest.approx(720.0)
+    assert t[0]["shape"] == "4096x4096x4096"
     assert set(H.MISS_NOTES) == set(K.HOPPER_RUNGS) and all(set(v) == {"better", "worse"} for v in H.MISS_NOTES.values())
     assert H.TIMED[:4] == tuple((n, n, n) for n in (2048, 4096, 6144, 8192)) and (128, 8192, 8192) in H.TIMED
     for M, N, K_ in H.ODD_SIZES:
@@ -141,7 +153,7 @@ def test_hopper_try_reports_failures_wrong_results_and_the_table(monkeypatch, tm
     assert "FAILED rung 10 (hopper_persistent): its child process did not return" in said
     assert "FAILED rung 12 (hopper_cluster) at 4096x4096x4096" in said and "IllegalAddress" in said
     assert "4096x4096x4096: 580.0 TFLOP/s" in said                        # rung 8
-    assert "target at 4096^3: 0.90x cuBLAS; best correct rung 13: 0.700x -> missed" in said
+    assert "target at 4096x4096x4096: 1.00x cuBLAS; best correct rung 15: 0.700x -> missed" in said
     assert "PROBLEM rung 10 (hopper_persistent)" in said
     log = json.loads(out.read_text())
     assert log["gpu"]["name"] == "NVIDIA H200" and set(log["rungs"]) == {str(k) for k in K.hopper_ladder()}

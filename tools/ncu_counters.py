@@ -106,20 +106,27 @@ def targets() -> dict[str, dict]:
     for r in ALL_RUNGS.values():
         out[f"rung{r.rung}"] = {"kernel": r.name, "lesson": r.lesson, "what": f"rung {r.rung}: {r.idea}",
                                 "rung": r.rung}
+    from helpers.fp8_gemm import FP8_KERNELS
+
+    for k in FP8_KERNELS.values():                # lesson 7's wgmma kernels (FP8 E4M3 inputs)
+        if k.wgmma:
+            out[k.name] = {"kernel": k.name, "lesson": 7, "what": k.what, "fp8": True}
     return out
 
 
-def launch(target: str, n: int) -> None:
-    """One launch of `target` at n^3 (what ncu profiles); the other kernels it runs have other names."""
+def launch(target: str, n) -> None:
+    """One launch of `target` at n^3, or at n = (M, N, K) (what ncu profiles); the other kernels it runs have
+    other names."""
     import cupy
 
     from helpers.device import require_gpu
 
     require_gpu("tools/ncu_counters.py launch")
     t = targets()[target]
+    M, N, K = (n, n, n) if isinstance(n, int) else tuple(n)
     rng = np.random.default_rng(4096)
-    A = rng.standard_normal((n, n)).astype(np.float32)
-    B = rng.standard_normal((n, n)).astype(np.float32)
+    A = rng.standard_normal((M, K)).astype(np.float32)
+    B = rng.standard_normal((K, N)).astype(np.float32)
     if t["lesson"] == 1:
         from helpers.compile import get_kernel
         from helpers.experiments.baseline import NAIVE, fp32_launcher, tiled_kernel
@@ -129,6 +136,10 @@ def launch(target: str, n: int) -> None:
                                    tile=t["tile"])
         else:
             run, _ = fp32_launcher(get_kernel(*NAIVE), cupy.asarray(A), cupy.asarray(B), tuple(t["block"]))
+    elif t.get("fp8"):
+        from helpers.fp8_gemm import encode_e4m3, launcher as fp8_launcher
+
+        run, _ = fp8_launcher(t["kernel"], cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())))
     else:
         from helpers.kernels import ALL_RUNGS
         from helpers.launch import launcher
@@ -137,7 +148,7 @@ def launch(target: str, n: int) -> None:
         run, _, _ = launcher(r, cupy.asarray(A.astype(r.in_dtype)), cupy.asarray(B.astype(r.in_dtype)), pad=True)
     run()
     cupy.cuda.runtime.deviceSynchronize()
-    print(f"launched {t['kernel']} ({t['what']}) at {n}^3", flush=True)
+    print(f"launched {t['kernel']} ({t['what']}) at {M}x{N}x{K}", flush=True)
 
 
 # --------------------------------------------------------------------------- running ncu
@@ -190,7 +201,11 @@ def number(value: str):
         return None
 
 
-def profile(ncu: str, py: str, target: str, kernel: str, metrics: list[str], n: int, timeout: int, log) -> dict:
+def _shape3(n) -> list:
+    return [n] * 3 if isinstance(n, int) else list(n)
+
+
+def profile(ncu: str, py: str, target: str, kernel: str, metrics: list[str], n, timeout: int, log) -> dict:
     """One ncu run of one target; returns {'values': {metric: number or None}, 'units', 'kernel_name'} or
     {'error': ...}."""
     REPORTS.mkdir(parents=True, exist_ok=True)
@@ -198,7 +213,7 @@ def profile(ncu: str, py: str, target: str, kernel: str, metrics: list[str], n: 
     (REPORTS / f"{target}.ncu-rep").unlink(missing_ok=True)
     cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name", kernel,
            "--launch-count", "1", "--metrics", ",".join(metrics), "--force-overwrite", "--export", str(rep),
-           py, str(Path(__file__).resolve()), "launch", target, "--size", str(n)]
+           py, str(Path(__file__).resolve()), "launch", target, "--shape", *map(str, _shape3(n))]
     env = dict(os.environ, COURSE_DEVICE="gpu")
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
@@ -276,16 +291,19 @@ def main(argv=None) -> int:
     ap.add_argument("command", nargs="?", default="profile", choices=["profile", "list", "launch", "gpu"])
     ap.add_argument("target", nargs="?")
     ap.add_argument("--size", type=int, default=4096, help="M = N = K (default 4096)")
+    ap.add_argument("--shape", type=int, nargs=3, default=None, metavar=("M", "N", "K"),
+                    help="a product that is not square (instead of --size)")
     ap.add_argument("--out", default=str(ROOT / "results"))
     ap.add_argument("--only", nargs="+", default=None, metavar="TARGET", help="profile only these targets")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per ncu run (default 600)")
     args = ap.parse_args(argv)
+    shape = list(args.shape) if args.shape else [args.size] * 3
     if args.command == "list":
         for tid, t in targets().items():
             print(f"{tid:<16} {t['kernel']:<20} lesson {t['lesson']}: {t['what']}")
         return 0
     if args.command == "launch":
-        launch(args.target, args.size)
+        launch(args.target, shape)
         return 0
     if args.command == "gpu":
         print("JSON" + json.dumps(gpu_info()))
@@ -295,6 +313,8 @@ def main(argv=None) -> int:
 
 def run(args, argv) -> int:
     from helpers.kernels import ALL_RUNGS as RUNGS
+
+    shape = list(args.shape) if args.shape else [args.size] * 3
 
     p = subprocess.run([sys.executable, str(Path(__file__).resolve()), "gpu"], capture_output=True, text=True,
                        env=dict(os.environ, COURSE_DEVICE="gpu"), cwd=ROOT, timeout=300)
@@ -308,7 +328,8 @@ def run(args, argv) -> int:
         print("ncu (Nsight Compute) not found: looked at $NCU, PATH and /usr/local/cuda/bin", file=sys.stderr)
         return 2
     version = ncu_version(ncu)
-    print(f"Nsight Compute: {ncu} ({version}); GPU {gpu['name']} ({gpu['sm']}); size {args.size}^3", flush=True)
+    print(f"Nsight Compute: {ncu} ({version}); GPU {gpu['name']} ({gpu['sm']}); size {'x'.join(map(str, shape))}",
+          flush=True)
     REPORTS.mkdir(parents=True, exist_ok=True)
     raw_log = open(REPORTS / "ncu.log", "w")
 
@@ -348,7 +369,7 @@ def run(args, argv) -> int:
             "ncu": version,
             "command": "python tools/ncu_counters.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "ncu_options": "--clock-control none --launch-count 1 --kernel-name <kernel> (kernel replay)",
-            "size": [args.size] * 3,
+            "size": shape,
             "metrics": {**METRICS, **{f"stall_{r}": stall_metric(r) for r in STALLS}},
             "not_collected": not_collected,
             "kernels": rows,
@@ -359,9 +380,9 @@ def run(args, argv) -> int:
 
     for tid, t in todo.items():
         t0 = time.time()
-        res = (profile(ncu, sys.executable, tid, t["kernel"], known, args.size, args.timeout, log) if known
+        res = (profile(ncu, sys.executable, tid, t["kernel"], known, shape, args.timeout, log) if known
                else {"error": canary.get("error", "no metric could be collected")})
-        entry = {"target": tid, **t, "size": [args.size] * 3, "seconds": round(time.time() - t0, 1)}
+        entry = {"target": tid, **t, "size": shape, "seconds": round(time.time() - t0, 1)}
         if "error" in res:
             entry["error"] = res["error"]
             failed.append(tid)
@@ -371,13 +392,13 @@ def run(args, argv) -> int:
             if "rung" in t:
                 from helpers.analysis import traffic_bytes
 
-                entry["model_requested_bytes"] = traffic_bytes(RUNGS[t["rung"]], args.size, args.size, args.size)
+                entry["model_requested_bytes"] = traffic_bytes(RUNGS[t["rung"]], *shape)
         rows.append(entry)
         print(f"  {tid:<16} {'FAILED: ' + entry['error'][:200] if 'error' in entry else 'ok'} "
               f"({entry['seconds']} s)", flush=True)
         write(rows, unknown)                    # after every target: a run cut short keeps what it profiled
     for tid, why in skipped.items():
-        rows.append({"target": tid, **targets()[tid], "size": [args.size] * 3, "skipped": why})
+        rows.append({"target": tid, **targets()[tid], "size": shape, "skipped": why})
     # not collected: names this ncu refused, and names it accepted but gave no value for, on every kernel
     not_collected = unknown + [m for m in known if values and all(v.get(m) is None for v in values.values())]
     if not values:

@@ -174,7 +174,7 @@ def cublas_row(A, B, peak) -> dict:
     chk = cub.check(Cc, A, B, backend="GPU")
     tf = gemm_flops(M, N, K) / (t.median_ms * 1e-3) / 1e12
     return {"rung": 0, "kernel": "cublas_fp16", "idea": "cuBLAS (cupy.matmul float16)", "predicted": None,
-            "m": M, "n": N, "k": K, "median_ms": round(t.median_ms, 6), "tflops": round(tf, 4),
+            "m": M, "n": N, "k": K, "c_dtype": "float16", "median_ms": round(t.median_ms, 6), "tflops": round(tf, 4),
             "frac_cublas": 1.0, "frac_peak": round(tf / peak, 4) if peak else None, **(t.clocks or {}),
             "rel_err": float(f"{chk.rel_err:.4g}"), "passed": bool(chk.passed),
             "regs": None, "smem": None, "spills": None}
