@@ -218,3 +218,44 @@ def swizzle_128b(rows: int = 8, chunks: int = 8) -> list[list[int]]:
     """The 128-byte swizzle of TMA (CU_TENSOR_MAP_SWIZZLE_128B): position[r][q] is where 16-byte chunk q
     of row r of a 128-byte-wide tile is stored in that row, q XOR (r mod 8)."""
     return [[q ^ (r % 8) for q in range(chunks)] for r in range(rows)]
+
+
+def stmatrix_pieces() -> list[list[tuple[int, int]]]:
+    """Replays rung 14's epilogue (kernels/hopper_sm90a.cu, ws_gemm with HALF_C) in Python: for each lane of a
+    warp, the (row, col) of the warp's 16 x 16 piece of C that each of its 8 FP16 values lands on after one
+    stmatrix.x4, in register order (register i = 8 x 8 matrix i, low half first). The kernel packs
+    d[4j], d[4j+1] into register 0, d[4j+2], d[4j+3] into 1, d[4j+4], d[4j+5] into 2, d[4j+6], d[4j+7] into 3,
+    and lane l names row l % 8 of matrix m = l / 8 at piece row (m & 1) * 8 + l % 8, column block m >> 1;
+    stmatrix (PTX ISA) stores register i of lane l at row l / 4, columns 2 (l % 4), +1 of matrix i."""
+    def origin(m):                                 # where 8 x 8 matrix m starts in the piece (the address lanes)
+        return (m & 1) * 8, (m >> 1) * 8
+
+    out = []
+    for lane in range(32):
+        cells = []
+        for i in range(4):
+            r0, c0 = origin(i)
+            cells += [(r0 + lane // 4, c0 + 2 * (lane % 4) + h) for h in range(2)]
+        out.append(cells)
+    return out
+
+
+def accumulator_owner(row: int, col: int) -> int:
+    """The lane whose wgmma accumulators hold element (row, col) of a warp's 16-row slice (PTX ISA, wgmma D
+    fragments: lane g * 4 + t holds rows g and g + 8, columns 8 j + 2 t and + 1)."""
+    return (row % 8) * 4 + (col % 8) // 2
+
+
+def split_k_units(M: int, N: int, K: int, ctas: int, splits: int, bm: int = 128, bn: int = 256) -> list[list]:
+    """Lesson 6, rungs 14-15: what each CTA of a persistent grid of `ctas` multiplies for an M x N x K product
+    cut into `splits` parts of K (helpers.kernels.split_k_plan's; 1: no split): per CTA, a list of
+    (tile, k0, k1) in the order it takes them (work unit t = part * tiles + tile, CTA c takes c, c + ctas, ...,
+    as ws_gemm's scheduler does; K-tiles of 64)."""
+    tiles = -(-M // bm) * -(-N // bn)
+    ktiles = -(-K // 64)
+    per = -(-ktiles // splits)
+    out = [[] for _ in range(ctas)]
+    for t in range(tiles * splits):
+        part, tile = divmod(t, tiles)
+        out[t % ctas].append((tile, part * per * 64, min(K, (part + 1) * per * 64)))
+    return out

@@ -54,7 +54,10 @@ FP8_KERNELS = {k.name: k for k in [
     Fp8Kernel("fp8_wgmma", "fp8_sm90a.cu", 256, 0, (9, 0), "wgmma m64n256k32, 128 x 256 tiles (lesson 6's rung 11)"),
     Fp8Kernel("fp8_wgmma_n128", "fp8_sm90a.cu", 128, 0, (9, 0), "the same with 128 x 128 tiles"),
 ] + [Fp8Kernel(f"fp8_promote_{nc}", "fp8_sm90a.cu", 128, nc, (9, 0),
-               f"128 x 128 tiles, partial sums promoted to FP32 every {nc} products") for nc in (32, 64, 128, 256, 512)]}
+               f"128 x 128 tiles, partial sums promoted to FP32 every {nc} products") for nc in (32, 64, 128, 256, 512)]
+  + [Fp8Kernel("fp8_promote_pingpong", "fp8_sm90a.cu", 128, 128, (9, 0),
+               "fp8_promote_128 with the consumer warpgroups taking turns: one promotes while the other's "
+               "wgmmas run")]}
 PROMOTE_NC = (32, 64, 128, 256, 512)
 
 

@@ -183,7 +183,13 @@ def counters_beside(entries: list[dict], metrics: dict, *, source: str, tick_fon
     size of the rung labels under the bars (smaller, so that 7 two-digit rungs do not run together)."""
     apply_style()
     panels = [("tflops", "TFLOP/s")] + list(metrics.items())
-    fig, axes = plt.subplots(1, len(panels), figsize=(12, 4.6))
+    # more than 7 rungs: two rows of panels, each wide enough for its two-digit labels
+    rows = 1 if len(entries) <= 7 else 2
+    cols = -(-len(panels) // rows)
+    fig, axes = plt.subplots(rows, cols, figsize=(12, 4.6 * rows), squeeze=False)
+    axes = axes.ravel()
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
     labels = [str(e["rung"]) for e in entries]
     for j, (ax, (key, label)) in enumerate(zip(axes, panels)):
         vals = [e.get(key) if key == "tflops" else e["counters"].get(key) for e in entries]
@@ -643,7 +649,8 @@ def separate_point_labels(ax, *, edge_dex: float = 0.35, close_dex: float = 0.1,
             lo.xyann, hi.xyann = (lo.xyann[0], -12), (hi.xyann[0], 8)
 
 
-def fragment_owners(frags, *, title: str = ""):
+def fragment_owners(frags, *, title: str = "", xlabel: str = "column (k)", ylabel: str = "row (m)",
+                    legend: str = "a{lo}, a{hi}: 8 x 8 matrix {i}"):
     """Lesson 5, rung 6: which lane of the warp holds each element of a 16 x 16 fragment after ldmatrix.x4
     (frags: helpers.analysis.ldmatrix_fragments("a"), lane -> its (row, col) elements in PTX order a0..a7).
     Each cell is labelled with its lane; the colour is the 8 x 8 matrix (one ldmatrix register, a0-a1,
@@ -665,10 +672,10 @@ def fragment_owners(frags, *, title: str = ""):
     ax.set_ylim(n, 0)
     ax.set_xticks(np.arange(m) + 0.5, [str(c) for c in range(m)], fontsize=9)
     ax.set_yticks(np.arange(n) + 0.5, [str(r) for r in range(n)], fontsize=9)
-    ax.set_xlabel("column (k)")
-    ax.set_ylabel("row (m)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.grid(False)
-    handles = [matplotlib.patches.Patch(color=COLORS[i], alpha=0.55, label=f"a{2 * i}, a{2 * i + 1}: 8 x 8 matrix {i}")
+    handles = [matplotlib.patches.Patch(color=COLORS[i], alpha=0.55, label=legend.format(lo=2 * i, hi=2 * i + 1, i=i))
                for i in range(int(reg.max()) + 1)]
     _legend_beside(ax, handles=handles, fontsize=10)
     ax.set_title(title or "the A fragment after ldmatrix.x4: the lane that holds each element (4 lanes per row, "
@@ -708,5 +715,29 @@ def register_split(*, entry: int, threads: int, producer: int, consumer: int, wa
     ax.set_title(f"rung 9's registers: {threads} threads x {entry} = {pool} at launch;\nafter setmaxnreg "
                  f"{producer} x {warpgroup} + {consumer} x {(groups - 1) * warpgroup} = "
                  f"{producer * warpgroup + consumer * (groups - 1) * warpgroup}", loc="left", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def split_k_units(grids: dict, *, K: int, title: str = ""):
+    """Lesson 6, rungs 14-15: one panel per launch ({label: helpers.analysis.split_k_units(...)}): for each CTA
+    (x) the K range it multiplies (y), one bar per work unit, coloured by its tile. Idle CTAs stay empty. A
+    replay of the scheduler, not a measurement."""
+    apply_style()
+    fig, axes = plt.subplots(len(grids), 1, figsize=(11, 2.4 * len(grids)), sharex=True, squeeze=False)
+    for ax, (label, units) in zip(axes[:, 0], grids.items()):
+        busy = sum(1 for u in units if u)
+        for c, work in enumerate(units):
+            for tile, k0, k1 in work:
+                ax.add_patch(matplotlib.patches.Rectangle((c, k0), 0.9, k1 - k0, facecolor=COLORS[tile % len(COLORS)],
+                                                          edgecolor="none", alpha=0.8))
+        ax.set_xlim(0, len(units))
+        ax.set_ylim(K, 0)
+        ax.set_ylabel("K")
+        ax.set_title(f"{label}: {busy} of {len(units)} CTAs busy", loc="left", fontsize=11)
+        ax.grid(False)
+    axes[-1, 0].set_xlabel("CTA (one per SM); colour: the output tile it works on")
+    if title:
+        fig.suptitle(title, x=0.01, ha="left", fontsize=12)
     fig.tight_layout()
     return fig

@@ -20,6 +20,9 @@
 //   fp8_wgmma_n128   block tile 128 x 128, no promotion (the same tile as the promoting kernels)
 //   fp8_promote_NC   block tile 128 x 128, promotion every NC = 32, 64, 128, 256, 512 products
 //                    (128 x 256 would need 128 + 128 accumulator registers per thread)
+//   fp8_promote_pingpong  promotion every 128 products, overlapped with the Tensor Cores: the two
+//                    consumer warpgroups issue their wgmmas in turn, so one adds its partial sum to its
+//                    total while the other's wgmmas run (the same sums as fp8_promote_128, bit for bit)
 //
 // Contract: A: M x K row-major E4M3 (TMA map, box 128 rows x 128 bytes, 128-byte swizzle);
 // Bt: N x K row-major E4M3 (TMA map, box BN rows x 128 bytes); C: M x N row-major float.
@@ -114,7 +117,10 @@ __device__ __forceinline__ void store_slice(const float (&d)[BN / 2], float* C, 
 
 // The FP8 GEMM: lesson 6's rung 11 with FP8 wgmma. BN: block tile columns (256 or 128);
 // NC: 0 = the Tensor Cores accumulate all of K; else promotion to FP32 every NC products.
-template <int BN, int NC>
+// OVERLAP (NC = 128): the two consumer warpgroups take turns issuing, so that one's promotion runs while
+// the other's wgmmas are in flight. (Two accumulator sets in one warpgroup instead would need 64 + 64 +
+// 64 registers a thread for the sets and the total: 192, more than the 168 ptxas allocates here.)
+template <int BN, int NC, bool OVERLAP = false>
 __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* tmB, float* __restrict__ C,
                                          int M, int N, int K)
 {
@@ -124,6 +130,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
     constexpr int PSTAGES = EVERY >= KSTEPS ? EVERY / KSTEPS : 1; // NC >= 128: stages per promotion
     static_assert(NC == 0 || (NC % 32 == 0 && (EVERY <= KSTEPS ? KSTEPS % EVERY == 0 : EVERY % KSTEPS == 0)),
                   "NC: a multiple of 32 that divides, or is divided by, the 128 of a stage");
+    static_assert(!OVERLAP || (NC == F8_BK && BN == 128), "the overlapped promotion: every stage, 128 x 128 tiles");
     unsigned char* smem = smem_base();
     u64* full = reinterpret_cast<u64*>(smem + F8_STAGES * STAGE);
     u64* empty = full + F8_STAGES;
@@ -165,6 +172,49 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                 }
             }
         }
+    } else if (OVERLAP) {                                      // ---------------- consumers, taking turns
+        // fp8_promote_128's loop, with the two consumer warpgroups issuing their wgmmas in turn: warpgroup
+        // 1 issues stage s only after warpgroup 0 has, and warpgroup 0 issues stage s + 1 only after
+        // warpgroup 1 has issued s (two named barriers, ids 3 and 4, of 256 threads: one side arrives,
+        // the other waits). The Tensor Cores then run 0's group, 1's group, 0's next, ...: while one
+        // warpgroup adds its partial sum to its total, the other's wgmmas keep the Tensor Cores busy.
+        regs_inc<232>();
+        const int cw = wg - 1, lane = threadIdx.x % 32;
+        int s = 0;
+        u32 phase = 0;
+        bool first_turn = true;
+        float d[NREG], total[NREG];
+        auto release = [&](int stage) { if (lane == 0) mbar_arrive(&empty[stage]); };
+        auto my_turn = [&]() {                                 // wait until the other warpgroup has issued
+            if (cw == 0 && first_turn) { first_turn = false; return; }
+            asm volatile("bar.sync %0, 256;\n" :: "r"(cw == 0 ? 3 : 4) : "memory");
+        };
+        auto your_turn = [&]() { asm volatile("bar.arrive %0, 256;\n" :: "r"(cw == 0 ? 4 : 3) : "memory"); };
+        for (int t = blockIdx.x; t < units; t += gridDim.x) {
+            int tm, tn;
+            tile_of(t, tm, tn);
+#pragma unroll
+            for (int i = 0; i < NREG; ++i) total[i] = 0.0f;
+            for (int kt = 0; kt < ktiles; ++kt) {
+                mbar_wait(&full[s], phase);
+                const unsigned char* a = smem + s * STAGE + cw * 64 * F8_BK;
+                const unsigned char* b = smem + s * STAGE + F8_A_BYTES;
+                my_turn();
+                wgmma_fence();
+#pragma unroll
+                for (int ks = 0; ks < KSTEPS; ++ks)            // one promotion period: from zero
+                    wgmma_e4m3(d, desc_kmajor(a + ks * 32), desc_kmajor(b + ks * 32), ks != 0);
+                wgmma_commit();
+                your_turn();
+                wgmma_wait<0>();
+                release(s);                                    // the stage first: the producer refills it
+#pragma unroll
+                for (int i = 0; i < NREG; ++i) total[i] += d[i];    // ... while the other's wgmmas run
+                if (++s == F8_STAGES) { s = 0; phase ^= 1; }
+            }
+            store_slice<BN>(total, C, M, N, tm * F8_BM + cw * 64, tn * BN);
+        }
+        if (cw == 0 && !first_turn) asm volatile("bar.sync 3, 256;\n" ::: "memory");   // warpgroup 1's last arrive
     } else {                                                   // ---------------- consumers
         regs_inc<232>();
         const int cw = wg - 1, lane = threadIdx.x % 32;
@@ -281,6 +331,15 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_128(cons
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     fp8_gemm<128, 128>(&tmA, &tmB, C, M, N, K);
+#endif
+}
+
+// Promotion every 128 products, the two consumer warpgroups taking turns at the Tensor Cores.
+extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_pingpong(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fp8_gemm<128, 128, true>(&tmA, &tmB, C, M, N, K);
 #endif
 }
 

@@ -574,6 +574,16 @@ print(ex.record_lines(5, "STAGES"))
 # - The clock is part of every number: cuBLAS's 8192 dip in this record is the power cap, not the library.
 # - Between rung 7 and cuBLAS (lesson 06): a producer warpgroup feeding consumer warpgroups
 #   (`setmaxnreg`), clusters with TMA multicast, a persistent grid in an L2-friendly tile order.
+# - How the predictions fared in the H200's record, judged against the spread of the timings: where
+#   that spread is a fraction of a percent, a predicted gain must be nearly exact to count.
+
+# %% slideshow={"slide_type": "-"}
+for n in L.TIMED_SIZES:
+    v = [g["verdict"] for g in L.gains(rec.meta["experiments"]["ladder"], n)[1:]]
+    print(f"n = {n}: of {len(v)} predicted gains, {v.count('as predicted')} as predicted, "
+          f"{sum(x.startswith('missed') for x in v)} missed, {sum(x.startswith('unresolved') for x in v)} unresolved")
+    w = [r["p90_ms"] / r["p10_ms"] - 1 for r in L.timed_rows(rec.meta["experiments"]["ladder"], n) if r.get("p10_ms")]
+    print(f"         the p10-p90 spread of one timing: {min(w):.1%} to {max(w):.1%} (median {np.median(w):.1%})")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix: details behind the main slides

@@ -21,11 +21,10 @@
 # # Tensor Cores, WMMA and mixed precision
 # ## 07 · FP8 on Hopper, measured rather than assumed
 #
-# Hopper's Tensor Cores multiply 8-bit floating-point numbers at twice the FP16 rate. Eight bits
-# leave little room: FP8 comes in two formats that split them differently between range and
-# precision, a conversion has to decide what to do with numbers too large to fit, and the data must be
-# scaled into the format's narrow window. This lesson takes each of these apart with numpy before the
-# GPU multiplies anything.
+# Hopper's Tensor Cores multiply 8-bit floating-point numbers at twice the FP16 rate. FP8 comes in two
+# formats that split eight bits differently between range and precision, a conversion must decide what
+# to do with numbers too large to fit, and data must be scaled into the narrow window. This lesson takes
+# each apart with numpy before the GPU multiplies anything.
 #
 # *No GPU? Every cell runs: the formats come from `ml_dtypes`, and GPU numbers are the ones recorded
 # on an NVIDIA H200, labelled as such.*
@@ -63,18 +62,15 @@ else:
           "the kernel:", "pip install -e /path/to/a/clone/of/the/course")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The first half of the lesson needs no GPU at all: formats, conversion, scaling. Every number printed
-# comes from ml_dtypes (finfo, and the 256 bit patterns of each format decoded by numpy).
+# The first half needs no GPU: formats, conversion and scaling, every number from ml_dtypes.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What you will learn
 #
 # - read E4M3 and E5M2 from their bits: range, unit roundoff, subnormals, special values;
-# - what a conversion does with a number too large for the format, in numpy and on the GPU;
-# - why FP8 data is scaled, and why per-tensor scales lose small values beside outliers while
-#   1x128 tiles and 128x128 blocks keep them;
-# - why such scales force the sum out of the Tensor Core, and the kernel loop that does it:
-#   promotion to FP32 every $N_C$ products;
+# - what a conversion does with a number too large for it, in numpy and on the GPU;
+# - why FP8 data is scaled, and why 1x128 tiles keep the small values per-tensor scales lose;
+# - why such scales force the sum out of the Tensor Core: promotion to FP32 every $N_C$ products;
 # - what is known about training with FP8.
 
 # %% slideshow={"slide_type": "-"}
@@ -92,8 +88,7 @@ print("recorded data:", rec.label)
 env = helpers.summary()
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Two sources of numbers, as in the earlier lessons: `rec` is the record committed with the course,
-# and the environment summary says which backend runs here (it differs from machine to machine).
+# `rec` is the record committed with the course; the summary says which backend runs here.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Two 8-bit formats
@@ -131,10 +126,8 @@ helpers.display.table(fp8.facts_table(), ["format", "bias", "max", "ieee max", "
                        "finite patterns", "subnormals > 0", "inf?", "NaN patterns"], fmt={"binades": ".1f"})
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# "fn" in float8_e4m3fn means finite (no infinity) with NaN. E4M3's finite patterns include +0 and
-# -0; the others come in pairs of opposite sign. The binades column is log2(max / smallest subnormal):
-# E4M3 covers under 18 powers of two, E5M2 about 32. FP16 spans more by the same count: it has E5M2's
-# normal range, and 8 more fraction bits reach further into the subnormals (the first table's ranges).
+# "fn" in float8_e4m3fn: finite, no infinity. Binades = log2(max / smallest subnormal): under 18 for
+# E4M3, about 32 for E5M2.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Every positive FP8 number
@@ -143,9 +136,8 @@ helpers.display.table(fp8.facts_table(), ["format", "bias", "max", "ieee max", "
 fig = fp8.plot_values()
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Each tick is one representable number. Normal numbers have a fixed count per power of two (8 for E4M3,
-# 4 for E5M2); the grey subnormals below the smallest normal are evenly spaced and have fewer significant
-# bits the smaller they get. The shaded region is where the two kinds of conversion disagree (next slides).
+# Each tick is one number: 8 per power of two for E4M3, 4 for E5M2; the grey subnormals are evenly
+# spaced. Shaded: where the two conversions disagree (next slides).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Special values, bit by bit
@@ -184,8 +176,8 @@ helpers.display.table(fp8.overflow_rows(probe), cols, fmt={"x": ".17g"})
 # - Infinity and NaN inputs: E4M3 turns infinity into NaN too.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The midpoints printed in the first column are computed (fp8.facts: max + half the spacing below it),
-# and the cast results are what ml_dtypes returned on this machine, not what a specification says.
+# The midpoints are computed (max + half the spacing below it); the casts are what ml_dtypes returned
+# here.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### On the GPU: `cvt.rn.satfinite` saturates
@@ -223,18 +215,17 @@ fig = fp8.plot_overflow()
 # that converts with `astype` disagrees with a kernel exactly where values overflow.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The saturating behaviour is the PTX ISA's definition of .satfinite (cvt instruction), and the
-# recorded experiment fp8_convert checked it on the H200 byte for byte. Inside the format's range both
-# conversions round to nearest, ties to even, and agree bit for bit (the midpoints in the test are the ties).
+# Saturation is the PTX ISA's .satfinite, checked byte for byte on the H200 (fp8_convert); inside the
+# range both conversions round to nearest even.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Scaling: moving the data into the window
 #
-# E4M3 spans under 18 powers of two, subnormals included (the binades column above). Data far from
-# that window loses its bits: values of
-# order $10^{-3}$ (gradients often are), cast as they are, land among the subnormals or on zero. The remedy is a **scale**:
-# multiply by $s = \text{max} / \text{amax}$ before the cast, so that the largest magnitude (amax)
-# lands on 448, and divide by $s$ afterwards (a GEMM multiplies its result by $1/s$ of each operand).
+# E4M3 spans under 18 powers of two, subnormals included (the binades column above). Values of order
+# $10^{-3}$ (gradients often are), cast as they are, land among the subnormals or on zero. The remedy
+# is a **scale**: multiply by $s = \text{max} / \text{amax}$ before the cast, so that the largest
+# magnitude (amax) lands on 448, and divide by $s$ afterwards (a GEMM multiplies its result by $1/s$ of
+# each operand).
 
 # %% slideshow={"slide_type": "-"}
 g = 1e-3 * helpers.random_matrix(256, 1024, seed=3, dtype=np.float64)   # small values, like gradients
@@ -271,18 +262,16 @@ helpers.display.table(report, ["format", "scheme", "scales", "flushed to zero", 
                       fmt={"small error": ".3f", "median error": ".3f", "matrix error": ".1e"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# - **E4M3, per tensor**: the outliers set the scale and push everything else down: thousands of values
-#   become 0, a quarter turn subnormal, and no 1x128 tile keeps all of its values to $u$.
-# - **1x128 tiles**: nearly every tile keeps all its values within $u$ (next slide: the few that do
-#   not). 128x128 blocks sit in between: here most blocks hold an outlier.
-# - The **matrix error** hardly moves: the large values dominate a norm and hide the loss.
+# - **E4M3, per tensor**: the outliers set the scale: thousands of values become 0, a quarter turn
+#   subnormal, and no 1x128 tile keeps all of its values to $u$.
+# - **1x128 tiles**: nearly every tile keeps its values within $u$ (next slide: the few that do not);
+#   128x128 blocks sit in between: here most blocks hold an outlier.
+# - The **matrix error** hardly moves: the large values dominate a norm.
 # - **E5M2** has the range even per tensor, at twice E4M3's $u$ on every value.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The data are made up (a fixed random generator); the counts are exactly what numpy computes for them. 'Subnormal in FP8'
-# means fewer than 4 significant bits survive. Ask:
-# how large must an outlier be before per-tensor scaling flushes a value of size 0.01 to zero? (The
-# third exercise.)
+# Made-up data (a fixed generator). Ask: how large must an outlier be before per-tensor scaling
+# flushes 0.01 to zero? (Exercise 3.)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Which values lose precision
@@ -304,21 +293,19 @@ print(f"  each of those {(miss & ~big).sum()} holds a value below {smallest:.0e}
 print(f"values that became 0: {zero.sum()}, {zero[big].sum()} of them in the {big.sum()} outlier tiles")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# - **Every tile with an outlier misses**: $10^4$ sets its scale, and the smaller ordinary values
-#   beside it fall among the subnormals or onto 0 (nearly all the zeros, as printed; exercise 3 computes
-#   where). That is per-tensor scaling's loss, confined to the few outlier tiles.
+# - **Every tile with an outlier misses**: $10^4$ sets its scale, and the smaller values beside it fall
+#   among the subnormals or onto 0 (nearly all the zeros, as printed): per-tensor scaling's loss,
+#   confined to the outlier tiles.
 # - **The other misses have no outlier**: each holds a value more than four powers of ten below its
-#   tile's largest, and E4M3's normal numbers span under 15 powers of two (4.5 of ten): even its own
-#   tile's scale leaves that value subnormal. A scale cannot fix that; only a wider format could.
+#   tile's largest, beyond E4M3's normal span (under 15 powers of two, 4.5 of ten), so even its own
+#   tile's scale leaves it subnormal. Only a wider format could fix that.
 
 # %% slideshow={"slide_type": "fragment"}
 fig = fp8.plot_error_vs_magnitude(X)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Mean relative error of the values in each bin of |x|. Per tensor, the smallest values become zero
-# (error 1; the third exercise computes where), and the error climbs above u well before that, where
-# values land among the subnormals. 1x128 tiles keep E4M3's level for all sizes. E5M2 per tensor is flat, at its own (larger) level. Appendix A has the same data as
-# histograms: zero, subnormal, normal, by scheme.
+# Mean relative error per bin of |x|: per tensor the smallest values become 0 (error 1); 1x128 tiles
+# stay at E4M3's level. Appendix A has the histograms.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Scales along K: the sum has to leave the Tensor Core
@@ -327,10 +314,9 @@ fig = fp8.plot_error_vs_magnitude(X)
 #
 # $$C_{ij} = \sum_{g} \frac{1}{s^A_{i,g}\, s^B_{g,j}} \sum_{k \in g} q^A_{ik}\, q^B_{kj}$$
 #
-# The inner sum is what a Tensor Core computes on FP8 inputs; the factor in front differs from group to
-# group, and an FP8 `wgmma` has no way to apply it. Each group's partial sum must leave the accumulator
-# and be scaled and added in FP32: DeepSeek-V3 does this every $N_C = 128$ elements (4 `wgmma`s).
-# `fp8.grouped_matmul` is that sum, exactly (float64):
+# A Tensor Core computes the inner sum; FP8 `wgmma` cannot apply the factor, which changes from group to
+# group, so each group's partial sum leaves the accumulator to be scaled and added in FP32 (DeepSeek-V3:
+# every $N_C = 128$ elements, 4 `wgmma`s). `fp8.grouped_matmul` is that sum, exactly (float64):
 
 # %% slideshow={"slide_type": "-"}
 W = helpers.random_matrix(1024, 512, seed=1, dtype=np.float64) / 32
@@ -356,25 +342,24 @@ for label, (ga, gb) in {"per tensor": (None, None), "1x128 tiles, 128x128 blocks
 # > **A common claim:** FP8 has more compute but a larger precision loss, and "only suits inference".
 #
 # - **FP8 formats train.** Micikevicius et al. trained CNNs, RNNs and Transformers up to 175B parameters
-#   with every GEMM input rounded to FP8 (E4M3 forward, E5M2 gradients, per-tensor scales) and matched
-#   16-bit training. Their arithmetic was simulated: FP8 values, 16-bit math.
+#   with every GEMM input rounded to FP8 (E4M3 forward, E5M2 gradients, per-tensor scales), matching
+#   16-bit training, in simulated arithmetic (FP8 values, 16-bit math).
 # - **FP8 GEMMs train a frontier model.** DeepSeek-V3 (sec. 3.3) was pre-trained with FP8 GEMMs on H800
 #   GPUs: E4M3 everywhere, 1x128 / 128x128 scales, FP32 promotion every 128 elements.
 # - **Where the claim has a point**: FP8 needs scales and a wide accumulator, and DeepSeek-V3 keeps the
-#   embedding, output head, gating, normalisation and attention in BF16 or FP32: "not everywhere, and
-#   not without scaling".
+#   embedding, output head, gating, normalisation and attention in BF16 or FP32.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## An FP8 GEMM on the H200
 #
 # Two kernels multiply E4M3 matrices here, both with an FP32 result:
 #
-# - `fp8_mma_sync` (kernels/fp8.cu): one warp, one `mma.sync.m16n8k32.e4m3` per 32 products; runs
-#   from sm_89 (Ada, Hopper). Slow on purpose: no shared memory, no reuse.
+# - `fp8_mma_sync` (kernels/fp8.cu): one `mma.sync.m16n8k32.e4m3` per 32 products, from sm_89; slow on
+#   purpose (no shared memory, no reuse).
 # - `fp8_wgmma` (kernels/fp8_sm90a.cu): lesson 6's rung 11 with `wgmma.m64n256k32.e4m3` (8-bit operands
-#   only K-major, so B arrives transposed); `fp8_promote_NC` adds promotion every N_C products.
+#   are K-major only: B arrives transposed); `fp8_promote_NC` promotes every N_C products.
 #
-# Each is checked like every kernel in the course: bounds, and bit equality with its CPU model.
+# Each is checked like every kernel here: bounds, and bit equality with its CPU model.
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 from helpers import fp8_gemm
@@ -386,15 +371,14 @@ for kernel in ["fp8_mma_sync", "fp8_wgmma", "fp8_promote_128"]:
     print(f"{kernel:16s} {where}\n    {fp8x.check_fp8(kernel, C, A, B).verdict()}")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# On a machine without an H200 the same cell runs the CPU models; the verdict's last clause says that
-# the comparison with the model then is with itself, so the bound checks carry the verdict.
+# Without an H200 this runs the CPU models, and the verdict says the model was compared with itself.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## How many bits does the accumulator keep?
 #
-# The probe of lesson 4, with FP8 numbers: a large product $2^{16}$ (= 256 x 256) and, right after
-# it in the same 32 products, a small one $2^{16-g}$. The table shows what each kernel kept of the
-# small term, measured on the H200 (the record holds the raw outputs).
+# Lesson 4's probe with FP8 numbers: a large product $2^{16}$ (= 256 x 256) and, in the same 32
+# products, a small one $2^{16-g}$. What each kernel kept of the small term, on the H200 (the record
+# holds the raw outputs):
 
 # %% slideshow={"slide_type": "-"}
 data = rec.meta["experiments"]["fp8"]
@@ -447,9 +431,8 @@ print("\n".join(fp8x.sass_excerpt(sass)))
 # the result to C with an ordinary `FADD`. Exact enough, but at FP16 speed at best.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The halves follow from the fragment layout: each 32-bit register holds four consecutive k; the
-# unpack turns its low two bytes into one FP16 pair and its high two into another, and HMMA.16816 takes
-# pairs (2t, 2t+1) and (2t+8, 2t+9).
+# Each 32-bit register holds four k; the unpack makes two FP16 pairs, and HMMA.16816 takes pairs
+# (2t, 2t+1) and (2t+8, 2t+9).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The model, bit for bit
@@ -471,20 +454,19 @@ print("CPU model == H200 on all", len(pr), "probes:", bool(np.array_equal(live, 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Promotion every $N_C$
 #
-# The fix for 14 bits: let the Tensor Cores add only $N_C$ products, then add their partial sum into
-# an FP32 total on the CUDA cores (an ordinary FP32 add) and start them again from zero. One output of
-# a product with U[0,1) inputs, K = 1024, for every interval the kernels have
-# (`fp8_gemm.FP8_KERNELS`; 0 = never):
+# The fix for 14 bits: let the Tensor Cores add only $N_C$ products, add their partial sum into an FP32
+# total on the CUDA cores, and start them again from zero. One output of a product with U[0,1) inputs,
+# K = 1024, for every interval the kernels have (`fp8_gemm.FP8_KERNELS`; 0 = never):
 
 # %% slideshow={"slide_type": "-"}
 a1, b1 = fp8x.random_inputs(1, 1, 1024, "uniform", seed=7)
-ncs = [k.nc for k in fp8_gemm.FP8_KERNELS.values() if k.wgmma and k.bn == 128]     # 0, 32, 64, ..., 512
+ncs = sorted({k.nc for k in fp8_gemm.FP8_KERNELS.values() if k.wgmma and k.bn == 128})   # 0, 32, ..., 512
 fig = helpers.plots.fp8_promotion(ncs, a1[0], b1[:, 0])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Each tooth is one promotion period: the partial sum grows, and with it the spacing of its last kept
-# bit (right: its mean over K), which bounds what a cut toward zero drops from every product added. Promoting more often keeps
-# the partial sum small; each promotion costs a wait for the Tensor Cores and 64 FP32 adds per thread.
+# bit (right: its mean over K), which bounds what a cut toward zero drops from each product added.
+# Promoting more often keeps the partial sum small, at a wait and 64 FP32 adds per thread each time.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The promotion loop, from `kernels/fp8_sm90a.cu`
@@ -535,17 +517,14 @@ rows = fp8x.sweep_rows(data, 4096, "uniform01")
 display(helpers.display.table(rows, list(rows[0]), fmt={c: ".3g" for c in list(rows[0])[1:]}))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# DeepSeek-V3 quotes nearly 2% maximum relative error at K = 4096 for its (unstated) data; the table
-# shows what these data give: median and 99th percentile relative error and the largest error relative
-# to |A||B|. Positive inputs are the worst case of one-sided cuts; zero-mean inputs partly cancel.
-# cuBLASLt's fast mode switching behaviour after K = 4096 is observed, not documented: its internals
-# are not public.
+# DeepSeek-V3 quotes nearly 2% maximum relative error at K = 4096 on its (unstated) data. cuBLASLt
+# fast mode's change after K = 4096 is observed, not documented.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What accuracy costs: speed
 #
-# TFLOP/s on the H200 (cold L2, CUDA events, median of many runs), each kernel's result checked first,
-# against cuBLASLt's FP8 GEMM and the dense FP8 peak of the datasheet:
+# TFLOP/s on the H200 (cold L2, CUDA events, median of many runs), each result checked first, beside
+# cuBLASLt's FP8 GEMM and the datasheet's dense FP8 peak:
 
 # %% slideshow={"slide_type": "-"}
 peak = helpers.device.peaks_for(rec.gpu_name).fp8
@@ -557,10 +536,10 @@ fig = fp8x.plot_cost(data, src)
 helpers.plots.separate_point_labels(fig.axes[0])     # two points lie on each other: one label above, one below
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Promotion costs speed: each promotion waits for the Tensor Cores to finish (`wgmma.wait_group 0`)
-# and spends CUDA-core adds. Every 32 or 64 products costs most; from 128 on, the three promoting
-# kernels lie close to one another, below the same tile without promotion (`fp8_wgmma_n128`): the
-# table has the figures. The fastest kernel is the one that is wrong by percents on positive data.
+# Promotion costs speed: each waits for the Tensor Cores (`wgmma.wait_group 0`) and spends CUDA-core
+# adds. Every 32 or 64 products costs most; from 128 on, the three lie close together, below the same
+# tile without promotion (`fp8_wgmma_n128`). The fastest kernel is the one wrong by percents on
+# positive data.
 
 # %% slideshow={"slide_type": "fragment"}
 spd = {(r["n"], r["kernel"]): r for r in data["speed"]}
@@ -568,22 +547,30 @@ for n in sorted({r["n"] for r in data["speed"]}):
     print(f"n = {n}, p10-p90 of the timings:", ", ".join(
         f"every {nc}: {spd[n, f'fp8_promote_{nc}']['p10_ms']:.3f}-{spd[n, f'fp8_promote_{nc}']['p90_ms']:.3f} ms"
         for nc in (128, 256, 512)))
-profiled = [k["kernel"] for k in helpers.profile.load_ncu().meta["kernels"] if k["kernel"].startswith("fp8")]
 same = {(v["regs"], v["spills"], v["smem"]) for k, v in data["resources"].items() if "promote" in k}
-print("FP8 kernels with recorded Nsight Compute counters:", profiled or "none",
-      "| (registers, spills, shared bytes) of all five promoting kernels:", *same)
+print("(registers, spills, shared bytes) of all five promoting kernels:", *same)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **`fp8_promote_256` is unexplained.** It is slower than both 128 and 512 at both sizes, which the
-# mechanism above does not predict: fewer promotions should not cost more. At 4096 its p10-p90
-# range lies apart from theirs; at 8192 the three overlap. No recorded counter explains it: the record
-# holds no Nsight Compute counters of the FP8 kernels, and the five promoting kernels share registers,
-# spills and shared memory (Appendix F says what would measure it).
+# **`fp8_promote_256` is slower than 128 and 512** at both sizes: fewer promotions should not cost
+# more. At 4096 its p10-p90 range lies apart from theirs; at 8192 they overlap. Nsight Compute at
+# $4096^3$ (stalls in cycles per issued instruction):
+
+# %% slideshow={"slide_type": "-"}
+cnt = fp8x.promote_counters()
+display(helpers.display.table(cnt, ["kernel", *fp8x.PROMOTE_COUNTERS], ["kernel", *(v[0] for v in
+                              fp8x.PROMOTE_COUNTERS.values())], dict.fromkeys(fp8x.PROMOTE_COUNTERS, ".3g")))
+report = helpers.results.RESULTS_DIR / "build-nvidia-h200" / "fp8_sm90a.ptxas.txt"   # nvcc's ptxas, recorded
+print(*[ln.split("ptxas info    : ")[-1] for ln in report.read_text().splitlines() if "C7517" in ln], sep="\n")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Of the three, `fp8_promote_256` keeps the Tensor Cores least busy and is the slowest under Nsight
+# Compute too, by less than in the timings. The FMA pipe follows the number of promotions, and every
+# stall reason grows steadily from 128 to 512. ptxas reports an extra `warpgroup.wait` in 256 and 512,
+# not in 128 (last lines): not 256 alone either. Appendix G tries hiding promotion.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Promoting kernels use 128 x 128 tiles (two sets of accumulators would not fit at 128 x 256), so compare
-# them with fp8_wgmma_n128, the same tile without promotion. The SM clock and power of each timing are
-# in the table: the cuBLASLt timings at 8192 ran at a lower clock than the course's kernels.
+# Promoting kernels use 128 x 128 tiles: compare them with fp8_wgmma_n128.
+
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
@@ -592,12 +579,12 @@ print("FP8 kernels with recorded Nsight Compute counters:", profiled or "none",
 # - **Overflow**: numpy makes NaN (E4M3) or inf (E5M2); the GPU's `cvt.rn.satfinite` makes $\pm$max.
 #   A reference must convert the way the kernel does.
 # - **Scaling**, $s = \text{max}/\text{amax}$: one scale per tensor lets a few outliers push the small
-#   values to zero; one per 1x128 tile or 128x128 block keeps them, and makes every 128-element
-#   partial sum leave the Tensor Core to be scaled. FP8 trains this way, not everywhere in a model.
+#   values to zero; one per 1x128 tile or 128x128 block keeps them, and every 128-element partial sum
+#   must then leave the Tensor Core to be scaled. FP8 trains this way, not everywhere in a model.
 # - On the H200, FP8 `wgmma` adds blocks of 32 products and keeps 14 significant bits, cut toward zero
 #   (a CPU model reproduces it bit for bit); `mma.sync` with FP8 inputs runs as FP16 `HMMA`.
-# - Promotion to FP32 every N_C products (`total[i] += d[i]` after `wgmma_wait<0>()`, N_C a template
-#   argument) bounds the error, at a speed cost the lesson measured.
+# - Promotion to FP32 every N_C products (`total[i] += d[i]` after `wgmma_wait<0>()`) bounds the error,
+#   at a speed cost measured here.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
@@ -638,11 +625,10 @@ answer = ...            # what the accumulator holds
 ex.check_swamped_sum(answer)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# 6. **Edit the promotion interval.** `NC`, the template argument of `fp8_gemm` (the loop slide), is
-#    the knob; the kernels `fp8_promote_32` ... `fp8_promote_512` are its values. *Predict*: at
-#    K = 4096 on U[0,1) inputs, the median relative error of promoting every 64 products divided by
-#    that of every 128 (before you read the 64 row of the table). Then *edit* `nc`, *run* the product
-#    (on a Hopper GPU the kernel, elsewhere its bit-exact CPU model), and *compare*.
+# 6. **Edit the promotion interval.** `NC`, the template argument of `fp8_gemm`, is the knob
+#    (`fp8_promote_32` ... `_512`). *Predict* the median relative error at K = 4096 on U[0,1) inputs of
+#    promoting every 64 products over every 128, then *edit* `nc`, *run* it (the kernel on a Hopper GPU,
+#    its bit-exact CPU model elsewhere), and *compare*.
 
 # %% slideshow={"slide_type": "-"}
 ratio = ...    # your prediction: median error every 64 / every 128, K = 4096, U[0,1) inputs
@@ -761,7 +747,27 @@ print("fp8_gemm calls:", ", ".join(n for n in helpers.display.called_functions(k
 # - "About 14 bits" (DeepSeek-V3): exactly 14, cut toward zero, in blocks of 32 products. cuBLASLt's
 #   default FP8 GEMM shows the same error statistics as promotion every 128 products (their N_C) at
 #   every K measured, and costs speed the way promotion does.
-# - `fp8_promote_256`'s speed (slide "What accuracy costs: speed") is unexplained. What would measure it:
-#   Nsight Compute on `fp8_promote_128`, `_256` and `_512` at 4096 (the `gmma` and `wait` stall reasons,
-#   the tensor pipe's active cycles, instructions issued), and the three timed in alternating order in
-#   one run.
+# - `fp8_promote_256`'s speed (slide "What accuracy costs: speed"): Nsight Compute at 4096 shows its
+#   Tensor Cores the least busy of the three, and no stall reason that singles it out. Not measured yet:
+#   instructions issued per promotion, and the three timed in alternating order in one run.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Appendix G: promoting while the Tensor Cores work (an experiment)
+#
+# DeepSeek-V3 hides promotion's cost by letting one warpgroup promote while the other's `wgmma`s run.
+# `fp8_promote_pingpong` is `fp8_promote_128` with its two consumer warpgroups issuing in turn (two named
+# barriers: one side arrives, the other waits), so the Tensor Cores run one group of each in
+# alternation. Its sums are `fp8_promote_128`'s, bit for bit. (Two accumulator sets in one warpgroup
+# would need 192 registers a thread; ptxas allocates 168 here.) It was timed in one run beside cuBLASLt
+# before any prediction was written: an experiment, not a rung.
+
+# %% slideshow={"slide_type": "-"}
+src8 = helpers.display.kernel_source("fp8_sm90a.cu")
+i = src8.index("        auto my_turn")
+print(src8[i:src8.index("        for (int t = blockIdx.x", i)])
+pp = fp8x.speed_rows({"speed": data["speed_pingpong"]["rows"]}, peak)
+helpers.display.table(pp, list(pp[0]))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Taking turns did not pay in both sizes of this run: the named barriers add a wait to every stage,
+# and the two kernels' clocks differ. What limits it is not measured yet: no counters of this kernel.

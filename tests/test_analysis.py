@@ -111,3 +111,28 @@ def test_grouped_order_halves_the_wave_footprint_at_8192():
 def test_epilogue_store_wavefronts():
     """Rung 13's staging stores: 8 rows of 32 bytes hit the same 8 banks without the swizzle; 2 wavefronts with it."""
     assert analysis.epilogue_store_wavefronts(False) == 8 and analysis.epilogue_store_wavefronts(True) == 2
+
+
+# --------------------------------------------------------------------------- lesson 6, rungs 14-15
+def test_stmatrix_puts_every_value_where_its_accumulator_lane_holds_it():
+    """Rung 14's stmatrix.x4 replay: the 32 lanes x 8 values cover the warp's 16 x 16 piece exactly once, and
+    each element is stored by the lane whose wgmma accumulators hold it (no shuffle is needed)."""
+    from helpers import analysis as A
+
+    pieces = A.stmatrix_pieces()
+    cells = [c for lane in pieces for c in lane]
+    assert sorted(cells) == [(r, c) for r in range(16) for c in range(16)]
+    assert all(A.accumulator_owner(r, c) == lane for lane, cs in enumerate(pieces) for r, c in cs)
+    assert pieces[0][:4] == [(0, 0), (0, 1), (8, 0), (8, 1)] and pieces[5][4:6] == [(1, 10), (1, 11)]
+
+
+def test_split_k_units_fill_the_grid_only_when_split():
+    from helpers import analysis as A
+    from helpers.kernels import split_k_plan
+
+    one = A.split_k_units(128, 8192, 8192, 132, 1)
+    four = A.split_k_units(128, 8192, 8192, 132, split_k_plan(128, 8192, 8192)[0])
+    assert sum(1 for u in one if u) == 32 and sum(1 for u in four if u) == 128
+    assert one[0] == [(0, 0, 8192)] and four[32] == [(0, 2048, 4096)] and four[127] == [(31, 6144, 8192)]
+    assert sorted(k for u in four for t, k0, k1 in u if t == 5 for k in (k0, k1)) == [0, 2048, 2048, 4096, 4096,
+                                                                                     6144, 6144, 8192]

@@ -313,3 +313,43 @@ def test_the_ring_model_drawn_for_rung_9():
     assert s2[-1]["end"] - s2[-3]["end"] == 3.0                  # 2 stages: two K-tiles per load + 1
     fig = plots.mbarrier_ring(stages=(4, 2))
     assert [a.get_title(loc="left").split(":")[0] for a in fig.axes] == ["STAGES = 4", "STAGES = 2"]
+
+
+# --------------------------------------------------------------------------- the prose of rungs 14-15 and the closing slides
+def _rec():
+    return helpers.results.load_latest().meta["experiments"]
+
+
+def test_claims_about_the_knob_sweeps_of_rungs_9_to_15():
+    kn = [r for r in _rec()["knobs"] if r.get("knob")]
+    at = {(r["rung"], r["knob"], r["value"]): r for r in kn}
+    assert all(at[k, "STAGES", 2]["vs_default"] <= 2 / 3 + 0.005 for k in range(9, 16))   # "lose a third or more"
+    assert at[13, "CLUSTER_M", 4]["vs_default"] < 0.9                  # "four CTAs per cluster cost rung 13 speed"
+    assert all(at[k, "PRODUCER_REGS", 24]["vs_default"] >= 0.98 for k in range(9, 15))   # "at most 2%"
+    assert all(r["passed"] for r in kn if r["rung"] in (14, 15))
+
+
+def test_claims_about_the_shapes_where_the_goals_are_missed():
+    from helpers.exercises.hopper import waves
+
+    w, busy = waves(5000, 5000)
+    assert w == 7 and busy < 0.9                                       # "just over six waves"
+    n14, n15 = (H.ncu_at(t, (5000, 5000, 5000))["counters"] for t in ("rung14", "rung15"))
+    assert n15["l2_read_sectors"] > n14["l2_read_sectors"] and n15["tensor_pipe_pct"] < n14["tensor_pipe_pct"]
+    assert K.split_k_plan(128, 8192, 8192) == (4, 32)                  # 4 x 32 tiles = 128 CTAs at work
+    e = H.ncu_at("rung15", (128, 8192, 8192))
+    c = e["counters"]
+    assert c["tensor_pipe_pct"] < 60 and c["dram_throughput_pct"] < 60    # "well below their peaks"
+    assert e["top_stalls"][0][0] == "long_scoreboard"
+    assert not [r for r in K.HOPPER_RUNGS.values() if r.split_k and r.out_dtype == "float32"]   # "no FP32 split-K"
+
+
+def test_claims_about_the_input_values():
+    rows = _rec()["input_values"]
+    assert rows and all(r["passed"] for r in rows)
+    capped = [r for r in rows if "sw power cap" in (r.get("throttle") or [])]
+    assert len(capped) > len(rows) / 2                                # "during most of these timings"
+    clock = {k: np.median([r["sm_mhz"] for r in rows if r["inputs"] == k]) for k in H.INPUT_KINDS}
+    assert min(clock["e4m3"], clock["zeros"]) > max(clock["normal"], clock["uniform"])   # "the clock was higher"
+    t = {r["inputs"]: r for r in H.input_table(rows)}
+    assert t["zeros"]["cublas_fp16"] > t["e4m3"]["cublas_fp16"] > t["normal"]["cublas_fp16"]

@@ -131,3 +131,23 @@ def test_no_test_speak_in_learner_text(path):
     bad = [f"{_where(path, i, c)}: {w!r}" for i, c in enumerate(_cells(path)) if c["cell_type"] == "markdown"
            for w in TEST_SPEAK if w in _source(c)]
     assert not bad, "test-speak in learner text: " + "; ".join(bad)
+
+
+# Issue 24: a lesson's main path (before its first appendix) holds at most 3,000 words of prose, the
+# speaker notes included (an instructor reads them too).
+MAX_MAIN_WORDS = 3000
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_main_path_prose_fits_the_word_budget(path):
+    import re
+
+    words = 0
+    for c in _cells(path):
+        if c["cell_type"] != "markdown":
+            continue
+        src = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        if re.match(r"#+\s+Appendix", src.strip()):
+            break
+        words += len(src.split())
+    assert words <= MAX_MAIN_WORDS, f"{path.name}: {words} words of prose before the appendix (notes included)"

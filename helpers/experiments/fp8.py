@@ -472,3 +472,30 @@ def fp8_convert_experiment():
                      "gpu_of": {str(v): float(gv[np.flatnonzero(x == np.float32(v))[0]].astype(np.float32))
                                 for v in (500.0, 1e30, np.inf, -np.inf)}}
     return out
+
+
+PROMOTE_COUNTERS = {"duration_ns": ("time under ncu (us)", 1e-3), "tensor_pipe_pct": ("Tensor pipe busy (%)", 1),
+                    "fma_pipe_pct": ("FMA pipe busy (%)", 1), "l2_hit_rate_pct": ("L2 hit rate (%)", 1),
+                    "stall_wait": ("wait stall", 1), "stall_long_scoreboard": ("long scoreboard stall", 1),
+                    "stall_barrier": ("barrier stall", 1)}
+
+
+def promote_counters(kernels=("fp8_wgmma", "fp8_promote_128", "fp8_promote_256", "fp8_promote_512"),
+                     n: int = 4096) -> list[dict]:
+    """Nsight Compute at n^3 (tools/ncu_counters.py, one launch each) of lesson 7's kernels, from the newest
+    results/ncu-*.json that has them: one row per kernel with PROMOTE_COUNTERS (stalls in cycles per issued
+    instruction) and the date; [] when none is recorded."""
+    from .hopper import ncu_at
+
+    rows = []
+    for k in kernels:
+        e = ncu_at(k, (n, n, n))
+        if e is None:
+            continue
+        c, st = e["counters"], dict(e.get("top_stalls", []))
+        row = {"kernel": k, "date": str(e.get("date", ""))[:10]}
+        for key, (_, scale) in PROMOTE_COUNTERS.items():
+            v = st.get(key[6:]) if key.startswith("stall_") else c.get(key)
+            row[key] = None if v is None else v * scale
+        rows.append(row)
+    return rows

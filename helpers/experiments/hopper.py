@@ -251,6 +251,22 @@ NCU_METRICS = {"tensor_pipe_pct": "Tensor pipe busy (%)", "dram_read_bytes": "DR
                "l2_hit_rate_pct": "L2 hit rate (%)", "achieved_occupancy_pct": "warps active (%)"}
 
 
+def ncu_at(target: str, shape, directory=None) -> dict | None:
+    """The Nsight Compute entry of `target` ('rung15', 'fp8_promote_256', ...) profiled at `shape` (M, N, K) in
+    the newest results/ncu-*.json that has it, or None."""
+    import json
+
+    from ..results import RESULTS_DIR
+
+    directory = RESULTS_DIR if directory is None else directory
+    for path in sorted(directory.glob("ncu-*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+        data = json.loads(path.read_text())
+        for e in data.get("kernels", []):
+            if e.get("target") == target and list(e.get("size", data.get("size"))) == list(shape) and "counters" in e:
+                return dict(e, date=e.get("date", data.get("date")), gpu=data["gpu"]["name"])
+    return None
+
+
 def ncu_rows(rows: list[dict] | None = None, n: int = 4096, directory=None) -> tuple[list[dict], str]:
     """Nsight Compute counters of lesson 6's ladder (tools/ncu_counters.py targets rung7 ... rung13, from the
     newest results/ncu-*.json that has any of them), each with the TFLOP/s its rung reached in `rows` at n^3:
@@ -263,7 +279,9 @@ def ncu_rows(rows: list[dict] | None = None, n: int = 4096, directory=None) -> t
     want = {f"rung{k}": k for k in hopper_ladder()}
     for path in sorted(directory.glob("ncu-*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
         data = json.loads(path.read_text())
-        got = [e for e in data.get("kernels", []) if e.get("target") in want and "counters" in e]
+        size = data.get("size")                   # entries at other shapes (--shape) are not this table's
+        got = [e for e in data.get("kernels", []) if e.get("target") in want and "counters" in e
+               and e.get("size", size) == size]
         if not any(want[e["target"]] >= 8 for e in got):
             continue
         tf = {r["rung"]: r["tflops"] for r in (timed_rows(rows, n) if rows else [])}
@@ -307,6 +325,35 @@ def gains(rows: list[dict], n) -> list[dict]:
             g["direction"] = g["verdict"].split()[1] if g["verdict"].startswith("missed") else None
         prev = r
     return out
+
+
+def gain_at(rows: list[dict], rung: int, shape, predicted: float | None = None) -> dict | None:
+    """Rung `rung`'s gain over the rung before it at `shape` (gains' row), judged against `predicted` (a
+    prediction made for this shape; default the registry's) by ``verdict`` on the p10-p90 spread."""
+    g = next((x for x in gains(rows, shape) if x["rung"] == rung), None)
+    if g is None or predicted is None:
+        return g
+    low = g["low"] if g["low"] is not None else g["measured"]
+    high = g["high"] if g["high"] is not None else g["measured"]
+    g = dict(g, predicted=predicted, verdict=verdict(predicted, low, high))
+    g["direction"] = g["verdict"].split()[1] if g["verdict"].startswith("missed") else None
+    return g
+
+
+def gain_table(rows: list[dict], rung: int, shape, predicted: float | None = None):
+    """gain_at as a one-row table (helpers.display.table): the shape, predicted and measured gain, the p10-p90
+    range, the verdict, and the TFLOP/s against cuBLAS writing the same C type."""
+    from ..display import table
+
+    g = gain_at(rows, rung, shape, predicted)
+    if g is None:
+        return table([{"shape": "x".join(map(str, shape)), "verdict": "not recorded"}], ["shape", "verdict"])
+    g = dict(g, shape="x".join(map(str, shape)))
+    return table([g], ["shape", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas"],
+                 ["M x N x K", "predicted gain", "measured gain", "p10-p90 from", "to", "", "TFLOP/s",
+                  "x cuBLAS (same C)"],
+                 {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops": ".0f",
+                  "frac_cublas": ".2f"})
 
 
 def _best(rows: list[dict], shape, c_dtype: str):
