@@ -495,8 +495,9 @@ for name, spec in helpers.KERNELS.items():
     C = spec.emulate(A_k, B_k)                      # bit-identical to the H200 kernel
     C1 = C.copy()
     C1[17, 5] = np.nextafter(C1[17, 5], np.inf)     # one element, one unit in the last place
-    lim = detection_limits(C, A_k, B_k, inputs=spec.inputs, acc=spec.acc, acc_rounding=spec.acc_rounding,
-                           block=spec.acc_block, values=helpers.formats.round_tf32_rna if spec.inputs == "tf32" else None)
+    lim = detection_limits(C, A_k, B_k, inputs=spec.inputs, acc=spec.acc, output=spec.output,
+                           block=spec.acc_block, acc_rounding=spec.acc_rounding,
+                           values=helpers.formats.round_tf32_rna if spec.inputs == "tf32" else None)
     print(f"{name:26s} 1 ulp off: {'FAIL' if not spec.check(C1, A_k, B_k) else 'pass'} | bounds alone: "
           f"smallest {lim['smallest']:.1e}, median {lim['median']:.1e}")
 
