@@ -339,7 +339,7 @@ def cp_async_pipeline(settings: list[tuple[int, int]], *, ktiles: int = 8, title
 
 
 def ring_schedule(stages: int, load: float = 2.0, ktiles: int = 10) -> list[dict]:
-    """A model of the producer/consumer ring (kernels/hopper_sm90a.cu, rungs 9-13), in units of one K-tile's
+    """A model of the producer/consumer ring (kernels/hopper_sm90a.cu, rungs 9-15), in units of one K-tile's
     wgmma time: K-tile kt goes to stage kt % stages in lap kt // stages; its TMA load starts when the
     consumers have freed that stage (the tile `stages` before it is multiplied), takes `load` (an assumed
     latency, not a measurement), and its wgmma starts when the load is in and the previous K-tile is done.

@@ -3,7 +3,7 @@
 ``try_kernel(like, source=None, **knobs)`` takes a registered kernel (a name or a rung number,
 helpers.kernels.lookup) and either compile-time knobs for its file (``try_kernel(5, STAGES=2)``:
 the file compiled with ``-DSTAGES=2``; ``KNOBS`` below lists the knobs of rungs 2-6 (kernels/ladder.cu)
-and 8-13 (kernels/hopper_sm90a.cu), their allowed values, their defaults (the rungs as recorded) and
+and 8-15 (kernels/hopper_sm90a.cu), their allowed values, their defaults (the rungs as recorded) and
 what each teaches; ``knob_table()`` gives them as rows) or an edited copy of the file (``source=``, a string from a cell; ``source_of``
 gives the file's text to start from, ``source_of(like, replace={old: new})`` a copy with a few
 lines changed), or both. It
@@ -153,7 +153,7 @@ def _ladder_launch(spec: GemmKernel, s: dict) -> dict:
 
 
 def _hopper_launch(spec: GemmKernel, s: dict) -> dict:
-    """kernels/hopper_sm90a.cu: HSTAGES stages of 48 KB (+ the epilogue's buffers on rung 13), and the
+    """kernels/hopper_sm90a.cu: HSTAGES stages of 48 KB (+ the epilogue's buffers on rungs 13-15), and the
     cluster of rungs 12-13."""
     out = {"dyn_smem": s["STAGES"] * HOPPER_STAGE + (HOPPER_SMEM - 4 * HOPPER_STAGE)
            + (HOPPER_STORE_SMEM - HOPPER_SMEM if spec.c_box else 0)}

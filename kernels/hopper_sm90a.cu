@@ -64,8 +64,8 @@ static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the s
 #define BAR_BYTES 128                         // the mbarriers (2 x HSTAGES x 8 bytes, rounded up)
 #define SMEM_SLACK 1024                       // room to round the base up to 1024 bytes (swizzle atoms)
 #define HOPPER_SMEM (HSTAGES * STAGE_BYTES + SMEM_SLACK + BAR_BYTES)                 // rungs 8-12
-#define HOPPER_STORE_SMEM (HSTAGES * STAGE_BYTES + EPI_BYTES + SMEM_SLACK + BAR_BYTES)  // rung 13
-#define WS_THREADS 384                        // rungs 9-13: 3 warpgroups (1 producer, 2 consumers)
+#define HOPPER_STORE_SMEM (HSTAGES * STAGE_BYTES + EPI_BYTES + SMEM_SLACK + BAR_BYTES)  // rungs 13-15
+#define WS_THREADS 384                        // rungs 9-15: 3 warpgroups (1 producer, 2 consumers)
 #ifndef GROUP_M
 #define GROUP_M 8                             // rungs 11-13: tile rows per group of the L2-aware order
 #endif
@@ -73,7 +73,7 @@ static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the s
 #define CLUSTER_M 2                           // rungs 12-13: CTAs per cluster, along M
 #endif
 #ifndef PRODUCER_REGS
-#define PRODUCER_REGS 40                      // rungs 9-13: registers per producer thread after setmaxnreg.dec
+#define PRODUCER_REGS 40                      // rungs 9-15: registers per producer thread after setmaxnreg.dec
 #endif
 // The consumers take what the producer gives away: the CTA's pool is the 168 registers per thread that
 // __launch_bounds__(384, 1) allows at entry, times 384 threads; each consumer gets half of the rest, in
@@ -83,8 +83,8 @@ static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the s
 // Knobs: compile-time values to change without editing the code (helpers.try_kernel(like, KNOB=value)
 // compiles this file with -DKNOB=value; helpers.tryout.KNOBS lists the values each rung allows and what
 // each teaches). Every default is the rung as recorded.
-//   HSTAGES        rungs 8-13: pipeline stages (4; 48 KB of shared memory each)
-//   PRODUCER_REGS  rungs 9-13: the producer's registers after setmaxnreg.dec (40); CONSUMER_REGS follows
+//   HSTAGES        rungs 8-15: pipeline stages (4; 48 KB of shared memory each)
+//   PRODUCER_REGS  rungs 9-15: the producer's registers after setmaxnreg.dec (40); CONSUMER_REGS follows
 //   GROUP_M        rungs 11-13: tile rows per group of the L2-aware order (8)
 //   CLUSTER_M      rungs 12-13: CTAs per cluster sharing B by multicast (2; 1 = no cluster)
 static_assert(HSTAGES >= 2 && 2 * HSTAGES * 8 <= BAR_BYTES, "HSTAGES: 2 or more, and full[] + empty[] fit BAR_BYTES");
@@ -352,7 +352,7 @@ extern "C" __global__ void hopper_b_rowmajor(const __grid_constant__ TensorMap t
 #endif
 }
 
-// ============================================================================ rungs 9-13
+// ============================================================================ rungs 9-15
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
 enum { ORDER_PLAIN = 0, ORDER_GROUPED = 1 };
 

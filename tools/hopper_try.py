@@ -12,7 +12,7 @@ hang in one loses nothing else:
 2. the cluster probe: does a plain launch (cuLaunchKernel, as CuPy launches) of a kernel that declares
    __cluster_dims__(2, 1, 1) form clusters of two? (rungs 12-13 rely on it; the launcher falls back to
    cuLaunchKernelEx with the cluster named if the plain launch is refused);
-3. for each rung (rung 7, where lesson 6 starts, then 8-13): compile (NVRTC, sm_90a) and print what the
+3. for each rung (rung 7, where lesson 6 starts, then 8-15): compile (NVRTC, sm_90a) and print what the
    driver reports (registers, shared memory, local memory = spills); check against float64 and the CPU
    model of its arithmetic at three sizes that are not multiples of any tile (1000x1064x1000,
    257x520x136, 40x24x56), then at 4096^3 and 8192^3, each followed by a timing (helpers.timing.benchmark:

@@ -1,7 +1,7 @@
 """Lesson 6 (Hopper GEMMs at full speed): the ``hopper`` experiment, the one-run try-out, and reading the rows.
 
 The rungs are lesson 6's entries of the kernel registry (``helpers.kernels.hopper_ladder()``: rung 7,
-where lesson 5 ends, then rungs 8-13 of kernels/hopper_sm90a.cu, one idea each, the gain predicted
+where lesson 5 ends, then rungs 8-15 of kernels/hopper_sm90a.cu, one idea each, the gain predicted
 before measuring). They are validated, padded and launched like every other kernel (helpers.launch),
 and each runs in its own child process (helpers.isolate), so a fault or a hang in one cannot take the
 others' results with it.
@@ -217,7 +217,7 @@ def cluster_probe(launch_ex: bool = False) -> dict:
 
 @experiment("hopper", only_cc=(9, 0), needs="wgmma, TMA and clusters, on a Hopper GPU")
 def hopper(timed=TIMED, odd_sizes=ODD_SIZES, timeout: int = 600):
-    """Lesson 6's ladder (rung 7, then rungs 8-13): cuBLAS FP16 at every timed shape (rung 0, checked), then
+    """Lesson 6's ladder (rung 7, then rungs 8-15): cuBLAS FP16 at every timed shape (rung 0, checked), then
     each rung in its own child process (rung_rows): checked at the odd sizes and the timed shapes, timed at
     the latter next to cuBLAS measured in the same process."""
     import cupy
@@ -268,7 +268,7 @@ def ncu_at(target: str, shape, directory=None) -> dict | None:
 
 
 def ncu_rows(rows: list[dict] | None = None, n: int = 4096, directory=None) -> tuple[list[dict], str]:
-    """Nsight Compute counters of lesson 6's ladder (tools/ncu_counters.py targets rung7 ... rung13, from the
+    """Nsight Compute counters of lesson 6's ladder (tools/ncu_counters.py targets rung7 ... rung15, from the
     newest results/ncu-*.json that has any of them), each with the TFLOP/s its rung reached in `rows` at n^3:
     ([{rung, kernel, tflops, counters, top_stalls}], label), or ([], why) when none is recorded."""
     import json
