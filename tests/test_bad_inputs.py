@@ -332,3 +332,25 @@ def test_checker_that_fails_after_its_verdict_keeps_the_verdict(capsys):
     exercises.checker(late)(1)
     out = capsys.readouterr().out
     assert "Correct." in out and "after the verdict" in out and exercises.last_result is True
+
+
+# --------------------------------------------------------------------------- lesson 6's like-for-like readers
+@pytest.mark.parametrize("bad", ["float64", "int8", np.complex64])
+def test_same_c_names_the_c_types_it_has(bad):
+    from helpers.cublas import same_c
+
+    with pytest.raises(helpers.InputError, match="float16.*float32"):
+        same_c(bad)
+    assert same_c("float16").name == "cublas_fp16" and same_c(np.float32).name == "cublas_fp16_f32c"
+
+
+def test_input_kinds_and_split_plans_refuse_what_they_do_not_know():
+    from helpers.experiments import hopper as H
+    from helpers.kernels import split_k_plan, split_k_ranges
+
+    with pytest.raises(helpers.InputError, match="normal, uniform, e4m3, zeros"):
+        H.kind_inputs("gaussian", 8, 8, 8)
+    for shape in ((128, 8192, 8192), (8, 8, 8), (5000, 5000, 5000), (136, 264, 1000)):
+        parts = split_k_ranges(*shape)
+        assert parts[0][0] == 0 and parts[-1][1] == shape[2] and len(parts) == split_k_plan(*shape)[0]
+        assert all(k1 > k0 for k0, k1 in parts) and all(a[1] == b[0] for a, b in zip(parts, parts[1:]))

@@ -441,15 +441,14 @@ INPUT_RUNGS = (13, 14)                     # the fastest FP32-C and FP16-C rungs
 
 def kind_inputs(kind: str, M: int, N: int, K: int, seed: int = 0):
     """Seeded CuPy FP16 A (M x K) and B (K x N) of one of INPUT_KINDS."""
-    import cupy
-
-    from ..fp8_gemm import decode_e4m3, encode_e4m3
-    from ..numerics import random_matrix
-
     if kind not in INPUT_KINDS:
         from ..errors import InputError
 
         raise InputError(f"unknown input kind {kind!r}.", f"use one of {', '.join(INPUT_KINDS)}.")
+    import cupy
+
+    from ..fp8_gemm import decode_e4m3, encode_e4m3
+    from ..numerics import random_matrix
     out = []
     for rows, cols, sd in ((M, K, 700 + seed), (K, N, 800 + seed)):
         if kind == "zeros":
