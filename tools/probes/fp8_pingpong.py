@@ -1,0 +1,46 @@
+"""A device probe (issue 26): fp8_promote_pingpong checked against its CPU model (the probes, 20 random
+products, 1024^3) and timed in one run beside cuBLASLt (default and fast accumulation), fp8_promote_128 and the
+kernels without promotion (helpers.experiments.fp8's run_* functions). Its output of 2026-12-01 is in
+results/nvidia-h200.json: experiments.fp8 (probes, random, match_1024, resources) and experiments.fp8.speed_pingpong.
+
+    python3 tools/probes/fp8_pingpong.py OUT.json          (a Hopper GPU)"""
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNEL = "fp8_promote_pingpong"
+TIMED = ["fp8_wgmma", "fp8_wgmma_n128", "fp8_promote_128", KERNEL]
+
+
+def main(argv) -> int:
+    sys.path.insert(0, str(ROOT))
+    from helpers.device import backend
+
+    if not backend().is_gpu:
+        print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
+        return 2
+    from helpers.compile import get_arch_kernel
+    from helpers.experiments import fp8 as X
+
+    t0 = time.time()
+    kern = get_arch_kernel("fp8_sm90a.cu", KERNEL, (9, 0))
+    out = {"resources": {KERNEL: {"regs": int(kern.num_regs), "spills": int(kern.local_size_bytes)}}}
+    out["probes"] = X.run_probes([KERNEL])
+    out["match_1024"] = X.run_match_1024([KERNEL])
+    out["random"] = X.run_random([KERNEL])
+    wrong = out["probes"]["model_mismatches"][KERNEL] + sum(r["mismatches"] for r in out["match_1024"] + out["random"])
+    print(f"elements unlike the model: {wrong} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+    out["speed"] = X.run_speed(TIMED)
+    for r in out["speed"]:
+        print(r["n"], r["kernel"], round(r.get("tflops") or 0), r.get("sm_mhz"), r.get("check_passed"), r.get("path"),
+              file=sys.stderr, flush=True)
+    Path(argv[0]).write_text(json.dumps(out, indent=1))
+    return 1 if wrong or not all(r.get("check_passed", True) for r in out["speed"]) else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,44 @@
+"""compute-sanitizer cases for the kernels added on 2026-12-01 (lesson 6's rungs 14-15, lesson 7's
+fp8_promote_pingpong), with tools/sanitize_driver.py's own case functions, at small and odd sizes and split-K at
+2 parts; `make sanitize` runs every kernel, this runs three in seconds. Under each tool:
+
+    compute-sanitizer --tool memcheck --padding 64 --report-api-errors no python3 tools/probes/sanitize_new_kernels.py
+    (and --tool racecheck, --tool synccheck; a Hopper GPU, COURSE_DEVICE=gpu)
+
+Exit status 0 when every case passed its check (the tool's own summary says whether it found errors)."""
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SPLIT_SIZES = ((40, 24, 1000), (136, 264, 1000))      # one and four tiles, K in 2 parts
+
+
+def main() -> int:
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "tools"))
+    from helpers.device import backend
+
+    if not backend().is_gpu:
+        print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
+        return 2
+    import cupy
+    from sanitize_driver import SIZES, _course_kernel, _fp8
+
+    from helpers.kernels import KERNELS, split_k_plan
+
+    cupy.cuda.set_allocator(None)             # one allocation per array: exact bounds for memcheck
+    bad = 0
+    for name in ("hopper_fp16_store", "hopper_split_k"):
+        for M, N, K in SIZES + SPLIT_SIZES:
+            v = _course_kernel(KERNELS[name], M, N, K)
+            bad += not v.startswith("PASS")
+            print(f"@@end {name} | M={M} N={N} K={K} parts={split_k_plan(M, N, K)[0]} | {v[:160]}", flush=True)
+    for M, N, K in SIZES + SPLIT_SIZES[1:]:
+        v = _fp8("fp8_promote_pingpong", M, N, K)
+        bad += not v.startswith("PASS")
+        print(f"@@end fp8_promote_pingpong | M={M} N={N} K={K} | {v[:160]}", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
