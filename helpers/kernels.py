@@ -345,7 +345,7 @@ KERNELS: dict[str, GemmKernel] = _registry([
     _hopper_rung(11, "hopper_grouped", "L2-aware tile order (groups of 8 tile rows)", 1.02,
                  "the 132 tiles in flight share 8 rows of A and ~17 columns of B instead of ~5 rows and all of B "
                  "(at 8192): "
-                 "more L2 hits at 8192 (A and B 128 MB each, L2 60 MiB), little change at 4096 (32 MB each)",
+                 "more L2 hits at 8192 (A and B 128 MiB each, L2 60 MiB), little change at 4096 (32 MiB each)",
                  persistent=True),
     _hopper_rung(12, "hopper_cluster", "2-CTA clusters, TMA multicast of B", 1.03,
                  "two CTAs on tiles that share B each load half of it and multicast it to both: a third fewer "
@@ -359,14 +359,14 @@ KERNELS: dict[str, GemmKernel] = _registry([
     # Rungs 14-15 (written after rung 13 was measured, gains predicted before they ran): like for like with
     # cupy.matmul, which writes FP16 C, and the shapes with fewer tiles than SMs.
     _hopper_rung(14, "hopper_fp16_store", "FP16 C: cvt + stmatrix + TMA store", 1.03,
-                 "C as FP16, what cupy.matmul writes: half of rung 13's bytes of C (an eighth of all DRAM traffic at "
-                 "4096 with FP32 C), one stmatrix per 16 x 16 piece instead of eight float2 stores, half as many "
-                 "TMA boxes", output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1),
+                 "C as FP16, what cupy.matmul writes: half of rung 13's bytes of C (Nsight Compute at 4096: rung 13 "
+                 "wrote 54 MB and read 187 MB), one stmatrix per 16 x 16 piece instead of four float2 stores per "
+                 "thread, half as many TMA boxes", output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1),
                  c_box=(64, 64), dyn_smem=HOPPER_STORE_SMEM),
     _hopper_rung(15, "hopper_split_k", "split-K for problems with fewer tiles than SMs", 0.98,
                  "unchanged work where the chip is full (no split; no clusters either, which pair tiles along M: "
                  "a little more L2 traffic for B); at M = 128, N = K = 8192 its 32 tiles become 4 x 32 = 128 work "
-                 "units, and the gain there is predicted separately (x1.8, bounded by streaming 128 MB of B)",
+                 "units, and the gain there is predicted separately (x1.8, bounded by streaming 128 MiB of B)",
                  output="fp16", emulate=_fp16_split_h, persistent=True, split_k=True, c_box=(64, 64),
                  dyn_smem=HOPPER_STORE_SMEM),
 ])

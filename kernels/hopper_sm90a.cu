@@ -632,7 +632,7 @@ extern "C" __global__ void hopper_persistent(const __grid_constant__ TensorMap t
 // Adds, over rung 10: the scheduler walks the tiles in groups of GROUP_M = 8 tile rows, column
 // by column inside a group (tile_of, ORDER_GROUPED), so the ~132 tiles in flight at one moment
 // span 8 rows of A tiles and ~17 columns of B tiles instead of ~1 row of A and all of B.
-// Predicted: x1.02 over rung 10 (more at 8192, where A and B are 128 MB each and L2 holds 60 MiB).
+// Predicted: x1.02 over rung 10 (more at 8192, where A and B are 128 MiB each and L2 holds 60 MiB).
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) hopper_grouped(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C,
     int M, int N, int K);
@@ -690,8 +690,8 @@ extern "C" __global__ void hopper_tma_store(const __grid_constant__ TensorMap tm
 // registers already hold the rows in the accumulator's layout); a TMA store writes each box of
 // 64 rows x 64 FP16 columns (128 bytes, the same 8 KB buffers as rung 13). Half of rung 13's
 // bytes of C leave the SM, in half as many boxes.
-// Predicted: x1.03 over rung 13 (C is an eighth of the DRAM traffic at 4096 with FP32 C; half of
-// it saved, and fewer epilogue instructions between two tiles' mainloops).
+// Predicted: x1.03 over rung 13 (Nsight Compute at 4096: rung 13 wrote 54 MB of C and read 187 MB;
+// half of the writes saved, and fewer epilogue instructions between two tiles' mainloops).
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_fp16_store(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -715,7 +715,7 @@ extern "C" __global__ void hopper_fp16_store(const __grid_constant__ TensorMap t
 // that fill the chip, and then this is rung 14 without clusters (they pair tiles along M; the
 // problems split-K is for have one row of tiles).
 // Predicted: x0.98 over rung 14 where the chip is full (4096, 8192: no split, and no multicast);
-// at M = 128, N = K = 8192, x1.8 (4x the SMs at work, bounded by streaming B's 128 MB from DRAM).
+// at M = 128, N = K = 8192, x1.8 (4x the SMs at work, bounded by streaming B's 128 MiB from DRAM).
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) hopper_split_k(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K,

@@ -356,7 +356,7 @@ sweep(10, "STAGES")
 # The 132 tiles in flight at one moment all read slices of A and B at about the same K. In plain order
 # they are a few rows of tiles: a few hundred rows of A, but **all** of B. Grouped order walks 8 tile
 # rows column by column, so the wave shares fewer, more reused slices, and L2 holds more of what the
-# next tiles need. **Predicted: x1.02 over rung 10**, more at 8192 (A and B 128 MB each) than at 4096.
+# next tiles need. **Predicted: x1.02 over rung 10**, more at 8192 (A and B 128 MiB each) than at 4096.
 
 # %% slideshow={"slide_type": "-"}
 print(f"L2 of the {rec.gpu_name}: {rec.meta['gpu']['l2_bytes'] / 2**20:.0f} MiB")
@@ -527,7 +527,7 @@ sweep(14, "CLUSTER_M")
 # part that arrives **last** adds all of them in part order, $((p_0 + p_1) + p_2) + p_3$, and writes FP16
 # C. The order is fixed, so C is the same at every launch; it is another sum than rung 14's, and the
 # check's model knows which. **Predicted: x1.8 over rung 14 at that shape** (4x the SMs, bounded by
-# streaming B's 128 MB from DRAM); **x0.98** where the chip is full (no split, no clusters).
+# streaming B's 128 MiB from DRAM); **x0.98** where the chip is full (no split, no clusters).
 
 # %% slideshow={"slide_type": "-"}
 s128 = helpers.kernels.split_k_plan(128, 8192, 8192)[0]

@@ -353,3 +353,39 @@ def test_claims_about_the_input_values():
     assert min(clock["e4m3"], clock["zeros"]) > max(clock["normal"], clock["uniform"])   # "the clock was higher"
     t = {r["inputs"]: r for r in H.input_table(rows)}
     assert t["zeros"]["cublas_fp16"] > t["e4m3"]["cublas_fp16"] > t["normal"]["cublas_fp16"]
+
+
+def test_rung_14_and_15_checks_reject_wrong_results():
+    """The check of the FP16-C rungs rejects, at a shape where rung 15 splits K: zeros, C scaled by 1.003, C left
+    in FP32 (not rounded to FP16), the other rung's sum (unsplit for split and back: the same numbers, another
+    order), and one element one FP16 unit off; and passes each rung's own result."""
+    for M, N, K_ in ((136, 264, 1000), (40, 24, 2048)):
+        assert K.split_k_plan(M, N, K_)[0] > 1
+        A = helpers.random_matrix(M, K_, seed=3).astype(np.float16)
+        B = helpers.random_matrix(K_, N, seed=4).astype(np.float16)
+        C14, C15 = helpers.gemm(14, A, B), helpers.gemm(15, A, B)
+        assert C14.dtype == C15.dtype == np.float16 and (C14 != C15).any()
+        for r, good, other in ((K.ALL_RUNGS[14], C14, C15), (K.ALL_RUNGS[15], C15, C14)):
+            assert r.check(good, A, B).passed
+            one = good.copy()
+            one[M // 2, N // 3] = np.nextafter(one[M // 2, N // 3], np.float16(np.inf))
+            wrong = {"zeros": np.zeros_like(good), "x1.003": (good.astype(np.float32) * 1.003).astype(np.float16),
+                     "the other rung's sum": other, "one element one unit off": one,
+                     "FP32 C": _fp32_of(r, A, B)}
+            for what, C in wrong.items():
+                assert _rejected(r, C, A, B), (r.name, M, N, K_, what)
+
+
+def _rejected(r, C, A, B) -> bool:
+    """The check fails C, or refuses it as no output of this kernel (FP32 values given for FP16 C)."""
+    try:
+        return not r.check(C, A, B).passed
+    except helpers.InputError as exc:
+        return "is not a fp16 number" in str(exc)
+
+
+def _fp32_of(r, A, B):
+    """The rung's arithmetic without the final rounding to FP16: C as an FP32-C kernel would write it."""
+    import dataclasses
+
+    return dataclasses.replace(r.emulate, output="")(A, B)

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import os
 import subprocess
 import sys
 import time
@@ -144,17 +143,17 @@ def print_table(summaries: list[dict]) -> None:
     _say("(gain: over the rung above in this table; x cuBLAS: against cuBLAS writing the same C type (FP16 or FP32),"
          " timed just before, same process; SM MHz / W / throttle: the largest size)")
     for shape, want in TARGETS.items():
-        s = n = _shape(shape)
+        s = _shape(shape)
         if tuple(shape) not in TRY_TIMED:
             continue
         got = [(sm["timed"][s].get("frac_cublas") or 0, sm["rung"]) for sm in summaries
                if s in sm["timed"] and sm["rung"] >= 8 and not sm["wrong"] and not sm["failed"]]
         if got:
             best, k = max(got)
-            _say(f"target at {n}: {want:.2f}x cuBLAS; best correct rung {k}: {best:.3f}x -> "
+            _say(f"target at {s}: {want:.2f}x cuBLAS; best correct rung {k}: {best:.3f}x -> "
                  f"{'met' if best >= want else 'missed'}")
         else:
-            _say(f"target at {n}: {want:.2f}x cuBLAS; no correct lesson-6 rung was timed")
+            _say(f"target at {s}: {want:.2f}x cuBLAS; no correct lesson-6 rung was timed")
 
 
 def run_ncu(rungs: list[int], out_dir: Path, seconds: float, log: dict) -> None:

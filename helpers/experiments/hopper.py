@@ -23,7 +23,9 @@ ratio) and ``MISS_NOTES`` (the explanations of a miss in either direction, writt
 """
 from __future__ import annotations
 
+import functools
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -251,16 +253,28 @@ NCU_METRICS = {"tensor_pipe_pct": "Tensor pipe busy (%)", "dram_read_bytes": "DR
                "l2_hit_rate_pct": "L2 hit rate (%)", "achieved_occupancy_pct": "warps active (%)"}
 
 
+@functools.lru_cache(maxsize=16)
+def _ncu_file(path: str, mtime: float) -> dict:
+    """One results/ncu-*.json, parsed once per version of the file (the lessons ask for several entries)."""
+    import json
+
+    return json.loads(Path(path).read_text())
+
+
+def _ncu_files(directory=None):
+    """(path, data) of every recorded Nsight Compute file (helpers.profile.list_profiles), newest first."""
+    from ..profile import list_profiles
+    from ..results import RESULTS_DIR
+
+    paths = list_profiles(RESULTS_DIR if directory is None else directory)
+    for path in sorted(paths, key=lambda p: p.stat().st_mtime, reverse=True):
+        yield path, _ncu_file(str(path), path.stat().st_mtime)
+
+
 def ncu_at(target: str, shape, directory=None) -> dict | None:
     """The Nsight Compute entry of `target` ('rung15', 'fp8_promote_256', ...) profiled at `shape` (M, N, K) in
     the newest results/ncu-*.json that has it, or None."""
-    import json
-
-    from ..results import RESULTS_DIR
-
-    directory = RESULTS_DIR if directory is None else directory
-    for path in sorted(directory.glob("ncu-*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
-        data = json.loads(path.read_text())
+    for _, data in _ncu_files(directory):
         for e in data.get("kernels", []):
             if e.get("target") == target and list(e.get("size", data.get("size"))) == list(shape) and "counters" in e:
                 return dict(e, date=e.get("date", data.get("date")), gpu=data["gpu"]["name"])
@@ -271,14 +285,8 @@ def ncu_rows(rows: list[dict] | None = None, n: int = 4096, directory=None) -> t
     """Nsight Compute counters of lesson 6's ladder (tools/ncu_counters.py targets rung7 ... rung15, from the
     newest results/ncu-*.json that has any of them), each with the TFLOP/s its rung reached in `rows` at n^3:
     ([{rung, kernel, tflops, counters, top_stalls}], label), or ([], why) when none is recorded."""
-    import json
-
-    from ..results import RESULTS_DIR
-
-    directory = RESULTS_DIR if directory is None else directory
     want = {f"rung{k}": k for k in hopper_ladder()}
-    for path in sorted(directory.glob("ncu-*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
-        data = json.loads(path.read_text())
+    for _, data in _ncu_files(directory):
         size = data.get("size")                   # entries at other shapes (--shape) are not this table's
         got = [e for e in data.get("kernels", []) if e.get("target") in want and "counters" in e
                and e.get("size", size) == size]
