@@ -1,0 +1,70 @@
+"""A device probe: the check of lesson 6's FP16-C rungs (14, 15) rejects wrong results at the largest sizes the
+course times them at, with the model on the GPU comparing every element: rung 14 at 8192^3, rung 15 at
+128 x 8192 x 8192 (K in 4 parts). Wrong results: zeros, C x 1.003, the other rung's C where it sums in another
+order (at 8192^3 rung 15 does not split K, and its C equals rung 14's), and helpers.check.local_mutations (one
+element one unit up, one element 1% off, a row copied, an edge tile).
+
+    python3 tools/probes/reject_wrong_fp16c.py OUT.json      (a Hopper GPU; each rung in a child process)"""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = [(14, (8192, 8192, 8192)), (15, (128, 8192, 8192))]
+
+
+def one(k: int, shape) -> dict:
+    """GPU, in a child: rung k's C at `shape`, checked, then every wrong result checked."""
+    import cupy
+
+    from helpers.check import local_mutations
+    from helpers.experiments.ladder import _inputs
+    from helpers.kernels import ALL_RUNGS
+    from helpers.launch import launcher
+    from helpers.numerics import reference_gemm
+
+    M, N, K = shape
+    r, other = ALL_RUNGS[k], ALL_RUNGS[29 - k]
+    A, B = _inputs(0, M, N, K)
+    ref = reference_gemm(A, B)
+    Cs = {}
+    for spec in (r, other):
+        run, C, _ = launcher(spec, A, B)
+        run()
+        cupy.cuda.get_current_stream().synchronize()
+        Cs[spec.rung] = C
+    good = Cs[k]
+    out = {"rung": k, "shape": list(shape), "correct": bool(r.check(good, A, B, reference=ref, backend="GPU").passed)}
+    wrong = {"zeros": cupy.zeros_like(good), "x1.003": (good.astype(cupy.float32) * 1.003).astype(cupy.float16),
+             **local_mutations(good)}
+    # the other rung's C is a wrong result only where it sums in another order (rung 15 splits K here)
+    same = bool(cupy.array_equal(good.view(cupy.uint16), Cs[other.rung].view(cupy.uint16)))
+    out[f"rung {other.rung}'s C bit-identical"] = same
+    if not same:
+        wrong[f"rung {other.rung}'s C"] = Cs[other.rung]
+    out["rejected"] = {w: not bool(r.check(C, A, B, reference=ref, backend="GPU").passed) for w, C in wrong.items()}
+    return out
+
+
+def main(argv) -> int:
+    sys.path.insert(0, str(ROOT))
+    from helpers.device import backend
+
+    if not backend().is_gpu:
+        print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
+        return 2
+    from helpers.isolate import run_isolated
+
+    rows = [run_isolated("tools.probes.reject_wrong_fp16c:one", k, list(s), timeout=300) for k, s in CASES]
+    for row in rows:
+        print(row, file=sys.stderr)
+    Path(argv[0]).write_text(json.dumps(rows, indent=1))
+    ok = all(isinstance(x, dict) and x.get("correct") and all(x.get("rejected", {}).values()) and x["rejected"]
+             for x in rows)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    sys.exit(main(sys.argv[1:]))
