@@ -23,6 +23,10 @@
 //   fp8_promote_pingpong  promotion every 128 products, overlapped with the Tensor Cores: the two
 //                    consumer warpgroups issue their wgmmas in turn, so one adds its partial sum to its
 //                    total while the other's wgmmas run (the same sums as fp8_promote_128, bit for bit)
+//   fp8_block_scaled fp8_promote_128 with DeepSeek-V3's fine-grained scales applied at promotion: every
+//                    K-tile of 128 is one scale block, and its partial sum is multiplied by the scale of
+//                    its 1 x 128 activation tile and of its 128 x 128 weight block before it joins the
+//                    total (kernel fp8_block_scaled, at the end of the file)
 //
 // Contract: A: M x K row-major E4M3 (TMA map, box 128 rows x 128 bytes, 128-byte swizzle);
 // Bt: N x K row-major E4M3 (TMA map, box BN rows x 128 bytes); C: M x N row-major float.
@@ -120,9 +124,20 @@ __device__ __forceinline__ void store_slice(const float (&d)[BN / 2], float* C, 
 // OVERLAP (NC = 128): the two consumer warpgroups take turns issuing, so that one's promotion runs while
 // the other's wgmmas are in flight. (Two accumulator sets in one warpgroup instead would need 64 + 64 +
 // 64 registers a thread for the sets and the total: 192, more than the 168 ptxas allocates here.)
-template <int BN, int NC, bool OVERLAP = false>
+// SCALED (NC = 128, BN = 128, not OVERLAP): block scaling at promotion (fp8_block_scaled); `scales` is
+// then (sa, sb), its two scale arrays, and empty otherwise. (A parameter pack, and `if constexpr` around
+// what uses it, leave the other kernels' code exactly as it was: even an unused pointer parameter with a
+// default value renumbers their PTX registers.)
+template <typename... S>
+__device__ __forceinline__ const float* scale_array(int i, S... scales)
+{
+    const float* const p[] = {scales...};
+    return p[i];
+}
+
+template <int BN, int NC, bool OVERLAP = false, bool SCALED = false, typename... Scales>
 __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* tmB, float* __restrict__ C,
-                                         int M, int N, int K)
+                                         int M, int N, int K, Scales... scales)
 {
     constexpr int B_BYTES = BN * F8_BK, STAGE = F8_A_BYTES + B_BYTES, NREG = BN / 2;
     constexpr int KSTEPS = F8_BK / 32;                         // wgmma k-steps per stage
@@ -131,6 +146,8 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
     static_assert(NC == 0 || (NC % 32 == 0 && (EVERY <= KSTEPS ? KSTEPS % EVERY == 0 : EVERY % KSTEPS == 0)),
                   "NC: a multiple of 32 that divides, or is divided by, the 128 of a stage");
     static_assert(!OVERLAP || (NC == F8_BK && BN == 128), "the overlapped promotion: every stage, 128 x 128 tiles");
+    static_assert(!SCALED || (NC == F8_BK && BN == 128 && !OVERLAP && sizeof...(Scales) == 2),
+                  "block scaling: one promotion per K-tile of 128 (one scale block), 128 x 128 tiles, (sa, sb)");
     unsigned char* smem = smem_base();
     u64* full = reinterpret_cast<u64*>(smem + F8_STAGES * STAGE);
     u64* empty = full + F8_STAGES;
@@ -233,7 +250,27 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                 for (int i = 0; i < (NC ? NREG : 1); ++i) total[i] = 0.0f;
             }
             int prev = -1;
+            // SCALED: this thread's rows of C (rows g and g + 8 of its warp's 16, store_slice's layout) and
+            // the weight block's row of sb; the scales of each K-tile are read from global memory (__ldg:
+            // read-only, and small: sa is M x ktiles floats, sb ceil(N / 128) x ktiles) at the top of the
+            // K-tile's iteration, so that their latency passes while this warpgroup waits for the stage and
+            // its wgmmas run; they are needed only after wgmma_wait.
+            [[maybe_unused]] const float *sa0 = nullptr, *sa1 = nullptr, *sbt = nullptr;
+            if constexpr (SCALED) {
+                const float* __restrict__ sa = scale_array(0, scales...);
+                const float* __restrict__ sb = scale_array(1, scales...);
+                const int srow = tm * F8_BM + cw * 64 + ((threadIdx.x % 128) / 32) * 16 + lane / 4;
+                sa0 = sa + (size_t)min(srow, M - 1) * ktiles;         // rows past M read row M - 1's scales:
+                sa1 = sa + (size_t)min(srow + 8, M - 1) * ktiles;     // a valid address; those rows of C are
+                sbt = sb + (size_t)tn * ktiles;                        // never stored
+            }
             for (int kt = 0; kt < ktiles; ++kt) {
+                [[maybe_unused]] float a0, a1, bs;
+                if constexpr (SCALED) {
+                    a0 = __ldg(sa0 + kt);
+                    a1 = __ldg(sa1 + kt);
+                    bs = __ldg(sbt + kt);
+                }
                 mbar_wait(&full[s], phase);
                 const unsigned char* a = smem + s * STAGE + cw * 64 * F8_BK;
                 const unsigned char* b = smem + s * STAGE + F8_A_BYTES;
@@ -254,8 +291,24 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                         prev = s;
                     } else {
                         wgmma_wait<0>();
+                        if constexpr (SCALED) {
+                            // DeepSeek-V3 sec. 3.3.2: the partial sum of this K-tile (128 products, from zero)
+                            // times the scale of its activation tile and of its weight block, added to the
+                            // FP32 total. The two scales' product once per row and K-tile; then one multiply
+                            // and one add per element, each rounded to nearest (no FMA: NVRTC contracts
+                            // a * b + c into one rounding by default, and helpers.fp8_gemm's model rounds twice).
+                            const float s0 = __fmul_rn(a0, bs), s1 = __fmul_rn(a1, bs);
 #pragma unroll
-                        for (int i = 0; i < (NC ? NREG : 1); ++i) total[i] += d[i];
+                            for (int j = 0; j < NREG / 4; ++j) {
+                                total[4 * j] = __fadd_rn(total[4 * j], __fmul_rn(d[4 * j], s0));           // row g
+                                total[4 * j + 1] = __fadd_rn(total[4 * j + 1], __fmul_rn(d[4 * j + 1], s0));
+                                total[4 * j + 2] = __fadd_rn(total[4 * j + 2], __fmul_rn(d[4 * j + 2], s1)); // g + 8
+                                total[4 * j + 3] = __fadd_rn(total[4 * j + 3], __fmul_rn(d[4 * j + 3], s1));
+                            }
+                        } else {
+#pragma unroll
+                            for (int i = 0; i < (NC ? NREG : 1); ++i) total[i] += d[i];
+                        }
                         if (prev >= 0) release(prev);
                         release(s);
                         prev = -1;
@@ -358,5 +411,32 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_512(cons
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     fp8_gemm<128, 512>(&tmA, &tmB, C, M, N, K);
+#endif
+}
+
+
+// DeepSeek-V3's recipe (arXiv:2412.19437, sec. 3.3.2): FP8 inputs with fine-grained scales, applied where
+// the partial sums are promoted. Activations A carry one scale per 1 x 128 tile (per row, per 128 of K),
+// weights one per 128 x 128 block; a K-tile of 128 is then one scale block of both, so fp8_promote_128's
+// promotion is the place to apply them: the Tensor Cores sum the 128 products of the raw E4M3 values from
+// zero, and the CUDA cores do total = total + partial * (sa * sb), in FP32, rounded to nearest at each
+// step (__fmul_rn, __fadd_rn; the total starts at +0). No single accumulator could run over all of K:
+// the scales change from one K-tile to the next. Per-tensor scaling needs only one multiply at the end,
+// but then one outlier sets the scale of the whole matrix (lesson 7).
+//   sa: M x ceil(K / 128) floats, row-major: sa[r][k / 128] multiplies A's row r, K-tile k / 128.
+//   sb: ceil(N / 128) x ceil(K / 128) floats, row-major: sb[n / 128][k / 128] (the layout of Bt, N x K;
+//       helpers.fp8.quantize_blocks of B, K x N, gives [k / 128][n / 128]: helpers.fp8_gemm.kernel_scales
+//       transposes it, and the launcher refuses that layout where its shape tells).
+//   The scales are what C's values are multiplied by (amax / 448: 1 / helpers.fp8's scale), not what
+//   the inputs were. M, N, K as for the other kernels (K passed padded to 16: ceil(K / 128) is unchanged).
+// Predicted (written before it ran): x0.9 over fp8_promote_128 at 4096^3 and 8192^3. The promotion is not
+// overlapped here, and its cost in the record is fp8_promote_128's time minus fp8_wgmma_n128's (the same
+// tiles without promotion): 10 of 124 us at 4096, 119 of 972 at 8192; a multiply beside each add doubles it.
+extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_block_scaled(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K,
+    const float* __restrict__ sa, const float* __restrict__ sb)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fp8_gemm<128, 128, false, true>(&tmA, &tmB, C, M, N, K, sa, sb);
 #endif
 }

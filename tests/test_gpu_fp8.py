@@ -31,3 +31,57 @@ def test_fp8_kernel_correct(kernel, shape):
     assert chk.passed, chk.verdict()
     if cc == (9, 0):
         assert chk.model == "identical", chk.verdict()
+
+
+# --------------------------------------------------------------------------- fp8_block_scaled (issue 26)
+def _need_hopper():
+    cc = backend().gpu.cc
+    if tuple(cc) != (9, 0):
+        pytest.skip(f"fp8_block_scaled is sm_90a code; this GPU is sm_{cc[0]}{cc[1]}")
+
+
+BLOCK_CASES = ([((40, 24, 256), k) for k in ("normal", "outlier activations", "varied weight blocks")]
+               + [((40, 24, 200), "outlier activations")]
+               + [((257, 520, 136), k) for k in ("normal", "outlier activations", "varied weight blocks")]
+               + [((1000, 1064, 1000), "normal"), ((1000, 1064, 1000), "outlier activations"),
+                  ((1024, 1024, 1024), "normal"), ((1024, 1024, 1024), "gpu random")])
+
+
+@pytest.mark.parametrize("shape,kind", BLOCK_CASES, ids=[f"{m}x{n}x{k}-{w}" for (m, n, k), w in BLOCK_CASES])
+def test_fp8_block_scaled_identical_to_its_model(shape, kind):
+    """Every element within the bound and equal to the GPU model (and, up to 2^25 products, the numpy model)."""
+    from helpers.experiments import fp8 as X
+
+    _need_hopper()
+    row = X.run_block_scaled_checks([(shape, (kind,))])[0]
+    assert row["check_passed"] and row["model"] == "identical" and row["mismatches"] == 0, row["check"]
+    assert row["nan"] == 0 and row.get("cpu_model_mismatches", 0) == 0, row
+
+
+def test_fp8_block_scaled_output_poisoned_then_fully_written():
+    import cupy
+
+    from helpers import fp8_gemm as F
+    from helpers.experiments import fp8 as X
+
+    _need_hopper()
+    A8, Bt8, sa, sb, Aq, Bq = X.gpu_block_scaled_inputs(257, 520, 136, 1)
+    run, C = F.block_scaled_launcher(A8, Bt8, sa, sb)
+    assert bool(cupy.isnan(C).all())                       # NaN before the launch
+    run()
+    assert not bool(cupy.isnan(C[:, :520]).any())
+    assert F.check_block_scaled(C[:, :520], Aq, Bq, sa, sb).passed
+
+
+def test_block_scaled_front_ends_on_the_gpu():
+    from helpers import fp8_gemm as F
+
+    _need_hopper()
+    A, B = F.scaling_inputs("outlier activations", 40, 24, 200, 1)
+    C, where = F.block_scaled_matmul(A, B)
+    assert "ran on" in where
+    assert np.array_equal(C, F.block_scaled_model(*F.block_scaled_operands(A, B)))
+    rows = {(r["inputs"], r["scaling"]): r for r in F.scaling_error_table()}
+    assert all("ran on" in r["ran"] for r in rows.values())
+    for kind in ("outlier activations", "varied weight blocks"):
+        assert rows[kind, "per tensor"]["median rel. error"] > 3 * rows[kind, F.SCALINGS[1]]["median rel. error"]

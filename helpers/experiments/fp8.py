@@ -12,7 +12,11 @@ Experiment ``fp8`` (``python -m helpers.record --update-experiments fp8``), on a
   GEMM (nvmath-python where installed, else PyTorch's torch._scaled_mm; each row's ``path`` says which;
   with and without its fast-accumulation switch), against float64;
 * ``speed``: TFLOP/s at 4096^3 and 8192^3 (cold L2, CUDA events, clocks), next to cuBLAS FP16 and
-  cuBLASLt FP8, each kernel's result checked (helpers.check) first.
+  cuBLASLt FP8, each kernel's result checked (helpers.check) first;
+* ``block_scaled`` (on Hopper): fp8_block_scaled, DeepSeek-V3's scales applied at promotion
+  (``run_block_scaled``: its checks against the model, its speed beside cuBLASLt and the promoting
+  kernels, and the error table of per-tensor against block scaling; also measured on its own by
+  tools/probes/fp8_block_scaled.py and stored with ``store_block_scaled``).
 
 The reading functions below turn the recorded data into the lesson's tables and plots.
 """
@@ -268,9 +272,13 @@ def fp8_experiment():
         torch_version = torch.__version__
     except ImportError:
         torch_version = None
-    return {"kernels": kernels, "resources": resources, "torch": torch_version,
-            "probes": run_probes(kernels), "random": run_random(kernels), "match_1024": run_match_1024(kernels),
-            "sweep": run_sweep(kernels), "speed": run_speed(kernels)}
+    out = {"kernels": kernels, "resources": resources, "torch": torch_version,
+           "probes": run_probes(kernels), "random": run_random(kernels), "match_1024": run_match_1024(kernels),
+           "sweep": run_sweep(kernels), "speed": run_speed(kernels)}
+    if gpu.cc == (9, 0):                          # fp8_block_scaled is sm_90a code, as the wgmma kernels
+        out["block_scaled"] = {"note": "helpers.experiments.fp8.run_block_scaled, in experiment fp8",
+                               **run_block_scaled()}
+    return out
 
 
 # --------------------------------------------------------------------------- reading the record
@@ -499,3 +507,246 @@ def promote_counters(kernels=("fp8_wgmma", "fp8_promote_128", "fp8_promote_256",
             row[key] = None if v is None else v * scale
         rows.append(row)
     return rows
+
+
+# --------------------------------------------------------------------------- block scaling (issue 26)
+# fp8_block_scaled (DeepSeek-V3's scales at promotion): its check against the model at odd shapes and large
+# ones, its speed beside cuBLASLt's FP8 GEMM (default accumulation, per-tensor scales) and the promoting
+# kernels without scales, and the error table of per-tensor against block scaling (helpers.fp8_gemm).
+# Measured by tools/probes/fp8_block_scaled.py (or fp8_experiment), stored under experiments.fp8.block_scaled.
+BLOCK_SCALED_CHECKS = (((40, 24, 256), ("normal", "outlier activations", "varied weight blocks")),
+                       ((40, 24, 200), ("outlier activations",)),
+                       ((257, 520, 136), ("normal", "outlier activations", "varied weight blocks")),
+                       ((1000, 1064, 1000), ("normal", "outlier activations")),
+                       ((1024, 1024, 1024), ("normal", "gpu random")),
+                       ((4096, 4096, 4096), ("gpu random",)))
+BLOCK_SCALED_CPU_MODEL = 1 << 25          # products up to which the check also compares the numpy model
+BLOCK_SCALED_TIMED = ("cublaslt_fp8", "fp8_promote_128", "fp8_promote_pingpong", "fp8_block_scaled")
+BLOCK_SCALED_LARGE_TABLE = (1024, 1024, 8192)
+
+
+def gpu_block_scaled_inputs(M: int, N: int, K: int, seed: int):
+    """Seeded inputs made on the GPU, for the large checks and the timing (numpy would take a minute at
+    8192^2): A8 (M x K) and Bt8 (N x K) E4M3 bytes of 64 x N(0,1) values clipped to +-448 and rounded to the
+    nearest E4M3 number (ties down: a tie is all but impossible, and the kernel and the model see the same
+    bytes either way), and the scales sa, sb: float32 2^U(-8, 0), as amax / 448 of such tiles would be.
+    Returns (A8, Bt8, sa, sb, Aq, Bq): CuPy arrays, Aq (M x K) and Bq (K x N) the values in float64."""
+    import cupy
+
+    from ..fp8_gemm import SCALE_BLOCK, decode_e4m3
+
+    table = decode_e4m3(np.arange(127, dtype=np.uint8))          # the finite positive codes 0 .. 126, ascending
+    mids = cupy.asarray((table[1:] + table[:-1]) / 2)
+    values = cupy.asarray(np.concatenate([table, np.full(1, np.nan), -table, np.full(1, np.nan)]))
+    rng = cupy.random.default_rng(seed)
+
+    def e4m3_bytes(rows, cols):
+        x = cupy.clip(64.0 * rng.standard_normal((rows, cols)), -448.0, 448.0)
+        code = cupy.searchsorted(mids, cupy.abs(x)).astype(cupy.uint8)          # 0 .. 126: +0 .. 448
+        return code + cupy.where(cupy.signbit(x), 128, 0).astype(cupy.uint8)      # the sign bit
+
+    A8, Bt8 = e4m3_bytes(M, K), e4m3_bytes(N, K)
+    kb, nb = -(-K // SCALE_BLOCK), -(-N // SCALE_BLOCK)
+    sa = cupy.exp2(rng.uniform(-8, 0, (M, kb))).astype(cupy.float32)
+    sb = cupy.exp2(rng.uniform(-8, 0, (nb, kb))).astype(cupy.float32)
+    return A8, Bt8, sa, sb, values[A8.astype(cupy.int32)], cupy.ascontiguousarray(values[Bt8.astype(cupy.int32)].T)
+
+
+def _block_scaled_case(M, N, K, kind, seed):
+    """(A8, Bt8, sa, sb, Aq, Bq) for a check: real-valued inputs of `kind` quantized on the host
+    (helpers.fp8_gemm.block_scaled_operands), or 'gpu random' (gpu_block_scaled_inputs)."""
+    import cupy
+
+    from ..fp8_gemm import block_scaled_operands, encode_e4m3, scaling_inputs
+
+    if kind == "gpu random":
+        return gpu_block_scaled_inputs(M, N, K, seed)
+    Aq, Bq, sa, sb = block_scaled_operands(*scaling_inputs(kind, M, N, K, seed))
+    return (cupy.asarray(encode_e4m3(Aq)), cupy.asarray(encode_e4m3(Bq.T.copy())), cupy.asarray(sa),
+            cupy.asarray(sb), cupy.asarray(Aq), cupy.asarray(Bq))
+
+
+def run_block_scaled_checks(cases=BLOCK_SCALED_CHECKS, seed: int = 26) -> list[dict]:
+    """fp8_block_scaled on each (shape, input kinds) against its bound and its model, every element: the
+    GPU model (helpers.fp8_gemm.block_scaled_model_gpu) always, the numpy model too up to
+    BLOCK_SCALED_CPU_MODEL products. One row per case."""
+    import time
+
+    import cupy
+
+    from ..fp8_gemm import block_scaled_model, check_block_scaled, gemm_block_scaled
+
+    rows = []
+    for (M, N, K), kinds in cases:
+        for kind in kinds:
+            t0 = time.perf_counter()
+            A8, Bt8, sa, sb, Aq, Bq = _block_scaled_case(M, N, K, kind, seed)
+            C = gemm_block_scaled(A8, Bt8, sa, sb)
+            chk = check_block_scaled(C, Aq, Bq, sa, sb)
+            row = {"M": M, "N": N, "K": K, "inputs": kind, "seed": seed, "elements": int(C.size),
+                   "nan": chk.n_nan, "over_bound": chk.n_over, "bound_ratio": chk.bound_ratio,
+                   "model": chk.model, "mismatches": chk.model_mismatch, "model_where": chk.model_where,
+                   "check_passed": chk.passed, "check": chk.verdict()[:300]}
+            if M * N * K <= BLOCK_SCALED_CPU_MODEL:
+                Ch = cupy.asnumpy(C)
+                Em = block_scaled_model(cupy.asnumpy(Aq), cupy.asnumpy(Bq), cupy.asnumpy(sa), cupy.asnumpy(sb))
+                row["cpu_model_mismatches"] = int((Em != Ch).sum())
+            row["seconds"] = round(time.perf_counter() - t0, 2)
+            rows.append(row)
+            del A8, Bt8, sa, sb, Aq, Bq, C
+    return rows
+
+
+def block_scaled_verdict(M: int, N: int, K: int, seed: int = 7) -> str:
+    """One launch of fp8_block_scaled on seeded 'outlier activations' inputs of M x N x K and the verdict of its
+    check (the bound and the GPU model): a case for tools/sanitize_driver.py, which runs every kernel under
+    compute-sanitizer at small and odd sizes."""
+    import cupy
+
+    from ..fp8_gemm import check_block_scaled, gemm_block_scaled
+
+    A8, Bt8, sa, sb, Aq, Bq = _block_scaled_case(M, N, K, "outlier activations", seed)
+    C = gemm_block_scaled(A8, Bt8, sa, sb)
+    cupy.cuda.runtime.deviceSynchronize()
+    return check_block_scaled(C, Aq, Bq, sa, sb).verdict()
+
+
+def run_block_scaled_speed(sizes=SPEED_N, seed: int = 4096) -> list[dict]:
+    """TFLOP/s at n^3 (cold L2, CUDA events, median of many, clocks beside each: helpers.timing.benchmark,
+    as run_speed) of cuBLASLt's FP8 GEMM (default accumulation, scales 1), fp8_promote_128,
+    fp8_promote_pingpong and fp8_block_scaled, all on the same E4M3 bytes (gpu_block_scaled_inputs);
+    fp8_block_scaled's C checked first (check_block_scaled: the bound and the GPU model, every element)."""
+    import time
+
+    import cupy
+
+    from ..fp8_gemm import block_scaled_launcher, check_block_scaled, launcher
+    from ..timing import benchmark, gemm_flops
+
+    rows = []
+    for n in sizes:
+        A8, Bt8, sa, sb, Aq, Bq = gpu_block_scaled_inputs(n, n, n, seed + n)
+        fl = gemm_flops(n, n, n)
+
+        def timed(name, fn, extra=None):
+            t = benchmark(fn, flops=fl)
+            rows.append({"kernel": name, "n": n, "tflops": t.tflops, "median_ms": t.median_ms, "p10_ms": t.p10_ms,
+                         "p90_ms": t.p90_ms, "reps": t.n, **(t.clocks or {}), **(extra or {})})
+        for k in BLOCK_SCALED_TIMED:
+            if k == "cublaslt_fp8":
+                t, err = _torch_fp8(A8, Bt8, False)
+                if t is None:
+                    rows.append({"kernel": k, "n": n, "skipped": err})
+                else:
+                    go, _, path = t                    # the library, version and call that ran
+                    timed(k, go, {"path": path})
+            elif k == "fp8_block_scaled":
+                fn, C = block_scaled_launcher(A8, Bt8, sa, sb)
+                fn()
+                t0 = time.perf_counter()
+                chk = check_block_scaled(C, Aq, Bq, sa, sb)
+                timed(k, fn, {"check_passed": bool(chk.passed), "check": chk.verdict()[:300],
+                              "check_s": round(time.perf_counter() - t0, 2)})
+                del C
+            else:
+                fn, C = launcher(k, A8, Bt8)
+                fn()
+                timed(k, fn, {"nan": int(cupy.isnan(C).sum())})
+                del C
+        del A8, Bt8, sa, sb, Aq, Bq
+    return rows
+
+
+def run_block_scaled(sizes=SPEED_N) -> dict:
+    """Everything lesson 7 records of fp8_block_scaled (experiments.fp8.block_scaled): its registers and
+    spills, the checks (run_block_scaled_checks), the speed (run_block_scaled_speed), and the error table
+    of per-tensor against block scaling computed on the GPU (helpers.fp8_gemm.scaling_error_table: at its
+    CPU shape, where the CPU model must give the same numbers, and at BLOCK_SCALED_LARGE_TABLE)."""
+    import datetime as _dt
+    import time
+
+    from ..compile import get_arch_kernel
+    from ..fp8_gemm import BLOCK_SCALED, scaling_error_table
+
+    t0 = time.perf_counter()
+    kern = get_arch_kernel(BLOCK_SCALED.file, BLOCK_SCALED.name, (9, 0))
+    out = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+           "resources": {BLOCK_SCALED.name: {"regs": int(kern.num_regs), "spills": int(kern.local_size_bytes),
+                                             "smem": BLOCK_SCALED.smem}}}
+    out["checks"] = run_block_scaled_checks()
+    out["speed"] = run_block_scaled_speed(sizes)
+    out["errors"] = scaling_error_table()
+    out["errors_large"] = scaling_error_table(shape=BLOCK_SCALED_LARGE_TABLE)
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+def store_block_scaled(out: dict, note: str, path=None) -> str:
+    """Store run_block_scaled's output (e.g. tools/probes/fp8_block_scaled.py's JSON) as
+    experiments.fp8.block_scaled of a record (default: the newest in results/), with a note saying where it
+    came from; the rest of the record is left as it is. Returns the record's path."""
+    import json
+    from pathlib import Path
+
+    from ..results import load_latest
+
+    p = Path(path) if path is not None else load_latest().path
+    rec = json.loads(p.read_text())
+    rec.setdefault("experiments", {}).setdefault("fp8", {})["block_scaled"] = {"note": note, **out}
+    p.write_text(json.dumps(rec, indent=1) + "\n")
+    return str(p)
+
+
+def _block_scaled(data: dict) -> dict:
+    from ..errors import ResultsError
+
+    if not isinstance(data, dict) or "block_scaled" not in data:
+        raise ResultsError("this fp8 record has no block_scaled measurements (fp8_block_scaled, issue 26).",
+                           "run tools/probes/fp8_block_scaled.py OUT.json on an H200 and store it with "
+                           "helpers.experiments.fp8.store_block_scaled, or re-record experiment fp8.")
+    return data["block_scaled"]
+
+
+def block_scaled_speed_rows(data: dict, peak: float | None = None) -> list[dict]:
+    """The recorded speed of fp8_block_scaled beside cuBLASLt's FP8 GEMM (default accumulation, per-tensor)
+    and fp8_promote_128 / fp8_promote_pingpong at each size: TFLOP/s, the ratio to cuBLASLt and to
+    fp8_promote_128 (what the scales cost), the clock, and the check (data: experiments.fp8)."""
+    speed = _block_scaled(data)["speed"]
+    rows = []
+    for n in sorted({r["n"] for r in speed}):
+        at = [r for r in speed if r["n"] == n and "tflops" in r]
+        ref = {r["kernel"]: r["tflops"] for r in at}
+        for r in at:
+            lt, p128 = ref.get("cublaslt_fp8"), ref.get("fp8_promote_128")
+            rows.append({"n": n, "kernel": r["kernel"], "TFLOP/s": round(r["tflops"], 1),
+                         "x cuBLASLt FP8": round(r["tflops"] / lt, 3) if lt else None,
+                         "x promote_128": round(r["tflops"] / p128, 3) if p128 else None,
+                         "of FP8 peak": round(r["tflops"] / peak, 3) if peak else None,
+                         "SM MHz": r.get("sm_mhz"), "power W": r.get("power_w"),
+                         "check": {True: "pass", False: "FAIL"}.get(r.get("check_passed"), "-")})
+    return rows
+
+
+ERROR_COLUMNS = ("median rel. error", "median |err|/(|A||B|)", "max |err|/(|A||B|)", "normwise error")
+
+
+def block_scaled_error_rows(data: dict, large: bool = False) -> list[dict]:
+    """The recorded error table (helpers.fp8_gemm.scaling_error_table, on the H200): per input kind, per
+    tensor against block-scaled, and how many times larger the per-tensor median error is."""
+    rows = _block_scaled(data)["errors_large" if large else "errors"]
+    med = {(r["inputs"], r["scaling"]): r["median rel. error"] for r in rows}
+    out = []
+    for r in rows:
+        pt = med.get((r["inputs"], "per tensor"))
+        out.append({"inputs": r["inputs"], "scaling": r["scaling"], "M x N x K": f"{r['M']} x {r['N']} x {r['K']}",
+                    **{c: r[c] for c in ERROR_COLUMNS},
+                    "per tensor / this (median)": round(pt / r["median rel. error"], 2) if pt else None})
+    return out
+
+
+def block_scaled_check_rows(data: dict) -> list[dict]:
+    """The recorded checks of fp8_block_scaled: per shape and input kind, elements compared with the model
+    and how many differed, and the verdict."""
+    return [{"M x N x K": f"{r['M']} x {r['N']} x {r['K']}", "inputs": r["inputs"], "elements": r["elements"],
+             "differ from model": r["mismatches"], "differ from numpy model": r.get("cpu_model_mismatches", "-"),
+             "check": "pass" if r["check_passed"] else "FAIL"} for r in _block_scaled(data)["checks"]]
