@@ -259,3 +259,45 @@ def split_k_units(M: int, N: int, K: int, ctas: int, splits: int, bm: int = 128,
         part, tile = divmod(t, tiles)
         out[t % ctas].append((tile, part * per * 64, min(K, (part + 1) * per * 64)))
     return out
+
+
+def tail_split_work(M: int, N: int, K: int, ctas: int, dp: int | None, splits: int, cluster: int = 2,
+                    group_m: int = 8) -> list[list]:
+    """Lesson 6, rungs 14 and 16: what each CTA of a persistent grid of `ctas` (clusters of `cluster`) multiplies:
+    per CTA, (tile number, k0, k1) in the order it takes them. Work units are columns of `cluster` tiles in the
+    grouped order (tile_order); units t < dp are whole (all of K), and each unit after them is cut into
+    `splits` parts of K (helpers.kernels.tail_split_plan; rung 14 is dp = None: all units whole). Cluster c
+    takes units c, c + ctas / cluster, ..., as ws_gemm's scheduler does; K-tiles of 64."""
+    tiles_m, tiles_n = -(-M // 128), -(-N // 256)
+    order = tile_order(tiles_m, tiles_n, "grouped", group_m=group_m, cluster=cluster)
+    units, groups, ktiles = len(order) // cluster, ctas // cluster, -(-K // 64)
+    dp = units if dp is None else dp
+    per = -(-ktiles // splits)
+    tail = units - dp
+    work = []
+    for t in range(dp + tail * splits):
+        if t < dp:
+            work.append((t, 0, K))
+        else:
+            part, u = divmod(t - dp, tail)
+            work.append((dp + u, part * per * 64, min(K, (part + 1) * per * 64)))
+    out = [[] for _ in range(ctas)]
+    for i, (u, k0, k1) in enumerate(work):
+        c = i % groups
+        for r in range(cluster):
+            tm, tn = order[u * cluster + r]
+            if tm < tiles_m:
+                out[c * cluster + r].append((tm * tiles_n + tn, k0, k1))
+    return out
+
+
+def sectors_per_row(row_bytes: int, segment: int = 128, sector: int = 32, rows: int = 64) -> float:
+    """Lesson 6, rung 16: the 32-byte sectors that one `segment`-byte piece of each row (a TMA box row: 128
+    bytes) touches, averaged over `rows` consecutive rows of a matrix whose rows are `row_bytes` apart and
+    whose first row starts on a sector (CuPy's allocations start on 256 bytes). 4.0 when rows are whole
+    sectors; more when a row starts inside one."""
+    total = 0
+    for r in range(rows):
+        start = r * row_bytes
+        total += (start + segment - 1) // sector - start // sector + 1
+    return total / rows

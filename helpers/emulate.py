@@ -379,6 +379,8 @@ class Arithmetic:
     (lesson 7's promotion); pairs: mma.sync's order of an FP8 k32 step (fp8_mma_sync_gemm);
     split: split(M, N, K) -> the K ranges [(k0, k1), ...] of a split-K kernel's parts (lesson 6, rung 15):
     each part's accumulator starts from zero, and C = ((p0 + p1) + p2) + ..., FP32 adds to nearest;
+    split_tiles: split_tiles(M, N, K) -> (blocks, ranges): only the blocks [(r0, r1, c0, c1), ...] of C are
+    split into the K ranges (lesson 6, rung 16: the tiles of the last wave), the rest is one accumulator;
     output: 'fp16' when the kernel rounds its FP32 result to FP16 at the end (to nearest, as cvt.rn)."""
     inputs: str
     acc: str = "fp32"
@@ -388,6 +390,7 @@ class Arithmetic:
     pairs: bool = False
     split: object = None
     output: str = ""
+    split_tiles: object = None
 
     def values(self, X):
         """The numbers the hardware multiplies, from what the kernel took (numpy or CuPy)."""
@@ -416,6 +419,17 @@ class Arithmetic:
                 C = part if C is None else C + part          # float32 + float32: rounded to nearest
         else:
             C = tensor_core_gemm(self.values(A), self.values(B), inputs=self.inputs, acc=self.acc, model=self.model)
+        if self.split_tiles is not None and self.model is not None and self.inputs != "fp8_e4m3":
+            Av, Bv = self.values(A), self.values(B)
+            blocks, ranges = self.split_tiles(A.shape[0], B.shape[1], A.shape[1])
+            for r0, r1, c0, c1 in blocks:                    # these tiles: parts from zero, added in order
+                T = None
+                for k0, k1 in ranges:
+                    part = tensor_core_gemm(np.ascontiguousarray(Av[r0:r1, k0:k1]),
+                                            np.ascontiguousarray(Bv[k0:k1, c0:c1]),
+                                            inputs=self.inputs, acc=self.acc, model=self.model)
+                    T = part if T is None else T + part
+                C[r0:r1, c0:c1] = T
         if self.output == "fp16":
             C = C.astype(np.float16)                         # to nearest, ties to even (cvt.rn.f16x2.f32)
         _remember(key, C)

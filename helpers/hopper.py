@@ -50,14 +50,19 @@ def _ok(d, result, call: str, detail: str):
     return out[0] if len(out) == 1 else out
 
 
-def tensor_map_2d(X, box_rows: int, box_cols: int):
+def tensor_map_2d(X, box_rows: int, box_cols: int, cols: int | None = None):
     """A TMA descriptor (CUtensorMap) for the row-major FP16, FP32 or FP8-bytes (uint8) CuPy matrix X, boxes of
     box_rows x box_cols elements (box_cols * element size = 128 bytes: one swizzle row), 128-byte
     swizzle; parts of a box outside X read as zeros (and a TMA store drops them).
+    cols: the matrix is the first `cols` columns of X (X's width is then its leading dimension, as in BLAS's
+    lda); default: all of X.
     Built by the driver's cuTensorMapEncodeTiled (cuda-bindings); returned as a 0-d numpy array of
     128 bytes, which CuPy passes to a kernel by value (a numpy array of size one is passed by value,
     like a scalar). The descriptor holds X's address: keep X alive while it is used."""
-    rows, cols = X.shape
+    rows, ld = X.shape
+    cols = ld if cols is None else cols
+    if not 0 < cols <= ld:
+        raise ValueError(f"cols = {cols}: the matrix is the first 1 to {ld} columns of X")
     dtype = np.dtype(getattr(X, "dtype", np.float16))
     if dtype not in _TM_DTYPE_NAMES:
         raise ValueError(f"tensor maps here are for float16, float32 or uint8 (FP8 bytes) matrices, not {dtype}")
@@ -66,7 +71,7 @@ def tensor_map_2d(X, box_rows: int, box_cols: int):
     tmap = _ok(d, d.cuTensorMapEncodeTiled(
         getattr(d.CUtensorMapDataType, _TM_DTYPE_NAMES[dtype]), 2, X.data.ptr,
         [u64(cols), u64(rows)],                  # sizes, innermost first
-        [u64(cols * dtype.itemsize)],            # bytes between rows (the innermost stride is implied)
+        [u64(ld * dtype.itemsize)],              # bytes between rows (the innermost stride is implied)
         [u32(box_cols), u32(box_rows)],          # the box one copy moves
         [u32(1), u32(1)],                        # every element, no striding
         d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,

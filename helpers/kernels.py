@@ -87,6 +87,8 @@ class GemmKernel:
     persistent: bool = False       # one block per SM (as many as fit at once), looping over the tiles
     split_k: bool = False          # K cut into parts (helpers.kernels.split_k_plan): it also takes a workspace,
                                    # flags and the number of parts (lesson 6, rung 15)
+    tail_split: bool = False       # with split_k: only the last, partial wave is split (rung 16,
+                                   # helpers.kernels.tail_split_plan); it also takes the whole units, dp
     isolate: bool = False          # on a GPU, helpers.gemm runs it in a child process
     sweep: bool = False            # measured at every size by `make record`
     rung: int | None = None        # its rung on a ladder
@@ -204,7 +206,46 @@ def split_k_ranges(M: int, N: int, K: int) -> list[tuple[int, int]]:
     return [(p * per * 64, min(K, (p + 1) * per * 64)) for p in range(s)]
 
 
+TAIL_SPLIT_CLUSTER = 2       # rung 16 keeps rung 14's clusters: a work unit is a column of 2 tiles
+
+
+def tail_split_plan(M: int, N: int, K: int) -> tuple[int, int, int]:
+    """Rung 16's plan for an M x N x K problem: (dp, splits, per). A work unit is a cluster's 2 tiles of
+    128 x 256 (rows 2u, 2u + 1); with G = SPLIT_K_UNITS / 2 clusters, the first dp = (units // G) * G units
+    are whole (all of K, as rung 14), and each of the units - dp left over is cut into `splits` parts of
+    `per` K-tiles of 64 (the last part may be shorter), chosen as rung 15 chooses for a problem of that many
+    units. No split (dp = units, splits = 1) where the last wave is full, or more than half full. A pure
+    function of the shape, as split_k_plan."""
+    ktiles = math.ceil(K / 64)
+    units = math.ceil(math.ceil(M / 128) / TAIL_SPLIT_CLUSTER) * math.ceil(N / 256)
+    groups = SPLIT_K_UNITS // TAIL_SPLIT_CLUSTER
+    waves, tail = divmod(units, groups)
+    s = max(1, min(groups // tail, ktiles // SPLIT_K_MIN_KTILES)) if tail else 1
+    if s == 1:
+        return units, 1, ktiles
+    per = math.ceil(ktiles / s)
+    s = math.ceil(ktiles / per)                   # no empty part, as split_k_plan
+    return waves * groups, s, per
+
+
+def tail_split_tiles(M: int, N: int, K: int) -> tuple[list[tuple[int, int, int, int]], list[tuple[int, int]]]:
+    """The blocks of C (r0, r1, c0, c1) that rung 16 splits, and the K ranges (in elements) of their parts, in
+    the order their sums are added: the tiles of units dp, dp + 1, ... in the kernel's grouped order
+    (helpers.analysis.tile_order, the kernel's tile_of), clipped to C; a tile below M is left out (it stores
+    nothing)."""
+    from .analysis import tile_order
+
+    dp, s, per = tail_split_plan(M, N, K)
+    if s == 1:
+        return [], [(0, K)]
+    order = tile_order(math.ceil(M / 128), math.ceil(N / 256), "grouped", group_m=8, cluster=TAIL_SPLIT_CLUSTER)
+    blocks = [(tm * 128, min(M, tm * 128 + 128), tn * 256, min(N, tn * 256 + 256))
+              for tm, tn in order[dp * TAIL_SPLIT_CLUSTER:] if tm * 128 < M]
+    return blocks, [(p * per * 64, min(K, (p + 1) * per * 64)) for p in range(s)]
+
+
 _fp16_fp32acc_h = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL, output="fp16")
+_fp16_tail_h = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL, output="fp16", split_tiles=tail_split_tiles)
 _fp16_split_h = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL, output="fp16", split=split_k_ranges)
 
 
@@ -369,6 +410,18 @@ KERNELS: dict[str, GemmKernel] = _registry([
                  "units, and the gain there is predicted separately (x1.8, bounded by streaming 128 MiB of B)",
                  output="fp16", emulate=_fp16_split_h, persistent=True, split_k=True, c_box=(64, 64),
                  dyn_smem=HOPPER_STORE_SMEM),
+    # Rung 16 (written after rungs 14-15 were measured; gain predicted before it ran): rung 15 measured 0.63x
+    # cuBLAS at 5000^3 without clusters, rung 14 0.82x with them, in 7 waves of which the last holds 4 of 66
+    # cluster units.
+    _hopper_rung(16, "hopper_tail_split", "split-K for the last, partial wave only (clusters kept)", 0.98,
+                 "where the plan does not split (4096, 8192: the last wave is more than half full) it is rung 14, "
+                 "clusters back: x1.00 over rung 14, which ran at 0.99x and 0.97x rung 15 in the record. At "
+                 "5000^3 (predicted separately: x1.11 over rung 14) rung 14 runs 400 units of 2 tiles on 66 "
+                 "clusters: 6 whole waves, then 4 units with 62 clusters idle; cutting those 4 into 9 parts of 9 "
+                 "K-tiles gives each CTA 6 x 79 + 9 = 483 K-tiles instead of 7 x 79 = 553, and the last part reads "
+                 "9 parts x 128 KB from L2 and stores its own (about 16 K-tiles' time): 553 / 499 = 1.11",
+                 output="fp16", emulate=_fp16_tail_h, persistent=True, cluster=(2, 1, 1), split_k=True,
+                 tail_split=True, c_box=(64, 64), dyn_smem=HOPPER_STORE_SMEM),
 ])
 
 ALL_RUNGS: dict[int, GemmKernel] = {k.rung: k for k in sorted((k for k in KERNELS.values() if k.rung is not None),

@@ -285,7 +285,15 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
             maps = (tensor_map_2d(C, *spec.c_box),)
     args = (a_arg, b_arg, *maps, C, np.int32(Mp), np.int32(Np), np.int32(Kp))
     extra = ()
-    if spec.split_k:                # rung 15: a slot of FP32 sums per part and slice, a counter per slice, the parts
+    if spec.split_k and spec.tail_split:   # rung 16: slots and counters for the split tail units only, + dp
+        from .kernels import TAIL_SPLIT_CLUSTER, tail_split_plan
+
+        dp, splits, _ = tail_split_plan(Mp, Np, Kp)
+        units = -(-math.ceil(Mp / 128) // TAIL_SPLIT_CLUSTER) * math.ceil(Np / 256)
+        slices = max(1, 2 * TAIL_SPLIT_CLUSTER * (units - dp))
+        extra = (cupy.empty(splits * slices * 128 * 128, dtype=cupy.float32), cupy.zeros(slices, dtype=cupy.int32))
+        args += (*extra, np.int32(splits), np.int32(dp))
+    elif spec.split_k:              # rung 15: a slot of FP32 sums per part and slice, a counter per slice, the parts
         from .kernels import split_k_plan
 
         splits, _ = split_k_plan(Mp, Np, Kp)

@@ -741,3 +741,43 @@ def split_k_units(grids: dict, *, K: int, title: str = ""):
         fig.suptitle(title, x=0.01, ha="left", fontsize=12)
     fig.tight_layout()
     return fig
+
+
+def cta_work(grids: dict, *, K: int, title: str = ""):
+    """Lesson 6, rung 16: one panel per launch ({label: helpers.analysis.tail_split_work(...)}): for each CTA (x)
+    the K-tiles it multiplies, stacked in the order it takes them (y): whole tiles grey, parts of split tiles
+    coloured by tile. The tallest bar bounds the kernel's time. The axis starts one whole tile below the
+    shortest stack of whole tiles, so that the last wave shows. A replay of the scheduler, not a measurement."""
+    apply_style()
+    fig, axes = plt.subplots(len(grids), 1, figsize=(11, 2.4 * len(grids)), sharex=True, squeeze=False)
+    ktiles = -(-K // 64)
+    whole = [sum(1 for _, k0, k1 in w if k0 == 0 and k1 >= K) for units in grids.values() for w in units if w]
+    bottom = max(0, (min(whole, default=1) - 1) * ktiles)
+    top = max([sum(-(-(k1 - k0) // 64) for _, k0, k1 in w) for units in grids.values() for w in units] + [ktiles])
+    split = {}                                    # split tile -> its colour, in the order they first appear
+    for units in grids.values():
+        for w in units:
+            for tile, k0, k1 in w:
+                if not (k0 == 0 and k1 >= K):
+                    split.setdefault(tile, COLORS[len(split) % len(COLORS)])
+    for ax, (label, units) in zip(axes[:, 0], grids.items()):
+        tallest = 0
+        for c, work in enumerate(units):
+            y = 0
+            for tile, k0, k1 in work:
+                h = -(-(k1 - k0) // 64)
+                whole = k0 == 0 and k1 >= K
+                ax.add_patch(matplotlib.patches.Rectangle((c, y), 0.9, h, edgecolor="white", linewidth=0.3,
+                                                          facecolor="0.75" if whole else split[tile]))
+                y += h
+            tallest = max(tallest, y)
+        ax.set_xlim(0, len(units))
+        ax.set_ylim(bottom, bottom + (top - bottom) * 1.05)              # the same scale in every panel
+        ax.set_ylabel("K-tiles" if not bottom else f"K-tiles (from {bottom})")
+        ax.set_title(f"{label}: the busiest CTA multiplies {tallest} K-tiles", loc="left", fontsize=11)
+        ax.grid(False)
+    axes[-1, 0].set_xlabel("CTA (one per SM); grey: a whole tile (all of K), colour: a part of a split tile")
+    if title:
+        fig.suptitle(title, x=0.01, ha="left", fontsize=12)
+    fig.tight_layout()
+    return fig

@@ -138,6 +138,9 @@ KNOBS: dict[int, dict[str, Knob]] = {
     13: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _CLUSTER, "GROUP_M": _GROUP},
     14: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _CLUSTER, "GROUP_M": _GROUP},
     15: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "GROUP_M": _GROUP11},
+    # rung 16: CLUSTER_M and GROUP_M decide which tiles form the last wave, and so which are split: its plan and
+    # model assume the defaults (helpers.kernels.tail_split_plan), so they are not knobs here
+    16: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS},
 }
 
 
@@ -164,7 +167,7 @@ def _hopper_launch(spec: GemmKernel, s: dict) -> dict:
 
 # rung -> f(entry, settings) -> the entry's fields that the settings change
 LAUNCH: dict[int, Callable] = {**{r: _ladder_launch for r in (2, 3, 4, 5, 6)},
-                               **{r: _hopper_launch for r in (8, 9, 10, 11, 12, 13, 14, 15)}}
+                               **{r: _hopper_launch for r in (8, 9, 10, 11, 12, 13, 14, 15, 16)}}
 
 
 def knob_table(like=None) -> list[dict]:

@@ -20,16 +20,19 @@
 //   rung 15  hopper_split_k          for problems with fewer tiles than SMs: K split in S parts,
 //                                    each a work unit of its own; the parts of a tile are added
 //                                    in order (a flag per tile), the last one writes FP16 C
+//   rung 16  hopper_tail_split       rung 14's whole waves, then split-K for the last, partial wave
+//                                    only (clusters kept)
 //
-// Rungs 9-15 are one templated body (ws_gemm) with compile-time switches: each rung turns on
+// Rungs 9-16 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
-// clusters off: they pair tiles along M, and the problems it is for have one tile row).
+// clusters off: they pair tiles along M, and the problems it is for have one tile row; rung 16
+// turns them on again).
 //
 // Contract (the same for every kernel here):
 //   A: M x K row-major half (a TMA tensor map, box 128 rows x 64 columns, 128-byte swizzle);
 //   B: K x N row-major half (a TMA tensor map, box 64 rows x 64 columns, 128-byte swizzle);
 //   C: M x N row-major float (rung 13: also a TMA tensor map over C, box 64 rows x 32 columns;
-//      rungs 14-15: C is half, its tensor map's box 64 rows x 64 columns);
+//      rungs 14-16: C is half, its tensor map's box 64 rows x 64 columns);
 //   M, N, K: multiples of 8 (TMA needs 16-byte row strides); anything else is allowed: TMA
 //   fills the parts of a box outside the matrix with zeros (and still counts the whole box's
 //   bytes on the mbarrier), and the epilogue writes only elements inside C.
@@ -37,8 +40,9 @@
 // Arithmetic: every output is one FP32 accumulator that walks K in order, 16 products per
 // wgmma k-step (m64n256k16), exactly as rung 7; the CPU model is
 // helpers.emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32") for every rung here, then
-// (rungs 14-15) rounded to FP16 to nearest. Rung 15 with S parts: each part is that accumulator
+// (rungs 14-16) rounded to FP16 to nearest. Rung 15 with S parts: each part is that accumulator
 // over its K range from zero, and C = fp16(((p0 + p1) + p2) + ...), FP32 adds to nearest.
+// Rung 16: the same, for the tiles of the split tail units only; every other tile is rung 14's.
 //
 // Needs sm_90a (wgmma, setmaxnreg): NVRTC -arch=sm_90a, or nvcc
 // -gencode=arch=compute_90a,code=sm_90a. Other targets compile empty kernels (make kernels-check).
@@ -59,7 +63,7 @@
 #define EPI_COLS 32                           // rung 13: FP32 columns per TMA store box (128 bytes)
 #define EPI_BOX_BYTES (64 * EPI_COLS * 4)     // 8 KB: 64 rows x 32 floats
 #define EPI_BYTES (2 * 2 * EPI_BOX_BYTES)     // 2 consumer warpgroups x 2 buffers
-#define EPI_HCOLS 64                          // rungs 14-15: FP16 columns per TMA store box (128 bytes)
+#define EPI_HCOLS 64                          // rungs 14-16: FP16 columns per TMA store box (128 bytes)
 static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the same 8 KB buffer");
 #define BAR_BYTES 128                         // the mbarriers (2 x HSTAGES x 8 bytes, rounded up)
 #define SMEM_SLACK 1024                       // room to round the base up to 1024 bytes (swizzle atoms)
@@ -383,17 +387,23 @@ __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 ran
 // The warp-specialised GEMM. PERSISTENT: one CTA per SM loops over tiles (else one tile per CTA,
 // from blockIdx); ORDER: the scheduler's order; CLUSTER: CTAs per cluster sharing B by multicast;
 // TMA_STORE: the epilogue goes through shared memory and a TMA store; HALF_C: C is FP16 (rungs
-// 14-15; with TMA_STORE); SPLIT_K: K is cut into `splits` parts, each a work unit (rung 15).
+// 14-16; with TMA_STORE); SPLIT_K: K is cut into `splits` parts, each a work unit (rung 15).
 // Work units: t = part * (units of one part) + tile, so the parts of one tile go to different CTAs
 // and run at the same time; no part waits for another (the last to finish adds them up).
-template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE, bool HALF_C = false, bool SPLIT_K = false>
+// TAIL (rung 16, with SPLIT_K): only the units past the last whole wave are split. Units t < dp are
+// whole (t is the unit of tiles, all of K); unit dp + u is part u / tail of tail unit dp + u % tail
+// (tail = the units left after dp), so each CTA runs its whole waves and then one part.
+template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE, bool HALF_C = false, bool SPLIT_K = false,
+          bool TAIL = false>
 __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC,
                                         void* __restrict__ Cout, int M, int N, int K,
                                         float* __restrict__ partial = nullptr, int* __restrict__ flags = nullptr,
-                                        int splits = 1)
+                                        int splits = 1, int dp = 0)
 {
     static_assert(!HALF_C || TMA_STORE, "the FP16 epilogue is a TMA store");
-    static_assert(!SPLIT_K || (HALF_C && CLUSTER == 1 && PERSISTENT), "split-K: rung 14's epilogue, no cluster");
+    static_assert(!SPLIT_K || (HALF_C && (CLUSTER == 1 || TAIL) && PERSISTENT),
+                  "split-K: rung 14's epilogue; no cluster unless only the tail is split");
+    static_assert(!TAIL || SPLIT_K, "the tail split is a split-K");
     float* C = reinterpret_cast<float*>(Cout);
     unsigned char* smem = smem_base();
     unsigned char* sA = smem;                                  // HSTAGES x (128 rows x 64 k)
@@ -406,8 +416,25 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
     const int tiles_m = (M + HBM - 1) / HBM, tiles_n = (N + HBN - 1) / HBN, ktiles = (K + HBK - 1) / HBK;
     const int units_m = (tiles_m + CLUSTER - 1) / CLUSTER, part_units = units_m * tiles_n;
-    const int parts = SPLIT_K ? splits : 1, units = part_units * parts;
+    const int parts = SPLIT_K ? splits : 1;
+    const int tail = TAIL ? part_units - dp : 0;               // rung 16: the units of the last, partial wave
+    const int units = TAIL ? dp + tail * parts : part_units * parts;
     const int kper = (ktiles + parts - 1) / parts;             // K-tiles per part (the last may have fewer)
+    // work unit t -> its unit of tiles, its part, how many parts its tile has, its workspace slot
+    auto work_of = [&](int t, int& tile, int& part, int& nparts, int& wslot) {
+        if constexpr (TAIL) {
+            const bool whole = t < dp;
+            tile = whole ? t : dp + (t - dp) % tail;
+            part = whole ? 0 : (t - dp) / tail;
+            nparts = whole ? 1 : parts;
+            wslot = whole ? 0 : (t - dp) % tail;
+        } else {
+            tile = SPLIT_K ? t % part_units : t;
+            part = SPLIT_K ? t / part_units : 0;
+            nparts = parts;
+            wslot = tile;
+        }
+    };
     // the work units this CTA computes: t = first, first + step, ... (< units)
     int first, step;
     if (PERSISTENT) {
@@ -439,9 +466,11 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
             int s = 0;
             u32 phase = 0;
             for (int t = first; t < units; t += step) {
-                int tm, tn;
-                tile_of<ORDER, CLUSTER>(SPLIT_K ? t % part_units : t, units_m, tiles_n, rank, tm, tn);
-                const int k0 = SPLIT_K ? (t / part_units) * kper : 0, k1 = SPLIT_K ? min(ktiles, k0 + kper) : ktiles;
+                int tm, tn, tile, part, nparts, wslot;
+                work_of(t, tile, part, nparts, wslot);
+                tile_of<ORDER, CLUSTER>(tile, units_m, tiles_n, rank, tm, tn);
+                const int span = TAIL && nparts == 1 ? ktiles : kper;   // rung 16: a whole unit takes all of K
+                const int k0 = SPLIT_K ? part * kper : 0, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
                 // a cluster's second tile can lie below M (M has an odd number of tiles): no A then
                 const bool a_in = tm * HBM < M;
                 const int nb = b_boxes_in(tn, N);
@@ -486,10 +515,11 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
             }
         };
         for (int t = first; t < units; t += step) {
-            int tm, tn;
-            const int tile = SPLIT_K ? t % part_units : t, part = SPLIT_K ? t / part_units : 0;
+            int tm, tn, tile, part, nparts, wslot;
+            work_of(t, tile, part, nparts, wslot);
             tile_of<ORDER, CLUSTER>(tile, units_m, tiles_n, rank, tm, tn);
-            const int k0 = part * kper, k1 = SPLIT_K ? min(ktiles, k0 + kper) : ktiles;
+            const int span = TAIL && nparts == 1 ? ktiles : kper;
+            const int k0 = part * kper, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
 #pragma unroll
             for (int i = 0; i < 128; ++i) d[i] = 0.0f;
             int prev = -1;
@@ -505,14 +535,14 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
             }
             wgmma_wait<0>();
             if (!SPLIT_K || prev >= 0) release(prev);          // (a part can be empty only under split-K)
-            if (SPLIT_K && parts > 1) {
+            if (SPLIT_K && nparts > 1 && (!TAIL || tm * HBM < M)) {   // (rung 16: a cluster's tile below M: nothing)
                 // rung 15: every part stores its FP32 sums in its own slot of `partial`, in the accumulator's
                 // layout (register i of thread x at [i][x]: each warp's 32 floats are one 128-byte line, so
                 // no bounds apply), then counts itself in (a counter per 64-row slice of the tile). The
                 // part that arrives last adds all of them in part order, ((p0 + p1) + p2) + ..., whoever it
                 // is, so C does not depend on which part finished first; it writes C and resets the counter.
                 __shared__ int last_part[2];
-                const int slice = tile * 2 + cw;
+                const int slice = (wslot * CLUSTER + (int)rank) * 2 + cw;   // rung 16: each CTA of a cluster its own
                 const bool leader = threadIdx.x % 128 == 0;
                 const size_t slot = (size_t)128 * 128, lane_off = threadIdx.x % 128;
                 float* base = partial + (size_t)slice * parts * slot + lane_off;   // slot q at base + q * slot
@@ -551,7 +581,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                     if (tn * HBN + box * box_cols >= N) break;   // the rest of the slice lies right of C
                     float* buf = mine + (box & 1) * (64 * EPI_COLS);
                     if (HALF_C) {
-                        // rungs 14-15: 64 FP16 columns = 8 chunks of 8; one stmatrix.x4 stores a 16 x 16
+                        // rungs 14-16: 64 FP16 columns = 8 chunks of 8; one stmatrix.x4 stores a 16 x 16
                         // piece (8-column blocks j, j + 1, rows 0-7 and 8-15 of this warp's 16).
                         const int m = lane / 8, r = warp * 16 + (m & 1) * 8 + lane % 8;
 #pragma unroll
@@ -726,6 +756,33 @@ extern "C" __global__ void hopper_split_k(const __grid_constant__ TensorMap tmA,
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ws_gemm<true, ORDER_GROUPED, 1, true, true, true>(&tmA, &tmB, &tmC, C, M, N, K, partial, flags, splits);
+#endif
+}
+
+// Rung 16 -- split only the last wave.
+// Adds, over rung 15: the split is kept for the units that do not fill a whole wave, and clusters come
+// back (rung 14's 2-CTA pairs sharing B). A problem of U units (pairs of tiles) on G clusters runs
+// U / G whole waves and then a last wave of U % G units: at 5000^3, 400 units on 66 clusters are 6 whole
+// waves and 4 units, so 62 of 66 clusters idle through the seventh wave while 4 compute all of K. Here
+// the first dp = 6 x 66 units are whole, as in rung 14, and each of the 4 tail units is cut into
+// `splits` parts of K (helpers.kernels.tail_split_plan: 9 parts of 9 K-tiles at 5000^3), added up by the
+// last part to arrive, in part order, as rung 15 does. Where the last wave is more than half full, or
+// there is no whole wave to keep, the plan gives the same units as rung 14 (no split) or rung 15.
+// Predicted: x0.98 over rung 15 where the plan does not split (4096, 8192, 2048, 8192 x 8192 x 1024: rung
+// 14's units, x1.00 over rung 14, which ran at 0.99x and 0.97x rung 15 at 4096 and 8192 in the record);
+// at 5000^3, x1.11 over rung 14 (each CTA's K-tiles: 6 x 79 + 9 = 483 instead of 7 x 79 = 553, plus the
+// last part's reading of 9 parts x 128 KB from L2 and its own store, about 16 K-tiles' time: 553 / 499).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_tail_split(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K,
+    float* __restrict__ partial, int* __restrict__ flags, int splits, int dp);
+extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K, float* __restrict__ partial, int* __restrict__ flags, int splits, int dp)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, CLUSTER_M, true, true, true, true>(&tmA, &tmB, &tmC, C, M, N, K, partial, flags,
+                                                                   splits, dp);
 #endif
 }
 

@@ -21,10 +21,10 @@
 # # Tensor Cores, WMMA and mixed precision
 # ## 06 · Hopper at full speed: from rung 7 to cuBLAS
 #
-# Lesson 5 ended at rung 7: `wgmma` fed by the TMA copy engine through mbarriers. Here are eight more
+# Lesson 5 ended at rung 7: `wgmma` fed by the TMA copy engine through mbarriers. Here are nine more
 # rungs. Each adds **one** idea, its gain is predicted **before** it is measured, it is checked against
 # float64 at sizes that are not multiples of its tiles, and you can change it and run it again. The
-# last two make the comparison with cuBLAS like for like and reach the shapes a full-chip tiling misses.
+# last three make the comparison with cuBLAS like for like and reach the shapes a full-chip tiling misses.
 #
 # *Not on a Hopper GPU (or no GPU at all)? Every cell runs: the rungs' arithmetic is emulated with
 # numpy, and the timings are the ones recorded on an NVIDIA H200, labelled as such.*
@@ -69,7 +69,7 @@ else:
 # - a persistent grid with a tile scheduler, and why the tile order matters for L2;
 # - thread-block clusters and TMA multicast;
 # - an epilogue through shared memory and a TMA store, in FP32 and in FP16 (`stmatrix`);
-# - split-K for products with fewer tiles than SMs, added up in a fixed order;
+# - split-K for products with fewer tiles than SMs, or for the last wave only, added up in a fixed order;
 # - comparing like for like: the same C type, the same inputs, clocks beside each timing;
 # - how to change a rung yourself (`helpers.try_kernel`), and what each idea did on an H200.
 
@@ -174,8 +174,7 @@ for n in L.TIMED_SIZES:
 # **The goal of this lesson:** cuBLAS's speed, like for like: the best rung writing FP16 C against cuBLAS
 # writing FP16 C, and the same for FP32 C, in one run, with every rung correct: **1.00x** at $4096^3$ and
 # $8192^3$, **0.95x** at $2048^3$, at a short K and at a size off the tile grid, **0.90x** for 128 rows.
-# The gap between "rung 7" and "its kernel alone" is the transpose of B that rung 7 needs: rung 8
-# removes it.
+# The gap between "rung 7" and "its kernel alone" is rung 7's transpose of B: rung 8 removes it.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **The ladder, and the predictions made before measuring.**
@@ -220,8 +219,7 @@ verdict_table(helpers.launch.verdicts(HOPPER_RUNGS.values(), A, B))
 # *transpose bit* is set, so rung 8 drops rung 7's transpose and loads B as it is: boxes of 64 k-rows
 # by 64 columns (128 bytes per row). TMA writes each 128-byte row as eight 16-byte chunks, chunk $q$ of
 # row $r$ at position $q \oplus (r \bmod 8)$ (the **128-byte swizzle**), so eight rows that a warp
-# reads at the same column sit in eight different groups of banks (drawn from
-# `analysis.swizzle_128b`, the formula the kernel's descriptors assume):
+# reads at one column sit in eight groups of banks (`analysis.swizzle_128b`, the descriptors' formula):
 
 # %% slideshow={"slide_type": "-"}
 fig = helpers.plots.swizzle_128b(analysis.swizzle_128b())
@@ -525,8 +523,7 @@ sweep(14, "CLUSTER_M")
 # (`helpers.kernels.split_k_plan`, a function of the shape alone) and makes every (part, tile) a work unit.
 # Each part stores its FP32 sums in a workspace and counts itself in (an atomic add after a fence); the
 # part that arrives **last** adds all of them in part order, $((p_0 + p_1) + p_2) + p_3$, and writes FP16
-# C. The order is fixed, so C is the same at every launch; it is another sum than rung 14's, and the
-# check's model knows which. **Predicted: x1.8 over rung 14 at that shape** (4x the SMs, bounded by
+# C: the same C at every launch (another sum than rung 14's; the check's model knows which). **Predicted: x1.8 over rung 14 at that shape** (4x the SMs, bounded by
 # streaming B's 128 MiB from DRAM); **x0.98** where the chip is full (no split, no clusters).
 
 # %% slideshow={"slide_type": "-"}
@@ -564,6 +561,47 @@ helpers.try_kernel(15, PRODUCER_REGS=24)
 
 # %% slideshow={"slide_type": "-"}
 sweep(15, "PRODUCER_REGS")
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Rung 16: split only the last wave
+#
+# At $5000^3$ rung 14's 400 units (a cluster's two tiles each) make six whole waves on 66 clusters and a
+# seventh of 4 units: 62 clusters idle. Rung 16 keeps rung 14, clusters included, for the whole
+# waves and cuts only the last wave's units into parts of K, added up as rung 15 adds them
+# (`helpers.kernels.tail_split_plan`). **Predicted: x1.11 over rung 14 at $5000^3$** (the busiest CTA's
+# K-tiles, below, plus the last part's reads); no change where nothing splits.
+
+# %% slideshow={"slide_type": "-"}
+shape = (5000, 5000, 5000)
+dp, parts, _ = helpers.kernels.tail_split_plan(*shape)
+work = {"rung 14": analysis.tail_split_work(*shape, sms, None, 1),
+        f"rung 16, {parts} parts": analysis.tail_split_work(*shape, sms, dp, parts)}
+fig = helpers.plots.cta_work(work, K=shape[2], title="5000^3: the K-tiles each CTA multiplies, in order")
+helpers.display.rung_diff(16)
+
+# %% slideshow={"slide_type": "fragment"}
+H.gain_table(hop, 16, shape, predicted=1.11, base=14)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Try it.** Predict, then run: rung 16 with 3 stages.
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(16, STAGES=3)
+
+# %% slideshow={"slide_type": "-"}
+sweep(16, "STAGES")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Missed.** The number of parts hardly matters; whole waves cost more at 5000 than at 4096. A row of
+# 5000 halves is 10000 bytes, so every other row starts inside a 32-byte sector and the 128-byte row of a
+# TMA box touches 5 sectors. The same product read from wider buffers (only row addresses change):
+
+# %% slideshow={"slide_type": "-"}
+ts = rec.meta["experiments"]["tail_split"]
+print("rung 16 at 5000^3,", H.parts_sweep(ts))
+print("rung 14, L2 sectors read per tile and K-tile:", H.l2_sectors_per_ktile("rung14"))
+helpers.display.table(H.alignment_rows(ts), ["row_bytes", "sectors", "rung 14", "rung 16"], ["bytes per row",
+                      "sectors per box row", "rung 14, TFLOP/s", "rung 16, TFLOP/s"], {"rung 14": ".0f", "rung 16": ".0f"})
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The measurement
@@ -609,7 +647,7 @@ if data is not None:
 # ### Like for like, at every shape
 #
 # The best rung of each C type against cuBLAS writing the same C type, timed just before it, and the
-# goals of this lesson (`short`: how far below a goal):
+# goals (`short`: how far below):
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 if data is not None:
@@ -624,10 +662,8 @@ if data is not None:
                                                                         "cublas_fp32c", "tflops_fp32c"], ".0f")))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The shapes: 8192 x 28672 x 4096 is an MLP up-projection for 8192 tokens, 128 x 8192 x 8192 a decode-sized
-# product (one row of tiles), 8192 x 8192 x 1024 a short K (the epilogue is a large share of each tile),
-# 5000^3 a size off the tile grid. Shapes not measured in a live run show as empty rows. Where a goal is
-# missed, "What the counters say" below shows what Nsight Compute measured at that shape.
+# The shapes: an MLP up-projection (8192 x 28672 x 4096), a decode-sized product (128 x 8192 x 8192), a
+# short K (8192 x 8192 x 1024), a size off the tile grid (5000^3). A live run leaves unmeasured shapes empty.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The same GEMM on other numbers
@@ -646,9 +682,8 @@ helpers.display.table(rows, cols, heads, dict.fromkeys(cols[1:5], ".0f") | dict.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # NVML reported the software power cap throttling the clock during most of these timings, and the clock
-# was higher with E4M3-valued and zero inputs; what makes the power differ with the values is not
-# measured here. For a comparison: time kernels on the same inputs, in the same run, one after the
-# other, with the clocks; a ratio across runs or kinds of inputs mixes the kernels with the rest.
+# was higher with E4M3-valued and zero inputs (what makes the power differ is not measured here). So time
+# kernels on the same inputs, in the same run, with the clocks.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What the counters say
@@ -671,26 +706,25 @@ for e in entries:
 # say the Tensor Cores were starved. Rung 15 has no cluster barrier: its idle producer warps leave early.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Where the goals are missed.** The waves of 128 x 256 tiles at $5000^3$, and Nsight Compute at both shapes:
+# **Where the goals are missed.** Waves at $5000^3$, and Nsight Compute at both shapes:
 
 # %% slideshow={"slide_type": "-"}
 for shape in ((5000,) * 3, (128, 8192, 8192)):
     (w, busy), parts = ex.waves(shape[0], shape[1], sms=sms), helpers.kernels.split_k_plan(*shape)[0]
     print(f"{'x'.join(map(str, shape))}: {w} wave(s) of {sms} CTAs, {busy:.0%} busy; rung 15: {parts} part(s) of K")
-    for t, e in ((t, H.ncu_at(t, shape)) for t in ("rung14", "rung15")):
+    for t, e in ((t, H.ncu_at(t, shape)) for t in ("rung14", "rung15", "rung16")):
         c = (e or {}).get("counters", {})
         print(f"  {t}: {c['duration_ns'] / 1e3:.0f} us, Tensor pipe {c['tensor_pipe_pct']:.0f}%, DRAM "
               f"{c['dram_throughput_pct']:.0f}% of peak, L2 sectors {c['l2_read_sectors'] / 1e6:.0f} M, "
               f"top stall {e['top_stalls'][0][0]}" if e else t)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# At $5000^3$ the tiles make just over six waves, so the last wave is nearly empty; rung 15, which
-# has no clusters, reads more L2 sectors there than rung 14 and keeps the Tensor Cores less busy. At 128
-# rows, rung 15 keeps 128 SMs at work, but the Tensor Cores of those SMs (the counter is per active SM)
-# and DRAM both run well below their peaks, and the top stall is a wait for memory results
-# (`long_scoreboard`): these counters do not tell the consumers' waits for their stages from the loads
-# of the parts' sums. FP32 C has no split-K rung yet. Not tried yet: stream-K (every SM takes a share of
-# the last wave's K), a 128 x 128 tile chosen per shape, clusters along N that share A.
+# At $5000^3$ rung 15, without clusters, reads more L2 sectors than rung 14 and keeps the Tensor Cores
+# less busy; rung 16's slide shows the rest. At 128 rows rung 15 keeps 128 SMs at work, but their Tensor
+# Cores (per active SM) and DRAM both run well below peak, and the top stall is a wait for memory results
+# (`long_scoreboard`), which does not tell stage waits from loads of the parts' sums. Rung 16's
+# count includes `wgmma`s on tiles below M, one per pair. FP32 C has no split-K rung yet. Not tried: a
+# 128 x 128 tile per shape, clusters along N sharing A, full stream-K.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Check your understanding
@@ -752,22 +786,20 @@ ex.check_ring_edit(prediction, edit)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
-# - Read operands as they are stored: TMA boxes of 128-byte rows with the 128-byte swizzle, and
-#   `wgmma`'s transpose bit for MN-major B; out-of-bounds boxes are filled with zeros, so no padding.
-# - Warp specialisation separates copying from multiplying: a producer, consumers, a ring of
-#   full/empty mbarriers waited by phase parity, and `setmaxnreg` to give the consumers the registers.
-#   The ring must be deep enough to cover a load: at 2 stages rungs 9-15 lose a third or more.
-# - A persistent grid and its tile scheduler overlap one tile's epilogue with the next tile's loads;
-#   the tile order decides how much of A and B L2 can serve.
-# - Clusters share a tile of B through TMA multicast; a TMA store takes the epilogue off the warps, and
-#   `stmatrix` writes FP16 C from the accumulators' own layout.
-# - Split-K feeds idle SMs from the K dimension; adding the parts in a fixed order keeps C the same at
-#   every launch, and the check's model knows the order.
-# - Compare like for like: the same C type, the same inputs, in the same run, with the clocks beside;
-#   cuBLAS's speed, and the rungs', changes with the values multiplied.
-# - Each step was predicted before it was measured and judged against the spread of the H200's timings
-#   (the tables above say which predictions missed); the goals missed and what the counters say there
-#   are in "Where the goals are missed".
+# - Read operands as they are stored: 128-byte TMA box rows, the 128-byte swizzle, `wgmma`'s transpose
+#   bit for MN-major B; boxes past the edge are filled with zeros, so no padding.
+# - Warp specialisation: a producer, consumers, a ring of full/empty mbarriers waited by phase parity,
+#   `setmaxnreg` for the registers. At 2 stages rungs 9-15 lose a third or more.
+# - A persistent grid overlaps one tile's epilogue with the next tile's loads; its tile order decides
+#   how much of A and B L2 serves.
+# - Clusters share B through TMA multicast; a TMA store takes the epilogue off the warps; `stmatrix`
+#   writes FP16 C from the accumulators' layout.
+# - Split-K feeds idle SMs from K, for a whole product or its last wave; parts added in a fixed order
+#   keep C the same at every launch.
+# - Where a row starts matters: rows 16 bytes off a 32-byte sector cost more than a ragged last wave.
+# - Compare like for like: the same C type and inputs, in the same run, clocks beside.
+# - Each step was predicted before it was measured and judged against the timings' spread; the goals
+#   missed, and what the counters say there, are above.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix A: the code of each rung
@@ -850,8 +882,18 @@ print(src[i:src.index("        if (TMA_STORE && threadIdx.x % 128 == 0)")])
 # ### Rung 15: adding the parts
 
 # %% slideshow={"slide_type": "-"}
-i = src.index("            if (SPLIT_K && parts > 1) {")
+i = src.index("            if (SPLIT_K && nparts > 1")
 print(src[i:src.index("            if (!TMA_STORE) {", i)])
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Rung 16: which unit is whole, which is a part
+#
+# Producer and consumers call the same `work_of` for every unit they take, so they agree on its tile and
+# its K range without talking to each other; a whole unit takes all of K (`span`).
+
+# %% slideshow={"slide_type": "-"}
+i = src.index("    // work unit t -> its unit of tiles")
+print(src[i:src.index("    // the work units this CTA computes", i)])
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix B: registers, shared memory, spills

@@ -332,9 +332,9 @@ for label, (ga, gb) in {"per tensor": (None, None), "1x128 tiles, 128x128 blocks
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The group-by-group sum is the product of the dequantized operands. On this data the product's error
-# barely depends on the scheme: each row of C is dominated by the values that per-tensor scaling kept.
+# barely depends on the scheme: per-tensor scaling kept the values that dominate each row of C.
 # What fine-grained scaling protects is the small values themselves. What a Tensor Core adds *inside*
-# each group, and how wide its accumulator is, is measured on the H200 next.
+# each group, and how wide its accumulator is, is measured next; Appendix H runs this sum.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Does FP8 train?
@@ -771,3 +771,63 @@ helpers.display.table(pp, list(pp[0]))
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Taking turns did not pay in both sizes of this run: the named barriers add a wait to every stage,
 # and the two kernels' clocks differ. What limits it is not measured yet: no counters of this kernel.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Appendix H: DeepSeek's recipe in one kernel
+#
+# `fp8_block_scaled` is `fp8_promote_128` with the scales of "Scales along K" applied where each K-tile's
+# partial sum leaves the Tensor Cores: A's scale per row and 128 of K, B's per 128 x 128 block, so
+# `total = total + partial * (sa * sb)`, a multiply and an add, each rounded to nearest (no FMA, so a
+# CPU model reproduces it bit for bit). **Predicted, before it ran: x0.9 over `fp8_promote_128`** at
+# both sizes: its promotion is not overlapped, and a multiply beside each add doubles what promotion
+# costs in the record (`fp8_promote_128`'s time minus `fp8_wgmma_n128`'s).
+
+# %% slideshow={"slide_type": "-"}
+i = src8.index("                        if constexpr (SCALED) {\n                            // DeepSeek")
+print(src8[i:src8.index("                        } else {", i)])
+bs = data["block_scaled"]
+chk = fp8x.block_scaled_check_rows(data)
+print(f"{sum(r['check'] == 'pass' for r in chk)} of {len(chk)} H200 checks passed; elements unlike the model:",
+      sum(r["differ from model"] for r in chk), "| registers, spills:", bs["resources"]["fp8_block_scaled"])
+helpers.display.table(fp8x.block_scaled_speed_rows(data), ["n", "kernel", "TFLOP/s", "x cuBLASLt FP8", "x promote_128",
+                                                           "SM MHz"], fmt={"TFLOP/s": ".0f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Missed: slower than predicted** at both sizes (the column "x promote_128"), and further from cuBLASLt
+# than `fp8_promote_128`. Nsight Compute at $4096^3$, beside `fp8_promote_128`:
+
+# %% slideshow={"slide_type": "-"}
+cnt = fp8x.promote_counters(("fp8_promote_128", "fp8_block_scaled"))
+display(helpers.display.table(cnt, ["kernel", *fp8x.PROMOTE_COUNTERS], ["kernel", *(v[0] for v in
+                              fp8x.PROMOTE_COUNTERS.values())], dict.fromkeys(fp8x.PROMOTE_COUNTERS, ".3g")))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Its Tensor Cores are busy a smaller share of the time and its FMA pipe a larger one: its promotion,
+# longer than `fp8_promote_128`'s, stands between one K-tile's `wgmma`s and the next (nothing overlaps
+# it here). Which of its instructions wait, and on what, these counters do not say.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What the scales buy
+#
+# The same products, per tensor (one scale for A and one for B, `fp8_promote_128`) and block-scaled, each
+# against float64 of the unquantized inputs, on the H200; `fp8_gemm.scaling_inputs` describes the inputs:
+
+# %% slideshow={"slide_type": "-"}
+err = fp8x.block_scaled_error_rows(data)
+helpers.display.table(err, ["inputs", "scaling", "M x N x K", "median rel. error", "normwise error"],
+                      fmt={"median rel. error": ".3f", "normwise error": ".3f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# On normal data the two agree. With a few huge rows in A, one scale per tensor maps the ordinary values
+# near or below E4M3's smallest normal numbers, and a typical element of C loses most of its digits;
+# with weight blocks of different sizes the small blocks suffer. The normwise error hides this: the
+# large values dominate it. **Try it** on your own inputs: `fp8g.block_scaled_matmul(A, B)` and
+# `fp8g.per_tensor_matmul(A, B)` (the kernels on a Hopper GPU, their CPU models elsewhere).
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+from helpers import fp8_gemm as fp8g
+
+A, B = fp8g.scaling_inputs("outlier activations", 128, 128, 512, seed=1)
+for name, fn in (("per tensor", fp8g.per_tensor_matmul), ("block-scaled", fp8g.block_scaled_matmul)):
+    C, where = fn(A, B)
+    print(f"{name}: median relative error {np.median(np.abs(C - A @ B) / np.abs(A @ B)):.2g} ({where})")

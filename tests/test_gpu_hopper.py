@@ -97,16 +97,16 @@ def test_gemm_of_an_isolated_rung_returns_numpy():
 SPLIT_SIZES = [(200, 600, 3000), (128, 8192, 2048), (136, 264, 1000)]    # 5, 4 and 2 parts of K
 
 
-def split_k_repeat(sizes) -> list[dict]:
-    """GPU (child process): rung 15 at each size, launched three times on the same inputs: every C checked
-    (float64 and the split-K model, every element), the three bit-identical (the parts are added in a fixed
-    order), and the flags back at zero after each launch (the last part resets them)."""
+def split_k_repeat(sizes, rung: int = 15) -> list[dict]:
+    """GPU (child process): rung 15 (or 16) at each size, launched three times on the same inputs: every C
+    checked (float64 and the split-K model, every element), the three bit-identical (the parts are added in a
+    fixed order), and the flags back at zero after each launch (the last part resets them)."""
     import cupy
 
-    from helpers.kernels import ALL_RUNGS, split_k_plan
+    from helpers.kernels import ALL_RUNGS, split_k_plan, tail_split_plan
     from helpers.launch import launcher
 
-    r = ALL_RUNGS[15]
+    r = ALL_RUNGS[rung]
     out = []
     for i, (M, N, K) in enumerate(sizes):
         A = cupy.asarray(helpers.random_matrix(M, K, seed=40 + i).astype(np.float16))
@@ -121,7 +121,8 @@ def split_k_repeat(sizes) -> list[dict]:
             got.append(C.copy())
             zero.append(int(cupy.count_nonzero(flags)) == 0)
         chk = r.check(C, A, B, backend="GPU")
-        out.append({"size": [M, N, K], "splits": split_k_plan(M, N, K)[0], "passed": bool(chk.passed),
+        splits = tail_split_plan(M, N, K)[1] if r.tail_split else split_k_plan(M, N, K)[0]
+        out.append({"size": [M, N, K], "splits": splits, "passed": bool(chk.passed),
                     "model": chk.model, "text": str(chk), "flags_reset": all(zero),
                     "identical": all(bool(cupy.array_equal(got[0].view(cupy.uint16), g.view(cupy.uint16)))
                                      for g in got[1:])})
@@ -135,6 +136,22 @@ def test_split_k_is_correct_deterministic_and_resets_its_flags():
     out = isolate.run_isolated("tests.test_gpu_hopper:split_k_repeat", [list(s) for s in SPLIT_SIZES])
     assert isinstance(out, list), out.get("error")
     assert [e["splits"] for e in out] == [5, 4, 2]
+    for e in out:
+        assert e["passed"] and e["model"] == "identical", e["text"]
+        assert e["identical"] and e["flags_reset"], e
+
+
+TAIL_SIZES = [(5000, 5000, 5000), (264, 17152, 1000), (40, 24, 1000)]   # 9 parts after 6 waves; 2 after 2 waves
+                                                                       # (a tile below M); 2, no whole wave
+
+
+@gpu
+def test_tail_split_is_correct_deterministic_and_resets_its_flags():
+    r = HOPPER_RUNGS[16]
+    _runnable(r)
+    out = isolate.run_isolated("tests.test_gpu_hopper:split_k_repeat", [list(s) for s in TAIL_SIZES], 16)
+    assert isinstance(out, list), out.get("error")
+    assert [e["splits"] for e in out] == [9, 2, 2]
     for e in out:
         assert e["passed"] and e["model"] == "identical", e["text"]
         assert e["identical"] and e["flags_reset"], e

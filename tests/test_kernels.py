@@ -55,7 +55,7 @@ def test_lesson3_kernels_registered():
 
 def test_registry_is_a_ladder():
     assert list(K.RUNGS) == [1, 2, 3, 4, 5, 6, 7]            # lesson 5's ladder
-    assert list(K.HOPPER_RUNGS) == [8, 9, 10, 11, 12, 13, 14, 15]   # lesson 6's (tests/test_hopper.py)
+    assert list(K.HOPPER_RUNGS) == [8, 9, 10, 11, 12, 13, 14, 15, 16]   # lesson 6's (tests/test_hopper.py)
     assert K.ALL_RUNGS == {**K.RUNGS, **K.HOPPER_RUNGS}
     for r in K.RUNGS.values():
         assert r.predicted_gain > 0 and r.idea and r.why
@@ -175,28 +175,29 @@ def _hdefine(name):
 
 
 def test_lesson6_rungs_are_registry_entries_one_idea_each():
-    assert list(K.HOPPER_RUNGS) == [8, 9, 10, 11, 12, 13, 14, 15]
-    assert list(K.hopper_ladder()) == [7, 8, 9, 10, 11, 12, 13, 14, 15] and K.hopper_ladder()[7] is K.RUNGS[7]
+    assert list(K.HOPPER_RUNGS) == [8, 9, 10, 11, 12, 13, 14, 15, 16]
+    assert list(K.hopper_ladder()) == [7, 8, 9, 10, 11, 12, 13, 14, 15, 16] and K.hopper_ladder()[7] is K.RUNGS[7]
     for r in K.HOPPER_RUNGS.values():
         assert r is K.KERNELS[r.name] and r.lesson == 6 and r.file == "hopper_sm90a.cu"
         assert r.idea and r.why and 0.95 <= r.predicted_gain <= 2.0
         assert r.only_cc == (9, 0) and r.isolate and not r.b_transposed and not r.sweep
-        out = "fp16" if r.rung >= 14 else "fp32"                # rungs 14-15 write FP16 C, as cupy.matmul
+        out = "fp16" if r.rung >= 14 else "fp32"                # rungs 14-16 write FP16 C, as cupy.matmul
         assert (r.inputs, r.acc, r.output, r.acc_block, r.acc_rounding) == ("fp16", "fp32", out, 16, "truncate")
         if r.rung <= 13:
             assert r.emulate is K.RUNGS[7].emulate              # rung 7's arithmetic, rung 7's model
         else:                                                   # ... rounded to FP16 at the end (and split)
             assert r.emulate.output == "fp16" and r.emulate.model is K.RUNGS[7].emulate.model
-            assert (r.emulate.split is None) == (r.rung == 14) and r.split_k == (r.rung == 15)
+            assert (r.emulate.split is None) == (r.rung != 15) and r.split_k == (r.rung >= 15)
+            assert (r.emulate.split_tiles is None) == (r.rung != 16) and r.tail_split == (r.rung == 16)
         assert r.tma_boxes == ((128, 64), (64, 64)) and r.block_tile == (128, 256)
         assert (r.tile_mn, r.tile_k) == (8, 8)                  # TMA: 16-byte rows; the rest is out-of-bounds fill
         assert r.teaches.startswith(f"lesson 6, rung {r.rung}: ")
     R = K.HOPPER_RUNGS
-    assert R[8].block == (256, 1) and all(R[k].block == (384, 1) for k in range(9, 16))
-    assert [k for k in R if R[k].persistent] == [10, 11, 12, 13, 14, 15]
-    assert [k for k in R if R[k].cluster] == [12, 13, 14] and R[12].cluster == (2, 1, 1)
-    assert [k for k in R if R[k].c_box] == [13, 14, 15] and R[13].c_box == (64, 32)
-    assert R[14].c_box == R[15].c_box == (64, 64)              # FP16 C: 64 columns are one 128-byte row
+    assert R[8].block == (256, 1) and all(R[k].block == (384, 1) for k in range(9, 17))
+    assert [k for k in R if R[k].persistent] == [10, 11, 12, 13, 14, 15, 16]
+    assert [k for k in R if R[k].cluster] == [12, 13, 14, 16] and R[12].cluster == (2, 1, 1)
+    assert [k for k in R if R[k].c_box] == [13, 14, 15, 16] and R[13].c_box == (64, 32)
+    assert R[14].c_box == R[15].c_box == R[16].c_box == (64, 64)              # FP16 C: 64 columns are one 128-byte row
     assert K.rung(12) is R[12] and K.lookup("hopper_tma_store") is R[13]
 
 

@@ -111,6 +111,10 @@ def targets() -> dict[str, dict]:
     for k in FP8_KERNELS.values():                # lesson 7's wgmma kernels (FP8 E4M3 inputs)
         if k.wgmma:
             out[k.name] = {"kernel": k.name, "lesson": 7, "what": k.what, "fp8": True}
+    from helpers.fp8_gemm import SCALED_KERNELS
+
+    for k in SCALED_KERNELS.values():             # lesson 7's block-scaled kernel: E4M3 bytes and two scale arrays
+        out[k.name] = {"kernel": k.name, "lesson": 7, "what": k.what, "fp8_scaled": True}
     return out
 
 
@@ -136,6 +140,11 @@ def launch(target: str, n) -> None:
                                    tile=t["tile"])
         else:
             run, _ = fp32_launcher(get_kernel(*NAIVE), cupy.asarray(A), cupy.asarray(B), tuple(t["block"]))
+    elif t.get("fp8_scaled"):
+        from helpers.experiments.fp8 import gpu_block_scaled_inputs
+        from helpers.fp8_gemm import block_scaled_launcher
+
+        run, _ = block_scaled_launcher(*gpu_block_scaled_inputs(M, N, K, seed=4096)[:4])
     elif t.get("fp8"):
         from helpers.fp8_gemm import encode_e4m3, launcher as fp8_launcher
 

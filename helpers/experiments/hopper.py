@@ -1,7 +1,7 @@
 """Lesson 6 (Hopper GEMMs at full speed): the ``hopper`` experiment, the one-run try-out, and reading the rows.
 
 The rungs are lesson 6's entries of the kernel registry (``helpers.kernels.hopper_ladder()``: rung 7,
-where lesson 5 ends, then rungs 8-15 of kernels/hopper_sm90a.cu, one idea each, the gain predicted
+where lesson 5 ends, then rungs 8-16 of kernels/hopper_sm90a.cu, one idea each, the gain predicted
 before measuring). They are validated, padded and launched like every other kernel (helpers.launch),
 and each runs in its own child process (helpers.isolate), so a fault or a hang in one cannot take the
 others' results with it.
@@ -148,7 +148,12 @@ def rung_rows(k: int, timed=TRY_TIMED, odd_sizes=ODD_SIZES, side_by_side: bool =
             row.update(side, c_dtype=r.out_dtype, **_launch_facts(r))
             if row.get("median_ms") and side:          # the ratio to the cuBLAS call writing FP16 C, for every rung
                 row["frac_cublas_fp16c"] = round(side["cublas_fp16c_ms"] / row["median_ms"], 4)
-            if r.split_k:
+            if r.split_k and r.tail_split:
+                from ..kernels import tail_split_plan
+
+                dp, row["splits"], _ = tail_split_plan(M, N, K)
+                row["whole_units"] = dp
+            elif r.split_k:
                 from ..kernels import split_k_plan
 
                 row["splits"] = split_k_plan(M, N, K)[0]
@@ -219,7 +224,7 @@ def cluster_probe(launch_ex: bool = False) -> dict:
 
 @experiment("hopper", only_cc=(9, 0), needs="wgmma, TMA and clusters, on a Hopper GPU")
 def hopper(timed=TIMED, odd_sizes=ODD_SIZES, timeout: int = 600):
-    """Lesson 6's ladder (rung 7, then rungs 8-15): cuBLAS FP16 at every timed shape (rung 0, checked), then
+    """Lesson 6's ladder (rung 7, then rungs 8-16): cuBLAS FP16 at every timed shape (rung 0, checked), then
     each rung in its own child process (rung_rows): checked at the odd sizes and the timed shapes, timed at
     the latter next to cuBLAS measured in the same process."""
     import cupy
@@ -335,10 +340,20 @@ def gains(rows: list[dict], n) -> list[dict]:
     return out
 
 
-def gain_at(rows: list[dict], rung: int, shape, predicted: float | None = None) -> dict | None:
-    """Rung `rung`'s gain over the rung before it at `shape` (gains' row), judged against `predicted` (a
-    prediction made for this shape; default the registry's) by ``verdict`` on the p10-p90 spread."""
+def gain_at(rows: list[dict], rung: int, shape, predicted: float | None = None, base: int | None = None) -> dict | None:
+    """Rung `rung`'s gain over the rung before it (or over rung `base`) at `shape` (gains' row), judged against
+    `predicted` (a prediction made for this shape; default the registry's) by ``verdict`` on the p10-p90 spread."""
     g = next((x for x in gains(rows, shape) if x["rung"] == rung), None)
+    if g is not None and base is not None:
+        by_rung = {r["rung"]: r for r in timed_rows(rows, shape)}
+        r, b = by_rung[rung], by_rung.get(base)
+        if b is None:
+            return None
+        spread = all(x.get(k) for x in (r, b) for k in ("p10_ms", "p90_ms"))
+        mid = r["tflops"] / b["tflops"]
+        g = dict(g, base=base, measured=round(mid, 3), low=round(b["p10_ms"] / r["p90_ms"] if spread else mid, 3),
+                 high=round(b["p90_ms"] / r["p10_ms"] if spread else mid, 3))
+        predicted = g["predicted"] if predicted is None else predicted
     if g is None or predicted is None:
         return g
     low = g["low"] if g["low"] is not None else g["measured"]
@@ -348,17 +363,19 @@ def gain_at(rows: list[dict], rung: int, shape, predicted: float | None = None) 
     return g
 
 
-def gain_table(rows: list[dict], rung: int, shape, predicted: float | None = None):
-    """gain_at as a one-row table (helpers.display.table): the shape, predicted and measured gain, the p10-p90
-    range, the verdict, and the TFLOP/s against cuBLAS writing the same C type."""
+def gain_table(rows: list[dict], rung: int, shape, predicted: float | None = None, base: int | None = None):
+    """gain_at as a one-row table (helpers.display.table): the shape, predicted and measured gain (over the rung
+    before, or over `base`), the p10-p90 range, the verdict, and the TFLOP/s against cuBLAS writing the same C
+    type."""
     from ..display import table
 
-    g = gain_at(rows, rung, shape, predicted)
+    g = gain_at(rows, rung, shape, predicted, base)
     if g is None:
         return table([{"shape": "x".join(map(str, shape)), "verdict": "not recorded"}], ["shape", "verdict"])
     g = dict(g, shape="x".join(map(str, shape)))
+    over = f" over rung {base}" if base is not None else ""
     return table([g], ["shape", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas"],
-                 ["M x N x K", "predicted gain", "measured gain", "p10-p90 from", "to", "", "TFLOP/s",
+                 ["M x N x K", f"predicted gain{over}", f"measured gain{over}", "p10-p90 from", "to", "", "TFLOP/s",
                   "x cuBLAS (same C)"],
                  {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops": ".0f",
                   "frac_cublas": ".2f"})
@@ -436,6 +453,9 @@ MISS_NOTES = {
                    "CTAs free it), so turning them off gains.",
          "worse": "multicast's saved L2 reads of B mattered more than estimated; where the chip is full this "
                   "rung is rung 14 without them."},
+    # rung 16's notes were written after its first probe run (tools/probes/rung16.py), before the record
+    16: {"better": "rung 15's lack of clusters cost more at these sizes than rung 14's record said.",
+         "worse": "the same units as rung 14: a slower run of rung 14, not of the idea (it does not split here)."},
 }
 
 
@@ -551,3 +571,33 @@ def input_table(rows: list[dict]) -> list[dict]:
                 row[f"{w} / cuBLAS same C"] = med[w] / med[base] if base in med else None
         out.append(row)
     return out
+
+
+# --------------------------------------------------------------------------- rung 16 (experiment tail_split)
+def parts_sweep(ts: dict) -> str:
+    """Rung 16's TFLOP/s at the record's shape for each number of parts its tail units were cut into (the
+    record's experiments.tail_split, tools/probes/tail_split_sweep.py): one line."""
+    return ", ".join(f"{r['parts']} part{'s' * (r['parts'] > 1)}: {r['tflops']:.0f}" for r in ts["parts_sweep"]) + " TFLOP/s"
+
+
+def l2_sectors_per_ktile(target: str, sizes=(4096, 5000)) -> dict:
+    """L2 sectors `target` read per 128 x 256 tile and K-tile of 64 at n^3 for each n (Nsight Compute, ncu_at)."""
+    out = {}
+    for n in sizes:
+        e = ncu_at(target, (n, n, n))
+        if e is not None:
+            out[n] = round(e["counters"]["l2_read_sectors"] / (-(-n // 128) * -(-n // 256) * -(-n // 64)))
+    return out
+
+
+def alignment_rows(ts: dict) -> list[dict]:
+    """One row per row stride of A and B in experiments.tail_split.row_alignment: the bytes per row, the 32-byte
+    sectors one 128-byte TMA box row touches on average (helpers.analysis.sectors_per_row), and each rung's
+    TFLOP/s."""
+    from ..analysis import sectors_per_row
+
+    rows = {}
+    for r in ts["row_alignment"]:
+        row = rows.setdefault(r["row_bytes"], {"row_bytes": r["row_bytes"], "sectors": sectors_per_row(r["row_bytes"])})
+        row[f"rung {r['rung']}"] = r["tflops"]
+    return [rows[b] for b in sorted(rows)]

@@ -1,6 +1,7 @@
-"""compute-sanitizer cases for the kernels added on 2026-12-01 (lesson 6's rungs 14-15, lesson 7's
-fp8_promote_pingpong), with tools/sanitize_driver.py's own case functions, at small and odd sizes and split-K at
-2 parts; `make sanitize` runs every kernel, this runs three in seconds. Under each tool:
+"""compute-sanitizer cases for the kernels added on 2026-12-01 (lesson 6's rungs 14-16, lesson 7's
+fp8_promote_pingpong and fp8_block_scaled), with tools/sanitize_driver.py's own case functions, at small and odd sizes and split-K at
+2 parts (rung 16 also after two whole waves, with a tile below M); `make sanitize` runs every kernel, this runs
+four in seconds. Under each tool:
 
     compute-sanitizer --tool memcheck --padding 64 --report-api-errors no python3 tools/probes/sanitize_new_kernels.py
     (and --tool racecheck, --tool synccheck; a Hopper GPU, COURSE_DEVICE=gpu)
@@ -11,6 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLIT_SIZES = ((40, 24, 1000), (136, 264, 1000))      # one and four tiles, K in 2 parts
+TAIL_SIZES = ((264, 17152, 1000),)                    # rung 16: 132 whole units, then 2 units in 2 parts
 
 
 def main() -> int:
@@ -24,7 +26,7 @@ def main() -> int:
     import cupy
     from sanitize_driver import SIZES, _course_kernel, _fp8
 
-    from helpers.kernels import KERNELS, split_k_plan
+    from helpers.kernels import KERNELS, split_k_plan, tail_split_plan
 
     cupy.cuda.set_allocator(None)             # one allocation per array: exact bounds for memcheck
     bad = 0
@@ -33,10 +35,22 @@ def main() -> int:
             v = _course_kernel(KERNELS[name], M, N, K)
             bad += not v.startswith("PASS")
             print(f"@@end {name} | M={M} N={N} K={K} parts={split_k_plan(M, N, K)[0]} | {v[:160]}", flush=True)
+    for M, N, K in SIZES + SPLIT_SIZES + TAIL_SIZES:
+        v = _course_kernel(KERNELS["hopper_tail_split"], M, N, K)
+        bad += not v.startswith("PASS")
+        dp, s, _ = tail_split_plan(M, N, K)
+        print(f"@@end hopper_tail_split | M={M} N={N} K={K} whole={dp} parts={s} | {v[:160]}", flush=True)
     for M, N, K in SIZES + SPLIT_SIZES[1:]:
         v = _fp8("fp8_promote_pingpong", M, N, K)
         bad += not v.startswith("PASS")
         print(f"@@end fp8_promote_pingpong | M={M} N={N} K={K} | {v[:160]}", flush=True)
+    from helpers.experiments.fp8 import block_scaled_verdict
+
+    for M, N, K in SIZES + SPLIT_SIZES[1:]:
+        v = block_scaled_verdict(M, N, K)
+        v = v if v.startswith(("PASS", "FAIL")) else ("PASS " if "error within" in v else "FAIL ") + v
+        bad += not v.startswith("PASS")
+        print(f"@@end fp8_block_scaled | M={M} N={N} K={K} | {v[:160]}", flush=True)
     return 1 if bad else 0
 
 

@@ -1,0 +1,79 @@
+"""A device probe (issue 25): rung 16 (hopper_tail_split: split-K for the last, partial wave only) checked at odd
+sizes and at shapes where its plan splits, timed beside cuBLAS (both C types) and rung 14 in one run, and its C
+compared bit for bit over three launches (the parts are added in a fixed order, so C must not change).
+
+    python3 tools/probes/rung16.py OUT.json          (a Hopper GPU, COURSE_DEVICE=gpu)
+
+Each rung runs in its own child process (helpers.experiments.hopper.rung_rows), as the `hopper` experiment does."""
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# 5000^3: 6 whole waves + 4 units in 9 parts; 4200^3: 4 waves + 25 units in 2 parts; M = 128: no whole wave,
+# 32 units in 2 parts; 4096^3: no split (rung 14's units)
+SHAPES = [[5000] * 3, [4200] * 3, [128, 8192, 8192], [4096] * 3]
+ODD = [[1000, 1064, 1000], [257, 520, 136], [40, 24, 56], [264, 17152, 1000]]   # the last: 2 waves + 2 units split
+REPEAT = ((5000, 5000, 5000), (264, 17152, 1000))
+
+
+def repeat_bits(M, N, K, launches=3) -> dict:
+    """Rung 16 launched `launches` times on the same inputs (NaN-poisoned C each time): identical bits?"""
+    import cupy
+
+    from helpers.launch import launcher
+
+    rng = cupy.random.default_rng(7)
+    A = rng.standard_normal((M, K), dtype=cupy.float32).astype(cupy.float16)
+    B = rng.standard_normal((K, N), dtype=cupy.float32).astype(cupy.float16)
+    run, C, _ = launcher(16, A, B)
+    outs = []
+    for _ in range(launches):
+        C.fill(cupy.nan)
+        run()
+        cupy.cuda.runtime.deviceSynchronize()
+        outs.append(C[:M, :N].view(cupy.uint16).copy())
+    flags = run.keep[-1]
+    return {"shape": [M, N, K], "identical": all(bool((o == outs[0]).all()) for o in outs[1:]),
+            "nan": int(cupy.isnan(C[:M, :N]).sum()), "counters_reset": int(flags.sum()) == 0}
+
+
+def main(argv) -> int:
+    sys.path.insert(0, str(ROOT))
+    from helpers.device import backend
+
+    if not backend().is_gpu:
+        print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
+        return 2
+    from helpers.isolate import run_isolated
+
+    out, failed = {"rows": {}}, False
+    for k, shapes in ((16, SHAPES), (14, SHAPES[:2])):
+        t0 = time.time()
+        rows = run_isolated("helpers.experiments.hopper:rung_rows", k, shapes, ODD if k == 16 else [], True,
+                            timeout=400)
+        out["rows"][k] = rows
+        print(f"rung {k}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+        if isinstance(rows, dict):
+            print(k, rows, file=sys.stderr)
+            failed = True
+            continue
+        for r in rows:
+            failed |= not r.get("passed")
+            print(k, "x".join(str(r.get(d)) for d in "mnk"), "passed", r.get("passed"), "TFLOP/s", r.get("tflops"),
+                  "x cuBLAS same C", r.get("frac_cublas"), "cuBLAS FP16 C", r.get("cublas_fp16c_tflops"),
+                  "MHz", r.get("sm_mhz"), r.get("cublas_sm_mhz"), "parts", r.get("splits"), "whole", r.get("whole_units"),
+                  str(r.get("error", ""))[:300], file=sys.stderr, flush=True)
+    out["repeat"] = [repeat_bits(*s) for s in REPEAT]
+    for r in out["repeat"]:
+        failed |= not (r["identical"] and r["counters_reset"] and r["nan"] == 0)
+        print("repeat", r, file=sys.stderr, flush=True)
+    Path(argv[0]).write_text(json.dumps(out, indent=1))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    sys.exit(main(sys.argv[1:]))
