@@ -577,7 +577,13 @@ def input_table(rows: list[dict]) -> list[dict]:
 def parts_sweep(ts: dict) -> str:
     """Rung 16's TFLOP/s at the record's shape for each number of parts its tail units were cut into (the
     record's experiments.tail_split, tools/probes/tail_split_sweep.py): one line."""
-    return ", ".join(f"{r['parts']} part{'s' * (r['parts'] > 1)}: {r['tflops']:.0f}" for r in ts["parts_sweep"]) + " TFLOP/s"
+    return ", ".join(f"{r['parts']} part{'s' * (r['parts'] > 1)}: {r['tflops']:.0f} ({_mhz(r)} MHz)"
+                     for r in ts["parts_sweep"]) + " TFLOP/s (SM clock)"
+
+
+def _mhz(r: dict):
+    """The SM clock sampled during a probe's timing (helpers.timing.benchmark's clocks), or '?'."""
+    return (r.get("clocks") or {}).get("sm_mhz", "?")
 
 
 def l2_sectors_per_ktile(target: str, sizes=(4096, 5000)) -> dict:
@@ -593,11 +599,36 @@ def l2_sectors_per_ktile(target: str, sizes=(4096, 5000)) -> dict:
 def alignment_rows(ts: dict) -> list[dict]:
     """One row per row stride of A and B in experiments.tail_split.row_alignment: the bytes per row, the 32-byte
     sectors one 128-byte TMA box row touches on average (helpers.analysis.sectors_per_row), and each rung's
-    TFLOP/s."""
+    TFLOP/s and SM clock ('rung 14', 'rung 14 MHz', ...)."""
     from ..analysis import sectors_per_row
 
     rows = {}
     for r in ts["row_alignment"]:
         row = rows.setdefault(r["row_bytes"], {"row_bytes": r["row_bytes"], "sectors": sectors_per_row(r["row_bytes"])})
         row[f"rung {r['rung']}"] = r["tflops"]
+        row[f"rung {r['rung']} MHz"] = _mhz(r)
     return [rows[b] for b in sorted(rows)]
+
+
+# --------------------------------------------------------------------------- device probes (tools/probes/)
+def probe_rung(k: int, timed, odd, timeout: int = 300) -> tuple[list[dict] | dict, bool]:
+    """GPU: rung_rows of rung k in a child process (as the experiment runs it), with one summary line per row
+    on stderr (the check, TFLOP/s, both cuBLAS timings, the clocks, the split); returns (rows, failed)."""
+    import time
+
+    from ..isolate import run_isolated
+
+    t0 = time.time()
+    rows = run_isolated("helpers.experiments.hopper:rung_rows", k, [list(s) for s in timed], [list(s) for s in odd],
+                        True, timeout=timeout)
+    _progress(f"rung {k}: {time.time() - t0:.0f} s")
+    if isinstance(rows, dict):
+        _progress(f"{k} {rows}")
+        return rows, True
+    for r in rows:
+        _progress(" ".join(str(x) for x in (
+            k, "x".join(str(r.get(d)) for d in "mnk"), "passed", r.get("passed"), "TFLOP/s", r.get("tflops"),
+            "x cuBLAS same C", r.get("frac_cublas"), "cuBLAS FP16 C", r.get("cublas_fp16c_tflops"), "FP32 C",
+            r.get("cublas_fp32c_tflops"), "MHz", r.get("sm_mhz"), r.get("cublas_sm_mhz"), "parts", r.get("splits"),
+            "whole", r.get("whole_units"), str(r.get("error", ""))[:300])))
+    return rows, not all(r.get("passed") for r in rows)

@@ -7,7 +7,6 @@ compared bit for bit over three launches (the parts are added in a fixed order, 
 Each rung runs in its own child process (helpers.experiments.hopper.rung_rows), as the `hopper` experiment does."""
 import json
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,25 +45,12 @@ def main(argv) -> int:
     if not backend().is_gpu:
         print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
         return 2
-    from helpers.isolate import run_isolated
+    from helpers.experiments.hopper import probe_rung
 
     out, failed = {"rows": {}}, False
     for k, shapes in ((16, SHAPES), (14, SHAPES[:2])):
-        t0 = time.time()
-        rows = run_isolated("helpers.experiments.hopper:rung_rows", k, shapes, ODD if k == 16 else [], True,
-                            timeout=400)
-        out["rows"][k] = rows
-        print(f"rung {k}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-        if isinstance(rows, dict):
-            print(k, rows, file=sys.stderr)
-            failed = True
-            continue
-        for r in rows:
-            failed |= not r.get("passed")
-            print(k, "x".join(str(r.get(d)) for d in "mnk"), "passed", r.get("passed"), "TFLOP/s", r.get("tflops"),
-                  "x cuBLAS same C", r.get("frac_cublas"), "cuBLAS FP16 C", r.get("cublas_fp16c_tflops"),
-                  "MHz", r.get("sm_mhz"), r.get("cublas_sm_mhz"), "parts", r.get("splits"), "whole", r.get("whole_units"),
-                  str(r.get("error", ""))[:300], file=sys.stderr, flush=True)
+        out["rows"][k], bad = probe_rung(k, shapes, ODD if k == 16 else [], timeout=400)
+        failed |= bad
     out["repeat"] = [repeat_bits(*s) for s in REPEAT]
     for r in out["repeat"]:
         failed |= not (r["identical"] and r["counters_reset"] and r["nan"] == 0)

@@ -7,7 +7,6 @@ Its first run (2026-12-01) reproduced the issue's table before rungs 14-15 were 
 experiment; the record holds the experiment's rows, this prints and writes its own."""
 import json
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,24 +20,12 @@ def main(argv) -> int:
     if not backend().is_gpu:
         print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
         return 2
-    from helpers.isolate import run_isolated
+    from helpers.experiments.hopper import probe_rung
 
     out, failed = {}, False
     for k in [int(x) for x in argv[1:]] or [13, 14, 15]:
-        t0 = time.time()
-        rows = run_isolated("helpers.experiments.hopper:rung_rows", k, SHAPES, [[1000, 1064, 1000]], True, timeout=300)
-        out[k] = rows
-        print(f"rung {k}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-        if isinstance(rows, dict):
-            print(k, rows, file=sys.stderr)
-            failed = True
-            continue
-        for r in rows:
-            failed |= not r.get("passed")
-            print(k, "x".join(str(r.get(d)) for d in "mnk"), "passed", r.get("passed"), "TFLOP/s", r.get("tflops"),
-                  "x cuBLAS same C", r.get("frac_cublas"), "cuBLAS FP16 C", r.get("cublas_fp16c_tflops"),
-                  "FP32 C", r.get("cublas_fp32c_tflops"), "MHz", r.get("sm_mhz"), r.get("cublas_sm_mhz"),
-                  "parts", r.get("splits"), str(r.get("error", ""))[:300], file=sys.stderr, flush=True)
+        out[k], bad = probe_rung(k, SHAPES, [[1000, 1064, 1000]])
+        failed |= bad
     Path(argv[0]).write_text(json.dumps(out, indent=1))
     return 1 if failed else 0
 
