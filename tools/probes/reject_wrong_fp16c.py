@@ -1,16 +1,18 @@
 """A device probe: the check of lesson 6's FP16-C rungs (14, 15) rejects wrong results at the largest sizes the
 course times them at, with the model on the GPU comparing every element: rung 14 at 8192^3, rung 15 at
-128 x 8192 x 8192 (K in 4 parts). Wrong results: zeros, C x 1.003, the other rung's C where it sums in another
-order (at 8192^3 rung 15 does not split K, and its C equals rung 14's), and helpers.check.local_mutations (one
-element one unit up, one element 1% off, a row copied, an edge tile).
+128 x 8192 x 8192 (K in 4 parts), rung 16 at 5000^3 (its last wave's 4 units in 9 parts). Wrong results: zeros,
+C x 1.003, another rung's C where it sums in another order (at 8192^3 rung 15 does not split K, and its C equals
+rung 14's), and helpers.check.local_mutations (one element one unit up, one element 1% off, a row copied, an
+edge tile).
 
-    python3 tools/probes/reject_wrong_fp16c.py OUT.json      (a Hopper GPU; each rung in a child process)"""
+    python3 tools/probes/reject_wrong_fp16c.py OUT.json [RUNG ...]    (a Hopper GPU; each rung in a child process)"""
 import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = [(14, (8192, 8192, 8192)), (15, (128, 8192, 8192))]
+CASES = [(14, (8192, 8192, 8192)), (15, (128, 8192, 8192)), (16, (5000, 5000, 5000))]
+OTHER = {14: 15, 15: 14, 16: 14}     # the rung whose C is the wrong result of another summation order
 
 
 def one(k: int, shape) -> dict:
@@ -24,7 +26,7 @@ def one(k: int, shape) -> dict:
     from helpers.numerics import reference_gemm
 
     M, N, K = shape
-    r, other = ALL_RUNGS[k], ALL_RUNGS[29 - k]
+    r, other = ALL_RUNGS[k], ALL_RUNGS[OTHER[k]]
     A, B = _inputs(0, M, N, K)
     ref = reference_gemm(A, B)
     Cs = {}
@@ -55,7 +57,9 @@ def main(argv) -> int:
         return 2
     from helpers.isolate import run_isolated
 
-    rows = [run_isolated("tools.probes.reject_wrong_fp16c:one", k, list(s), timeout=300) for k, s in CASES]
+    only = {int(x) for x in argv[1:]}
+    rows = [run_isolated("tools.probes.reject_wrong_fp16c:one", k, list(s), timeout=300) for k, s in CASES
+            if not only or k in only]
     for row in rows:
         print(row, file=sys.stderr)
     Path(argv[0]).write_text(json.dumps(rows, indent=1))

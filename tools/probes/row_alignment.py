@@ -1,19 +1,51 @@
-"""A device probe (issue 25): does the row stride of A and B cost rung 14 (and 16) speed at 5000^3? At 5000 FP16
-columns a row is 10000 bytes, 16 bytes past a 32-byte sector boundary, so each 128-byte row of a TMA box spans 5
-sectors instead of 4. The same product is run with A and B stored in wider buffers (leading dimension 5008: rows
-of 10016 bytes, sector-aligned; 5056: 10112 bytes, 128-byte aligned), the kernel reading the first 5000 columns
-through the tensor map (helpers.hopper.tensor_map_2d's cols). Same numbers, same kernel, same launch: only the
-addresses of the rows change. Every C is checked (float64 and the model on the GPU), then timed (cold L2).
+"""A device probe (issue 25): does the row stride of A and B cost a rung speed, and cuBLAS too? The same product
+is run with A and B stored in wider buffers: A (M x K) in rows of K + pad elements, B (K x N) in rows of N + pad;
+the kernel reads the first K (N) columns through the tensor map (helpers.hopper.tensor_map_2d's cols), cuBLAS
+through its lda / ldb (cublasGemmEx, FP16 A and B, CUBLAS_COMPUTE_32F, FP16 C: what cupy.matmul calls). Same
+numbers, same kernels, same launches: only the addresses of the rows change. Every C is checked (float64, and
+the model on the GPU for the rungs), then timed (cold L2, CUDA events, clocks beside each).
 
-    python3 tools/probes/row_alignment.py OUT.json          (a Hopper GPU, COURSE_DEVICE=gpu)"""
+At 5000^3 (the default) a row is 10000 bytes, 16 bytes past a 32-byte sector boundary, so each 128-byte row of a
+TMA box spans 4.5 sectors on average instead of 4 (pad 8: rows of 10016 bytes, sector-aligned; pad 56: 10112
+bytes, 128-byte aligned). At 128 x 8192 x 8192 a row of B is 16384 bytes, a power of two (pad 64: 16512).
+
+    python3 tools/probes/row_alignment.py OUT.json [--shape MxNxK] [--pads 0,8,56] [--rungs 14,16]
+                                                                            (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[2]
-N = 5000
-LDS = (5000, 5008, 5056)
-RUNGS = (14, 16)
+
+
+def _option(args: list, name: str, default: str) -> str:
+    if name in args:
+        i = args.index(name)
+        value = args[i + 1]
+        del args[i:i + 2]
+        return value
+    return default
+
+
+def cublas_fp16c_ld(Aw, Bw, M: int, N: int, K: int):
+    """C = A B for A the first K columns of Aw, B the first N columns of Bw (row-major), FP16 C, through
+    cublasGemmEx with the leading dimensions of the wide buffers. Returns run() and C (M x N, FP16)."""
+    import cupy
+    from cupy_backends.cuda.libs import cublas
+
+    from helpers.cublas import CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT, CUBLAS_OP_N, CUDA_R_16F
+
+    C = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
+    alpha, beta = np.array(1, dtype=np.float32), np.array(0, dtype=np.float32)
+    handle = cupy.cuda.device.get_cublas_handle()
+
+    def run():               # row-major C = A B is column-major C^T = B^T A^T, as helpers.cublas.gemm_ex
+        cublas.gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, alpha.ctypes.data,
+                      Bw.data.ptr, CUDA_R_16F, Bw.shape[1], Aw.data.ptr, CUDA_R_16F, Aw.shape[1],
+                      beta.ctypes.data, C.data.ptr, CUDA_R_16F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+    return run, C
 
 
 def main(argv) -> int:
@@ -23,54 +55,74 @@ def main(argv) -> int:
     if not backend().is_gpu:
         print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
         return 2
+    args = list(argv)
+    shape = [int(v) for v in _option(args, "--shape", "5000x5000x5000").split("x")]
+    pads = [int(v) for v in _option(args, "--pads", "0,8,56").split(",")]
+    rungs = [int(v) for v in _option(args, "--rungs", "14,16").split(",")]
+    M, N, K = shape
     import cupy
 
     import helpers.hopper as HH
+    from helpers.cublas import same_c
     from helpers.kernels import ALL_RUNGS
     from helpers.launch import launcher
     from helpers.timing import benchmark
 
     rng = cupy.random.default_rng(9)
-    A = rng.standard_normal((N, N), dtype=cupy.float32).astype(cupy.float16)
-    B = rng.standard_normal((N, N), dtype=cupy.float32).astype(cupy.float16)
+    A = rng.standard_normal((M, K), dtype=cupy.float32).astype(cupy.float16)
+    B = rng.standard_normal((K, N), dtype=cupy.float32).astype(cupy.float16)
     plain = HH.tensor_map_2d
     rows, bad = [], 0
-    for ld in LDS:
-        wide = {}
-        for name, X in (("A", A), ("B", B)):
-            W = cupy.zeros((N, ld), dtype=cupy.float16)
-            W[:, :N] = X
-            wide[id(X)] = W
 
+    def keep(row, chk, t):
+        nonlocal bad
+        row.update({"m": M, "n": N, "k": K, "passed": bool(chk.passed), "model": getattr(chk, "model", None),
+                    "median_ms": t.median_ms, "p10_ms": t.p10_ms, "p90_ms": t.p90_ms, "tflops": t.tflops,
+                    "clocks": t.clocks})
+        bad += not chk.passed
+        rows.append(row)
+        print({x: row.get(x) for x in ("rung", "kernel", "pad", "a_row_bytes", "b_row_bytes", "passed", "model",
+                                       "median_ms", "tflops")}, (t.clocks or {}).get("sm_mhz"), file=sys.stderr,
+              flush=True)
+
+    for pad in pads:
+        Aw = cupy.zeros((M, K + pad), dtype=cupy.float16)
+        Aw[:, :K] = A
+        Bw = cupy.zeros((K, N + pad), dtype=cupy.float16)
+        Bw[:, :N] = B
+        wide = {id(A): (Aw, K), id(B): (Bw, N)}
         hits = []
 
         def mapped(X, box_rows, box_cols, cols=None):
-            if id(X) in wide:                         # A or B: the same values, rows ld elements apart
+            if id(X) in wide:                         # A or B: the same values, rows further apart
                 hits.append(id(X))
-                return plain(wide[id(X)], box_rows, box_cols, cols=N)
+                W, c = wide[id(X)]
+                return plain(W, box_rows, box_cols, cols=c)
             return plain(X, box_rows, box_cols, cols=cols)
 
+        base = {"pad": pad, "ld": N + pad, "a_row_bytes": 2 * (K + pad), "b_row_bytes": 2 * (N + pad),
+                "row_bytes": 2 * (N + pad), "row_mod_32": (2 * (N + pad)) % 32, "row_mod_128": (2 * (N + pad)) % 128}
         HH.tensor_map_2d = mapped
-        for k in RUNGS:
-            r = ALL_RUNGS[k]
-            hits.clear()
-            run, C, _ = launcher(r, A, B)
-            if len(set(hits)) != 2:
-                print(f"rung {k}: the launcher did not map A and B themselves (copies?): probe invalid", file=sys.stderr)
-                return 1
-            C.fill(cupy.nan)
-            run()
-            chk = r.check(C[:N, :N], A, B, backend="GPU")
-            t = benchmark(run, flops=2.0 * N ** 3)
-            row = {"rung": k, "ld": ld, "row_bytes": 2 * ld, "row_mod_32": (2 * ld) % 32, "row_mod_128": (2 * ld) % 128,
-                   "passed": bool(chk.passed), "model": chk.model, "median_ms": t.median_ms, "p10_ms": t.p10_ms,
-                   "p90_ms": t.p90_ms, "tflops": t.tflops, "clocks": t.clocks}
-            bad += not chk.passed
-            rows.append(row)
-            print({x: row[x] for x in ("rung", "ld", "row_mod_32", "passed", "model", "median_ms", "tflops")},
-                  (t.clocks or {}).get("sm_mhz"), file=sys.stderr, flush=True)
-        HH.tensor_map_2d = plain
-    Path(argv[0]).write_text(json.dumps({"n": N, "rows": rows}, indent=1))
+        try:
+            for k in rungs:
+                r = ALL_RUNGS[k]
+                hits.clear()
+                run, C, _ = launcher(r, A, B)
+                if len(set(hits)) != 2:
+                    print(f"rung {k}: the launcher did not map A and B themselves (copies?): probe invalid",
+                          file=sys.stderr)
+                    return 1
+                C.fill(cupy.nan)
+                run()
+                chk = r.check(C[:M, :N], A, B, backend="GPU")
+                keep({"rung": k, "kernel": r.name, **base}, chk, benchmark(run, flops=2.0 * M * N * K))
+        finally:
+            HH.tensor_map_2d = plain
+        run, C = cublas_fp16c_ld(Aw, Bw, M, N, K)
+        run()
+        chk = same_c("float16").check(C, A, B, backend="GPU")
+        keep({"rung": 0, "kernel": "cublas_fp16 (gemmEx, lda/ldb)", **base}, chk, benchmark(run, flops=2.0 * M * N * K))
+    Path(args[0]).write_text(json.dumps({"n": N, "shape": shape, "rows": rows}, indent=1))
     return 1 if bad else 0
 
 
