@@ -268,6 +268,9 @@ HOPPER_FILE = "hopper_sm90a.cu"
 HOPPER_STAGE = (128 * 64 + 64 * 256) * 2                  # bytes of A and B per pipeline stage (48 KB)
 HOPPER_SMEM = 4 * HOPPER_STAGE + 1024 + 128               # HOPPER_SMEM in kernels/hopper_sm90a.cu: 4 stages
 HOPPER_STORE_SMEM = HOPPER_SMEM + 2 * 2 * 64 * 32 * 4     # HOPPER_STORE_SMEM: + 2 x 2 C boxes of 64 x 32 FP32
+SKINNY_STAGE = (64 * 64 + 64 * 128) * 2                   # rung 17: A and B per stage of a 64 x 128 tile (24 KB)
+SKINNY_STAGES = 8                                        # SKINNY_STAGES in kernels/hopper_sm90a.cu
+SKINNY_SMEM = SKINNY_STAGES * SKINNY_STAGE + (HOPPER_STORE_SMEM - 4 * HOPPER_STAGE)   # SKINNY_SMEM
 
 
 def _seed_wmma(name: str, file: str, inputs: str, acc: str, acc_rounding: str, acc_block: int, emulate: Callable,
@@ -291,14 +294,16 @@ def _classic_rung(rung: int, name: str, idea: str, gain: float, why: str, **kw) 
 
 
 def _hopper_rung(rung: int, name: str, idea: str, gain: float, why: str, threads: int = 384,
-                 dyn_smem: int = HOPPER_SMEM, emulate: Callable = _fp16_fp32acc, **kw) -> GemmKernel:
-    """Rungs 8 on (kernels/hopper_sm90a.cu, lesson 6): a 128 x 256 block tile, K-tiles of 64, 4 stages; A and
+                 dyn_smem: int = HOPPER_SMEM, emulate: Callable = _fp16_fp32acc, block_tile: tuple = (128, 256),
+                 tma_boxes: tuple = ((128, 64), (64, 64)), **kw) -> GemmKernel:
+    """Rungs 8 on (kernels/hopper_sm90a.cu, lesson 6): a 128 x 256 block tile (rung 17: 64 x 128, A's box 64 x 64),
+    K-tiles of 64, 4 stages (rung 17: 8); A and
     row-major B through TMA tensor maps (boxes 128 x 64 and 64 x 64; TMA fills what lies outside the matrices
     with zeros, so M, N, K need only be multiples of 8: 16-byte rows); FP16 in, FP32 accumulators walking K in
     order 16 at a time (rung 7's arithmetic and emulation); sm_90a only, in a child process."""
     return GemmKernel(name=name, file=HOPPER_FILE, inputs="fp16", acc="fp32", acc_rounding="truncate",
-                      acc_block=16, emulate=emulate, block=(threads, 1), block_tile=(128, 256), tile_mn=8,
-                      tile_k=8, min_cc=(9, 0), only_cc=(9, 0), dyn_smem=dyn_smem, tma_boxes=((128, 64), (64, 64)),
+                      acc_block=16, emulate=emulate, block=(threads, 1), block_tile=block_tile, tile_mn=8,
+                      tile_k=8, min_cc=(9, 0), only_cc=(9, 0), dyn_smem=dyn_smem, tma_boxes=tma_boxes,
                       isolate=True, teaches=f"lesson 6, rung {rung}: {idea}", rung=rung, lesson=6, idea=idea,
                       predicted_gain=gain, why=why, **kw)
 
@@ -428,6 +433,29 @@ ALL_RUNGS: dict[int, GemmKernel] = {k.rung: k for k in sorted((k for k in KERNEL
                                                               key=lambda k: k.rung)}
 RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.lesson == 5}         # lesson 5's ladder
 HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.lesson == 6}  # lesson 6's new rungs
+
+
+# --------------------------------------------------------------------------- rungs not yet run on a GPU
+# A rung is written, compiled and modelled here before its first GPU run; until that run has checked and timed it
+# (tools/probes/rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it. Promoted to
+# the registry (and to helpers.tryout.KNOBS: its macros SKINNY_STAGES, SKINNY_CLUSTER) once the H200 has run it.
+# Rung 17 (written after cuBLAS's kernels were read with Nsight Compute, gains predicted before it ran): at
+# M = 128, N = K = 8192 cuBLAS runs a 64 x 128 tile (ours: M x N) over all of K in 2-CTA clusters, 8 stages,
+# 128 CTAs, and no split-K; rung 16 there ran at 0.77x cuBLAS.
+PENDING: dict[int, GemmKernel] = {17: _hopper_rung(
+    17, "hopper_skinny", "a 64 x 128 tile for skinny problems (8 stages, no split)", 0.6,
+    "where the chip is full (4096^3) the same work with half the reuse: each CTA's K-tile is 1 MFLOP for 16 KB from "
+    "L2 (B halved by multicast) against rung 14's 4 MFLOP for 32 KB, so L2 bandwidth limits it. At M = 128, "
+    "N = K = 8192 (predicted separately: x1.25 over rung 16) its 2 x 64 = 128 tiles each walk all of K, as cuBLAS's "
+    "kernel there does: no workspace, no fixup, B streamed once",
+    output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128),
+    tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM)}
+assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
+
+
+def rung_entry(k: int) -> GemmKernel:
+    """Rung k's entry: the registry's, or one still pending its first GPU run (PENDING), for the probes."""
+    return ALL_RUNGS[k] if k in ALL_RUNGS else PENDING[k]
 
 
 def hopper_ladder() -> dict[int, GemmKernel]:

@@ -22,8 +22,10 @@
 //                                    in order (a flag per tile), the last one writes FP16 C
 //   rung 16  hopper_tail_split       rung 14's whole waves, then split-K for the last, partial wave
 //                                    only (clusters kept)
+//   rung 17  hopper_skinny           a 64 x 128 tile, 8 stages, no split: for skinny problems
+//                                    (M = 128); written, not yet run on a GPU (helpers.kernels.PENDING)
 //
-// Rungs 9-16 are one templated body (ws_gemm) with compile-time switches: each rung turns on
+// Rungs 9-17 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
 // clusters off: they pair tiles along M, and the problems it is for have one tile row; rung 16
 // turns them on again).
@@ -116,9 +118,10 @@ __device__ __forceinline__ void store2(float* p, float x, float y)
 // How many of a tile's 4 boxes of B start inside B (tn: the tile's column): TMA fills the part of
 // a box beyond N with zeros, and boxes that start beyond N are not loaded at all (their columns of
 // C are never written, so what the stage holds there does not matter).
+template <int BN = HBN>
 __device__ __forceinline__ int b_boxes_in(int tn, int N)
 {
-    return min(HBN / BOX_N, (N - tn * HBN + BOX_N - 1) / BOX_N);
+    return min(BN / BOX_N, (N - tn * BN + BOX_N - 1) / BOX_N);
 }
 
 // --------------------------------------------------------------------------- wgmma descriptors
@@ -265,27 +268,49 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u6
           D8(64), D8(72), D8(80), D8(88), D8(96), D8(104), D8(112), D8(120)
         : "l"(desc_a), "l"(desc_b), "n"(TRANS_B));
 }
+
+// Rung 17: the same instruction 64 columns wide: D (64 x 64, FP32, 32 registers per thread) += A B.
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], u64 desc_a, u64 desc_b)
+{
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "%32, %33, 1, 1, 1, 0, %34;\n"
+        "}\n"
+        : D8(0), D8(8), D8(16), D8(24)
+        : "l"(desc_a), "l"(desc_b), "n"(TRANS_B));
+}
 #undef D8
 
-// One K-tile (64 deep) of a 64 x 256 slice of C: four wgmma k-steps of 16, in K order, into d.
-// a: the slice's 64 rows of the A stage; b: the B stage (4 boxes of 64 k-rows x 64 columns).
-__device__ __forceinline__ void mma_ktile(float (&d)[128], const unsigned char* a, const unsigned char* b)
+// One K-tile (64 deep) of a 64 x 256 slice of C (rung 17: 64 x 64): four wgmma k-steps of 16, in K
+// order, into d. a: the slice's 64 rows of the A stage; b: its first box of the B stage (boxes of 64
+// k-rows x 64 columns).
+template <int NACC>
+__device__ __forceinline__ void mma_ktile(float (&d)[NACC], const unsigned char* a, const unsigned char* b)
 {
 #pragma unroll
-    for (int ks = 0; ks < HBK / 16; ++ks)
-        wgmma_m64n256k16<1>(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
+    for (int ks = 0; ks < HBK / 16; ++ks) {
+        if constexpr (NACC == 128)
+            wgmma_m64n256k16<1>(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
+        else
+            wgmma_m64n64k16<1>(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
+    }
 }
 
 // Accumulator layout (PTX ISA, wgmma .m64nNk16 D fragments): warp w of the warpgroup holds rows
 // 16w..16w+15 of the 64 x 256 slice; lane (g = lane/4, t = lane%4) holds, for each 8-column
 // block j, d[4j], d[4j+1] at (row g, columns 8j+2t, +1) and d[4j+2], d[4j+3] at (row g+8, same).
 // Written straight from the registers, only inside C (N is a multiple of 8, so c < N covers c+1).
-__device__ __forceinline__ void store_slice(const float (&d)[128], float* C, int M, int N, int row0, int col0)
+template <int NACC>
+__device__ __forceinline__ void store_slice(const float (&d)[NACC], float* C, int M, int N, int row0, int col0)
 {
     const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
     const int r = row0 + warp * 16 + lane / 4;
 #pragma unroll
-    for (int j = 0; j < HBN / 8; ++j) {
+    for (int j = 0; j < NACC / 4; ++j) {
         const int c = col0 + j * 8 + 2 * (lane % 4);
         if (c < N) {
             if (r < M) store2(&C[(size_t)r * N + c], d[4 * j], d[4 * j + 1]);
@@ -394,7 +419,7 @@ __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 ran
 // whole (t is the unit of tiles, all of K); unit dp + u is part u / tail of tail unit dp + u % tail
 // (tail = the units left after dp), so each CTA runs its whole waves and then one part.
 template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE, bool HALF_C = false, bool SPLIT_K = false,
-          bool TAIL = false>
+          bool TAIL = false, int BM = HBM, int BN = HBN, int STAGES = HSTAGES>
 __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC,
                                         void* __restrict__ Cout, int M, int N, int K,
                                         float* __restrict__ partial = nullptr, int* __restrict__ flags = nullptr,
@@ -404,17 +429,26 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     static_assert(!SPLIT_K || (HALF_C && (CLUSTER == 1 || TAIL) && PERSISTENT),
                   "split-K: rung 14's epilogue; no cluster unless only the tail is split");
     static_assert(!TAIL || SPLIT_K, "the tail split is a split-K");
+    // The block tile (rung 17: BM x BN = 64 x 128) and what follows from it. A consumer warpgroup owns a
+    // 64-row slice of SN columns: with 128 rows the two consumers take rows 0-63 and 64-127 of all BN
+    // columns; with 64 rows they take columns 0 .. BN/2 - 1 and BN/2 .. BN - 1 of all 64 rows.
+    static_assert((BM == HBM && BN == HBN) || (BM == 64 && BN == 128 && !SPLIT_K), "tiles 128 x 256, or 64 x 128");
+    constexpr int A_BYTES = BM * HBK * 2, B_BYTES = HBK * BN * 2, ST_BYTES = A_BYTES + B_BYTES;
+    constexpr int SN = BM == 2 * 64 ? BN : BN / 2;             // columns of a consumer's slice
+    constexpr int NACC = SN / 2;                               // its FP32 accumulators per thread (64 x SN / 128)
+    static_assert((BN / BOX_N) % CLUSTER == 0, "each CTA of a cluster multicasts a whole number of B's boxes");
+    static_assert(STAGES >= 2 && 2 * STAGES * 8 <= BAR_BYTES, "full[] + empty[] fit BAR_BYTES");
     float* C = reinterpret_cast<float*>(Cout);
     unsigned char* smem = smem_base();
-    unsigned char* sA = smem;                                  // HSTAGES x (128 rows x 64 k)
-    unsigned char* sB = smem + HSTAGES * A_STAGE_BYTES;        // HSTAGES x 4 boxes of (64 k x 64 columns)
-    float* sC = reinterpret_cast<float*>(sB + HSTAGES * B_STAGE_BYTES);   // rungs 13-15: 2 x 2 boxes of 8 KB
-    u64* full = reinterpret_cast<u64*>(smem + HSTAGES * STAGE_BYTES + (TMA_STORE ? EPI_BYTES : 0));
-    u64* empty = full + HSTAGES;                               // full[s]: stage s loaded; empty[s]: stage s free
+    unsigned char* sA = smem;                                  // STAGES x (BM rows x 64 k)
+    unsigned char* sB = smem + STAGES * A_BYTES;               // STAGES x BN / 64 boxes of (64 k x 64 columns)
+    float* sC = reinterpret_cast<float*>(sB + STAGES * B_BYTES);   // rungs 13-17: 2 x 2 boxes of 8 KB
+    u64* full = reinterpret_cast<u64*>(smem + STAGES * ST_BYTES + (TMA_STORE ? EPI_BYTES : 0));
+    u64* empty = full + STAGES;                                // full[s]: stage s loaded; empty[s]: stage s free
 
     const int wg = threadIdx.x / 128;                          // 0: producer; 1, 2: consumers
     const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
-    const int tiles_m = (M + HBM - 1) / HBM, tiles_n = (N + HBN - 1) / HBN, ktiles = (K + HBK - 1) / HBK;
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, ktiles = (K + HBK - 1) / HBK;
     const int units_m = (tiles_m + CLUSTER - 1) / CLUSTER, part_units = units_m * tiles_n;
     const int parts = SPLIT_K ? splits : 1;
     const int tail = TAIL ? part_units - dp : 0;               // rung 16: the units of the last, partial wave
@@ -446,7 +480,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     }
 
     if (threadIdx.x == 0) {
-        for (int s = 0; s < HSTAGES; ++s) {
+        for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);                            // the producer's arrive (+ TMA's bytes)
             mbar_init(&empty[s], 8 * CLUSTER);                 // one arrive per consumer warp, of every CTA
         }
@@ -472,38 +506,39 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 const int span = TAIL && nparts == 1 ? ktiles : kper;   // rung 16: a whole unit takes all of K
                 const int k0 = SPLIT_K ? part * kper : 0, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
                 // a cluster's second tile can lie below M (M has an odd number of tiles): no A then
-                const bool a_in = tm * HBM < M;
-                const int nb = b_boxes_in(tn, N);
-                const u32 bytes = (a_in ? A_STAGE_BYTES : 0) + nb * B_BOX_BYTES;
+                const bool a_in = tm * BM < M;
+                const int nb = b_boxes_in<BN>(tn, N);
+                const u32 bytes = (a_in ? A_BYTES : 0) + nb * B_BOX_BYTES;
                 for (int kt = k0; kt < k1; ++kt) {
                     mbar_wait(&empty[s], phase ^ 1);           // every consumer (of every CTA) freed stage s
                     mbar_expect_tx(&full[s], bytes);           // A, and all of B (rungs 12-13: half from the peer)
-                    if (a_in) tma_load(sA + s * A_STAGE_BYTES, tmA, &full[s], kt * HBK, tm * HBM);
-                    unsigned char* b = sB + s * B_STAGE_BYTES;
+                    if (a_in) tma_load(sA + s * A_BYTES, tmA, &full[s], kt * HBK, tm * BM);
+                    unsigned char* b = sB + s * B_BYTES;
                     if (CLUSTER == 1) {
 #pragma unroll
-                        for (int c = 0; c < HBN / BOX_N; ++c)
-                            if (c < nb) tma_load(b + c * B_BOX_BYTES, tmB, &full[s], tn * HBN + c * BOX_N, kt * HBK);
+                        for (int c = 0; c < BN / BOX_N; ++c)
+                            if (c < nb) tma_load(b + c * B_BOX_BYTES, tmB, &full[s], tn * BN + c * BOX_N, kt * HBK);
                     } else {                                   // my share of the boxes, to every CTA
-                        constexpr int per = HBN / BOX_N / CLUSTER;
+                        constexpr int per = BN / BOX_N / CLUSTER;
 #pragma unroll
                         for (int c = (int)rank * per; c < ((int)rank + 1) * per; ++c)
                             if (c < nb)
-                                tma_load_multicast(b + c * B_BOX_BYTES, tmB, &full[s], tn * HBN + c * BOX_N,
+                                tma_load_multicast(b + c * B_BOX_BYTES, tmB, &full[s], tn * BN + c * BOX_N,
                                                    kt * HBK, (unsigned short)((1u << CLUSTER) - 1));
                     }
-                    if (++s == HSTAGES) { s = 0; phase ^= 1; }
+                    if (++s == STAGES) { s = 0; phase ^= 1; }
                 }
             }
         }
     } else {
         // ------------------------------------------------------------ consumer warpgroups
-        regs_inc<CONSUMER_REGS>();                             // 128 accumulators + addresses
+        regs_inc<CONSUMER_REGS>();                             // the accumulators + addresses
         const int cw = wg - 1;                                 // rows 64 cw .. 64 cw + 63 of the tile
+        const int r0 = BM == 2 * 64 ? cw * 64 : 0, c0 = BM == 2 * 64 ? 0 : cw * SN;   // its slice's origin
         const int lane = threadIdx.x % 32;
-        int s = 0;
+        int s = 0, ebox = 0;                                   // ebox: epilogue boxes stored (rung 17)
         u32 phase = 0;
-        float d[128];
+        float d[NACC];
         auto release = [&](int stage) {                        // this warp is done reading `stage`
             if (lane == 0) {
                 if (CLUSTER == 1) {
@@ -521,21 +556,21 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
             const int span = TAIL && nparts == 1 ? ktiles : kper;
             const int k0 = part * kper, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
 #pragma unroll
-            for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+            for (int i = 0; i < NACC; ++i) d[i] = 0.0f;
             int prev = -1;
             for (int kt = k0; kt < k1; ++kt) {
                 mbar_wait(&full[s], phase);                    // TMA has delivered this stage
                 wgmma_fence();
-                mma_ktile(d, sA + s * A_STAGE_BYTES + cw * 64 * 128, sB + s * B_STAGE_BYTES);
+                mma_ktile(d, sA + s * A_BYTES + (BM == 2 * 64 ? cw * 64 * 128 : 0), sB + s * B_BYTES + c0 / BOX_N * B_BOX_BYTES);
                 wgmma_commit();
                 wgmma_wait<1>();                               // the previous K-tile's group is done ...
                 if (prev >= 0) release(prev);                  // ... so its stage can be refilled
                 prev = s;
-                if (++s == HSTAGES) { s = 0; phase ^= 1; }
+                if (++s == STAGES) { s = 0; phase ^= 1; }
             }
             wgmma_wait<0>();
             if (!SPLIT_K || prev >= 0) release(prev);          // (a part can be empty only under split-K)
-            if (SPLIT_K && nparts > 1 && (!TAIL || tm * HBM < M)) {   // (rung 16: a cluster's tile below M: nothing)
+            if (SPLIT_K && nparts > 1 && (!TAIL || tm * BM < M)) {   // (rung 16: a cluster's tile below M: nothing)
                 // rung 15: every part stores its FP32 sums in its own slot of `partial`, in the accumulator's
                 // layout (register i of thread x at [i][x]: each warp's 32 floats are one 128-byte line, so
                 // no bounds apply), then counts itself in (a counter per 64-row slice of the tile). The
@@ -547,7 +582,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 const size_t slot = (size_t)128 * 128, lane_off = threadIdx.x % 128;
                 float* base = partial + (size_t)slice * parts * slot + lane_off;   // slot q at base + q * slot
 #pragma unroll
-                for (int i = 0; i < 128; ++i) __stcg(base + part * slot + i * 128, d[i]);
+                for (int i = 0; i < NACC; ++i) __stcg(base + part * slot + i * 128, d[i]);
                 warpgroup_bar(1 + cw);                         // all 128 threads stored their share
                 if (leader) {
                     __threadfence();                           // the stores, before the count
@@ -557,17 +592,17 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 warpgroup_bar(1 + cw);
                 if (!last_part[cw]) continue;                  // another part adds this tile up
 #pragma unroll
-                for (int i = 0; i < 128; ++i) d[i] = __ldcg(base + i * 128);        // part 0 (ours included:
+                for (int i = 0; i < NACC; ++i) d[i] = __ldcg(base + i * 128);        // part 0 (ours included:
                 for (int q = 1; q < parts; ++q) {                                    // its slot holds d)
                     const float* src = base + q * slot;
 #pragma unroll
-                    for (int i = 0; i < 128; ++i) d[i] += __ldcg(src + i * 128);
+                    for (int i = 0; i < NACC; ++i) d[i] += __ldcg(src + i * 128);
                 }
                 if (leader) flags[slice] = 0;                   // ready for the next launch
             }
             if (!TMA_STORE) {
-                store_slice(d, C, M, N, tm * HBM + cw * 64, tn * HBN);
-            } else if (tm * HBM + cw * 64 < M) {               // (a slice below M has nothing to store)
+                store_slice(d, C, M, N, tm * BM + r0, tn * BN + c0);
+            } else if (tm * BM + r0 < M) {               // (a slice below M has nothing to store)
                 // rungs 13-15: boxes of 64 rows x 128 bytes, through two 8 KB buffers per warpgroup.
                 // A box row is 128 bytes, stored with the 128-byte swizzle the tensor map expects:
                 // 16-byte chunk q of row r sits at chunk q ^ (r % 8), so a warp's 8 rows of 32 bytes
@@ -576,10 +611,14 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 const bool leader = threadIdx.x % 128 == 0;
                 float* mine = sC + cw * 2 * (64 * EPI_COLS);
                 constexpr int box_cols = HALF_C ? EPI_HCOLS : EPI_COLS;
+                // A slice of an odd number of boxes (rung 17: one) alternates the two buffers across tiles, so
+                // that the store still reading the previous tile's buffer is never overwritten; with an even
+                // number, box & 1 already does (the last box of a tile and the first of the next differ).
+                constexpr bool ODD_BOXES = (SN / box_cols) % 2 == 1;
 #pragma unroll
-                for (int box = 0; box < HBN / box_cols; ++box) {
-                    if (tn * HBN + box * box_cols >= N) break;   // the rest of the slice lies right of C
-                    float* buf = mine + (box & 1) * (64 * EPI_COLS);
+                for (int box = 0; box < SN / box_cols; ++box) {
+                    if (tn * BN + c0 + box * box_cols >= N) break;   // the rest of the slice lies right of C
+                    float* buf = mine + ((ODD_BOXES ? ebox++ : box) & 1) * (64 * EPI_COLS);
                     if (HALF_C) {
                         // rungs 14-16: 64 FP16 columns = 8 chunks of 8; one stmatrix.x4 stores a 16 x 16
                         // piece (8-column blocks j, j + 1, rows 0-7 and 8-15 of this warp's 16).
@@ -609,7 +648,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                     if (leader) bulk_wait_read0();             // the previous box's store has read its buffer
                     warpgroup_bar(1 + cw);                     // all 128 threads wrote this box
                     if (leader) {
-                        tma_store(tmC, buf, tn * HBN + box * box_cols, tm * HBM + cw * 64);
+                        tma_store(tmC, buf, tn * BN + c0 + box * box_cols, tm * BM + r0);
                         bulk_commit();
                     }
                 }
@@ -783,6 +822,50 @@ extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap t
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ws_gemm<true, ORDER_GROUPED, CLUSTER_M, true, true, true, true>(&tmA, &tmB, &tmC, C, M, N, K, partial, flags,
                                                                    splits, dp);
+#endif
+}
+
+// Rung 17's knobs are its own macros, so that another rung's (CLUSTER_M = 4 for rung 14) leaves it compiling.
+#ifndef SKINNY_STAGES
+#define SKINNY_STAGES 8                       // rung 17: pipeline stages of 24 KB
+#endif
+#ifndef SKINNY_CLUSTER
+#define SKINNY_CLUSTER 2                      // rung 17: CTAs per cluster along M sharing B (1 or 2: B has 2 boxes)
+#endif
+#define SKINNY_SMEM (SKINNY_STAGES * (64 * HBK * 2 + HBK * 128 * 2) + EPI_BYTES + SMEM_SLACK + BAR_BYTES)
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
+#define SKINNY_DIMS
+#else
+#define SKINNY_DIMS __cluster_dims__(SKINNY_CLUSTER, 1, 1)
+#endif
+
+// Rung 17 -- a tile for skinny problems.
+// Adds, over rung 14 (not 16: nothing is split): the block tile is 64 x 128 instead of 128 x 256, and the
+// ring has 8 stages of 24 KB instead of 4 of 48 KB. The two consumer warpgroups split the tile's columns
+// (64 x 64 each, wgmma m64n64k16, 32 accumulators per thread) instead of its rows; the 2-CTA clusters
+// still pair tiles along M and multicast B. At M = 128, N = K = 8192 that is 2 x 64 = 128 tiles for 132
+// SMs, each walking all of K: no split, no workspace, no fixup, the same bytes of B streamed once. It has
+// the shape of the kernel cuBLAS runs there (Nsight Compute, tools/probes/cublas_kernels.py): nvjet_sm90_hsh_
+// 128x64_64x8_1x2, a grid of 128 CTAs in clusters of 2, 213 KB of shared memory: 8 stages of 24 KB (a
+// 128 x 64 tile and K-tiles of 64, in cuBLAS's column-major terms, which make it 64 x 128 of our C if the
+// name gives cuBLAS's m first) plus an epilogue buffer.
+// Where the chip is full it does the same work with half the data reuse per byte loaded: each CTA's
+// K-tile is 1 MFLOP for 16 KB from L2 (B halved by multicast), rung 14's 4 MFLOP for 32 KB.
+// Predicted: x0.6 over rung 16 at 4096^3 (bound by L2 bandwidth at twice rung 14's bytes per FLOP); at
+// M = 128, N = K = 8192 (predicted separately), x1.25 over rung 16: cuBLAS's design, where rung 16 ran at
+// 0.77x cuBLAS in the record, reaching 0.95x of it.
+// Not yet run on a GPU (written 2026-12-01 when no device was left): helpers.kernels.PENDING holds its entry
+// until tools/probes/rung17.py has checked and timed it on the H200.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) SKINNY_DIMS hopper_skinny(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES>(&tmA, &tmB, &tmC,
+                                                                                                C, M, N, K);
 #endif
 }
 

@@ -724,8 +724,8 @@ for shape in ((5000,) * 3, (128, 8192, 8192)):
 # less busy; rung 16's slide shows the rest. At 128 rows rung 15 keeps 128 SMs at work, but their Tensor
 # Cores (per active SM) and DRAM both run well below peak, and the top stall is a wait for memory results
 # (`long_scoreboard`), which does not tell stage waits from loads of the parts' sums. Rung 16's
-# count includes `wgmma`s on tiles below M, one per pair. FP32 C has no split-K rung yet. Not tried: a
-# 128 x 128 tile per shape, clusters along N sharing A, full stream-K.
+# count includes `wgmma`s on tiles below M, one per pair. FP32 C has no split-K rung yet. cuBLAS picks
+# a tile per shape and splits nothing at 128 rows: Appendix D.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Check your understanding
@@ -856,7 +856,7 @@ print(src[src.index("template <int ORDER, int CLUSTER>"):src.index("// The warp-
 
 # %% slideshow={"slide_type": "-"}
 i = src.index("                    } else {                                   // my share of the boxes")
-print(src[i:src.index("                    if (++s == HSTAGES)", i)])
+print(src[i:src.index("                    if (++s == STAGES)", i)])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **Launching a cluster from Python.** CuPy has no cluster launch option. But a kernel that declares
@@ -925,3 +925,67 @@ for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("L40S", (8, 9)), ("H20
     skipped = [r.skip_message(cc) for r in HOPPER_RUNGS.values() if r.skip_message(cc)]
     print(f"{name} (cc {cc[0]}.{cc[1]}): runs {len(HOPPER_RUNGS) - len(skipped)} of {len(HOPPER_RUNGS)} rungs",
           *skipped[:1], sep="\n  ")
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Appendix D: what cuBLAS runs, and sizes off the tile grid
+#
+# cuBLAS is not one kernel. Nsight Compute names the kernel behind each call
+# (`tools/probes/cublas_kernels.py`, one call per shape and C type). A name such as
+# `nvjet_sm90_hsh_256x152_64x4_2x1` reads: FP16 in, FP32 sums, FP16 out (`hsh`; `hss` writes FP32), a
+# 256 x 152 tile, K-tiles of 64 in 4 stages, clusters of 2. The tile is in cuBLAS's column-major terms
+# (it computes $C^T = B^T A^T$). The shared memory each kernel asks for agrees with that reading:
+# stages x (the tile's two sides) x 64 x 2 bytes, plus an epilogue buffer.
+
+# %% slideshow={"slide_type": "-"}
+exps = rec.meta["experiments"]
+ck = H.cublas_kernel_rows(exps["cublas_kernels"], sms=rec.meta["gpu"]["sms"]) if "cublas_kernels" in exps else []
+cols = ["shape", "C", "kernel", "grid", "cluster", "ring_kb", "smem_kb", "tiles", "waves", "us"]
+heads = ["M x N x K", "C", "kernel", "CTAs", "cluster", "stages x tiles, KB", "shared memory, KB", "tiles", "waves",
+         "µs"]
+helpers.display.table(ck, cols, heads, {"ring_kb": ".0f", "smem_kb": ".0f", "waves": ".2f", "us": ".0f"}) if ck \
+    else print("cuBLAS's kernels are not in this record: run tools/probes/cublas_kernels.py on a GPU")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The ring the name describes accounts for all but 16-28 KB of each kernel's shared memory. Two choices
+# stand out. At $5000^3$ the 256 x 152 tile makes exactly 5 waves: cuBLAS fills the last wave by its choice
+# of tile, where rung 16 splits K. At 128 x 8192 x 8192 it runs 128 CTAs over all of K in 8 stages,
+# with no split at all, where rungs 15 and 16 split K into parts.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Square sizes off the tile grid
+#
+# Rungs 13-16 at four sizes that are not multiples of 128, in one run (`tools/probes/rungs_side_by_side.py`):
+# the best rung of each C type against cuBLAS writing the same C, timed just before it, with the SM
+# clock of each timing.
+
+# %% slideshow={"slide_type": "-"}
+sq = H.square_rows(exps["square_sizes"]) if "square_sizes" in exps else []
+helpers.display.table(sq, ["shape", "C", "rung", "tflops", "mhz", "cublas", "cublas_mhz", "ratio"],
+                      ["M x N x K", "C", "best rung", "TFLOP/s", "MHz", "cuBLAS, same C", "MHz", "x cuBLAS"],
+                      {"tflops": ".0f", "cublas": ".0f", "ratio": ".2f"}) if sq else print(
+    "not in this record: run tools/probes/rungs_side_by_side.py OUT.json 13 14 15 16 --shapes 6000,7000,8000,5000")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Rows of 14000 bytes (7000 halves) start as far inside a sector as rows of 10000 bytes, yet at
+# $7000^3$ the best rungs match cuBLAS (FP16 C) or pass it (FP32 C). Where cuBLAS's clock dropped during
+# its timing (1770 MHz against the rung's 1980 for FP16 C), the ratio flatters the rung: read the clocks
+# before the ratios.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### cuBLAS and the row stride
+#
+# The row-stride probe of rung 16's slide again, with cuBLAS reading the same wide buffers through its
+# leading dimensions; and at M = 128, rows of B of 16384 bytes (a power of two) against 16512:
+
+# %% slideshow={"slide_type": "-"}
+ts = exps["tail_split"]
+for key, names in (("row_alignment_cublas", ["rung 14", "rung 16"]), ("row_stride_skinny", ["rung 15", "rung 16"])):
+    rows = H.alignment_cublas_rows(ts[key]["rows"]) if key in ts else []
+    cols = ["row_bytes"] + [c for n in names + ["cuBLAS"] for c in (n, f"{n} MHz")]
+    display(helpers.display.table(rows, cols, ["bytes per row of B"] + [c.replace(" MHz", ", MHz") for c in cols[1:]],
+                                  dict.fromkeys(names + ["cuBLAS"], ".0f")))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# From 10000-byte to 10112-byte rows cuBLAS gains 3% and rung 16 13%: cuBLAS hardly pays for rows that
+# start inside a sector. A power-of-two row stride is not what holds rungs 15 and 16 back at M = 128.
+# Not tried here yet: a tile chosen per shape, clusters along N sharing A, full stream-K.

@@ -283,3 +283,31 @@ def test_hopper_file_compiles_for_sm90a_without_spills(tmp_path):
             spec = K.KERNELS.get(name)
             if spec is not None and spec.block[0] == 384:
                 assert int(regs) <= 168, (name, regs)
+
+
+def test_rung_17_waits_outside_the_ladder_until_a_gpu_has_run_it():
+    """helpers.kernels.PENDING: rung 17 (hopper_skinny) is written and compiles (the nvcc test above builds the
+    whole file), but until its first GPU run it is in no lesson, experiment or record: not a rung of the
+    registry, not a registered kernel name; its probe reaches it through rung_entry."""
+    r = K.PENDING[17]
+    assert 17 not in K.ALL_RUNGS and r.name not in K.KERNELS and K.rung_entry(17) is r
+    assert K.rung_entry(16) is K.ALL_RUNGS[16]
+    with pytest.raises(KeyError):
+        K.rung_entry(18)
+    c = _kernel_comment(r.name)
+    c = c[c.index("// Rung "):]
+    assert c.startswith("// Rung 17 -- ") and "Not yet run on a GPU" in c
+    m = re.search(r"Predicted: x([\d.]+) over rung (\d+)", c)
+    assert m and float(m.group(1)) == r.predicted_gain and int(m.group(2)) == 16
+    # its tile and ring, as the file builds them
+    body = helpers.display.kernel_source("hopper_sm90a.cu", r.name)
+    args = [a.strip() for a in re.search(r"ws_gemm<([^>]*)>", body).group(1).split(",")]
+    assert args[-3:] == ["64", "128", "SKINNY_STAGES"] and args[2] == "SKINNY_CLUSTER"
+    st = _hdefine("SKINNY_STAGES")
+    assert (st, _hdefine("SKINNY_CLUSTER")) == (K.SKINNY_STAGES, 2) == (8, 2)
+    assert K.SKINNY_STAGE == (64 * 64 + 64 * 128) * 2
+    assert r.dyn_smem == st * K.SKINNY_STAGE + 2 * 2 * 64 * 32 * 4 + _hdefine("SMEM_SLACK") + _hdefine("BAR_BYTES")
+    assert r.dyn_smem <= 227 * 1024 and _hdefine("BAR_BYTES") >= 2 * st * 8
+    assert r.block_tile == (64, 128) and r.tma_boxes == ((64, 64), (64, 64)) and r.cluster == (2, 1, 1)
+    # rung 14's arithmetic: one FP32 accumulator per output walking K in order, FP16 C; the tile changes nothing
+    assert r.emulate is K.ALL_RUNGS[14].emulate and r.out_dtype == "float16"

@@ -470,3 +470,36 @@ def test_claims_of_the_rung_16_slide():
     assert mhz[16, 10016] == mhz[16, 10000] and g["clock"] == "1980 MHz"
     assert {r["sm_mhz"] for r in H.timed_rows(hop, (5000,) * 3) if r["rung"] in (14, 16)} == {1980}
     assert al[16, 10016] / al[16, 10000] > g["measured"]
+
+
+def test_claims_of_appendix_d():
+    """Appendix D, from the record: cuBLAS's kernel names give a ring (stages x tile x K-tile) within 16-28 KB of
+    the shared memory each asks for; a different tile at each of the 5 shapes; 5000^3 in exactly 5 waves of 132; at
+    128 x 8192 x 8192 a grid of 128 CTAs, one per tile of its shape (no split); at 7000^3 the best rungs match
+    cuBLAS with FP16 C and pass it with FP32 C, and cuBLAS's FP16-C timing ran at a lower clock; cuBLAS gains 3%
+    from aligned rows, rung 16 13%; the power-of-two row stride changes rungs 15 and 16 by under 2%. Every C
+    behind these timings passed its check."""
+    e = _rec()
+    ck = H.cublas_kernel_rows(e["cublas_kernels"], 132)
+    assert len(ck) == 10 and all(r["tile"] for r in ck)
+    assert all(16 <= r["smem_kb"] - r["ring_kb"] <= 28.5 for r in ck), [(r["smem_kb"], r["ring_kb"]) for r in ck]
+    assert len({r["tile"] for r in ck}) == len({r["shape"] for r in ck}) == 5              # "a tile per shape"
+    by = {(r["shape"], r["C"]): r for r in ck}
+    assert by["5000x5000x5000", "FP16"]["tile"] == "256x152" and by["5000x5000x5000", "FP16"]["tiles"] == 5 * 132
+    skinny = by["128x8192x8192", "FP16"]
+    assert skinny["grid"] == skinny["tiles"] == 128 and skinny["stages"] == 8
+    assert all(len(c["kernels"]) == 1 for c in e["cublas_kernels"]["calls"])          # no separate reduction
+    sq = {(r["shape"], r["C"]): r for r in H.square_rows(e["square_sizes"])}
+    assert all(r["passed"] and r["model"] == "identical" for r in e["square_sizes"]["rows"])
+    assert {s for s, _ in sq} == {"5000x5000x5000", "6000x6000x6000", "7000x7000x7000", "8000x8000x8000"}
+    assert all(int(s.split("x")[0]) % 128 for s, _ in sq)
+    assert (14000 % 32, 10000 % 32) == (16, 16)
+    assert 0.99 <= sq["7000x7000x7000", "FP16"]["ratio"] and sq["7000x7000x7000", "FP32"]["ratio"] > 1.0
+    r16 = sq["7000x7000x7000", "FP16"]
+    assert (r16["cublas_mhz"], r16["mhz"]) == (1770, 1980)
+    al = {(r["rung"], r["b_row_bytes"]): r for r in e["tail_split"]["row_alignment_cublas"]["rows"]}
+    assert all(r["passed"] for r in al.values())
+    gain = lambda k: al[k, 10112]["tflops"] / al[k, 10000]["tflops"]
+    assert round(100 * (gain(0) - 1)) == 3 and round(100 * (gain(16) - 1)) == 13
+    sk = {(r["rung"], r["b_row_bytes"]): r["tflops"] for r in e["tail_split"]["row_stride_skinny"]["rows"]}
+    assert all(abs(sk[k, 16512] / sk[k, 16384] - 1) < 0.02 for k in (0, 15, 16))

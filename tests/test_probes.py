@@ -15,7 +15,8 @@ def test_there_are_probes():
     assert {p.name for p in PROBES} == {"rungs_side_by_side.py", "fp8_pingpong.py", "sanitize_new_kernels.py",
                                         "reject_wrong_fp16c.py", "rung16.py",
                                         "tail_split_sweep.py", "row_alignment.py",
-                                        "fp8_block_scaled.py", "cublas_kernels.py", "reject_wrong_block_scaled.py"}
+                                        "fp8_block_scaled.py", "cublas_kernels.py", "reject_wrong_block_scaled.py",
+                                        "rung17.py"}
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.stem)

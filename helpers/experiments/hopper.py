@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..kernels import ALL_RUNGS, hopper_ladder
+from ..kernels import ALL_RUNGS, hopper_ladder, rung_entry
 from . import experiment
 from .ladder import _inputs, _row_head, _rung_row, errors, timed_rows  # noqa: F401  (re-exported for the lesson)
 
@@ -121,7 +121,7 @@ def rung_rows(k: int, timed=TRY_TIMED, odd_sizes=ODD_SIZES, side_by_side: bool =
     from ..launch import kernel_resources
     from ..numerics import reference_gemm
 
-    r = ALL_RUNGS[k]
+    r = rung_entry(k)                             # (or a rung pending its first GPU run: a probe)
     gpu = require_gpu(f"rung {k}")
     peak = gpu.peaks.fp16 if gpu.peaks else None
     timed = [tuple(s) for s in timed]
@@ -608,6 +608,64 @@ def alignment_rows(ts: dict) -> list[dict]:
         row[f"rung {r['rung']}"] = r["tflops"]
         row[f"rung {r['rung']} MHz"] = _mhz(r)
     return [rows[b] for b in sorted(rows)]
+
+
+# --------------------------------------------------------------------------- what cuBLAS runs (lesson 6, Appendix D)
+def cublas_kernel_rows(ck: dict, sms: int = 132) -> list[dict]:
+    """One row per cuBLAS call in the record's experiments.cublas_kernels (tools/probes/cublas_kernels.py): the
+    shape, the C type, the kernel's name, the tile and the K-tile x stages its name gives (nvjet_sm90_<types>_
+    <tile>_<K-tile>x<stages>_<cluster>_...; in cuBLAS's column-major terms: a x b is a columns by b rows of our
+    C), the grid, the cluster, the dynamic shared memory (KB) and Nsight Compute's duration (µs; clocks not
+    locked). Computed from the name: ring_kb, the A and B tiles of all stages (KB), and the output tiles and
+    waves (tiles / sms) of that tile shape."""
+    import re
+
+    out = []
+    for call in ck["calls"]:
+        for k in call["kernels"]:
+            m = re.match(r"nvjet_sm90_\w+?_(\d+x\d+)_(\d+)x(\d+)_(\d+x\d+)_", k["name"])
+            row = {"shape": "x".join(map(str, call["shape"])), "C": call["c"][:4].upper(), "kernel": k["name"],
+                   "tile": None, "k_tile": None, "stages": None, "cluster_name": None, "ring_kb": None, "tiles": None,
+                   "waves": None, "grid": int(k["launch__grid_size"]), "cluster": int(k["launch__cluster_dim_x"]),
+                   "smem_kb": k["launch__shared_mem_per_block_dynamic"] / 1024, "us": k["gpu__time_duration.sum"] / 1e3}
+            if m:
+                a, b = map(int, m.group(1).split("x"))
+                M, N, _ = call["shape"]
+                tiles = -(-N // a) * -(-M // b)
+                row.update(tile=m.group(1), k_tile=int(m.group(2)), stages=int(m.group(3)), cluster_name=m.group(4),
+                           ring_kb=int(m.group(3)) * (a + b) * int(m.group(2)) * 2 / 1024, tiles=tiles,
+                           waves=tiles / sms)
+            out.append(row)
+    return out
+
+
+def square_rows(sq: dict) -> list[dict]:
+    """experiments.square_sizes (one run of tools/probes/rungs_side_by_side.py): for each shape and C type the
+    best rung, its TFLOP/s and SM clock, and cuBLAS writing the same C (timed just before it) with its clock."""
+    out = []
+    timed = [r for r in sq["rows"] if r.get("tflops") and r.get("passed")]
+    for shape in dict.fromkeys((r["m"], r["n"], r["k"]) for r in timed):
+        for c_dtype, tag in C_TAGS.items():
+            rs = [r for r in timed if (r["m"], r["n"], r["k"]) == shape and r["c_dtype"] == c_dtype]
+            if not rs:
+                continue
+            b = max(rs, key=lambda r: r["frac_cublas"])
+            out.append({"shape": "x".join(map(str, shape)), "C": tag[:4].upper(), "rung": b["rung"],
+                        "tflops": b["tflops"], "mhz": b.get("sm_mhz"), "cublas": b[f"cublas_{tag}_tflops"],
+                        "cublas_mhz": b.get(f"cublas_{tag}_sm_mhz"), "ratio": b["frac_cublas"]})
+    return out
+
+
+def alignment_cublas_rows(rows: list[dict]) -> list[dict]:
+    """experiments.tail_split.row_alignment_cublas (or row_stride_skinny) rows, one per row stride: bytes per row
+    of B, then each kernel's TFLOP/s and SM clock ('rung 14', 'rung 14 MHz', ..., 'cuBLAS', 'cuBLAS MHz')."""
+    out = {}
+    for r in rows:
+        row = out.setdefault(r["b_row_bytes"], {"row_bytes": r["b_row_bytes"]})
+        name = "cuBLAS" if r["rung"] == 0 else f"rung {r['rung']}"
+        row[name] = r["tflops"]
+        row[f"{name} MHz"] = _mhz(r)
+    return [out[b] for b in sorted(out)]
 
 
 # --------------------------------------------------------------------------- device probes (tools/probes/)

@@ -4,9 +4,12 @@ cuBLAS call per shape and C type: cupy.matmul on FP16 (FP16 C) and cublasGemmEx 
 inputs. Before each call a one-thread marker kernel named after it runs, so every kernel between two markers
 belongs to one call (a split-K reduction shows up as a second kernel). Written: kernel names (cuBLAS names carry
 their tile shape, cluster and split), grid, block, cluster, registers, shared memory, duration, DRAM and SM
-throughput.
+throughput. --fp8 S,S,... adds cuBLASLt's FP8 GEMM (E4M3 bytes, scales 1, FP32 C; helpers.fp8_gemm.cublaslt_fp8)
+with default and with fast accumulation at those shapes (lesson 7); its set-up and a warm-up call run before it,
+between markers whose kernels are left out.
 
-    python3 tools/probes/cublas_kernels.py OUT.json [--shapes S,S,...]      (a Hopper GPU; S is n or MxNxK)"""
+    python3 tools/probes/cublas_kernels.py OUT.json [--shapes S,S,...] [--fp8 S,S,...]
+                                                                      (a Hopper GPU; S is n or MxNxK)"""
 import json
 import os
 import subprocess
@@ -27,8 +30,16 @@ def _shapes(text: str) -> list:
     return [[int(v) for v in s.split("x")] * (3 if "x" not in s else 1) for s in text.split(",")]
 
 
-def child(shapes) -> None:
-    """Under ncu: inputs first, then for each shape and C type a marker kernel and one cuBLAS call."""
+def _marker(name: str) -> None:
+    import cupy
+
+    cupy.RawKernel(f'extern "C" __global__ void {name}(int* x) {{ x[0] = 1; }}', name)(
+        (1,), (1,), (cupy.zeros(1, dtype=cupy.int32),))
+
+
+def child(shapes, fp8_shapes=()) -> None:
+    """Under ncu: inputs first, then for each shape and C type a marker kernel and one cuBLAS call; then, for
+    each FP8 shape and accumulation, cuBLASLt's set-up and warm-up after a marker_skip kernel, and its call."""
     import cupy
 
     from helpers.cublas import CUBLAS_COMPUTE_32F, gemm_ex
@@ -39,20 +50,36 @@ def child(shapes) -> None:
     cupy.cuda.runtime.deviceSynchronize()
     for (M, N, K), A, B in ops:
         for ct in CTYPES:
-            name = f"marker_{M}x{N}x{K}_{ct}"
-            cupy.RawKernel(f'extern "C" __global__ void {name}(int* x) {{ x[0] = 1; }}', name)(
-                (1,), (1,), (cupy.zeros(1, dtype=cupy.int32),))
+            _marker(f"marker_{M}x{N}x{K}_{ct}")
             if ct == "fp16c":
                 cupy.matmul(A, B)
             else:
                 gemm_ex(A, B, compute=CUBLAS_COMPUTE_32F, out_dtype=cupy.float32)
             cupy.cuda.runtime.deviceSynchronize()
+    if fp8_shapes:
+        from helpers.experiments.fp8 import gpu_block_scaled_inputs
+        from helpers.fp8_gemm import cublaslt_fp8
+
+        for M, N, K in fp8_shapes:
+            A8, Bt8 = gpu_block_scaled_inputs(M, N, K, seed=5)[:2]
+            for ct, fast in (("fp8default", False), ("fp8fast", True)):
+                _marker(f"marker_skip_{ct}")
+                got = cublaslt_fp8(A8, Bt8, fast)
+                if got is None:
+                    print("no cuBLASLt FP8 path here (nvmath-python or PyTorch)", file=sys.stderr)
+                    return
+                go = got[0]
+                go()
+                cupy.cuda.runtime.deviceSynchronize()
+                _marker(f"marker_{M}x{N}x{K}_{ct}")
+                go()
+                cupy.cuda.runtime.deviceSynchronize()
 
 
 def main(argv) -> int:
     sys.path.insert(0, str(ROOT))
     if argv[:1] == ["--child"]:
-        child(_shapes(argv[1]))
+        child(_shapes(argv[1]), _shapes(argv[2]) if len(argv) > 2 and argv[2] else ())
         return 0
     from helpers.device import backend
 
@@ -63,10 +90,14 @@ def main(argv) -> int:
     from ncu_counters import find_ncu, number, parse_raw_csv
 
     args = list(argv)
-    shapes = SHAPES
+    shapes, fp8 = SHAPES, ""
     if "--shapes" in args:
         i = args.index("--shapes")
         shapes = _shapes(args[i + 1])
+        del args[i:i + 2]
+    if "--fp8" in args:
+        i = args.index("--fp8")
+        fp8 = args[i + 1]
         del args[i:i + 2]
     ncu = find_ncu()
     if ncu is None:
@@ -75,7 +106,8 @@ def main(argv) -> int:
     rep = Path("/tmp/cublas_kernels")
     spec = ",".join("x".join(map(str, s)) for s in shapes)
     cmd = [ncu, "--clock-control", "none", "--section", "LaunchStats", "--section", "SpeedOfLight",
-           "--force-overwrite", "--export", str(rep), sys.executable, str(Path(__file__).resolve()), "--child", spec]
+           "--force-overwrite", "--export", str(rep), sys.executable, str(Path(__file__).resolve()), "--child", spec,
+           ",".join("x".join(map(str, s)) for s in _shapes(fp8)) if fp8 else ""]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=500, cwd=ROOT,
                        env=dict(os.environ, COURSE_DEVICE="gpu"))
     if p.returncode != 0:
@@ -87,7 +119,9 @@ def main(argv) -> int:
     calls, current = [], None
     for row in rows:
         name = row.get("Kernel Name", "")
-        if name.startswith("marker_"):
+        if name.startswith("marker_skip"):           # set-up and warm-up: not the measured call
+            current = None
+        elif name.startswith("marker_"):
             shape, ct = name[len("marker_"):].split("_")
             current = {"shape": [int(v) for v in shape.split("x")], "c": ct, "kernels": []}
             calls.append(current)

@@ -1,4 +1,4 @@
-"""compute-sanitizer cases for the kernels added on 2026-12-01 (lesson 6's rungs 14-16, lesson 7's
+"""compute-sanitizer cases for the kernels added on 2026-12-01 (lesson 6's rungs 14-17, lesson 7's
 fp8_promote_pingpong and fp8_block_scaled), with tools/sanitize_driver.py's own case functions, at small and odd sizes and split-K at
 2 parts (rung 16 also after two whole waves, with a tile below M); `make sanitize` runs every kernel, this runs
 four in seconds. Under each tool:
@@ -13,6 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SPLIT_SIZES = ((40, 24, 1000), (136, 264, 1000))      # one and four tiles, K in 2 parts
 TAIL_SIZES = ((264, 17152, 1000),)                    # rung 16: 132 whole units, then 2 units in 2 parts
+SKINNY_SIZES = ((64, 264, 200), (72, 8200, 136))      # rung 17: a cluster's tile below M; 2 x 65 tiles, the last 8 wide
 
 
 def main() -> int:
@@ -40,6 +41,10 @@ def main() -> int:
         bad += not v.startswith("PASS")
         dp, s, _ = tail_split_plan(M, N, K)
         print(f"@@end hopper_tail_split | M={M} N={N} K={K} whole={dp} parts={s} | {v[:160]}", flush=True)
+    for M, N, K in SIZES + SKINNY_SIZES:
+        v = _course_kernel(KERNELS["hopper_skinny"], M, N, K)
+        bad += not v.startswith("PASS")
+        print(f"@@end hopper_skinny | M={M} N={N} K={K} | {v[:160]}", flush=True)
     for M, N, K in SIZES + SPLIT_SIZES[1:]:
         v = _fp8("fp8_promote_pingpong", M, N, K)
         bad += not v.startswith("PASS")

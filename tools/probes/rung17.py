@@ -1,0 +1,100 @@
+"""A device probe (issue 25): rung 17 (hopper_skinny: a 64 x 128 tile, 8 stages, 2-CTA clusters, no split) checked at
+odd sizes and timed beside cuBLAS (both C types) at skinny and full-chip shapes, each rung in its own child process
+(helpers.experiments.hopper.rung_rows, as the `hopper` experiment runs it; rung 16 beside it at the skinny shapes);
+then its knobs at M = 128, N = K = 8192, each variant checked (float64 and the model on the GPU) and timed in
+alternating rounds with the rung as recorded.
+
+    python3 tools/probes/rung17.py OUT.json          (a Hopper GPU, COURSE_DEVICE=gpu)"""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SKINNY = [[128, 8192, 8192], [256, 8192, 8192], [64, 8192, 8192], [128, 28672, 4096]]
+FULL = [[4096] * 3, [5000] * 3]
+ODD = [[1000, 1064, 1000], [257, 520, 136], [40, 24, 56], [72, 8200, 1000]]
+VARIANTS = [{"SKINNY_STAGES": 4}, {"SKINNY_STAGES": 6}, {"SKINNY_CLUSTER": 1}, {"PRODUCER_REGS": 24}]
+KNOB_SHAPE = (128, 8192, 8192)
+
+
+def variant(defs: dict):
+    """Rung 17 compiled with -D<macro>=<value> for `defs`: (entry with its shared memory and cluster, options)."""
+    import dataclasses
+
+    from helpers.kernels import HOPPER_STORE_SMEM, HOPPER_STAGE, SKINNY_STAGE, SKINNY_STAGES, rung_entry
+
+    r = rung_entry(17)
+    stages, cluster = defs.get("SKINNY_STAGES", SKINNY_STAGES), defs.get("SKINNY_CLUSTER", 2)
+    entry = dataclasses.replace(r, dyn_smem=stages * SKINNY_STAGE + (HOPPER_STORE_SMEM - 4 * HOPPER_STAGE),
+                                cluster=None if cluster == 1 else (cluster, 1, 1))
+    return entry, tuple(f"-D{k}={v}" for k, v in defs.items())
+
+
+def knob_rows(shape=KNOB_SHAPE, variants=VARIANTS, rounds: int = 3) -> list[dict]:
+    """GPU, in a child: rung 17 and each variant at `shape`, checked, then timed in `rounds` alternating rounds."""
+    import cupy
+
+    from helpers.experiments.ladder import _inputs
+    from helpers.kernels import rung_entry
+    from helpers.launch import launcher
+    from helpers.numerics import reference_gemm
+    from helpers.timing import benchmark, gemm_flops
+
+    M, N, K = shape
+    A, B = _inputs(0, M, N, K)
+    ref = reference_gemm(A, B)
+    runs = []
+    for defs in [{}] + list(variants):
+        entry, opts = variant(defs)
+        run, C, _ = launcher(entry, A, B, options=opts)
+        C.fill(cupy.nan)
+        run()
+        chk = rung_entry(17).check(C[:M, :N], A, B, reference=ref, backend="GPU")
+        runs.append({"knobs": defs, "run": run, "passed": bool(chk.passed), "model": chk.model, "ms": []})
+    for _ in range(rounds):
+        for r in runs:
+            t = benchmark(r["run"], flops=gemm_flops(M, N, K))
+            r["ms"].append(t.median_ms)
+            r.setdefault("clocks", []).append((t.clocks or {}).get("sm_mhz"))
+    out = []
+    for r in runs:
+        ms = sorted(r["ms"])[len(r["ms"]) // 2]
+        out.append({"shape": list(shape), "knobs": r["knobs"], "passed": r["passed"], "model": r["model"],
+                    "median_ms": ms, "tflops": gemm_flops(M, N, K) / ms / 1e9, "round_ms": r["ms"],
+                    "sm_mhz": r["clocks"]})
+    return out
+
+
+def main(argv) -> int:
+    sys.path.insert(0, str(ROOT))
+    from helpers.device import backend
+
+    if not backend().is_gpu:
+        print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
+        return 2
+    from helpers.experiments.hopper import probe_rung
+    from helpers.isolate import run_isolated
+
+    out, failed = {}, False
+    out["17"], bad = probe_rung(17, SKINNY + FULL, ODD)
+    failed |= bad
+    out["16"], bad = probe_rung(16, SKINNY, [])
+    failed |= bad
+    knobs = run_isolated("tools.probes.rung17:knob_rows", timeout=300)
+    out["knobs"] = knobs
+    if isinstance(knobs, dict):
+        print("knobs:", knobs, file=sys.stderr)
+        failed = True
+    else:
+        for r in knobs:
+            print("knobs", r["knobs"], "passed", r["passed"], r["model"], "TFLOP/s", round(r["tflops"]), "rounds ms",
+                  [round(x, 4) for x in r["round_ms"]], "MHz", r["sm_mhz"], file=sys.stderr)
+            failed |= not r["passed"]
+    Path(argv[0]).write_text(json.dumps(out, indent=1))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    sys.exit(main(sys.argv[1:]))
