@@ -781,3 +781,19 @@ def cta_work(grids: dict, *, K: int, title: str = ""):
         fig.suptitle(title, x=0.01, ha="left", fontsize=12)
     fig.tight_layout()
     return fig
+
+
+def wave_efficiency(sizes, curves: dict, *, marks: dict | None = None, title: str = "", source: str = ""):
+    """Lesson 6, Appendix D: the share of a persistent grid's tile slots that hold output (y) against the size n
+    of an n x n output (x), one line per tile choice ({label: [efficiency per size]}); marks: {label: (n,
+    efficiency)} drawn as points (a tile cuBLAS ran). Computed from the tile counts, not measured."""
+    apply_style()
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    for label, ys in curves.items():
+        ax.plot(list(sizes), ys, label=label, linewidth=1.6)
+    for label, (n, y) in (marks or {}).items():
+        ax.plot([n], [y], "o", markersize=8, label=label)
+    ax.set_xlabel("n (an n x n output)")
+    ax.set_ylabel("tile slots holding output")
+    ax.set_ylim(min(0.7, *(min(ys) for ys in curves.values())) - 0.02, 1.01)
+    return _finish(ax, title, source, legend_outside=True)

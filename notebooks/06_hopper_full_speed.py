@@ -952,6 +952,31 @@ helpers.display.table(ck, cols, heads, {"ring_kb": ".0f", "smem_kb": ".0f", "wav
 # with no split at all, where rungs 15 and 16 split K into parts.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Filling the waves with the tile
+#
+# How much of a persistent grid's work is output: the tile slots of all its waves against the tiles' part
+# inside C (`ex.tile_efficiency`). One tile for every size leaves gaps; a menu of widths (here 128-row
+# tiles, widths 128 to 256 in steps of 8) fills nearly all of them. Computed, not measured:
+
+# %% slideshow={"slide_type": "-"}
+ns = range(4000, 9001, 16)
+curves = {"one 128 x 256 tile (rung 15's)": [ex.tile_efficiency(n, n, 128, 256) for n in ns],
+          "the best 128-row width": [ex.tile_efficiency(n, n, 128, ex.best_tile_width(n)) for n in ns]}
+fig = helpers.plots.wave_efficiency(ns, curves, marks={"cuBLAS at 5000^3: 256 x 152": (5000, ex.tile_efficiency(
+    5000, 5000, 152, 256))}, title="Tile slots holding output, 132 SMs", source="computed from the tile counts")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Try it.** Which width of a 128-row tile fills the waves of $5000^3$ best? Compare with cuBLAS's tile.
+
+# %% slideshow={"slide_type": "-"}
+answer = ...
+ex.check_tile_width(answer, n=5000)
+
+# %% slideshow={"slide_type": "-"} tags=["solution"]
+answer = max(range(128, 257, 8), key=lambda bn: ex.tile_efficiency(5000, 5000, 128, bn))
+ex.check_tile_width(answer, n=5000)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Square sizes off the tile grid
 #
 # Rungs 13-16 at four sizes that are not multiples of 128, in one run (`tools/probes/rungs_side_by_side.py`):

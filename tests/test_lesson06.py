@@ -503,3 +503,22 @@ def test_claims_of_appendix_d():
     assert round(100 * (gain(0) - 1)) == 3 and round(100 * (gain(16) - 1)) == 13
     sk = {(r["rung"], r["b_row_bytes"]): r["tflops"] for r in e["tail_split"]["row_stride_skinny"]["rows"]}
     assert all(abs(sk[k, 16512] / sk[k, 16384] - 1) < 0.02 for k in (0, 15, 16))
+
+
+def test_appendix_d_wave_filling_and_its_exercise(capsys):
+    """'A menu of widths fills nearly all of them': the best 128-row width leaves at most 6% of the slots empty at
+    every n from 4000 to 9000 (one 128 x 256 tile: up to 22%); at 5000^3 the best width is 152, one side of the
+    tile cuBLAS ran there, and rung 14's tile fills 83% (the hint). The checker accepts 152 only."""
+    ns = range(4000, 9001, 16)
+    best = [ex.tile_efficiency(n, n, 128, ex.best_tile_width(n)) for n in ns]
+    one = [ex.tile_efficiency(n, n, 128, 256) for n in ns]
+    assert min(best) >= 0.94 and min(one) < 0.8 and all(b >= o for b, o in zip(best, one))
+    assert ex.best_tile_width(5000) == 152 and round(ex.tile_efficiency(5000, 5000, 128, 256), 2) == 0.83
+    tile = next(r["tile"] for r in H.cublas_kernel_rows(_rec()["cublas_kernels"]) if r["shape"] == "5000x5000x5000")
+    assert "152" in tile.split("x")
+    # brute force, independent of best_tile_width: no width of 128..256 beats 152 at 5000^3
+    eff = {bn: 25e6 / (-(-(40 * -(-5000 // bn)) // 132) * 132 * 128 * bn) for bn in range(128, 257, 8)}
+    assert max(eff, key=eff.get) == 152
+    for answer, ok in ((152, "Correct."), (160, "Not quite"), (256, "Not quite")):
+        ex.check_tile_width(answer, n=5000)
+        assert ok in capsys.readouterr().out
