@@ -32,8 +32,22 @@ CUBLAS_OP_N = 0
 CUBLAS_GEMM_DEFAULT = -1
 
 
+def leading_dim(X, what: str = "X") -> int:
+    """The leading dimension (BLAS's lda) of a row-major 2-D array or view: elements from one row to the next.
+    Its columns must be adjacent (a view of the first columns of a wider matrix is fine, a transpose is not)."""
+    rows, cols = X.shape
+    item = X.dtype.itemsize
+    if (cols > 1 and X.strides[1] != item) or X.strides[0] % item or (rows > 1 and X.strides[0] < cols * item):
+        from .errors import InputError
+
+        raise InputError(f"{what} has strides {X.strides}: its rows are not rows of adjacent elements.",
+                         "pass a C-contiguous matrix, or a view of the first columns of one (X[:, :n]).")
+    return X.strides[0] // item if rows > 1 else cols
+
+
 def gemm_ex(A, B, *, compute: int, out_dtype=None, C=None):
-    """C = A B (row-major CuPy arrays) through cublasGemmEx with the given compute type."""
+    """C = A B (row-major CuPy arrays, or views of the first columns of wider ones: their row strides are the
+    leading dimensions) through cublasGemmEx with the given compute type."""
     import cupy
     from cupy_backends.cuda.libs import cublas
 
@@ -47,9 +61,9 @@ def gemm_ex(A, B, *, compute: int, out_dtype=None, C=None):
     beta = np.array(0, dtype=scale_dtype)
     handle = cupy.cuda.device.get_cublas_handle()
     cublas.gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K,
-                  alpha.ctypes.data, B.data.ptr, types[B.dtype], N,
-                  A.data.ptr, types[A.dtype], K,
-                  beta.ctypes.data, C.data.ptr, types[C.dtype], N,
+                  alpha.ctypes.data, B.data.ptr, types[B.dtype], leading_dim(B, "B"),
+                  A.data.ptr, types[A.dtype], leading_dim(A, "A"),
+                  beta.ctypes.data, C.data.ptr, types[C.dtype], leading_dim(C, "C"),
                   compute, CUBLAS_GEMM_DEFAULT)
     return C
 

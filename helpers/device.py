@@ -284,6 +284,16 @@ def require_gpu(what: str) -> GPUInfo:
     return b.gpu
 
 
+def hopper_missing() -> str | None:
+    """None on a Hopper GPU (compute capability 9.0, the GPU backend), else one line saying why not: what the
+    device probes in tools/probes/ print before they exit with status 2."""
+    b = backend()
+    if b.is_gpu and tuple(b.gpu.cc) == (9, 0):
+        return None
+    why = b.reason if not b.is_gpu else f"{b.gpu.name} is sm_{b.gpu.cc[0]}{b.gpu.cc[1]}"
+    return f"no Hopper GPU here: {why}; this probe needs a Hopper GPU (sm_90, COURSE_DEVICE=gpu)"
+
+
 def summary(file=None) -> dict:
     """Print (and return) the environment: backend, GPU, versions and peak rates."""
     b = backend()

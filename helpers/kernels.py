@@ -270,7 +270,15 @@ HOPPER_SMEM = 4 * HOPPER_STAGE + 1024 + 128               # HOPPER_SMEM in kerne
 HOPPER_STORE_SMEM = HOPPER_SMEM + 2 * 2 * 64 * 32 * 4     # HOPPER_STORE_SMEM: + 2 x 2 C boxes of 64 x 32 FP32
 SKINNY_STAGE = (64 * 64 + 64 * 128) * 2                   # rung 17: A and B per stage of a 64 x 128 tile (24 KB)
 SKINNY_STAGES = 8                                        # SKINNY_STAGES in kernels/hopper_sm90a.cu
-SKINNY_SMEM = SKINNY_STAGES * SKINNY_STAGE + (HOPPER_STORE_SMEM - 4 * HOPPER_STAGE)   # SKINNY_SMEM
+
+
+def skinny_smem(stages: int = SKINNY_STAGES) -> int:
+    """SKINNY_SMEM in kernels/hopper_sm90a.cu for `stages` stages: the ring, rung 13's epilogue buffers, slack
+    and barriers."""
+    return stages * SKINNY_STAGE + (HOPPER_STORE_SMEM - 4 * HOPPER_STAGE)
+
+
+SKINNY_SMEM = skinny_smem()
 
 
 def _seed_wmma(name: str, file: str, inputs: str, acc: str, acc_rounding: str, acc_block: int, emulate: Callable,

@@ -434,7 +434,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     // columns; with 64 rows they take columns 0 .. BN/2 - 1 and BN/2 .. BN - 1 of all 64 rows.
     static_assert((BM == HBM && BN == HBN) || (BM == 64 && BN == 128 && !SPLIT_K), "tiles 128 x 256, or 64 x 128");
     constexpr int A_BYTES = BM * HBK * 2, B_BYTES = HBK * BN * 2, ST_BYTES = A_BYTES + B_BYTES;
-    constexpr int SN = BM == 2 * 64 ? BN : BN / 2;             // columns of a consumer's slice
+    constexpr int SN = BM == 128 ? BN : BN / 2;                // columns of a consumer's slice
     constexpr int NACC = SN / 2;                               // its FP32 accumulators per thread (64 x SN / 128)
     static_assert((BN / BOX_N) % CLUSTER == 0, "each CTA of a cluster multicasts a whole number of B's boxes");
     static_assert(STAGES >= 2 && 2 * STAGES * 8 <= BAR_BYTES, "full[] + empty[] fit BAR_BYTES");
@@ -534,7 +534,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         // ------------------------------------------------------------ consumer warpgroups
         regs_inc<CONSUMER_REGS>();                             // the accumulators + addresses
         const int cw = wg - 1;                                 // rows 64 cw .. 64 cw + 63 of the tile
-        const int r0 = BM == 2 * 64 ? cw * 64 : 0, c0 = BM == 2 * 64 ? 0 : cw * SN;   // its slice's origin
+        const int r0 = BM == 128 ? cw * 64 : 0, c0 = BM == 128 ? 0 : cw * SN;   // its slice's origin
         const int lane = threadIdx.x % 32;
         int s = 0, ebox = 0;                                   // ebox: epilogue boxes stored (rung 17)
         u32 phase = 0;
@@ -561,7 +561,10 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
             for (int kt = k0; kt < k1; ++kt) {
                 mbar_wait(&full[s], phase);                    // TMA has delivered this stage
                 wgmma_fence();
-                mma_ktile(d, sA + s * A_BYTES + (BM == 2 * 64 ? cw * 64 * 128 : 0), sB + s * B_BYTES + c0 / BOX_N * B_BOX_BYTES);
+                // the slice's rows of A (r0 x 128 bytes, spelt out: rungs 8-16 then compile as before) and its
+                // columns of B (rung 17: consumer cw's box)
+                mma_ktile(d, sA + s * A_BYTES + (BM == 128 ? cw * 64 * 128 : 0),
+                          sB + s * B_BYTES + c0 / BOX_N * B_BOX_BYTES);
                 wgmma_commit();
                 wgmma_wait<1>();                               // the previous K-tile's group is done ...
                 if (prev >= 0) release(prev);                  // ... so its stage can be refilled
@@ -846,7 +849,7 @@ extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap t
 // still pair tiles along M and multicast B. At M = 128, N = K = 8192 that is 2 x 64 = 128 tiles for 132
 // SMs, each walking all of K: no split, no workspace, no fixup, the same bytes of B streamed once. It has
 // the shape of the kernel cuBLAS runs there (Nsight Compute, tools/probes/cublas_kernels.py): nvjet_sm90_hsh_
-// 128x64_64x8_1x2, a grid of 128 CTAs in clusters of 2, 213 KB of shared memory: 8 stages of 24 KB (a
+// 128x64_64x8_1x2, a grid of 128 CTAs in clusters of 2, 208 KB of shared memory: 8 stages of 24 KB (a
 // 128 x 64 tile and K-tiles of 64, in cuBLAS's column-major terms, which make it 64 x 128 of our C if the
 // name gives cuBLAS's m first) plus an epilogue buffer.
 // Where the chip is full it does the same work with half the data reuse per byte loaded: each CTA's

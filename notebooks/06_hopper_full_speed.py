@@ -600,7 +600,8 @@ sweep(16, "STAGES")
 ts = rec.meta["experiments"]["tail_split"]
 print("rung 16 at 5000^3,", H.parts_sweep(ts))
 print("rung 14, L2 sectors read per tile and K-tile:", H.l2_sectors_per_ktile("rung14"))
-helpers.display.table(H.alignment_rows(ts), ["row_bytes", "sectors", "rung 14", "rung 14 MHz", "rung 16", "rung 16 MHz"],
+helpers.display.table(H.alignment_rows(ts["row_alignment"]),
+                      ["row_bytes", "sectors", "rung 14", "rung 14 MHz", "rung 16", "rung 16 MHz"],
                       ["bytes per row", "sectors per box row", "rung 14, TFLOP/s", "MHz", "rung 16, TFLOP/s", "MHz"],
                       {"rung 14": ".0f", "rung 16": ".0f"})
 
@@ -939,10 +940,9 @@ for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("L40S", (8, 9)), ("H20
 # %% slideshow={"slide_type": "-"}
 exps = rec.meta["experiments"]
 ck = H.cublas_kernel_rows(exps["cublas_kernels"], sms=rec.meta["gpu"]["sms"]) if "cublas_kernels" in exps else []
-cols = ["shape", "C", "kernel", "grid", "cluster", "ring_kb", "smem_kb", "tiles", "waves", "us"]
-heads = ["M x N x K", "C", "kernel", "CTAs", "cluster", "stages x tiles, KB", "shared memory, KB", "tiles", "waves",
-         "µs"]
-helpers.display.table(ck, cols, heads, {"ring_kb": ".0f", "smem_kb": ".0f", "waves": ".2f", "us": ".0f"}) if ck \
+cols = ["shape", "C", "kernel", "grid", "cluster", "ring_kb", "smem_kb", "tiles", "waves"]
+heads = ["M x N x K", "C", "kernel", "CTAs", "cluster", "stages x tiles, KB", "shared memory, KB", "tiles", "waves"]
+helpers.display.table(ck, cols, heads, {"ring_kb": ".0f", "smem_kb": ".0f", "waves": ".2f"}) if ck \
     else print("cuBLAS's kernels are not in this record: run tools/probes/cublas_kernels.py on a GPU")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
@@ -1005,7 +1005,7 @@ helpers.display.table(sq, ["shape", "C", "rung", "tflops", "mhz", "cublas", "cub
 # %% slideshow={"slide_type": "-"}
 ts = exps["tail_split"]
 for key, names in (("row_alignment_cublas", ["rung 14", "rung 16"]), ("row_stride_skinny", ["rung 15", "rung 16"])):
-    rows = H.alignment_cublas_rows(ts[key]["rows"]) if key in ts else []
+    rows = H.alignment_rows(ts[key]["rows"]) if key in ts else []
     cols = ["row_bytes"] + [c for n in names + ["cuBLAS"] for c in (n, f"{n} MHz")]
     display(helpers.display.table(rows, cols, ["bytes per row of B"] + [c.replace(" MHz", ", MHz") for c in cols[1:]],
                                   dict.fromkeys(names + ["cuBLAS"], ".0f")))

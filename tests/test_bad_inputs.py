@@ -354,3 +354,17 @@ def test_input_kinds_and_split_plans_refuse_what_they_do_not_know():
         parts = split_k_ranges(*shape)
         assert parts[0][0] == 0 and parts[-1][1] == shape[2] and len(parts) == split_k_plan(*shape)[0]
         assert all(k1 > k0 for k0, k1 in parts) and all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
+
+
+def test_cublas_leading_dimension_of_views_and_refusal_of_transposes():
+    """helpers.cublas.gemm_ex passes each operand's row stride as its leading dimension: a contiguous matrix gives
+    its width, a view of the first columns of a wider buffer the buffer's width (the row-stride probe); a
+    transpose or a column-strided view is refused with the fix, never read as if it were contiguous."""
+    from helpers.cublas import leading_dim
+    from helpers.errors import InputError
+
+    W = np.zeros((5, 12), np.float16)
+    assert leading_dim(W) == 12 and leading_dim(W[:, :7]) == 12 and leading_dim(np.zeros((1, 9), np.float32)) == 9
+    for bad in (W.T, W[:, ::2]):
+        with pytest.raises(InputError, match="not rows of adjacent elements"):
+            leading_dim(bad, "A")

@@ -193,3 +193,19 @@ def test_gpuinfo_slug_and_sm():
     assert g.sm == "sm_90"
     g2 = helpers.device.GPUInfo("NVIDIA GeForce RTX 4090", (8, 9), 1, 1, 1, None, "", "", "", "", None)
     assert g2.slug == "nvidia-geforce-rtx-4090"
+
+
+def test_hopper_missing_says_why_in_one_line(monkeypatch):
+    """What every device probe prints before it exits 2: on the CPU backend, on a GPU that is not sm_90; None on
+    a Hopper GPU."""
+    D = helpers.device
+    cpu = D.Backend("cpu", "COURSE_DEVICE=cpu")
+    mk = lambda name, cc: D.Backend("gpu", "found", D.GPUInfo(name, cc, 1, 1, 1, None, "", "", "", "", None))
+    for b, want in ((cpu, "COURSE_DEVICE=cpu"), (mk("NVIDIA A100", (8, 0)), "NVIDIA A100 is sm_80"),
+                    (mk("NVIDIA B200", (10, 0)), "is sm_100"), (mk("NVIDIA H200", (9, 0)), None)):
+        monkeypatch.setattr(D, "backend", lambda b=b: b)
+        got = D.hopper_missing()
+        if want is None:
+            assert got is None
+        else:
+            assert want in got and "needs a Hopper GPU" in got and "\n" not in got

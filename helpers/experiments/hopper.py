@@ -596,18 +596,20 @@ def l2_sectors_per_ktile(target: str, sizes=(4096, 5000)) -> dict:
     return out
 
 
-def alignment_rows(ts: dict) -> list[dict]:
-    """One row per row stride of A and B in experiments.tail_split.row_alignment: the bytes per row, the 32-byte
-    sectors one 128-byte TMA box row touches on average (helpers.analysis.sectors_per_row), and each rung's
-    TFLOP/s and SM clock ('rung 14', 'rung 14 MHz', ...)."""
+def alignment_rows(rows: list[dict]) -> list[dict]:
+    """One row per row stride in a row-stride probe's rows (experiments.tail_split.row_alignment,
+    row_alignment_cublas, row_stride_skinny): the bytes per row (of B), the 32-byte sectors one 128-byte TMA box
+    row touches on average (helpers.analysis.sectors_per_row), and each kernel's TFLOP/s and SM clock ('rung 14',
+    'rung 14 MHz', ...; rung 0 is 'cuBLAS')."""
     from ..analysis import sectors_per_row
 
-    rows = {}
-    for r in ts["row_alignment"]:
-        row = rows.setdefault(r["row_bytes"], {"row_bytes": r["row_bytes"], "sectors": sectors_per_row(r["row_bytes"])})
-        row[f"rung {r['rung']}"] = r["tflops"]
-        row[f"rung {r['rung']} MHz"] = _mhz(r)
-    return [rows[b] for b in sorted(rows)]
+    out = {}
+    for r in rows:
+        row = out.setdefault(r["row_bytes"], {"row_bytes": r["row_bytes"], "sectors": sectors_per_row(r["row_bytes"])})
+        name = "cuBLAS" if r["rung"] == 0 else f"rung {r['rung']}"
+        row[name] = r["tflops"]
+        row[f"{name} MHz"] = _mhz(r)
+    return [out[b] for b in sorted(out)]
 
 
 # --------------------------------------------------------------------------- what cuBLAS runs (lesson 6, Appendix D)
@@ -641,31 +643,16 @@ def cublas_kernel_rows(ck: dict, sms: int = 132) -> list[dict]:
 
 def square_rows(sq: dict) -> list[dict]:
     """experiments.square_sizes (one run of tools/probes/rungs_side_by_side.py): for each shape and C type the
-    best rung, its TFLOP/s and SM clock, and cuBLAS writing the same C (timed just before it) with its clock."""
+    best rung (_best), its TFLOP/s and SM clock, and cuBLAS writing the same C (timed just before it) with its clock."""
     out = []
-    timed = [r for r in sq["rows"] if r.get("tflops") and r.get("passed")]
-    for shape in dict.fromkeys((r["m"], r["n"], r["k"]) for r in timed):
+    for shape in dict.fromkeys((r["m"], r["n"], r["k"]) for r in sq["rows"] if r.get("tflops")):
         for c_dtype, tag in C_TAGS.items():
-            rs = [r for r in timed if (r["m"], r["n"], r["k"]) == shape and r["c_dtype"] == c_dtype]
-            if not rs:
-                continue
-            b = max(rs, key=lambda r: r["frac_cublas"])
-            out.append({"shape": "x".join(map(str, shape)), "C": tag[:4].upper(), "rung": b["rung"],
-                        "tflops": b["tflops"], "mhz": b.get("sm_mhz"), "cublas": b[f"cublas_{tag}_tflops"],
-                        "cublas_mhz": b.get(f"cublas_{tag}_sm_mhz"), "ratio": b["frac_cublas"]})
+            b = _best(sq["rows"], shape, c_dtype)
+            if b is not None:
+                out.append({"shape": "x".join(map(str, shape)), "C": tag[:4].upper(), "rung": b["rung"],
+                            "tflops": b["tflops"], "mhz": b.get("sm_mhz"), "cublas": b[f"cublas_{tag}_tflops"],
+                            "cublas_mhz": b.get(f"cublas_{tag}_sm_mhz"), "ratio": b["frac_cublas"]})
     return out
-
-
-def alignment_cublas_rows(rows: list[dict]) -> list[dict]:
-    """experiments.tail_split.row_alignment_cublas (or row_stride_skinny) rows, one per row stride: bytes per row
-    of B, then each kernel's TFLOP/s and SM clock ('rung 14', 'rung 14 MHz', ..., 'cuBLAS', 'cuBLAS MHz')."""
-    out = {}
-    for r in rows:
-        row = out.setdefault(r["b_row_bytes"], {"row_bytes": r["b_row_bytes"]})
-        name = "cuBLAS" if r["rung"] == 0 else f"rung {r['rung']}"
-        row[name] = r["tflops"]
-        row[f"{name} MHz"] = _mhz(r)
-    return [out[b] for b in sorted(out)]
 
 
 # --------------------------------------------------------------------------- device probes (tools/probes/)

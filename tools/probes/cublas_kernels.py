@@ -3,8 +3,8 @@ does it launch them? Nsight Compute (launch statistics and speed of light, clock
 cuBLAS call per shape and C type: cupy.matmul on FP16 (FP16 C) and cublasGemmEx with an FP32 C, on N(0,1) FP16
 inputs. Before each call a one-thread marker kernel named after it runs, so every kernel between two markers
 belongs to one call (a split-K reduction shows up as a second kernel). Written: kernel names (cuBLAS names carry
-their tile shape, cluster and split), grid, block, cluster, registers, shared memory, duration, DRAM and SM
-throughput. --fp8 S,S,... adds cuBLASLt's FP8 GEMM (E4M3 bytes, scales 1, FP32 C; helpers.fp8_gemm.cublaslt_fp8)
+their tile shape, cluster and split), grid, block, cluster, registers, shared memory, duration with the SM clock
+it ran at (sm__cycles_elapsed.avg.per_second), DRAM and SM throughput. --fp8 S,S,... adds cuBLASLt's FP8 GEMM (E4M3 bytes, scales 1, FP32 C; helpers.fp8_gemm.cublaslt_fp8)
 with default and with fast accumulation at those shapes (lesson 7); its set-up and a warm-up call run before it,
 between markers whose kernels are left out.
 
@@ -81,10 +81,11 @@ def main(argv) -> int:
     if argv[:1] == ["--child"]:
         child(_shapes(argv[1]), _shapes(argv[2]) if len(argv) > 2 and argv[2] else ())
         return 0
-    from helpers.device import backend
+    from helpers.device import hopper_missing
 
-    if not backend().is_gpu:
-        print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
+    why = hopper_missing()
+    if why:
+        print(why, file=sys.stderr)
         return 2
     sys.path.insert(0, str(ROOT / "tools"))
     from ncu_counters import find_ncu, number, parse_raw_csv
@@ -105,7 +106,8 @@ def main(argv) -> int:
         return 1
     rep = Path("/tmp/cublas_kernels")
     spec = ",".join("x".join(map(str, s)) for s in shapes)
-    cmd = [ncu, "--clock-control", "none", "--section", "LaunchStats", "--section", "SpeedOfLight",
+    cmd = [ncu, "--clock-control", "none", "--section", "LaunchStats", "--section", "SpeedOfLight", "--metrics",
+           ",".join(m for m in KEEP if not m.startswith("launch__")),   # the SM clock and DRAM, by name
            "--force-overwrite", "--export", str(rep), sys.executable, str(Path(__file__).resolve()), "--child", spec,
            ",".join("x".join(map(str, s)) for s in _shapes(fp8)) if fp8 else ""]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=500, cwd=ROOT,

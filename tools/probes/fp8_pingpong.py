@@ -16,10 +16,11 @@ TIMED = ["fp8_wgmma", "fp8_wgmma_n128", "fp8_promote_128", KERNEL]
 
 def main(argv) -> int:
     sys.path.insert(0, str(ROOT))
-    from helpers.device import backend
+    from helpers.device import hopper_missing
 
-    if not backend().is_gpu:
-        print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
+    why = hopper_missing()
+    if why:
+        print(why, file=sys.stderr)
         return 2
     from helpers.compile import get_arch_kernel
     from helpers.experiments import fp8 as X

@@ -17,12 +17,11 @@ N = 4096
 
 def main(argv) -> int:
     sys.path.insert(0, str(ROOT))
-    from helpers.device import backend
+    from helpers.device import hopper_missing
 
-    b = backend()
-    if not b.is_gpu or tuple(b.gpu.cc) != (9, 0):
-        why = b.reason if not b.is_gpu else f"{b.gpu.name} is sm_{b.gpu.cc[0]}{b.gpu.cc[1]}"
-        print(f"no Hopper GPU here: {why}; this probe needs a Hopper GPU (sm_90, COURSE_DEVICE=gpu)", file=sys.stderr)
+    why = hopper_missing()
+    if why:
+        print(why, file=sys.stderr)
         return 2
     import cupy
 

@@ -50,10 +50,11 @@ def one(k: int, shape) -> dict:
 
 def main(argv) -> int:
     sys.path.insert(0, str(ROOT))
-    from helpers.device import backend
+    from helpers.device import hopper_missing
 
-    if not backend().is_gpu:
-        print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
+    why = hopper_missing()
+    if why:
+        print(why, file=sys.stderr)
         return 2
     from helpers.isolate import run_isolated
 

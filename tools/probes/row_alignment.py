@@ -11,11 +11,10 @@ bytes, 128-byte aligned). At 128 x 8192 x 8192 a row of B is 16384 bytes, a powe
 
     python3 tools/probes/row_alignment.py OUT.json [--shape MxNxK] [--pads 0,8,56] [--rungs 14,16]
                                                                             (a Hopper GPU, COURSE_DEVICE=gpu)"""
+import functools
 import json
 import sys
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,31 +28,13 @@ def _option(args: list, name: str, default: str) -> str:
     return default
 
 
-def cublas_fp16c_ld(Aw, Bw, M: int, N: int, K: int):
-    """C = A B for A the first K columns of Aw, B the first N columns of Bw (row-major), FP16 C, through
-    cublasGemmEx with the leading dimensions of the wide buffers. Returns run() and C (M x N, FP16)."""
-    import cupy
-    from cupy_backends.cuda.libs import cublas
-
-    from helpers.cublas import CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT, CUBLAS_OP_N, CUDA_R_16F
-
-    C = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
-    alpha, beta = np.array(1, dtype=np.float32), np.array(0, dtype=np.float32)
-    handle = cupy.cuda.device.get_cublas_handle()
-
-    def run():               # row-major C = A B is column-major C^T = B^T A^T, as helpers.cublas.gemm_ex
-        cublas.gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, alpha.ctypes.data,
-                      Bw.data.ptr, CUDA_R_16F, Bw.shape[1], Aw.data.ptr, CUDA_R_16F, Aw.shape[1],
-                      beta.ctypes.data, C.data.ptr, CUDA_R_16F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
-    return run, C
-
-
 def main(argv) -> int:
     sys.path.insert(0, str(ROOT))
-    from helpers.device import backend
+    from helpers.device import hopper_missing
 
-    if not backend().is_gpu:
-        print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
+    why = hopper_missing()
+    if why:
+        print(why, file=sys.stderr)
         return 2
     args = list(argv)
     shape = [int(v) for v in _option(args, "--shape", "5000x5000x5000").split("x")]
@@ -63,7 +44,7 @@ def main(argv) -> int:
     import cupy
 
     import helpers.hopper as HH
-    from helpers.cublas import same_c
+    from helpers.cublas import CUBLAS_COMPUTE_32F, gemm_ex, same_c
     from helpers.kernels import ALL_RUNGS
     from helpers.launch import launcher
     from helpers.timing import benchmark
@@ -118,7 +99,8 @@ def main(argv) -> int:
                 keep({"rung": k, "kernel": r.name, **base}, chk, benchmark(run, flops=2.0 * M * N * K))
         finally:
             HH.tensor_map_2d = plain
-        run, C = cublas_fp16c_ld(Aw, Bw, M, N, K)
+        C = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
+        run = functools.partial(gemm_ex, Aw[:, :K], Bw[:, :N], compute=CUBLAS_COMPUTE_32F, C=C)   # lda, ldb: wide
         run()
         chk = same_c("float16").check(C, A, B, backend="GPU")
         keep({"rung": 0, "kernel": "cublas_fp16 (gemmEx, lda/ldb)", **base}, chk, benchmark(run, flops=2.0 * M * N * K))

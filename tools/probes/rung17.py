@@ -21,11 +21,10 @@ def variant(defs: dict):
     """Rung 17 compiled with -D<macro>=<value> for `defs`: (entry with its shared memory and cluster, options)."""
     import dataclasses
 
-    from helpers.kernels import HOPPER_STORE_SMEM, HOPPER_STAGE, SKINNY_STAGE, SKINNY_STAGES, rung_entry
+    from helpers.kernels import SKINNY_STAGES, rung_entry, skinny_smem
 
-    r = rung_entry(17)
-    stages, cluster = defs.get("SKINNY_STAGES", SKINNY_STAGES), defs.get("SKINNY_CLUSTER", 2)
-    entry = dataclasses.replace(r, dyn_smem=stages * SKINNY_STAGE + (HOPPER_STORE_SMEM - 4 * HOPPER_STAGE),
+    cluster = defs.get("SKINNY_CLUSTER", 2)
+    entry = dataclasses.replace(rung_entry(17), dyn_smem=skinny_smem(defs.get("SKINNY_STAGES", SKINNY_STAGES)),
                                 cluster=None if cluster == 1 else (cluster, 1, 1))
     return entry, tuple(f"-D{k}={v}" for k, v in defs.items())
 
@@ -67,10 +66,11 @@ def knob_rows(shape=KNOB_SHAPE, variants=VARIANTS, rounds: int = 3) -> list[dict
 
 def main(argv) -> int:
     sys.path.insert(0, str(ROOT))
-    from helpers.device import backend
+    from helpers.device import hopper_missing
 
-    if not backend().is_gpu:
-        print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
+    why = hopper_missing()
+    if why:
+        print(why, file=sys.stderr)
         return 2
     from helpers.experiments.hopper import probe_rung
     from helpers.isolate import run_isolated

@@ -17,10 +17,11 @@ SHAPES = [[4096] * 3, [8192] * 3, [128, 8192, 8192], [8192, 8192, 1024], [5000] 
 
 def main(argv) -> int:
     sys.path.insert(0, str(ROOT))
-    from helpers.device import backend
+    from helpers.device import hopper_missing
 
-    if not backend().is_gpu:
-        print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
+    why = hopper_missing()
+    if why:
+        print(why, file=sys.stderr)
         return 2
     from helpers.experiments.hopper import probe_rung
 

@@ -19,10 +19,11 @@ SKINNY_SIZES = ((64, 264, 200), (72, 8200, 136))      # rung 17: a cluster's til
 def main() -> int:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "tools"))
-    from helpers.device import backend
+    from helpers.device import hopper_missing
 
-    if not backend().is_gpu:
-        print(f"no GPU here: {backend().reason}; this probe needs a Hopper GPU (COURSE_DEVICE=gpu)", file=sys.stderr)
+    why = hopper_missing()
+    if why:
+        print(why, file=sys.stderr)
         return 2
     import cupy
     from sanitize_driver import SIZES, _course_kernel, _fp8
