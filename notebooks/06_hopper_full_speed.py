@@ -600,8 +600,7 @@ sweep(16, "STAGES")
 ts = rec.meta["experiments"]["tail_split"]
 print("rung 16 at 5000^3,", H.parts_sweep(ts))
 print("rung 14, L2 sectors read per tile and K-tile:", H.l2_sectors_per_ktile("rung14"))
-helpers.display.table(H.alignment_rows(ts["row_alignment"]),
-                      ["row_bytes", "sectors", "rung 14", "rung 14 MHz", "rung 16", "rung 16 MHz"],
+helpers.display.table(H.alignment_rows(ts["row_alignment"]), ["row_bytes", "sectors", "rung 14", "rung 14 MHz", "rung 16", "rung 16 MHz"],
                       ["bytes per row", "sectors per box row", "rung 14, TFLOP/s", "MHz", "rung 16, TFLOP/s", "MHz"],
                       {"rung 14": ".0f", "rung 16": ".0f"})
 
