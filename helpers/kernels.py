@@ -435,6 +435,17 @@ KERNELS: dict[str, GemmKernel] = _registry([
                  "9 parts x 128 KB from L2 and stores its own (about 16 K-tiles' time): 553 / 499 = 1.11",
                  output="fp16", emulate=_fp16_tail_h, persistent=True, cluster=(2, 1, 1), split_k=True,
                  tail_split=True, c_box=(64, 64), dyn_smem=HOPPER_STORE_SMEM),
+    # Rung 17 (written after cuBLAS's kernels were read with Nsight Compute, gains predicted before it ran): at
+    # M = 128, N = K = 8192 cuBLAS runs a 64 x 128 tile (ours: M x N) over all of K in 2-CTA clusters, 8 stages,
+    # 128 CTAs, and no split-K; rung 16 there ran at 0.77x cuBLAS.
+    _hopper_rung(
+        17, "hopper_skinny", "a 64 x 128 tile for skinny problems (8 stages, no split)", 0.6,
+        "where the chip is full (4096^3) the same work with half the reuse: each CTA's K-tile is 1 MFLOP for 16 KB from "
+        "L2 (B halved by multicast) against rung 14's 4 MFLOP for 32 KB, so L2 bandwidth limits it. At M = 128, "
+        "N = K = 8192 (predicted separately: x1.25 over rung 16) its 2 x 64 = 128 tiles each walk all of K, as cuBLAS's "
+        "kernel there does: no workspace, no fixup, B streamed once",
+        output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128),
+        tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM),
 ])
 
 ALL_RUNGS: dict[int, GemmKernel] = {k.rung: k for k in sorted((k for k in KERNELS.values() if k.rung is not None),
@@ -445,19 +456,9 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 
 # --------------------------------------------------------------------------- rungs not yet run on a GPU
 # A rung is written, compiled and modelled here before its first GPU run; until that run has checked and timed it
-# (tools/probes/rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it. Promoted to
-# the registry (and to helpers.tryout.KNOBS: its macros SKINNY_STAGES, SKINNY_CLUSTER) once the H200 has run it.
-# Rung 17 (written after cuBLAS's kernels were read with Nsight Compute, gains predicted before it ran): at
-# M = 128, N = K = 8192 cuBLAS runs a 64 x 128 tile (ours: M x N) over all of K in 2-CTA clusters, 8 stages,
-# 128 CTAs, and no split-K; rung 16 there ran at 0.77x cuBLAS.
-PENDING: dict[int, GemmKernel] = {17: _hopper_rung(
-    17, "hopper_skinny", "a 64 x 128 tile for skinny problems (8 stages, no split)", 0.6,
-    "where the chip is full (4096^3) the same work with half the reuse: each CTA's K-tile is 1 MFLOP for 16 KB from "
-    "L2 (B halved by multicast) against rung 14's 4 MFLOP for 32 KB, so L2 bandwidth limits it. At M = 128, "
-    "N = K = 8192 (predicted separately: x1.25 over rung 16) its 2 x 64 = 128 tiles each walk all of K, as cuBLAS's "
-    "kernel there does: no workspace, no fixup, B streamed once",
-    output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128),
-    tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM)}
+# (a probe in tools/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
+# and moves into the registry (and its macros into helpers.tryout.KNOBS) once a Hopper GPU has run it. None waits now.
+PENDING: dict[int, GemmKernel] = {}
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 
 

@@ -40,8 +40,8 @@ from typing import Callable
 import numpy as np
 
 from .errors import InputError
-from .kernels import (ALL_RUNGS, HOPPER_SMEM, HOPPER_STAGE, HOPPER_STORE_SMEM, GemmKernel, ladder_smem_bytes,
-                      lookup)
+from .kernels import (ALL_RUNGS, HOPPER_SMEM, HOPPER_STAGE, HOPPER_STORE_SMEM, GemmKernel, ladder_smem_bytes, lookup,
+                      skinny_smem)
 
 DEFAULT_SIZE = (1000, 1064, 1000)   # (M, N, K) of the check: a multiple of no block tile (128, 256) nor of BK
 TIMING_SIZE = 4096
@@ -123,6 +123,17 @@ _CLUSTER = Knob("CLUSTER_M", "CLUSTER_M", (1, 2, 4), 2,
                 "to all; 1: no cluster, every CTA loads all of B",
                 "cluster = (CLUSTER_M, 1, 1), or none for 1; the persistent grid is whole clusters")
 
+# rung 17 (hopper_skinny): its ring and cluster have macros of their own, so that rung 14's CLUSTER_M = 4 still builds
+_SKINNY_STAGES = Knob("STAGES", "SKINNY_STAGES", (2, 4, 6, 8), 8,
+                      "stages of rung 17's ring (24 KB each: a 64 x 128 tile's A and B): at M = 128 nearly all of its "
+                      "time is spent streaming B, so how many K-tiles are in flight per SM sets its speed; 8 is the "
+                      "most that fits beside the epilogue buffers",
+                      "dynamic shared memory: SKINNY_STAGES x 24 KB + 33920 bytes (epilogue buffers, slack, barriers)")
+_SKINNY_CLUSTER = Knob("CLUSTER_M", "SKINNY_CLUSTER", (1, 2), 2,
+                       "CTAs per cluster along M sharing the B tile (each loads one of its 2 boxes and multicasts it); "
+                       "1: every CTA loads all of B",
+                       "cluster = (2, 1, 1), or none for 1")
+
 # rung -> {knob name: Knob}, in the order they are resolved (WAIT_GROUP after STAGES, GROUP_M after CLUSTER_M)
 KNOBS: dict[int, dict[str, Knob]] = {
     2: {"PAD": _pad("RUNG2_PAD", 0), "BK": _BK},
@@ -141,6 +152,7 @@ KNOBS: dict[int, dict[str, Knob]] = {
     # rung 16: CLUSTER_M and GROUP_M decide which tiles form the last wave, and so which are split: its plan and
     # model assume the defaults (helpers.kernels.tail_split_plan), so they are not knobs here
     16: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS},
+    17: {"STAGES": _SKINNY_STAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _SKINNY_CLUSTER},
 }
 
 
@@ -165,9 +177,16 @@ def _hopper_launch(spec: GemmKernel, s: dict) -> dict:
     return out
 
 
+def _skinny_launch(spec: GemmKernel, s: dict) -> dict:
+    """Rung 17: SKINNY_STAGES stages of 24 KB plus the epilogue buffers (helpers.kernels.skinny_smem), and its
+    cluster."""
+    return {"dyn_smem": skinny_smem(s["STAGES"]), "cluster": None if s["CLUSTER_M"] == 1 else (s["CLUSTER_M"], 1, 1)}
+
+
 # rung -> f(entry, settings) -> the entry's fields that the settings change
 LAUNCH: dict[int, Callable] = {**{r: _ladder_launch for r in (2, 3, 4, 5, 6)},
-                               **{r: _hopper_launch for r in (8, 9, 10, 11, 12, 13, 14, 15, 16)}}
+                               **{r: _hopper_launch for r in (8, 9, 10, 11, 12, 13, 14, 15, 16)},
+                               17: _skinny_launch}
 
 
 def knob_table(like=None) -> list[dict]:

@@ -23,7 +23,7 @@
 //   rung 16  hopper_tail_split       rung 14's whole waves, then split-K for the last, partial wave
 //                                    only (clusters kept)
 //   rung 17  hopper_skinny           a 64 x 128 tile, 8 stages, no split: for skinny problems
-//                                    (M = 128); written, not yet run on a GPU (helpers.kernels.PENDING)
+//                                    (M = 128)
 //
 // Rungs 9-17 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
@@ -857,8 +857,7 @@ extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap t
 // Predicted: x0.6 over rung 16 at 4096^3 (bound by L2 bandwidth at twice rung 14's bytes per FLOP); at
 // M = 128, N = K = 8192 (predicted separately), x1.25 over rung 16: cuBLAS's design, where rung 16 ran at
 // 0.77x cuBLAS in the record, reaching 0.95x of it.
-// Not yet run on a GPU (written 2026-12-01 when no device was left): helpers.kernels.PENDING holds its entry
-// until tools/probes/rung17.py has checked and timed it on the H200.
+// Written before any GPU ran it; its first run (tools/probes/rung17.py, H200) checked it at odd sizes and timed it.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) SKINNY_DIMS hopper_skinny(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);

@@ -76,7 +76,7 @@ def test_hopper_experiment_is_registered_and_reads_its_rows():
     assert REGISTRY["hopper"] is H.hopper
     rows = _rows()
     g = H.gains(rows, 4096)
-    assert [x["rung"] for x in g] == [7, 8, 9, 10, 11, 12, 13, 14, 15, 16] and g[0]["verdict"] == "-"
+    assert [x["rung"] for x in g] == [7, *range(8, 18)] and g[0]["verdict"] == "-"
     assert all(x["verdict"] == "as predicted" and x["direction"] is None for x in g[1:])   # no spread: the median
     t = H.targets(rows)
     assert [(x["shape"], x["C"]) for x in t[:4]] == [("4096x4096x4096", "FP16"), ("4096x4096x4096", "FP32"),
@@ -153,7 +153,7 @@ def test_hopper_try_reports_failures_wrong_results_and_the_table(monkeypatch, tm
     assert "FAILED rung 10 (hopper_persistent): its child process did not return" in said
     assert "FAILED rung 12 (hopper_cluster) at 4096x4096x4096" in said and "IllegalAddress" in said
     assert "4096x4096x4096: 580.0 TFLOP/s" in said                        # rung 8
-    assert "target at 4096x4096x4096: 1.00x cuBLAS; best correct rung 16: 0.700x -> missed" in said
+    assert "target at 4096x4096x4096: 1.00x cuBLAS; best correct rung 17: 0.700x -> missed" in said
     assert "PROBLEM rung 10 (hopper_persistent)" in said
     log = json.loads(out.read_text())
     assert log["gpu"]["name"] == "NVIDIA H200" and set(log["rungs"]) == {str(k) for k in K.hopper_ladder()}
