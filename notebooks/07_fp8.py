@@ -831,3 +831,39 @@ A, B = fp8g.scaling_inputs("outlier activations", 128, 128, 512, seed=1)
 for name, fn in (("per tensor", fp8g.per_tensor_matmul), ("block-scaled", fp8g.block_scaled_matmul)):
     C, where = fn(A, B)
     print(f"{name}: median relative error {np.median(np.abs(C - A @ B) / np.abs(A @ B)):.2g} ({where})")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Can the check fail at $4096^3$?
+#
+# `tools/probes/reject_wrong_block_scaled.py` on the H200: the kernel's C, then wrong results built from it
+# or from the model (scales dropped, swapped or averaged, one element one unit up, one NaN), each through
+# the worst-case bound alone and through the whole check (bound and model, every element):
+
+# %% slideshow={"slide_type": "-"}
+rej = fp8x.block_scaled_reject_rows(data)
+helpers.display.table(rej, ["C", "bound alone", "whole check"], ["C at " + rej[0]["M x N x K"], "the bound alone",
+                                                                 "the whole check"]) if rej else print(
+    "not in this record: run tools/probes/reject_wrong_block_scaled.py on a Hopper GPU")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# One element one unit up stays inside the bound: only the model, bit for bit, catches it.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What cuBLASLt runs for FP8
+#
+# Nsight Compute names the kernel behind each cuBLASLt FP8 call (`tools/probes/cublas_kernels.py --fp8`),
+# read as in lesson 6's Appendix D (tiles in cuBLAS's column-major terms; K-tiles of 128 one-byte values):
+
+# %% slideshow={"slide_type": "-"}
+from helpers.experiments import hopper as H6
+
+lt = H6.cublas_kernel_rows(data["cublaslt_kernels"], sms=rec.meta["gpu"]["sms"]) if "cublaslt_kernels" in data else []
+helpers.display.table(lt, ["shape", "C", "tile", "k_tile", "stages", "cluster", "ring_kb", "smem_kb", "waves"],
+                      ["M x N x K", "accumulation", "tile", "K-tile", "stages", "cluster", "stages x tiles, KB",
+                       "shared memory, KB", "waves"], {"ring_kb": ".0f", "smem_kb": ".0f", "waves": ".1f"}) if lt \
+    else print("not in this record: run tools/probes/cublas_kernels.py OUT.json --fp8 4096,8192 on a Hopper GPU")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# cuBLASLt picks a different kernel per accumulation and size, all in clusters of 2. The course's FP8
+# kernels use one 128-row tile, 4 stages and no clusters (`F8_STAGES` in kernels/fp8_sm90a.cu): the
+# names say where a faster kernel would start.

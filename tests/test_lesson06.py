@@ -522,3 +522,51 @@ def test_appendix_d_wave_filling_and_its_exercise(capsys):
     for answer, ok in ((152, "Correct."), (160, "Not quite"), (256, "Not quite")):
         ex.check_tile_width(answer, n=5000)
         assert ok in capsys.readouterr().out
+
+
+def test_claims_of_the_rung_17_slide():
+    """Appendix D's rung 17, from the record: correct wherever it ran; worse than predicted at both shapes
+    (x1.25 over rung 16 at 128 x 8192 x 8192, x0.6 at 4096^3); at 128 rows it reads B about once from DRAM
+    ("reads B once") with DRAM about half busy; each stage fewer costs speed there (8 > 6 > 4), and 8 stages of
+    24 KB are the most that fit beside the epilogue buffers; it copies cuBLAS's kernel there (64 x 128 of our C
+    from cuBLAS's 128 x 64, 8 stages, 2-CTA clusters, 128 CTAs)."""
+    e = _rec()
+    rows = [r for r in e["hopper"] if r["rung"] == 17 and "passed" in r]
+    assert rows and all(r["passed"] and r["model"] == "identical" for r in rows)
+    for shape, predicted in (((128, 8192, 8192), 1.25), ((4096,) * 3, 0.6)):
+        g = H.gain_at(e["hopper"], 17, shape, predicted)
+        assert g["verdict"] == "missed: worse than predicted" and g["high"] < predicted, (shape, g)
+    ncu = H.ncu_at("rung17", (128, 8192, 8192))["counters"]
+    b_bytes = 8192 * 8192 * 2
+    assert b_bytes <= ncu["dram_read_bytes"] <= 1.05 * b_bytes                 # B once (and A's 2 MB)
+    assert 40 <= ncu["dram_throughput_pct"] <= 65                                # "about half busy"
+    kn = {r["knobs"].get("SKINNY_STAGES", 8): r for r in e["tail_split"]["skinny_knobs"]["rows"]
+          if set(r["knobs"]) <= {"SKINNY_STAGES"}}
+    assert all(r["passed"] for r in e["tail_split"]["skinny_knobs"]["rows"])
+    assert kn[4]["tflops"] < kn[6]["tflops"] < kn[8]["tflops"]
+    assert K.skinny_smem(8) <= 227 * 1024 < K.skinny_smem(9) and K.SKINNY_STAGE == 24 * 1024
+    cub = {(r["shape"], r["C"]): r for r in H.cublas_kernel_rows(e["cublas_kernels"], 132)}["128x8192x8192", "FP16"]
+    r17 = K.ALL_RUNGS[17]
+    assert cub["tile"] == "128x64" and r17.block_tile == (64, 128) and cub["stages"] == 8 == K.SKINNY_STAGES
+    assert cub["cluster"] == 2 and r17.cluster == (2, 1, 1) and cub["grid"] == 128 == 2 * 64
+
+
+def test_a_ratio_that_a_throttled_cublas_flatters_is_not_judged():
+    """H.targets: at or above the goal with cuBLAS's own timing throttled, or at a clock more than 2% below the
+    rung's, the target is not judged (met None, why says so); a miss stays a miss; in the record, 8192^3 is not
+    judged (the software power cap during cuBLAS's timings) and every judged row's cuBLAS timing was clean."""
+    base = {"rung": 14, "m": 4096, "n": 4096, "k": 4096, "passed": True, "c_dtype": "float16", "frac_cublas": 1.02,
+            "tflops": 760.0, "sm_mhz": 1980, "cublas_fp16c_sm_mhz": 1980, "cublas_fp16c_throttle": ["none"]}
+    goal = {(4096, 4096, 4096): 1.0}
+    t = lambda **kw: [x for x in H.targets([dict(base, **kw)], goal) if x["C"] == "FP16"][0]   # noqa: E731
+    assert t()["met"] is True and t()["why"] == "" and t()["mhz"] == "1980 / 1980"
+    capped = t(cublas_fp16c_throttle=["sw power cap"])
+    assert capped["met"] is None and "sw power cap" in capped["why"]
+    slow = t(cublas_fp16c_sm_mhz=1900)
+    assert slow["met"] is None and "1900 MHz against the rung's 1980" in slow["why"]
+    assert t(cublas_fp16c_sm_mhz=1950)["met"] is True                          # within 2%
+    miss = t(frac_cublas=0.9, cublas_fp16c_throttle=["sw power cap"])
+    assert miss["met"] is False and miss["short"] == 0.1
+    got = {(x["shape"], x["C"]): x for x in H.targets(_rec()["hopper"])}
+    assert got["8192x8192x8192", "FP16"]["met"] is None and got["8192x8192x8192", "FP32"]["met"] is None
+    assert all(x["why"] == "" for x in got.values() if x["met"] is not None)

@@ -367,3 +367,26 @@ def test_claims_of_the_block_scaled_counters():
     b, p = c["fp8_block_scaled"], c["fp8_promote_128"]
     assert b["tensor_pipe_pct"] < p["tensor_pipe_pct"] and b["fma_pipe_pct"] > p["fma_pipe_pct"]
     assert b["duration_ns"] > p["duration_ns"]
+
+
+def test_claims_of_the_reject_and_cublaslt_slides(fp8_data):
+    """Appendix H's last two slides, from the record: at 4096^3 the kernel's C passes and every wrong result is
+    rejected by the whole check, and only 'one element one unit up' passes the bound alone; cuBLASLt runs a
+    different kernel per accumulation and size, all in clusters of 2, each name's ring within 16-28 KB of its
+    shared memory; the course's FP8 kernels use 128-row tiles, 4 stages and no clusters."""
+    import re
+    from pathlib import Path
+
+    from helpers.experiments import hopper as H6
+
+    rows = fp8x.block_scaled_reject_rows(fp8_data)
+    assert rows[0]["C"] == "the kernel's" and rows[0]["whole check"] == "pass" and len(rows) == 9
+    assert all(r["whole check"] == "rejects" for r in rows[1:])
+    assert [r["C"] for r in rows[1:] if r["bound alone"] == "passes"] == ["one element one unit up"]
+    lt = H6.cublas_kernel_rows(fp8_data["cublaslt_kernels"], 132)
+    assert len(lt) == 4 and len({r["kernel"] for r in lt}) == 4 and all(r["cluster"] == 2 for r in lt)
+    assert all(r["k_tile"] == 128 and 16 <= r["smem_kb"] - r["ring_kb"] <= 28.5 for r in lt)
+    assert {r["C"] for r in lt} == {"FP8, default accumulation", "FP8, fast accumulation"}
+    src = (Path(helpers.__file__).parents[1] / "kernels" / "fp8_sm90a.cu").read_text()
+    assert re.search(r"^#define F8_BM 128\b", src, re.M) and re.search(r"^#define F8_STAGES 4\b", src, re.M)
+    assert "__cluster_dims__" not in src

@@ -750,3 +750,19 @@ def block_scaled_check_rows(data: dict) -> list[dict]:
     return [{"M x N x K": f"{r['M']} x {r['N']} x {r['K']}", "inputs": r["inputs"], "elements": r["elements"],
              "differ from model": r["mismatches"], "differ from numpy model": r.get("cpu_model_mismatches", "-"),
              "check": "pass" if r["check_passed"] else "FAIL"} for r in _block_scaled(data)["checks"]]
+
+
+def block_scaled_reject_rows(data: dict) -> list[dict]:
+    """tools/probes/reject_wrong_block_scaled.py as recorded (experiments.fp8.block_scaled.rejects): at its
+    size, the kernel's C and then each wrong result (wrong scales, one unit up, a NaN), whether the worst-case
+    bound alone and the whole check (bound and model, every element) reject it; [] where it was not run."""
+    rej = _block_scaled(data).get("rejects")
+    if not rej:
+        return []
+    size = " x ".join(map(str, rej["shape"]))
+    rows = [{"M x N x K": size, "C": "the kernel's", "bound alone": "-",
+             "whole check": "pass" if rej["correct"] else "FAIL"}]
+    for what, r in rej["rejected"].items():
+        rows.append({"M x N x K": size, "C": what, "bound alone": "rejects" if r["by the bound alone"] else "passes",
+                     "whole check": "rejects" if r["by the check"] else "passes"})
+    return rows
