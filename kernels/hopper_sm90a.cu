@@ -24,6 +24,8 @@
 //                                    only (clusters kept)
 //   rung 17  hopper_skinny           a 64 x 128 tile, 8 stages, no split: for skinny problems
 //                                    (M = 128)
+//   rung 18  hopper_skinny_f32c      rung 17 writing FP32 C (rung 13's epilogue); written, not yet
+//                                    run on a GPU (helpers.kernels.PENDING)
 //
 // Rungs 9-17 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
@@ -868,6 +870,28 @@ extern "C" __global__ void hopper_skinny(const __grid_constant__ TensorMap tmA,
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES>(&tmA, &tmB, &tmC,
                                                                                                 C, M, N, K);
+#endif
+}
+
+// Rung 18 -- the skinny tile, writing FP32 C.
+// Adds, over rung 17: C is FP32, stored through rung 13's epilogue (64 x 32 boxes of FP32, two 8 KB buffers
+// per consumer, each slice of 64 columns two boxes) instead of FP16 through stmatrix. The course's FP32-C
+// rungs (9-13) reached 0.54x cuBLAS's FP32 C at M = 128, N = K = 8192 in the record: their 128 x 256 tiles
+// make 32 tiles for 132 SMs, and none of them splits K. This is rung 17's design for that comparison.
+// Predicted: x0.98 over rung 17 (at both 4096^3, where the predicted gains are compared, and M = 128): the
+// same mainloop and B streamed once; C's bytes double (4 MB against 2 MB at M = 128, next to 134 MB of B).
+// Not yet run on a GPU (written 2026-12-01 after rung 17's record): helpers.kernels.PENDING holds its entry
+// until tools/probes/rung17.py OUT.json 18 has checked and timed it.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) SKINNY_DIMS hopper_skinny_f32c(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny_f32c(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES>(&tmA, &tmB, &tmC,
+                                                                                                 C, M, N, K);
 #endif
 }
 

@@ -290,14 +290,36 @@ def test_hopper_file_compiles_for_sm90a_without_spills(tmp_path):
                 assert int(regs) <= 168, (name, regs)
 
 
-def test_rung_17_is_the_skinny_tile_and_nothing_waits():
-    """Rung 17 (hopper_skinny) left helpers.kernels.PENDING after its first GPU run: a rung of lesson 6's
-    registry, reached by rung_entry like the others; PENDING is empty, and rung_entry refuses a rung that exists
-    in neither."""
-    r = K.ALL_RUNGS[17]
-    assert K.PENDING == {} and K.KERNELS["hopper_skinny"] is r and K.HOPPER_RUNGS[17] is r and K.rung_entry(17) is r
+def test_rung_18_waits_outside_the_ladder_until_a_gpu_has_run_it():
+    """helpers.kernels.PENDING: rung 18 (hopper_skinny_f32c) is written and compiles (the nvcc test above builds
+    the whole file), but until its first GPU run it is in no lesson, experiment or record; its probe reaches it
+    through rung_entry. It is rung 17's kernel with HALF_C off: rung 13's FP32 epilogue, arithmetic and model."""
+    r = K.PENDING[18]
+    assert list(K.PENDING) == [18] and 18 not in K.ALL_RUNGS and r.name not in K.KERNELS and K.rung_entry(18) is r
     with pytest.raises(KeyError):
-        K.rung_entry(18)
+        K.rung_entry(19)
+    c = _kernel_comment(r.name)
+    c = c[c.index("// Rung "):]
+    assert c.startswith("// Rung 18 -- ") and "Not yet run on a GPU" in c
+    m = re.search(r"Predicted: x([\d.]+) over rung (\d+)", c)
+    assert m and float(m.group(1)) == r.predicted_gain and int(m.group(2)) == 17
+    args = lambda name: [a.strip() for a in re.search(r"ws_gemm<([^>]*)>",  # noqa: E731
+                                                      helpers.display.kernel_source("hopper_sm90a.cu", name)).group(1).split(",")]
+    a17, a18 = args("hopper_skinny"), args(r.name)
+    assert a18[4] == "false" and a17[4] == "true" and a18[:4] + a18[5:] == a17[:4] + a17[5:]   # HALF_C only
+    r13, r17 = K.ALL_RUNGS[13], K.ALL_RUNGS[17]
+    assert r.emulate is r13.emulate and r.out_dtype == "float32" and r.c_box == r13.c_box == (64, 32)
+    assert (r.block_tile, r.tma_boxes, r.cluster, r.dyn_smem) == (r17.block_tile, r17.tma_boxes, r17.cluster,
+                                                                    r17.dyn_smem)
+    assert f'extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) SKINNY_DIMS {r.name}(' in HSRC
+
+
+def test_rung_17_is_the_skinny_tile():
+    """Rung 17 (hopper_skinny) left helpers.kernels.PENDING after its first GPU run: a rung of lesson 6's
+    registry, reached by rung_entry like the others."""
+    r = K.ALL_RUNGS[17]
+    assert 17 not in K.PENDING and K.KERNELS["hopper_skinny"] is r and K.HOPPER_RUNGS[17] is r
+    assert K.rung_entry(17) is r
     c = _kernel_comment(r.name)
     c = c[c.index("// Rung "):]
     assert c.startswith("// Rung 17 -- ") and "Not yet run on a GPU" not in c

@@ -2,9 +2,10 @@
 odd sizes and timed beside cuBLAS (both C types) at skinny and full-chip shapes, each rung in its own child process
 (helpers.experiments.hopper.rung_rows, as the `hopper` experiment runs it; rung 16 beside it at the skinny shapes);
 then its knobs at M = 128, N = K = 8192, each variant checked (float64 and the model on the GPU) and timed in
-alternating rounds with the rung as recorded.
+alternating rounds with the rung as recorded. With RUNG 18 (hopper_skinny_f32c, rung 17 writing FP32 C, pending
+its first run): the same checks and timings, rung 17 beside it, no knobs.
 
-    python3 tools/probes/rung17.py OUT.json          (a Hopper GPU, COURSE_DEVICE=gpu)"""
+    python3 tools/probes/rung17.py OUT.json [RUNG]          (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17 or 18)"""
 import json
 import sys
 from pathlib import Path
@@ -75,11 +76,17 @@ def main(argv) -> int:
     from helpers.experiments.hopper import probe_rung
     from helpers.isolate import run_isolated
 
+    rung = int(argv[1]) if len(argv) > 1 else 17
+    if rung not in (17, 18):
+        sys.exit(__doc__)
     out, failed = {}, False
-    out["17"], bad = probe_rung(17, SKINNY + FULL, ODD)
+    out[str(rung)], bad = probe_rung(rung, SKINNY + FULL, ODD)
     failed |= bad
-    out["16"], bad = probe_rung(16, SKINNY, [])
+    out[str(rung - 1)], bad = probe_rung(rung - 1, SKINNY, [])     # the rung its gain is measured over
     failed |= bad
+    if rung == 18:
+        Path(argv[0]).write_text(json.dumps(out, indent=1))
+        return 1 if failed else 0
     knobs = run_isolated("tools.probes.rung17:knob_rows", timeout=300)
     out["knobs"] = knobs
     if isinstance(knobs, dict):

@@ -1,4 +1,4 @@
-"""compute-sanitizer cases for the kernels added on 2026-12-01 (lesson 6's rungs 14-17, lesson 7's
+"""compute-sanitizer cases for the kernels added on 2026-12-01 (lesson 6's rungs 14-17 and any rung still pending, lesson 7's
 fp8_promote_pingpong and fp8_block_scaled), with tools/sanitize_driver.py's own case functions, at small and odd sizes and split-K at
 2 parts (rung 16 also after two whole waves, with a tile below M); `make sanitize` runs every kernel, this runs
 four in seconds. Under each tool:
@@ -28,7 +28,7 @@ def main() -> int:
     import cupy
     from sanitize_driver import SIZES, _course_kernel, _fp8
 
-    from helpers.kernels import KERNELS, split_k_plan, tail_split_plan
+    from helpers.kernels import KERNELS, PENDING, split_k_plan, tail_split_plan
 
     cupy.cuda.set_allocator(None)             # one allocation per array: exact bounds for memcheck
     bad = 0
@@ -42,10 +42,11 @@ def main() -> int:
         bad += not v.startswith("PASS")
         dp, s, _ = tail_split_plan(M, N, K)
         print(f"@@end hopper_tail_split | M={M} N={N} K={K} whole={dp} parts={s} | {v[:160]}", flush=True)
-    for M, N, K in SIZES + SKINNY_SIZES:
-        v = _course_kernel(KERNELS["hopper_skinny"], M, N, K)
-        bad += not v.startswith("PASS")
-        print(f"@@end hopper_skinny | M={M} N={N} K={K} | {v[:160]}", flush=True)
+    for spec in (KERNELS["hopper_skinny"], *PENDING.values()):        # rung 17, and rung 18 before its first run
+        for M, N, K in SIZES + SKINNY_SIZES:
+            v = _course_kernel(spec, M, N, K)
+            bad += not v.startswith("PASS")
+            print(f"@@end {spec.name} | M={M} N={N} K={K} | {v[:160]}", flush=True)
     for M, N, K in SIZES + SPLIT_SIZES[1:]:
         v = _fp8("fp8_promote_pingpong", M, N, K)
         bad += not v.startswith("PASS")
