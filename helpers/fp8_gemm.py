@@ -53,7 +53,11 @@ class Fp8Kernel:
 
     @property
     def smem(self) -> int:
-        return 4 * (128 * 128 + self.bn * 128) + 1024 + 128 if self.wgmma else 0
+        return self.smem_for(4)
+
+    def smem_for(self, stages: int) -> int:
+        """Dynamic shared memory with `stages` stages (F8_SMEM in kernels/fp8_sm90a.cu; F8_STAGES is 4)."""
+        return stages * (128 * 128 + self.bn * 128) + 1024 + 128 if self.wgmma else 0
 
 
 FP8_KERNELS = {k.name: k for k in [
@@ -150,11 +154,12 @@ def _operand_shape(A8, Bt8) -> tuple[int, int, int]:
     return M, N, K
 
 
-def launcher(name: str, A8, Bt8):
+def launcher(name: str, A8, Bt8, stages: int = 4):
     """(run, C): a function that launches FP8 kernel `name` (FP8_KERNELS) on fixed inputs, and its output.
     A8: M x K, Bt8: N x K (B transposed), CuPy uint8 arrays of E4M3 bytes. Validated, padded with zeros
     (K to the kernel's multiple, N to 8) and the tensor maps built once, so timing run() times the kernel
-    alone. C is M x N' FP32 (N' = N padded), filled with NaN before the first launch."""
+    alone. C is M x N' FP32 (N' = N padded), filled with NaN before the first launch. stages: the wgmma
+    kernels' ring (-DF8_STAGES; 4 as the file has it), up to what fits in 227 KB (7 with 128 x 128 tiles)."""
     from .compile import get_arch_kernel, get_kernel
     from .device import require_gpu
 
@@ -162,6 +167,10 @@ def launcher(name: str, A8, Bt8):
     if spec is None:
         raise InputError(f"no FP8 kernel {name!r}.", f"use one of {', '.join(FP8_KERNELS)}.")
     M, N, K = _operand_shape(A8, Bt8)
+    if stages != 4 and not (spec.wgmma and 2 <= stages and spec.smem_for(stages) <= 227 * 1024):
+        raise InputError(f"{name} cannot run {stages} stages.",
+                         "stages applies to the wgmma kernels: 2 up to what fits in 227 KB of shared memory "
+                         "(7 with 128 x 128 tiles, 4 with 128 x 256).")
     gpu = require_gpu(f"FP8 kernel {name}")
     require_runs_here(spec, gpu)                    # before CuPy: a GPU that cannot run it gets one line
     import cupy
@@ -176,16 +185,17 @@ def launcher(name: str, A8, Bt8):
     if spec.wgmma:
         from .hopper import tensor_map_2d
 
-        kern = get_arch_kernel(spec.file, name, (9, 0))
-        if kern.max_dynamic_shared_size_bytes < spec.smem:
-            kern.max_dynamic_shared_size_bytes = spec.smem
+        kern = get_arch_kernel(spec.file, name, (9, 0), options=() if stages == 4 else (f"-DF8_STAGES={stages}",))
+        smem = spec.smem_for(stages)
+        if kern.max_dynamic_shared_size_bytes < smem:
+            kern.max_dynamic_shared_size_bytes = smem
         # the maps hold A8's and Bt8's addresses: the closure below keeps those arrays alive
         args = (tensor_map_2d(A8, 128, 128), tensor_map_2d(Bt8, spec.bn, 128), C, np.int32(M), np.int32(Np),
                 np.int32(Kp))
         grid = (min(-(-M // 128) * -(-Np // spec.bn), gpu.sms),)
 
         def run(keep=(A8, Bt8)):
-            kern(grid, (384,), args, shared_mem=spec.smem)
+            kern(grid, (384,), args, shared_mem=smem)
     else:
         kern = get_kernel(spec.file, name, min_cc=spec.min_cc)
         args = (A8, Bt8, C, np.int32(M), np.int32(Np), np.int32(Kp))

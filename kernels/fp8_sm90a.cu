@@ -38,7 +38,9 @@
 
 #define F8_BM 128                             // rows of C per block tile
 #define F8_BK 128                             // K per pipeline stage: 128 E4M3 = 128 bytes = one swizzle row
-#define F8_STAGES 4
+#ifndef F8_STAGES
+#define F8_STAGES 4                           // TMA/mbarrier stages (a probe's -DF8_STAGES: 7 fit with 128 x 128 tiles)
+#endif
 #define F8_THREADS 384                        // 1 producer + 2 consumer warpgroups
 #define F8_GROUP_M 8                          // tile rows per group of the L2-aware order
 #define F8_A_BYTES (F8_BM * F8_BK)            // 16 KB of A per stage

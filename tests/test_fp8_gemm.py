@@ -138,3 +138,24 @@ def test_recorded_gpu_conversion_is_saturating():
         for v, g in conv[name]["gpu_of"].items():
             assert float(saturating_cast(np.array([float(v)], np.float32), name)[0].astype(np.float32)) == g
     assert conv["values"] == X.conversion_inputs().size
+
+
+def test_the_ring_depth_of_the_wgmma_kernels_is_a_probe_knob():
+    """helpers.fp8_gemm.launcher(stages=...) (tools/probes/fp8_stages.py): F8_STAGES is 4 in kernels/fp8_sm90a.cu
+    unless -DF8_STAGES says otherwise; the shared memory follows it; a depth that does not fit in 227 KB, or a
+    kernel without a ring (mma.sync), is refused before any GPU is needed, with the fix."""
+    import re
+    from pathlib import Path
+
+    from helpers.errors import InputError
+    from helpers.fp8_gemm import FP8_KERNELS, launcher
+
+    src = (Path(__file__).resolve().parents[1] / "kernels" / "fp8_sm90a.cu").read_text()
+    assert re.search(r"#ifndef F8_STAGES\n#define F8_STAGES 4\b", src)
+    n128, n256 = FP8_KERNELS["fp8_promote_128"], FP8_KERNELS["fp8_wgmma"]
+    assert n128.smem == n128.smem_for(4) == 4 * 32 * 1024 + 1152 and n256.smem == 4 * 48 * 1024 + 1152
+    assert n128.smem_for(7) <= 227 * 1024 < n128.smem_for(8) and n256.smem_for(4) <= 227 * 1024 < n256.smem_for(5)
+    A8 = np.zeros((16, 32), np.uint8)
+    for name, stages in (("fp8_wgmma", 5), ("fp8_promote_128", 8), ("fp8_promote_128", 1), ("fp8_mma_sync", 6)):
+        with pytest.raises(InputError, match="stages"):
+            launcher(name, A8, A8, stages=stages)

@@ -1,0 +1,93 @@
+"""A device probe (issue 26): does a deeper ring close the FP8 kernels' gap to cuBLASLt? cuBLASLt's kernel for
+default accumulation at 4096^3 (Nsight Compute, experiments.fp8.cublaslt_kernels) takes the course's 128 x 128
+tile with K-tiles of 128 in 6 stages, where the course's kernels have 4 (F8_STAGES in kernels/fp8_sm90a.cu).
+fp8_wgmma_n128 and fp8_promote_128 (128 x 128 tiles: 32 KB a stage) are compiled with -DF8_STAGES=4 to 7, each
+checked (helpers.experiments.fp8.check_fp8: the bounds and the CPU model, every element, on the GPU) at an odd
+shape and at every timed size, then timed in alternating rounds beside cuBLASLt with default and with fast
+accumulation, with the SM clock of every timing. fp8_wgmma (128 x 256, 48 KB a stage: 4 is the most that fits)
+is timed beside them as recorded.
+
+    python3 tools/probes/fp8_stages.py OUT.json           (a Hopper GPU, COURSE_DEVICE=gpu)"""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+VARIANTS = [("fp8_wgmma", 4)] + [(k, s) for k in ("fp8_wgmma_n128", "fp8_promote_128") for s in (4, 5, 6, 7)]
+SIZES = (4096, 8192)
+ODD = (1000, 1064, 1000)
+ROUNDS = 3
+
+
+def main(argv) -> int:
+    sys.path.insert(0, str(ROOT))
+    from helpers.device import hopper_missing
+
+    why = hopper_missing()
+    if why:
+        print(why, file=sys.stderr)
+        return 2
+    import cupy
+    import numpy as np
+
+    from helpers.experiments.fp8 import _torch_fp8, check_fp8, random_inputs
+    from helpers.fp8_gemm import encode_e4m3, launcher
+    from helpers.timing import benchmark, gemm_flops
+
+    def operands(M, N, K, seed):
+        A, B = random_inputs(M, N, K, "normal", seed)
+        return cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())), cupy.asarray(A), cupy.asarray(B)
+
+    rows, failed = [], False
+    M, N, K = ODD
+    A8, Bt8, gA, gB = operands(M, N, K, 1)
+    for k, st in VARIANTS:
+        run, C = launcher(k, A8, Bt8, stages=st)
+        run()
+        chk = check_fp8(k, C[:, :N], gA, gB, backend="GPU")
+        rows.append({"kernel": k, "stages": st, "shape": list(ODD), "check_passed": bool(chk.passed),
+                     "check": chk.verdict()[:300]})
+        failed |= not chk.passed
+        print(k, st, ODD, chk.verdict()[:160], file=sys.stderr, flush=True)
+    for n in SIZES:
+        A8, Bt8, gA, gB = operands(n, n, n, n)
+        fl = gemm_flops(n, n, n)
+        timed = {}
+        for fast in (False, True):
+            t, err = _torch_fp8(A8, Bt8, fast)
+            if t is None:
+                print("cuBLASLt FP8:", err, file=sys.stderr)
+            else:
+                timed[("cublaslt_fp8_fast" if fast else "cublaslt_fp8", 0)] = t[0]
+        for k, st in VARIANTS:
+            run, C = launcher(k, A8, Bt8, stages=st)
+            run()
+            chk = check_fp8(k, C, gA, gB, backend="GPU")
+            failed |= not chk.passed
+            rows.append({"kernel": k, "stages": st, "shape": [n] * 3, "check_passed": bool(chk.passed),
+                         "check": chk.verdict()[:300]})
+            print(k, st, n, chk.verdict()[:160], file=sys.stderr, flush=True)
+            timed[(k, st)] = run
+        del gA, gB
+        ms = {key: [] for key in timed}
+        mhz = {key: [] for key in timed}
+        for _ in range(ROUNDS):
+            for key, fn in timed.items():
+                t = benchmark(fn, flops=fl)
+                ms[key].append(t.median_ms)
+                mhz[key].append((t.clocks or {}).get("sm_mhz"))
+        for (k, st), v in ms.items():
+            med = float(np.median(v))
+            rows.append({"kernel": k, "stages": st, "n": n, "median_ms": med, "tflops": fl / med / 1e9,
+                         "round_ms": v, "sm_mhz": mhz[k, st]})
+            print(k, st, n, round(fl / med / 1e9), "TFLOP/s", [round(x, 4) for x in v], mhz[k, st],
+                  file=sys.stderr, flush=True)
+        cupy.get_default_memory_pool().free_all_blocks()
+    Path(argv[0]).write_text(json.dumps(rows, indent=1))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    sys.exit(main(sys.argv[1:]))
