@@ -641,8 +641,12 @@ for n in (4096, 8192):
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
 peak = rec.meta["gpu"]["peaks"]["fp16"]
-if data is not None:
-    fig = helpers.plots.ladder(L.timed_by_size(data, (4096, 8192)), peak=peak, source=source, legend_outside=True)
+if data is not None:      # a cuBLAS line that NVML saw throttled is lower than cuBLAS can run: the title says so
+    capped = sorted({r["m"] for r in data if r["rung"] == 0 and r["m"] == r["n"] == r["k"] in (4096, 8192)
+                     and set(r.get("throttle") or ["none"]) - {"none"}})
+    note = f"; cuBLAS power-capped at n = {', '.join(map(str, capped))}" if capped else ""
+    fig = helpers.plots.ladder(L.timed_by_size(data, (4096, 8192)), peak=peak, source=source + note,
+                               legend_outside=True)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Like for like, at every shape
