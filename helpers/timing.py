@@ -82,19 +82,57 @@ def _flush_buffer(l2_bytes: int):
     return _FLUSH[nbytes]
 
 
+_READ_FLUSH = r"""
+extern "C" __global__ void read_flush(const uint4* __restrict__ buf, size_t n, unsigned int* sink)
+{
+    unsigned int x = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const uint4 v = buf[i];
+        x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (x == 0x9e3779b9u) sink[0] = x;     // (almost) never: keeps the loads without writing anything
+}
+"""
+FLUSHES = ("write", "read")
+
+
+def _flush_fn(how: str, l2_bytes: int):
+    """The L2 flush before each timed run: "write" (the course's default: a memset over 4x L2; the lines it leaves
+    in L2 are dirty, so the timed kernel's first misses also write them back to DRAM) or "read" (a kernel that
+    reads the same buffer: L2 is left holding clean lines of it)."""
+    import cupy
+
+    buf = _flush_buffer(l2_bytes)
+    if how == "write":
+        return lambda: buf.fill(0)
+    if "read" not in _FLUSH_KERNELS:
+        _FLUSH_KERNELS["read"] = (cupy.RawKernel(_READ_FLUSH, "read_flush"), cupy.zeros(1, dtype=cupy.uint32))
+    kern, sink = _FLUSH_KERNELS["read"]
+    n = buf.nbytes // 16
+    return lambda: kern((1056,), (256,), (buf, np.uint64(n), sink))
+
+
+_FLUSH_KERNELS: dict = {}
+
+
 def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = None, warmup: int = 3,
               reps: int | None = None, target_s: float = 0.4, min_reps: int = 10, max_reps: int = 100,
-              flush_l2: bool = True) -> Timing:
+              flush_l2: bool = True, flush: str = "write") -> Timing:
     """Time `fn()` with CUDA events; see the module docstring.
 
     reps defaults to as many as fit in about `target_s` seconds (between
-    min_reps and max_reps), judged from the warm-up runs.
+    min_reps and max_reps), judged from the warm-up runs. flush: how L2 is emptied before each run (FLUSHES:
+    "write", the course's default, or "read"; _flush_fn says how they differ); flush_l2=False: not at all.
     """
+    if flush not in FLUSHES:
+        from .errors import InputError
+
+        raise InputError(f"unknown L2 flush {flush!r}.", f"use one of {', '.join(map(repr, FLUSHES))}.")
     import cupy
 
     gpu = require_gpu("timing")
     stream = cupy.cuda.get_current_stream()
-    flush = _flush_buffer(gpu.l2_bytes) if flush_l2 else None
+    flush_run = _flush_fn(flush, gpu.l2_bytes) if flush_l2 else None
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     start.record(stream)
     for _ in range(max(1, warmup)):
@@ -107,8 +145,8 @@ def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = Non
     events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(reps)]
     sampler = Sampler()
     for s, e in events:
-        if flush is not None:
-            flush.fill(0)          # evicts A, B and C from L2 (a memset over 4x L2)
+        if flush_run is not None:
+            flush_run()            # evicts A, B and C from L2 (over 4x L2; a memset unless flush="read")
         s.record(stream)
         fn()
         e.record(stream)

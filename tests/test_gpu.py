@@ -121,3 +121,20 @@ def test_timing_agreement_carries_clocks():
     if clocks.read() is not None:
         for c in out["harness_clocks"] + [out["do_bench_clocks"]]:
             assert tuple(c) == clocks.FIELDS and c["sm_mhz"] > 0
+
+
+@gpu
+def test_both_l2_flushes_time_a_memory_bound_copy():
+    """helpers.timing.benchmark with flush="write" (the default) and flush="read": both time a copy of 256 MB
+    (past 4x the L2 of any GPU the course names) at a positive, finite rate below 10 TB/s, and the read flush
+    leaves the copied data unchanged (it writes nothing)."""
+    import cupy
+
+    from helpers.timing import FLUSHES, benchmark
+
+    x = cupy.arange(64 << 20, dtype=cupy.float32)
+    y = cupy.empty_like(x)
+    for f in FLUSHES:
+        t = benchmark(lambda: cupy.copyto(y, x), bytes_moved=2 * x.nbytes, flush=f)
+        assert t.n >= 10 and np.isfinite(t.median_ms) and 0 < t.gbs < 10_000, (f, t)
+    assert bool((y == x).all())
