@@ -975,8 +975,8 @@ print(f"Nsight Compute, 128 x 8192 x 8192: DRAM read {c['dram_read_bytes'] / 1e6
       f"{c['tensor_pipe_pct']:.0f}%" if e else "rung 17 has no Nsight Compute counters in this record")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Worse than predicted at both shapes. At 128 rows it reads B once, as cuBLAS does, yet keeps DRAM
-# only about half busy. Its knobs there (`tools/probes/rung17.py`, each variant checked, three rounds):
+# Worse than predicted at both shapes. At 128 rows it reads B once from DRAM, yet keeps DRAM only
+# about half busy. Its knobs there (`tools/probes/rung17.py`, each variant checked, three rounds):
 
 # %% slideshow={"slide_type": "-"}
 kn = exps["tail_split"]["skinny_knobs"]["rows"]
@@ -986,8 +986,8 @@ helpers.display.table(sk, ["knob", "passed", "tflops", "vs"], ["macro", "correct
                       {"tflops": ".0f", "vs": ".2f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Each stage fewer costs speed, so the CTAs wait for bytes in flight, and 8 stages is the most that fits
-# beside the epilogue buffers. **Try it**: predict rung 17 with 4 stages at $4096^3$, then run it.
+# Each stage fewer costs speed, which suggests the CTAs wait for bytes in flight; 8 stages is the most
+# that fits beside the epilogue buffers. **Try it**: predict rung 17 with 4 stages at $4096^3$, then run it.
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 helpers.try_kernel(17, STAGES=4)
