@@ -16,7 +16,7 @@ def test_there_are_probes():
                                         "reject_wrong_fp16c.py", "rung16.py",
                                         "tail_split_sweep.py", "row_alignment.py",
                                         "fp8_block_scaled.py", "cublas_kernels.py", "reject_wrong_block_scaled.py",
-                                        "rung17.py"}
+                                        "rung17.py", "fp8_stages.py", "flush_method.py"}
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.stem)
