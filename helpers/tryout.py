@@ -125,9 +125,9 @@ _CLUSTER = Knob("CLUSTER_M", "CLUSTER_M", (1, 2, 4), 2,
 
 # rung 17 (hopper_skinny): its ring and cluster have macros of their own, so that rung 14's CLUSTER_M = 4 still builds
 _SKINNY_STAGES = Knob("STAGES", "SKINNY_STAGES", (2, 4, 6, 8), 8,
-                      "stages of rung 17's ring (24 KB each: a 64 x 128 tile's A and B): at M = 128 nearly all of its "
-                      "time is spent streaming B, so how many K-tiles are in flight per SM sets its speed; 8 is the "
-                      "most that fits beside the epilogue buffers",
+                      "stages of rung 17's ring (24 KB each: a 64 x 128 tile's A and B): the K-tiles the producer can "
+                      "have in flight; at M = 128, where rung 17 streams B, fewer stages ran slower "
+                      "(tools/probes/rung17.py); 8 is the most that fits beside the epilogue buffers",
                       "dynamic shared memory: SKINNY_STAGES x 24 KB + 33920 bytes (epilogue buffers, slack, barriers)")
 _SKINNY_CLUSTER = Knob("CLUSTER_M", "SKINNY_CLUSTER", (1, 2), 2,
                        "CTAs per cluster along M sharing the B tile (each loads one of its 2 boxes and multicasts it); "

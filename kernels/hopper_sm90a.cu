@@ -27,7 +27,7 @@
 //   rung 18  hopper_skinny_f32c      rung 17 writing FP32 C (rung 13's epilogue); written, not yet
 //                                    run on a GPU (helpers.kernels.PENDING)
 //
-// Rungs 9-17 are one templated body (ws_gemm) with compile-time switches: each rung turns on
+// Rungs 9-18 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
 // clusters off: they pair tiles along M, and the problems it is for have one tile row; rung 16
 // turns them on again).
@@ -535,7 +535,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     } else {
         // ------------------------------------------------------------ consumer warpgroups
         regs_inc<CONSUMER_REGS>();                             // the accumulators + addresses
-        const int cw = wg - 1;                                 // rows 64 cw .. 64 cw + 63 of the tile
+        const int cw = wg - 1;                                 // consumer 0 or 1: its slice of the tile
         const int r0 = BM == 128 ? cw * 64 : 0, c0 = BM == 128 ? 0 : cw * SN;   // its slice's origin
         const int lane = threadIdx.x % 32;
         int s = 0, ebox = 0;                                   // ebox: epilogue boxes stored (rung 17)

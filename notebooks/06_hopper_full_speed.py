@@ -987,7 +987,8 @@ helpers.display.table(sk, ["knob", "passed", "tflops", "vs"], ["macro", "correct
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Each stage fewer costs speed, which suggests the CTAs wait for bytes in flight; 8 stages is the most
-# that fits beside the epilogue buffers. **Try it**: predict rung 17 with 4 stages at $4096^3$, then run it.
+# that fits beside the epilogue buffers. **Try it**: predict rung 17 with 4 stages at $4096^3$, then run it
+# (`STAGES=4` compiles it with `-DSKINNY_STAGES=4`).
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 helpers.try_kernel(17, STAGES=4)

@@ -477,11 +477,10 @@ MISS_NOTES = {
          "worse": "the same units as rung 14: a slower run of rung 14, not of the idea (it does not split here)."},
     # rung 17's notes were written after its first runs (its probe, then the record), so they explain rather than
     # predict; the lesson shows them only with its counters (Appendix D)
-    17: {"better": "a 64 x 128 tile reuses each byte less, but at 4096^3 L2 serves the extra bytes without "
-                   "slowing the Tensor Cores.",
+    17: {"better": "not observed: rung 17 ran slower than predicted at both shapes.",
          "worse": "the prediction counted L2 bytes per FLOP only; at 128 rows it reads B once yet keeps DRAM about "
-                  "half busy (Nsight Compute), and each stage fewer costs speed (its knob rounds): it waits for bytes in "
-                  "flight."},
+                  "half busy (Nsight Compute), and each stage fewer costs speed (its knob rounds), which suggests it "
+                  "waits for bytes in flight."},
 }
 
 

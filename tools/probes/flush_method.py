@@ -45,16 +45,19 @@ def rows(shapes=SHAPES, rungs=RUNGS, rounds: int = ROUNDS) -> list[dict]:
             runs[f"rung {k}"] = (run, bool(chk.passed))
         ms = {(name, f): [] for name in runs for f in FLUSHES}
         mhz = {key: [] for key in ms}
+        watts = {key: [] for key in ms}
         for _ in range(rounds):
             for name, (fn, _ok) in runs.items():
                 for f in FLUSHES:
                     t = benchmark(fn, flops=gemm_flops(M, N, K), flush=f)
                     ms[name, f].append(t.median_ms)
                     mhz[name, f].append((t.clocks or {}).get("sm_mhz"))
+                    watts[name, f].append((t.clocks or {}).get("power_w"))
         for (name, f), v in ms.items():
             med = float(np.median(v))
             out.append({"shape": [M, N, K], "kernel": name, "flush": f, "passed": runs[name][1], "median_ms": med,
-                        "tflops": gemm_flops(M, N, K) / med / 1e9, "round_ms": v, "sm_mhz": mhz[name, f]})
+                        "tflops": gemm_flops(M, N, K) / med / 1e9, "round_ms": v, "sm_mhz": mhz[name, f],
+                        "power_w": watts[name, f]})
         del A, B, ref
         cupy.get_default_memory_pool().free_all_blocks()
     return out

@@ -71,15 +71,17 @@ def main(argv) -> int:
         del gA, gB
         ms = {key: [] for key in timed}
         mhz = {key: [] for key in timed}
+        watts = {key: [] for key in timed}
         for _ in range(ROUNDS):
             for key, fn in timed.items():
                 t = benchmark(fn, flops=fl)
                 ms[key].append(t.median_ms)
                 mhz[key].append((t.clocks or {}).get("sm_mhz"))
+                watts[key].append((t.clocks or {}).get("power_w"))
         for (k, st), v in ms.items():
             med = float(np.median(v))
             rows.append({"kernel": k, "stages": st, "n": n, "median_ms": med, "tflops": fl / med / 1e9,
-                         "round_ms": v, "sm_mhz": mhz[k, st]})
+                         "round_ms": v, "sm_mhz": mhz[k, st], "power_w": watts[k, st]})
             print(k, st, n, round(fl / med / 1e9), "TFLOP/s", [round(x, 4) for x in v], mhz[k, st],
                   file=sys.stderr, flush=True)
         cupy.get_default_memory_pool().free_all_blocks()

@@ -14,20 +14,18 @@ ROOT = Path(__file__).resolve().parents[2]
 SKINNY = [[128, 8192, 8192], [256, 8192, 8192], [64, 8192, 8192], [128, 28672, 4096]]
 FULL = [[4096] * 3, [5000] * 3]
 ODD = [[1000, 1064, 1000], [257, 520, 136], [40, 24, 56], [72, 8200, 1000]]
-VARIANTS = [{"SKINNY_STAGES": 4}, {"SKINNY_STAGES": 6}, {"SKINNY_CLUSTER": 1}, {"PRODUCER_REGS": 24}]
+VARIANTS = [{"STAGES": 4}, {"STAGES": 6}, {"CLUSTER_M": 1}, {"PRODUCER_REGS": 24}]   # helpers.tryout.KNOBS[17]
 KNOB_SHAPE = (128, 8192, 8192)
 
 
-def variant(defs: dict):
-    """Rung 17 compiled with -D<macro>=<value> for `defs`: (entry with its shared memory and cluster, options)."""
-    import dataclasses
+def variant(knobs: dict):
+    """Rung 17 with `knobs` (try_kernel's names), as helpers.tryout builds it: (entry with its shared memory and
+    cluster, NVRTC options, {macro: value})."""
+    from helpers.tryout import defines, options, validate_knobs, variant_entry
 
-    from helpers.kernels import SKINNY_STAGES, rung_entry, skinny_smem
-
-    cluster = defs.get("SKINNY_CLUSTER", 2)
-    entry = dataclasses.replace(rung_entry(17), dyn_smem=skinny_smem(defs.get("SKINNY_STAGES", SKINNY_STAGES)),
-                                cluster=None if cluster == 1 else (cluster, 1, 1))
-    return entry, tuple(f"-D{k}={v}" for k, v in defs.items())
+    spec, settings, given = validate_knobs(17, knobs)
+    defs = defines(spec, given)
+    return variant_entry(spec, settings), options(defs), defs
 
 
 def knob_rows(shape=KNOB_SHAPE, variants=VARIANTS, rounds: int = 3) -> list[dict]:
@@ -44,8 +42,8 @@ def knob_rows(shape=KNOB_SHAPE, variants=VARIANTS, rounds: int = 3) -> list[dict
     A, B = _inputs(0, M, N, K)
     ref = reference_gemm(A, B)
     runs = []
-    for defs in [{}] + list(variants):
-        entry, opts = variant(defs)
+    for knobs in [{}] + list(variants):
+        entry, opts, defs = variant(knobs)
         run, C, _ = launcher(entry, A, B, options=opts)
         C.fill(cupy.nan)
         run()
