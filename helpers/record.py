@@ -30,7 +30,7 @@ from .kernels import KERNELS
 from .launch import launcher
 from .numerics import rel_fro_error, reference_gemm
 from .results import RESULTS_DIR, SCHEMA, write_json
-from .timing import benchmark, gemm_flops, gemm_min_bytes
+from .timing import DEFAULT_FLUSH, FLUSH_TEXT, benchmark, gemm_flops, gemm_min_bytes
 
 DEFAULT_SIZES = [256, 384, 512, 768, 1000, 1024, 1536, 2048, 3000, 4096, 6144, 8192]
 QUICK_SIZES = [256, 1000, 1024, 4096]
@@ -360,6 +360,7 @@ def update_experiments(gpu, names, out: Path) -> int:
     meta.setdefault("updates", []).append({
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "experiments": names,
+        "flush": DEFAULT_FLUSH,
         "versions": {"driver_cuda": gpu.driver, "cuda_runtime": gpu.runtime, "cupy": gpu.cupy,
                      "numpy": np.__version__}})
     write_json(meta, gpu.slug, out)
@@ -433,10 +434,11 @@ def main(argv=None):
                      "cupy": gpu.cupy, "numpy": np.__version__, "python": platform.python_version()},
         "method": ("fresh standard-normal FP32 inputs per size (FP16 kernels get them rounded); NaN-poisoned "
                    "output checked against float64 with helpers.numerics.tolerance; CUDA events around each "
-                   "launch, L2 flushed by a memset of 4x L2 before each, 3 warm-up launches, median of "
+                   f"launch, L2 flushed before each ({DEFAULT_FLUSH!r}: {FLUSH_TEXT[DEFAULT_FLUSH]}), 3 warm-up launches, median of "
                    "10-100 launches; tflops = 2MNK / median; gbs = minimum bytes / median; rel_err against "
                    "the float64 product of the FP32 inputs, rel_err_acc against the product of the "
                    "kernel's own (rounded) inputs"),
+        "flush": DEFAULT_FLUSH,
         "seconds": round(time.time() - t0, 1),
         "failed_checks": failed,
         "records": rows,

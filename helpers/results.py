@@ -61,6 +61,16 @@ class Record:
             return f"{self.gpu_name}, recorded {self.date}"
         return f"{self.gpu_name}, published in {self.meta.get('source_short', 'an external source')}"
 
+    def flush(self, experiment: str | None = None) -> str:
+        """How L2 was emptied before each timed launch (helpers.timing.FLUSHES) in the run that last wrote
+        `experiment` (None: the record's own rows). Records and updates that name none were made before
+        2026-12-02, when the harness flushed with a memset ("write")."""
+        if experiment is not None:
+            for u in reversed(self.meta.get("updates", [])):
+                if experiment in u.get("experiments", ()):
+                    return u.get("flush", "write")
+        return self.meta.get("flush", "write")
+
     def select(self, **where) -> list[dict]:
         """Rows whose fields equal every keyword given, e.g. select(kernel='cublas_fp16', m=4096)."""
         return [r for r in self.rows if all(r.get(k) == v for k, v in where.items())]

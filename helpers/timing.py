@@ -1,9 +1,13 @@
 """Timing GPU work honestly: CUDA events, warm-up, many runs, cold L2.
 
 ``benchmark(fn)`` runs ``fn`` (which launches GPU work on the current stream)
-a few times to warm up, then `reps` times, each preceded by a write over a
-buffer several times the size of L2 so no input is still cached (``flush="read"``:
-a read of that buffer instead, which leaves no dirty lines behind). Each run is
+a few times to warm up, then `reps` times, each preceded by a read of a buffer
+several times the size of L2, so no input is still cached and L2 holds only clean
+lines (``flush="write"``: a memset of that buffer instead, the course's default
+until 2026-12-02; it leaves L2 full of dirty lines that the timed kernel's first
+misses must write back to DRAM, which cost cuBLAS 19% and rung 17 6% at
+M = 128, N = K = 8192 on the H200: results/logs/flush-method-nvidia-h200.json).
+``DEFAULT_FLUSH`` is what every record made since then says it used. Each run is
 bracketed by its own pair of CUDA events; we report the median and the spread
 (10th-90th percentile) in milliseconds, and TFLOP/s and GB/s from the counts you
 pass in. While the timed runs execute, the GPU's clocks, power and temperature are
@@ -26,6 +30,7 @@ class Timing:
     flops: float | None = None
     bytes_moved: float | None = None
     clocks: dict | None = None     # helpers.clocks.Sampler.summary(): SM/memory MHz, power, throttling
+    flush: str | None = None       # how L2 was emptied before each run (FLUSHES), None: not at all
 
     @property
     def median_ms(self) -> float:
@@ -95,13 +100,16 @@ extern "C" __global__ void read_flush(const uint4* __restrict__ buf, size_t n, u
 }
 """
 FLUSHES = ("write", "read")
+DEFAULT_FLUSH = "read"
+FLUSH_TEXT = {"read": "a kernel reads a buffer of 4x L2, leaving clean lines",
+              "write": "a memset of 4x L2, leaving dirty lines to be written back"}
 _READER: list = []                     # [the read_flush kernel, its sink] once compiled
 
 
 def _flush_fn(how: str, l2_bytes: int):
-    """The L2 flush before each timed run: "write" (the course's default: a memset over 4x L2; the lines it leaves
-    in L2 are dirty, so the timed kernel's first misses also write them back to DRAM) or "read" (a kernel that
-    reads the same buffer: L2 is left holding clean lines of it)."""
+    """The L2 flush before each timed run: "read" (DEFAULT_FLUSH: a kernel that reads a buffer of 4x L2, so L2 is
+    left holding clean lines of it) or "write" (a memset of the same buffer: the lines it leaves in L2 are dirty, so
+    the timed kernel's first misses also write them back to DRAM)."""
     import cupy
 
     buf = _flush_buffer(l2_bytes)
@@ -115,12 +123,12 @@ def _flush_fn(how: str, l2_bytes: int):
 
 def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = None, warmup: int = 3,
               reps: int | None = None, target_s: float = 0.4, min_reps: int = 10, max_reps: int = 100,
-              flush_l2: bool = True, flush: str = "write") -> Timing:
+              flush_l2: bool = True, flush: str = DEFAULT_FLUSH) -> Timing:
     """Time `fn()` with CUDA events; see the module docstring.
 
     reps defaults to as many as fit in about `target_s` seconds (between
     min_reps and max_reps), judged from the warm-up runs. flush: how L2 is emptied before each run (FLUSHES:
-    "write", the course's default, or "read"; _flush_fn says how they differ); flush_l2=False: not at all.
+    "read", the default, or "write"; _flush_fn says how they differ); flush_l2=False: not at all.
     """
     if flush not in FLUSHES:
         from .errors import InputError
@@ -144,7 +152,7 @@ def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = Non
     sampler = Sampler()
     for s, e in events:
         if flush_run is not None:
-            flush_run()            # evicts A, B and C from L2 (over 4x L2; a memset unless flush="read")
+            flush_run()            # evicts A, B and C from L2 (a read of over 4x L2; a memset if flush="write")
         s.record(stream)
         fn()
         e.record(stream)
@@ -155,4 +163,4 @@ def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = Non
         time.sleep(0.005)
     events[-1][1].synchronize()
     times = np.array([cupy.cuda.get_elapsed_time(s, e) for s, e in events])
-    return Timing(times, flops, bytes_moved, sampler.summary())
+    return Timing(times, flops, bytes_moved, sampler.summary(), flush if flush_l2 else None)

@@ -153,6 +153,7 @@ KNOBS: dict[int, dict[str, Knob]] = {
     # model assume the defaults (helpers.kernels.tail_split_plan), so they are not knobs here
     16: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS},
     17: {"STAGES": _SKINNY_STAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _SKINNY_CLUSTER},
+    18: {"STAGES": _SKINNY_STAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _SKINNY_CLUSTER},     # rung 17's, FP32 C
 }
 
 
@@ -186,7 +187,7 @@ def _skinny_launch(spec: GemmKernel, s: dict) -> dict:
 # rung -> f(entry, settings) -> the entry's fields that the settings change
 LAUNCH: dict[int, Callable] = {**{r: _ladder_launch for r in (2, 3, 4, 5, 6)},
                                **{r: _hopper_launch for r in (8, 9, 10, 11, 12, 13, 14, 15, 16)},
-                               17: _skinny_launch}
+                               17: _skinny_launch, 18: _skinny_launch}
 
 
 def knob_table(like=None) -> list[dict]:

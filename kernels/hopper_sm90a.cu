@@ -24,8 +24,7 @@
 //                                    only (clusters kept)
 //   rung 17  hopper_skinny           a 64 x 128 tile, 8 stages, no split: for skinny problems
 //                                    (M = 128)
-//   rung 18  hopper_skinny_f32c      rung 17 writing FP32 C (rung 13's epilogue); written, not yet
-//                                    run on a GPU (helpers.kernels.PENDING)
+//   rung 18  hopper_skinny_f32c      rung 17 writing FP32 C (rung 13's epilogue)
 //
 // Rungs 9-18 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
@@ -830,12 +829,12 @@ extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap t
 #endif
 }
 
-// Rung 17's knobs are its own macros, so that another rung's (CLUSTER_M = 4 for rung 14) leaves it compiling.
+// The knobs of rungs 17 and 18 are their own macros, so that another rung's (CLUSTER_M = 4 for rung 14) leaves it compiling.
 #ifndef SKINNY_STAGES
-#define SKINNY_STAGES 8                       // rung 17: pipeline stages of 24 KB
+#define SKINNY_STAGES 8                       // rungs 17-18: pipeline stages of 24 KB
 #endif
 #ifndef SKINNY_CLUSTER
-#define SKINNY_CLUSTER 2                      // rung 17: CTAs per cluster along M sharing B (1 or 2: B has 2 boxes)
+#define SKINNY_CLUSTER 2                      // rungs 17-18: CTAs per cluster along M sharing B (1 or 2: B has 2 boxes)
 #endif
 #define SKINNY_SMEM (SKINNY_STAGES * (64 * HBK * 2 + HBK * 128 * 2) + EPI_BYTES + SMEM_SLACK + BAR_BYTES)
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
@@ -880,8 +879,8 @@ extern "C" __global__ void hopper_skinny(const __grid_constant__ TensorMap tmA,
 // make 32 tiles for 132 SMs, and none of them splits K. This is rung 17's design for that comparison.
 // Predicted: x0.98 over rung 17 (at both 4096^3, where the predicted gains are compared, and M = 128): the
 // same mainloop and B streamed once; C's bytes double (4 MB against 2 MB at M = 128, next to 134 MB of B).
-// Not yet run on a GPU (written 2026-12-01 after rung 17's record): helpers.kernels.PENDING holds its entry
-// until tools/probes/rung17.py OUT.json 18 has checked and timed it.
+// Written before any GPU ran it (2026-12-01, after rung 17's record); its first run (tools/probes/rung17.py
+// OUT.json 18, H200) checked it at odd sizes and timed it.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) SKINNY_DIMS hopper_skinny_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);

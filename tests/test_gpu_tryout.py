@@ -191,15 +191,16 @@ def test_hopper_knob_variants_pass_with_their_launch_settings(k, knobs, cluster)
     assert tryout.variant_entry(spec, settings).cluster == (cluster if k >= 12 else None)
 
 
+@pytest.mark.parametrize("k", [17, 18])
 @pytest.mark.parametrize("knobs, cluster", [({"STAGES": 4}, (2, 1, 1)), ({"CLUSTER_M": 1}, None)])
-def test_rung_17_knobs_pass_with_their_own_ring_and_cluster(knobs, cluster):
-    """Rung 17's knobs (SKINNY_STAGES, SKINNY_CLUSTER in kernels/hopper_sm90a.cu): its ring of 24 KB stages
-    (helpers.kernels.skinny_smem) and the cluster the launcher forms (none for 1), checked and timed."""
+def test_skinny_knobs_pass_with_their_own_ring_and_cluster(k, knobs, cluster):
+    """The knobs of rungs 17 and 18 (SKINNY_STAGES, SKINNY_CLUSTER in kernels/hopper_sm90a.cu): their ring of 24 KB
+    stages (helpers.kernels.skinny_smem) and the cluster the launcher forms (none for 1), checked and timed."""
     from helpers.kernels import skinny_smem
 
-    _runnable(17)
-    r = helpers.try_kernel(17, timing_size=4096, **knobs)
+    _runnable(k)
+    r = helpers.try_kernel(k, timing_size=4096, **knobs)
     assert r.passed and r.stage == "done", r.lines()
     assert r.outcome["dyn_smem"] == r.resources["smem_dynamic"] == skinny_smem(knobs.get("STAGES", 8))
-    spec, settings, _ = tryout.validate_knobs(17, knobs)
+    spec, settings, _ = tryout.validate_knobs(k, knobs)
     assert tryout.variant_entry(spec, settings).cluster == cluster

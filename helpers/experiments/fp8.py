@@ -766,3 +766,28 @@ def block_scaled_reject_rows(data: dict) -> list[dict]:
         rows.append({"M x N x K": size, "C": what, "bound alone": "rejects" if r["by the bound alone"] else "passes",
                      "whole check": "rejects" if r["by the check"] else "passes"})
     return rows
+
+
+def stage_rows(data: dict) -> list[dict]:
+    """experiments.fp8.stages (tools/probes/fp8_stages.py): one row per size and kernel build, the median of three
+    alternating rounds in TFLOP/s, over cuBLASLt with default and with fast accumulation timed in the same rounds,
+    the SM clocks of the three rounds (lowest-highest) and whether every check of that build passed."""
+    rows = data["stages"]["rows"]
+    ok = {}
+    for r in rows:
+        if "check_passed" in r:
+            key = (r["kernel"], r["stages"])
+            ok[key] = ok.get(key, True) and r["check_passed"]
+    timed = [r for r in rows if "tflops" in r]
+    lt = {(r["n"], r["kernel"]): r["tflops"] for r in timed if r["kernel"].startswith("cublaslt")}
+    out = []
+    for r in timed:
+        if r["kernel"].startswith("cublaslt"):
+            continue
+        mhz = [m for m in r["sm_mhz"] if m]
+        out.append({"n": r["n"], "kernel": r["kernel"], "stages": r["stages"], "tflops": r["tflops"],
+                    "vs_default": r["tflops"] / lt[r["n"], "cublaslt_fp8"],
+                    "vs_fast": r["tflops"] / lt[r["n"], "cublaslt_fp8_fast"],
+                    "mhz": f"{min(mhz)}-{max(mhz)}" if mhz else "?", "passed": ok.get((r["kernel"], r["stages"]), False)})
+    return out
+

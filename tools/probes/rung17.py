@@ -2,8 +2,8 @@
 odd sizes and timed beside cuBLAS (both C types) at skinny and full-chip shapes, each rung in its own child process
 (helpers.experiments.hopper.rung_rows, as the `hopper` experiment runs it; rung 16 beside it at the skinny shapes);
 then its knobs at M = 128, N = K = 8192, each variant checked (float64 and the model on the GPU) and timed in
-alternating rounds with the rung as recorded. With RUNG 18 (hopper_skinny_f32c, rung 17 writing FP32 C, pending
-its first run): the same checks and timings, rung 17 beside it, no knobs.
+alternating rounds with the rung as recorded. With RUNG 18 (hopper_skinny_f32c, rung 17 writing FP32 C; its first
+run, results/logs/rung18-probe-nvidia-h200.json): the same checks and timings, rung 17 beside it, no knobs.
 
     python3 tools/probes/rung17.py OUT.json [RUNG]          (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17 or 18)"""
 import json

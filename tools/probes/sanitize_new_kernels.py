@@ -42,7 +42,7 @@ def main() -> int:
         bad += not v.startswith("PASS")
         dp, s, _ = tail_split_plan(M, N, K)
         print(f"@@end hopper_tail_split | M={M} N={N} K={K} whole={dp} parts={s} | {v[:160]}", flush=True)
-    for spec in (KERNELS["hopper_skinny"], *PENDING.values()):        # rung 17, and rung 18 before its first run
+    for spec in (KERNELS["hopper_skinny"], KERNELS["hopper_skinny_f32c"], *PENDING.values()):   # rungs 17-18, any pending
         for M, N, K in SIZES + SKINNY_SIZES:
             v = _course_kernel(spec, M, N, K)
             bad += not v.startswith("PASS")
