@@ -158,7 +158,8 @@ def sweep(rung, knob):
 # ## Where lesson 5 ended
 #
 # The yardstick is the same: cuBLAS FP16 (`cupy.matmul` on float16: FP16 inputs, FP32 accumulation),
-# timed by the same harness (CUDA events, L2 flushed before every launch, clocks and power recorded).
+# timed by the same harness (CUDA events, L2 emptied by a read before every launch: Appendix E, clocks
+# and power recorded).
 # From the record of lesson 5's ladder:
 
 # %% slideshow={"slide_type": "-"}
@@ -729,8 +730,8 @@ for shape in ((5000,) * 3, (128, 8192, 8192)):
 # less busy; rung 16's slide shows the rest. At 128 rows rung 15 keeps 128 SMs at work, but their Tensor
 # Cores (per active SM) and DRAM both run well below peak, and the top stall is a wait for memory results
 # (`long_scoreboard`), which does not tell stage waits from loads of the parts' sums. Rung 16's
-# count includes `wgmma`s on tiles below M, one per pair. FP32 C has no split-K rung yet. cuBLAS splits
-# nothing at 128 rows; rung 17 copies its kernel (Appendix D).
+# count includes `wgmma`s on tiles below M, one per pair. cuBLAS splits nothing at 128 rows; rungs 17
+# and 18 copy its kernel (Appendix D).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Check your understanding
@@ -997,6 +998,28 @@ helpers.try_kernel(17, STAGES=4)
 sweep(17, "STAGES")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Rung 18: the skinny tile, writing FP32 C
+#
+# The FP32-C rungs 9-13 have 128 x 256 tiles: at 128 rows, 32 tiles for 132 SMs. Rung 18 is rung 17 with
+# one template switch off (`HALF_C`), so C leaves through rung 13's FP32 epilogue. **Predicted before it
+# ran: x0.98 over rung 17**: the same mainloop, twice the bytes of C (4 MB against 2 MB at 128 rows,
+# beside 134 MB of B).
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.rung_diff(18)
+
+# %% slideshow={"slide_type": "fragment"}
+for shape in ((128, 8192, 8192), (4096,) * 3):
+    display(H.gain_table(hop, 18, shape, predicted=0.98))
+before = H.best_rung(hop, (128, 8192, 8192), "float32", below=18)
+print(f"FP32 C at 128 rows, x cuBLAS FP32 C: rung {before['rung']} {before['frac_cublas']:.2f}, "
+      f"rung 18 {H.gain_at(hop, 18, (128, 8192, 8192))['frac_cublas']:.2f}")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Each FP32-C comparison now has a rung of the right shape; at 128 rows both C types stand at the same
+# fraction of cuBLAS, and what holds rung 17 back there holds rung 18 too.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Filling the waves with the tile
 #
 # How much of a persistent grid's work is output: the tile slots of all its waves against the tiles' part
@@ -1059,3 +1082,27 @@ for key, names in (("row_alignment_cublas", ["rung 14", "rung 16"]), ("row_strid
 # From 10000-byte to 10112-byte rows cuBLAS gains 3% and rung 16 13%: cuBLAS hardly pays for rows that
 # start inside a sector. A power-of-two row stride is not what holds rungs 15 and 16 back at M = 128.
 # Not tried here yet: a tile chosen per shape at run time, clusters along N sharing A, full stream-K.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Appendix E: how the harness empties L2
+#
+# Every timing empties L2 before each launch, so that A and B come from DRAM. Until 2026-12-02 the harness
+# did it with a memset over four times L2. A memset leaves L2 full of *dirty* lines: before a line can
+# hold A or B it must be written back to DRAM, so the timed kernel pays for the harness's own writes.
+# Reading the same buffer leaves clean lines, which are dropped for free. `tools/probes/flush_method.py`
+# timed cuBLAS and three rungs both ways, in three alternating rounds, each C checked first:
+
+# %% slideshow={"slide_type": "-"}
+fm = H.flush_rows(exps["flush_method"]) if "flush_method" in exps else []
+helpers.display.table(fm, ["shape", "kernel", "write", "read", "read_over_write", "mhz"],
+                      ["M x N x K", "kernel", "memset flush, TFLOP/s", "read flush, TFLOP/s", "read / memset",
+                       "SM clock, MHz"], {"write": ".0f", "read": ".0f", "read_over_write": ".2f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# At 128 rows, where the time goes to streaming B from DRAM, the memset slowed cuBLAS by about a fifth
+# and rung 17 far less: the old flush flattered the rungs. At $4096^3$ cuBLAS and rungs 14 and 16 changed
+# by less than 4%, at clocks that moved between rounds. The harness now reads
+# (`helpers.timing.DEFAULT_FLUSH`), and the record says which flush each experiment was timed with:
+
+# %% slideshow={"slide_type": "-"}
+print({name: rec.flush(name) for name in ("hopper", "ladder", "knobs", "input_values", "tail_split")})

@@ -867,3 +867,24 @@ helpers.display.table(lt, ["shape", "C", "tile", "k_tile", "stages", "cluster", 
 # cuBLASLt picks a different kernel per accumulation and size, all in clusters of 2. The course's FP8
 # kernels use one 128-row tile, 4 stages and no clusters (`F8_STAGES` in kernels/fp8_sm90a.cu): the
 # names say where a faster kernel would start.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### A deeper ring?
+#
+# At $4096^3$ cuBLASLt's default-accumulation kernel has the 128 x 128 tile of `fp8_wgmma_n128` and
+# `fp8_promote_128`, in 6 stages where ours have 4. `tools/probes/fp8_stages.py` built both with 4 to 7
+# stages (`-DF8_STAGES`), checked every build at an odd size and at each timed size, and timed them in
+# three alternating rounds beside cuBLASLt (with the memset flush, as every FP8 timing in this lesson):
+
+# %% slideshow={"slide_type": "-"}
+st = fp8x.stage_rows(data) if "stages" in data else []
+helpers.display.table(st, ["n", "kernel", "stages", "passed", "tflops", "vs_default", "vs_fast", "mhz"],
+                      ["n", "kernel", "stages", "correct", "TFLOP/s", "x cuBLASLt default", "x cuBLASLt fast",
+                       "SM clock, MHz"], {"tflops": ".0f", "vs_default": ".2f", "vs_fast": ".2f"}) if st \
+    else print("not in this record: run tools/probes/fp8_stages.py OUT.json on a Hopper GPU")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# At $4096^3$ a fifth and a sixth stage lift the plain 128 x 128 kernel by about 4%; the promoting kernel
+# is no faster at any depth than at 4: bytes in flight are not what holds it back. At $8192^3$ the power
+# cap held our kernels below 1600 MHz in every round, so that size decides nothing here. The default
+# stays at 4 stages.
