@@ -1020,6 +1020,24 @@ print(f"FP32 C at 128 rows, x cuBLAS FP32 C: rung {before['rung']} {before['frac
 # fraction of cuBLAS, and what holds rung 17 back there holds rung 18 too.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What cuBLAS does faster at 128 rows
+#
+# Nsight Compute on both rungs and on cuBLAS's own kernel for each C type, at 128 x 8192 x 8192 (its own
+# cold cache, clocks not locked):
+
+# %% slideshow={"slide_type": "-"}
+cmp = H.ncu_compare(["rung17", "rung18", "cublas_fp16c", "cublas_fp32c"], (128, 8192, 8192))
+helpers.display.table(cmp, ["target", "us", "dram_mb", "dram_pct", "l2_msectors", "tensor_pct", "warps_pct", "top_stall"],
+                      ["kernel", "µs", "DRAM read, MB", "DRAM busy, %", "L2 sectors read, M", "Tensor pipe, %",
+                       "warps active, %", "top stall"], dict.fromkeys(["us", "dram_mb", "dram_pct", "l2_msectors",
+                                                                         "tensor_pct", "warps_pct"], ".0f"))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The same bytes from DRAM and about the same L2 reads: cuBLAS moves them in about three quarters of
+# the time, with DRAM busier. The counters do not say why yet. cuBLAS's warps wait mostly on memory
+# results (`long_scoreboard`); ours wait most at barriers, where the producer warpgroup's idle warps sit.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Filling the waves with the tile
 #
 # How much of a persistent grid's work is output: the tile slots of all its waves against the tiles' part

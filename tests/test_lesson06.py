@@ -608,3 +608,18 @@ def test_claims_of_the_flush_appendix():
         assert abs(fm["4096x4096x4096", k]["read_over_write"] - 1) < 0.04 and "-" in fm["4096x4096x4096", k]["mhz"]
     src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
     assert "L2 emptied by a read before every launch" in src and "## Appendix E: how the harness empties L2" in src
+
+
+def test_claims_of_the_cublas_at_128_rows_slide():
+    """Appendix D, "What cuBLAS does faster at 128 rows" (results/ncu-nvidia-h200.json): rungs 17 and 18 and cuBLAS
+    (both C types) read the same bytes from DRAM (within 1%) and about the same L2 sectors (within 10%); cuBLAS takes
+    "about three quarters of the time" (0.70-0.80 of either rung's duration) with DRAM busier; its top stall is
+    long_scoreboard, the rungs' is barrier."""
+    cmp = {r["target"]: r for r in H.ncu_compare(["rung17", "rung18", "cublas_fp16c", "cublas_fp32c"], (128, 8192, 8192))}
+    assert len(cmp) == 4
+    rungs, cubs = [cmp["rung17"], cmp["rung18"]], [cmp["cublas_fp16c"], cmp["cublas_fp32c"]]
+    for r in rungs:
+        for c in cubs:
+            assert abs(c["dram_mb"] / r["dram_mb"] - 1) < 0.01 and abs(c["l2_msectors"] / r["l2_msectors"] - 1) < 0.10
+            assert 0.70 <= c["us"] / r["us"] <= 0.80 and c["dram_pct"] > r["dram_pct"] + 10
+    assert {c["top_stall"] for c in cubs} == {"long_scoreboard"} and {r["top_stall"] for r in rungs} == {"barrier"}

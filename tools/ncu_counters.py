@@ -115,6 +115,9 @@ def targets() -> dict[str, dict]:
 
     for k in SCALED_KERNELS.values():             # lesson 7's block-scaled kernel: E4M3 bytes and two scale arrays
         out[k.name] = {"kernel": k.name, "lesson": 7, "what": k.what, "fp8_scaled": True}
+    for c, tag in (("float16", "fp16c"), ("float32", "fp32c")):  # lesson 6's yardsticks: cuBLAS's nvjet kernel
+        out[f"cublas_{tag}"] = {"kernel": "regex:nvjet", "lesson": 6, "cublas": c,
+                                "what": f"cuBLAS, FP16 in, {c[5:]}-bit C (helpers.cublas.same_c)"}
     return out
 
 
@@ -140,6 +143,12 @@ def launch(target: str, n) -> None:
                                    tile=t["tile"])
         else:
             run, _ = fp32_launcher(get_kernel(*NAIVE), cupy.asarray(A), cupy.asarray(B), tuple(t["block"]))
+    elif t.get("cublas"):
+        from helpers.cublas import same_c
+
+        A16, B16 = cupy.asarray(A.astype(np.float16)), cupy.asarray(B.astype(np.float16))
+        C, cub = cupy.empty((M, N), dtype=t["cublas"]), same_c(t["cublas"])
+        run = lambda: cub.run(A16, B16, C)    # noqa: E731
     elif t.get("fp8_scaled"):
         from helpers.experiments.fp8 import gpu_block_scaled_inputs
         from helpers.fp8_gemm import block_scaled_launcher

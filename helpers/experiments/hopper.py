@@ -287,6 +287,23 @@ def ncu_at(target: str, shape, directory=None) -> dict | None:
     return None
 
 
+def ncu_compare(targets, shape, directory=None) -> list[dict]:
+    """Nsight Compute side by side at one shape (ncu_at): for each of `targets` ('rung17', 'cublas_fp16c', ...) that
+    was profiled there, its duration (µs), DRAM bytes read (MB) and DRAM busy (% of peak), L2 sectors read
+    (millions), Tensor pipe busy (%), warps active (%) and its top stall reason."""
+    out = []
+    for t in targets:
+        e = ncu_at(t, shape, directory)
+        if e is None:
+            continue
+        c = e["counters"]
+        out.append({"target": t, "us": c["duration_ns"] / 1e3, "dram_mb": c["dram_read_bytes"] / 1e6,
+                    "dram_pct": c["dram_throughput_pct"], "l2_msectors": c["l2_read_sectors"] / 1e6,
+                    "tensor_pct": c["tensor_pipe_pct"], "warps_pct": c["achieved_occupancy_pct"],
+                    "top_stall": e["top_stalls"][0][0]})
+    return out
+
+
 def ncu_rows(rows: list[dict] | None = None, n: int = 4096, directory=None) -> tuple[list[dict], str]:
     """Nsight Compute counters of lesson 6's ladder (tools/ncu_counters.py targets rung7 ... rung15, from the
     newest results/ncu-*.json that has any of them), each with the TFLOP/s its rung reached in `rows` at n^3:
