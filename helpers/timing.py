@@ -30,7 +30,6 @@ class Timing:
     flops: float | None = None
     bytes_moved: float | None = None
     clocks: dict | None = None     # helpers.clocks.Sampler.summary(): SM/memory MHz, power, throttling
-    flush: str | None = None       # how L2 was emptied before each run (FLUSHES), None: not at all
 
     @property
     def median_ms(self) -> float:
@@ -163,4 +162,4 @@ def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = Non
         time.sleep(0.005)
     events[-1][1].synchronize()
     times = np.array([cupy.cuda.get_elapsed_time(s, e) for s, e in events])
-    return Timing(times, flops, bytes_moved, sampler.summary(), flush if flush_l2 else None)
+    return Timing(times, flops, bytes_moved, sampler.summary())
