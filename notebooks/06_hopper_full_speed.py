@@ -653,7 +653,7 @@ if data is not None:      # a cuBLAS line that NVML saw throttled is lower than 
 # ### Like for like, at every shape
 #
 # The best rung of each C type against cuBLAS writing the same C type, timed just before it, and the
-# goals (`short`: how far below). Ratios a throttled cuBLAS flatters are not judged:
+# goals (`short`: how far below). Ratios an unsteady cuBLAS timing flatters are not judged:
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 if data is not None:
