@@ -154,12 +154,13 @@ def _operand_shape(A8, Bt8) -> tuple[int, int, int]:
     return M, N, K
 
 
-def launcher(name: str, A8, Bt8, stages: int = 4):
+def launcher(name: str, A8, Bt8, stages: int = 4, options: tuple = ()):
     """(run, C): a function that launches FP8 kernel `name` (FP8_KERNELS) on fixed inputs, and its output.
     A8: M x K, Bt8: N x K (B transposed), CuPy uint8 arrays of E4M3 bytes. Validated, padded with zeros
     (K to the kernel's multiple, N to 8) and the tensor maps built once, so timing run() times the kernel
     alone. C is M x N' FP32 (N' = N padded), filled with NaN before the first launch. stages: the wgmma
-    kernels' ring (-DF8_STAGES; 4 as the file has it), up to what fits in 227 KB (7 with 128 x 128 tiles)."""
+    kernels' ring (-DF8_STAGES; 4 as the file has it), up to what fits in 227 KB (7 with 128 x 128 tiles).
+    options: more NVRTC options for the wgmma kernels (a probe's -D switches)."""
     from .compile import get_arch_kernel, get_kernel
     from .device import require_gpu
 
@@ -185,7 +186,8 @@ def launcher(name: str, A8, Bt8, stages: int = 4):
     if spec.wgmma:
         from .hopper import tensor_map_2d
 
-        kern = get_arch_kernel(spec.file, name, (9, 0), options=() if stages == 4 else (f"-DF8_STAGES={stages}",))
+        kern = get_arch_kernel(spec.file, name, (9, 0),
+                               options=(() if stages == 4 else (f"-DF8_STAGES={stages}",)) + tuple(options))
         smem = spec.smem_for(stages)
         if kern.max_dynamic_shared_size_bytes < smem:
             kern.max_dynamic_shared_size_bytes = smem

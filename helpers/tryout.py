@@ -134,6 +134,13 @@ _SKINNY_CLUSTER = Knob("CLUSTER_M", "SKINNY_CLUSTER", (1, 2), 2,
                        "1: every CTA loads all of B",
                        "cluster = (2, 1, 1), or none for 1")
 
+_SKINNY_WAIT = Knob("WAIT_HINT", "SKINNY_WAIT", (0, 1, 2), 0,
+                    "how a thread waits for a stage (kernels/hopper_primitives.cuh, mbar_try): 0 mbarrier.try_wait with "
+                    "no time hint, so the hardware's own limit decides how long a waiting thread sleeps between looks; "
+                    "1 try_wait with a suspend-time hint of 10 ms, so it sleeps until the phase completes; 2 "
+                    "mbarrier.test_wait, a spin that never sleeps. At M = 128 a 64 x 128 tile waits twice per 1 MFLOP "
+                    "K-tile, four times as often per FLOP as rung 14's tile (tools/probes/wait_hint.py)")
+
 # rung -> {knob name: Knob}, in the order they are resolved (WAIT_GROUP after STAGES, GROUP_M after CLUSTER_M)
 KNOBS: dict[int, dict[str, Knob]] = {
     2: {"PAD": _pad("RUNG2_PAD", 0), "BK": _BK},
@@ -152,8 +159,9 @@ KNOBS: dict[int, dict[str, Knob]] = {
     # rung 16: CLUSTER_M and GROUP_M decide which tiles form the last wave, and so which are split: its plan and
     # model assume the defaults (helpers.kernels.tail_split_plan), so they are not knobs here
     16: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS},
-    17: {"STAGES": _SKINNY_STAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _SKINNY_CLUSTER},
-    18: {"STAGES": _SKINNY_STAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _SKINNY_CLUSTER},     # rung 17's, FP32 C
+    17: {"STAGES": _SKINNY_STAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_WAIT},
+    18: {"STAGES": _SKINNY_STAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _SKINNY_CLUSTER,       # rung 17's, FP32 C
+         "WAIT_HINT": _SKINNY_WAIT},
 }
 
 

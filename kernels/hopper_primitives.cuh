@@ -59,15 +59,39 @@ __device__ __forceinline__ void mbar_arrive(u64* bar)
 // a barrier nobody arrives on then ends the kernel with an error the launcher can report.
 #define HANG_NS 10000000000ull                // 10 s, by the GPU's global nanosecond timer
 
+// How a thread waits (HOW): 0 try_wait with no time hint (the hardware's own limit: how every kernel here waits);
+// 1 try_wait with a suspend-time hint of 10 ms: the thread sleeps until the phase completes (rungs 17-18's
+// WAIT_HINT knob, kernels/hopper_sm90a.cu); 2 test_wait, which never suspends: a spin. MBAR_WAIT, a probe switch
+// (tools/probes/wgmma_rate.py, wait_hint.py), changes the default for every kernel of a build.
+#ifndef MBAR_WAIT
+#define MBAR_WAIT 0
+#endif
+template <int HOW = MBAR_WAIT>
 __device__ __forceinline__ bool mbar_try(u32 addr, u32 parity)
 {
     u32 done;
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n" : "=r"(done) : "r"(addr), "r"(parity) : "memory");
+    if constexpr (HOW == 1) {
+        asm volatile(
+            "{\n"
+            ".reg .pred p;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n"
+            "selp.u32 %0, 1, 0, p;\n"
+            "}\n" : "=r"(done) : "r"(addr), "r"(parity), "r"(10000000u) : "memory");
+    } else if constexpr (HOW == 2) {
+        asm volatile(
+            "{\n"
+            ".reg .pred p;\n"
+            "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p;\n"
+            "}\n" : "=r"(done) : "r"(addr), "r"(parity) : "memory");
+    } else {
+        asm volatile(
+            "{\n"
+            ".reg .pred p;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p;\n"
+            "}\n" : "=r"(done) : "r"(addr), "r"(parity) : "memory");
+    }
     return done != 0;
 }
 
@@ -78,12 +102,13 @@ __device__ __forceinline__ u64 globaltimer_ns()
     return t;
 }
 
+template <int HOW = MBAR_WAIT>
 __device__ __forceinline__ void mbar_wait(u64* bar, u32 parity)
 {
     const u32 addr = smem_addr(bar);
-    if (mbar_try(addr, parity)) return;
+    if (mbar_try<HOW>(addr, parity)) return;
     const u64 start = globaltimer_ns();
-    while (!mbar_try(addr, parity))
+    while (!mbar_try<HOW>(addr, parity))
         if (globaltimer_ns() - start > HANG_NS) __trap();
 }
 

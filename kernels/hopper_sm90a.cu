@@ -87,6 +87,32 @@ static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the s
 // steps of 8 (setmaxnreg's unit). 40 -> 232.
 #define CONSUMER_REGS ((168 * 3 - PRODUCER_REGS) / 2 / 8 * 8)
 
+// Probe switches, not knobs (tools/probes/wgmma_rate.py; PIPE_PROBE's results are wrong by design). PIPE_PROBE is
+// a sum of: 1 no MMA (the loads and the barriers alone: how fast the ring moves the bytes); 2 no loads (the producer
+// arrives on each stage with no bytes); 4 the consumers do not wait for a stage to be full; 8 no ring at all (no
+// producer, no waits, no releases: the MMAs and the epilogue alone). RELEASE_PER_WG = 1: a consumer warpgroup frees
+// a stage with one arrive per CTA of the cluster (warp w's lane 0 on CTA w), not one per warp per CTA.
+#ifndef PIPE_PROBE
+#define PIPE_PROBE 0
+#endif
+#ifndef RELEASE_PER_WG
+#define RELEASE_PER_WG 0
+#endif
+// MMA_DEPTH = 2: a consumer keeps two wgmma groups in flight (wait_group 2) and frees the stage of the K-tile before
+// the previous one; 0: it waits for each K-tile's group (wait_group 0) and frees that stage at once. FULL_PEEK = 1: a consumer waits for the next stage to be full before it waits for its previous
+// group, so that wait overlaps the Tensor Cores' work.
+// PRODUCER_WARP = 1: the producer's whole warp runs its loop (every lane waits, lane 0 issues), so no lane of that
+// warp sits at the final cluster barrier while lane 0 works.
+#ifndef PRODUCER_WARP
+#define PRODUCER_WARP 0
+#endif
+#ifndef MMA_DEPTH
+#define MMA_DEPTH 1
+#endif
+#ifndef FULL_PEEK
+#define FULL_PEEK 0
+#endif
+
 // Knobs: compile-time values to change without editing the code (helpers.try_kernel(like, KNOB=value)
 // compiles this file with -DKNOB=value; helpers.tryout.KNOBS lists the values each rung allows and what
 // each teaches). Every default is the rung as recorded.
@@ -284,6 +310,22 @@ __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], u64 desc_a, u64 
         : D8(0), D8(8), D8(16), D8(24)
         : "l"(desc_a), "l"(desc_b), "n"(TRANS_B));
 }
+// Rung 19 (and the wgmma-rate probe): 128 columns wide: D (64 x 128, FP32, 64 registers per thread) += A B.
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64 desc_b)
+{
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "%64, %65, 1, 1, 1, 0, %66;\n"
+        "}\n"
+        : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56)
+        : "l"(desc_a), "l"(desc_b), "n"(TRANS_B));
+}
 #undef D8
 
 // One K-tile (64 deep) of a 64 x 256 slice of C (rung 17: 64 x 64): four wgmma k-steps of 16, in K
@@ -296,6 +338,8 @@ __device__ __forceinline__ void mma_ktile(float (&d)[NACC], const unsigned char*
     for (int ks = 0; ks < HBK / 16; ++ks) {
         if constexpr (NACC == 128)
             wgmma_m64n256k16<1>(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
+        else if constexpr (NACC == 64)
+            wgmma_m64n128k16<1>(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
         else
             wgmma_m64n64k16<1>(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
     }
@@ -420,7 +464,7 @@ __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 ran
 // whole (t is the unit of tiles, all of K); unit dp + u is part u / tail of tail unit dp + u % tail
 // (tail = the units left after dp), so each CTA runs its whole waves and then one part.
 template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE, bool HALF_C = false, bool SPLIT_K = false,
-          bool TAIL = false, int BM = HBM, int BN = HBN, int STAGES = HSTAGES>
+          bool TAIL = false, int BM = HBM, int BN = HBN, int STAGES = HSTAGES, int WAIT = MBAR_WAIT>
 __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC,
                                         void* __restrict__ Cout, int M, int N, int K,
                                         float* __restrict__ partial = nullptr, int* __restrict__ flags = nullptr,
@@ -483,7 +527,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);                            // the producer's arrive (+ TMA's bytes)
-            mbar_init(&empty[s], 8 * CLUSTER);                 // one arrive per consumer warp, of every CTA
+            mbar_init(&empty[s], (RELEASE_PER_WG ? 2 : 8) * CLUSTER);   // one arrive per consumer warp, of every CTA
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -497,7 +541,8 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     if (wg == 0) {
         // ------------------------------------------------------------ producer warpgroup
         regs_dec<PRODUCER_REGS>();                             // it needs few registers: give them away
-        if (threadIdx.x == 0) {
+        if ((PRODUCER_WARP ? threadIdx.x < 32 : threadIdx.x == 0) && !(PIPE_PROBE & 8)) {
+            const bool issuer = threadIdx.x == 0;              // (PRODUCER_WARP: the whole warp waits, lane 0 issues)
             int s = 0;
             u32 phase = 0;
             for (int t = first; t < units; t += step) {
@@ -511,21 +556,25 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 const int nb = b_boxes_in<BN>(tn, N);
                 const u32 bytes = (a_in ? A_BYTES : 0) + nb * B_BOX_BYTES;
                 for (int kt = k0; kt < k1; ++kt) {
-                    mbar_wait(&empty[s], phase ^ 1);           // every consumer (of every CTA) freed stage s
-                    mbar_expect_tx(&full[s], bytes);           // A, and all of B (rungs 12-13: half from the peer)
-                    if (a_in) tma_load(sA + s * A_BYTES, tmA, &full[s], kt * HBK, tm * BM);
-                    unsigned char* b = sB + s * B_BYTES;
-                    if (CLUSTER == 1) {
+                    mbar_wait<WAIT>(&empty[s], phase ^ 1);     // every consumer (of every CTA) freed stage s
+                    if (issuer && (PIPE_PROBE & 2)) {          // (a probe: the stage "arrives" with no bytes)
+                        mbar_expect_tx(&full[s], 0);
+                    } else if (issuer) {
+                        mbar_expect_tx(&full[s], bytes);       // A, and all of B (rungs 12-13: half from the peer)
+                        if (a_in) tma_load(sA + s * A_BYTES, tmA, &full[s], kt * HBK, tm * BM);
+                        unsigned char* b = sB + s * B_BYTES;
+                        if (CLUSTER == 1) {
 #pragma unroll
-                        for (int c = 0; c < BN / BOX_N; ++c)
-                            if (c < nb) tma_load(b + c * B_BOX_BYTES, tmB, &full[s], tn * BN + c * BOX_N, kt * HBK);
-                    } else {                                   // my share of the boxes, to every CTA
-                        constexpr int per = BN / BOX_N / CLUSTER;
+                            for (int c = 0; c < BN / BOX_N; ++c)
+                                if (c < nb) tma_load(b + c * B_BOX_BYTES, tmB, &full[s], tn * BN + c * BOX_N, kt * HBK);
+                        } else {                               // my share of the boxes, to every CTA
+                            constexpr int per = BN / BOX_N / CLUSTER;
 #pragma unroll
-                        for (int c = (int)rank * per; c < ((int)rank + 1) * per; ++c)
-                            if (c < nb)
-                                tma_load_multicast(b + c * B_BOX_BYTES, tmB, &full[s], tn * BN + c * BOX_N,
-                                                   kt * HBK, (unsigned short)((1u << CLUSTER) - 1));
+                            for (int c = (int)rank * per; c < ((int)rank + 1) * per; ++c)
+                                if (c < nb)
+                                    tma_load_multicast(b + c * B_BOX_BYTES, tmB, &full[s], tn * BN + c * BOX_N,
+                                                       kt * HBK, (unsigned short)((1u << CLUSTER) - 1));
+                        }
                     }
                     if (++s == STAGES) { s = 0; phase ^= 1; }
                 }
@@ -541,7 +590,13 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         u32 phase = 0;
         float d[NACC];
         auto release = [&](int stage) {                        // this warp is done reading `stage`
-            if (lane == 0) {
+            if (RELEASE_PER_WG) {
+                const int w = (threadIdx.x % 128) / 32;
+                if (lane == 0 && w < CLUSTER) {
+                    if (CLUSTER == 1) mbar_arrive(&empty[stage]);
+                    else mbar_arrive_cluster(&empty[stage], (u32)w);
+                }
+            } else if (lane == 0) {
                 if (CLUSTER == 1) {
                     mbar_arrive(&empty[stage]);
                 } else {
@@ -558,22 +613,36 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
             const int k0 = part * kper, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
 #pragma unroll
             for (int i = 0; i < NACC; ++i) d[i] = 0.0f;
-            int prev = -1;
+            int prev = -1;                                     // stages still read by the groups in flight
+            int prev2 = -1;
+            constexpr bool WAITS = !(PIPE_PROBE & 12);
+            if (FULL_PEEK && WAITS && k0 < k1) mbar_wait<WAIT>(&full[s], phase);
             for (int kt = k0; kt < k1; ++kt) {
-                mbar_wait(&full[s], phase);                    // TMA has delivered this stage
+                if (!FULL_PEEK && WAITS) mbar_wait<WAIT>(&full[s], phase);   // TMA has delivered this stage
                 wgmma_fence();
                 // the slice's rows of A (r0 x 128 bytes, spelt out: rungs 8-16 then compile as before) and its
                 // columns of B (rung 17: consumer cw's box)
-                mma_ktile(d, sA + s * A_BYTES + (BM == 128 ? cw * 64 * 128 : 0),
-                          sB + s * B_BYTES + c0 / BOX_N * B_BOX_BYTES);
+                if (!(PIPE_PROBE & 1))                         // (a probe: the loads without the MMAs)
+                    mma_ktile(d, sA + s * A_BYTES + (BM == 128 ? cw * 64 * 128 : 0),
+                              sB + s * B_BYTES + c0 / BOX_N * B_BOX_BYTES);
                 wgmma_commit();
-                wgmma_wait<1>();                               // the previous K-tile's group is done ...
-                if (prev >= 0) release(prev);                  // ... so its stage can be refilled
+                int sn = s + 1;
+                u32 pn = phase;
+                if (sn == STAGES) { sn = 0; pn ^= 1; }
+                if (FULL_PEEK && WAITS && kt + 1 < k1) mbar_wait<WAIT>(&full[sn], pn);   // (a probe: the next stage's wait first)
+                wgmma_wait<MMA_DEPTH>();                       // the previous K-tile's group is done ...
+                const int done = MMA_DEPTH == 0 ? s : MMA_DEPTH == 1 ? prev : prev2;
+                if (done >= 0 && !(PIPE_PROBE & 8)) release(done);   // ... so its stage can be refilled
+                prev2 = prev;
                 prev = s;
-                if (++s == STAGES) { s = 0; phase ^= 1; }
+                s = sn;
+                phase = pn;
             }
             wgmma_wait<0>();
-            if (!SPLIT_K || prev >= 0) release(prev);          // (a part can be empty only under split-K)
+            if (!(PIPE_PROBE & 8)) {                           // (a part can be empty only under split-K)
+                if (MMA_DEPTH == 2 && prev2 >= 0) release(prev2);
+                if (MMA_DEPTH > 0 && prev >= 0) release(prev);
+            }
             if (SPLIT_K && nparts > 1 && (!TAIL || tm * BM < M)) {   // (rung 16: a cluster's tile below M: nothing)
                 // rung 15: every part stores its FP32 sums in its own slot of `partial`, in the accumulator's
                 // layout (register i of thread x at [i][x]: each warp's 32 floats are one 128-byte line, so
@@ -836,6 +905,9 @@ extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap t
 #ifndef SKINNY_CLUSTER
 #define SKINNY_CLUSTER 2                      // rungs 17-18: CTAs per cluster along M sharing B (1 or 2: B has 2 boxes)
 #endif
+#ifndef SKINNY_WAIT
+#define SKINNY_WAIT 0                         // rungs 17-18: how a thread waits for a stage (hopper_primitives.cuh: 0, 1, 2)
+#endif
 #define SKINNY_SMEM (SKINNY_STAGES * (64 * HBK * 2 + HBK * 128 * 2) + EPI_BYTES + SMEM_SLACK + BAR_BYTES)
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
 #define SKINNY_DIMS
@@ -867,8 +939,8 @@ extern "C" __global__ void hopper_skinny(const __grid_constant__ TensorMap tmA,
     int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES>(&tmA, &tmB, &tmC,
-                                                                                                C, M, N, K);
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES, SKINNY_WAIT>(
+        &tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }
 
@@ -889,10 +961,58 @@ extern "C" __global__ void hopper_skinny_f32c(const __grid_constant__ TensorMap 
     int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES>(&tmA, &tmB, &tmC,
-                                                                                                 C, M, N, K);
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_WAIT>(
+        &tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }
+
+// A probe, not a rung (issue 25, tools/probes/wgmma_rate.py): how many clocks one K-tile of wgmma takes in one
+// SM, by the instruction's width N (64, 128, 256) and by how many warpgroups issue at once. Each warpgroup of the
+// block (blockDim.x = 128 x warpgroups) runs `iters` K-tiles of four m64nNk16 k-steps on the same 64 x 64 tile of
+// A and 64 x N of B in shared memory (zeros), each K-tile a commit group, then waits as the rungs' consumers do
+// (`depth` = 1: one group left in flight) or drains (`depth` = 0). Thread 0 of warpgroup w writes the loop's
+// clocks to out[blockIdx.x * warpgroups + w]. No TMA and no barrier between warpgroups: the Tensor Cores and the
+// shared-memory reads they make, alone.
+#define RATE_SMEM (8192 + 4 * B_BOX_BYTES + SMEM_SLACK)     // A, up to 4 boxes of B, room to align
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+template <int NACC>
+__device__ __forceinline__ void wgmma_rate(long long* out, int iters, int depth)
+{
+    unsigned char* a = smem_base();                        // 64 rows x 64 k (8 KB, 128-byte swizzle)
+    unsigned char* b = a + 8192;                           // N / 64 boxes of 64 k x 64 columns
+    uint4* z = reinterpret_cast<uint4*>(a);
+    for (int i = threadIdx.x; i < (8192 + NACC / 32 * B_BOX_BYTES) / 16; i += blockDim.x) z[i] = make_uint4(0, 0, 0, 0);
+    fence_proxy_async();                                   // the zeros, visible to wgmma's reads
+    __syncthreads();
+    float d[NACC];
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) d[i] = 0.0f;
+    const long long t0 = clock64();
+    for (int it = 0; it < iters; ++it) {
+        wgmma_fence();
+        mma_ktile(d, a, b);
+        wgmma_commit();
+        if (depth) wgmma_wait<1>(); else wgmma_wait<0>();
+    }
+    wgmma_wait<0>();
+    const long long t1 = clock64();
+    float keep = 0.0f;                                     // use d, so no wgmma is optimised away
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) keep += d[i];
+    if (threadIdx.x % 128 == 0) out[blockIdx.x * (blockDim.x / 128) + threadIdx.x / 128] = t1 - t0 + (keep != 0.0f);
+}
+#endif
+#define RATE_KERNEL(NAME, NACC)                                                                                    \
+    extern "C" __global__ void __launch_bounds__(384, 1) NAME(long long* out, int iters, int depth);               \
+    extern "C" __global__ void NAME(long long* out, int iters, int depth) { RATE_BODY(NACC) }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define RATE_BODY(NACC) wgmma_rate<NACC>(out, iters, depth);
+#else
+#define RATE_BODY(NACC)
+#endif
+RATE_KERNEL(hopper_wgmma_rate_n64, 32)
+RATE_KERNEL(hopper_wgmma_rate_n128, 64)
+RATE_KERNEL(hopper_wgmma_rate_n256, 128)
 
 // A probe, not a rung: does a plain launch (cuLaunchKernel, what CuPy does) form the clusters that
 // __cluster_dims__ asks for? Block b writes (cluster size << 16) | (its rank << 8) | cluster id % 256.

@@ -329,7 +329,8 @@ def test_rung_17_is_the_skinny_tile():
     # its tile and ring, as the file builds them
     body = helpers.display.kernel_source("hopper_sm90a.cu", r.name)
     args = [a.strip() for a in re.search(r"ws_gemm<([^>]*)>", body).group(1).split(",")]
-    assert args[-3:] == ["64", "128", "SKINNY_STAGES"] and args[2] == "SKINNY_CLUSTER"
+    assert args[-4:] == ["64", "128", "SKINNY_STAGES", "SKINNY_WAIT"] and args[2] == "SKINNY_CLUSTER"
+    assert _hdefine("SKINNY_WAIT") == 0          # the WAIT_HINT knob's default: the rung as recorded
     st = _hdefine("SKINNY_STAGES")
     assert (st, _hdefine("SKINNY_CLUSTER")) == (K.SKINNY_STAGES, 2) == (8, 2)
     assert K.SKINNY_STAGE == (64 * 64 + 64 * 128) * 2

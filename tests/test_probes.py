@@ -16,7 +16,8 @@ def test_there_are_probes():
                                         "reject_wrong_fp16c.py", "rung16.py",
                                         "tail_split_sweep.py", "row_alignment.py",
                                         "fp8_block_scaled.py", "cublas_kernels.py", "reject_wrong_block_scaled.py",
-                                        "rung17.py", "fp8_stages.py", "flush_method.py"}
+                                        "rung17.py", "fp8_stages.py", "flush_method.py", "wgmma_rate.py",
+                                        "wait_hint.py"}
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.stem)
@@ -32,3 +33,7 @@ def test_the_record_names_the_probe_it_came_from():
     assert "tools/probes/fp8_pingpong.py" in rec["experiments"]["fp8"]["speed_pingpong"]["note"]
     assert "tools/probes/sanitize_new_kernels.py" in (ROOT / "results" / "logs" /
                                                       "sanitize-new-kernels-nvidia-h200.log").read_text()
+    pa = rec["experiments"]["pipeline_apart"]
+    assert all("tools/probes/wgmma_rate.py" in pa["commands"][k] or pa["commands"][k].startswith("... --set")
+               for k in ("rates", "apart", "depth", "wait", "hold"))
+    assert "tools/probes/wait_hint.py" in pa["commands"]["wait_hint"]

@@ -406,7 +406,7 @@ def test_the_sweep_covers_every_value_of_every_knob_once():
         assert v[0] == (None, None) and len(v) == len(set(v))
         defaults = tryout._resolve(ALL_RUNGS[r], {})
         assert len(v) == 1 + sum(len(k.allowed(defaults)) - 1 for k in table.values())
-    assert len([x for r in tryout.KNOBS for x in KX.variants(r)]) == 38 + 41 + 10 + 8 + 5 + 7 + 7   # 2-6, 8-13, 14-18
+    assert len([x for r in tryout.KNOBS for x in KX.variants(r)]) == 38 + 41 + 10 + 8 + 5 + 9 + 9   # 2-6, 8-13, 14-18 (17, 18: + WAIT_HINT 1, 2)
     rows = _synthetic_rows()
     assert [x["value"] for x in KX.sweep_of(rows, 5, "STAGES")] == [2, 3, 4]
 

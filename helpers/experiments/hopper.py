@@ -731,6 +731,81 @@ def flush_rows(fm: dict) -> list[dict]:
     return list(out.values())
 
 
+# --------------------------------------------------------------------------- rung 17 taken apart (experiment pipeline_apart)
+# What each probe switch of tools/probes/wgmma_rate.py leaves of rung 17 (kernels/hopper_sm90a.cu, PIPE_PROBE bits)
+PIPE_PARTS = {1: "loads and barriers, no MMA", 2: "MMAs and barriers, no bytes", 6: "MMAs, no bytes, no waits for full",
+              10: "MMAs alone (no ring)", 11: "no ring, no MMA (launch, empty loop, epilogue)"}
+SWITCHES = {"RELEASE_PER_WG": "one release per warpgroup", "MMA_DEPTH": "wgmma groups in flight",
+            "FULL_PEEK": "next stage's wait first", "PRODUCER_WARP": "producer's whole warp",
+            "MBAR_WAIT": "wait hint", "SKINNY_STAGES": "stages", "SKINNY_CLUSTER": "cluster"}
+
+
+def rate_rows(pa: dict) -> list[dict]:
+    """experiments.pipeline_apart.rates: clocks per K-tile (four m64nNk16 k-steps) in one SM for each width N and
+    number of warpgroups issuing, and the share of the peak (4096 FLOP per clock per SM) they reach."""
+    return [{"n": r["n"], "warpgroups": r["warpgroups"], "in_flight": "1 group" if r["depth"] else "drained",
+             "clk": r["clk_per_ktile"], "ideal": r["warpgroups"] * 2 * 64 * r["n"] * 64 / 4096,
+             "share": r["share_of_4096"]} for r in pa["rates"]]
+
+
+def _switch_text(what: str) -> str:
+    """'rung 17 PIPE_PROBE=2 MBAR_WAIT=1' -> 'MMAs and barriers, no bytes; wait hint 1'."""
+    if what.startswith("cuBLAS"):
+        return what
+    parts = []
+    for kv in what.replace("rung 17", "").replace("as recorded", "").split():
+        k, v = kv.split("=")
+        parts.append(PIPE_PARTS.get(int(v), f"PIPE_PROBE={v}") if k == "PIPE_PROBE" else f"{SWITCHES.get(k, k)} {v}")
+    return "; ".join(parts) or "rung 17 as recorded"
+
+
+def apart_rows(pa: dict, which: str, shape=(128, 8192, 8192)) -> list[dict]:
+    """One set of experiments.pipeline_apart.pipes at `shape`: each variant's median time (us), its time against
+    the same set's first row (rung 17 as recorded, or with the hint) and against cuBLAS (FP16 C, same run), its SM
+    clocks and whether it was checked (None: a probe variant, wrong by design)."""
+    rows = [r for r in pa["pipes"][which] if tuple(r["shape"]) == tuple(shape)]
+    cub = next(r for r in rows if r["what"].startswith("cuBLAS"))
+    base = rows[0]
+    return [{"what": _switch_text(r["what"]), "us": r["us"], "vs_first": base["us"] / r["us"],
+             "cublas_over": cub["us"] / r["us"], "passed": r["passed"], "mhz": _mhz_span(r["sm_mhz"])} for r in rows]
+
+
+def _mhz_span(v) -> str:
+    v = [x for x in v if x]
+    return "" if not v else str(v[0]) if min(v) == max(v) else f"{min(v)}-{max(v)}"
+
+
+def hint_rows(pa: dict) -> list[dict]:
+    """experiments.pipeline_apart.wait_hint: per kernel and shape, its TFLOP/s with the wait hint off and on, on over
+    off, whether both were correct, the SM clocks of all six timings, and the baseline it is compared with (cuBLAS
+    writing the same C, cuBLASLt with the accumulation it matches) as timed in the same rounds, with hint-on over it."""
+    runs = [r for r in pa["wait_hint"] if "median_ms" in r]
+    checks = {(r.get("rung", r.get("kernel")), r["mbar_wait"], tuple(r["shape"])): r["passed"]
+              for r in pa["wait_hint"] if "passed" in r}
+    base = {(r["what"], tuple(r["shape"])): r["tflops"] for r in runs if r["mbar_wait"] is None}
+    out = {}
+    for r in runs:
+        if r["mbar_wait"] is None:
+            continue
+        shape, name = tuple(r["shape"]), r["what"]
+        kid = int(name.split()[1]) if name.startswith("rung ") else name
+        row = out.setdefault((name, shape), {"kernel": name, "shape": "x".join(map(str, shape)), "mhz": [],
+                                             "passed": True})
+        row["mhz"] += [m for m in r["sm_mhz"] if m]
+        row["off" if r["mbar_wait"] == 0 else "on"] = r["tflops"]
+        row["passed"] &= bool(checks.get((kid, r["mbar_wait"], shape)))
+        if isinstance(kid, int):
+            row["ref"] = "cuBLAS " + ("float32" if rung_entry(kid).out_dtype == "float32" else "float16") + " C"
+        else:
+            row["ref"] = "cuBLASLt FP8 " + ("fast" if kid == "fp8_wgmma" else "default")
+    for row in out.values():
+        row["gain"] = row["on"] / row["off"]
+        row["mhz"] = _mhz_span(row["mhz"])
+        row["ref_tflops"] = base.get((row["ref"], tuple(int(x) for x in row["shape"].split("x"))))
+        row["on_vs_ref"] = row["on"] / row["ref_tflops"] if row["ref_tflops"] else None
+    return list(out.values())
+
+
 # --------------------------------------------------------------------------- device probes (tools/probes/)
 def probe_rung(k: int, timed, odd, timeout: int = 300) -> tuple[list[dict] | dict, bool]:
     """GPU: rung_rows of rung k in a child process (as the experiment runs it), with one summary line per row

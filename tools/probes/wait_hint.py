@@ -1,0 +1,128 @@
+"""A device probe (issues 25 and 26): does a wait that sleeps until its barrier's phase completes speed up every
+Hopper rung? tools/probes/wgmma_rate.py found rung 17 faster with MBAR_WAIT=1 (kernels/hopper_primitives.cuh:
+mbarrier.try_wait with a suspend-time hint) than with the hint left to the hardware (MBAR_WAIT=0): 47.7 against
+50.7 us at 128 x 8192 x 8192. Here rungs 13-18 at the shapes each is best at, and the FP8 kernels at 4096^3, are
+compiled both ways (rungs 17-18 have their own macro since, SKINNY_WAIT: both are set), each checked (float64 and the CPU model, on the GPU) and timed in alternating rounds beside
+cuBLAS writing the same C (cuBLASLt for FP8, default and fast accumulation), with the SM clock of every timing.
+
+    python3 tools/probes/wait_hint.py OUT.json           (a Hopper GPU, COURSE_DEVICE=gpu)"""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAN = [((4096, 4096, 4096), (13, 14, 15)), ((5000, 5000, 5000), (16,)), ((128, 8192, 8192), (17, 18))]
+FP8 = ("fp8_wgmma", "fp8_promote_128")
+HINTS = (0, 1)
+ROUNDS = 3
+
+
+def hopper_rows(shape, rungs) -> list[dict]:
+    """GPU, in a child: each rung of `rungs` with MBAR_WAIT 0 and 1 at `shape`, checked, then timed in alternating
+    rounds with cuBLAS (FP16 C and FP32 C)."""
+    import cupy
+    import numpy as np
+
+    from helpers.cublas import same_c
+    from helpers.experiments.ladder import _inputs
+    from helpers.kernels import rung_entry
+    from helpers.launch import launcher
+    from helpers.numerics import reference_gemm
+    from helpers.timing import benchmark, gemm_flops
+
+    M, N, K = shape
+    A, B = _inputs(0, M, N, K)
+    ref = reference_gemm(A, B)
+    timed, rows = {}, []
+    for r in rungs:
+        for h in HINTS:
+            run, C, _ = launcher(rung_entry(r), A, B, options=(f"-DMBAR_WAIT={h}", f"-DSKINNY_WAIT={h}"))
+            C.fill(cupy.nan)
+            run()
+            chk = rung_entry(r).check(C[:M, :N], A, B, reference=ref, backend="GPU")
+            rows.append({"rung": r, "mbar_wait": h, "shape": list(shape), "passed": bool(chk.passed), "model": chk.model})
+            timed[(f"rung {r}", h)] = run
+    for c in ("float16", "float32"):
+        Cc, cub = cupy.empty((M, N), dtype=c), same_c(c)
+        timed[(f"cuBLAS {c} C", None)] = (lambda cub=cub, Cc=Cc: cub.run(A, B, Cc))
+    return rows + _time(timed, gemm_flops(M, N, K), shape, benchmark, np)
+
+
+def _time(timed, fl, shape, benchmark, np) -> list[dict]:
+    ms = {key: [] for key in timed}
+    mhz = {key: [] for key in timed}
+    for _ in range(ROUNDS):
+        for key, fn in timed.items():
+            t = benchmark(fn, flops=fl)
+            ms[key].append(t.median_ms)
+            mhz[key].append((t.clocks or {}).get("sm_mhz"))
+    out = []
+    for (what, h), v in ms.items():
+        med = float(np.median(v))
+        out.append({"what": what, "mbar_wait": h, "shape": list(shape), "median_ms": med, "tflops": fl / med / 1e9,
+                    "round_ms": v, "sm_mhz": mhz[what, h]})
+    return out
+
+
+def fp8_rows(n: int = 4096) -> list[dict]:
+    """GPU, in a child: the FP8 wgmma kernels with MBAR_WAIT 0 and 1 at n^3, checked, timed beside cuBLASLt."""
+    import cupy
+    import numpy as np
+
+    from helpers.experiments.fp8 import _torch_fp8, check_fp8, random_inputs
+    from helpers.fp8_gemm import encode_e4m3, launcher
+    from helpers.timing import benchmark, gemm_flops
+
+    A, B = random_inputs(n, n, n, "normal", n)
+    A8, Bt8 = cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy()))
+    gA, gB = cupy.asarray(A), cupy.asarray(B)
+    timed, rows = {}, []
+    for fast in (False, True):
+        t, err = _torch_fp8(A8, Bt8, fast)
+        if t is not None:
+            timed[("cuBLASLt FP8 " + ("fast" if fast else "default"), None)] = t[0]
+        else:
+            rows.append({"what": "cuBLASLt FP8", "error": str(err)})
+    for k in FP8:
+        for h in HINTS:
+            run, C = launcher(k, A8, Bt8, options=(f"-DMBAR_WAIT={h}",))
+            run()
+            chk = check_fp8(k, C, gA, gB, backend="GPU")
+            rows.append({"kernel": k, "mbar_wait": h, "shape": [n] * 3, "passed": bool(chk.passed)})
+            timed[(k, h)] = run
+    del gA, gB
+    return rows + _time(timed, gemm_flops(n, n, n), (n, n, n), benchmark, np)
+
+
+def main(argv) -> int:
+    sys.path.insert(0, str(ROOT))
+    from helpers.device import hopper_missing
+
+    why = hopper_missing()
+    if why:
+        print(why, file=sys.stderr)
+        return 2
+    from helpers.isolate import run_isolated
+
+    out, failed = [], False
+    steps = [("tools.probes.wait_hint:hopper_rows", (list(s), list(r))) for s, r in PLAN]
+    steps.append(("tools.probes.wait_hint:fp8_rows", ()))
+    for fn, args in steps:
+        rows = run_isolated(fn, *args, timeout=300)
+        if isinstance(rows, dict):
+            print(fn, args, rows, file=sys.stderr)
+            out.append({"step": fn, "args": args, **rows})
+            failed = True
+            continue
+        for r in rows:
+            print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}, file=sys.stderr, flush=True)
+            failed |= r.get("passed") is False
+        out += rows
+    Path(argv[0]).write_text(json.dumps(out, indent=1))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    sys.exit(main(sys.argv[1:]))
