@@ -782,6 +782,8 @@ def recorded_sweep(spec: GemmKernel, given: dict | None = None):
     rows = [r for r in data if r.get("rung") == spec.rung and r.get("kernel") == spec.name]
     if given:
         rows = [r for r in rows if r.get("knob") is None or r.get("knob") in given]
+        if rows and not any(r.get("knob") in given for r in rows):    # the rung as recorded alone shows nothing
+            return None, f"{rec.path.name} has no rows of {', '.join(given)} for it"
     if not rows:
         return None, f"{rec.path.name} has no rows for it"
     return rows, rec.label

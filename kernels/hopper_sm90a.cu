@@ -87,31 +87,9 @@ static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the s
 // steps of 8 (setmaxnreg's unit). 40 -> 232.
 #define CONSUMER_REGS ((168 * 3 - PRODUCER_REGS) / 2 / 8 * 8)
 
-// Probe switches, not knobs (tools/probes/wgmma_rate.py; PIPE_PROBE's results are wrong by design). PIPE_PROBE is
-// a sum of: 1 no MMA (the loads and the barriers alone: how fast the ring moves the bytes); 2 no loads (the producer
-// arrives on each stage with no bytes); 4 the consumers do not wait for a stage to be full; 8 no ring at all (no
-// producer, no waits, no releases: the MMAs and the epilogue alone). RELEASE_PER_WG = 1: a consumer warpgroup frees
-// a stage with one arrive per CTA of the cluster (warp w's lane 0 on CTA w), not one per warp per CTA.
-#ifndef PIPE_PROBE
-#define PIPE_PROBE 0
-#endif
-#ifndef RELEASE_PER_WG
-#define RELEASE_PER_WG 0
-#endif
-// MMA_DEPTH = 2: a consumer keeps two wgmma groups in flight (wait_group 2) and frees the stage of the K-tile before
-// the previous one; 0: it waits for each K-tile's group (wait_group 0) and frees that stage at once. FULL_PEEK = 1: a consumer waits for the next stage to be full before it waits for its previous
-// group, so that wait overlaps the Tensor Cores' work.
-// PRODUCER_WARP = 1: the producer's whole warp runs its loop (every lane waits, lane 0 issues), so no lane of that
-// warp sits at the final cluster barrier while lane 0 works.
-#ifndef PRODUCER_WARP
-#define PRODUCER_WARP 0
-#endif
-#ifndef MMA_DEPTH
-#define MMA_DEPTH 1
-#endif
-#ifndef FULL_PEEK
-#define FULL_PEEK 0
-#endif
+// tools/probes/wgmma_rate.py took rung 17 apart with probe switches in ws_gemm (PIPE_PROBE: no MMA, no loads, no
+// waits, no ring; RELEASE_PER_WG, MMA_DEPTH, FULL_PEEK, PRODUCER_WARP: other rings, none faster). They computed
+// wrong results by design and are in commit 8ec4c42 only (lesson 6, Appendix D, shows what they measured).
 
 // Knobs: compile-time values to change without editing the code (helpers.try_kernel(like, KNOB=value)
 // compiles this file with -DKNOB=value; helpers.tryout.KNOBS lists the values each rung allows and what
@@ -310,7 +288,7 @@ __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], u64 desc_a, u64 
         : D8(0), D8(8), D8(16), D8(24)
         : "l"(desc_a), "l"(desc_b), "n"(TRANS_B));
 }
-// Rung 19 (and the wgmma-rate probe): 128 columns wide: D (64 x 128, FP32, 64 registers per thread) += A B.
+// The wgmma-rate probe: 128 columns wide: D (64 x 128, FP32, 64 registers per thread) += A B.
 template <int TRANS_B>
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64 desc_b)
 {
@@ -527,7 +505,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);                            // the producer's arrive (+ TMA's bytes)
-            mbar_init(&empty[s], (RELEASE_PER_WG ? 2 : 8) * CLUSTER);   // one arrive per consumer warp, of every CTA
+            mbar_init(&empty[s], 8 * CLUSTER);                 // one arrive per consumer warp, of every CTA
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -541,8 +519,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     if (wg == 0) {
         // ------------------------------------------------------------ producer warpgroup
         regs_dec<PRODUCER_REGS>();                             // it needs few registers: give them away
-        if ((PRODUCER_WARP ? threadIdx.x < 32 : threadIdx.x == 0) && !(PIPE_PROBE & 8)) {
-            const bool issuer = threadIdx.x == 0;              // (PRODUCER_WARP: the whole warp waits, lane 0 issues)
+        if (threadIdx.x == 0) {
             int s = 0;
             u32 phase = 0;
             for (int t = first; t < units; t += step) {
@@ -557,24 +534,20 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 const u32 bytes = (a_in ? A_BYTES : 0) + nb * B_BOX_BYTES;
                 for (int kt = k0; kt < k1; ++kt) {
                     mbar_wait<WAIT>(&empty[s], phase ^ 1);     // every consumer (of every CTA) freed stage s
-                    if (issuer && (PIPE_PROBE & 2)) {          // (a probe: the stage "arrives" with no bytes)
-                        mbar_expect_tx(&full[s], 0);
-                    } else if (issuer) {
-                        mbar_expect_tx(&full[s], bytes);       // A, and all of B (rungs 12-13: half from the peer)
-                        if (a_in) tma_load(sA + s * A_BYTES, tmA, &full[s], kt * HBK, tm * BM);
-                        unsigned char* b = sB + s * B_BYTES;
-                        if (CLUSTER == 1) {
+                    mbar_expect_tx(&full[s], bytes);           // A, and all of B (rungs 12-13: half from the peer)
+                    if (a_in) tma_load(sA + s * A_BYTES, tmA, &full[s], kt * HBK, tm * BM);
+                    unsigned char* b = sB + s * B_BYTES;
+                    if (CLUSTER == 1) {
 #pragma unroll
-                            for (int c = 0; c < BN / BOX_N; ++c)
-                                if (c < nb) tma_load(b + c * B_BOX_BYTES, tmB, &full[s], tn * BN + c * BOX_N, kt * HBK);
-                        } else {                               // my share of the boxes, to every CTA
-                            constexpr int per = BN / BOX_N / CLUSTER;
+                        for (int c = 0; c < BN / BOX_N; ++c)
+                            if (c < nb) tma_load(b + c * B_BOX_BYTES, tmB, &full[s], tn * BN + c * BOX_N, kt * HBK);
+                    } else {                                   // my share of the boxes, to every CTA
+                        constexpr int per = BN / BOX_N / CLUSTER;
 #pragma unroll
-                            for (int c = (int)rank * per; c < ((int)rank + 1) * per; ++c)
-                                if (c < nb)
-                                    tma_load_multicast(b + c * B_BOX_BYTES, tmB, &full[s], tn * BN + c * BOX_N,
-                                                       kt * HBK, (unsigned short)((1u << CLUSTER) - 1));
-                        }
+                        for (int c = (int)rank * per; c < ((int)rank + 1) * per; ++c)
+                            if (c < nb)
+                                tma_load_multicast(b + c * B_BOX_BYTES, tmB, &full[s], tn * BN + c * BOX_N,
+                                                   kt * HBK, (unsigned short)((1u << CLUSTER) - 1));
                     }
                     if (++s == STAGES) { s = 0; phase ^= 1; }
                 }
@@ -590,13 +563,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         u32 phase = 0;
         float d[NACC];
         auto release = [&](int stage) {                        // this warp is done reading `stage`
-            if (RELEASE_PER_WG) {
-                const int w = (threadIdx.x % 128) / 32;
-                if (lane == 0 && w < CLUSTER) {
-                    if (CLUSTER == 1) mbar_arrive(&empty[stage]);
-                    else mbar_arrive_cluster(&empty[stage], (u32)w);
-                }
-            } else if (lane == 0) {
+            if (lane == 0) {
                 if (CLUSTER == 1) {
                     mbar_arrive(&empty[stage]);
                 } else {
@@ -613,36 +580,22 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
             const int k0 = part * kper, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
 #pragma unroll
             for (int i = 0; i < NACC; ++i) d[i] = 0.0f;
-            int prev = -1;                                     // stages still read by the groups in flight
-            int prev2 = -1;
-            constexpr bool WAITS = !(PIPE_PROBE & 12);
-            if (FULL_PEEK && WAITS && k0 < k1) mbar_wait<WAIT>(&full[s], phase);
+            int prev = -1;
             for (int kt = k0; kt < k1; ++kt) {
-                if (!FULL_PEEK && WAITS) mbar_wait<WAIT>(&full[s], phase);   // TMA has delivered this stage
+                mbar_wait<WAIT>(&full[s], phase);              // TMA has delivered this stage
                 wgmma_fence();
                 // the slice's rows of A (r0 x 128 bytes, spelt out: rungs 8-16 then compile as before) and its
                 // columns of B (rung 17: consumer cw's box)
-                if (!(PIPE_PROBE & 1))                         // (a probe: the loads without the MMAs)
-                    mma_ktile(d, sA + s * A_BYTES + (BM == 128 ? cw * 64 * 128 : 0),
-                              sB + s * B_BYTES + c0 / BOX_N * B_BOX_BYTES);
+                mma_ktile(d, sA + s * A_BYTES + (BM == 128 ? cw * 64 * 128 : 0),
+                          sB + s * B_BYTES + c0 / BOX_N * B_BOX_BYTES);
                 wgmma_commit();
-                int sn = s + 1;
-                u32 pn = phase;
-                if (sn == STAGES) { sn = 0; pn ^= 1; }
-                if (FULL_PEEK && WAITS && kt + 1 < k1) mbar_wait<WAIT>(&full[sn], pn);   // (a probe: the next stage's wait first)
-                wgmma_wait<MMA_DEPTH>();                       // the previous K-tile's group is done ...
-                const int done = MMA_DEPTH == 0 ? s : MMA_DEPTH == 1 ? prev : prev2;
-                if (done >= 0 && !(PIPE_PROBE & 8)) release(done);   // ... so its stage can be refilled
-                prev2 = prev;
+                wgmma_wait<1>();                               // the previous K-tile's group is done ...
+                if (prev >= 0) release(prev);                  // ... so its stage can be refilled
                 prev = s;
-                s = sn;
-                phase = pn;
+                if (++s == STAGES) { s = 0; phase ^= 1; }
             }
             wgmma_wait<0>();
-            if (!(PIPE_PROBE & 8)) {                           // (a part can be empty only under split-K)
-                if (MMA_DEPTH == 2 && prev2 >= 0) release(prev2);
-                if (MMA_DEPTH > 0 && prev >= 0) release(prev);
-            }
+            if (!SPLIT_K || prev >= 0) release(prev);          // (a part can be empty only under split-K)
             if (SPLIT_K && nparts > 1 && (!TAIL || tm * BM < M)) {   // (rung 16: a cluster's tile below M: nothing)
                 // rung 15: every part stores its FP32 sums in its own slot of `partial`, in the accumulator's
                 // layout (register i of thread x at [i][x]: each warp's 32 floats are one 128-byte line, so

@@ -628,3 +628,71 @@ def test_claims_of_the_cublas_at_128_rows_slide():
             assert abs(c["dram_mb"] / r["dram_mb"] - 1) < 0.01 and abs(c["l2_msectors"] / r["l2_msectors"] - 1) < 0.10
             assert 0.70 <= c["us"] / r["us"] <= 0.80 and c["dram_pct"] > r["dram_pct"] + 10
     assert {c["top_stall"] for c in cubs} == {"long_scoreboard"} and {r["top_stall"] for r in rungs} == {"barrier"}
+
+
+def _apart():
+    return _rec()["pipeline_apart"]
+
+
+def test_claims_of_taking_rung_17_apart():
+    """Appendix D, 'Taking rung 17 apart', 'The pipeline cut in two', 'How a thread waits', 'Tried, and no faster':
+    each number in the prose, from experiments.pipeline_apart (tools/probes/wgmma_rate.py, wait_hint.py)."""
+    pa = _apart()
+    assert "tools/probes/wgmma_rate.py" in pa["commands"]["apart"] and "wait_hint.py" in pa["commands"]["wait_hint"]
+    # the Tensor Cores alone: every width and warpgroup count at the peak with a group in flight; only one
+    # warpgroup that drains loses time
+    rates = H.rate_rows(pa)
+    assert {(r["n"], r["warpgroups"]) for r in rates if r["in_flight"] == "1 group"} == \
+        {(n, w) for n in (64, 128, 256) for w in (1, 2, 3)}
+    assert all(r["share"] > 0.99 for r in rates if r["in_flight"] == "1 group")
+    slow = [r for r in rates if r["share"] < 0.99]
+    assert len(slow) == 1 and slow[0]["in_flight"] == "drained" and slow[0]["warpgroups"] == 1
+    assert all(r["share"] > 0.99 for r in rates if r["in_flight"] == "drained" and r["warpgroups"] > 1)
+    # the pipeline cut in two (one run), and the empty kernel (another run)
+    cut = {r["what"]: r for r in H.apart_rows(pa, "apart")}
+    whole, loads, mmas = cut["rung 17 as recorded"], cut["loads and barriers, no MMA"], cut["MMAs and barriers, no bytes"]
+    assert whole["passed"] is True and loads["passed"] is None and mmas["passed"] is None
+    assert loads["cublas_over"] > 0.95                                  # about cuBLAS's time
+    assert 1.05 < mmas["us"] / cut["cuBLAS FP16 C"]["us"] < 1.15         # a tenth longer
+    assert 9 <= whole["us"] - max(loads["us"], mmas["us"]) < 11          # about 10 us more than its slower part
+    assert 8.5 < mmas["us"] - cut["MMAs, no bytes, no waits for full"]["us"] < 9.5   # skip the wait: 9 us go
+    empty = {r["what"]: r for r in H.apart_rows(pa, "depth")}["no ring, no MMA (launch, empty loop, epilogue)"]
+    assert 7.5 < empty["us"] < 8.5
+    assert all(r["mhz"] == "1980" for w in ("apart", "depth", "wait", "hold") for r in H.apart_rows(pa, w))
+    # the wait hint: rungs 17 and 18 gain 5%, every other kernel 0.97 to 1.01; all correct both ways
+    hint = {r["kernel"]: r for r in H.hint_rows(pa)}
+    assert all(r["passed"] for r in hint.values()) and len(hint) == 8
+    for k in ("rung 17", "rung 18"):
+        assert 1.045 < hint[k]["gain"] < 1.06 and hint[k]["shape"] == "128x8192x8192"
+    assert hint["rung 18"]["ref"] == "cuBLAS float32 C" and hint["rung 17"]["ref"] == "cuBLAS float16 C"
+    others = [r for k, r in hint.items() if k not in ("rung 17", "rung 18")]
+    assert len(others) == 6 and all(0.965 <= r["gain"] <= 1.01 for r in others)
+    assert round(hint["rung 17"]["on_vs_ref"], 2) == 0.79
+    # tried, and no faster: 6, 7, 8 stages within 2%; draining gains under 1%
+    hold = {r["what"]: r for r in H.apart_rows(pa, "hold")}
+    st = [hold["wait hint 1; stages 6"]["us"], hold["wait hint 1; stages 7"]["us"], hold["wait hint 1"]["us"]]
+    assert max(st) / min(st) < 1.02 and all(r["passed"] for r in hold.values() if r["passed"] is not None)
+    assert 1.0 < hold["wait hint 1; wgmma groups in flight 0"]["vs_first"] < 1.01
+    assert round(hold["wait hint 1; loads and barriers, no MMA"]["us"]) == 39 and round(hold["wait hint 1"]["us"]) == 47
+    wait = {r["what"]: r for r in H.apart_rows(pa, "wait")}
+    assert round(wait["wait hint 1; MMAs and barriers, no bytes"]["us"]) == 38
+    assert hold["wait hint 1; loads and barriers, no MMA"]["cublas_over"] > 0.95
+    assert wait["wait hint 1; MMAs and barriers, no bytes"]["cublas_over"] > 0.95
+
+
+def test_the_wait_hint_knob_builds_what_the_probe_timed():
+    """WAIT_HINT (rungs 17-18) compiles the skinny kernels with SKINNY_WAIT, the template argument of ws_gemm that
+    picks mbar_try's branch; the value the probe timed as MBAR_WAIT=1 is the try_wait with a suspend-time hint."""
+    from helpers import tryout
+
+    for r in (17, 18):
+        k = tryout.KNOBS[r]["WAIT_HINT"]
+        assert (k.define, k.values, k.default) == ("SKINNY_WAIT", (0, 1, 2), 0)
+    prim = (ROOT / "kernels" / "hopper_primitives.cuh").read_text()
+    one = prim[prim.index("if constexpr (HOW == 1)"):prim.index("} else if constexpr (HOW == 2)")]
+    assert "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;" in one and "10000000u" in one
+    two = prim[prim.index("} else if constexpr (HOW == 2)"):prim.index("    } else {")]
+    assert "mbarrier.test_wait.parity" in two
+    src = (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
+    assert src.count("SKINNY_STAGES, SKINNY_WAIT>(") == 2 and src.count("mbar_wait<WAIT>(") == 2
+    assert "PIPE_PROBE" not in src.split("// Knobs: compile-time values")[1]     # the probe switches left the rungs

@@ -252,6 +252,10 @@ def test_without_a_gpu_the_recorded_sweep_of_that_knob(capsys, monkeypatch, tmp_
     r2 = helpers.try_kernel(5, source=tryout.source_of(5))
     assert "an edited source runs only on a GPU: showing the knob sweep of ladder_cp_async" in r2.message
     assert len(r2.recorded) == 4
+    # a knob the sweep has no rows of: said so, not the rung as recorded alone
+    r3 = helpers.try_kernel(5, WAIT_GROUP=0)
+    assert r3.recorded == [] and "no recording of the sweep of WAIT_GROUP of ladder_cp_async exists yet" in r3.message
+    assert "has no rows of WAIT_GROUP for it" in r3.message and tryout.RECORD_FIX in r3.message
 
 
 def test_on_a_gpu_that_cannot_run_the_rung_one_line_before_any_gpu_work(capsys, monkeypatch, tmp_path, no_cupy):

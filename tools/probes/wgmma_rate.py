@@ -3,10 +3,12 @@
 1. The Tensor Cores alone (kernels/hopper_sm90a.cu, hopper_wgmma_rate_n64/n128/n256): clocks per K-tile (four
    m64nNk16 k-steps) in one SM, by the width N and by how many warpgroups issue at once, each with one group left in
    flight as the rungs' consumers keep it (and drained, for comparison). One block per SM, zeros in shared memory.
-2. Rung 17's pipeline taken apart (PIPE_PROBE, wrong results by design; kernels/hopper_sm90a.cu says what each bit
-   removes): the loads and barriers without the MMAs, the MMAs and barriers without the loads, without the consumers'
-   waits, without any ring; and RELEASE_PER_WG (a stage freed by one arrive per warpgroup and CTA), checked when it
-   computes; beside the rung itself and cuBLAS (FP16 C), timed in alternating rounds at 128 x 8192 x 8192 and 4096^3
+2. Rung 17's pipeline taken apart (PIPE_PROBE, wrong results by design; a sum of 1 no MMA, 2 no loads, 4 no waits
+   for full stages, 8 no ring): the loads and barriers without the MMAs, the MMAs and barriers without the loads,
+   without the consumers' waits, without any ring; and other changes to the ring (RELEASE_PER_WG, MMA_DEPTH,
+   FULL_PEEK, PRODUCER_WARP), checked when they compute. Those switches are in kernels/ of commit 8ec4c42 only
+   (this script refuses a set whose switches the files no longer read); MBAR_WAIT (kernels/hopper_primitives.cuh)
+   remains; beside the rung itself and cuBLAS (FP16 C), timed in alternating rounds at 128 x 8192 x 8192 and 4096^3
    with the course's harness (read flush, clocks).
 
     python3 tools/probes/wgmma_rate.py OUT.json [--pipes-only] [--set apart|depth|wait|hold]       (a Hopper GPU, COURSE_DEVICE=gpu)"""
@@ -80,6 +82,12 @@ def pipe_rows(which: str = "apart", rounds: int = 3) -> list[dict]:
     from helpers.numerics import reference_gemm
     from helpers.timing import benchmark, gemm_flops
 
+    src = "".join((ROOT / "kernels" / f).read_text() for f in ("hopper_sm90a.cu", "hopper_primitives.cuh"))
+    gone = sorted({k for defs in PIPES[which] for k in defs if f"#ifndef {k}\n" not in src})
+    if gone:   # a macro the file no longer reads would compile the rung unchanged: refuse, do not time it
+        raise SystemExit(f"set {which!r} uses {', '.join(gone)}, which kernels/ no longer has: those probe switches "
+                         f"exist only in commit 8ec4c42 (they kept the rungs' code hard to read); check that commit "
+                         f"out to run this set again")
     out = []
     for M, N, K in SHAPES[:1] if which == "hold" else SHAPES:      # (hold: the skinny shape only)
         A, B = _inputs(0, M, N, K)
