@@ -204,3 +204,18 @@ def test_skinny_knobs_pass_with_their_own_ring_and_cluster(k, knobs, cluster):
     assert r.outcome["dyn_smem"] == r.resources["smem_dynamic"] == skinny_smem(knobs.get("STAGES", 8))
     spec, settings, _ = tryout.validate_knobs(k, knobs)
     assert tryout.variant_entry(spec, settings).cluster == cluster
+
+
+@pytest.mark.parametrize("k", [17, 18])
+@pytest.mark.parametrize("hint", [1, 2])
+def test_skinny_wait_hint_variants_are_correct(k, hint):
+    """WAIT_HINT (SKINNY_WAIT: how a thread waits for a stage, kernels/hopper_primitives.cuh): each value compiles
+    the rung with that wait only, and the rung stays correct (the check at an odd size and at 4096^3), with the
+    launch settings of the rung as recorded."""
+    from helpers.kernels import skinny_smem
+
+    _runnable(k)
+    r = helpers.try_kernel(k, timing_size=4096, WAIT_HINT=hint)
+    assert r.passed and r.stage == "done", r.lines()
+    assert r.row["defines"] == f"-DSKINNY_WAIT={hint}"
+    assert r.outcome["dyn_smem"] == r.resources["smem_dynamic"] == skinny_smem(8)
