@@ -1,9 +1,10 @@
 """A device probe: the check of lesson 6's FP16-C rungs (14, 15) rejects wrong results at the largest sizes the
 course times them at, with the model on the GPU comparing every element: rung 14 at 8192^3, rung 15 at
-128 x 8192 x 8192 (K in 4 parts), rung 16 at 5000^3 (its last wave's 4 units in 9 parts). Wrong results: zeros,
-C x 1.003, another rung's C where it sums in another order (at 8192^3 rung 15 does not split K, and its C equals
-rung 14's), and helpers.check.local_mutations (one element one unit up, one element 1% off, a row copied, an
-edge tile).
+128 x 8192 x 8192 (K in 4 parts), rung 16 at 5000^3 (its last wave's 4 units in 9 parts); and the skinny rungs at
+8192^3: 17 (FP16 C) and 18 (FP32 C). Wrong results: zeros, C x 1.003, another rung's C where it sums in another
+order (at 8192^3 rung 15 does not split K, and its C equals rung 14's; rungs 17 and 18 sum as 14 and 13 do),
+for FP32 C the same C rounded to FP16 (the wrong format), and helpers.check.local_mutations (one element one unit
+up, one element 1% off, a row copied, an edge tile).
 
     python3 tools/probes/reject_wrong_fp16c.py OUT.json [RUNG ...]    (a Hopper GPU; each rung in a child process)"""
 import json
@@ -11,8 +12,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = [(14, (8192, 8192, 8192)), (15, (128, 8192, 8192)), (16, (5000, 5000, 5000))]
-OTHER = {14: 15, 15: 14, 16: 14}     # the rung whose C is the wrong result of another summation order
+CASES = [(14, (8192, 8192, 8192)), (15, (128, 8192, 8192)), (16, (5000, 5000, 5000)), (17, (8192, 8192, 8192)),
+         (18, (8192, 8192, 8192))]
+OTHER = {14: 15, 15: 14, 16: 14, 17: 14, 18: 13}     # the rung whose C is the wrong result of another summation order
 
 
 def one(k: int, shape) -> dict:
@@ -37,10 +39,13 @@ def one(k: int, shape) -> dict:
         Cs[spec.rung] = C
     good = Cs[k]
     out = {"rung": k, "shape": list(shape), "correct": bool(r.check(good, A, B, reference=ref, backend="GPU").passed)}
-    wrong = {"zeros": cupy.zeros_like(good), "x1.003": (good.astype(cupy.float32) * 1.003).astype(cupy.float16),
+    wrong = {"zeros": cupy.zeros_like(good), "x1.003": (good.astype(cupy.float32) * 1.003).astype(good.dtype),
              **local_mutations(good)}
+    if good.dtype == cupy.float32:
+        wrong["rounded to FP16"] = good.astype(cupy.float16).astype(cupy.float32)
     # the other rung's C is a wrong result only where it sums in another order (rung 15 splits K here)
-    same = bool(cupy.array_equal(good.view(cupy.uint16), Cs[other.rung].view(cupy.uint16)))
+    bits = cupy.uint16 if good.dtype == cupy.float16 else cupy.uint32
+    same = bool(good.shape == Cs[other.rung].shape and cupy.array_equal(good.view(bits), Cs[other.rung].view(bits)))
     out[f"rung {other.rung}'s C bit-identical"] = same
     if not same:
         wrong[f"rung {other.rung}'s C"] = Cs[other.rung]
