@@ -467,8 +467,17 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 # A rung is written, compiled and modelled here before its first GPU run; until that run has checked and timed it
 # (a probe in tools/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
 # and moves into the registry (and its macros into helpers.tryout.KNOBS) once a Hopper GPU has run it.
-# None waits now.
-PENDING: dict[int, GemmKernel] = {}
+# Rung 19 waits: written after tools/probes/wgmma_rate.py took rung 17 apart and Nsight Compute's SASS of cuBLAS's
+# kernel at M = 128 showed one consumer warpgroup per tile (tools/probes/ncu_source.py); predicted before it runs.
+PENDING: dict[int, GemmKernel] = {19: _hopper_rung(
+    19, "hopper_skinny_one", "one consumer warpgroup on the skinny tile (m64n128k16)", 1.10,
+    "cuBLAS's kernel at M = 128 has one warpgroup issue all of a stage's MMAs; rung 17's two consumers split the "
+    "tile's columns, so every stage waits for 8 warps of each CTA and each warp computes its descriptors for half "
+    "the work. One warpgroup of m64n128k16 kept the Tensor Cores at their peak in the rate probe; at M = 128, "
+    "N = K = 8192 (predicted x1.10 over rung 17: 0.81x cuBLAS) the loads alone already ran at cuBLAS's speed, so "
+    "what one consumer saves in releases and issue work is what the whole kernel gains; x1.0 at 4096^3",
+    threads=256, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128),
+    tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM)}
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 
 

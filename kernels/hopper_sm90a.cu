@@ -25,6 +25,8 @@
 //   rung 17  hopper_skinny           a 64 x 128 tile, 8 stages, no split: for skinny problems
 //                                    (M = 128)
 //   rung 18  hopper_skinny_f32c      rung 17 writing FP32 C (rung 13's epilogue)
+//   rung 19  hopper_skinny_one       rung 17 with one consumer warpgroup (m64n128k16) for the whole tile
+//                                    (pending its first GPU run)
 //
 // Rungs 9-18 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
@@ -288,7 +290,7 @@ __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], u64 desc_a, u64 
         : D8(0), D8(8), D8(16), D8(24)
         : "l"(desc_a), "l"(desc_b), "n"(TRANS_B));
 }
-// The wgmma-rate probe: 128 columns wide: D (64 x 128, FP32, 64 registers per thread) += A B.
+// Rung 19 and the wgmma-rate probe: 128 columns wide: D (64 x 128, FP32, 64 registers per thread) += A B.
 template <int TRANS_B>
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64 desc_b)
 {
@@ -442,7 +444,8 @@ __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 ran
 // whole (t is the unit of tiles, all of K); unit dp + u is part u / tail of tail unit dp + u % tail
 // (tail = the units left after dp), so each CTA runs its whole waves and then one part.
 template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE, bool HALF_C = false, bool SPLIT_K = false,
-          bool TAIL = false, int BM = HBM, int BN = HBN, int STAGES = HSTAGES, int WAIT = MBAR_WAIT>
+          bool TAIL = false, int BM = HBM, int BN = HBN, int STAGES = HSTAGES, int WAIT = MBAR_WAIT,
+          int CONSUMERS = 2>
 __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC,
                                         void* __restrict__ Cout, int M, int N, int K,
                                         float* __restrict__ partial = nullptr, int* __restrict__ flags = nullptr,
@@ -457,7 +460,8 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     // columns; with 64 rows they take columns 0 .. BN/2 - 1 and BN/2 .. BN - 1 of all 64 rows.
     static_assert((BM == HBM && BN == HBN) || (BM == 64 && BN == 128 && !SPLIT_K), "tiles 128 x 256, or 64 x 128");
     constexpr int A_BYTES = BM * HBK * 2, B_BYTES = HBK * BN * 2, ST_BYTES = A_BYTES + B_BYTES;
-    constexpr int SN = BM == 128 ? BN : BN / 2;                // columns of a consumer's slice
+    static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && BM == 64 && BN == 128), "one consumer: the skinny tile only");
+    constexpr int SN = BM == 128 ? BN : BN / CONSUMERS;        // columns of a consumer's slice (rung 19: all 128)
     constexpr int NACC = SN / 2;                               // its FP32 accumulators per thread (64 x SN / 128)
     static_assert((BN / BOX_N) % CLUSTER == 0, "each CTA of a cluster multicasts a whole number of B's boxes");
     static_assert(STAGES >= 2 && 2 * STAGES * 8 <= BAR_BYTES, "full[] + empty[] fit BAR_BYTES");
@@ -505,7 +509,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);                            // the producer's arrive (+ TMA's bytes)
-            mbar_init(&empty[s], 8 * CLUSTER);                 // one arrive per consumer warp, of every CTA
+            mbar_init(&empty[s], 4 * CONSUMERS * CLUSTER);     // one arrive per consumer warp, of every CTA
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -518,7 +522,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
 
     if (wg == 0) {
         // ------------------------------------------------------------ producer warpgroup
-        regs_dec<PRODUCER_REGS>();                             // it needs few registers: give them away
+        if constexpr (CONSUMERS == 2) regs_dec<PRODUCER_REGS>();   // it needs few registers: give them away
         if (threadIdx.x == 0) {
             int s = 0;
             u32 phase = 0;
@@ -555,7 +559,8 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         }
     } else {
         // ------------------------------------------------------------ consumer warpgroups
-        regs_inc<CONSUMER_REGS>();                             // the accumulators + addresses
+        if constexpr (CONSUMERS == 2) regs_inc<CONSUMER_REGS>();   // the accumulators + addresses (rung 19: 256
+                                                                   // threads, registers enough without setmaxnreg)
         const int cw = wg - 1;                                 // consumer 0 or 1: its slice of the tile
         const int r0 = BM == 128 ? cw * 64 : 0, c0 = BM == 128 ? 0 : cw * SN;   // its slice's origin
         const int lane = threadIdx.x % 32;
@@ -915,6 +920,30 @@ extern "C" __global__ void hopper_skinny_f32c(const __grid_constant__ TensorMap 
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_WAIT>(
+        &tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 19 -- one consumer warpgroup on the skinny tile.
+// Adds, over rung 17: the 64 x 128 tile is computed by ONE consumer warpgroup (wgmma m64n128k16, 64 accumulators
+// per thread) instead of two that split its columns; 256 threads (the producer warpgroup and the consumer), no
+// setmaxnreg. Each stage is freed by 4 warps of each CTA, not 8, once the one group that read it is done. This is
+// how cuBLAS's kernel at M = 128 runs (Nsight Compute's SASS of nvjet_sm90_hsh_128x64_64x8_1x2: one warpgroup
+// issues all 8 m64n64k16 of a stage; tools/probes/ncu_source.py), and the probe that took rung 17 apart
+// (tools/probes/wgmma_rate.py) found the Tensor Cores at their peak with one warpgroup of m64n128k16 and one group
+// in flight. Arithmetic: rung 17's (one FP32 accumulator per output walking K in order; FP16 C).
+// Predicted: x1.10 over rung 17 at M = 128, N = K = 8192 (about 0.81x cuBLAS: half the releases and of the issue
+// work per stage; the loads alone already ran at cuBLAS's speed); x1.0 at 4096^3.
+// Written before any GPU ran it (2026-12-02, session 10; helpers.kernels.PENDING until its first run).
+extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_one(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny_one(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES, SKINNY_WAIT, 1>(
         &tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }

@@ -1114,7 +1114,10 @@ helpers.display.table(H.apart_rows(pa, "hold"), ["what", "us", "vs_first", "cubl
 # Six, seven or eight stages now give the same time within 2%, so with the hint the ring is no longer short
 # of stages; a consumer that drains each K-tile (0 groups in flight) gains under 1%. With the hint the loads
 # alone take 39 µs and the MMAs with their barriers 38 (`--set wait`), each within 5% of cuBLAS; together
-# they take 47. Why is still open.
+# they take 47. Why is still open. One difference in structure shows in Nsight Compute's sampling of each
+# instruction (`tools/probes/ncu_source.py`): both kernels issue the same number of m64n64k16 `wgmma`, but
+# cuBLAS issues a stage's eight from one warpgroup, rung 17 four from each of two, and cuBLAS executes a
+# third of rung 17's instructions. A rung with one consumer warpgroup is written, and waits for a GPU.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Filling the waves with the tile

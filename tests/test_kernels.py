@@ -290,15 +290,15 @@ def test_hopper_file_compiles_for_sm90a_without_spills(tmp_path):
                 assert int(regs) <= 168, (name, regs)
 
 
-def test_rung_18_is_rung_17_writing_fp32_c_and_nothing_waits():
+def test_rung_18_is_rung_17_writing_fp32_c():
     """Rung 18 (hopper_skinny_f32c) left helpers.kernels.PENDING after its first GPU run: a rung of lesson 6's
-    registry, reached by rung_entry like the others; PENDING is empty, and rung_entry refuses a rung that exists in
-    neither. It is rung 17's kernel with HALF_C off: rung 13's FP32 epilogue, arithmetic and model."""
+    registry, reached by rung_entry like the others; rung_entry refuses a rung that exists in neither. It is rung
+    17's kernel with HALF_C off: rung 13's FP32 epilogue, arithmetic and model."""
     r = K.ALL_RUNGS[18]
-    assert K.PENDING == {} and K.KERNELS["hopper_skinny_f32c"] is r and K.HOPPER_RUNGS[18] is r
+    assert 18 not in K.PENDING and K.KERNELS["hopper_skinny_f32c"] is r and K.HOPPER_RUNGS[18] is r
     assert K.rung_entry(18) is r
     with pytest.raises(KeyError):
-        K.rung_entry(19)
+        K.rung_entry(20)
     c = _kernel_comment(r.name)
     c = c[c.index("// Rung "):]
     assert c.startswith("// Rung 18 -- ") and "Not yet run on a GPU" not in c
@@ -339,3 +339,29 @@ def test_rung_17_is_the_skinny_tile():
     assert r.block_tile == (64, 128) and r.tma_boxes == ((64, 64), (64, 64)) and r.cluster == (2, 1, 1)
     # rung 14's arithmetic: one FP32 accumulator per output walking K in order, FP16 C; the tile changes nothing
     assert r.emulate is K.ALL_RUNGS[14].emulate and r.out_dtype == "float16"
+
+
+def test_rung_19_waits_for_its_first_gpu_run():
+    """Rung 19 (hopper_skinny_one) is written and pending (helpers.kernels.PENDING): no lesson, experiment or record
+    shows it, the probes reach it through rung_entry. Its kernel is rung 17's template call with one consumer
+    warpgroup (the last template argument, 1) in 256 threads; its arithmetic and model are rung 17's; its comment
+    says what it adds, predicts its gain over rung 17 before any GPU ran it, and says it has not run yet."""
+    assert list(K.PENDING) == [19] and 19 not in K.ALL_RUNGS and "hopper_skinny_one" not in K.KERNELS
+    r, r17 = K.rung_entry(19), K.ALL_RUNGS[17]
+    assert r.name == "hopper_skinny_one" and r.block == (256, 1) and r.rung == 19 and r.lesson == 6
+    assert (r.emulate, r.out_dtype, r.block_tile, r.tma_boxes, r.c_box, r.cluster, r.dyn_smem) == \
+        (r17.emulate, r17.out_dtype, r17.block_tile, r17.tma_boxes, r17.c_box, r17.cluster, r17.dyn_smem)
+    assert f'extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS {r.name}(' in HSRC
+    body = helpers.display.kernel_source("hopper_sm90a.cu", r.name)
+    args = [a.strip() for a in re.search(r"ws_gemm<([^>]*)>", body).group(1).split(",")]
+    a17 = [a.strip() for a in re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source(
+        "hopper_sm90a.cu", r17.name)).group(1).split(",")]
+    assert args == a17 + ["1"]
+    c = _kernel_comment(r.name)
+    c = c[c.index("// Rung "):]
+    assert c.startswith("// Rung 19 -- ") and "Written before any GPU ran it" in c
+    m = re.search(r"Predicted: x([\d.]+) over rung (\d+)", c)
+    assert m and float(m.group(1)) == r.predicted_gain == 1.10 and int(m.group(2)) == 17
+    # the template: one consumer only with the skinny tile; its empty barrier counts 4 warps per consumer and CTA
+    assert 'static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && BM == 64 && BN == 128)' in HSRC
+    assert "mbar_init(&empty[s], 4 * CONSUMERS * CLUSTER);" in HSRC

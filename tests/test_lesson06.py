@@ -696,3 +696,18 @@ def test_the_wait_hint_knob_builds_what_the_probe_timed():
     src = (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
     assert src.count("SKINNY_STAGES, SKINNY_WAIT>(") == 2 and src.count("mbar_wait<WAIT>(") == 2
     assert "PIPE_PROBE" not in src.split("// Knobs: compile-time values")[1]     # the probe switches left the rungs
+
+
+
+def test_claims_about_cublas_one_warpgroup():
+    """Appendix D, 'Tried, and no faster': the same number of m64n64k16 wgmma, cuBLAS's from one warpgroup (8 per
+    stage), rung 17's from two (4 each), cuBLAS "a third" of rung 17's instructions (results/logs/ncu-source-m128-
+    nvidia-h200.json); the rung that tries it is pending, not in the registry."""
+    rec = json.loads((ROOT / "results" / "logs" / "ncu-source-m128-nvidia-h200.json").read_text())["targets"]
+    cub, r17 = rec["cublas_fp16c"], rec["rung17_hint"]
+    n_c = sum(cub["hgmma_executions"]) * cub["hgmma_addresses"] // len(cub["hgmma_executions"])
+    n_r = sum(r17["hgmma_executions"]) * r17["hgmma_addresses"]
+    assert n_c == n_r == 128 * 128 * 8 * 4 and cub["hgmma_shapes"] == r17["hgmma_shapes"] == ["64x64x16.F32"]
+    assert sum(cub["hgmma_executions"]) == 128 * 4 * 128 and r17["hgmma_executions"] == [128 * 8 * 128]
+    assert round(cub["warp_instructions"] / r17["warp_instructions"], 1) == 0.3
+    assert 19 in K.PENDING and K.PENDING[19].name == "hopper_skinny_one" and 19 not in K.ALL_RUNGS

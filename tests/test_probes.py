@@ -17,7 +17,7 @@ def test_there_are_probes():
                                         "tail_split_sweep.py", "row_alignment.py",
                                         "fp8_block_scaled.py", "cublas_kernels.py", "reject_wrong_block_scaled.py",
                                         "rung17.py", "fp8_stages.py", "flush_method.py", "wgmma_rate.py",
-                                        "wait_hint.py"}
+                                        "wait_hint.py", "ncu_source.py"}
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.stem)
@@ -37,3 +37,27 @@ def test_the_record_names_the_probe_it_came_from():
     assert all("tools/probes/wgmma_rate.py" in pa["commands"][k] or pa["commands"][k].startswith("... --set")
                for k in ("rates", "apart", "depth", "wait", "hold"))
     assert "tools/probes/wait_hint.py" in pa["commands"]["wait_hint"]
+
+
+def test_ncu_source_summary_reads_a_sass_page_and_the_stored_one_says_one_warpgroup():
+    """tools/probes/ncu_source.py summary: the SASS page's rows become instruction totals, the HGMMA addresses with
+    their executions, and stall shares; the stored H200 summary (results/logs/ncu-source-m128-nvidia-h200.json) shows
+    cuBLAS's kernel issuing the same 524288 warp-level HGMMA as rung 17 from half the warps (one consumer warpgroup
+    of 4 warps per CTA: 128 CTAs x 4 warps x 128 K-tiles x 8), which rung 19 copies."""
+    sys.path.insert(0, str(ROOT))
+    from tools.probes.ncu_source import summary
+
+    head = ('"Kernel Name","k",\n"Address","Source","Warp Stall Sampling (All Samples)","Instructions Executed",'
+            '"stall_wait","stall_long_sb"\n')
+    text = head + ('"0x10","      HGMMA.64x64x16.F32 R24, gdesc[UR8], R24","30","100","20","10"\n'
+                   '"0x20","  @!P0  NANOSLEEP.SYNCS 0x989680","70","50","0","70"\n')
+    s = summary(text)
+    assert s["warp_instructions"] == 150 and s["hgmma_addresses"] == 1 and s["hgmma_executions"] == [100]
+    assert s["hgmma_shapes"] == ["64x64x16.F32"] and s["stall_share"] == {"long_sb": 0.8, "wait": 0.2}
+    assert [a["opcode"] for a in s["top_addresses"]] == ["NANOSLEEP.SYNCS", "HGMMA.64x64x16.F32"]
+    rec = json.loads((ROOT / "results" / "logs" / "ncu-source-m128-nvidia-h200.json").read_text())
+    cub, r17 = rec["targets"]["cublas_fp16c"], rec["targets"]["rung17_hint"]
+    assert sum(cub["hgmma_executions"]) * 8 == 128 * 4 * 128 * 8          # two loop copies: 8 HGMMA addresses each
+    assert cub["hgmma_addresses"] == 16 and r17["hgmma_addresses"] == 4
+    assert r17["hgmma_executions"] == [128 * 8 * 128]                       # 8 warps per CTA, 4 HGMMA per K-tile
+    assert 0.3 < cub["warp_instructions"] / r17["warp_instructions"] < 0.4
