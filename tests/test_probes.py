@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PROBES = sorted((ROOT / "tools" / "probes").glob("*.py"))
+PROBES = sorted(p for p in (ROOT / "tools" / "probes").glob("*.py") if p.name != "common.py")   # common: shared
 
 
 def test_there_are_probes():
@@ -61,3 +61,27 @@ def test_ncu_source_summary_reads_a_sass_page_and_the_stored_one_says_one_warpgr
     assert cub["hgmma_addresses"] == 16 and r17["hgmma_addresses"] == 4
     assert r17["hgmma_executions"] == [128 * 8 * 128]                       # 8 warps per CTA, 4 HGMMA per K-tile
     assert 0.3 < cub["warp_instructions"] / r17["warp_instructions"] < 0.4
+
+
+def test_probes_share_the_hopper_check_and_the_rounds(monkeypatch):
+    """tools/probes/common.py: every probe checks for a Hopper GPU through hopper_here (none repeats the check), and
+    alternating() times each entry once per round, in order, keeping each round's median, clock and power."""
+    sys.path.insert(0, str(ROOT))
+    from tools.probes import common
+
+    for p in PROBES:
+        src = p.read_text()
+        assert "hopper_here()" in src and "hopper_missing" not in src, p.name
+    calls = []
+
+    class T:
+        def __init__(self, ms):
+            self.median_ms, self.clocks = ms, {"sm_mhz": 1980, "power_w": 500.0}
+
+    import helpers.timing
+
+    monkeypatch.setattr(helpers.timing, "benchmark", lambda fn, flops: T(fn()))
+    timed = {"a": lambda: calls.append("a") or 1.0, "b": lambda: calls.append("b") or 2.0}
+    out = common.alternating(timed, flops=1.0, rounds=3)
+    assert calls == ["a", "b"] * 3
+    assert out["a"] == {"ms": [1.0] * 3, "sm_mhz": [1980] * 3, "power_w": [500.0] * 3} and out["b"]["ms"] == [2.0] * 3

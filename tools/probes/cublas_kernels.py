@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
 SHAPES = [[128, 8192, 8192], [5000] * 3, [6000] * 3, [4096] * 3, [8192, 8192, 1024]]
 CTYPES = ("fp16c", "fp32c")
 KEEP = ("gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -82,11 +84,7 @@ def main(argv) -> int:
     if argv[:1] == ["--child"]:
         child(_shapes(argv[1]), _shapes(argv[2]) if len(argv) > 2 and argv[2] else ())
         return 0
-    from helpers.device import hopper_missing
-
-    why = hopper_missing()
-    if why:
-        print(why, file=sys.stderr)
+    if not hopper_here():
         return 2
     sys.path.insert(0, str(ROOT / "tools"))
     from ncu_counters import find_ncu, number, parse_raw_csv
@@ -139,6 +137,4 @@ def main(argv) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    sys.exit(main(sys.argv[1:]))
+    run(main, __doc__)

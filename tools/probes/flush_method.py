@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
 SHAPES = ((128, 8192, 8192), (4096, 4096, 4096))
 RUNGS = (14, 16, 17)
 ROUNDS = 3
@@ -64,12 +66,7 @@ def rows(shapes=SHAPES, rungs=RUNGS, rounds: int = ROUNDS) -> list[dict]:
 
 
 def main(argv) -> int:
-    sys.path.insert(0, str(ROOT))
-    from helpers.device import hopper_missing
-
-    why = hopper_missing()
-    if why:
-        print(why, file=sys.stderr)
+    if not hopper_here():
         return 2
     from helpers.isolate import run_isolated
 
@@ -85,6 +82,4 @@ def main(argv) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    sys.exit(main(sys.argv[1:]))
+    run(main, __doc__)

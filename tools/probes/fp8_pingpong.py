@@ -10,17 +10,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
 KERNEL = "fp8_promote_pingpong"
 TIMED = ["fp8_wgmma", "fp8_wgmma_n128", "fp8_promote_128", KERNEL]
 
 
 def main(argv) -> int:
-    sys.path.insert(0, str(ROOT))
-    from helpers.device import hopper_missing
-
-    why = hopper_missing()
-    if why:
-        print(why, file=sys.stderr)
+    if not hopper_here():
         return 2
     from helpers.compile import get_arch_kernel
     from helpers.experiments import fp8 as X
@@ -42,6 +39,4 @@ def main(argv) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    sys.exit(main(sys.argv[1:]))
+    run(main, __doc__)

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
 SHAPE = (128, 8192, 8192)
 TARGETS = {"rung17_hint": "hopper_skinny", "cublas_fp16c": "regex:nvjet"}
 SECTIONS = ("SourceCounters", "WarpStateStats", "SchedulerStats")
@@ -84,11 +86,7 @@ def main(argv) -> int:
 
         print(json.dumps({t: summary((Path(argv[1]) / f"{t}.source.csv").read_text()) for t in TARGETS}, indent=1))
         return 0
-    from helpers.device import hopper_missing
-
-    why = hopper_missing()
-    if why:
-        print(why, file=sys.stderr)
+    if not hopper_here():
         return 2
     from tools.ncu_counters import find_ncu
 
@@ -131,6 +129,4 @@ def main(argv) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    sys.exit(main(sys.argv[1:]))
+    run(main, __doc__)

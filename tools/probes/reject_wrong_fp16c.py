@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
 CASES = [(14, (8192, 8192, 8192)), (15, (128, 8192, 8192)), (16, (5000, 5000, 5000)), (17, (8192, 8192, 8192)),
          (18, (8192, 8192, 8192))]
 OTHER = {14: 15, 15: 14, 16: 14, 17: 14, 18: 13}     # the rung whose C is the wrong result of another summation order
@@ -54,12 +56,7 @@ def one(k: int, shape) -> dict:
 
 
 def main(argv) -> int:
-    sys.path.insert(0, str(ROOT))
-    from helpers.device import hopper_missing
-
-    why = hopper_missing()
-    if why:
-        print(why, file=sys.stderr)
+    if not hopper_here():
         return 2
     from helpers.isolate import run_isolated
 
@@ -75,6 +72,4 @@ def main(argv) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    sys.exit(main(sys.argv[1:]))
+    run(main, __doc__)

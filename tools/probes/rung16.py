@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
 # 5000^3: 6 whole waves + 4 units in 9 parts; 4200^3: 4 waves + 25 units in 2 parts; M = 128: no whole wave,
 # 32 units in 2 parts; 4096^3: no split (rung 14's units)
 SHAPES = [[5000] * 3, [4200] * 3, [128, 8192, 8192], [4096] * 3]
@@ -39,12 +41,7 @@ def repeat_bits(M, N, K, launches=3) -> dict:
 
 
 def main(argv) -> int:
-    sys.path.insert(0, str(ROOT))
-    from helpers.device import hopper_missing
-
-    why = hopper_missing()
-    if why:
-        print(why, file=sys.stderr)
+    if not hopper_here():
         return 2
     from helpers.experiments.hopper import probe_rung
 
@@ -61,6 +58,4 @@ def main(argv) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    sys.exit(main(sys.argv[1:]))
+    run(main, __doc__)

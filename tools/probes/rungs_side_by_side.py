@@ -12,16 +12,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
 SHAPES = [[4096] * 3, [8192] * 3, [128, 8192, 8192], [8192, 8192, 1024], [5000] * 3, [2048] * 3]
 
 
 def main(argv) -> int:
-    sys.path.insert(0, str(ROOT))
-    from helpers.device import hopper_missing
-
-    why = hopper_missing()
-    if why:
-        print(why, file=sys.stderr)
+    if not hopper_here():
         return 2
     from helpers.experiments.hopper import probe_rung
 
@@ -39,6 +36,4 @@ def main(argv) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    sys.exit(main(sys.argv[1:]))
+    run(main, __doc__)

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools.probes.common import hopper_here  # noqa: E402  (run as a script: ROOT first)
 SPLIT_SIZES = ((40, 24, 1000), (136, 264, 1000))      # one and four tiles, K in 2 parts
 TAIL_SIZES = ((264, 17152, 1000),)                    # rung 16: 132 whole units, then 2 units in 2 parts
 SKINNY_SIZES = ((64, 264, 200), (72, 8200, 136))      # rung 17: a cluster's tile below M; 2 x 65 tiles, the last 8 wide
@@ -19,11 +21,7 @@ SKINNY_SIZES = ((64, 264, 200), (72, 8200, 136))      # rung 17: a cluster's til
 def main() -> int:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "tools"))
-    from helpers.device import hopper_missing
-
-    why = hopper_missing()
-    if why:
-        print(why, file=sys.stderr)
+    if not hopper_here():
         return 2
     import cupy
     from sanitize_driver import SIZES, _course_kernel, _fp8

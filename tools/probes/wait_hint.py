@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
 PLAN = [((4096, 4096, 4096), (13, 14, 15)), ((5000, 5000, 5000), (16,)), ((128, 8192, 8192), (17, 18))]
 FP8 = ("fp8_wgmma", "fp8_promote_128")
 HINTS = (0, 1)
@@ -21,14 +23,13 @@ def hopper_rows(shape, rungs) -> list[dict]:
     """GPU, in a child: each rung of `rungs` with MBAR_WAIT 0 and 1 at `shape`, checked, then timed in alternating
     rounds with cuBLAS (FP16 C and FP32 C)."""
     import cupy
-    import numpy as np
 
     from helpers.cublas import same_c
     from helpers.experiments.ladder import _inputs
     from helpers.kernels import rung_entry
     from helpers.launch import launcher
     from helpers.numerics import reference_gemm
-    from helpers.timing import benchmark, gemm_flops
+    from helpers.timing import gemm_flops
 
     M, N, K = shape
     A, B = _inputs(0, M, N, K)
@@ -45,33 +46,27 @@ def hopper_rows(shape, rungs) -> list[dict]:
     for c in ("float16", "float32"):
         Cc, cub = cupy.empty((M, N), dtype=c), same_c(c)
         timed[(f"cuBLAS {c} C", None)] = (lambda cub=cub, Cc=Cc: cub.run(A, B, Cc))
-    return rows + _time(timed, gemm_flops(M, N, K), shape, benchmark, np)
+    return rows + _time(timed, gemm_flops(M, N, K), shape)
 
 
-def _time(timed, fl, shape, benchmark, np) -> list[dict]:
-    ms = {key: [] for key in timed}
-    mhz = {key: [] for key in timed}
-    for _ in range(ROUNDS):
-        for key, fn in timed.items():
-            t = benchmark(fn, flops=fl)
-            ms[key].append(t.median_ms)
-            mhz[key].append((t.clocks or {}).get("sm_mhz"))
+def _time(timed, fl, shape) -> list[dict]:
+    from tools.probes.common import alternating
+
     out = []
-    for (what, h), v in ms.items():
-        med = float(np.median(v))
+    for (what, h), v in alternating(timed, fl, ROUNDS).items():
+        med = sorted(v["ms"])[len(v["ms"]) // 2]
         out.append({"what": what, "mbar_wait": h, "shape": list(shape), "median_ms": med, "tflops": fl / med / 1e9,
-                    "round_ms": v, "sm_mhz": mhz[what, h]})
+                    "round_ms": v["ms"], "sm_mhz": v["sm_mhz"]})
     return out
 
 
 def fp8_rows(n: int = 4096) -> list[dict]:
     """GPU, in a child: the FP8 wgmma kernels with MBAR_WAIT 0 and 1 at n^3, checked, timed beside cuBLASLt."""
     import cupy
-    import numpy as np
 
     from helpers.experiments.fp8 import _torch_fp8, check_fp8, random_inputs
     from helpers.fp8_gemm import encode_e4m3, launcher
-    from helpers.timing import benchmark, gemm_flops
+    from helpers.timing import gemm_flops
 
     A, B = random_inputs(n, n, n, "normal", n)
     A8, Bt8 = cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy()))
@@ -91,16 +86,11 @@ def fp8_rows(n: int = 4096) -> list[dict]:
             rows.append({"kernel": k, "mbar_wait": h, "shape": [n] * 3, "passed": bool(chk.passed)})
             timed[(k, h)] = run
     del gA, gB
-    return rows + _time(timed, gemm_flops(n, n, n), (n, n, n), benchmark, np)
+    return rows + _time(timed, gemm_flops(n, n, n), (n, n, n))
 
 
 def main(argv) -> int:
-    sys.path.insert(0, str(ROOT))
-    from helpers.device import hopper_missing
-
-    why = hopper_missing()
-    if why:
-        print(why, file=sys.stderr)
+    if not hopper_here():
         return 2
     from helpers.isolate import run_isolated
 
@@ -123,6 +113,4 @@ def main(argv) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    sys.exit(main(sys.argv[1:]))
+    run(main, __doc__)

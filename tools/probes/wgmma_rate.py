@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
 ITERS = 4096
 RATES = [(n, wg, depth) for n in (64, 128, 256) for wg in (1, 2, 3) for depth in (1,)] + \
         [(64, 2, 0), (128, 1, 0), (128, 2, 0)]
@@ -80,7 +82,8 @@ def pipe_rows(which: str = "apart", rounds: int = 3) -> list[dict]:
     from helpers.kernels import rung_entry, skinny_smem
     from helpers.launch import launcher
     from helpers.numerics import reference_gemm
-    from helpers.timing import benchmark, gemm_flops
+    from helpers.timing import gemm_flops
+    from tools.probes.common import alternating
 
     src = "".join((ROOT / "kernels" / f).read_text() for f in ("hopper_sm90a.cu", "hopper_primitives.cuh"))
     gone = sorted({k for defs in PIPES[which] for k in defs if f"#ifndef {k}\n" not in src})
@@ -107,30 +110,20 @@ def pipe_rows(which: str = "apart", rounds: int = 3) -> list[dict]:
             passed = None
             if not defs.get("PIPE_PROBE"):
                 passed = bool(rung_entry(17).check(C[:M, :N], A, B, reference=ref, backend="GPU").passed)
-            runs.append({"what": "rung 17 " + (" ".join(f"{k}={v}" for k, v in defs.items()) or "as recorded"),
-                         "run": run, "passed": passed, "ms": [], "mhz": []})
+            runs.append(("rung 17 " + (" ".join(f"{k}={v}" for k, v in defs.items()) or "as recorded"), run, passed))
         Cc, cub = cupy.empty((M, N), dtype=cupy.float16), same_c("float16")
-        runs.append({"what": "cuBLAS FP16 C", "run": lambda: cub.run(A, B, Cc), "passed": None, "ms": [], "mhz": []})
-        for _ in range(rounds):
-            for r in runs:
-                t = benchmark(r["run"], flops=gemm_flops(M, N, K))
-                r["ms"].append(t.median_ms)
-                r["mhz"].append((t.clocks or {}).get("sm_mhz"))
-        for r in runs:
-            ms = sorted(r["ms"])[len(r["ms"]) // 2]
-            out.append({"shape": [M, N, K], "what": r["what"], "passed": r["passed"], "median_ms": ms,
-                        "us": ms * 1e3, "tflops": gemm_flops(M, N, K) / ms / 1e9, "round_ms": r["ms"],
-                        "sm_mhz": r["mhz"]})
+        runs.append(("cuBLAS FP16 C", lambda: cub.run(A, B, Cc), None))
+        times = alternating({what: run for what, run, _ in runs}, gemm_flops(M, N, K), rounds)
+        for what, _, passed in runs:
+            v = times[what]
+            ms = sorted(v["ms"])[len(v["ms"]) // 2]
+            out.append({"shape": [M, N, K], "what": what, "passed": passed, "median_ms": ms, "us": ms * 1e3,
+                        "tflops": gemm_flops(M, N, K) / ms / 1e9, "round_ms": v["ms"], "sm_mhz": v["sm_mhz"]})
     return out
 
 
 def main(argv) -> int:
-    sys.path.insert(0, str(ROOT))
-    from helpers.device import hopper_missing
-
-    why = hopper_missing()
-    if why:
-        print(why, file=sys.stderr)
+    if not hopper_here():
         return 2
     from helpers.isolate import run_isolated
 
@@ -155,6 +148,4 @@ def main(argv) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    sys.exit(main(sys.argv[1:]))
+    run(main, __doc__)

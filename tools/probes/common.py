@@ -1,0 +1,42 @@
+"""What the device probes in tools/probes/ share: the check for a Hopper GPU before any GPU work (one line and exit
+status 2 elsewhere), their command line, and timings in alternating rounds."""
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def hopper_here() -> bool:
+    """True on a Hopper GPU (the GPU backend, compute capability 9.0); elsewhere one line on stderr saying why not
+    (helpers.device.hopper_missing), and False: the probe then returns 2."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from helpers.device import hopper_missing
+
+    why = hopper_missing()
+    if why:
+        print(why, file=sys.stderr)
+    return why is None
+
+
+def run(main, doc: str) -> None:
+    """The probe's command line: its docstring when no output path is given, else main(arguments)'s exit status."""
+    if len(sys.argv) < 2:
+        sys.exit(doc)
+    sys.exit(main(sys.argv[1:]))
+
+
+def alternating(timed: dict, flops: float, rounds: int = 3) -> dict:
+    """{key: {"ms": [...], "sm_mhz": [...], "power_w": [...]}}: each launch function of `timed` (key -> fn) timed with
+    the course's harness (helpers.timing.benchmark: CUDA events, L2 emptied, clocks), one after another, in `rounds`
+    rounds, so that a clock that drifts during the run touches every entry alike; one median per entry and round."""
+    from helpers.timing import benchmark
+
+    out = {key: {"ms": [], "sm_mhz": [], "power_w": []} for key in timed}
+    for _ in range(rounds):
+        for key, fn in timed.items():
+            t = benchmark(fn, flops=flops)
+            out[key]["ms"].append(t.median_ms)
+            out[key]["sm_mhz"].append((t.clocks or {}).get("sm_mhz"))
+            out[key]["power_w"].append((t.clocks or {}).get("power_w"))
+    return out
