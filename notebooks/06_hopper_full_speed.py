@@ -1065,7 +1065,7 @@ helpers.display.table(H.rate_rows(pa), ["n", "warpgroups", "in_flight", "clk", "
 
 # %% slideshow={"slide_type": "-"}
 cut = H.apart_rows(pa, "apart")[:5] + H.apart_rows(pa, "depth")[-2:-1] + H.apart_rows(pa, "apart")[-1:]
-helpers.display.table(cut, ["what", "us", "cublas_over", "passed", "mhz"],
+helpers.display.table(cut, ["what", "us", "cublas_over", "correct", "mhz"],
                       ["what runs", "µs", "cuBLAS's time / this", "correct", "SM clock, MHz"],
                       {"us": ".1f", "cublas_over": ".2f"})
 
@@ -1106,7 +1106,7 @@ helpers.try_kernel(17, WAIT_HINT=1)
 # (`tools/probes/wgmma_rate.py --set hold`):
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.table(H.apart_rows(pa, "hold"), ["what", "us", "vs_first", "cublas_over", "passed"],
+helpers.display.table(H.apart_rows(pa, "hold"), ["what", "us", "vs_first", "cublas_over", "correct"],
                       ["what changes", "µs", "x with the hint alone", "cuBLAS's time / this", "correct"],
                       {"us": ".1f", "vs_first": ".2f", "cublas_over": ".2f"})
 

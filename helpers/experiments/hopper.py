@@ -735,9 +735,12 @@ def flush_rows(fm: dict) -> list[dict]:
 # What each probe switch of tools/probes/wgmma_rate.py leaves of rung 17 (kernels/hopper_sm90a.cu, PIPE_PROBE bits)
 PIPE_PARTS = {1: "loads and barriers, no MMA", 2: "MMAs and barriers, no bytes", 6: "MMAs, no bytes, no waits for full",
               10: "MMAs alone (no ring)", 11: "no ring, no MMA (launch, empty loop, epilogue)"}
-SWITCHES = {"RELEASE_PER_WG": "one release per warpgroup", "MMA_DEPTH": "wgmma groups in flight",
-            "FULL_PEEK": "next stage's wait first", "PRODUCER_WARP": "producer's whole warp",
-            "MBAR_WAIT": "wait hint", "SKINNY_STAGES": "stages", "SKINNY_CLUSTER": "cluster"}
+SWITCHES = {"RELEASE_PER_WG": lambda v: "one release per warpgroup", "MMA_DEPTH": lambda v: f"{v} wgmma groups in flight",
+            "FULL_PEEK": lambda v: "the next stage's wait first", "PRODUCER_WARP": lambda v: "the producer's whole warp",
+            "MBAR_WAIT": lambda v: {1: "wait hint", 2: "spin wait"}.get(int(v), "no wait hint"),
+            "SKINNY_STAGES": lambda v: f"{v} stages", "SKINNY_CLUSTER": lambda v: "no cluster" if int(v) == 1 else
+            f"clusters of {v}"}
+CHECKED = {True: "yes", False: "NO", None: "not checked (wrong by design)"}
 
 
 def rate_rows(pa: dict) -> list[dict]:
@@ -749,13 +752,14 @@ def rate_rows(pa: dict) -> list[dict]:
 
 
 def _switch_text(what: str) -> str:
-    """'rung 17 PIPE_PROBE=2 MBAR_WAIT=1' -> 'MMAs and barriers, no bytes; wait hint 1'."""
+    """'rung 17 PIPE_PROBE=2 MBAR_WAIT=1' -> 'MMAs and barriers, no bytes; wait hint'."""
     if what.startswith("cuBLAS"):
         return what
     parts = []
     for kv in what.replace("rung 17", "").replace("as recorded", "").split():
         k, v = kv.split("=")
-        parts.append(PIPE_PARTS.get(int(v), f"PIPE_PROBE={v}") if k == "PIPE_PROBE" else f"{SWITCHES.get(k, k)} {v}")
+        parts.append(PIPE_PARTS.get(int(v), f"PIPE_PROBE={v}") if k == "PIPE_PROBE" else
+                     SWITCHES[k](v) if k in SWITCHES else f"{k}={v}")
     return "; ".join(parts) or "rung 17 as recorded"
 
 
@@ -767,7 +771,9 @@ def apart_rows(pa: dict, which: str, shape=(128, 8192, 8192)) -> list[dict]:
     cub = next(r for r in rows if r["what"].startswith("cuBLAS"))
     base = rows[0]
     return [{"what": _switch_text(r["what"]), "us": r["us"], "vs_first": base["us"] / r["us"],
-             "cublas_over": cub["us"] / r["us"], "passed": r["passed"], "mhz": _mhz_span(r["sm_mhz"])} for r in rows]
+             "cublas_over": cub["us"] / r["us"], "passed": r["passed"],
+             "correct": "" if r["what"].startswith("cuBLAS") else CHECKED[r["passed"]], "mhz": _mhz_span(r["sm_mhz"])}
+            for r in rows]
 
 
 def _mhz_span(v) -> str:
