@@ -1,11 +1,13 @@
-"""A device probe (issue 25): where rung 17's warps and cuBLAS's wait, instruction by instruction, at 128 x 8192 x 8192.
+"""A device probe (issues 25, 26): where a kernel's warps wait, instruction by instruction.
 
-Nsight Compute's warp-state sampling (sections SourceCounters, WarpStateStats, SchedulerStats) on one launch of rung 17
-with the wait hint (WAIT_HINT=1: -DSKINNY_WAIT=1) and on cuBLAS's own kernel (FP16 C), clocks not locked; each
-report's SASS page (every instruction with its stall samples by reason) and details page are written as CSV to OUT_DIR,
-for reading without a GPU (lesson 6, Appendix D, 'Taking rung 17 apart').
+Nsight Compute's warp-state sampling (sections SourceCounters, WarpStateStats, SchedulerStats) on one launch of each
+target, clocks not locked; each report's SASS page (every instruction with its stall samples by reason) and details
+page are written as CSV to OUT_DIR, for reading without a GPU; `summary` keeps what the lessons use (the listings of
+cuBLAS's kernels stay out of the repository). Set m128 (128 x 8192 x 8192, lesson 6, Appendix D): rung 17 with the
+wait hint (WAIT_HINT=1), cuBLAS's FP16-C kernel, rung 19 (pending: --only rung19). Set fp8 (4096^3, lesson 7):
+fp8_promote_128, fp8_wgmma and cuBLASLt's FP8 kernel with default accumulation.
 
-    python3 tools/probes/ncu_source.py OUT_DIR                    (a Hopper GPU, COURSE_DEVICE=gpu, ncu)
+    python3 tools/probes/ncu_source.py OUT_DIR [--set m128|fp8] [--only T1,T2]   (a Hopper GPU, COURSE_DEVICE=gpu, ncu)
     python3 tools/probes/ncu_source.py launch TARGET              (what ncu runs)
     python3 tools/probes/ncu_source.py summary DIR                (each TARGET.source.csv in DIR, summarised as JSON)"""
 import os
@@ -16,29 +18,42 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
-SHAPE = (128, 8192, 8192)
-TARGETS = {"rung17_hint": "hopper_skinny", "cublas_fp16c": "regex:nvjet"}
+# target -> (the kernel ncu samples, the shape); --set fp8: the FP8 kernels of issue 26 at 4096^3
+SETS = {"m128": {"rung17_hint": ("hopper_skinny", (128, 8192, 8192)), "cublas_fp16c": ("regex:nvjet", (128, 8192, 8192)),
+                 "rung19": ("hopper_skinny_one", (128, 8192, 8192))},
+        "fp8": {"fp8_promote_128": ("fp8_promote_128", (4096,) * 3), "fp8_wgmma": ("fp8_wgmma", (4096,) * 3),
+                "cublaslt_fp8_default": ("regex:nvjet", (4096,) * 3)}}
+TARGETS = {t: v for s in SETS.values() for t, v in s.items()}
 SECTIONS = ("SourceCounters", "WarpStateStats", "SchedulerStats")
 
 
 def launch(target: str) -> None:
-    """Two launches of `target` at SHAPE (the first compiles and warms up; ncu profiles the second)."""
+    """Two launches of `target` at its shape (the first compiles and warms up; ncu profiles the second)."""
     import cupy
 
-    from helpers.experiments.ladder import _inputs
+    M, N, K = TARGETS[target][1]
+    if target.startswith(("fp8", "cublaslt")):
+        from helpers.experiments.fp8 import random_inputs
+        from helpers.fp8_gemm import cublaslt_fp8, encode_e4m3, launcher as fp8_launcher
 
-    M, N, K = SHAPE
-    A, B = _inputs(0, M, N, K)
-    if target == "cublas_fp16c":
-        from helpers.cublas import same_c
-
-        C, cub = cupy.empty((M, N), dtype=cupy.float16), same_c("float16")
-        run = lambda: cub.run(A, B, C)    # noqa: E731
+        A, B = random_inputs(M, N, K, "normal", M)
+        A8, Bt8 = cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy()))
+        run = cublaslt_fp8(A8, Bt8, False)[0] if target.startswith("cublaslt") else fp8_launcher(target, A8, Bt8)[0]
     else:
-        from helpers.kernels import rung_entry
-        from helpers.launch import launcher
+        from helpers.experiments.ladder import _inputs
 
-        run, _, _ = launcher(rung_entry(17), A, B, options=("-DSKINNY_WAIT=1",))
+        A, B = _inputs(0, M, N, K)
+        if target == "cublas_fp16c":
+            from helpers.cublas import same_c
+
+            C, cub = cupy.empty((M, N), dtype=cupy.float16), same_c("float16")
+            run = lambda: cub.run(A, B, C)    # noqa: E731
+        else:
+            from helpers.kernels import rung_entry
+            from helpers.launch import launcher
+
+            rung = {"rung17_hint": 17, "rung19": 19}[target]
+            run, _, _ = launcher(rung_entry(rung), A, B, options=("-DSKINNY_WAIT=1",) if rung == 17 else ())
     for _ in range(2):
         run()
     cupy.cuda.runtime.deviceSynchronize()
@@ -84,7 +99,9 @@ def main(argv) -> int:
     if argv and argv[0] == "summary":
         import json
 
-        print(json.dumps({t: summary((Path(argv[1]) / f"{t}.source.csv").read_text()) for t in TARGETS}, indent=1))
+        d = Path(argv[1])
+        print(json.dumps({t: summary((d / f"{t}.source.csv").read_text()) for t in TARGETS
+                          if (d / f"{t}.source.csv").is_file()}, indent=1))
         return 0
     if not hopper_here():
         return 2
@@ -98,7 +115,10 @@ def main(argv) -> int:
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, COURSE_DEVICE="gpu")
     failed = False
-    for target, kernel in TARGETS.items():
+    which = argv[argv.index("--set") + 1] if "--set" in argv else "m128"
+    only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else list(SETS[which])
+    for target in only:
+        kernel = TARGETS[target][0]
         rep = out / target
         cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name", kernel,
                "--launch-skip", "1", "--launch-count", "1", "--import-source", "no", "--force-overwrite",
