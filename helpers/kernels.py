@@ -467,7 +467,7 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 # A rung is written, compiled and modelled here before its first GPU run; until that run has checked and timed it
 # (a probe in tools/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
 # and moves into the registry (and its macros into helpers.tryout.KNOBS) once a Hopper GPU has run it.
-# Rung 19 waits: written after tools/probes/wgmma_rate.py took rung 17 apart and Nsight Compute's SASS of cuBLAS's
+# Rungs 19 and 20 wait: written after tools/probes/wgmma_rate.py took rung 17 apart and Nsight Compute's SASS of cuBLAS's
 # kernel at M = 128 showed one consumer warpgroup per tile (tools/probes/ncu_source.py); predicted before it runs.
 PENDING: dict[int, GemmKernel] = {19: _hopper_rung(
     19, "hopper_skinny_one", "one consumer warpgroup on the skinny tile (m64n128k16)", 1.10,
@@ -477,7 +477,13 @@ PENDING: dict[int, GemmKernel] = {19: _hopper_rung(
     "N = K = 8192 (predicted x1.10 over rung 17: 0.81x cuBLAS) the loads alone already ran at cuBLAS's speed, so "
     "what one consumer saves in releases and issue work is what the whole kernel gains; x1.0 at 4096^3",
     threads=256, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128),
-    tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM)}
+    tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM),
+    20: _hopper_rung(
+        20, "hopper_skinny_one_f32c", "rung 19 writing FP32 C (rung 13's epilogue)", 0.98,
+        "rung 19's mainloop with rung 18's FP32 epilogue (four 64 x 32 boxes per slice): at M = 128 C's 4 MB beside "
+        "134 MB of B, where rung 18 measured x1.00 over rung 17",
+        threads=256, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)),
+        c_box=(64, 32), dyn_smem=SKINNY_SMEM)}
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 
 

@@ -346,7 +346,7 @@ def test_rung_19_waits_for_its_first_gpu_run():
     shows it, the probes reach it through rung_entry. Its kernel is rung 17's template call with one consumer
     warpgroup (the last template argument, 1) in 256 threads; its arithmetic and model are rung 17's; its comment
     says what it adds, predicts its gain over rung 17 before any GPU ran it, and says it has not run yet."""
-    assert list(K.PENDING) == [19] and 19 not in K.ALL_RUNGS and "hopper_skinny_one" not in K.KERNELS
+    assert list(K.PENDING) == [19, 20] and 19 not in K.ALL_RUNGS and "hopper_skinny_one" not in K.KERNELS
     r, r17 = K.rung_entry(19), K.ALL_RUNGS[17]
     assert r.name == "hopper_skinny_one" and r.block == (256, 1) and r.rung == 19 and r.lesson == 6
     assert (r.emulate, r.out_dtype, r.block_tile, r.tma_boxes, r.c_box, r.cluster, r.dyn_smem) == \
@@ -365,3 +365,19 @@ def test_rung_19_waits_for_its_first_gpu_run():
     # the template: one consumer only with the skinny tile; its empty barrier counts 4 warps per consumer and CTA
     assert 'static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && BM == 64 && BN == 128)' in HSRC
     assert "mbar_init(&empty[s], 4 * CONSUMERS * CLUSTER);" in HSRC
+
+
+def test_rung_20_is_rung_19_writing_fp32_c():
+    """Rung 20 (hopper_skinny_one_f32c), pending: rung 19's template call with HALF_C off, as rung 18 is rung 17's;
+    rung 18's epilogue boxes, arithmetic and model; 256 threads."""
+    r, r18, r19 = K.rung_entry(20), K.ALL_RUNGS[18], K.rung_entry(19)
+    assert 20 in K.PENDING and r.name == "hopper_skinny_one_f32c" and r.block == (256, 1)
+    assert (r.emulate, r.out_dtype, r.c_box) == (r18.emulate, "float32", (64, 32)) and r.dyn_smem == r19.dyn_smem
+    a = {n: [x.strip() for x in re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source(
+        "hopper_sm90a.cu", n)).group(1).split(",")] for n in (r.name, r19.name)}
+    assert a[r.name][4] == "false" and a[r19.name][4] == "true" and a[r.name][:4] + a[r.name][5:] == \
+        a[r19.name][:4] + a[r19.name][5:]
+    c = _kernel_comment(r.name)
+    c = c[c.index("// Rung "):]
+    m = re.search(r"Predicted: x([\d.]+) over rung (\d+)", c)
+    assert c.startswith("// Rung 20 -- ") and m and float(m.group(1)) == r.predicted_gain and int(m.group(2)) == 19

@@ -4,10 +4,10 @@ odd sizes and timed beside cuBLAS (both C types) at skinny and full-chip shapes,
 then its knobs at M = 128, N = K = 8192, each variant checked (float64 and the model on the GPU) and timed in
 alternating rounds with the rung as recorded. With RUNG 18 (hopper_skinny_f32c, rung 17 writing FP32 C; its first
 run, results/logs/rung18-probe-nvidia-h200.json): the same checks and timings, rung 17 beside it, no knobs. With
-RUNG 19 (hopper_skinny_one, one consumer warpgroup; pending its first run): the same, rung 17 beside it at the
-skinny shapes and 4096^3.
+RUNG 19 (hopper_skinny_one, one consumer warpgroup) or 20 (its FP32-C twin), pending their first run: the same,
+rung 17 (18) beside it at the skinny shapes and 4096^3.
 
-    python3 tools/probes/rung17.py OUT.json [RUNG]          (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17, 18 or 19)"""
+    python3 tools/probes/rung17.py OUT.json [RUNG]          (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17 to 20)"""
 import json
 import sys
 from pathlib import Path
@@ -74,15 +74,15 @@ def main(argv) -> int:
     from helpers.isolate import run_isolated
 
     rung = int(argv[1]) if len(argv) > 1 else 17
-    if rung not in (17, 18, 19):
+    if rung not in (17, 18, 19, 20):
         sys.exit(__doc__)
     out, failed = {}, False
     out[str(rung)], bad = probe_rung(rung, SKINNY + FULL, ODD)
     failed |= bad
-    base = 17 if rung == 19 else rung - 1                           # the rung its gain is measured over
-    out[str(base)], bad = probe_rung(base, SKINNY + (FULL[:1] if rung == 19 else []), [])
+    base = {19: 17, 20: 18}.get(rung, rung - 1)                     # the rung its gain is measured over
+    out[str(base)], bad = probe_rung(base, SKINNY + (FULL[:1] if rung >= 19 else []), [])
     failed |= bad
-    if rung in (18, 19):
+    if rung in (18, 19, 20):
         Path(argv[0]).write_text(json.dumps(out, indent=1))
         return 1 if failed else 0
     knobs = run_isolated("tools.probes.rung17:knob_rows", timeout=300)
