@@ -1002,17 +1002,27 @@ __device__ __forceinline__ void wgmma_rate(long long* out, int iters, int depth)
     if (threadIdx.x % 128 == 0) out[blockIdx.x * (blockDim.x / 128) + threadIdx.x / 128] = t1 - t0 + (keep != 0.0f);
 }
 #endif
-#define RATE_KERNEL(NAME, NACC)                                                                                    \
-    extern "C" __global__ void __launch_bounds__(384, 1) NAME(long long* out, int iters, int depth);               \
-    extern "C" __global__ void NAME(long long* out, int iters, int depth) { RATE_BODY(NACC) }
+extern "C" __global__ void __launch_bounds__(384, 1) hopper_wgmma_rate_n64(long long* out, int iters, int depth);
+extern "C" __global__ void hopper_wgmma_rate_n64(long long* out, int iters, int depth)
+{
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define RATE_BODY(NACC) wgmma_rate<NACC>(out, iters, depth);
-#else
-#define RATE_BODY(NACC)
+    wgmma_rate<32>(out, iters, depth);
 #endif
-RATE_KERNEL(hopper_wgmma_rate_n64, 32)
-RATE_KERNEL(hopper_wgmma_rate_n128, 64)
-RATE_KERNEL(hopper_wgmma_rate_n256, 128)
+}
+extern "C" __global__ void __launch_bounds__(384, 1) hopper_wgmma_rate_n128(long long* out, int iters, int depth);
+extern "C" __global__ void hopper_wgmma_rate_n128(long long* out, int iters, int depth)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    wgmma_rate<64>(out, iters, depth);
+#endif
+}
+extern "C" __global__ void __launch_bounds__(384, 1) hopper_wgmma_rate_n256(long long* out, int iters, int depth);
+extern "C" __global__ void hopper_wgmma_rate_n256(long long* out, int iters, int depth)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    wgmma_rate<128>(out, iters, depth);
+#endif
+}
 
 // A probe, not a rung: does a plain launch (cuLaunchKernel, what CuPy does) form the clusters that
 // __cluster_dims__ asks for? Block b writes (cluster size << 16) | (its rank << 8) | cluster id % 256.
