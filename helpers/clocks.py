@@ -136,6 +136,13 @@ def clock_text(row: dict) -> str:
     return s
 
 
+def clock_span(values) -> str:
+    """The SM clocks of several timings (MHz; None where none was read) as one table cell: '1980' when they agree,
+    '1845-1980' when they moved, '' without any."""
+    v = [x for x in values if x]
+    return "" if not v else str(v[0]) if min(v) == max(v) else f"{min(v)}-{max(v)}"
+
+
 def with_clock(rows: list[dict]) -> list[dict]:
     """Copies of timed rows with a 'clock' field (clock_text) for helpers.display.table."""
     return [dict(r, clock=clock_text(r)) for r in rows]

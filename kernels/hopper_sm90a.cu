@@ -28,7 +28,7 @@
 //   rung 19  hopper_skinny_one       rung 17 with one consumer warpgroup (m64n128k16) for the whole tile
 //   rung 20  hopper_skinny_one_f32c  rung 19 writing FP32 C (rungs 19-20: pending their first GPU run)
 //
-// Rungs 9-18 are one templated body (ws_gemm) with compile-time switches: each rung turns on
+// Rungs 9-20 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
 // clusters off: they pair tiles along M, and the problems it is for have one tile row; rung 16
 // turns them on again).
@@ -308,8 +308,8 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64
 }
 #undef D8
 
-// One K-tile (64 deep) of a 64 x 256 slice of C (rung 17: 64 x 64): four wgmma k-steps of 16, in K
-// order, into d. a: the slice's 64 rows of the A stage; b: its first box of the B stage (boxes of 64
+// One K-tile (64 deep) of a 64 x 256 slice of C (rung 17: 64 x 64; rung 19: 64 x 128): four wgmma k-steps of
+// 16, in K order, into d. a: the slice's 64 rows of the A stage; b: its first box of the B stage (boxes of 64
 // k-rows x 64 columns).
 template <int NACC>
 __device__ __forceinline__ void mma_ktile(float (&d)[NACC], const unsigned char* a, const unsigned char* b)
@@ -972,8 +972,8 @@ extern "C" __global__ void hopper_skinny_one_f32c(const __grid_constant__ Tensor
 // A and 64 x N of B in shared memory (zeros), each K-tile a commit group, then waits as the rungs' consumers do
 // (`depth` = 1: one group left in flight) or drains (`depth` = 0). Thread 0 of warpgroup w writes the loop's
 // clocks to out[blockIdx.x * warpgroups + w]. No TMA and no barrier between warpgroups: the Tensor Cores and the
-// shared-memory reads they make, alone.
-#define RATE_SMEM (8192 + 4 * B_BOX_BYTES + SMEM_SLACK)     // A, up to 4 boxes of B, room to align
+// shared-memory reads they make, alone. Dynamic shared memory: 8 KB of A, N / 64 boxes of 8 KB, 1 KB to align
+// (tools/probes/wgmma_rate.py, RATE_SMEM).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 template <int NACC>
 __device__ __forceinline__ void wgmma_rate(long long* out, int iters, int depth)

@@ -1103,7 +1103,7 @@ helpers.try_kernel(17, WAIT_HINT=1)
 # ### Tried, and no faster
 #
 # Other changes to the ring, each timed beside the same kernel without it, with the hint on
-# (`tools/probes/wgmma_rate.py --set hold`):
+# (`tools/probes/wgmma_rate.py --set hold` at commit 8ec4c42):
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(H.apart_rows(pa, "hold"), ["what", "us", "vs_first", "cublas_over", "correct"],

@@ -64,3 +64,11 @@ def test_while_running_samples_work_timed_elsewhere(monkeypatch):
     monkeypatch.setattr(clocks, "read", lambda: None)            # no NVML: nothing, and the text says so
     assert clocks.while_running(lambda: 1) == (1, {})
     assert clocks.clock_text({}) == "clock not recorded"
+
+
+def test_clock_span_is_one_cell_for_several_timings():
+    from helpers.clocks import clock_span
+
+    assert clock_span([1980, 1980, None]) == "1980"
+    assert clock_span([1845, None, 1980, 1900]) == "1845-1980"
+    assert clock_span([None, None]) == "" and clock_span([]) == ""

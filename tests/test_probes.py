@@ -34,8 +34,8 @@ def test_the_record_names_the_probe_it_came_from():
     assert "tools/probes/sanitize_new_kernels.py" in (ROOT / "results" / "logs" /
                                                       "sanitize-new-kernels-nvidia-h200.log").read_text()
     pa = rec["experiments"]["pipeline_apart"]
-    assert all("tools/probes/wgmma_rate.py" in pa["commands"][k] or pa["commands"][k].startswith("... --set")
-               for k in ("rates", "apart", "depth", "wait", "hold"))
+    assert all("tools/probes/wgmma_rate.py" in pa["commands"][k] for k in ("rates", "apart", "depth", "wait", "hold"))
+    assert all("8ec4c42" in pa["commands"][k] for k in ("apart", "depth", "wait", "hold"))   # where its switches are
     assert "tools/probes/wait_hint.py" in pa["commands"]["wait_hint"]
 
 

@@ -187,21 +187,13 @@ def _fragment_probe():
 def _wgmma_rate(n: int) -> str:
     """The wgmma-rate probe kernel, small: 2 blocks of 1 and of 3 warpgroups, 8 K-tiles, one group in flight and
     drained; it reads only its own shared memory and writes one clock count per warpgroup."""
-    import cupy
-
-    from helpers.compile import get_arch_kernel
     from helpers.device import require_gpu
+    from tools.probes.wgmma_rate import rate_clocks
 
     gpu = require_gpu("wgmma rate")
     if tuple(gpu.cc) != (9, 0):
         return f"skipped: sm_90a code, this GPU is sm_{gpu.cc[0]}{gpu.cc[1]}"
-    kern = get_arch_kernel("hopper_sm90a.cu", f"hopper_wgmma_rate_n{n}", gpu.cc, check_empty=False)
-    counts = []
-    for wg in (1, 3):
-        for depth in (1, 0):
-            out = cupy.zeros(2 * wg, dtype=cupy.int64)
-            kern((2,), (128 * wg,), (out, cupy.int32(8), cupy.int32(depth)), shared_mem=8192 + 4 * 8192 + 1024)
-            counts += [int(x) for x in out.get()]
+    counts = [int(c) for wg in (1, 3) for depth in (1, 0) for c in rate_clocks(n, 2, wg, 8, depth)[0]]
     return f"clock counts all positive: {all(c > 0 for c in counts)}"
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..clocks import clock_span
 from ..fp8_gemm import cpu_model  # the lesson calls fp8x.cpu_model
 from . import experiment
 
@@ -784,10 +785,9 @@ def stage_rows(data: dict) -> list[dict]:
     for r in timed:
         if r["kernel"].startswith("cublaslt"):
             continue
-        mhz = [m for m in r["sm_mhz"] if m]
         out.append({"n": r["n"], "kernel": r["kernel"], "stages": r["stages"], "tflops": r["tflops"],
                     "vs_default": r["tflops"] / lt[r["n"], "cublaslt_fp8"],
                     "vs_fast": r["tflops"] / lt[r["n"], "cublaslt_fp8_fast"],
-                    "mhz": f"{min(mhz)}-{max(mhz)}" if mhz else "?", "passed": ok.get((r["kernel"], r["stages"]), False)})
+                    "mhz": clock_span(r["sm_mhz"]) or "?", "passed": ok.get((r["kernel"], r["stages"]), False)})
     return out
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..clocks import clock_span
 from ..kernels import ALL_RUNGS, hopper_ladder, rung_entry
 from . import experiment
 from .ladder import _inputs, _row_head, _rung_row, errors, timed_rows  # noqa: F401  (re-exported for the lesson)
@@ -727,12 +728,12 @@ def flush_rows(fm: dict) -> list[dict]:
         row["mhz"] += r["sm_mhz"]
     for row in out.values():
         row["read_over_write"] = row["read"] / row["write"]
-        row["mhz"] = f"{min(row['mhz'])}-{max(row['mhz'])}" if min(row["mhz"]) != max(row["mhz"]) else str(row["mhz"][0])
+        row["mhz"] = clock_span(row["mhz"])
     return list(out.values())
 
 
 # --------------------------------------------------------------------------- rung 17 taken apart (experiment pipeline_apart)
-# What each probe switch of tools/probes/wgmma_rate.py leaves of rung 17 (kernels/hopper_sm90a.cu, PIPE_PROBE bits)
+# What each probe switch leaves of rung 17 (PIPE_PROBE bits and the others, in kernels/ of commit 8ec4c42 only)
 PIPE_PARTS = {1: "loads and barriers, no MMA", 2: "MMAs and barriers, no bytes", 6: "MMAs, no bytes, no waits for full",
               10: "MMAs alone (no ring)", 11: "no ring, no MMA (launch, empty loop, epilogue)"}
 SWITCHES = {"RELEASE_PER_WG": lambda v: "one release per warpgroup", "MMA_DEPTH": lambda v: f"{v} wgmma groups in flight",
@@ -772,13 +773,8 @@ def apart_rows(pa: dict, which: str, shape=(128, 8192, 8192)) -> list[dict]:
     base = rows[0]
     return [{"what": _switch_text(r["what"]), "us": r["us"], "vs_first": base["us"] / r["us"],
              "cublas_over": cub["us"] / r["us"], "passed": r["passed"],
-             "correct": "" if r["what"].startswith("cuBLAS") else CHECKED[r["passed"]], "mhz": _mhz_span(r["sm_mhz"])}
+             "correct": "" if r["what"].startswith("cuBLAS") else CHECKED[r["passed"]], "mhz": clock_span(r["sm_mhz"])}
             for r in rows]
-
-
-def _mhz_span(v) -> str:
-    v = [x for x in v if x]
-    return "" if not v else str(v[0]) if min(v) == max(v) else f"{min(v)}-{max(v)}"
 
 
 def hint_rows(pa: dict) -> list[dict]:
@@ -806,7 +802,7 @@ def hint_rows(pa: dict) -> list[dict]:
             row["ref"] = "cuBLASLt FP8 " + ("fast" if kid == "fp8_wgmma" else "default")
     for row in out.values():
         row["gain"] = row["on"] / row["off"]
-        row["mhz"] = _mhz_span(row["mhz"])
+        row["mhz"] = clock_span(row["mhz"])
         row["ref_tflops"] = base.get((row["ref"], tuple(int(x) for x in row["shape"].split("x"))))
         row["on_vs_ref"] = row["on"] / row["ref_tflops"] if row["ref_tflops"] else None
     return list(out.values())
