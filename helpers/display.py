@@ -123,7 +123,7 @@ def rung_code(key) -> str:
 
 
 def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool = False):
-    """The lines a rung changes against the rung before it (or `prev`), read from kernels/: a unified
+    """The lines a rung changes against the rung before it (its `base`, or `prev`), read from kernels/: a unified
     diff of the two code paths (rung_code), then the device functions the rung calls, each folded under
     its name (a click opens it). Long diffs are cut at max_lines unless full=True."""
     import difflib
@@ -135,7 +135,7 @@ def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool 
     spec = lookup(key)
     if spec.rung is None:
         raise KeyError(f"{spec.name} is not a rung of a ladder")
-    before = lookup(prev) if prev is not None else ALL_RUNGS.get(spec.rung - 1)
+    before = lookup(prev) if prev is not None else ALL_RUNGS.get(spec.base if spec.base is not None else spec.rung - 1)
     fns = device_functions(spec.file)
     new = rung_code(spec)
     head = f"**Rung {spec.rung}** (`{spec.name}`, `kernels/{spec.file}`): {spec.idea}"

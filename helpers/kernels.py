@@ -94,7 +94,8 @@ class GemmKernel:
     rung: int | None = None        # its rung on a ladder
     lesson: int = 5                # a rung's ladder: 5 (rungs 1-7) or 6 (rungs 8 on, starting from rung 7)
     idea: str = ""                 # the one idea the rung adds
-    predicted_gain: float | None = None   # predicted speed-up over the rung before
+    predicted_gain: float | None = None   # predicted speed-up over the rung before (or over `base`)
+    base: int | None = None        # the rung its gain is predicted over, where that is not the rung before
     why: str = ""                  # the reasoning behind the prediction
 
     def __post_init__(self):
@@ -455,6 +456,26 @@ KERNELS: dict[str, GemmKernel] = _registry([
         "take two TMA stores per slice where rung 17 takes one",
         persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)), c_box=(64, 32),
         dyn_smem=SKINNY_SMEM),
+    # Rungs 19-20 (written after tools/probes/wgmma_rate.py took rung 17 apart and Nsight Compute's SASS of cuBLAS's
+    # kernel at M = 128 showed one consumer warpgroup per tile, tools/probes/ncu_source.py; gains predicted before
+    # they ran, which they first did on 2026-12-02: results/logs/rung19-probe-nvidia-h200.json). Rung 19's gain is
+    # over rung 17 (its FP16 C), not over rung 18.
+    _hopper_rung(
+        19, "hopper_skinny_one", "one consumer warpgroup on the skinny tile (m64n128k16)", 1.0,
+        "cuBLAS's kernel at M = 128 has one warpgroup issue all of a stage's MMAs; rung 17's two consumers split the "
+        "tile's columns, so every stage waits for 8 warps of each CTA and each warp computes its descriptors for half "
+        "the work. One warpgroup of m64n128k16 kept the Tensor Cores at their peak in the rate probe. Where the chip "
+        "is full (4096^3) the same bytes per FLOP as rung 17: x1.0. At M = 128, N = K = 8192 (predicted separately: "
+        "x1.10 over rung 17, 0.81x cuBLAS) the loads alone already ran at cuBLAS's speed, so what one consumer saves "
+        "in releases and issue work is what the whole kernel gains",
+        threads=256, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128),
+        tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM, base=17),
+    _hopper_rung(
+        20, "hopper_skinny_one_f32c", "rung 19 writing FP32 C (rung 13's epilogue)", 0.98,
+        "rung 19's mainloop with rung 18's FP32 epilogue (four 64 x 32 boxes per slice): at M = 128 C's 4 MB beside "
+        "134 MB of B, where rung 18 measured x1.00 over rung 17",
+        threads=256, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)),
+        c_box=(64, 32), dyn_smem=SKINNY_SMEM),
 ])
 
 ALL_RUNGS: dict[int, GemmKernel] = {k.rung: k for k in sorted((k for k in KERNELS.values() if k.rung is not None),
@@ -467,23 +488,7 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 # A rung is written, compiled and modelled here before its first GPU run; until that run has checked and timed it
 # (a probe in tools/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
 # and moves into the registry (and its macros into helpers.tryout.KNOBS) once a Hopper GPU has run it.
-# Rungs 19 and 20 wait: written after tools/probes/wgmma_rate.py took rung 17 apart and Nsight Compute's SASS of cuBLAS's
-# kernel at M = 128 showed one consumer warpgroup per tile (tools/probes/ncu_source.py); predicted before it runs.
-PENDING: dict[int, GemmKernel] = {19: _hopper_rung(
-    19, "hopper_skinny_one", "one consumer warpgroup on the skinny tile (m64n128k16)", 1.10,
-    "cuBLAS's kernel at M = 128 has one warpgroup issue all of a stage's MMAs; rung 17's two consumers split the "
-    "tile's columns, so every stage waits for 8 warps of each CTA and each warp computes its descriptors for half "
-    "the work. One warpgroup of m64n128k16 kept the Tensor Cores at their peak in the rate probe; at M = 128, "
-    "N = K = 8192 (predicted x1.10 over rung 17: 0.81x cuBLAS) the loads alone already ran at cuBLAS's speed, so "
-    "what one consumer saves in releases and issue work is what the whole kernel gains; x1.0 at 4096^3",
-    threads=256, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128),
-    tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM),
-    20: _hopper_rung(
-        20, "hopper_skinny_one_f32c", "rung 19 writing FP32 C (rung 13's epilogue)", 0.98,
-        "rung 19's mainloop with rung 18's FP32 epilogue (four 64 x 32 boxes per slice): at M = 128 C's 4 MB beside "
-        "134 MB of B, where rung 18 measured x1.00 over rung 17",
-        threads=256, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)),
-        c_box=(64, 32), dyn_smem=SKINNY_SMEM)}
+PENDING: dict[int, GemmKernel] = {}     # none now: rungs 19-20 ran first on 2026-12-02 (tools/probes/rung17.py)
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 
 

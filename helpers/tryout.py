@@ -125,7 +125,7 @@ _CLUSTER = Knob("CLUSTER_M", "CLUSTER_M", (1, 2, 4), 2,
 
 # rung 17 (hopper_skinny): its ring and cluster have macros of their own, so that rung 14's CLUSTER_M = 4 still builds
 _SKINNY_STAGES = Knob("STAGES", "SKINNY_STAGES", (2, 4, 6, 8), 8,
-                      "stages of rung 17's ring (24 KB each: a 64 x 128 tile's A and B): the K-tiles the producer can "
+                      "stages of the skinny rungs' ring (17-20) (24 KB each: a 64 x 128 tile's A and B): the K-tiles the producer can "
                       "have in flight; at M = 128, where rung 17 streams B, fewer stages ran slower "
                       "(tools/probes/rung17.py); 8 is the most that fits beside the epilogue buffers",
                       "dynamic shared memory: SKINNY_STAGES x 24 KB + 33920 bytes (epilogue buffers, slack, barriers)")
@@ -162,6 +162,9 @@ KNOBS: dict[int, dict[str, Knob]] = {
     17: {"STAGES": _SKINNY_STAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_WAIT},
     18: {"STAGES": _SKINNY_STAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _SKINNY_CLUSTER,       # rung 17's, FP32 C
          "WAIT_HINT": _SKINNY_WAIT},
+    # rungs 19-20: rung 17's ring, cluster and wait; 256 threads and no setmaxnreg, so no PRODUCER_REGS
+    19: {"STAGES": _SKINNY_STAGES, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_WAIT},
+    20: {"STAGES": _SKINNY_STAGES, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_WAIT},
 }
 
 
@@ -195,7 +198,7 @@ def _skinny_launch(spec: GemmKernel, s: dict) -> dict:
 # rung -> f(entry, settings) -> the entry's fields that the settings change
 LAUNCH: dict[int, Callable] = {**{r: _ladder_launch for r in (2, 3, 4, 5, 6)},
                                **{r: _hopper_launch for r in (8, 9, 10, 11, 12, 13, 14, 15, 16)},
-                               17: _skinny_launch, 18: _skinny_launch}
+                               **{r: _skinny_launch for r in (17, 18, 19, 20)}}
 
 
 def knob_table(like=None) -> list[dict]:

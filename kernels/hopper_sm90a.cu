@@ -26,7 +26,7 @@
 //                                    (M = 128)
 //   rung 18  hopper_skinny_f32c      rung 17 writing FP32 C (rung 13's epilogue)
 //   rung 19  hopper_skinny_one       rung 17 with one consumer warpgroup (m64n128k16) for the whole tile
-//   rung 20  hopper_skinny_one_f32c  rung 19 writing FP32 C (rungs 19-20: pending their first GPU run)
+//   rung 20  hopper_skinny_one_f32c  rung 19 writing FP32 C
 //
 // Rungs 9-20 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
@@ -856,15 +856,15 @@ extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap t
 #endif
 }
 
-// The knobs of rungs 17 and 18 are their own macros, so that another rung's (CLUSTER_M = 4 for rung 14) leaves it compiling.
+// The knobs of rungs 17-20 are their own macros, so that another rung's (CLUSTER_M = 4 for rung 14) leaves it compiling.
 #ifndef SKINNY_STAGES
-#define SKINNY_STAGES 8                       // rungs 17-18: pipeline stages of 24 KB
+#define SKINNY_STAGES 8                       // rungs 17-20: pipeline stages of 24 KB
 #endif
 #ifndef SKINNY_CLUSTER
-#define SKINNY_CLUSTER 2                      // rungs 17-18: CTAs per cluster along M sharing B (1 or 2: B has 2 boxes)
+#define SKINNY_CLUSTER 2                      // rungs 17-20: CTAs per cluster along M sharing B (1 or 2: B has 2 boxes)
 #endif
 #ifndef SKINNY_WAIT
-#define SKINNY_WAIT 0                         // rungs 17-18: how a thread waits for a stage (hopper_primitives.cuh: 0, 1, 2)
+#define SKINNY_WAIT 0                         // rungs 17-20: how a thread waits for a stage (hopper_primitives.cuh: 0, 1, 2)
 #endif
 #define SKINNY_SMEM (SKINNY_STAGES * (64 * HBK * 2 + HBK * 128 * 2) + EPI_BYTES + SMEM_SLACK + BAR_BYTES)
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
@@ -932,9 +932,11 @@ extern "C" __global__ void hopper_skinny_f32c(const __grid_constant__ TensorMap 
 // issues all 8 m64n64k16 of a stage; tools/probes/ncu_source.py), and the probe that took rung 17 apart
 // (tools/probes/wgmma_rate.py) found the Tensor Cores at their peak with one warpgroup of m64n128k16 and one group
 // in flight. Arithmetic: rung 17's (one FP32 accumulator per output walking K in order; FP16 C).
-// Predicted: x1.10 over rung 17 at M = 128, N = K = 8192 (about 0.81x cuBLAS: half the releases and of the issue
-// work per stage; the loads alone already ran at cuBLAS's speed); x1.0 at 4096^3.
-// Written before any GPU ran it (2026-12-02, session 10; helpers.kernels.PENDING until its first run).
+// Predicted: x1.0 over rung 17 at 4096^3 (the same bytes per FLOP); at M = 128, N = K = 8192 (predicted
+// separately), x1.10 over rung 17 (about 0.81x cuBLAS: half the releases and of the issue work per stage; the
+// loads alone already ran at cuBLAS's speed).
+// Written before any GPU ran it (2026-12-02, session 10); first run in session 11 (tools/probes/rung17.py 19:
+// results/logs/rung19-probe-nvidia-h200.json).
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_one(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -952,7 +954,8 @@ extern "C" __global__ void hopper_skinny_one(const __grid_constant__ TensorMap t
 // Adds, over rung 19: C in FP32 through rung 13's epilogue (HALF_C off), as rung 18 is rung 17 writing FP32 C: the
 // one consumer stores its 64 x 128 slice as four 64 x 32 boxes. Arithmetic and model: rung 18's (rung 13's).
 // Predicted: x0.98 over rung 19 (rung 18 over rung 17 measured x1.00 at M = 128), that is x1.08 over rung 18 there.
-// Written before any GPU ran it (2026-12-02, session 10; helpers.kernels.PENDING until its first run).
+// Written before any GPU ran it (2026-12-02, session 10); first run in session 11 (tools/probes/rung17.py 20:
+// results/logs/rung20-probe-nvidia-h200.json).
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_one_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);

@@ -633,8 +633,8 @@ if data is not None:
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 fmt = {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops": ".0f", "frac_cublas": ".2f"}
-cols = ["rung", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas"]
-heads = ["rung", "predicted gain", "measured gain", "p10-p90 from", "to", "", "TFLOP/s", "x cuBLAS, same C"]
+cols = ["rung", "over", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas"]
+heads = ["rung", "over rung", "predicted gain", "measured gain", "p10-p90 from", "to", "", "TFLOP/s", "x cuBLAS, same C"]
 for n in (4096, 8192):
     print(f"n = {n}:" if data is not None else "not recorded yet")
     if data is not None:
@@ -1117,7 +1117,39 @@ helpers.display.table(H.apart_rows(pa, "hold"), ["what", "us", "vs_first", "cubl
 # they take 47. Why is still open. One difference in structure shows in Nsight Compute's sampling of each
 # instruction (`tools/probes/ncu_source.py`): both kernels issue the same number of m64n64k16 `wgmma`, but
 # cuBLAS issues a stage's eight from one warpgroup, rung 17 four from each of two, and cuBLAS executes a
-# third of rung 17's instructions. A rung with one consumer warpgroup is written, and waits for a GPU.
+# third of rung 17's instructions. Rung 19 tries that.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Rung 19: one consumer warpgroup
+#
+# Rung 19 is rung 17 with one template argument changed, `CONSUMERS = 1`: one warpgroup issues
+# `wgmma` m64n128k16 over the whole 64 x 128 tile (64 accumulators per thread), in 256 threads.
+# **Predicted before it ran: x1.10 over rung 17 at 128 x 8192 x 8192** (half the barrier arrivals and
+# issue work per stage; about 0.81x cuBLAS) **and x1.0 at $4096^3$** (the same bytes per FLOP).
+
+# %% slideshow={"slide_type": "-"}
+switch_lines("CONSUMERS")
+
+# %% slideshow={"slide_type": "fragment"}
+display(H.gain_table(hop, 19, (128, 8192, 8192), predicted=1.10, base=17))
+display(H.gain_table(hop, 19, (4096,) * 3, base=17))
+print("why, for the miss (written after its first run):", H.MISS_NOTES[19]["better"])
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# As predicted at 128 rows, where it is now the best FP16-C rung, yet short of the 0.90x goal; better
+# than predicted where the chip is full. Rung 20 is rung 19 writing FP32 C (`HALF_C` off, as rung 18 is rung 17), **predicted x0.98 over
+# rung 19**:
+
+# %% slideshow={"slide_type": "-"}
+for shape in ((128, 8192, 8192), (4096,) * 3):
+    display(H.gain_table(hop, 20, shape, predicted=0.98))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Try it**: does the wait hint add to one consumer's gain? Predict, then run
+# `helpers.try_kernel(19, WAIT_HINT=1)` (the record has no such timing yet).
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(19, WAIT_HINT=1)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Filling the waves with the tile

@@ -191,10 +191,10 @@ def test_hopper_knob_variants_pass_with_their_launch_settings(k, knobs, cluster)
     assert tryout.variant_entry(spec, settings).cluster == (cluster if k >= 12 else None)
 
 
-@pytest.mark.parametrize("k", [17, 18])
+@pytest.mark.parametrize("k", [17, 18, 19, 20])
 @pytest.mark.parametrize("knobs, cluster", [({"STAGES": 4}, (2, 1, 1)), ({"CLUSTER_M": 1}, None)])
 def test_skinny_knobs_pass_with_their_own_ring_and_cluster(k, knobs, cluster):
-    """The knobs of rungs 17 and 18 (SKINNY_STAGES, SKINNY_CLUSTER in kernels/hopper_sm90a.cu): their ring of 24 KB
+    """The knobs of rungs 17-20 (SKINNY_STAGES, SKINNY_CLUSTER in kernels/hopper_sm90a.cu): their ring of 24 KB
     stages (helpers.kernels.skinny_smem) and the cluster the launcher forms (none for 1), checked and timed."""
     from helpers.kernels import skinny_smem
 
@@ -206,7 +206,7 @@ def test_skinny_knobs_pass_with_their_own_ring_and_cluster(k, knobs, cluster):
     assert tryout.variant_entry(spec, settings).cluster == cluster
 
 
-@pytest.mark.parametrize("k", [17, 18])
+@pytest.mark.parametrize("k", [17, 18, 19, 20])
 @pytest.mark.parametrize("hint", [1, 2])
 def test_skinny_wait_hint_variants_are_correct(k, hint):
     """WAIT_HINT (SKINNY_WAIT: how a thread waits for a stage, kernels/hopper_primitives.cuh): each value compiles

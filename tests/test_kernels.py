@@ -55,7 +55,7 @@ def test_lesson3_kernels_registered():
 
 def test_registry_is_a_ladder():
     assert list(K.RUNGS) == [1, 2, 3, 4, 5, 6, 7]            # lesson 5's ladder
-    assert list(K.HOPPER_RUNGS) == list(range(8, 19))   # lesson 6's (tests/test_hopper.py)
+    assert list(K.HOPPER_RUNGS) == list(range(8, 21))   # lesson 6's (tests/test_hopper.py)
     assert K.ALL_RUNGS == {**K.RUNGS, **K.HOPPER_RUNGS}
     for r in K.RUNGS.values():
         assert r.predicted_gain > 0 and r.idea and r.why
@@ -175,16 +175,16 @@ def _hdefine(name):
 
 
 def test_lesson6_rungs_are_registry_entries_one_idea_each():
-    assert list(K.HOPPER_RUNGS) == list(range(8, 19))
-    assert list(K.hopper_ladder()) == [7, *range(8, 19)] and K.hopper_ladder()[7] is K.RUNGS[7]
+    assert list(K.HOPPER_RUNGS) == list(range(8, 21))
+    assert list(K.hopper_ladder()) == [7, *range(8, 21)] and K.hopper_ladder()[7] is K.RUNGS[7]
     for r in K.HOPPER_RUNGS.values():
         assert r is K.KERNELS[r.name] and r.lesson == 6 and r.file == "hopper_sm90a.cu"
         # rung 17 is for skinny shapes: where the chip is full (4096^3, what predicted_gain is at) it predicts a loss
         assert r.idea and r.why and (0.95 <= r.predicted_gain <= 2.0 if r.rung != 17 else r.predicted_gain == 0.6)
         assert r.only_cc == (9, 0) and r.isolate and not r.b_transposed and not r.sweep
-        out = "fp16" if 14 <= r.rung <= 17 else "fp32"          # rungs 14-17 write FP16 C, as cupy.matmul
+        out = "fp16" if 14 <= r.rung <= 17 or r.rung == 19 else "fp32"   # rungs 14-17 and 19: FP16 C, as cupy.matmul
         assert (r.inputs, r.acc, r.output, r.acc_block, r.acc_rounding) == ("fp16", "fp32", out, 16, "truncate")
-        if r.rung <= 13 or r.rung == 18:
+        if r.rung <= 13 or r.rung in (18, 20):
             assert r.emulate is K.RUNGS[7].emulate              # rung 7's arithmetic, rung 7's model
         else:                                                   # ... rounded to FP16 at the end (and split)
             assert r.emulate.output == "fp16" and r.emulate.model is K.RUNGS[7].emulate.model
@@ -195,10 +195,12 @@ def test_lesson6_rungs_are_registry_entries_one_idea_each():
         assert (r.tile_mn, r.tile_k) == (8, 8)                  # TMA: 16-byte rows; the rest is out-of-bounds fill
         assert r.teaches.startswith(f"lesson 6, rung {r.rung}: ")
     R = K.HOPPER_RUNGS
-    assert R[8].block == (256, 1) and all(R[k].block == (384, 1) for k in range(9, 19))
-    assert [k for k in R if R[k].persistent] == [10, 11, 12, 13, 14, 15, 16, 17, 18]
-    assert [k for k in R if R[k].cluster] == [12, 13, 14, 16, 17, 18] and R[12].cluster == (2, 1, 1)
-    assert [k for k in R if R[k].c_box] == [13, 14, 15, 16, 17, 18] and R[13].c_box == R[18].c_box == (64, 32)
+    assert R[8].block == R[19].block == R[20].block == (256, 1) and all(R[k].block == (384, 1) for k in range(9, 19))
+    assert [k for k in R if R[k].persistent] == [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]
+    assert [k for k in R if R[k].cluster] == [12, 13, 14, 16, 17, 18, 19, 20] and R[12].cluster == (2, 1, 1)
+    assert [k for k in R if R[k].c_box] == [13, 14, 15, 16, 17, 18, 19, 20]
+    assert R[13].c_box == R[18].c_box == R[20].c_box == (64, 32) and R[19].c_box == (64, 64)
+    assert [k for k in R if R[k].base is not None] == [19] and R[19].base == 17   # rung 19's gain: over rung 17
     assert R[14].c_box == R[15].c_box == R[16].c_box == R[17].c_box == (64, 64)              # FP16 C: 64 columns are one 128-byte row
     assert K.rung(12) is R[12] and K.lookup("hopper_tma_store") is R[13]
 
@@ -215,7 +217,7 @@ def test_lesson6_constants_match_the_kernel_file():
     assert _hdefine("BAR_BYTES") >= 2 * st * 8                   # full[] and empty[]
     assert _hdefine("WS_THREADS") == 384 and _hdefine("CLUSTER_M") == 2 and _hdefine("GROUP_M") == 8
     for r in K.HOPPER_RUNGS.values():
-        if r.rung in (17, 18):                                   # their own tile and ring (test_rung_17_... below)
+        if r.rung >= 17:                                         # their own tile and ring (test_rung_17_... below)
             continue
         assert r.tma_boxes[0] == (bm, bk) and r.tma_boxes[1] == (bk, box)
         assert r.dyn_smem == (K.HOPPER_STORE_SMEM if r.c_box else K.HOPPER_SMEM)
@@ -240,9 +242,9 @@ def test_each_kernel_says_its_one_idea_and_the_registrys_prediction():
         assert c.startswith(f"// Rung {r.rung} -- "), (r.name, c[:80])
         m = re.search(r"Predicted: x([\d.]+) over rung (\d+)", c)
         assert m and float(m.group(1)) == r.predicted_gain, (r.name, c)
-        assert int(m.group(2)) == (16 if r.rung == 17 else r.rung - 1), (r.name, c)   # rung 17 is measured on 16
+        assert int(m.group(2)) == (16 if r.rung == 17 else r.base or r.rung - 1), (r.name, c)   # rung 17: on 16
         assert re.search(rf'extern "C" __global__ void {r.name}\(', HSRC)
-        bounds = "__launch_bounds__(256, 1)" if r.rung == 8 else "__launch_bounds__(WS_THREADS, 1)"
+        bounds = "__launch_bounds__(256, 1)" if r.block == (256, 1) else "__launch_bounds__(WS_THREADS, 1)"
         decl = HSRC[HSRC.index(f"{bounds}", HSRC.index(c)):HSRC.index(f" {r.name}(")]
         assert ("CLUSTER_DIMS" in decl or "SKINNY_DIMS" in decl) == (r.cluster is not None), r.name
 
@@ -341,12 +343,12 @@ def test_rung_17_is_the_skinny_tile():
     assert r.emulate is K.ALL_RUNGS[14].emulate and r.out_dtype == "float16"
 
 
-def test_rung_19_waits_for_its_first_gpu_run():
-    """Rung 19 (hopper_skinny_one) is written and pending (helpers.kernels.PENDING): no lesson, experiment or record
-    shows it, the probes reach it through rung_entry. Its kernel is rung 17's template call with one consumer
-    warpgroup (the last template argument, 1) in 256 threads; its arithmetic and model are rung 17's; its comment
-    says what it adds, predicts its gain over rung 17 before any GPU ran it, and says it has not run yet."""
-    assert list(K.PENDING) == [19, 20] and 19 not in K.ALL_RUNGS and "hopper_skinny_one" not in K.KERNELS
+def test_rung_19_is_rung_17_with_one_consumer_warpgroup():
+    """Rung 19 (hopper_skinny_one), in the registry since its first GPU run (nothing is pending now; the probes reach
+    a pending rung through rung_entry). Its kernel is rung 17's template call with one consumer warpgroup (the last
+    template argument, 1) in 256 threads; its arithmetic and model are rung 17's; its comment says what it adds and
+    predicts its gain over rung 17 (where the chip is full, and separately at M = 128) before any GPU ran it."""
+    assert K.PENDING == {} and K.rung_entry(19) is K.ALL_RUNGS[19] is K.KERNELS["hopper_skinny_one"]
     r, r17 = K.rung_entry(19), K.ALL_RUNGS[17]
     assert r.name == "hopper_skinny_one" and r.block == (256, 1) and r.rung == 19 and r.lesson == 6
     assert (r.emulate, r.out_dtype, r.block_tile, r.tma_boxes, r.c_box, r.cluster, r.dyn_smem) == \
@@ -361,17 +363,18 @@ def test_rung_19_waits_for_its_first_gpu_run():
     c = c[c.index("// Rung "):]
     assert c.startswith("// Rung 19 -- ") and "Written before any GPU ran it" in c
     m = re.search(r"Predicted: x([\d.]+) over rung (\d+)", c)
-    assert m and float(m.group(1)) == r.predicted_gain == 1.10 and int(m.group(2)) == 17
+    assert m and float(m.group(1)) == r.predicted_gain == 1.0 and int(m.group(2)) == 17 and r.base == 17
+    assert re.search(r"M = 128, N = K = 8192 \(predicted separately\), x1\.10 over rung 17", c.replace("\n// ", " "))
     # the template: one consumer only with the skinny tile; its empty barrier counts 4 warps per consumer and CTA
     assert 'static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && BM == 64 && BN == 128)' in HSRC
     assert "mbar_init(&empty[s], 4 * CONSUMERS * CLUSTER);" in HSRC
 
 
 def test_rung_20_is_rung_19_writing_fp32_c():
-    """Rung 20 (hopper_skinny_one_f32c), pending: rung 19's template call with HALF_C off, as rung 18 is rung 17's;
+    """Rung 20 (hopper_skinny_one_f32c): rung 19's template call with HALF_C off, as rung 18 is rung 17's;
     rung 18's epilogue boxes, arithmetic and model; 256 threads."""
     r, r18, r19 = K.rung_entry(20), K.ALL_RUNGS[18], K.rung_entry(19)
-    assert 20 in K.PENDING and r.name == "hopper_skinny_one_f32c" and r.block == (256, 1)
+    assert r is K.ALL_RUNGS[20] and r.name == "hopper_skinny_one_f32c" and r.block == (256, 1) and r.base is None
     assert (r.emulate, r.out_dtype, r.c_box) == (r18.emulate, "float32", (64, 32)) and r.dyn_smem == r19.dyn_smem
     a = {n: [x.strip() for x in re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source(
         "hopper_sm90a.cu", n)).group(1).split(",")] for n in (r.name, r19.name)}

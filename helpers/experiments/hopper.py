@@ -343,9 +343,9 @@ def gains(rows: list[dict], n) -> list[dict]:
     from .ladder import gains as ladder_gains
 
     by_rung = {r["rung"]: r for r in timed_rows(rows, n)}
-    out, prev = ladder_gains(rows, n), None
+    out = ladder_gains(rows, n)
     for g in out:
-        r = by_rung[g["rung"]]
+        r, prev = by_rung[g["rung"]], by_rung.get(g["over"])
         if prev is None:
             g.update(low=None, high=None, direction=None)
         else:
@@ -355,7 +355,6 @@ def gains(rows: list[dict], n) -> list[dict]:
             high = prev["p90_ms"] / r["p10_ms"] if spread else mid
             g.update(low=round(low, 3), high=round(high, 3), verdict=verdict(g["predicted"], low, high))
             g["direction"] = g["verdict"].split()[1] if g["verdict"].startswith("missed") else None
-        prev = r
     return out
 
 
@@ -412,7 +411,7 @@ def flattered(best: dict) -> str:
     """Why a ratio of the best rung over cuBLAS cannot count as a target met, or "": cuBLAS's own timing (the
     yardstick) ran throttled (NVML's throttle reasons), at a lower SM clock than the rung's (by more than 2%), or
     with its median more than 5% above its 10th percentile: its runs were not one population, the clock moved
-    during them (NVML's few samples can miss that: in the 2026-12-02 record cuBLAS's FP16-C timing before rung 15
+    during them (NVML's few samples can miss that: in session 9's record cuBLAS's FP16-C timing before rung 15
     at 8192^3 read 1980 MHz and no throttle, with a median 15% above its p10). A throttled rung against an
     unthrottled cuBLAS only makes the ratio worse, so it does not stop a miss."""
     tag = C_TAGS[best.get("c_dtype", "float32")]
@@ -510,6 +509,13 @@ MISS_NOTES = {
     18: {"better": "FP32 C cost less than the 2% predicted: at 4096^3 rung 18 ran within 1% of rung 17, whose "
                    "mainloop it shares.",
          "worse": "not observed: rung 18 ran no slower than predicted at either shape."},
+    # rungs 19-20's notes were written after their first runs (the probe, then the record): they describe
+    19: {"better": "rung 17's time where the chip is full was not all L2 bandwidth: with the same bytes per FLOP, one "
+                   "consumer warpgroup (half the arrivals at each stage's barrier, one warpgroup's issue work where "
+                   "there were two) ran faster there too.",
+         "worse": "not observed: rung 19 ran faster than predicted at both full-chip sizes."},
+    20: {"better": "FP32 C cost less than the 2% predicted: rung 19's mainloop, not its epilogue, sets the time.",
+         "worse": "not observed: rung 20 ran no slower than predicted at either shape."},
 }
 
 

@@ -61,7 +61,8 @@ def _sizes(timed_sizes, odd_sizes):
 
 
 def _row_head(r, M, N, K) -> dict:
-    return {"rung": r.rung, "kernel": r.name, "idea": r.idea, "predicted": r.predicted_gain, "m": M, "n": N, "k": K}
+    head = {"rung": r.rung, "kernel": r.name, "idea": r.idea, "predicted": r.predicted_gain, "m": M, "n": N, "k": K}
+    return dict(head, base=r.base) if r.base is not None else head
 
 
 def _rung_row(r, A, B, M, N, K, C_ref, timed: bool, cub_ms, peak, cc) -> dict:
@@ -221,7 +222,8 @@ def timed_by_size(rows: list[dict], sizes=TIMED_SIZES) -> dict[int, list[dict]]:
 
 
 def gains(rows: list[dict], n: int) -> list[dict]:
-    """Predicted and measured gain of every rung over the one before it, at size n, with the SM clock
+    """Predicted and measured gain of every rung over the one before it (or over the rung its row names as
+    ``base``, the rung its gain was predicted over; ``over`` says which), at size n, with the SM clock
     recorded while each was timed (``clock``, helpers.clocks.clock_text), judged against the measured
     spread (helpers.experiments.hopper.verdict, lesson 6's rule): ``low`` / ``high`` are the gains the
     p10 and p90 timings of both rungs allow (the slowest p90 over the fastest p10 and back; the median's
@@ -232,12 +234,15 @@ def gains(rows: list[dict], n: int) -> list[dict]:
     from .hopper import verdict
 
     rs = [r for r in timed_rows(rows, n) if r["rung"] >= 1]
-    out, prev = [], None
+    by_rung = {r["rung"]: r for r in rs}
+    out, before = [], None
     for r in rs:
+        prev = by_rung.get(r["base"]) if r.get("base") is not None else before
         measured = r["tflops"] / prev["tflops"] if prev else 1.0
         g = {"rung": r["rung"], "idea": r["idea"], "predicted": r["predicted"], "measured": round(measured, 3),
              "tflops": r["tflops"], "frac_cublas": r["frac_cublas"], "frac_peak": r["frac_peak"],
-             "clock": clock_text(r), "low": None, "high": None, "verdict": "-", "direction": None}
+             "clock": clock_text(r), "low": None, "high": None, "verdict": "-", "direction": None,
+             "over": prev["rung"] if prev else None}
         if prev is not None:
             spread = all(x.get(k) for x in (r, prev) for k in ("p10_ms", "p90_ms"))
             low = prev["p10_ms"] / r["p90_ms"] if spread else measured
@@ -245,7 +250,7 @@ def gains(rows: list[dict], n: int) -> list[dict]:
             g.update(low=round(low, 3), high=round(high, 3), verdict=verdict(r["predicted"], low, high))
             g["direction"] = g["verdict"].split()[1] if g["verdict"].startswith("missed") else None
         out.append(g)
-        prev = r
+        before = r
     return out
 
 

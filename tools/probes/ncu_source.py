@@ -4,7 +4,7 @@ Nsight Compute's warp-state sampling (sections SourceCounters, WarpStateStats, S
 target, clocks not locked; each report's SASS page (every instruction with its stall samples by reason) and details
 page are written as CSV to OUT_DIR, for reading without a GPU; `summary` keeps what the lessons use (the listings of
 cuBLAS's kernels stay out of the repository). Set m128 (128 x 8192 x 8192, lesson 6, Appendix D): rung 17 with the
-wait hint (WAIT_HINT=1), cuBLAS's FP16-C kernel, rung 19 (pending: --only rung19). Set fp8 (4096^3, lesson 7):
+wait hint (WAIT_HINT=1), cuBLAS's FP16-C kernel, rung 19 (one consumer warpgroup: --only rung19). Set fp8 (4096^3, lesson 7):
 fp8_promote_128, fp8_wgmma and cuBLASLt's FP8 kernel with default accumulation.
 
     python3 tools/probes/ncu_source.py OUT_DIR [--set m128|fp8] [--only T1,T2]   (a Hopper GPU, COURSE_DEVICE=gpu, ncu)

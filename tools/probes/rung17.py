@@ -5,9 +5,10 @@ then its knobs at M = 128, N = K = 8192, each variant checked (float64 and the m
 alternating rounds with the rung as recorded. With RUNG 18 (hopper_skinny_f32c, rung 17 writing FP32 C; its first
 run, results/logs/rung18-probe-nvidia-h200.json): the same checks and timings, rung 17 beside it, no knobs. With
 RUNG 19 (hopper_skinny_one, one consumer warpgroup) or 20 (its FP32-C twin), pending their first run: the same,
-rung 17 (18) beside it at the skinny shapes and 4096^3.
+rung 17 (18) beside it at the skinny shapes and 4096^3. With --knobs: only the knob rounds at M = 128 (rung 19: the wait
+hint, 6 stages, no cluster).
 
-    python3 tools/probes/rung17.py OUT.json [RUNG]          (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17 to 20)"""
+    python3 tools/probes/rung17.py OUT.json [RUNG] [--knobs]   (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17 to 20)"""
 import json
 import sys
 from pathlib import Path
@@ -19,21 +20,22 @@ SKINNY = [[128, 8192, 8192], [256, 8192, 8192], [64, 8192, 8192], [128, 28672, 4
 FULL = [[4096] * 3, [5000] * 3]
 ODD = [[1000, 1064, 1000], [257, 520, 136], [40, 24, 56], [72, 8200, 1000]]
 VARIANTS = [{"STAGES": 4}, {"STAGES": 6}, {"CLUSTER_M": 1}, {"PRODUCER_REGS": 24}]   # helpers.tryout.KNOBS[17]
+VARIANTS_19 = [{"WAIT_HINT": 1}, {"STAGES": 6}, {"CLUSTER_M": 1}]                    # helpers.tryout.KNOBS[19]
 KNOB_SHAPE = (128, 8192, 8192)
 
 
-def variant(knobs: dict):
-    """Rung 17 with `knobs` (try_kernel's names), as helpers.tryout builds it: (entry with its shared memory and
+def variant(knobs: dict, rung: int = 17):
+    """Rung `rung` with `knobs` (try_kernel's names), as helpers.tryout builds it: (entry with its shared memory and
     cluster, NVRTC options, {macro: value})."""
     from helpers.tryout import defines, options, validate_knobs, variant_entry
 
-    spec, settings, given = validate_knobs(17, knobs)
+    spec, settings, given = validate_knobs(rung, knobs)
     defs = defines(spec, given)
     return variant_entry(spec, settings), options(defs), defs
 
 
-def knob_rows(shape=KNOB_SHAPE, variants=VARIANTS, rounds: int = 3) -> list[dict]:
-    """GPU, in a child: rung 17 and each variant at `shape`, checked, then timed in `rounds` alternating rounds."""
+def knob_rows(shape=KNOB_SHAPE, variants=VARIANTS, rounds: int = 3, rung: int = 17) -> list[dict]:
+    """GPU, in a child: rung `rung` and each variant at `shape`, checked, then timed in `rounds` alternating rounds."""
     import cupy
 
     from helpers.experiments.ladder import _inputs
@@ -47,11 +49,11 @@ def knob_rows(shape=KNOB_SHAPE, variants=VARIANTS, rounds: int = 3) -> list[dict
     ref = reference_gemm(A, B)
     runs = []
     for knobs in [{}] + list(variants):
-        entry, opts, defs = variant(knobs)
+        entry, opts, defs = variant(knobs, rung)
         run, C, _ = launcher(entry, A, B, options=opts)
         C.fill(cupy.nan)
         run()
-        chk = rung_entry(17).check(C[:M, :N], A, B, reference=ref, backend="GPU")
+        chk = rung_entry(rung).check(C[:M, :N], A, B, reference=ref, backend="GPU")
         runs.append({"knobs": defs, "run": run, "passed": bool(chk.passed), "model": chk.model, "ms": []})
     for _ in range(rounds):
         for r in runs:
@@ -71,12 +73,13 @@ def main(argv) -> int:
     if not hopper_here():
         return 2
     from helpers.experiments.hopper import probe_rung
-    from helpers.isolate import run_isolated
 
     rung = int(argv[1]) if len(argv) > 1 else 17
     if rung not in (17, 18, 19, 20):
         sys.exit(__doc__)
     out, failed = {}, False
+    if "--knobs" in argv:                                    # rung 19's knobs alone, beside it as recorded
+        return _knobs(out, argv[0], rung, VARIANTS_19 if rung in (19, 20) else VARIANTS)
     out[str(rung)], bad = probe_rung(rung, SKINNY + FULL, ODD)
     failed |= bad
     base = {19: 17, 20: 18}.get(rung, rung - 1)                     # the rung its gain is measured over
@@ -85,7 +88,13 @@ def main(argv) -> int:
     if rung in (18, 19, 20):
         Path(argv[0]).write_text(json.dumps(out, indent=1))
         return 1 if failed else 0
-    knobs = run_isolated("tools.probes.rung17:knob_rows", timeout=300)
+    return _knobs(out, argv[0], 17, VARIANTS, failed)
+
+
+def _knobs(out: dict, path: str, rung: int, variants: list, failed: bool = False) -> int:
+    from helpers.isolate import run_isolated
+
+    knobs = run_isolated("tools.probes.rung17:knob_rows", KNOB_SHAPE, variants, 3, rung, timeout=300)
     out["knobs"] = knobs
     if isinstance(knobs, dict):
         print("knobs:", knobs, file=sys.stderr)
@@ -95,7 +104,7 @@ def main(argv) -> int:
             print("knobs", r["knobs"], "passed", r["passed"], r["model"], "TFLOP/s", round(r["tflops"]), "rounds ms",
                   [round(x, 4) for x in r["round_ms"]], "MHz", r["sm_mhz"], file=sys.stderr)
             failed |= not r["passed"]
-    Path(argv[0]).write_text(json.dumps(out, indent=1))
+    Path(path).write_text(json.dumps(out, indent=1))
     return 1 if failed else 0
 
 

@@ -1,7 +1,7 @@
 """compute-sanitizer cases for the kernels added on 2026-12-01 (lesson 6's rungs 14-17 and any rung still pending, lesson 7's
 fp8_promote_pingpong and fp8_block_scaled), with tools/sanitize_driver.py's own case functions, at small and odd sizes and split-K at
 2 parts (rung 16 also after two whole waves, with a tile below M); `make sanitize` runs every kernel, this runs
-four in seconds. Under each tool:
+four in seconds (`--pending`: only the rungs still pending their first run). Under each tool:
 
     compute-sanitizer --tool memcheck --padding 64 --report-api-errors no python3 tools/probes/sanitize_new_kernels.py
     (and --tool racecheck, --tool synccheck; a Hopper GPU, COURSE_DEVICE=gpu)
@@ -30,6 +30,13 @@ def main() -> int:
 
     cupy.cuda.set_allocator(None)             # one allocation per array: exact bounds for memcheck
     bad = 0
+    if "--pending" in sys.argv:
+        for spec in PENDING.values():
+            for M, N, K in SIZES + SKINNY_SIZES:
+                v = _course_kernel(spec, M, N, K)
+                bad += not v.startswith("PASS")
+                print(f"@@end {spec.name} | M={M} N={N} K={K} | {v[:160]}", flush=True)
+        return 1 if bad else 0
     for name in ("hopper_fp16_store", "hopper_split_k"):
         for M, N, K in SIZES + SPLIT_SIZES:
             v = _course_kernel(KERNELS[name], M, N, K)
