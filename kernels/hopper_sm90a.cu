@@ -27,8 +27,10 @@
 //   rung 18  hopper_skinny_f32c      rung 17 writing FP32 C (rung 13's epilogue)
 //   rung 19  hopper_skinny_one       rung 17 with one consumer warpgroup (m64n128k16) for the whole tile
 //   rung 20  hopper_skinny_one_f32c  rung 19 writing FP32 C
+//   rung 21  hopper_skinny_hint      rung 19 whose threads wait for a stage with a suspend-time hint
+//   rung 22  hopper_skinny_hint_f32c rung 21 writing FP32 C (rungs 21-22: pending their first GPU run)
 //
-// Rungs 9-20 are one templated body (ws_gemm) with compile-time switches: each rung turns on
+// Rungs 9-22 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
 // clusters off: they pair tiles along M, and the problems it is for have one tile row; rung 16
 // turns them on again).
@@ -866,6 +868,9 @@ extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap t
 #ifndef SKINNY_WAIT
 #define SKINNY_WAIT 0                         // rungs 17-20: how a thread waits for a stage (hopper_primitives.cuh: 0, 1, 2)
 #endif
+#ifndef SKINNY_HINT_WAIT
+#define SKINNY_HINT_WAIT 1                    // rungs 21-22: the same, with the hint (1) as they are recorded
+#endif
 #define SKINNY_SMEM (SKINNY_STAGES * (64 * HBK * 2 + HBK * 128 * 2) + EPI_BYTES + SMEM_SLACK + BAR_BYTES)
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
 #define SKINNY_DIMS
@@ -966,6 +971,46 @@ extern "C" __global__ void hopper_skinny_one_f32c(const __grid_constant__ Tensor
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_WAIT, 1>(
         &tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 21 -- rung 19 waiting with a suspend-time hint.
+// Adds, over rung 19: every mbarrier wait (the producer's for a free stage, the consumer's for a full one) is
+// mbarrier.try_wait with a suspend-time hint of 10 ms (kernels/hopper_primitives.cuh, HOW = 1), so a waiting thread
+// sleeps until the phase completes instead of for a time the hardware picks; lesson 6's WAIT_HINT knob, set.
+// Predicted: x1.05 over rung 19 at 4096^3 (the same waits per FLOP as at M = 128, but more of the time there is
+// L2's); at M = 128, N = K = 8192 (predicted separately), x1.10 over rung 19: what the knob measured on rung 19
+// there in session 11 (tools/probes/rung17.py 19 --knobs: 384 -> 422 TFLOP/s, three alternating rounds), which
+// would be about 0.91x cuBLAS. Not a forecast from a model: a measured knob, made a rung, timed again in the record.
+// Written before any GPU ran it (2026-12-02, session 11; helpers.kernels.PENDING until its first run).
+extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_hint(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny_hint(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES, SKINNY_HINT_WAIT,
+            1>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 22 -- rung 21 writing FP32 C.
+// Adds, over rung 20 (its gain is measured over rung 20, the same C): the wait hint, as rung 21 adds it to rung 19.
+// Predicted: x1.05 over rung 20 at 4096^3; at M = 128, N = K = 8192 (predicted separately), x1.08 over rung 20: the
+// knob on rung 20 there in session 11 (383 -> 415 TFLOP/s), about 0.91x cuBLAS writing FP32 C.
+// Written before any GPU ran it (2026-12-02, session 11; helpers.kernels.PENDING until its first run).
+extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_hint_f32c(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny_hint_f32c(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_HINT_WAIT,
+            1>(&tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }
 

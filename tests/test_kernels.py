@@ -300,7 +300,7 @@ def test_rung_18_is_rung_17_writing_fp32_c():
     assert 18 not in K.PENDING and K.KERNELS["hopper_skinny_f32c"] is r and K.HOPPER_RUNGS[18] is r
     assert K.rung_entry(18) is r
     with pytest.raises(KeyError):
-        K.rung_entry(21)
+        K.rung_entry(23)
     c = _kernel_comment(r.name)
     c = c[c.index("// Rung "):]
     assert c.startswith("// Rung 18 -- ") and "Not yet run on a GPU" not in c
@@ -348,7 +348,7 @@ def test_rung_19_is_rung_17_with_one_consumer_warpgroup():
     a pending rung through rung_entry). Its kernel is rung 17's template call with one consumer warpgroup (the last
     template argument, 1) in 256 threads; its arithmetic and model are rung 17's; its comment says what it adds and
     predicts its gain over rung 17 (where the chip is full, and separately at M = 128) before any GPU ran it."""
-    assert K.PENDING == {} and K.rung_entry(19) is K.ALL_RUNGS[19] is K.KERNELS["hopper_skinny_one"]
+    assert 19 not in K.PENDING and K.rung_entry(19) is K.ALL_RUNGS[19] is K.KERNELS["hopper_skinny_one"]
     r, r17 = K.rung_entry(19), K.ALL_RUNGS[17]
     assert r.name == "hopper_skinny_one" and r.block == (256, 1) and r.rung == 19 and r.lesson == 6
     assert (r.emulate, r.out_dtype, r.block_tile, r.tma_boxes, r.c_box, r.cluster, r.dyn_smem) == \
@@ -384,3 +384,26 @@ def test_rung_20_is_rung_19_writing_fp32_c():
     c = c[c.index("// Rung "):]
     m = re.search(r"Predicted: x([\d.]+) over rung (\d+)", c)
     assert c.startswith("// Rung 20 -- ") and m and float(m.group(1)) == r.predicted_gain and int(m.group(2)) == 19
+
+
+def test_rungs_21_and_22_are_rungs_19_and_20_with_the_wait_hint_and_wait_for_their_first_run():
+    """Rungs 21-22 (pending, helpers.kernels.PENDING): rungs 19-20's template calls with SKINNY_HINT_WAIT (default 1, the
+    suspend-time hint) where 19-20 pass SKINNY_WAIT (default 0), nothing else; their gains are predicted over 19 and
+    20 (base), where the chip is full and separately at M = 128 (the knob's measurement there), before any GPU ran
+    them; their launch and model are 19-20's."""
+    assert sorted(K.PENDING) == [21, 22] and not set(K.PENDING) & set(K.ALL_RUNGS)
+    for k, base, m128 in ((21, 19, "1.10"), (22, 20, "1.08")):
+        r, b = K.rung_entry(k), K.ALL_RUNGS[base]
+        assert r.name not in K.KERNELS and r.base == base and r.predicted_gain == 1.05 and r.lesson == 6
+        assert (r.emulate, r.out_dtype, r.block, r.block_tile, r.tma_boxes, r.c_box, r.cluster, r.dyn_smem) == \
+            (b.emulate, b.out_dtype, b.block, b.block_tile, b.tma_boxes, b.c_box, b.cluster, b.dyn_smem)
+        args = {n: [x.strip() for x in re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source(
+            "hopper_sm90a.cu", n)).group(1).split(",")] for n in (r.name, b.name)}
+        assert args[b.name][10] == "SKINNY_WAIT" and args[r.name][10] == "SKINNY_HINT_WAIT"
+        assert args[r.name][:10] + args[r.name][11:] == args[b.name][:10] + args[b.name][11:]
+        c = _kernel_comment(r.name)
+        c = c[c.index("// Rung "):].replace("\n// ", " ")
+        m = re.search(r"Predicted: x([\d.]+) over rung (\d+) at 4096\^3", c)
+        assert c.startswith(f"// Rung {k} -- ") and m and float(m.group(1)) == r.predicted_gain and int(m.group(2)) == base
+        assert f"(predicted separately), x{m128} over rung {base}" in c and "Written before any GPU ran it" in c
+    assert _hdefine("SKINNY_HINT_WAIT") == 1 and _hdefine("SKINNY_WAIT") == 0

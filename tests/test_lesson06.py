@@ -710,10 +710,10 @@ def test_claims_about_cublas_one_warpgroup():
     nvidia-h200.json); the rung that tries it is rung 19, the next slide."""
     rec = json.loads((ROOT / "results" / "logs" / "ncu-source-m128-nvidia-h200.json").read_text())["targets"]
     cub, r17 = rec["cublas_fp16c"], rec["rung17_hint"]
-    n_c = sum(cub["hgmma_executions"]) * cub["hgmma_addresses"] // len(cub["hgmma_executions"])
-    n_r = sum(r17["hgmma_executions"]) * r17["hgmma_addresses"]
-    assert n_c == n_r == 128 * 128 * 8 * 4 and cub["hgmma_shapes"] == r17["hgmma_shapes"] == ["64x64x16.F32"]
-    assert sum(cub["hgmma_executions"]) == 128 * 4 * 128 and r17["hgmma_executions"] == [128 * 8 * 128]
+    n_c = sum(cub["gmma_executions"]) * cub["gmma_addresses"] // len(cub["gmma_executions"])
+    n_r = sum(r17["gmma_executions"]) * r17["gmma_addresses"]
+    assert n_c == n_r == 128 * 128 * 8 * 4 and cub["gmma_shapes"] == r17["gmma_shapes"] == ["64x64x16.F32"]
+    assert sum(cub["gmma_executions"]) == 128 * 4 * 128 and r17["gmma_executions"] == [128 * 8 * 128]
     assert round(cub["warp_instructions"] / r17["warp_instructions"], 1) == 0.3
     assert K.ALL_RUNGS[19].name == "hopper_skinny_one" and K.ALL_RUNGS[19].base == 17
 

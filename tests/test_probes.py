@@ -52,15 +52,48 @@ def test_ncu_source_summary_reads_a_sass_page_and_the_stored_one_says_one_warpgr
     text = head + ('"0x10","      HGMMA.64x64x16.F32 R24, gdesc[UR8], R24","30","100","20","10"\n'
                    '"0x20","  @!P0  NANOSLEEP.SYNCS 0x989680","70","50","0","70"\n')
     s = summary(text)
-    assert s["warp_instructions"] == 150 and s["hgmma_addresses"] == 1 and s["hgmma_executions"] == [100]
-    assert s["hgmma_shapes"] == ["64x64x16.F32"] and s["stall_share"] == {"long_sb": 0.8, "wait": 0.2}
+    assert s["warp_instructions"] == 150 and s["gmma_addresses"] == 1 and s["gmma_executions"] == [100]
+    assert s["gmma_shapes"] == ["64x64x16.F32"] and s["stall_share"] == {"long_sb": 0.8, "wait": 0.2}
     assert [a["opcode"] for a in s["top_addresses"]] == ["NANOSLEEP.SYNCS", "HGMMA.64x64x16.F32"]
     rec = json.loads((ROOT / "results" / "logs" / "ncu-source-m128-nvidia-h200.json").read_text())
     cub, r17 = rec["targets"]["cublas_fp16c"], rec["targets"]["rung17_hint"]
-    assert sum(cub["hgmma_executions"]) * 8 == 128 * 4 * 128 * 8          # two loop copies: 8 HGMMA addresses each
-    assert cub["hgmma_addresses"] == 16 and r17["hgmma_addresses"] == 4
-    assert r17["hgmma_executions"] == [128 * 8 * 128]                       # 8 warps per CTA, 4 HGMMA per K-tile
+    assert sum(cub["gmma_executions"]) * 8 == 128 * 4 * 128 * 8          # two loop copies: 8 HGMMA addresses each
+    assert cub["gmma_addresses"] == 16 and r17["gmma_addresses"] == 4
+    assert r17["gmma_executions"] == [128 * 8 * 128]                       # 8 warps per CTA, 4 HGMMA per K-tile
     assert 0.3 < cub["warp_instructions"] / r17["warp_instructions"] < 0.4
+    assert s["opcodes"] == {"HGMMA": 100, "NANOSLEEP": 50}
+    q = summary(head + '"0x10","  @P1  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR8], R24","1","7","1","0"\n')
+    assert q["gmma_shapes"] == ["64x128x32.F32.E4M3.E4M3"] and q["gmma_executions"] == [7]
+    from tools.probes.ncu_source import kernel_name
+
+    assert kernel_name('==PROF== Profiling "nvjet_sm90_x": 0%....100% - 13 passes') == "nvjet_sm90_x"
+    assert kernel_name("no profile") is None
+    # rung 19 (session 11): one consumer warpgroup, 4 HGMMA m64n128k16 per K-tile: 128 CTAs x 4 warps x 128 K-tiles per
+    # address, 4 addresses; 1.5x cuBLAS's warp instructions, with R2UR moves for its descriptors where cuBLAS has none
+    r19 = rec["targets"]["rung19"]
+    assert r19["kernel"] == "hopper_skinny_one" and cub["kernel"].startswith("nvjet_sm90_hsh_128x64_64x8_1x2")
+    assert r19["gmma_addresses"] == 4 and r19["gmma_executions"] == [128 * 4 * 128]
+    assert r19["gmma_shapes"] == ["64x128x16.F32"] and 1.4 < r19["warp_instructions"] / cub["warp_instructions"] < 1.6
+    assert r19["opcodes"]["R2UR"] >= 4 * 4 * 128 * 4 * 128 and "R2UR" not in cub["opcodes"]
+
+
+def test_stored_fp8_sampling_shows_cublaslt_promoting_every_128_products_as_fp8_promote_128_does():
+    """results/logs/ncu-source-fp8-nvidia-h200.json (session 11, 4096^3): cuBLASLt's default-accumulation FP8 kernel
+    and fp8_promote_128 execute the same QGMMA m64n128k32 count (4096^3 / (64 x 128 x 32) per warp of a warpgroup: x4)
+    and the same FADD count, one add per output per 128 products in warp instructions of 32 lanes; fp8_wgmma (no
+    promotion) has no FADD in its top opcodes; cuBLASLt's kernel name reads a 128 x 128 tile, K-tiles of 128 in 6
+    stages, clusters of 2; fp8_promote_128 executes 1.2-1.4x cuBLASLt's warp instructions."""
+    rec = json.loads((ROOT / "results" / "logs" / "ncu-source-fp8-nvidia-h200.json").read_text())
+    t = rec["targets"]
+    lt, ours, fast = t["cublaslt_fp8_default"], t["fp8_promote_128"], t["fp8_wgmma"]
+    n = 4096
+    qgmma = n ** 3 // (64 * 128 * 32) * 4
+    assert lt["opcodes"]["QGMMA"] == ours["opcodes"]["QGMMA"] == qgmma
+    assert lt["gmma_shapes"] == ours["gmma_shapes"] == ["64x128x32.F32.E4M3.E4M3"]
+    assert lt["opcodes"]["FADD"] == ours["opcodes"]["FADD"] == n * n * (n // 128) // 32
+    assert "FADD" not in fast["opcodes"] and fast["gmma_shapes"] == ["64x256x32.F32.E4M3.E4M3"]
+    assert "_128x128_128x6_2x1_" in lt["kernel"] and lt["kernel"].startswith("nvjet_sm90_qqsss")
+    assert 1.2 < ours["warp_instructions"] / lt["warp_instructions"] < 1.4
 
 
 def test_probes_share_the_hopper_check_and_the_rounds(monkeypatch):

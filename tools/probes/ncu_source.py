@@ -11,6 +11,7 @@ fp8_promote_128, fp8_wgmma and cuBLASLt's FP8 kernel with default accumulation.
     python3 tools/probes/ncu_source.py launch TARGET              (what ncu runs)
     python3 tools/probes/ncu_source.py summary DIR                (each TARGET.source.csv in DIR, summarised as JSON)"""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,11 +62,13 @@ def launch(target: str) -> None:
 
 
 def summary(source_csv: str) -> dict:
-    """What one report's SASS page says, without the listing: warp-level instructions executed, the wgmma
-    instructions (HGMMA: distinct addresses, executions of each, their shapes), and the share of stall samples by
+    """What one report's SASS page says, without the listing: warp-level instructions executed, in all and by opcode
+    (the twelve most executed, by the opcode's first word: FADD, QGMMA, ...), the wgmma instructions (HGMMA for FP16
+    inputs, QGMMA for FP8: distinct addresses, executions of each, their shapes), and the share of stall samples by
     reason, overall and at the five addresses with the most samples (each with its opcode)."""
     import csv
     import io
+    from collections import Counter
 
     rows = list(csv.reader(io.StringIO(source_csv)))
     head = next(i for i, r in enumerate(rows) if "Address" in r and "Source" in r)
@@ -76,19 +79,31 @@ def summary(source_csv: str) -> dict:
         v = (v or "").replace(",", "").strip()
         return float(v) if v not in ("", "-") else 0.0
 
+    def opcode(r):                     # the instruction's opcode with its suffixes, past a predicate (@P0 ...)
+        words = r["Source"].split()
+        return words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
+
     stalls = [c for c in cols if c.startswith("stall_") and "Not Issued" not in c]
     samples = sum(num(r["Warp Stall Sampling (All Samples)"]) for r in data) or 1.0
-    hg = [r for r in data if r["Source"].strip().split(" ")[0] == "HGMMA" or " HGMMA." in r["Source"]]
+    gm = [r for r in data if opcode(r).split(".")[0] in ("HGMMA", "QGMMA")]
     by_reason = {c[6:]: sum(num(r[c]) for r in data) / samples for c in stalls}
+    ops = Counter()
+    for r in data:
+        ops[opcode(r).split(".")[0]] += num(r["Instructions Executed"])
     top = sorted(data, key=lambda r: -num(r["Warp Stall Sampling (All Samples)"]))[:5]
     return {"warp_instructions": sum(num(r["Instructions Executed"]) for r in data),
-            "hgmma_addresses": len(hg), "hgmma_executions": sorted({num(r["Instructions Executed"]) for r in hg}),
-            "hgmma_shapes": sorted({r["Source"].split("HGMMA.")[1].split(" ")[0] for r in hg}),
+            "opcodes": {k: v for k, v in ops.most_common(12) if v > 0},
+            "gmma_addresses": len(gm), "gmma_executions": sorted({num(r["Instructions Executed"]) for r in gm}),
+            "gmma_shapes": sorted({opcode(r).split(".", 1)[1] for r in gm}),
             "stall_share": {k: round(v, 3) for k, v in sorted(by_reason.items(), key=lambda kv: -kv[1]) if v > 0.01},
-            "top_addresses": [{"opcode": r["Source"].split()[0] if not r["Source"].strip().startswith("@")
-                               else r["Source"].split()[1],
-                               "share": round(num(r["Warp Stall Sampling (All Samples)"]) / samples, 3),
+            "top_addresses": [{"opcode": opcode(r), "share": round(num(r["Warp Stall Sampling (All Samples)"]) / samples, 3),
                                "executions": num(r["Instructions Executed"])} for r in top]}
+
+
+def kernel_name(ncu_log: str) -> str | None:
+    """The kernel ncu profiled, from its log ('==PROF== Profiling "NAME": ...')."""
+    m = re.search(r'==PROF== Profiling "([^"]+)"', ncu_log)
+    return m.group(1) if m else None
 
 
 def main(argv) -> int:
@@ -100,8 +115,13 @@ def main(argv) -> int:
         import json
 
         d = Path(argv[1])
-        print(json.dumps({t: summary((d / f"{t}.source.csv").read_text()) for t in TARGETS
-                          if (d / f"{t}.source.csv").is_file()}, indent=1))
+        out = {}
+        for t in TARGETS:
+            if (d / f"{t}.source.csv").is_file():
+                log = d / f"{t}.ncu.log"
+                out[t] = dict(kernel=kernel_name(log.read_text()) if log.is_file() else None,
+                              **summary((d / f"{t}.source.csv").read_text()))
+        print(json.dumps(out, indent=1))
         return 0
     if not hopper_here():
         return 2
