@@ -139,3 +139,32 @@ def load_ncu(directory=RESULTS_DIR, gpu: str | None = None) -> Profile:
 def stall_legend(names) -> str:
     """'name: meaning' for each stall reason in `names` (those the module explains)."""
     return "; ".join(f"{n}: {STALL_MEANING[n]}" for n in dict.fromkeys(names) if n in STALL_MEANING)
+
+
+def load_sampling(name: str, gpu_slug: str = "nvidia-h200", directory=RESULTS_DIR) -> dict:
+    """A stored summary of Nsight Compute's per-instruction sampling (tools/probes/ncu_source.py summary):
+    results/logs/ncu-source-<name>-<gpu_slug>.json, e.g. name "m128" (lesson 6) or "fp8" (lesson 7)."""
+    path = Path(directory) / "logs" / f"ncu-source-{name}-{gpu_slug}.json"
+    if not path.is_file():
+        raise ResultsError(f"no sampling summary {path.name} in {path.parent}.",
+                           "run tools/probes/ncu_source.py on a Hopper GPU with Nsight Compute, or restore the "
+                           "committed file with `git checkout -- results/`.")
+    return json.loads(path.read_text())
+
+
+def sampling_rows(summary: dict, targets, top: int = 4) -> list[dict]:
+    """One row per target of a sampling summary (load_sampling): the kernel, warp-level instructions executed (in
+    millions), the wgmma instructions (HGMMA or QGMMA: executed in all, and their shape), the `top` most executed
+    opcodes with their share of all instructions, and the stall reason with the most samples."""
+    rows = []
+    for t in targets:
+        s = summary["targets"][t]
+        total = s["warp_instructions"]
+        counted = [v for k, v in s["opcodes"].items() if k in ("HGMMA", "QGMMA")]     # among the top 12 opcodes
+        gmma = counted[0] if counted else sum(s["gmma_executions"]) * s["gmma_addresses"] // max(1, len(s["gmma_executions"]))
+        ops = ", ".join(f"{k} {v / total:.0%}" for k, v in list(s["opcodes"].items())[:top])
+        stall = next(iter(s["stall_share"].items()), ("-", 0))
+        rows.append({"target": t, "kernel": s.get("kernel") or t, "warp_minstr": total / 1e6, "gmma": gmma,
+                     "gmma_shape": ", ".join(s["gmma_shapes"]), "opcodes": ops,
+                     "top_stall": f"{stall[0]} {stall[1]:.0%}"})
+    return rows

@@ -1144,6 +1144,29 @@ print("why, for the miss (written after its first run):", H.MISS_NOTES[19]["bett
 for shape in ((128, 8192, 8192), (4096,) * 3):
     display(H.gain_table(hop, 20, shape, predicted=0.98))
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Rung 19 beside cuBLAS, instruction by instruction
+#
+# Nsight Compute's sampling of every instruction (`tools/probes/ncu_source.py`) at 128 x 8192 x 8192, rung 17
+# with the wait hint, rung 19, and cuBLAS's kernel:
+
+# %% slideshow={"slide_type": "-"}
+from helpers.profile import load_sampling, sampling_rows
+
+helpers.display.table(sampling_rows(load_sampling("m128"), ["rung17_hint", "rung19", "cublas_fp16c"]),
+                      ["kernel", "warp_minstr", "gmma", "gmma_shape", "opcodes", "top_stall"],
+                      ["kernel", "warp instructions, M", "wgmma executed", "wgmma shape", "most executed",
+                       "top stall"], {"warp_minstr": ".1f", "gmma": ".0f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# One warpgroup halved the instructions, yet rung 19 still executes half as many again as cuBLAS.
+# Before every `wgmma` it rebuilds both shared-memory descriptors from their addresses (`LOP3`, `SHF`,
+# `IMAD`: the code below) and moves them into uniform registers (`R2UR`); cuBLAS adds a constant to
+# descriptors already in uniform registers (`UIADD3`) between its `HGMMA`s.
+
+# %% slideshow={"slide_type": "-"}
+print(src[src.index("__device__ __forceinline__ u64 desc_encode"):src.index("// A, \"K-major\"")])
+
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Try it**: does the wait hint add to one consumer's gain? Predict, then run
 # `helpers.try_kernel(19, WAIT_HINT=1)` (the record has no such timing yet).

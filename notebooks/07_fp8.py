@@ -888,3 +888,32 @@ helpers.display.table(st, ["n", "kernel", "stages", "passed", "tflops", "vs_defa
 # is no faster at any depth than at 4: bytes in flight are not what holds it back. At $8192^3$ the power
 # cap held our kernels below 1600 MHz in every round, so that size decides nothing here. The default
 # stays at 4 stages.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### The same adds, fewer instructions
+#
+# Nsight Compute's sampling of every instruction (`tools/probes/ncu_source.py --set fp8`) at $4096^3$:
+# `fp8_promote_128`, cuBLASLt's default-accumulation kernel, and `fp8_wgmma` (no promotion):
+
+# %% slideshow={"slide_type": "-"}
+from helpers.profile import load_sampling, sampling_rows
+
+samp = load_sampling("fp8")
+helpers.display.table(sampling_rows(samp, ["fp8_promote_128", "cublaslt_fp8_default", "fp8_wgmma"]),
+                      ["kernel", "warp_minstr", "gmma", "gmma_shape", "opcodes", "top_stall"],
+                      ["kernel", "warp instructions, M", "wgmma executed", "wgmma shape", "most executed",
+                       "top stall"], {"warp_minstr": ".1f", "gmma": ".0f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# cuBLASLt executes exactly as many `QGMMA` m64n128k32 as `fp8_promote_128`, and exactly as many
+# `FADD`: one add per output per 128 products. It promotes every 128 products too, which is why its
+# errors lie on promote-128's line, and it waits for the Tensor Cores before each promotion as ours
+# does (the most sampled instruction in both is `WARPGROUP.DEPBAR`). What it leaves out is the
+# address arithmetic: it advances its descriptors with uniform adds (`UIADD3`), where
+# `fp8_promote_128` rebuilds them before each `wgmma`, and executes about a third more instructions.
+
+# %% slideshow={"slide_type": "-"}
+for t in ("fp8_promote_128", "cublaslt_fp8_default"):
+    s = samp["targets"][t]
+    print(f"{t}: FADD {s['opcodes']['FADD']:.0f} (= {4096 ** 3 // 128 // 32} = 4096^3 / 128 / 32 lanes), "
+          f"most sampled: {s['top_addresses'][0]['opcode']} ({s['top_addresses'][0]['share']:.0%} of samples)")

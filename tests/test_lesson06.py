@@ -742,3 +742,26 @@ def test_claims_of_the_rung_19_and_20_slides():
     src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
     assert 'switch_lines("CONSUMERS")' in src and "Rung 19 tries that." in src
     assert "helpers.try_kernel(19, WAIT_HINT=1)" in src
+
+
+def test_claims_of_rung_19_beside_cublas_instruction_by_instruction():
+    """Appendix D, 'Rung 19 beside cuBLAS, instruction by instruction' (results/logs/ncu-source-m128-nvidia-h200.json):
+    one warpgroup "halved the instructions" (rung 19 against rung 17 with the hint), rung 19 executes "half as many
+    again as cuBLAS"; its most executed opcodes are the descriptor arithmetic (LOP3, SHF, IMAD) and the R2UR moves,
+    cuBLAS's the uniform adds (UIADD3), with no R2UR among them; the table's rows come from helpers.profile."""
+    from helpers.profile import load_sampling, sampling_rows
+
+    t = load_sampling("m128")["targets"]
+    r17, r19, cub = t["rung17_hint"], t["rung19"], t["cublas_fp16c"]
+    assert round(r19["warp_instructions"] / r17["warp_instructions"], 1) == 0.5
+    assert round(r19["warp_instructions"] / cub["warp_instructions"], 1) == 1.5
+    assert {"R2UR", "LOP3", "SHF", "IMAD"} <= set(list(r19["opcodes"])[:6]) and "R2UR" not in cub["opcodes"]
+    assert next(iter(cub["opcodes"])) == "UIADD3" and "HGMMA" in cub["opcodes"]
+    rows = sampling_rows(load_sampling("m128"), ["rung19", "cublas_fp16c"])
+    assert [r["gmma"] for r in rows] == [128 * 4 * 128 * 4, 128 * 4 * 128 * 8] and rows[0]["kernel"] == "hopper_skinny_one"
+    src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    assert 'sampling_rows(load_sampling("m128"), ["rung17_hint", "rung19", "cublas_fp16c"])' in src
+    ksrc = (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
+    assert "__device__ __forceinline__ u64 desc_encode" in ksrc and '// A, "K-major"' in ksrc
+    with pytest.raises(Exception, match="ncu_source.py"):
+        load_sampling("nothing")

@@ -420,3 +420,29 @@ def test_claims_of_the_deeper_ring_slide(fp8_data):
     assert d["tile"] == "128x128" and d["stages"] == 6
     src = (Path(helpers.__file__).parents[1] / "kernels" / "fp8_sm90a.cu").read_text()
     assert re.search(r"^#define F8_STAGES 4\b", src, re.M)
+
+
+def test_claims_of_the_same_adds_fewer_instructions_slide():
+    """Appendix H, 'The same adds, fewer instructions' (results/logs/ncu-source-fp8-nvidia-h200.json): cuBLASLt's
+    default kernel executes exactly fp8_promote_128's QGMMA (m64n128k32) and FADD counts, one add per output per 128
+    products; the most sampled instruction of both is the wait for wgmma (WARPGROUP.DEPBAR); cuBLASLt's most executed
+    opcode after FADD is UIADD3 and it has no R2UR among its top opcodes where fp8_promote_128 has; fp8_promote_128
+    executes "about a third more" instructions."""
+    import json
+    from pathlib import Path
+
+    from helpers.profile import load_sampling
+
+    ROOT = Path(helpers.__file__).parents[1]
+    t = load_sampling("fp8")["targets"]
+    ours, lt = t["fp8_promote_128"], t["cublaslt_fp8_default"]
+    n = 4096
+    assert ours["opcodes"]["QGMMA"] == lt["opcodes"]["QGMMA"] and ours["gmma_shapes"] == lt["gmma_shapes"]
+    assert ours["opcodes"]["FADD"] == lt["opcodes"]["FADD"] == n ** 3 // 128 // 32
+    assert ours["top_addresses"][0]["opcode"].startswith("WARPGROUP.DEPBAR")
+    assert lt["top_addresses"][0]["opcode"].startswith("WARPGROUP.DEPBAR")
+    assert list(lt["opcodes"])[:2] == ["FADD", "UIADD3"] and "R2UR" not in lt["opcodes"] and "R2UR" in ours["opcodes"]
+    assert round(ours["warp_instructions"] / lt["warp_instructions"], 1) == 1.3
+    src = (ROOT / "notebooks" / "07_fp8.py").read_text()
+    assert "### The same adds, fewer instructions" in src and 'load_sampling("fp8")' in src
+    assert json.loads((ROOT / "results" / "logs" / "ncu-source-fp8-nvidia-h200.json").read_text())["shape"] == [n] * 3
