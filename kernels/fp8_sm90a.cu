@@ -56,6 +56,29 @@ __device__ __forceinline__ u64 desc_kmajor(const void* p)
     return (u64)((a & 0x3FFFF) >> 4) | ((u64)(16 >> 4) << 16) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
 }
 
+// F8_DESC_ADD, a probe switch (issue 26; 0 as every kernel is recorded): 1 builds a consumer's two descriptors once,
+// for stage 0 and k-step 0, and reaches stage s, k-step ks by adding (s * STAGE + 32 ks) / 16 to the address field
+// (bits 0-13), where 0 rebuilds both from the address before every wgmma (the mask, shift and ORs of desc_kmajor,
+// then moves into uniform registers). cuBLASLt's FP8 kernel adds to its descriptors between QGMMAs (Nsight
+// Compute: UIADD3 of 2, results/logs/ncu-source-fp8-nvidia-h200.json). The field cannot carry into bit 14: shared
+// memory addresses stay below 2^18 bytes, so the descriptors, and the sums, are the same bit for bit.
+#ifndef F8_DESC_ADD
+#define F8_DESC_ADD 0
+#endif
+struct DescBase { u32 lo, hi; };                // a descriptor's two words, split once (the asm keeps the compiler
+__device__ __forceinline__ DescBase desc_split(u64 d)  // from rebuilding lo from the address at every use)
+{
+    DescBase b;
+    asm("mov.b64 {%0, %1}, %2;" : "=r"(b.lo), "=r"(b.hi) : "l"(d));
+    return b;
+}
+__device__ __forceinline__ u64 desc_plus(DescBase b, u32 off16)
+{
+    u64 d;
+    asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(b.lo + off16), "r"(b.hi));
+    return d;
+}
+
 // --------------------------------------------------------------------------- the FP8 MMA
 // scale-d (the predicate p) = accumulate: 0 starts the accumulators from zero (D = A B).
 #define D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
@@ -155,6 +178,15 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
     u64* empty = full + F8_STAGES;
 
     const int wg = threadIdx.x / 128;
+    // a consumer's descriptors of stage s, k-step ks: its 64 rows of A, and B (F8_DESC_ADD: from stage 0's)
+    const DescBase da0 = F8_DESC_ADD ? desc_split(desc_kmajor(smem + (wg == 2) * 64 * F8_BK)) : DescBase{0, 0},
+                   db0 = F8_DESC_ADD ? desc_split(desc_kmajor(smem + F8_A_BYTES)) : DescBase{0, 0};
+    auto desc_a = [&](const unsigned char* a, int s, int ks) {
+        return F8_DESC_ADD ? desc_plus(da0, (u32)(s * STAGE + ks * 32) >> 4) : desc_kmajor(a + ks * 32);
+    };
+    auto desc_b = [&](const unsigned char* b, int s, int ks) {
+        return F8_DESC_ADD ? desc_plus(db0, (u32)(s * STAGE + ks * 32) >> 4) : desc_kmajor(b + ks * 32);
+    };
     const int tiles_m = (M + F8_BM - 1) / F8_BM, tiles_n = (N + BN - 1) / BN, ktiles = (K + F8_BK - 1) / F8_BK;
     const int units = tiles_m * tiles_n;
     auto tile_of = [&](int t, int& tm, int& tn) {              // grouped order (lesson 6, rung 11)
@@ -222,7 +254,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                 wgmma_fence();
 #pragma unroll
                 for (int ks = 0; ks < KSTEPS; ++ks)            // one promotion period: from zero
-                    wgmma_e4m3(d, desc_kmajor(a + ks * 32), desc_kmajor(b + ks * 32), ks != 0);
+                    wgmma_e4m3(d, desc_a(a, s, ks), desc_b(b, s, ks), ks != 0);
                 wgmma_commit();
                 your_turn();
                 wgmma_wait<0>();
@@ -283,7 +315,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                     for (int ks = 0; ks < KSTEPS; ++ks) {
                         // a promotion period's first k-step starts the Tensor Cores from zero
                         const bool fresh = NC && ks == 0 && kt % PSTAGES == 0;
-                        wgmma_e4m3(d, desc_kmajor(a + ks * 32), desc_kmajor(b + ks * 32), !fresh);
+                        wgmma_e4m3(d, desc_a(a, s, ks), desc_b(b, s, ks), !fresh);
                     }
                     wgmma_commit();
                     const bool promote = NC && ((kt + 1) % PSTAGES == 0 || kt == ktiles - 1);
@@ -321,7 +353,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                     for (int ks = 0; ks < KSTEPS; ks += (EVERY ? EVERY : 1)) {
 #pragma unroll
                         for (int j = 0; j < (EVERY ? EVERY : 1); ++j)
-                            wgmma_e4m3(d, desc_kmajor(a + (ks + j) * 32), desc_kmajor(b + (ks + j) * 32), j != 0);
+                            wgmma_e4m3(d, desc_a(a, s, ks + j), desc_b(b, s, ks + j), j != 0);
                         wgmma_commit();
                         wgmma_wait<0>();
 #pragma unroll

@@ -911,6 +911,7 @@ helpers.display.table(sampling_rows(samp, ["fp8_promote_128", "cublaslt_fp8_defa
 # does (the most sampled instruction in both is `WARPGROUP.DEPBAR`). What it leaves out is the
 # address arithmetic: it advances its descriptors with uniform adds (`UIADD3`), where
 # `fp8_promote_128` rebuilds them before each `wgmma`, and executes about a third more instructions.
+# A probe switch, `-DF8_DESC_ADD=1`, builds our kernels with added descriptors; it waits for a GPU.
 
 # %% slideshow={"slide_type": "-"}
 for t in ("fp8_promote_128", "cublaslt_fp8_default"):

@@ -159,3 +159,48 @@ def test_the_ring_depth_of_the_wgmma_kernels_is_a_probe_knob():
     for name, stages in (("fp8_wgmma", 5), ("fp8_promote_128", 8), ("fp8_promote_128", 1), ("fp8_mma_sync", 6)):
         with pytest.raises(InputError, match="stages"):
             launcher(name, A8, A8, stages=stages)
+
+
+def test_the_descriptor_add_switch_reaches_the_same_descriptors():
+    """F8_DESC_ADD (kernels/fp8_sm90a.cu, a probe switch, 0 by default): stage s, k-step ks's descriptor built by
+    adding (s * STAGE + 32 ks) / 16 to the low word of stage 0's equals desc_kmajor of the address itself, for both
+    operands, both consumers, every stage that fits in 227 KB and both tile widths (the address field cannot carry:
+    shared addresses stay below 2^18), including from any base the dynamic shared memory may start at (1024-byte
+    aligned); with nvcc, the switch compiles for sm_90a and changes the promoting kernel's PTX, and the default build
+    stays what it was without the switch's code."""
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    src = (root / "kernels" / "fp8_sm90a.cu").read_text()
+    assert re.search(r"#ifndef F8_DESC_ADD\n#define F8_DESC_ADD 0\n", src)
+
+    def desc_kmajor(addr):                        # the kernel's encoding, in Python
+        return ((addr & 0x3FFFF) >> 4) | ((16 >> 4) << 16) | ((1024 >> 4) << 32) | (1 << 62)
+
+    def desc_plus(d0, off16):                     # desc_split + desc_plus: the low word plus the offset, mod 2^32
+        return (d0 & 0xFFFFFFFF00000000) | ((d0 + off16) & 0xFFFFFFFF)
+
+    for bn in (128, 256):
+        stage = 128 * 128 + bn * 128
+        stages = max(s for s in range(1, 9) if s * stage + 1152 <= 227 * 1024)
+        for base in range(0, 0x40000 - stages * stage, 1024 * 37):
+            for a0 in (base, base + 64 * 128, base + 128 * 128):      # A of consumer 0 and 1, and B
+                for s in range(stages):
+                    for ks in range(4):
+                        off = s * stage + 32 * ks
+                        assert desc_plus(desc_kmajor(a0), off >> 4) == desc_kmajor(a0 + off), (bn, base, s, ks)
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return
+    ptx = {}
+    for opts in ((), ("-DF8_DESC_ADD=1",)):
+        out = subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-ptx", *opts,
+                              str(root / "kernels" / "fp8_sm90a.cu"), "-o", "-"], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+        ptx[opts] = out.stdout
+    entry = lambda t: t[t.index(".entry fp8_promote_128("):t.index(".entry", t.index(".entry fp8_promote_128(") + 9)]  # noqa: E731
+    assert entry(ptx[()]) != entry(ptx[("-DF8_DESC_ADD=1",)])
+    assert "mov.b64 {" not in ptx[()] and "mov.b64 {" in ptx[("-DF8_DESC_ADD=1",)]

@@ -445,4 +445,5 @@ def test_claims_of_the_same_adds_fewer_instructions_slide():
     assert round(ours["warp_instructions"] / lt["warp_instructions"], 1) == 1.3
     src = (ROOT / "notebooks" / "07_fp8.py").read_text()
     assert "### The same adds, fewer instructions" in src and 'load_sampling("fp8")' in src
+    assert "`-DF8_DESC_ADD=1`" in src and "#ifndef F8_DESC_ADD" in (ROOT / "kernels" / "fp8_sm90a.cu").read_text()
     assert json.loads((ROOT / "results" / "logs" / "ncu-source-fp8-nvidia-h200.json").read_text())["shape"] == [n] * 3

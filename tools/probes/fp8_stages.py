@@ -5,9 +5,11 @@ fp8_wgmma_n128 and fp8_promote_128 (128 x 128 tiles: 32 KB a stage) are compiled
 checked (helpers.experiments.fp8.check_fp8: the bounds and the CPU model, every element, on the GPU) at an odd
 shape and at every timed size, then timed in alternating rounds beside cuBLASLt with default and with fast
 accumulation, with the SM clock of every timing. fp8_wgmma (128 x 256, 48 KB a stage: 4 is the most that fits)
-is timed beside them as recorded.
+is timed beside them as recorded. With --desc: fp8_promote_128 and fp8_wgmma (4 stages) as recorded and with the
+probe switch -DF8_DESC_ADD=1 (descriptors built once and advanced by adds, as cuBLASLt's kernel does), the same
+checks (the sums must stay the model's, bit for bit) and timings.
 
-    python3 tools/probes/fp8_stages.py OUT.json           (a Hopper GPU, COURSE_DEVICE=gpu)"""
+    python3 tools/probes/fp8_stages.py OUT.json [--desc]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import json
 import sys
 from pathlib import Path
@@ -15,7 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
-VARIANTS = [("fp8_wgmma", 4)] + [(k, s) for k in ("fp8_wgmma_n128", "fp8_promote_128") for s in (4, 5, 6, 7)]
+VARIANTS = [("fp8_wgmma", 4, ())] + [(k, s, ()) for k in ("fp8_wgmma_n128", "fp8_promote_128") for s in (4, 5, 6, 7)]
+DESC = [(k, 4, o) for k in ("fp8_promote_128", "fp8_wgmma") for o in ((), ("-DF8_DESC_ADD=1",))]
 SIZES = (4096, 8192)
 ODD = (1000, 1064, 1000)
 ROUNDS = 3
@@ -35,17 +38,18 @@ def main(argv) -> int:
         A, B = random_inputs(M, N, K, "normal", seed)
         return cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())), cupy.asarray(A), cupy.asarray(B)
 
+    variants = DESC if "--desc" in argv else VARIANTS
     rows, failed = [], False
     M, N, K = ODD
     A8, Bt8, gA, gB = operands(M, N, K, 1)
-    for k, st in VARIANTS:
-        run, C = launcher(k, A8, Bt8, stages=st)
+    for k, st, opts in variants:
+        run, C = launcher(k, A8, Bt8, stages=st, options=opts)
         run()
         chk = check_fp8(k, C[:, :N], gA, gB, backend="GPU")
-        rows.append({"kernel": k, "stages": st, "shape": list(ODD), "check_passed": bool(chk.passed),
-                     "check": chk.verdict()[:300]})
+        rows.append({"kernel": k, "stages": st, "options": list(opts), "shape": list(ODD),
+                     "check_passed": bool(chk.passed), "check": chk.verdict()[:300]})
         failed |= not chk.passed
-        print(k, st, ODD, chk.verdict()[:160], file=sys.stderr, flush=True)
+        print(k, st, opts, ODD, chk.verdict()[:160], file=sys.stderr, flush=True)
     for n in SIZES:
         A8, Bt8, gA, gB = operands(n, n, n, n)
         fl = gemm_flops(n, n, n)
@@ -55,16 +59,16 @@ def main(argv) -> int:
             if t is None:
                 print("cuBLASLt FP8:", err, file=sys.stderr)
             else:
-                timed[("cublaslt_fp8_fast" if fast else "cublaslt_fp8", 0)] = t[0]
-        for k, st in VARIANTS:
-            run, C = launcher(k, A8, Bt8, stages=st)
+                timed[("cublaslt_fp8_fast" if fast else "cublaslt_fp8", 0, ())] = t[0]
+        for k, st, opts in variants:
+            run, C = launcher(k, A8, Bt8, stages=st, options=opts)
             run()
             chk = check_fp8(k, C, gA, gB, backend="GPU")
             failed |= not chk.passed
-            rows.append({"kernel": k, "stages": st, "shape": [n] * 3, "check_passed": bool(chk.passed),
-                         "check": chk.verdict()[:300]})
-            print(k, st, n, chk.verdict()[:160], file=sys.stderr, flush=True)
-            timed[(k, st)] = run
+            rows.append({"kernel": k, "stages": st, "options": list(opts), "shape": [n] * 3,
+                         "check_passed": bool(chk.passed), "check": chk.verdict()[:300]})
+            print(k, st, opts, n, chk.verdict()[:160], file=sys.stderr, flush=True)
+            timed[(k, st, opts)] = run
         del gA, gB
         ms = {key: [] for key in timed}
         mhz = {key: [] for key in timed}
@@ -75,11 +79,12 @@ def main(argv) -> int:
                 ms[key].append(t.median_ms)
                 mhz[key].append((t.clocks or {}).get("sm_mhz"))
                 watts[key].append((t.clocks or {}).get("power_w"))
-        for (k, st), v in ms.items():
+        for (k, st, opts), v in ms.items():
             med = float(np.median(v))
-            rows.append({"kernel": k, "stages": st, "n": n, "median_ms": med, "tflops": fl / med / 1e9,
-                         "round_ms": v, "sm_mhz": mhz[k, st], "power_w": watts[k, st]})
-            print(k, st, n, round(fl / med / 1e9), "TFLOP/s", [round(x, 4) for x in v], mhz[k, st],
+            rows.append({"kernel": k, "stages": st, "options": list(opts), "n": n, "median_ms": med,
+                         "tflops": fl / med / 1e9, "round_ms": v, "sm_mhz": mhz[k, st, opts],
+                         "power_w": watts[k, st, opts]})
+            print(k, st, opts, n, round(fl / med / 1e9), "TFLOP/s", [round(x, 4) for x in v], mhz[k, st, opts],
                   file=sys.stderr, flush=True)
         cupy.get_default_memory_pool().free_all_blocks()
     Path(argv[0]).write_text(json.dumps(rows, indent=1))

@@ -1,7 +1,8 @@
 """compute-sanitizer cases for the kernels added on 2026-12-01 (lesson 6's rungs 14-17 and any rung still pending, lesson 7's
 fp8_promote_pingpong and fp8_block_scaled), with tools/sanitize_driver.py's own case functions, at small and odd sizes and split-K at
 2 parts (rung 16 also after two whole waves, with a tile below M); `make sanitize` runs every kernel, this runs
-four in seconds (`--pending`: only the rungs still pending their first run). Under each tool:
+four in seconds (`--pending`: only the rungs still pending their first run; `--desc`: fp8_promote_128 and fp8_wgmma
+built with the probe switch F8_DESC_ADD=1). Under each tool:
 
     compute-sanitizer --tool memcheck --padding 64 --report-api-errors no python3 tools/probes/sanitize_new_kernels.py
     (and --tool racecheck, --tool synccheck; a Hopper GPU, COURSE_DEVICE=gpu)
@@ -18,6 +19,21 @@ TAIL_SIZES = ((264, 17152, 1000),)                    # rung 16: 132 whole units
 SKINNY_SIZES = ((64, 264, 200), (72, 8200, 136))      # rung 17: a cluster's tile below M; 2 x 65 tiles, the last 8 wide
 
 
+def _fp8_option(name: str, M: int, N: int, K: int, options: tuple) -> str:
+    """FP8 kernel `name` compiled with NVRTC `options`, on N(0,1) inputs, checked as the record checks it."""
+    import cupy
+
+    from helpers.experiments.fp8 import check_fp8, random_inputs
+    from helpers.fp8_gemm import encode_e4m3, launcher
+
+    A, B = random_inputs(M, N, K, "normal", 7)
+    run, C = launcher(name, cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())), options=options)
+    run()
+    from sanitize_driver import _verdict
+
+    return _verdict(check_fp8(name, C[:, :N], cupy.asarray(A), cupy.asarray(B), backend="GPU"))
+
+
 def main() -> int:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "tools"))
@@ -30,6 +46,13 @@ def main() -> int:
 
     cupy.cuda.set_allocator(None)             # one allocation per array: exact bounds for memcheck
     bad = 0
+    if "--desc" in sys.argv:                  # the FP8 kernels built with the probe switch F8_DESC_ADD=1
+        for name in ("fp8_promote_128", "fp8_wgmma"):
+            for M, N, K in SIZES + SPLIT_SIZES[1:]:
+                v = _fp8_option(name, M, N, K, ("-DF8_DESC_ADD=1",))
+                bad += not v.startswith("PASS")
+                print(f"@@end {name} -DF8_DESC_ADD=1 | M={M} N={N} K={K} | {v[:160]}", flush=True)
+        return 1 if bad else 0
     if "--pending" in sys.argv:
         for spec in PENDING.values():
             for M, N, K in SIZES + SKINNY_SIZES:
