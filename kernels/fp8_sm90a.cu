@@ -58,26 +58,13 @@ __device__ __forceinline__ u64 desc_kmajor(const void* p)
 
 // F8_DESC_ADD, a probe switch (issue 26; 0 as every kernel is recorded): 1 builds a consumer's two descriptors once,
 // for stage 0 and k-step 0, and reaches stage s, k-step ks by adding (s * STAGE + 32 ks) / 16 to the address field
-// (bits 0-13), where 0 rebuilds both from the address before every wgmma (the mask, shift and ORs of desc_kmajor,
-// then moves into uniform registers). cuBLASLt's FP8 kernel adds to its descriptors between QGMMAs (Nsight
-// Compute: UIADD3 of 2, results/logs/ncu-source-fp8-nvidia-h200.json). The field cannot carry into bit 14: shared
-// memory addresses stay below 2^18 bytes, so the descriptors, and the sums, are the same bit for bit.
+// (hopper_primitives.cuh, desc_plus), where 0 rebuilds both from the address before every wgmma (the mask, shift
+// and ORs of desc_kmajor, then moves into uniform registers). cuBLASLt's FP8 kernel adds to its descriptors between
+// QGMMAs (Nsight Compute: UIADD3 of 2, results/logs/ncu-source-fp8-nvidia-h200.json). The descriptors, and the
+// sums, are the same bit for bit.
 #ifndef F8_DESC_ADD
 #define F8_DESC_ADD 0
 #endif
-struct DescBase { u32 lo, hi; };                // a descriptor's two words, split once (the asm keeps the compiler
-__device__ __forceinline__ DescBase desc_split(u64 d)  // from rebuilding lo from the address at every use)
-{
-    DescBase b;
-    asm("mov.b64 {%0, %1}, %2;" : "=r"(b.lo), "=r"(b.hi) : "l"(d));
-    return b;
-}
-__device__ __forceinline__ u64 desc_plus(DescBase b, u32 off16)
-{
-    u64 d;
-    asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(b.lo + off16), "r"(b.hi));
-    return d;
-}
 
 // --------------------------------------------------------------------------- the FP8 MMA
 // scale-d (the predicate p) = accumulate: 0 starts the accumulators from zero (D = A B).

@@ -132,6 +132,26 @@ __device__ __forceinline__ void wgmma_wait()   { asm volatile("wgmma.wait_group.
 // setmaxnreg: a warpgroup lowers (dec) or raises (inc) its registers per thread; the registers one
 // warpgroup gives back are what another can take. Needs a register cap at entry (__launch_bounds__
 // with minBlocks 1) and each role as one branch of one if/else.
+// A wgmma descriptor advanced by adding to its address field (DESC_ADD, F8_DESC_ADD: probe switches of the
+// kernel files, 0 by default). The descriptor's two 32-bit words are split once (the asm keeps the compiler from
+// rebuilding the low word from the address at every use); adding (byte offset / 16) to the low word then gives the
+// descriptor of the address that many bytes further: its field, address bits 4-17, cannot carry out, because
+// shared-memory addresses stay below 2^18 bytes. cuBLAS's kernels do this in uniform registers (UIADD3) between
+// their wgmmas (Nsight Compute, tools/probes/ncu_source.py).
+struct DescBase { u32 lo, hi; };
+__device__ __forceinline__ DescBase desc_split(u64 d)
+{
+    DescBase b;
+    asm("mov.b64 {%0, %1}, %2;" : "=r"(b.lo), "=r"(b.hi) : "l"(d));
+    return b;
+}
+__device__ __forceinline__ u64 desc_plus(DescBase b, u32 off16)
+{
+    u64 d;
+    asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(b.lo + off16), "r"(b.hi));
+    return d;
+}
+
 template <int R> __device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(R)); }
 template <int R> __device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R)); }
 

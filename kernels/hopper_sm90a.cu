@@ -59,6 +59,11 @@
 #define HBM 128                               // rows of C per block tile
 #define HBN 256                               // columns of C per block tile
 #define HBK 64                                // K per pipeline stage: 64 halves = 128 bytes = one swizzle row
+// DESC_ADD, a probe switch of ws_gemm (rungs 9-22; issue 25; 0 as every rung is recorded): 1 builds each
+// consumer's descriptors once and advances them by adds (hopper_primitives.cuh, desc_plus), as cuBLAS's do.
+#ifndef DESC_ADD
+#define DESC_ADD 0
+#endif
 #ifndef HSTAGES
 #define HSTAGES 4                             // pipeline stages (a knob, see below)
 #endif
@@ -327,6 +332,24 @@ __device__ __forceinline__ void mma_ktile(float (&d)[NACC], const unsigned char*
     }
 }
 
+// The same K-tile from descriptors built once (DESC_ADD): a0, b0 are the slice's descriptors in stage 0, and
+// a16, b16 how far this stage lies beyond stage 0, in units of 16 bytes; each k-step adds 32 bytes of A (2) and
+// 16 k-rows of B (2048 bytes: 128).
+template <int NACC>
+__device__ __forceinline__ void mma_ktile_at(float (&d)[NACC], DescBase a0, DescBase b0, u32 a16, u32 b16)
+{
+#pragma unroll
+    for (int ks = 0; ks < HBK / 16; ++ks) {
+        const u64 da = desc_plus(a0, a16 + ks * 2), db = desc_plus(b0, b16 + ks * 128);
+        if constexpr (NACC == 128)
+            wgmma_m64n256k16<1>(d, da, db);
+        else if constexpr (NACC == 64)
+            wgmma_m64n128k16<1>(d, da, db);
+        else
+            wgmma_m64n64k16<1>(d, da, db);
+    }
+}
+
 // Accumulator layout (PTX ISA, wgmma .m64nNk16 D fragments): warp w of the warpgroup holds rows
 // 16w..16w+15 of the 64 x 256 slice; lane (g = lane/4, t = lane%4) holds, for each 8-column
 // block j, d[4j], d[4j+1] at (row g, columns 8j+2t, +1) and d[4j+2], d[4j+3] at (row g+8, same).
@@ -569,6 +592,9 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         int s = 0, ebox = 0;                                   // ebox: epilogue boxes stored (rung 17)
         u32 phase = 0;
         float d[NACC];
+        // DESC_ADD (a probe switch): the slice's descriptors in stage 0, built once
+        const DescBase da0 = DESC_ADD ? desc_split(desc_kmajor(sA + (BM == 128 ? cw * 64 * 128 : 0))) : DescBase{0, 0};
+        const DescBase db0 = DESC_ADD ? desc_split(desc_mnmajor(sB + c0 / BOX_N * B_BOX_BYTES)) : DescBase{0, 0};
         auto release = [&](int stage) {                        // this warp is done reading `stage`
             if (lane == 0) {
                 if (CLUSTER == 1) {
@@ -593,8 +619,11 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 wgmma_fence();
                 // the slice's rows of A (r0 x 128 bytes, spelt out: rungs 8-16 then compile as before) and its
                 // columns of B (rung 17: consumer cw's box)
-                mma_ktile(d, sA + s * A_BYTES + (BM == 128 ? cw * 64 * 128 : 0),
-                          sB + s * B_BYTES + c0 / BOX_N * B_BOX_BYTES);
+                if constexpr (DESC_ADD)
+                    mma_ktile_at(d, da0, db0, (u32)(s * A_BYTES) >> 4, (u32)(s * B_BYTES) >> 4);
+                else
+                    mma_ktile(d, sA + s * A_BYTES + (BM == 128 ? cw * 64 * 128 : 0),
+                              sB + s * B_BYTES + c0 / BOX_N * B_BOX_BYTES);
                 wgmma_commit();
                 wgmma_wait<1>();                               // the previous K-tile's group is done ...
                 if (prev >= 0) release(prev);                  // ... so its stage can be refilled

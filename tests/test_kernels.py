@@ -407,3 +407,48 @@ def test_rungs_21_and_22_are_rungs_19_and_20_with_the_wait_hint_and_wait_for_the
         assert c.startswith(f"// Rung {k} -- ") and m and float(m.group(1)) == r.predicted_gain and int(m.group(2)) == base
         assert f"(predicted separately), x{m128} over rung {base}" in c and "Written before any GPU ran it" in c
     assert _hdefine("SKINNY_HINT_WAIT") == 1 and _hdefine("SKINNY_WAIT") == 0
+
+
+def test_the_desc_add_probe_switch_reaches_the_same_descriptors_and_leaves_the_rungs_as_recorded():
+    """DESC_ADD (kernels/hopper_sm90a.cu, a probe switch of ws_gemm, 0 by default) and hopper_primitives.cuh's
+    desc_plus: stage s, k-step ks of a consumer's slice reached by adding to the low word of stage 0's descriptor is
+    the descriptor of that address, for A (K-major, 32 bytes a k-step) and B (MN-major, 16 k-rows of 128 bytes a
+    k-step), both tiles (128 x 256 in 4 stages, rungs 9-16; 64 x 128 in 8, rungs 17-22), both consumers' slices, from
+    any 1024-byte-aligned base that leaves the ring below 2^18 bytes. With nvcc: it compiles for sm_90a and changes
+    the rungs' PTX, and the default build has no trace of it."""
+    import shutil
+    import subprocess
+
+    assert _hdefine("DESC_ADD") == 0
+    box = _hdefine("BOX_N") * 64 * 2                                  # B_BOX_BYTES: 64 k-rows x 64 columns x 2 bytes
+
+    def encode(addr, lbo):                                            # desc_encode, in Python
+        return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16) | ((1024 >> 4) << 32) | (1 << 62)
+
+    def plus(d0, off16):
+        return (d0 & 0xFFFFFFFF00000000) | ((d0 + off16) & 0xFFFFFFFF)
+
+    for bm, bn, stages in ((128, 256, 4), (64, 128, 8)):
+        a_bytes, b_bytes = bm * 64 * 2, 64 * bn * 2
+        ring = stages * (a_bytes + b_bytes)
+        for base in range(0, 0x40000 - ring - 40 * 1024, 1024 * 29):
+            sA, sB = base, base + stages * a_bytes
+            for cw in (0, 1):
+                a0 = sA + (cw * 64 * 128 if bm == 128 else 0)
+                b0 = sB + ((0 if bm == 128 else cw * 64) // 64) * box
+                for s in range(stages):
+                    for ks in range(4):
+                        assert plus(encode(a0, 16), (s * a_bytes >> 4) + ks * 2) == encode(a0 + s * a_bytes + ks * 32, 16)
+                        assert plus(encode(b0, box), (s * b_bytes >> 4) + ks * 128) == \
+                            encode(b0 + s * b_bytes + ks * 16 * 128, box)
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return
+    ptx = {}
+    for opts in ((), ("-DDESC_ADD=1",)):
+        out = subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-ptx", *opts, str(HOPPER_CU),
+                              "-o", "-"], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+        ptx[opts] = out.stdout
+    assert "mov.b64 {" not in ptx[()] and ptx[()].count("mov.b64 {") == 0
+    assert ptx[("-DDESC_ADD=1",)].count("mov.b64 {") >= 12            # two descriptors split per consumer, every rung

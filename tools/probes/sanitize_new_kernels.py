@@ -2,7 +2,7 @@
 fp8_promote_pingpong and fp8_block_scaled), with tools/sanitize_driver.py's own case functions, at small and odd sizes and split-K at
 2 parts (rung 16 also after two whole waves, with a tile below M); `make sanitize` runs every kernel, this runs
 four in seconds (`--pending`: only the rungs still pending their first run; `--desc`: fp8_promote_128 and fp8_wgmma
-built with the probe switch F8_DESC_ADD=1). Under each tool:
+and rungs 13, 14, 16, 19 and 21 built with the probe switches F8_DESC_ADD=1 and DESC_ADD=1). Under each tool:
 
     compute-sanitizer --tool memcheck --padding 64 --report-api-errors no python3 tools/probes/sanitize_new_kernels.py
     (and --tool racecheck, --tool synccheck; a Hopper GPU, COURSE_DEVICE=gpu)
@@ -42,11 +42,17 @@ def main() -> int:
     import cupy
     from sanitize_driver import SIZES, _course_kernel, _fp8
 
-    from helpers.kernels import KERNELS, PENDING, split_k_plan, tail_split_plan
+    from helpers.kernels import KERNELS, PENDING, rung_entry, split_k_plan, tail_split_plan
 
     cupy.cuda.set_allocator(None)             # one allocation per array: exact bounds for memcheck
     bad = 0
-    if "--desc" in sys.argv:                  # the FP8 kernels built with the probe switch F8_DESC_ADD=1
+    if "--desc" in sys.argv:                  # rungs and FP8 kernels built with the probe switches DESC_ADD=1
+        for k in (13, 14, 16, 19, 21):
+            spec = rung_entry(k)
+            for M, N, K in SIZES + (SKINNY_SIZES if k >= 17 else SPLIT_SIZES):
+                v = _course_kernel(spec, M, N, K, options=("-DDESC_ADD=1",))
+                bad += not v.startswith("PASS")
+                print(f"@@end {spec.name} -DDESC_ADD=1 | M={M} N={N} K={K} | {v[:160]}", flush=True)
         for name in ("fp8_promote_128", "fp8_wgmma"):
             for M, N, K in SIZES + SPLIT_SIZES[1:]:
                 v = _fp8_option(name, M, N, K, ("-DF8_DESC_ADD=1",))

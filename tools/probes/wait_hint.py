@@ -4,8 +4,11 @@ mbarrier.try_wait with a suspend-time hint) than with the hint left to the hardw
 50.7 us at 128 x 8192 x 8192. Here rungs 13-18 at the shapes each is best at, and the FP8 kernels at 4096^3, are
 compiled both ways (rungs 17-18 have their own macro since, SKINNY_WAIT: both are set), each checked (float64 and the CPU model, on the GPU) and timed in alternating rounds beside
 cuBLAS writing the same C (cuBLASLt for FP8, default and fast accumulation), with the SM clock of every timing.
+With --desc, the same for the probe switches DESC_ADD (ws_gemm) and F8_DESC_ADD (the FP8 kernels): descriptors built
+once and advanced by adds, as cuBLAS's kernels do (rungs 12-15 at 4096^3, 16 at 5000^3, 19-21 at M = 128; rows
+keyed desc_add instead of mbar_wait).
 
-    python3 tools/probes/wait_hint.py OUT.json           (a Hopper GPU, COURSE_DEVICE=gpu)"""
+    python3 tools/probes/wait_hint.py OUT.json [--desc]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import json
 import sys
 from pathlib import Path
@@ -15,13 +18,18 @@ sys.path.insert(0, str(ROOT))
 from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
 PLAN = [((4096, 4096, 4096), (13, 14, 15)), ((5000, 5000, 5000), (16,)), ((128, 8192, 8192), (17, 18))]
 FP8 = ("fp8_wgmma", "fp8_promote_128")
-HINTS = (0, 1)
+# set -> (the rows' key, [(value, NVRTC options of the course's rungs, of the FP8 kernels)], the rungs' plan)
+SETS = {"hint": ("mbar_wait", [(h, (f"-DMBAR_WAIT={h}", f"-DSKINNY_WAIT={h}"), (f"-DMBAR_WAIT={h}",)) for h in (0, 1)],
+                 PLAN),
+        "desc": ("desc_add", [(0, (), ()), (1, ("-DDESC_ADD=1",), ("-DF8_DESC_ADD=1",))],
+                 [((4096, 4096, 4096), (12, 13, 14, 15)), ((5000, 5000, 5000), (16,)),
+                  ((128, 8192, 8192), (19, 20, 21))])}
 ROUNDS = 3
 
 
-def hopper_rows(shape, rungs) -> list[dict]:
-    """GPU, in a child: each rung of `rungs` with MBAR_WAIT 0 and 1 at `shape`, checked, then timed in alternating
-    rounds with cuBLAS (FP16 C and FP32 C)."""
+def hopper_rows(shape, rungs, which: str = "hint") -> list[dict]:
+    """GPU, in a child: each rung of `rungs` built with each value of set `which` (MBAR_WAIT 0 and 1, or DESC_ADD) at
+    `shape`, checked, then timed in alternating rounds with cuBLAS (FP16 C and FP32 C)."""
     import cupy
 
     from helpers.cublas import same_c
@@ -34,34 +42,36 @@ def hopper_rows(shape, rungs) -> list[dict]:
     M, N, K = shape
     A, B = _inputs(0, M, N, K)
     ref = reference_gemm(A, B)
+    key, values, _ = SETS[which]
     timed, rows = {}, []
     for r in rungs:
-        for h in HINTS:
-            run, C, _ = launcher(rung_entry(r), A, B, options=(f"-DMBAR_WAIT={h}", f"-DSKINNY_WAIT={h}"))
+        for h, opts, _ in values:
+            run, C, _ = launcher(rung_entry(r), A, B, options=opts)
             C.fill(cupy.nan)
             run()
             chk = rung_entry(r).check(C[:M, :N], A, B, reference=ref, backend="GPU")
-            rows.append({"rung": r, "mbar_wait": h, "shape": list(shape), "passed": bool(chk.passed), "model": chk.model})
+            rows.append({"rung": r, key: h, "shape": list(shape), "passed": bool(chk.passed), "model": chk.model})
             timed[(f"rung {r}", h)] = run
     for c in ("float16", "float32"):
         Cc, cub = cupy.empty((M, N), dtype=c), same_c(c)
         timed[(f"cuBLAS {c} C", None)] = (lambda cub=cub, Cc=Cc: cub.run(A, B, Cc))
-    return rows + _time(timed, gemm_flops(M, N, K), shape)
+    return rows + _time(timed, gemm_flops(M, N, K), shape, key)
 
 
-def _time(timed, fl, shape) -> list[dict]:
+def _time(timed, fl, shape, key: str = "mbar_wait") -> list[dict]:
     from tools.probes.common import alternating
 
     out = []
     for (what, h), v in alternating(timed, fl, ROUNDS).items():
         med = sorted(v["ms"])[len(v["ms"]) // 2]
-        out.append({"what": what, "mbar_wait": h, "shape": list(shape), "median_ms": med, "tflops": fl / med / 1e9,
+        out.append({"what": what, key: h, "shape": list(shape), "median_ms": med, "tflops": fl / med / 1e9,
                     "round_ms": v["ms"], "sm_mhz": v["sm_mhz"]})
     return out
 
 
-def fp8_rows(n: int = 4096) -> list[dict]:
-    """GPU, in a child: the FP8 wgmma kernels with MBAR_WAIT 0 and 1 at n^3, checked, timed beside cuBLASLt."""
+def fp8_rows(n: int = 4096, which: str = "hint") -> list[dict]:
+    """GPU, in a child: the FP8 wgmma kernels built with each value of set `which` at n^3, checked, timed beside
+    cuBLASLt."""
     import cupy
 
     from helpers.experiments.fp8 import _torch_fp8, check_fp8, random_inputs
@@ -78,15 +88,16 @@ def fp8_rows(n: int = 4096) -> list[dict]:
             timed[("cuBLASLt FP8 " + ("fast" if fast else "default"), None)] = t[0]
         else:
             rows.append({"what": "cuBLASLt FP8", "error": str(err)})
+    key, values, _ = SETS[which]
     for k in FP8:
-        for h in HINTS:
-            run, C = launcher(k, A8, Bt8, options=(f"-DMBAR_WAIT={h}",))
+        for h, _, opts in values:
+            run, C = launcher(k, A8, Bt8, options=opts)
             run()
             chk = check_fp8(k, C, gA, gB, backend="GPU")
-            rows.append({"kernel": k, "mbar_wait": h, "shape": [n] * 3, "passed": bool(chk.passed)})
+            rows.append({"kernel": k, key: h, "shape": [n] * 3, "passed": bool(chk.passed)})
             timed[(k, h)] = run
     del gA, gB
-    return rows + _time(timed, gemm_flops(n, n, n), (n, n, n))
+    return rows + _time(timed, gemm_flops(n, n, n), (n, n, n), key)
 
 
 def main(argv) -> int:
@@ -94,9 +105,10 @@ def main(argv) -> int:
         return 2
     from helpers.isolate import run_isolated
 
+    which = "desc" if "--desc" in argv else "hint"
     out, failed = [], False
-    steps = [("tools.probes.wait_hint:hopper_rows", (list(s), list(r))) for s, r in PLAN]
-    steps.append(("tools.probes.wait_hint:fp8_rows", ()))
+    steps = [("tools.probes.wait_hint:hopper_rows", (list(s), list(r), which)) for s, r in SETS[which][2]]
+    steps.append(("tools.probes.wait_hint:fp8_rows", (4096, which)))
     for fn, args in steps:
         rows = run_isolated(fn, *args, timeout=300)
         if isinstance(rows, dict):
