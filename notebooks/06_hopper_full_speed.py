@@ -731,7 +731,7 @@ for shape in ((5000,) * 3, (128, 8192, 8192)):
 # Cores (per active SM) and DRAM both run well below peak, and the top stall is a wait for memory results
 # (`long_scoreboard`), which does not tell stage waits from loads of the parts' sums. Rung 16's
 # count includes `wgmma`s on tiles below M, one per pair. cuBLAS splits nothing at 128 rows; rungs 17
-# and 18 copy its kernel (Appendix D).
+# to 20 copy its kernel (Appendix D).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Check your understanding
