@@ -765,3 +765,12 @@ def test_claims_of_rung_19_beside_cublas_instruction_by_instruction():
     assert "__device__ __forceinline__ u64 desc_encode" in ksrc and '// A, "K-major"' in ksrc
     with pytest.raises(Exception, match="ncu_source.py"):
         load_sampling("nothing")
+
+
+def test_a_rungs_predicted_speed_multiplies_the_gains_on_its_path():
+    """H.gain_path: the predicted TFLOP/s of the last rung is rung 7's times the gains on its path, each over its base
+    or the rung before: rung 20's path skips rung 18 (rung 19's gain is over 17), rung 18's includes every rung."""
+    assert H.gain_path(18) == list(range(8, 19)) and H.gain_path(8) == [8]
+    assert H.gain_path(20) == [*range(8, 18), 19, 20]
+    src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    assert "path = H.gain_path(last)" in src and "rung 7 times every gain" not in src

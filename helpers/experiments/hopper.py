@@ -358,6 +358,17 @@ def gains(rows: list[dict], n) -> list[dict]:
     return out
 
 
+def gain_path(rung: int) -> list[int]:
+    """The rungs whose predicted gains lead from rung 7 to `rung`, in order: each rung's gain is over its base or
+    the rung before it (rung 19's over 17, so rung 18 is not on rung 20's path)."""
+    path, k = [], rung
+    while k != 7:
+        path.append(k)
+        r = ALL_RUNGS[k]
+        k = r.base if r.base is not None else k - 1
+    return path[::-1]
+
+
 def gain_at(rows: list[dict], rung: int, shape, predicted: float | None = None, base: int | None = None) -> dict | None:
     """Rung `rung`'s gain over the rung before it (or over rung `base`) at `shape` (gains' row), judged against
     `predicted` (a prediction made for this shape; default the registry's) by ``verdict`` on the p10-p90 spread."""
