@@ -1136,12 +1136,12 @@ switch_lines("CONSUMERS")
 # %% slideshow={"slide_type": "fragment"}
 display(H.gain_table(hop, 19, (128, 8192, 8192), predicted=1.10, base=17))
 display(H.gain_table(hop, 19, (4096,) * 3, base=17))
-print("why, for the miss (written after its first run):", H.MISS_NOTES[19]["better"])
+print("why, for the miss at 4096^3 (written after its first run):", H.MISS_NOTES[19]["better"])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # As predicted at 128 rows, where it is now the best FP16-C rung, yet short of the 0.90x goal; better
-# than predicted where the chip is full. Rung 20 is rung 19 writing FP32 C (`HALF_C` off, as rung 18 is rung 17), **predicted x0.98 over
-# rung 19**:
+# than predicted where the chip is full. Rung 20 is rung 19 writing FP32 C (`HALF_C` off, as rung 18 is
+# rung 17), **predicted x0.98 over rung 19**:
 
 # %% slideshow={"slide_type": "-"}
 for shape in ((128, 8192, 8192), (4096,) * 3):
