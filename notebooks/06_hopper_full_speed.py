@@ -186,14 +186,12 @@ for n in L.TIMED_SIZES:
 # %% slideshow={"slide_type": "-"}
 rows = [dict(rung=r.rung, kernel=r.name, idea=r.idea, gain=f"x{r.predicted_gain:g}") for r in HOPPER_RUNGS.values()]
 display(helpers.display.table(rows, ["rung", "kernel", "idea", "gain"], ["rung", "kernel", "adds", "predicted gain"]))
-last = max(HOPPER_RUNGS)
-path = H.gain_path(last)                                # each gain is over the rung before, or over its base
+path = H.gain_path(last := max(HOPPER_RUNGS))          # each gain is over the rung before, or over its base
 chain = np.prod([HOPPER_RUNGS[k].predicted_gain for k in path])
 for n in (4096, 8192):
     r7, got = (next(r for r in rows_ if r["rung"] == k)["tflops"] for rows_, k in ((L.timed_rows(lad, n), 7),
                                                                                      (H.timed_rows(hop, n), last)))
-    print(f"n = {n}: rung {last} predicted at {r7 * chain:.0f} TFLOP/s (rung 7 times the gains of rungs "
-          f"{', '.join(map(str, path))}), recorded {got:.0f}")
+    print(f"n = {n}: rung {last} predicted {r7 * chain:.0f} TFLOP/s (rung 7 x the gains of {path}), recorded {got:.0f}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## One check for every rung
