@@ -11,6 +11,10 @@ launch, the same on every machine that reads the file: a notebook shows them wit
 each level, sectors per request, shared-memory wavefronts and bank conflicts, pipe utilisation,
 occupancy, the top stall reasons); ``Profile.rows(targets)`` a table of them. A metric the profiler
 could not collect (listed in the file's ``not_collected``) reads as None.
+
+``load_sampling(name)`` and ``sampling_rows`` read the other kind of record: summaries of Nsight Compute's
+per-instruction sampling (results/logs/ncu-source-<name>-<gpu>.json, tools/probes/ncu_source.py): instructions by
+opcode, the wgmma instructions, and where the warps wait.
 """
 from __future__ import annotations
 
