@@ -315,6 +315,18 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64
 }
 #undef D8
 
+// One wgmma k-step of 16 on a consumer's slice, by its width: NACC accumulators per thread (64 x NACC * 2 of C).
+template <int NACC>
+__device__ __forceinline__ void wgmma_slice(float (&d)[NACC], u64 desc_a, u64 desc_b)
+{
+    if constexpr (NACC == 128)
+        wgmma_m64n256k16<1>(d, desc_a, desc_b);
+    else if constexpr (NACC == 64)
+        wgmma_m64n128k16<1>(d, desc_a, desc_b);
+    else
+        wgmma_m64n64k16<1>(d, desc_a, desc_b);
+}
+
 // One K-tile (64 deep) of a 64 x 256 slice of C (rung 17: 64 x 64; rung 19: 64 x 128): four wgmma k-steps of
 // 16, in K order, into d. a: the slice's 64 rows of the A stage; b: its first box of the B stage (boxes of 64
 // k-rows x 64 columns).
@@ -322,14 +334,8 @@ template <int NACC>
 __device__ __forceinline__ void mma_ktile(float (&d)[NACC], const unsigned char* a, const unsigned char* b)
 {
 #pragma unroll
-    for (int ks = 0; ks < HBK / 16; ++ks) {
-        if constexpr (NACC == 128)
-            wgmma_m64n256k16<1>(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
-        else if constexpr (NACC == 64)
-            wgmma_m64n128k16<1>(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
-        else
-            wgmma_m64n64k16<1>(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
-    }
+    for (int ks = 0; ks < HBK / 16; ++ks)
+        wgmma_slice(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
 }
 
 // The same K-tile from descriptors built once (DESC_ADD): a0, b0 are the slice's descriptors in stage 0, and
@@ -339,15 +345,8 @@ template <int NACC>
 __device__ __forceinline__ void mma_ktile_at(float (&d)[NACC], DescBase a0, DescBase b0, u32 a16, u32 b16)
 {
 #pragma unroll
-    for (int ks = 0; ks < HBK / 16; ++ks) {
-        const u64 da = desc_plus(a0, a16 + ks * 2), db = desc_plus(b0, b16 + ks * 128);
-        if constexpr (NACC == 128)
-            wgmma_m64n256k16<1>(d, da, db);
-        else if constexpr (NACC == 64)
-            wgmma_m64n128k16<1>(d, da, db);
-        else
-            wgmma_m64n64k16<1>(d, da, db);
-    }
+    for (int ks = 0; ks < HBK / 16; ++ks)
+        wgmma_slice(d, desc_plus(a0, a16 + ks * 2), desc_plus(b0, b16 + ks * 128));
 }
 
 // Accumulator layout (PTX ISA, wgmma .m64nNk16 D fragments): warp w of the warpgroup holds rows
