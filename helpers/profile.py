@@ -165,7 +165,8 @@ def sampling_rows(summary: dict, targets, top: int = 4) -> list[dict]:
         s = summary["targets"][t]
         total = s["warp_instructions"]
         counted = [v for k, v in s["opcodes"].items() if k in ("HGMMA", "QGMMA")]     # among the top 12 opcodes
-        gmma = counted[0] if counted else sum(s["gmma_executions"]) * s["gmma_addresses"] // max(1, len(s["gmma_executions"]))
+        per_address = sum(s["gmma_executions"]) // max(1, len(s["gmma_executions"]))   # (equal counts per address)
+        gmma = counted[0] if counted else per_address * s["gmma_addresses"]
         ops = ", ".join(f"{k} {v / total:.0%}" for k, v in list(s["opcodes"].items())[:top])
         stall = next(iter(s["stall_share"].items()), ("-", 0))
         rows.append({"target": t, "kernel": s.get("kernel") or t, "warp_minstr": total / 1e6, "gmma": gmma,

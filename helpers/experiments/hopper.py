@@ -32,7 +32,7 @@ import numpy as np
 from ..clocks import clock_span
 from ..kernels import ALL_RUNGS, hopper_ladder, rung_entry
 from . import experiment
-from .ladder import _inputs, _row_head, _rung_row, errors, timed_rows  # noqa: F401  (re-exported for the lesson)
+from .ladder import _inputs, _row_head, _rung_row, errors, gains, timed_rows  # noqa: F401  (re-exported)
 
 SQUARE = (2048, 4096, 6144, 8192)
 # transformer-like products: an MLP up-projection (8192 tokens, hidden 4096 -> 28672) and a skinny one
@@ -333,29 +333,6 @@ def verdict(predicted: float, low: float, high: float) -> str:
         return "unresolved: the spread holds no gain too" if low * (1 - eps) <= 1.0 <= high * (1 + eps) \
             else "as predicted"
     return "missed: better than predicted" if low > predicted else "missed: worse than predicted"
-
-
-def gains(rows: list[dict], n) -> list[dict]:
-    """The ladder's gains (helpers.experiments.ladder.gains) at size n, judged by ``verdict`` against the
-    measured spread instead of a fixed +-25%: each row gains ``low`` / ``high`` (the gain over the rung
-    before it that the p10-p90 timings of both allow; the median's gain when a row has no p10/p90), and
-    ``direction`` ("better", "worse" or None: the key of MISS_NOTES)."""
-    from .ladder import gains as ladder_gains
-
-    by_rung = {r["rung"]: r for r in timed_rows(rows, n)}
-    out = ladder_gains(rows, n)
-    for g in out:
-        r, prev = by_rung[g["rung"]], by_rung.get(g["over"])
-        if prev is None:
-            g.update(low=None, high=None, direction=None)
-        else:
-            mid = r["tflops"] / prev["tflops"]
-            spread = all(x.get(k) for x in (r, prev) for k in ("p10_ms", "p90_ms"))
-            low = prev["p10_ms"] / r["p90_ms"] if spread else mid
-            high = prev["p90_ms"] / r["p10_ms"] if spread else mid
-            g.update(low=round(low, 3), high=round(high, 3), verdict=verdict(g["predicted"], low, high))
-            g["direction"] = g["verdict"].split()[1] if g["verdict"].startswith("missed") else None
-    return out
 
 
 def gain_path(rung: int) -> list[int]:
