@@ -4,9 +4,9 @@ mbarrier.try_wait with a suspend-time hint) than with the hint left to the hardw
 50.7 us at 128 x 8192 x 8192. Here rungs 13-18 at the shapes each is best at, and the FP8 kernels at 4096^3, are
 compiled both ways (rungs 17-18 have their own macro since, SKINNY_WAIT: both are set), each checked (float64 and the CPU model, on the GPU) and timed in alternating rounds beside
 cuBLAS writing the same C (cuBLASLt for FP8, default and fast accumulation), with the SM clock of every timing.
-With --desc, the same for the probe switches DESC_ADD (ws_gemm) and F8_DESC_ADD (the FP8 kernels): descriptors built
-once and advanced by adds, as cuBLAS's kernels do (rungs 12-15 at 4096^3, 16 at 5000^3, 19-21 at M = 128; rows
-keyed desc_add instead of mbar_wait).
+With --desc, the same for the probe switch DESC_ADD (ws_gemm): descriptors built once and advanced by adds, as
+cuBLAS's kernels do (rungs 12-15 at 4096^3, 16 at 5000^3, 19-21 at M = 128; rows keyed desc_add instead of
+mbar_wait). Its FP8 twin, F8_DESC_ADD, is timed by tools/probes/fp8_stages.py --desc (odd shape, 4096^3, 8192^3).
 
     python3 tools/probes/wait_hint.py OUT.json [--desc]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import json
@@ -19,9 +19,10 @@ from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script
 PLAN = [((4096, 4096, 4096), (13, 14, 15)), ((5000, 5000, 5000), (16,)), ((128, 8192, 8192), (17, 18))]
 FP8 = ("fp8_wgmma", "fp8_promote_128")
 # set -> (the rows' key, [(value, NVRTC options of the course's rungs, of the FP8 kernels)], the rungs' plan)
+# (the FP8 kernels' DESC_ADD twin is timed by fp8_stages.py --desc)
 SETS = {"hint": ("mbar_wait", [(h, (f"-DMBAR_WAIT={h}", f"-DSKINNY_WAIT={h}"), (f"-DMBAR_WAIT={h}",)) for h in (0, 1)],
                  PLAN),
-        "desc": ("desc_add", [(0, (), ()), (1, ("-DDESC_ADD=1",), ("-DF8_DESC_ADD=1",))],
+        "desc": ("desc_add", [(0, (), ()), (1, ("-DDESC_ADD=1",), None)],
                  [((4096, 4096, 4096), (12, 13, 14, 15)), ((5000, 5000, 5000), (16,)),
                   ((128, 8192, 8192), (19, 20, 21))])}
 ROUNDS = 3
@@ -108,7 +109,8 @@ def main(argv) -> int:
     which = "desc" if "--desc" in argv else "hint"
     out, failed = [], False
     steps = [("tools.probes.wait_hint:hopper_rows", (list(s), list(r), which)) for s, r in SETS[which][2]]
-    steps.append(("tools.probes.wait_hint:fp8_rows", (4096, which)))
+    if which == "hint":                                   # (--desc: the FP8 kernels are fp8_stages.py's)
+        steps.append(("tools.probes.wait_hint:fp8_rows", (4096, which)))
     for fn, args in steps:
         rows = run_isolated(fn, *args, timeout=300)
         if isinstance(rows, dict):
