@@ -589,6 +589,35 @@ def cluster_multicast(*, bm: int, bn: int, bk: int, box_n: int, cluster: int = 2
     return fig
 
 
+def consumer_slices(tiles: dict):
+    """Lesson 6, rungs 17 and 19: who computes which part of the block tile. One panel per entry of `tiles`
+    ({label: (bm, bn, consumers)}): the bm x bn tile of C cut into the consumer warpgroups' slices (64 rows, by
+    rows when bm is 128; by columns otherwise), each labelled with the wgmma it issues, m64nNk16 with N its
+    slice's width. Below each panel: the wgmmas per K-tile of 64 and the warps whose arrivals free a stage
+    (4 per consumer, in each CTA)."""
+    from matplotlib.patches import Rectangle
+
+    apply_style()
+    tall = max(bm for bm, _, _ in tiles.values())
+    fig, axes = plt.subplots(1, len(tiles), figsize=(5.2 * len(tiles), 1.2 + 2.2 * tall / 64), squeeze=False)
+    for ax, (label, (bm, bn, consumers)) in zip(axes[0], tiles.items()):
+        by_rows = bm == 128
+        sw, sh = (bn, 64) if by_rows else (bn // consumers, bm)
+        for c in range(consumers):
+            x, y = (0, c * 64) if by_rows else (c * sw, 0)
+            ax.add_patch(Rectangle((x, y), sw, sh, facecolor=COLORS[c + 1], alpha=0.55, edgecolor="k", linewidth=1.6))
+            ax.text(x + sw / 2, y + sh / 2, f"consumer {c}\nwgmma\nm64n{sw}k16", ha="center", va="center", fontsize=11)
+        ax.set_xlim(-4, max(bn, 128) + 4)
+        ax.set_ylim(tall + 4, -4)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        ax.set_title(f"{label}: a {bm} x {bn} tile, {consumers} consumer warpgroup{'s' * (consumers > 1)}\n"
+                     f"{4 * consumers} wgmmas per K-tile; {4 * consumers} warps free each stage", loc="left",
+                     fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
 def label_every_size(fig, sizes=None, *, pad: float = 34.0):
     """Lessons 01-02: give every size tick on a tflops_vs_size figure a label. A size that
     size_tick_labels leaves blank (such as 1000 beside 1024) gets its label one row lower, so both

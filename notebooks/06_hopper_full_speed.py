@@ -1129,6 +1129,10 @@ helpers.display.table(H.apart_rows(pa, "hold"), ["what", "us", "vs_first", "cubl
 # issue work per stage; about 0.81x cuBLAS) **and x1.0 at $4096^3$** (the same bytes per FLOP).
 
 # %% slideshow={"slide_type": "-"}
+tiles = {f"rung {k}": (*HOPPER_RUNGS[k].block_tile, HOPPER_RUNGS[k].block[0] // 128 - 1) for k in (17, 19)}
+fig = helpers.plots.consumer_slices(tiles)              # consumers = threads / 128 - 1 (the producer)
+
+# %% slideshow={"slide_type": "-"}
 switch_lines("CONSUMERS")
 
 # %% slideshow={"slide_type": "fragment"}
