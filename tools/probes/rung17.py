@@ -35,37 +35,40 @@ def variant(knobs: dict, rung: int = 17):
 
 
 def knob_rows(shape=KNOB_SHAPE, variants=VARIANTS, rounds: int = 3, rung: int = 17) -> list[dict]:
-    """GPU, in a child: rung `rung` and each variant at `shape`, checked, then timed in `rounds` alternating rounds."""
+    """GPU, in a child: rung `rung` and each variant at `shape`, checked, then timed in `rounds` alternating rounds
+    (tools.probes.common.alternating) with cuBLAS writing the rung's C type (its row: knobs None)."""
     import cupy
 
+    from helpers.cublas import same_c
     from helpers.experiments.ladder import _inputs
     from helpers.kernels import rung_entry
     from helpers.launch import launcher
     from helpers.numerics import reference_gemm
-    from helpers.timing import benchmark, gemm_flops
+    from helpers.timing import gemm_flops
+    from tools.probes.common import alternating
 
     M, N, K = shape
     A, B = _inputs(0, M, N, K)
     ref = reference_gemm(A, B)
-    runs = []
-    for knobs in [{}] + list(variants):
+    runs, timed = [], {}
+    for i, knobs in enumerate([{}] + list(variants)):
         entry, opts, defs = variant(knobs, rung)
         run, C, _ = launcher(entry, A, B, options=opts)
         C.fill(cupy.nan)
         run()
         chk = rung_entry(rung).check(C[:M, :N], A, B, reference=ref, backend="GPU")
-        runs.append({"knobs": defs, "run": run, "passed": bool(chk.passed), "model": chk.model, "ms": []})
-    for _ in range(rounds):
-        for r in runs:
-            t = benchmark(r["run"], flops=gemm_flops(M, N, K))
-            r["ms"].append(t.median_ms)
-            r.setdefault("clocks", []).append((t.clocks or {}).get("sm_mhz"))
+        runs.append({"knobs": defs, "passed": bool(chk.passed), "model": chk.model})
+        timed[i] = run
+    c_dtype = rung_entry(rung).out_dtype
+    Cc, cub = cupy.empty((M, N), dtype=c_dtype), same_c(c_dtype)
+    timed["cublas"] = lambda: cub.run(A, B, Cc)
+    runs.append({"knobs": None, "what": f"cuBLAS, {c_dtype} C", "passed": None, "model": None})
+    fl = gemm_flops(M, N, K)
     out = []
-    for r in runs:
-        ms = sorted(r["ms"])[len(r["ms"]) // 2]
-        out.append({"shape": list(shape), "knobs": r["knobs"], "passed": r["passed"], "model": r["model"],
-                    "median_ms": ms, "tflops": gemm_flops(M, N, K) / ms / 1e9, "round_ms": r["ms"],
-                    "sm_mhz": r["clocks"]})
+    for r, v in zip(runs, alternating(timed, fl, rounds).values()):
+        ms = sorted(v["ms"])[len(v["ms"]) // 2]
+        out.append(dict(r, shape=list(shape), median_ms=ms, tflops=fl / ms / 1e9, round_ms=v["ms"], sm_mhz=v["sm_mhz"],
+                        power_w=v["power_w"]))
     return out
 
 
@@ -103,9 +106,10 @@ def _knobs(out: dict, path: str, rung: int, variants: list, failed: bool = False
         failed = True
     else:
         for r in knobs:
-            print("knobs", r["knobs"], "passed", r["passed"], r["model"], "TFLOP/s", round(r["tflops"]), "rounds ms",
-                  [round(x, 4) for x in r["round_ms"]], "MHz", r["sm_mhz"], file=sys.stderr)
-            failed |= not r["passed"]
+            print("knobs", r["knobs"] if r["knobs"] is not None else r["what"], "passed", r["passed"], r["model"],
+                  "TFLOP/s", round(r["tflops"]), "rounds ms", [round(x, 4) for x in r["round_ms"]], "MHz", r["sm_mhz"],
+                  file=sys.stderr)
+            failed |= r["passed"] is False
     Path(path).write_text(json.dumps(out, indent=1))
     return 1 if failed else 0
 
