@@ -489,7 +489,8 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 # (a probe in tools/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
 # and moves into the registry (and its macros into helpers.tryout.KNOBS) once a Hopper GPU has run it.
 # Rungs 21-22 wait: rungs 19-20 with lesson 6's WAIT_HINT knob set (a waiting thread sleeps until the phase
-# completes), after that knob was measured on both at M = 128 (session 11); predicted before they run.
+# completes), after that knob was measured on both at M = 128 (session 11); predicted before they ran, and run
+# first in session 11 (tools/probes/rung17.py 21, 22); they join the registry with the hopper record that holds them.
 PENDING: dict[int, GemmKernel] = {
     21: _hopper_rung(
         21, "hopper_skinny_hint", "rung 19 waiting with a suspend-time hint (try_wait, 10 ms)", 1.05,

@@ -28,7 +28,7 @@
 //   rung 19  hopper_skinny_one       rung 17 with one consumer warpgroup (m64n128k16) for the whole tile
 //   rung 20  hopper_skinny_one_f32c  rung 19 writing FP32 C
 //   rung 21  hopper_skinny_hint      rung 19 whose threads wait for a stage with a suspend-time hint
-//   rung 22  hopper_skinny_hint_f32c rung 21 writing FP32 C (rungs 21-22: pending their first GPU run)
+//   rung 22  hopper_skinny_hint_f32c rung 21 writing FP32 C
 //
 // Rungs 9-22 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
@@ -1008,9 +1008,10 @@ extern "C" __global__ void hopper_skinny_one_f32c(const __grid_constant__ Tensor
 // sleeps until the phase completes instead of for a time the hardware picks; lesson 6's WAIT_HINT knob, set.
 // Predicted: x1.05 over rung 19 at 4096^3 (the same waits per FLOP as at M = 128, but more of the time there is
 // L2's); at M = 128, N = K = 8192 (predicted separately), x1.10 over rung 19: what the knob measured on rung 19
-// there in session 11 (tools/probes/rung17.py 19 --knobs: 384 -> 422 TFLOP/s, three alternating rounds), which
-// would be about 0.91x cuBLAS. Not a forecast from a model: a measured knob, made a rung, timed again in the record.
-// Written before any GPU ran it (2026-12-02, session 11; helpers.kernels.PENDING until its first run).
+// there in session 11 (tools/probes/rung17.py 19 --knobs, results/logs/rung19-20-knobs-nvidia-h200.json: 384 -> 422
+// TFLOP/s, three alternating rounds), which would be about 0.91x cuBLAS. Not a forecast from a model: a measured
+// knob, made a rung, timed again in the record.
+// Written before any GPU ran it (2026-12-02, session 11); first run the same session (tools/probes/rung17.py).
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_hint(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1027,8 +1028,8 @@ extern "C" __global__ void hopper_skinny_hint(const __grid_constant__ TensorMap 
 // Rung 22 -- rung 21 writing FP32 C.
 // Adds, over rung 20 (its gain is measured over rung 20, the same C): the wait hint, as rung 21 adds it to rung 19.
 // Predicted: x1.05 over rung 20 at 4096^3; at M = 128, N = K = 8192 (predicted separately), x1.08 over rung 20: the
-// knob on rung 20 there in session 11 (383 -> 415 TFLOP/s), about 0.91x cuBLAS writing FP32 C.
-// Written before any GPU ran it (2026-12-02, session 11; helpers.kernels.PENDING until its first run).
+// knob on rung 20 there in session 11 (the same file: 383 -> 415 TFLOP/s), about 0.91x cuBLAS writing FP32 C.
+// Written before any GPU ran it (2026-12-02, session 11); first run the same session (tools/probes/rung17.py).
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_hint_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);

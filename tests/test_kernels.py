@@ -452,3 +452,17 @@ def test_the_desc_add_probe_switch_reaches_the_same_descriptors_and_leaves_the_r
         ptx[opts] = out.stdout
     assert "mov.b64 {" not in ptx[()] and ptx[()].count("mov.b64 {") == 0
     assert ptx[("-DDESC_ADD=1",)].count("mov.b64 {") >= 12            # two descriptors split per consumer, every rung
+
+
+def test_rung_21_and_22_comments_quote_the_knob_rounds_they_cite():
+    """The M = 128 predictions of rungs 21-22 are the WAIT_HINT knob's measurement on rungs 19-20: the TFLOP/s their
+    comments quote are the medians in results/logs/rung19-20-knobs-nvidia-h200.json (as recorded -> with the hint),
+    and the gains they predict are those ratios, rounded."""
+    import json
+
+    log = json.loads((KERNEL_DIR.parent / "results" / "logs" / "rung19-20-knobs-nvidia-h200.json").read_text())
+    for k, base in ((21, 19), (22, 20)):
+        rows = {json.dumps(r["knobs"], sort_keys=True): r["tflops"] for r in log[str(base)]}
+        off, on = rows["{}"], rows['{"SKINNY_WAIT": 1}']
+        c = _kernel_comment(K.rung_entry(k).name).replace("\n// ", " ")
+        assert f"{off:.0f} -> {on:.0f} TFLOP/s" in c and f"x{on / off:.2f} over rung {base}" in c
