@@ -192,6 +192,7 @@ def test_the_descriptor_add_switch_reaches_the_same_descriptors():
                     for ks in range(4):
                         off = s * stage + 32 * ks
                         assert desc_plus(desc_kmajor(a0), off >> 4) == desc_kmajor(a0 + off), (bn, base, s, ks)
+    assert desc_plus(desc_kmajor(0x3FC00), 0x800 >> 4) != desc_kmajor(0x3FC00 + 0x800)   # past 2^18: it carries
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         return

@@ -441,6 +441,8 @@ def test_the_desc_add_probe_switch_reaches_the_same_descriptors_and_leaves_the_r
                         assert plus(encode(a0, 16), (s * a_bytes >> 4) + ks * 2) == encode(a0 + s * a_bytes + ks * 32, 16)
                         assert plus(encode(b0, box), (s * b_bytes >> 4) + ks * 128) == \
                             encode(b0 + s * b_bytes + ks * 16 * 128, box)
+    # the check can fail: past 2^18 bytes the sum carries into the LBO field, and the descriptors differ
+    assert plus(encode(0x3FC00, 16), 0x800 >> 4) != encode(0x3FC00 + 0x800, 16)
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         return
