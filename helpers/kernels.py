@@ -476,6 +476,23 @@ KERNELS: dict[str, GemmKernel] = _registry([
         "134 MB of B, where rung 18 measured x1.00 over rung 17",
         threads=256, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)),
         c_box=(64, 32), dyn_smem=SKINNY_SMEM),
+    # Rungs 21-22 (rungs 19-20 with lesson 6's WAIT_HINT knob set, after that knob was measured on both at M = 128
+    # in session 11; predicted before they ran, which they first did in session 11: results/logs/rung21-probe-
+    # nvidia-h200.json). Their gains are over rungs 19 and 20.
+    _hopper_rung(
+        21, "hopper_skinny_hint", "rung 19 waiting with a suspend-time hint (try_wait, 10 ms)", 1.05,
+        "a thread of rung 19 waits for a stage once per 1 MFLOP K-tile; without a hint the hardware decides how long "
+        "it sleeps before it looks again, with one it sleeps until the phase completes. Where the chip is full "
+        "(4096^3) the same waits per FLOP, but more of the time is L2's: x1.05. At M = 128, N = K = 8192 (predicted "
+        "separately: x1.10 over rung 19, about 0.91x cuBLAS) the knob measured x1.10 on rung 19",
+        threads=256, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128),
+        tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM, base=19),
+    _hopper_rung(
+        22, "hopper_skinny_hint_f32c", "rung 20 waiting with the hint (rung 21 writing FP32 C)", 1.05,
+        "rung 20 with rung 21's waits: x1.05 at 4096^3; at M = 128 (predicted separately) x1.08 over rung 20, what "
+        "the knob measured on rung 20 there",
+        threads=256, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)),
+        c_box=(64, 32), dyn_smem=SKINNY_SMEM, base=20),
 ])
 
 ALL_RUNGS: dict[int, GemmKernel] = {k.rung: k for k in sorted((k for k in KERNELS.values() if k.rung is not None),
@@ -488,24 +505,7 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 # A rung is written, compiled and modelled here before its first GPU run; until that run has checked and timed it
 # (a probe in tools/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
 # and moves into the registry (and its macros into helpers.tryout.KNOBS) once a Hopper GPU has run it.
-# Rungs 21-22 wait: rungs 19-20 with lesson 6's WAIT_HINT knob set (a waiting thread sleeps until the phase
-# completes), after that knob was measured on both at M = 128 (session 11); predicted before they ran, and run
-# first in session 11 (tools/probes/rung17.py 21, 22); they join the registry with the hopper record that holds them.
-PENDING: dict[int, GemmKernel] = {
-    21: _hopper_rung(
-        21, "hopper_skinny_hint", "rung 19 waiting with a suspend-time hint (try_wait, 10 ms)", 1.05,
-        "a thread of rung 19 waits for a stage once per 1 MFLOP K-tile; without a hint the hardware decides how long "
-        "it sleeps before it looks again, with one it sleeps until the phase completes. Where the chip is full "
-        "(4096^3) the same waits per FLOP, but more of the time is L2's: x1.05. At M = 128, N = K = 8192 (predicted "
-        "separately: x1.10 over rung 19, about 0.91x cuBLAS) the knob measured x1.10 on rung 19",
-        threads=256, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128),
-        tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM, base=19),
-    22: _hopper_rung(
-        22, "hopper_skinny_hint_f32c", "rung 20 waiting with the hint (rung 21 writing FP32 C)", 1.05,
-        "rung 20 with rung 21's waits: x1.05 at 4096^3; at M = 128 (predicted separately) x1.08 over rung 20, what "
-        "the knob measured on rung 20 there",
-        threads=256, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)),
-        c_box=(64, 32), dyn_smem=SKINNY_SMEM, base=20)}
+PENDING: dict[int, GemmKernel] = {}     # none now: rungs 21-22 ran first on 2026-12-02 (tools/probes/rung17.py)
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 
 

@@ -141,6 +141,8 @@ _SKINNY_WAIT = Knob("WAIT_HINT", "SKINNY_WAIT", (0, 1, 2), 0,
                     "mbarrier.test_wait, a spin that never sleeps. At M = 128 a 64 x 128 tile waits twice per 1 MFLOP "
                     "K-tile, four times as often per FLOP as rung 14's tile (tools/probes/wait_hint.py)")
 
+_SKINNY_HINT_WAIT = dataclasses.replace(_SKINNY_WAIT, define="SKINNY_HINT_WAIT", default=1)   # rungs 21-22: set
+
 # rung -> {knob name: Knob}, in the order they are resolved (WAIT_GROUP after STAGES, GROUP_M after CLUSTER_M)
 KNOBS: dict[int, dict[str, Knob]] = {
     2: {"PAD": _pad("RUNG2_PAD", 0), "BK": _BK},
@@ -165,6 +167,9 @@ KNOBS: dict[int, dict[str, Knob]] = {
     # rungs 19-20: rung 17's ring, cluster and wait; 256 threads and no setmaxnreg, so no PRODUCER_REGS
     19: {"STAGES": _SKINNY_STAGES, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_WAIT},
     20: {"STAGES": _SKINNY_STAGES, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_WAIT},
+    # rungs 21-22: rungs 19-20 with the hint set (WAIT_HINT = 0 gives back rungs 19-20)
+    21: {"STAGES": _SKINNY_STAGES, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_HINT_WAIT},
+    22: {"STAGES": _SKINNY_STAGES, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_HINT_WAIT},
 }
 
 
@@ -198,7 +203,7 @@ def _skinny_launch(spec: GemmKernel, s: dict) -> dict:
 # rung -> f(entry, settings) -> the entry's fields that the settings change
 LAUNCH: dict[int, Callable] = {**{r: _ladder_launch for r in (2, 3, 4, 5, 6)},
                                **{r: _hopper_launch for r in (8, 9, 10, 11, 12, 13, 14, 15, 16)},
-                               **{r: _skinny_launch for r in (17, 18, 19, 20)}}
+                               **{r: _skinny_launch for r in (17, 18, 19, 20, 21, 22)}}
 
 
 def knob_table(like=None) -> list[dict]:

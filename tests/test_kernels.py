@@ -55,7 +55,7 @@ def test_lesson3_kernels_registered():
 
 def test_registry_is_a_ladder():
     assert list(K.RUNGS) == [1, 2, 3, 4, 5, 6, 7]            # lesson 5's ladder
-    assert list(K.HOPPER_RUNGS) == list(range(8, 21))   # lesson 6's (tests/test_hopper.py)
+    assert list(K.HOPPER_RUNGS) == list(range(8, 23))   # lesson 6's (tests/test_hopper.py)
     assert K.ALL_RUNGS == {**K.RUNGS, **K.HOPPER_RUNGS}
     for r in K.RUNGS.values():
         assert r.predicted_gain > 0 and r.idea and r.why
@@ -175,16 +175,16 @@ def _hdefine(name):
 
 
 def test_lesson6_rungs_are_registry_entries_one_idea_each():
-    assert list(K.HOPPER_RUNGS) == list(range(8, 21))
-    assert list(K.hopper_ladder()) == [7, *range(8, 21)] and K.hopper_ladder()[7] is K.RUNGS[7]
+    assert list(K.HOPPER_RUNGS) == list(range(8, 23))
+    assert list(K.hopper_ladder()) == [7, *range(8, 23)] and K.hopper_ladder()[7] is K.RUNGS[7]
     for r in K.HOPPER_RUNGS.values():
         assert r is K.KERNELS[r.name] and r.lesson == 6 and r.file == "hopper_sm90a.cu"
         # rung 17 is for skinny shapes: where the chip is full (4096^3, what predicted_gain is at) it predicts a loss
         assert r.idea and r.why and (0.95 <= r.predicted_gain <= 2.0 if r.rung != 17 else r.predicted_gain == 0.6)
         assert r.only_cc == (9, 0) and r.isolate and not r.b_transposed and not r.sweep
-        out = "fp16" if 14 <= r.rung <= 17 or r.rung == 19 else "fp32"   # rungs 14-17 and 19: FP16 C, as cupy.matmul
+        out = "fp16" if 14 <= r.rung <= 17 or r.rung in (19, 21) else "fp32"   # 14-17, 19, 21: FP16 C, as cupy.matmul
         assert (r.inputs, r.acc, r.output, r.acc_block, r.acc_rounding) == ("fp16", "fp32", out, 16, "truncate")
-        if r.rung <= 13 or r.rung in (18, 20):
+        if r.rung <= 13 or r.rung in (18, 20, 22):
             assert r.emulate is K.RUNGS[7].emulate              # rung 7's arithmetic, rung 7's model
         else:                                                   # ... rounded to FP16 at the end (and split)
             assert r.emulate.output == "fp16" and r.emulate.model is K.RUNGS[7].emulate.model
@@ -195,12 +195,12 @@ def test_lesson6_rungs_are_registry_entries_one_idea_each():
         assert (r.tile_mn, r.tile_k) == (8, 8)                  # TMA: 16-byte rows; the rest is out-of-bounds fill
         assert r.teaches.startswith(f"lesson 6, rung {r.rung}: ")
     R = K.HOPPER_RUNGS
-    assert R[8].block == R[19].block == R[20].block == (256, 1) and all(R[k].block == (384, 1) for k in range(9, 19))
-    assert [k for k in R if R[k].persistent] == [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]
-    assert [k for k in R if R[k].cluster] == [12, 13, 14, 16, 17, 18, 19, 20] and R[12].cluster == (2, 1, 1)
-    assert [k for k in R if R[k].c_box] == [13, 14, 15, 16, 17, 18, 19, 20]
-    assert R[13].c_box == R[18].c_box == R[20].c_box == (64, 32) and R[19].c_box == (64, 64)
-    assert [k for k in R if R[k].base is not None] == [19] and R[19].base == 17   # rung 19's gain: over rung 17
+    assert all(R[k].block == (256, 1) for k in (8, 19, 20, 21, 22)) and all(R[k].block == (384, 1) for k in range(9, 19))
+    assert [k for k in R if R[k].persistent] == list(range(10, 23))
+    assert [k for k in R if R[k].cluster] == [12, 13, 14, *range(16, 23)] and R[12].cluster == (2, 1, 1)
+    assert [k for k in R if R[k].c_box] == list(range(13, 23))
+    assert R[13].c_box == R[18].c_box == R[20].c_box == R[22].c_box == (64, 32) and R[19].c_box == R[21].c_box == (64, 64)
+    assert {k: R[k].base for k in R if R[k].base is not None} == {19: 17, 21: 19, 22: 20}   # gains over these
     assert R[14].c_box == R[15].c_box == R[16].c_box == R[17].c_box == (64, 64)              # FP16 C: 64 columns are one 128-byte row
     assert K.rung(12) is R[12] and K.lookup("hopper_tma_store") is R[13]
 
@@ -348,7 +348,7 @@ def test_rung_19_is_rung_17_with_one_consumer_warpgroup():
     a pending rung through rung_entry). Its kernel is rung 17's template call with one consumer warpgroup (the last
     template argument, 1) in 256 threads; its arithmetic and model are rung 17's; its comment says what it adds and
     predicts its gain over rung 17 (where the chip is full, and separately at M = 128) before any GPU ran it."""
-    assert 19 not in K.PENDING and K.rung_entry(19) is K.ALL_RUNGS[19] is K.KERNELS["hopper_skinny_one"]
+    assert K.rung_entry(19) is K.ALL_RUNGS[19] is K.KERNELS["hopper_skinny_one"]
     r, r17 = K.rung_entry(19), K.ALL_RUNGS[17]
     assert r.name == "hopper_skinny_one" and r.block == (256, 1) and r.rung == 19 and r.lesson == 6
     assert (r.emulate, r.out_dtype, r.block_tile, r.tma_boxes, r.c_box, r.cluster, r.dyn_smem) == \
@@ -386,15 +386,15 @@ def test_rung_20_is_rung_19_writing_fp32_c():
     assert c.startswith("// Rung 20 -- ") and m and float(m.group(1)) == r.predicted_gain and int(m.group(2)) == 19
 
 
-def test_rungs_21_and_22_are_rungs_19_and_20_with_the_wait_hint_and_wait_for_their_first_run():
-    """Rungs 21-22 (pending, helpers.kernels.PENDING): rungs 19-20's template calls with SKINNY_HINT_WAIT (default 1, the
+def test_rungs_21_and_22_are_rungs_19_and_20_with_the_wait_hint():
+    """Rungs 21-22 (in the registry since their first run, session 11): rungs 19-20's template calls with SKINNY_HINT_WAIT (default 1, the
     suspend-time hint) where 19-20 pass SKINNY_WAIT (default 0), nothing else; their gains are predicted over 19 and
     20 (base), where the chip is full and separately at M = 128 (the knob's measurement there), before any GPU ran
     them; their launch and model are 19-20's."""
-    assert sorted(K.PENDING) == [21, 22] and not set(K.PENDING) & set(K.ALL_RUNGS)
+    assert K.PENDING == {} and K.rung_entry(21) is K.ALL_RUNGS[21]
     for k, base, m128 in ((21, 19, "1.10"), (22, 20, "1.08")):
         r, b = K.rung_entry(k), K.ALL_RUNGS[base]
-        assert r.name not in K.KERNELS and r.base == base and r.predicted_gain == 1.05 and r.lesson == 6
+        assert r is K.KERNELS[r.name] and r.base == base and r.predicted_gain == 1.05 and r.lesson == 6
         assert (r.emulate, r.out_dtype, r.block, r.block_tile, r.tma_boxes, r.c_box, r.cluster, r.dyn_smem) == \
             (b.emulate, b.out_dtype, b.block, b.block_tile, b.tma_boxes, b.c_box, b.cluster, b.dyn_smem)
         args = {n: [x.strip() for x in re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source(

@@ -77,8 +77,8 @@ def test_hopper_experiment_is_registered_and_reads_its_rows():
     assert REGISTRY["hopper"] is H.hopper
     rows = _rows()
     g = H.gains(rows, 4096)
-    assert [x["rung"] for x in g] == [7, *range(8, 21)] and g[0]["verdict"] == "-"
-    assert [x["over"] for x in g] == [None, *range(7, 18), 17, 19]          # rung 19's gain is over rung 17
+    assert [x["rung"] for x in g] == [7, *range(8, 23)] and g[0]["verdict"] == "-"
+    assert [x["over"] for x in g] == [None, *range(7, 18), 17, 19, 19, 20]   # rungs 19, 21, 22: over 17, 19, 20
     assert all(x["verdict"] == ("as predicted" if x["predicted"] != 1.0 else "unresolved: the spread holds no gain too")
                and x["direction"] is None for x in g[1:])   # no spread: the median (rung 19 predicts no gain)
     t = H.targets(rows)
@@ -156,7 +156,7 @@ def test_hopper_try_reports_failures_wrong_results_and_the_table(monkeypatch, tm
     assert "FAILED rung 10 (hopper_persistent): its child process did not return" in said
     assert "FAILED rung 12 (hopper_cluster) at 4096x4096x4096" in said and "IllegalAddress" in said
     assert "4096x4096x4096: 580.0 TFLOP/s" in said                        # rung 8
-    assert "target at 4096x4096x4096: 1.00x cuBLAS; best correct rung 20: 0.700x -> missed" in said
+    assert "target at 4096x4096x4096: 1.00x cuBLAS; best correct rung 22: 0.700x -> missed" in said
     assert "PROBLEM rung 10 (hopper_persistent)" in said
     log = json.loads(out.read_text())
     assert log["gpu"]["name"] == "NVIDIA H200" and set(log["rungs"]) == {str(k) for k in K.hopper_ladder()}

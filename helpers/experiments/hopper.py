@@ -504,6 +504,13 @@ MISS_NOTES = {
          "worse": "not observed: rung 19 ran faster than predicted at both full-chip sizes."},
     20: {"better": "FP32 C cost less than the 2% predicted: rung 19's mainloop, not its epilogue, sets the time.",
          "worse": "not observed: rung 20 ran no slower than predicted at either shape."},
+    # rungs 21-22's notes were written after their first probe run (session 11), before the record
+    21: {"better": "the hint paid where the chip is full as much as at M = 128, as its first probe found: what L2 costs "
+                   "there did not hide the wait's sleep.",
+         "worse": "the knob's gain at M = 128 came from that run's clocks or cuBLAS-free timings; in the record, with "
+                  "cuBLAS timed beside each rung, less of it remains."},
+    22: {"better": "as rung 21: the hint paid where the chip is full too.",
+         "worse": "as rung 21: less of the knob's gain remains in the record."},
 }
 
 
