@@ -505,7 +505,7 @@ MISS_NOTES = {
     20: {"better": "FP32 C cost less than the 2% predicted: rung 19's mainloop, not its epilogue, sets the time.",
          "worse": "not observed: rung 20 ran no slower than predicted at either shape."},
     # rungs 21-22's notes were written after their first probe run (session 11), before the record
-    21: {"better": "the hint paid where the chip is full as much as at M = 128, as its first probe found: what L2 costs "
+    21: {"better": "the hint paid where the chip is full nearly as much as at M = 128, as its first probe found: what L2 costs "
                    "there did not hide the wait's sleep.",
          "worse": "the knob's gain at M = 128 came from that run's clocks or cuBLAS-free timings; in the record, with "
                   "cuBLAS timed beside each rung, less of it remains."},
@@ -776,6 +776,27 @@ def apart_rows(pa: dict, which: str, shape=(128, 8192, 8192)) -> list[dict]:
              "cublas_over": cub["us"] / r["us"], "passed": r["passed"],
              "correct": "" if r["what"].startswith("cuBLAS") else CHECKED[r["passed"]], "mhz": clock_span(r["sm_mhz"])}
             for r in rows]
+
+
+def knob_round(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """A knob round of tools/probes/rung17.py (``--knobs``), kept as results/logs/<name>-<gpu_slug>.json: per rung and
+    knob setting, whether it was checked correct (and bit-identical to the model), its median TFLOP/s over the
+    rounds, that over the rung as recorded, and the SM clocks of its rounds."""
+    from ..results import RESULTS_DIR
+
+    path = Path(directory or RESULTS_DIR) / "logs" / f"{name}-{gpu_slug}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is not there: run tools/probes/rung17.py RUNG --knobs on a Hopper GPU")
+    import json
+
+    log, out = json.loads(path.read_text()), []
+    for rung in sorted((k for k in log if k.isdigit()), key=int):
+        first = log[rung][0]
+        for r in log[rung]:
+            knob = ", ".join(f"{k}={v}" for k, v in r["knobs"].items()) or "as recorded"
+            out.append({"rung": int(rung), "knob": knob, "passed": r["passed"] and r.get("model") == "identical",
+                        "tflops": r["tflops"], "vs": r["tflops"] / first["tflops"], "mhz": clock_span(r["sm_mhz"])})
+    return out
 
 
 def hint_rows(pa: dict) -> list[dict]:
