@@ -147,7 +147,10 @@ __device__ __forceinline__ const float* scale_array(int i, S... scales)
     return p[i];
 }
 
-template <int BN, int NC, bool OVERLAP = false, bool SCALED = false, typename... Scales>
+// TWO (NC = 128, BN = 128): each consumer warpgroup keeps two partial sums and promotes K-tile kt - 1's while
+// K-tile kt's wgmmas run (fp8_promote_2acc). Registers: 64 + 64 for the partial sums and 64 for the totals, 192 a
+// thread, inside the 232 that setmaxnreg gives a consumer.
+template <int BN, int NC, bool OVERLAP = false, bool SCALED = false, bool TWO = false, typename... Scales>
 __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* tmB, float* __restrict__ C,
                                          int M, int N, int K, Scales... scales)
 {
@@ -158,6 +161,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
     static_assert(NC == 0 || (NC % 32 == 0 && (EVERY <= KSTEPS ? KSTEPS % EVERY == 0 : EVERY % KSTEPS == 0)),
                   "NC: a multiple of 32 that divides, or is divided by, the 128 of a stage");
     static_assert(!OVERLAP || (NC == F8_BK && BN == 128), "the overlapped promotion: every stage, 128 x 128 tiles");
+    static_assert(!TWO || (NC == F8_BK && BN == 128 && !OVERLAP && !SCALED), "two partial sums: NC 128, 128 x 128");
     static_assert(!SCALED || (NC == F8_BK && BN == 128 && !OVERLAP && sizeof...(Scales) == 2),
                   "block scaling: one promotion per K-tile of 128 (one scale block), 128 x 128 tiles, (sa, sb)");
     unsigned char* smem = smem_base();
@@ -253,6 +257,62 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
             store_slice<BN>(total, C, M, N, tm * F8_BM + cw * 64, tn * BN);
         }
         if (cw == 0 && !first_turn) asm volatile("bar.sync 3, 256;\n" ::: "memory");   // warpgroup 1's last arrive
+    } else if (TWO) {                                          // ---------------- consumers, two partial sums
+        // fp8_promote_128's sums in its order (total += K-tile 0's, then 1's, ...), but the add of K-tile kt - 1
+        // waits only for that K-tile's group (wgmma_wait<1>): K-tile kt's group, just committed, keeps the Tensor
+        // Cores busy meanwhile, into the other set of registers. The stage of kt - 1 is released before its adds.
+        regs_inc<232>();
+        const int cw = wg - 1, lane = threadIdx.x % 32;
+        int s = 0, prev = -1;
+        u32 phase = 0;
+        float d0[NREG], d1[NREG], total[NREG];
+        auto release = [&](int stage) { if (lane == 0) mbar_arrive(&empty[stage]); };
+        auto issue = [&](float (&d)[NREG]) {                   // the next K-tile into `d`, from zero
+            mbar_wait(&full[s], phase);
+            const unsigned char* a = smem + s * STAGE + cw * 64 * F8_BK;
+            const unsigned char* b = smem + s * STAGE + F8_A_BYTES;
+            wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < KSTEPS; ++ks)
+                wgmma_e4m3(d, desc_a(a, s, ks), desc_b(b, s, ks), ks != 0);
+            wgmma_commit();
+        };
+        auto add = [&](float (&p)[NREG]) {                     // the K-tile before: its stage released, its sum added
+            release(prev);
+#pragma unroll
+            for (int i = 0; i < NREG; ++i) total[i] += p[i];
+        };
+        auto next = [&]() { prev = s; if (++s == F8_STAGES) { s = 0; phase ^= 1; } };
+        for (int t = blockIdx.x; t < units; t += gridDim.x) {
+            int tm, tn;
+            tile_of(t, tm, tn);
+#pragma unroll
+            for (int i = 0; i < NREG; ++i) total[i] = 0.0f;
+            for (int kt = 0; kt < ktiles; kt += 2) {           // K-tiles in pairs: kt into d0, kt + 1 into d1
+                issue(d0);
+                if (kt > 0) {
+                    wgmma_wait<1>();                           // K-tile kt - 1's group is done; kt's runs on
+                    add(d1);
+                }
+                next();
+                if (kt + 1 < ktiles) {
+                    issue(d1);
+                    wgmma_wait<1>();
+                    add(d0);
+                    next();
+                }
+            }
+            wgmma_wait<0>();                                   // the last K-tile
+            release(prev);
+            if (ktiles % 2) {
+#pragma unroll
+                for (int i = 0; i < NREG; ++i) total[i] += d0[i];
+            } else {
+#pragma unroll
+                for (int i = 0; i < NREG; ++i) total[i] += d1[i];
+            }
+            store_slice<BN>(total, C, M, N, tm * F8_BM + cw * 64, tn * BN);
+        }
     } else {                                                   // ---------------- consumers
         regs_inc<232>();
         const int cw = wg - 1, lane = threadIdx.x % 32;
@@ -414,6 +474,20 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_pingpong
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     fp8_gemm<128, 128, true>(&tmA, &tmB, C, M, N, K);
+#endif
+}
+
+// Promotion every 128 products, each consumer warpgroup with two partial sums: K-tile kt - 1's is added to the
+// total while K-tile kt's wgmmas run (issue 26; DeepSeek-V3 sec. 3.3.2 overlaps promotion with MMA across two
+// warpgroups, this overlaps it inside one). The same sums as fp8_promote_128, in the same order.
+// Predicted before any GPU ran it (2026-12-02, session 12): x1.08 over fp8_promote_128 at 4096^3, most of the way to
+// fp8_wgmma_n128 (the same tile without promotion: 1.09x fp8_promote_128 at 4096^3 in the record's speed rows), since its
+// Tensor Cores no longer drain at every K-tile; the FP32 adds (64 a thread per K-tile) stay on the issue path.
+extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fp8_gemm<128, 128, false, false, true>(&tmA, &tmB, C, M, N, K);
 #endif
 }
 

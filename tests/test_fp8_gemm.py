@@ -26,6 +26,11 @@ def test_model_reproduces_recorded_probes(data, kernel):
     pr, A, B = X.probe_matrices()
     assert [p["kind"] for p in pr] == data["probes"]["kind"]
     got = np.diagonal(X.cpu_model(kernel)(A, B))
+    if kernel in F.PENDING:        # not recorded yet: its model must be the recorded kernel's whose sums it claims
+        assert kernel not in data["probes"]["outputs"], f"{kernel} is recorded: take it out of PENDING"
+        assert F.FP8_KERNELS[kernel].nc == 128
+        assert np.array_equal(got, np.array(data["probes"]["outputs"]["fp8_promote_128"], dtype=np.float32))
+        return
     assert np.array_equal(got, np.array(data["probes"]["outputs"][kernel], dtype=np.float32))
 
 
