@@ -9,7 +9,10 @@ is timed beside them as recorded. With --desc: fp8_promote_128 and fp8_wgmma (4 
 probe switch -DF8_DESC_ADD=1 (descriptors built once and advanced by adds, as cuBLASLt's kernel does), the same
 checks (the sums must stay the model's, bit for bit) and timings.
 
-    python3 tools/probes/fp8_stages.py OUT.json [--desc]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
+With --two: fp8_promote_2acc (pending, issue 26) at 4 and 6 stages (and 6 with F8_DESC_ADD) beside fp8_promote_128,
+fp8_wgmma_n128 at 6 stages and fp8_wgmma, checked also at shapes with 9 and 1 K-tiles (its K loop takes pairs).
+
+    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import json
 import sys
 from pathlib import Path
@@ -19,6 +22,10 @@ sys.path.insert(0, str(ROOT))
 from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
 VARIANTS = [("fp8_wgmma", 4, ())] + [(k, s, ()) for k in ("fp8_wgmma_n128", "fp8_promote_128") for s in (4, 5, 6, 7)]
 DESC = [(k, 4, o) for k in ("fp8_promote_128", "fp8_wgmma") for o in ((), ("-DF8_DESC_ADD=1",))]
+# --two: fp8_promote_2acc (two partial sums per warpgroup) beside fp8_promote_128 and the tiles without promotion
+TWO = [("fp8_promote_128", 4, ()), ("fp8_promote_2acc", 4, ()), ("fp8_promote_2acc", 6, ()),
+       ("fp8_promote_2acc", 6, ("-DF8_DESC_ADD=1",)), ("fp8_wgmma_n128", 6, ()), ("fp8_wgmma", 4, ())]
+TWO_ODD = ((520, 264, 1100), (40, 24, 100))       # 9 K-tiles and 1: odd counts (ODD has 8)
 SIZES = (4096, 8192)
 ODD = (1000, 1064, 1000)
 ROUNDS = 3
@@ -38,18 +45,19 @@ def main(argv) -> int:
         A, B = random_inputs(M, N, K, "normal", seed)
         return cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())), cupy.asarray(A), cupy.asarray(B)
 
-    variants = DESC if "--desc" in argv else VARIANTS
+    variants = DESC if "--desc" in argv else TWO if "--two" in argv else VARIANTS
     rows, failed = [], False
-    M, N, K = ODD
-    A8, Bt8, gA, gB = operands(M, N, K, 1)
-    for k, st, opts in variants:
-        run, C = launcher(k, A8, Bt8, stages=st, options=opts)
-        run()
-        chk = check_fp8(k, C[:, :N], gA, gB, backend="GPU")
-        rows.append({"kernel": k, "stages": st, "options": list(opts), "shape": list(ODD),
-                     "check_passed": bool(chk.passed), "check": chk.verdict()[:300]})
-        failed |= not chk.passed
-        print(k, st, opts, ODD, chk.verdict()[:160], file=sys.stderr, flush=True)
+    for odd in (ODD,) + (TWO_ODD if "--two" in argv else ()):
+        M, N, K = odd
+        A8, Bt8, gA, gB = operands(M, N, K, 1)
+        for k, st, opts in variants:
+            run, C = launcher(k, A8, Bt8, stages=st, options=opts)
+            run()
+            chk = check_fp8(k, C[:, :N], gA, gB, backend="GPU")
+            rows.append({"kernel": k, "stages": st, "options": list(opts), "shape": list(odd),
+                         "check_passed": bool(chk.passed), "check": chk.verdict()[:300]})
+            failed |= not chk.passed
+            print(k, st, opts, odd, chk.verdict()[:160], file=sys.stderr, flush=True)
     for n in SIZES:
         A8, Bt8, gA, gB = operands(n, n, n, n)
         fl = gemm_flops(n, n, n)
