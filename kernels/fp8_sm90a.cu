@@ -483,6 +483,11 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_pingpong
 // Predicted before any GPU ran it (2026-12-02, session 12): x1.08 over fp8_promote_128 at 4096^3, most of the way to
 // fp8_wgmma_n128 (the same tile without promotion: 1.09x fp8_promote_128 at 4096^3 in the record's speed rows), since its
 // Tensor Cores no longer drain at every K-tile; the FP32 adds (64 a thread per K-tile) stay on the issue path.
+// First run (session 12, tools/probes/fp8_stages.py --two, results/logs/fp8-2acc-probe-nvidia-h200.json, three
+// alternating rounds, not yet in the record): bit-identical to the model at 1, 8, 9 K-tiles and at 4096^3 / 8192^3;
+// x1.05 over fp8_promote_128 at 4096^3 (1153 against 1098 TFLOP/s: less than predicted), the same at 6 stages, and
+// x1.11 with 6 stages and F8_DESC_ADD=1 (1216; cuBLASLt's default accumulation 1268 in that run). Nsight Compute:
+// the tensor pipe 70% of the time against 68% (results/logs/ncu-pipe-fp8-2acc-nvidia-h200.json).
 extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc(const __grid_constant__ TensorMap tmA,
     const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
 {

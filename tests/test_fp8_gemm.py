@@ -210,3 +210,28 @@ def test_the_descriptor_add_switch_reaches_the_same_descriptors():
     entry = lambda t: t[t.index(".entry fp8_promote_128("):t.index(".entry", t.index(".entry fp8_promote_128(") + 9)]  # noqa: E731
     assert entry(ptx[()]) != entry(ptx[("-DF8_DESC_ADD=1",)])
     assert "mov.b64 {" not in ptx[()] and "mov.b64 {" in ptx[("-DF8_DESC_ADD=1",)]
+
+
+def test_the_pending_two_sum_kernel_comment_quotes_its_first_run():
+    """fp8_promote_2acc's comment (kernels/fp8_sm90a.cu) quotes its first run: every check in the probe's log passed
+    (1, 8 and 9 K-tiles, 4096^3, 8192^3), the TFLOP/s and the ratio at 4096^3 are the log's medians, and the tensor
+    pipe shares are Nsight Compute's; the kernel stays PENDING until the record holds it."""
+    import json
+    from pathlib import Path
+
+    logs = Path(__file__).resolve().parents[1] / "results" / "logs"
+    rows = json.loads((logs / "fp8-2acc-probe-nvidia-h200.json").read_text())
+    checks = [r for r in rows if "check_passed" in r and r["kernel"] == "fp8_promote_2acc"]
+    assert {tuple(r["shape"]) for r in checks} >= {(520, 264, 1100), (40, 24, 100), (4096,) * 3, (8192,) * 3}
+    assert all(r["check_passed"] and "bit-identical to the model" in r["check"] for r in checks)
+    t = {(r["kernel"], r["stages"], tuple(r["options"])): r["tflops"] for r in rows if r.get("n") == 4096}
+    two, base = t["fp8_promote_2acc", 4, ()], t["fp8_promote_128", 4, ()]
+    desc, lt = t["fp8_promote_2acc", 6, ("-DF8_DESC_ADD=1",)], t["cublaslt_fp8", 0, ()]
+    src = (Path(F.__file__).parent.parent / "kernels" / "fp8_sm90a.cu").read_text()
+    note = src[src.index("// First run (session 12, tools/probes/fp8_stages.py --two"):src.index("fp8_promote_2acc(const")]
+    assert f"x{two / base:.2f} over fp8_promote_128 at 4096^3 ({two:.0f} against {base:.0f} TFLOP/s" in note
+    assert f"x{desc / base:.2f} with 6 stages and F8_DESC_ADD=1 ({desc:.0f}; cuBLASLt's default accumulation {lt:.0f}" in note
+    pipe = json.loads((logs / "ncu-pipe-fp8-2acc-nvidia-h200.json").read_text())["kernels"]
+    share = lambda k: pipe[k]["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]   # noqa: E731
+    assert f"the tensor pipe {share('fp8_promote_2acc'):.0f}% of the time against {share('fp8_promote_128'):.0f}%" in note
+    assert "fp8_promote_2acc" in F.PENDING

@@ -5,7 +5,7 @@ target, clocks not locked; each report's SASS page (every instruction with its s
 page are written as CSV to OUT_DIR, for reading without a GPU; `summary` keeps what the lessons use (the listings of
 cuBLAS's kernels stay out of the repository). Set m128 (128 x 8192 x 8192, lesson 6, Appendix D): rung 17 with the
 wait hint (WAIT_HINT=1), cuBLAS's FP16-C kernel, rung 19 (one consumer warpgroup: --only rung19). Set fp8 (4096^3, lesson 7):
-fp8_promote_128, fp8_wgmma and cuBLASLt's FP8 kernel with default accumulation.
+fp8_promote_128, fp8_wgmma and cuBLASLt's FP8 kernel with default accumulation (and fp8_promote_2acc: --only).
 
     python3 tools/probes/ncu_source.py OUT_DIR [--set m128|fp8] [--only T1,T2]   (a Hopper GPU, COURSE_DEVICE=gpu, ncu)
     python3 tools/probes/ncu_source.py launch TARGET              (what ncu runs)
@@ -23,7 +23,8 @@ from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script
 SETS = {"m128": {"rung17_hint": ("hopper_skinny", (128, 8192, 8192)), "cublas_fp16c": ("regex:nvjet", (128, 8192, 8192)),
                  "rung19": ("hopper_skinny_one", (128, 8192, 8192))},
         "fp8": {"fp8_promote_128": ("fp8_promote_128", (4096,) * 3), "fp8_wgmma": ("fp8_wgmma", (4096,) * 3),
-                "cublaslt_fp8_default": ("regex:nvjet", (4096,) * 3)}}
+                "cublaslt_fp8_default": ("regex:nvjet", (4096,) * 3),
+                "fp8_promote_2acc": ("fp8_promote_2acc", (4096,) * 3)}}
 TARGETS = {t: v for s in SETS.values() for t, v in s.items()}
 SECTIONS = ("SourceCounters", "WarpStateStats", "SchedulerStats")
 
