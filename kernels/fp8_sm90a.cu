@@ -134,8 +134,9 @@ __device__ __forceinline__ void store_slice(const float (&d)[BN / 2], float* C, 
 // The FP8 GEMM: lesson 6's rung 11 with FP8 wgmma. BN: block tile columns (256 or 128);
 // NC: 0 = the Tensor Cores accumulate all of K; else promotion to FP32 every NC products.
 // OVERLAP (NC = 128): the two consumer warpgroups take turns issuing, so that one's promotion runs while
-// the other's wgmmas are in flight. (Two accumulator sets in one warpgroup instead would need 64 + 64 +
-// 64 registers a thread for the sets and the total: 192, more than the 168 ptxas allocates here.)
+// the other's wgmmas are in flight. (Two accumulator sets in one warpgroup instead need 64 + 64 + 64 registers a
+// thread for the sets and the total, 192: within the 232 of setmaxnreg, though ptxas reports the 168 a thread has
+// at the kernel's start. That is TWO, below.)
 // SCALED (NC = 128, BN = 128, not OVERLAP): block scaling at promotion (fp8_block_scaled); `scales` is
 // then (sa, sb), its two scale arrays, and empty otherwise. (A parameter pack, and `if constexpr` around
 // what uses it, leave the other kernels' code exactly as it was: even an unused pointer parameter with a

@@ -757,9 +757,9 @@ print("fp8_gemm calls:", ", ".join(n for n in helpers.display.called_functions(k
 # DeepSeek-V3 hides promotion's cost by letting one warpgroup promote while the other's `wgmma`s run.
 # `fp8_promote_pingpong` is `fp8_promote_128` with its two consumer warpgroups issuing in turn (two named
 # barriers: one side arrives, the other waits), so the Tensor Cores run one group of each in
-# alternation. Its sums are `fp8_promote_128`'s, bit for bit. (Two accumulator sets in one warpgroup
-# would need 192 registers a thread; ptxas allocates 168 here.) It was timed in one run beside cuBLASLt
-# before any prediction was written: an experiment, not a rung.
+# alternation. Its sums are `fp8_promote_128`'s, bit for bit. It was timed in one run beside cuBLASLt
+# before any prediction was written: an experiment, not a rung. (Two accumulator sets in one warpgroup
+# are the other way: the last slide of Appendix H.)
 
 # %% slideshow={"slide_type": "-"}
 src8 = helpers.display.kernel_source("fp8_sm90a.cu")
@@ -911,10 +911,51 @@ helpers.display.table(sampling_rows(samp, ["fp8_promote_128", "cublaslt_fp8_defa
 # does (the most sampled instruction in both is `WARPGROUP.DEPBAR`). What it leaves out is the
 # address arithmetic: it advances its descriptors with uniform adds (`UIADD3`), where
 # `fp8_promote_128` rebuilds them before each `wgmma`, and executes about a third more instructions.
-# A probe switch, `-DF8_DESC_ADD=1`, builds our kernels with added descriptors; it waits for a GPU.
+# A probe switch, `-DF8_DESC_ADD=1`, builds our kernels with added descriptors (next slide).
 
 # %% slideshow={"slide_type": "-"}
 for t in ("fp8_promote_128", "cublaslt_fp8_default"):
     s = samp["targets"][t]
     print(f"{t}: FADD {s['opcodes']['FADD']:.0f} (= {4096 ** 3 // 128 // 32} = 4096^3 / 128 / 32 lanes), "
           f"most sampled: {s['top_addresses'][0]['opcode']} ({s['top_addresses'][0]['share']:.0%} of samples)")
+
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Two partial sums in one warpgroup
+#
+# A 64 x N FP32 accumulator spread over a warpgroup's 128 threads is 64 N / 128 = N / 2 registers a
+# thread: 64 for N = 128. `fp8_promote_2acc` keeps two of them beside the total, 192 a thread. ptxas
+# reports 168 for the kernel, what every thread has at its start; `setmaxnreg` then moves registers from
+# the producer warpgroup to the consumers:
+
+# %% slideshow={"slide_type": "-"}
+producer, consumer = 40, 232                       # regs_dec<40>, regs_inc<232> in kernels/fp8_sm90a.cu
+print(f"{producer} x 128 + {consumer} x 256 = {producer * 128 + consumer * 256} of the SM's 65536; "
+      f"the consumers need {3 * 128 // 2} for two partial sums and the total")
+i = src8.index("            for (int kt = 0; kt < ktiles; kt += 2)")
+print(src8[i:src8.index("            wgmma_wait<0>();", i)])
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Each K-tile's `wgmma`s go into one set while the set before waits only for its own group
+# (`wgmma_wait<1>`), releases its stage and joins the total: the same adds in the same order as
+# `fp8_promote_128`, bit for bit. **Predicted before it ran: x1.08 over `fp8_promote_128` at $4096^3$.**
+# Its first run (`tools/probes/fp8_stages.py --two`, three alternating rounds; not yet in the record),
+# with the switch of the slide before:
+
+# %% slideshow={"slide_type": "-"}
+two = fp8x.stage_rows(fp8x.probe_log("fp8-2acc-probe"), base="fp8_promote_128")
+helpers.display.table([r for r in two if r["n"] == 4096], ["kernel", "stages", "options", "passed", "tflops",
+                      "vs_base", "vs_default", "mhz"], ["kernel", "stages", "switch", "correct", "TFLOP/s",
+                      "x fp8_promote_128", "x cuBLASLt default", "SM clock, MHz"],
+                      {"tflops": ".0f", "vs_base": ".2f", "vs_default": ".2f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Less than predicted: x1.05. In Nsight Compute's sampling the wait before each promotion
+# (`WARPGROUP.DEPBAR`, a quarter of `fp8_promote_128`'s samples) no longer stands out, and the tensor
+# pipe is busy a little more of the time; with 6 stages and added descriptors the kernel is within 5% of
+# cuBLASLt's default accumulation. The record does not hold it yet.
+
+# %% slideshow={"slide_type": "-"}
+pipe = fp8x.pipe_shares("ncu-pipe-fp8-2acc")
+print(", ".join(f"{k}: tensor pipe {v:.0f}% of active cycles" for k, v in pipe.items()))
+

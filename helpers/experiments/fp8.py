@@ -769,25 +769,63 @@ def block_scaled_reject_rows(data: dict) -> list[dict]:
     return rows
 
 
-def stage_rows(data: dict) -> list[dict]:
+def stage_rows(data: dict, base: str | None = None) -> list[dict]:
     """experiments.fp8.stages (tools/probes/fp8_stages.py): one row per size and kernel build, the median of three
     alternating rounds in TFLOP/s, over cuBLASLt with default and with fast accumulation timed in the same rounds,
-    the SM clocks of the three rounds (lowest-highest) and whether every check of that build passed."""
+    the SM clocks of the three rounds (lowest-highest) and whether every check of that build passed. A build is a
+    kernel, its stages and its probe switches (`options`, e.g. F8_DESC_ADD=1); with `base`, each row's TFLOP/s over
+    kernel `base`'s as recorded (4 stages, no switch) in the same rounds (`vs_base`)."""
     rows = data["stages"]["rows"]
+    build = lambda r: (r["kernel"], r["stages"], tuple(r.get("options", ())))   # noqa: E731
     ok = {}
     for r in rows:
         if "check_passed" in r:
-            key = (r["kernel"], r["stages"])
-            ok[key] = ok.get(key, True) and r["check_passed"]
+            ok[build(r)] = ok.get(build(r), True) and r["check_passed"]
     timed = [r for r in rows if "tflops" in r]
     lt = {(r["n"], r["kernel"]): r["tflops"] for r in timed if r["kernel"].startswith("cublaslt")}
+    ref = {r["n"]: r["tflops"] for r in timed if base and build(r) == (base, 4, ())}
     out = []
     for r in timed:
         if r["kernel"].startswith("cublaslt"):
             continue
-        out.append({"n": r["n"], "kernel": r["kernel"], "stages": r["stages"], "tflops": r["tflops"],
-                    "vs_default": r["tflops"] / lt[r["n"], "cublaslt_fp8"],
-                    "vs_fast": r["tflops"] / lt[r["n"], "cublaslt_fp8_fast"],
-                    "mhz": clock_span(r["sm_mhz"]) or "?", "passed": ok.get((r["kernel"], r["stages"]), False)})
+        row = {"n": r["n"], "kernel": r["kernel"], "stages": r["stages"], "tflops": r["tflops"],
+               "options": " ".join(o.removeprefix("-D") for o in r.get("options", ())) or "-",
+               "vs_default": r["tflops"] / lt[r["n"], "cublaslt_fp8"],
+               "vs_fast": r["tflops"] / lt[r["n"], "cublaslt_fp8_fast"],
+               "mhz": clock_span(r["sm_mhz"]) or "?", "passed": ok.get(build(r), False)}
+        if base:
+            row["vs_base"] = r["tflops"] / ref[r["n"]]
+        out.append(row)
     return out
 
+
+def probe_log(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
+    """A run of tools/probes/fp8_stages.py kept as results/logs/<name>-<gpu_slug>.json, in the shape of
+    experiments.fp8.stages (so stage_rows reads it): e.g. name "fp8-2acc-probe" (its --two run)."""
+    import json
+    from pathlib import Path
+
+    from ..results import RESULTS_DIR
+
+    path = Path(directory or RESULTS_DIR) / "logs" / f"{name}-{gpu_slug}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is not there: run tools/probes/fp8_stages.py OUT.json on a Hopper GPU")
+    return {"stages": {"rows": json.loads(path.read_text())}}
+
+
+
+def pipe_shares(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
+    """Per kernel, the share of active cycles the tensor pipe was busy (Nsight Compute's
+    sm__pipe_tensor_cycles_active, one launch each, clocks not locked), from results/logs/<name>-<gpu_slug>.json,
+    e.g. name "ncu-pipe-fp8-2acc" (its command is in the file)."""
+    import json
+    from pathlib import Path
+
+    from ..results import RESULTS_DIR
+
+    metric = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
+    path = Path(directory or RESULTS_DIR) / "logs" / f"{name}-{gpu_slug}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is not there: it holds Nsight Compute's {metric} per kernel, measured on "
+                                "a Hopper GPU (ncu --clock-control none --metrics ...)")
+    return {k: v[metric] for k, v in json.loads(path.read_text())["kernels"].items()}
