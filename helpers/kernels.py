@@ -97,6 +97,7 @@ class GemmKernel:
     predicted_gain: float | None = None   # predicted speed-up over the rung before (or over `base`)
     base: int | None = None        # the rung its gain is predicted over, where that is not the rung before
     why: str = ""                  # the reasoning behind the prediction
+    timed_shapes: tuple | None = None   # (M, N, K) shapes lesson 6's record times it at; None: every timed shape
 
     def __post_init__(self):
         if not self.output:
@@ -280,6 +281,9 @@ def skinny_smem(stages: int = SKINNY_STAGES) -> int:
 
 
 SKINNY_SMEM = skinny_smem()
+# The skinny rungs (17 on) are timed where they were made for (M = 128, N = K = 8192) and where the chip is full
+# (4096^3, 8192^3: their gains and the price of the small tile); the record's other shapes are the big-tile rungs'.
+SKINNY_TIMED = ((128, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 8192))
 
 
 def _seed_wmma(name: str, file: str, inputs: str, acc: str, acc_rounding: str, acc_block: int, emulate: Callable,
@@ -446,7 +450,7 @@ KERNELS: dict[str, GemmKernel] = _registry([
         "N = K = 8192 (predicted separately: x1.25 over rung 16) its 2 x 64 = 128 tiles each walk all of K, as cuBLAS's "
         "kernel there does: no workspace, no fixup, B streamed once",
         output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128),
-        tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM),
+        tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM, timed_shapes=SKINNY_TIMED),
     # Rung 18 (written after rung 17's record, gain predicted before it ran): the FP32-C rungs reached 0.54x cuBLAS's
     # FP32 C at M = 128, N = K = 8192; rung 17 reached 0.84x cuBLAS's FP16 C there.
     _hopper_rung(
@@ -455,7 +459,7 @@ KERNELS: dict[str, GemmKernel] = _registry([
         "beside 134 MB of B; at 4096^3 64 MB against 32 MB, beside rung 17's L2 traffic), and rung 13's 64 x 32 boxes "
         "take two TMA stores per slice where rung 17 takes one",
         persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)), c_box=(64, 32),
-        dyn_smem=SKINNY_SMEM),
+        dyn_smem=SKINNY_SMEM, timed_shapes=SKINNY_TIMED),
     # Rungs 19-20 (written after tools/probes/wgmma_rate.py took rung 17 apart and Nsight Compute's SASS of cuBLAS's
     # kernel at M = 128 showed one consumer warpgroup per tile, tools/probes/ncu_source.py; gains predicted before
     # they ran, which they first did on 2026-12-02: results/logs/rung19-probe-nvidia-h200.json). Rung 19's gain is
@@ -469,13 +473,13 @@ KERNELS: dict[str, GemmKernel] = _registry([
         "x1.10 over rung 17, 0.81x cuBLAS) the loads alone already ran at cuBLAS's speed, so what one consumer saves "
         "in releases and issue work is what the whole kernel gains",
         threads=256, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128),
-        tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM, base=17),
+        tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM, timed_shapes=SKINNY_TIMED, base=17),
     _hopper_rung(
         20, "hopper_skinny_one_f32c", "rung 19 writing FP32 C (rung 13's epilogue)", 0.98,
         "rung 19's mainloop with rung 18's FP32 epilogue (four 64 x 32 boxes per slice): at M = 128 C's 4 MB beside "
         "134 MB of B, where rung 18 measured x1.00 over rung 17",
         threads=256, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)),
-        c_box=(64, 32), dyn_smem=SKINNY_SMEM),
+        c_box=(64, 32), dyn_smem=SKINNY_SMEM, timed_shapes=SKINNY_TIMED),
     # Rungs 21-22 (rungs 19-20 with lesson 6's WAIT_HINT knob set, after that knob was measured on both at M = 128
     # in session 11; predicted before they ran, which they first did in session 11: results/logs/rung21-probe-
     # nvidia-h200.json). Their gains are over rungs 19 and 20.
@@ -486,13 +490,13 @@ KERNELS: dict[str, GemmKernel] = _registry([
         "(4096^3) the same waits per FLOP, but more of the time is L2's: x1.05. At M = 128, N = K = 8192 (predicted "
         "separately: x1.10 over rung 19, about 0.91x cuBLAS) the knob measured x1.10 on rung 19",
         threads=256, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128),
-        tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM, base=19),
+        tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM, timed_shapes=SKINNY_TIMED, base=19),
     _hopper_rung(
         22, "hopper_skinny_hint_f32c", "rung 20 waiting with the hint (rung 21 writing FP32 C)", 1.05,
         "rung 20 with rung 21's waits: x1.05 at 4096^3; at M = 128 (predicted separately) x1.08 over rung 20, what "
         "the knob measured on rung 20 there",
         threads=256, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)),
-        c_box=(64, 32), dyn_smem=SKINNY_SMEM, base=20),
+        c_box=(64, 32), dyn_smem=SKINNY_SMEM, timed_shapes=SKINNY_TIMED, base=20),
 ])
 
 ALL_RUNGS: dict[int, GemmKernel] = {k.rung: k for k in sorted((k for k in KERNELS.values() if k.rung is not None),

@@ -735,7 +735,7 @@ def test_claims_of_the_rung_19_and_20_slides():
     hands over to it."""
     e = _rec()["hopper"]
     rows = [r for r in e if r["rung"] in (19, 20) and "passed" in r]
-    assert len(rows) == 2 * (len(H.ODD_SIZES) + len(H.TIMED))
+    assert {(r["m"], r["n"], r["k"]) for r in rows} >= set(H.ODD_SIZES) | set(K.SKINNY_TIMED)
     assert all(r["passed"] and r["model"] == "identical" for r in rows)
     skinny = (128, 8192, 8192)
     g = H.gain_at(e, 19, skinny, 1.10, base=17)
@@ -826,3 +826,16 @@ def test_a_knob_round_that_is_not_there_names_the_probe(tmp_path):
     got = H.knob_round("x", directory=tmp_path)
     assert [(r["knob"], r["passed"], r["vs"], r["mhz"]) for r in got] == [("as recorded", True, 1.0, "1980"),
                                                                         ("A=1", False, 1.2, "1965-1980")]
+
+
+def test_the_record_times_the_skinny_rungs_at_their_three_shapes():
+    """H.shapes_for: the big-tile rungs (8-16) at every timed shape; rungs 17 on at M = 128, 4096^3 and 8192^3 only
+    (each a shape of TIMED, so their gains and like-for-like ratios are read from the same rows as before)."""
+    lad = K.hopper_ladder()
+    for k, r in lad.items():
+        got = H.shapes_for(r)
+        if k >= 17:
+            assert got == [s for s in H.TIMED if s in K.SKINNY_TIMED] and len(got) == 3
+        else:
+            assert got == list(H.TIMED)
+    assert set(K.SKINNY_TIMED) <= set(H.TIMED)

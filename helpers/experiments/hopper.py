@@ -224,6 +224,12 @@ def cluster_probe(launch_ex: bool = False) -> dict:
     return result
 
 
+def shapes_for(r, timed=TIMED) -> list[tuple]:
+    """The shapes of `timed` the record times rung entry `r` at: all of them, or its own `timed_shapes` (the skinny
+    rungs: M = 128, 4096^3, 8192^3)."""
+    return [tuple(s) for s in timed if r.timed_shapes is None or tuple(s) in r.timed_shapes]
+
+
 @experiment("hopper", only_cc=(9, 0), needs="wgmma, TMA and clusters, on a Hopper GPU")
 def hopper(timed=TIMED, odd_sizes=ODD_SIZES, timeout: int = 600):
     """Lesson 6's ladder (rung 7, then rungs 8-17): cuBLAS FP16 at every timed shape (rung 0, checked), then
@@ -249,7 +255,7 @@ def hopper(timed=TIMED, odd_sizes=ODD_SIZES, timeout: int = 600):
         if msg:
             rows += [dict(_row_head(r, *s), skipped=msg) for s in list(odd_sizes) + list(timed)]
             continue
-        out = run_isolated("helpers.experiments.hopper:rung_rows", k, [list(s) for s in timed],
+        out = run_isolated("helpers.experiments.hopper:rung_rows", k, [list(s) for s in shapes_for(r, timed)],
                            [list(s) for s in odd_sizes], timeout=timeout)
         rows += [dict(_row_head(r, 0, 0, 0), **out)] if isinstance(out, dict) else out
     return rows
