@@ -29,6 +29,8 @@
 //   rung 20  hopper_skinny_one_f32c  rung 19 writing FP32 C
 //   rung 21  hopper_skinny_hint      rung 19 whose threads wait for a stage with a suspend-time hint
 //   rung 22  hopper_skinny_hint_f32c rung 21 writing FP32 C
+//   rung 23  hopper_skinny_desc      rung 21 whose descriptors are built once and advanced by adds
+//   rung 24  hopper_skinny_desc_f32c rung 23 writing FP32 C
 //
 // Rungs 9-22 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
@@ -469,7 +471,7 @@ __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 ran
 // (tail = the units left after dp), so each CTA runs its whole waves and then one part.
 template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE, bool HALF_C = false, bool SPLIT_K = false,
           bool TAIL = false, int BM = HBM, int BN = HBN, int STAGES = HSTAGES, int WAIT = MBAR_WAIT,
-          int CONSUMERS = 2>
+          int CONSUMERS = 2, int DESC = DESC_ADD>
 __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC,
                                         void* __restrict__ Cout, int M, int N, int K,
                                         float* __restrict__ partial = nullptr, int* __restrict__ flags = nullptr,
@@ -591,9 +593,9 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         int s = 0, ebox = 0;                                   // ebox: epilogue boxes stored (rung 17)
         u32 phase = 0;
         float d[NACC];
-        // DESC_ADD (a probe switch): the slice's descriptors in stage 0, built once
-        const DescBase da0 = DESC_ADD ? desc_split(desc_kmajor(sA + (BM == 128 ? cw * 64 * 128 : 0))) : DescBase{0, 0};
-        const DescBase db0 = DESC_ADD ? desc_split(desc_mnmajor(sB + c0 / BOX_N * B_BOX_BYTES)) : DescBase{0, 0};
+        // DESC (rungs 23-24; DESC_ADD, the probe switch, for the others): the slice's descriptors in stage 0, built once
+        const DescBase da0 = DESC ? desc_split(desc_kmajor(sA + (BM == 128 ? cw * 64 * 128 : 0))) : DescBase{0, 0};
+        const DescBase db0 = DESC ? desc_split(desc_mnmajor(sB + c0 / BOX_N * B_BOX_BYTES)) : DescBase{0, 0};
         auto release = [&](int stage) {                        // this warp is done reading `stage`
             if (lane == 0) {
                 if (CLUSTER == 1) {
@@ -618,7 +620,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 wgmma_fence();
                 // the slice's rows of A (r0 x 128 bytes, spelt out: rungs 8-16 then compile as before) and its
                 // columns of B (rung 17: consumer cw's box)
-                if constexpr (DESC_ADD)
+                if constexpr (DESC != 0)
                     mma_ktile_at(d, da0, db0, (u32)(s * A_BYTES) >> 4, (u32)(s * B_BYTES) >> 4);
                 else
                     mma_ktile(d, sA + s * A_BYTES + (BM == 128 ? cw * 64 * 128 : 0),
@@ -897,7 +899,10 @@ extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap t
 #define SKINNY_WAIT 0                         // rungs 17-20: how a thread waits for a stage (hopper_primitives.cuh: 0, 1, 2)
 #endif
 #ifndef SKINNY_HINT_WAIT
-#define SKINNY_HINT_WAIT 1                    // rungs 21-22: the same, with the hint (1) as they are recorded
+#define SKINNY_HINT_WAIT 1                    // rungs 21-24: the same, with the hint (1) as they are recorded
+#endif
+#ifndef SKINNY_DESC
+#define SKINNY_DESC 1                         // rungs 23-24: descriptors built once, advanced by adds (0: rebuilt)
 #endif
 #define SKINNY_SMEM (SKINNY_STAGES * (64 * HBK * 2 + HBK * 128 * 2) + EPI_BYTES + SMEM_SLACK + BAR_BYTES)
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
@@ -1040,6 +1045,45 @@ extern "C" __global__ void hopper_skinny_hint_f32c(const __grid_constant__ Tenso
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_HINT_WAIT,
             1>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 23 -- rung 21 with its descriptors added, not rebuilt.
+// Adds, over rung 21: each consumer builds its two shared-memory descriptors once, for stage 0 and k-step 0, and
+// reaches stage s, k-step ks by adding to their address field (mma_ktile_at, hopper_primitives.cuh desc_plus), where
+// rungs 8-22 rebuild both from the address before every wgmma (the LOP3 / SHF / IMAD and R2UR moves that Nsight
+// Compute counted among rung 19's most executed instructions; cuBLAS's kernel adds, UIADD3). The sums are the same,
+// bit for bit. Predicted: x1.03 over rung 21 at M = 128, N = K = 8192 and at 4096^3: the probe switch DESC_ADD
+// measured rung 21 at 432 -> 445 TFLOP/s at M = 128 in session 12 (tools/probes/wait_hint.py --desc,
+// results/logs/desc-add-nvidia-h200.json), and the skinny tile issues as many wgmma per FLOP at both shapes.
+// Written before the record ran it (2026-12-02, session 12).
+extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_desc(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny_desc(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES, SKINNY_HINT_WAIT,
+            1, SKINNY_DESC>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 24 -- rung 23 writing FP32 C.
+// Adds, over rung 22 (its gain is measured over rung 22, the same C): the added descriptors, as rung 23 adds them to
+// rung 21. Predicted: x1.03 over rung 22 at both shapes (the probe switch measured rung 20 at 385 -> 400 TFLOP/s at
+// M = 128, the same file). Written before the record ran it (2026-12-02, session 12).
+extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_desc_f32c(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny_desc_f32c(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_HINT_WAIT,
+            1, SKINNY_DESC>(&tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }
 

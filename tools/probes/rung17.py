@@ -4,11 +4,12 @@ odd sizes and timed beside cuBLAS (both C types) at skinny and full-chip shapes,
 then its knobs at M = 128, N = K = 8192, each variant checked (float64 and the model on the GPU) and timed in
 alternating rounds with the rung as recorded. With RUNG 18 (hopper_skinny_f32c, rung 17 writing FP32 C; its first
 run, results/logs/rung18-probe-nvidia-h200.json): the same checks and timings, rung 17 beside it, no knobs. With
-RUNG 19 (hopper_skinny_one, one consumer warpgroup) or 20 (its FP32-C twin), and 21-22 (19-20 with the wait hint):
-the same, the rung its gain is over (17, 19, 20) beside it at the skinny shapes and 4096^3. With --knobs: only the
+RUNG 19 (hopper_skinny_one, one consumer warpgroup) or 20 (its FP32-C twin), 21-22 (19-20 with the wait hint) and
+23-24 (21-22 with added descriptors): the same, the rung its gain is over (its base) beside it at the skinny shapes
+and 4096^3. With --knobs: only the
 knob rounds at M = 128 (rungs 19-20: the wait hint, 6 stages, no cluster).
 
-    python3 tools/probes/rung17.py OUT.json [RUNG] [--knobs]   (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17 to 22)"""
+    python3 tools/probes/rung17.py OUT.json [RUNG] [--knobs]   (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17 to 24)"""
 import json
 import sys
 from pathlib import Path
@@ -78,7 +79,7 @@ def main(argv) -> int:
     from helpers.experiments.hopper import probe_rung
 
     rung = int(argv[1]) if len(argv) > 1 else 17
-    if rung not in range(17, 23):
+    if rung not in range(17, 25):
         sys.exit(__doc__)
     out, failed = {}, False
     if "--knobs" in argv:                                    # rung 19's knobs alone, beside it as recorded
