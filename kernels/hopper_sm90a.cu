@@ -1056,7 +1056,11 @@ extern "C" __global__ void hopper_skinny_hint_f32c(const __grid_constant__ Tenso
 // bit for bit. Predicted: x1.03 over rung 21 at M = 128, N = K = 8192 and at 4096^3: the probe switch DESC_ADD
 // measured rung 21 at 432 -> 445 TFLOP/s at M = 128 in session 12 (tools/probes/wait_hint.py --desc,
 // results/logs/desc-add-nvidia-h200.json), and the skinny tile issues as many wgmma per FLOP at both shapes.
-// Written before the record ran it (2026-12-02, session 12).
+// Written before the record ran it (2026-12-02, session 12). First run the same session (tools/probes/rung17.py 23,
+// results/logs/rung23-probe-nvidia-h200.json, beside rung 21 in one process): correct and bit-identical to the model
+// at 4 odd sizes and 6 timed shapes; 452 against rung 21's 431 TFLOP/s at M = 128 (0.98x cuBLAS writing FP16 C),
+// 507 against 480 at 4096^3: more than predicted at both; every wrong result rejected at 8192^3, C bit-identical to
+// rung 14's (tools/probes/reject_wrong_fp16c.py). Rung 24 and the sanitizers wait for the next session.
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_desc(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
