@@ -714,7 +714,7 @@ for e in entries:
 # say the Tensor Cores were starved. Rung 15 has no cluster barrier: its idle producer warps leave early.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Where goals were missed** (128 rows: before Appendix D): waves and Nsight Compute:
+# **Where the goals are missed**: $5000^3$ (and 128 rows, before Appendix D's rungs). Waves and Nsight Compute:
 
 # %% slideshow={"slide_type": "-"}
 for shape in ((5000,) * 3, (128, 8192, 8192)):
@@ -731,7 +731,7 @@ for shape in ((5000,) * 3, (128, 8192, 8192)):
 # less busy; rung 16's slide shows the rest. At 128 rows rung 15 keeps 128 SMs at work, but their Tensor
 # Cores (per active SM) and DRAM both run well below peak, and the top stall is a wait for memory results
 # (`long_scoreboard`), which does not tell stage waits from loads of the parts' sums. cuBLAS splits
-# nothing at 128 rows; rungs 17 to 22 copy its kernel, and rungs 21 and 22 meet the goal there (Appendix D).
+# nothing at 128 rows; rungs 17-22 copy its kernel, and 21-22 meet the goal there (Appendix D).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Check your understanding
