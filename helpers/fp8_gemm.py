@@ -46,6 +46,7 @@ class Fp8Kernel:
     nc: int            # promotion to FP32 every nc products; 0: never
     min_cc: tuple
     what: str
+    stages: int = 4    # the wgmma kernels' ring as the record builds it (-DF8_STAGES when not the file's 4)
 
     @property
     def wgmma(self) -> bool:
@@ -53,7 +54,12 @@ class Fp8Kernel:
 
     @property
     def smem(self) -> int:
-        return self.smem_for(4)
+        return self.smem_for(self.stages)
+
+    def build_options(self, stages: int | None = None) -> tuple:
+        """NVRTC options of a wgmma kernel built with `stages` stages (its own, by default)."""
+        stages = self.stages if stages is None else stages
+        return () if stages == 4 else (f"-DF8_STAGES={stages}",)
 
     def smem_for(self, stages: int) -> int:
         """Dynamic shared memory with `stages` stages (F8_SMEM in kernels/fp8_sm90a.cu; F8_STAGES is 4)."""
@@ -71,11 +77,13 @@ FP8_KERNELS = {k.name: k for k in [
                "wgmmas run"),
      Fp8Kernel("fp8_promote_2acc", "fp8_sm90a.cu", 128, 128, (9, 0),
                "fp8_promote_128 with two partial sums per warpgroup: K-tile kt - 1's is added while K-tile kt's "
-               "wgmmas run")]}
+               "wgmmas run"),
+     Fp8Kernel("fp8_promote_2acc_lean", "fp8_sm90a.cu", 128, 128, (9, 0),
+               "fp8_promote_2acc with descriptors advanced by adds and a ring of 6 stages", stages=6)]}
 PROMOTE_NC = (32, 64, 128, 256, 512)
 # Kernels written and registered (so probes can launch them) before the record holds them: each leaves this set when
 # `python -m helpers.record --update-experiments fp8` has measured it on a Hopper GPU.
-PENDING = {"fp8_promote_2acc"}
+PENDING = {"fp8_promote_2acc", "fp8_promote_2acc_lean"}
 
 
 def _real_values(X, what: str) -> np.ndarray:
@@ -160,12 +168,13 @@ def _operand_shape(A8, Bt8) -> tuple[int, int, int]:
     return M, N, K
 
 
-def launcher(name: str, A8, Bt8, stages: int = 4, options: tuple = ()):
+def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = ()):
     """(run, C): a function that launches FP8 kernel `name` (FP8_KERNELS) on fixed inputs, and its output.
     A8: M x K, Bt8: N x K (B transposed), CuPy uint8 arrays of E4M3 bytes. Validated, padded with zeros
     (K to the kernel's multiple, N to 8) and the tensor maps built once, so timing run() times the kernel
     alone. C is M x N' FP32 (N' = N padded), filled with NaN before the first launch. stages: the wgmma
-    kernels' ring (-DF8_STAGES; 4 as the file has it), up to what fits in 227 KB (7 with 128 x 128 tiles).
+    kernels' ring (-DF8_STAGES; the entry's own, 4 as the file has it but for fp8_promote_2acc_lean's 6), up to what
+    fits in 227 KB (7 with 128 x 128 tiles).
     options: more NVRTC options for the wgmma kernels (a probe's -D switches)."""
     from .compile import get_arch_kernel, get_kernel
     from .device import require_gpu
@@ -174,6 +183,7 @@ def launcher(name: str, A8, Bt8, stages: int = 4, options: tuple = ()):
     if spec is None:
         raise InputError(f"no FP8 kernel {name!r}.", f"use one of {', '.join(FP8_KERNELS)}.")
     M, N, K = _operand_shape(A8, Bt8)
+    stages = spec.stages if stages is None else stages
     if stages != 4 and not (spec.wgmma and 2 <= stages and spec.smem_for(stages) <= 227 * 1024):
         raise InputError(f"{name} cannot run {stages} stages.",
                          "stages applies to the wgmma kernels: 2 up to what fits in 227 KB of shared memory "
@@ -192,8 +202,7 @@ def launcher(name: str, A8, Bt8, stages: int = 4, options: tuple = ()):
     if spec.wgmma:
         from .hopper import tensor_map_2d
 
-        kern = get_arch_kernel(spec.file, name, (9, 0),
-                               options=(() if stages == 4 else (f"-DF8_STAGES={stages}",)) + tuple(options))
+        kern = get_arch_kernel(spec.file, name, (9, 0), options=spec.build_options(stages) + tuple(options))
         smem = spec.smem_for(stages)
         if kern.max_dynamic_shared_size_bytes < smem:
             kern.max_dynamic_shared_size_bytes = smem

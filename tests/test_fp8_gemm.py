@@ -209,7 +209,11 @@ def test_the_descriptor_add_switch_reaches_the_same_descriptors():
         ptx[opts] = out.stdout
     entry = lambda t: t[t.index(".entry fp8_promote_128("):t.index(".entry", t.index(".entry fp8_promote_128(") + 9)]  # noqa: E731
     assert entry(ptx[()]) != entry(ptx[("-DF8_DESC_ADD=1",)])
-    assert "mov.b64 {" not in ptx[()] and "mov.b64 {" in ptx[("-DF8_DESC_ADD=1",)]
+    import re
+
+    split = {n for n, body in re.findall(r"\.entry (\w+)\((.*?)\n\}\n", ptx[()], re.S) if "mov.b64 {" in body}
+    assert split == {"fp8_promote_2acc_lean"}                  # as recorded, only the lean kernel adds (DESC = 1)
+    assert "mov.b64 {" in entry(ptx[("-DF8_DESC_ADD=1",)])
 
 
 def test_the_pending_two_sum_kernel_comment_quotes_its_first_run():
@@ -235,3 +239,30 @@ def test_the_pending_two_sum_kernel_comment_quotes_its_first_run():
     share = lambda k: pipe[k]["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]   # noqa: E731
     assert f"the tensor pipe {share('fp8_promote_2acc'):.0f}% of the time against {share('fp8_promote_128'):.0f}%" in note
     assert "fp8_promote_2acc" in F.PENDING
+
+
+def test_the_lean_two_sum_kernel_is_the_build_its_probe_ran():
+    """fp8_promote_2acc_lean (pending): fp8_promote_2acc's template call with DESC = 1, nothing else, and 6 stages in
+    its registry entry (build_options: -DF8_STAGES=6; shared memory smem_for(6), inside 227 KB): the build that
+    tools/probes/fp8_stages.py --two ran as "fp8_promote_2acc, 6 stages, -DF8_DESC_ADD=1". Its comment quotes that
+    build's TFLOP/s and ratios from the log."""
+    import json
+    import re
+    from pathlib import Path
+
+    lean, two = F.FP8_KERNELS["fp8_promote_2acc_lean"], F.FP8_KERNELS["fp8_promote_2acc"]
+    assert (lean.bn, lean.nc, lean.stages, two.stages) == (128, 128, 6, 4) and "fp8_promote_2acc_lean" in F.PENDING
+    assert lean.build_options() == ("-DF8_STAGES=6",) and two.build_options() == () and lean.smem == lean.smem_for(6)
+    assert lean.smem <= 227 * 1024 and lean.build_options(4) == ()
+    root = Path(F.__file__).parent.parent
+    src = (root / "kernels" / "fp8_sm90a.cu").read_text()
+    call = lambda n: re.search(r"fp8_gemm<([^>]*)>", src[src.index(f"void __launch_bounds__(F8_THREADS, 1) {n}("):]).group(1)   # noqa: E731
+    assert [x.strip() for x in call("fp8_promote_2acc_lean").split(",")] == \
+        [x.strip() for x in call("fp8_promote_2acc").split(",")] + ["1"]
+    rows = json.loads((root / "results" / "logs" / "fp8-2acc-probe-nvidia-h200.json").read_text())
+    probe = [r for r in rows if r["kernel"] == "fp8_promote_2acc" and r["stages"] == 6 and r["options"] == ["-DF8_DESC_ADD=1"]]
+    assert probe and all(r["check_passed"] for r in probe if "check_passed" in r)
+    t = {(r["kernel"], r["stages"], tuple(r["options"])): r["tflops"] for r in rows if r.get("n") == 4096}
+    built, plain, lt = t["fp8_promote_2acc", 6, ("-DF8_DESC_ADD=1",)], t["fp8_promote_2acc", 4, ()], t["cublaslt_fp8", 0, ()]
+    c = src[src.index("// fp8_promote_2acc with the two changes"):src.index("fp8_promote_2acc_lean(const")]
+    assert f"{built:.0f} TFLOP/s at 4096^3, x{built / plain:.2f} over fp8_promote_2acc, {built / lt:.2f}x cuBLASLt" in c

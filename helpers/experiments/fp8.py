@@ -266,7 +266,8 @@ def fp8_experiment():
     resources = {}
     for k in kernels:
         s = FP8_KERNELS[k]
-        kern = get_arch_kernel(s.file, k, (9, 0)) if s.wgmma else get_kernel(s.file, k, s.min_cc)
+        kern = (get_arch_kernel(s.file, k, (9, 0), options=s.build_options()) if s.wgmma
+                else get_kernel(s.file, k, s.min_cc))
         resources[k] = {"regs": int(kern.num_regs), "spills": int(kern.local_size_bytes), "smem": s.smem}
     try:
         import torch
