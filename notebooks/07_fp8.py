@@ -959,3 +959,17 @@ helpers.display.table([r for r in two if r["n"] == 4096], ["kernel", "stages", "
 pipe = fp8x.pipe_shares("ncu-pipe-fp8-2acc")
 print(", ".join(f"{k}: tensor pipe {v:.0f}% of active cycles" for k, v in pipe.items()))
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Try it: two partial sums in a wider tile
+#
+# `fp8_wgmma`, the fastest kernel here, has 128 x 256 tiles. How many registers would a consumer thread
+# need for two partial sums and the total of its 64 x 256 slice? Compare with the 232 it can have.
+
+# %% slideshow={"slide_type": "-"}
+answer = ...
+ex.check_two_sum_registers(answer, bn=256)
+
+# %% slideshow={"slide_type": "-"} tags=["solution"]
+answer = 3 * 256 // 2     # three sets of N / 2: 384 > 232, so the two-sum kernel keeps 128 x 128 tiles
+ex.check_two_sum_registers(answer, bn=256)
+

@@ -43,6 +43,8 @@ def test_exercise_answers_from_first_principles():
     (ex.check_scale, 0.448, 1000 / 448),
     (lambda a: ex.check_scale(a, amax=1e4), 448 / 1e4, 1e4 / 448),
     (lambda a: ex.check_zero_threshold(a, amax=1e4), 2.0 ** -9 / 2 / (448 / 1e4), 2.0 ** -9 / (448 / 1e4)),
+    (ex.check_two_sum_registers, 384, 256),                                   # 3 x 128, not 2 x 128
+    (lambda a: ex.check_two_sum_registers(a, bn=128), 192, 168),              # fp8_promote_2acc's 192
 ])
 def test_exercise_checkers(fn, good, bad, capsys):
     fn(None)
@@ -56,7 +58,8 @@ def test_exercise_checkers(fn, good, bad, capsys):
     assert exercises.last_result is False and "Hint" in out
 
 
-@pytest.mark.parametrize("fn", [ex.check_e4m3_max, ex.check_cast, ex.check_scale, ex.check_zero_threshold])
+@pytest.mark.parametrize("fn", [ex.check_e4m3_max, ex.check_cast, ex.check_scale, ex.check_zero_threshold,
+                                ex.check_two_sum_registers])
 @pytest.mark.parametrize("answer", ["four hundred", [448], {"x": 1}, object(), True, 1 + 2j])
 def test_checkers_never_raise_on_a_wrong_type(fn, answer, capsys):
     fn(answer)
@@ -497,3 +500,13 @@ def test_fp8_probe_readers_name_what_is_missing(tmp_path):
     (tmp_path / "logs" / "p-nvidia-h200.json").write_text(json.dumps({"kernels": {"k": {
         "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": 50.0}}}))
     assert X.pipe_shares("p", directory=tmp_path) == {"k": 50.0}
+
+
+def test_the_two_sum_register_exercise_agrees_with_the_kernel():
+    """Appendix H's Try it: two partial sums and the total of a 64 x 128 slice are the 192 registers the slide
+    prints (3 x 128 / 2) and fit the consumers' 232; of a 64 x 256 slice (fp8_wgmma's tile) they would need 384."""
+    from helpers.exercises import fp8 as exf
+
+    assert exf.two_sum_registers(128) == 3 * 128 // 2 == 192 <= 232 < exf.two_sum_registers(256) == 384
+    src = (ROOT / "notebooks" / "07_fp8.py").read_text()
+    assert "ex.check_two_sum_registers(answer, bn=256)" in src and "{3 * 128 // 2} for two partial sums" in src
