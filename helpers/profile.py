@@ -145,15 +145,12 @@ def stall_legend(names) -> str:
     return "; ".join(f"{n}: {STALL_MEANING[n]}" for n in dict.fromkeys(names) if n in STALL_MEANING)
 
 
-def load_sampling(name: str, gpu_slug: str = "nvidia-h200", directory=RESULTS_DIR) -> dict:
+def load_sampling(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
     """A stored summary of Nsight Compute's per-instruction sampling (tools/probes/ncu_source.py summary):
     results/logs/ncu-source-<name>-<gpu_slug>.json, e.g. name "m128" (lesson 6) or "fp8" (lesson 7)."""
-    path = Path(directory) / "logs" / f"ncu-source-{name}-{gpu_slug}.json"
-    if not path.is_file():
-        raise ResultsError(f"no sampling summary {path.name} in {path.parent}.",
-                           "run tools/probes/ncu_source.py on a Hopper GPU with Nsight Compute, or restore the "
-                           "committed file with `git checkout -- results/`.")
-    return json.loads(path.read_text())
+    from .results import load_log
+
+    return load_log(f"ncu-source-{name}", "tools/probes/ncu_source.py (with Nsight Compute)", gpu_slug, directory)
 
 
 def sampling_rows(summary: dict, targets, top: int = 4) -> list[dict]:

@@ -188,6 +188,17 @@ def write_json(data: dict, name: str, directory=None) -> Path:
     return path
 
 
+def load_log(name: str, made_by: str, gpu_slug: str = "nvidia-h200", directory=None):
+    """A probe's output kept as results/logs/<name>-<gpu_slug>.json (a knob round, an FP8 probe, an Nsight
+    Compute summary), parsed. `made_by` names the command that writes it, for the error when it is missing."""
+    path = _folder(directory) / "logs" / f"{name}-{gpu_slug}.json"
+    if not path.is_file():
+        raise ResultsError(f"no {path.name} in {path.parent}.",
+                           f"run {made_by} on a Hopper GPU, or restore the committed file with "
+                           "`git checkout -- results/`.")
+    return json.loads(path.read_text())
+
+
 # results/*.json that are not measurement records: Nsight Compute counters (tools/ncu_counters.py)
 NOT_RECORDS = ("ncu-*.json",)
 

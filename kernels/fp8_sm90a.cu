@@ -306,7 +306,8 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                     next();
                 }
             }
-            wgmma_wait<0>();                                   // the last K-tile
+            // the last K-tile. (Spelt out: written as add(d0) / add(d1), ptxas spills about 600 bytes a thread.)
+            wgmma_wait<0>();
             release(prev);
             if (ktiles % 2) {
 #pragma unroll

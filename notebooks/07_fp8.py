@@ -933,7 +933,7 @@ producer, consumer = 40, 232                       # regs_dec<40>, regs_inc<232>
 print(f"{producer} x 128 + {consumer} x 256 = {producer * 128 + consumer * 256} of the SM's 65536; "
       f"the consumers need {3 * 128 // 2} for two partial sums and the total")
 i = src8.index("            for (int kt = 0; kt < ktiles; kt += 2)")
-print(src8[i:src8.index("            wgmma_wait<0>();", i)])
+print(src8[i:src8.index("            // the last K-tile", i)])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Each K-tile's `wgmma`s go into one set while the set before waits only for its own group

@@ -771,7 +771,7 @@ def test_claims_of_rung_19_beside_cublas_instruction_by_instruction():
     assert 'sampling_rows(load_sampling("m128"), ["rung17_hint", "rung19", "cublas_fp16c"])' in src
     ksrc = (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
     assert "__device__ __forceinline__ u64 desc_encode" in ksrc and '// A, "K-major"' in ksrc
-    with pytest.raises(Exception, match="ncu_source.py"):
+    with pytest.raises(helpers.errors.ResultsError, match="ncu_source.py"):
         load_sampling("nothing")
 
 
@@ -817,7 +817,7 @@ def test_claims_of_the_rung_21_and_22_slide():
 
 def test_a_knob_round_that_is_not_there_names_the_probe(tmp_path):
     """H.knob_round on a missing log: the error names the probe that writes it (and a present one is read)."""
-    with pytest.raises(FileNotFoundError, match="tools/probes/rung17.py RUNG --knobs"):
+    with pytest.raises(helpers.errors.ResultsError, match="tools/probes/rung17.py OUT.json RUNG --knobs"):
         H.knob_round("rung19-20-knobs", directory=tmp_path)
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "x-nvidia-h200.json").write_text(json.dumps({"7": [

@@ -492,9 +492,9 @@ def test_fp8_probe_readers_name_what_is_missing(tmp_path):
     log is read)."""
     from helpers.experiments import fp8 as X
 
-    with pytest.raises(FileNotFoundError, match="tools/probes/fp8_stages.py"):
+    with pytest.raises(helpers.errors.ResultsError, match="tools/probes/fp8_stages.py"):
         X.probe_log("fp8-2acc-probe", directory=tmp_path)
-    with pytest.raises(FileNotFoundError, match="sm__pipe_tensor_cycles_active"):
+    with pytest.raises(helpers.errors.ResultsError, match="sm__pipe_tensor_cycles_active"):
         X.pipe_shares("ncu-pipe-fp8-2acc", directory=tmp_path)
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "p-nvidia-h200.json").write_text(json.dumps({"kernels": {"k": {

@@ -803,30 +803,17 @@ def stage_rows(data: dict, base: str | None = None) -> list[dict]:
 def probe_log(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
     """A run of tools/probes/fp8_stages.py kept as results/logs/<name>-<gpu_slug>.json, in the shape of
     experiments.fp8.stages (so stage_rows reads it): e.g. name "fp8-2acc-probe" (its --two run)."""
-    import json
-    from pathlib import Path
+    from ..results import load_log
 
-    from ..results import RESULTS_DIR
-
-    path = Path(directory or RESULTS_DIR) / "logs" / f"{name}-{gpu_slug}.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is not there: run tools/probes/fp8_stages.py OUT.json on a Hopper GPU")
-    return {"stages": {"rows": json.loads(path.read_text())}}
-
+    return {"stages": {"rows": load_log(name, "tools/probes/fp8_stages.py OUT.json", gpu_slug, directory)}}
 
 
 def pipe_shares(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
     """Per kernel, the share of active cycles the tensor pipe was busy (Nsight Compute's
     sm__pipe_tensor_cycles_active, one launch each, clocks not locked), from results/logs/<name>-<gpu_slug>.json,
     e.g. name "ncu-pipe-fp8-2acc" (its command is in the file)."""
-    import json
-    from pathlib import Path
-
-    from ..results import RESULTS_DIR
+    from ..results import load_log
 
     metric = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
-    path = Path(directory or RESULTS_DIR) / "logs" / f"{name}-{gpu_slug}.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is not there: it holds Nsight Compute's {metric} per kernel, measured on "
-                                "a Hopper GPU (ncu --clock-control none --metrics ...)")
-    return {k: v[metric] for k, v in json.loads(path.read_text())["kernels"].items()}
+    log = load_log(name, f"ncu --clock-control none --metrics {metric} (one launch per kernel)", gpu_slug, directory)
+    return {k: v[metric] for k, v in log["kernels"].items()}

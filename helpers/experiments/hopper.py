@@ -788,14 +788,9 @@ def knob_round(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> list
     """A knob round of tools/probes/rung17.py (``--knobs``), kept as results/logs/<name>-<gpu_slug>.json: per rung and
     knob setting, whether it was checked correct (and bit-identical to the model), its median TFLOP/s over the
     rounds, that over the rung as recorded, and the SM clocks of its rounds."""
-    from ..results import RESULTS_DIR
+    from ..results import load_log
 
-    path = Path(directory or RESULTS_DIR) / "logs" / f"{name}-{gpu_slug}.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is not there: run tools/probes/rung17.py RUNG --knobs on a Hopper GPU")
-    import json
-
-    log, out = json.loads(path.read_text()), []
+    log, out = load_log(name, "tools/probes/rung17.py OUT.json RUNG --knobs", gpu_slug, directory), []
     for rung in sorted((k for k in log if k.isdigit()), key=int):
         first = log[rung][0]
         for r in log[rung]:
