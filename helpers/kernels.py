@@ -497,6 +497,24 @@ KERNELS: dict[str, GemmKernel] = _registry([
         "the knob measured on rung 20 there",
         threads=256, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)),
         c_box=(64, 32), dyn_smem=SKINNY_SMEM, timed_shapes=SKINNY_TIMED, base=20),
+    # Rungs 23-24 (rungs 21-22 with their descriptors built once and advanced by adds: the DESC_ADD probe switch,
+    # measured on rungs 19-21 at M = 128 in session 12, results/logs/desc-add-nvidia-h200.json), predicted before
+    # they ran; first runs: results/logs/rung23-probe-nvidia-h200.json (session 12), rung24-probe (session 13).
+    _hopper_rung(
+        23, "hopper_skinny_desc", "rung 21 with descriptors built once and advanced by adds", 1.03,
+        "before every wgmma rung 21 rebuilds both shared-memory descriptors from their addresses (mask, shift, OR, "
+        "then moves into uniform registers: among rung 19's most executed instructions in Nsight Compute); built once "
+        "and advanced by adds, as cuBLAS's kernel does, the same wgmmas issue with fewer instructions. The probe switch "
+        "measured x1.03 on rung 21 at M = 128 (432 -> 445 TFLOP/s); the skinny tile issues as many wgmma per FLOP "
+        "where the chip is full: x1.03 at both shapes",
+        threads=256, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128),
+        tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM, timed_shapes=SKINNY_TIMED, base=21),
+    _hopper_rung(
+        24, "hopper_skinny_desc_f32c", "rung 22 with added descriptors (rung 23 writing FP32 C)", 1.03,
+        "rung 22 with rung 23's descriptors: x1.03 at both shapes (the switch measured rung 20 at 385 -> 400 TFLOP/s "
+        "at M = 128)",
+        threads=256, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)),
+        c_box=(64, 32), dyn_smem=SKINNY_SMEM, timed_shapes=SKINNY_TIMED, base=22),
 ])
 
 ALL_RUNGS: dict[int, GemmKernel] = {k.rung: k for k in sorted((k for k in KERNELS.values() if k.rung is not None),
@@ -509,25 +527,8 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 # A rung is written, compiled and modelled here before its first GPU run; until that run has checked and timed it
 # (a probe in tools/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
 # and moves into the registry (and its macros into helpers.tryout.KNOBS) once a Hopper GPU has run it.
-# Rungs 23-24 wait: rungs 21-22 with their descriptors built once and advanced by adds (the DESC_ADD probe switch,
-# measured on rungs 19-21 at M = 128 in session 12: results/logs/desc-add-nvidia-h200.json), predicted before they ran;
-# first run: tools/probes/rung17.py OUT.json 23 (and 24).
-PENDING: dict[int, GemmKernel] = {
-    23: _hopper_rung(
-        23, "hopper_skinny_desc", "rung 21 with descriptors built once and advanced by adds", 1.03,
-        "before every wgmma rung 21 rebuilds both shared-memory descriptors from their addresses (mask, shift, OR, "
-        "then moves into uniform registers: among rung 19's most executed instructions in Nsight Compute); built once "
-        "and advanced by adds, as cuBLAS's kernel does, the same wgmmas issue with fewer instructions. The probe switch "
-        "measured x1.03 on rung 21 at M = 128 (432 -> 445 TFLOP/s); the skinny tile issues as many wgmma per FLOP "
-        "where the chip is full: x1.03 at both shapes",
-        threads=256, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128),
-        tma_boxes=((64, 64), (64, 64)), c_box=(64, 64), dyn_smem=SKINNY_SMEM, timed_shapes=SKINNY_TIMED, base=21),
-    24: _hopper_rung(
-        24, "hopper_skinny_desc_f32c", "rung 22 with added descriptors (rung 23 writing FP32 C)", 1.03,
-        "rung 22 with rung 23's descriptors: x1.03 at both shapes (the switch measured rung 20 at 385 -> 400 TFLOP/s "
-        "at M = 128)",
-        threads=256, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)),
-        c_box=(64, 32), dyn_smem=SKINNY_SMEM, timed_shapes=SKINNY_TIMED, base=22)}
+# None waits now (rungs 23-24 were the last, promoted in session 13).
+PENDING: dict[int, GemmKernel] = {}
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 
 

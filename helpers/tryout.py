@@ -125,7 +125,7 @@ _CLUSTER = Knob("CLUSTER_M", "CLUSTER_M", (1, 2, 4), 2,
 
 # rung 17 (hopper_skinny): its ring and cluster have macros of their own, so that rung 14's CLUSTER_M = 4 still builds
 _SKINNY_STAGES = Knob("STAGES", "SKINNY_STAGES", (2, 4, 6, 8), 8,
-                      "stages of the skinny rungs' ring (17-20) (24 KB each: a 64 x 128 tile's A and B): the K-tiles the producer can "
+                      "stages of the skinny rungs' ring (17-24) (24 KB each: a 64 x 128 tile's A and B): the K-tiles the producer can "
                       "have in flight; at M = 128, where rung 17 streams B, fewer stages ran slower "
                       "(tools/probes/rung17.py); 8 is the most that fits beside the epilogue buffers",
                       "dynamic shared memory: SKINNY_STAGES x 24 KB + 33920 bytes (epilogue buffers, slack, barriers)")
@@ -141,7 +141,12 @@ _SKINNY_WAIT = Knob("WAIT_HINT", "SKINNY_WAIT", (0, 1, 2), 0,
                     "mbarrier.test_wait, a spin that never sleeps. At M = 128 a 64 x 128 tile waits twice per 1 MFLOP "
                     "K-tile, four times as often per FLOP as rung 14's tile (tools/probes/wait_hint.py)")
 
-_SKINNY_HINT_WAIT = dataclasses.replace(_SKINNY_WAIT, define="SKINNY_HINT_WAIT", default=1)   # rungs 21-22: set
+_SKINNY_HINT_WAIT = dataclasses.replace(_SKINNY_WAIT, define="SKINNY_HINT_WAIT", default=1)   # rungs 21-24: set
+_SKINNY_DESC = Knob("DESC_ADD", "SKINNY_DESC", (0, 1), 1,
+                    "how a consumer names a stage's tiles to wgmma (kernels/hopper_sm90a.cu, ws_gemm's DESC): 1 builds "
+                    "the two shared-memory descriptors once and advances them by adding to their address field, as "
+                    "cuBLAS's kernel does; 0 rebuilds both from their addresses before every wgmma (mask, shift, OR), "
+                    "as rungs 21-22 do")
 
 # rung -> {knob name: Knob}, in the order they are resolved (WAIT_GROUP after STAGES, GROUP_M after CLUSTER_M)
 KNOBS: dict[int, dict[str, Knob]] = {
@@ -170,6 +175,9 @@ KNOBS: dict[int, dict[str, Knob]] = {
     # rungs 21-22: rungs 19-20 with the hint set (WAIT_HINT = 0 gives back rungs 19-20)
     21: {"STAGES": _SKINNY_STAGES, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_HINT_WAIT},
     22: {"STAGES": _SKINNY_STAGES, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_HINT_WAIT},
+    # rungs 23-24: rungs 21-22 with added descriptors (DESC_ADD = 0 gives back rungs 21-22)
+    23: {"STAGES": _SKINNY_STAGES, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_HINT_WAIT, "DESC_ADD": _SKINNY_DESC},
+    24: {"STAGES": _SKINNY_STAGES, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_HINT_WAIT, "DESC_ADD": _SKINNY_DESC},
 }
 
 
@@ -203,7 +211,7 @@ def _skinny_launch(spec: GemmKernel, s: dict) -> dict:
 # rung -> f(entry, settings) -> the entry's fields that the settings change
 LAUNCH: dict[int, Callable] = {**{r: _ladder_launch for r in (2, 3, 4, 5, 6)},
                                **{r: _hopper_launch for r in (8, 9, 10, 11, 12, 13, 14, 15, 16)},
-                               **{r: _skinny_launch for r in (17, 18, 19, 20, 21, 22)}}
+                               **{r: _skinny_launch for r in range(17, 25)}}
 
 
 def knob_table(like=None) -> list[dict]:

@@ -1060,7 +1060,8 @@ extern "C" __global__ void hopper_skinny_hint_f32c(const __grid_constant__ Tenso
 // results/logs/rung23-probe-nvidia-h200.json, beside rung 21 in one process): correct and bit-identical to the model
 // at 4 odd sizes and 6 timed shapes; 452 against rung 21's 431 TFLOP/s at M = 128 (0.98x cuBLAS writing FP16 C),
 // 507 against 480 at 4096^3: more than predicted at both; every wrong result rejected at 8192^3, C bit-identical to
-// rung 14's (tools/probes/reject_wrong_fp16c.py). Rung 24 and the sanitizers wait for the next session.
+// rung 14's (tools/probes/reject_wrong_fp16c.py). memcheck, racecheck and synccheck: no errors (session 13,
+// results/logs/sanitize-new-kernels-rung23-24-*).
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_desc(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1077,7 +1078,11 @@ extern "C" __global__ void hopper_skinny_desc(const __grid_constant__ TensorMap 
 // Rung 24 -- rung 23 writing FP32 C.
 // Adds, over rung 22 (its gain is measured over rung 22, the same C): the added descriptors, as rung 23 adds them to
 // rung 21. Predicted: x1.03 over rung 22 at both shapes (the probe switch measured rung 20 at 385 -> 400 TFLOP/s at
-// M = 128, the same file). Written before the record ran it (2026-12-02, session 12).
+// M = 128, the same file). Written before the record ran it (2026-12-02, session 12). First run in session 13
+// (tools/probes/rung17.py 24, results/logs/rung24-probe-nvidia-h200.json, beside rung 22 in one process): correct
+// and bit-identical to the model at 4 odd sizes and 6 timed shapes; 437 against rung 22's 422 TFLOP/s at M = 128
+// (0.96x cuBLAS writing FP32 C), 503 against 475 at 4096^3; every wrong result rejected at 8192^3, C bit-identical
+// to rung 13's; memcheck, racecheck and synccheck: no errors.
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_desc_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);

@@ -219,3 +219,16 @@ def test_skinny_wait_hint_variants_are_correct(k, hint):
     assert r.passed and r.stage == "done", r.lines()
     assert r.row["defines"] == f"-DSKINNY_WAIT={hint}"
     assert r.outcome["dyn_smem"] == r.resources["smem_dynamic"] == skinny_smem(8)
+
+
+@pytest.mark.parametrize("k", [23, 24])
+def test_skinny_desc_add_off_gives_back_rebuilt_descriptors(k):
+    """DESC_ADD = 0 (SKINNY_DESC, ws_gemm's DESC argument): rungs 23-24 rebuild their descriptors before every wgmma,
+    as rungs 21-22 do, and stay correct (the check at an odd size and at 4096^3), with the rung's launch settings."""
+    from helpers.kernels import skinny_smem
+
+    _runnable(k)
+    r = helpers.try_kernel(k, timing_size=4096, DESC_ADD=0)
+    assert r.passed and r.stage == "done", r.lines()
+    assert r.row["defines"] == "-DSKINNY_DESC=0"
+    assert r.outcome["dyn_smem"] == r.resources["smem_dynamic"] == skinny_smem(8)

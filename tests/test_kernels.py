@@ -55,7 +55,7 @@ def test_lesson3_kernels_registered():
 
 def test_registry_is_a_ladder():
     assert list(K.RUNGS) == [1, 2, 3, 4, 5, 6, 7]            # lesson 5's ladder
-    assert list(K.HOPPER_RUNGS) == list(range(8, 23))   # lesson 6's (tests/test_hopper.py)
+    assert list(K.HOPPER_RUNGS) == list(range(8, 25))   # lesson 6's (tests/test_hopper.py)
     assert K.ALL_RUNGS == {**K.RUNGS, **K.HOPPER_RUNGS}
     for r in K.RUNGS.values():
         assert r.predicted_gain > 0 and r.idea and r.why
@@ -175,16 +175,16 @@ def _hdefine(name):
 
 
 def test_lesson6_rungs_are_registry_entries_one_idea_each():
-    assert list(K.HOPPER_RUNGS) == list(range(8, 23))
-    assert list(K.hopper_ladder()) == [7, *range(8, 23)] and K.hopper_ladder()[7] is K.RUNGS[7]
+    assert list(K.HOPPER_RUNGS) == list(range(8, 25))
+    assert list(K.hopper_ladder()) == [7, *range(8, 25)] and K.hopper_ladder()[7] is K.RUNGS[7]
     for r in K.HOPPER_RUNGS.values():
         assert r is K.KERNELS[r.name] and r.lesson == 6 and r.file == "hopper_sm90a.cu"
         # rung 17 is for skinny shapes: where the chip is full (4096^3, what predicted_gain is at) it predicts a loss
         assert r.idea and r.why and (0.95 <= r.predicted_gain <= 2.0 if r.rung != 17 else r.predicted_gain == 0.6)
         assert r.only_cc == (9, 0) and r.isolate and not r.b_transposed and not r.sweep
-        out = "fp16" if 14 <= r.rung <= 17 or r.rung in (19, 21) else "fp32"   # 14-17, 19, 21: FP16 C, as cupy.matmul
+        out = "fp16" if 14 <= r.rung <= 17 or r.rung in (19, 21, 23) else "fp32"   # 14-17, 19, 21, 23: FP16 C, as cupy.matmul
         assert (r.inputs, r.acc, r.output, r.acc_block, r.acc_rounding) == ("fp16", "fp32", out, 16, "truncate")
-        if r.rung <= 13 or r.rung in (18, 20, 22):
+        if r.rung <= 13 or r.rung in (18, 20, 22, 24):
             assert r.emulate is K.RUNGS[7].emulate              # rung 7's arithmetic, rung 7's model
         else:                                                   # ... rounded to FP16 at the end (and split)
             assert r.emulate.output == "fp16" and r.emulate.model is K.RUNGS[7].emulate.model
@@ -195,12 +195,13 @@ def test_lesson6_rungs_are_registry_entries_one_idea_each():
         assert (r.tile_mn, r.tile_k) == (8, 8)                  # TMA: 16-byte rows; the rest is out-of-bounds fill
         assert r.teaches.startswith(f"lesson 6, rung {r.rung}: ")
     R = K.HOPPER_RUNGS
-    assert all(R[k].block == (256, 1) for k in (8, 19, 20, 21, 22)) and all(R[k].block == (384, 1) for k in range(9, 19))
-    assert [k for k in R if R[k].persistent] == list(range(10, 23))
-    assert [k for k in R if R[k].cluster] == [12, 13, 14, *range(16, 23)] and R[12].cluster == (2, 1, 1)
-    assert [k for k in R if R[k].c_box] == list(range(13, 23))
-    assert R[13].c_box == R[18].c_box == R[20].c_box == R[22].c_box == (64, 32) and R[19].c_box == R[21].c_box == (64, 64)
-    assert {k: R[k].base for k in R if R[k].base is not None} == {19: 17, 21: 19, 22: 20}   # gains over these
+    assert all(R[k].block == (256, 1) for k in (8, *range(19, 25))) and all(R[k].block == (384, 1) for k in range(9, 19))
+    assert [k for k in R if R[k].persistent] == list(range(10, 25))
+    assert [k for k in R if R[k].cluster] == [12, 13, 14, *range(16, 25)] and R[12].cluster == (2, 1, 1)
+    assert [k for k in R if R[k].c_box] == list(range(13, 25))
+    assert R[13].c_box == R[18].c_box == R[20].c_box == R[22].c_box == R[24].c_box == (64, 32)
+    assert R[19].c_box == R[21].c_box == R[23].c_box == (64, 64)
+    assert {k: R[k].base for k in R if R[k].base is not None} == {19: 17, 21: 19, 22: 20, 23: 21, 24: 22}   # gains over these
     assert R[14].c_box == R[15].c_box == R[16].c_box == R[17].c_box == (64, 64)              # FP16 C: 64 columns are one 128-byte row
     assert K.rung(12) is R[12] and K.lookup("hopper_tma_store") is R[13]
 
@@ -473,7 +474,7 @@ def test_rung_21_and_22_comments_quote_the_knob_rounds_they_cite():
 
 
 def test_rungs_23_and_24_are_rungs_21_and_22_with_added_descriptors():
-    """Rungs 23-24 (pending their first run): rungs 21-22's template calls with one more argument, SKINNY_DESC
+    """Rungs 23-24 (in the registry since their first runs, sessions 12-13): rungs 21-22's template calls with one more argument, SKINNY_DESC
     (default 1: descriptors built once and advanced by adds, the code path the DESC_ADD probe switch timed), nothing
     else; predicted x1.03 over rungs 21 and 22 before any GPU ran them, from the switch's measurement quoted in the
     kernel comment and the registry (results/logs/desc-add-nvidia-h200.json); their launch and model are 21-22's; the
@@ -482,13 +483,13 @@ def test_rungs_23_and_24_are_rungs_21_and_22_with_added_descriptors():
 
     log = {(r["what"], r["desc_add"]): r["tflops"] for r in json.loads(
         (KERNEL_DIR.parent / "results" / "logs" / "desc-add-nvidia-h200.json").read_text()) if "tflops" in r}
-    assert f"{log['rung 21', 0]:.0f} -> {log['rung 21', 1]:.0f} TFLOP/s" in K.PENDING[23].why
+    assert f"{log['rung 21', 0]:.0f} -> {log['rung 21', 1]:.0f} TFLOP/s" in K.ALL_RUNGS[23].why
     assert round(log["rung 21", 1] / log["rung 21", 0], 2) == 1.03
-    assert f"{log['rung 20', 0]:.0f} -> {log['rung 20', 1]:.0f} TFLOP/s" in K.PENDING[24].why
+    assert f"{log['rung 20', 0]:.0f} -> {log['rung 20', 1]:.0f} TFLOP/s" in K.ALL_RUNGS[24].why
     src = helpers.display.kernel_source("hopper_sm90a.cu")
     for k, base in ((23, 21), (24, 22)):
-        r, b = K.PENDING[k], K.ALL_RUNGS[base]
-        assert r.base == base and r.predicted_gain == 1.03 and r.name not in K.KERNELS and r.timed_shapes == b.timed_shapes
+        r, b = K.ALL_RUNGS[k], K.ALL_RUNGS[base]
+        assert r.base == base and r.predicted_gain == 1.03 and r is K.KERNELS[r.name] and r.timed_shapes == b.timed_shapes
         assert (r.emulate, r.out_dtype, r.block, r.block_tile, r.tma_boxes, r.c_box, r.cluster, r.dyn_smem) == \
             (b.emulate, b.out_dtype, b.block, b.block_tile, b.tma_boxes, b.c_box, b.cluster, b.dyn_smem)
         call = {n: [x.strip() for x in re.search(r"ws_gemm<([^>]*)>", src[src.index(f"void {n}(const"):]).group(1)
@@ -498,6 +499,22 @@ def test_rungs_23_and_24_are_rungs_21_and_22_with_added_descriptors():
         assert f"Predicted: x{r.predicted_gain:.2f} over rung {base}" in c
     assert "#define SKINNY_DESC 1" in src and "int CONSUMERS = 2, int DESC = DESC_ADD>" in src
     assert "#define DESC_ADD 0" in src
+
+
+def test_rung_24_comment_quotes_its_first_run():
+    """Rung 24's comment quotes its first probe (results/logs/rung24-probe-nvidia-h200.json): every row correct and
+    bit-identical to the model, and its TFLOP/s and rung 22's at M = 128 and 4096^3, and the fraction of cuBLAS
+    writing FP32 C, as the log holds them."""
+    import json
+
+    d = json.loads((KERNEL_DIR.parent / "results" / "logs" / "rung24-probe-nvidia-h200.json").read_text())
+    assert all(r["passed"] and r["model"] == "identical" for r in d["24"] + d["22"])
+    t = {(k, r["m"], r["n"], r["k"]): r for k in ("24", "22") for r in d[k] if r.get("tflops")}
+    c = _kernel_comment("hopper_skinny_desc_f32c")
+    m128, full = ("24", 128, 8192, 8192), ("24", 4096, 4096, 4096)
+    assert f"{t[m128]['tflops']:.0f} against rung 22's {t[('22',) + m128[1:]]['tflops']:.0f} TFLOP/s at M = 128" in c
+    assert f"({t[m128]['frac_cublas']:.2f}x cuBLAS writing FP32 C)" in c
+    assert f"{t[full]['tflops']:.0f} against {t[('22',) + full[1:]]['tflops']:.0f} at 4096^3" in c
 
 
 def test_rung_23_comment_quotes_its_first_run():
@@ -515,4 +532,4 @@ def test_rung_23_comment_quotes_its_first_run():
     assert f"({t[m128]['frac_cublas']:.2f}x cuBLAS writing FP16 C)" in c
     assert f"{t[full]['tflops']:.0f} against {t[('21',) + full[1:]]['tflops']:.0f} at 4096^3" in c
     for s in (m128, full):
-        assert t[s]["tflops"] / t[("21",) + s[1:]]["tflops"] > K.PENDING[23].predicted_gain
+        assert t[s]["tflops"] / t[("21",) + s[1:]]["tflops"] > K.ALL_RUNGS[23].predicted_gain

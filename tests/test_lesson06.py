@@ -77,8 +77,8 @@ def test_hopper_experiment_is_registered_and_reads_its_rows():
     assert REGISTRY["hopper"] is H.hopper
     rows = _rows()
     g = H.gains(rows, 4096)
-    assert [x["rung"] for x in g] == [7, *range(8, 23)] and g[0]["verdict"] == "-"
-    assert [x["over"] for x in g] == [None, *range(7, 18), 17, 19, 19, 20]   # rungs 19, 21, 22: over 17, 19, 20
+    assert [x["rung"] for x in g] == [7, *range(8, 25)] and g[0]["verdict"] == "-"
+    assert [x["over"] for x in g] == [None, *range(7, 18), 17, 19, 19, 20, 21, 22]   # rungs 19, 21-24: over 17, 19, 20, 21, 22
     assert all(x["verdict"] == ("as predicted" if x["predicted"] != 1.0 else "unresolved: the spread holds no gain too")
                and x["direction"] is None for x in g[1:])   # no spread: the median (rung 19 predicts no gain)
     t = H.targets(rows)
@@ -156,7 +156,7 @@ def test_hopper_try_reports_failures_wrong_results_and_the_table(monkeypatch, tm
     assert "FAILED rung 10 (hopper_persistent): its child process did not return" in said
     assert "FAILED rung 12 (hopper_cluster) at 4096x4096x4096" in said and "IllegalAddress" in said
     assert "4096x4096x4096: 580.0 TFLOP/s" in said                        # rung 8
-    assert "target at 4096x4096x4096: 1.00x cuBLAS; best correct rung 22: 0.700x -> missed" in said
+    assert "target at 4096x4096x4096: 1.00x cuBLAS; best correct rung 24: 0.700x -> missed" in said
     assert "PROBLEM rung 10 (hopper_persistent)" in said
     log = json.loads(out.read_text())
     assert log["gpu"]["name"] == "NVIDIA H200" and set(log["rungs"]) == {str(k) for k in K.hopper_ladder()}
@@ -479,8 +479,8 @@ def test_claims_of_appendix_d():
     """Appendix D, from the record: cuBLAS's kernel names give a ring (stages x tile x K-tile) within 16-28 KB of
     the shared memory each asks for; a different tile at each of the 5 shapes; 5000^3 in exactly 5 waves of 132; at
     128 x 8192 x 8192 a grid of 128 CTAs, one per tile of its shape (no split); at 7000^3 the best rungs match
-    cuBLAS with FP16 C and pass it with FP32 C, and cuBLAS's FP16-C timing ran at a lower clock (in the record, at one
-    clock, FP16 C misses there); cuBLAS gains 3%
+    cuBLAS with FP16 C and pass it with FP32 C, and cuBLAS's FP16-C timing ran at a lower clock (the record's targets
+    judge no ratio there that a throttled cuBLAS flatters); cuBLAS gains 3%
     from aligned rows, rung 16 13%; the power-of-two row stride changes rungs 15 and 16 by under 2%. Every C
     behind these timings passed its check."""
     e = _rec()
@@ -501,10 +501,11 @@ def test_claims_of_appendix_d():
     assert 0.99 <= sq["7000x7000x7000", "FP16"]["ratio"] and sq["7000x7000x7000", "FP32"]["ratio"] > 1.0
     r16 = sq["7000x7000x7000", "FP16"]
     assert (r16["cublas_mhz"], r16["mhz"]) == (1770, 1980)
-    # ... and in the record, at one clock, FP16 C at 7000^3 misses its goal ("read the clocks before the ratios")
+    # ... and the record's targets judge no ratio at 7000^3 that cuBLAS's throttled timing flatters: it is missed,
+    # or not judged with a reason that names cuBLAS's timing ("read the clocks before the ratios")
     t = {(x["shape"], x["C"]): x for x in H.targets(e["hopper"])}["7000x7000x7000", "FP16"]
-    assert t["met"] is False and t["mhz"] == "1980 / 1980"
-    assert "in the\n# record, with both at the same clock, FP16 C at $7000^3$ misses its goal" in (
+    assert t["met"] is False or (t["met"] is None and t["why"].startswith("cuBLAS's timing")), t
+    assert "The\n# targets table judges no ratio that a throttled cuBLAS timing flatters: it says why instead." in (
         ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
     al = {(r["rung"], r["b_row_bytes"]): r for r in e["tail_split"]["row_alignment_cublas"]["rows"]}
     assert all(r["passed"] for r in al.values())
@@ -563,7 +564,7 @@ def test_claims_of_the_rung_17_slide():
 def test_a_ratio_that_a_throttled_cublas_flatters_is_not_judged():
     """H.targets: at or above the goal with cuBLAS's own timing throttled, at a clock more than 2% below the
     rung's, or with its median more than 5% above its p10, the target is not judged (met None, why says so); a miss
-    stays a miss; in the record, 8192^3 is not judged and every judged row's cuBLAS timing was clean."""
+    stays a miss; in the record, 8192^3 and 7000^3 are not judged and no judged row gives a why."""
     base = {"rung": 14, "m": 4096, "n": 4096, "k": 4096, "passed": True, "c_dtype": "float16", "frac_cublas": 1.02,
             "tflops": 760.0, "sm_mhz": 1980, "cublas_fp16c_sm_mhz": 1980, "cublas_fp16c_throttle": ["none"]}
     goal = {(4096, 4096, 4096): 1.0}
@@ -577,14 +578,15 @@ def test_a_ratio_that_a_throttled_cublas_flatters_is_not_judged():
     miss = t(frac_cublas=0.9, cublas_fp16c_throttle=["sw power cap"])
     assert miss["met"] is False and miss["short"] == 0.1
     got = {(x["shape"], x["C"]): x for x in H.targets(_rec()["hopper"])}
-    # in the record (session 12, rungs 21-22 added): FP32 C is not judged at 4096^3, 8192^3 and 7000^3 (cuBLAS's
-    # FP32-C timing ran at a clock more than 2% below the rung's), nor FP16 C at 8192^3 (NVML saw the software power
-    # cap; its median was 9% above its p10); FP16 C at 7000^3 was timed cleanly and is judged: a miss
-    for shape in ("4096x4096x4096", "8192x8192x8192", "7000x7000x7000"):
-        assert got[shape, "FP32"]["met"] is None and "MHz against" in got[shape, "FP32"]["why"]
-    big = got["8192x8192x8192", "FP16"]
-    assert big["met"] is None and "sw power cap" in big["why"] and "its median 1.09x" in big["why"]
-    assert got["7000x7000x7000", "FP16"]["met"] is False and got["7000x7000x7000", "FP16"]["why"] == ""
+    # in the record (session 13, rungs 23-24 added): neither C type is judged at 8192^3 (NVML saw the software power
+    # cap in cuBLAS's timings) nor at 7000^3 (FP32 C: cuBLAS at a clock more than 2% below the rung's); a miss with a
+    # throttled cuBLAS stays a miss (FP32 C at 4096^3); every judged row says no why
+    for c in ("FP16", "FP32"):
+        assert got["8192x8192x8192", c]["met"] is None and "sw power cap" in got["8192x8192x8192", c]["why"]
+        assert got["7000x7000x7000", c]["met"] is None and got["7000x7000x7000", c]["why"].startswith("cuBLAS's timing")
+    assert "MHz against" in got["7000x7000x7000", "FP32"]["why"]
+    assert got["4096x4096x4096", "FP32"]["met"] is False
+    assert all(x["why"] == "" for x in got.values() if x["met"] is not None)
     spread = t(cublas_fp16c_ms=0.2, cublas_fp16c_p10_ms=0.18)                  # 11% apart: not one population
     assert spread["met"] is None and "its median 1.11x its p10" in spread["why"]
     assert t(cublas_fp16c_ms=0.2, cublas_fp16c_p10_ms=0.195)["met"] is True   # 2.6%: one population
@@ -788,8 +790,7 @@ def test_claims_of_the_rung_21_and_22_slide():
     """Appendix D, 'Rungs 21-22: a measured knob becomes a rung': in the knob round (H.knob_round, every setting
     correct) "only the hint paid" on both rungs, and it measured the x1.10 and x1.08 the slide predicts at 128 rows
     (also in the registry's predictions); rungs 21-22 are rungs 19-20 with one template argument changed; in the
-    record both hold their prediction at 128 rows ("as predicted"), are the best rungs of their C types there and meet
-    the 0.90x goal; at 4096^3 rung 21 beat its x1.05 (the note printed is MISS_NOTES[21]["better"]) and rung 22 is no
+    record both hold their prediction at 128 rows ("as predicted") and pass the 0.90x goal there; at 4096^3 rung 21 beat its x1.05 (the note printed is MISS_NOTES[21]["better"]) and rung 22 is no
     slower than predicted. The main path says rungs 21 and 22 meet the goal at 128 rows."""
     rows = H.knob_round("rung19-20-knobs")
     assert len(rows) == 8 and all(r["passed"] for r in rows)
@@ -807,12 +808,43 @@ def test_claims_of_the_rung_21_and_22_slide():
         assert g["over"] == base and g["verdict"] == "as predicted"
     assert H.gain_at(e, 21, (4096,) * 3)["verdict"] == "missed: better than predicted"
     assert not H.gain_at(e, 22, (4096,) * 3)["verdict"].startswith("missed: worse")
-    assert H.best_rung(e, skinny, "float16")["rung"] == 21 and H.best_rung(e, skinny, "float32")["rung"] == 22
-    met = {(t["rung"], t["met"]) for t in H.targets(e) if t["shape"] == "128x8192x8192"}
-    assert met == {(21, True), (22, True)}
+    assert all(H.gain_at(e, k, skinny)["frac_cublas"] > 0.90 for k in (21, 22))    # x cuBLAS writing the same C
     src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
-    assert "rungs 17-22 copy its kernel, and 21-22 meet the goal there (Appendix D)" in src and 'H.knob_round("rung19-20-knobs")' in src
-    assert "helpers.try_kernel(21, WAIT_HINT=0)" in src
+    assert "rungs 17-24 copy its kernel, and 21-24 meet the goal there (Appendix D)" in src and 'H.knob_round("rung19-20-knobs")' in src
+    assert "helpers.try_kernel(21, WAIT_HINT=0)" in src and "where rungs 21 and 22 meet the 0.90x goal" in src
+
+
+def test_claims_of_the_rung_23_and_24_slide():
+    """Appendix D, 'Rungs 23-24: descriptors built once': the code it prints is mma_ktile and mma_ktile_at from
+    kernels/; the x1.03 it predicts is the registry's, and the probe switch measured it on rung 21 at 128 rows
+    (results/logs/desc-add-nvidia-h200.json); in the record neither rung ran slower than predicted at 128 rows or
+    4096^3, rung 23 beat its prediction at 4096^3 (the note printed is MISS_NOTES[23]["better"]), and rungs 23 and 24
+    are the best rungs of their C types at 128 rows and meet the goal there ("now the best rungs ...")."""
+    import json
+
+    src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    slide = src[src.index("# ### Rungs 23-24: descriptors built once"):src.index("# ### Filling the waves")]
+    assert "**Predicted before they ran: x1.03 over rungs 21 and 22 at 128 rows and at $4096^3$**" in slide
+    assert K.ALL_RUNGS[23].predicted_gain == K.ALL_RUNGS[24].predicted_gain == 1.03
+    log = {(r["what"], r["desc_add"]): r["tflops"] for r in json.loads(
+        (ROOT / "results" / "logs" / "desc-add-nvidia-h200.json").read_text()) if "tflops" in r}
+    assert round(log["rung 21", 1] / log["rung 21", 0], 2) == 1.03
+    ksrc = (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
+    shown = ksrc[ksrc.index("template <int NACC>\n__device__ __forceinline__ void mma_ktile("):
+                 ksrc.index("// Accumulator layout (PTX ISA, wgmma")]
+    assert "void mma_ktile_at(" in shown and "desc_plus(a0, a16 + ks * 2)" in shown and shown.count("void ") == 2
+    e, skinny = _rec()["hopper"], (128, 8192, 8192)
+    for k, base in ((23, 21), (24, 22)):
+        for shape in (skinny, (4096,) * 3):
+            g = H.gain_at(e, k, shape)
+            assert g["over"] == base and not g["verdict"].startswith("missed: worse"), (k, shape, g)
+    assert H.gain_at(e, 23, (4096,) * 3)["verdict"] == "missed: better than predicted"
+    assert 'H.MISS_NOTES[23]["better"]' in slide
+    assert H.best_rung(e, skinny, "float16")["rung"] == 23 and H.best_rung(e, skinny, "float32")["rung"] == 24
+    met = {(t["rung"], t["met"]) for t in H.targets(e) if t["shape"] == "128x8192x8192"}
+    assert met == {(23, True), (24, True)}
+    assert "rungs 23 and 24 are now the best rungs of their C types at\n# 128 rows" in slide
+    assert "helpers.try_kernel(23, DESC_ADD=0)" in slide
 
 
 def test_a_knob_round_that_is_not_there_names_the_probe(tmp_path):

@@ -73,7 +73,7 @@ def test_every_knob_has_its_macro_in_the_file_with_the_recorded_default():
     assert {r["knob"] for r in tryout.knob_table(6)} == {"PAD", "BK", "STAGES", "WAIT_GROUP", "LDMATRIX"}
     assert {r["knob"]: r["define"] for r in tryout.knob_table(13)} == {
         "STAGES": "HSTAGES", "PRODUCER_REGS": "PRODUCER_REGS", "CLUSTER_M": "CLUSTER_M", "GROUP_M": "GROUP_M"}
-    assert set(tryout.KNOBS) == {2, 3, 4, 5, 6, *range(8, 23)}   # rung 1 (wmma.cu) and 7: source= only
+    assert set(tryout.KNOBS) == {2, 3, 4, 5, 6, *range(8, 25)}   # rung 1 (wmma.cu) and 7: source= only
 
 
 def test_the_defaults_are_the_registered_entries():
@@ -410,8 +410,8 @@ def test_the_sweep_covers_every_value_of_every_knob_once():
         assert v[0] == (None, None) and len(v) == len(set(v))
         defaults = tryout._resolve(ALL_RUNGS[r], {})
         assert len(v) == 1 + sum(len(k.allowed(defaults)) - 1 for k in table.values())
-    assert len([x for r in tryout.KNOBS for x in KX.variants(r)]) == 38 + 41 + 10 + 8 + 5 + 9 + 9 + 7 + 7 + 7 + 7   # 2-6, 8-13, 14-22
-    # (17, 18: + WAIT_HINT 1, 2; 19-22: STAGES, CLUSTER_M and WAIT_HINT, no PRODUCER_REGS)
+    assert len([x for r in tryout.KNOBS for x in KX.variants(r)]) == 38 + 41 + 10 + 8 + 5 + 9 + 9 + 7 + 7 + 7 + 7 + 8 + 8   # 2-6, 8-13, 14-24
+    # (17, 18: + WAIT_HINT 1, 2; 19-22: STAGES, CLUSTER_M and WAIT_HINT, no PRODUCER_REGS; 23-24: + DESC_ADD 0)
     rows = _synthetic_rows()
     assert [x["value"] for x in KX.sweep_of(rows, 5, "STAGES")] == [2, 3, 4]
 
@@ -469,8 +469,8 @@ def _check_changes(out, changes, every, archs, rungs):
             # rung 16 reads GROUP_M and CLUSTER_M (its tile order and clusters) but does not offer them as knobs:
             # its split plan and model assume the defaults (helpers/tryout.py says so), so they change it too
             owners |= {ALL_RUNGS[16].name} & base_k.keys() if define in FIXED_BY_PLAN else set()
-            # rungs 17-20 walk their tiles in rung 11's grouped order (GROUP_M) without offering it as a knob
-            owners |= {ALL_RUNGS[k].name for k in range(17, 23)} & base_k.keys() if define == "GROUP_M" else set()
+            # rungs 17-24 walk their tiles in rung 11's grouped order (GROUP_M) without offering it as a knob
+            owners |= {ALL_RUNGS[k].name for k in range(17, 25)} & base_k.keys() if define == "GROUP_M" else set()
             assert changed == owners, (a, d, changed, owners)
 
 

@@ -1,7 +1,7 @@
 """compute-sanitizer cases for the kernels added on 2026-12-01 (lesson 6's rungs 14-17 and any rung still pending, lesson 7's
 fp8_promote_pingpong and fp8_block_scaled), with tools/sanitize_driver.py's own case functions, at small and odd sizes and split-K at
 2 parts (rung 16 also after two whole waves, with a tile below M); `make sanitize` runs every kernel, this runs
-four in seconds (`--pending`: only the rungs still pending their first run; `--desc`: fp8_promote_128 and fp8_wgmma
+four in seconds (`--pending`: only the kernels still pending their first run; `--rungs 23 24`: those rungs; `--desc`: fp8_promote_128 and fp8_wgmma
 and rungs 13, 14, 16, 19 and 21 built with the probe switches F8_DESC_ADD=1 and DESC_ADD=1). Under each tool:
 
     compute-sanitizer --tool memcheck --padding 64 --report-api-errors no python3 tools/probes/sanitize_new_kernels.py
@@ -58,6 +58,14 @@ def main() -> int:
                 v = _fp8_option(name, M, N, K, ("-DF8_DESC_ADD=1",))
                 bad += not v.startswith("PASS")
                 print(f"@@end {name} -DF8_DESC_ADD=1 | M={M} N={N} K={K} | {v[:160]}", flush=True)
+        return 1 if bad else 0
+    if "--rungs" in sys.argv:                 # named rungs (e.g. just promoted): --rungs 23 24
+        for k in map(int, sys.argv[sys.argv.index("--rungs") + 1:]):
+            spec = rung_entry(k)
+            for M, N, K in SIZES + (SKINNY_SIZES if k >= 17 else SPLIT_SIZES):
+                v = _course_kernel(spec, M, N, K)
+                bad += not v.startswith("PASS")
+                print(f"@@end {spec.name} | M={M} N={N} K={K} | {v[:160]}", flush=True)
         return 1 if bad else 0
     if "--pending" in sys.argv:
         from helpers.fp8_gemm import PENDING as FP8_PENDING
