@@ -507,6 +507,8 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc(con
 // (tools/probes/fp8_stages.py --two, results/logs/fp8-2acc-probe-nvidia-h200.json): bit-identical to the model at
 // 1, 8, 9 K-tiles and 4096^3 / 8192^3, 1216 TFLOP/s at 4096^3, x1.05 over fp8_promote_2acc, 0.96x cuBLASLt's default
 // accumulation. Predicted for the record, before it ran as this kernel: the same, x1.05 over fp8_promote_2acc.
+// Recorded in session 13 (tools/probes/fp8_pingpong.py, results/nvidia-h200.json experiments.fp8.speed_2acc, one
+// run beside cuBLASLt): 1212 TFLOP/s at 4096^3, x1.06 over fp8_promote_2acc, 0.95x cuBLASLt's default accumulation.
 extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc_lean(const __grid_constant__ TensorMap tmA,
     const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
 {

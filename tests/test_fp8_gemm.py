@@ -216,10 +216,10 @@ def test_the_descriptor_add_switch_reaches_the_same_descriptors():
     assert "mov.b64 {" in entry(ptx[("-DF8_DESC_ADD=1",)])
 
 
-def test_the_pending_two_sum_kernel_comment_quotes_its_first_run():
+def test_the_two_sum_kernel_comment_quotes_its_first_run():
     """fp8_promote_2acc's comment (kernels/fp8_sm90a.cu) quotes its first run: every check in the probe's log passed
     (1, 8 and 9 K-tiles, 4096^3, 8192^3), the TFLOP/s and the ratio at 4096^3 are the log's medians, and the tensor
-    pipe shares are Nsight Compute's; the kernel stays PENDING until the record holds it."""
+    pipe shares are Nsight Compute's; it left PENDING when the record took it (session 13)."""
     import json
     from pathlib import Path
 
@@ -238,20 +238,20 @@ def test_the_pending_two_sum_kernel_comment_quotes_its_first_run():
     pipe = json.loads((logs / "ncu-pipe-fp8-2acc-nvidia-h200.json").read_text())["kernels"]
     share = lambda k: pipe[k]["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]   # noqa: E731
     assert f"the tensor pipe {share('fp8_promote_2acc'):.0f}% of the time against {share('fp8_promote_128'):.0f}%" in note
-    assert "fp8_promote_2acc" in F.PENDING
+    assert "fp8_promote_2acc" not in F.PENDING
 
 
 def test_the_lean_two_sum_kernel_is_the_build_its_probe_ran():
-    """fp8_promote_2acc_lean (pending): fp8_promote_2acc's template call with DESC = 1, nothing else, and 6 stages in
+    """fp8_promote_2acc_lean (recorded in session 13): fp8_promote_2acc's template call with DESC = 1, nothing else, and 6 stages in
     its registry entry (build_options: -DF8_STAGES=6; shared memory smem_for(6), inside 227 KB): the build that
     tools/probes/fp8_stages.py --two ran as "fp8_promote_2acc, 6 stages, -DF8_DESC_ADD=1". Its comment quotes that
-    build's TFLOP/s and ratios from the log."""
+    build's TFLOP/s and ratios from the log, and the record's (experiments.fp8.speed_2acc) at 4096^3."""
     import json
     import re
     from pathlib import Path
 
     lean, two = F.FP8_KERNELS["fp8_promote_2acc_lean"], F.FP8_KERNELS["fp8_promote_2acc"]
-    assert (lean.bn, lean.nc, lean.stages, two.stages) == (128, 128, 6, 4) and "fp8_promote_2acc_lean" in F.PENDING
+    assert (lean.bn, lean.nc, lean.stages, two.stages) == (128, 128, 6, 4) and "fp8_promote_2acc_lean" not in F.PENDING
     assert lean.build_options() == ("-DF8_STAGES=6",) and two.build_options() == () and lean.smem == lean.smem_for(6)
     assert lean.smem <= 227 * 1024 and lean.build_options(4) == ()
     root = Path(F.__file__).parent.parent
@@ -266,3 +266,46 @@ def test_the_lean_two_sum_kernel_is_the_build_its_probe_ran():
     built, plain, lt = t["fp8_promote_2acc", 6, ("-DF8_DESC_ADD=1",)], t["fp8_promote_2acc", 4, ()], t["cublaslt_fp8", 0, ()]
     c = src[src.index("// fp8_promote_2acc with the two changes"):src.index("fp8_promote_2acc_lean(const")]
     assert f"{built:.0f} TFLOP/s at 4096^3, x{built / plain:.2f} over fp8_promote_2acc, {built / lt:.2f}x cuBLASLt" in c
+    rec = {r["kernel"]: r["tflops"] for r in load_latest().meta["experiments"]["fp8"]["speed_2acc"]["rows"]
+           if r["n"] == 4096 and "tflops" in r}
+    lean_t, two_t, lt_t = rec["fp8_promote_2acc_lean"], rec["fp8_promote_2acc"], rec["cublaslt_fp8"]
+    assert (f"Recorded in session 13 (tools/probes/fp8_pingpong.py, results/nvidia-h200.json experiments.fp8.speed_2acc, "
+            f"one run beside cuBLASLt): {lean_t:.0f} TFLOP/s at 4096^3, x{lean_t / two_t:.2f} over fp8_promote_2acc, "
+            f"{lean_t / lt_t:.2f}x cuBLASLt's default accumulation.") in " ".join(
+                ln.removeprefix("// ") for ln in src[src.index("// Recorded in session 13"):].splitlines()[:3])
+
+
+def test_store_new_kernels_joins_the_record_and_refuses_what_it_holds(tmp_path):
+    """store_new_kernels (tools/probes/fp8_pingpong.py's output into a record): a new kernel joins kernels, resources,
+    probes, random and match_1024, the speed run goes under its key, the rest is left as it was; a kernel the record
+    holds, other probe matrices, or a record without fp8 are refused with the command to run instead."""
+    import json
+
+    from helpers.errors import ResultsError
+
+    probes = {"kind": ["gap_same_block"], "param": [0], "outputs": {"old": [1.0]}, "model_mismatches": {"old": 0}}
+    rec = {"experiments": {"fp8": {"kernels": ["old"], "resources": {"old": {"regs": 1}}, "probes": probes,
+                                   "random": [{"kernel": "old", "mismatches": 0}], "match_1024": [],
+                                   "speed": [{"kernel": "old", "n": 4096}]}, "hopper": {"rows": 1}}}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(rec))
+    out = {"kernels": ["new"], "resources": {"new": {"regs": 2}},
+           "probes": {"kind": ["gap_same_block"], "param": [0], "outputs": {"new": [2.0]}, "model_mismatches": {"new": 0}},
+           "random": [{"kernel": "new", "mismatches": 0}], "match_1024": [{"kernel": "new", "mismatches": 0}],
+           "speed": [{"kernel": "new", "n": 4096, "tflops": 1.0}]}
+    X.store_new_kernels(out, "speed_new", "a note", path=path)
+    got = json.loads(path.read_text())
+    fp8 = got["experiments"]["fp8"]
+    assert fp8["kernels"] == ["old", "new"] and fp8["resources"]["new"] == {"regs": 2}
+    assert fp8["probes"]["outputs"] == {"old": [1.0], "new": [2.0]} and fp8["probes"]["model_mismatches"]["new"] == 0
+    assert [r["kernel"] for r in fp8["random"]] == ["old", "new"] and fp8["match_1024"] == out["match_1024"]
+    assert fp8["speed_new"]["rows"] == out["speed"] and fp8["speed_new"]["note"] == "a note"
+    assert fp8["speed"] == rec["experiments"]["fp8"]["speed"] and got["experiments"]["hopper"] == {"rows": 1}
+    with pytest.raises(ResultsError, match="holds \\['new'\\] already"):
+        X.store_new_kernels(out, "speed_new", "again", path=path)
+    other = dict(out, kernels=["newer"], probes=dict(out["probes"], param=[1]))
+    with pytest.raises(ResultsError, match="probe matrices differ"):
+        X.store_new_kernels(other, "speed_newer", "n", path=path)
+    path.write_text(json.dumps({"experiments": {}}))
+    with pytest.raises(ResultsError, match="--update-experiments fp8"):
+        X.store_new_kernels(out, "speed_new", "n", path=path)

@@ -281,7 +281,10 @@ def test_claims_about_the_promote_256_timings(fp8_data):
     assert r[256]["p10_ms"] > max(r[128]["p90_ms"], r[512]["p90_ms"])   # "at 4096 ... lies apart from theirs"
     r = {nc: spd[8192, f"fp8_promote_{nc}"] for nc in (128, 256, 512)}
     assert r[256]["p10_ms"] < min(r[128]["p90_ms"], r[512]["p90_ms"])   # "at 8192 the three overlap"
-    res = {(v["regs"], v["spills"], v["smem"]) for k, v in fp8_data["resources"].items() if "promote" in k}
+    res = {(v["regs"], v["spills"], v["smem"]) for k, v in fp8_data["resources"].items()
+           if k in {f"fp8_promote_{nc}" for nc in (32, 64, 128, 256, 512)}}
+    src = (ROOT / "notebooks" / "07_fp8.py").read_text()                 # the lesson prints those five only
+    assert 'for nc in (32, 64, 128, 256, 512)\n        for v in [data["resources"][f"fp8_promote_{nc}"]]}' in src
     assert len(res) == 1                                                # "share registers, spills, shared memory"
     from helpers.experiments import fp8 as fp8x
 
@@ -485,6 +488,28 @@ def test_claims_of_the_two_partial_sums_slide():
     src = (ROOT / "notebooks" / "07_fp8.py").read_text()
     assert "**Predicted before it ran: x1.08 over `fp8_promote_128` at $4096^3$.**" in src
     assert "Less than predicted: x1.05." in src and "within 5% of\n# cuBLASLt's default accumulation" in src
+
+
+def test_claims_of_the_recorded_two_sum_kernels():
+    """Appendix H: the record's run of fp8_promote_2acc and fp8_promote_2acc_lean (experiments.fp8.speed_2acc): every
+    check passed; at 4096^3 the lean build is "again within 5% of cuBLASLt's default accumulation" (and below it);
+    at 8192^3 cuBLASLt's SM clock was below both of ours ("read the clocks before that ratio"). The kernels joined the
+    record's probes with no element unlike the model."""
+    from helpers.experiments import fp8 as X
+    from helpers.fp8_gemm import PENDING
+
+    data = helpers.results.load_latest().meta["experiments"]["fp8"]
+    rows = {(r["n"], r["kernel"]): r for r in X.speed_rows({"speed": data["speed_2acc"]["rows"]}, 1.0)}
+    assert all(r["check"] == "pass" for r in rows.values() if r["kernel"].startswith("fp8_"))
+    assert 0.95 <= rows[4096, "fp8_promote_2acc_lean"]["x cuBLASLt FP8"] < 1.0
+    lt = rows[8192, "cublaslt_fp8"]["SM MHz"]
+    assert lt < rows[8192, "fp8_promote_2acc_lean"]["SM MHz"] and lt < rows[8192, "fp8_promote_2acc"]["SM MHz"]
+    for k in ("fp8_promote_2acc", "fp8_promote_2acc_lean"):
+        assert k in data["kernels"] and data["probes"]["model_mismatches"][k] == 0 and k not in PENDING
+        assert all(r["mismatches"] == 0 for r in data["random"] + data["match_1024"] if r["kernel"] == k)
+    src = (ROOT / "notebooks" / "07_fp8.py").read_text()
+    assert "At $4096^3$ the lean build is again within 5% of cuBLASLt's default accumulation. At $8192^3$\n# cuBLASLt ran at a lower clock than our kernels" in src
+    assert "The record does not hold it yet" not in src and "not yet in the record" not in src
 
 
 def test_fp8_probe_readers_name_what_is_missing(tmp_path):

@@ -699,6 +699,43 @@ def store_block_scaled(out: dict, note: str, path=None) -> str:
     return str(p)
 
 
+def store_new_kernels(out: dict, key: str, note: str, path=None) -> str:
+    """Store tools/probes/fp8_pingpong.py's output for kernels new to a record (default: the newest in results/):
+    each kernel joins experiments.fp8's kernels, resources, probes (outputs, model mismatches), random and
+    match_1024 as the experiment itself would have put it, and the speed run goes to experiments.fp8[key] with
+    `note` and the date; the rest of the record is left as it is. A kernel the record holds already is refused:
+    re-record experiment fp8 instead. Returns the record's path."""
+    import datetime
+    import json
+    from pathlib import Path
+
+    from ..errors import ResultsError
+    from ..results import load_latest
+
+    p = Path(path) if path is not None else load_latest().path
+    rec = json.loads(p.read_text())
+    fp8 = rec.get("experiments", {}).get("fp8")
+    names = list(out["kernels"])
+    if fp8 is None:
+        raise ResultsError(f"{p.name} has no fp8 experiment to add kernels to.",
+                           "record it first: python -m helpers.record --update-experiments fp8 (on a GPU).")
+    held = [k for k in names if k in fp8["kernels"] or k in fp8["probes"]["outputs"]]
+    if held:
+        raise ResultsError(f"{p.name} holds {held} already.", "re-record experiment fp8 to measure them again.")
+    if out["probes"]["kind"] != fp8["probes"]["kind"] or out["probes"]["param"] != fp8["probes"]["param"]:
+        raise ResultsError("the probe matrices differ from the record's: these outputs cannot sit beside its own.",
+                           "re-record experiment fp8 with this version of helpers.experiments.fp8.")
+    fp8["kernels"] += names
+    fp8["resources"].update({k: out["resources"][k] for k in names})
+    for part in ("outputs", "model_mismatches"):
+        fp8["probes"][part].update({k: out["probes"][part][k] for k in names})
+    fp8["random"] += [r for r in out["random"] if r["kernel"] in names]
+    fp8["match_1024"] += [r for r in out["match_1024"] if r["kernel"] in names]
+    fp8[key] = {"date": datetime.date.today().isoformat(), "note": note, "rows": out["speed"]}
+    p.write_text(json.dumps(rec, indent=1) + "\n")
+    return str(p)
+
+
 def _block_scaled(data: dict) -> dict:
     from ..errors import ResultsError
 

@@ -1,9 +1,11 @@
-"""A device probe (issue 26): fp8_promote_pingpong checked against its CPU model (the probes, 20 random
-products, 1024^3) and timed in one run beside cuBLASLt (default and fast accumulation), fp8_promote_128 and the
-kernels without promotion (helpers.experiments.fp8's run_* functions). Its output of 2026-12-01 is in
-results/nvidia-h200.json: experiments.fp8 (probes, random, match_1024, resources) and experiments.fp8.speed_pingpong.
+"""A device probe (issue 26): new FP8 kernels (default fp8_promote_pingpong) checked against their CPU model (the
+probes, 20 random products, 1024^3) and timed in one run beside cuBLASLt (default and fast accumulation),
+fp8_promote_128 and the kernels without promotion (helpers.experiments.fp8's run_* functions). Its output of
+2026-12-01 is in results/nvidia-h200.json: experiments.fp8 (probes, random, match_1024, resources) and
+experiments.fp8.speed_pingpong; that of 2026-12-02 (fp8_promote_2acc and fp8_promote_2acc_lean) in
+experiments.fp8.speed_2acc, stored with helpers.experiments.fp8.store_new_kernels.
 
-    python3 tools/probes/fp8_pingpong.py OUT.json          (a Hopper GPU)"""
+    python3 tools/probes/fp8_pingpong.py OUT.json [KERNEL ...]          (a Hopper GPU)"""
 import json
 import sys
 import time
@@ -12,8 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
-KERNEL = "fp8_promote_pingpong"
-TIMED = ["fp8_wgmma", "fp8_wgmma_n128", "fp8_promote_128", KERNEL]
+KERNELS = ["fp8_promote_pingpong"]
+TIMED = ["fp8_wgmma", "fp8_wgmma_n128", "fp8_promote_128"]
 
 
 def main(argv) -> int:
@@ -21,16 +23,21 @@ def main(argv) -> int:
         return 2
     from helpers.compile import get_arch_kernel
     from helpers.experiments import fp8 as X
+    from helpers.fp8_gemm import FP8_KERNELS
 
+    names = argv[1:] or KERNELS
     t0 = time.time()
-    kern = get_arch_kernel("fp8_sm90a.cu", KERNEL, (9, 0))
-    out = {"resources": {KERNEL: {"regs": int(kern.num_regs), "spills": int(kern.local_size_bytes)}}}
-    out["probes"] = X.run_probes([KERNEL])
-    out["match_1024"] = X.run_match_1024([KERNEL])
-    out["random"] = X.run_random([KERNEL])
-    wrong = out["probes"]["model_mismatches"][KERNEL] + sum(r["mismatches"] for r in out["match_1024"] + out["random"])
+    out = {"kernels": names, "resources": {}}
+    for k in names:
+        kern = get_arch_kernel("fp8_sm90a.cu", k, (9, 0), options=FP8_KERNELS[k].build_options())
+        out["resources"][k] = {"regs": int(kern.num_regs), "spills": int(kern.local_size_bytes), "smem": FP8_KERNELS[k].smem}
+    out["probes"] = X.run_probes(names)
+    out["match_1024"] = X.run_match_1024(names)
+    out["random"] = X.run_random(names)
+    wrong = sum(out["probes"]["model_mismatches"][k] for k in names) + sum(
+        r["mismatches"] for r in out["match_1024"] + out["random"])
     print(f"elements unlike the model: {wrong} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
-    out["speed"] = X.run_speed(TIMED)
+    out["speed"] = X.run_speed(TIMED + names)
     for r in out["speed"]:
         print(r["n"], r["kernel"], round(r.get("tflops") or 0), r.get("sm_mhz"), r.get("check_passed"), r.get("path"),
               file=sys.stderr, flush=True)
