@@ -20,7 +20,7 @@ def kernel_source(filename: str, name: str | None = None, with_header: bool = Fa
         return text
     # a definition, not a declaration: the name's parameter list is followed by the body, not by ';'
     pat = (r'extern\s+"C"\s+__global__\s+(?:__cluster_dims__\([^)]*\)\s+)?void\s+'
-           r'(?:__launch_bounds__\([^)]*\)\s+)?' + re.escape(name) + r"\s*\(")
+           r'(?:__launch_bounds__\([^)]*\)\s+)?(?:__cluster_dims__\([^)]*\)\s+)?' + re.escape(name) + r"\s*\(")
     m = None
     for cand in re.finditer(pat, text):
         depth, j = 1, cand.end()

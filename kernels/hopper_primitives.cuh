@@ -4,8 +4,9 @@
 // Each is one PTX instruction (or a short loop of one) in an inline function: shared-memory
 // addresses, the dynamic shared memory aligned for the 128-byte swizzle, mbarriers (init, the
 // producer's expect_tx, arrive, and a wait that traps instead of hanging), the 2-D TMA load,
-// wgmma's fence / commit / wait, and setmaxnreg. What a lesson teaches (the wgmma descriptors, the
-// MMA itself, multicast, the TMA store, clusters) stays in the lesson's own file.
+// wgmma's fence / commit / wait, setmaxnreg, and clusters (a CTA's rank, a peer's barrier, the
+// multicast load: lesson 6 teaches them with rung 12, lesson 7's clustered kernel uses them). What a
+// lesson teaches otherwise (the wgmma descriptors, the MMA itself, the TMA store) stays in its own file.
 // The helpers compile with NVRTC and -I kernels/; nvcc finds this file next to the .cu files.
 
 #pragma once
@@ -154,5 +155,63 @@ __device__ __forceinline__ u64 desc_plus(DescBase b, u32 off16)
 
 template <int R> __device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(R)); }
 template <int R> __device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R)); }
+
+// --------------------------------------------------------------------------- clusters (lesson 6's rung 12, lesson 7's
+// clustered FP8 kernel): a CTA's rank and count, its peers' barriers, multicast loads
+__device__ __forceinline__ u32 cluster_rank()
+{
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ u32 cluster_size()
+{
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ u32 cluster_id()
+{
+    u32 r;
+    asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ u32 cluster_count()
+{
+    u32 r;
+    asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
+    return r;
+}
+// Every thread of every CTA in the cluster arrives, then waits for all the others.
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// Arrive on the barrier at the same offset in CTA `cta` of this cluster (mapa: its address there).
+// The default (CTA-scope) release is enough: what the arrival announces is that this warp's wgmmas
+// have finished reading the stage (wgmma.wait_group), not any memory write of ours. A cluster-scope
+// release would put a GPU-wide memory barrier (MEMBAR.ALL.GPU) before every arrival.
+__device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 cta)
+{
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+        "}\n" :: "r"(smem_addr(bar)), "r"(cta) : "memory");
+}
+
+// The same box written to the same shared-memory offset in every CTA of `mask` (a bit per CTA
+// rank), each copy counted on the barrier at `bar`'s offset in that CTA.
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* map, u64* bar, int c0, int c1,
+                                                   unsigned short mask)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%2, %3}], [%4], %5;\n"
+        :: "r"(smem_addr(dst)), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "h"(mask)
+        : "memory");
+}
 
 #endif

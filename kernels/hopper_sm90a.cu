@@ -167,33 +167,9 @@ __device__ __forceinline__ u64 desc_mnmajor(const void* p)
 }
 
 // --------------------------------------------------------------------------- mbarriers
-// Arrive on the barrier at the same offset in CTA `cta` of this cluster (mapa: its address there).
-// The default (CTA-scope) release is enough: what the arrival announces is that this warp's wgmmas
-// have finished reading the stage (wgmma.wait_group), not any memory write of ours. A cluster-scope
-// release would put a GPU-wide memory barrier (MEMBAR.ALL.GPU) before every arrival.
-__device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 cta)
-{
-    asm volatile(
-        "{\n"
-        ".reg .b32 remote;\n"
-        "mapa.shared::cluster.u32 remote, %0, %1;\n"
-        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
-        "}\n" :: "r"(smem_addr(bar)), "r"(cta) : "memory");
-}
+// (all in hopper_primitives.cuh, the arrive on a peer CTA's barrier too)
 
-// --------------------------------------------------------------------------- TMA
-// The same box written to the same shared-memory offset in every CTA of `mask` (a bit per CTA
-// rank), each copy counted on the barrier at `bar`'s offset in that CTA.
-__device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* map, u64* bar, int c0, int c1,
-                                                   unsigned short mask)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%2, %3}], [%4], %5;\n"
-        :: "r"(smem_addr(dst)), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "h"(mask)
-        : "memory");
-}
-
+// --------------------------------------------------------------------------- TMA (loads, multicast: hopper_primitives.cuh)
 // 2-D TMA store of a box from shared memory to (c0 = column, c1 = row); parts outside C are dropped.
 __device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1)
 {
@@ -225,39 +201,9 @@ __device__ __forceinline__ void stmatrix_x4(void* row_addr, u32 r0, u32 r1, u32 
                  :: "r"(smem_addr(row_addr)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
 }
 
-// --------------------------------------------------------------------------- warpgroups, clusters
+// --------------------------------------------------------------------------- warpgroups (clusters: hopper_primitives.cuh)
 // A barrier for the 128 threads of one consumer warpgroup only (ids 1, 2; 0 is __syncthreads).
 __device__ __forceinline__ void warpgroup_bar(int id) { asm volatile("bar.sync %0, 128;\n" :: "r"(id) : "memory"); }
-
-__device__ __forceinline__ u32 cluster_rank()
-{
-    u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-__device__ __forceinline__ u32 cluster_size()
-{
-    u32 r;
-    asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
-    return r;
-}
-__device__ __forceinline__ u32 cluster_id()
-{
-    u32 r;
-    asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
-    return r;
-}
-__device__ __forceinline__ u32 cluster_count()
-{
-    u32 r;
-    asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
-    return r;
-}
-// Every thread of every CTA in the cluster arrives, then waits for all the others.
-__device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
 
 // --------------------------------------------------------------------------- the MMA
 // D (64 x 256, FP32, 128 registers per thread) += A (64 x 16, K-major, from desc_a) *

@@ -765,7 +765,7 @@ print("fp8_gemm calls:", ", ".join(n for n in helpers.display.called_functions(k
 # %% slideshow={"slide_type": "-"}
 src8 = helpers.display.kernel_source("fp8_sm90a.cu")
 i = src8.index("        auto my_turn")
-print(src8[i:src8.index("        for (int t = blockIdx.x", i)])
+print(src8[i:src8.index("        for (int t = first()", i)])
 pp = fp8x.speed_rows({"speed": data["speed_pingpong"]["rows"]}, peak)
 helpers.display.table(pp, list(pp[0]))
 
@@ -865,9 +865,9 @@ helpers.display.table(lt, ["shape", "C", "tile", "k_tile", "stages", "cluster", 
     else print("not in this record: run tools/probes/cublas_kernels.py OUT.json --fp8 4096,8192 on a Hopper GPU")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# cuBLASLt picks a different kernel per accumulation and size, all in clusters of 2. The course's FP8
-# kernels use one 128-row tile, 4 stages and no clusters (`F8_STAGES` in kernels/fp8_sm90a.cu): the
-# names say where a faster kernel would start.
+# cuBLASLt picks a different kernel per accumulation and size, all in clusters of 2. The FP8 kernels
+# in the record use one 128-row tile, no clusters and 4 stages, but for `fp8_promote_2acc_lean`'s 6
+# (`F8_STAGES` in kernels/fp8_sm90a.cu): the names say where a faster kernel would start.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A deeper ring?

@@ -383,7 +383,8 @@ def test_claims_of_the_reject_and_cublaslt_slides(fp8_data):
     """Appendix H's last two slides, from the record: at 4096^3 the kernel's C passes and every wrong result is
     rejected by the whole check, and only 'one element one unit up' passes the bound alone; cuBLASLt runs a
     different kernel per accumulation and size, all in clusters of 2, each name's ring within 16-28 KB of its
-    shared memory; the course's FP8 kernels use 128-row tiles, 4 stages and no clusters."""
+    shared memory; the FP8 kernels in the record use 128-row tiles and no clusters, and 4 stages but for
+    fp8_promote_2acc_lean's 6 (the clustered kernel is pending)."""
     import re
     from pathlib import Path
 
@@ -399,7 +400,16 @@ def test_claims_of_the_reject_and_cublaslt_slides(fp8_data):
     assert {r["C"] for r in lt} == {"FP8, default accumulation", "FP8, fast accumulation"}
     src = (Path(helpers.__file__).parents[1] / "kernels" / "fp8_sm90a.cu").read_text()
     assert re.search(r"^#define F8_BM 128\b", src, re.M) and re.search(r"^#define F8_STAGES 4\b", src, re.M)
-    assert "__cluster_dims__" not in src
+    from helpers.fp8_gemm import FP8_KERNELS, PENDING
+
+    recorded = {k: v for k, v in FP8_KERNELS.items() if k not in PENDING and v.wgmma}
+    assert recorded and set(recorded) <= set(fp8_data["kernels"])
+    assert {k for k, v in recorded.items() if v.stages != 4} == {"fp8_promote_2acc_lean"} and all(
+        v.cluster == 1 for v in recorded.values())
+    clustered = set(re.findall(r"__cluster_dims__\(2, 1, 1\) (\w+)\(", src))
+    assert clustered == {k for k, v in FP8_KERNELS.items() if v.cluster == 2} and not clustered & set(recorded)
+    lesson = (Path(helpers.__file__).parents[1] / "notebooks" / "07_fp8.py").read_text()
+    assert "The FP8 kernels\n# in the record use one 128-row tile, no clusters and 4 stages, but for `fp8_promote_2acc_lean`'s 6" in lesson
 
 
 def test_claims_of_the_deeper_ring_slide(fp8_data):
