@@ -554,6 +554,10 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc_lea
 // of lesson 6's 128 x 256 FP16 K-tile (48 KB), but at 1212 TFLOP/s (the lean kernel in the record) against rung
 // 12's 711 L2 delivers 1.14x the bytes per second; multicast cuts each CTA's reads from L2 to 24 KB a K-tile
 // (-25%). Rung 12's own clusters gained nothing at 4096^3 (x1.00 over rung 11) with less traffic: a small gain.
+// A first look the same session (results/logs/fp8-cluster-first-look-nvidia-h200.json, 3 alternating rounds, grid
+// 132: all 66 clusters fit): bit-identical to the model at 5 shapes, a cluster's second tile below M among them;
+// 1169 against the lean kernel's 1229 TFLOP/s at 4096^3, x0.95: worse than predicted. Not yet explained; the
+// probe that decides is tools/probes/fp8_stages.py --cluster (with cuBLASLt and 8192^3).
 extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) __cluster_dims__(2, 1, 1) fp8_promote_2acc_cluster(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N,
     int K)

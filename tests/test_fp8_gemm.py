@@ -317,6 +317,7 @@ def test_the_clustered_two_sum_kernel_is_the_lean_kernel_in_clusters_of_two():
     half); its CPU model is the lean kernel's (the same sums); its comment predicts its gain over the lean kernel
     before any GPU ran it, and the arithmetic behind it is the record's: the lean kernel's and rung 12's TFLOP/s at
     4096^3, the L2 bytes per second they draw (32 KB and 48 KB per 4.2 MFLOP K-tile), rung 12's gain over rung 11."""
+    import json
     import re
     from pathlib import Path
 
@@ -342,6 +343,16 @@ def test_the_clustered_two_sum_kernel_is_the_lean_kernel_in_clusters_of_two():
     assert f"L2 delivers {(lean_t * 32768) / (r12['tflops'] * 49152):.2f}x the bytes per second" in note
     assert (2 * 128 * 128 * 128) / 32768 == 1.5 * (2 * 128 * 256 * 64) / 49152 and 16384 + 8192 == 24 * 1024
     assert f"(x{r12['measured']:.2f} over rung 11)" in note
+    look = json.loads((Path(F.__file__).parent.parent / "results" / "logs" / "fp8-cluster-first-look-nvidia-h200.json")
+                      .read_text())
+    checks = [r for r in look if "check_passed" in r and r["kernel"] == "fp8_promote_2acc_cluster"]
+    assert len(checks) == 5 and all(r["check_passed"] and "bit-identical to the model" in r["check"] for r in checks)
+    assert any(-(-r["shape"][0] // 128) % 2 for r in checks)                # a cluster's second tile below M
+    med = {k: float(np.median([r["tflops"] for r in look if r.get("kernel") == k and "tflops" in r]))
+           for k in ("fp8_promote_2acc_cluster", "fp8_promote_2acc_lean")}
+    got = med["fp8_promote_2acc_cluster"] / med["fp8_promote_2acc_lean"]
+    assert (f"{med['fp8_promote_2acc_cluster']:.0f} against the lean kernel's {med['fp8_promote_2acc_lean']:.0f} "
+            f"TFLOP/s at 4096^3, x{got:.2f}: worse than predicted") in note and got < 1.02
 
 
 def test_the_persistent_grid_is_whole_clusters_that_fit(monkeypatch):
