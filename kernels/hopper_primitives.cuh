@@ -156,7 +156,7 @@ __device__ __forceinline__ u64 desc_plus(DescBase b, u32 off16)
 template <int R> __device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(R)); }
 template <int R> __device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R)); }
 
-// --------------------------------------------------------------------------- clusters (lesson 6's rung 12, lesson 7's
+// ---------------------------------------------------------------- clusters (lesson 6's rung 12, lesson 7's
 // clustered FP8 kernel): a CTA's rank and count, its peers' barriers, multicast loads
 __device__ __forceinline__ u32 cluster_rank()
 {
@@ -200,6 +200,19 @@ __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 cta)
         "mapa.shared::cluster.u32 remote, %0, %1;\n"
         "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
         "}\n" :: "r"(smem_addr(bar)), "r"(cta) : "memory");
+}
+
+// A consumer warp is done reading a stage: arrive on that stage's barrier in every CTA of the cluster (their
+// producers multicast into it), or only in this one (CLUSTER = 1).
+template <int CLUSTER>
+__device__ __forceinline__ void mbar_arrive_all(u64* bar)
+{
+    if (CLUSTER == 1) {
+        mbar_arrive(bar);
+    } else {
+#pragma unroll
+        for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(bar, r);
+    }
 }
 
 // The same box written to the same shared-memory offset in every CTA of `mask` (a bit per CTA

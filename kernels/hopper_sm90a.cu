@@ -169,7 +169,7 @@ __device__ __forceinline__ u64 desc_mnmajor(const void* p)
 // --------------------------------------------------------------------------- mbarriers
 // (all in hopper_primitives.cuh, the arrive on a peer CTA's barrier too)
 
-// --------------------------------------------------------------------------- TMA (loads, multicast: hopper_primitives.cuh)
+// ---------------------------------------------------------------- TMA (loads, multicast: hopper_primitives.cuh)
 // 2-D TMA store of a box from shared memory to (c0 = column, c1 = row); parts outside C are dropped.
 __device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1)
 {
@@ -201,7 +201,7 @@ __device__ __forceinline__ void stmatrix_x4(void* row_addr, u32 r0, u32 r1, u32 
                  :: "r"(smem_addr(row_addr)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
 }
 
-// --------------------------------------------------------------------------- warpgroups (clusters: hopper_primitives.cuh)
+// ---------------------------------------------------------------- warpgroups (clusters: hopper_primitives.cuh)
 // A barrier for the 128 threads of one consumer warpgroup only (ids 1, 2; 0 is __syncthreads).
 __device__ __forceinline__ void warpgroup_bar(int id) { asm volatile("bar.sync %0, 128;\n" :: "r"(id) : "memory"); }
 
@@ -542,16 +542,8 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         // DESC (rungs 23-24; DESC_ADD, the probe switch, for the others): the slice's descriptors in stage 0, built once
         const DescBase da0 = DESC ? desc_split(desc_kmajor(sA + (BM == 128 ? cw * 64 * 128 : 0))) : DescBase{0, 0};
         const DescBase db0 = DESC ? desc_split(desc_mnmajor(sB + c0 / BOX_N * B_BOX_BYTES)) : DescBase{0, 0};
-        auto release = [&](int stage) {                        // this warp is done reading `stage`
-            if (lane == 0) {
-                if (CLUSTER == 1) {
-                    mbar_arrive(&empty[stage]);
-                } else {
-#pragma unroll
-                    for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(&empty[stage], r);
-                }
-            }
-        };
+        // this warp is done reading `stage` (every CTA's barrier: the producers multicast into it)
+        auto release = [&](int stage) { if (lane == 0) mbar_arrive_all<CLUSTER>(&empty[stage]); };
         for (int t = first; t < units; t += step) {
             int tm, tn, tile, part, nparts, wslot;
             work_of(t, tile, part, nparts, wslot);

@@ -329,10 +329,11 @@ def test_the_clustered_two_sum_kernel_is_the_lean_kernel_in_clusters_of_two():
     assert F.cpu_model("fp8_promote_2acc_cluster").nc == F.cpu_model("fp8_promote_2acc_lean").nc == 128
     src = (Path(F.__file__).parent.parent / "kernels" / "fp8_sm90a.cu").read_text()
     head = src[src.index("// fp8_promote_2acc_lean in 2-CTA clusters"):]
-    head = head[:head.index("#endif")]
+    head = head[:head.index("#endif\n}")]
     call = lambda text: [x.strip() for x in re.search(r"fp8_gemm<([^>]*)>", text).group(1).split(",")]   # noqa: E731
     lean_src = src[src.index("fp8_promote_2acc_lean(const"):]
-    assert call(head) == call(lean_src) + ["2"] and "__cluster_dims__(2, 1, 1) fp8_promote_2acc_cluster(" in head
+    assert call(head) == call(lean_src) + ["2"] and "F8_CLUSTER_DIMS fp8_promote_2acc_cluster(" in head
+    assert "#define F8_CLUSTER_DIMS __cluster_dims__(2, 1, 1)" in head
     note = " ".join(ln.removeprefix("// ") for ln in head.splitlines() if ln.startswith("//"))
     assert "Predicted before any GPU ran it (2026-12-02, session 13): x1.02 over fp8_promote_2acc_lean at 4096^3." in note
     rec = load_latest().meta["experiments"]

@@ -501,35 +501,28 @@ def test_rungs_23_and_24_are_rungs_21_and_22_with_added_descriptors():
     assert "#define DESC_ADD 0" in src
 
 
-def test_rung_24_comment_quotes_its_first_run():
-    """Rung 24's comment quotes its first probe (results/logs/rung24-probe-nvidia-h200.json): every row correct and
-    bit-identical to the model, and its TFLOP/s and rung 22's at M = 128 and 4096^3, and the fraction of cuBLAS
-    writing FP32 C, as the log holds them."""
+def _first_run_rows(k: int, base: int):
+    """Rung k's first probe (results/logs/rung<k>-probe-nvidia-h200.json): every row correct and bit-identical to the
+    model, for it and its base; its timed rows and the base's by (rung, M, N, K)."""
     import json
 
-    d = json.loads((KERNEL_DIR.parent / "results" / "logs" / "rung24-probe-nvidia-h200.json").read_text())
-    assert all(r["passed"] and r["model"] == "identical" for r in d["24"] + d["22"])
-    t = {(k, r["m"], r["n"], r["k"]): r for k in ("24", "22") for r in d[k] if r.get("tflops")}
-    c = _kernel_comment("hopper_skinny_desc_f32c")
-    m128, full = ("24", 128, 8192, 8192), ("24", 4096, 4096, 4096)
-    assert f"{t[m128]['tflops']:.0f} against rung 22's {t[('22',) + m128[1:]]['tflops']:.0f} TFLOP/s at M = 128" in c
-    assert f"({t[m128]['frac_cublas']:.2f}x cuBLAS writing FP32 C)" in c
-    assert f"{t[full]['tflops']:.0f} against {t[('22',) + full[1:]]['tflops']:.0f} at 4096^3" in c
+    d = json.loads((KERNEL_DIR.parent / "results" / "logs" / f"rung{k}-probe-nvidia-h200.json").read_text())
+    assert all(r["passed"] and r["model"] == "identical" for r in d[str(k)] + d[str(base)])
+    return {(int(key), r["m"], r["n"], r["k"]): r for key in (str(k), str(base)) for r in d[key] if r.get("tflops")}
 
 
-def test_rung_23_comment_quotes_its_first_run():
-    """Rung 23's comment quotes its first probe (results/logs/rung23-probe-nvidia-h200.json): every row correct and
-    bit-identical to the model, and its TFLOP/s and rung 21's at M = 128 and 4096^3 (and the fraction of cuBLAS) as
-    the log holds them; both gains above the x1.03 predicted ("more than predicted at both")."""
-    import json
-
-    d = json.loads((KERNEL_DIR.parent / "results" / "logs" / "rung23-probe-nvidia-h200.json").read_text())
-    assert all(r["passed"] and r["model"] == "identical" for r in d["23"] + d["21"])
-    t = {(k, r["m"], r["n"], r["k"]): r for k in ("23", "21") for r in d[k] if r.get("tflops")}
-    c = _kernel_comment("hopper_skinny_desc")
-    m128, full = ("23", 128, 8192, 8192), ("23", 4096, 4096, 4096)
-    assert f"{t[m128]['tflops']:.0f} against rung 21's {t[('21',) + m128[1:]]['tflops']:.0f} TFLOP/s at M = 128" in c
-    assert f"({t[m128]['frac_cublas']:.2f}x cuBLAS writing FP16 C)" in c
-    assert f"{t[full]['tflops']:.0f} against {t[('21',) + full[1:]]['tflops']:.0f} at 4096^3" in c
-    for s in (m128, full):
-        assert t[s]["tflops"] / t[("21",) + s[1:]]["tflops"] > K.ALL_RUNGS[23].predicted_gain
+@pytest.mark.parametrize("k, base, c", [(23, 21, "FP16"), (24, 22, "FP32")])
+def test_rungs_23_and_24_comments_quote_their_first_runs(k, base, c):
+    """Rungs 23 and 24's comments quote their first probes: TFLOP/s against the base rung's at M = 128 and 4096^3,
+    and the fraction of cuBLAS writing the same C, as the logs hold them; rung 23's gains both beat x1.03 ("more
+    than predicted at both")."""
+    t = _first_run_rows(k, base)
+    c_text = _kernel_comment(K.ALL_RUNGS[k].name)
+    m128, full = (k, 128, 8192, 8192), (k, 4096, 4096, 4096)
+    assert f"{t[m128]['tflops']:.0f} against rung {base}'s {t[(base,) + m128[1:]]['tflops']:.0f} TFLOP/s at M = 128" in c_text
+    assert f"({t[m128]['frac_cublas']:.2f}x cuBLAS writing {c} C)" in c_text
+    assert f"{t[full]['tflops']:.0f} against {t[(base,) + full[1:]]['tflops']:.0f} at 4096^3" in c_text
+    if k == 23:
+        assert "more than predicted at both" in c_text
+        for s_ in (m128, full):
+            assert t[s_]["tflops"] / t[(base,) + s_[1:]]["tflops"] > K.ALL_RUNGS[23].predicted_gain

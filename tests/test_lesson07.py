@@ -406,7 +406,7 @@ def test_claims_of_the_reject_and_cublaslt_slides(fp8_data):
     assert recorded and set(recorded) <= set(fp8_data["kernels"])
     assert {k for k, v in recorded.items() if v.stages != 4} == {"fp8_promote_2acc_lean"} and all(
         v.cluster == 1 for v in recorded.values())
-    clustered = set(re.findall(r"__cluster_dims__\(2, 1, 1\) (\w+)\(", src))
+    clustered = set(re.findall(r"\) F8_CLUSTER_DIMS (\w+)\(", src))
     assert clustered == {k for k, v in FP8_KERNELS.items() if v.cluster == 2} and not clustered & set(recorded)
     lesson = (Path(helpers.__file__).parents[1] / "notebooks" / "07_fp8.py").read_text()
     assert "The FP8 kernels\n# in the record use one 128-row tile, no clusters and 4 stages, but for `fp8_promote_2acc_lean`'s 6" in lesson
