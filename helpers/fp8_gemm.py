@@ -234,8 +234,8 @@ def persistent_grid(spec: Fp8Kernel, kern, M: int, Np: int, smem: int, sms: int)
     """CTAs of a persistent wgmma kernel: one per SM, no more than its work units (a unit: a column of `cluster`
     tiles along M); clustered, whole clusters only, and no more than the driver says fit at once (a cluster's CTAs
     share a GPC: helpers.hopper.max_active_clusters)."""
-    c = spec.cluster
-    units = -(-(-(-M // 128)) // c) * -(-Np // spec.bn)
+    c, tiles_m = spec.cluster, -(-M // 128)
+    units = -(-tiles_m // c) * -(-Np // spec.bn)
     if c == 1:
         return min(units, sms)
     from .hopper import max_active_clusters
@@ -488,7 +488,7 @@ def block_scaled_launcher(A8, Bt8, sa, sb):
         kern.max_dynamic_shared_size_bytes = spec.smem
     args = (tensor_map_2d(A8, 128, 128), tensor_map_2d(Bt8, spec.bn, 128), C, np.int32(M), np.int32(Np),
             np.int32(Kp), sa_d, sb_d)
-    grid = (min(-(-M // 128) * -(-Np // spec.bn), gpu.sms),)
+    grid = (persistent_grid(spec, kern, M, Np, spec.smem, gpu.sms),)
 
     def run(keep=(A8, Bt8, sa_d, sb_d)):
         kern(grid, (384,), args, shared_mem=spec.smem)

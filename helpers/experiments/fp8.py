@@ -683,10 +683,9 @@ def run_block_scaled(sizes=SPEED_N) -> dict:
     return out
 
 
-def store_block_scaled(out: dict, note: str, path=None) -> str:
-    """Store run_block_scaled's output (e.g. tools/probes/fp8_block_scaled.py's JSON) as
-    experiments.fp8.block_scaled of a record (default: the newest in results/), with a note saying where it
-    came from; the rest of the record is left as it is. Returns the record's path."""
+def _edit_record(path, edit) -> str:
+    """Apply `edit` (a function of the parsed record) to a record file (default: the newest in results/) and write
+    it back, indented as every results file is; the rest of the record is left as it is. Returns its path."""
     import json
     from pathlib import Path
 
@@ -694,9 +693,18 @@ def store_block_scaled(out: dict, note: str, path=None) -> str:
 
     p = Path(path) if path is not None else load_latest().path
     rec = json.loads(p.read_text())
-    rec.setdefault("experiments", {}).setdefault("fp8", {})["block_scaled"] = {"note": note, **out}
+    edit(rec, p.name)
     p.write_text(json.dumps(rec, indent=1) + "\n")
     return str(p)
+
+
+def store_block_scaled(out: dict, note: str, path=None) -> str:
+    """Store run_block_scaled's output (e.g. tools/probes/fp8_block_scaled.py's JSON) as
+    experiments.fp8.block_scaled of a record (default: the newest in results/), with a note saying where it
+    came from; the rest of the record is left as it is. Returns the record's path."""
+    def edit(rec, _name):
+        rec.setdefault("experiments", {}).setdefault("fp8", {})["block_scaled"] = {"note": note, **out}
+    return _edit_record(path, edit)
 
 
 def store_new_kernels(out: dict, key: str, note: str, path=None) -> str:
@@ -706,34 +714,30 @@ def store_new_kernels(out: dict, key: str, note: str, path=None) -> str:
     `note` and the date; the rest of the record is left as it is. A kernel the record holds already is refused:
     re-record experiment fp8 instead. Returns the record's path."""
     import datetime
-    import json
-    from pathlib import Path
 
     from ..errors import ResultsError
-    from ..results import load_latest
 
-    p = Path(path) if path is not None else load_latest().path
-    rec = json.loads(p.read_text())
-    fp8 = rec.get("experiments", {}).get("fp8")
     names = list(out["kernels"])
-    if fp8 is None:
-        raise ResultsError(f"{p.name} has no fp8 experiment to add kernels to.",
-                           "record it first: python -m helpers.record --update-experiments fp8 (on a GPU).")
-    held = [k for k in names if k in fp8["kernels"] or k in fp8["probes"]["outputs"]]
-    if held:
-        raise ResultsError(f"{p.name} holds {held} already.", "re-record experiment fp8 to measure them again.")
-    if out["probes"]["kind"] != fp8["probes"]["kind"] or out["probes"]["param"] != fp8["probes"]["param"]:
-        raise ResultsError("the probe matrices differ from the record's: these outputs cannot sit beside its own.",
-                           "re-record experiment fp8 with this version of helpers.experiments.fp8.")
-    fp8["kernels"] += names
-    fp8["resources"].update({k: out["resources"][k] for k in names})
-    for part in ("outputs", "model_mismatches"):
-        fp8["probes"][part].update({k: out["probes"][part][k] for k in names})
-    fp8["random"] += [r for r in out["random"] if r["kernel"] in names]
-    fp8["match_1024"] += [r for r in out["match_1024"] if r["kernel"] in names]
-    fp8[key] = {"date": datetime.date.today().isoformat(), "note": note, "rows": out["speed"]}
-    p.write_text(json.dumps(rec, indent=1) + "\n")
-    return str(p)
+
+    def edit(rec, name):
+        fp8 = rec.get("experiments", {}).get("fp8")
+        if fp8 is None:
+            raise ResultsError(f"{name} has no fp8 experiment to add kernels to.",
+                               "record it first: python -m helpers.record --update-experiments fp8 (on a GPU).")
+        held = [k for k in names if k in fp8["kernels"] or k in fp8["probes"]["outputs"]]
+        if held:
+            raise ResultsError(f"{name} holds {held} already.", "re-record experiment fp8 to measure them again.")
+        if out["probes"]["kind"] != fp8["probes"]["kind"] or out["probes"]["param"] != fp8["probes"]["param"]:
+            raise ResultsError("the probe matrices differ from the record's: these outputs cannot sit beside its own.",
+                               "re-record experiment fp8 with this version of helpers.experiments.fp8.")
+        fp8["kernels"] += names
+        fp8["resources"].update({k: out["resources"][k] for k in names})
+        for part in ("outputs", "model_mismatches"):
+            fp8["probes"][part].update({k: out["probes"][part][k] for k in names})
+        fp8["random"] += [r for r in out["random"] if r["kernel"] in names]
+        fp8["match_1024"] += [r for r in out["match_1024"] if r["kernel"] in names]
+        fp8[key] = {"date": datetime.date.today().isoformat(), "note": note, "rows": out["speed"]}
+    return _edit_record(path, edit)
 
 
 def _block_scaled(data: dict) -> dict:

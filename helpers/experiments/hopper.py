@@ -518,9 +518,9 @@ MISS_NOTES = {
     22: {"better": "as rung 21: the hint paid where the chip is full too.",
          "worse": "as rung 21: less of the knob's gain remains in the record."},
     # rungs 23-24's notes were written after rung 23's first probe run (session 12), before the record
-    23: {"better": "rebuilding the descriptors cost rung 21 more than the probe switch's one round at M = 128 showed: "
-                   "rung 23's first run gained x1.05 there and x1.06 at 4096^3, where one consumer warpgroup issues "
-                   "every wgmma and its instructions are the limit.",
+    23: {"better": "rebuilding the descriptors cost rung 21 more where the chip is full than the probe switch's one "
+                   "round at M = 128 suggested: there one consumer warpgroup issues every wgmma, so its instructions, "
+                   "not L2, may be what limits it.",
          "worse": "the probe's gain came from its clocks; with cuBLAS timed beside each rung, less of it remains."},
     24: {"better": "as rung 23: the descriptor arithmetic cost more than the switch's round showed.",
          "worse": "as rung 23: less of the switch's gain remains in the record."},

@@ -19,6 +19,19 @@ TAIL_SIZES = ((264, 17152, 1000),)                    # rung 16: 132 whole units
 SKINNY_SIZES = ((64, 264, 200), (72, 8200, 136))      # rung 17: a cluster's tile below M; 2 x 65 tiles, the last 8 wide
 
 
+def _rung_cases(spec, options: tuple = ()) -> int:
+    """Rung `spec` (built with NVRTC `options`) at tools/sanitize_driver.py's sizes and its own (the skinny rungs'
+    from rung 17 on, split-K's below), each checked and printed as one @@end line; returns how many failed."""
+    from sanitize_driver import SIZES, _course_kernel
+
+    bad, tag = 0, "".join(f" {o}" for o in options)
+    for M, N, K in SIZES + (SKINNY_SIZES if spec.rung >= 17 else SPLIT_SIZES):
+        v = _course_kernel(spec, M, N, K, options=options)
+        bad += not v.startswith("PASS")
+        print(f"@@end {spec.name}{tag} | M={M} N={N} K={K} | {v[:160]}", flush=True)
+    return bad
+
+
 def _fp8_option(name: str, M: int, N: int, K: int, options: tuple) -> str:
     """FP8 kernel `name` compiled with NVRTC `options`, on N(0,1) inputs, checked as the record checks it."""
     import cupy
@@ -48,11 +61,7 @@ def main() -> int:
     bad = 0
     if "--desc" in sys.argv:                  # rungs and FP8 kernels built with the probe switches DESC_ADD=1
         for k in (13, 14, 16, 19, 21):
-            spec = rung_entry(k)
-            for M, N, K in SIZES + (SKINNY_SIZES if k >= 17 else SPLIT_SIZES):
-                v = _course_kernel(spec, M, N, K, options=("-DDESC_ADD=1",))
-                bad += not v.startswith("PASS")
-                print(f"@@end {spec.name} -DDESC_ADD=1 | M={M} N={N} K={K} | {v[:160]}", flush=True)
+            bad += _rung_cases(rung_entry(k), ("-DDESC_ADD=1",))
         for name in ("fp8_promote_128", "fp8_wgmma"):
             for M, N, K in SIZES + SPLIT_SIZES[1:]:
                 v = _fp8_option(name, M, N, K, ("-DF8_DESC_ADD=1",))
@@ -61,11 +70,7 @@ def main() -> int:
         return 1 if bad else 0
     if "--rungs" in sys.argv:                 # named rungs (e.g. just promoted): --rungs 23 24
         for k in map(int, sys.argv[sys.argv.index("--rungs") + 1:]):
-            spec = rung_entry(k)
-            for M, N, K in SIZES + (SKINNY_SIZES if k >= 17 else SPLIT_SIZES):
-                v = _course_kernel(spec, M, N, K)
-                bad += not v.startswith("PASS")
-                print(f"@@end {spec.name} | M={M} N={N} K={K} | {v[:160]}", flush=True)
+            bad += _rung_cases(rung_entry(k))
         return 1 if bad else 0
     if "--pending" in sys.argv:
         from helpers.fp8_gemm import PENDING as FP8_PENDING
@@ -76,10 +81,7 @@ def main() -> int:
                 bad += not v.startswith("PASS")
                 print(f"@@end {name} | M={M} N={N} K={K} | {v[:160]}", flush=True)
         for spec in PENDING.values():
-            for M, N, K in SIZES + SKINNY_SIZES:
-                v = _course_kernel(spec, M, N, K)
-                bad += not v.startswith("PASS")
-                print(f"@@end {spec.name} | M={M} N={N} K={K} | {v[:160]}", flush=True)
+            bad += _rung_cases(spec)
         return 1 if bad else 0
     for name in ("hopper_fp16_store", "hopper_split_k"):
         for M, N, K in SIZES + SPLIT_SIZES:
@@ -92,10 +94,7 @@ def main() -> int:
         dp, s, _ = tail_split_plan(M, N, K)
         print(f"@@end hopper_tail_split | M={M} N={N} K={K} whole={dp} parts={s} | {v[:160]}", flush=True)
     for spec in (KERNELS["hopper_skinny"], KERNELS["hopper_skinny_f32c"], *PENDING.values()):   # rungs 17-18, any pending
-        for M, N, K in SIZES + SKINNY_SIZES:
-            v = _course_kernel(spec, M, N, K)
-            bad += not v.startswith("PASS")
-            print(f"@@end {spec.name} | M={M} N={N} K={K} | {v[:160]}", flush=True)
+        bad += _rung_cases(spec)
     for M, N, K in SIZES + SPLIT_SIZES[1:]:
         v = _fp8("fp8_promote_pingpong", M, N, K)
         bad += not v.startswith("PASS")
