@@ -154,7 +154,7 @@ __device__ __forceinline__ const float* scale_array(int i, S... scales)
 // DESC: descriptors built once and advanced by adds (F8_DESC_ADD, the probe switch, for every kernel but
 // fp8_promote_2acc_lean, which passes 1).
 template <int BN, int NC, bool OVERLAP = false, bool SCALED = false, bool TWO = false, int DESC = F8_DESC_ADD,
-          int CLUSTER = 1, typename... Scales>
+          typename... Scales>
 __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* tmB, float* __restrict__ C,
                                          int M, int N, int K, Scales... scales)
 {
@@ -166,7 +166,6 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                   "NC: a multiple of 32 that divides, or is divided by, the 128 of a stage");
     static_assert(!OVERLAP || (NC == F8_BK && BN == 128), "the overlapped promotion: every stage, 128 x 128 tiles");
     static_assert(!TWO || (NC == F8_BK && BN == 128 && !OVERLAP && !SCALED), "two partial sums: NC 128, 128 x 128");
-    static_assert(CLUSTER == 1 || (CLUSTER == 2 && TWO), "clusters: 2 CTAs, on the two-sum kernel only");
     static_assert(!SCALED || (NC == F8_BK && BN == 128 && !OVERLAP && sizeof...(Scales) == 2),
                   "block scaling: one promotion per K-tile of 128 (one scale block), 128 x 128 tiles, (sa, sb)");
     unsigned char* smem = smem_base();
@@ -184,53 +183,37 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
         return DESC ? desc_plus(db0, (u32)(s * STAGE + ks * 32) >> 4) : desc_kmajor(b + ks * 32);
     };
     const int tiles_m = (M + F8_BM - 1) / F8_BM, tiles_n = (N + BN - 1) / BN, ktiles = (K + F8_BK - 1) / F8_BK;
-    // CLUSTER (fp8_promote_2acc_cluster): a work unit is a column of CLUSTER tiles sharing B (lesson 6, rung 12);
-    // the cluster's CTAs take its tiles tm = CLUSTER um + rank, and each loads 1 / CLUSTER of B for all of them
-    const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
-    const int units_m = (tiles_m + CLUSTER - 1) / CLUSTER, units = units_m * tiles_n;
-    auto first = [&]() { return CLUSTER > 1 ? (int)cluster_id() : (int)blockIdx.x; };      // this CTA's first unit
-    auto step = [&]() { return CLUSTER > 1 ? (int)cluster_count() : (int)gridDim.x; };     // ... and the stride
+    const int units = tiles_m * tiles_n;
     auto tile_of = [&](int t, int& tm, int& tn) {              // grouped order (lesson 6, rung 11)
-        constexpr int GROUP = F8_GROUP_M / CLUSTER;           // unit rows per group
-        const int per_group = GROUP * tiles_n, first_row = (t / per_group) * GROUP;
-        const int rows = min(units_m - first_row, GROUP), in = t % per_group;
-        tm = (first_row + in % rows) * CLUSTER + (int)rank;
+        const int per_group = F8_GROUP_M * tiles_n, first = (t / per_group) * F8_GROUP_M;
+        const int rows = min(tiles_m - first, F8_GROUP_M), in = t % per_group;
+        tm = first + in % rows;
         tn = in / rows;
     };
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < F8_STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 8 * CLUSTER);                 // one arrive per consumer warp (of every CTA)
+            mbar_init(&empty[s], 8);                           // one arrive per consumer warp
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    if (CLUSTER > 1) {
-        if (cluster_size() != CLUSTER) __trap();               // launched without its cluster: stop loudly
-        cluster_sync();                                        // the peer's barriers exist before we touch them
-    } else {
-        __syncthreads();
-    }
+    __syncthreads();
 
     if (wg == 0) {                                             // ---------------- producer
         regs_dec<40>();
         if (threadIdx.x == 0) {
             int s = 0;
             u32 phase = 0;
-            for (int t = first(); t < units; t += step()) {
+            for (int t = blockIdx.x; t < units; t += gridDim.x) {
                 int tm, tn;
                 tile_of(t, tm, tn);
-                const bool a_in = CLUSTER == 1 || tm * F8_BM < M;     // a cluster's second tile can lie below M
                 for (int kt = 0; kt < ktiles; ++kt) {
-                    mbar_wait(&empty[s], phase ^ 1);           // every consumer (of every CTA) freed stage s
-                    mbar_expect_tx(&full[s], STAGE - (a_in ? 0 : F8_A_BYTES));   // whole boxes count, zero fill too
+                    mbar_wait(&empty[s], phase ^ 1);
+                    mbar_expect_tx(&full[s], STAGE);           // whole boxes count, zero-filled parts too
                     unsigned char* st = smem + s * STAGE;
-                    if (a_in) tma_load(st, tmA, &full[s], kt * F8_BK, tm * F8_BM);
-                    if (CLUSTER == 1)
-                        tma_load(st + F8_A_BYTES, tmB, &full[s], kt * F8_BK, tn * BN);
-                    else                                       // my BN / CLUSTER rows of B, to every CTA
-                        tma_load_multicast(st + F8_A_BYTES + rank * (B_BYTES / CLUSTER), tmB, &full[s], kt * F8_BK,
-                                           tn * BN + (int)rank * (BN / CLUSTER), (unsigned short)((1u << CLUSTER) - 1));
+                    tma_load(st, tmA, &full[s], kt * F8_BK, tm * F8_BM);
+                    tma_load(st + F8_A_BYTES, tmB, &full[s], kt * F8_BK, tn * BN);
                     if (++s == F8_STAGES) { s = 0; phase ^= 1; }
                 }
             }
@@ -253,7 +236,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
             asm volatile("bar.sync %0, 256;\n" :: "r"(cw == 0 ? 3 : 4) : "memory");
         };
         auto your_turn = [&]() { asm volatile("bar.arrive %0, 256;\n" :: "r"(cw == 0 ? 4 : 3) : "memory"); };
-        for (int t = first(); t < units; t += step()) {
+        for (int t = blockIdx.x; t < units; t += gridDim.x) {
             int tm, tn;
             tile_of(t, tm, tn);
 #pragma unroll
@@ -287,8 +270,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
         int s = 0, prev = -1;
         u32 phase = 0;
         float d0[NREG], d1[NREG], total[NREG];
-        // to the producer of every CTA that fills it (every CTA's barrier: the producers multicast into it)
-        auto release = [&](int stage) { if (lane == 0) mbar_arrive_all<CLUSTER>(&empty[stage]); };
+        auto release = [&](int stage) { if (lane == 0) mbar_arrive(&empty[stage]); };
         auto issue = [&](float (&d)[NREG]) {                   // the next K-tile into `d`, from zero
             mbar_wait(&full[s], phase);
             const unsigned char* a = smem + s * STAGE + cw * 64 * F8_BK;
@@ -305,7 +287,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
             for (int i = 0; i < NREG; ++i) total[i] += p[i];
         };
         auto next = [&]() { prev = s; if (++s == F8_STAGES) { s = 0; phase ^= 1; } };
-        for (int t = first(); t < units; t += step()) {
+        for (int t = blockIdx.x; t < units; t += gridDim.x) {
             int tm, tn;
             tile_of(t, tm, tn);
 #pragma unroll
@@ -344,7 +326,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
         float d[NREG];                                         // the Tensor Cores' accumulators
         float total[NC ? NREG : 1];                            // the FP32 totals (promotion only)
         auto release = [&](int stage) { if (lane == 0) mbar_arrive(&empty[stage]); };
-        for (int t = first(); t < units; t += step()) {
+        for (int t = blockIdx.x; t < units; t += gridDim.x) {
             int tm, tn;
             tile_of(t, tm, tn);
 #pragma unroll
@@ -443,7 +425,6 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
             }
         }
     }
-    if (CLUSTER > 1) cluster_sync();                           // no CTA leaves while its peer may write to it
 }
 #endif
 
@@ -533,37 +514,6 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc_lea
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     fp8_gemm<128, 128, false, false, true, 1>(&tmA, &tmB, C, M, N, K);
-#endif
-}
-
-// fp8_promote_2acc_lean in 2-CTA clusters (issue 26): the two CTAs of a cluster compute tiles tm = 2 um and
-// 2 um + 1, which share B; each loads A and half of B (64 rows), multicasting that half to both (lesson 6's rung 12
-// does this with FP16), and each consumer warp releases a stage to both producers. cuBLASLt's default-accumulation
-// kernel at 4096^3 is this shape: 128 x 128 tiles, K-tiles of 128, 6 stages, 2 x 1 clusters
-// (nvjet_sm90_qqsss_128x128_128x6_2x1, experiments.fp8.cublaslt_kernels in the record). The same sums as
-// fp8_promote_128, in the same order. Predicted before any GPU ran it (2026-12-02, session 13): x1.02 over
-// fp8_promote_2acc_lean at 4096^3. Why: a 128 x 128 FP8 K-tile brings 32 KB for 4.2 MFLOP, 1.5x the FLOP per byte
-// of lesson 6's 128 x 256 FP16 K-tile (48 KB), but at 1212 TFLOP/s (the lean kernel in the record) against rung
-// 12's 711 L2 delivers 1.14x the bytes per second; multicast cuts each CTA's reads from L2 to 24 KB a K-tile
-// (-25%). Rung 12's own clusters gained nothing at 4096^3 (x1.00 over rung 11) with less traffic: a small gain.
-// A first look the same session (results/logs/fp8-cluster-first-look-nvidia-h200.json, 3 alternating rounds, grid
-// 132: all 66 clusters fit): bit-identical to the model at 5 shapes, a cluster's second tile below M among them;
-// 1169 against the lean kernel's 1229 TFLOP/s at 4096^3, x0.95: worse than predicted. Not yet explained; the
-// probe that decides is tools/probes/fp8_stages.py --cluster (with cuBLASLt and 8192^3).
-// __cluster_dims__ exists from sm_90 on; `make kernels-check` also builds this file for sm_80
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
-#define F8_CLUSTER_DIMS
-#else
-#define F8_CLUSTER_DIMS __cluster_dims__(2, 1, 1)
-#endif
-extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) F8_CLUSTER_DIMS fp8_promote_2acc_cluster(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N,
-    int K);
-extern "C" __global__ void fp8_promote_2acc_cluster(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    fp8_gemm<128, 128, false, false, true, 1, 2>(&tmA, &tmB, C, M, N, K);
 #endif
 }
 

@@ -765,7 +765,7 @@ print("fp8_gemm calls:", ", ".join(n for n in helpers.display.called_functions(k
 # %% slideshow={"slide_type": "-"}
 src8 = helpers.display.kernel_source("fp8_sm90a.cu")
 i = src8.index("        auto my_turn")
-print(src8[i:src8.index("        for (int t = first()", i)])
+print(src8[i:src8.index("        for (int t = blockIdx.x", i)])
 pp = fp8x.speed_rows({"speed": data["speed_pingpong"]["rows"]}, peak)
 helpers.display.table(pp, list(pp[0]))
 
@@ -970,6 +970,40 @@ helpers.display.table(tw, list(tw[0]))
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # At $4096^3$ the lean build is again within 5% of cuBLASLt's default accumulation. At $8192^3$
 # cuBLASLt ran at a lower clock than our kernels: read the clocks before that ratio.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Two CTAs sharing B? Tried, no faster
+#
+# cuBLASLt's default kernel at $4096^3$ runs in clusters of 2 (the table "What cuBLASLt runs for FP8").
+# `fp8_promote_2acc_cluster` was the lean kernel in 2-CTA clusters: each CTA loads its A and half of the
+# B they share, and multicasts that half to both, as lesson 6's rung 12 does with FP16. Each CTA then
+# asks L2 for 24 KB per K-tile instead of 32 KB. Its prediction, written before it ran, and its run
+# (`tools/probes/fp8_stages.py --cluster`, three alternating rounds beside cuBLASLt):
+
+# %% slideshow={"slide_type": "-"}
+tried = fp8x.CLUSTER_TRIED
+print(f"predicted: x{tried['predicted']} over {tried['over']} at 4096^3")
+cl = fp8x.stage_rows(fp8x.probe_log(tried["log"]), base=tried["over"])
+helpers.display.table(cl, ["n", "kernel", "stages", "passed", "tflops", "vs_base", "vs_default", "mhz"],
+                      ["n", "kernel", "stages", "correct", "TFLOP/s", "x " + tried["over"], "x cuBLASLt default",
+                       "SM clock, MHz"], {"tflops": ".0f", "vs_base": ".2f", "vs_default": ".2f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Missed: slower** at both sizes, though correct bit for bit. Nsight Compute, one launch of each at
+# $4096^3$ (`tools/ncu_counters.py`):
+
+# %% slideshow={"slide_type": "-"}
+nc = fp8x.ncu_summary(tried["ncu"])
+helpers.display.table([dict(kernel=k, **v) for k, v in nc.items()],
+                      ["kernel", "ms", "dram_read_mb", "l2_sectors_m", "tensor_pct", "top_stalls"],
+                      ["kernel", "ms", "DRAM read, MB", "L2 sectors, M", "tensor pipe, %", "top stalls"])
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The pair read only slightly fewer L2 sectors (by design it asks for a quarter fewer bytes), read more
+# from DRAM, and kept the tensor pipe busy a smaller share of the time. Its top stall, `barrier`, is
+# likely the producer warpgroup's idle warps, which wait at the final cluster barrier where the lean
+# kernel's exit. What costs the time is not settled. The kernel left the course (its code is in commit
+# 6596698); the lean kernel stays the fastest that promotes.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Try it: two partial sums in a wider tile

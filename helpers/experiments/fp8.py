@@ -816,7 +816,7 @@ def stage_rows(data: dict, base: str | None = None) -> list[dict]:
     alternating rounds in TFLOP/s, over cuBLASLt with default and with fast accumulation timed in the same rounds,
     the SM clocks of the three rounds (lowest-highest) and whether every check of that build passed. A build is a
     kernel, its stages and its probe switches (`options`, e.g. F8_DESC_ADD=1); with `base`, each row's TFLOP/s over
-    kernel `base`'s as recorded (4 stages, no switch) in the same rounds (`vs_base`)."""
+    kernel `base`'s as recorded (its registry's stages, no switch) in the same rounds (`vs_base`)."""
     rows = data["stages"]["rows"]
     build = lambda r: (r["kernel"], r["stages"], tuple(r.get("options", ())))   # noqa: E731
     ok = {}
@@ -825,7 +825,10 @@ def stage_rows(data: dict, base: str | None = None) -> list[dict]:
             ok[build(r)] = ok.get(build(r), True) and r["check_passed"]
     timed = [r for r in rows if "tflops" in r]
     lt = {(r["n"], r["kernel"]): r["tflops"] for r in timed if r["kernel"].startswith("cublaslt")}
-    ref = {r["n"]: r["tflops"] for r in timed if base and build(r) == (base, 4, ())}
+    from ..fp8_gemm import FP8_KERNELS
+
+    base_stages = FP8_KERNELS[base].stages if base in FP8_KERNELS else 4
+    ref = {r["n"]: r["tflops"] for r in timed if base and build(r) == (base, base_stages, ())}
     out = []
     for r in timed:
         if r["kernel"].startswith("cublaslt"):
@@ -838,6 +841,37 @@ def stage_rows(data: dict, base: str | None = None) -> list[dict]:
         if base:
             row["vs_base"] = r["tflops"] / ref[r["n"]]
         out.append(row)
+    return out
+
+
+# Tried and dropped (issue 26, sessions 13-14): fp8_promote_2acc_lean in 2-CTA clusters sharing B by multicast, as
+# cuBLASLt's default-accumulation kernel at 4096^3 runs. The prediction was written in its kernel comment before any GPU
+# ran it; the code is in commit `commit`; its run is results/logs/<log>-<gpu>.json (tools/probes/fp8_stages.py
+# --cluster) and its Nsight Compute summary results/logs/<ncu>-<gpu>.log (tools/ncu_counters.py's printed table).
+CLUSTER_TRIED = {"kernel": "fp8_promote_2acc_cluster", "over": "fp8_promote_2acc_lean", "predicted": 1.02,
+                 "commit": "6596698", "log": "fp8-cluster-probe", "ncu": "ncu-fp8-cluster"}
+
+
+def ncu_summary(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
+    """tools/ncu_counters.py's printed summary kept as results/logs/<name>-<gpu_slug>.log, per target: ms, DRAM MB
+    read and written, L2 sectors (millions), tensor pipe and occupancy (%), and the top stalls as printed."""
+    from ..errors import ResultsError
+    from ..results import _folder
+
+    path = _folder(directory) / "logs" / f"{name}-{gpu_slug}.log"
+    if not path.is_file():
+        raise ResultsError(f"no {path.name} in {path.parent}.", "run tools/ncu_counters.py on a Hopper GPU, or restore "
+                                                              "the committed file with `git checkout -- results/`.")
+    lines = path.read_text().splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("target "))
+    keys = ("ms", "dram_read_mb", "dram_write_mb", "l2_sectors_m", "smem_wavefronts_m", "conflicts_m", "tensor_pct",
+            "occupancy_pct")
+    out = {}
+    for ln in lines[head + 1:]:
+        if not ln.strip():
+            break
+        parts = ln.split()
+        out[parts[0]] = dict(zip(keys, map(float, parts[1:9])), top_stalls=" ".join(parts[9:]))
     return out
 
 
