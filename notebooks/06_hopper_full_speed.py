@@ -1302,6 +1302,44 @@ for key, names in (("row_alignment_cublas", ["rung 14", "rung 16"]), ("row_strid
 # start inside a sector. A power-of-two row stride is not what holds rungs 15 and 16 back at M = 128.
 # Not tried here yet: a tile chosen per shape at run time, clusters along N sharing A, full stream-K.
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What the counters say about the row stride
+#
+# Rung 16 and cuBLAS at $5000^3$, each launched once under Nsight Compute with rows of 10000 and of
+# 10112 bytes (`tools/probes/ncu_row_alignment.py`; clocks not locked):
+
+# %% slideshow={"slide_type": "-"}
+na = H.ncu_alignment_rows()
+helpers.display.table(na, ["kernel", "row_bytes", "us", "requests_m", "sectors_m", "dram_mb", "tensor_pct",
+                           "long_scoreboard"],
+                      ["kernel", "bytes per row", "µs", "L2 requests, M", "L2 sectors read, M", "DRAM read, MB",
+                       "tensor pipe, %", "long-scoreboard stall"],
+                      {"us": ".0f", "requests_m": ".1f", "sectors_m": ".1f", "dram_mb": ".0f", "tensor_pct": ".0f",
+                       "long_scoreboard": ".2f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Both kernels make about twice the L2 requests when rows start 16 bytes into a line: a 128-byte box
+# row then spans two lines. Rung 16 also reads more from DRAM (cuBLAS reads the same), its
+# long-scoreboard stall (a warp waiting for a result from the memory pipeline) grows about threefold
+# where cuBLAS's grows by a quarter, and its tensor pipe is busy a smaller share of the time while
+# cuBLAS's hardly changes. Changes aimed at the loads, each checked and timed in three alternating
+# rounds beside cuBLAS (`tools/probes/wait_hint.py --prefetch` and `--group`):
+
+# %% slideshow={"slide_type": "-"}
+sw = H.switch_rows("l2-prefetch", "l2_prefetch", 0) + H.switch_rows("group-m", "group_m", 8)
+for r in sw:
+    r["change"] = f"L2_PREFETCH={r['l2_prefetch']}" if "l2_prefetch" in r else f"GROUP_M={r['group_m']}"
+helpers.display.table(sw, ["kernel", "shape", "change", "passed", "tflops", "gain", "vs_cublas", "mhz"],
+                      ["kernel", "M x N x K", "build", "correct", "TFLOP/s", "x as recorded", "x cuBLAS, same C",
+                       "SM clock, MHz"], {"tflops": ".0f", "gain": ".2f", "vs_cublas": ".2f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# `L2_PREFETCH=d` (a probe switch in kernels/hopper_sm90a.cu) has the producer also ask for K-tile
+# kt + d to be brought into L2 while it loads kt: one more copy-engine operation per box. It ran at about
+# half speed at $5000^3$ and slower at $4096^3$ too, which fits a copy engine that is already busy
+# with these loads. A wider or narrower tile order (`GROUP_M`) was no faster. At $5000^3$ the gap
+# to cuBLAS stays.
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix E: how the harness empties L2
 #

@@ -680,6 +680,49 @@ def alignment_rows(rows: list[dict]) -> list[dict]:
     return [out[b] for b in sorted(out)]
 
 
+def ncu_alignment_rows(name: str = "ncu-row-alignment", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """tools/probes/ncu_row_alignment.py's run (results/logs/<name>-<gpu_slug>.json): per kernel and row stride, one
+    launch under Nsight Compute (clocks not locked): µs, L2 read requests and sectors (M), sectors per request, DRAM
+    read (MB), the tensor pipe's share of active cycles, the long-scoreboard stall (cycles per issued instruction)
+    and the top stall."""
+    from ..results import load_log
+
+    log = load_log(name, "tools/probes/ncu_row_alignment.py OUT.json", gpu_slug, directory)
+    out = []
+    for r in log["rows"]:
+        c = r["counters"]
+        out.append({"kernel": r["what"], "row_bytes": r["row_bytes"], "us": c["duration_ns"] / 1e3,
+                    "requests_m": c["l2_requests"] / 1e6, "sectors_m": c["l2_read_sectors"] / 1e6,
+                    "per_request": c["l2_read_sectors"] / c["l2_requests"], "dram_mb": c["dram_read_bytes"] / 1e6,
+                    "tensor_pct": c["tensor_pipe_pct"], "long_scoreboard": r["stalls"]["long_scoreboard"],
+                    "top_stall": r["top_stalls"][0][0]})
+    return sorted(out, key=lambda r: (r["kernel"], r["row_bytes"]))
+
+
+def switch_rows(name: str, key: str, default, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """A run of tools/probes/wait_hint.py with one set (--prefetch, --group, --cluster: rows keyed `key`), kept as
+    results/logs/<name>-<gpu_slug>.json: per rung, shape and value, the median TFLOP/s of three alternating rounds,
+    its gain over the value `default` (the rung as recorded) and its ratio to cuBLAS writing the same C in the same
+    rounds, whether its checks passed, and the SM clocks of its rounds."""
+    from ..results import load_log
+
+    log = load_log(name, f"tools/probes/wait_hint.py OUT.json --{name.split('-')[0]}", gpu_slug, directory)
+    ok = {(r["rung"], r[key], tuple(r["shape"])): r["passed"] for r in log if "passed" in r}
+    runs = [r for r in log if "median_ms" in r]
+    cub = {(r["what"], tuple(r["shape"])): r["tflops"] for r in runs if r[key] is None}
+    ref = {(r["what"], tuple(r["shape"])): r["tflops"] for r in runs if r[key] == default}
+    out = []
+    for r in runs:
+        if r[key] is None:
+            continue
+        rung, shape = int(r["what"].split()[1]), tuple(r["shape"])
+        c = "float32" if rung_entry(rung).out_dtype == "float32" else "float16"
+        out.append({"kernel": r["what"], "shape": "x".join(map(str, shape)), key: r[key], "tflops": r["tflops"],
+                    "gain": r["tflops"] / ref[r["what"], shape], "vs_cublas": r["tflops"] / cub[f"cuBLAS {c} C", shape],
+                    "passed": bool(ok.get((rung, r[key], shape))), "mhz": clock_span(r["sm_mhz"])})
+    return out
+
+
 # --------------------------------------------------------------------------- what cuBLAS runs (lesson 6, Appendix D)
 FP8_CALLS = {"fp8default": "FP8, default accumulation", "fp8fast": "FP8, fast accumulation"}
 

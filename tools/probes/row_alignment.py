@@ -9,7 +9,9 @@ At 5000^3 (the default) a row is 10000 bytes, 16 bytes past a 32-byte sector bou
 TMA box spans 4.5 sectors on average instead of 4 (pad 8: rows of 10016 bytes, sector-aligned; pad 56: 10112
 bytes, 128-byte aligned). At 128 x 8192 x 8192 a row of B is 16384 bytes, a power of two (pad 64: 16512).
 
-    python3 tools/probes/row_alignment.py OUT.json [--shape MxNxK] [--pads 0,8,56] [--rungs 14,16]
+With --knobs (e.g. CLUSTER_M=4), the rungs are built as helpers.try_kernel builds them with those knobs.
+
+    python3 tools/probes/row_alignment.py OUT.json [--shape MxNxK] [--pads 0,8,56] [--rungs 14,16] [--knobs K=V,...]
                                                                             (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import functools
 import json
@@ -37,6 +39,8 @@ def main(argv) -> int:
     shape = [int(v) for v in _option(args, "--shape", "5000x5000x5000").split("x")]
     pads = [int(v) for v in _option(args, "--pads", "0,8,56").split(",")]
     rungs = [int(v) for v in _option(args, "--rungs", "14,16").split(",")]
+    knobs = dict(kv.split("=") for kv in _option(args, "--knobs", "").split(",") if kv)   # e.g. CLUSTER_M=4
+    knobs = {k: int(v) for k, v in knobs.items()}
     M, N, K = shape
     import cupy
 
@@ -83,9 +87,14 @@ def main(argv) -> int:
         HH.tensor_map_2d = mapped
         try:
             for k in rungs:
-                r = ALL_RUNGS[k]
+                r, opts = ALL_RUNGS[k], ()
+                if knobs:                              # the rung as helpers.try_kernel builds it with these knobs
+                    from helpers.tryout import defines, options, validate_knobs, variant_entry
+
+                    spec, settings, given = validate_knobs(k, knobs)
+                    r, opts = variant_entry(spec, settings), options(defines(spec, given))
                 hits.clear()
-                run, C, _ = launcher(r, A, B)
+                run, C, _ = launcher(r, A, B, options=opts)
                 if len(set(hits)) != 2:
                     print(f"rung {k}: the launcher did not map A and B themselves (copies?): probe invalid",
                           file=sys.stderr)
@@ -93,7 +102,7 @@ def main(argv) -> int:
                 C.fill(cupy.nan)
                 run()
                 chk = r.check(C[:M, :N], A, B, backend="GPU")
-                keep({"rung": k, "kernel": r.name, **base}, chk, benchmark(run, flops=2.0 * M * N * K))
+                keep({"rung": k, "kernel": r.name, "knobs": knobs, **base}, chk, benchmark(run, flops=2.0 * M * N * K))
         finally:
             HH.tensor_map_2d = plain
         C = cupy.full((M, N), cupy.nan, dtype=cupy.float16)

@@ -8,7 +8,11 @@ With --desc, the same for the probe switch DESC_ADD (ws_gemm): descriptors built
 cuBLAS's kernels do (rungs 12-15 at 4096^3, 16 at 5000^3, 19-21 at M = 128; rows keyed desc_add instead of
 mbar_wait). Its FP8 twin, F8_DESC_ADD, is timed by tools/probes/fp8_stages.py --desc (odd shape, 4096^3, 8192^3).
 
-    python3 tools/probes/wait_hint.py OUT.json [--desc]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
+With --prefetch, the probe switch L2_PREFETCH (0, 2, 4, 8 K-tiles ahead) on rungs 16 (5000^3) and 14 (4096^3); with
+--group, rung 14's GROUP_M (8, 4, 16) at 5000^3; with --cluster, its CLUSTER_M (2, 1, 4) there (rows keyed
+l2_prefetch, group_m, cluster_m).
+
+    python3 tools/probes/wait_hint.py OUT.json [--desc | --prefetch | --group | --cluster]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import json
 import sys
 from pathlib import Path
@@ -24,7 +28,21 @@ SETS = {"hint": ("mbar_wait", [(h, (f"-DMBAR_WAIT={h}", f"-DSKINNY_WAIT={h}"), (
                  PLAN),
         "desc": ("desc_add", [(0, (), ()), (1, ("-DDESC_ADD=1",), None)],
                  [((4096, 4096, 4096), (12, 13, 14, 15)), ((5000, 5000, 5000), (16,)),
-                  ((128, 8192, 8192), (19, 20, 21))])}
+                  ((128, 8192, 8192), (19, 20, 21))]),
+        # --prefetch (session 14): the probe switch L2_PREFETCH (the producer asks for K-tile kt + d in L2 while it
+        # loads kt): rung 16 at 5000^3, where rows 16 bytes into a sector doubled the L2 requests and tripled the
+        # consumers' long-scoreboard stalls (tools/probes/ncu_row_alignment.py), and rung 14 at 4096^3
+        "prefetch": ("l2_prefetch", [(d, (f"-DL2_PREFETCH={d}",) if d else (), None) for d in (0, 2, 4, 8)],
+                     [((5000, 5000, 5000), (16,)), ((4096, 4096, 4096), (14,))]),
+        # --group: rung 14's tile order at 5000^3 (GROUP_M, a knob; rung 16's plan assumes 8): a wave of 132 tiles
+        # spans GROUP_M rows of A and 132 / GROUP_M columns of B, which decides how often each is read from DRAM
+        "group": ("group_m", [(g, (f"-DGROUP_M={g}",) if g != 8 else (), None) for g in (8, 4, 16)],
+                  [((5000, 5000, 5000), (14,))]),
+        # --cluster: rung 14's CLUSTER_M at 5000^3 (a knob): 4 CTAs sharing B each ask for a quarter of it, 192 TMA
+        # rows of 128 bytes per K-tile instead of 256 (and 1: 384)
+        "cluster": ("cluster_m", [(c, (f"-DCLUSTER_M={c}",) if c != 2 else (), None) for c in (2, 1, 4)],
+                    [((5000, 5000, 5000), (14,))])}
+KNOB_SETS = {"group": "GROUP_M", "cluster": "CLUSTER_M"}   # sets that are knobs: built as helpers.try_kernel does
 ROUNDS = 3
 
 
@@ -45,12 +63,19 @@ def hopper_rows(shape, rungs, which: str = "hint") -> list[dict]:
     ref = reference_gemm(A, B)
     key, values, _ = SETS[which]
     timed, rows = {}, []
+    knob = KNOB_SETS.get(which)
     for r in rungs:
         for h, opts, _ in values:
-            run, C, _ = launcher(rung_entry(r), A, B, options=opts)
+            entry = rung_entry(r)
+            if knob:                                   # a knob of helpers.tryout: its entry (cluster, grid) too
+                from helpers.tryout import defines, options, validate_knobs, variant_entry
+
+                spec, settings, given = validate_knobs(r, {knob: h})
+                entry, opts = variant_entry(spec, settings), options(defines(spec, given))
+            run, C, _ = launcher(entry, A, B, options=opts)
             C.fill(cupy.nan)
             run()
-            chk = rung_entry(r).check(C[:M, :N], A, B, reference=ref, backend="GPU")
+            chk = entry.check(C[:M, :N], A, B, reference=ref, backend="GPU")
             rows.append({"rung": r, key: h, "shape": list(shape), "passed": bool(chk.passed), "model": chk.model})
             timed[(f"rung {r}", h)] = run
     for c in ("float16", "float32"):
@@ -106,7 +131,7 @@ def main(argv) -> int:
         return 2
     from helpers.isolate import run_isolated
 
-    which = "desc" if "--desc" in argv else "hint"
+    which = next((w for w in SETS if f"--{w}" in argv), "hint")
     out, failed = [], False
     steps = [("tools.probes.wait_hint:hopper_rows", (list(s), list(r), which)) for s, r in SETS[which][2]]
     if which == "hint":                                   # (--desc: the FP8 kernels are fp8_stages.py's)
