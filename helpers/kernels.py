@@ -527,8 +527,21 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 # A rung is written, compiled and modelled here before its first GPU run; until that run has checked and timed it
 # (a probe in tools/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
 # and moves into the registry (and its macros into helpers.tryout.KNOBS) once a Hopper GPU has run it.
-# None waits now (rungs 23-24 were the last, promoted in session 13).
-PENDING: dict[int, GemmKernel] = {}
+# Rungs 25-26 (session 14, issue 25): rungs 14 and 13 in clusters of 4, written after the knob CLUSTER_M = 4 measured
+# x1.08 on rung 14 at 5000^3 (tools/probes/wait_hint.py --cluster); gains predicted before they ran.
+_QUAD_WHY = ("four CTAs on tiles stacked along M share B, and each loads one of its four boxes for all of them: a CTA "
+             "asks L2 for 128 + 64 box rows of 128 bytes per K-tile instead of 128 + 128. Where rows start inside a "
+             "128-byte line (5000^3: rows of 10000 bytes) every box row costs two L2 requests, and the knob CLUSTER_M = 4 "
+             "measured x1.08 on rung 14 there (predicted separately: x1.08); with aligned rows a first look measured "
+             "about x1.04, so x1.03 at 4096^3 and 8192^3")
+PENDING: dict[int, GemmKernel] = {
+    25: _hopper_rung(25, "hopper_quad_cluster", "clusters of 4: each CTA loads a quarter of B", 1.03, _QUAD_WHY,
+                     output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(4, 1, 1), c_box=(64, 64),
+                     dyn_smem=HOPPER_STORE_SMEM, base=14),
+    26: _hopper_rung(26, "hopper_quad_cluster_f32c", "rung 13 in clusters of 4 (rung 25 writing FP32 C)", 1.03,
+                     _QUAD_WHY.replace("on rung 14", "on rung 14 (FP16 C)"), persistent=True, cluster=(4, 1, 1),
+                     c_box=(64, 32), dyn_smem=HOPPER_STORE_SMEM, base=13),
+}
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 
 

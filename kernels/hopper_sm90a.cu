@@ -31,6 +31,8 @@
 //   rung 22  hopper_skinny_hint_f32c rung 21 writing FP32 C
 //   rung 23  hopper_skinny_desc      rung 21 whose descriptors are built once and advanced by adds
 //   rung 24  hopper_skinny_desc_f32c rung 23 writing FP32 C
+//   rung 25  hopper_quad_cluster     rung 14 in clusters of 4: each CTA loads a quarter of B (pending)
+//   rung 26  hopper_quad_cluster_f32c rung 13 in clusters of 4 (pending)
 //
 // Rungs 9-22 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
@@ -1048,6 +1050,52 @@ extern "C" __global__ void hopper_skinny_desc_f32c(const __grid_constant__ Tenso
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_HINT_WAIT,
             1, SKINNY_DESC>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// QUAD_CLUSTER: rungs 25-26's CTAs per cluster (a knob; 4 as recorded, 2 gives rungs 14 and 13 back)
+#ifndef QUAD_CLUSTER
+#define QUAD_CLUSTER 4
+#endif
+static_assert((HBN / BOX_N) % QUAD_CLUSTER == 0 && GROUP_M % QUAD_CLUSTER == 0,
+              "QUAD_CLUSTER must divide the 4 boxes of B and GROUP_M");
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
+#define QUAD_DIMS
+#else
+#define QUAD_DIMS __cluster_dims__(QUAD_CLUSTER, 1, 1)
+#endif
+// Rungs 25-26 -- clusters of 4 (issue 25; written 2026-12-02, session 14, before any GPU ran them).
+// Adds, over rungs 14 and 13: four CTAs on four tiles stacked along M share their B tile, and each loads one of its
+// four boxes and multicasts it to all four (rung 12 did this with two CTAs and two boxes each). A CTA then asks L2 for
+// 128 + 64 box rows of 128 bytes per K-tile instead of 128 + 128. At 5000^3 a row of 10000 bytes starts 16 bytes into
+// a 128-byte line, so each box row costs two L2 requests (tools/probes/ncu_row_alignment.py), and rung 16 kept the
+// tensor pipe busy 86% of the time against 94% with aligned rows. The knob CLUSTER_M = 4 on rung 14 measured x1.08
+// at 5000^3 (tools/probes/wait_hint.py --cluster, results/logs/cluster-m-nvidia-h200.json), and about x1.04 with
+// aligned rows (10112 bytes) in a first look whose output file was lost (tools/probes/row_alignment.py --rungs 14,25
+// repeats it). Predicted: x1.08 over rung 14 (13) at 5000^3, x1.03 at 4096^3 and 8192^3, x1.00 elsewhere. The sums
+// are rungs 14's and 13's, bit for bit.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) QUAD_DIMS hopper_quad_cluster(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_quad_cluster(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true, true>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 26 -- rung 25 writing FP32 C (rung 13's epilogue). Predicted: as rung 25, over rung 13.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) QUAD_DIMS hopper_quad_cluster_f32c(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_quad_cluster_f32c(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true>(&tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }
 

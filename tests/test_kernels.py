@@ -526,3 +526,29 @@ def test_rungs_23_and_24_comments_quote_their_first_runs(k, base, c):
         assert "more than predicted at both" in c_text
         for s_ in (m128, full):
             assert t[s_]["tflops"] / t[(base,) + s_[1:]]["tflops"] > K.ALL_RUNGS[23].predicted_gain
+
+
+def test_rungs_25_and_26_are_rungs_14_and_13_in_clusters_of_four():
+    """Rungs 25-26 (pending their first GPU run, issue 25): rungs 14 and 13's template calls with QUAD_CLUSTER (default
+    4) where they pass CLUSTER_M (default 2), declared with QUAD_DIMS; their entries are 14's and 13's but for the
+    cluster (4, 1, 1); the sums are theirs (same model). The prediction is written in the comment and the registry
+    before any GPU ran them, and the knob measurement it starts from is the committed log's (x1.08 at 5000^3)."""
+    from helpers.experiments import hopper as H
+
+    assert set(K.PENDING) == {25, 26} and not set(K.PENDING) & set(K.ALL_RUNGS)
+    for k, base in ((25, 14), (26, 13)):
+        r, b = K.PENDING[k], K.ALL_RUNGS[base]
+        assert r.base == base and r.cluster == (4, 1, 1) and b.cluster == (2, 1, 1) and r.predicted_gain == 1.03
+        assert (r.emulate, r.out_dtype, r.block, r.block_tile, r.tma_boxes, r.c_box, r.dyn_smem, r.persistent) == \
+            (b.emulate, b.out_dtype, b.block, b.block_tile, b.tma_boxes, b.c_box, b.dyn_smem, b.persistent)
+        src = {n: helpers.display.kernel_source("hopper_sm90a.cu", n) for n in (r.name, b.name)}
+        args = {n: [x.strip() for x in re.search(r"ws_gemm<([^>]*)>", t).group(1).split(",")] for n, t in src.items()}
+        assert args[b.name][2] == "CLUSTER_M" and args[r.name][2] == "QUAD_CLUSTER"
+        assert args[r.name][:2] + args[r.name][3:] == args[b.name][:2] + args[b.name][3:]
+        assert f"QUAD_DIMS {r.name}(" in helpers.display.kernel_source("hopper_sm90a.cu")
+    assert _hdefine("QUAD_CLUSTER") == 4 and _hdefine("CLUSTER_M") == 2
+    c = _kernel_comment("hopper_quad_cluster").replace("\n// ", " ")
+    assert "Predicted: x1.08 over rung 14 (13) at 5000^3, x1.03 at 4096^3 and 8192^3, x1.00 elsewhere." in c
+    cm = {r["cluster_m"]: r for r in H.switch_rows("cluster-m", "cluster_m", 2)}
+    assert f"measured x{cm[4]['gain']:.2f} at 5000^3" in c and cm[4]["passed"]
+    assert "x1.08" in K.PENDING[25].why and "(predicted separately: x1.08)" in K.PENDING[25].why

@@ -46,7 +46,7 @@ def main(argv) -> int:
 
     import helpers.hopper as HH
     from helpers.cublas import CUBLAS_COMPUTE_32F, gemm_ex, same_c
-    from helpers.kernels import ALL_RUNGS
+    from helpers.kernels import rung_entry
     from helpers.launch import launcher
     from helpers.timing import benchmark
 
@@ -87,7 +87,7 @@ def main(argv) -> int:
         HH.tensor_map_2d = mapped
         try:
             for k in rungs:
-                r, opts = ALL_RUNGS[k], ()
+                r, opts = rung_entry(k), ()
                 if knobs:                              # the rung as helpers.try_kernel builds it with these knobs
                     from helpers.tryout import defines, options, validate_knobs, variant_entry
 

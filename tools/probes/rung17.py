@@ -6,10 +6,11 @@ alternating rounds with the rung as recorded. With RUNG 18 (hopper_skinny_f32c, 
 run, results/logs/rung18-probe-nvidia-h200.json): the same checks and timings, rung 17 beside it, no knobs. With
 RUNG 19 (hopper_skinny_one, one consumer warpgroup) or 20 (its FP32-C twin), 21-22 (19-20 with the wait hint) and
 23-24 (21-22 with added descriptors): the same, the rung its gain is over (its base) beside it at the skinny shapes
-and 4096^3. With --knobs: only the
+and 4096^3. With RUNG 25 or 26 (rungs 14 and 13 in clusters of 4): the full-chip shapes the record judges (4096^3,
+5000^3, 8192^3, 2048^3, 8192 x 8192 x 1024), its base (14 or 13) beside it at each. With --knobs: only the
 knob rounds at M = 128 (rungs 19-20: the wait hint, 6 stages, no cluster).
 
-    python3 tools/probes/rung17.py OUT.json [RUNG] [--knobs]   (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17 to 24)"""
+    python3 tools/probes/rung17.py OUT.json [RUNG] [--knobs]   (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17 to 26)"""
 import json
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
 SKINNY = [[128, 8192, 8192], [256, 8192, 8192], [64, 8192, 8192], [128, 28672, 4096]]
 FULL = [[4096] * 3, [5000] * 3]
+BIG = [[4096] * 3, [5000] * 3, [8192] * 3, [2048] * 3, [8192, 8192, 1024]]   # rungs 25-26
 ODD = [[1000, 1064, 1000], [257, 520, 136], [40, 24, 56], [72, 8200, 1000]]
 VARIANTS = [{"STAGES": 4}, {"STAGES": 6}, {"CLUSTER_M": 1}, {"PRODUCER_REGS": 24}]   # helpers.tryout.KNOBS[17]
 VARIANTS_19 = [{"WAIT_HINT": 1}, {"STAGES": 6}, {"CLUSTER_M": 1}]                    # helpers.tryout.KNOBS[19]
@@ -79,17 +81,17 @@ def main(argv) -> int:
     from helpers.experiments.hopper import probe_rung
 
     rung = int(argv[1]) if len(argv) > 1 else 17
-    if rung not in range(17, 25):
+    if rung not in range(17, 27):
         sys.exit(__doc__)
     out, failed = {}, False
     if "--knobs" in argv:                                    # rung 19's knobs alone, beside it as recorded
         return _knobs(out, argv[0], rung, VARIANTS_19 if rung in (19, 20) else VARIANTS)
-    out[str(rung)], bad = probe_rung(rung, SKINNY + FULL, ODD)
+    out[str(rung)], bad = probe_rung(rung, BIG if rung >= 25 else SKINNY + FULL, ODD)
     failed |= bad
     from helpers.kernels import rung_entry
 
     base = rung_entry(rung).base or rung - 1                        # the rung its gain is measured over
-    out[str(base)], bad = probe_rung(base, SKINNY + (FULL[:1] if rung >= 19 else []), [])
+    out[str(base)], bad = probe_rung(base, BIG if rung >= 25 else SKINNY + (FULL[:1] if rung >= 19 else []), [])
     failed |= bad
     if rung >= 18:
         Path(argv[0]).write_text(json.dumps(out, indent=1))
