@@ -528,7 +528,10 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 # (a probe in tools/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
 # and moves into the registry (and its macros into helpers.tryout.KNOBS) once a Hopper GPU has run it.
 # Rungs 25-26 (session 14, issue 25): rungs 14 and 13 in clusters of 4, written after the knob CLUSTER_M = 4 measured
-# x1.08 on rung 14 at 5000^3 (tools/probes/wait_hint.py --cluster); gains predicted before they ran.
+# x1.08 on rung 14 at 5000^3 (tools/probes/wait_hint.py --cluster); gains predicted before they ran. Their first run
+# the same session (kernels/hopper_sm90a.cu, the rungs' comment): x1.12 at 5000^3, x0.84 at 4096^3, x0.60 at 2048^3,
+# where 30 clusters of 4 (120 CTAs) add a wave. They wait here for a choice per shape (clusters of 4 only where rows
+# start inside a 128-byte line and no wave is added) before the record takes them.
 _QUAD_WHY = ("four CTAs on tiles stacked along M share B, and each loads one of its four boxes for all of them: a CTA "
              "asks L2 for 128 + 64 box rows of 128 bytes per K-tile instead of 128 + 128. Where rows start inside a "
              "128-byte line (5000^3: rows of 10000 bytes) every box row costs two L2 requests, and the knob CLUSTER_M = 4 "

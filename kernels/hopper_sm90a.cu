@@ -1074,6 +1074,14 @@ static_assert((HBN / BOX_N) % QUAD_CLUSTER == 0 && GROUP_M % QUAD_CLUSTER == 0,
 // aligned rows (10112 bytes) in a first look whose output file was lost (tools/probes/row_alignment.py --rungs 14,25
 // repeats it). Predicted: x1.08 over rung 14 (13) at 5000^3, x1.03 at 4096^3 and 8192^3, x1.00 elsewhere. The sums
 // are rungs 14's and 13's, bit for bit.
+// First run (session 14, tools/probes/rung17.py 25 and 26, results/logs/rung25-probe-nvidia-h200.json and rung26-probe,
+// each beside its base in one process): correct and bit-identical to the model at 4 odd sizes and 5 timed shapes;
+// memcheck, racecheck and synccheck clean. At 5000^3 better than predicted: 651 against rung 14's 584 TFLOP/s (0.90x
+// cuBLAS writing FP16 C), 635 against rung 13's 567 (0.99x cuBLAS writing FP32 C). Elsewhere worse: x0.84 at 4096^3,
+// x0.60 at 2048^3. The driver fits 30 clusters of 4 at once (120 CTAs; results/logs/quad-grid-nvidia-h200.log)
+// against 66 of 2: at 4096^3 the 128 units of 4 tiles take 5 waves where rung 14's 256 units of 2 take 4, at 2048^3
+// 2 against 1, at 5000^3 7 against 7. With 10112-byte rows rung 25 gained x1.03 over rung 14
+// (results/logs/row-alignment-r25-nvidia-h200.json): clusters of 4 pay where rows start inside a 128-byte line.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) QUAD_DIMS hopper_quad_cluster(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);

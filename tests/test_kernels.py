@@ -552,3 +552,39 @@ def test_rungs_25_and_26_are_rungs_14_and_13_in_clusters_of_four():
     cm = {r["cluster_m"]: r for r in H.switch_rows("cluster-m", "cluster_m", 2)}
     assert f"measured x{cm[4]['gain']:.2f} at 5000^3" in c and cm[4]["passed"]
     assert "x1.08" in K.PENDING[25].why and "(predicted separately: x1.08)" in K.PENDING[25].why
+
+
+def test_rungs_25_and_26_comment_quotes_their_first_runs():
+    """The comment of rungs 25-26 quotes their first probes (rung 25 over 14, 26 over 13, same process): TFLOP/s at
+    5000^3 and the fraction of cuBLAS writing the same C, "better than predicted" there (above x1.08), the gains at
+    4096^3 and 2048^3 (below 1); the wave counts it gives follow from the grid the driver allowed (30 clusters of 4
+    against 66 of 2, the log) and the tile counts; the aligned-rows gain is the row-stride log's; sanitizers clean."""
+    import json
+
+    c = _kernel_comment("hopper_quad_cluster").replace("\n// ", " ")
+    logs = KERNEL_DIR.parent / "results" / "logs"
+    for k, base, cname in ((25, 14, "FP16"), (26, 13, "FP32")):
+        t = _first_run_rows(k, base)
+        n5, n4, n2 = (5000,) * 3, (4096,) * 3, (2048,) * 3
+        g = lambda s: t[(k,) + s]["tflops"] / t[(base,) + s]["tflops"]   # noqa: E731
+        assert (f"{t[(k,) + n5]['tflops']:.0f} against rung {base}'s {t[(base,) + n5]['tflops']:.0f} TFLOP/s "
+                f"({t[(k,) + n5]['frac_cublas']:.2f}x cuBLAS writing {cname} C)") in c or (
+                f"{t[(k,) + n5]['tflops']:.0f} against rung {base}'s {t[(base,) + n5]['tflops']:.0f} "
+                f"({t[(k,) + n5]['frac_cublas']:.2f}x cuBLAS writing {cname} C)") in c
+        assert g(n5) > 1.08 and g(n4) < 1 and g(n2) < 1
+    t = _first_run_rows(25, 14)
+    assert f"x{t[(25, 4096, 4096, 4096)]['tflops'] / t[(14, 4096, 4096, 4096)]['tflops']:.2f} at 4096^3" in c
+    assert f"x{t[(25, 2048, 2048, 2048)]['tflops'] / t[(14, 2048, 2048, 2048)]['tflops']:.2f} at 2048^3" in c
+    grid = (logs / "quad-grid-nvidia-h200.log").read_text()
+    assert "30 clusters of 4 (the driver: 30 fit" in grid and "66 clusters of 2 (the driver: 66 fit" in grid
+    waves = lambda tiles_m, tiles_n, c_, fit: -(-(-(-tiles_m // c_) * tiles_n) // fit)   # noqa: E731
+    assert (waves(32, 16, 4, 30), waves(32, 16, 2, 66)) == (5, 4) and -(-32 // 4) * 16 == 128
+    assert (waves(16, 8, 4, 30), waves(16, 8, 2, 66)) == (2, 1) and (waves(40, 20, 4, 30), waves(40, 20, 2, 66)) == (7, 7)
+    assert "take 5 waves where rung 14's 256 units of 2 take 4, at 2048^3 2 against 1, at 5000^3 7 against 7" in c
+    rows = {(r["rung"], r["pad"]): r["tflops"] for r in json.loads((logs / "row-alignment-r25-nvidia-h200.json")
+                                                                   .read_text())["rows"]}
+    assert f"rung 25 gained x{rows[25, 56] / rows[14, 56]:.2f} over rung 14" in c
+    for tool in ("memcheck", "racecheck", "synccheck"):
+        log = (logs / f"sanitize-new-kernels-rung25-26-{tool}-nvidia-h200.log").read_text()
+        assert log.count("@@end") == 8 and log.count("| PASS") == 8
+        assert ("0 hazards displayed (0 errors, 0 warnings)" if tool == "racecheck" else "ERROR SUMMARY: 0 errors") in log

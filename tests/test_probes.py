@@ -118,3 +118,16 @@ def test_probes_share_the_hopper_check_and_the_rounds(monkeypatch):
     out = common.alternating(timed, flops=1.0, rounds=3)
     assert calls == ["a", "b"] * 3
     assert out["a"] == {"ms": [1.0] * 3, "sm_mhz": [1980] * 3, "power_w": [500.0] * 3} and out["b"]["ms"] == [2.0] * 3
+
+
+def test_reject_wrong_has_a_case_for_every_rung_it_names_and_refuses_one_it_has_not():
+    """tools/probes/reject_wrong_fp16c.py: every rung with an 'other' rung has a case (rungs 25-26 once had none, and a
+    run for them checked nothing and exited 0); a rung without a case is refused before any GPU work (exit 1)."""
+    sys.path.insert(0, str(ROOT))
+    from tools.probes import reject_wrong_fp16c as R
+
+    assert {k for k, _ in R.CASES} == set(R.OTHER)
+    p = subprocess.run([sys.executable, str(ROOT / "tools/probes/reject_wrong_fp16c.py"), "/tmp/never-written.json", "99"],
+                       capture_output=True, text=True, env={"COURSE_DEVICE": "cpu", "PATH": "/usr/bin:/bin"}, cwd=ROOT,
+                       timeout=120)
+    assert p.returncode == 1 and "no case for rung(s) [99]" in p.stderr
