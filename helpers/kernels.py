@@ -98,6 +98,8 @@ class GemmKernel:
     base: int | None = None        # the rung its gain is predicted over, where that is not the rung before
     why: str = ""                  # the reasoning behind the prediction
     timed_shapes: tuple | None = None   # (M, N, K) shapes lesson 6's record times it at; None: every timed shape
+    per_shape: bool = False        # the launcher builds it per problem (rungs 25-26: clusters of 4 or of 2,
+                                   # helpers.kernels.quad_choice)
 
     def __post_init__(self):
         if not self.output:
@@ -244,6 +246,22 @@ def tail_split_tiles(M: int, N: int, K: int) -> tuple[list[tuple[int, int, int, 
     blocks = [(tm * 128, min(M, tm * 128 + 128), tn * 256, min(N, tn * 256 + 256))
               for tm, tn in order[dp * TAIL_SPLIT_CLUSTER:] if tm * 128 < M]
     return blocks, [(p * per * 64, min(K, (p + 1) * per * 64)) for p in range(s)]
+
+
+def cluster_waves(M: int, N: int, cluster: int, fit: int) -> int:
+    """Waves of a persistent 128 x 256-tile kernel whose work unit is `cluster` tiles stacked along M, with `fit`
+    clusters resident at once: ceil(units / fit)."""
+    units = -(-math.ceil(M / 128) // cluster) * math.ceil(N / 256)
+    return -(-units // fit)
+
+
+def quad_choice(M: int, N: int, a_row_bytes: int, b_row_bytes: int, fit4: int, fit2: int) -> int:
+    """Rungs 25-26's cluster for an M x N problem: 4 where a row of A or of B starts inside a 128-byte line (every
+    TMA box row then costs two L2 requests, and a CTA of a cluster of 4 asks for a quarter of B instead of half) and
+    clusters of 4 (`fit4` resident at once) take no more waves than clusters of 2 (`fit2`); else 2 (rung 14's or
+    13's build). A pure function of the shape, the row strides and the two driver counts."""
+    inside = a_row_bytes % 128 != 0 or b_row_bytes % 128 != 0
+    return 4 if inside and cluster_waves(M, N, 4, fit4) <= cluster_waves(M, N, 2, fit2) else 2
 
 
 _fp16_fp32acc_h = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL, output="fp16")
@@ -534,16 +552,19 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 # start inside a 128-byte line and no wave is added) before the record takes them.
 _QUAD_WHY = ("four CTAs on tiles stacked along M share B, and each loads one of its four boxes for all of them: a CTA "
              "asks L2 for 128 + 64 box rows of 128 bytes per K-tile instead of 128 + 128. Where rows start inside a "
-             "128-byte line (5000^3: rows of 10000 bytes) every box row costs two L2 requests, and the knob CLUSTER_M = 4 "
-             "measured x1.08 on rung 14 there (predicted separately: x1.08); with aligned rows a first look measured "
-             "about x1.04, so x1.03 at 4096^3 and 8192^3")
+             "128-byte line (5000^3: rows of 10000 bytes) every box row costs two L2 requests. Written first as clusters "
+             "of 4 everywhere and predicted x1.03 at 4096^3 and 8192^3 (x1.08 at 5000^3), its first run measured x1.12 "
+             "at 5000^3 but x0.84 at 4096^3 and x0.60 at 2048^3: the driver fits 30 clusters of 4 (120 CTAs) against 66 "
+             "of 2, which adds a wave there. So the launcher now chooses per problem (helpers.kernels.quad_choice): "
+             "clusters of 4 only where a row starts inside a line and no wave is added, else rung 14's (13's) own "
+             "build. Predicted from that first run: x1.00 where it builds rung 14 (13), x1.12 at 5000^3")
 PENDING: dict[int, GemmKernel] = {
-    25: _hopper_rung(25, "hopper_quad_cluster", "clusters of 4: each CTA loads a quarter of B", 1.03, _QUAD_WHY,
-                     output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(4, 1, 1), c_box=(64, 64),
-                     dyn_smem=HOPPER_STORE_SMEM, base=14),
-    26: _hopper_rung(26, "hopper_quad_cluster_f32c", "rung 13 in clusters of 4 (rung 25 writing FP32 C)", 1.03,
-                     _QUAD_WHY.replace("on rung 14", "on rung 14 (FP16 C)"), persistent=True, cluster=(4, 1, 1),
-                     c_box=(64, 32), dyn_smem=HOPPER_STORE_SMEM, base=13),
+    25: _hopper_rung(25, "hopper_quad_cluster", "clusters of 4 where rows start inside a line (chosen per shape)", 1.0,
+                     _QUAD_WHY, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(4, 1, 1),
+                     c_box=(64, 64), dyn_smem=HOPPER_STORE_SMEM, base=14, per_shape=True),
+    26: _hopper_rung(26, "hopper_quad_cluster_f32c", "rung 25 writing FP32 C (rung 13 with clusters of 4 by shape)",
+                     1.0, _QUAD_WHY.replace("rung 14 (13)", "rung 13"), persistent=True, cluster=(4, 1, 1),
+                     c_box=(64, 32), dyn_smem=HOPPER_STORE_SMEM, base=13, per_shape=True),
 }
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 

@@ -253,6 +253,20 @@ def kernel_resources(key, source: str | None = None, options: tuple = ()) -> dic
             "smem": int(k.shared_size_bytes) + int(spec.dyn_smem), "spills": int(k.local_size_bytes)}
 
 
+def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int) -> tuple:
+    """(entry, NVRTC options) of rung 25 or 26 for an M x N problem whose rows of A and B are a_row_bytes and
+    b_row_bytes apart: clusters of 4 as built, or of 2 (QUAD_CLUSTER=2: rung 14's or 13's template call), as
+    helpers.kernels.quad_choice decides from how many clusters of each size the driver lets run at once."""
+    import dataclasses
+
+    from .kernels import quad_choice
+
+    pair = (dataclasses.replace(spec, cluster=(2, 1, 1)), ("-DQUAD_CLUSTER=2",))
+    fit4 = resident_blocks(spec)[0] // 4
+    fit2 = resident_blocks(pair[0], options=pair[1])[0] // 2
+    return (spec, ()) if quad_choice(M, N, a_row_bytes, b_row_bytes, fit4, fit2) == 4 else pair
+
+
 def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options: tuple = ()):
     """For timing: returns (run, C, (M, N)); run() launches once on device arrays.
 
@@ -266,6 +280,8 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
     import cupy
 
     spec, A, B, (M, N, K), (Mp, Np, Kp) = prepare(key, A, B, pad)
+    if spec.per_shape and source is None and not options:     # rungs 25-26: the build for this problem
+        spec, options = per_shape_build(spec, Mp, Np, A.shape[1] * A.itemsize, B.strides[0])   # A: made contiguous
     var = _variant(source, options)
     kern = gpu_kernel(spec, **var)
     C = cupy.full((Mp, Np), np.nan, dtype=spec.out_dtype)

@@ -1082,6 +1082,9 @@ static_assert((HBN / BOX_N) % QUAD_CLUSTER == 0 && GROUP_M % QUAD_CLUSTER == 0,
 // against 66 of 2: at 4096^3 the 128 units of 4 tiles take 5 waves where rung 14's 256 units of 2 take 4, at 2048^3
 // 2 against 1, at 5000^3 7 against 7. With 10112-byte rows rung 25 gained x1.03 over rung 14
 // (results/logs/row-alignment-r25-nvidia-h200.json): clusters of 4 pay where rows start inside a 128-byte line.
+// So the launcher now builds each problem its own way (helpers.kernels.quad_choice): clusters of 4 where a row of A or
+// B starts inside a 128-byte line and they take no more waves than clusters of 2; else QUAD_CLUSTER = 2, which is
+// rung 14's (13's) template call.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) QUAD_DIMS hopper_quad_cluster(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);

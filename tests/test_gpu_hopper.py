@@ -155,3 +155,43 @@ def test_tail_split_is_correct_deterministic_and_resets_its_flags():
     for e in out:
         assert e["passed"] and e["model"] == "identical", e["text"]
         assert e["identical"] and e["flags_reset"], e
+
+
+def _per_shape_grids(k: int, shapes) -> list:
+    """GPU, in a child: rung k's launch grid and check at each shape (N(0,1) FP16 inputs, C poisoned with NaN)."""
+    import cupy
+
+    from helpers.experiments.ladder import _inputs
+    from helpers.kernels import rung_entry
+    from helpers.launch import launcher, resident_blocks
+
+    out = [{"quad": resident_blocks(rung_entry(k))[0]}]
+    for M, N, K in shapes:
+        A, B = _inputs(0, M, N, K)
+        run, C, _ = launcher(rung_entry(k), A, B)
+        C.fill(cupy.nan)
+        run()
+        chk = rung_entry(k).check(C[:M, :N], A, B, backend="GPU")
+        out.append({"shape": [M, N, K], "grid": list(run.grid), "passed": bool(chk.passed), "model": chk.model})
+    return out
+
+
+@gpu
+@pytest.mark.parametrize("k", [25, 26])
+def test_rungs_25_and_26_build_per_shape(k):
+    """Rungs 25-26 (pending): clusters of 4 where rows start inside a 128-byte line and no wave is added (1000 x 1064
+    x 1000: rows of 2000 and 2128 bytes; 5000^3), rung 14's or 13's build where rows are aligned (4096^3) or clusters
+    of 4 add a wave (7000^3): the grid is whole clusters of the chosen size, and every C is correct and the model's."""
+    from helpers.kernels import quad_choice, rung_entry
+
+    _runnable(rung_entry(k))
+    shapes = [(1000, 1064, 1000), (4096, 4096, 4096), (5000, 5000, 5000), (7000, 7000, 7000)]
+    out = isolate.run_isolated("tests.test_gpu_hopper:_per_shape_grids", k, [list(s) for s in shapes], timeout=300)
+    assert isinstance(out, list), out
+    quad, rows = out[0]["quad"], out[1:]
+    assert all(x["passed"] and x["model"] == "identical" for x in rows), rows
+    assert quad % 4 == 0 and quad < 132
+    grids = {tuple(x["shape"]): x["grid"][0] for x in rows}
+    assert grids[1000, 1064, 1000] == grids[5000, 5000, 5000] == quad
+    assert grids[4096, 4096, 4096] == grids[7000, 7000, 7000] == 132
+    assert quad_choice(7000, 7000, 14000, 14000, quad // 4, 66) == 2

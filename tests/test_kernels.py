@@ -538,7 +538,8 @@ def test_rungs_25_and_26_are_rungs_14_and_13_in_clusters_of_four():
     assert set(K.PENDING) == {25, 26} and not set(K.PENDING) & set(K.ALL_RUNGS)
     for k, base in ((25, 14), (26, 13)):
         r, b = K.PENDING[k], K.ALL_RUNGS[base]
-        assert r.base == base and r.cluster == (4, 1, 1) and b.cluster == (2, 1, 1) and r.predicted_gain == 1.03
+        assert r.base == base and r.cluster == (4, 1, 1) and b.cluster == (2, 1, 1) and r.predicted_gain == 1.0
+        assert r.per_shape and not b.per_shape
         assert (r.emulate, r.out_dtype, r.block, r.block_tile, r.tma_boxes, r.c_box, r.dyn_smem, r.persistent) == \
             (b.emulate, b.out_dtype, b.block, b.block_tile, b.tma_boxes, b.c_box, b.dyn_smem, b.persistent)
         src = {n: helpers.display.kernel_source("hopper_sm90a.cu", n) for n in (r.name, b.name)}
@@ -551,7 +552,8 @@ def test_rungs_25_and_26_are_rungs_14_and_13_in_clusters_of_four():
     assert "Predicted: x1.08 over rung 14 (13) at 5000^3, x1.03 at 4096^3 and 8192^3, x1.00 elsewhere." in c
     cm = {r["cluster_m"]: r for r in H.switch_rows("cluster-m", "cluster_m", 2)}
     assert f"measured x{cm[4]['gain']:.2f} at 5000^3" in c and cm[4]["passed"]
-    assert "x1.08" in K.PENDING[25].why and "(predicted separately: x1.08)" in K.PENDING[25].why
+    assert "predicted x1.03 at 4096^3 and 8192^3 (x1.08 at 5000^3)" in K.PENDING[25].why
+    assert "Predicted from that first run: x1.00 where it builds rung 14 (13), x1.12 at 5000^3" in K.PENDING[25].why
 
 
 def test_rungs_25_and_26_comment_quotes_their_first_runs():
@@ -588,3 +590,20 @@ def test_rungs_25_and_26_comment_quotes_their_first_runs():
         log = (logs / f"sanitize-new-kernels-rung25-26-{tool}-nvidia-h200.log").read_text()
         assert log.count("@@end") == 8 and log.count("| PASS") == 8
         assert ("0 hazards displayed (0 errors, 0 warnings)" if tool == "racecheck" else "ERROR SUMMARY: 0 errors") in log
+
+
+
+def test_quad_choice_takes_clusters_of_four_only_where_rows_start_inside_a_line_and_no_wave_is_added():
+    """helpers.kernels.quad_choice with the H200's counts (30 clusters of 4, 66 of 2: results/logs/quad-grid): 4 at
+    5000^3 (rows of 10000 bytes, 7 waves either way) and at 1000^3 (1 wave); 2 at 4096^3 and 8192 x 8192 x 1024
+    (aligned rows), at 7000^3 and 6000^3 (rows inside a line, but 14 waves against 12, 10 against 9); 2 with aligned
+    rows even where the waves tie; rows of A alone inside a line count. The launcher's build for 2 is rung 14's
+    template call (QUAD_CLUSTER=2)."""
+    q = lambda n, a=None, b=None: K.quad_choice(n, n, a or 2 * n, b or 2 * n, 30, 66)   # noqa: E731
+    assert (q(5000), q(1000), q(4096), q(7000), q(6000)) == (4, 4, 2, 2, 2)
+    assert K.quad_choice(8192, 8192, 2048, 16384, 30, 66) == 2
+    assert q(5000, a=10112, b=10112) == 2 and q(5000, a=10000, b=10112) == 4
+    assert K.cluster_waves(5000, 5000, 4, 30) == K.cluster_waves(5000, 5000, 2, 66) == 7
+    assert (K.cluster_waves(7000, 7000, 4, 30), K.cluster_waves(7000, 7000, 2, 66)) == (14, 12)
+    src = (KERNEL_DIR.parent / "helpers" / "launch.py").read_text()
+    assert 'pair = (dataclasses.replace(spec, cluster=(2, 1, 1)), ("-DQUAD_CLUSTER=2",))' in src
