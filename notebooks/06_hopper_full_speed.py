@@ -1322,8 +1322,13 @@ helpers.display.table(na, ["kernel", "row_bytes", "us", "requests_m", "sectors_m
 # row then spans two lines. Rung 16 also reads more from DRAM (cuBLAS reads the same), its
 # long-scoreboard stall (a warp waiting for a result from the memory pipeline) grows about threefold
 # where cuBLAS's grows by a quarter, and its tensor pipe is busy a smaller share of the time while
-# cuBLAS's hardly changes. Changes aimed at the loads, each checked and timed in three alternating
-# rounds beside cuBLAS (`tools/probes/wait_hint.py --prefetch`, `--group` and `--cluster`):
+# cuBLAS's hardly changes.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Three changes aimed at the loads
+#
+# Each checked and timed in three alternating rounds beside cuBLAS (`tools/probes/wait_hint.py
+# --prefetch`, `--group` and `--cluster`):
 
 # %% slideshow={"slide_type": "-"}
 sw = (H.switch_rows("l2-prefetch", "l2_prefetch", 0) + H.switch_rows("group-m", "group_m", 8)

@@ -607,3 +607,23 @@ def test_quad_choice_takes_clusters_of_four_only_where_rows_start_inside_a_line_
     assert (K.cluster_waves(7000, 7000, 4, 30), K.cluster_waves(7000, 7000, 2, 66)) == (14, 12)
     src = (KERNEL_DIR.parent / "helpers" / "launch.py").read_text()
     assert 'pair = (dataclasses.replace(spec, cluster=(2, 1, 1)), ("-DQUAD_CLUSTER=2",))' in src
+
+
+def test_rungs_25_and_26_per_shape_run_is_quoted():
+    """The per-shape build's run (rung 25 beside rung 14, one process): every row correct and the model's; the gain at
+    5000^3 and the fraction of cuBLAS there as the comment says, and within 1% of rung 14 at the other four shapes
+    (x0.99 to x1.00: its own build there); the GPU test of the grids passed on the H200."""
+    import json
+
+    logs = KERNEL_DIR.parent / "results" / "logs"
+    d = json.loads((logs / "rung25-per-shape-probe-nvidia-h200.json").read_text())
+    assert all(r["passed"] and r["model"] == "identical" for r in d["25"] + d["14"])
+    t = {(int(key), r["m"], r["n"], r["k"]): r for key in ("25", "14") for r in d[key] if r.get("tflops")}
+    c = _kernel_comment("hopper_quad_cluster").replace("\n// ", " ")
+    n5 = (5000,) * 3
+    assert (f"x{t[(25,) + n5]['tflops'] / t[(14,) + n5]['tflops']:.2f} over rung 14 at 5000^3 "
+            f"({t[(25,) + n5]['tflops']:.0f} TFLOP/s, {t[(25,) + n5]['frac_cublas']:.2f}x cuBLAS writing FP16 C)") in c
+    others = [s for s in ((4096,) * 3, (8192,) * 3, (2048,) * 3, (8192, 8192, 1024))]
+    gains = [t[(25,) + s]["tflops"] / t[(14,) + s]["tflops"] for s in others]
+    assert all(0.985 <= g <= 1.005 for g in gains) and "x0.99 to x1.00 at the other four shapes" in c
+    assert "2 passed" in (logs / "tests-gpu-rung25-26-per-shape-nvidia-h200.log").read_text()
