@@ -402,7 +402,7 @@ __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 ran
         um = t / tiles_n;
         un = t % tiles_n;
     } else {
-        const int group = GROUP_M >= CLUSTER ? GROUP_M / CLUSTER : 1;   // unit rows per group (at least one)
+        const int group = GROUP_M / CLUSTER;                    // unit rows per group
         const int per_group = group * tiles_n;
         const int first = (t / per_group) * group;
         const int rows = min(units_m - first, group);           // the last group may be shorter
@@ -1094,8 +1094,10 @@ extern "C" __global__ void hopper_quad_cluster(const __grid_constant__ TensorMap
     const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
     int M, int N, int K)
 {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && GROUP_M >= QUAD_CLUSTER
     ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true, true>(&tmA, &tmB, &tmC, C, M, N, K);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    __trap();                                  // GROUP_M below the cluster: no whole unit row per group
 #endif
 }
 
@@ -1107,8 +1109,10 @@ extern "C" __global__ void hopper_quad_cluster_f32c(const __grid_constant__ Tens
     const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
     int M, int N, int K)
 {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && GROUP_M >= QUAD_CLUSTER
     ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true>(&tmA, &tmB, &tmC, C, M, N, K);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    __trap();                                  // GROUP_M below the cluster: no whole unit row per group
 #endif
 }
 
