@@ -262,9 +262,8 @@ def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_by
     from .kernels import quad_choice
 
     pair = (dataclasses.replace(spec, cluster=(2, 1, 1)), ("-DQUAD_CLUSTER=2",))
-    fit4 = resident_blocks(spec)[0] // 4
-    fit2 = resident_blocks(pair[0], options=pair[1])[0] // 2
-    return (spec, ()) if quad_choice(M, N, a_row_bytes, b_row_bytes, fit4, fit2) == 4 else pair
+    fits = lambda: (resident_blocks(spec)[0] // 4, resident_blocks(pair[0], options=pair[1])[0] // 2)   # noqa: E731
+    return (spec, ()) if quad_choice(M, N, a_row_bytes, b_row_bytes, fits) == 4 else pair
 
 
 def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options: tuple = ()):

@@ -124,14 +124,6 @@ __device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, u64* b
         : "memory");
 }
 
-// A hint, no copy: bring the same box from memory into L2 now (no shared memory, no barrier), so that the load
-// that later asks for it finds it there (ws_gemm's probe switch L2_PREFETCH).
-__device__ __forceinline__ void tma_prefetch_l2(const TensorMap* map, int c0, int c1)
-{
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n"
-                 :: "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1) : "memory");
-}
-
 // --------------------------------------------------------------------------- warpgroups
 __device__ __forceinline__ void wgmma_fence()  { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -164,8 +156,8 @@ __device__ __forceinline__ u64 desc_plus(DescBase b, u32 off16)
 template <int R> __device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(R)); }
 template <int R> __device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R)); }
 
-// ---------------------------------------------------------------- clusters (lesson 6's rung 12, lesson 7's
-// clustered FP8 kernel): a CTA's rank and count, its peers' barriers, multicast loads
+// ---------------------------------------------------------------- clusters (lesson 6's rungs 12 on): a CTA's rank
+// and count, its peers' barriers, multicast loads
 __device__ __forceinline__ u32 cluster_rank()
 {
     u32 r;

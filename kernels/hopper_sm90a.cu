@@ -68,12 +68,6 @@
 #ifndef DESC_ADD
 #define DESC_ADD 0
 #endif
-// L2_PREFETCH, a probe switch of ws_gemm (issue 25; 0 as every rung is recorded): the producer also asks for the
-// boxes of K-tile kt + L2_PREFETCH to be brought into L2 (tma_prefetch_l2) while it loads K-tile kt, so that
-// loads which miss L2 (rows 16 bytes into a sector at 5000^3 doubled the requests) find their data there.
-#ifndef L2_PREFETCH
-#define L2_PREFETCH 0
-#endif
 #ifndef HSTAGES
 #define HSTAGES 4                             // pipeline stages (a knob, see below)
 #endif
@@ -516,18 +510,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 const bool a_in = tm * BM < M;
                 const int nb = b_boxes_in<BN>(tn, N);
                 const u32 bytes = (a_in ? A_BYTES : 0) + nb * B_BOX_BYTES;
-                auto prefetch = [&](int j) {                   // L2_PREFETCH: K-tile j's boxes into L2
-                    constexpr int per = BN / BOX_N / CLUSTER;  // this CTA's boxes of B, as below
-                    if (a_in) tma_prefetch_l2(tmA, j * HBK, tm * BM);
-#pragma unroll
-                    for (int c = (int)rank * per; c < ((int)rank + 1) * per; ++c)
-                        if (c < nb) tma_prefetch_l2(tmB, tn * BN + c * BOX_N, j * HBK);
-                };
                 for (int kt = k0; kt < k1; ++kt) {
-                    if (L2_PREFETCH > 0) {                     // (the tile's first K-tiles: all at its start)
-                        for (int j = kt == k0 ? kt + 1 : kt + L2_PREFETCH; j <= kt + L2_PREFETCH && j < k1; ++j)
-                            prefetch(j);
-                    }
                     mbar_wait<WAIT>(&empty[s], phase ^ 1);     // every consumer (of every CTA) freed stage s
                     mbar_expect_tx(&full[s], bytes);           // A, and all of B (rungs 12-13: half from the peer)
                     if (a_in) tma_load(sA + s * A_BYTES, tmA, &full[s], kt * HBK, tm * BM);

@@ -1331,17 +1331,15 @@ helpers.display.table(na, ["kernel", "row_bytes", "us", "requests_m", "sectors_m
 # --prefetch`, `--group` and `--cluster`):
 
 # %% slideshow={"slide_type": "-"}
-sw = (H.switch_rows("l2-prefetch", "l2_prefetch", 0) + H.switch_rows("group-m", "group_m", 8)
-      + H.switch_rows("cluster-m", "cluster_m", 2))
-for r in sw:
-    knob = next(k for k in ("l2_prefetch", "group_m", "cluster_m") if k in r)
-    r["change"] = f"{knob.upper()}={r[knob]}"
+sw = [dict(r, change=f"{key.upper()}={r[key]}") for key, default in (("l2_prefetch", 0), ("group_m", 8),
+                                                                        ("cluster_m", 2))
+      for r in H.switch_rows(key, default)]
 helpers.display.table(sw, ["kernel", "shape", "change", "passed", "tflops", "gain", "vs_cublas", "mhz"],
                       ["kernel", "M x N x K", "build", "correct", "TFLOP/s", "x as recorded", "x cuBLAS, same C",
                        "SM clock, MHz"], {"tflops": ".0f", "gain": ".2f", "vs_cublas": ".2f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# `L2_PREFETCH=d` (a probe switch in kernels/hopper_sm90a.cu) has the producer also ask for K-tile
+# `L2_PREFETCH=d` (a probe switch, kept in commit 1bcb7f2 only) had the producer also ask for K-tile
 # kt + d to be brought into L2 while it loads kt: one more copy-engine operation per box. It ran at about
 # half speed at $5000^3$ and slower at $4096^3$ too, which fits a copy engine that is already busy
 # with these loads. A wider or narrower tile order (`GROUP_M`) was no faster. Clusters of 4

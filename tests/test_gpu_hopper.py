@@ -194,4 +194,4 @@ def test_rungs_25_and_26_build_per_shape(k):
     grids = {tuple(x["shape"]): x["grid"][0] for x in rows}
     assert grids[1000, 1064, 1000] == grids[5000, 5000, 5000] == quad
     assert grids[4096, 4096, 4096] == grids[7000, 7000, 7000] == 132
-    assert quad_choice(7000, 7000, 14000, 14000, quad // 4, 66) == 2
+    assert quad_choice(7000, 7000, 14000, 14000, lambda: (quad // 4, 66)) == 2

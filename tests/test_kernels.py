@@ -550,7 +550,7 @@ def test_rungs_25_and_26_are_rungs_14_and_13_in_clusters_of_four():
     assert _hdefine("QUAD_CLUSTER") == 4 and _hdefine("CLUSTER_M") == 2
     c = _kernel_comment("hopper_quad_cluster").replace("\n// ", " ")
     assert "Predicted: x1.08 over rung 14 (13) at 5000^3, x1.03 at 4096^3 and 8192^3, x1.00 elsewhere." in c
-    cm = {r["cluster_m"]: r for r in H.switch_rows("cluster-m", "cluster_m", 2)}
+    cm = {r["cluster_m"]: r for r in H.switch_rows("cluster_m", 2)}
     assert f"measured x{cm[4]['gain']:.2f} at 5000^3" in c and cm[4]["passed"]
     assert "predicted x1.03 at 4096^3 and 8192^3 (x1.08 at 5000^3)" in K.PENDING[25].why
     assert "Predicted from that first run: x1.00 where it builds rung 14 (13), x1.12 at 5000^3" in K.PENDING[25].why
@@ -599,9 +599,11 @@ def test_quad_choice_takes_clusters_of_four_only_where_rows_start_inside_a_line_
     (aligned rows), at 7000^3 and 6000^3 (rows inside a line, but 14 waves against 12, 10 against 9); 2 with aligned
     rows even where the waves tie; rows of A alone inside a line count. The launcher's build for 2 is rung 14's
     template call (QUAD_CLUSTER=2)."""
-    q = lambda n, a=None, b=None: K.quad_choice(n, n, a or 2 * n, b or 2 * n, 30, 66)   # noqa: E731
-    assert (q(5000), q(1000), q(4096), q(7000), q(6000)) == (4, 4, 2, 2, 2)
-    assert K.quad_choice(8192, 8192, 2048, 16384, 30, 66) == 2
+    asked = []
+    h200 = lambda: asked.append(1) or (30, 66)   # noqa: E731
+    q = lambda n, a=None, b=None: K.quad_choice(n, n, a or 2 * n, b or 2 * n, h200)   # noqa: E731
+    assert (q(4096), K.quad_choice(8192, 8192, 2048, 16384, h200)) == (2, 2) and not asked   # aligned: no driver
+    assert (q(5000), q(1000), q(7000), q(6000)) == (4, 4, 2, 2) and len(asked) == 4
     assert q(5000, a=10112, b=10112) == 2 and q(5000, a=10000, b=10112) == 4
     assert K.cluster_waves(5000, 5000, 4, 30) == K.cluster_waves(5000, 5000, 2, 66) == 7
     assert (K.cluster_waves(7000, 7000, 4, 30), K.cluster_waves(7000, 7000, 2, 66)) == (14, 12)

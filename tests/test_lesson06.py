@@ -531,13 +531,13 @@ def test_claims_of_the_row_stride_counters_slide():
     assert 2.5 < ratio(r16, "long_scoreboard") < 3.5 and 1.15 < ratio(cub, "long_scoreboard") < 1.35
     assert na[r16, 10112]["tensor_pct"] - na[r16, 10000]["tensor_pct"] > 5
     assert abs(na[cub, 10112]["tensor_pct"] - na[cub, 10000]["tensor_pct"]) < 2
-    pf = H.switch_rows("l2-prefetch", "l2_prefetch", 0)
+    pf = H.switch_rows("l2_prefetch", 0)
     assert all(r["passed"] for r in pf) and {r["l2_prefetch"] for r in pf} == {0, 2, 4, 8}
     assert all(0.5 < r["gain"] < 0.6 for r in pf if r["shape"] == "5000x5000x5000" and r["l2_prefetch"])
     assert all(r["gain"] < 0.9 for r in pf if r["shape"] == "4096x4096x4096" and r["l2_prefetch"])
-    gm = H.switch_rows("group-m", "group_m", 8)
+    gm = H.switch_rows("group_m", 8)
     assert all(r["passed"] for r in gm) and all(r["gain"] <= 1.0 for r in gm)
-    cm = {r["cluster_m"]: r for r in H.switch_rows("cluster-m", "cluster_m", 2)}
+    cm = {r["cluster_m"]: r for r in H.switch_rows("cluster_m", 2)}
     assert all(r["passed"] for r in cm.values()) and round(cm[4]["gain"], 2) == 1.08 and cm[1]["gain"] < 1.0
     assert 128 + 256 // 4 == 192 and 128 + 256 // 2 == 256              # box rows of A and of this CTA's B per K-tile
     assert "Predicted before it ran (session 14): x1.04 for\n        # 4" in (ROOT / "tools/probes/wait_hint.py").read_text()
@@ -548,7 +548,8 @@ def test_claims_of_the_row_stride_counters_slide():
                   "was no faster.", "rung 14 ran 8% faster at $5000^3$ (predicted\n# before it ran: 4%). It is still short of cuBLAS there."):
         assert claim in src, claim
     ksrc = (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
-    assert "#define L2_PREFETCH 0" in ksrc and "tma_prefetch_l2(tmA, j * HBK, tm * BM)" in ksrc
+    assert "L2_PREFETCH" not in ksrc and "prefetch" not in ksrc          # the switch left: "kept in commit 1bcb7f2 only"
+    assert "(a probe switch, kept in commit 1bcb7f2 only)" in src
 
 def test_appendix_d_wave_filling_and_its_exercise(capsys):
     """'A menu of widths fills nearly all of them': the best 128-row width leaves at most 6% of the slots empty at
@@ -906,3 +907,14 @@ def test_the_record_times_the_skinny_rungs_at_their_three_shapes():
         else:
             assert got == list(H.TIMED)
     assert set(K.SKINNY_TIMED) <= set(H.TIMED)
+
+
+def test_switch_rows_names_the_command_of_a_missing_log(tmp_path):
+    """helpers.experiments.hopper.switch_rows without its log: the error names the probe and option that write it
+    (and can fail: the committed logs are read)."""
+    (tmp_path / "logs").mkdir()
+    for key, option in (("cluster_m", "--cluster"), ("group_m", "--group"), ("l2_prefetch", "--prefetch at commit 1bcb7f2")):
+        with pytest.raises(helpers.errors.ResultsError) as e:
+            H.switch_rows(key, 0, directory=tmp_path)
+        assert f"tools/probes/wait_hint.py OUT.json {option}" in e.value.fix
+        assert H.switch_rows(key, {"cluster_m": 2, "group_m": 8, "l2_prefetch": 0}[key])

@@ -699,14 +699,20 @@ def ncu_alignment_rows(name: str = "ncu-row-alignment", gpu_slug: str = "nvidia-
     return sorted(out, key=lambda r: (r["kernel"], r["row_bytes"]))
 
 
-def switch_rows(name: str, key: str, default, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """A run of tools/probes/wait_hint.py with one set (--prefetch, --group, --cluster: rows keyed `key`), kept as
-    results/logs/<name>-<gpu_slug>.json: per rung, shape and value, the median TFLOP/s of three alternating rounds,
-    its gain over the value `default` (the rung as recorded) and its ratio to cuBLAS writing the same C in the same
-    rounds, whether its checks passed, and the SM clocks of its rounds."""
+# tools/probes/wait_hint.py's sets kept as logs (results/logs/<name>-<gpu>.json): rows key -> (name, what wrote it)
+SWITCH_LOGS = {"l2_prefetch": ("l2-prefetch", "tools/probes/wait_hint.py OUT.json --prefetch at commit 1bcb7f2"),
+               "group_m": ("group-m", "tools/probes/wait_hint.py OUT.json --group"),
+               "cluster_m": ("cluster-m", "tools/probes/wait_hint.py OUT.json --cluster")}
+
+
+def switch_rows(key: str, default, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """A run of tools/probes/wait_hint.py with one set (rows keyed `key`: SWITCH_LOGS), kept in results/logs/: per
+    rung, shape and value, the median TFLOP/s of three alternating rounds, its gain over the value `default` (the rung
+    as recorded) and its ratio to cuBLAS writing the same C in the same rounds, whether its checks passed, and the SM
+    clocks of its rounds."""
     from ..results import load_log
 
-    log = load_log(name, f"tools/probes/wait_hint.py OUT.json --{name.split('-')[0]}", gpu_slug, directory)
+    log = load_log(*SWITCH_LOGS[key], gpu_slug, directory)
     ok = {(r["rung"], r[key], tuple(r["shape"])): r["passed"] for r in log if "passed" in r}
     runs = [r for r in log if "median_ms" in r]
     cub = {(r["what"], tuple(r["shape"])): r["tflops"] for r in runs if r[key] is None}

@@ -26,6 +26,16 @@ def run(main, doc: str) -> None:
     sys.exit(main(sys.argv[1:]))
 
 
+def knob_variant(rung: int, knobs: dict):
+    """Rung `rung` with `knobs` (helpers.try_kernel's names), as helpers.tryout builds it: (entry with its shared memory
+    and cluster, NVRTC options, {macro: value})."""
+    from helpers.tryout import defines, options, validate_knobs, variant_entry
+
+    spec, settings, given = validate_knobs(rung, knobs)
+    defs = defines(spec, given)
+    return variant_entry(spec, settings), options(defs), defs
+
+
 def alternating(timed: dict, flops: float, rounds: int = 3) -> dict:
     """{key: {"ms": [...], "sm_mhz": [...], "power_w": [...]}}: each launch function of `timed` (key -> fn) timed with
     the course's harness (helpers.timing.benchmark: CUDA events, L2 emptied, clocks), one after another, in `rounds`

@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
+from tools.probes.common import hopper_here, knob_variant, run  # noqa: E402  (run as a script: ROOT first)
 
 
 def _option(args: list, name: str, default: str) -> str:
@@ -89,10 +89,7 @@ def main(argv) -> int:
             for k in rungs:
                 r, opts = rung_entry(k), ()
                 if knobs:                              # the rung as helpers.try_kernel builds it with these knobs
-                    from helpers.tryout import defines, options, validate_knobs, variant_entry
-
-                    spec, settings, given = validate_knobs(k, knobs)
-                    r, opts = variant_entry(spec, settings), options(defines(spec, given))
+                    r, opts, _ = knob_variant(k, knobs)
                 hits.clear()
                 run, C, _ = launcher(r, A, B, options=opts)
                 if len(set(hits)) != 2:

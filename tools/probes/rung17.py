@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
+from tools.probes.common import hopper_here, knob_variant, run  # noqa: E402  (run as a script: ROOT first)
 SKINNY = [[128, 8192, 8192], [256, 8192, 8192], [64, 8192, 8192], [128, 28672, 4096]]
 FULL = [[4096] * 3, [5000] * 3]
 BIG = [[4096] * 3, [5000] * 3, [8192] * 3, [2048] * 3, [8192, 8192, 1024]]   # rungs 25-26
@@ -25,16 +25,6 @@ ODD = [[1000, 1064, 1000], [257, 520, 136], [40, 24, 56], [72, 8200, 1000]]
 VARIANTS = [{"STAGES": 4}, {"STAGES": 6}, {"CLUSTER_M": 1}, {"PRODUCER_REGS": 24}]   # helpers.tryout.KNOBS[17]
 VARIANTS_19 = [{"WAIT_HINT": 1}, {"STAGES": 6}, {"CLUSTER_M": 1}]                    # helpers.tryout.KNOBS[19]
 KNOB_SHAPE = (128, 8192, 8192)
-
-
-def variant(knobs: dict, rung: int = 17):
-    """Rung `rung` with `knobs` (try_kernel's names), as helpers.tryout builds it: (entry with its shared memory and
-    cluster, NVRTC options, {macro: value})."""
-    from helpers.tryout import defines, options, validate_knobs, variant_entry
-
-    spec, settings, given = validate_knobs(rung, knobs)
-    defs = defines(spec, given)
-    return variant_entry(spec, settings), options(defs), defs
 
 
 def knob_rows(shape=KNOB_SHAPE, variants=VARIANTS, rounds: int = 3, rung: int = 17) -> list[dict]:
@@ -55,7 +45,7 @@ def knob_rows(shape=KNOB_SHAPE, variants=VARIANTS, rounds: int = 3, rung: int = 
     ref = reference_gemm(A, B)
     runs, timed = [], {}
     for i, knobs in enumerate([{}] + list(variants)):
-        entry, opts, defs = variant(knobs, rung)
+        entry, opts, defs = knob_variant(rung, knobs)
         run, C, _ = launcher(entry, A, B, options=opts)
         C.fill(cupy.nan)
         run()

@@ -8,18 +8,19 @@ With --desc, the same for the probe switch DESC_ADD (ws_gemm): descriptors built
 cuBLAS's kernels do (rungs 12-15 at 4096^3, 16 at 5000^3, 19-21 at M = 128; rows keyed desc_add instead of
 mbar_wait). Its FP8 twin, F8_DESC_ADD, is timed by tools/probes/fp8_stages.py --desc (odd shape, 4096^3, 8192^3).
 
-With --prefetch, the probe switch L2_PREFETCH (0, 2, 4, 8 K-tiles ahead) on rungs 16 (5000^3) and 14 (4096^3); with
---group, rung 14's GROUP_M (8, 4, 16) at 5000^3; with --cluster, its CLUSTER_M (2, 1, 4) there (rows keyed
-l2_prefetch, group_m, cluster_m).
+With --group, rung 14's GROUP_M (8, 4, 16) at 5000^3; with --cluster, its CLUSTER_M (2, 1, 4) there (rows keyed
+group_m, cluster_m). (--prefetch timed the probe switch L2_PREFETCH, the producer asking for K-tile kt + 2, 4 or 8 in
+L2, on rungs 16 and 14 in session 14: results/logs/l2-prefetch-nvidia-h200.json. It was slower everywhere and left
+the kernels with its option; both are in commit 1bcb7f2.)
 
-    python3 tools/probes/wait_hint.py OUT.json [--desc | --prefetch | --group | --cluster]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
+    python3 tools/probes/wait_hint.py OUT.json [--desc | --group | --cluster]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
+from tools.probes.common import hopper_here, knob_variant, run  # noqa: E402  (run as a script: ROOT first)
 PLAN = [((4096, 4096, 4096), (13, 14, 15)), ((5000, 5000, 5000), (16,)), ((128, 8192, 8192), (17, 18))]
 FP8 = ("fp8_wgmma", "fp8_promote_128")
 # set -> (the rows' key, [(value, NVRTC options of the course's rungs, of the FP8 kernels)], the rungs' plan)
@@ -29,11 +30,6 @@ SETS = {"hint": ("mbar_wait", [(h, (f"-DMBAR_WAIT={h}", f"-DSKINNY_WAIT={h}"), (
         "desc": ("desc_add", [(0, (), ()), (1, ("-DDESC_ADD=1",), None)],
                  [((4096, 4096, 4096), (12, 13, 14, 15)), ((5000, 5000, 5000), (16,)),
                   ((128, 8192, 8192), (19, 20, 21))]),
-        # --prefetch (session 14): the probe switch L2_PREFETCH (the producer asks for K-tile kt + d in L2 while it
-        # loads kt): rung 16 at 5000^3, where rows 16 bytes into a sector doubled the L2 requests and tripled the
-        # consumers' long-scoreboard stalls (tools/probes/ncu_row_alignment.py), and rung 14 at 4096^3
-        "prefetch": ("l2_prefetch", [(d, (f"-DL2_PREFETCH={d}",) if d else (), None) for d in (0, 2, 4, 8)],
-                     [((5000, 5000, 5000), (16,)), ((4096, 4096, 4096), (14,))]),
         # --group: rung 14's tile order at 5000^3 (GROUP_M, a knob; rung 16's plan assumes 8): a wave of 132 tiles
         # spans GROUP_M rows of A and 132 / GROUP_M columns of B, which decides how often each is read from DRAM
         "group": ("group_m", [(g, (f"-DGROUP_M={g}",) if g != 8 else (), None) for g in (8, 4, 16)],
@@ -69,10 +65,7 @@ def hopper_rows(shape, rungs, which: str = "hint") -> list[dict]:
         for h, opts, _ in values:
             entry = rung_entry(r)
             if knob:                                   # a knob of helpers.tryout: its entry (cluster, grid) too
-                from helpers.tryout import defines, options, validate_knobs, variant_entry
-
-                spec, settings, given = validate_knobs(r, {knob: h})
-                entry, opts = variant_entry(spec, settings), options(defines(spec, given))
+                entry, opts, _ = knob_variant(r, {knob: h})
             run, C, _ = launcher(entry, A, B, options=opts)
             C.fill(cupy.nan)
             run()
