@@ -826,3 +826,37 @@ def wave_efficiency(sizes, curves: dict, *, marks: dict | None = None, title: st
     ax.set_ylabel("tile slots holding output")
     ax.set_ylim(min(0.7, *(min(ys) for ys in curves.values())) - 0.02, 1.01)
     return _finish(ax, title, source, legend_outside=True)
+
+
+def box_rows_in_lines(row_bytes: list[int], *, rows: int = 8, segment: int = 128, line: int = 128, sector: int = 32):
+    """Lesson 6, Appendix D: where the first `segment` bytes of each of `rows` consecutive matrix rows fall
+    (one TMA box row: 64 FP16 values), against the 128-byte lines and 32-byte sectors of memory, for each row
+    stride in `row_bytes` (one panel each; the matrix starts on a line). A piece that starts inside a line spans
+    two lines: two L2 requests instead of one. Each panel's title gives the lines and sectors per piece, averaged
+    over the rows (helpers.analysis.sectors_per_row)."""
+    from matplotlib.patches import Rectangle
+
+    from .analysis import sectors_per_row
+
+    apply_style()
+    fig, axes = plt.subplots(1, len(row_bytes), figsize=(6.2 * len(row_bytes), 4.8), squeeze=False)
+    for ax, rb in zip(axes[0], row_bytes):
+        for r in range(rows):
+            start = r * rb % line                              # where the piece starts within its line
+            spans = (start + segment - 1) // line + 1
+            ax.add_patch(Rectangle((start, r + 0.15), segment, 0.7, facecolor=COLORS[1 if spans > 1 else 2],
+                                   alpha=0.85, edgecolor="k"))
+        for x in range(0, 2 * line + 1, sector):
+            ax.axvline(x, color="k", linewidth=2.0 if x % line == 0 else 0.6, alpha=0.8 if x % line == 0 else 0.3)
+        ax.set_xlim(0, 2 * line)
+        ax.set_ylim(rows, 0)
+        ax.set_xticks(range(0, 2 * line + 1, sector))
+        ax.set_xlabel("byte within two 128-byte lines (thin: 32-byte sectors)")
+        ax.set_ylabel("row")
+        ax.grid(False)
+        ax.set_title(f"rows {rb} bytes apart: {sectors_per_row(rb, segment, line, rows):.2f} lines and "
+                     f"{sectors_per_row(rb, segment, sector, rows):.2f} sectors per piece", fontsize=12, loc="left")
+    fig.suptitle(f"The first {segment} bytes of {rows} rows (orange: the piece spans two lines)", fontsize=14, x=0.01,
+                 ha="left")
+    fig.tight_layout()
+    return fig

@@ -1305,6 +1305,13 @@ for key, names in (("row_alignment_cublas", ["rung 14", "rung 16"]), ("row_strid
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What the counters say about the row stride
 #
+# A TMA box row is 128 bytes of one matrix row; memory serves L2 requests in 128-byte lines. Where the
+# box rows of eight consecutive rows fall:
+
+# %% slideshow={"slide_type": "-"}
+fig = helpers.plots.box_rows_in_lines([10000, 10112])
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
 # Rung 16 and cuBLAS at $5000^3$, each launched once under Nsight Compute with rows of 10000 and of
 # 10112 bytes (`tools/probes/ncu_row_alignment.py`; clocks not locked):
 
@@ -1318,8 +1325,8 @@ helpers.display.table(na, ["kernel", "row_bytes", "us", "requests_m", "sectors_m
                        "long_scoreboard": ".2f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Both kernels make about twice the L2 requests when rows start 16 bytes into a line: a 128-byte box
-# row then spans two lines. Rung 16 also reads more from DRAM (cuBLAS reads the same), its
+# Both kernels make about twice the L2 requests when rows start 16 bytes into a line, as the picture
+# says: 7 of every 8 box rows span two lines. Rung 16 also reads more from DRAM (cuBLAS reads the same), its
 # long-scoreboard stall (a warp waiting for a result from the memory pipeline) grows about threefold
 # where cuBLAS's grows by a quarter, and its tensor pipe is busy a smaller share of the time while
 # cuBLAS's hardly changes.

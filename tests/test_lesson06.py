@@ -527,6 +527,10 @@ def test_claims_of_the_row_stride_counters_slide():
     r16, cub = "rung 16", "cuBLAS FP16 C"
     assert all(1.7 < ratio(k, "requests_m") < 2.5 for k in (r16, cub))
     assert (10000 % 128, 10112 % 128) == (16, 0)
+    from helpers.analysis import sectors_per_row
+    assert sectors_per_row(10000, 128, 128, 8) == 1 + 7 / 8 and sectors_per_row(10112, 128, 128, 8) == 1.0   # "7 of 8"
+    fig = helpers.plots.box_rows_in_lines([10000, 10112])
+    assert [len(ax.patches) for ax in fig.axes] == [8, 8] and "1.88 lines" in fig.axes[0].get_title(loc="left")
     assert ratio(r16, "dram_mb") > 1.15 and abs(ratio(cub, "dram_mb") - 1) < 0.01
     assert 2.5 < ratio(r16, "long_scoreboard") < 3.5 and 1.15 < ratio(cub, "long_scoreboard") < 1.35
     assert na[r16, 10112]["tensor_pct"] - na[r16, 10000]["tensor_pct"] > 5
@@ -543,7 +547,7 @@ def test_claims_of_the_row_stride_counters_slide():
     assert "Predicted before it ran (session 14): x1.04 for\n        # 4" in (ROOT / "tools/probes/wait_hint.py").read_text()
     assert all(r["vs_cublas"] < 0.95 for r in pf + gm + list(cm.values()) if r["shape"] == "5000x5000x5000")
     src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
-    for claim in ("Both kernels make about twice the L2 requests", "Rung 16 also reads more from DRAM (cuBLAS reads the same)",
+    for claim in ("Both kernels make about twice the L2 requests", "7 of every 8 box rows span two lines", "Rung 16 also reads more from DRAM (cuBLAS reads the same)",
                   "grows about threefold\n# where cuBLAS's grows by a quarter", "It ran at about\n# half speed",
                   "was no faster.", "rung 14 ran 8% faster at $5000^3$ (predicted\n# before it ran: 4%). It is still short of cuBLAS there."):
         assert claim in src, claim
