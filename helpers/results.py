@@ -188,15 +188,21 @@ def write_json(data: dict, name: str, directory=None) -> Path:
     return path
 
 
-def load_log(name: str, made_by: str, gpu_slug: str = "nvidia-h200", directory=None):
-    """A probe's output kept as results/logs/<name>-<gpu_slug>.json (a knob round, an FP8 probe, an Nsight
-    Compute summary), parsed. `made_by` names the command that writes it, for the error when it is missing."""
-    path = _folder(directory) / "logs" / f"{name}-{gpu_slug}.json"
+def log_path(name: str, made_by: str, gpu_slug: str = "nvidia-h200", directory=None, suffix: str = ".json"):
+    """results/logs/<name>-<gpu_slug><suffix>, which must exist: `made_by` names the command that writes it, for the
+    error when it is missing."""
+    path = _folder(directory) / "logs" / f"{name}-{gpu_slug}{suffix}"
     if not path.is_file():
         raise ResultsError(f"no {path.name} in {path.parent}.",
                            f"run {made_by} on a Hopper GPU, or restore the committed file with "
                            "`git checkout -- results/`.")
-    return json.loads(path.read_text())
+    return path
+
+
+def load_log(name: str, made_by: str, gpu_slug: str = "nvidia-h200", directory=None):
+    """A probe's output kept as results/logs/<name>-<gpu_slug>.json (a knob round, an FP8 probe, an Nsight
+    Compute summary), parsed. `made_by` names the command that writes it, for the error when it is missing."""
+    return json.loads(log_path(name, made_by, gpu_slug, directory).read_text())
 
 
 # results/*.json that are not measurement records: Nsight Compute counters (tools/ncu_counters.py)

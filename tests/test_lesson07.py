@@ -568,3 +568,13 @@ def test_the_two_sum_register_exercise_agrees_with_the_kernel():
     assert exf.two_sum_registers(128) == 3 * 128 // 2 == 192 <= 232 < exf.two_sum_registers(256) == 384
     src = (ROOT / "notebooks" / "07_fp8.py").read_text()
     assert "ex.check_two_sum_registers(answer, bn=256)" in src and "{3 * 128 // 2} for two partial sums" in src
+
+
+def test_ncu_summary_names_what_is_missing(tmp_path):
+    """ncu_summary without its log: the error says what to run (and can fail: the committed log is read)."""
+    from helpers.experiments import fp8 as X
+
+    (tmp_path / "logs").mkdir()
+    with pytest.raises(helpers.errors.ResultsError, match="tools/ncu_counters.py"):
+        X.ncu_summary("ncu-fp8-cluster", directory=tmp_path)
+    assert set(X.ncu_summary("ncu-fp8-cluster")) == {"fp8_promote_2acc_lean", "fp8_promote_2acc_cluster"}

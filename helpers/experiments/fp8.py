@@ -855,14 +855,9 @@ CLUSTER_TRIED = {"kernel": "fp8_promote_2acc_cluster", "over": "fp8_promote_2acc
 def ncu_summary(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
     """tools/ncu_counters.py's printed summary kept as results/logs/<name>-<gpu_slug>.log, per target: ms, DRAM MB
     read and written, L2 sectors (millions), tensor pipe and occupancy (%), and the top stalls as printed."""
-    from ..errors import ResultsError
-    from ..results import _folder
+    from ..results import log_path
 
-    path = _folder(directory) / "logs" / f"{name}-{gpu_slug}.log"
-    if not path.is_file():
-        raise ResultsError(f"no {path.name} in {path.parent}.", "run tools/ncu_counters.py on a Hopper GPU, or restore "
-                                                              "the committed file with `git checkout -- results/`.")
-    lines = path.read_text().splitlines()
+    lines = log_path(name, "tools/ncu_counters.py", gpu_slug, directory, ".log").read_text().splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith("target "))
     keys = ("ms", "dram_read_mb", "dram_write_mb", "l2_sectors_m", "smem_wavefronts_m", "conflicts_m", "tensor_pct",
             "occupancy_pct")
