@@ -354,6 +354,19 @@ def _registry(entries: list[GemmKernel]) -> dict[str, GemmKernel]:
     return out
 
 
+# Rungs 25-26 (session 14, issue 25): rungs 14 and 13 in clusters of 4, written after the knob CLUSTER_M = 4 measured
+# x1.08 on rung 14 at 5000^3 (tools/probes/wait_hint.py --cluster); gains predicted before they ran. Their first run
+# (results/logs/rung25-probe-nvidia-h200.json): x1.12 at 5000^3, x0.84 at 4096^3, x0.60 at 2048^3, where 30 clusters
+# of 4 (120 CTAs) add a wave; built per shape since (helpers.kernels.quad_choice; results/logs/rung25-per-shape-probe).
+_QUAD_WHY = ("four CTAs on tiles stacked along M share B, and each loads one of its four boxes for all of them: a CTA "
+             "asks L2 for 128 + 64 box rows of 128 bytes per K-tile instead of 128 + 128. Where rows start inside a "
+             "128-byte line (5000^3: rows of 10000 bytes) every box row costs two L2 requests. Written first as clusters "
+             "of 4 everywhere and predicted x1.03 at 4096^3 and 8192^3 (x1.08 at 5000^3), its first run measured x1.12 "
+             "at 5000^3 but x0.84 at 4096^3 and x0.60 at 2048^3: the driver fits 30 clusters of 4 (120 CTAs) against 66 "
+             "of 2, which adds a wave there. So the launcher now chooses per problem (helpers.kernels.quad_choice): "
+             "clusters of 4 only where a row starts inside a line and no wave is added, else rung 14's (13's) own "
+             "build. Predicted from that first run: x1.00 where it builds rung 14 (13), x1.12 at 5000^3")
+
 KERNELS: dict[str, GemmKernel] = _registry([
     # Lessons 1-3: the seed article's kernels and the mixed-precision family; one thread per C element
     # (FP32), or one warp per 16x16 tile with 8 warps stacked in M (WMMA)
@@ -536,6 +549,12 @@ KERNELS: dict[str, GemmKernel] = _registry([
         "at M = 128)",
         threads=256, persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)),
         c_box=(64, 32), dyn_smem=SKINNY_SMEM, timed_shapes=SKINNY_TIMED, base=22),
+    _hopper_rung(25, "hopper_quad_cluster", "clusters of 4 where rows start inside a line (chosen per shape)", 1.0,
+                 _QUAD_WHY, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(4, 1, 1),
+                 c_box=(64, 64), dyn_smem=HOPPER_STORE_SMEM, base=14, per_shape=True),
+    _hopper_rung(26, "hopper_quad_cluster_f32c", "rung 25 writing FP32 C (rung 13 with clusters of 4 by shape)",
+                 1.0, _QUAD_WHY.replace("rung 14 (13)", "rung 13"), persistent=True, cluster=(4, 1, 1),
+                 c_box=(64, 32), dyn_smem=HOPPER_STORE_SMEM, base=13, per_shape=True),
 ])
 
 ALL_RUNGS: dict[int, GemmKernel] = {k.rung: k for k in sorted((k for k in KERNELS.values() if k.rung is not None),
@@ -548,27 +567,8 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 # A rung is written, compiled and modelled here before its first GPU run; until that run has checked and timed it
 # (a probe in tools/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
 # and moves into the registry (and its macros into helpers.tryout.KNOBS) once a Hopper GPU has run it.
-# Rungs 25-26 (session 14, issue 25): rungs 14 and 13 in clusters of 4, written after the knob CLUSTER_M = 4 measured
-# x1.08 on rung 14 at 5000^3 (tools/probes/wait_hint.py --cluster); gains predicted before they ran. Their first run
-# the same session (kernels/hopper_sm90a.cu, the rungs' comment): x1.12 at 5000^3, x0.84 at 4096^3, x0.60 at 2048^3,
-# where 30 clusters of 4 (120 CTAs) add a wave. They wait here for a choice per shape (clusters of 4 only where rows
-# start inside a 128-byte line and no wave is added) before the record takes them.
-_QUAD_WHY = ("four CTAs on tiles stacked along M share B, and each loads one of its four boxes for all of them: a CTA "
-             "asks L2 for 128 + 64 box rows of 128 bytes per K-tile instead of 128 + 128. Where rows start inside a "
-             "128-byte line (5000^3: rows of 10000 bytes) every box row costs two L2 requests. Written first as clusters "
-             "of 4 everywhere and predicted x1.03 at 4096^3 and 8192^3 (x1.08 at 5000^3), its first run measured x1.12 "
-             "at 5000^3 but x0.84 at 4096^3 and x0.60 at 2048^3: the driver fits 30 clusters of 4 (120 CTAs) against 66 "
-             "of 2, which adds a wave there. So the launcher now chooses per problem (helpers.kernels.quad_choice): "
-             "clusters of 4 only where a row starts inside a line and no wave is added, else rung 14's (13's) own "
-             "build. Predicted from that first run: x1.00 where it builds rung 14 (13), x1.12 at 5000^3")
-PENDING: dict[int, GemmKernel] = {
-    25: _hopper_rung(25, "hopper_quad_cluster", "clusters of 4 where rows start inside a line (chosen per shape)", 1.0,
-                     _QUAD_WHY, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(4, 1, 1),
-                     c_box=(64, 64), dyn_smem=HOPPER_STORE_SMEM, base=14, per_shape=True),
-    26: _hopper_rung(26, "hopper_quad_cluster_f32c", "rung 25 writing FP32 C (rung 13 with clusters of 4 by shape)",
-                     1.0, _QUAD_WHY.replace("rung 14 (13)", "rung 13"), persistent=True, cluster=(4, 1, 1),
-                     c_box=(64, 32), dyn_smem=HOPPER_STORE_SMEM, base=13, per_shape=True),
-}
+# None waits now (rungs 25-26 were the last, promoted in session 15).
+PENDING: dict[int, GemmKernel] = {}
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 
 

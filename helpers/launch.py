@@ -253,17 +253,27 @@ def kernel_resources(key, source: str | None = None, options: tuple = ()) -> dic
             "smem": int(k.shared_size_bytes) + int(spec.dyn_smem), "spills": int(k.local_size_bytes)}
 
 
-def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int) -> tuple:
+def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int, source: str | None = None,
+                    options: tuple = ()) -> tuple:
     """(entry, NVRTC options) of rung 25 or 26 for an M x N problem whose rows of A and B are a_row_bytes and
     b_row_bytes apart: clusters of 4 as built, or of 2 (QUAD_CLUSTER=2: rung 14's or 13's template call), as
-    helpers.kernels.quad_choice decides from how many clusters of each size the driver lets run at once."""
+    helpers.kernels.quad_choice decides from how many clusters of each size the driver lets run at once. source /
+    options: a variant (helpers.tryout's other knobs), asked about and built with them."""
     import dataclasses
 
     from .kernels import quad_choice
 
-    pair = (dataclasses.replace(spec, cluster=(2, 1, 1)), ("-DQUAD_CLUSTER=2",))
-    fits = lambda: (resident_blocks(spec)[0] // 4, resident_blocks(pair[0], options=pair[1])[0] // 2)   # noqa: E731
-    return (spec, ()) if quad_choice(M, N, a_row_bytes, b_row_bytes, fits) == 4 else pair
+    options = tuple(options)
+    pair = (dataclasses.replace(spec, cluster=(2, 1, 1)), (*options, "-DQUAD_CLUSTER=2"))
+    fits = lambda: (resident_blocks(spec, source, options)[0] // 4,                          # noqa: E731
+                    resident_blocks(pair[0], source, pair[1])[0] // 2)
+    return (spec, options) if quad_choice(M, N, a_row_bytes, b_row_bytes, fits) == 4 else pair
+
+
+def chooses_cluster(spec: GemmKernel, options: tuple = ()) -> bool:
+    """Whether the launcher chooses rung 25's or 26's cluster for the problem: a per-shape rung whose build does not
+    name one (helpers.tryout's CLUSTER_M knob compiles -DQUAD_CLUSTER=n, which the learner chose)."""
+    return spec.per_shape and not any(str(o).startswith("-DQUAD_CLUSTER=") for o in options)
 
 
 def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options: tuple = ()):
@@ -279,8 +289,9 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
     import cupy
 
     spec, A, B, (M, N, K), (Mp, Np, Kp) = prepare(key, A, B, pad)
-    if spec.per_shape and source is None and not options:     # rungs 25-26: the build for this problem
-        spec, options = per_shape_build(spec, Mp, Np, A.shape[1] * A.itemsize, B.strides[0])   # A: made contiguous
+    if chooses_cluster(spec, options):                        # rungs 25-26: the build for this problem
+        spec, options = per_shape_build(spec, Mp, Np, A.shape[1] * A.itemsize, B.strides[0],   # A: made contiguous
+                                        source, options)
     var = _variant(source, options)
     kern = gpu_kernel(spec, **var)
     C = cupy.full((Mp, Np), np.nan, dtype=spec.out_dtype)

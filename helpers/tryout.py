@@ -148,6 +148,15 @@ _SKINNY_DESC = Knob("DESC_ADD", "SKINNY_DESC", (0, 1), 1,
                     "cuBLAS's kernel does; 0 rebuilds both from their addresses before every wgmma (mask, shift, OR), "
                     "as rungs 21-22 do")
 
+# rungs 25-26: the cluster has a macro of its own (QUAD_CLUSTER), so that rung 14's CLUSTER_M stays as it is
+_QUAD = Knob("CLUSTER_M", "QUAD_CLUSTER", (2, 4), 4,
+             "CTAs per cluster along M sharing the B tile, each loading 4 / CLUSTER_M of its boxes and multicasting "
+             "them: with 4 a CTA asks L2 for 192 box rows per K-tile instead of 256. Left out, the launcher chooses "
+             "per problem (helpers.kernels.quad_choice): 4 only where a row starts inside a 128-byte line and "
+             "clusters of 4 add no wave, else 2 (rung 14's or 13's build); given, it is used at every size",
+             "cluster = (CLUSTER_M, 1, 1); the persistent grid is the whole clusters the driver fits at once, fewer "
+             "CTAs in clusters of 4 (helpers.launch.resident_blocks)")
+
 # rung -> {knob name: Knob}, in the order they are resolved (WAIT_GROUP after STAGES, GROUP_M after CLUSTER_M)
 KNOBS: dict[int, dict[str, Knob]] = {
     2: {"PAD": _pad("RUNG2_PAD", 0), "BK": _BK},
@@ -178,6 +187,9 @@ KNOBS: dict[int, dict[str, Knob]] = {
     # rungs 23-24: rungs 21-22 with added descriptors (DESC_ADD = 0 gives back rungs 21-22)
     23: {"STAGES": _SKINNY_STAGES, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_HINT_WAIT, "DESC_ADD": _SKINNY_DESC},
     24: {"STAGES": _SKINNY_STAGES, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_HINT_WAIT, "DESC_ADD": _SKINNY_DESC},
+    # rungs 25-26: rungs 14 and 13 with QUAD_CLUSTER (CLUSTER_M = 2 gives them back); GROUP_M a multiple of it
+    25: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _QUAD, "GROUP_M": _GROUP},
+    26: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _QUAD, "GROUP_M": _GROUP},
 }
 
 
@@ -211,7 +223,7 @@ def _skinny_launch(spec: GemmKernel, s: dict) -> dict:
 # rung -> f(entry, settings) -> the entry's fields that the settings change
 LAUNCH: dict[int, Callable] = {**{r: _ladder_launch for r in (2, 3, 4, 5, 6)},
                                **{r: _hopper_launch for r in (8, 9, 10, 11, 12, 13, 14, 15, 16)},
-                               **{r: _skinny_launch for r in range(17, 25)}}
+                               **{r: _skinny_launch for r in range(17, 25)}, 25: _hopper_launch, 26: _hopper_launch}
 
 
 def knob_table(like=None) -> list[dict]:

@@ -1046,7 +1046,7 @@ static_assert((HBN / BOX_N) % QUAD_CLUSTER == 0, "QUAD_CLUSTER must divide the 4
 #else
 #define QUAD_DIMS __cluster_dims__(QUAD_CLUSTER, 1, 1)
 #endif
-// Rungs 25-26 -- clusters of 4 (issue 25; written 2026-12-02, session 14, before any GPU ran them).
+// Rung 25 -- clusters of 4 where rows start inside a 128-byte line (issue 25; written 2026-12-02, session 14).
 // Adds, over rungs 14 and 13: four CTAs on four tiles stacked along M share their B tile, and each loads one of its
 // four boxes and multicasts it to all four (rung 12 did this with two CTAs and two boxes each). A CTA then asks L2 for
 // 128 + 64 box rows of 128 bytes per K-tile instead of 128 + 128. At 5000^3 a row of 10000 bytes starts 16 bytes into
@@ -1054,8 +1054,8 @@ static_assert((HBN / BOX_N) % QUAD_CLUSTER == 0, "QUAD_CLUSTER must divide the 4
 // tensor pipe busy 86% of the time against 94% with aligned rows. The knob CLUSTER_M = 4 on rung 14 measured x1.08
 // at 5000^3 (tools/probes/wait_hint.py --cluster, results/logs/cluster-m-nvidia-h200.json), and about x1.04 with
 // aligned rows (10112 bytes) in a first look whose output file was lost (tools/probes/row_alignment.py --rungs 14,25
-// repeats it). Predicted: x1.08 over rung 14 (13) at 5000^3, x1.03 at 4096^3 and 8192^3, x1.00 elsewhere. The sums
-// are rungs 14's and 13's, bit for bit.
+// repeats it). Built with clusters of 4 everywhere, it was first predicted x1.08 over rung 14 (13) at 5000^3, x1.03 at
+// 4096^3 and 8192^3, x1.00 elsewhere. The sums are rungs 14's and 13's, bit for bit.
 // First run (session 14, tools/probes/rung17.py 25 and 26, results/logs/rung25-probe-nvidia-h200.json and rung26-probe,
 // each beside its base in one process): correct and bit-identical to the model at 4 odd sizes and 5 timed shapes;
 // memcheck, racecheck and synccheck clean. At 5000^3 better than predicted: 651 against rung 14's 584 TFLOP/s (0.90x
@@ -1066,7 +1066,8 @@ static_assert((HBN / BOX_N) % QUAD_CLUSTER == 0, "QUAD_CLUSTER must divide the 4
 // (results/logs/row-alignment-r25-nvidia-h200.json): clusters of 4 pay where rows start inside a 128-byte line.
 // So the launcher now builds each problem its own way (helpers.kernels.quad_choice): clusters of 4 where a row of A or
 // B starts inside a 128-byte line and they take no more waves than clusters of 2; else QUAD_CLUSTER = 2, which is
-// rung 14's (13's) template call. Built so (session 14, tools/probes/rung17.py 25 again,
+// rung 14's (13's) template call. Predicted: x1.0 over rung 14 (13) where it is rung 14's build, x1.12 at 5000^3 (the
+// first run's gain there). Built so (session 14, tools/probes/rung17.py 25 again,
 // results/logs/rung25-per-shape-probe-nvidia-h200.json): correct and bit-identical to the model everywhere; x1.09 over
 // rung 14 at 5000^3 (638 TFLOP/s, 0.88x cuBLAS writing FP16 C), x0.99 to x1.00 at the other four shapes, where it is
 // rung 14's build.
@@ -1084,7 +1085,7 @@ extern "C" __global__ void hopper_quad_cluster(const __grid_constant__ TensorMap
 #endif
 }
 
-// Rung 26 -- rung 25 writing FP32 C (rung 13's epilogue). Predicted: as rung 25, over rung 13.
+// Rung 26 -- rung 25 writing FP32 C (rung 13's epilogue). Predicted: x1.0 over rung 13, x1.12 at 5000^3, as rung 25.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) QUAD_DIMS hopper_quad_cluster_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);

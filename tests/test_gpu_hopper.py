@@ -157,18 +157,22 @@ def test_tail_split_is_correct_deterministic_and_resets_its_flags():
         assert e["identical"] and e["flags_reset"], e
 
 
-def _per_shape_grids(k: int, shapes) -> list:
-    """GPU, in a child: rung k's launch grid and check at each shape (N(0,1) FP16 inputs, C poisoned with NaN)."""
+def _per_shape_grids(k: int, shapes, knobs=None) -> list:
+    """GPU, in a child: rung k's launch grid and check at each shape (N(0,1) FP16 inputs, C poisoned with NaN); with
+    `knobs`, the variant helpers.try_kernel builds for them (its entry and -D options)."""
     import cupy
 
+    from helpers import tryout
     from helpers.experiments.ladder import _inputs
     from helpers.kernels import rung_entry
     from helpers.launch import launcher, resident_blocks
 
+    spec, settings, given = tryout.validate_knobs(rung_entry(k), knobs or {})
+    entry, opts = tryout.variant_entry(spec, settings), tryout.options(tryout.defines(spec, given))
     out = [{"quad": resident_blocks(rung_entry(k))[0]}]
     for M, N, K in shapes:
         A, B = _inputs(0, M, N, K)
-        run, C, _ = launcher(rung_entry(k), A, B)
+        run, C, _ = launcher(entry, A, B, options=opts)
         C.fill(cupy.nan)
         run()
         chk = rung_entry(k).check(C[:M, :N], A, B, backend="GPU")
@@ -179,7 +183,7 @@ def _per_shape_grids(k: int, shapes) -> list:
 @gpu
 @pytest.mark.parametrize("k", [25, 26])
 def test_rungs_25_and_26_build_per_shape(k):
-    """Rungs 25-26 (pending): clusters of 4 where rows start inside a 128-byte line and no wave is added (1000 x 1064
+    """Rungs 25-26: clusters of 4 where rows start inside a 128-byte line and no wave is added (1000 x 1064
     x 1000: rows of 2000 and 2128 bytes; 5000^3), rung 14's or 13's build where rows are aligned (4096^3) or clusters
     of 4 add a wave (7000^3): the grid is whole clusters of the chosen size, and every C is correct and the model's."""
     from helpers.kernels import quad_choice, rung_entry
@@ -195,3 +199,24 @@ def test_rungs_25_and_26_build_per_shape(k):
     assert grids[1000, 1064, 1000] == grids[5000, 5000, 5000] == quad
     assert grids[4096, 4096, 4096] == grids[7000, 7000, 7000] == 132
     assert quad_choice(7000, 7000, 14000, 14000, lambda: (quad // 4, 66)) == 2
+
+
+@gpu
+@pytest.mark.parametrize("k", [25, 26])
+def test_rungs_25_and_26_knobs_keep_or_force_the_cluster(k):
+    """helpers.try_kernel's knobs on rungs 25-26: STAGES=3 alone leaves the launcher to choose (clusters of 4 at 5000^3,
+    of 2 at 4096^3); CLUSTER_M given is used at every size (4 at 4096^3, 2 at 5000^3); every C correct and the
+    model's, with the grid of the cluster size built."""
+    from helpers.kernels import rung_entry
+
+    _runnable(rung_entry(k))
+    n4, n5 = [4096] * 3, [5000] * 3
+    got = {}
+    for knobs, shapes in (({"STAGES": 3}, [n5, n4]), ({"CLUSTER_M": 4}, [n4]), ({"CLUSTER_M": 2}, [n5])):
+        out = isolate.run_isolated("tests.test_gpu_hopper:_per_shape_grids", k, shapes, knobs, timeout=300)
+        assert isinstance(out, list), out
+        assert all(x["passed"] and x["model"] == "identical" for x in out[1:]), (knobs, out)
+        got.update({(tuple(knobs.items()), x["shape"][0]): x["grid"][0] for x in out[1:]})
+        quad = out[0]["quad"]
+    assert got[(("STAGES", 3),), 5000] == got[(("CLUSTER_M", 4),), 4096] == quad < 132
+    assert got[(("STAGES", 3),), 4096] == got[(("CLUSTER_M", 2),), 5000] == 132

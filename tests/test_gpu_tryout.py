@@ -232,3 +232,16 @@ def test_skinny_desc_add_off_gives_back_rebuilt_descriptors(k):
     assert r.passed and r.stage == "done", r.lines()
     assert r.row["defines"] == "-DSKINNY_DESC=0"
     assert r.outcome["dyn_smem"] == r.resources["smem_dynamic"] == skinny_smem(8)
+
+
+def test_quad_cluster_knob_gives_rung_14_back_and_clusters_of_four_cost_a_wave_at_4096():
+    """Rung 25's CLUSTER_M (QUAD_CLUSTER): at 4096^3 the rung as recorded is rung 14's build (rows aligned), so
+    CLUSTER_M=2 times alike; CLUSTER_M=4 forced there is correct but slower (30 clusters of 4 fit on an H200, so
+    128 units take 5 waves where 256 units of 2 take 4: results/logs/quad-grid), the lesson's Try it."""
+    _runnable(25)
+    two = helpers.try_kernel(25, timing_size=4096, CLUSTER_M=2)
+    assert two.passed and two.stage == "done" and two.row["defines"] == "-DQUAD_CLUSTER=2", two.lines()
+    assert _within_noise(two), two.lines()
+    four = helpers.try_kernel(25, timing_size=4096, CLUSTER_M=4)
+    assert four.passed and four.stage == "done" and four.row["defines"] == "-DQUAD_CLUSTER=4", four.lines()
+    assert four.row["vs_original"] < 0.95, four.lines()

@@ -55,7 +55,7 @@ def test_lesson3_kernels_registered():
 
 def test_registry_is_a_ladder():
     assert list(K.RUNGS) == [1, 2, 3, 4, 5, 6, 7]            # lesson 5's ladder
-    assert list(K.HOPPER_RUNGS) == list(range(8, 25))   # lesson 6's (tests/test_hopper.py)
+    assert list(K.HOPPER_RUNGS) == list(range(8, 27))   # lesson 6's (tests/test_hopper.py)
     assert K.ALL_RUNGS == {**K.RUNGS, **K.HOPPER_RUNGS}
     for r in K.RUNGS.values():
         assert r.predicted_gain > 0 and r.idea and r.why
@@ -175,33 +175,36 @@ def _hdefine(name):
 
 
 def test_lesson6_rungs_are_registry_entries_one_idea_each():
-    assert list(K.HOPPER_RUNGS) == list(range(8, 25))
-    assert list(K.hopper_ladder()) == [7, *range(8, 25)] and K.hopper_ladder()[7] is K.RUNGS[7]
+    assert list(K.HOPPER_RUNGS) == list(range(8, 27))
+    assert list(K.hopper_ladder()) == [7, *range(8, 27)] and K.hopper_ladder()[7] is K.RUNGS[7]
     for r in K.HOPPER_RUNGS.values():
         assert r is K.KERNELS[r.name] and r.lesson == 6 and r.file == "hopper_sm90a.cu"
         # rung 17 is for skinny shapes: where the chip is full (4096^3, what predicted_gain is at) it predicts a loss
         assert r.idea and r.why and (0.95 <= r.predicted_gain <= 2.0 if r.rung != 17 else r.predicted_gain == 0.6)
         assert r.only_cc == (9, 0) and r.isolate and not r.b_transposed and not r.sweep
-        out = "fp16" if 14 <= r.rung <= 17 or r.rung in (19, 21, 23) else "fp32"   # 14-17, 19, 21, 23: FP16 C, as cupy.matmul
+        out = "fp16" if 14 <= r.rung <= 17 or r.rung in (19, 21, 23, 25) else "fp32"   # 14-17, 19, 21, 23, 25: FP16 C, as cupy.matmul
         assert (r.inputs, r.acc, r.output, r.acc_block, r.acc_rounding) == ("fp16", "fp32", out, 16, "truncate")
-        if r.rung <= 13 or r.rung in (18, 20, 22, 24):
+        if r.rung <= 13 or r.rung in (18, 20, 22, 24, 26):
             assert r.emulate is K.RUNGS[7].emulate              # rung 7's arithmetic, rung 7's model
         else:                                                   # ... rounded to FP16 at the end (and split)
             assert r.emulate.output == "fp16" and r.emulate.model is K.RUNGS[7].emulate.model
             assert (r.emulate.split is None) == (r.rung != 15) and r.split_k == (r.rung in (15, 16))
             assert (r.emulate.split_tiles is None) == (r.rung != 16) and r.tail_split == (r.rung == 16)
-        assert (r.tma_boxes, r.block_tile) == ((((128, 64), (64, 64)), (128, 256)) if r.rung < 17 else
+        assert (r.tma_boxes, r.block_tile) == ((((128, 64), (64, 64)), (128, 256)) if r.rung < 17 or r.rung > 24 else
                                                (((64, 64), (64, 64)), (64, 128)))
         assert (r.tile_mn, r.tile_k) == (8, 8)                  # TMA: 16-byte rows; the rest is out-of-bounds fill
         assert r.teaches.startswith(f"lesson 6, rung {r.rung}: ")
     R = K.HOPPER_RUNGS
-    assert all(R[k].block == (256, 1) for k in (8, *range(19, 25))) and all(R[k].block == (384, 1) for k in range(9, 19))
-    assert [k for k in R if R[k].persistent] == list(range(10, 25))
-    assert [k for k in R if R[k].cluster] == [12, 13, 14, *range(16, 25)] and R[12].cluster == (2, 1, 1)
-    assert [k for k in R if R[k].c_box] == list(range(13, 25))
-    assert R[13].c_box == R[18].c_box == R[20].c_box == R[22].c_box == R[24].c_box == (64, 32)
-    assert R[19].c_box == R[21].c_box == R[23].c_box == (64, 64)
-    assert {k: R[k].base for k in R if R[k].base is not None} == {19: 17, 21: 19, 22: 20, 23: 21, 24: 22}   # gains over these
+    assert all(R[k].block == (256, 1) for k in (8, *range(19, 25)))
+    assert all(R[k].block == (384, 1) for k in (*range(9, 19), 25, 26))
+    assert [k for k in R if R[k].persistent] == list(range(10, 27))
+    assert [k for k in R if R[k].cluster] == [12, 13, 14, *range(16, 27)] and R[12].cluster == (2, 1, 1)
+    assert [k for k in R if R[k].c_box] == list(range(13, 27))
+    assert R[13].c_box == R[18].c_box == R[20].c_box == R[22].c_box == R[24].c_box == R[26].c_box == (64, 32)
+    assert R[19].c_box == R[21].c_box == R[23].c_box == R[25].c_box == (64, 64)
+    assert {k: R[k].base for k in R if R[k].base is not None} == {19: 17, 21: 19, 22: 20, 23: 21, 24: 22, 25: 14,
+                                                                26: 13}   # gains over these
+    assert [k for k in R if R[k].per_shape] == [25, 26]
     assert R[14].c_box == R[15].c_box == R[16].c_box == R[17].c_box == (64, 64)              # FP16 C: 64 columns are one 128-byte row
     assert K.rung(12) is R[12] and K.lookup("hopper_tma_store") is R[13]
 
@@ -247,7 +250,7 @@ def test_each_kernel_says_its_one_idea_and_the_registrys_prediction():
         assert re.search(rf'extern "C" __global__ void {r.name}\(', HSRC)
         bounds = "__launch_bounds__(256, 1)" if r.block == (256, 1) else "__launch_bounds__(WS_THREADS, 1)"
         decl = HSRC[HSRC.index(f"{bounds}", HSRC.index(c)):HSRC.index(f" {r.name}(")]
-        assert ("CLUSTER_DIMS" in decl or "SKINNY_DIMS" in decl) == (r.cluster is not None), r.name
+        assert any(d in decl for d in ("CLUSTER_DIMS", "SKINNY_DIMS", "QUAD_DIMS")) == (r.cluster is not None), r.name
 
 
 def test_rungs_9_to_13_differ_by_one_switch_each():
@@ -529,15 +532,16 @@ def test_rungs_23_and_24_comments_quote_their_first_runs(k, base, c):
 
 
 def test_rungs_25_and_26_are_rungs_14_and_13_in_clusters_of_four():
-    """Rungs 25-26 (pending their first GPU run, issue 25): rungs 14 and 13's template calls with QUAD_CLUSTER (default
-    4) where they pass CLUSTER_M (default 2), declared with QUAD_DIMS; their entries are 14's and 13's but for the
-    cluster (4, 1, 1); the sums are theirs (same model). The prediction is written in the comment and the registry
-    before any GPU ran them, and the knob measurement it starts from is the committed log's (x1.08 at 5000^3)."""
+    """Rungs 25-26 (issue 25; in the registry since session 15): rungs 14 and 13's template calls with QUAD_CLUSTER
+    (default 4) where they pass CLUSTER_M (default 2), declared with QUAD_DIMS; their entries are 14's and 13's but for
+    the cluster (4, 1, 1); the sums are theirs (same model). The first prediction is written in the comment and the
+    registry, and the knob measurement it starts from is the committed log's (x1.08 at 5000^3); so is the per-shape
+    prediction that followed the first run."""
     from helpers.experiments import hopper as H
 
-    assert set(K.PENDING) == {25, 26} and not set(K.PENDING) & set(K.ALL_RUNGS)
+    assert not K.PENDING and K.rung_entry(25) is K.KERNELS["hopper_quad_cluster"] is K.HOPPER_RUNGS[25]
     for k, base in ((25, 14), (26, 13)):
-        r, b = K.PENDING[k], K.ALL_RUNGS[base]
+        r, b = K.ALL_RUNGS[k], K.ALL_RUNGS[base]
         assert r.base == base and r.cluster == (4, 1, 1) and b.cluster == (2, 1, 1) and r.predicted_gain == 1.0
         assert r.per_shape and not b.per_shape
         assert (r.emulate, r.out_dtype, r.block, r.block_tile, r.tma_boxes, r.c_box, r.dyn_smem, r.persistent) == \
@@ -549,11 +553,14 @@ def test_rungs_25_and_26_are_rungs_14_and_13_in_clusters_of_four():
         assert f"QUAD_DIMS {r.name}(" in helpers.display.kernel_source("hopper_sm90a.cu")
     assert _hdefine("QUAD_CLUSTER") == 4 and _hdefine("CLUSTER_M") == 2
     c = _kernel_comment("hopper_quad_cluster").replace("\n// ", " ")
-    assert "Predicted: x1.08 over rung 14 (13) at 5000^3, x1.03 at 4096^3 and 8192^3, x1.00 elsewhere." in c
+    assert "first predicted x1.08 over rung 14 (13) at 5000^3, x1.03 at 4096^3 and 8192^3, x1.00 elsewhere." in c
+    assert "Predicted: x1.0 over rung 14 (13) where it is rung 14's build, x1.12 at 5000^3 (the first run's gain" in c
     cm = {r["cluster_m"]: r for r in H.switch_rows("cluster_m", 2)}
     assert f"measured x{cm[4]['gain']:.2f} at 5000^3" in c and cm[4]["passed"]
-    assert "predicted x1.03 at 4096^3 and 8192^3 (x1.08 at 5000^3)" in K.PENDING[25].why
-    assert "Predicted from that first run: x1.00 where it builds rung 14 (13), x1.12 at 5000^3" in K.PENDING[25].why
+    assert "predicted x1.03 at 4096^3 and 8192^3 (x1.08 at 5000^3)" in K.ALL_RUNGS[25].why
+    assert "Predicted from that first run: x1.00 where it builds rung 14 (13), x1.12 at 5000^3" in K.ALL_RUNGS[25].why
+    t = _first_run_rows(25, 14)
+    assert round(t[(25, 5000, 5000, 5000)]["tflops"] / t[(14, 5000, 5000, 5000)]["tflops"], 2) == 1.12
 
 
 def test_rungs_25_and_26_comment_quotes_their_first_runs():
@@ -608,7 +615,7 @@ def test_quad_choice_takes_clusters_of_four_only_where_rows_start_inside_a_line_
     assert K.cluster_waves(5000, 5000, 4, 30) == K.cluster_waves(5000, 5000, 2, 66) == 7
     assert (K.cluster_waves(7000, 7000, 4, 30), K.cluster_waves(7000, 7000, 2, 66)) == (14, 12)
     src = (KERNEL_DIR.parent / "helpers" / "launch.py").read_text()
-    assert 'pair = (dataclasses.replace(spec, cluster=(2, 1, 1)), ("-DQUAD_CLUSTER=2",))' in src
+    assert 'pair = (dataclasses.replace(spec, cluster=(2, 1, 1)), (*options, "-DQUAD_CLUSTER=2"))' in src
 
 
 def test_rungs_25_and_26_per_shape_run_is_quoted():

@@ -524,6 +524,14 @@ MISS_NOTES = {
          "worse": "the probe's gain came from its clocks; with cuBLAS timed beside each rung, less of it remains."},
     24: {"better": "as rung 23: the descriptor arithmetic cost more than the switch's round showed.",
          "worse": "as rung 23: less of the switch's gain remains in the record."},
+    # rungs 25-26's notes were written after their per-shape probe run (session 14), before the record
+    25: {"better": "where it is rung 14's build the code is the same, so a gain there is the two timings' clocks; at "
+                   "5000^3, a quarter of B per CTA saved more L2 requests than the first run showed.",
+         "worse": "where it is rung 14's build, the clocks again (the code is the same); at 5000^3 the first run's "
+                  "gain was partly its clocks: the per-shape probe (results/logs/rung25-per-shape-probe) already "
+                  "measured less."},
+    26: {"better": "as rung 25: over rung 13, the same build but where rows start inside a line.",
+         "worse": "as rung 25: less of the first run's gain remains in the record."},
 }
 
 
