@@ -46,6 +46,26 @@ def show_kernel(filename: str, name: str | None = None, with_header: bool = Fals
     return Markdown(f"`kernels/{filename}`\n\n```cuda\n{kernel_source(filename, name, with_header)}\n```")
 
 
+def python_code(fn, docstring: bool = False):
+    """A helper function's Python source as a highlighted code block (Markdown), without its docstring unless
+    `docstring`: a rule a slide teaches, read from helpers/, not pasted."""
+    import ast
+    import inspect
+    import textwrap
+
+    from IPython.display import Markdown
+
+    src = textwrap.dedent(inspect.getsource(fn))
+    body = ast.parse(src).body[0].body
+    if not docstring and body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None),
+                                                                                 ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        lines = src.splitlines()
+        del lines[body[0].lineno - 1:body[0].end_lineno]
+        src = "\n".join(lines)
+    return Markdown(f"`{fn.__module__}.{fn.__qualname__}`\n\n```python\n{src.rstrip()}\n```")
+
+
 def table(rows: list[dict], columns: list[str], headers: list[str] | None = None, fmt: dict | None = None):
     """A Markdown table from dicts: columns picks the keys, fmt maps a key to a format spec."""
     from IPython.display import Markdown

@@ -77,8 +77,9 @@ def test_hopper_experiment_is_registered_and_reads_its_rows():
     assert REGISTRY["hopper"] is H.hopper
     rows = _rows()
     g = H.gains(rows, 4096)
-    assert [x["rung"] for x in g] == [7, *range(8, 25)] and g[0]["verdict"] == "-"
-    assert [x["over"] for x in g] == [None, *range(7, 18), 17, 19, 19, 20, 21, 22]   # rungs 19, 21-24: over 17, 19, 20, 21, 22
+    assert [x["rung"] for x in g] == [7, *range(8, 27)] and g[0]["verdict"] == "-"
+    assert [x["over"] for x in g] == [None, *range(7, 18), 17, 19, 19, 20, 21, 22, 14, 13]   # rungs 19, 21-26: over
+    # 17, 19, 20, 21, 22, 14, 13
     assert all(x["verdict"] == ("as predicted" if x["predicted"] != 1.0 else "unresolved: the spread holds no gain too")
                and x["direction"] is None for x in g[1:])   # no spread: the median (rung 19 predicts no gain)
     t = H.targets(rows)
@@ -156,7 +157,8 @@ def test_hopper_try_reports_failures_wrong_results_and_the_table(monkeypatch, tm
     assert "FAILED rung 10 (hopper_persistent): its child process did not return" in said
     assert "FAILED rung 12 (hopper_cluster) at 4096x4096x4096" in said and "IllegalAddress" in said
     assert "4096x4096x4096: 580.0 TFLOP/s" in said                        # rung 8
-    assert "target at 4096x4096x4096: 1.00x cuBLAS; best correct rung 24: 0.700x -> missed" in said
+    last = max(K.hopper_ladder())                    # every fake rung at 0.7x: the tie goes to the highest rung
+    assert f"target at 4096x4096x4096: 1.00x cuBLAS; best correct rung {last}: 0.700x -> missed" in said
     assert "PROBLEM rung 10 (hopper_persistent)" in said
     log = json.loads(out.read_text())
     assert log["gpu"]["name"] == "NVIDIA H200" and set(log["rungs"]) == {str(k) for k in K.hopper_ladder()}
@@ -635,8 +637,8 @@ def test_a_ratio_that_a_throttled_cublas_flatters_is_not_judged():
 
 def test_claims_of_the_rung_18_slide():
     """Appendix D's rung 18, from the record: correct wherever it ran; FP32 C at 128 rows was at about half of
-    cuBLAS's FP32 C before it (the 128 x 256 rungs), and rung 18 stands within 0.01 of rung 17's fraction there
-    ("both C types stand at the same fraction of cuBLAS"); at 4096^3 it beat the x0.98 prediction (MISS_NOTES[18]
+    cuBLAS's FP32 C before it (the 128 x 256 rungs), and rung 18 stands within 0.03 of rung 17's fraction there
+    ("both C types stand at about the same fraction of cuBLAS", the cell printing both); at 4096^3 it beat the x0.98 prediction (MISS_NOTES[18]
     "better": within 1% of rung 17), and at 128 rows the spread holds the prediction."""
     e = _rec()["hopper"]
     rows = [r for r in e if r["rung"] == 18 and "passed" in r]
@@ -644,7 +646,7 @@ def test_claims_of_the_rung_18_slide():
     skinny = (128, 8192, 8192)
     before = H.best_rung(e, skinny, "float32", below=18)
     g17, g18 = H.gain_at(e, 17, skinny), H.gain_at(e, 18, skinny, 0.98)
-    assert before["rung"] < 14 and before["frac_cublas"] < 0.6 and abs(g18["frac_cublas"] - g17["frac_cublas"]) < 0.01
+    assert before["rung"] < 14 and before["frac_cublas"] < 0.6 and abs(g18["frac_cublas"] - g17["frac_cublas"]) < 0.03
     assert H.best_rung(e, skinny, "float32", below=19)["rung"] == 18   # (rung 20 is faster: its own slide)
     assert g18["low"] <= 0.98 <= g18["high"] and not g18["verdict"].startswith("missed")
     g = H.gain_at(e, 18, (4096,) * 3, 0.98)       # (session 12's record: the spread holds both x0.98 and x1.0)
@@ -850,7 +852,7 @@ def test_claims_of_the_rung_21_and_22_slide():
     assert not H.gain_at(e, 22, (4096,) * 3)["verdict"].startswith("missed: worse")
     assert all(H.gain_at(e, k, skinny)["frac_cublas"] > 0.90 for k in (21, 22))    # x cuBLAS writing the same C
     src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
-    assert "rungs 17-24 copy its kernel, and 21-24 meet the goal there (Appendix D)" in src and 'H.knob_round("rung19-20-knobs")' in src
+    assert "rungs 17-24 copy its kernel, and 21-24 meet the goal there." in src and 'H.knob_round("rung19-20-knobs")' in src
     assert "helpers.try_kernel(21, WAIT_HINT=0)" in src and "where rungs 21 and 22 meet the 0.90x goal" in src
 
 
@@ -887,6 +889,51 @@ def test_claims_of_the_rung_23_and_24_slide():
     assert "helpers.try_kernel(23, DESC_ADD=0)" in slide
 
 
+def test_claims_of_the_rung_25_and_26_slides(tmp_path):
+    """Appendix D, 'Rungs 25-26': the first run (results/logs/rung25-probe, rung26-probe) was faster at 5000^3 and
+    slower at 4096^3 and 2048^3 for both rungs; fewer CTAs run at once in clusters of 4 (the driver's counts, the
+    grid log) and 4096^3 takes one more wave; the x1.12 predicted is that run's gain at 5000^3; the table's choice is
+    clusters of 4 at 5000^3 only; in the record both rungs gained at 5000^3 (the spread's low end above 1) but less
+    than the first run (the note printed is MISS_NOTES[25]["worse"]), both stay short of the 0.95x goal there, and
+    where they build rung 14's (13's) kernel no verdict is a miss. The rule printed is quad_choice's code; a missing
+    grid log names what writes it."""
+    import json
+
+    src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    slide = src[src.index("# ### Rungs 25-26: clusters of 4"):src.index("# ## Appendix E")]
+    logs = ROOT / "results" / "logs"
+    first = {}
+    for k, base in ((25, 14), (26, 13)):
+        d = json.loads((logs / f"rung{k}-probe-nvidia-h200.json").read_text())
+        t = {(int(key), r["m"]): r["tflops"] for key in (str(k), str(base)) for r in d[key] if r.get("tflops")}
+        first[k] = {n: t[k, n] / t[base, n] for n in (5000, 4096, 2048)}
+        assert first[k][5000] > 1 and first[k][4096] < 1 and first[k][2048] < 1
+    assert "their first run was faster at $5000^3$ but slower at\n# $4096^3$ and $2048^3$" in slide
+    grid = H.quad_grid()
+    assert 4 * grid[4] < 2 * grid[2] and "fewer CTAs run at once and the same tiles can take one more wave" in slide
+    assert K.cluster_waves(4096, 4096, 4, grid[4]) == K.cluster_waves(4096, 4096, 2, grid[2]) + 1
+    assert round(first[25][5000], 2) == 1.12 and "**Predicted after the first run: x1.12 over rungs 14 and 13" in slide
+    e = _rec()["hopper"]
+    shapes = [s_ for s_ in H.TIMED if s_[0] > 128]
+    rows = H.quad_rows(e, shapes)
+    assert [r["shape"] for r in rows if r["cluster"] == 4] == ["5000x5000x5000"]
+    for (k, base), s_ in ((kb, s_) for kb in ((25, 14), (26, 13)) for s_ in shapes):
+        four = s_ == (5000,) * 3
+        g = H.gain_at(e, k, s_, 1.12 if four else 1.0, base=base)
+        if four:
+            assert 1 < g["low"] and g["measured"] < first[k][5000] and g["verdict"] == "missed: worse than predicted"
+        else:
+            assert not g["verdict"].startswith("missed"), (k, s_, g)
+    assert 'H.MISS_NOTES[25]["worse"]' in slide
+    met = {(t["rung"], t["met"]) for t in H.targets(e) if t["shape"] == "5000x5000x5000"}
+    assert met == {(25, False), (26, False)} and "still short of\n# the 0.95x goal there" in slide
+    assert "helpers.try_kernel(25, CLUSTER_M=4)" in slide and "helpers.display.python_code(quad_choice)" in slide
+    code = helpers.display.python_code(K.quad_choice).data
+    assert "def quad_choice(" in code and "fit4, fit2 = fits()" in code and '"""' not in code
+    with pytest.raises(helpers.errors.ResultsError, match="resident_blocks"):
+        H.quad_grid(directory=tmp_path)
+
+
 def test_a_knob_round_that_is_not_there_names_the_probe(tmp_path):
     """H.knob_round on a missing log: the error names the probe that writes it (and a present one is read)."""
     with pytest.raises(helpers.errors.ResultsError, match="tools/probes/rung17.py OUT.json RUNG --knobs"):
@@ -901,12 +948,12 @@ def test_a_knob_round_that_is_not_there_names_the_probe(tmp_path):
 
 
 def test_the_record_times_the_skinny_rungs_at_their_three_shapes():
-    """H.shapes_for: the big-tile rungs (8-16) at every timed shape; rungs 17 on at M = 128, 4096^3 and 8192^3 only
+    """H.shapes_for: the big-tile rungs (8-16, 25-26) at every timed shape; rungs 17-24 at M = 128, 4096^3 and 8192^3 only
     (each a shape of TIMED, so their gains and like-for-like ratios are read from the same rows as before)."""
     lad = K.hopper_ladder()
     for k, r in lad.items():
         got = H.shapes_for(r)
-        if k >= 17:
+        if 17 <= k <= 24:
             assert got == [s for s in H.TIMED if s in K.SKINNY_TIMED] and len(got) == 3
         else:
             assert got == list(H.TIMED)

@@ -737,6 +737,41 @@ def switch_rows(key: str, default, gpu_slug: str = "nvidia-h200", directory=None
     return out
 
 
+# --------------------------------------------------------------------------- rungs 25-26: clusters of 4 by shape
+QUAD_GRID_MADE_BY = ("helpers.launch.resident_blocks(helpers.kernels.rung_entry(k)) for k = 14, 25, 13, 26, printed "
+                     "one line each (session 14, call 6)")
+
+
+def quad_grid(gpu_slug: str = "nvidia-h200", directory=None) -> dict:
+    """{cluster size: clusters the driver let run at once}, from the grids rungs 14 and 25 (13 and 26) launched with
+    (results/logs/quad-grid-<gpu_slug>.log)."""
+    import re
+
+    from ..results import log_path
+
+    text = log_path("quad-grid", QUAD_GRID_MADE_BY, gpu_slug, directory, suffix=".log").read_text()
+    return {int(c): int(n) for n, c in re.findall(r"'(\d+) clusters of (\d+) \(the driver", text)}
+
+
+def quad_rows(rows: list[dict], shapes=TIMED, grid: dict | None = None) -> list[dict]:
+    """Rung 25's choice at each shape (helpers.kernels.quad_choice, FP16 rows of K and N halves, the driver's counts
+    from quad_grid): whether a row of A or B starts inside a 128-byte line, the waves of units of 4 and of 2 tiles,
+    the cluster built, and the recorded gain of rung 25 over rung 14 with its spread (gain_at) and its verdict
+    against x1.0 (x1.12 where clusters of 4 are built, the first run's gain)."""
+    from ..kernels import cluster_waves, quad_choice
+
+    grid = quad_grid() if grid is None else grid
+    out = []
+    for M, N, K in shapes:
+        choice = quad_choice(M, N, 2 * K, 2 * N, lambda: (grid[4], grid[2]))
+        g = gain_at(rows, 25, (M, N, K), 1.12 if choice == 4 else 1.0, base=14)
+        out.append({"shape": f"{M}x{N}x{K}", "inside": "yes" if (2 * K) % 128 or (2 * N) % 128 else "no",
+                    "waves4": cluster_waves(M, N, 4, grid[4]), "waves2": cluster_waves(M, N, 2, grid[2]),
+                    "cluster": choice, "predicted": 1.12 if choice == 4 else 1.0,
+                    **({k: g[k] for k in ("measured", "low", "high", "verdict")} if g else {"verdict": "not recorded"})})
+    return out
+
+
 # --------------------------------------------------------------------------- what cuBLAS runs (lesson 6, Appendix D)
 FP8_CALLS = {"fp8default": "FP8, default accumulation", "fp8fast": "FP8, fast accumulation"}
 
