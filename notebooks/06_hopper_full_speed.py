@@ -1413,6 +1413,31 @@ print("why less than the first run (written before the record):", H.MISS_NOTES[2
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 helpers.try_kernel(25, CLUSTER_M=4)
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What is left at $5000^3$
+#
+# Rung 25 and cuBLAS under Nsight Compute with rows of 10000 bytes (`tools/probes/ncu_row_alignment.py
+# --pads 0 --rungs 25`, one launch each, clocks not locked), beside rung 16 from the earlier run:
+
+# %% slideshow={"slide_type": "-"}
+na = [r for r in H.ncu_alignment_rows() if r["kernel"] == "rung 16" and r["row_bytes"] == 10000]
+na += H.ncu_alignment_rows("ncu-row-alignment-r25")
+helpers.display.table(na, ["kernel", "us", "requests_m", "dram_mb", "tensor_pct", "long_scoreboard"],
+                      ["kernel", "µs", "L2 requests, M", "DRAM read, MB", "tensor pipe, %", "long-scoreboard stall"],
+                      {"us": ".0f", "requests_m": ".1f", "dram_mb": ".0f", "tensor_pct": ".0f",
+                       "long_scoreboard": ".2f"})
+
+# %% slideshow={"slide_type": "fragment"}
+slots25 = 5000**2 / (cluster_waves(5000, 5000, 4, grid[4]) * 4 * grid[4] * 128 * 256)
+print(f"tile slots holding output at 5000^3: rung 25 {slots25:.0%} (128 x 256 tiles, clusters of 4), "
+      f"cuBLAS {ex.tile_efficiency(5000, 5000, 152, 256):.0%} (256 x 152 tiles)")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# With clusters of 4, rung 25 makes fewer L2 requests than cuBLAS, its long-scoreboard stall is less
+# than half of rung 16's, and its tensor pipe is as busy as cuBLAS's. Yet it takes longer: more of its tiles' work falls
+# outside C (the tensor pipe multiplies those zeros too), which accounts for part of the gap; it also
+# reads more from DRAM than cuBLAS. A tile chosen per shape is the next step.
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix E: how the harness empties L2
 #
