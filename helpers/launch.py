@@ -276,6 +276,16 @@ def chooses_cluster(spec: GemmKernel, options: tuple = ()) -> bool:
     return spec.per_shape and not any(str(o).startswith("-DQUAD_CLUSTER=") for o in options)
 
 
+def build_for(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int, source: str | None = None,
+              options: tuple = ()) -> tuple:
+    """(entry, NVRTC options) the launcher builds for an M x N problem with rows of A and B a_row_bytes and
+    b_row_bytes apart: rungs 25-26's per-shape build where the options name no cluster (per_shape_build), else the
+    entry and options as given. What a record says of a launch (its grid) must come from this build."""
+    if chooses_cluster(spec, options):
+        return per_shape_build(spec, M, N, a_row_bytes, b_row_bytes, source, options)
+    return spec, tuple(options)
+
+
 def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options: tuple = ()):
     """For timing: returns (run, C, (M, N)); run() launches once on device arrays.
 
@@ -289,9 +299,7 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
     import cupy
 
     spec, A, B, (M, N, K), (Mp, Np, Kp) = prepare(key, A, B, pad)
-    if chooses_cluster(spec, options):                        # rungs 25-26: the build for this problem
-        spec, options = per_shape_build(spec, Mp, Np, A.shape[1] * A.itemsize, B.strides[0],   # A: made contiguous
-                                        source, options)
+    spec, options = build_for(spec, Mp, Np, A.shape[1] * A.itemsize, B.strides[0], source, options)  # A: contiguous
     var = _variant(source, options)
     kern = gpu_kernel(spec, **var)
     C = cupy.full((Mp, Np), np.nan, dtype=spec.out_dtype)

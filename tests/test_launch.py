@@ -274,3 +274,23 @@ def test_child_side_of_gemm():
     B = helpers.random_matrix(8, 12, seed=8).astype(np.float16)
     out = helpers.launch.gemm_lists("ladder_wgmma_tma", A.tolist(), B.tolist(), True)
     np.testing.assert_array_equal(np.asarray(out, np.float32), helpers.gemm(7, A, B, pad=True))
+
+
+def test_build_for_gives_the_per_shape_build_and_the_record_reports_its_grid(monkeypatch):
+    """helpers.launch.build_for: rung 25 with aligned rows is rung 14's build (clusters of 2, -DQUAD_CLUSTER=2 after
+    the variant's own options), asking no driver; a build that names its cluster, and any other rung, is left as
+    given. The hopper experiment's launch facts report the grid of that build, not of the entry (rung 25's record
+    once said '30 clusters of 4' at 4096^3, where it launched clusters of 2)."""
+    from helpers import launch
+    from helpers.experiments import hopper as H
+    from helpers.kernels import ALL_RUNGS
+
+    r25, r14 = ALL_RUNGS[25], ALL_RUNGS[14]
+    b, opts = launch.build_for(r25, 4096, 4096, 8192, 8192, options=("-DHSTAGES=3",))
+    assert b.cluster == (2, 1, 1) and opts == ("-DHSTAGES=3", "-DQUAD_CLUSTER=2") and b.name == r25.name
+    assert launch.build_for(r25, 4096, 4096, 8192, 8192, options=("-DQUAD_CLUSTER=4",)) == (r25, ("-DQUAD_CLUSTER=4",))
+    assert launch.build_for(r14, 5000, 5000, 10000, 10000) == (r14, ())
+    monkeypatch.setattr(launch, "resident_blocks", lambda spec, source=None, options=(): (0, f"{spec.cluster} {options}"))
+    monkeypatch.setattr(launch, "launch_path", lambda spec: "plain launch")
+    assert H._launch_facts(r25, 4096, 4096, 4096)["resident"] == "(2, 1, 1) ('-DQUAD_CLUSTER=2',)"
+    assert H._launch_facts(r14, 4096, 4096, 4096)["resident"] == "(2, 1, 1) ()"

@@ -88,12 +88,15 @@ def _cublas_side(A, B, M: int, N: int, K: int, c_dtype: str = "float32") -> dict
     return out
 
 
-def _launch_facts(r) -> dict:
-    from ..launch import launch_path, resident_blocks
+def _launch_facts(r, M: int, N: int, K: int) -> dict:
+    """The grid and cluster launch path of rung entry r on an M x N x K problem of contiguous FP16 rows, from the build
+    the launcher uses for it (helpers.launch.build_for: rungs 25-26 choose their cluster per shape)."""
+    from ..launch import build_for, launch_path, resident_blocks
 
     out = {}
     if r.persistent:
-        out["resident"] = resident_blocks(r)[1]
+        b, opts = build_for(r, M, N, 2 * K, 2 * N)
+        out["resident"] = resident_blocks(b, options=opts)[1]
     if r.cluster is not None:
         out["launch_path"] = launch_path(r)
     return out
@@ -147,7 +150,7 @@ def rung_rows(k: int, timed=TRY_TIMED, odd_sizes=ODD_SIZES, side_by_side: bool =
             C_ref = reference_gemm(A, B)
             side = _cublas_side(A, B, M, N, K, r.out_dtype) if is_timed and side_by_side else {}
             row = _rung_row(r, A, B, M, N, K, C_ref, is_timed, side.get("cublas_ms"), peak, gpu.cc)
-            row.update(side, c_dtype=r.out_dtype, **_launch_facts(r))
+            row.update(side, c_dtype=r.out_dtype, **_launch_facts(r, M, N, K))
             if row.get("median_ms") and side:          # the ratio to the cuBLAS call writing FP16 C, for every rung
                 row["frac_cublas_fp16c"] = round(side["cublas_fp16c_ms"] / row["median_ms"], 4)
             if r.split_k and r.tail_split:
