@@ -1364,7 +1364,7 @@ helpers.try_kernel(14, CLUSTER_M=4, timing_size=5000)
 #
 # The knob became two rungs: rungs 14 and 13 with a macro of their own, `QUAD_CLUSTER`, in the template
 # call. Built in clusters of 4 for every shape, their first run was faster at $5000^3$ but slower at
-# $4096^3$ and $2048^3$ (the kernel's comment quotes that run). How many clusters run at once says why:
+# $4096^3$ and $2048^3$ (the kernel's comment quotes that run). The change, then how many clusters run at once:
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.rung_diff(25)
