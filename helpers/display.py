@@ -56,13 +56,11 @@ def python_code(fn, docstring: bool = False):
     from IPython.display import Markdown
 
     src = textwrap.dedent(inspect.getsource(fn))
-    body = ast.parse(src).body[0].body
-    if not docstring and body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None),
-                                                                                 ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    node = ast.parse(src).body[0]
+    if not docstring and ast.get_docstring(node) is not None:      # drop the docstring's lines
+        doc = node.body[0]
         lines = src.splitlines()
-        del lines[body[0].lineno - 1:body[0].end_lineno]
-        src = "\n".join(lines)
+        src = "\n".join(lines[:doc.lineno - 1] + lines[doc.end_lineno:])
     return Markdown(f"`{fn.__module__}.{fn.__qualname__}`\n\n```python\n{src.rstrip()}\n```")
 
 

@@ -255,13 +255,18 @@ def cluster_waves(M: int, N: int, cluster: int, fit: int) -> int:
     return -(-units // fit)
 
 
+def starts_inside_line(a_row_bytes: int, b_row_bytes: int) -> bool:
+    """Whether a row of A or of B starts inside a 128-byte line (its stride is no multiple of 128 bytes)."""
+    return a_row_bytes % 128 != 0 or b_row_bytes % 128 != 0
+
+
 def quad_choice(M: int, N: int, a_row_bytes: int, b_row_bytes: int, fits: Callable[[], tuple[int, int]]) -> int:
     """Rungs 25-26's cluster for an M x N problem: 4 where a row of A or of B starts inside a 128-byte line (every
     TMA box row then costs two L2 requests, and a CTA of a cluster of 4 asks for a quarter of B instead of half) and
     clusters of 4 take no more waves than clusters of 2; else 2 (rung 14's or 13's build). fits() gives how many
     clusters of 4 and of 2 are resident at once (the driver's counts; asked only where rows start inside a line).
     A pure function of the shape, the row strides and those counts."""
-    if a_row_bytes % 128 == 0 and b_row_bytes % 128 == 0:
+    if not starts_inside_line(a_row_bytes, b_row_bytes):
         return 2
     fit4, fit2 = fits()
     return 4 if cluster_waves(M, N, 4, fit4) <= cluster_waves(M, N, 2, fit2) else 2

@@ -43,3 +43,19 @@ def test_rung_diff_cuts_long_diffs_and_says_how_to_see_all():
     short = display.rung_diff(6, max_lines=10).data
     assert "helpers.display.rung_diff(6, full=True)" in short
     assert "helpers.display.rung_diff(6, full=True)" not in display.rung_diff(6, full=True).data
+
+
+def _documented(x):
+    """A docstring
+    of two lines."""
+    return x + 1  # the body
+
+
+def test_python_code_drops_only_the_docstring_unless_asked():
+    """helpers.display.python_code: the function's source without its docstring (the signature and body kept), or
+    with it when docstring=True; a function without one is shown whole."""
+    import helpers
+
+    shown = helpers.display.python_code(_documented).data
+    assert "def _documented(x):" in shown and "return x + 1  # the body" in shown and "docstring" not in shown
+    assert "of two lines." in helpers.display.python_code(_documented, docstring=True).data

@@ -162,13 +162,12 @@ def _per_shape_grids(k: int, shapes, knobs=None) -> list:
     `knobs`, the variant helpers.try_kernel builds for them (its entry and -D options)."""
     import cupy
 
-    from helpers import tryout
     from helpers.experiments.ladder import _inputs
     from helpers.kernels import rung_entry
     from helpers.launch import launcher, resident_blocks
+    from tools.probes.common import knob_variant
 
-    spec, settings, given = tryout.validate_knobs(rung_entry(k), knobs or {})
-    entry, opts = tryout.variant_entry(spec, settings), tryout.options(tryout.defines(spec, given))
+    entry, opts, _ = knob_variant(k, knobs or {})
     out = [{"quad": resident_blocks(rung_entry(k))[0]}]
     for M, N, K in shapes:
         A, B = _inputs(0, M, N, K)

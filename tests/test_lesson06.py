@@ -915,7 +915,8 @@ def test_claims_of_the_rung_25_and_26_slides(tmp_path):
     assert round(first[25][5000], 2) == 1.12 and "**Predicted after the first run: x1.12 over rungs 14 and 13" in slide
     e = _rec()["hopper"]
     shapes = [s_ for s_ in H.TIMED if s_[0] > 128]
-    rows = H.quad_rows(e, shapes)
+    rows = H.quad_rows(e, 1.12, shapes)
+    assert "H.quad_rows(hop, 1.12," in slide
     assert [r["shape"] for r in rows if r["cluster"] == 4] == ["5000x5000x5000"]
     for (k, base), s_ in ((kb, s_) for kb in ((25, 14), (26, 13)) for s_ in shapes):
         four = s_ == (5000,) * 3
@@ -952,7 +953,8 @@ def test_claims_of_the_what_is_left_at_5000_slide():
     assert abs(r25["tensor_pct"] - cub["tensor_pct"]) < 1 and r25["us"] > cub["us"]
     assert r25["dram_mb"] > cub["dram_mb"]
     grid = H.quad_grid()
-    slots25 = 5000**2 / (K.cluster_waves(5000, 5000, 4, grid[4]) * 4 * grid[4] * 128 * 256)
+    slots25 = 5000**2 / (K.cluster_waves(5000, 5000, 4, grid[4]) * 4 * grid[4] * 128 * 256)   # by units of 4 tiles
+    assert slots25 == ex.tile_efficiency(5000, 5000, 128, 256, sms=4 * grid[4])   # the slide's: by tiles, 120 CTAs
     slots_cublas = ex.tile_efficiency(5000, 5000, 152, 256)
     g = H.gain_at(_rec()["hopper"], 25, (5000,) * 3, 1.12, base=14)
     assert slots25 < slots_cublas and slots25 / slots_cublas > max(cub["us"] / r25["us"], g["frac_cublas"])

@@ -756,21 +756,22 @@ def quad_grid(gpu_slug: str = "nvidia-h200", directory=None) -> dict:
     return {int(c): int(n) for n, c in re.findall(r"'(\d+) clusters of (\d+) \(the driver", text)}
 
 
-def quad_rows(rows: list[dict], shapes=TIMED, grid: dict | None = None) -> list[dict]:
+def quad_rows(rows: list[dict], predicted: float, shapes=TIMED, grid: dict | None = None) -> list[dict]:
     """Rung 25's choice at each shape (helpers.kernels.quad_choice, FP16 rows of K and N halves, the driver's counts
     from quad_grid): whether a row of A or B starts inside a 128-byte line, the waves of units of 4 and of 2 tiles,
     the cluster built, and the recorded gain of rung 25 over rung 14 with its spread (gain_at) and its verdict
-    against x1.0 (x1.12 where clusters of 4 are built, the first run's gain)."""
-    from ..kernels import cluster_waves, quad_choice
+    against `predicted` where clusters of 4 are built, x1.0 where it is rung 14's build."""
+    from ..kernels import cluster_waves, quad_choice, starts_inside_line
 
     grid = quad_grid() if grid is None else grid
     out = []
     for M, N, K in shapes:
         choice = quad_choice(M, N, 2 * K, 2 * N, lambda: (grid[4], grid[2]))
-        g = gain_at(rows, 25, (M, N, K), 1.12 if choice == 4 else 1.0, base=14)
-        out.append({"shape": f"{M}x{N}x{K}", "inside": "yes" if (2 * K) % 128 or (2 * N) % 128 else "no",
+        want = predicted if choice == 4 else 1.0
+        g = gain_at(rows, 25, (M, N, K), want, base=14)
+        out.append({"shape": f"{M}x{N}x{K}", "inside": "yes" if starts_inside_line(2 * K, 2 * N) else "no",
                     "waves4": cluster_waves(M, N, 4, grid[4]), "waves2": cluster_waves(M, N, 2, grid[2]),
-                    "cluster": choice, "predicted": 1.12 if choice == 4 else 1.0,
+                    "cluster": choice, "predicted": want,
                     **({k: g[k] for k in ("measured", "low", "high", "verdict")} if g else {"verdict": "not recorded"})})
     return out
 
