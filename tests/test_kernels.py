@@ -539,7 +539,7 @@ def test_rungs_25_and_26_are_rungs_14_and_13_in_clusters_of_four():
     prediction that followed the first run."""
     from helpers.experiments import hopper as H
 
-    assert not K.PENDING and K.rung_entry(25) is K.KERNELS["hopper_quad_cluster"] is K.HOPPER_RUNGS[25]
+    assert 25 not in K.PENDING and K.rung_entry(25) is K.KERNELS["hopper_quad_cluster"] is K.HOPPER_RUNGS[25]
     for k, base in ((25, 14), (26, 13)):
         r, b = K.ALL_RUNGS[k], K.ALL_RUNGS[base]
         assert r.base == base and r.cluster == (4, 1, 1) and b.cluster == (2, 1, 1) and r.predicted_gain == 1.0
@@ -636,3 +636,42 @@ def test_rungs_25_and_26_per_shape_run_is_quoted():
     gains = [t[(25,) + s]["tflops"] / t[(14,) + s]["tflops"] for s in others]
     assert all(0.985 <= g <= 1.005 for g in gains) and "x0.99 to x1.00 at the other four shapes" in c
     assert "2 passed" in (logs / "tests-gpu-rung25-26-per-shape-nvidia-h200.log").read_text()
+
+
+def test_tile_plan_picks_the_width_that_fills_whole_waves_and_keeps_256_where_the_gain_is_small():
+    """helpers.kernels.tile_plan / tile_n_choice (rungs 27-28) with the H200's counts (30 clusters of 4, 66 of 2):
+    at 5000^3 128 x 152 tiles in clusters of 2 make 660 units, 10 whole waves (1520 width-waves against 256's 7 x 256
+    = 1792, and 152's 11 waves x 152 = 1672 in clusters of 4); 256 where the best width gains less than 5% (8192^3:
+    200's 20 waves x 200 = 4000 against 4096) and where it already fills the waves (4096^3); a width or cluster the
+    learner gives is kept, the other chosen for it."""
+    h200 = lambda: (30, 66)   # noqa: E731
+    plan = lambda n, **kw: K.tile_plan(n, n, 2 * n, 2 * n, h200, **kw)   # noqa: E731
+    assert plan(5000) == (2, 152) and plan(4096) == (2, 256) and plan(8192) == (2, 256) and plan(2048) == (2, 256)
+    assert K.tile_n_cost(5000, 5000, 152, 2, 66) == 1520 and K.tile_n_cost(5000, 5000, 256, 4, 30) == 1792
+    assert K.tile_n_cost(5000, 5000, 152, 4, 30) == 1672 and K.tile_n_choice(5000, 5000, 4, 30) == 152
+    assert K.tile_n_choice(8192, 8192, 2, 66) == 256 and K.tile_n_cost(8192, 8192, 200, 2, 66) == 4000
+    assert plan(5000, cluster=4) == (4, 152) and plan(5000, width=256) == (4, 256) and plan(4096, width=200) == (2, 200)
+    assert set(K.TILE_N_WIDTHS) == set(range(128, 257, 8))
+    # the shared memory the launcher asks for: 4 stages of A and whole boxes of B, + rung 14's epilogue and slack
+    assert K.tile_n_smem(256) == K.HOPPER_STORE_SMEM and K.tile_n_smem(152) == K.HOPPER_STORE_SMEM - 4 * 8192
+    assert K.tile_n_smem(192) == K.tile_n_smem(152) and K.tile_n_smem(200) == K.tile_n_smem(256)
+
+
+def test_wgmma_widths_header_is_what_its_generator_writes():
+    """kernels/wgmma_widths.cuh is tools/gen_wgmma_widths.py's output, one wrapper per width from 136 to 248; each
+    names its width in the instruction and lists width / 2 accumulators (a wrong count would not assemble, a wrong
+    width would multiply the wrong columns)."""
+    import re
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen", KERNEL_DIR.parent / "tools" / "gen_wgmma_widths.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    text = (KERNEL_DIR / "wgmma_widths.cuh").read_text()
+    assert text == gen.text()
+    for n in range(136, 256, 8):
+        block = text[text.index(f"struct Wgmma<{n}>"):].split("};")[0]
+        assert f"m64n{n}k16" in block and f"float (&d)[{n // 2}]" in block
+        assert max(int(i) for i in re.findall(r"d\[(\d+)\]", block)) == n // 2 - 1
+        assert f'"%{n // 2}, %{n // 2 + 1}, 1, 1, 1, 0, %{n // 2 + 2};' in block
+    assert "Wgmma<2 * NACC>::template mma<1>" in (KERNEL_DIR / "hopper_sm90a.cu").read_text()

@@ -17,7 +17,7 @@ def test_there_are_probes():
                                         "tail_split_sweep.py", "row_alignment.py",
                                         "fp8_block_scaled.py", "cublas_kernels.py", "reject_wrong_block_scaled.py",
                                         "rung17.py", "fp8_stages.py", "flush_method.py", "wgmma_rate.py",
-                                        "wait_hint.py", "ncu_source.py", "ncu_row_alignment.py"}
+                                        "wait_hint.py", "ncu_source.py", "ncu_row_alignment.py", "tile_n.py"}
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.stem)

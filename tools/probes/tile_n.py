@@ -1,0 +1,130 @@
+"""A device probe (issue 25): rungs 27-28 (rungs 25-26 with the tile's width chosen per problem, kernels/hopper_sm90a.cu
+hopper_tile_n / hopper_tile_n_f32c) before they join the registry.
+
+1. widths forced (-DTILE_N, -DQUAD_CLUSTER): each checked against float64 and the model (bit for bit) at sizes that
+   are no tile multiples, and at 5000^3;
+2. the width sweep at 5000^3 (clusters of 2 and of 4, widths 152 .. 256), and at 8192^3 and 7000^3 the width the
+   cost model ranks first beside 256, each timed in alternating rounds (tools.probes.common.alternating: cold L2,
+   CUDA events, clocks) with the rung's base as the launcher builds it and cuBLAS writing the same C;
+3. rungs 27 and 28 as the launcher builds them (helpers.kernels.tile_plan) at the shapes the record judges, and
+   at sizes that are no tile multiples, each beside its base (helpers.experiments.hopper.probe_rung, as rung17.py).
+
+    python3 tools/probes/tile_n.py OUT.json           (a Hopper GPU, COURSE_DEVICE=gpu)"""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
+
+ODD = [[1000, 1064, 1000], [257, 520, 136], [40, 24, 56], [72, 8200, 1000]]
+BIG = [[4096] * 3, [5000] * 3, [8192] * 3, [2048] * 3, [8192, 8192, 1024]]
+FORCED = [(152, 2), (152, 4), (200, 2), (136, 4), (248, 4)]          # (width, cluster) checked at ODD
+SWEEP = {(5000, 5000, 5000): [(w, c) for c in (2, 4) for w in (152, 176, 200, 224, 256)],
+         (8192, 8192, 8192): [(200, 2), (256, 2)],
+         (7000, 7000, 7000): [(176, 2), (256, 2)]}
+SWEEP_28 = {(5000, 5000, 5000): [(152, 2), (152, 4), (256, 2), (256, 4)]}
+
+
+def variant(rung: int, width: int, cluster: int):
+    """(entry, options) of rung 27 or 28 with the width and cluster forced."""
+    import dataclasses
+
+    from helpers.kernels import rung_entry, tile_n_smem
+
+    e = rung_entry(rung)
+    return (dataclasses.replace(e, cluster=(cluster, 1, 1), block_tile=(128, width), dyn_smem=tile_n_smem(width)),
+            (f"-DTILE_N={width}", f"-DQUAD_CLUSTER={cluster}"))
+
+
+def forced_rows(rounds: int = 3) -> dict:
+    """GPU, in a child: parts 1 and 2."""
+    import cupy
+
+    from helpers.compile import arch_target
+    from helpers.cublas import same_c
+    from helpers.experiments.knobs import _precompile
+    from helpers.experiments.ladder import _inputs
+    from helpers.kernels import rung_entry
+    from helpers.launch import build_for, launcher
+    from helpers.numerics import reference_gemm
+    from helpers.timing import gemm_flops
+    from tools.probes.common import alternating
+
+    jobs = {(rung_entry(r).file, v, arch_target((9, 0))) for r, sw in ((27, SWEEP), (28, SWEEP_28))
+            for pairs in list(sw.values()) + [FORCED] for w, c in pairs for v in [variant(r, w, c)[1]]}
+    _precompile(sorted(jobs), log=lambda m: print(m, file=sys.stderr))
+    out = {"checks": [], "sweeps": []}
+    for i, shape in enumerate(ODD):
+        M, N, K = shape
+        A, B = _inputs(40 + i, M, N, K)
+        ref = reference_gemm(A, B)
+        for rung in (27, 28):
+            for w, c in FORCED:
+                entry, opts = variant(rung, w, c)
+                fn, C, _ = launcher(entry, A, B, options=opts)
+                C.fill(cupy.nan)
+                fn()
+                chk = rung_entry(rung).check(C[:M, :N], A, B, reference=ref, backend="GPU")
+                out["checks"].append({"rung": rung, "shape": shape, "width": w, "cluster": c, "passed": bool(chk.passed),
+                                      "model": chk.model, "verdict": chk.verdict[:300]})
+                print(rung, shape, w, c, chk.passed, chk.model, file=sys.stderr)
+    for rung, sweep in ((27, SWEEP), (28, SWEEP_28)):
+        base = rung_entry(rung).base
+        for shape, pairs in sweep.items():
+            M, N, K = shape
+            A, B = _inputs(60, M, N, K)
+            ref = reference_gemm(A, B)
+            timed, rows = {}, []
+            for w, c in pairs:
+                entry, opts = variant(rung, w, c)
+                fn, C, _ = launcher(entry, A, B, options=opts)
+                C.fill(cupy.nan)
+                fn()
+                chk = rung_entry(rung).check(C[:M, :N], A, B, reference=ref, backend="GPU")
+                rows.append({"rung": rung, "width": w, "cluster": c, "passed": bool(chk.passed), "model": chk.model})
+                timed[len(timed)] = fn
+            be, bo = build_for(rung_entry(base), M, N, 2 * K, 2 * N)
+            fn, C, _ = launcher(rung_entry(base), A, B)
+            rows.append({"rung": base, "width": 256, "cluster": be.cluster[0], "as_built": True})
+            timed[len(timed)] = fn
+            c_dtype = rung_entry(rung).out_dtype
+            Cc, cub = cupy.empty((M, N), dtype=c_dtype), same_c(c_dtype)
+            timed["cublas"] = lambda cub=cub, A=A, B=B, Cc=Cc: cub.run(A, B, Cc)
+            rows.append({"what": f"cuBLAS, {c_dtype} C"})
+            fl = gemm_flops(M, N, K)
+            for r, v in zip(rows, alternating(timed, fl, rounds).values()):
+                ms = sorted(v["ms"])[len(v["ms"]) // 2]
+                r.update(shape=list(shape), median_ms=ms, tflops=fl / ms / 1e9, round_ms=v["ms"], sm_mhz=v["sm_mhz"],
+                         power_w=v["power_w"])
+                print(json.dumps(r), file=sys.stderr)
+                out["sweeps"].append(r)
+    return out
+
+
+def main(argv) -> int:
+    if not hopper_here():
+        return 2
+    from helpers.experiments.hopper import probe_rung
+    from helpers.isolate import run_isolated
+
+    out, failed = {}, False
+    forced = run_isolated("tools.probes.tile_n:forced_rows", 3, timeout=420)
+    out["forced"] = forced
+    if isinstance(forced, dict) and "error" in forced:
+        print("forced:", str(forced)[:2000], file=sys.stderr)
+        failed = True
+    else:
+        failed |= not all(c["passed"] and c["model"] == "identical" for c in forced["checks"])
+        failed |= not all(r.get("passed", True) for r in forced["sweeps"])
+    Path(argv[0]).write_text(json.dumps(out, indent=1))
+    for k in (27, 25, 28, 26):
+        out[str(k)], bad = probe_rung(k, BIG, ODD if k >= 27 else [])
+        failed |= bad
+        Path(argv[0]).write_text(json.dumps(out, indent=1))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    run(main, __doc__)
