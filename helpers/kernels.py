@@ -100,7 +100,6 @@ class GemmKernel:
     timed_shapes: tuple | None = None   # (M, N, K) shapes lesson 6's record times it at; None: every timed shape
     per_shape: bool = False        # the launcher builds it per problem (rungs 25-26: clusters of 4 or of 2,
                                    # helpers.kernels.quad_choice)
-    tile_widths: bool = False      # with per_shape: the tile's width too (rungs 27-28, helpers.kernels.tile_plan)
 
     def __post_init__(self):
         if not self.output:
@@ -249,10 +248,10 @@ def tail_split_tiles(M: int, N: int, K: int) -> tuple[list[tuple[int, int, int, 
     return blocks, [(p * per * 64, min(K, (p + 1) * per * 64)) for p in range(s)]
 
 
-def cluster_waves(M: int, N: int, cluster: int, fit: int) -> int:
-    """Waves of a persistent 128 x 256-tile kernel whose work unit is `cluster` tiles stacked along M, with `fit`
+def cluster_waves(M: int, N: int, cluster: int, fit: int, width: int = 256) -> int:
+    """Waves of a persistent 128 x `width`-tile kernel whose work unit is `cluster` tiles stacked along M, with `fit`
     clusters resident at once: ceil(units / fit)."""
-    units = -(-math.ceil(M / 128) // cluster) * math.ceil(N / 256)
+    units = -(-math.ceil(M / 128) // cluster) * math.ceil(N / width)
     return -(-units // fit)
 
 
@@ -261,53 +260,25 @@ def starts_inside_line(a_row_bytes: int, b_row_bytes: int) -> bool:
     return a_row_bytes % 128 != 0 or b_row_bytes % 128 != 0
 
 
-def quad_choice(M: int, N: int, a_row_bytes: int, b_row_bytes: int, fits: Callable[[], tuple[int, int]]) -> int:
+def quad_choice(M: int, N: int, a_row_bytes: int, b_row_bytes: int, fits: Callable[[], tuple[int, int]],
+                width: int = 256) -> int:
     """Rungs 25-26's cluster for an M x N problem: 4 where a row of A or of B starts inside a 128-byte line (every
     TMA box row then costs two L2 requests, and a CTA of a cluster of 4 asks for a quarter of B instead of half) and
     clusters of 4 take no more waves than clusters of 2; else 2 (rung 14's or 13's build). fits() gives how many
     clusters of 4 and of 2 are resident at once (the driver's counts; asked only where rows start inside a line).
-    A pure function of the shape, the row strides and those counts."""
+    A pure function of the shape, the row strides and those counts (width: the tile's, the TILE_N knob)."""
     if not starts_inside_line(a_row_bytes, b_row_bytes):
         return 2
     fit4, fit2 = fits()
-    return 4 if cluster_waves(M, N, 4, fit4) <= cluster_waves(M, N, 2, fit2) else 2
+    return 4 if cluster_waves(M, N, 4, fit4, width) <= cluster_waves(M, N, 2, fit2, width) else 2
 
 
-# Rungs 27-28 (issue 25): the tile's width, a multiple of 8 from 128 to 256 (wgmma's widths; kernels/wgmma_widths.cuh)
+# Rungs 25-26's TILE_N knob (issue 25): the tile's width, a multiple of 8 from 128 to 256 (kernels/wgmma_widths.cuh)
 TILE_N_WIDTHS = tuple(range(128, 257, 8))
-TILE_N_MARGIN = 1.05         # a narrower tile only where the model gains 5% or more: it reads more bytes per FLOP
-
-
-def tile_n_cost(M: int, N: int, width: int, cluster: int, fit: int) -> int:
-    """The model rungs 27-28 choose by: the waves of 128 x `width` tiles in units of `cluster` tiles along M with `fit`
-    clusters at once, times the width (a tile's time grows with its width: the Tensor Cores' work per K-tile)."""
-    units = -(-math.ceil(M / 128) // cluster) * math.ceil(N / width)
-    return -(-units // fit) * width
-
-
-def tile_n_choice(M: int, N: int, cluster: int, fit: int) -> int:
-    """Rungs 27-28's width for an M x N problem in clusters of `cluster` (`fit` at once): the width of least cost
-    (tile_n_cost; the wider one of equal cost), kept only where it beats 256 by TILE_N_MARGIN, else 256."""
-    best = min(TILE_N_WIDTHS, key=lambda w: (tile_n_cost(M, N, w, cluster, fit), -w))
-    wide = tile_n_cost(M, N, 256, cluster, fit)
-    return best if wide >= TILE_N_MARGIN * tile_n_cost(M, N, best, cluster, fit) else 256
-
-
-def tile_plan(M: int, N: int, a_row_bytes: int, b_row_bytes: int, fits: Callable[[], tuple[int, int]],
-              cluster: int | None = None, width: int | None = None) -> tuple[int, int]:
-    """Rungs 27-28's (cluster, width) for an M x N problem: for each cluster allowed (2; 4 too where a row of A or B
-    starts inside a 128-byte line, as quad_choice), its width (tile_n_choice); then the pair of least tile_n_cost,
-    clusters of 4 where they tie. cluster / width: given by the learner (helpers.try_kernel), kept. fits() gives how
-    many clusters of 4 and of 2 are resident at once (the driver's counts)."""
-    fit4, fit2 = fits()
-    fit = {4: fit4, 2: fit2}
-    clusters = [cluster] if cluster else ([4, 2] if starts_inside_line(a_row_bytes, b_row_bytes) else [2])
-    pairs = [(c, width or tile_n_choice(M, N, c, fit[c])) for c in clusters]
-    return min(pairs, key=lambda p: tile_n_cost(M, N, p[1], p[0], fit[p[0]]))
 
 
 def tile_n_smem(width: int, stages: int = 4) -> int:
-    """Dynamic shared memory of rungs 27-28 with a tile `width` wide: per stage A (128 x 64) and B's boxes of 64
+    """Dynamic shared memory of rungs 25-26 with a tile `width` wide (TILE_N): per stage A (128 x 64) and B's boxes of 64
     columns (width / 64 rounded up), plus the epilogue's buffers, slack and barriers as rungs 13-16."""
     return stages * (128 * 64 + math.ceil(width / 64) * 64 * 64) * 2 + (HOPPER_STORE_SMEM - 4 * HOPPER_STAGE)
 
@@ -612,22 +583,8 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 # A rung is written, compiled and modelled here before its first GPU run; until that run has checked and timed it
 # (a probe in tools/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
 # and moves into the registry (and its macros into helpers.tryout.KNOBS) once a Hopper GPU has run it.
-# Rungs 27-28 (session 16, issue 25): rungs 25-26 with a tile width chosen per problem.
-_TILE_N_WHY = ("rung 25's 128 x 256 tiles make whole waves only where the shape divides well: at 5000^3, 7 waves of 30 "
-               "clusters of 4 (the last two thirds full), where cuBLAS's kernel (nvjet_sm90_hsh_256x152, Nsight Compute) "
-               "cuts C into 660 tiles of 256 x 152: 5 whole waves of 132. A width chosen per problem (helpers.kernels."
-               "tile_plan: a multiple of 8 from 128 to 256, the one of least waves x width, kept where it gains 5% over "
-               "256) builds 128 x 152 tiles in clusters of 2 there: 10 whole waves of 66 clusters, 1520 width-waves "
-               "against rung 25's 1792 (x1.18), less the x1.08 that clusters of 4 measured over clusters of 2 with rows "
-               "that start inside a line: x1.09 at 5000^3. Elsewhere it builds rung 25: x1.00")
-PENDING: dict[int, GemmKernel] = {
-    27: _hopper_rung(27, "hopper_tile_n", "a tile width that fills whole waves (chosen per shape)", 1.0, _TILE_N_WHY,
-                     output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(4, 1, 1), c_box=(64, 64),
-                     dyn_smem=HOPPER_STORE_SMEM, base=25, per_shape=True, tile_widths=True),
-    28: _hopper_rung(28, "hopper_tile_n_f32c", "rung 27 writing FP32 C (rung 26 with its width by shape)", 1.0,
-                     _TILE_N_WHY.replace("rung 25", "rung 26"), persistent=True, cluster=(4, 1, 1), c_box=(64, 32),
-                     dyn_smem=HOPPER_STORE_SMEM, base=26, per_shape=True, tile_widths=True),
-}
+# None waits now: rungs 27-28 (session 16, a width chosen per shape) measured slower and became rungs 25-26's TILE_N knob.
+PENDING: dict[int, GemmKernel] = {}
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 
 

@@ -253,51 +253,35 @@ def kernel_resources(key, source: str | None = None, options: tuple = ()) -> dic
             "smem": int(k.shared_size_bytes) + int(spec.dyn_smem), "spills": int(k.local_size_bytes)}
 
 
-def _given(options: tuple, macro: str) -> int | None:
-    """The value an NVRTC option -D<macro>=<value> gives, or None."""
-    for o in options:
-        if str(o).startswith(f"-D{macro}="):
-            return int(str(o).split("=", 1)[1])
-    return None
-
-
 def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int, source: str | None = None,
                     options: tuple = ()) -> tuple:
-    """(entry, NVRTC options) of rungs 25-28 for an M x N problem whose rows of A and B are a_row_bytes and
-    b_row_bytes apart. Rungs 25-26: clusters of 4 as built, or of 2 (QUAD_CLUSTER=2: rung 14's or 13's template
-    call), as helpers.kernels.quad_choice decides from how many clusters of each size the driver lets run at once.
-    Rungs 27-28: the cluster and the tile's width (TILE_N) that helpers.kernels.tile_plan chooses, each unless the
-    options give it. source / options: a variant (helpers.tryout's other knobs), asked about and built with them."""
+    """(entry, NVRTC options) of rung 25 or 26 for an M x N problem whose rows of A and B are a_row_bytes and
+    b_row_bytes apart: clusters of 4 as built, or of 2 (QUAD_CLUSTER=2: rung 14's or 13's template call), as
+    helpers.kernels.quad_choice decides from how many clusters of each size the driver lets run at once (and the
+    entry's tile width: the TILE_N knob). source / options: a variant (helpers.tryout's other knobs), asked about and
+    built with them."""
     import dataclasses
 
-    from .kernels import quad_choice, tile_n_smem, tile_plan
+    from .kernels import quad_choice
 
     options = tuple(options)
     pair = (dataclasses.replace(spec, cluster=(2, 1, 1)), (*options, "-DQUAD_CLUSTER=2"))
     fits = lambda: (resident_blocks(spec, source, options)[0] // 4,                          # noqa: E731
                     resident_blocks(pair[0], source, pair[1])[0] // 2)
-    if not spec.tile_widths:
-        return (spec, options) if quad_choice(M, N, a_row_bytes, b_row_bytes, fits) == 4 else pair
-    given_c, given_w = _given(options, "QUAD_CLUSTER"), _given(options, "TILE_N")
-    c, w = tile_plan(M, N, a_row_bytes, b_row_bytes, fits, given_c, given_w)
-    extra = (() if given_c or c == 4 else (f"-DQUAD_CLUSTER={c}",)) + (() if given_w or w == 256 else (f"-DTILE_N={w}",))
-    stages = _given(options, "HSTAGES") or 4
-    return (dataclasses.replace(spec, cluster=(c, 1, 1), block_tile=(128, w), dyn_smem=tile_n_smem(w, stages)),
-            (*options, *extra))
+    four = quad_choice(M, N, a_row_bytes, b_row_bytes, fits, spec.block_tile[1]) == 4
+    return (spec, options) if four else pair
 
 
 def chooses_cluster(spec: GemmKernel, options: tuple = ()) -> bool:
-    """Whether the launcher chooses rung 25's or 26's cluster for the problem (rungs 27-28: the cluster or the tile's
-    width): a per-shape rung whose build does not name them all (helpers.tryout's CLUSTER_M knob compiles
-    -DQUAD_CLUSTER=n, TILE_N -DTILE_N=n: what the learner chose)."""
-    named = [_given(tuple(options), "QUAD_CLUSTER")] + ([_given(tuple(options), "TILE_N")] if spec.tile_widths else [])
-    return spec.per_shape and any(v is None for v in named)
+    """Whether the launcher chooses rung 25's or 26's cluster for the problem: a per-shape rung whose build does not
+    name one (helpers.tryout's CLUSTER_M knob compiles -DQUAD_CLUSTER=n, which the learner chose)."""
+    return spec.per_shape and not any(str(o).startswith("-DQUAD_CLUSTER=") for o in options)
 
 
 def build_for(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int, source: str | None = None,
               options: tuple = ()) -> tuple:
     """(entry, NVRTC options) the launcher builds for an M x N problem with rows of A and B a_row_bytes and
-    b_row_bytes apart: rungs 25-28's per-shape build where the options leave a choice (per_shape_build), else the
+    b_row_bytes apart: rungs 25-26's per-shape build where the options name no cluster (per_shape_build), else the
     entry and options as given. What a record says of a launch (its grid) must come from this build."""
     if chooses_cluster(spec, options):
         return per_shape_build(spec, M, N, a_row_bytes, b_row_bytes, source, options)

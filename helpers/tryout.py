@@ -41,7 +41,7 @@ import numpy as np
 
 from .errors import InputError
 from .kernels import (ALL_RUNGS, HOPPER_SMEM, HOPPER_STAGE, HOPPER_STORE_SMEM, GemmKernel, ladder_smem_bytes, lookup,
-                      skinny_smem)
+                      skinny_smem, tile_n_smem)
 
 DEFAULT_SIZE = (1000, 1064, 1000)   # (M, N, K) of the check: a multiple of no block tile (128, 256) nor of BK
 TIMING_SIZE = 4096
@@ -157,6 +157,14 @@ _QUAD = Knob("CLUSTER_M", "QUAD_CLUSTER", (2, 4), 4,
              "cluster = (CLUSTER_M, 1, 1); the persistent grid is the whole clusters the driver fits at once, fewer "
              "CTAs in clusters of 4 (helpers.launch.resident_blocks)")
 
+_TILE_N = Knob("TILE_N", "TILE_N", (128, 152, 192, 224, 256), 256,
+               "columns of the 128-row tile, a multiple of 8 up to 256 (wgmma's widths; here five of them): a narrower "
+               "tile makes more, smaller tiles, which can fill the last wave (at 5000^3 152 makes 10 whole waves of 66 "
+               "clusters of 2, as cuBLAS's 256 x 152 tiles make 5 of 132), but asks L2 for more box rows per FLOP, and "
+               "a width that is no multiple of 64 loads B's last box of 64 columns whole (lesson 6, Appendix D)",
+               "dynamic shared memory: HSTAGES x (16 KB of A + 8 KB per box of 64 columns of B) + 33920 bytes; the "
+               "launcher's cluster choice counts the waves of this width")
+
 # rung -> {knob name: Knob}, in the order they are resolved (WAIT_GROUP after STAGES, GROUP_M after CLUSTER_M)
 KNOBS: dict[int, dict[str, Knob]] = {
     2: {"PAD": _pad("RUNG2_PAD", 0), "BK": _BK},
@@ -187,9 +195,9 @@ KNOBS: dict[int, dict[str, Knob]] = {
     # rungs 23-24: rungs 21-22 with added descriptors (DESC_ADD = 0 gives back rungs 21-22)
     23: {"STAGES": _SKINNY_STAGES, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_HINT_WAIT, "DESC_ADD": _SKINNY_DESC},
     24: {"STAGES": _SKINNY_STAGES, "CLUSTER_M": _SKINNY_CLUSTER, "WAIT_HINT": _SKINNY_HINT_WAIT, "DESC_ADD": _SKINNY_DESC},
-    # rungs 25-26: rungs 14 and 13 with QUAD_CLUSTER (CLUSTER_M = 2 gives them back); GROUP_M a multiple of it
-    25: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _QUAD, "GROUP_M": _GROUP},
-    26: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _QUAD, "GROUP_M": _GROUP},
+    # rungs 25-26: rungs 14 and 13 with QUAD_CLUSTER (CLUSTER_M = 2 gives them back); GROUP_M a multiple of it; TILE_N
+    25: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _QUAD, "GROUP_M": _GROUP, "TILE_N": _TILE_N},
+    26: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _QUAD, "GROUP_M": _GROUP, "TILE_N": _TILE_N},
 }
 
 
@@ -214,6 +222,12 @@ def _hopper_launch(spec: GemmKernel, s: dict) -> dict:
     return out
 
 
+def _quad_launch(spec: GemmKernel, s: dict) -> dict:
+    """Rungs 25-26: rung 14's (13's) stages and cluster, and the tile TILE_N wide: its B boxes per stage (shared memory,
+    helpers.kernels.tile_n_smem) and its block tile."""
+    return {**_hopper_launch(spec, s), "dyn_smem": tile_n_smem(s["TILE_N"], s["STAGES"]), "block_tile": (128, s["TILE_N"])}
+
+
 def _skinny_launch(spec: GemmKernel, s: dict) -> dict:
     """Rung 17: SKINNY_STAGES stages of 24 KB plus the epilogue buffers (helpers.kernels.skinny_smem), and its
     cluster."""
@@ -223,7 +237,7 @@ def _skinny_launch(spec: GemmKernel, s: dict) -> dict:
 # rung -> f(entry, settings) -> the entry's fields that the settings change
 LAUNCH: dict[int, Callable] = {**{r: _ladder_launch for r in (2, 3, 4, 5, 6)},
                                **{r: _hopper_launch for r in (8, 9, 10, 11, 12, 13, 14, 15, 16)},
-                               **{r: _skinny_launch for r in range(17, 25)}, 25: _hopper_launch, 26: _hopper_launch}
+                               **{r: _skinny_launch for r in range(17, 25)}, 25: _quad_launch, 26: _quad_launch}
 
 
 def knob_table(like=None) -> list[dict]:

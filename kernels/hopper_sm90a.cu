@@ -59,7 +59,7 @@
 // -gencode=arch=compute_90a,code=sm_90a. Other targets compile empty kernels (make kernels-check).
 
 #include "hopper_primitives.cuh"              // smem_addr, smem_base, mbarriers, tma_load, wgmma fences, setmaxnreg
-#include "wgmma_widths.cuh"                  // rungs 27-28: wgmma m64nNk16 for the widths 136 .. 248 (generated)
+#include "wgmma_widths.cuh"                  // TILE_N (rungs 25-26): wgmma m64nNk16 for the widths 136 .. 248 (generated)
 
 #define HBM 128                               // rows of C per block tile
 #define HBN 256                               // columns of C per block tile
@@ -134,7 +134,7 @@ __device__ __forceinline__ void store2(float* p, float x, float y)
     *reinterpret_cast<float2*>(p) = make_float2(x, y);
 }
 
-// How many of a tile's boxes of B (4 of 64 columns; rungs 27-28: BN / 64 rounded up, the last one partly
+// How many of a tile's boxes of B (4 of 64 columns; TILE_N: BN / 64 rounded up, the last one partly
 // the next tile's columns) start inside B (tn: the tile's column): TMA fills the part of a box beyond N
 // with zeros, and boxes that start beyond N are not loaded at all (their columns of C are never written,
 // so what the stage holds there does not matter).
@@ -278,7 +278,7 @@ __device__ __forceinline__ void wgmma_slice(float (&d)[NACC], u64 desc_a, u64 de
     else if constexpr (NACC == 32)
         wgmma_m64n64k16<1>(d, desc_a, desc_b);
     else
-        Wgmma<2 * NACC>::template mma<1>(d, desc_a, desc_b);   // rungs 27-28: the other widths (wgmma_widths.cuh)
+        Wgmma<2 * NACC>::template mma<1>(d, desc_a, desc_b);   // TILE_N: the other widths (wgmma_widths.cuh)
 }
 
 // One K-tile (64 deep) of a 64 x 256 slice of C (rung 17: 64 x 64; rung 19: 64 x 128): four wgmma k-steps of
@@ -322,7 +322,7 @@ __device__ __forceinline__ void store_slice(const float (&d)[NACC], float* C, in
     }
 }
 
-// Rungs 27-28: the columns of a slice past its last whole box of C (a tile width that is no multiple of the box),
+// TILE_N (rungs 25-26): the columns of a slice past its last whole box of C (a tile width that is no multiple of the box),
 // 8-column blocks j0 .. NACC / 4 - 1, written straight from the registers in store_slice's layout, only inside C
 // (a TMA box there would also write the first columns of the next tile). FP16 (HALF) as the boxes round it.
 template <bool HALF, int NACC>
@@ -459,7 +459,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     // The block tile (rung 17: BM x BN = 64 x 128) and what follows from it. A consumer warpgroup owns a
     // 64-row slice of SN columns: with 128 rows the two consumers take rows 0-63 and 64-127 of all BN
     // columns; with 64 rows they take columns 0 .. BN/2 - 1 and BN/2 .. BN - 1 of all 64 rows.
-    // Rungs 27-28: 128 x BN, BN any multiple of 8 from 128 to 256 (wgmma's widths); B still comes in boxes of 64
+    // TILE_N (rungs 25-26): 128 x BN, BN any multiple of 8 from 128 to 256 (wgmma's widths); B still comes in boxes of 64
     // columns, NBOX of them, the last one partly the next tile's.
     static_assert((BM == HBM && (BN == HBN || (BN % 8 == 0 && BN >= 128 && BN < HBN && !SPLIT_K)))
                   || (BM == 64 && BN == 128 && !SPLIT_K), "tiles 128 x 256 (128 x BN, BN = 128 .. 256), or 64 x 128");
@@ -549,7 +549,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
 #pragma unroll
                         for (int c = 0; c < NBOX; ++c)
                             if (c < nb) tma_load(b + c * B_BOX_BYTES, tmB, &full[s], tn * BN + c * BOX_N, kt * HBK);
-                    } else {                                   // my share of the boxes, to every CTA (rungs 27-28:
+                    } else {                                   // my share of the boxes, to every CTA (TILE_N:
                         // NBOX / CLUSTER need not be whole: CTA r takes boxes r NBOX / CLUSTER .. (r + 1) NBOX / CLUSTER - 1)
                         constexpr bool EVEN = NBOX % CLUSTER == 0;
                         constexpr int per = NBOX / CLUSTER;
@@ -653,7 +653,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 // number, box & 1 already does (the last box of a tile and the first of the next differ).
                 constexpr bool ODD_BOXES = (SN / box_cols) % 2 == 1;
 #pragma unroll
-                for (int box = 0; box < SN / box_cols; ++box) {    // (rungs 27-28: the whole boxes; the rest below)
+                for (int box = 0; box < SN / box_cols; ++box) {    // (TILE_N: the whole boxes; the rest below)
                     if (tn * BN + c0 + box * box_cols >= N) break;   // the rest of the slice lies right of C
                     float* buf = mine + ((ODD_BOXES ? ebox++ : box) & 1) * (64 * EPI_COLS);
                     if (HALF_C) {
@@ -689,7 +689,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                         bulk_commit();
                     }
                 }
-                if constexpr (SN % box_cols != 0)              // rungs 27-28: the columns past the last whole box
+                if constexpr (SN % box_cols != 0)              // TILE_N: the columns past the last whole box
                     store_rest<HALF_C>(d, Cout, M, N, tm * BM + r0, tn * BN + c0, SN / box_cols * box_cols / 8);
             }
         }
@@ -1076,6 +1076,19 @@ extern "C" __global__ void hopper_skinny_desc_f32c(const __grid_constant__ Tenso
 #ifndef QUAD_CLUSTER
 #define QUAD_CLUSTER 4
 #endif
+// TILE_N: rungs 25-26's tile width (a knob; 256 as recorded): any multiple of 8 from 128 to 256, wgmma's widths
+// (kernels/wgmma_widths.cuh). B still comes in boxes of 64 columns (a 152-wide tile loads 3, the last partly the next
+// tile's), and C's columns past the last whole box of C are stored from the registers (store_rest).
+// Tried as rungs 27-28 (session 16, issue 25), the width chosen per problem so that the tiles fill whole waves (at
+// 5000^3 128 x 152 tiles in clusters of 2 make 10 whole waves of 66, as cuBLAS's 256 x 152 tiles make 5 of 132):
+// predicted x1.09 over rung 25 there, measured x0.71 (tools/probes/tile_n.py, results/logs/tile-n-probe-nvidia-h200);
+// no width beat 256 by more than the spread of the sweep (results/logs/tile-n-sweep-nvidia-h200.json). A narrower
+// tile asks L2 for more box rows per FLOP, and the 152-wide one loads 192 columns of B. So the width is a knob, not a
+// rung (lesson 6, Appendix D).
+#ifndef TILE_N
+#define TILE_N 256                            // HBN: rungs 25-26 as recorded
+#endif
+static_assert(TILE_N % 8 == 0 && TILE_N >= 128 && TILE_N <= HBN, "TILE_N: a multiple of 8 from 128 to 256");
 static_assert((HBN / BOX_N) % QUAD_CLUSTER == 0, "QUAD_CLUSTER must divide the 4 boxes of B");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
 #define QUAD_DIMS
@@ -1115,7 +1128,7 @@ extern "C" __global__ void hopper_quad_cluster(const __grid_constant__ TensorMap
     int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) && GROUP_M >= QUAD_CLUSTER
-    ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true, true>(&tmA, &tmB, &tmC, C, M, N, K);
+    ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true, true, false, false, HBM, TILE_N>(&tmA, &tmB, &tmC, C, M, N, K);
 #elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
     __trap();                                  // GROUP_M below the cluster: no whole unit row per group
 #endif
@@ -1130,7 +1143,7 @@ extern "C" __global__ void hopper_quad_cluster_f32c(const __grid_constant__ Tens
     int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) && GROUP_M >= QUAD_CLUSTER
-    ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true>(&tmA, &tmB, &tmC, C, M, N, K);
+    ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true, false, false, false, HBM, TILE_N>(&tmA, &tmB, &tmC, C, M, N, K);
 #elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
     __trap();                                  // GROUP_M below the cluster: no whole unit row per group
 #endif
@@ -1208,45 +1221,3 @@ extern "C" __global__ void hopper_cluster_probe(int* out)
 #endif
 }
 
-// TILE_N: rungs 27-28's tile width, a multiple of 8 from 128 to 256 (the launcher chooses it per problem and compiles
-// -DTILE_N=...; 256 builds rungs 25-26 again)
-#ifndef TILE_N
-#define TILE_N HBN
-#endif
-static_assert(TILE_N % 8 == 0 && TILE_N >= 128 && TILE_N <= HBN, "TILE_N: a multiple of 8 from 128 to 256");
-// Rung 27 -- a tile width that fills whole waves (issue 25; written 2026-12-03, session 16, before its first GPU run).
-// Adds, over rungs 25 and 26: the tile is 128 x TILE_N, TILE_N any multiple of 8 from 128 to 256 (wgmma's widths,
-// kernels/wgmma_widths.cuh), chosen per problem by the launcher (helpers.kernels.tile_n_choice) so that the tiles
-// make whole waves of the clusters that run at once. At 5000^3 rung 25's 128 x 256 tiles make 7 waves of 30 clusters
-// of 4, the last two thirds full; cuBLAS's kernel there is nvjet_sm90_hsh_256x152 (Nsight Compute): 660 tiles, 5 whole
-// waves of 132. B still comes in boxes of 64 columns (a 152-wide tile loads 3, the last partly the next tile's), and
-// C's columns past the last whole box of C are stored from the registers (store_rest). The sums are rung 25's (26's),
-// bit for bit: only which CTA computes a column changes.
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) QUAD_DIMS hopper_tile_n(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_tile_n(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && GROUP_M >= QUAD_CLUSTER
-    ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true, true, false, false, HBM, TILE_N>(&tmA, &tmB, &tmC, C, M, N, K);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    __trap();                                  // GROUP_M below the cluster: no whole unit row per group
-#endif
-}
-
-// Rung 28 -- rung 27 writing FP32 C (rung 26's epilogue).
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) QUAD_DIMS hopper_tile_n_f32c(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_tile_n_f32c(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && GROUP_M >= QUAD_CLUSTER
-    ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true, false, false, false, HBM, TILE_N>(&tmA, &tmB, &tmC, C, M, N, K);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    __trap();                                  // GROUP_M below the cluster: no whole unit row per group
-#endif
-}

@@ -549,9 +549,14 @@ def test_rungs_25_and_26_are_rungs_14_and_13_in_clusters_of_four():
         src = {n: helpers.display.kernel_source("hopper_sm90a.cu", n) for n in (r.name, b.name)}
         args = {n: [x.strip() for x in re.search(r"ws_gemm<([^>]*)>", t).group(1).split(",")] for n, t in src.items()}
         assert args[b.name][2] == "CLUSTER_M" and args[r.name][2] == "QUAD_CLUSTER"
-        assert args[r.name][:2] + args[r.name][3:] == args[b.name][:2] + args[b.name][3:]
+        # the TILE_N knob (session 16) names the template's next four parameters: their defaults as built
+        assert args[r.name][-4:] == ["false", "false", "HBM", "TILE_N"]
+        base_args = args[b.name][:2] + args[b.name][3:]
+        assert args[r.name][:2] + args[r.name][3:5] == base_args + ["false"] * (4 - len(base_args))   # HALF_C's default
         assert f"QUAD_DIMS {r.name}(" in helpers.display.kernel_source("hopper_sm90a.cu")
     assert _hdefine("QUAD_CLUSTER") == 4 and _hdefine("CLUSTER_M") == 2
+    src = helpers.display.kernel_source("hopper_sm90a.cu")
+    assert "#define TILE_N 256 " in src and "bool SPLIT_K = false,\n          bool TAIL = false, int BM = HBM, int BN = HBN" in src
     c = _kernel_comment("hopper_quad_cluster").replace("\n// ", " ")
     assert "first predicted x1.08 over rung 14 (13) at 5000^3, x1.03 at 4096^3 and 8192^3, x1.00 elsewhere." in c
     assert "Predicted: x1.0 over rung 14 (13) where it is rung 14's build, x1.12 at 5000^3 (the first run's gain" in c
@@ -638,23 +643,17 @@ def test_rungs_25_and_26_per_shape_run_is_quoted():
     assert "2 passed" in (logs / "tests-gpu-rung25-26-per-shape-nvidia-h200.log").read_text()
 
 
-def test_tile_plan_picks_the_width_that_fills_whole_waves_and_keeps_256_where_the_gain_is_small():
-    """helpers.kernels.tile_plan / tile_n_choice (rungs 27-28) with the H200's counts (30 clusters of 4, 66 of 2):
-    at 5000^3 128 x 152 tiles in clusters of 2 make 660 units, 10 whole waves (1520 width-waves against 256's 7 x 256
-    = 1792, and 152's 11 waves x 152 = 1672 in clusters of 4); 256 where the best width gains less than 5% (8192^3:
-    200's 20 waves x 200 = 4000 against 4096) and where it already fills the waves (4096^3); a width or cluster the
-    learner gives is kept, the other chosen for it."""
-    h200 = lambda: (30, 66)   # noqa: E731
-    plan = lambda n, **kw: K.tile_plan(n, n, 2 * n, 2 * n, h200, **kw)   # noqa: E731
-    assert plan(5000) == (2, 152) and plan(4096) == (2, 256) and plan(8192) == (2, 256) and plan(2048) == (2, 256)
-    assert K.tile_n_cost(5000, 5000, 152, 2, 66) == 1520 and K.tile_n_cost(5000, 5000, 256, 4, 30) == 1792
-    assert K.tile_n_cost(5000, 5000, 152, 4, 30) == 1672 and K.tile_n_choice(5000, 5000, 4, 30) == 152
-    assert K.tile_n_choice(8192, 8192, 2, 66) == 256 and K.tile_n_cost(8192, 8192, 200, 2, 66) == 4000
-    assert plan(5000, cluster=4) == (4, 152) and plan(5000, width=256) == (4, 256) and plan(4096, width=200) == (2, 200)
-    assert set(K.TILE_N_WIDTHS) == set(range(128, 257, 8))
-    # the shared memory the launcher asks for: 4 stages of A and whole boxes of B, + rung 14's epilogue and slack
+def test_tile_n_knob_shared_memory_and_the_cluster_choice_counts_the_waves_of_its_width():
+    """Rungs 25-26's TILE_N knob: the launcher asks for 4 stages of A and whole boxes of B (152 columns: 3 boxes) plus
+    rung 14's epilogue and slack; quad_choice counts the waves of the width built (at 5000^3, 152 wide: 11 waves of
+    30 clusters of 4 against 10 of 66 clusters of 2, so clusters of 2; 256 wide: 7 and 7, clusters of 4)."""
     assert K.tile_n_smem(256) == K.HOPPER_STORE_SMEM and K.tile_n_smem(152) == K.HOPPER_STORE_SMEM - 4 * 8192
     assert K.tile_n_smem(192) == K.tile_n_smem(152) and K.tile_n_smem(200) == K.tile_n_smem(256)
+    assert K.tile_n_smem(256, 3) == K.HOPPER_STORE_SMEM - K.HOPPER_STAGE
+    h200 = lambda: (30, 66)   # noqa: E731
+    assert (K.cluster_waves(5000, 5000, 4, 30, 152), K.cluster_waves(5000, 5000, 2, 66, 152)) == (11, 10)
+    assert K.quad_choice(5000, 5000, 10000, 10000, h200, 152) == 2 and K.quad_choice(5000, 5000, 10000, 10000, h200) == 4
+    assert set(K.TILE_N_WIDTHS) == set(range(128, 257, 8))
 
 
 def test_wgmma_widths_header_is_what_its_generator_writes():

@@ -296,28 +296,19 @@ def test_build_for_gives_the_per_shape_build_and_the_record_reports_its_grid(mon
     assert H._launch_facts(r14, 4096, 4096, 4096)["resident"] == "(2, 1, 1) ()"
 
 
-def test_build_for_rungs_27_28_chooses_the_width_and_cluster_and_keeps_what_the_learner_gives(monkeypatch):
-    """helpers.launch.build_for on rung 27 (pending its first GPU run): at 5000^3 (rows of 10000 bytes) clusters of 2
-    and 128 x 152 tiles (-DQUAD_CLUSTER=2 -DTILE_N=152, the tile and shared memory to match); at 4096^3 clusters of 2
-    and 256 (only -DQUAD_CLUSTER=2); a width the options give is kept and the cluster chosen for it; with both given
-    the entry is left as it is. The record reports the tile chosen."""
+def test_tile_n_knob_builds_its_width_and_the_launcher_chooses_the_cluster_for_it(monkeypatch):
+    """helpers.try_kernel(25, TILE_N=152) as the launcher builds it: -DTILE_N=152, a 128 x 152 block tile and the shared
+    memory of 3 boxes of B per stage; at 5000^3 (rows of 10000 bytes) the cluster chosen for that width is 2 (10 waves
+    against 11 of clusters of 4: -DQUAD_CLUSTER=2 added), at 256 it stays 4."""
     from helpers import launch
-    from helpers.experiments import hopper as H
-    from helpers.kernels import HOPPER_STORE_SMEM, rung_entry, tile_n_smem
+    from helpers.kernels import ALL_RUNGS, tile_n_smem
+    from helpers.tryout import defines, options, validate_knobs, variant_entry
 
     monkeypatch.setattr(launch, "resident_blocks", lambda spec, source=None, options=():
                         (120 if spec.cluster == (4, 1, 1) else 132, f"{spec.cluster} {options}"))
-    r27 = rung_entry(27)
-    b, opts = launch.build_for(r27, 5000, 5000, 10000, 10000, options=("-DHSTAGES=4",))
-    assert (b.cluster, b.block_tile, b.dyn_smem) == ((2, 1, 1), (128, 152), tile_n_smem(152))
-    assert opts == ("-DHSTAGES=4", "-DQUAD_CLUSTER=2", "-DTILE_N=152") and b.name == "hopper_tile_n"
-    b, opts = launch.build_for(r27, 4096, 4096, 8192, 8192)
-    assert (b.cluster, b.block_tile, b.dyn_smem, opts) == ((2, 1, 1), (128, 256), HOPPER_STORE_SMEM, ("-DQUAD_CLUSTER=2",))
-    b, opts = launch.build_for(r27, 5000, 5000, 10000, 10000, options=("-DTILE_N=256",))
-    assert (b.cluster, b.block_tile, opts) == ((4, 1, 1), (128, 256), ("-DTILE_N=256",))
-    both = ("-DTILE_N=200", "-DQUAD_CLUSTER=2")
-    assert launch.build_for(r27, 5000, 5000, 10000, 10000, options=both) == (r27, both)
-    monkeypatch.setattr(launch, "launch_path", lambda spec: "plain launch")
-    facts = H._launch_facts(r27, 5000, 5000, 5000)
-    assert facts["tile"] == [128, 152] and facts["resident"] == "(2, 1, 1) ('-DQUAD_CLUSTER=2', '-DTILE_N=152')"
-    assert "tile" not in H._launch_facts(rung_entry(25), 5000, 5000, 5000)
+    spec, settings, given = validate_knobs(25, {"TILE_N": 152})
+    entry, opts = variant_entry(spec, settings), options(defines(spec, given))
+    assert (entry.block_tile, entry.dyn_smem, opts) == ((128, 152), tile_n_smem(152), ("-DTILE_N=152",))
+    b, o = launch.build_for(entry, 5000, 5000, 10000, 10000, options=opts)
+    assert (b.cluster, b.block_tile, o) == ((2, 1, 1), (128, 152), ("-DTILE_N=152", "-DQUAD_CLUSTER=2"))
+    assert launch.build_for(ALL_RUNGS[25], 5000, 5000, 10000, 10000) == (ALL_RUNGS[25], ())

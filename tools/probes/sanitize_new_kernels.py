@@ -1,7 +1,8 @@
 """compute-sanitizer cases for the kernels added on 2026-12-01 (lesson 6's rungs 14-17 and any rung still pending, lesson 7's
 fp8_promote_pingpong and fp8_block_scaled), with tools/sanitize_driver.py's own case functions, at small and odd sizes and split-K at
 2 parts (rung 16 also after two whole waves, with a tile below M); `make sanitize` runs every kernel, this runs
-four in seconds (`--pending`: only the kernels still pending their first run; `--rungs 23 24`: those rungs; `--desc`: fp8_promote_128 and fp8_wgmma
+four in seconds (`--pending`: only the kernels still pending their first run; `--rungs 23 24`: those rungs; `--tile-n`:
+rungs 25-26 with TILE_N 152 in clusters of 4 and 200 in clusters of 2; `--desc`: fp8_promote_128 and fp8_wgmma
 and rungs 13, 14, 16, 19 and 21 built with the probe switches F8_DESC_ADD=1 and DESC_ADD=1). Under each tool:
 
     compute-sanitizer --tool memcheck --padding 64 --report-api-errors no python3 tools/probes/sanitize_new_kernels.py
@@ -72,6 +73,11 @@ def main() -> int:
         for k in map(int, sys.argv[sys.argv.index("--rungs") + 1:]):
             bad += _rung_cases(rung_entry(k))
         return 1 if bad else 0
+    if "--tile-n" in sys.argv:                # rungs 25-26's TILE_N knob: a last box of B and of C partly outside the tile,
+        for k in (25, 26):                    # B's boxes shared unevenly by a cluster (3 boxes in clusters of 4)
+            for opts in (("-DTILE_N=152", "-DQUAD_CLUSTER=4"), ("-DTILE_N=200", "-DQUAD_CLUSTER=2")):
+                bad += _rung_cases(rung_entry(k), opts)
+        return 1 if bad else 0
     if "--pending" in sys.argv:
         from helpers.fp8_gemm import PENDING as FP8_PENDING
 
@@ -82,9 +88,6 @@ def main() -> int:
                 print(f"@@end {name} | M={M} N={N} K={K} | {v[:160]}", flush=True)
         for spec in PENDING.values():
             bad += _rung_cases(spec)
-            if spec.tile_widths:              # rungs 27-28: a width whose last box is partial, B's boxes uneven
-                for opts in (("-DTILE_N=152", "-DQUAD_CLUSTER=4"), ("-DTILE_N=200", "-DQUAD_CLUSTER=2")):
-                    bad += _rung_cases(spec, opts)
         return 1 if bad else 0
     for name in ("hopper_fp16_store", "hopper_split_k"):
         for M, N, K in SIZES + SPLIT_SIZES:
