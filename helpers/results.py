@@ -61,6 +61,14 @@ class Record:
             return f"{self.gpu_name}, recorded {self.date}"
         return f"{self.gpu_name}, published in {self.meta.get('source_short', 'an external source')}"
 
+    def written(self, experiment: str) -> str:
+        """The date (YYYY-MM-DD) of the run that last wrote `experiment`: its newest update
+        (`--update-experiments`), else the record's own date."""
+        for u in reversed(self.meta.get("updates", [])):
+            if experiment in u.get("experiments", ()):
+                return u["date"][:10]
+        return self.date
+
     def flush(self, experiment: str | None = None) -> str:
         """How L2 was emptied before each timed launch (one of helpers.timing.FLUSHES, or "both" for the probe that
         compared them) in the run that last wrote `experiment` (None: the record's own rows). Records and updates

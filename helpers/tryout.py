@@ -828,7 +828,7 @@ def recorded_sweep(spec: GemmKernel, given: dict | None = None):
             return None, f"{rec.path.name} has no rows of {', '.join(given)} for it"
     if not rows:
         return None, f"{rec.path.name} has no rows for it"
-    return rows, rec.label
+    return rows, f"{rec.gpu_name}, recorded {rec.written('knobs')}" if rec.meta["kind"] == "gpu-record" else rec.label
 
 
 def _not_here(spec: GemmKernel, source, given: dict, why: str) -> TryResult:

@@ -797,7 +797,7 @@ ex.check_ring_edit(prediction, edit)
 # - Read operands as they are stored: 128-byte TMA box rows, the 128-byte swizzle, `wgmma`'s transpose
 #   bit for MN-major B; boxes past the edge read zeros: no padding.
 # - Warp specialisation: a producer, consumers, a ring of full/empty mbarriers waited by phase parity,
-#   `setmaxnreg` for the registers. At 2 stages rungs 9-15 lose a third or more.
+#   `setmaxnreg` for the registers. At 2 stages rungs 9-15 lose 30% or more.
 # - A persistent grid overlaps one tile's epilogue with the next tile's loads; its tile order decides
 #   how much of A and B L2 serves.
 # - Clusters share B through TMA multicast; a TMA store takes the epilogue off the warps; `stmatrix`
@@ -967,7 +967,7 @@ helpers.display.table(ck, cols, heads, {"ring_kb": ".0f", "smem_kb": ".0f", "wav
 # byte loaded).
 
 # %% slideshow={"slide_type": "-"}
-print(src[src.index("    // The block tile (rung 17"):src.index("    static_assert((BN / BOX_N)")])
+print(src[src.index("    // The block tile (rung 17"):src.index("    static_assert(STAGES >= 2 && 2 * STAGES")])
 display(H.gain_table(hop, 17, (128, 8192, 8192), predicted=1.25))
 display(H.gain_table(hop, 17, (4096, 4096, 4096), predicted=0.6))
 e = H.ncu_at("rung17", (128, 8192, 8192))
@@ -1436,7 +1436,44 @@ print(f"tile slots holding output at 5000^3: rung 25 {slots25:.0%} (128 x 256 ti
 # With clusters of 4, rung 25 makes fewer L2 requests than cuBLAS, its long-scoreboard stall is less
 # than half of rung 16's, and its tensor pipe is as busy as cuBLAS's. Yet it takes longer: more of its tiles' work falls
 # outside C (the tensor pipe multiplies those zeros too), which accounts for part of the gap; it also
-# reads more from DRAM than cuBLAS. A tile chosen per shape is the next step.
+# reads more from DRAM than cuBLAS. The next slide tries a tile chosen per shape.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Tried: a tile width per shape
+#
+# "Filling the waves with the tile" found 128 x 152 tiles for $5000^3$: in clusters of 2 they make 10
+# whole waves of 66 clusters, where rung 25 makes 7 waves of 30 clusters of 4, the last two thirds full.
+# The width became rungs 27-28 (chosen per problem), now the knob `TILE_N` of rungs 25-26: a multiple
+# of 8 from 128 to 256 (wgmma names its width in the instruction: one wrapper per width in
+# `kernels/wgmma_widths.cuh`). **Predicted: x1.09 over rung 25 at $5000^3$**: waves x width 1520
+# against 1792, less the x1.08 that clusters of 4 gave rung 14 there. The first run
+# (`tools/probes/tile_n.py`), each beside its rung in one process:
+
+# %% slideshow={"slide_type": "-"}
+for (k, shape), r in H.tile_n_first_run().items():
+    if shape[0] == 5000:
+        print(f"rung {k}, {r['tile'][0]} x {r['tile'][1]} tiles: x{r['ratio']:.2f} of rung {k - 2} at 5000^3 "
+              f"(C {r['model']} to the model's)")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Missed by far.** The sweep at $5000^3$: each width checked, then three alternating rounds with rung
+# 25 as built. The clocks fell during this run, so compare within the table; the row of width 256 in
+# clusters of 4 is rung 25's own code, and its distance from 1.00 is the spread.
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.table(H.tile_n_rows(), ["width", "cluster", "waves", "rows_per_mflop", "tflops", "vs_rung25", "mhz"],
+                      ["TILE_N", "CTAs per cluster", "waves", "box rows per MFLOP", "TFLOP/s", "x rung 25", "MHz"],
+                      {"rows_per_mflop": ".0f", "tflops": ".0f", "vs_rung25": ".2f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# No width beat rung 25 by more than that spread. Fewer waves do not pay when every tile narrower than
+# 256 asks L2 for more box rows per MFLOP, and at $5000^3$ each box row costs two requests. cuBLAS's
+# 256 x 152 tile fills the waves and still loads fewer rows of A and B per output than our 128 x 256:
+# (256 + 152) / (256 x 152) against (128 + 256) / (128 x 256). A 256-row tile is the next thing to try.
+# **Try it**: predict rung 25 with `TILE_N=192` at $4096^3$, then run it.
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(25, TILE_N=192)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix E: how the harness empties L2

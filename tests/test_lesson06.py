@@ -328,7 +328,7 @@ def _rec():
 def test_claims_about_the_knob_sweeps_of_rungs_9_to_15():
     kn = [r for r in _rec()["knobs"] if r.get("knob")]
     at = {(r["rung"], r["knob"], r["value"]): r for r in kn}
-    assert all(at[k, "STAGES", 2]["vs_default"] <= 2 / 3 + 0.005 for k in range(9, 16))   # "lose a third or more"
+    assert all(at[k, "STAGES", 2]["vs_default"] <= 0.70 for k in range(9, 16))   # "lose 30% or more"
     assert at[13, "CLUSTER_M", 4]["vs_default"] < 0.9                  # "four CTAs per cluster cost rung 13 speed"
     assert all(at[k, "PRODUCER_REGS", 24]["vs_default"] >= 0.98 for k in range(9, 15))   # "at most 2%"
     assert all(r["passed"] for r in kn if r["rung"] in (14, 15))
@@ -999,3 +999,44 @@ def test_switch_rows_names_the_command_of_a_missing_log(tmp_path):
             H.switch_rows(key, 0, directory=tmp_path)
         assert f"tools/probes/wait_hint.py OUT.json {option}" in e.value.fix
         assert H.switch_rows(key, {"cluster_m": 2, "group_m": 8, "l2_prefetch": 0}[key])
+
+
+def test_claims_of_the_tile_width_slide():
+    """Appendix D, 'Tried: a tile width per shape': the waves (10 whole waves of 66 clusters of 2 at 128 x 152; rung
+    25's 7 waves of 30 clusters of 4, the last two thirds full), the prediction's arithmetic (1520 and 1792
+    width-waves; x1.08 from the clusters-of-4 knob on rung 14; 1792 / 1520 / 1.08 rounds to 1.09), the first run
+    far below it (the 152-wide build under 0.75 of rung 25 and 26 at 5000^3, bit-identical to the model, and within 1%
+    where it built 256), the sweep (every width checked; none beat rung 25 by more than rung 25's own code, 256 in
+    clusters of 4, sits below it; rung 25 as built is that code), box rows per MFLOP above 256's for every narrower
+    tile, and cuBLAS's 256 x 152 tile loading fewer rows per output than 128 x 256. The try cell runs a knob value."""
+    src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    slide = src[src.index("# ### Tried: a tile width per shape"):src.index("# ## Appendix E")]
+    grid = H.quad_grid()
+    assert (grid[2], grid[4]) == (66, 30)
+    assert K.cluster_waves(5000, 5000, 2, 66, 152) == 10 and 40 // 2 * 33 == 10 * 66
+    units4 = 40 // 4 * 20
+    assert K.cluster_waves(5000, 5000, 4, 30) == 7 and units4 - 6 * 30 == 2 * 30 / 3
+    assert 10 * 152 == 1520 and 7 * 256 == 1792
+    gain4 = next(r["gain"] for r in H.switch_rows("cluster_m", 2) if r["cluster_m"] == 4)
+    assert f"{gain4:.2f}" == "1.08" and f"{1792 / 1520 / gain4:.2f}" == "1.09"
+    for claim in ("10\n# whole waves of 66 clusters", "7 waves of 30 clusters of 4, the last two thirds full",
+                  "**Predicted: x1.09 over rung 25 at $5000^3$**", "waves x width 1520\n# against 1792",
+                  "less the x1.08 that clusters of 4 gave rung 14 there", "**Missed by far.**",
+                  "No width beat rung 25 by more than that spread", "helpers.try_kernel(25, TILE_N=192)"):
+        assert claim in slide, claim
+    first = H.tile_n_first_run()
+    for k in (27, 28):
+        r = first[k, (5000,) * 3]
+        assert r["tile"] == [128, 152] and r["ratio"] < 0.75 and r["passed"] and r["model"] == "identical"
+        assert all(abs(v["ratio"] - 1) < 0.02 for (kk, s), v in first.items() if kk == k and s[0] != 5000)
+    rows = H.tile_n_rows()
+    own = next(r for r in rows if (r["width"], r["cluster"], r["what"]) == (256, 4, "TILE_N, CLUSTER_M"))
+    spread = 1 - own["vs_rung25"]
+    assert spread > 0 and all(r["passed"] for r in rows) and len(rows) == 17
+    assert max(r["vs_rung25"] for r in rows if r["what"] != "rung 25 as built") - 1 < spread
+    assert K.quad_choice(5000, 5000, 10000, 10000, lambda: (30, 66)) == 4          # rung 25 as built: 256, clusters of 4
+    for c in (2, 4):
+        assert all(H.box_rows_per_mflop(w, c) > H.box_rows_per_mflop(256, c) for w in K.TILE_N_WIDTHS if w < 256)
+    assert H.box_rows_per_mflop(256, 4) == (128 + 64) / (2 * 128 * 256 * 64 / 1e6)
+    assert (256 + 152) / (256 * 152) < (128 + 256) / (128 * 256)
+    assert "(256 + 152) / (256 x 152) against (128 + 256) / (128 x 256)" in slide

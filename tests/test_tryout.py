@@ -247,6 +247,13 @@ def test_without_a_gpu_the_recorded_sweep_of_that_knob(capsys, monkeypatch, tmp_
     assert lines[0] == ("no GPU here (CPU backend), so nothing is compiled or timed: showing the sweep of STAGES "
                         f"of ladder_cp_async recorded on {r.source}.")
     assert r.source.startswith("NVIDIA H200, recorded ")
+    # the date of the run that wrote the knobs experiment (its update), not the record's first date
+    from helpers.results import load_record
+
+    rec = load_record(ROOT / "results" / "nvidia-h200.json")
+    knob_runs = [u["date"][:10] for u in rec.meta["updates"] if "knobs" in u["experiments"]]
+    assert rec.written("knobs") == knob_runs[-1] != rec.date and r.source == f"NVIDIA H200, recorded {knob_runs[-1]}"
+    assert rec.written("no such experiment") == rec.date
     assert lines[1].split(" | ")[:3] == ["rung", "knob         ", "value"] and len(lines) == 2 + 1 + 3
     assert "(as recorded)" in lines[3] and "STAGES" in lines[4]
     fig = r.figure()

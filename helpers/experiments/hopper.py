@@ -23,6 +23,7 @@ ratio) and ``MISS_NOTES`` (the explanations of a miss in either direction, writt
 """
 from __future__ import annotations
 
+import math
 import functools
 import sys
 from pathlib import Path
@@ -956,3 +957,60 @@ def probe_rung(k: int, timed, odd, timeout: int = 300) -> tuple[list[dict] | dic
             r.get("cublas_fp32c_tflops"), "MHz", r.get("sm_mhz"), r.get("cublas_sm_mhz"), "parts", r.get("splits"),
             "whole", r.get("whole_units"), str(r.get("error", ""))[:300])))
     return rows, not all(r.get("passed") for r in rows)
+
+
+# --------------------------------------------------------------------------- rungs 25-26's TILE_N (lesson 6, Appendix D)
+TILE_N_MADE_BY = "tools/probes/tile_n.py OUT.json"
+
+
+def box_rows_per_mflop(width: int, cluster: int) -> float:
+    """TMA box rows of 128 bytes one CTA asks L2 for per MFLOP of its 128 x `width` tile: per K-tile of 64, A's 128
+    rows and its share of B's boxes of 64 columns (width / 64 rounded up, 64 rows each, shared by `cluster` CTAs),
+    against the tile's 2 x 128 x width x 64 FLOP."""
+    return (128 + 64 * math.ceil(width / 64) / cluster) / (2 * 128 * width * 64 / 1e6)
+
+
+def tile_n_rows(shape=(5000, 5000, 5000), gpu_slug: str = "nvidia-h200", directory=None, grid: dict | None = None,
+                log: str = "tile-n-sweep") -> list[dict]:
+    """tools/probes/tile_n.py's width sweep (results/logs/<log>-<gpu_slug>.json) at `shape`: per width and cluster of
+    rung 25 (the TILE_N and CLUSTER_M knobs), the waves (helpers.kernels.cluster_waves with the driver's counts,
+    quad_grid), the box rows per MFLOP (box_rows_per_mflop), the median TFLOP/s of three alternating rounds, its
+    ratio to rung 25 as built in the same rounds (the median of the three rounds' ratios), the SM clocks of its
+    rounds, and whether its check passed (bit-identical to the model); rung 25 as built last."""
+    from ..clocks import clock_span
+    from ..kernels import cluster_waves
+    from ..results import load_log
+
+    grid = quad_grid() if grid is None else grid
+    rows = [r for r in load_log(log, TILE_N_MADE_BY, gpu_slug, directory)["forced"]["sweeps"]
+            if r.get("shape") == list(shape)]
+    base = next(r for r in rows if r.get("as_built"))
+    M, N, _ = shape
+    out = []
+    for r in rows:
+        if "width" not in r:
+            continue
+        w, c = r["width"], r["cluster"]
+        ratio = sorted(b / x for b, x in zip(base["round_ms"], r["round_ms"]))[1]
+        out.append({"width": w, "cluster": c, "waves": cluster_waves(M, N, c, grid[c], w),
+                    "rows_per_mflop": box_rows_per_mflop(w, c), "tflops": r["tflops"], "vs_rung25": ratio,
+                    "mhz": clock_span(r["sm_mhz"]), "passed": r.get("passed", True) and r.get("model", "identical") == "identical",
+                    "what": "rung 25 as built" if r.get("as_built") else "TILE_N, CLUSTER_M"})
+    return out
+
+
+def tile_n_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> dict:
+    """The first run of the width chosen per shape (rungs 27-28 at commit dabad09, results/logs/tile-n-probe): at each
+    timed shape the TFLOP/s of the per-shape build and of rung 25 (26) beside it, in one process each, and the ratio."""
+    from ..results import load_log
+
+    log = load_log("tile-n-probe", TILE_N_MADE_BY + " (at commit dabad09)", gpu_slug, directory)
+    out = {}
+    for new, old in (("27", "25"), ("28", "26")):
+        b = {(r["m"], r["n"], r["k"]): r for r in log[old] if r.get("tflops")}
+        for r in log[new]:
+            key = (r["m"], r["n"], r["k"])
+            if r.get("tflops") and key in b:
+                out[int(new), key] = {"tflops": r["tflops"], "base": b[key]["tflops"], "ratio": r["tflops"] / b[key]["tflops"],
+                                      "tile": r.get("tile"), "passed": r["passed"], "model": r.get("model")}
+    return out
