@@ -1030,7 +1030,7 @@ def test_claims_of_the_tile_width_slide():
         assert r["tile"] == [128, 152] and r["ratio"] < 0.75 and r["passed"] and r["model"] == "identical"
         assert all(abs(v["ratio"] - 1) < 0.02 for (kk, s), v in first.items() if kk == k and s[0] != 5000)
     rows = H.tile_n_rows()
-    own = next(r for r in rows if (r["width"], r["cluster"], r["what"]) == (256, 4, "TILE_N, CLUSTER_M"))
+    own = next(r for r in rows if (r["width"], r["cluster"], r["what"]) == (256, 4, "the two knobs"))
     spread = 1 - own["vs_rung25"]
     assert spread > 0 and all(r["passed"] for r in rows) and len(rows) == 17
     assert max(r["vs_rung25"] for r in rows if r["what"] != "rung 25 as built") - 1 < spread
