@@ -1468,11 +1468,13 @@ helpers.display.table(H.tile_n_rows(),
                       {"rows_per_mflop": ".0f", "tflops": ".0f", "vs_rung25": ".2f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# No width beat rung 25 by more than that spread. Fewer waves do not pay when every tile narrower than
-# 256 asks L2 for more box rows per MFLOP, and at $5000^3$ each box row costs two requests. cuBLAS's
-# 256 x 152 tile fills the waves and still loads fewer rows of A and B per output than our 128 x 256:
-# (256 + 152) / (256 x 152) against (128 + 256) / (128 x 256). A 256-row tile is the next thing to try.
-# **Try it**: predict rung 25 with `TILE_N=192` at $4096^3$, then run it.
+# No width beat rung 25 by more than that spread. The likely cost (no profiler has looked at these
+# builds yet): every tile narrower than 256 asks L2 for more box rows per MFLOP, and at $5000^3$ each
+# box row costs two requests. cuBLAS's 256 x 152 tile fills the waves and still loads fewer rows of A
+# and B per output than our 128 x 256: (256 + 152) / (256 x 152) against (128 + 256) / (128 x 256).
+# A 256-row tile is the next thing to try. **Try it**: predict rung 25 with `TILE_N=192` at $4096^3$,
+# where 256 already fills the waves, then run it. (The recorded sweep there: 152 is slower even than
+# 128, whose boxes are whole.)
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 helpers.try_kernel(25, TILE_N=192)

@@ -1040,3 +1040,8 @@ def test_claims_of_the_tile_width_slide():
     assert H.box_rows_per_mflop(256, 4) == (128 + 64) / (2 * 128 * 256 * 64 / 1e6)
     assert (256 + 152) / (256 * 152) < (128 + 256) / (128 * 256)
     assert "(256 + 152) / (256 x 152) against (128 + 256) / (128 x 256)" in slide
+    # "at 4096^3 ... 152 is slower even than 128": the knobs sweep, checked rows at 1980 MHz, the waves of 256 full
+    kn = {r["value"]: r for r in _rec()["knobs"] if r["rung"] == 25 and r.get("knob") == "TILE_N"}
+    assert kn[152]["tflops"] < kn[128]["tflops"] and kn[152]["passed"] and kn[128]["passed"]
+    assert kn[152]["m"] == 4096 and K.cluster_waves(4096, 4096, 2, 66) == 4 and 32 * 16 // 2 / (4 * 66) > 0.95
+    assert "152 is slower even than\n# 128, whose boxes are whole" in slide and "no profiler has looked at these" in slide
