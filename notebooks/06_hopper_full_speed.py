@@ -1446,8 +1446,16 @@ print(f"tile slots holding output at 5000^3: rung 25 {slots25:.0%} (128 x 256 ti
 # The width became rungs 27-28 (chosen per problem), now the knob `TILE_N` of rungs 25-26: a multiple
 # of 8 from 128 to 256 (wgmma names its width in the instruction: one wrapper per width in
 # `kernels/wgmma_widths.cuh`). **Predicted: x1.09 over rung 25 at $5000^3$**: waves x width 1520
-# against 1792, less the x1.08 that clusters of 4 gave rung 14 there. The first run
-# (`tools/probes/tile_n.py`), each beside its rung in one process:
+# against 1792, less the x1.08 that clusters of 4 gave rung 14 there. B still arrives in boxes of 64
+# columns, so a width that is no multiple of 64 loads a last box that reaches into the next tile, and a
+# cluster may share the boxes unevenly (C's columns past its last whole box are stored from registers,
+# `store_rest`):
+
+# %% slideshow={"slide_type": "-"}
+switch_lines("NBOX")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The first run (`tools/probes/tile_n.py`), each beside its rung in one process:
 
 # %% slideshow={"slide_type": "-"}
 for (k, shape), r in H.tile_n_first_run().items():

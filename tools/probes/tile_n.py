@@ -25,19 +25,18 @@ ODD = [[1000, 1064, 1000], [257, 520, 136], [40, 24, 56], [72, 8200, 1000]]
 FORCED = [(152, 2), (152, 4), (200, 2), (136, 4), (248, 4)]          # (width, cluster) checked at ODD
 SWEEP = {(5000, 5000, 5000): [(w, c) for c in (2, 4) for w in (128, 152, 160, 176, 192, 200, 224, 256)],
          (8192, 8192, 8192): [(192, 2), (200, 2), (256, 2)]}
-SWEEP_28 = {}
 
 
 def variant(rung: int, width: int, cluster: int):
-    """(entry, options) of rung 25 or 26 with the width and cluster forced, any width of the kernel's (the TILE_N knob
-    offers five of them): the entry as helpers.tryout's launch settings make it."""
-    import dataclasses
+    """(entry, options) of rung 25 or 26 with the width and cluster forced, as helpers.tryout builds a knob variant
+    (its launch settings: shared memory, block tile, cluster), for any width the kernel takes (the TILE_N knob offers
+    five of them, and validate_knobs refuses the others)."""
+    from helpers.kernels import rung_entry
+    from helpers.tryout import _resolve, defines, options, variant_entry
 
-    from helpers.kernels import rung_entry, tile_n_smem
-
-    e = rung_entry(rung)
-    return (dataclasses.replace(e, cluster=(cluster, 1, 1), block_tile=(128, width), dyn_smem=tile_n_smem(width)),
-            (f"-DTILE_N={width}", f"-DQUAD_CLUSTER={cluster}"))
+    spec = rung_entry(rung)
+    given = {"TILE_N": width, "CLUSTER_M": cluster}
+    return variant_entry(spec, {**_resolve(spec, {}), **given}), options(defines(spec, given))
 
 
 def forced_rows(rounds: int = 3) -> dict:
@@ -54,8 +53,8 @@ def forced_rows(rounds: int = 3) -> dict:
     from helpers.timing import gemm_flops
     from tools.probes.common import alternating
 
-    jobs = {(rung_entry(r).file, v, arch_target((9, 0))) for r, sw in ((25, SWEEP), (26, SWEEP_28))
-            for pairs in list(sw.values()) + [FORCED] for w, c in pairs for v in [variant(r, w, c)[1]]}
+    jobs = {(rung_entry(25).file, variant(r, w, c)[1], arch_target((9, 0)))
+            for r, pairs in ((25, [p for ps in SWEEP.values() for p in ps] + FORCED), (26, FORCED)) for w, c in pairs}
     _precompile(sorted(jobs), log=lambda m: print(m, file=sys.stderr))
     out = {"checks": [], "sweeps": []}
     for i, shape in enumerate(ODD):
@@ -72,36 +71,35 @@ def forced_rows(rounds: int = 3) -> dict:
                 out["checks"].append({"rung": rung, "shape": shape, "width": w, "cluster": c, "passed": bool(chk.passed),
                                       "model": chk.model})
                 print(rung, shape, w, c, chk.passed, chk.model, file=sys.stderr)
-    for rung, sweep in ((25, SWEEP), (26, SWEEP_28)):
-        base = rung
-        for shape, pairs in sweep.items():
-            M, N, K = shape
-            A, B = _inputs(60, M, N, K)
-            ref = reference_gemm(A, B)
-            timed, rows = {}, []
-            for w, c in pairs:
-                entry, opts = variant(rung, w, c)
-                fn, C, _ = launcher(entry, A, B, options=opts)
-                C.fill(cupy.nan)
-                fn()
-                chk = rung_entry(rung).check(C[:M, :N], A, B, reference=ref, backend="GPU")
-                rows.append({"rung": rung, "width": w, "cluster": c, "passed": bool(chk.passed), "model": chk.model})
-                timed[len(timed)] = fn
-            be, bo = build_for(rung_entry(base), M, N, 2 * K, 2 * N)
-            fn, C, _ = launcher(rung_entry(base), A, B)
-            rows.append({"rung": base, "width": 256, "cluster": be.cluster[0], "as_built": True})
+    rung = 25                                # the sweep: rung 25's widths, beside rung 25 as built and cuBLAS
+    for shape, pairs in SWEEP.items():
+        M, N, K = shape
+        A, B = _inputs(60, M, N, K)
+        ref = reference_gemm(A, B)
+        timed, rows = {}, []
+        for w, c in pairs:
+            entry, opts = variant(rung, w, c)
+            fn, C, _ = launcher(entry, A, B, options=opts)
+            C.fill(cupy.nan)
+            fn()
+            chk = rung_entry(rung).check(C[:M, :N], A, B, reference=ref, backend="GPU")
+            rows.append({"rung": rung, "width": w, "cluster": c, "passed": bool(chk.passed), "model": chk.model})
             timed[len(timed)] = fn
-            c_dtype = rung_entry(rung).out_dtype
-            Cc, cub = cupy.empty((M, N), dtype=c_dtype), same_c(c_dtype)
-            timed["cublas"] = lambda cub=cub, A=A, B=B, Cc=Cc: cub.run(A, B, Cc)
-            rows.append({"what": f"cuBLAS, {c_dtype} C"})
-            fl = gemm_flops(M, N, K)
-            for r, v in zip(rows, alternating(timed, fl, rounds).values()):
-                ms = sorted(v["ms"])[len(v["ms"]) // 2]
-                r.update(shape=list(shape), median_ms=ms, tflops=fl / ms / 1e9, round_ms=v["ms"], sm_mhz=v["sm_mhz"],
-                         power_w=v["power_w"])
-                print(json.dumps(r), file=sys.stderr)
-                out["sweeps"].append(r)
+        built, _ = build_for(rung_entry(rung), M, N, 2 * K, 2 * N)
+        fn, C, _ = launcher(rung_entry(rung), A, B)
+        rows.append({"rung": rung, "width": 256, "cluster": built.cluster[0], "as_built": True})
+        timed[len(timed)] = fn
+        c_dtype = rung_entry(rung).out_dtype
+        Cc, cub = cupy.empty((M, N), dtype=c_dtype), same_c(c_dtype)
+        timed["cublas"] = lambda cub=cub, A=A, B=B, Cc=Cc: cub.run(A, B, Cc)
+        rows.append({"what": f"cuBLAS, {c_dtype} C"})
+        fl = gemm_flops(M, N, K)
+        for r, v in zip(rows, alternating(timed, fl, rounds).values()):
+            ms = sorted(v["ms"])[len(v["ms"]) // 2]
+            r.update(shape=list(shape), median_ms=ms, tflops=fl / ms / 1e9, round_ms=v["ms"], sm_mhz=v["sm_mhz"],
+                     power_w=v["power_w"])
+            print(json.dumps(r), file=sys.stderr)
+            out["sweeps"].append(r)
     return out
 
 
