@@ -36,6 +36,7 @@ except ImportError:  # pragma: no cover - pinned dependency
     E4M3 = None
 
 E4M3_MAX = 448.0
+F8_EPI_BYTES = 2 * 2 * 64 * 32 * 4     # the *_store kernels' C buffers: 2 consumers x 2 boxes of 64 x 32 floats
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Fp8Kernel:
     min_cc: tuple
     what: str
     stages: int = 4    # the wgmma kernels' ring as the record builds it (-DF8_STAGES when not the file's 4)
+    tstore: bool = False   # C through shared memory and TMA stores (the *_store kernels: a map of C, 32 KB more)
 
     @property
     def wgmma(self) -> bool:
@@ -62,8 +64,10 @@ class Fp8Kernel:
         return () if stages == 4 else (f"-DF8_STAGES={stages}",)
 
     def smem_for(self, stages: int) -> int:
-        """Dynamic shared memory with `stages` stages (F8_SMEM in kernels/fp8_sm90a.cu; F8_STAGES is 4)."""
-        return stages * (128 * 128 + self.bn * 128) + 1024 + 128 if self.wgmma else 0
+        """Dynamic shared memory with `stages` stages (F8_SMEM, F8_SMEM_STORE in kernels/fp8_sm90a.cu; F8_STAGES is 4)."""
+        if not self.wgmma:
+            return 0
+        return stages * (128 * 128 + self.bn * 128) + 1024 + 128 + (F8_EPI_BYTES if self.tstore else 0)
 
 
 FP8_KERNELS = {k.name: k for k in [
@@ -79,15 +83,19 @@ FP8_KERNELS = {k.name: k for k in [
                "fp8_promote_128 with two partial sums per warpgroup: K-tile kt - 1's is added while K-tile kt's "
                "wgmmas run"),
      Fp8Kernel("fp8_promote_2acc_lean", "fp8_sm90a.cu", 128, 128, (9, 0),
-               "fp8_promote_2acc with descriptors advanced by adds and a ring of 6 stages", stages=6)]}
+               "fp8_promote_2acc with descriptors advanced by adds and a ring of 6 stages", stages=6),
+     Fp8Kernel("fp8_wgmma_store", "fp8_sm90a.cu", 256, 0, (9, 0),
+               "fp8_wgmma with C stored through shared memory and TMA, overlapping the next tile", tstore=True),
+     Fp8Kernel("fp8_promote_2acc_store", "fp8_sm90a.cu", 128, 128, (9, 0),
+               "fp8_promote_2acc_lean with C stored through shared memory and TMA", stages=6, tstore=True)]}
 PROMOTE_NC = (32, 64, 128, 256, 512)
 # Kernels written and registered (so probes can launch them) before the record holds them: each leaves this set when
 # `python -m helpers.record --update-experiments fp8` (or tools/probes/fp8_pingpong.py with
-# helpers.experiments.fp8.store_new_kernels) has measured it on a Hopper GPU. None waits now (fp8_promote_2acc and
-# fp8_promote_2acc_lean were recorded in session 13). fp8_promote_2acc_cluster, the lean kernel in 2-CTA clusters
+# helpers.experiments.fp8.store_new_kernels) has measured it on a Hopper GPU. fp8_promote_2acc and
+# fp8_promote_2acc_lean were recorded in session 13; the two *_store kernels (issue 26, session 17) wait. fp8_promote_2acc_cluster, the lean kernel in 2-CTA clusters
 # sharing B (session 13), ran slower than the lean kernel in session 14 and left the course (lesson 7, Appendix H;
 # its code is in commit 6596698).
-PENDING: set[str] = set()
+PENDING: set[str] = {"fp8_wgmma_store", "fp8_promote_2acc_store"}
 
 
 def _real_values(X, what: str) -> np.ndarray:
@@ -211,11 +219,13 @@ def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = ())
         if kern.max_dynamic_shared_size_bytes < smem:
             kern.max_dynamic_shared_size_bytes = smem
         # the maps hold A8's and Bt8's addresses: the closure below keeps those arrays alive
-        args = (tensor_map_2d(A8, 128, 128), tensor_map_2d(Bt8, spec.bn, 128), C, np.int32(M), np.int32(Np),
-                np.int32(Kp))
+        maps = (tensor_map_2d(A8, 128, 128), tensor_map_2d(Bt8, spec.bn, 128))
+        if spec.tstore:                              # C's map: boxes of 64 rows x 32 floats (128 bytes)
+            maps += (tensor_map_2d(C, 64, 32),)
+        args = maps + (C, np.int32(M), np.int32(Np), np.int32(Kp))
         grid = (persistent_grid(spec, M, Np, gpu.sms),)
 
-        def run(keep=(A8, Bt8)):
+        def run(keep=(A8, Bt8, C)):
             kern(grid, (384,), args, shared_mem=smem)
     else:
         kern = get_kernel(spec.file, name, min_cc=spec.min_cc)

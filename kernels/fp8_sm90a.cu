@@ -45,6 +45,8 @@
 #define F8_GROUP_M 8                          // tile rows per group of the L2-aware order
 #define F8_A_BYTES (F8_BM * F8_BK)            // 16 KB of A per stage
 #define F8_SMEM(BN) (F8_STAGES * (F8_A_BYTES + (BN) * F8_BK) + 1024 + 128)
+#define F8_EPI_BYTES (2 * 2 * 64 * 32 * 4)    // the *_store kernels: 2 consumers x 2 buffers of 64 x 32 floats (8 KB)
+#define F8_SMEM_STORE(BN) (F8_SMEM(BN) + F8_EPI_BYTES)
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
 
@@ -131,6 +133,51 @@ __device__ __forceinline__ void store_slice(const float (&d)[BN / 2], float* C, 
     }
 }
 
+// The same slice through shared memory and TMA stores (the *_store kernels; lesson 6's rung 13, FP32 C): boxes of
+// 64 rows x 32 floats (128 bytes a row, written with the 128-byte swizzle the map of C expects: 16-byte chunk q of
+// row r at chunk q ^ (r % 8)), through the consumer's two 8 KB buffers `bufs`, one written while TMA reads the other.
+// The consumer goes back to its wgmmas as soon as its last box is handed to TMA: the stores of one tile run on while
+// the next tile's first K-tiles are multiplied. Box b uses buffer b % 2, and every tile goes through all BN / 32 boxes
+// (an even number; a box wholly right of C is written to its buffer but not stored), so that consecutive boxes always
+// alternate buffers, across tiles too, and a buffer is written only after the store that last read it has finished
+// reading (bulk_wait_read0, before the barrier of the box before).
+__device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // two floats to a shared address
+{
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
+}
+
+template <int BN>
+__device__ __forceinline__ void store_slice_tma(const float (&d)[BN / 2], float* bufs, const TensorMap* tmC,
+                                                int M, int N, int row0, int col0, int cw)
+{
+    static_assert(BN % 64 == 0, "an even number of boxes per slice: consecutive boxes alternate buffers across tiles");
+    if (row0 >= M) return;                                     // a slice below M has nothing to store
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, g = lane / 4, tq = lane % 4;
+    const bool leader = threadIdx.x % 128 == 0;
+    // this thread's rows g and g + 8 of its warp's 16 (both have r % 8 = g), in bytes from the buffer's start
+    const u32 row = smem_addr(bufs) + (u32)((warp * 16 + g) * 128 + (tq & 1) * 8);
+#pragma unroll
+    for (int box = 0; box < BN / 32; ++box) {
+        float* buf = bufs + (box & 1) * (64 * 32);
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) {
+            const int j = box * 4 + jj;                        // 8-column block of the slice
+            const int q = 2 * jj + tq / 2;                     // 16-byte chunk of the box row
+#pragma unroll
+            for (int h = 0; h < 2; ++h)                        // rows g, g + 8: 1024 bytes apart
+                store2_shared(row + (box & 1) * (64 * 32 * 4) + h * 1024 + (q ^ g) * 16, d[4 * j + 2 * h],
+                              d[4 * j + 2 * h + 1]);
+        }
+        fence_proxy_async();                                   // my stores, visible to the copy engine
+        if (leader) bulk_wait_read0();                         // the box before has been read from its buffer
+        warpgroup_bar(1 + cw);                                 // all 128 threads wrote this box
+        if (leader && col0 + box * 32 < N) {                  // (a box wholly right of C is not stored)
+            tma_store(tmC, buf, col0 + box * 32, row0);        // parts outside C are dropped
+            bulk_commit();
+        }
+    }
+}
+
 // The FP8 GEMM: lesson 6's rung 11 with FP8 wgmma. BN: block tile columns (256 or 128);
 // NC: 0 = the Tensor Cores accumulate all of K; else promotion to FP32 every NC products.
 // OVERLAP (NC = 128): the two consumer warpgroups take turns issuing, so that one's promotion runs while
@@ -147,14 +194,22 @@ __device__ __forceinline__ const float* scale_array(int i, S... scales)
     const float* const p[] = {scales...};
     return p[i];
 }
+template <typename... S>
+__device__ __forceinline__ const TensorMap* map_of_c(S... extra)    // TSTORE: the pack is (tmC)
+{
+    const TensorMap* const p[] = {extra...};
+    return p[0];
+}
 
 // TWO (NC = 128, BN = 128): each consumer warpgroup keeps two partial sums and promotes K-tile kt - 1's while
 // K-tile kt's wgmmas run (fp8_promote_2acc). Registers: 64 + 64 for the partial sums and 64 for the totals, 192 a
 // thread, inside the 232 that setmaxnreg gives a consumer.
 // DESC: descriptors built once and advanced by adds (F8_DESC_ADD, the probe switch, for every kernel but
 // fp8_promote_2acc_lean, which passes 1).
+// TSTORE (not with OVERLAP or SCALED): C through shared memory and TMA stores (store_slice_tma); `scales` is then
+// (tmC), the map of C (boxes of 64 rows x 32 floats), the pack carrying it for the reason given above.
 template <int BN, int NC, bool OVERLAP = false, bool SCALED = false, bool TWO = false, int DESC = F8_DESC_ADD,
-          typename... Scales>
+          bool TSTORE = false, typename... Scales>
 __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* tmB, float* __restrict__ C,
                                          int M, int N, int K, Scales... scales)
 {
@@ -168,8 +223,10 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
     static_assert(!TWO || (NC == F8_BK && BN == 128 && !OVERLAP && !SCALED), "two partial sums: NC 128, 128 x 128");
     static_assert(!SCALED || (NC == F8_BK && BN == 128 && !OVERLAP && sizeof...(Scales) == 2),
                   "block scaling: one promotion per K-tile of 128 (one scale block), 128 x 128 tiles, (sa, sb)");
+    static_assert(!TSTORE || (!OVERLAP && !SCALED && sizeof...(Scales) == 1), "the TMA-store epilogue: (tmC)");
     unsigned char* smem = smem_base();
-    u64* full = reinterpret_cast<u64*>(smem + F8_STAGES * STAGE);
+    [[maybe_unused]] float* sC = reinterpret_cast<float*>(smem + F8_STAGES * STAGE);   // TSTORE: the C buffers
+    u64* full = reinterpret_cast<u64*>(smem + F8_STAGES * STAGE + (TSTORE ? F8_EPI_BYTES : 0));
     u64* empty = full + F8_STAGES;
 
     const int wg = threadIdx.x / 128;
@@ -316,7 +373,11 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
 #pragma unroll
                 for (int i = 0; i < NREG; ++i) total[i] += d1[i];
             }
-            store_slice<BN>(total, C, M, N, tm * F8_BM + cw * 64, tn * BN);
+            if constexpr (TSTORE)
+                store_slice_tma<BN>(total, sC + cw * 2 * 64 * 32, map_of_c(scales...), M, N,
+                                    tm * F8_BM + cw * 64, tn * BN, cw);
+            else
+                store_slice<BN>(total, C, M, N, tm * F8_BM + cw * 64, tn * BN);
         }
     } else {                                                   // ---------------- consumers
         regs_inc<232>();
@@ -419,12 +480,22 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
             if (NC == 0) {
                 wgmma_wait<0>();
                 if (prev >= 0) release(prev);
-                store_slice<BN>(d, C, M, N, tm * F8_BM + cw * 64, tn * BN);
+                if constexpr (TSTORE)
+                    store_slice_tma<BN>(d, sC + cw * 2 * 64 * 32, map_of_c(scales...), M, N,
+                                        tm * F8_BM + cw * 64, tn * BN, cw);
+                else
+                    store_slice<BN>(d, C, M, N, tm * F8_BM + cw * 64, tn * BN);
+            } else if constexpr (TSTORE) {
+                store_slice_tma<BN>(*reinterpret_cast<float(*)[NREG]>(total), sC + cw * 2 * 64 * 32,
+                                    map_of_c(scales...), M, N, tm * F8_BM + cw * 64, tn * BN, cw);
             } else {
                 store_slice<BN>(*reinterpret_cast<float(*)[NREG]>(total), C, M, N, tm * F8_BM + cw * 64, tn * BN);
             }
         }
     }
+    // TSTORE: a consumer's stores have finished before its CTA leaves. (Here, after the roles' if/else: placed at the
+    // end of the consumers' branch, this wait made ptxas spill about 680 bytes a thread in fp8_promote_2acc_store.)
+    if (TSTORE && wg > 0 && threadIdx.x % 128 == 0) bulk_wait0();
 }
 #endif
 
@@ -434,6 +505,21 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma(const __gr
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     fp8_gemm<256, 0>(&tmA, &tmB, C, M, N, K);
+#endif
+}
+
+// fp8_wgmma with C through shared memory and TMA stores (store_slice_tma; issue 26): the tile's stores run on while
+// the next tile's wgmmas start, where fp8_wgmma's consumers store from registers, 64 float2 stores a thread, with
+// the Tensor Cores idle. cuBLASLt's FP8 kernels keep about 20 KB of shared memory past their stages (213 KB at 4096^3,
+// experiments.fp8.cublaslt_kernels), room for such a buffer. 4 stages + 32 KB of buffers: 225 KB.
+// Predicted (session 17, before any GPU ran it): x1.03 over fp8_wgmma at 4096^3 (the store of a tile's FP32 C, 128 KB
+// from registers, takes about 1 us of the 27 us a tile's K loop takes there), x1.015 at 8192^3 (twice the K loop).
+extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma_store(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N,
+    int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fp8_gemm<256, 0, false, false, false, F8_DESC_ADD, true>(&tmA, &tmB, C, M, N, K, &tmC);
 #endif
 }
 
@@ -514,6 +600,18 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc_lea
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     fp8_gemm<128, 128, false, false, true, 1>(&tmA, &tmB, C, M, N, K);
+#endif
+}
+
+// fp8_promote_2acc_lean with C through shared memory and TMA stores (store_slice_tma; issue 26), 6 stages + 32 KB of
+// buffers: 225 KB. Predicted (session 17, before any GPU ran it): x1.03 over fp8_promote_2acc_lean at 4096^3, as for
+// fp8_wgmma_store (the same 128 KB of C per SM and wave of tiles, half a tile's each time), x1.015 at 8192^3.
+extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc_store(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC,
+    float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fp8_gemm<128, 128, false, false, true, 1, true>(&tmA, &tmB, C, M, N, K, &tmC);
 #endif
 }
 

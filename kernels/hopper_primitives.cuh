@@ -3,10 +3,11 @@
 //
 // Each is one PTX instruction (or a short loop of one) in an inline function: shared-memory
 // addresses, the dynamic shared memory aligned for the 128-byte swizzle, mbarriers (init, the
-// producer's expect_tx, arrive, and a wait that traps instead of hanging), the 2-D TMA load,
-// wgmma's fence / commit / wait, setmaxnreg, and clusters (a CTA's rank, a peer's barrier, the
-// multicast load: lesson 6 teaches them with rung 12, lesson 7's clustered kernel uses them). What a
-// lesson teaches otherwise (the wgmma descriptors, the MMA itself, the TMA store) stays in its own file.
+// producer's expect_tx, arrive, and a wait that traps instead of hanging), the 2-D TMA load and
+// store (lesson 6 teaches the store with rung 13; lesson 7's *_store kernels use it), wgmma's
+// fence / commit / wait, setmaxnreg, a warpgroup's barrier, and clusters (a CTA's rank, a peer's
+// barrier, the multicast load: lesson 6 teaches them with rung 12). What a lesson teaches otherwise
+// (the wgmma descriptors, the MMA itself, how an epilogue uses the store) stays in its own file.
 // The helpers compile with NVRTC and -I kernels/; nvcc finds this file next to the .cu files.
 
 #pragma once
@@ -124,7 +125,31 @@ __device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, u64* b
         : "memory");
 }
 
+// 2-D TMA store of a box from shared memory to (c0 = column, c1 = row); parts outside C are dropped.
+// (Lesson 6's rung 13 teaches it; lesson 7's *_store kernels use it for their FP32 C.)
+__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];\n"
+                 :: "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(smem_addr(src)) : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait0() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
+// Ordinary stores to shared memory that the copy engine reads next must be made visible to it.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// Two floats in one 8-byte store (p 8-byte aligned).
+__device__ __forceinline__ void store2(float* p, float x, float y)
+{
+    *reinterpret_cast<float2*>(p) = make_float2(x, y);
+}
+
 // --------------------------------------------------------------------------- warpgroups
+// A barrier for the 128 threads of one consumer warpgroup only (ids 1, 2; 0 is __syncthreads).
+__device__ __forceinline__ void warpgroup_bar(int id) { asm volatile("bar.sync %0, 128;\n" :: "r"(id) : "memory"); }
+
 __device__ __forceinline__ void wgmma_fence()  { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>

@@ -129,10 +129,7 @@ static_assert((HBN / BOX_N) % CLUSTER_M == 0 && GROUP_M % CLUSTER_M == 0,
 // (the host pass and sm_90a see the real code; other targets compile empty kernels)
 
 // --------------------------------------------------------------------------- small helpers
-__device__ __forceinline__ void store2(float* p, float x, float y)
-{
-    *reinterpret_cast<float2*>(p) = make_float2(x, y);
-}
+// (store2, two floats in one 8-byte store: hopper_primitives.cuh, with the TMA store that lesson 7 uses too)
 
 // How many of a tile's boxes of B (4 of 64 columns; TILE_N: BN / 64 rounded up, the last one partly
 // the next tile's columns) start inside B (tn: the tile's column): TMA fills the part of a box beyond N
@@ -173,20 +170,8 @@ __device__ __forceinline__ u64 desc_mnmajor(const void* p)
 // --------------------------------------------------------------------------- mbarriers
 // (all in hopper_primitives.cuh, the arrive on a peer CTA's barrier too)
 
-// ---------------------------------------------------------------- TMA (loads, multicast: hopper_primitives.cuh)
-// 2-D TMA store of a box from shared memory to (c0 = column, c1 = row); parts outside C are dropped.
-__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1)
-{
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];\n"
-                 :: "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(smem_addr(src)) : "memory");
-}
-
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void bulk_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
-__device__ __forceinline__ void bulk_wait0() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
-
-// Ordinary stores to shared memory that the copy engine reads next must be made visible to it.
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// ---------------------------------------------------------------- TMA (loads, multicast, the store and its bulk groups:
+// hopper_primitives.cuh, since lesson 7's kernels store through TMA too)
 
 // Two FP32 values rounded to nearest FP16, packed: lo in the low 16 bits (the lower column).
 __device__ __forceinline__ u32 pack_half2(float lo, float hi)
@@ -205,9 +190,8 @@ __device__ __forceinline__ void stmatrix_x4(void* row_addr, u32 r0, u32 r1, u32 
                  :: "r"(smem_addr(row_addr)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
 }
 
-// ---------------------------------------------------------------- warpgroups (clusters: hopper_primitives.cuh)
-// A barrier for the 128 threads of one consumer warpgroup only (ids 1, 2; 0 is __syncthreads).
-__device__ __forceinline__ void warpgroup_bar(int id) { asm volatile("bar.sync %0, 128;\n" :: "r"(id) : "memory"); }
+// ---------------------------------------------------------------- warpgroups (clusters, and warpgroup_bar: a barrier of
+// one warpgroup's 128 threads: hopper_primitives.cuh)
 
 // --------------------------------------------------------------------------- the MMA
 // D (64 x 256, FP32, 128 registers per thread) += A (64 x 16, K-major, from desc_a) *

@@ -28,8 +28,8 @@ def test_model_reproduces_recorded_probes(data, kernel):
     got = np.diagonal(X.cpu_model(kernel)(A, B))
     if kernel in F.PENDING:        # not recorded yet: its model must be the recorded kernel's whose sums it claims
         assert kernel not in data["probes"]["outputs"], f"{kernel} is recorded: take it out of PENDING"
-        assert F.FP8_KERNELS[kernel].nc == 128
-        assert np.array_equal(got, np.array(data["probes"]["outputs"]["fp8_promote_128"], dtype=np.float32))
+        same = {0: "fp8_wgmma", 128: "fp8_promote_128"}[F.FP8_KERNELS[kernel].nc]
+        assert np.array_equal(got, np.array(data["probes"]["outputs"][same], dtype=np.float32))
         return
     assert np.array_equal(got, np.array(data["probes"]["outputs"][kernel], dtype=np.float32))
 
@@ -212,7 +212,8 @@ def test_the_descriptor_add_switch_reaches_the_same_descriptors():
     import re
 
     split = {n for n, body in re.findall(r"\.entry (\w+)\((.*?)\n\}\n", ptx[()], re.S) if "mov.b64 {" in body}
-    assert split == {"fp8_promote_2acc_lean"}          # as built, only the lean kernel adds (DESC = 1)
+    assert split == {"fp8_promote_2acc_lean", "fp8_promote_2acc_store"}   # as built, the lean kernel (DESC = 1) and
+                                                                           # the same with the TMA store
     assert "mov.b64 {" in entry(ptx[("-DF8_DESC_ADD=1",)])
 
 
@@ -316,3 +317,26 @@ def test_the_persistent_grid_is_one_cta_per_sm_and_no_more_than_the_tiles():
     lean = F.FP8_KERNELS["fp8_promote_2acc_lean"]
     assert F.persistent_grid(lean, 4096, 4096, 132) == 132 and F.persistent_grid(lean, 128, 384, 132) == 3
     assert F.persistent_grid(F.FP8_KERNELS["fp8_wgmma"], 256, 512, 132) == 4           # 2 x 2 tiles of 128 x 256
+
+def test_the_store_kernels_are_their_base_kernels_with_the_tma_store():
+    """fp8_wgmma_store and fp8_promote_2acc_store (issue 26, session 17, pending their first GPU run) are fp8_wgmma's and
+    fp8_promote_2acc_lean's template calls with TSTORE = true and the map of C, their registry entries those of their
+    base kernels plus the 32 KB of C buffers (inside 227 KB), and the launcher passes them a map of C."""
+    import re
+    from pathlib import Path
+
+    root = Path(F.__file__).parent.parent
+    src = (root / "kernels" / "fp8_sm90a.cu").read_text()
+    call = lambda n: re.search(r"fp8_gemm<([^>]*)>\(([^;]*)\);", src[src.index(f"1) {n}("):])   # noqa: E731
+    for new, base in (("fp8_wgmma_store", "fp8_wgmma"), ("fp8_promote_2acc_store", "fp8_promote_2acc_lean")):
+        targs = [x.strip() for x in call(new).group(1).split(",")]
+        bargs = [x.strip() for x in call(base).group(1).split(",")]
+        defaults = ["false", "false", "false", "F8_DESC_ADD"]          # OVERLAP, SCALED, TWO, DESC
+        assert targs == bargs + defaults[len(bargs) - 2:] + ["true"], (new, targs, bargs)
+        assert call(new).group(2).endswith(", &tmC") and call(base).group(2) == "&tmA, &tmB, C, M, N, K"
+        n, b = F.FP8_KERNELS[new], F.FP8_KERNELS[base]
+        assert (n.bn, n.nc, n.stages, n.tstore, b.tstore) == (b.bn, b.nc, b.stages, True, False)
+        assert n.smem == b.smem + F.F8_EPI_BYTES <= 227 * 1024 and new in F.PENDING
+    assert F.F8_EPI_BYTES == 32 * 1024 and "#define F8_EPI_BYTES (2 * 2 * 64 * 32 * 4)" in src
+    launcher = Path(F.__file__).read_text()
+    assert "if spec.tstore:" in launcher and "tensor_map_2d(C, 64, 32)" in launcher
