@@ -146,6 +146,17 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
 }
 
+// F8_STORE_SPREAD, a probe switch (session 17; 0 as fp8_wgmma_store is recorded): 8-byte stores are served half a warp
+// at a time, and with 0 the 16 lanes of a half (g = 0-3 or 4-7) write chunks (q ^ g) that all lie in one half of the
+// 128-byte row: 128 bytes into 64 bytes of banks, two wavefronts where one would do (Nsight Compute counts them as
+// bank conflicts). With 1, lanes with tq = 2, 3 write 8-column block jj ^ 2 at step jj (chunk q ^ 4: the row's other
+// half), so a half-warp covers all 32 banks once; every lane still writes all four blocks, the same values to the
+// same places. Predicted (session 17, before any GPU ran it): x1.015 over fp8_wgmma_store at 4096^3 (a CTA's 512 warp
+// stores of a tile's C take 1024 wavefronts instead of 2048: about 0.5 us of the 26 us a tile takes there).
+#ifndef F8_STORE_SPREAD
+#define F8_STORE_SPREAD 0
+#endif
+
 template <int BN>
 __device__ __forceinline__ void store_slice_tma(const float (&d)[BN / 2], float* bufs, const TensorMap* tmC,
                                                 int M, int N, int row0, int col0, int cw)
@@ -161,12 +172,13 @@ __device__ __forceinline__ void store_slice_tma(const float (&d)[BN / 2], float*
         float* buf = bufs + (box & 1) * (64 * 32);
 #pragma unroll
         for (int jj = 0; jj < 4; ++jj) {
-            const int j = box * 4 + jj;                        // 8-column block of the slice
-            const int q = 2 * jj + tq / 2;                     // 16-byte chunk of the box row
+            const bool other = F8_STORE_SPREAD && (tq & 2);    // this lane's block: jj, or jj ^ 2 (see the switch)
+            const int j = box * 4 + jj, jo = box * 4 + (jj ^ 2);   // 8-column blocks of the slice
+            const int q = 2 * (other ? jj ^ 2 : jj) + tq / 2;  // 16-byte chunk of the box row
 #pragma unroll
             for (int h = 0; h < 2; ++h)                        // rows g, g + 8: 1024 bytes apart
-                store2_shared(row + (box & 1) * (64 * 32 * 4) + h * 1024 + (q ^ g) * 16, d[4 * j + 2 * h],
-                              d[4 * j + 2 * h + 1]);
+                store2_shared(row + (box & 1) * (64 * 32 * 4) + h * 1024 + (q ^ g) * 16,
+                              other ? d[4 * jo + 2 * h] : d[4 * j + 2 * h], other ? d[4 * jo + 2 * h + 1] : d[4 * j + 2 * h + 1]);
         }
         fence_proxy_async();                                   // my stores, visible to the copy engine
         if (leader) bulk_wait_read0();                         // the box before has been read from its buffer
@@ -206,8 +218,10 @@ __device__ __forceinline__ const TensorMap* map_of_c(S... extra)    // TSTORE: t
 // thread, inside the 232 that setmaxnreg gives a consumer.
 // DESC: descriptors built once and advanced by adds (F8_DESC_ADD, the probe switch, for every kernel but
 // fp8_promote_2acc_lean, which passes 1).
-// TSTORE (not with OVERLAP or SCALED): C through shared memory and TMA stores (store_slice_tma); `scales` is then
+// TSTORE (not with OVERLAP, SCALED or TWO): C through shared memory and TMA stores (store_slice_tma); `scales` is then
 // (tmC), the map of C (boxes of 64 rows x 32 floats), the pack carrying it for the reason given above.
+// (fp8_promote_2acc_store, TWO with TSTORE, ran slower than fp8_promote_2acc_lean in its first run and left the
+// course, session 17: lesson 7, Appendix H; its code is in commit 30b1673.)
 template <int BN, int NC, bool OVERLAP = false, bool SCALED = false, bool TWO = false, int DESC = F8_DESC_ADD,
           bool TSTORE = false, typename... Scales>
 __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* tmB, float* __restrict__ C,
@@ -223,7 +237,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
     static_assert(!TWO || (NC == F8_BK && BN == 128 && !OVERLAP && !SCALED), "two partial sums: NC 128, 128 x 128");
     static_assert(!SCALED || (NC == F8_BK && BN == 128 && !OVERLAP && sizeof...(Scales) == 2),
                   "block scaling: one promotion per K-tile of 128 (one scale block), 128 x 128 tiles, (sa, sb)");
-    static_assert(!TSTORE || (!OVERLAP && !SCALED && sizeof...(Scales) == 1), "the TMA-store epilogue: (tmC)");
+    static_assert(!TSTORE || (!OVERLAP && !SCALED && !TWO && sizeof...(Scales) == 1), "the TMA-store epilogue: (tmC)");
     unsigned char* smem = smem_base();
     [[maybe_unused]] float* sC = reinterpret_cast<float*>(smem + F8_STAGES * STAGE);   // TSTORE: the C buffers
     u64* full = reinterpret_cast<u64*>(smem + F8_STAGES * STAGE + (TSTORE ? F8_EPI_BYTES : 0));
@@ -373,11 +387,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
 #pragma unroll
                 for (int i = 0; i < NREG; ++i) total[i] += d1[i];
             }
-            if constexpr (TSTORE)
-                store_slice_tma<BN>(total, sC + cw * 2 * 64 * 32, map_of_c(scales...), M, N,
-                                    tm * F8_BM + cw * 64, tn * BN, cw);
-            else
-                store_slice<BN>(total, C, M, N, tm * F8_BM + cw * 64, tn * BN);
+            store_slice<BN>(total, C, M, N, tm * F8_BM + cw * 64, tn * BN);
         }
     } else {                                                   // ---------------- consumers
         regs_inc<232>();
@@ -494,7 +504,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
         }
     }
     // TSTORE: a consumer's stores have finished before its CTA leaves. (Here, after the roles' if/else: placed at the
-    // end of the consumers' branch, this wait made ptxas spill about 680 bytes a thread in fp8_promote_2acc_store.)
+    // end of the consumers' branch, this wait made ptxas spill about 680 bytes a thread in a two-sum build, session 17.)
     if (TSTORE && wg > 0 && threadIdx.x % 128 == 0) bulk_wait0();
 }
 #endif
@@ -514,6 +524,11 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma(const __gr
 // experiments.fp8.cublaslt_kernels), room for such a buffer. 4 stages + 32 KB of buffers: 225 KB.
 // Predicted (session 17, before any GPU ran it): x1.03 over fp8_wgmma at 4096^3 (the store of a tile's FP32 C, 128 KB
 // from registers, takes about 1 us of the 27 us a tile's K loop takes there), x1.015 at 8192^3 (twice the K loop).
+// First run (session 17, tools/probes/fp8_stages.py --store, results/logs/fp8-store-probe-nvidia-h200.json, three
+// alternating rounds): bit-identical to the model at 1, 8 and 9 K-tiles, 2000 x 2600 x 300 (176 tiles), 4096^3 and
+// 8192^3; x1.04 over fp8_wgmma at 4096^3 (1348 against 1296 TFLOP/s, 1965-1980 MHz both), 0.996x cuBLASLt's fast
+// accumulation (1354); at 8192^3 every clock below 1550 MHz (power), x0.99. compute-sanitizer memcheck, racecheck
+// and synccheck clean (results/logs/sanitize-fp8-store-*).
 extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma_store(const __grid_constant__ TensorMap tmA,
     const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N,
     int K)
@@ -600,18 +615,6 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc_lea
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     fp8_gemm<128, 128, false, false, true, 1>(&tmA, &tmB, C, M, N, K);
-#endif
-}
-
-// fp8_promote_2acc_lean with C through shared memory and TMA stores (store_slice_tma; issue 26), 6 stages + 32 KB of
-// buffers: 225 KB. Predicted (session 17, before any GPU ran it): x1.03 over fp8_promote_2acc_lean at 4096^3, as for
-// fp8_wgmma_store (the same 128 KB of C per SM and wave of tiles, half a tile's each time), x1.015 at 8192^3.
-extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc_store(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC,
-    float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    fp8_gemm<128, 128, false, false, true, 1, true>(&tmA, &tmB, C, M, N, K, &tmC);
 #endif
 }
 

@@ -1006,6 +1006,64 @@ helpers.display.table([dict(kernel=k, **v) for k, v in nc.items()],
 # 6596698); the lean kernel stays the fastest that promotes.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### C through shared memory: the store off the Tensor Cores' path
+#
+# `fp8_wgmma`'s consumers write their 64 x 256 slice of C from registers, 64 eight-byte stores a
+# thread, and no `wgmma` runs meanwhile. Lesson 6's rung 13 writes C into shared memory instead and lets
+# TMA copy it out; the consumers return to their `wgmma`s while the copy runs. `fp8_wgmma_store` does
+# that in boxes of 64 rows x 32 floats, through two 8 KB buffers per consumer (from `store_slice_tma`):
+
+# %% slideshow={"slide_type": "-"}
+body = fns["store_slice_tma"].splitlines()
+first = next(i for i, line in enumerate(body) if "for (int box = 0" in line)
+last = next(i for i, line in enumerate(body) if "bulk_commit" in line) + 2
+print("\n".join(line[4:] for line in body[first:last] if line.strip() != "#pragma unroll"))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# `bulk_wait_read0` lets a buffer be written again only after TMA has read it; the store of the last
+# boxes is still running when the next tile's first `wgmma` starts. **Predicted before it ran: x1.03
+# over `fp8_wgmma` at $4096^3$**, and the same for the lean promoting kernel given this epilogue
+# (`fp8_promote_2acc_store`). The first run (`tools/probes/fp8_stages.py --store`, three alternating
+# rounds, each kernel beside the one it changes):
+
+# %% slideshow={"slide_type": "-"}
+sr = fp8x.store_rows(fp8x.probe_log(fp8x.STORE_TRIED["log"]))
+helpers.display.table(sr, ["n", "kernel", "both_passed", "tflops", "over_tflops", "vs_over", "vs_default", "vs_fast",
+                           "mhz", "over_mhz"], ["n", "kernel", "correct", "TFLOP/s", "from registers",
+                           "x from registers", "x cuBLASLt default", "x cuBLASLt fast", "SM clock, MHz",
+                           "from registers, MHz"], {"tflops": ".0f", "over_tflops": ".0f", "vs_over": ".2f",
+                           "vs_default": ".2f", "vs_fast": ".3f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Hit for `fp8_wgmma`** at $4096^3$: x1.04, and within half a percent of cuBLASLt's fast accumulation,
+# not past it. **Missed for the promoting kernel**: slower (x0.98). At $8192^3$ the power cap held
+# our kernels below 1550 MHz in every round: that size decides nothing here. Nsight Compute, one
+# launch of each at $4096^3$ (`tools/ncu_counters.py`):
+
+# %% slideshow={"slide_type": "-"}
+tried = fp8x.STORE_TRIED
+nc = fp8x.ncu_summary(tried["ncu"])
+helpers.display.table([dict(kernel=k, **v) for k, v in nc.items()],
+                      ["kernel", "ms", "l2_sectors_m", "conflicts_m", "tensor_pct", "top_stalls"],
+                      ["kernel", "ms", "L2 sectors, M", "shared bank conflicts, M", "tensor pipe, %", "top stalls"])
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The store through shared memory keeps the tensor pipe busier in `fp8_wgmma_store` and less busy in
+# the promoting kernel, which also reads more L2 sectors; why the same epilogue costs that kernel time
+# is not settled. Both `*_store` kernels show bank conflicts the register path has not: the next slide
+# counts them. `fp8_promote_2acc_store` left the course; `fp8_wgmma_store` joined the record, timed once
+# beside cuBLASLt:
+
+# %% slideshow={"slide_type": "-"}
+print(f"{tried['kernel']}: code in commit {tried['commit']}")
+ts = fp8x.speed_rows({"speed": data["speed_store"]["rows"]}, peak)
+helpers.display.table(ts, list(ts[0]))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Again within 1% of cuBLASLt's fast accumulation at $4096^3$, below it. At $8192^3$ our kernels kept
+# 1980 MHz in this run while cuBLASLt's clock fell: read the clocks before that ratio.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Try it: two partial sums in a wider tile
 #
 # `fp8_wgmma`, the fastest kernel here, has 128 x 256 tiles. How many registers would a consumer thread

@@ -852,6 +852,67 @@ CLUSTER_TRIED = {"kernel": "fp8_promote_2acc_cluster", "over": "fp8_promote_2acc
                  "commit": "6596698", "log": "fp8-cluster-probe", "ncu": "ncu-fp8-cluster"}
 
 
+# The TMA-store epilogue (issue 26, session 17): each *_store kernel is the kernel it names here with C written through
+# shared memory and TMA stores, predicted x1.03 over it at 4096^3 in its kernel comment before any GPU ran it (commit
+# 30b1673). Their first run is results/logs/fp8-store-probe-<gpu>.json (tools/probes/fp8_stages.py --store), their
+# Nsight Compute summary results/logs/ncu-fp8-store-<gpu>.log (tools/ncu_counters.py's printed table).
+# fp8_promote_2acc_store ran slower and left the course; its code is in commit `commit`.
+STORE_PAIRS = {"fp8_wgmma_store": "fp8_wgmma", "fp8_promote_2acc_store": "fp8_promote_2acc_lean"}
+STORE_PREDICTED = 1.03
+STORE_TRIED = {"kernel": "fp8_promote_2acc_store", "over": "fp8_promote_2acc_lean", "predicted": STORE_PREDICTED,
+               "commit": "30b1673", "log": "fp8-store-probe", "ncu": "ncu-fp8-store"}
+
+
+def store_rows(data: dict) -> list[dict]:
+    """stage_rows of a --store run (probe_log("fp8-store-probe")), one row per size and TMA-store kernel, beside the
+    kernel it changes (`over`, storing C from registers) timed in the same rounds: its TFLOP/s (`over_tflops`), its
+    clocks (`over_mhz`) and the ratio (`vs_over`)."""
+    rows = stage_rows(data)
+    by = {(r["n"], r["kernel"]): r for r in rows}
+    out = []
+    for r in rows:
+        over = STORE_PAIRS.get(r["kernel"])
+        if over is not None:
+            b = by[r["n"], over]
+            out.append({**r, "over": over, "over_tflops": b["tflops"], "vs_over": r["tflops"] / b["tflops"],
+                        "over_mhz": b["mhz"], "both_passed": r["passed"] and b["passed"]})
+    return out
+
+
+def store_chunks(spread: bool, jj: int = 0, h: int = 0) -> list[list[int]]:
+    """The 16-byte chunks of the 128-byte box row that each half-warp's 16 lanes write in store_slice_tma's step jj, row
+    h (kernels/fp8_sm90a.cu): lane (g = lane / 4, tq = lane % 4) writes 8 bytes of chunk q ^ g, q = 2 jj + tq / 2, or
+    with F8_STORE_SPREAD (`spread`) and tq = 2, 3, of chunk (2 (jj ^ 2) + tq / 2) ^ g. One list per half-warp."""
+    out = []
+    for half in (0, 1):
+        row = []
+        for lane in range(16 * half, 16 * half + 16):
+            g, tq = lane // 4, lane % 4
+            jl = jj ^ 2 if spread and tq & 2 else jj
+            row.append((2 * jl + tq // 2) ^ g)
+        out.append(row)
+    return out
+
+
+def store_wavefronts(spread: bool) -> int:
+    """Shared-memory wavefronts of one warp's stores of one box (4 steps x 2 rows, each served half a warp at a time):
+    a half-warp's 16 eight-byte stores take as many passes as the most lanes that write one bank (4-byte word w of
+    chunk c is bank 4 c + w; each lane writes words 2 (tq % 2) and 2 (tq % 2) + 1 of its chunk)."""
+    from collections import Counter
+
+    total = 0
+    for jj in range(4):
+        for h in range(2):
+            for half, chunks in enumerate(store_chunks(spread, jj, h)):
+                banks = Counter()
+                for i, c in enumerate(chunks):
+                    tq = i % 4
+                    for w in (2 * (tq % 2), 2 * (tq % 2) + 1):
+                        banks[4 * c + w] += 1
+                total += max(banks.values())
+    return total
+
+
 def ncu_summary(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
     """tools/ncu_counters.py's printed summary kept as results/logs/<name>-<gpu_slug>.log, per target: ms, DRAM MB
     read and written, L2 sectors (millions), tensor pipe and occupancy (%), and the top stalls as printed."""

@@ -12,16 +12,20 @@ checks (the sums must stay the model's, bit for bit) and timings.
 With --two: fp8_promote_2acc (pending, issue 26) at 4 and 6 stages (and 6 with F8_DESC_ADD) beside fp8_promote_128,
 fp8_wgmma_n128 at 6 stages and fp8_wgmma, checked also at shapes with 9 and 1 K-tiles (its K loop takes pairs).
 
-With --store (session 17): fp8_wgmma_store and fp8_promote_2acc_store (pending, issue 26: C through shared memory
-and TMA stores, the next tile's wgmmas starting while a tile's stores run) beside fp8_wgmma and fp8_promote_2acc_lean,
-checked at the odd shapes of --two as well (1, 8 and 9 K-tiles; 1064 and 264 columns end inside a box of C) and at
-2000 x 2600 x 300 (more tiles than SMs: buffers of C reused by a CTA's next tile).
+With --store (session 17): fp8_wgmma_store (issue 26: C through shared memory and TMA stores, the next tile's wgmmas
+starting while a tile's stores run) beside fp8_wgmma. Its first run, results/logs/fp8-store-probe-nvidia-h200.json, also
+ran fp8_promote_2acc_store, the same epilogue in fp8_promote_2acc_lean, beside that kernel: slower, it left the course
+(code in commit 30b1673), and its variants with it. Checked at the odd shapes of --two as well (1, 8 and 9 K-tiles;
+1064 and 264 columns end inside a box of C) and at 2000 x 2600 x 300 (more tiles than SMs: buffers of C reused by a
+CTA's next tile).
+With --spread: fp8_wgmma_store as recorded and with the probe switch -DF8_STORE_SPREAD=1 (its stores to shared
+memory without bank conflicts), beside fp8_wgmma, checked at the same shapes as --store.
 
 (--cluster ran fp8_promote_2acc_cluster, the lean kernel in 2-CTA clusters sharing B, beside fp8_promote_2acc_lean and
 fp8_wgmma in session 14: results/logs/fp8-cluster-probe-nvidia-h200.json. It was slower and left the course; the
 option left with it, and both are in commit 6596698.)
 
-    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
+    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import json
 import sys
 from pathlib import Path
@@ -36,8 +40,8 @@ TWO = [("fp8_promote_128", 4, ()), ("fp8_promote_2acc", 4, ()), ("fp8_promote_2a
        ("fp8_promote_2acc", 6, ("-DF8_DESC_ADD=1",)), ("fp8_wgmma_n128", 6, ()), ("fp8_wgmma", 4, ())]
 TWO_ODD = ((520, 264, 1100), (40, 24, 100))       # 9 K-tiles and 1: odd counts (ODD has 8)
 # --store: the TMA-store epilogue beside the same kernels storing from registers (each at its registry's stages)
-STORE = [("fp8_wgmma", 4, ()), ("fp8_wgmma_store", 4, ()), ("fp8_promote_2acc_lean", 6, ()),
-         ("fp8_promote_2acc_store", 6, ())]
+STORE = [("fp8_wgmma", 4, ()), ("fp8_wgmma_store", 4, ())]
+SPREAD = STORE + [("fp8_wgmma_store", 4, ("-DF8_STORE_SPREAD=1",))]
 STORE_ODD = ((2000, 2600, 300),)   # more tiles than SMs (176 of 128 x 256), the last column of tiles 40 wide: a CTA's
                                    # second tile reuses its C buffers, and boxes right of C are not stored
 SIZES = (4096, 8192)
@@ -59,10 +63,12 @@ def main(argv) -> int:
         A, B = random_inputs(M, N, K, "normal", seed)
         return cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())), cupy.asarray(A), cupy.asarray(B)
 
-    variants = DESC if "--desc" in argv else TWO if "--two" in argv else STORE if "--store" in argv else VARIANTS
-    more_odd = "--two" in argv or "--store" in argv
+    store = "--store" in argv or "--spread" in argv
+    variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
+                else STORE if store else VARIANTS)
+    more_odd = "--two" in argv or store
     rows, failed = [], False
-    for odd in (ODD,) + (TWO_ODD if more_odd else ()) + (STORE_ODD if "--store" in argv else ()):
+    for odd in (ODD,) + (TWO_ODD if more_odd else ()) + (STORE_ODD if store else ()):
         M, N, K = odd
         A8, Bt8, gA, gB = operands(M, N, K, 1)
         for k, st, opts in variants:
