@@ -1064,6 +1064,23 @@ helpers.display.table(ts, list(ts[0]))
 # 1980 MHz in this run while cuBLASLt's clock fell: read the clocks before that ratio.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Bank conflicts in the store
+#
+# Take as a model that shared memory serves an 8-byte store half a warp at a time: 16 lanes, 128 bytes,
+# one pass when they cover the 32 banks once (a 16-byte chunk of the box row is 4 banks). How many lanes
+# of each half-warp write each chunk at the first step, as `store_slice_tma` computes them (`q ^ g`), and
+# with the switch `-DF8_STORE_SPREAD=1`, where lanes with `tq` = 2, 3 take block `jj ^ 2`:
+
+# %% slideshow={"slide_type": "-"}
+fig = fp8x.plot_store_chunks()          # lanes of each half-warp per 16-byte chunk (fp8x.store_chunks)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# In this model each half-warp writes only four of the eight chunks as built: two passes where one
+# would do, which would be the conflicts Nsight Compute counted. Spread, every lane still writes its four blocks to the same places,
+# and a CTA's stores of a tile's C take half the passes. **Predicted before it ran: x1.015 over
+# `fp8_wgmma_store` at $4096^3$** (about 0.5 us of the 26 us a tile takes there).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Try it: two partial sums in a wider tile
 #
 # `fp8_wgmma`, the fastest kernel here, has 128 x 256 tiles. How many registers would a consumer thread

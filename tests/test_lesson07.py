@@ -625,3 +625,38 @@ def test_claims_of_the_tma_store_slide():
     assert "**Predicted before it ran: x1.03\n# over `fp8_wgmma` at $4096^3$**" in src
     assert "**Hit for `fp8_wgmma`** at $4096^3$: x1.04, and within half a percent of cuBLASLt's fast accumulation,\n# not past it. **Missed for the promoting kernel**: slower (x0.98)." in src
     assert "Again within 1% of cuBLASLt's fast accumulation at $4096^3$, below it. At $8192^3$ our kernels kept\n# 1980 MHz in this run while cuBLASLt's clock fell" in src
+
+
+def test_claims_of_the_bank_conflict_slide():
+    """Appendix H, 'Bank conflicts in the store': as built, each half-warp writes four of the row's eight chunks (two
+    lanes of a half per 4-byte bank: 32 passes per warp and box), spread it writes all eight (16 passes), and the same
+    values land in the same places (the placement below is the kernel's: lane (g, tq) holds d[4 j + 2 h], d[4 j + 2 h
+    + 1] of 8-column block j); the prediction's figures: a CTA's 8 warps x 8 boxes of a 128 x 256 tile take 2048
+    passes as built and 1024 spread, 1024 cycles at 1980 MHz about 0.5 us, and a tile at 4096^3 takes about 26 us in
+    the store probe's run (512 tiles on 132 SMs)."""
+    from helpers.experiments import fp8 as X
+
+    built, spread = X.store_chunks(False), X.store_chunks(True)
+    assert all(sorted(set(h)) in ([0, 1, 2, 3], [4, 5, 6, 7]) for h in built)
+    assert all(sorted(set(h)) == list(range(8)) for h in spread)
+    assert (X.store_wavefronts(False), X.store_wavefronts(True)) == (32, 16)
+
+    def placement(spread):                 # (row, chunk, half) -> (row, column) of C, over one box's 4 steps x 2 rows
+        out = {}
+        for jj in range(4):
+            for h in range(2):
+                for lane in range(32):
+                    g, tq = lane // 4, lane % 4
+                    jl = jj ^ 2 if spread and tq & 2 else jj
+                    out[g + 8 * h, (2 * jl + tq // 2) ^ g, tq % 2] = (g + 8 * h, 8 * jl + 2 * tq)
+        return out
+    assert placement(False) == placement(True) and len(placement(True)) == 16 * 8 * 2
+    saved = 8 * 8 * (X.store_wavefronts(False) - X.store_wavefronts(True))
+    assert saved == 1024 and round(saved / 1980e6 * 1e6, 1) == 0.5
+    rows = {(r["n"], r["kernel"]): r for r in X.stage_rows(X.probe_log("fp8-store-probe"))}
+    ms = 2 * 4096 ** 3 / rows[4096, "fp8_wgmma_store"]["tflops"] / 1e9
+    assert round(ms * 1e3 / (32 * 16 / 132)) == 26
+    src = (ROOT / "notebooks" / "07_fp8.py").read_text()
+    kern = (ROOT / "kernels" / "fp8_sm90a.cu").read_text()
+    assert "**Predicted before it ran: x1.015 over\n# `fp8_wgmma_store` at $4096^3$** (about 0.5 us of the 26 us a tile takes there)" in src
+    assert "Predicted (session 17, before any GPU ran it): x1.015 over fp8_wgmma_store at 4096^3" in kern

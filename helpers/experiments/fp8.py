@@ -913,6 +913,28 @@ def store_wavefronts(spread: bool) -> int:
     return total
 
 
+def plot_store_chunks():
+    """store_chunks drawn: for each half-warp (rows) and each 16-byte chunk of the 128-byte box row (columns, 4 banks
+    each), how many of its 16 lanes write there at the first step, as built and with F8_STORE_SPREAD."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 2.2))
+    for ax, spread in zip(axes, (False, True)):
+        counts = np.zeros((2, 8), dtype=int)
+        for half, chunks in enumerate(store_chunks(spread)):
+            for c in chunks:
+                counts[half, c] += 1
+        ax.imshow(counts, cmap="Blues", vmin=0, vmax=4)
+        for (h, c), v in np.ndenumerate(counts):
+            ax.text(c, h, str(v), ha="center", va="center", color="w" if v > 2 else "k", fontsize=9)
+        ax.set_xticks(range(8), [f"{4 * c}-{4 * c + 3}" for c in range(8)], fontsize=7)
+        ax.set_yticks([0, 1], ["lanes 0-15", "lanes 16-31"], fontsize=8)
+        ax.set_xlabel("chunk of the row: banks", fontsize=8)
+        ax.set_title(f"F8_STORE_SPREAD={int(spread)}: {store_wavefronts(spread)} passes per warp and box", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def ncu_summary(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
     """tools/ncu_counters.py's printed summary kept as results/logs/<name>-<gpu_slug>.log, per target: ms, DRAM MB
     read and written, L2 sectors (millions), tensor pipe and occupancy (%), and the top stalls as printed."""
