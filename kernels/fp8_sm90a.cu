@@ -153,6 +153,9 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // half), so a half-warp covers all 32 banks once; every lane still writes all four blocks, the same values to the
 // same places. Predicted (session 17, before any GPU ran it): x1.015 over fp8_wgmma_store at 4096^3 (a CTA's 512 warp
 // stores of a tile's C take 1024 wavefronts instead of 2048: about 0.5 us of the 26 us a tile takes there).
+// First run (session 17, tools/probes/fp8_stages.py --spread, results/logs/fp8-spread-probe-nvidia-h200.json):
+// bit-identical to the model at every shape; x1.006 at 4096^3 (1335 against 1328 TFLOP/s), one of its three rounds
+// slower than all of the built kernel's: not told apart. It stays 0; no Nsight Compute counters of this build yet.
 #ifndef F8_STORE_SPREAD
 #define F8_STORE_SPREAD 0
 #endif

@@ -19,7 +19,8 @@ ran fp8_promote_2acc_store, the same epilogue in fp8_promote_2acc_lean, beside t
 1064 and 264 columns end inside a box of C) and at 2000 x 2600 x 300 (more tiles than SMs: buffers of C reused by a
 CTA's next tile).
 With --spread: fp8_wgmma_store as recorded and with the probe switch -DF8_STORE_SPREAD=1 (its stores to shared
-memory without bank conflicts), beside fp8_wgmma, checked at the same shapes as --store.
+memory without bank conflicts, in lesson 7's half-warp model), beside fp8_wgmma, checked at the same shapes as
+--store (run in session 17: results/logs/fp8-spread-probe-nvidia-h200.json).
 
 (--cluster ran fp8_promote_2acc_cluster, the lean kernel in 2-CTA clusters sharing B, beside fp8_promote_2acc_lean and
 fp8_wgmma in session 14: results/logs/fp8-cluster-probe-nvidia-h200.json. It was slower and left the course; the
