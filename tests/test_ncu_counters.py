@@ -65,3 +65,17 @@ def test_counters_and_top_stalls():
     c = tool.counters(values)
     assert c["counters"]["smem_load_conflicts_per_wavefront"] == 0.25 and c["counters"]["dram_read_bytes"] is None
     assert c["top_stalls"] == [["long_scoreboard", 9.0], ["wait", 4.0], ["barrier", 3.0]]   # 'selected' is no stall
+
+
+def test_a_probe_switch_build_is_a_target():
+    """fp8_wgmma_store_spread: fp8_wgmma_store built with the probe switch F8_STORE_SPREAD=1 (the build lesson 7 timed in
+    session 17 without counters); the switch exists in the kernel file, and the launch passes the target's options on."""
+    import inspect
+
+    import tools.ncu_counters as T
+
+    t = T.targets()["fp8_wgmma_store_spread"]
+    assert t["kernel"] == "fp8_wgmma_store" and t["options"] == ["-DF8_STORE_SPREAD=1"] and t["fp8"]
+    assert "#ifndef F8_STORE_SPREAD" in (T.ROOT / "kernels" / "fp8_sm90a.cu").read_text()
+    assert 'options=tuple(t.get("options", ()))' in inspect.getsource(T.launch)
+    assert "options" not in T.targets()["fp8_wgmma_store"]

@@ -111,6 +111,11 @@ def targets() -> dict[str, dict]:
     for k in FP8_KERNELS.values():                # lesson 7's wgmma kernels (FP8 E4M3 inputs)
         if k.wgmma:
             out[k.name] = {"kernel": k.name, "lesson": 7, "what": k.what, "fp8": True}
+    # a build with a probe switch (kernels/fp8_sm90a.cu), to count what the switch changes: F8_STORE_SPREAD's
+    # stores to shared memory, which lesson 7's half-warp model says take half the passes (session 17: timed, not counted)
+    out["fp8_wgmma_store_spread"] = {"kernel": "fp8_wgmma_store", "lesson": 7, "fp8": True,
+                                     "what": "fp8_wgmma_store built with -DF8_STORE_SPREAD=1",
+                                     "options": ["-DF8_STORE_SPREAD=1"]}
     from helpers.fp8_gemm import SCALED_KERNELS
 
     for k in SCALED_KERNELS.values():             # lesson 7's block-scaled kernel: E4M3 bytes and two scale arrays
@@ -157,7 +162,8 @@ def launch(target: str, n) -> None:
     elif t.get("fp8"):
         from helpers.fp8_gemm import encode_e4m3, launcher as fp8_launcher
 
-        run, _ = fp8_launcher(t["kernel"], cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())))
+        run, _ = fp8_launcher(t["kernel"], cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())),
+                              options=tuple(t.get("options", ())))
     else:
         from helpers.kernels import ALL_RUNGS
         from helpers.launch import launcher
