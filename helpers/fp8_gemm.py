@@ -36,7 +36,7 @@ except ImportError:  # pragma: no cover - pinned dependency
     E4M3 = None
 
 E4M3_MAX = 448.0
-F8_EPI_BYTES = 2 * 2 * 64 * 32 * 4     # the *_store kernels' C buffers: 2 consumers x 2 boxes of 64 x 32 floats
+F8_EPI_BYTES = 2 * 2 * 64 * 32 * 4     # fp8_wgmma_store's C buffers: 2 consumers x 2 boxes of 64 x 32 floats
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class Fp8Kernel:
     min_cc: tuple
     what: str
     stages: int = 4    # the wgmma kernels' ring as the record builds it (-DF8_STAGES when not the file's 4)
-    tstore: bool = False   # C through shared memory and TMA stores (the *_store kernels: a map of C, 32 KB more)
+    tstore: bool = False   # C through shared memory and TMA stores (fp8_wgmma_store: a map of C, 32 KB more)
 
     @property
     def wgmma(self) -> bool:
@@ -64,7 +64,7 @@ class Fp8Kernel:
         return () if stages == 4 else (f"-DF8_STAGES={stages}",)
 
     def smem_for(self, stages: int) -> int:
-        """Dynamic shared memory with `stages` stages (F8_SMEM, F8_SMEM_STORE in kernels/fp8_sm90a.cu; F8_STAGES is 4)."""
+        """Dynamic shared memory with `stages` stages (F8_SMEM, + F8_EPI_BYTES for tstore, in kernels/fp8_sm90a.cu)."""
         if not self.wgmma:
             return 0
         return stages * (128 * 128 + self.bn * 128) + 1024 + 128 + (F8_EPI_BYTES if self.tstore else 0)
@@ -90,11 +90,10 @@ PROMOTE_NC = (32, 64, 128, 256, 512)
 # Kernels written and registered (so probes can launch them) before the record holds them: each leaves this set when
 # `python -m helpers.record --update-experiments fp8` (or tools/probes/fp8_pingpong.py with
 # helpers.experiments.fp8.store_new_kernels) has measured it on a Hopper GPU. fp8_promote_2acc and
-# fp8_promote_2acc_lean were recorded in session 13, fp8_wgmma_store (issue 26) in session 17 (experiments.fp8.speed_store).
-# fp8_promote_2acc_store, the lean kernel with the same TMA-store epilogue, ran slower than the lean kernel in its first
-# run (session 17) and left the course (lesson 7, Appendix H; its code is in commit 30b1673). fp8_promote_2acc_cluster, the lean kernel in 2-CTA clusters
-# sharing B (session 13), ran slower than the lean kernel in session 14 and left the course (lesson 7, Appendix H;
-# its code is in commit 6596698).
+# fp8_promote_2acc_lean were recorded in session 13, fp8_wgmma_store (issue 26) in session 17
+# (experiments.fp8.speed_store). Two kernels ran slower than the lean kernel and left the course (lesson 7, Appendix
+# H): fp8_promote_2acc_store, the lean kernel with fp8_wgmma_store's epilogue (session 17, code in commit 30b1673),
+# and fp8_promote_2acc_cluster, the lean kernel in 2-CTA clusters sharing B (session 14, code in commit 6596698).
 PENDING: set[str] = set()
 
 

@@ -45,8 +45,7 @@
 #define F8_GROUP_M 8                          // tile rows per group of the L2-aware order
 #define F8_A_BYTES (F8_BM * F8_BK)            // 16 KB of A per stage
 #define F8_SMEM(BN) (F8_STAGES * (F8_A_BYTES + (BN) * F8_BK) + 1024 + 128)
-#define F8_EPI_BYTES (2 * 2 * 64 * 32 * 4)    // the *_store kernels: 2 consumers x 2 buffers of 64 x 32 floats (8 KB)
-#define F8_SMEM_STORE(BN) (F8_SMEM(BN) + F8_EPI_BYTES)
+#define F8_EPI_BYTES (2 * 2 * 64 * 32 * 4)    // fp8_wgmma_store: 2 consumers x 2 buffers of 64 x 32 floats (8 KB), past F8_SMEM
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
 
@@ -133,23 +132,15 @@ __device__ __forceinline__ void store_slice(const float (&d)[BN / 2], float* C, 
     }
 }
 
-// The same slice through shared memory and TMA stores (the *_store kernels; lesson 6's rung 13, FP32 C): boxes of
-// 64 rows x 32 floats (128 bytes a row, written with the 128-byte swizzle the map of C expects: 16-byte chunk q of
-// row r at chunk q ^ (r % 8)), through the consumer's two 8 KB buffers `bufs`, one written while TMA reads the other.
-// The consumer goes back to its wgmmas as soon as its last box is handed to TMA: the stores of one tile run on while
-// the next tile's first K-tiles are multiplied. Box b uses buffer b % 2, and every tile goes through all BN / 32 boxes
-// (an even number; a box wholly right of C is written to its buffer but not stored), so that consecutive boxes always
-// alternate buffers, across tiles too, and a buffer is written only after the store that last read it has finished
-// reading (bulk_wait_read0, before the barrier of the box before).
 __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // two floats to a shared address
 {
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
 }
 
-// F8_STORE_SPREAD, a probe switch (session 17; 0 as fp8_wgmma_store is recorded): 8-byte stores are served half a warp
-// at a time, and with 0 the 16 lanes of a half (g = 0-3 or 4-7) write chunks (q ^ g) that all lie in one half of the
-// 128-byte row: 128 bytes into 64 bytes of banks, two wavefronts where one would do (Nsight Compute counts them as
-// bank conflicts). With 1, lanes with tq = 2, 3 write 8-column block jj ^ 2 at step jj (chunk q ^ 4: the row's other
+// F8_STORE_SPREAD, a probe switch (session 17; 0 as fp8_wgmma_store is recorded). Lesson 7's model: 8-byte stores are
+// served half a warp at a time, and with 0 the 16 lanes of a half (g = 0-3 or 4-7) write chunks (q ^ g) that all lie
+// in one half of the 128-byte row: 128 bytes into 64 bytes of banks, two wavefronts where one would do (Nsight Compute
+// counts bank conflicts in these stores). With 1, lanes with tq = 2, 3 write 8-column block jj ^ 2 at step jj (chunk q ^ 4: the row's other
 // half), so a half-warp covers all 32 banks once; every lane still writes all four blocks, the same values to the
 // same places. Predicted (session 17, before any GPU ran it): x1.015 over fp8_wgmma_store at 4096^3 (a CTA's 512 warp
 // stores of a tile's C take 1024 wavefronts instead of 2048: about 0.5 us of the 26 us a tile takes there).
@@ -160,6 +151,14 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 #define F8_STORE_SPREAD 0
 #endif
 
+// The same slice through shared memory and TMA stores (fp8_wgmma_store; lesson 6's rung 13, FP32 C): boxes of
+// 64 rows x 32 floats (128 bytes a row, written with the 128-byte swizzle the map of C expects: 16-byte chunk q of
+// row r at chunk q ^ (r % 8)), through the consumer's two 8 KB buffers `bufs`, one written while TMA reads the other.
+// The consumer goes back to its wgmmas as soon as its last box is handed to TMA: the stores of one tile run on while
+// the next tile's first K-tiles are multiplied. Box b uses buffer b % 2, and every tile goes through all BN / 32 boxes
+// (an even number; a box wholly right of C is written to its buffer but not stored), so that consecutive boxes always
+// alternate buffers, across tiles too, and a buffer is written only after the store that last read it has finished
+// reading (bulk_wait_read0, before the barrier of the box before).
 template <int BN>
 __device__ __forceinline__ void store_slice_tma(const float (&d)[BN / 2], float* bufs, const TensorMap* tmC,
                                                 int M, int N, int row0, int col0, int cw)
@@ -203,17 +202,12 @@ __device__ __forceinline__ void store_slice_tma(const float (&d)[BN / 2], float*
 // then (sa, sb), its two scale arrays, and empty otherwise. (A parameter pack, and `if constexpr` around
 // what uses it, leave the other kernels' code exactly as it was: even an unused pointer parameter with a
 // default value renumbers their PTX registers.)
-template <typename... S>
-__device__ __forceinline__ const float* scale_array(int i, S... scales)
+// Argument i of the pack (all of type T): SCALED's sa, sb; TSTORE's tmC.
+template <typename T, typename... S>
+__device__ __forceinline__ T extra_arg(int i, S... extra)
 {
-    const float* const p[] = {scales...};
+    const T p[] = {extra...};
     return p[i];
-}
-template <typename... S>
-__device__ __forceinline__ const TensorMap* map_of_c(S... extra)    // TSTORE: the pack is (tmC)
-{
-    const TensorMap* const p[] = {extra...};
-    return p[0];
 }
 
 // TWO (NC = 128, BN = 128): each consumer warpgroup keeps two partial sums and promotes K-tile kt - 1's while
@@ -221,8 +215,8 @@ __device__ __forceinline__ const TensorMap* map_of_c(S... extra)    // TSTORE: t
 // thread, inside the 232 that setmaxnreg gives a consumer.
 // DESC: descriptors built once and advanced by adds (F8_DESC_ADD, the probe switch, for every kernel but
 // fp8_promote_2acc_lean, which passes 1).
-// TSTORE (not with OVERLAP, SCALED or TWO): C through shared memory and TMA stores (store_slice_tma); `scales` is then
-// (tmC), the map of C (boxes of 64 rows x 32 floats), the pack carrying it for the reason given above.
+// TSTORE (NC = 0): C through shared memory and TMA stores (store_slice_tma); `scales` is then (tmC), the map of C
+// (boxes of 64 rows x 32 floats), the pack carrying it for the reason given above.
 // (fp8_promote_2acc_store, TWO with TSTORE, ran slower than fp8_promote_2acc_lean in its first run and left the
 // course, session 17: lesson 7, Appendix H; its code is in commit 30b1673.)
 template <int BN, int NC, bool OVERLAP = false, bool SCALED = false, bool TWO = false, int DESC = F8_DESC_ADD,
@@ -240,7 +234,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
     static_assert(!TWO || (NC == F8_BK && BN == 128 && !OVERLAP && !SCALED), "two partial sums: NC 128, 128 x 128");
     static_assert(!SCALED || (NC == F8_BK && BN == 128 && !OVERLAP && sizeof...(Scales) == 2),
                   "block scaling: one promotion per K-tile of 128 (one scale block), 128 x 128 tiles, (sa, sb)");
-    static_assert(!TSTORE || (!OVERLAP && !SCALED && !TWO && sizeof...(Scales) == 1), "the TMA-store epilogue: (tmC)");
+    static_assert(!TSTORE || (NC == 0 && sizeof...(Scales) == 1), "the TMA-store epilogue: no promotion, (tmC)");
     unsigned char* smem = smem_base();
     [[maybe_unused]] float* sC = reinterpret_cast<float*>(smem + F8_STAGES * STAGE);   // TSTORE: the C buffers
     u64* full = reinterpret_cast<u64*>(smem + F8_STAGES * STAGE + (TSTORE ? F8_EPI_BYTES : 0));
@@ -417,8 +411,8 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
             // its wgmmas run; they are needed only after wgmma_wait.
             [[maybe_unused]] const float *sa0 = nullptr, *sa1 = nullptr, *sbt = nullptr;
             if constexpr (SCALED) {
-                const float* __restrict__ sa = scale_array(0, scales...);
-                const float* __restrict__ sb = scale_array(1, scales...);
+                const float* __restrict__ sa = extra_arg<const float*>(0, scales...);
+                const float* __restrict__ sb = extra_arg<const float*>(1, scales...);
                 const int srow = tm * F8_BM + cw * 64 + ((threadIdx.x % 128) / 32) * 16 + lane / 4;
                 sa0 = sa + (size_t)min(srow, M - 1) * ktiles;         // rows past M read row M - 1's scales:
                 sa1 = sa + (size_t)min(srow + 8, M - 1) * ktiles;     // a valid address; those rows of C are
@@ -494,20 +488,17 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                 wgmma_wait<0>();
                 if (prev >= 0) release(prev);
                 if constexpr (TSTORE)
-                    store_slice_tma<BN>(d, sC + cw * 2 * 64 * 32, map_of_c(scales...), M, N,
+                    store_slice_tma<BN>(d, sC + cw * 2 * 64 * 32, extra_arg<const TensorMap*>(0, scales...), M, N,
                                         tm * F8_BM + cw * 64, tn * BN, cw);
                 else
                     store_slice<BN>(d, C, M, N, tm * F8_BM + cw * 64, tn * BN);
-            } else if constexpr (TSTORE) {
-                store_slice_tma<BN>(*reinterpret_cast<float(*)[NREG]>(total), sC + cw * 2 * 64 * 32,
-                                    map_of_c(scales...), M, N, tm * F8_BM + cw * 64, tn * BN, cw);
             } else {
                 store_slice<BN>(*reinterpret_cast<float(*)[NREG]>(total), C, M, N, tm * F8_BM + cw * 64, tn * BN);
             }
         }
     }
-    // TSTORE: a consumer's stores have finished before its CTA leaves. (Here, after the roles' if/else: placed at the
-    // end of the consumers' branch, this wait made ptxas spill about 680 bytes a thread in a two-sum build, session 17.)
+    // TSTORE: a consumer's stores have finished before its CTA leaves. (After the roles' if/else: at the end of the
+    // consumers' branch this wait made ptxas spill registers in a two-sum build.)
     if (TSTORE && wg > 0 && threadIdx.x % 128 == 0) bulk_wait0();
 }
 #endif

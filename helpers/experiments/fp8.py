@@ -852,7 +852,7 @@ CLUSTER_TRIED = {"kernel": "fp8_promote_2acc_cluster", "over": "fp8_promote_2acc
                  "commit": "6596698", "log": "fp8-cluster-probe", "ncu": "ncu-fp8-cluster"}
 
 
-# The TMA-store epilogue (issue 26, session 17): each *_store kernel is the kernel it names here with C written through
+# The TMA-store epilogue (issue 26, session 17): each *_store kernel was the kernel it names here with C written through
 # shared memory and TMA stores, predicted x1.03 over it at 4096^3 in its kernel comment before any GPU ran it (commit
 # 30b1673). Their first run is results/logs/fp8-store-probe-<gpu>.json (tools/probes/fp8_stages.py --store), their
 # Nsight Compute summary results/logs/ncu-fp8-store-<gpu>.log (tools/ncu_counters.py's printed table).
@@ -879,10 +879,11 @@ def store_rows(data: dict) -> list[dict]:
     return out
 
 
-def store_chunks(spread: bool, jj: int = 0, h: int = 0) -> list[list[int]]:
-    """The 16-byte chunks of the 128-byte box row that each half-warp's 16 lanes write in store_slice_tma's step jj, row
-    h (kernels/fp8_sm90a.cu): lane (g = lane / 4, tq = lane % 4) writes 8 bytes of chunk q ^ g, q = 2 jj + tq / 2, or
-    with F8_STORE_SPREAD (`spread`) and tq = 2, 3, of chunk (2 (jj ^ 2) + tq / 2) ^ g. One list per half-warp."""
+def store_chunks(spread: bool, jj: int = 0) -> list[list[int]]:
+    """The 16-byte chunks of the 128-byte box row that each half-warp's 16 lanes write in store_slice_tma's step jj
+    (kernels/fp8_sm90a.cu; the same for both of a lane's rows, g and g + 8): lane (g = lane / 4, tq = lane % 4) writes
+    8 bytes of chunk q ^ g, q = 2 jj + tq / 2, or with F8_STORE_SPREAD (`spread`) and tq = 2, 3, of chunk
+    (2 (jj ^ 2) + tq / 2) ^ g. One list per half-warp."""
     out = []
     for half in (0, 1):
         row = []
@@ -900,17 +901,16 @@ def store_wavefronts(spread: bool) -> int:
     chunk c is bank 4 c + w; each lane writes words 2 (tq % 2) and 2 (tq % 2) + 1 of its chunk)."""
     from collections import Counter
 
-    total = 0
+    per_row = 0
     for jj in range(4):
-        for h in range(2):
-            for half, chunks in enumerate(store_chunks(spread, jj, h)):
-                banks = Counter()
-                for i, c in enumerate(chunks):
-                    tq = i % 4
-                    for w in (2 * (tq % 2), 2 * (tq % 2) + 1):
-                        banks[4 * c + w] += 1
-                total += max(banks.values())
-    return total
+        for chunks in store_chunks(spread, jj):
+            banks = Counter()
+            for i, c in enumerate(chunks):
+                tq = i % 4
+                for w in (2 * (tq % 2), 2 * (tq % 2) + 1):
+                    banks[4 * c + w] += 1
+            per_row += max(banks.values())
+    return 2 * per_row                                  # rows g and g + 8: the same chunks
 
 
 def plot_store_chunks():
