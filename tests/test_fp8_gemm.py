@@ -340,3 +340,20 @@ def test_the_store_kernels_are_their_base_kernels_with_the_tma_store():
     assert F.F8_EPI_BYTES == 32 * 1024 and "#define F8_EPI_BYTES (2 * 2 * 64 * 32 * 4)" in src
     launcher = Path(F.__file__).read_text()
     assert "if spec.tstore:" in launcher and "tensor_map_2d(C, 64, 32)" in launcher
+
+
+def test_the_store_kernel_comment_quotes_its_first_run():
+    """fp8_wgmma_store's comment (kernels/fp8_sm90a.cu) quotes its first run (results/logs/fp8-store-probe): the medians
+    of it, of fp8_wgmma and of cuBLASLt's fast accumulation at 4096^3, their ratios, and that every check passed."""
+    import json
+    from pathlib import Path
+
+    root = Path(F.__file__).resolve().parents[1]
+    rows = json.loads((root / "results" / "logs" / "fp8-store-probe-nvidia-h200.json").read_text())
+    assert all(r["check_passed"] for r in rows if "check_passed" in r)
+    t = {r["kernel"]: r["tflops"] for r in rows if r.get("n") == 4096 and "tflops" in r}
+    src = (root / "kernels" / "fp8_sm90a.cu").read_text()
+    note = src[src.index("// First run (session 17, tools/probes/fp8_stages.py --store"):src.index("fp8_wgmma_store(const")]
+    store, plain, fast = t["fp8_wgmma_store"], t["fp8_wgmma"], t["cublaslt_fp8_fast"]
+    assert f"x{store / plain:.2f} over fp8_wgmma at 4096^3 ({store:.0f} against {plain:.0f} TFLOP/s" in note
+    assert f"{store / fast:.3f}x cuBLASLt's fast\n// accumulation ({fast:.0f})" in note
