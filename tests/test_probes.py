@@ -15,7 +15,7 @@ def test_there_are_probes():
     assert {p.name for p in PROBES} == {"rungs_side_by_side.py", "fp8_pingpong.py", "sanitize_new_kernels.py",
                                         "reject_wrong_fp16c.py", "rung16.py",
                                         "tail_split_sweep.py", "row_alignment.py",
-                                        "fp8_block_scaled.py", "cublas_kernels.py", "reject_wrong_block_scaled.py",
+                                        "fp8_block_scaled.py", "cublas_kernels.py", "reject_wrong_block_scaled.py", "reject_wrong_fp8.py",
                                         "rung17.py", "fp8_stages.py", "flush_method.py", "wgmma_rate.py",
                                         "wait_hint.py", "ncu_source.py", "ncu_row_alignment.py", "tile_n.py"}
 
@@ -131,3 +131,19 @@ def test_reject_wrong_has_a_case_for_every_rung_it_names_and_refuses_one_it_has_
                        capture_output=True, text=True, env={"COURSE_DEVICE": "cpu", "PATH": "/usr/bin:/bin"}, cwd=ROOT,
                        timeout=120)
     assert p.returncode == 1 and "no case for rung(s) [99]" in p.stderr
+
+
+def test_reject_wrong_fp8_builds_wrong_results_that_differ_from_c():
+    """tools/probes/reject_wrong_fp8.py: every wrong result keeps C's shape and dtype and differs from C (a C whose
+    FP16 rounding is exact is the one case that may not, and the probe then says so rather than count it)."""
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    from tools.probes.reject_wrong_fp8 import wrong_results
+
+    C = np.random.default_rng(0).standard_normal((40, 56)).astype(np.float32) * np.float32(37.1)
+    W = wrong_results(C, C * np.float32(1 + 2 ** -20), np)
+    assert {"zeros", "x1.003", "sign", "rows reversed", "rounded to FP16", "the other accumulator",
+            "one element one ulp up"} <= set(W)
+    for what, X in W.items():
+        assert X.shape == C.shape and X.dtype == C.dtype and not np.array_equal(X, C), what
