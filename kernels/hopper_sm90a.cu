@@ -634,11 +634,13 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 constexpr int box_cols = HALF_C ? EPI_HCOLS : EPI_COLS;
                 // A slice of an odd number of boxes (rung 17: one) alternates the two buffers across tiles, so
                 // that the store still reading the previous tile's buffer is never overwritten; with an even
-                // number, box & 1 already does (the last box of a tile and the first of the next differ).
+                // number, box & 1 already does (the last box of a tile and the first of the next differ). So
+                // every box is written, also one right of C (only its store is skipped): a slice that stopped
+                // there would leave an odd number of boxes, and the next tile's box 0 could overwrite a buffer
+                // that a store still reads.
                 constexpr bool ODD_BOXES = (SN / box_cols) % 2 == 1;
 #pragma unroll
                 for (int box = 0; box < SN / box_cols; ++box) {    // (TILE_N: the whole boxes; the rest below)
-                    if (tn * BN + c0 + box * box_cols >= N) break;   // the rest of the slice lies right of C
                     float* buf = mine + ((ODD_BOXES ? ebox++ : box) & 1) * (64 * EPI_COLS);
                     if (HALF_C) {
                         // rungs 14-16: 64 FP16 columns = 8 chunks of 8; one stmatrix.x4 stores a 16 x 16
@@ -668,7 +670,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                     fence_proxy_async();                       // my stores, visible to the copy engine
                     if (leader) bulk_wait_read0();             // the previous box's store has read its buffer
                     warpgroup_bar(1 + cw);                     // all 128 threads wrote this box
-                    if (leader) {
+                    if (leader && tn * BN + c0 + box * box_cols < N) {   // (a box wholly right of C is not stored)
                         tma_store(tmC, buf, tn * BN + c0 + box * box_cols, tm * BM + r0);
                         bulk_commit();
                     }
