@@ -1,7 +1,8 @@
 """A device probe (issue 26): the check of lesson 7's FP8 kernels (helpers.experiments.fp8.check_fp8: worst-case
 bounds and bit equality with the CPU model, every element, on the GPU) passes a kernel's C and rejects wrong results
 at the sizes lesson 7 times (4096^3, 8192^3) and at an odd size whose tiles reuse the store buffers (2000 x 2600 x 300).
-Wrong results: zeros, C x 1.003, -C, C's rows reversed, C rounded to FP16 (the wrong format), the C of the other
+Each wrong result goes through the bounds alone (the model left out) and through the whole check. Wrong results:
+zeros, C x 1.003, C x 1.1, -C, C's rows reversed, C rounded to FP16 (the wrong format), the C of the other
 accumulator (fp8_promote_128 for a kernel without promotion, fp8_wgmma for a promoting one), and
 helpers.check.local_mutations (one element one unit up, one element 1% off, a row copied, an edge tile).
 tests/test_fp8_gemm.py does the same on the CPU at small odd shapes.
@@ -21,7 +22,7 @@ def wrong_results(C, other_C, xp) -> dict:
     """The wrong results of one kernel's C (CuPy or numpy), each C's shape and dtype."""
     from helpers.check import local_mutations
 
-    out = {"zeros": xp.zeros_like(C), "x1.003": C * C.dtype.type(1.003), "sign": -C,
+    out = {"zeros": xp.zeros_like(C), "x1.003": C * C.dtype.type(1.003), "x1.1": C * C.dtype.type(1.1), "sign": -C,
            "rows reversed": xp.ascontiguousarray(C[::-1]), "rounded to FP16": C.astype(xp.float16).astype(C.dtype),
            "the other accumulator": other_C}
     out.update(local_mutations(C))
@@ -31,8 +32,13 @@ def wrong_results(C, other_C, xp) -> dict:
 def one(kernel: str, shape) -> dict:
     import cupy
 
+    from helpers.check import check_gemm
     from helpers.experiments.fp8 import check_fp8, random_inputs
     from helpers.fp8_gemm import encode_e4m3, launcher
+
+    def bounds_alone(W):                  # check_fp8's bounds without its model (part 3)
+        return check_gemm(W, gA, gB, inputs="fp8_e4m3", output="fp32", acc_rounding="truncate", name=kernel,
+                          model=None, backend="GPU", acc="e8m13", block=32)
 
     M, N, K = shape
     A, B = random_inputs(M, N, K, "normal", M + K)
@@ -47,7 +53,8 @@ def one(kernel: str, shape) -> dict:
     C, O = C[:, :N].copy(), O[:, :N].copy()
     good = check_fp8(kernel, C, gA, gB, backend="GPU")
     row = {"kernel": kernel, "shape": list(shape), "correct": bool(good.passed), "model": good.model,
-           "verdict": good.verdict()[:300], "other": other, "rejected": {}, "equal_to_C": []}
+           "verdict": good.verdict()[:300], "tolerance": good.verdict().split("tolerance ")[-1].split(" ")[0],
+           "other": other, "rejected": {}, "rejected_by_bounds": {}, "equal_to_C": []}
     print(kernel, shape, good.verdict()[:160], file=sys.stderr, flush=True)
     for what, W in wrong_results(C, O, cupy).items():
         if bool(cupy.array_equal(W, C)):
@@ -55,7 +62,9 @@ def one(kernel: str, shape) -> dict:
             continue
         chk = check_fp8(kernel, W, gA, gB, backend="GPU")
         row["rejected"][what] = not chk.passed
-        print("  ", what, "rejected" if not chk.passed else "PASSED (a hole in the check)", file=sys.stderr, flush=True)
+        row["rejected_by_bounds"][what] = not bounds_alone(W).passed
+        print("  ", what, "rejected" if not chk.passed else "PASSED (a hole in the check)",
+              "| bounds alone:", "rejected" if row["rejected_by_bounds"][what] else "passed", file=sys.stderr, flush=True)
     return row
 
 
