@@ -441,9 +441,9 @@ sweep(12, "CLUSTER_M")
 # store instruction scatters 8 rows of 32 bytes. Rung 13 writes the slice as 8 boxes of $64 \times 32$
 # floats into a swizzled shared-memory buffer, fences the async proxy (`fence.proxy.async`), meets at a
 # warpgroup barrier, and one thread hands the box to TMA, which writes whole 128-byte rows and clips at
-# the edge of C. **Predicted: x1.02 over rung 12.** The model of the swizzled buffer says each warp
-# store is conflict-free; the counters say the stores take more than twice the model's wavefronts.
-# Which accesses conflict is not established yet.
+# the edge of C. **Predicted: x1.02 over rung 12.** Nsight Compute counts over twice the wavefronts
+# of a whole-warp model (below). Lesson 7 (Appendix H, "Bank conflicts in the store") finds why:
+# shared memory serves these stores per half-warp.
 
 # %% slideshow={"slide_type": "-"}
 for sw in (False, True):

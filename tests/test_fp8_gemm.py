@@ -357,3 +357,18 @@ def test_the_store_kernel_comment_quotes_its_first_run():
     store, plain, fast = t["fp8_wgmma_store"], t["fp8_wgmma"], t["cublaslt_fp8_fast"]
     assert f"x{store / plain:.2f} over fp8_wgmma at 4096^3 ({store:.0f} against {plain:.0f} TFLOP/s" in note
     assert f"{store / fast:.3f}x cuBLASLt's fast\n// accumulation ({fast:.0f})" in note
+
+
+def test_check_without_its_model_is_the_bounds_alone():
+    """check_fp8(model=False) leaves out the comparison with the model and keeps the bounds: one element one unit up
+    passes it and fails the whole check, zeros fail both, and the kernel's C passes both (what
+    tools/probes/reject_wrong_fp8.py reports per wrong result)."""
+    A, B = X.random_inputs(24, 40, 4096, "normal", 4096)
+    C = X.cpu_model("fp8_wgmma")(A, B)
+    up = C.copy()
+    up[3, 5] = np.nextafter(C[3, 5], np.float32(np.inf))
+    alone = X.check_fp8("fp8_wgmma", up, A, B, fitted=True, model=False)
+    assert alone.passed and alone.model == "none"
+    assert not X.check_fp8("fp8_wgmma", up, A, B, fitted=True).passed
+    assert not X.check_fp8("fp8_wgmma", np.zeros_like(C), A, B, fitted=True, model=False).passed
+    assert X.check_fp8("fp8_wgmma", C, A, B, fitted=True, model=False).passed

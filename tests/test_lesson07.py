@@ -682,3 +682,31 @@ def test_claims_of_the_spread_run():
     assert "#define F8_STORE_SPREAD 0" in kern
     src = (ROOT / "notebooks" / "07_fp8.py").read_text()
     assert "**Missed: x1.006 at $4096^3$**, correct bit for bit, and not told apart from the kernel as built: one\n# of its three rounds was slower than all three of the built kernel's." in src
+
+
+def test_claims_of_the_store_counters_slide():
+    """Appendix H, 'Bank conflicts in the store: the counters' (results/logs/ncu-fp8-spread, one launch each at 4096^3):
+    both builds issue the same M N / 64 store instructions; spread, the wavefronts per store halve (within 10%) as the
+    half-warp model says (4 built, 2 spread), each measured at most 0.6 above the model; the bank conflicts fall to less
+    than one in three stores; the tensor pipe's share is the same within half a point. Lesson 6's rung 13 cites it, and
+    its stores have the same addresses (chunk q = 2 jj + tq / 2 of row r at q ^ (r % 8), r % 8 = g)."""
+    import re
+
+    from helpers.experiments import fp8 as X
+
+    b, s = X.store_counter_rows()
+    assert b["switch"] == "-" and s["switch"] == "F8_STORE_SPREAD=1"
+    assert b["stores_m"] == s["stores_m"] == 4096 * 4096 / 64 / 1e6
+    assert (b["model"], s["model"]) == (4, 2)
+    assert 0.45 < s["wavefronts"] / b["wavefronts"] < 0.55
+    assert 0 <= b["wavefronts"] - b["model"] < 0.6 and 0 <= s["wavefronts"] - s["model"] < 0.6
+    assert b["conflicts"] > 2 and s["conflicts"] < 1 / 3
+    assert abs(b["tensor_pct"] - s["tensor_pct"]) < 0.5
+    ws = (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
+    f8 = (ROOT / "kernels" / "fp8_sm90a.cu").read_text()
+    assert "const int q = 2 * jj + tq / 2;" in ws and "const int r = warp * 16 + g + 8 * h;" in ws
+    assert "((q ^ (r & 7)) * 4) + (tq & 1) * 2" in ws
+    assert re.search(r"const int q = 2 \* \(other \? jj \^ 2 : jj\) \+ tq / 2;", f8) and "(q ^ g) * 16" in f8
+    l6 = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    assert 'Lesson 7 (Appendix H, "Bank conflicts in the store") finds why' in l6
+    assert "### Bank conflicts in the store" in (ROOT / "notebooks" / "07_fp8.py").read_text()

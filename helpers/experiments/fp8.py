@@ -95,11 +95,12 @@ def random_inputs(M: int, N: int, K: int, dist: str, seed: int):
 
 
 # --------------------------------------------------------------------------- models
-def check_fp8(kernel: str, C, A, B, backend=None, fitted=None):
+def check_fp8(kernel: str, C, A, B, backend=None, fitted=None, model: bool = True):
     """The course's check (helpers.check) of an FP8 kernel's C against A B (A, B: float arrays, B K x N;
     numpy arrays are rounded to E4M3 as the kernel's inputs would be, CuPy arrays must hold E4M3 values):
     worst-case bounds for an accumulator of 14 significant bits cut toward zero every 32 products
-    (mma.sync: FP32 every 16), and bit equality with the CPU model where it is fitted."""
+    (mma.sync: FP32 every 16), and bit equality with the CPU model where it is fitted (model=False: the
+    bounds alone, to show what they catch without it)."""
     from ..check import check_gemm
     from ..numerics import round_to
 
@@ -108,7 +109,7 @@ def check_fp8(kernel: str, C, A, B, backend=None, fitted=None):
 
     kw = (dict(acc="fp32", block=16) if kernel == "fp8_mma_sync" else dict(acc="e8m13", block=32))
     return check_gemm(C, A, B, inputs="fp8_e4m3", output="fp32", acc_rounding="truncate", name=kernel,
-                      model=cpu_model(kernel), values=values, backend=backend, fitted=fitted, **kw)
+                      model=cpu_model(kernel) if model else None, values=values, backend=backend, fitted=fitted, **kw)
 
 
 # --------------------------------------------------------------------------- the experiment
@@ -811,6 +812,22 @@ def block_scaled_reject_rows(data: dict) -> list[dict]:
     return rows
 
 
+def reject_rows(log: dict) -> list[dict]:
+    """tools/probes/reject_wrong_fp8.py as kept in results/logs (one kernel's C and its wrong results at each shape):
+    one row per C, and per shape "bounds alone / whole check", each "passes" or "rejects" ("-": equal to the
+    kernel's C at that shape, so not a wrong result there); the first row is the kernel's own C."""
+    shapes = log["rows"]
+    key = lambda r: " x ".join(map(str, r["shape"])) if len(set(r["shape"])) > 1 else f"{r['shape'][0]}^3"  # noqa: E731
+    word = lambda rejected: "rejects" if rejected else "passes"                                              # noqa: E731
+    rows = [{"C": f"{shapes[0]['kernel']}'s", **{key(r): "- / " + ("pass" if r["correct"] and r["model"] == "identical"
+                                                                   else "FAIL") for r in shapes}}]
+    rows.append({"C": "(worst-case tolerance)", **{key(r): r["tolerance"] for r in shapes}})
+    for what in shapes[0]["rejected"]:
+        rows.append({"C": what, **{key(r): (f"{word(r['rejected_by_bounds'][what])} / {word(r['rejected'][what])}"
+                                            if what in r["rejected"] else "-") for r in shapes}})
+    return rows
+
+
 def stage_rows(data: dict, base: str | None = None) -> list[dict]:
     """experiments.fp8.stages (tools/probes/fp8_stages.py): one row per size and kernel build, the median of three
     alternating rounds in TFLOP/s, over cuBLASLt with default and with fast accumulation timed in the same rounds,
@@ -911,6 +928,24 @@ def store_wavefronts(spread: bool) -> int:
                     banks[4 * c + w] += 1
             per_row += max(banks.values())
     return 2 * per_row                                  # rows g and g + 8: the same chunks
+
+
+def store_counter_rows(name: str = "ncu-fp8-spread", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """tools/ncu_counters.py's JSON of fp8_wgmma_store and its F8_STORE_SPREAD=1 build (results/logs/<name>-<gpu_slug>
+    .json, one launch each): per shared-memory store instruction, the wavefronts and bank conflicts counted and the
+    wavefronts of the half-warp model (store_wavefronts over a warp's 8 store instructions of a box), and the tensor
+    pipe's share of active cycles."""
+    from ..results import load_log
+
+    log = load_log(name, "tools/ncu_counters.py --only fp8_wgmma_store fp8_wgmma_store_spread", gpu_slug, directory)
+    rows = []
+    for k in log["kernels"]:
+        c, spread = k["counters"], k["target"].endswith("_spread")
+        n = c["smem_store_instructions"]
+        rows.append({"target": k["target"], "switch": "F8_STORE_SPREAD=1" if spread else "-", "stores_m": n / 1e6,
+                     "wavefronts": c["smem_store_wavefronts"] / n, "model": store_wavefronts(spread) / 8,
+                     "conflicts": c["smem_store_bank_conflicts"] / n, "tensor_pct": c["tensor_pipe_pct"]})
+    return rows
 
 
 def plot_store_chunks():

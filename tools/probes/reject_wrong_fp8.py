@@ -32,13 +32,11 @@ def wrong_results(C, other_C, xp) -> dict:
 def one(kernel: str, shape) -> dict:
     import cupy
 
-    from helpers.check import check_gemm
     from helpers.experiments.fp8 import check_fp8, random_inputs
     from helpers.fp8_gemm import encode_e4m3, launcher
 
     def bounds_alone(W):                  # check_fp8's bounds without its model (part 3)
-        return check_gemm(W, gA, gB, inputs="fp8_e4m3", output="fp32", acc_rounding="truncate", name=kernel,
-                          model=None, backend="GPU", acc="e8m13", block=32)
+        return check_fp8(kernel, W, gA, gB, backend="GPU", model=False)
 
     M, N, K = shape
     A, B = random_inputs(M, N, K, "normal", M + K)
