@@ -26,7 +26,10 @@ memory without bank conflicts, in lesson 7's half-warp model), beside fp8_wgmma,
 fp8_wgmma in session 14: results/logs/fp8-cluster-probe-nvidia-h200.json. It was slower and left the course; the
 option left with it, and both are in commit 6596698.)
 
-    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
+--rounds N: N alternating rounds instead of 3 (session 18: --store --rounds 7, to tell fp8_wgmma_store from cuBLASLt's
+fast accumulation at 4096^3, where three rounds had them within 1%).
+
+    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread] [--rounds N]   (a Hopper GPU)"""
 import json
 import sys
 from pathlib import Path
@@ -65,6 +68,13 @@ def main(argv) -> int:
         return cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())), cupy.asarray(A), cupy.asarray(B)
 
     store = "--store" in argv or "--spread" in argv
+    rounds = ROUNDS
+    if "--rounds" in argv:
+        given = argv[argv.index("--rounds") + 1:argv.index("--rounds") + 2]
+        if not given or not given[0].isdigit() or int(given[0]) < 1:
+            print("--rounds takes a whole number of rounds >= 1, e.g. --rounds 7", file=sys.stderr)
+            return 2
+        rounds = int(given[0])
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
                 else STORE if store else VARIANTS)
     more_odd = "--two" in argv or store
@@ -103,7 +113,7 @@ def main(argv) -> int:
         ms = {key: [] for key in timed}
         mhz = {key: [] for key in timed}
         watts = {key: [] for key in timed}
-        for _ in range(ROUNDS):
+        for _ in range(rounds):
             for key, fn in timed.items():
                 t = benchmark(fn, flops=fl)
                 ms[key].append(t.median_ms)
