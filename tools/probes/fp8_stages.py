@@ -26,10 +26,11 @@ memory without bank conflicts, in lesson 7's half-warp model), beside fp8_wgmma,
 fp8_wgmma in session 14: results/logs/fp8-cluster-probe-nvidia-h200.json. It was slower and left the course; the
 option left with it, and both are in commit 6596698.)
 
---rounds N: N alternating rounds instead of 3 (session 18: --store --rounds 7, to tell fp8_wgmma_store from cuBLASLt's
-fast accumulation at 4096^3, where three rounds had them within 1%).
+--sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
+--store --sizes 4096 --rounds 9, to tell fp8_wgmma_store from cuBLASLt's fast accumulation at 4096^3, where three rounds
+had them within 1%).
 
-    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread] [--rounds N]   (a Hopper GPU)"""
+    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread] [--sizes A,B] [--rounds N]"""
 import json
 import sys
 from pathlib import Path
@@ -75,6 +76,13 @@ def main(argv) -> int:
             print("--rounds takes a whole number of rounds >= 1, e.g. --rounds 7", file=sys.stderr)
             return 2
         rounds = int(given[0])
+    sizes = SIZES
+    if "--sizes" in argv:
+        given = argv[argv.index("--sizes") + 1:argv.index("--sizes") + 2]
+        if not given or not all(x.isdigit() and int(x) > 0 for x in given[0].split(",")):
+            print("--sizes takes sizes separated by commas, e.g. --sizes 4096 or --sizes 4096,8192", file=sys.stderr)
+            return 2
+        sizes = tuple(int(x) for x in given[0].split(","))
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
                 else STORE if store else VARIANTS)
     more_odd = "--two" in argv or store
@@ -90,7 +98,7 @@ def main(argv) -> int:
                          "check_passed": bool(chk.passed), "check": chk.verdict()[:300]})
             failed |= not chk.passed
             print(k, st, opts, odd, chk.verdict()[:160], file=sys.stderr, flush=True)
-    for n in SIZES:
+    for n in sizes:
         A8, Bt8, gA, gB = operands(n, n, n, n)
         fl = gemm_flops(n, n, n)
         timed = {}
