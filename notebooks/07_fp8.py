@@ -850,6 +850,33 @@ helpers.display.table(rej, ["C", "bound alone", "whole check"], ["C at " + rej[0
 # One element one unit up stays inside the bound: only the model, bit for bit, catches it.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### And where the bound is infinite?
+#
+# The worst-case tolerance grows with K: the accumulator keeps 14 bits, so each of K products can be cut
+# by up to $2^{-13}$ of the running sum, and at $K = 2^{13}$ the cuts can add up to the whole sum:
+
+# %% slideshow={"slide_type": "-"}
+for K in (300, 4096, 8192):
+    tol = helpers.numerics.tolerance(K, "fp8_e4m3", "e8m13", acc_rounding="truncate", block=32,
+                                     inputs_rounded_in_reference=True)
+    print(f"K = {K}: worst-case tolerance {tol.value:.3g} (of sum |a||b|)")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# `tools/probes/reject_wrong_fp8.py` on the H200: `fp8_wgmma_store`'s C and wrong results built from it,
+# each through the bounds alone (the worst-case and the answer-scaled bound) and the whole check
+# ("bounds / check"):
+
+# %% slideshow={"slide_type": "-"}
+rw = fp8x.reject_rows()
+helpers.display.table(rw, list(rw[0]))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Even with an infinite worst-case tolerance the answer-scaled bound rejects C's that are far off (zeros,
+# $-C$, rows moved), but at $8192^3$ it passes a C 10% too large, and at every size C rounded to FP16,
+# `fp8_promote_128`'s C ("the other accumulator") and one element 1% off. The model, bit for bit, rejects
+# every one at every size: at large K the FP8 check rests on it.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What cuBLASLt runs for FP8
 #
 # Nsight Compute names the kernel behind each cuBLASLt FP8 call (`tools/probes/cublas_kernels.py --fp8`),

@@ -710,3 +710,30 @@ def test_claims_of_the_store_counters_slide():
     l6 = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
     assert 'Lesson 7 (Appendix H, "Bank conflicts in the store") finds why' in l6
     assert "### Bank conflicts in the store" in (ROOT / "notebooks" / "07_fp8.py").read_text()
+
+
+def test_claims_of_the_infinite_bound_slide():
+    """Appendix H, 'And where the bound is infinite?' (results/logs/reject-wrong-fp8-store, tools/probes/
+    reject_wrong_fp8.py on the H200): the worst-case tolerance is finite at K = 300 and 4096 and infinite at 8192 (as
+    helpers.numerics computes it, and as the probe's check reported); fp8_wgmma_store's C passes at every size; the
+    bounds alone reject zeros, -C and moved rows everywhere, pass x1.1 at 8192^3 only, and pass FP16 rounding, the
+    other accumulator and one element 1% off at every size; the whole check rejects every wrong result everywhere."""
+    from helpers.experiments import fp8 as X
+    from helpers.numerics import tolerance
+
+    rows = {r["C"]: r for r in X.reject_rows()}
+    sizes = ["2000 x 2600 x 300", "4096^3", "8192^3"]
+    tol = {s: tolerance(k, "fp8_e4m3", "e8m13", acc_rounding="truncate", block=32, inputs_rounded_in_reference=True)
+           for s, k in zip(sizes, (300, 4096, 8192))}
+    assert [f"{tol[s].value:.2e}" for s in sizes] == [rows["(worst-case tolerance)"][s] for s in sizes]
+    assert tol["4096^3"].value < float("inf") == tol["8192^3"].value
+    assert all(rows["fp8_wgmma_store's"][s] == "- / pass" for s in sizes)
+    wrong = [r for k, r in rows.items() if not k.startswith(("fp8_wgmma_store", "(worst"))]
+    assert len(wrong) == 11 and all(r[s].endswith("/ rejects") for r in wrong for s in sizes)
+    for what in ("zeros", "sign", "rows reversed", "a row copied from the row above"):
+        assert all(rows[what][s] == "rejects / rejects" for s in sizes), what
+    assert [rows["x1.1"][s] for s in sizes] == ["rejects / rejects"] * 2 + ["passes / rejects"]
+    for what in ("rounded to FP16", "the other accumulator", "one element 1% off"):
+        assert all(rows[what][s] == "passes / rejects" for s in sizes), what
+    from tools.probes.reject_wrong_fp8 import one  # noqa: F401  (the probe the log names)
+    assert "fp8_promote_128" in (ROOT / "tools" / "probes" / "reject_wrong_fp8.py").read_text()

@@ -812,11 +812,14 @@ def block_scaled_reject_rows(data: dict) -> list[dict]:
     return rows
 
 
-def reject_rows(log: dict) -> list[dict]:
-    """tools/probes/reject_wrong_fp8.py as kept in results/logs (one kernel's C and its wrong results at each shape):
-    one row per C, and per shape "bounds alone / whole check", each "passes" or "rejects" ("-": equal to the
-    kernel's C at that shape, so not a wrong result there); the first row is the kernel's own C."""
-    shapes = log["rows"]
+def reject_rows(name: str = "reject-wrong-fp8-store", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """tools/probes/reject_wrong_fp8.py's output kept as results/logs/<name>-<gpu_slug>.json (one kernel's C and its
+    wrong results at each shape): one row per C, and per shape "bounds alone / whole check", each "passes" or
+    "rejects" ("-": equal to the kernel's C at that shape, so not a wrong result there); the first row is the kernel's
+    own C, the second the worst-case tolerance of the check at that K."""
+    from ..results import load_log
+
+    shapes = load_log(name, "tools/probes/reject_wrong_fp8.py OUT.json", gpu_slug, directory)["rows"]
     key = lambda r: " x ".join(map(str, r["shape"])) if len(set(r["shape"])) > 1 else f"{r['shape'][0]}^3"  # noqa: E731
     word = lambda rejected: "rejects" if rejected else "passes"                                              # noqa: E731
     rows = [{"C": f"{shapes[0]['kernel']}'s", **{key(r): "- / " + ("pass" if r["correct"] and r["model"] == "identical"
