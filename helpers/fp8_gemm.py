@@ -179,14 +179,15 @@ def _operand_shape(A8, Bt8) -> tuple[int, int, int]:
     return M, N, K
 
 
-def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = ()):
+def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = (), ctas: int | None = None):
     """(run, C): a function that launches FP8 kernel `name` (FP8_KERNELS) on fixed inputs, and its output.
     A8: M x K, Bt8: N x K (B transposed), CuPy uint8 arrays of E4M3 bytes. Validated, padded with zeros
     (K to the kernel's multiple, N to 8) and the tensor maps built once, so timing run() times the kernel
     alone. C is M x N' FP32 (N' = N padded), filled with NaN before the first launch. stages: the wgmma
     kernels' ring (-DF8_STAGES; the entry's own, 4 as the file has it but for fp8_promote_2acc_lean's 6), up to what
     fits in 227 KB (7 with 128 x 128 tiles).
-    options: more NVRTC options for the wgmma kernels (a probe's -D switches)."""
+    options: more NVRTC options for the wgmma kernels (a probe's -D switches). ctas: the most CTAs of a wgmma
+    kernel's persistent grid (default: one per SM); each walks every ctas-th tile."""
     from .compile import get_arch_kernel, get_kernel
     from .device import require_gpu
 
@@ -199,6 +200,10 @@ def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = ())
         raise InputError(f"{name} cannot run {stages} stages.",
                          "stages applies to the wgmma kernels: 2 up to what fits in 227 KB of shared memory "
                          "(7 with 128 x 128 tiles, 4 with 128 x 256).")
+    if ctas is not None and (not spec.wgmma or isinstance(ctas, bool) or not isinstance(ctas, (int, np.integer))
+                             or ctas < 1):
+        raise InputError(f"ctas={ctas!r}: the persistent grid's size is a whole number >= 1, for a wgmma kernel.",
+                         "leave ctas out (one CTA per SM), or pass e.g. ctas=128 with a wgmma kernel.")
     gpu = require_gpu(f"FP8 kernel {name}")
     require_runs_here(spec, gpu)                    # before CuPy: a GPU that cannot run it gets one line
     import cupy
@@ -222,7 +227,7 @@ def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = ())
         if spec.tstore:                              # C's map: boxes of 64 rows x 32 floats (128 bytes)
             maps += (tensor_map_2d(C, 64, 32),)
         args = maps + (C, np.int32(M), np.int32(Np), np.int32(Kp))
-        grid = (persistent_grid(spec, M, Np, gpu.sms),)
+        grid = (persistent_grid(spec, M, Np, gpu.sms if ctas is None else int(ctas)),)
 
         def run(keep=(A8, Bt8, C)):
             kern(grid, (384,), args, shared_mem=smem)

@@ -372,3 +372,14 @@ def test_check_without_its_model_is_the_bounds_alone():
     assert not X.check_fp8("fp8_wgmma", up, A, B, fitted=True).passed
     assert not X.check_fp8("fp8_wgmma", np.zeros_like(C), A, B, fitted=True, model=False).passed
     assert X.check_fp8("fp8_wgmma", C, A, B, fitted=True, model=False).passed
+
+
+@pytest.mark.parametrize("kernel,ctas", [("fp8_wgmma_store", 0), ("fp8_wgmma_store", 2.5), ("fp8_wgmma_store", True),
+                                         ("fp8_mma_sync", 128)])
+def test_launcher_refuses_a_grid_it_cannot_use(kernel, ctas):
+    """launcher's ctas (the persistent grid's size, tools/probes/fp8_stages.py --ctas): a whole number >= 1, and only
+    for the wgmma kernels; refused before any GPU is asked for, with the fix named."""
+    A8, Bt8 = np.zeros((64, 128), np.uint8), np.zeros((64, 128), np.uint8)
+    with pytest.raises(InputError, match="ctas=") as e:
+        F.launcher(kernel, A8, Bt8, ctas=ctas)
+    assert "leave ctas out" in str(e.value)

@@ -26,11 +26,14 @@ memory without bank conflicts, in lesson 7's half-warp model), beside fp8_wgmma,
 fp8_wgmma in session 14: results/logs/fp8-cluster-probe-nvidia-h200.json. It was slower and left the course; the
 option left with it, and both are in commit 6596698.)
 
+With --ctas (session 18): fp8_wgmma_store with a persistent grid of 128 CTAs (launcher's ctas) beside the 132 it has.
+At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them do 4, 16 do 3).
+
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
 --store --sizes 4096 --rounds 9, to tell fp8_wgmma_store from cuBLASLt's fast accumulation at 4096^3, where three rounds
 had them within 1%).
 
-    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread] [--sizes A,B] [--rounds N]"""
+    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread | --ctas] [--sizes A,B] [--rounds N]"""
 import json
 import sys
 from pathlib import Path
@@ -47,6 +50,8 @@ TWO_ODD = ((520, 264, 1100), (40, 24, 100))       # 9 K-tiles and 1: odd counts 
 # --store: the TMA-store epilogue beside the same kernels storing from registers (each at its registry's stages)
 STORE = [("fp8_wgmma", 4, ()), ("fp8_wgmma_store", 4, ())]
 SPREAD = STORE + [("fp8_wgmma_store", 4, ("-DF8_STORE_SPREAD=1",))]
+# --ctas: fp8_wgmma_store's persistent grid of 128 CTAs instead of 132 (a pseudo-option "ctas=128", not passed to NVRTC)
+CTAS = STORE + [("fp8_wgmma_store", 4, ("ctas=128",))]
 STORE_ODD = ((2000, 2600, 300),)   # more tiles than SMs (176 of 128 x 256), the last column of tiles 40 wide: a CTA's
                                    # second tile reuses its C buffers, and boxes right of C are not stored
 SIZES = (4096, 8192)
@@ -68,7 +73,12 @@ def main(argv) -> int:
         A, B = random_inputs(M, N, K, "normal", seed)
         return cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())), cupy.asarray(A), cupy.asarray(B)
 
-    store = "--store" in argv or "--spread" in argv
+    store = "--store" in argv or "--spread" in argv or "--ctas" in argv
+
+    def launch(k, st, opts, A8, Bt8):     # launcher, with a pseudo-option ctas=N taken out as its ctas
+        n = [int(o[5:]) for o in opts if o.startswith("ctas=")]
+        return launcher(k, A8, Bt8, stages=st, options=tuple(o for o in opts if not o.startswith("ctas=")),
+                        ctas=n[0] if n else None)
     rounds = ROUNDS
     if "--rounds" in argv:
         given = argv[argv.index("--rounds") + 1:argv.index("--rounds") + 2]
@@ -84,6 +94,7 @@ def main(argv) -> int:
             return 2
         sizes = tuple(int(x) for x in given[0].split(","))
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
+                else CTAS if "--ctas" in argv
                 else STORE if store else VARIANTS)
     more_odd = "--two" in argv or store
     rows, failed = [], False
@@ -91,7 +102,7 @@ def main(argv) -> int:
         M, N, K = odd
         A8, Bt8, gA, gB = operands(M, N, K, 1)
         for k, st, opts in variants:
-            run, C = launcher(k, A8, Bt8, stages=st, options=opts)
+            run, C = launch(k, st, opts, A8, Bt8)
             run()
             chk = check_fp8(k, C[:, :N], gA, gB, backend="GPU")
             rows.append({"kernel": k, "stages": st, "options": list(opts), "shape": list(odd),
@@ -109,7 +120,7 @@ def main(argv) -> int:
             else:
                 timed[("cublaslt_fp8_fast" if fast else "cublaslt_fp8", 0, ())] = t[0]
         for k, st, opts in variants:
-            run, C = launcher(k, A8, Bt8, stages=st, options=opts)
+            run, C = launch(k, st, opts, A8, Bt8)
             run()
             chk = check_fp8(k, C, gA, gB, backend="GPU")
             failed |= not chk.passed
