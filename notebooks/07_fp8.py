@@ -1142,6 +1142,29 @@ helpers.display.table(fp8x.store_counter_rows(), ["switch", "stores_m", "wavefro
 # off: it gains no measurable time.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### 128 CTAs instead of 132
+#
+# A persistent kernel starts one CTA per SM: 132 on the H200. At $4096^3$ `fp8_wgmma_store` has 512 tiles
+# of 128 x 256. On 132 CTAs, 116 take four tiles and 16 take three; on 128, each takes four: four rounds
+# of tiles either way. **Predicted before it ran: x1.00 (within half a percent).** Its run
+# (`tools/probes/fp8_stages.py --ctas`: the launcher's `ctas=128`), nine alternating rounds:
+
+# %% slideshow={"slide_type": "-"}
+ct = fp8x.stage_rows(fp8x.probe_log("fp8-ctas-probe"), base="fp8_wgmma_store")
+for r in ct:
+    r["options"] = r["options"].replace("ctas=", "") + " CTAs" if r["options"] != "-" else "one per SM"
+helpers.display.table(ct, ["n", "kernel", "options", "passed", "tflops", "vs_base", "vs_fast", "mhz"],
+                      ["n", "kernel", "grid", "correct", "TFLOP/s", "x fp8_wgmma_store", "x cuBLASLt fast",
+                       "SM clock, MHz"], {"tflops": ".0f", "vs_base": ".3f", "vs_fast": ".3f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Missed, on the fast side: x1.014**, correct bit for bit, faster than 132 CTAs in all nine rounds and
+# than cuBLASLt's fast accumulation in eight: past it by 0.7%. A likely reason, not yet measured: the
+# L2-aware order walks groups of 8 tile rows x 16 tile columns, 128 tiles, so on 128 CTAs each round of
+# tiles is one group, where on 132 every round straddles two. One size, one run: the record still holds
+# 132 CTAs, and $8192^3$ has not run.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Try it: two partial sums in a wider tile
 #
 # `fp8_wgmma`, the fastest kernel here, has 128 x 256 tiles. How many registers would a consumer thread
