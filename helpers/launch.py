@@ -288,7 +288,7 @@ def build_for(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: i
     return spec, tuple(options)
 
 
-def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options: tuple = ()):
+def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options: tuple = (), ctas: int | None = None):
     """For timing: returns (run, C, (M, N)); run() launches once on device arrays.
 
     A and B must already be CuPy arrays. C is the padded output, poisoned with NaN once (crop it
@@ -296,16 +296,33 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
     reads B^T, run() also transposes B into a preallocated B^T (the timing includes it), and
     run.kernel_only() launches the kernel alone on the B^T the last run() left. source / options:
     launch a variant of the entry's kernel with the entry's settings (helpers.tryout passes an entry
-    whose shared memory and tile multiples follow its knobs).
+    whose shared memory and tile multiples follow its knobs). ctas: a persistent kernel's grid, when not
+    as many CTAs as fit at once (fewer only, whole clusters; a probe's question, e.g. 128 of 132).
     """
     import cupy
 
+    spec0 = lookup(key)
+    if ctas is not None:
+        c = int(np.prod(spec0.cluster)) if spec0.cluster is not None else 1
+        if not spec0.persistent:
+            raise InputError(f"ctas={ctas!r}: {spec0.name} is not persistent; its grid is one CTA per tile.",
+                             "leave ctas out, or pass it with a persistent rung (10 and later).")
+        if isinstance(ctas, bool) or not isinstance(ctas, (int, np.integer)) or ctas < c \
+                or ctas % c:
+            raise InputError(f"ctas={ctas!r} for {spec0.name}: a persistent kernel's grid, a whole number of its "
+                             f"{c}-CTA clusters.", "leave ctas out (as many CTAs as fit at once), or pass e.g. "
+                             f"ctas=128 with a persistent rung.")
     spec, A, B, (M, N, K), (Mp, Np, Kp) = prepare(key, A, B, pad)
     spec, options = build_for(spec, Mp, Np, A.shape[1] * A.itemsize, B.strides[0], source, options)  # A: contiguous
     var = _variant(source, options)
     kern = gpu_kernel(spec, **var)
     C = cupy.full((Mp, Np), np.nan, dtype=spec.out_dtype)
     grid = (resident_blocks(spec, **var)[0], 1) if spec.persistent else spec.grid(Mp, Np)
+    if ctas is not None:
+        if ctas > grid[0]:
+            raise InputError(f"ctas={ctas} for {spec.name}: more CTAs than fit at once ({grid[0]}).",
+                             f"pass at most {grid[0]}, or leave ctas out.")
+        grid = (int(ctas), 1)
     if spec.cluster is not None and any(g % c for g, c in zip(grid, spec.cluster)):
         raise InputError(f"{spec.name}'s grid {grid} is not a whole number of {spec.cluster} clusters.",
                          "make the block tile divide the padded sizes into whole clusters (tile_mn in the registry).")

@@ -1,0 +1,98 @@
+"""A device probe (issue 25): lesson 6's rungs on a persistent grid of 128 CTAs (64 clusters of 2) instead of as many
+as fit at once (132 on the H200). Lesson 7's fp8_wgmma_store ran x1.014 faster on 128 CTAs at 4096^3 (session 18,
+results/logs/fp8-ctas-probe-nvidia-h200.json); the FP16 rungs walk the same L2-aware order (groups of GROUP_M = 8 tile
+rows, 4 units of 2 tile rows in clusters of 2, x 16 tile columns at 4096: 64 units, one per cluster of 128 CTAs).
+
+1. each rung with ctas=128 checked against float64 and its model (bit for bit) at sizes that are no tile multiples,
+   C poisoned with NaN first;
+2. at each timed size, both grids checked, then timed in alternating rounds (tools.probes.common.alternating: cold L2,
+   CUDA events, clocks) beside cuBLAS writing the rung's C type (helpers.cublas.same_c).
+
+    python3 tools/probes/grid_128.py OUT.json [--rounds N] [--sizes 4096,8192] [RUNG ...]   (a Hopper GPU; default 13 14)"""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools.probes.common import alternating, hopper_here, run  # noqa: E402  (run as a script: ROOT first)
+
+ODD = [(1000, 1064, 1000), (257, 520, 136)]
+CTAS = 128
+
+
+def _arg(argv, flag, default):
+    if flag not in argv:
+        return default, None
+    given = argv[argv.index(flag) + 1:argv.index(flag) + 2]
+    if not given or not all(x.isdigit() and int(x) > 0 for x in given[0].split(",")):
+        return None, f"{flag} takes whole numbers > 0 separated by commas, e.g. {flag} 4096,8192"
+    return [int(x) for x in given[0].split(",")], None
+
+
+def main(argv) -> int:
+    if not hopper_here():
+        return 2
+    rounds, why = _arg(argv, "--rounds", [7])
+    sizes, why2 = _arg(argv, "--sizes", [4096])
+    if why or why2:
+        print(why or why2, file=sys.stderr)
+        return 2
+    skip = {i + 1 for i, a in enumerate(argv) if a in ("--rounds", "--sizes")}
+    rungs = [int(a) for i, a in enumerate(argv[1:], 1) if a.isdigit() and i not in skip] or [13, 14]
+    import cupy
+
+    from helpers.cublas import same_c
+    from helpers.experiments.ladder import _inputs
+    from helpers.kernels import rung_entry
+    from helpers.launch import launcher
+    from helpers.numerics import reference_gemm
+    from helpers.timing import gemm_flops
+
+    out = {"ctas": CTAS, "checks": [], "timed": []}
+    ok = True
+    for i, (M, N, K) in enumerate(ODD):
+        A, B = _inputs(70 + i, M, N, K)
+        ref = reference_gemm(A, B)
+        for r in rungs:
+            fn, C, _ = launcher(rung_entry(r), A, B, pad=True, ctas=CTAS)
+            C.fill(cupy.nan)
+            fn()
+            chk = rung_entry(r).check(C[:M, :N], A, B, reference=ref, backend="GPU")
+            ok &= bool(chk.passed) and chk.model == "identical"
+            out["checks"].append({"rung": r, "shape": [M, N, K], "ctas": CTAS, "passed": bool(chk.passed),
+                                  "model": chk.model})
+            print(r, (M, N, K), CTAS, chk.verdict()[:160], file=sys.stderr, flush=True)
+    for n in sizes:
+        A, B = _inputs(80, n, n, n)
+        ref = reference_gemm(A, B)
+        timed, keys = {}, []
+        for r in rungs:
+            for ctas in (None, CTAS):
+                fn, C, _ = launcher(rung_entry(r), A, B, ctas=ctas)
+                C.fill(cupy.nan)
+                fn()
+                chk = rung_entry(r).check(C[:n, :n], A, B, reference=ref, backend="GPU")
+                ok &= bool(chk.passed) and chk.model == "identical"
+                out["checks"].append({"rung": r, "shape": [n] * 3, "ctas": ctas, "passed": bool(chk.passed),
+                                      "model": chk.model})
+                print(r, n, ctas, chk.verdict()[:160], file=sys.stderr, flush=True)
+                timed[(f"rung {r}", ctas, str(cupy.dtype(rung_entry(r).out_dtype)))] = fn
+        for dt in sorted({str(cupy.dtype(rung_entry(r).out_dtype)) for r in rungs}):
+            Cc, cub = cupy.empty((n, n), dtype=dt), same_c(dt)
+            timed[("cuBLAS", None, dt)] = lambda cub=cub, A=A, B=B, Cc=Cc: cub.run(A, B, Cc)
+        del ref
+        fl = gemm_flops(n, n, n)
+        for key, v in alternating(timed, fl, rounds[0]).items():
+            ms = sorted(v["ms"])[len(v["ms"]) // 2]
+            row = {"n": n, "what": key[0], "ctas": key[1], "c_dtype": key[2], "median_ms": ms, "tflops": fl / ms / 1e9,
+                   "round_ms": v["ms"], "sm_mhz": v["sm_mhz"], "power_w": v["power_w"]}
+            out["timed"].append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+        cupy.get_default_memory_pool().free_all_blocks()
+    Path(argv[0]).write_text(json.dumps(out, indent=1))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    run(main, __doc__)
