@@ -147,3 +147,15 @@ def test_reject_wrong_fp8_builds_wrong_results_that_differ_from_c():
             "one element one ulp up"} <= set(W)
     for what, X in W.items():
         assert X.shape == C.shape and X.dtype == C.dtype and not np.array_equal(X, C), what
+
+
+def test_tile_n_refactored_run_is_what_its_doc_says():
+    """tools/probes/tile_n.py's doc: its session-18 run (results/logs/tile-n-s18) had every forced check and every sweep
+    build bit-identical to the model, at SM clocks of 1200-1965 MHz (so its timings decide nothing)."""
+    d = json.loads((ROOT / "results" / "logs" / "tile-n-s18-nvidia-h200.json").read_text())["forced"]
+    assert len(d["checks"]) == 40 and all(c["passed"] and c["model"] == "identical" for c in d["checks"])
+    builds = [r for r in d["sweeps"] if "passed" in r]
+    assert len(builds) == 19 and all(r["passed"] and r["model"] == "identical" for r in builds)
+    mhz = [x for r in d["sweeps"] for x in r["sm_mhz"]]
+    assert (min(mhz), max(mhz)) == (1200, 1965)
+    assert "1200-1965 MHz" in (ROOT / "tools" / "probes" / "tile_n.py").read_text().replace("\n", " ")
