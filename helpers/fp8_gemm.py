@@ -206,6 +206,9 @@ def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = (),
                          "leave ctas out (one CTA per SM), or pass e.g. ctas=128 with a wgmma kernel.")
     gpu = require_gpu(f"FP8 kernel {name}")
     require_runs_here(spec, gpu)                    # before CuPy: a GPU that cannot run it gets one line
+    if ctas is not None and ctas > gpu.sms:         # more would not all be resident: a persistent grid's point
+        raise InputError(f"ctas={ctas}: more CTAs than this GPU's {gpu.sms} SMs hold at once (one each).",
+                         f"pass at most ctas={gpu.sms}, or leave ctas out.")
     import cupy
 
     mult = 16 if spec.wgmma else 32                 # TMA: 16-byte rows; mma.sync: 32 products per step

@@ -85,3 +85,23 @@ def test_block_scaled_front_ends_on_the_gpu():
     assert all("ran on" in r["ran"] for r in rows.values())
     for kind in ("outlier activations", "varied weight blocks"):
         assert rows[kind, "per tensor"]["median rel. error"] > 3 * rows[kind, F.SCALINGS[1]]["median rel. error"]
+
+
+def test_launcher_refuses_more_ctas_than_sms():
+    """fp8_gemm.launcher(ctas=): more CTAs than SMs is refused with the fix named (a persistent grid is one CTA per SM
+    at most); as many as the SMs runs and is correct."""
+    from helpers import fp8_gemm as F
+    from helpers.errors import InputError
+    from helpers.experiments import fp8 as X
+
+    _need_hopper()
+    import cupy
+
+    sms = backend().gpu.sms
+    A, B = X.random_inputs(1000, 1064, 1000, "normal", 6)
+    A8, Bt8 = cupy.asarray(F.encode_e4m3(A)), cupy.asarray(F.encode_e4m3(B.T.copy()))
+    with pytest.raises(InputError, match=f"pass at most ctas={sms}"):
+        F.launcher("fp8_wgmma_store", A8, Bt8, ctas=sms + 1)
+    run, C = F.launcher("fp8_wgmma_store", A8, Bt8, ctas=sms - 4)
+    run()
+    assert X.check_fp8("fp8_wgmma_store", cupy.asnumpy(C[:, :1064]), A, B, backend="GPU").passed
