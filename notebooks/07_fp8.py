@@ -1132,7 +1132,7 @@ helpers.display.table(sp, ["n", "kernel", "options", "passed", "tflops", "vs_bas
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(fp8x.store_counter_rows(), ["switch", "stores_m", "wavefronts", "model", "conflicts", "tensor_pct"],
                       ["build", "store instructions, M", "wavefronts", "model", "bank conflicts", "tensor pipe, %"],
-                      {"stores_m": ".3f", "wavefronts": ".1f", "model": ".0f", "conflicts": ".1f", "tensor_pct": ".0f"})
+                      {"stores_m": ".3f", "wavefronts": ".1f", "model": ".0f", "conflicts": ".1f", "tensor_pct": ".1f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **The model holds**: spread, the same stores take half the wavefronts, and the bank conflicts all but

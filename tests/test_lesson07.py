@@ -695,7 +695,7 @@ def test_claims_of_the_store_counters_slide():
     from helpers.experiments import fp8 as X
 
     b, s = X.store_counter_rows()
-    assert b["switch"] == "-" and s["switch"] == "F8_STORE_SPREAD=1"
+    assert b["switch"] == "as built" and s["switch"] == "F8_STORE_SPREAD=1"
     assert b["stores_m"] == s["stores_m"] == 4096 * 4096 / 64 / 1e6
     assert (b["model"], s["model"]) == (4, 2)
     assert 0.45 < s["wavefronts"] / b["wavefronts"] < 0.55

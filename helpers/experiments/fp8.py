@@ -945,7 +945,7 @@ def store_counter_rows(name: str = "ncu-fp8-spread", gpu_slug: str = "nvidia-h20
     for k in log["kernels"]:
         c, spread = k["counters"], k["target"].endswith("_spread")
         n = c["smem_store_instructions"]
-        rows.append({"target": k["target"], "switch": "F8_STORE_SPREAD=1" if spread else "-", "stores_m": n / 1e6,
+        rows.append({"target": k["target"], "switch": "F8_STORE_SPREAD=1" if spread else "as built", "stores_m": n / 1e6,
                      "wavefronts": c["smem_store_wavefronts"] / n, "model": store_wavefronts(spread) / 8,
                      "conflicts": c["smem_store_bank_conflicts"] / n, "tensor_pct": c["tensor_pipe_pct"]})
     return rows
