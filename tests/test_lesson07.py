@@ -735,8 +735,8 @@ def test_claims_of_the_infinite_bound_slide():
     assert [rows["x1.1"][s] for s in sizes] == ["rejects / rejects"] * 2 + ["passes / rejects"]
     for what in ("rounded to FP16", "the other accumulator", "one element 1% off"):
         assert all(rows[what][s] == "passes / rejects" for s in sizes), what
-    from tools.probes.reject_wrong_fp8 import one  # noqa: F401  (the probe the log names)
-    assert "fp8_promote_128" in (ROOT / "tools" / "probes" / "reject_wrong_fp8.py").read_text()
+    log = helpers.results.load_log("reject-wrong-fp8-store", "tools/probes/reject_wrong_fp8.py")
+    assert {r["other"] for r in log["rows"]} == {"fp8_promote_128"}            # "the other accumulator"
 
 
 def test_claims_of_the_128_ctas_slide():

@@ -159,3 +159,18 @@ def test_tile_n_refactored_run_is_what_its_doc_says():
     mhz = [x for r in d["sweeps"] for x in r["sm_mhz"]]
     assert (min(mhz), max(mhz)) == (1200, 1965)
     assert "1200-1965 MHz" in (ROOT / "tools" / "probes" / "tile_n.py").read_text().replace("\n", " ")
+
+
+def test_int_option_reads_a_list_or_one_number_and_refuses_anything_else():
+    """tools/probes/common.int_option (fp8_stages.py's and grid_128.py's --sizes and --rounds)."""
+    sys.path.insert(0, str(ROOT))
+    from tools.probes.common import int_option
+
+    assert int_option(["out.json", "--sizes", "4096,8192"], "--sizes", (1,)) == (4096, 8192)
+    assert int_option(["out.json"], "--sizes", (4096,)) == (4096,)
+    assert int_option(["out.json", "--rounds", "9"], "--rounds", 3, one=True) == 9
+    for argv, one in ((["o", "--rounds"], True), (["o", "--rounds", "3,4"], True), (["o", "--sizes", "0"], False),
+                      (["o", "--sizes", "40x6"], False)):
+        with pytest.raises(SystemExit) as e:
+            int_option(argv, argv[1], 3, one=one)
+        assert e.value.code == 2

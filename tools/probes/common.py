@@ -26,6 +26,21 @@ def run(main, doc: str) -> None:
     sys.exit(main(sys.argv[1:]))
 
 
+def int_option(argv, flag: str, default, one: bool = False):
+    """The whole numbers > 0 after `flag` in argv, separated by commas (--sizes 4096,8192), as a tuple, or `default`
+    without the flag; with `one`, a single number (--rounds 9). Raises SystemExit(2) with one line naming the fix when
+    what follows the flag is not that."""
+    if flag not in argv:
+        return default
+    given = argv[argv.index(flag) + 1:argv.index(flag) + 2]
+    if not given or not all(x.isdigit() and int(x) > 0 for x in given[0].split(",")) or (one and "," in given[0]):
+        example = f"{flag} 9" if one else f"{flag} 4096,8192"
+        print(f"{flag} takes {'a whole number' if one else 'whole numbers'} > 0, e.g. {example}", file=sys.stderr)
+        raise SystemExit(2)
+    values = tuple(int(x) for x in given[0].split(","))
+    return values[0] if one else values
+
+
 def knob_variant(rung: int, knobs: dict):
     """Rung `rung` with `knobs` (helpers.try_kernel's names), as helpers.tryout builds it: (entry with its shared memory
     and cluster, NVRTC options, {macro: value})."""

@@ -40,7 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
+from tools.probes.common import hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
 VARIANTS = [("fp8_wgmma", 4, ())] + [(k, s, ()) for k in ("fp8_wgmma_n128", "fp8_promote_128") for s in (4, 5, 6, 7)]
 DESC = [(k, 4, o) for k in ("fp8_promote_128", "fp8_wgmma") for o in ((), ("-DF8_DESC_ADD=1",))]
 # --two: fp8_promote_2acc (two partial sums per warpgroup) beside fp8_promote_128 and the tiles without promotion
@@ -79,20 +79,7 @@ def main(argv) -> int:
         n = [int(o[5:]) for o in opts if o.startswith("ctas=")]
         return launcher(k, A8, Bt8, stages=st, options=tuple(o for o in opts if not o.startswith("ctas=")),
                         ctas=n[0] if n else None)
-    rounds = ROUNDS
-    if "--rounds" in argv:
-        given = argv[argv.index("--rounds") + 1:argv.index("--rounds") + 2]
-        if not given or not given[0].isdigit() or int(given[0]) < 1:
-            print("--rounds takes a whole number of rounds >= 1, e.g. --rounds 7", file=sys.stderr)
-            return 2
-        rounds = int(given[0])
-    sizes = SIZES
-    if "--sizes" in argv:
-        given = argv[argv.index("--sizes") + 1:argv.index("--sizes") + 2]
-        if not given or not all(x.isdigit() and int(x) > 0 for x in given[0].split(",")):
-            print("--sizes takes sizes separated by commas, e.g. --sizes 4096 or --sizes 4096,8192", file=sys.stderr)
-            return 2
-        sizes = tuple(int(x) for x in given[0].split(","))
+    rounds, sizes = int_option(argv, "--rounds", ROUNDS, one=True), int_option(argv, "--sizes", SIZES)
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
                 else CTAS if "--ctas" in argv
                 else STORE if store else VARIANTS)

@@ -15,29 +15,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools.probes.common import alternating, hopper_here, run  # noqa: E402  (run as a script: ROOT first)
+from tools.probes.common import alternating, hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
 
 ODD = [(1000, 1064, 1000), (257, 520, 136)]
 CTAS = 128
 
 
-def _arg(argv, flag, default):
-    if flag not in argv:
-        return default, None
-    given = argv[argv.index(flag) + 1:argv.index(flag) + 2]
-    if not given or not all(x.isdigit() and int(x) > 0 for x in given[0].split(",")):
-        return None, f"{flag} takes whole numbers > 0 separated by commas, e.g. {flag} 4096,8192"
-    return [int(x) for x in given[0].split(",")], None
-
-
 def main(argv) -> int:
     if not hopper_here():
         return 2
-    rounds, why = _arg(argv, "--rounds", [7])
-    sizes, why2 = _arg(argv, "--sizes", [4096])
-    if why or why2:
-        print(why or why2, file=sys.stderr)
-        return 2
+    rounds, sizes = int_option(argv, "--rounds", 7, one=True), int_option(argv, "--sizes", (4096,))
     skip = {i + 1 for i, a in enumerate(argv) if a in ("--rounds", "--sizes")}
     rungs = [int(a) for i, a in enumerate(argv[1:], 1) if a.isdigit() and i not in skip] or [13, 14]
     import cupy
@@ -66,7 +53,7 @@ def main(argv) -> int:
     for n in sizes:
         A, B = _inputs(80, n, n, n)
         ref = reference_gemm(A, B)
-        timed, keys = {}, []
+        timed = {}
         for r in rungs:
             for ctas in (None, CTAS):
                 fn, C, _ = launcher(rung_entry(r), A, B, ctas=ctas)
@@ -83,7 +70,7 @@ def main(argv) -> int:
             timed[("cuBLAS", None, dt)] = lambda cub=cub, A=A, B=B, Cc=Cc: cub.run(A, B, Cc)
         del ref
         fl = gemm_flops(n, n, n)
-        for key, v in alternating(timed, fl, rounds[0]).items():
+        for key, v in alternating(timed, fl, rounds).items():
             ms = sorted(v["ms"])[len(v["ms"]) // 2]
             row = {"n": n, "what": key[0], "ctas": key[1], "c_dtype": key[2], "median_ms": ms, "tflops": fl / ms / 1e9,
                    "round_ms": v["ms"], "sm_mhz": v["sm_mhz"], "power_w": v["power_w"]}

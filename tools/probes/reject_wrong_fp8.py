@@ -51,7 +51,7 @@ def one(kernel: str, shape) -> dict:
     C, O = C[:, :N].copy(), O[:, :N].copy()
     good = check_fp8(kernel, C, gA, gB, backend="GPU")
     row = {"kernel": kernel, "shape": list(shape), "correct": bool(good.passed), "model": good.model,
-           "verdict": good.verdict()[:300], "tolerance": good.verdict().split("tolerance ")[-1].split(" ")[0],
+           "verdict": good.verdict()[:300], "tolerance": f"{good.tol.value:.2e}",
            "other": other, "rejected": {}, "rejected_by_bounds": {}, "equal_to_C": []}
     print(kernel, shape, good.verdict()[:160], file=sys.stderr, flush=True)
     for what, W in wrong_results(C, O, cupy).items():
