@@ -27,13 +27,14 @@ fp8_wgmma in session 14: results/logs/fp8-cluster-probe-nvidia-h200.json. It was
 option left with it, and both are in commit 6596698.)
 
 With --ctas (session 18): fp8_wgmma_store with a persistent grid of 128 CTAs (launcher's ctas) beside the 132 it has.
+With --ctas-lean (session 19): the same, and the promoting kernel fp8_promote_2acc_lean on 128 CTAs beside 132.
 At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them do 4, 16 do 3).
 
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
 --store --sizes 4096 --rounds 9, to tell fp8_wgmma_store from cuBLASLt's fast accumulation at 4096^3, where three rounds
 had them within 1%).
 
-    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread | --ctas] [--sizes A,B] [--rounds N]"""
+    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread | --ctas | --ctas-lean] [--sizes A,B] [--rounds N]"""
 import json
 import sys
 from pathlib import Path
@@ -52,6 +53,8 @@ STORE = [("fp8_wgmma", 4, ()), ("fp8_wgmma_store", 4, ())]
 SPREAD = STORE + [("fp8_wgmma_store", 4, ("-DF8_STORE_SPREAD=1",))]
 # --ctas: fp8_wgmma_store's persistent grid of 128 CTAs instead of 132 (a pseudo-option "ctas=128", not passed to NVRTC)
 CTAS = STORE + [("fp8_wgmma_store", 4, ("ctas=128",))]
+# --ctas-lean (session 19): the same, and the promoting kernel (fp8_promote_2acc_lean, 6 stages) on 128 CTAs beside 132
+CTAS_LEAN = CTAS + [("fp8_promote_2acc_lean", 6, ()), ("fp8_promote_2acc_lean", 6, ("ctas=128",))]
 STORE_ODD = ((2000, 2600, 300),)   # more tiles than SMs (176 of 128 x 256), the last column of tiles 40 wide: a CTA's
                                    # second tile reuses its C buffers, and boxes right of C are not stored
 SIZES = (4096, 8192)
@@ -73,7 +76,7 @@ def main(argv) -> int:
         A, B = random_inputs(M, N, K, "normal", seed)
         return cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())), cupy.asarray(A), cupy.asarray(B)
 
-    store = "--store" in argv or "--spread" in argv or "--ctas" in argv
+    store = any(f in argv for f in ("--store", "--spread", "--ctas", "--ctas-lean"))
 
     def launch(k, st, opts, A8, Bt8):     # launcher, with a pseudo-option ctas=N taken out as its ctas
         n = [int(o[5:]) for o in opts if o.startswith("ctas=")]
@@ -81,7 +84,7 @@ def main(argv) -> int:
                         ctas=n[0] if n else None)
     rounds, sizes = int_option(argv, "--rounds", ROUNDS, one=True), int_option(argv, "--sizes", SIZES)
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
-                else CTAS if "--ctas" in argv
+                else CTAS_LEAN if "--ctas-lean" in argv else CTAS if "--ctas" in argv
                 else STORE if store else VARIANTS)
     more_odd = "--two" in argv or store
     rows, failed = [], False
