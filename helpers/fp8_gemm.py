@@ -49,6 +49,7 @@ class Fp8Kernel:
     what: str
     stages: int = 4    # the wgmma kernels' ring as the record builds it (-DF8_STAGES when not the file's 4)
     tstore: bool = False   # C through shared memory and TMA stores (fp8_wgmma_store: a map of C, 32 KB more)
+    ctas: int = 0      # the persistent grid's CTAs at most (0: one per SM); 128 where the record measured it faster
 
     @property
     def wgmma(self) -> bool:
@@ -62,6 +63,11 @@ class Fp8Kernel:
         """NVRTC options of a wgmma kernel built with `stages` stages (its own, by default)."""
         stages = self.stages if stages is None else stages
         return () if stages == 4 else (f"-DF8_STAGES={stages}",)
+
+    def grid_ctas(self, sms: int) -> int:
+        """The persistent grid's CTAs on a GPU with `sms` SMs, before the tile count caps it: one per SM, or
+        `ctas` where the entry sets it (never more than the SMs: a persistent grid must be resident at once)."""
+        return min(self.ctas, sms) if self.ctas else sms
 
     def smem_for(self, stages: int) -> int:
         """Dynamic shared memory with `stages` stages (F8_SMEM, + F8_EPI_BYTES for tstore, in kernels/fp8_sm90a.cu)."""
@@ -83,9 +89,13 @@ FP8_KERNELS = {k.name: k for k in [
                "fp8_promote_128 with two partial sums per warpgroup: K-tile kt - 1's is added while K-tile kt's "
                "wgmmas run"),
      Fp8Kernel("fp8_promote_2acc_lean", "fp8_sm90a.cu", 128, 128, (9, 0),
-               "fp8_promote_2acc with descriptors advanced by adds and a ring of 6 stages", stages=6),
+               "fp8_promote_2acc with descriptors advanced by adds and a ring of 6 stages, on 128 CTAs", stages=6,
+               ctas=128),
      Fp8Kernel("fp8_wgmma_store", "fp8_sm90a.cu", 256, 0, (9, 0),
-               "fp8_wgmma with C stored through shared memory and TMA, overlapping the next tile", tstore=True)]}
+               "fp8_wgmma with C stored through shared memory and TMA, overlapping the next tile, on 128 CTAs",
+               tstore=True, ctas=128)]}
+# ctas=128 (session 19, results/logs/fp8-ctas-lean-probe-nvidia-h200.json, tools/probes/fp8_stages.py --ctas-lean):
+# both kernels ran about 1% faster on 128 CTAs than on one per SM (132) at 4096^3 and 8192^3, correct bit for bit.
 PROMOTE_NC = (32, 64, 128, 256, 512)
 # Kernels written and registered (so probes can launch them) before the record holds them: each leaves this set when
 # `python -m helpers.record --update-experiments fp8` (or tools/probes/fp8_pingpong.py with
@@ -187,7 +197,8 @@ def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = (),
     kernels' ring (-DF8_STAGES; the entry's own, 4 as the file has it but for fp8_promote_2acc_lean's 6), up to what
     fits in 227 KB (7 with 128 x 128 tiles).
     options: more NVRTC options for the wgmma kernels (a probe's -D switches). ctas: the most CTAs of a wgmma
-    kernel's persistent grid (default: one per SM); each walks every ctas-th tile."""
+    kernel's persistent grid (default: the entry's `grid_ctas`, one per SM but for the kernels set to 128); each walks
+    every ctas-th tile."""
     from .compile import get_arch_kernel, get_kernel
     from .device import require_gpu
 
@@ -203,7 +214,7 @@ def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = (),
     if ctas is not None and (not spec.wgmma or isinstance(ctas, bool) or not isinstance(ctas, (int, np.integer))
                              or ctas < 1):
         raise InputError(f"ctas={ctas!r}: the persistent grid's size is a whole number >= 1, for a wgmma kernel.",
-                         "leave ctas out (one CTA per SM), or pass e.g. ctas=128 with a wgmma kernel.")
+                         "leave ctas out (the kernel's own grid), or pass e.g. ctas=128 with a wgmma kernel.")
     gpu = require_gpu(f"FP8 kernel {name}")
     require_runs_here(spec, gpu)                    # before CuPy: a GPU that cannot run it gets one line
     if ctas is not None and ctas > gpu.sms:         # more would not all be resident: a persistent grid's point
@@ -230,7 +241,7 @@ def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = (),
         if spec.tstore:                              # C's map: boxes of 64 rows x 32 floats (128 bytes)
             maps += (tensor_map_2d(C, 64, 32),)
         args = maps + (C, np.int32(M), np.int32(Np), np.int32(Kp))
-        grid = (persistent_grid(spec, M, Np, gpu.sms if ctas is None else int(ctas)),)
+        grid = (persistent_grid(spec, M, Np, spec.grid_ctas(gpu.sms) if ctas is None else int(ctas)),)
 
         def run(keep=(A8, Bt8, C)):
             kern(grid, (384,), args, shared_mem=smem)
@@ -245,7 +256,7 @@ def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = (),
 
 
 def persistent_grid(spec: Fp8Kernel, M: int, Np: int, sms: int) -> int:
-    """CTAs of a persistent wgmma kernel: one per SM, no more than its tiles."""
+    """CTAs of a persistent wgmma kernel: `sms` (one per SM, or fewer as the caller asks), no more than its tiles."""
     return min(-(-M // 128) * -(-Np // spec.bn), sms)
 
 

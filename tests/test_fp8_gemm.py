@@ -311,6 +311,42 @@ def test_store_new_kernels_joins_the_record_and_refuses_what_it_holds(tmp_path):
         X.store_new_kernels(out, "speed_new", "n", path=path)
 
 
+def test_store_speed_adds_a_speed_run_for_kernels_the_record_holds(tmp_path):
+    """store_speed (tools/probes/fp8_pingpong.py --speed-only): the rows go under their key with the note and the date,
+    the rest is left as it was; a kernel the record does not hold, or a record without fp8, is refused with the fix."""
+    import json
+
+    from helpers.errors import ResultsError
+
+    rec = {"experiments": {"fp8": {"kernels": ["old"], "speed": [{"kernel": "cublaslt_fp8", "n": 4096}]},
+                           "hopper": {"rows": 1}}}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(rec))
+    out = {"kernels": ["old"], "speed": [{"kernel": "old", "n": 4096, "tflops": 2.0},
+                                         {"kernel": "cublaslt_fp8", "n": 4096, "tflops": 1.0}]}
+    X.store_speed(out, "speed_again", "a note", path=path)
+    got = json.loads(path.read_text())
+    assert got["experiments"]["fp8"]["speed_again"]["rows"] == out["speed"]
+    assert got["experiments"]["fp8"]["speed_again"]["note"] == "a note" and got["experiments"]["hopper"] == {"rows": 1}
+    assert got["experiments"]["fp8"]["speed"] == rec["experiments"]["fp8"]["speed"]
+    with pytest.raises(ResultsError, match="does not hold \\['new'\\]") as e:
+        X.store_speed({"speed": [{"kernel": "new", "n": 4096}]}, "k", "n", path=path)
+    assert "store_new_kernels" in str(e.value)
+    path.write_text(json.dumps({"experiments": {}}))
+    with pytest.raises(ResultsError, match="--update-experiments fp8"):
+        X.store_speed(out, "k", "n", path=path)
+
+
+def test_the_registry_runs_two_kernels_on_128_ctas_and_never_more_than_the_sms():
+    """Fp8Kernel.grid_ctas: one CTA per SM, but 128 for fp8_wgmma_store and fp8_promote_2acc_lean (session 19's probe,
+    results/logs/fp8-ctas-lean-probe), and never more CTAs than SMs (a GPU of 114 SMs gets 114: all resident)."""
+    K = F.FP8_KERNELS
+    assert {k for k, s in K.items() if s.ctas} == {"fp8_wgmma_store", "fp8_promote_2acc_lean"}
+    assert K["fp8_wgmma_store"].grid_ctas(132) == 128 == K["fp8_promote_2acc_lean"].grid_ctas(132)
+    assert K["fp8_wgmma_store"].grid_ctas(114) == 114 and K["fp8_wgmma"].grid_ctas(132) == 132
+    assert F.persistent_grid(K["fp8_wgmma_store"], 4096, 4096, K["fp8_wgmma_store"].grid_ctas(132)) == 128
+
+
 def test_the_persistent_grid_is_one_cta_per_sm_and_no_more_than_the_tiles():
     """persistent_grid: one CTA per SM, no more than the 128-row tiles (can fail: 3 tiles give 3 CTAs, not 132)."""
     lean = F.FP8_KERNELS["fp8_promote_2acc_lean"]

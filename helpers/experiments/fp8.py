@@ -213,7 +213,11 @@ def run_sweep(kernels) -> list[dict]:
     return rows
 
 
-def run_speed(kernels) -> list[dict]:
+def run_speed(kernels, rounds: int = 1) -> list[dict]:
+    """At each size in SPEED_N: cuBLAS FP16, cuBLASLt FP8 (default and fast accumulation) and `kernels` (each checked
+    first), timed (helpers.timing.benchmark: cold L2, CUDA events, clocks). rounds > 1: every one is timed once per
+    round, in turn, and its row holds the median round (by median time) with every round's median (`round_ms`) and
+    SM clock (`round_mhz`): a slow spell of the GPU's clock then touches every kernel, not the last ones alone."""
     import cupy
 
     from ..fp8_gemm import encode_e4m3, launcher
@@ -226,32 +230,38 @@ def run_speed(kernels) -> list[dict]:
         gA, gB = cupy.asarray(A), cupy.asarray(B)              # the check's float64 work runs on the GPU
         fl = gemm_flops(n, n, n)
 
-        def timed(name, fn, check=None):
-            t = benchmark(fn, flops=fl)
-            row = {"kernel": name, "n": n, "tflops": t.tflops, "median_ms": t.median_ms, "p10_ms": t.p10_ms,
-                   "p90_ms": t.p90_ms, "reps": t.n, **(t.clocks or {})}
-            if check is not None:
-                row.update(check)
-            rows.append(row)
+        def row_of(name, t, extra):
+            return {"kernel": name, "n": n, "tflops": t.tflops, "median_ms": t.median_ms, "p10_ms": t.p10_ms,
+                    "p90_ms": t.p90_ms, "reps": t.n, **(t.clocks or {}), **extra}
+        todo = []                                    # (name, fn, extra): timed below, in `rounds` rounds
         Ah, Bh = cupy.asarray(A.astype(np.float16)), cupy.asarray(B.astype(np.float16))
-        timed("cublas_fp16", lambda X=Ah, Y=Bh: cupy.matmul(X, Y))
-        del Ah, Bh
+        todo.append(("cublas_fp16", lambda X=Ah, Y=Bh: cupy.matmul(X, Y), {}))
         for fast in (False, True):
             name = "cublaslt_fp8_fast" if fast else "cublaslt_fp8"
             t, err = _torch_fp8(A8, Bt8, fast)
             if t is None:
                 rows.append({"kernel": name, "n": n, "skipped": err or "PyTorch not installed"})
             else:
-                timed(name, t[0])
-                rows[-1]["path"] = t[2]
+                todo.append((name, t[0], {"path": t[2]}))
         for k in kernels:
             if k == "fp8_mma_sync" and n > 4096:
                 continue
             fn, C = launcher(k, A8, Bt8)             # C starts as NaN: the check sees unwritten elements
             fn()
             chk = check_fp8(k, C, gA, gB, backend="GPU")
-            timed(k, fn, {"check_passed": bool(chk.passed), "check": chk.verdict()[:300]})
+            todo.append((k, fn, {"check_passed": bool(chk.passed), "check": chk.verdict()[:300]}))
         del gA, gB
+        runs = {name: [] for name, _, _ in todo}
+        for _ in range(max(1, rounds)):
+            for name, fn, _ in todo:
+                runs[name].append(benchmark(fn, flops=fl))
+        for name, _, extra in todo:
+            ts = sorted(runs[name], key=lambda t: t.median_ms)
+            if rounds > 1:
+                extra = {**extra, "rounds": len(ts), "round_ms": [t.median_ms for t in runs[name]],
+                         "round_mhz": [(t.clocks or {}).get("sm_mhz") for t in runs[name]]}
+            rows.append(row_of(name, ts[(len(ts) - 1) // 2], extra))
+        del Ah, Bh
     return rows
 
 
@@ -708,6 +718,27 @@ def store_block_scaled(out: dict, note: str, path=None) -> str:
     return _edit_record(path, edit)
 
 
+def store_speed(out: dict, key: str, note: str, path=None) -> str:
+    """Store a speed run alone (tools/probes/fp8_pingpong.py --speed-only) as experiments.fp8[key] of a record (default:
+    the newest in results/), with `note` and the date, for kernels the record holds already (e.g. timed again with a
+    registry change); a kernel it does not hold is refused: store_new_kernels adds kernels with their checks."""
+    import datetime
+
+    from ..errors import ResultsError
+
+    def edit(rec, name):
+        fp8 = rec.get("experiments", {}).get("fp8")
+        if fp8 is None:
+            raise ResultsError(f"{name} has no fp8 experiment to add a speed run to.",
+                               "record it first: python -m helpers.record --update-experiments fp8 (on a GPU).")
+        new = sorted({r["kernel"] for r in out["speed"]} - set(fp8["kernels"]) - {r["kernel"] for r in fp8["speed"]})
+        if new:
+            raise ResultsError(f"{name} does not hold {new}.",
+                               "store them with store_new_kernels (tools/probes/fp8_pingpong.py without --speed-only).")
+        fp8[key] = {"date": datetime.date.today().isoformat(), "note": note, "rows": out["speed"]}
+    return _edit_record(path, edit)
+
+
 def store_new_kernels(out: dict, key: str, note: str, path=None) -> str:
     """Store tools/probes/fp8_pingpong.py's output for kernels new to a record (default: the newest in results/):
     each kernel joins experiments.fp8's kernels, resources, probes (outputs, model mismatches), random and
@@ -896,6 +927,41 @@ def store_rows(data: dict) -> list[dict]:
             b = by[r["n"], over]
             out.append({**r, "over": over, "over_tflops": b["tflops"], "vs_over": r["tflops"] / b["tflops"],
                         "over_mhz": b["mhz"], "both_passed": r["passed"] and b["passed"]})
+    return out
+
+
+# The yardstick of each kernel in issue 26: the plain kernel against cuBLASLt's fast accumulation, the promoting one
+# against its default (promotion every 128 products, bit-identical to fp8_promote_128).
+YARDSTICK = {"fp8_wgmma_store": "cublaslt_fp8_fast", "fp8_promote_2acc_lean": "cublaslt_fp8"}
+
+
+def ctas_rows(name: str = "fp8-ctas-lean-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """A run of tools/probes/fp8_stages.py --ctas-lean (results/logs/<name>-<gpu>.json): per size and kernel, its
+    TFLOP/s on one CTA per SM and on 128 (medians of the alternating rounds), the ratio of the two round by round
+    (`x128`: the median of one-per-SM time / 128-CTA time over the rounds), in how many rounds 128 CTAs was faster,
+    the 128-CTA build over its yardstick (YARDSTICK, round by round, `vs_lt`; rounds faster: `lt_won`), the clocks of
+    the 128-CTA build's rounds, and whether every check of both builds passed."""
+    import numpy as np
+
+    from ..clocks import clock_span
+
+    rows = probe_log(name, gpu_slug, directory)["stages"]["rows"]
+    build = lambda r: (r["kernel"], tuple(r.get("options", ())))   # noqa: E731
+    ok = {}
+    for r in rows:
+        if "check_passed" in r:
+            ok[build(r)] = ok.get(build(r), True) and r["check_passed"]
+    t = {(r["n"],) + build(r): r for r in rows if "round_ms" in r}
+    out = []
+    for n in sorted({k[0] for k in t}):
+        for k, lt in YARDSTICK.items():
+            one, c128, yard = t[n, k, ()], t[n, k, ("ctas=128",)], t[n, lt, ()]
+            a, b, y = (np.array(x["round_ms"]) for x in (one, c128, yard))
+            out.append({"n": n, "kernel": k, "one_tflops": one["tflops"], "tflops": c128["tflops"],
+                        "x128": float(np.median(a / b)), "won": f"{int((b < a).sum())} of {len(b)}",
+                        "yardstick": lt, "vs_lt": float(np.median(y / b)), "lt_won": f"{int((b < y).sum())} of {len(b)}",
+                        "mhz": clock_span(c128["sm_mhz"]),
+                        "passed": ok.get((k, ()), False) and ok.get((k, ("ctas=128",)), False)})
     return out
 
 

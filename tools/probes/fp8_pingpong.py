@@ -5,7 +5,10 @@ fp8_promote_128 and the kernels without promotion (helpers.experiments.fp8's run
 experiments.fp8.speed_pingpong; that of 2026-12-02 (fp8_promote_2acc and fp8_promote_2acc_lean) in
 experiments.fp8.speed_2acc, stored with helpers.experiments.fp8.store_new_kernels.
 
-    python3 tools/probes/fp8_pingpong.py OUT.json [KERNEL ...]          (a Hopper GPU)"""
+With --speed-only (session 19): the speed run alone, for kernels the record holds (timed again after a registry change),
+in `--rounds N` alternating rounds (default 1); stored with helpers.experiments.fp8.store_speed.
+
+    python3 tools/probes/fp8_pingpong.py OUT.json [--speed-only [--rounds N]] [KERNEL ...]          (a Hopper GPU)"""
 import json
 import sys
 import time
@@ -13,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
+from tools.probes.common import hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
 KERNELS = ["fp8_promote_pingpong"]
 TIMED = ["fp8_wgmma", "fp8_wgmma_n128", "fp8_promote_128"]
 
@@ -25,7 +28,16 @@ def main(argv) -> int:
     from helpers.experiments import fp8 as X
     from helpers.fp8_gemm import FP8_KERNELS
 
-    names = argv[1:] or KERNELS
+    rounds = int_option(argv, "--rounds", 1, one=True)
+    skip = {i + 1 for i, a in enumerate(argv) if a == "--rounds"}
+    names = [a for i, a in enumerate(argv[1:], 1) if not a.startswith("--") and i not in skip] or KERNELS
+    if "--speed-only" in argv:
+        out = {"kernels": names, "rounds": rounds, "speed": X.run_speed(TIMED + names, rounds=rounds)}
+        for r in out["speed"]:
+            print(r["n"], r["kernel"], round(r.get("tflops") or 0), r.get("sm_mhz"), r.get("round_mhz"),
+                  r.get("check_passed"), file=sys.stderr, flush=True)
+        Path(argv[0]).write_text(json.dumps(out, indent=1))
+        return 0 if all(r.get("check_passed", True) for r in out["speed"]) else 1
     t0 = time.time()
     out = {"kernels": names, "resources": {}}
     for k in names:

@@ -78,10 +78,13 @@ def main(argv) -> int:
 
     store = any(f in argv for f in ("--store", "--spread", "--ctas", "--ctas-lean"))
 
-    def launch(k, st, opts, A8, Bt8):     # launcher, with a pseudo-option ctas=N taken out as its ctas
-        n = [int(o[5:]) for o in opts if o.startswith("ctas=")]
+    from helpers.device import require_gpu
+    sms = require_gpu("tools/probes/fp8_stages.py").sms
+
+    def launch(k, st, opts, A8, Bt8):     # launcher, with a pseudo-option ctas=N taken out as its ctas; without it,
+        n = [int(o[5:]) for o in opts if o.startswith("ctas=")]      # one CTA per SM, as every run before session 19
         return launcher(k, A8, Bt8, stages=st, options=tuple(o for o in opts if not o.startswith("ctas=")),
-                        ctas=n[0] if n else None)
+                        ctas=n[0] if n else sms)
     rounds, sizes = int_option(argv, "--rounds", ROUNDS, one=True), int_option(argv, "--sizes", SIZES)
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
                 else CTAS_LEAN if "--ctas-lean" in argv else CTAS if "--ctas" in argv
