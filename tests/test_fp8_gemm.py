@@ -419,3 +419,22 @@ def test_launcher_refuses_a_grid_it_cannot_use(kernel, ctas):
     with pytest.raises(InputError, match="ctas=") as e:
         F.launcher(kernel, A8, Bt8, ctas=ctas)
     assert "leave ctas out" in str(e.value)
+
+
+def test_target_rows_judges_by_rounds_and_leaves_a_flattered_win_unjudged():
+    """experiments.fp8.target_rows: met when faster over the median round and in most rounds; not judged (None, with
+    why) when the yardstick's clock was more than 2% below the kernel's; a loss stays a loss whatever the clocks."""
+    def r(k, ms, mhz, ok=None):
+        out = {"kernel": k, "n": 64, "tflops": 1 / sorted(ms)[len(ms) // 2], "round_ms": ms, "round_mhz": mhz}
+        return out if ok is None else dict(out, check_passed=ok)
+    rows = [r("fp8_wgmma_store", [1.0, 1.0, 1.2], [1980] * 3, True), r("cublaslt_fp8_fast", [1.1, 1.1, 1.0], [1980] * 3),
+            r("fp8_promote_2acc_lean", [1.0, 1.0, 1.0], [1980] * 3, True), r("cublaslt_fp8", [1.2] * 3, [1800] * 3)]
+    t = {x["kernel"]: x for x in X.target_rows(rows)}
+    assert t["fp8_wgmma_store"]["met"] is True and t["fp8_wgmma_store"]["won"] == "2 of 3"
+    assert t["fp8_promote_2acc_lean"]["met"] is None and "1800 MHz against 1980" in t["fp8_promote_2acc_lean"]["why"]
+    rows[0] = r("fp8_wgmma_store", [1.2, 1.2, 1.0], [1980] * 3, True)           # slower in most rounds
+    rows[2] = r("fp8_promote_2acc_lean", [1.3] * 3, [1980] * 3, True)          # slower, the yardstick's clock lower
+    t = {x["kernel"]: x for x in X.target_rows(rows)}
+    assert t["fp8_wgmma_store"]["met"] is False and t["fp8_promote_2acc_lean"]["met"] is False
+    rows[0] = r("fp8_wgmma_store", [0.5] * 3, [1980] * 3, False)               # fast but wrong
+    assert {x["kernel"]: x for x in X.target_rows(rows)}["fp8_wgmma_store"]["met"] is False

@@ -765,3 +765,59 @@ def test_claims_of_the_128_ctas_slide():
     assert re.search(r"^#define F8_GROUP_M 8\b", src, re.M) and 8 * (4096 // 256) == 128
     lesson = (ROOT / "notebooks" / "07_fp8.py").read_text()
     assert "**Predicted before it ran: x1.00 (within half a percent).**" in lesson and "past it by 0.7%" in lesson
+
+
+def test_claims_of_the_128_ctas_both_kernels_slide():
+    """Appendix H, '128 CTAs: both kernels, both sizes' (results/logs/fp8-ctas-lean-probe, nine alternating rounds):
+    both kernels checked bit for bit on both grids; 128 CTAs faster than one per SM at both sizes ("about 1%": the
+    round-by-round median ratio 1.005-1.02); after the first round at 8192^3 the SM clock stays within 1215-1515 MHz
+    and the power within 666-701 W for every build, cuBLASLt's included; the registry now holds 128 CTAs for both."""
+    import json
+
+    from helpers import fp8_gemm as F
+    from helpers.experiments import fp8 as X
+
+    rows = X.ctas_rows()
+    assert {(r["kernel"], r["n"]) for r in rows} == set(X.CTAS_PREDICTED) and all(r["passed"] for r in rows)
+    assert all(1.005 <= r["x128"] <= 1.02 for r in rows)
+    raw = json.loads((ROOT / "results" / "logs" / "fp8-ctas-lean-probe-nvidia-h200.json").read_text())
+    big = [r for r in raw if r.get("n") == 8192]
+    assert {r["kernel"] for r in big} >= {"cublaslt_fp8", "cublaslt_fp8_fast"}
+    mhz = [x for r in big for x in r["sm_mhz"][1:]]
+    watts = [x for r in big for x in r["power_w"][1:]]
+    assert min(mhz) == 1215 and max(mhz) == 1515 and 666 <= min(watts) < 667 and 700 < max(watts) <= 701
+    weak = {(r["n"], r["kernel"]): r for r in rows}[8192, "fp8_promote_2acc_lean"]
+    assert weak["won"] == "5 of 9" and round(weak["one_tflops"]) == round(weak["tflops"])
+    assert sorted(r["won"] for r in rows)[0] == "5 of 9"            # the weakest case of the four
+    assert all(F.FP8_KERNELS[k].ctas == 128 for k in X.YARDSTICK)
+    lesson = (ROOT / "notebooks" / "07_fp8.py").read_text()
+    assert "between 1215 and 1515 MHz" in lesson and "between 666 and 701 W" in lesson
+    assert "faster in only 5 of 9 rounds, its\n# median the same" in lesson
+    lean = F.FP8_KERNELS["fp8_promote_2acc_lean"]
+    assert 8 * (4096 // lean.bn) == 256 == 2 * 128 and "8 x 32 = 256 tiles, two rounds" in lesson
+
+
+def test_claims_of_the_record_on_128_ctas_slide():
+    """Appendix H, 'The record on 128 CTAs: the goals' (experiments.fp8.speed_128, five alternating rounds) beside the
+    probe (results/logs/fp8-ctas-lean-probe): the plain kernel x1.022 at 4096^3 (faster in most rounds) and x1.023 in
+    the probe; at 8192^3 x1.044 with cuBLASLt at a lower clock, and x0.983 in the probe; the promoting kernel x0.992
+    and x0.967, goals missed; every check passed. Can fail: any other record, log or wording."""
+    from helpers.experiments import fp8 as X
+
+    data = json.loads((ROOT / "results" / "nvidia-h200.json").read_text())["experiments"]["fp8"]
+    t = {(r["n"], r["kernel"]): r for r in X.target_rows(data["speed_128"]["rows"])}
+    store, lean = "fp8_wgmma_store", "fp8_promote_2acc_lean"
+    assert all(r["passed"] for r in t.values())
+    assert round(t[4096, store]["ratio"], 3) == 1.022 and t[4096, store]["met"]
+    assert round(t[8192, store]["ratio"], 3) == 1.044 and t[8192, store]["met"] is None     # not judged: the clock
+    mine, theirs = (int(x) for x in t[8192, store]["mhz"].split(" / "))
+    assert theirs < 0.98 * mine and str(theirs) in t[8192, store]["why"]
+    assert round(t[4096, lean]["ratio"], 3) == 0.992 and round(t[8192, lean]["ratio"], 3) == 0.967
+    assert t[4096, lean]["met"] is False and t[8192, lean]["met"] is False
+    assert t[4096, lean]["won"] == t[8192, lean]["won"] == "1 of 5"
+    probe = {(r["n"], r["kernel"]): r for r in X.ctas_rows()}
+    assert round(probe[4096, store]["vs_lt"], 3) == 1.023 and round(probe[8192, store]["vs_lt"], 3) == 0.983
+    lesson = (ROOT / "notebooks" / "07_fp8.py").read_text()
+    for s in ("x1.022 here, x1.023 round by round", "this run says x1.044", "said x0.983",
+              "x0.992 at $4096^3$, x0.967 at $8192^3$, each faster in one round of five"):
+        assert s in lesson, s

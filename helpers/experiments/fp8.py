@@ -965,6 +965,38 @@ def ctas_rows(name: str = "fp8-ctas-lean-probe", gpu_slug: str = "nvidia-h200", 
     return out
 
 
+# Written in session 19's device script before the run (tools/probes/fp8_stages.py --ctas-lean): 128 CTAs over one per
+# SM, per kernel and size. fp8_wgmma_store's 4096^3 repeats its first run (x1.014); the rest: the same rounds of tiles
+# on either grid (512 / 2048 tiles of 128 x 256, 1024 / 4096 of 128 x 128).
+CTAS_PREDICTED = {("fp8_wgmma_store", 4096): 1.01, ("fp8_wgmma_store", 8192): 1.005,
+                  ("fp8_promote_2acc_lean", 4096): 1.005, ("fp8_promote_2acc_lean", 8192): 1.00}
+
+
+def target_rows(rows: list[dict]) -> list[dict]:
+    """Issue 26's targets in a speed run timed in alternating rounds (experiments.fp8.speed_128): per size, each
+    kernel of YARDSTICK over its cuBLASLt yardstick, median round against median round (`ratio`), the rounds it was
+    faster in (`won`), the median over the rounds of each one's SM clock (`mhz`: kernel / yardstick) and whether it
+    passed its check. `met`: the ratio >= 1 and faster in most rounds; None (not judged, `why` says so) where the
+    yardstick ran at a clock more than 2% below the kernel's, as lesson 6 judges cuBLAS's (a miss stands: a slower
+    clock of the yardstick only flatters the kernel)."""
+    import numpy as np
+
+    by = {(r["n"], r["kernel"]): r for r in rows if "tflops" in r}
+    out = []
+    for n in sorted({r["n"] for r in rows}):
+        for k, lt in YARDSTICK.items():
+            a, y = by[n, k], by[n, lt]
+            won = int((np.array(a["round_ms"]) < np.array(y["round_ms"])).sum())
+            ratio = a["tflops"] / y["tflops"]
+            mine, theirs = (int(np.median([m for m in r["round_mhz"] if m])) for r in (a, y))
+            met = ratio >= 1 and 2 * won > len(a["round_ms"]) and bool(a.get("check_passed"))
+            why = f"cuBLASLt at {theirs} MHz against {mine}" if met and theirs < 0.98 * mine else ""
+            out.append({"n": n, "kernel": k, "yardstick": lt, "tflops": a["tflops"], "lt_tflops": y["tflops"],
+                        "ratio": ratio, "won": f"{won} of {len(a['round_ms'])}", "mhz": f"{mine} / {theirs}",
+                        "passed": bool(a.get("check_passed")), "met": None if why else met, "why": why})
+    return out
+
+
 def store_chunks(spread: bool, jj: int = 0) -> list[list[int]]:
     """The 16-byte chunks of the 128-byte box row that each half-warp's 16 lanes write in store_slice_tma's step jj
     (kernels/fp8_sm90a.cu; the same for both of a lane's rows, g and g + 8): lane (g = lane / 4, tq = lane % 4) writes

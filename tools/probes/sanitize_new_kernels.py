@@ -2,7 +2,7 @@
 fp8_promote_pingpong and fp8_block_scaled), with tools/sanitize_driver.py's own case functions, at small and odd sizes and split-K at
 2 parts (rung 16 also after two whole waves, with a tile below M); `make sanitize` runs every kernel, this runs
 four in seconds (`--pending`: only the kernels still pending their first run; `--rungs 23 24`: those rungs; `--tile-n`:
-rungs 25-26 with TILE_N 152 in clusters of 4 and 200 in clusters of 2; `--desc`: fp8_promote_128 and fp8_wgmma
+rungs 25-26 with TILE_N 152 in clusters of 4 and 200 in clusters of 2; `--fp8 NAME ...`: those FP8 kernels; `--desc`: fp8_promote_128 and fp8_wgmma
 and rungs 13, 14, 16, 19 and 21 built with the probe switches F8_DESC_ADD=1 and DESC_ADD=1). Under each tool:
 
     compute-sanitizer --tool memcheck --padding 64 --report-api-errors no python3 tools/probes/sanitize_new_kernels.py
@@ -78,15 +78,16 @@ def main() -> int:
             for opts in (("-DTILE_N=152", "-DQUAD_CLUSTER=4"), ("-DTILE_N=200", "-DQUAD_CLUSTER=2")):
                 bad += _rung_cases(rung_entry(k), opts)
         return 1 if bad else 0
-    if "--pending" in sys.argv:
+    if "--pending" in sys.argv or "--fp8" in sys.argv:    # --fp8 NAME ...: named FP8 kernels (e.g. a new grid)
         from helpers.fp8_gemm import PENDING as FP8_PENDING
 
-        for name in sorted(FP8_PENDING):      # K-tile counts 1 (K = 16, 49, 100), 8 (K = 1000) and 3 (K = 300); 1300 x 3900:
+        names = sys.argv[sys.argv.index("--fp8") + 1:] if "--fp8" in sys.argv else sorted(FP8_PENDING)
+        for name in names:                    # K-tile counts 1 (K = 16, 49, 100), 8 (K = 1000) and 3 (K = 300); 1300 x 3900:
             for M, N, K in SIZES + SPLIT_SIZES[1:] + ((72, 136, 300), (1300, 3900, 100)):   # more tiles than SMs
                 v = _fp8(name, M, N, K)
                 bad += not v.startswith("PASS")
                 print(f"@@end {name} | M={M} N={N} K={K} | {v[:160]}", flush=True)
-        for spec in PENDING.values():
+        for spec in PENDING.values() if "--pending" in sys.argv else ():
             bad += _rung_cases(spec)
         return 1 if bad else 0
     for name in ("hopper_fp16_store", "hopper_split_k"):
