@@ -1487,6 +1487,30 @@ helpers.display.table(H.tile_n_rows(),
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 helpers.try_kernel(25, TILE_N=192)
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Tried: 128 CTAs instead of 132
+#
+# Lesson 7's FP8 kernels run about 1% faster on 128 CTAs than on one per SM (its Appendix H). Rungs 13 and
+# 14 walk the same L2-aware order on 66 clusters of 2. `tools/probes/grid_128.py` ran them on 64 clusters
+# (the launcher's `ctas=128`), checked bit for bit, then seven alternating rounds beside cuBLAS writing the
+# same C. **Predicted before it ran: x1.01 at $4096^3$, x1.00 at $8192^3$:**
+
+# %% slideshow={"slide_type": "-"}
+g128 = H.grid128_rows()
+for r in g128:
+    r["predicted"] = H.GRID128_PREDICTED[r["n"]]
+helpers.display.table(g128, ["n", "rung", "c_dtype", "passed", "tflops", "tflops_128", "predicted", "x128", "won",
+                             "vs_cublas", "vs_cublas_128", "mhz"],
+                      ["n", "rung", "C", "correct", "TFLOP/s, 132 CTAs", "TFLOP/s, 128", "predicted",
+                       "x 132 CTAs", "rounds faster", "x cuBLAS, 132", "x cuBLAS, 128", "SM clock, MHz"],
+                      {"tflops": ".0f", "tflops_128": ".0f", "predicted": ".2f", "x128": ".3f",
+                       "vs_cublas": ".3f", "vs_cublas_128": ".3f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Not told apart from the spread.** At $4096^3$ rung 14 gained and rung 13 lost, faster in only 2
+# rounds of 7, while the clock moved by 300 MHz; at $8192^3$ both gained about 1%. One run with mixed
+# signs: the rungs keep as many CTAs as fit, and the goals above are unchanged.
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix E: how the harness empties L2
 #

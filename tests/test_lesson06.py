@@ -1045,3 +1045,22 @@ def test_claims_of_the_tile_width_slide():
     assert kn[152]["tflops"] < kn[128]["tflops"] and kn[152]["passed"] and kn[128]["passed"]
     assert kn[152]["m"] == 4096 and K.cluster_waves(4096, 4096, 2, 66) == 4 and 32 * 16 // 2 / (4 * 66) > 0.95
     assert "152 is slower even than\n# 128, whose boxes are whole" in slide and "no profiler has looked at these" in slide
+
+
+def test_claims_of_the_128_ctas_slide():
+    """Appendix D, 'Tried: 128 CTAs instead of 132' (results/logs/grid-128-probe, seven alternating rounds): every check
+    bit-identical to the model; at 4096^3 rung 14 faster on 128 CTAs, rung 13 slower, faster in 2 rounds of 7, the
+    clock moving by at least 300 MHz over the rounds; at 8192^3 both about 1% faster (x1.005-1.015)."""
+    from helpers.experiments import hopper as H
+
+    rows = {(r["n"], r["rung"]): r for r in H.grid128_rows()}
+    assert set(rows) == {(4096, 13), (4096, 14), (8192, 13), (8192, 14)} and all(r["passed"] for r in rows.values())
+    assert rows[4096, 14]["x128"] > 1 > rows[4096, 13]["x128"] and rows[4096, 13]["won"] == "2 of 7"
+    lo, hi = (int(x) for x in rows[4096, 13]["mhz"].split("-"))
+    assert hi - lo >= 300
+    assert all(1.005 <= rows[8192, k]["x128"] <= 1.015 for k in (13, 14))
+    assert H.GRID128_PREDICTED == {4096: 1.01, 8192: 1.00}
+    lesson = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    for s in ("**Predicted before it ran: x1.01 at $4096^3$, x1.00 at $8192^3$:**", "faster in only 2\n# rounds of 7",
+              "moved by 300 MHz", "at $8192^3$ both gained about 1%"):
+        assert s in lesson, s

@@ -1015,3 +1015,34 @@ def tile_n_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> dict:
                 out[int(new), key] = {"tflops": r["tflops"], "base": b[key]["tflops"], "ratio": r["tflops"] / b[key]["tflops"],
                                       "tile": r.get("tile"), "passed": r["passed"], "model": r.get("model")}
     return out
+
+
+# Written in session 19's device script before grid_128.py ran at both sizes: rungs 13 and 14 on 64 clusters of 2 (128
+# CTAs) over 66 (132), at 4096^3 (lesson 7's FP8 kernel gained x1.014 there, walking the same order) and 8192^3.
+GRID128_PREDICTED = {4096: 1.01, 8192: 1.00}
+
+
+def grid128_rows(name: str = "grid-128-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """tools/probes/grid_128.py's run (results/logs/<name>-<gpu>.json): per size and rung, its TFLOP/s as built and on
+    128 CTAs (medians of the alternating rounds), the round-by-round ratio (`x128`: median of built / 128-CTA time),
+    the rounds 128 CTAs won, each build over cuBLAS writing the same C (round by round: `vs_cublas`,
+    `vs_cublas_128`), the SM clocks over the 128-CTA build's rounds, and whether every check of the rung passed."""
+    from ..results import load_log
+
+    run = load_log(name, "tools/probes/grid_128.py OUT.json", gpu_slug, directory)
+    ok = {}
+    for c in run["checks"]:
+        ok[c["rung"]] = ok.get(c["rung"], True) and c["passed"] and c["model"] == "identical"
+    t = {(r["n"], r["what"], r["ctas"]): r for r in run["timed"]}
+    out = []
+    for n in sorted({r["n"] for r in run["timed"]}):
+        for rung in sorted(ok):
+            one, c128 = t[n, f"rung {rung}", None], t[n, f"rung {rung}", run["ctas"]]
+            cub = next(r for r in run["timed"] if r["n"] == n and r["what"] == "cuBLAS" and r["c_dtype"] == one["c_dtype"])
+            a, b, c = (np.array(x["round_ms"]) for x in (one, c128, cub))
+            out.append({"n": n, "rung": rung, "c_dtype": one["c_dtype"], "tflops": one["tflops"],
+                        "tflops_128": c128["tflops"], "x128": float(np.median(a / b)),
+                        "won": f"{int((b < a).sum())} of {len(b)}", "vs_cublas": float(np.median(c / a)),
+                        "vs_cublas_128": float(np.median(c / b)), "mhz": clock_span(c128["sm_mhz"]),
+                        "passed": ok[rung]})
+    return out
