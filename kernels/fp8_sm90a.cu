@@ -151,6 +151,17 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 #define F8_STORE_SPREAD 0
 #endif
 
+// F8_FLOW, a probe switch of the two-sum kernels (issue 26, session 19; 0 as fp8_promote_2acc_lean is recorded). With 0
+// a consumer ends each tile with wgmma_wait<0>, the last add and store_slice: its Tensor Core work stops while it stores
+// 64 x 128 floats. With 1 the K-tiles of all its tiles are one stream: K-tile i goes into partial sum i % 2 whatever
+// tile it belongs to, so the next tile's first K-tile is issued before the previous tile's last sum is added and its C
+// stored, and those wgmmas run during the store. The same sums in the same order: C bit for bit the same.
+// Predicted (session 19, before any GPU ran it): x1.02 over fp8_promote_2acc_lean at 4096^3 (a 32-K-tile tile's store,
+// about one K-tile's time, hidden behind the next tile's first K-tile), x1.01 at 8192^3 (64 K-tiles per tile).
+#ifndef F8_FLOW
+#define F8_FLOW 0
+#endif
+
 // The same slice through shared memory and TMA stores (fp8_wgmma_store; lesson 6's rung 13, FP32 C): boxes of
 // 64 rows x 32 floats (128 bytes a row, written with the 128-byte swizzle the map of C expects: 16-byte chunk q of
 // row r at chunk q ^ (r % 8)), through the consumer's two 8 KB buffers `bufs`, one written while TMA reads the other.
@@ -355,6 +366,60 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
             for (int i = 0; i < NREG; ++i) total[i] += p[i];
         };
         auto next = [&]() { prev = s; if (++s == F8_STAGES) { s = 0; phase ^= 1; } };
+#if F8_FLOW
+        // One stream of K-tiles over all of this CTA's tiles: (t, kt) is the next one to issue, into set d0 or d1 in
+        // turn. After each issue the K-tile before it (in the other set) is retired: wait for its group (<1>: the one
+        // just issued runs on), release its stage, add it to the total and, if it was its tile's last K-tile, store
+        // the total and start the next tile's from zero. The stream's last K-tile is retired after the loop (<0>).
+        // (tmX, tnX, lX, rX: the tile, whether it is the tile's last K-tile, and the stage of the K-tile in set X.)
+        if (blockIdx.x < units) {
+            int t = blockIdx.x, kt = 0, tm, tn;
+            tile_of(t, tm, tn);
+            bool more = true, l0 = false, l1 = false;
+            int tm0 = 0, tn0 = 0, tm1 = 0, tn1 = 0, r0 = 0, r1 = 0;
+#pragma unroll
+            for (int i = 0; i < NREG; ++i) total[i] = 0.0f;
+            auto take = [&](int& ptm, int& ptn, bool& last, int& stage) {   // note the K-tile just issued, move on
+                ptm = tm; ptn = tn; last = kt == ktiles - 1; stage = s;
+                next();
+                if (++kt == ktiles) {
+                    kt = 0;
+                    t += gridDim.x;
+                    more = t < units;
+                    if (more) tile_of(t, tm, tn);
+                }
+            };
+            auto retire = [&](float (&p)[NREG], int stage, bool last, int ptm, int ptn) {
+                if (lane == 0) mbar_arrive(&empty[stage]);
+#pragma unroll
+                for (int i = 0; i < NREG; ++i) total[i] += p[i];
+                if (last) {
+                    store_slice<BN>(total, C, M, N, ptm * F8_BM + cw * 64, ptn * BN);
+#pragma unroll
+                    for (int i = 0; i < NREG; ++i) total[i] = 0.0f;
+                }
+            };
+            issue(d0);
+            take(tm0, tn0, l0, r0);
+            bool in0 = true;                                   // the last K-tile issued is in d0
+            while (more) {
+                if (in0) {
+                    issue(d1);
+                    take(tm1, tn1, l1, r1);
+                    wgmma_wait<1>();
+                    retire(d0, r0, l0, tm0, tn0);
+                } else {
+                    issue(d0);
+                    take(tm0, tn0, l0, r0);
+                    wgmma_wait<1>();
+                    retire(d1, r1, l1, tm1, tn1);
+                }
+                in0 = !in0;
+            }
+            wgmma_wait<0>();
+            if (in0) retire(d0, r0, l0, tm0, tn0); else retire(d1, r1, l1, tm1, tn1);
+        }
+#else
         for (int t = blockIdx.x; t < units; t += gridDim.x) {
             int tm, tn;
             tile_of(t, tm, tn);
@@ -386,6 +451,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
             }
             store_slice<BN>(total, C, M, N, tm * F8_BM + cw * 64, tn * BN);
         }
+#endif
     } else {                                                   // ---------------- consumers
         regs_inc<232>();
         const int cw = wg - 1, lane = threadIdx.x % 32;

@@ -29,13 +29,14 @@ option left with it, and both are in commit 6596698.)
 With --ctas (session 18): fp8_wgmma_store with a persistent grid of 128 CTAs (launcher's ctas) beside the 132 it has.
 With --ctas-lean (session 19): the same, and the promoting kernel fp8_promote_2acc_lean on 128 CTAs beside 132.
 With --lean-stages (session 19): fp8_promote_2acc_lean on 128 CTAs with rings of 5, 6 and 7 stages.
+With --flow (session 19): fp8_promote_2acc_lean on 128 CTAs, as recorded and built with F8_FLOW=1.
 At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them do 4, 16 do 3).
 
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
 --store --sizes 4096 --rounds 9, to tell fp8_wgmma_store from cuBLASLt's fast accumulation at 4096^3, where three rounds
 had them within 1%).
 
-    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread | --ctas | --ctas-lean | --lean-stages] [--sizes A,B] [--rounds N]"""
+    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread | --ctas | --ctas-lean | --lean-stages | --flow] [--sizes A,B] [--rounds N]"""
 import json
 import sys
 from pathlib import Path
@@ -58,6 +59,9 @@ CTAS = STORE + [("fp8_wgmma_store", 4, ("ctas=128",))]
 CTAS_LEAN = CTAS + [("fp8_promote_2acc_lean", 6, ()), ("fp8_promote_2acc_lean", 6, ("ctas=128",))]
 # --lean-stages (session 19): fp8_promote_2acc_lean on the registry's 128 CTAs with 5, 6 (as recorded) and 7 stages
 LEAN_STAGES = [("fp8_promote_2acc_lean", st, ("ctas=128",)) for st in (5, 6, 7)]
+# --flow (session 19): fp8_promote_2acc_lean on 128 CTAs as recorded, and built with the probe switch F8_FLOW=1 (one
+# stream of K-tiles across a CTA's tiles: the next tile's first K-tile runs during the store)
+FLOW = [("fp8_promote_2acc_lean", 6, ("ctas=128",)), ("fp8_promote_2acc_lean", 6, ("ctas=128", "-DF8_FLOW=1"))]
 STORE_ODD = ((2000, 2600, 300),)   # more tiles than SMs (176 of 128 x 256), the last column of tiles 40 wide: a CTA's
                                    # second tile reuses its C buffers, and boxes right of C are not stored
 SIZES = (4096, 8192)
@@ -90,10 +94,11 @@ def main(argv) -> int:
                         ctas=n[0] if n else sms)
     rounds, sizes = int_option(argv, "--rounds", ROUNDS, one=True), int_option(argv, "--sizes", SIZES)
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
-                else LEAN_STAGES if "--lean-stages" in argv
+                else LEAN_STAGES if "--lean-stages" in argv else FLOW if "--flow" in argv
                 else CTAS_LEAN if "--ctas-lean" in argv else CTAS if "--ctas" in argv
                 else STORE if store else VARIANTS)
-    more_odd = "--two" in argv or store
+    more_odd = "--two" in argv or "--flow" in argv or store
+    store = store or "--flow" in argv           # (2000 x 2600 x 300: 336 tiles of 128 x 128, 3 K-tiles each)
     rows, failed = [], False
     for odd in (ODD,) + (TWO_ODD if more_odd else ()) + (STORE_ODD if store else ()):
         M, N, K = odd
