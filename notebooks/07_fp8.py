@@ -1211,6 +1211,37 @@ helpers.display.table(tg, ["n", "kernel", "yardstick", "passed", "tflops", "lt_t
 # With promotion, **missed**: x0.992 at $4096^3$, x0.967 at $8192^3$, each faster in one round of five.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Tried: the next tile's first K-tile during the store
+#
+# Each consumer of the promoting kernel ends a tile by waiting for its last `wgmma` group, adding it, and
+# storing its 64 x 128 sums: its Tensor Core work stops meanwhile. The probe switch `F8_FLOW=1` (in
+# `kernels/fp8_sm90a.cu`) makes the K-tiles of all of a CTA's tiles one stream, so the next tile's first
+# K-tile is issued before the store. The same sums in the same order. In a model of one consumer:
+
+# %% slideshow={"slide_type": "-"}
+fig = helpers.plots.k_tile_stream()          # helpers.plots.stream_schedule: assumed costs, not measured
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Predicted before it ran: x1.02 at $4096^3$, x1.01 at $8192^3$** (a store about one K-tile long,
+# once per 32 or 64 K-tiles). Its run (`tools/probes/fp8_stages.py --flow`, seven alternating rounds,
+# both on 128 CTAs):
+
+# %% slideshow={"slide_type": "-"}
+fl = fp8x.stage_rows(fp8x.probe_log("fp8-flow-probe"))
+base = {r["n"]: r["tflops"] for r in fl if r["options"] == "ctas=128"}
+for r in fl:
+    r["vs_built"] = r["tflops"] / base[r["n"]]
+helpers.display.table(fl, ["n", "options", "passed", "tflops", "vs_built", "vs_default", "mhz"],
+                      ["n", "build", "correct", "TFLOP/s", "x as built", "x cuBLASLt default", "SM clock, MHz"],
+                      {"tflops": ".0f", "vs_built": ".3f", "vs_default": ".3f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Missed, the other way: x0.89 and x0.86**, with the same C bit for bit. Whatever the stream saves at
+# the end of a tile, it loses more elsewhere. Where, not yet measured: the loop now picks its set of
+# registers at run time and carries a possible store in every step, which may change how the compiler
+# orders the `wgmma`s. The switch stays 0.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Try it: two partial sums in a wider tile
 #
 # `fp8_wgmma`, the fastest kernel here, has 128 x 256 tiles. How many registers would a consumer thread
