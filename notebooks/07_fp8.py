@@ -1237,9 +1237,19 @@ helpers.display.table(fl, ["n", "options", "passed", "tflops", "vs_built", "vs_d
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Missed, the other way: x0.89 and x0.86**, with the same C bit for bit. Whatever the stream saves at
-# the end of a tile, it loses more elsewhere. Where, not yet measured: the loop now picks its set of
-# registers at run time and carries a possible store in every step, which may change how the compiler
-# orders the `wgmma`s. The switch stays 0.
+# the end of a tile, it loses more elsewhere. The two builds compiled (`nvcc`, `cuobjdump -sass`), by kind
+# of instruction:
+
+# %% slideshow={"slide_type": "-"}
+sc = {f"F8_FLOW={f}": fp8x.sass_counts(f"sass-fp8-flow{f}") for f in (0, 1)}
+helpers.display.table([{"kind": k, **{b: c[k] for b, c in sc.items()}} for k in fp8x.SASS_KINDS],
+                      ["kind", *sc], ["SASS of fp8_promote_2acc_lean", *sc])
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The stream still issues four `wgmma` per K-tile and waits once after each group
+# (`WARPGROUP.DEPBAR.LE 1`), but it is more than twice the code: a path for each register set, each with
+# its own copy of the store. What costs the time these listings do not say; Nsight Compute's sampling of
+# each instruction would. The switch stays 0.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Try it: two partial sums in a wider tile

@@ -478,7 +478,7 @@ def test_claims_of_the_two_partial_sums_slide():
     from helpers.profile import load_sampling
 
     ksrc = (ROOT / "kernels" / "fp8_sm90a.cu").read_text()
-    two = ksrc[ksrc.index("} else if (TWO) {"):ksrc.index("store_slice<BN>(total", ksrc.index("} else if (TWO) {"))]
+    two = ksrc[ksrc.index("} else if (TWO) {"):ksrc.index("} else {", ksrc.index("} else if (TWO) {"))]
     assert "regs_inc<232>();" in two and "regs_dec<40>();" in ksrc and 40 * 128 + 232 * 256 <= 65536
     assert "float d0[NREG], d1[NREG], total[NREG];" in two and "wgmma_wait<1>();" in two
     assert "Predicted before any GPU ran it (2026-12-02, session 12): x1.08 over fp8_promote_128 at 4096^3" in ksrc
@@ -843,3 +843,10 @@ def test_claims_of_the_k_tile_stream_slide():
     lesson = (ROOT / "notebooks" / "07_fp8.py").read_text()
     assert "**Predicted before it ran: x1.02 at $4096^3$, x1.01 at $8192^3$**" in lesson
     assert "**Missed, the other way: x0.89 and x0.86**" in lesson
+    c0, c1 = X.sass_counts("sass-fp8-flow0"), X.sass_counts("sass-fp8-flow1")
+    assert c1["instructions"] > 2 * c0["instructions"] and "more than twice the code" in lesson
+    assert c1["waits (WARPGROUP.DEPBAR)"] == c0["waits (WARPGROUP.DEPBAR)"] == 3       # two <1> in the loop, one <0>
+    assert c0["wgmma (QGMMA)"] == 8 and c1["wgmma (QGMMA)"] == 12                      # 4 per issue site: 2, and 3
+    assert c1["global stores (STG)"] == 4 * c0["global stores (STG)"]                  # the store copied
+    src1 = (ROOT / "results" / "logs" / "sass-fp8-flow1-nvidia-h200.txt").read_text()
+    assert src1.count("WARPGROUP.DEPBAR.LE gsb0, 0x1") == 2 and "-DF8_FLOW=1" in src1.splitlines()[0]

@@ -388,6 +388,23 @@ def sass_excerpt(path, patterns=("F2FP", "HMMA", "FADD"), per: int = 2) -> list[
     return out
 
 
+SASS_KINDS = {"instructions": None, "wgmma (QGMMA)": "QGMMA", "waits (WARPGROUP.DEPBAR)": "WARPGROUP.DEPBAR",
+              "fences (WARPGROUP.ARRIVE)": "WARPGROUP.ARRIVE", "global stores (STG)": "STG"}
+
+
+def sass_counts(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
+    """How many instructions of each kind in SASS_KINDS a recorded listing holds (results/logs/<name>-<gpu>.txt,
+    cuobjdump -sass of one kernel; 'instructions': every line with an address)."""
+    import re
+
+    from ..results import log_path
+
+    text = log_path(name, "cuobjdump -sass (a session's device script)", gpu_slug, directory,
+                    suffix=".txt").read_text()
+    lines = [ln for ln in text.splitlines() if re.match(r"\s*/\*[0-9a-f]{4,}\*/", ln)]
+    return {k: len(lines) if pat is None else sum(pat in ln for ln in lines) for k, pat in SASS_KINDS.items()}
+
+
 def plot_error_vs_k(data: dict, source: str, dists=("normal", "uniform01")):
     """Median relative error against K, per kernel (log-log), one panel per input distribution."""
     import matplotlib.pyplot as plt

@@ -5,7 +5,8 @@ target, clocks not locked; each report's SASS page (every instruction with its s
 page are written as CSV to OUT_DIR, for reading without a GPU; `summary` keeps what the lessons use (the listings of
 cuBLAS's kernels stay out of the repository). Set m128 (128 x 8192 x 8192, lesson 6, Appendix D): rung 17 with the
 wait hint (WAIT_HINT=1), cuBLAS's FP16-C kernel, rung 19 (one consumer warpgroup: --only rung19). Set fp8 (4096^3, lesson 7):
-fp8_promote_128, fp8_wgmma and cuBLASLt's FP8 kernel with default accumulation (and fp8_promote_2acc: --only).
+fp8_promote_128, fp8_wgmma and cuBLASLt's FP8 kernel with default accumulation (and fp8_promote_2acc, fp8_lean,
+fp8_lean_flow: --only).
 
     python3 tools/probes/ncu_source.py OUT_DIR [--set m128|fp8] [--only T1,T2]   (a Hopper GPU, COURSE_DEVICE=gpu, ncu)
     python3 tools/probes/ncu_source.py launch TARGET              (what ncu runs)
@@ -24,7 +25,11 @@ SETS = {"m128": {"rung17_hint": ("hopper_skinny", (128, 8192, 8192)), "cublas_fp
                  "rung19": ("hopper_skinny_one", (128, 8192, 8192))},
         "fp8": {"fp8_promote_128": ("fp8_promote_128", (4096,) * 3), "fp8_wgmma": ("fp8_wgmma", (4096,) * 3),
                 "cublaslt_fp8_default": ("regex:nvjet", (4096,) * 3),
-                "fp8_promote_2acc": ("fp8_promote_2acc", (4096,) * 3)}}
+                "fp8_promote_2acc": ("fp8_promote_2acc", (4096,) * 3),
+                "fp8_lean": ("fp8_promote_2acc_lean", (4096,) * 3),          # session 19: the registry's build (128
+                "fp8_lean_flow": ("fp8_promote_2acc_lean", (4096,) * 3)}}    # CTAs) and its F8_FLOW=1 build: --only
+# NVRTC switches of a target's build (the probe switch F8_FLOW of kernels/fp8_sm90a.cu)
+OPTIONS = {"fp8_lean_flow": ("-DF8_FLOW=1",)}
 TARGETS = {t: v for s in SETS.values() for t, v in s.items()}
 SECTIONS = ("SourceCounters", "WarpStateStats", "SchedulerStats")
 
@@ -40,7 +45,8 @@ def launch(target: str) -> None:
 
         A, B = random_inputs(M, N, K, "normal", M)
         A8, Bt8 = cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy()))
-        run = cublaslt_fp8(A8, Bt8, False)[0] if target.startswith("cublaslt") else fp8_launcher(target, A8, Bt8)[0]
+        run = (cublaslt_fp8(A8, Bt8, False)[0] if target.startswith("cublaslt")
+               else fp8_launcher(TARGETS[target][0], A8, Bt8, options=OPTIONS.get(target, ()))[0])
     else:
         from helpers.experiments.ladder import _inputs
 
