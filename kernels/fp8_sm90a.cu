@@ -158,6 +158,10 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // stored, and those wgmmas run during the store. The same sums in the same order: C bit for bit the same.
 // Predicted (session 19, before any GPU ran it): x1.02 over fp8_promote_2acc_lean at 4096^3 (a 32-K-tile tile's store,
 // about one K-tile's time, hidden behind the next tile's first K-tile), x1.01 at 8192^3 (64 K-tiles per tile).
+// First run (session 19, tools/probes/fp8_stages.py --flow, results/logs/fp8-flow-probe-nvidia-h200.json): bit-identical
+// to the model at every shape, and slower: x0.89 at 4096^3, x0.86 at 8192^3. Nsight Compute's sampling
+// (results/logs/ncu-source-fp8-flow-nvidia-h200.json): 18% more warp instructions, and warps waiting for an instruction
+// in 6.8% of the samples against 1.1%. It stays 0 (lesson 7, Appendix H).
 #ifndef F8_FLOW
 #define F8_FLOW 0
 #endif
