@@ -162,6 +162,12 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // to the model at every shape, and slower: x0.89 at 4096^3, x0.86 at 8192^3. Nsight Compute's sampling
 // (results/logs/ncu-source-fp8-flow-nvidia-h200.json): 18% more warp instructions, and warps waiting for an instruction
 // in 6.8% of the samples against 1.1%. It stays 0 (lesson 7, Appendix H).
+// With 2 (session 20) the pair loop stays as built, and only where a tile ends and the CTA has another tile is that
+// tile's K-tile 0 issued before the last wait, add and store: one more issue site, none of the stream's bookkeeping.
+// So that K-tile 0 belongs in d0, the set added already, this needs an even number of K-tiles per tile (with an odd
+// number it is issued after the store). Every tile starts with its K-tile 0 in flight, so ptxas sees one state at the
+// loop's head and serializes no wgmma. The same sums in the same order. Predicted (session 19, before any GPU ran it): x1.02 at
+// 4096^3, x1.01 at 8192^3.
 #ifndef F8_FLOW
 #define F8_FLOW 0
 #endif
@@ -370,7 +376,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
             for (int i = 0; i < NREG; ++i) total[i] += p[i];
         };
         auto next = [&]() { prev = s; if (++s == F8_STAGES) { s = 0; phase ^= 1; } };
-#if F8_FLOW
+#if F8_FLOW == 1
         // One stream of K-tiles over all of this CTA's tiles: (t, kt) is the next one to issue, into set d0 or d1 in
         // turn. After each issue the K-tile before it (in the other set) is retired: wait for its group (<1>: the one
         // just issued runs on), release its stage, add it to the total and, if it was its tile's last K-tile, store
@@ -422,6 +428,57 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
             }
             wgmma_wait<0>();
             if (in0) retire(d0, r0, l0, tm0, tn0); else retire(d1, r1, l1, tm1, tn1);
+        }
+#elif F8_FLOW == 2
+        if (blockIdx.x < units) {
+            // F8_FLOW 2: every tile starts with its K-tile 0 in d0, in flight; the pairs as built from there
+            int t = blockIdx.x, tm, tn;
+            issue(d0);
+            next();
+            while (true) {
+                tile_of(t, tm, tn);
+#pragma unroll
+                for (int i = 0; i < NREG; ++i) total[i] = 0.0f;
+                for (int kt = 0; kt < ktiles; kt += 2) {
+                    if (kt > 0) {
+                        issue(d0);
+                        wgmma_wait<1>();
+                        add(d1);
+                        next();
+                    }
+                    if (kt + 1 < ktiles) {
+                        issue(d1);
+                        wgmma_wait<1>();
+                        add(d0);
+                        next();
+                    }
+                }
+                t += gridDim.x;
+                const bool more = t < units;
+                if (ktiles % 2 == 0 && more) {                 // the next tile's K-tile 0 into d0, added already:
+                    issue(d0);                                 // it runs during this tile's last add and store
+                    wgmma_wait<1>();
+                    release(prev);
+                    next();
+#pragma unroll
+                    for (int i = 0; i < NREG; ++i) total[i] += d1[i];
+                    store_slice<BN>(total, C, M, N, tm * F8_BM + cw * 64, tn * BN);
+                    continue;
+                }
+                wgmma_wait<0>();                               // the last tile, or an odd count (last K-tile in d0)
+                release(prev);
+                if (ktiles % 2) {
+#pragma unroll
+                    for (int i = 0; i < NREG; ++i) total[i] += d0[i];
+                } else {
+#pragma unroll
+                    for (int i = 0; i < NREG; ++i) total[i] += d1[i];
+                }
+                store_slice<BN>(total, C, M, N, tm * F8_BM + cw * 64, tn * BN);
+                if (!more) break;
+                issue(d0);                                     // odd: the next tile's K-tile 0 after the store
+                next();
+            }
         }
 #else
         for (int t = blockIdx.x; t < units; t += gridDim.x) {

@@ -30,6 +30,9 @@ With --ctas (session 18): fp8_wgmma_store with a persistent grid of 128 CTAs (la
 With --ctas-lean (session 19): the same, and the promoting kernel fp8_promote_2acc_lean on 128 CTAs beside 132.
 With --lean-stages (session 19): fp8_promote_2acc_lean on 128 CTAs with rings of 5, 6 and 7 stages.
 With --flow (session 19): fp8_promote_2acc_lean on 128 CTAs, as recorded and built with F8_FLOW=1.
+With --flow2 (session 20): the same with F8_FLOW=2 (the pairs as built; only a tile's end issues the next tile's
+K-tile 0 before its last add and store), checked also at 2000 x 2600 x 512 and 1300 x 3900 x 256 (even K-tile counts,
+more tiles than CTAs: every CTA issues a next tile's K-tile 0 early) besides the odd counts of --two and --store.
 At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them do 4, 16 do 3).
 
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
@@ -62,6 +65,9 @@ LEAN_STAGES = [("fp8_promote_2acc_lean", st, ("ctas=128",)) for st in (5, 6, 7)]
 # --flow (session 19): fp8_promote_2acc_lean on 128 CTAs as recorded, and built with the probe switch F8_FLOW=1 (one
 # stream of K-tiles across a CTA's tiles: the next tile's first K-tile runs during the store)
 FLOW = [("fp8_promote_2acc_lean", 6, ("ctas=128",)), ("fp8_promote_2acc_lean", 6, ("ctas=128", "-DF8_FLOW=1"))]
+# --flow2 (session 20): F8_FLOW=2 instead, and two more shapes where every CTA has a next tile and an even K-tile count
+FLOW2 = [FLOW[0], ("fp8_promote_2acc_lean", 6, ("ctas=128", "-DF8_FLOW=2"))]
+FLOW2_ODD = ((2000, 2600, 512), (1300, 3900, 256))
 STORE_ODD = ((2000, 2600, 300),)   # more tiles than SMs (176 of 128 x 256), the last column of tiles 40 wide: a CTA's
                                    # second tile reuses its C buffers, and boxes right of C are not stored
 SIZES = (4096, 8192)
@@ -94,13 +100,14 @@ def main(argv) -> int:
                         ctas=n[0] if n else sms)
     rounds, sizes = int_option(argv, "--rounds", ROUNDS, one=True), int_option(argv, "--sizes", SIZES)
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
-                else LEAN_STAGES if "--lean-stages" in argv else FLOW if "--flow" in argv
+                else LEAN_STAGES if "--lean-stages" in argv else FLOW2 if "--flow2" in argv else FLOW if "--flow" in argv
                 else CTAS_LEAN if "--ctas-lean" in argv else CTAS if "--ctas" in argv
                 else STORE if store else VARIANTS)
-    more_odd = "--two" in argv or "--flow" in argv or store
-    store = store or "--flow" in argv           # (2000 x 2600 x 300: 336 tiles of 128 x 128, 3 K-tiles each)
+    flow = "--flow" in argv or "--flow2" in argv
+    more_odd = "--two" in argv or flow or store
+    store = store or flow                       # (2000 x 2600 x 300: 336 tiles of 128 x 128, 3 K-tiles each)
     rows, failed = [], False
-    for odd in (ODD,) + (TWO_ODD if more_odd else ()) + (STORE_ODD if store else ()):
+    for odd in (ODD,) + (TWO_ODD if more_odd else ()) + (STORE_ODD if store else ()) + (FLOW2_ODD if "--flow2" in argv else ()):
         M, N, K = odd
         A8, Bt8, gA, gB = operands(M, N, K, 1)
         for k, st, opts in variants:
