@@ -170,3 +170,21 @@ def sampling_rows(summary: dict, targets, top: int = 4) -> list[dict]:
                      "gmma_shape": ", ".join(s["gmma_shapes"]), "opcodes": ops,
                      "top_stall": f"{stall[0]} {stall[1]:.0%}"})
     return rows
+
+
+def sampling_counts(summary: dict, targets: dict, opcodes=(), stalls=()) -> list[dict]:
+    """One row per target of a sampling summary (load_sampling), to set two builds of a kernel side by side.
+    targets: {target: label}. Each row: the label (`build`), the warp-level instructions executed (`minstr`,
+    millions), each opcode of `opcodes` executed (millions; the summary keeps its 12 most executed: asking for another
+    is an error) and each stall reason of `stalls` as its share of the samples (0 where none was sampled)."""
+    rows = []
+    for t, label in targets.items():
+        s = summary["targets"][t]
+        missing = [op for op in opcodes if op not in s["opcodes"]]
+        if missing:
+            raise KeyError(f"{missing} not among the most executed opcodes of {t} in this summary")
+        row = {"build": label, "minstr": s["warp_instructions"] / 1e6}
+        row.update({op: s["opcodes"][op] / 1e6 for op in opcodes})
+        row.update({st: s["stall_share"].get(st, 0.0) for st in stalls})
+        rows.append(row)
+    return rows

@@ -1249,7 +1249,33 @@ helpers.display.table([{"kind": k, **{b: c[k] for b, c in sc.items()}} for k in 
 # The stream still issues four `wgmma` per K-tile and waits once after each group
 # (`WARPGROUP.DEPBAR.LE 1`), but it is more than twice the code: a path for each register set, each with
 # its own copy of the store. What costs the time these listings do not say; Nsight Compute's sampling of
-# each instruction would. The switch stays 0.
+# each instruction does (next slide).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Where the stream's time goes
+#
+# Nsight Compute sampled both builds at $4096^3$ (`tools/probes/ncu_source.py --set fp8 --only
+# fp8_lean,fp8_lean_flow`): instructions executed, in millions, and the share of samples in which a
+# warp waited for its next instruction (`no_inst`) or for a global-memory result (`long_sb`):
+
+# %% slideshow={"slide_type": "-"}
+from helpers.profile import load_sampling, sampling_counts
+
+fs = sampling_counts(load_sampling("fp8-flow"), {"fp8_lean": "as built", "fp8_lean_flow": "F8_FLOW=1"},
+                     ["QGMMA", "FADD", "IMAD", "BRA"], ["no_inst", "long_sb"])
+helpers.display.table(fs, ["build", "minstr", "QGMMA", "FADD", "IMAD", "BRA", "no_inst", "long_sb"],
+                      ["build", "warp instructions, M", "QGMMA, M", "FADD, M", "IMAD, M", "BRA, M",
+                       "no instruction", "global result"],
+                      {k: ".2f" for k in ("minstr", "QGMMA", "FADD", "IMAD", "BRA")} | {"no_inst": ".1%",
+                                                                                       "long_sb": ".1%"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The same `QGMMA` and `FADD` counts, but 18% more instructions in all: the stream's bookkeeping (which
+# tile, which set, which stage) is integer work and jumps (`IMAD` more than doubles, `BRA` rises by more
+# than half). And with twice the code, a warp waits for its next instruction in 6.8% of the samples
+# against 1.1%: Nsight Compute counts a warp so when it waits to fetch an instruction or on an
+# instruction-cache miss ([Profiling Guide, warp stall reasons](https://docs.nvidia.com/nsight-compute/ProfilingGuide/)).
+# The store it hides costs less than these. The switch stays 0.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Try it: two partial sums in a wider tile

@@ -850,3 +850,24 @@ def test_claims_of_the_k_tile_stream_slide():
     assert c1["global stores (STG)"] == 4 * c0["global stores (STG)"]                  # the store copied
     src1 = (ROOT / "results" / "logs" / "sass-fp8-flow1-nvidia-h200.txt").read_text()
     assert src1.count("WARPGROUP.DEPBAR.LE gsb0, 0x1") == 2 and "-DF8_FLOW=1" in src1.splitlines()[0]
+
+
+def test_claims_of_the_stream_sampling_slide():
+    """Appendix H, 'Where the stream's time goes' (results/logs/ncu-source-fp8-flow, Nsight Compute's sampling of
+    both builds at 4096^3): the same QGMMA and FADD counts, 18% more warp instructions, IMAD more than doubled, BRA up
+    by more than half, 'no instruction' stalls 6.8% of the samples against 1.1%."""
+    from helpers.profile import load_sampling, sampling_counts
+
+    built, flow = sampling_counts(load_sampling("fp8-flow"), {"fp8_lean": "as built", "fp8_lean_flow": "F8_FLOW=1"},
+                                  ["QGMMA", "FADD", "IMAD", "BRA"], ["no_inst"])
+    assert (built["build"], flow["build"]) == ("as built", "F8_FLOW=1")
+    assert built["QGMMA"] == flow["QGMMA"] and built["FADD"] == flow["FADD"]
+    assert round(100 * (flow["minstr"] / built["minstr"] - 1)) == 18
+    assert flow["IMAD"] > 2 * built["IMAD"] and flow["BRA"] > 1.5 * built["BRA"]
+    assert (f"{flow['no_inst']:.1%}", f"{built['no_inst']:.1%}") == ("6.8%", "1.1%")
+    lesson = (ROOT / "notebooks" / "07_fp8.py").read_text()
+    for claim in ("The same `QGMMA` and `FADD` counts, but 18% more instructions", "`IMAD` more than doubles, `BRA`",
+                  "rises by more\n# than half", "in 6.8% of the samples\n# against 1.1%"):
+        assert claim in lesson, claim
+    with pytest.raises(KeyError, match="MOV"):        # MOV is not among the as-built kernel's 12 most executed
+        sampling_counts(load_sampling("fp8-flow"), {"fp8_lean": "as built"}, ["MOV"])
