@@ -166,8 +166,11 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // tile's K-tile 0 issued before the last wait, add and store: one more issue site, none of the stream's bookkeeping.
 // So that K-tile 0 belongs in d0, the set added already, this needs an even number of K-tiles per tile (with an odd
 // number it is issued after the store). Every tile starts with its K-tile 0 in flight, so ptxas sees one state at the
-// loop's head and serializes no wgmma. The same sums in the same order. Predicted (session 19, before any GPU ran it): x1.02 at
-// 4096^3, x1.01 at 8192^3.
+// loop's head and serializes no wgmma. The same sums in the same order. Predicted (session 19, before any GPU ran
+// it): x1.02 at 4096^3, x1.01 at 8192^3. First run (session 20, tools/probes/fp8_stages.py --flow2,
+// results/logs/fp8-flow2-probe-nvidia-h200.json): bit-identical to the model at every shape, and slower again: x0.98
+// at 4096^3 (slower in all seven rounds, at the same clocks), x0.98 at 8192^3 (at lower clocks: not judged).
+// It stays 0.
 #ifndef F8_FLOW
 #define F8_FLOW 0
 #endif
