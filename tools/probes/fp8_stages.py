@@ -60,7 +60,9 @@ SPREAD = STORE + [("fp8_wgmma_store", 4, ("-DF8_STORE_SPREAD=1",))]
 CTAS = STORE + [("fp8_wgmma_store", 4, ("ctas=128",))]
 # --ctas-lean (session 19): the same, and the promoting kernel (fp8_promote_2acc_lean, 6 stages) on 128 CTAs beside 132
 CTAS_LEAN = CTAS + [("fp8_promote_2acc_lean", 6, ()), ("fp8_promote_2acc_lean", 6, ("ctas=128",))]
-# --lean-stages (session 19): fp8_promote_2acc_lean on the registry's 128 CTAs with 5, 6 (as recorded) and 7 stages
+# --lean-stages (session 19): fp8_promote_2acc_lean on the registry's 128 CTAs with 5, 6 (as recorded) and 7 stages.
+# Predicted (session 20, before its first run): 5 and 7 within 0.5% of 6 at both sizes (x1.00): on one CTA per SM the
+# promoting kernels gained nothing from depth past 4 (experiments.fp8.stages), and 6 already covers the store.
 LEAN_STAGES = [("fp8_promote_2acc_lean", st, ("ctas=128",)) for st in (5, 6, 7)]
 # --flow (session 19): fp8_promote_2acc_lean on 128 CTAs as recorded, and built with the probe switch F8_FLOW=1 (one
 # stream of K-tiles across a CTA's tiles: the next tile's first K-tile runs during the store)
