@@ -1292,6 +1292,47 @@ helpers.display.table(fp8x.switch_rows("fp8-flow2-probe"), *FLOW_COLUMNS)
 # K-tile does not pay here, with or without the stream. The switch stays 0.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What the sampling says of `F8_FLOW=2`
+#
+# The same sampling as for `F8_FLOW=1`, both builds at $4096^3$ (`tools/probes/ncu_source.py --set fp8
+# --only fp8_lean,fp8_lean_flow2`), with one more stall reason: ready, but another warp issued
+# (`not_selected`):
+
+# %% slideshow={"slide_type": "-"}
+f2 = sampling_counts(load_sampling("fp8-flow2"), {"fp8_lean": "as built", "fp8_lean_flow2": "F8_FLOW=2"},
+                     ["QGMMA", "FADD", "IMAD", "BRA"], ["no_inst", "long_sb", "not_selected"])
+helpers.display.table(f2, ["build", "minstr", "QGMMA", "FADD", "IMAD", "BRA", "no_inst", "long_sb", "not_selected"],
+                      ["build", "warp instructions, M", "QGMMA, M", "FADD, M", "IMAD, M", "BRA, M",
+                       "no instruction", "global result", "another warp issued"],
+                      {k: ".2f" for k in ("minstr", "QGMMA", "FADD", "IMAD", "BRA")}
+                      | {k: ".1%" for k in ("no_inst", "long_sb", "not_selected")})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# This time the sampling does not find the cost: slightly fewer instructions, no more waiting for them,
+# the same share waiting for a global-memory result. What moves is small: warps ready but not chosen
+# (9.0% of the samples as built, 11.8% with the switch). A loss of 2% that the counters spread thinly
+# over everything is the hardest kind to chase; we leave it here, open, with both runs in
+# `results/logs/`.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### The promoting kernel's ring on 128 CTAs
+#
+# The ring of `fp8_promote_2acc_lean` has 6 stages. On 128 CTAs, would 5 or 7 do better? **Predicted
+# before it ran: within 0.5% of 6 at both sizes**, since depth past 4 never paid for the promoting
+# kernels. Five alternating rounds (`tools/probes/fp8_stages.py --lean-stages`):
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.table(fp8x.switch_rows("fp8-lean-stages-probe"),
+                      ["n", "stages", "passed", "tflops", "vs_built", "faster", "vs_default", "mhz"],
+                      ["n", "stages", "correct", "TFLOP/s", "x 6 stages", "rounds faster", "x cuBLASLt default",
+                       "SM clock, MHz"], {"tflops": ".0f", "vs_built": ".3f", "vs_default": ".3f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# At $4096^3$, x0.998 with 5 stages and x0.994 with 7, each faster in some rounds and slower in
+# others: 7 lies just outside the predicted band, and neither beats 6. At $8192^3$ the power limit set
+# each build's clock (the 6-stage build's fell lowest, to 1170 MHz): not judged. The ring stays at 6.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Try it: two partial sums in a wider tile
 #
 # `fp8_wgmma`, the fastest kernel here, has 128 x 256 tiles. How many registers would a consumer thread
