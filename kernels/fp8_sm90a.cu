@@ -170,9 +170,12 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // it): x1.02 at 4096^3, x1.01 at 8192^3. First run (session 20, tools/probes/fp8_stages.py --flow2,
 // results/logs/fp8-flow2-probe-nvidia-h200.json): bit-identical to the model at every shape, and slower again: x0.98
 // at 4096^3 (slower in all seven rounds, at the same clocks), x0.98 at 8192^3 (at lower clocks: not judged).
-// It stays 0.
+// Its code left the file after that run, as the other builds that lost did: `git show 3c26c11:kernels/fp8_sm90a.cu`.
 #ifndef F8_FLOW
 #define F8_FLOW 0
+#endif
+#if F8_FLOW == 2
+#error "F8_FLOW=2 left kernels/fp8_sm90a.cu after its run (session 20): build it from commit 3c26c11"
 #endif
 
 // The same slice through shared memory and TMA stores (fp8_wgmma_store; lesson 6's rung 13, FP32 C): boxes of
@@ -431,57 +434,6 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
             }
             wgmma_wait<0>();
             if (in0) retire(d0, r0, l0, tm0, tn0); else retire(d1, r1, l1, tm1, tn1);
-        }
-#elif F8_FLOW == 2
-        if (blockIdx.x < units) {
-            // F8_FLOW 2: every tile starts with its K-tile 0 in d0, in flight; the pairs as built from there
-            int t = blockIdx.x, tm, tn;
-            issue(d0);
-            next();
-            while (true) {
-                tile_of(t, tm, tn);
-#pragma unroll
-                for (int i = 0; i < NREG; ++i) total[i] = 0.0f;
-                for (int kt = 0; kt < ktiles; kt += 2) {
-                    if (kt > 0) {
-                        issue(d0);
-                        wgmma_wait<1>();
-                        add(d1);
-                        next();
-                    }
-                    if (kt + 1 < ktiles) {
-                        issue(d1);
-                        wgmma_wait<1>();
-                        add(d0);
-                        next();
-                    }
-                }
-                t += gridDim.x;
-                const bool more = t < units;
-                if (ktiles % 2 == 0 && more) {                 // the next tile's K-tile 0 into d0, added already:
-                    issue(d0);                                 // it runs during this tile's last add and store
-                    wgmma_wait<1>();
-                    release(prev);
-                    next();
-#pragma unroll
-                    for (int i = 0; i < NREG; ++i) total[i] += d1[i];
-                    store_slice<BN>(total, C, M, N, tm * F8_BM + cw * 64, tn * BN);
-                    continue;
-                }
-                wgmma_wait<0>();                               // the last tile, or an odd count (last K-tile in d0)
-                release(prev);
-                if (ktiles % 2) {
-#pragma unroll
-                    for (int i = 0; i < NREG; ++i) total[i] += d0[i];
-                } else {
-#pragma unroll
-                    for (int i = 0; i < NREG; ++i) total[i] += d1[i];
-                }
-                store_slice<BN>(total, C, M, N, tm * F8_BM + cw * 64, tn * BN);
-                if (!more) break;
-                issue(d0);                                     // odd: the next tile's K-tile 0 after the store
-                next();
-            }
         }
 #else
         for (int t = blockIdx.x; t < units; t += gridDim.x) {

@@ -1312,7 +1312,8 @@ helpers.display.table(f2, ["build", "minstr", "QGMMA", "FADD", "IMAD", "BRA", "n
 # the same share waiting for a global-memory result. What moves is small: warps ready but not chosen
 # (9.0% of the samples as built, 11.8% with the switch). A loss of 2% that the counters spread thinly
 # over everything is the hardest kind to chase; we leave it here, open, with both runs in
-# `results/logs/`.
+# `results/logs/`. The switch's code left the kernel file (commit 3c26c11 has it), as other builds that
+# lost did: the printed kernel stays what is recorded.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The promoting kernel's ring on 128 CTAs

@@ -885,6 +885,9 @@ def test_claims_of_the_next_k_tile_slide():
     src = (ROOT / "kernels" / "fp8_sm90a.cu").read_text()
     assert re.search(r"^#define F8_FLOW 0\b", src, re.M)
     assert "Predicted (session 19, before any GPU ran\n// it): x1.02 at 4096^3, x1.01 at 8192^3" in src
+    # its code left the file: a build asking for it stops at an #error naming the commit that has it
+    assert re.search(r'^#if F8_FLOW == 2\n#error "F8_FLOW=2 left .* commit 3c26c11"\n#endif', src, re.M)
+    assert "#elif F8_FLOW == 2" not in src
     log = X.probe_log("fp8-flow2-probe")["stages"]["rows"]
     shapes = {tuple(r["shape"]) for r in log if "check_passed" in r}
     assert all(r["check_passed"] for r in log if "check_passed" in r) and len(shapes) == 8

@@ -33,6 +33,8 @@ With --flow (session 19): fp8_promote_2acc_lean on 128 CTAs, as recorded and bui
 With --flow2 (session 20): the same with F8_FLOW=2 (the pairs as built; only a tile's end issues the next tile's
 K-tile 0 before its last add and store), checked also at 2000 x 2600 x 512 and 1300 x 3900 x 256 (even K-tile counts,
 more tiles than CTAs: every CTA issues a next tile's K-tile 0 early) besides the odd counts of --two and --store.
+F8_FLOW=2 lost (results/logs/fp8-flow2-probe-nvidia-h200.json) and its code left the kernel file: --flow2 runs in a
+checkout of commit 3c26c11; elsewhere the kernel's #error says so.
 At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them do 4, 16 do 3).
 
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:

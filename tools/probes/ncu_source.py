@@ -28,7 +28,7 @@ SETS = {"m128": {"rung17_hint": ("hopper_skinny", (128, 8192, 8192)), "cublas_fp
                 "fp8_promote_2acc": ("fp8_promote_2acc", (4096,) * 3),
                 "fp8_lean": ("fp8_promote_2acc_lean", (4096,) * 3),          # session 19: the registry's build (128
                 "fp8_lean_flow": ("fp8_promote_2acc_lean", (4096,) * 3),     # CTAs) and its F8_FLOW=1 build: --only
-                "fp8_lean_flow2": ("fp8_promote_2acc_lean", (4096,) * 3)}}   # session 20: F8_FLOW=2
+                "fp8_lean_flow2": ("fp8_promote_2acc_lean", (4096,) * 3)}}   # session 20: F8_FLOW=2 (commit 3c26c11)
 # NVRTC switches of a target's build (the probe switch F8_FLOW of kernels/fp8_sm90a.cu)
 OPTIONS = {"fp8_lean_flow": ("-DF8_FLOW=1",), "fp8_lean_flow2": ("-DF8_FLOW=2",)}
 TARGETS = {t: v for s in SETS.values() for t, v in s.items()}
