@@ -174,6 +174,17 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 #ifndef F8_FLOW
 #define F8_FLOW 0
 #endif
+
+// F8_UNIFORM, a probe switch (issue 26, session 20; 0 as every kernel is recorded). A wgmma takes its descriptors in
+// uniform registers (one value for the whole warp). With 0 the warpgroup index is threadIdx.x / 128, which ptxas cannot
+// prove the same across a warp: fp8_promote_2acc_lean's A descriptor (its rows depend on the consumer) is then built in
+// ordinary registers and moved into uniform ones (R2UR) before every wgmma, with the constant half of both descriptors
+// too: 21 R2UR in its SASS. With 1 the index is broadcast from lane 0 (__shfl_sync), as CUTLASS's
+// canonical_warp_group_idx does, so ptxas may keep the descriptors in uniform registers. The same wgmmas on the same
+// data: C bit for bit the same.
+#ifndef F8_UNIFORM
+#define F8_UNIFORM 0
+#endif
 #if F8_FLOW == 2
 #error "F8_FLOW=2 left kernels/fp8_sm90a.cu after its run (session 20): build it from commit 3c26c11"
 #endif
@@ -267,7 +278,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
     u64* full = reinterpret_cast<u64*>(smem + F8_STAGES * STAGE + (TSTORE ? F8_EPI_BYTES : 0));
     u64* empty = full + F8_STAGES;
 
-    const int wg = threadIdx.x / 128;
+    const int wg = F8_UNIFORM ? __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) : threadIdx.x / 128;
     // a consumer's descriptors of stage s, k-step ks: its 64 rows of A, and B (DESC: from stage 0's)
     const DescBase da0 = DESC ? desc_split(desc_kmajor(smem + (wg == 2) * 64 * F8_BK)) : DescBase{0, 0},
                    db0 = DESC ? desc_split(desc_kmajor(smem + F8_A_BYTES)) : DescBase{0, 0};

@@ -35,13 +35,17 @@ K-tile 0 before its last add and store), checked also at 2000 x 2600 x 512 and 1
 more tiles than CTAs: every CTA issues a next tile's K-tile 0 early) besides the odd counts of --two and --store.
 F8_FLOW=2 lost (results/logs/fp8-flow2-probe-nvidia-h200.json) and its code left the kernel file: --flow2 runs in a
 checkout of commit 3c26c11; elsewhere the kernel's #error says so.
+With --uniform (session 20): fp8_wgmma_store and fp8_promote_2acc_lean on 128 CTAs, as recorded and built with
+F8_UNIFORM=1 (the warpgroup index broadcast from lane 0, so that ptxas keeps the wgmma descriptors in uniform
+registers), checked at the odd shapes of --two and --store.
 At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them do 4, 16 do 3).
 
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
 --store --sizes 4096 --rounds 9, to tell fp8_wgmma_store from cuBLASLt's fast accumulation at 4096^3, where three rounds
 had them within 1%).
 
-    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread | --ctas | --ctas-lean | --lean-stages | --flow] [--sizes A,B] [--rounds N]"""
+    python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread | --ctas | --ctas-lean | --lean-stages | --flow | --flow2 |
+    --uniform] [--sizes A,B] [--rounds N]"""
 import json
 import sys
 from pathlib import Path
@@ -72,6 +76,11 @@ FLOW = [("fp8_promote_2acc_lean", 6, ("ctas=128",)), ("fp8_promote_2acc_lean", 6
 # --flow2 (session 20): F8_FLOW=2 instead, and two more shapes where every CTA has a next tile and an even K-tile count
 FLOW2 = [FLOW[0], ("fp8_promote_2acc_lean", 6, ("ctas=128", "-DF8_FLOW=2"))]
 FLOW2_ODD = ((2000, 2600, 512), (1300, 3900, 256))
+# --uniform (session 20): both kernels of the record on 128 CTAs, as recorded and with the probe switch F8_UNIFORM=1.
+# Predicted (session 20, before its first run): x1.01 at 4096^3 for both (fewer instructions before each wgmma: the
+# lean kernel's SASS loses 15 of its 21 R2UR, the store kernel's 19 of 46), x1.00 at 8192^3 (the power limit).
+UNIFORM = [(k, st, ("ctas=128",) + u) for k, st in (("fp8_wgmma_store", 4), ("fp8_promote_2acc_lean", 6))
+           for u in ((), ("-DF8_UNIFORM=1",))]
 STORE_ODD = ((2000, 2600, 300),)   # more tiles than SMs (176 of 128 x 256), the last column of tiles 40 wide: a CTA's
                                    # second tile reuses its C buffers, and boxes right of C are not stored
 SIZES = (4096, 8192)
@@ -104,10 +113,10 @@ def main(argv) -> int:
                         ctas=n[0] if n else sms)
     rounds, sizes = int_option(argv, "--rounds", ROUNDS, one=True), int_option(argv, "--sizes", SIZES)
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
-                else LEAN_STAGES if "--lean-stages" in argv else FLOW2 if "--flow2" in argv else FLOW if "--flow" in argv
+                else LEAN_STAGES if "--lean-stages" in argv else UNIFORM if "--uniform" in argv else FLOW2 if "--flow2" in argv else FLOW if "--flow" in argv
                 else CTAS_LEAN if "--ctas-lean" in argv else CTAS if "--ctas" in argv
                 else STORE if store else VARIANTS)
-    flow = "--flow" in argv or "--flow2" in argv
+    flow = "--flow" in argv or "--flow2" in argv or "--uniform" in argv
     more_odd = "--two" in argv or flow or store
     store = store or flow                       # (2000 x 2600 x 300: 336 tiles of 128 x 128, 3 K-tiles each)
     rows, failed = [], False
