@@ -175,13 +175,18 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 #define F8_FLOW 0
 #endif
 
-// F8_UNIFORM, a probe switch (issue 26, session 20; 0 as every kernel is recorded). A wgmma takes its descriptors in
-// uniform registers (one value for the whole warp). With 0 the warpgroup index is threadIdx.x / 128, which ptxas cannot
-// prove the same across a warp: fp8_promote_2acc_lean's A descriptor (its rows depend on the consumer) is then built in
-// ordinary registers and moved into uniform ones (R2UR) before every wgmma, with the constant half of both descriptors
-// too: 21 R2UR in its SASS. With 1 the index is broadcast from lane 0 (__shfl_sync), as CUTLASS's
-// canonical_warp_group_idx does, so ptxas may keep the descriptors in uniform registers. The same wgmmas on the same
-// data: C bit for bit the same.
+// F8_UNIFORM, a probe switch (issue 26, session 20; 0: the kernels recorded without it). A wgmma takes its
+// descriptors in uniform registers (one value for the whole warp). With 0 the warpgroup index is threadIdx.x / 128,
+// which ptxas cannot prove the same across a warp: fp8_promote_2acc_lean's A descriptor (its rows depend on the
+// consumer) is then built in ordinary registers and moved into uniform ones (R2UR) before every wgmma, with the
+// constant half of both descriptors too: 21 R2UR in its SASS. With 1 the index is broadcast from lane 0
+// (__shfl_sync), as CUTLASS's canonical_warp_group_idx does, so ptxas may keep the descriptors in uniform registers.
+// The same wgmmas on the same data: C bit for bit the same. Predicted (session 20, before any GPU ran it): x1.01 at
+// 4096^3, x1.00 at 8192^3. First run (session 20, tools/probes/fp8_stages.py --uniform,
+// results/logs/fp8-uniform-probe-nvidia-h200.json, seven alternating rounds on 128 CTAs): bit-identical to the model
+// at every shape; at 4096^3 x1.020 for fp8_wgmma_store and x1.027 for fp8_promote_2acc_lean at the same clocks
+// (Nsight Compute: 20% and 6% fewer warp instructions); at 8192^3 power-limited. Both pass UNIFORM = true since
+// (their template argument); the switch stays 0 for the other kernels, whose record was measured without it.
 #ifndef F8_UNIFORM
 #define F8_UNIFORM 0
 #endif
@@ -255,10 +260,12 @@ __device__ __forceinline__ T extra_arg(int i, S... extra)
 // fp8_promote_2acc_lean, which passes 1).
 // TSTORE (NC = 0): C through shared memory and TMA stores (store_slice_tma); `scales` is then (tmC), the map of C
 // (boxes of 64 rows x 32 floats), the pack carrying it for the reason given above.
+// UNIFORM: the warpgroup index broadcast from lane 0, so that the wgmma descriptors live in uniform registers
+// (F8_UNIFORM, the probe switch, for every kernel but fp8_wgmma_store and fp8_promote_2acc_lean, which pass true).
 // (fp8_promote_2acc_store, TWO with TSTORE, ran slower than fp8_promote_2acc_lean in its first run and left the
 // course, session 17: lesson 7, Appendix H; its code is in commit 30b1673.)
 template <int BN, int NC, bool OVERLAP = false, bool SCALED = false, bool TWO = false, int DESC = F8_DESC_ADD,
-          bool TSTORE = false, typename... Scales>
+          bool TSTORE = false, bool UNIFORM = F8_UNIFORM, typename... Scales>
 __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* tmB, float* __restrict__ C,
                                          int M, int N, int K, Scales... scales)
 {
@@ -278,7 +285,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
     u64* full = reinterpret_cast<u64*>(smem + F8_STAGES * STAGE + (TSTORE ? F8_EPI_BYTES : 0));
     u64* empty = full + F8_STAGES;
 
-    const int wg = F8_UNIFORM ? __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) : threadIdx.x / 128;
+    const int wg = UNIFORM ? __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) : threadIdx.x / 128;
     // a consumer's descriptors of stage s, k-step ks: its 64 rows of A, and B (DESC: from stage 0's)
     const DescBase da0 = DESC ? desc_split(desc_kmajor(smem + (wg == 2) * 64 * F8_BK)) : DescBase{0, 0},
                    db0 = DESC ? desc_split(desc_kmajor(smem + F8_A_BYTES)) : DescBase{0, 0};
@@ -621,7 +628,7 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma_store(cons
     int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    fp8_gemm<256, 0, false, false, false, F8_DESC_ADD, true>(&tmA, &tmB, C, M, N, K, &tmC);
+    fp8_gemm<256, 0, false, false, false, F8_DESC_ADD, true, true>(&tmA, &tmB, C, M, N, K, &tmC);
 #endif
 }
 
@@ -701,7 +708,7 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc_lea
     const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    fp8_gemm<128, 128, false, false, true, 1>(&tmA, &tmB, C, M, N, K);
+    fp8_gemm<128, 128, false, false, true, 1, false, true>(&tmA, &tmB, C, M, N, K);
 #endif
 }
 

@@ -242,7 +242,8 @@ def test_the_two_sum_kernel_comment_quotes_its_first_run():
 
 
 def test_the_lean_two_sum_kernel_is_the_build_its_probe_ran():
-    """fp8_promote_2acc_lean (recorded in session 13): fp8_promote_2acc's template call with DESC = 1, nothing else, and 6 stages in
+    """fp8_promote_2acc_lean (recorded in session 13): fp8_promote_2acc's template call with DESC = 1 (and, since session 20,
+    UNIFORM = true: the warpgroup index broadcast from lane 0), nothing else, and 6 stages in
     its registry entry (build_options: -DF8_STAGES=6; shared memory smem_for(6), inside 227 KB): the build that
     tools/probes/fp8_stages.py --two ran as "fp8_promote_2acc, 6 stages, -DF8_DESC_ADD=1". Its comment quotes that
     build's TFLOP/s and ratios from the log, and the record's (experiments.fp8.speed_2acc) at 4096^3."""
@@ -258,7 +259,7 @@ def test_the_lean_two_sum_kernel_is_the_build_its_probe_ran():
     src = (root / "kernels" / "fp8_sm90a.cu").read_text()
     call = lambda n: re.search(r"fp8_gemm<([^>]*)>", src[src.index(f"void __launch_bounds__(F8_THREADS, 1) {n}("):]).group(1)   # noqa: E731
     assert [x.strip() for x in call("fp8_promote_2acc_lean").split(",")] == \
-        [x.strip() for x in call("fp8_promote_2acc").split(",")] + ["1"]
+        [x.strip() for x in call("fp8_promote_2acc").split(",")] + ["1", "false", "true"]   # DESC; TSTORE, UNIFORM (s. 20)
     rows = json.loads((root / "results" / "logs" / "fp8-2acc-probe-nvidia-h200.json").read_text())
     probe = [r for r in rows if r["kernel"] == "fp8_promote_2acc" and r["stages"] == 6 and r["options"] == ["-DF8_DESC_ADD=1"]]
     assert probe and all(r["check_passed"] for r in probe if "check_passed" in r)
@@ -354,7 +355,8 @@ def test_the_persistent_grid_is_one_cta_per_sm_and_no_more_than_the_tiles():
     assert F.persistent_grid(F.FP8_KERNELS["fp8_wgmma"], 256, 512, 132) == 4           # 2 x 2 tiles of 128 x 256
 
 def test_the_store_kernels_are_their_base_kernels_with_the_tma_store():
-    """fp8_wgmma_store (issue 26, recorded in session 17) is fp8_wgmma's template call with TSTORE = true and the map of C, its
+    """fp8_wgmma_store (issue 26, recorded in session 17) is fp8_wgmma's template call with TSTORE = true (and, since session
+    20, UNIFORM = true) and the map of C, its
     registry entry fp8_wgmma's plus the 32 KB of C buffers (inside 227 KB), and the launcher passes it a map of C.
     (fp8_promote_2acc_store, fp8_promote_2acc_lean's call with TSTORE, ran slower and left the course: commit 30b1673.)"""
     import re
@@ -368,7 +370,7 @@ def test_the_store_kernels_are_their_base_kernels_with_the_tma_store():
         targs = [x.strip() for x in call(new).group(1).split(",")]
         bargs = [x.strip() for x in call(base).group(1).split(",")]
         defaults = ["false", "false", "false", "F8_DESC_ADD"]          # OVERLAP, SCALED, TWO, DESC
-        assert targs == bargs + defaults[len(bargs) - 2:] + ["true"], (new, targs, bargs)
+        assert targs == bargs + defaults[len(bargs) - 2:] + ["true", "true"], (new, targs, bargs)   # TSTORE, UNIFORM
         assert call(new).group(2).endswith(", &tmC") and call(base).group(2) == "&tmA, &tmB, C, M, N, K"
         n, b = F.FP8_KERNELS[new], F.FP8_KERNELS[base]
         assert (n.bn, n.nc, n.stages, n.tstore, b.tstore) == (b.bn, b.nc, b.stages, True, False)

@@ -1106,21 +1106,22 @@ def ncu_summary(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dic
     return out
 
 
-def switch_rows(name: str, built=(6, "ctas=128"), gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """A run of builds of one kernel (tools/probes/fp8_stages.py, results/logs/<name>-<gpu_slug>.json) as stage_rows
-    gives it, with each row's TFLOP/s over build `built` (its stages and options, as stage_rows writes them) at the
-    same size (`vs_built`) and the rounds, of the alternating rounds, in which it was faster than that build
-    (`faster`, e.g. '0 of 7')."""
+def switch_rows(name: str, built="ctas=128", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """A run of builds of one kernel or more (tools/probes/fp8_stages.py, results/logs/<name>-<gpu_slug>.json) as
+    stage_rows gives it, with each row's TFLOP/s over its kernel's build `built` at the same size (`vs_built`) and the
+    rounds, of the alternating rounds, in which it was faster than that build (`faster`, e.g. '0 of 7'). `built`: the
+    options as stage_rows writes them (the same stages as the row), or (stages, options)."""
     log = probe_log(name, gpu_slug, directory)
     rows = stage_rows(log)
     opts = lambda r: " ".join(o.removeprefix("-D") for o in r.get("options", ())) or "-"    # noqa: E731
-    rounds = {(r["n"], r["stages"], opts(r)): r["round_ms"] for r in log["stages"]["rows"]
+    rounds = {(r["n"], r["kernel"], r["stages"], opts(r)): r["round_ms"] for r in log["stages"]["rows"]
               if "round_ms" in r and not r["kernel"].startswith("cublaslt")}
     for r in rows:
-        mine, ref = rounds[r["n"], r["stages"], r["options"]], rounds[(r["n"], *built)]
-        r["vs_built"] = r["tflops"] / next(x["tflops"] for x in rows if (x["n"], x["stages"], x["options"])
-                                           == (r["n"], *built))
-        r["faster"] = f"{sum(a < b for a, b in zip(mine, ref))} of {len(mine)}"
+        base = (r["stages"], built) if isinstance(built, str) else tuple(built)
+        ref = next(x for x in rows if (x["n"], x["kernel"], x["stages"], x["options"]) == (r["n"], r["kernel"], *base))
+        mine, theirs = rounds[r["n"], r["kernel"], r["stages"], r["options"]], rounds[r["n"], r["kernel"], *base]
+        r["vs_built"] = r["tflops"] / ref["tflops"]
+        r["faster"] = f"{sum(a < b for a, b in zip(mine, theirs))} of {len(mine)}"
     return rows
 
 
