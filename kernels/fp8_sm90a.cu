@@ -622,7 +622,8 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma(const __gr
 // alternating rounds): bit-identical to the model at 1, 8 and 9 K-tiles, 2000 x 2600 x 300 (176 tiles), 4096^3 and
 // 8192^3; x1.04 over fp8_wgmma at 4096^3 (1348 against 1296 TFLOP/s, 1965-1980 MHz both), 0.996x cuBLASLt's fast
 // accumulation (1354); at 8192^3 every clock below 1550 MHz (power), x0.99. compute-sanitizer memcheck, racecheck
-// and synccheck clean (results/logs/sanitize-fp8-store-*).
+// and synccheck clean (results/logs/sanitize-fp8-store-*). Since session 20 with UNIFORM (see F8_UNIFORM), on 128
+// CTAs; its record (experiments.fp8.speed_uniform): x1.011 of cuBLASLt's fast accumulation at 4096^3.
 extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma_store(const __grid_constant__ TensorMap tmA,
     const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N,
     int K)
@@ -704,6 +705,8 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc(con
 // accumulation. Predicted for the record, before it ran as this kernel: the same, x1.05 over fp8_promote_2acc.
 // Recorded in session 13 (tools/probes/fp8_pingpong.py, results/nvidia-h200.json experiments.fp8.speed_2acc, one
 // run beside cuBLASLt): 1212 TFLOP/s at 4096^3, x1.06 over fp8_promote_2acc, 0.95x cuBLASLt's default accumulation.
+// Since session 20 with UNIFORM (see F8_UNIFORM), on 128 CTAs; its record (experiments.fp8.speed_uniform, five
+// alternating rounds): x1.003 of cuBLASLt's default accumulation at 4096^3, x0.990 at 8192^3 (power-limited).
 extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc_lean(const __grid_constant__ TensorMap tmA,
     const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
 {

@@ -1019,6 +1019,17 @@ def target_rows(rows: list[dict]) -> list[dict]:
     return out
 
 
+def goal_rows(rows: list[dict], predicted: dict | None = None) -> list[dict]:
+    """target_rows for a table: `met` as 'yes', 'no' or 'not judged', and with `predicted` ({(kernel, n): ratio},
+    written before the run) each row's prediction (`predicted`)."""
+    out = target_rows(rows)
+    for r in out:
+        r["met"] = {True: "yes", False: "no"}.get(r["met"], "not judged")
+        if predicted is not None:
+            r["predicted"] = predicted[r["kernel"], r["n"]]
+    return out
+
+
 def store_chunks(spread: bool, jj: int = 0) -> list[list[int]]:
     """The 16-byte chunks of the 128-byte box row that each half-warp's 16 lanes write in store_slice_tma's step jj
     (kernels/fp8_sm90a.cu; the same for both of a lane's rows, g and g + 8): lane (g = lane / 4, tq = lane % 4) writes
