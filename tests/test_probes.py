@@ -174,3 +174,21 @@ def test_int_option_reads_a_list_or_one_number_and_refuses_anything_else():
         with pytest.raises(SystemExit) as e:
             int_option(argv, argv[1], 3, one=one)
         assert e.value.code == 2
+
+
+@pytest.mark.parametrize("args", [["--switch"], ["--switch", "DESC_ADD"], ["--switch", "1X=2"], ["--switch", "A=1=2"]])
+def test_grid_128_refuses_a_malformed_switch_before_looking_for_a_gpu(args):
+    """grid_128.py --switch NAME=V (session 20): anything but NAME=VALUE is refused with the form to give, before the
+    GPU check (so a typo costs no device time)."""
+    p = subprocess.run([sys.executable, str(ROOT / "tools" / "probes" / "grid_128.py"), "/tmp/never-written.json", *args],
+                       capture_output=True, text=True, env={"COURSE_DEVICE": "cpu", "PATH": "/usr/bin:/bin"}, cwd=ROOT,
+                       timeout=120)
+    assert p.returncode == 2 and "give NAME=VALUE, e.g. --switch DESC_ADD=1" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and "needs a Hopper GPU" not in p.stderr
+
+
+def test_grid_128_with_a_wellformed_switch_still_needs_the_gpu():
+    p = subprocess.run([sys.executable, str(ROOT / "tools" / "probes" / "grid_128.py"), "/tmp/never-written.json",
+                        "--switch", "DESC_ADD=1", "14"], capture_output=True, text=True,
+                       env={"COURSE_DEVICE": "cpu", "PATH": "/usr/bin:/bin"}, cwd=ROOT, timeout=120)
+    assert p.returncode == 2 and "needs a Hopper GPU" in p.stderr

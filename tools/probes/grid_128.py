@@ -8,7 +8,11 @@ rows, 4 units of 2 tile rows in clusters of 2, x 16 tile columns at 4096: 64 uni
 2. at each timed size, both grids checked, then timed in alternating rounds (tools.probes.common.alternating: cold L2,
    CUDA events, clocks) beside cuBLAS writing the rung's C type (helpers.cublas.same_c).
 
-    python3 tools/probes/grid_128.py OUT.json [--rounds N] [--sizes 4096,8192] [RUNG ...]   (a Hopper GPU; default 13 14)"""
+With --switch NAME=V (session 20): instead of 128 CTAs, each rung as recorded and built with the NVRTC option -DNAME=V
+(a probe switch of kernels/hopper_sm90a.cu, e.g. DESC_ADD=1), checked and timed the same way; rows carry `switch`.
+
+    python3 tools/probes/grid_128.py OUT.json [--rounds N] [--sizes 4096,8192] [--switch NAME=V] [RUNG ...]
+                                                                                        (a Hopper GPU; default 13 14)"""
 import json
 import sys
 from pathlib import Path
@@ -22,10 +26,18 @@ CTAS = 128
 
 
 def main(argv) -> int:
+    switch = argv[argv.index("--switch") + 1] if "--switch" in argv[:-1] else None
+    if ("--switch" in argv and switch is None) or (switch is not None and (
+            switch.count("=") != 1 or not switch.split("=")[0].isidentifier())):
+        print(f"--switch {switch!r}: give NAME=VALUE, e.g. --switch DESC_ADD=1", file=sys.stderr)
+        return 2
     if not hopper_here():
         return 2
     rounds, sizes = int_option(argv, "--rounds", 7, one=True), int_option(argv, "--sizes", (4096,))
-    skip = {i + 1 for i, a in enumerate(argv) if a in ("--rounds", "--sizes")}
+    skip = {i + 1 for i, a in enumerate(argv) if a in ("--rounds", "--sizes", "--switch")}
+    # the second build of each rung: 128 CTAs, or (--switch) the rung built with -DNAME=V on its usual grid
+    variants = [({}, None), ({"ctas": CTAS}, None)] if switch is None else \
+        [({}, None), ({"options": (f"-D{switch}",)}, switch)]
     rungs = [int(a) for i, a in enumerate(argv[1:], 1) if a.isdigit() and i not in skip] or [13, 14]
     import cupy
 
@@ -36,43 +48,45 @@ def main(argv) -> int:
     from helpers.numerics import reference_gemm
     from helpers.timing import gemm_flops
 
-    out = {"ctas": CTAS, "checks": [], "timed": []}
+    out = {"ctas": CTAS if switch is None else None, "switch": switch, "checks": [], "timed": []}
     ok = True
     for i, (M, N, K) in enumerate(ODD):
         A, B = _inputs(70 + i, M, N, K)
         ref = reference_gemm(A, B)
         for r in rungs:
-            fn, C, _ = launcher(rung_entry(r), A, B, pad=True, ctas=CTAS)
+            kw, sw = variants[1]
+            fn, C, _ = launcher(rung_entry(r), A, B, pad=True, **kw)
             C.fill(cupy.nan)
             fn()
             chk = rung_entry(r).check(C[:M, :N], A, B, reference=ref, backend="GPU")
             ok &= bool(chk.passed) and chk.model == "identical"
-            out["checks"].append({"rung": r, "shape": [M, N, K], "ctas": CTAS, "passed": bool(chk.passed),
-                                  "model": chk.model})
-            print(r, (M, N, K), CTAS, chk.verdict()[:160], file=sys.stderr, flush=True)
+            out["checks"].append({"rung": r, "shape": [M, N, K], "ctas": kw.get("ctas"), "switch": sw,
+                                  "passed": bool(chk.passed), "model": chk.model})
+            print(r, (M, N, K), kw, chk.verdict()[:160], file=sys.stderr, flush=True)
     for n in sizes:
         A, B = _inputs(80, n, n, n)
         ref = reference_gemm(A, B)
         timed = {}
         for r in rungs:
-            for ctas in (None, CTAS):
-                fn, C, _ = launcher(rung_entry(r), A, B, ctas=ctas)
+            for kw, sw in variants:
+                fn, C, _ = launcher(rung_entry(r), A, B, **kw)
                 C.fill(cupy.nan)
                 fn()
                 chk = rung_entry(r).check(C[:n, :n], A, B, reference=ref, backend="GPU")
                 ok &= bool(chk.passed) and chk.model == "identical"
-                out["checks"].append({"rung": r, "shape": [n] * 3, "ctas": ctas, "passed": bool(chk.passed),
-                                      "model": chk.model})
-                print(r, n, ctas, chk.verdict()[:160], file=sys.stderr, flush=True)
-                timed[(f"rung {r}", ctas, str(cupy.dtype(rung_entry(r).out_dtype)))] = fn
+                out["checks"].append({"rung": r, "shape": [n] * 3, "ctas": kw.get("ctas"), "switch": sw,
+                                      "passed": bool(chk.passed), "model": chk.model})
+                print(r, n, kw, chk.verdict()[:160], file=sys.stderr, flush=True)
+                timed[(f"rung {r}", kw.get("ctas"), str(cupy.dtype(rung_entry(r).out_dtype)), sw)] = fn
         for dt in sorted({str(cupy.dtype(rung_entry(r).out_dtype)) for r in rungs}):
             Cc, cub = cupy.empty((n, n), dtype=dt), same_c(dt)
-            timed[("cuBLAS", None, dt)] = lambda cub=cub, A=A, B=B, Cc=Cc: cub.run(A, B, Cc)
+            timed[("cuBLAS", None, dt, None)] = lambda cub=cub, A=A, B=B, Cc=Cc: cub.run(A, B, Cc)
         del ref
         fl = gemm_flops(n, n, n)
         for key, v in alternating(timed, fl, rounds).items():
             ms = sorted(v["ms"])[len(v["ms"]) // 2]
-            row = {"n": n, "what": key[0], "ctas": key[1], "c_dtype": key[2], "median_ms": ms, "tflops": fl / ms / 1e9,
+            row = {"n": n, "what": key[0], "ctas": key[1], "c_dtype": key[2], "switch": key[3], "median_ms": ms,
+                   "tflops": fl / ms / 1e9,
                    "round_ms": v["ms"], "sm_mhz": v["sm_mhz"], "power_w": v["power_w"]}
             out["timed"].append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
