@@ -1390,9 +1390,10 @@ helpers.display.table(fp8x.goal_rows(data["speed_uniform"]["rows"], fp8x.UNIFORM
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **At $4096^3$ both goals are met**: without promotion x1.011 (faster in every round; predicted
-# x1.04), and the promoting kernel, DeepSeek's recipe bit for bit as cuBLASLt runs it, at x1.003 of
-# cuBLASLt's default accumulation (faster in three rounds of five; predicted x1.02): met, by a margin
-# smaller than the run-to-run spread. Both gained less here than in the probe. At $8192^3$ the power
+# x1.04), and with promotion x1.003 of cuBLASLt's default accumulation (faster in three rounds of five;
+# predicted x1.02). That is narrow: the same build of the promoting kernel ran at 1221 to 1232 TFLOP/s
+# in this appendix's four probes, a spread wider than its 0.3%. Both gained less here than in the
+# probe. At $8192^3$ the power
 # limit again: the plain kernel's x1.043 is not judged (cuBLASLt's clock was lower), and the promoting
 # kernel ran at 1470 MHz against cuBLASLt's 1635 and missed, x0.990. At a tenth lower clock it is only
 # 1% slower, so per cycle it does more; but both drew the cap's power (690 and 685 W, NVML), so per
