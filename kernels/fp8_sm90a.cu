@@ -185,8 +185,9 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // 4096^3, x1.00 at 8192^3. First run (session 20, tools/probes/fp8_stages.py --uniform,
 // results/logs/fp8-uniform-probe-nvidia-h200.json, seven alternating rounds on 128 CTAs): bit-identical to the model
 // at every shape; at 4096^3 x1.020 for fp8_wgmma_store and x1.027 for fp8_promote_2acc_lean at the same clocks
-// (Nsight Compute: 20% and 6% fewer warp instructions); at 8192^3 power-limited. Both pass UNIFORM = true since
-// (their template argument); the switch stays 0 for the other kernels, whose record was measured without it.
+// (Nsight Compute: 20% and 6% fewer warp instructions); at 8192^3 power-limited. Since that run both pass UNIFORM =
+// true (a template argument of fp8_gemm); the switch stays 0 for the other kernels, whose record was measured
+// without it.
 #ifndef F8_UNIFORM
 #define F8_UNIFORM 0
 #endif

@@ -37,7 +37,8 @@ F8_FLOW=2 lost (results/logs/fp8-flow2-probe-nvidia-h200.json) and its code left
 checkout of commit 3c26c11; elsewhere the kernel's #error says so.
 With --uniform (session 20): fp8_wgmma_store and fp8_promote_2acc_lean on 128 CTAs, as recorded and built with
 F8_UNIFORM=1 (the warpgroup index broadcast from lane 0, so that ptxas keeps the wgmma descriptors in uniform
-registers), checked at the odd shapes of --two and --store.
+registers), checked at the odd shapes of --two and --store. Its run (tree e3397d3) made both kernels pass UNIFORM =
+true (a template argument), so today its two builds of each kernel are the same code.
 At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them do 4, 16 do 3).
 
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
@@ -113,14 +114,16 @@ def main(argv) -> int:
                         ctas=n[0] if n else sms)
     rounds, sizes = int_option(argv, "--rounds", ROUNDS, one=True), int_option(argv, "--sizes", SIZES)
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
-                else LEAN_STAGES if "--lean-stages" in argv else UNIFORM if "--uniform" in argv else FLOW2 if "--flow2" in argv else FLOW if "--flow" in argv
+                else LEAN_STAGES if "--lean-stages" in argv else UNIFORM if "--uniform" in argv
+                else FLOW2 if "--flow2" in argv else FLOW if "--flow" in argv
                 else CTAS_LEAN if "--ctas-lean" in argv else CTAS if "--ctas" in argv
                 else STORE if store else VARIANTS)
-    flow = "--flow" in argv or "--flow2" in argv or "--uniform" in argv
-    more_odd = "--two" in argv or flow or store
-    store = store or flow                       # (2000 x 2600 x 300: 336 tiles of 128 x 128, 3 K-tiles each)
+    switched = any(f in argv for f in ("--flow", "--flow2", "--uniform"))   # a probe switch of the record's kernels:
+    more_odd = "--two" in argv or switched or store                          # the odd shapes of --two and --store
+    store = store or switched                   # (2000 x 2600 x 300: 336 tiles of 128 x 128, 3 K-tiles each)
     rows, failed = [], False
-    for odd in (ODD,) + (TWO_ODD if more_odd else ()) + (STORE_ODD if store else ()) + (FLOW2_ODD if "--flow2" in argv else ()):
+    shapes = (ODD,) + (TWO_ODD if more_odd else ()) + (STORE_ODD if store else ())
+    for odd in shapes + (FLOW2_ODD if "--flow2" in argv else ()):
         M, N, K = odd
         A8, Bt8, gA, gB = operands(M, N, K, 1)
         for k, st, opts in variants:

@@ -29,8 +29,9 @@ SETS = {"m128": {"rung17_hint": ("hopper_skinny", (128, 8192, 8192)), "cublas_fp
                 "fp8_lean": ("fp8_promote_2acc_lean", (4096,) * 3),          # session 19: the registry's build (128
                 "fp8_lean_flow": ("fp8_promote_2acc_lean", (4096,) * 3),     # CTAs) and its F8_FLOW=1 build: --only
                 "fp8_lean_flow2": ("fp8_promote_2acc_lean", (4096,) * 3),    # session 20: F8_FLOW=2 (commit 3c26c11)
-                "fp8_lean_uniform": ("fp8_promote_2acc_lean", (4096,) * 3),  # session 20: F8_UNIFORM=1
-                "fp8_store": ("fp8_wgmma_store", (4096,) * 3),
+                "fp8_lean_uniform": ("fp8_promote_2acc_lean", (4096,) * 3),  # session 20: F8_UNIFORM=1 (run at
+                "fp8_store": ("fp8_wgmma_store", (4096,) * 3),               # e3397d3; both kernels pass UNIFORM since:
+                # fp8_lean and fp8_store are now the same code as their _uniform builds)
                 "fp8_store_uniform": ("fp8_wgmma_store", (4096,) * 3)}}
 # NVRTC switches of a target's build (the probe switch F8_FLOW of kernels/fp8_sm90a.cu)
 OPTIONS = {"fp8_lean_flow": ("-DF8_FLOW=1",), "fp8_lean_flow2": ("-DF8_FLOW=2",), "fp8_lean_uniform": ("-DF8_UNIFORM=1",),

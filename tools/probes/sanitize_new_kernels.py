@@ -2,7 +2,7 @@
 fp8_promote_pingpong and fp8_block_scaled), with tools/sanitize_driver.py's own case functions, at small and odd sizes and split-K at
 2 parts (rung 16 also after two whole waves, with a tile below M); `make sanitize` runs every kernel, this runs
 four in seconds (`--pending`: only the kernels still pending their first run; `--rungs 23 24`: those rungs; `--tile-n`:
-rungs 25-26 with TILE_N 152 in clusters of 4 and 200 in clusters of 2; `--fp8 NAME ...`: those FP8 kernels; `--uniform`: fp8_wgmma_store and fp8_promote_2acc_lean built with F8_UNIFORM=1; `--flow2`: fp8_promote_2acc_lean built with F8_FLOW=2, in a checkout of commit 3c26c11 (`--primed`: one small shape where CTAs prime a next tile); `--desc`: fp8_promote_128 and fp8_wgmma
+rungs 25-26 with TILE_N 152 in clusters of 4 and 200 in clusters of 2; `--fp8 NAME ...`: those FP8 kernels; `--uniform`: fp8_wgmma_store and fp8_promote_2acc_lean built with F8_UNIFORM=1 (run at e3397d3; both have passed UNIFORM = true since, so it now checks their recorded build); `--flow2`: fp8_promote_2acc_lean built with F8_FLOW=2, in a checkout of commit 3c26c11 (`--primed`: one small shape where CTAs prime a next tile); `--desc`: fp8_promote_128 and fp8_wgmma
 and rungs 13, 14, 16, 19 and 21 built with the probe switches F8_DESC_ADD=1 and DESC_ADD=1). Under each tool:
 
     compute-sanitizer --tool memcheck --padding 64 --report-api-errors no python3 tools/probes/sanitize_new_kernels.py
