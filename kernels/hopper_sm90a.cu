@@ -69,6 +69,13 @@
 #ifndef DESC_ADD
 #define DESC_ADD 0
 #endif
+// WG_UNIFORM, a probe switch of ws_gemm (issue 25; 0 as every rung is recorded): 1 broadcasts the warpgroup index
+// from lane 0 (__shfl_sync), so the compiler knows it is the same in every lane and keeps the wgmma descriptors in
+// uniform registers, as lesson 7's fp8 kernels do (x1.02 there). Predicted before any run (session 21): x1.01 over
+// rungs 13-15 at 4096^3, x1.00 at 8192^3.
+#ifndef WG_UNIFORM
+#define WG_UNIFORM 0
+#endif
 #ifndef HSTAGES
 #define HSTAGES 4                             // pipeline stages (a knob, see below)
 #endif
@@ -461,7 +468,8 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     u64* full = reinterpret_cast<u64*>(smem + STAGES * ST_BYTES + (TMA_STORE ? EPI_BYTES : 0));
     u64* empty = full + STAGES;                                // full[s]: stage s loaded; empty[s]: stage s free
 
-    const int wg = threadIdx.x / 128;                          // 0: producer; 1, 2: consumers
+    // 0: producer; 1, 2: consumers (WG_UNIFORM: the same value, read from lane 0 so the compiler sees it is uniform)
+    const int wg = WG_UNIFORM ? __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) : threadIdx.x / 128;
     const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, ktiles = (K + HBK - 1) / HBK;
     const int units_m = (tiles_m + CLUSTER - 1) / CLUSTER, part_units = units_m * tiles_n;
