@@ -98,8 +98,8 @@ class GemmKernel:
     base: int | None = None        # the rung its gain is predicted over, where that is not the rung before
     why: str = ""                  # the reasoning behind the prediction
     timed_shapes: tuple | None = None   # (M, N, K) shapes lesson 6's record times it at; None: every timed shape
-    per_shape: bool = False        # the launcher builds it per problem (rungs 25-26: clusters of 4 or of 2,
-                                   # helpers.kernels.quad_choice)
+    per_shape: str = ""            # the launcher builds it per problem: "cluster" (rungs 25-26: clusters of 4 or
+                                   # of 2, helpers.kernels.quad_choice), "tile" (rungs 27-28: helpers.kernels.tall_choice)
 
     def __post_init__(self):
         if not self.output:
@@ -281,6 +281,44 @@ def tile_n_smem(width: int, stages: int = 4) -> int:
     """Dynamic shared memory of rungs 25-26 with a tile `width` wide (TILE_N): per stage A (128 x 64) and B's boxes of 64
     columns (width / 64 rounded up), plus the epilogue's buffers, slack and barriers as rungs 13-16."""
     return stages * (128 * 64 + math.ceil(width / 64) * 64 * 64) * 2 + (HOPPER_STORE_SMEM - 4 * HOPPER_STAGE)
+
+
+# Rungs 27-28 (issue 25, session 21): a 256-row tile whose width is chosen per problem (TALL_M, TALL_N in
+# kernels/hopper_sm90a.cu). Widths: multiples of 8 from 128 to 192 (two 64-row slices of 192 columns are 192
+# accumulators a consumer thread; ptxas fits them in setmaxnreg's 232 without spilling).
+TALL_WIDTHS = tuple(range(128, 193, 8))
+TALL_GAIN = 0.9
+
+
+def tall_stages(width: int) -> int:
+    """Pipeline stages of the 256-row tile `width` wide (TALL_STAGES): 4 where B is two boxes of 64 columns, else 3
+    (56 KB each: 4 would not fit in 227 KB beside the epilogue's 32 KB)."""
+    return 4 if width <= 128 else 3
+
+
+def tall_smem(width: int, stages: int | None = None) -> int:
+    """Dynamic shared memory of rungs 27-28 with a 256 x `width` tile: per stage A (256 x 64) and B's boxes of 64
+    columns (width / 64 rounded up), plus the epilogue's buffers, slack and barriers as rungs 13-16."""
+    stages = tall_stages(width) if stages is None else stages
+    return stages * (256 * 64 + math.ceil(width / 64) * 64 * 64) * 2 + (HOPPER_STORE_SMEM - 4 * HOPPER_STAGE)
+
+
+def tall_waves(M: int, N: int, width: int, fit: int) -> int:
+    """Waves of the 256 x `width` tile in clusters of 2 stacked along M, `fit` clusters resident at once."""
+    units = -(-math.ceil(M / 256) // 2) * math.ceil(N / width)
+    return -(-units // fit)
+
+
+def tall_choice(M: int, N: int, fits: Callable[[], tuple[int, int]]) -> tuple[int, int]:
+    """Rungs 27-28's tile for an M x N problem, (256, width) or (128, 256): the cost of a tile shape is its waves
+    times its area (the Tensor Core work the chip spends, useful or not); the 256-row tile, at its cheapest width
+    (the widest on a tie), is built where it costs under TALL_GAIN of rung 14's 128 x 256 in clusters of 2, else rung
+    14's (13's) tile. The margin pays for what the tall tile asks of L2: 256 + 96 box rows per K-tile for 256 x 152
+    outputs against 128 + 128 for 128 x 256. fits() gives how many clusters of 2 of each are resident at once."""
+    fit_tall, fit_wide = fits()
+    wide = cluster_waves(M, N, 2, fit_wide) * 128 * 256
+    width = min(TALL_WIDTHS, key=lambda w: (tall_waves(M, N, w, fit_tall) * w, -w))
+    return (256, width) if tall_waves(M, N, width, fit_tall) * 256 * width < TALL_GAIN * wide else (128, 256)
 
 
 _fp16_fp32acc_h = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL, output="fp16")
@@ -567,10 +605,10 @@ KERNELS: dict[str, GemmKernel] = _registry([
         c_box=(64, 32), dyn_smem=SKINNY_SMEM, timed_shapes=SKINNY_TIMED, base=22),
     _hopper_rung(25, "hopper_quad_cluster", "clusters of 4 where rows start inside a line (chosen per shape)", 1.0,
                  _QUAD_WHY, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(4, 1, 1),
-                 c_box=(64, 64), dyn_smem=HOPPER_STORE_SMEM, base=14, per_shape=True),
+                 c_box=(64, 64), dyn_smem=HOPPER_STORE_SMEM, base=14, per_shape="cluster"),
     _hopper_rung(26, "hopper_quad_cluster_f32c", "rung 25 writing FP32 C (rung 13 with clusters of 4 by shape)",
                  1.0, _QUAD_WHY.replace("rung 14 (13)", "rung 13"), persistent=True, cluster=(4, 1, 1),
-                 c_box=(64, 32), dyn_smem=HOPPER_STORE_SMEM, base=13, per_shape=True),
+                 c_box=(64, 32), dyn_smem=HOPPER_STORE_SMEM, base=13, per_shape="cluster"),
 ])
 
 ALL_RUNGS: dict[int, GemmKernel] = {k.rung: k for k in sorted((k for k in KERNELS.values() if k.rung is not None),
@@ -583,8 +621,24 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 # A rung is written, compiled and modelled here before its first GPU run; until that run has checked and timed it
 # (a probe in tools/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
 # and moves into the registry (and its macros into helpers.tryout.KNOBS) once a Hopper GPU has run it.
-# None waits now: rungs 27-28 (session 16, a width chosen per shape) measured slower and became rungs 25-26's TILE_N knob.
-PENDING: dict[int, GemmKernel] = {}
+# Rungs 27-28 of session 16 (a 128-row tile, its width chosen per shape) measured slower and became rungs 25-26's
+# TILE_N knob; today's rungs 27-28 (session 21) are a 256-row tile, its width chosen per shape.
+_TALL_WHY = ("where 128 x 256 tiles leave the last wave mostly empty, a 256-row tile whose width makes whole waves: at "
+             "5000^3 rung 14's 400 units of 2 tiles take 7 waves of 66 clusters for 6.06 waves of work, 256 x 152 "
+             "tiles 5 whole waves (the tile cuBLAS picks there). Each consumer owns two 64-row slices, 152 "
+             "accumulators a thread. The waves give x1.17 over rung 14; the tall tile asks L2 for 110 outputs per "
+             "box row against rung 14's 128, so some of it goes: predicted x1.05 over rung 25 at 5000^3, x1.00 where "
+             "the launcher builds rung 14's tile (helpers.kernels.tall_choice)")
+PENDING: dict[int, GemmKernel] = {
+    27: _hopper_rung(27, "hopper_tall_tile", "a 256-row tile, its width chosen per shape", 1.05, _TALL_WHY,
+                     output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(256, 152),
+                     tma_boxes=((256, 64), (64, 64)), c_box=(64, 64), dyn_smem=tall_smem(152), base=25,
+                     per_shape="tile"),
+    28: _hopper_rung(28, "hopper_tall_tile_f32c", "rung 27 writing FP32 C (rung 13's epilogue)", 1.05,
+                     _TALL_WHY.replace("rung 14's tile", "rung 13's tile").replace("over rung 25", "over rung 26"),
+                     persistent=True, cluster=(2, 1, 1), block_tile=(256, 152), tma_boxes=((256, 64), (64, 64)),
+                     c_box=(64, 32), dyn_smem=tall_smem(152), base=26, per_shape="tile"),
+}
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 
 

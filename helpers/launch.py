@@ -258,13 +258,15 @@ def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_by
     """(entry, NVRTC options) of rung 25 or 26 for an M x N problem whose rows of A and B are a_row_bytes and
     b_row_bytes apart: clusters of 4 as built, or of 2 (QUAD_CLUSTER=2: rung 14's or 13's template call), as
     helpers.kernels.quad_choice decides from how many clusters of each size the driver lets run at once (and the
-    entry's tile width: the TILE_N knob). source / options: a variant (helpers.tryout's other knobs), asked about and
-    built with them."""
+    entry's tile width: the TILE_N knob). Rungs 27-28: tall_build. source / options: a variant (helpers.tryout's
+    other knobs), asked about and built with them."""
     import dataclasses
 
     from .kernels import quad_choice
 
     options = tuple(options)
+    if spec.per_shape == "tile":
+        return tall_build(spec, M, N, source, options)
     pair = (dataclasses.replace(spec, cluster=(2, 1, 1)), (*options, "-DQUAD_CLUSTER=2"))
     fits = lambda: (resident_blocks(spec, source, options)[0] // 4,                          # noqa: E731
                     resident_blocks(pair[0], source, pair[1])[0] // 2)
@@ -272,10 +274,37 @@ def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_by
     return (spec, options) if four else pair
 
 
+def tall_build(spec: GemmKernel, M: int, N: int, source: str | None = None, options: tuple = ()) -> tuple:
+    """(entry, NVRTC options) of rung 27 or 28 for an M x N problem: the tile helpers.kernels.tall_choice picks from
+    how many clusters of 2 of the tall tile (as built) and of rung 14's (13's) the driver lets run at once (tall_tile)."""
+    from .kernels import tall_choice
+
+    wide = tall_tile(spec, 128, 256, options)
+    fits = lambda: (resident_blocks(spec, source, options)[0] // 2,                           # noqa: E731
+                    resident_blocks(wide[0], source, wide[1])[0] // 2)
+    rows, width = tall_choice(M, N, fits)
+    return wide if rows == 128 else tall_tile(spec, rows, width, options)
+
+
+def tall_tile(spec: GemmKernel, rows: int, width: int, options: tuple = ()) -> tuple:
+    """(entry, NVRTC options) of rung 27 or 28 built with a rows x width tile (256 x 128 .. 192, or 128 x 256: rung
+    14's or 13's): the entry carries that tile's shared memory, block tile and box of A, the options -DTALL_M, -DTALL_N
+    after `options`."""
+    import dataclasses
+
+    from .kernels import HOPPER_STORE_SMEM, tall_smem
+
+    smem = HOPPER_STORE_SMEM if rows == 128 else tall_smem(width)
+    return (dataclasses.replace(spec, dyn_smem=smem, block_tile=(rows, width), tma_boxes=((rows, 64), (64, 64))),
+            (*tuple(options), f"-DTALL_M={rows}", f"-DTALL_N={width}"))
+
+
 def chooses_cluster(spec: GemmKernel, options: tuple = ()) -> bool:
-    """Whether the launcher chooses rung 25's or 26's cluster for the problem: a per-shape rung whose build does not
-    name one (helpers.tryout's CLUSTER_M knob compiles -DQUAD_CLUSTER=n, which the learner chose)."""
-    return spec.per_shape and not any(str(o).startswith("-DQUAD_CLUSTER=") for o in options)
+    """Whether the launcher chooses the build per problem: rung 25's or 26's cluster where the build does not name
+    one (helpers.tryout's CLUSTER_M knob compiles -DQUAD_CLUSTER=n, which the learner chose); rung 27's or 28's tile
+    where it names no tile (-DTALL_M, -DTALL_N)."""
+    names = ("-DTALL_M=", "-DTALL_N=") if spec.per_shape == "tile" else ("-DQUAD_CLUSTER=",)
+    return bool(spec.per_shape) and not any(str(o).startswith(names) for o in options)
 
 
 def build_for(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int, source: str | None = None,

@@ -31,8 +31,12 @@
 //   rung 22  hopper_skinny_hint_f32c rung 21 writing FP32 C
 //   rung 23  hopper_skinny_desc      rung 21 whose descriptors are built once and advanced by adds
 //   rung 24  hopper_skinny_desc_f32c rung 23 writing FP32 C
-//   rung 25  hopper_quad_cluster     rung 14 in clusters of 4: each CTA loads a quarter of B (pending)
-//   rung 26  hopper_quad_cluster_f32c rung 13 in clusters of 4 (pending)
+//   rung 25  hopper_quad_cluster     rung 14 in clusters of 4 where rows start inside a 128-byte line:
+//                                    each CTA loads a quarter of B (chosen per shape)
+//   rung 26  hopper_quad_cluster_f32c rung 25 writing FP32 C
+//   rung 27  hopper_tall_tile        a 256-row tile whose width is chosen per shape, so that the tiles
+//                                    fill whole waves (5000^3); else rung 14's tile (pending)
+//   rung 28  hopper_tall_tile_f32c   rung 27 writing FP32 C (pending)
 //
 // Rungs 9-22 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
@@ -452,12 +456,17 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     // columns; with 64 rows they take columns 0 .. BN/2 - 1 and BN/2 .. BN - 1 of all 64 rows.
     // TILE_N (rungs 25-26): 128 x BN, BN any multiple of 8 from 128 to 256 (wgmma's widths); B still comes in boxes of 64
     // columns, NBOX of them, the last one partly the next tile's.
+    // Rung 27: 256 x BN, BN from 128 to 192: each consumer owns 128 rows, two 64-row slices (SUB) of all BN columns,
+    // 2 x BN / 2 accumulators per thread.
     static_assert((BM == HBM && (BN == HBN || (BN % 8 == 0 && BN >= 128 && BN < HBN && !SPLIT_K)))
-                  || (BM == 64 && BN == 128 && !SPLIT_K), "tiles 128 x 256 (128 x BN, BN = 128 .. 256), or 64 x 128");
+                  || (BM == 2 * HBM && BN % 8 == 0 && BN >= 128 && BN <= 192 && !SPLIT_K)
+                  || (BM == 64 && BN == 128 && !SPLIT_K),
+                  "tiles 128 x 256 (128 x BN, BN = 128 .. 256), 256 x BN (BN = 128 .. 192), or 64 x 128");
     constexpr int NBOX = (BN + BOX_N - 1) / BOX_N;
     constexpr int A_BYTES = BM * HBK * 2, B_BYTES = NBOX * B_BOX_BYTES, ST_BYTES = A_BYTES + B_BYTES;
     static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && BM == 64 && BN == 128), "one consumer: the skinny tile only");
-    constexpr int SN = BM == 128 ? BN : BN / CONSUMERS;        // columns of a consumer's slice (rung 19: all 128)
+    constexpr int SN = BM >= 128 ? BN : BN / CONSUMERS;        // columns of a consumer's slice (rung 19: all 128)
+    constexpr int SUB = BM == 256 ? 2 : 1;                     // 64-row slices per consumer (rung 27: 2)
     constexpr int NACC = SN / 2;                               // its FP32 accumulators per thread (64 x SN / 128)
     static_assert(STAGES >= 2 && 2 * STAGES * 8 <= BAR_BYTES, "full[] + empty[] fit BAR_BYTES");
     float* C = reinterpret_cast<float*>(Cout);
@@ -562,13 +571,15 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         if constexpr (CONSUMERS == 2) regs_inc<CONSUMER_REGS>();   // the accumulators + addresses (rung 19: 256
                                                                    // threads, registers enough without setmaxnreg)
         const int cw = wg - 1;                                 // consumer 0 or 1: its slice of the tile
-        const int r0 = BM == 128 ? cw * 64 : 0, c0 = BM == 128 ? 0 : cw * SN;   // its slice's origin
+        const int r0 = BM >= 128 ? cw * (BM / 2) : 0, c0 = BM >= 128 ? 0 : cw * SN;   // its slice's origin
         const int lane = threadIdx.x % 32;
         int s = 0, ebox = 0;                                   // ebox: epilogue boxes stored (rung 17)
         u32 phase = 0;
-        float d[NACC];
+        float acc[SUB][NACC];                                  // rung 27: rows r0 .. r0 + 63, then r0 + 64 .. r0 + 127
+        float (&d)[NACC] = acc[0];
         // DESC (rungs 23-24; DESC_ADD, the probe switch, for the others): the slice's descriptors in stage 0, built once
-        const DescBase da0 = DESC ? desc_split(desc_kmajor(sA + (BM == 128 ? cw * 64 * 128 : 0))) : DescBase{0, 0};
+        const int a_off = BM >= 128 ? cw * (BM / 2) * 128 : 0;  // bytes into an A stage: row r0's
+        const DescBase da0 = DESC ? desc_split(desc_kmajor(sA + a_off)) : DescBase{0, 0};
         const DescBase db0 = DESC ? desc_split(desc_mnmajor(sB + c0 / BOX_N * B_BOX_BYTES)) : DescBase{0, 0};
         // this warp is done reading `stage` (every CTA's barrier: the producers multicast into it)
         auto release = [&](int stage) { if (lane == 0) mbar_arrive_all<CLUSTER>(&empty[stage]); };
@@ -579,18 +590,23 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
             const int span = TAIL && nparts == 1 ? ktiles : kper;
             const int k0 = part * kper, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
 #pragma unroll
-            for (int i = 0; i < NACC; ++i) d[i] = 0.0f;
+            for (int h = 0; h < SUB; ++h)
+#pragma unroll
+                for (int i = 0; i < NACC; ++i) acc[h][i] = 0.0f;
             int prev = -1;
             for (int kt = k0; kt < k1; ++kt) {
                 mbar_wait<WAIT>(&full[s], phase);              // TMA has delivered this stage
                 wgmma_fence();
-                // the slice's rows of A (r0 x 128 bytes, spelt out: rungs 8-16 then compile as before) and its
-                // columns of B (rung 17: consumer cw's box)
-                if constexpr (DESC != 0)
-                    mma_ktile_at(d, da0, db0, (u32)(s * A_BYTES) >> 4, (u32)(s * B_BYTES) >> 4);
-                else
-                    mma_ktile(d, sA + s * A_BYTES + (BM == 128 ? cw * 64 * 128 : 0),
-                              sB + s * B_BYTES + c0 / BOX_N * B_BOX_BYTES);
+                // the slice's rows of A (r0 x 128 bytes) and its columns of B (rung 17: consumer cw's box);
+                // rung 27: both slices, the second 64 rows (8 KB of A) further, in one group
+#pragma unroll
+                for (int h = 0; h < SUB; ++h) {
+                    if constexpr (DESC != 0)
+                        mma_ktile_at(acc[h], da0, db0, (u32)(s * A_BYTES + h * 64 * 128) >> 4, (u32)(s * B_BYTES) >> 4);
+                    else
+                        mma_ktile(acc[h], sA + s * A_BYTES + a_off + h * 64 * 128,
+                                  sB + s * B_BYTES + c0 / BOX_N * B_BOX_BYTES);
+                }
                 wgmma_commit();
                 wgmma_wait<1>();                               // the previous K-tile's group is done ...
                 if (prev >= 0) release(prev);                  // ... so its stage can be refilled
@@ -629,66 +645,75 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 }
                 if (leader) flags[slice] = 0;                   // ready for the next launch
             }
-            if (!TMA_STORE) {
-                store_slice(d, C, M, N, tm * BM + r0, tn * BN + c0);
-            } else if (tm * BM + r0 < M) {               // (a slice below M has nothing to store)
-                // rungs 13-15: boxes of 64 rows x 128 bytes, through two 8 KB buffers per warpgroup.
-                // A box row is 128 bytes, stored with the 128-byte swizzle the tensor map expects:
-                // 16-byte chunk q of row r sits at chunk q ^ (r % 8), so a warp's 8 rows of 32 bytes
-                // spread over all 32 banks instead of hitting the same 8.
-                const int warp = (threadIdx.x % 128) / 32, g = lane / 4, tq = lane % 4;
-                const bool leader = threadIdx.x % 128 == 0;
-                float* mine = sC + cw * 2 * (64 * EPI_COLS);
-                constexpr int box_cols = HALF_C ? EPI_HCOLS : EPI_COLS;
-                // A slice of an odd number of boxes (rung 17: one) alternates the two buffers across tiles, so
-                // that the store still reading the previous tile's buffer is never overwritten; with an even
-                // number, box & 1 already does (the last box of a tile and the first of the next differ). So
-                // every box is written, also one right of C (only its store is skipped): a slice that stopped
-                // there would leave an odd number of boxes, and the next tile's box 0 could overwrite a buffer
-                // that a store still reads.
-                constexpr bool ODD_BOXES = (SN / box_cols) % 2 == 1;
+            // rung 27: the consumer's two 64-row slices, one after the other (the others: one)
 #pragma unroll
-                for (int box = 0; box < SN / box_cols; ++box) {    // (TILE_N: the whole boxes; the rest below)
-                    float* buf = mine + ((ODD_BOXES ? ebox++ : box) & 1) * (64 * EPI_COLS);
-                    if (HALF_C) {
-                        // rungs 14-16: 64 FP16 columns = 8 chunks of 8; one stmatrix.x4 stores a 16 x 16
-                        // piece (8-column blocks j, j + 1, rows 0-7 and 8-15 of this warp's 16).
-                        const int m = lane / 8, r = warp * 16 + (m & 1) * 8 + lane % 8;
+            for (int sub = 0; sub < SUB; ++sub) {
+                const float (&e)[NACC] = acc[sub];
+                const int row = tm * BM + r0 + 64 * sub;   // the slice's first row of C
+                if (!TMA_STORE) {
+                    store_slice(e, C, M, N, row, tn * BN + c0);
+                } else if (row < M) {               // (a slice below M has nothing to store)
+                    // rungs 13-15: boxes of 64 rows x 128 bytes, through two 8 KB buffers per warpgroup.
+                    // A box row is 128 bytes, stored with the 128-byte swizzle the tensor map expects:
+                    // 16-byte chunk q of row r sits at chunk q ^ (r % 8), so a warp's 8 rows of 32 bytes
+                    // spread over all 32 banks instead of hitting the same 8.
+                    const int warp = (threadIdx.x % 128) / 32, g = lane / 4, tq = lane % 4;
+                    const bool leader = threadIdx.x % 128 == 0;
+                    float* mine = sC + cw * 2 * (64 * EPI_COLS);
+                    constexpr int box_cols = HALF_C ? EPI_HCOLS : EPI_COLS;
+                    // A slice of an odd number of boxes (rung 17: one) alternates the two buffers across tiles, so
+                    // that the store still reading the previous tile's buffer is never overwritten; with an even
+                    // number, box & 1 already does (the last box of a tile and the first of the next differ). So
+                    // every box is written, also one right of C (only its store is skipped): a slice that stopped
+                    // there would leave an odd number of boxes, and the next tile's box 0 could overwrite a buffer
+                    // that a store still reads.
+                    constexpr bool ODD_BOXES = (SN / box_cols) % 2 == 1;
 #pragma unroll
-                        for (int p = 0; p < EPI_HCOLS / 16; ++p) {
-                            const int j = box * (EPI_HCOLS / 8) + 2 * p;     // 8-column block of the slice
-                            const int q = 2 * p + (m >> 1);                  // this lane's row chunk in the box
-                            stmatrix_x4(reinterpret_cast<unsigned char*>(buf) + r * 128 + ((q ^ (r & 7)) * 16),
-                                        pack_half2(d[4 * j], d[4 * j + 1]), pack_half2(d[4 * j + 2], d[4 * j + 3]),
-                                        pack_half2(d[4 * j + 4], d[4 * j + 5]), pack_half2(d[4 * j + 6], d[4 * j + 7]));
-                        }
-                    } else {
+                    for (int box = 0; box < SN / box_cols; ++box) {    // (TILE_N: the whole boxes; the rest below)
+                        float* buf = mine + ((ODD_BOXES ? ebox++ : box) & 1) * (64 * EPI_COLS);
+                        if (HALF_C) {
+                            // rungs 14-16: 64 FP16 columns = 8 chunks of 8; one stmatrix.x4 stores a 16 x 16
+                            // piece (8-column blocks j, j + 1, rows 0-7 and 8-15 of this warp's 16).
+                            const int m = lane / 8, r = warp * 16 + (m & 1) * 8 + lane % 8;
 #pragma unroll
-                        for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
-                            const int j = box * (EPI_COLS / 8) + jj;     // 8-column block of the slice
-                            const int q = 2 * jj + tq / 2;               // 16-byte chunk of the box row
+                            for (int p = 0; p < EPI_HCOLS / 16; ++p) {
+                                const int j = box * (EPI_HCOLS / 8) + 2 * p;     // 8-column block of the slice
+                                const int q = 2 * p + (m >> 1);                  // this lane's row chunk in the box
+                                stmatrix_x4(reinterpret_cast<unsigned char*>(buf) + r * 128 + ((q ^ (r & 7)) * 16),
+                                            pack_half2(e[4 * j], e[4 * j + 1]), pack_half2(e[4 * j + 2], e[4 * j + 3]),
+                                            pack_half2(e[4 * j + 4], e[4 * j + 5]), pack_half2(e[4 * j + 6], e[4 * j + 7]));
+                            }
+                        } else {
 #pragma unroll
-                            for (int h = 0; h < 2; ++h) {
-                                const int r = warp * 16 + g + 8 * h;
-                                store2(buf + r * EPI_COLS + ((q ^ (r & 7)) * 4) + (tq & 1) * 2, d[4 * j + 2 * h],
-                                       d[4 * j + 2 * h + 1]);
+                            for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
+                                const int j = box * (EPI_COLS / 8) + jj;     // 8-column block of the slice
+                                const int q = 2 * jj + tq / 2;               // 16-byte chunk of the box row
+#pragma unroll
+                                for (int h = 0; h < 2; ++h) {
+                                    const int r = warp * 16 + g + 8 * h;
+                                    store2(buf + r * EPI_COLS + ((q ^ (r & 7)) * 4) + (tq & 1) * 2, e[4 * j + 2 * h],
+                                           e[4 * j + 2 * h + 1]);
+                                }
                             }
                         }
+                        fence_proxy_async();                       // my stores, visible to the copy engine
+                        if (leader) bulk_wait_read0();             // the previous box's store has read its buffer
+                        warpgroup_bar(1 + cw);                     // all 128 threads wrote this box
+                        if (leader && tn * BN + c0 + box * box_cols < N) {   // (a box wholly right of C is not stored)
+                            tma_store(tmC, buf, tn * BN + c0 + box * box_cols, row);
+                            bulk_commit();
+                        }
                     }
-                    fence_proxy_async();                       // my stores, visible to the copy engine
-                    if (leader) bulk_wait_read0();             // the previous box's store has read its buffer
-                    warpgroup_bar(1 + cw);                     // all 128 threads wrote this box
-                    if (leader && tn * BN + c0 + box * box_cols < N) {   // (a box wholly right of C is not stored)
-                        tma_store(tmC, buf, tn * BN + c0 + box * box_cols, tm * BM + r0);
-                        bulk_commit();
-                    }
+                    if constexpr (SN % box_cols != 0)              // TILE_N: the columns past the last whole box
+                        store_rest<HALF_C>(e, Cout, M, N, row, tn * BN + c0, SN / box_cols * box_cols / 8);
                 }
-                if constexpr (SN % box_cols != 0)              // TILE_N: the columns past the last whole box
-                    store_rest<HALF_C>(d, Cout, M, N, tm * BM + r0, tn * BN + c0, SN / box_cols * box_cols / 8);
             }
         }
-        if (TMA_STORE && threadIdx.x % 128 == 0) bulk_wait0();   // stores done before the CTA leaves
+        if (TMA_STORE && BM != 256 && threadIdx.x % 128 == 0) bulk_wait0();   // stores done before the CTA leaves
     }
+    // Rung 27: the same wait, after the branches: inside the consumer's branch ptxas (CUDA 13.0) keeps half of the
+    // 2 x 76 accumulators in local memory and serializes the wgmmas (-Xptxas -v: 664 bytes of spill stores).
+    if (TMA_STORE && BM == 256 && wg > 0 && threadIdx.x % 128 == 0) bulk_wait0();
     if (CLUSTER > 1) cluster_sync();                           // no CTA leaves while its peer may write to it
 }
 #endif
@@ -1140,6 +1165,65 @@ extern "C" __global__ void hopper_quad_cluster_f32c(const __grid_constant__ Tens
     ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true, false, false, false, HBM, TILE_N>(&tmA, &tmB, &tmC, C, M, N, K);
 #elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
     __trap();                                  // GROUP_M below the cluster: no whole unit row per group
+#endif
+}
+
+// TALL_M, TALL_N: rungs 27-28's tile (256 x 152 as built by default; the launcher chooses per problem,
+// helpers.kernels.tall_choice): 256 rows and a width from 128 to 192 in steps of 8, or TALL_M = 128, TALL_N = 256,
+// which is rung 14's (13's) template call. TALL_STAGES: as many stages as fit in 227 KB beside the epilogue's
+// 32 KB: 3 of 56 KB (256 rows of A, 3 boxes of B), 4 where B is 2 boxes (TALL_N = 128) or the tile is rung 14's.
+#ifndef TALL_M
+#define TALL_M 256
+#endif
+#ifndef TALL_N
+#define TALL_N 152
+#endif
+#ifndef TALL_STAGES
+#define TALL_STAGES (TALL_M == 128 || TALL_N <= 128 ? 4 : 3)
+#endif
+static_assert((TALL_M == 256 && TALL_N % 8 == 0 && TALL_N >= 128 && TALL_N <= 192) || (TALL_M == 128 && TALL_N == 256),
+              "TALL_M x TALL_N: 256 x (128 .. 192, a multiple of 8), or 128 x 256");
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
+#define TALL_DIMS
+#else
+#define TALL_DIMS __cluster_dims__(2, 1, 1)
+#endif
+// Rung 27 -- a 256-row tile, its width chosen per shape (issue 25; written 2026-12-03, session 21).
+// Adds, over rung 14: where 128 x 256 tiles leave the last wave mostly empty, a tile of 256 rows and a width w
+// chosen so that the tiles fill whole waves. At 5000^3 rung 14's 40 x 20 tiles are 400 units of 2 for 66 clusters:
+// 6.06 waves, run as 7 (83% of the work the chip could do in that time is useful); 256 x 152 tiles are 20 x 33 =
+// 330 units, 5 whole waves (97%), the tile cuBLAS picks there (its 256x152 kernel computes C^T, so its tile is 152
+// rows of C by 256 columns). Each consumer warpgroup owns 128 rows: two 64-row slices, 2 x 76 accumulators per thread;
+// B's 152 columns come in 3 boxes of 64, one from one CTA of the pair and two from the other. 3 stages of 56 KB fit.
+// Per K-tile a CTA asks L2 for 256 + 96 box rows for 256 x 152 outputs (110 outputs per row) against rung 14's
+// 128 + 128 for 128 x 256 (128 per row): where L2 limits, the tall tile loses some of what the waves give.
+// Elsewhere the launcher builds rung 14's tile (TALL_M = 128, TALL_N = 256), where the tall one saves under 10% of the
+// waves x tile area (helpers.kernels.tall_choice). The sums are rung 14's, bit for bit (the same K order per output).
+// Predicted before any run: x1.05 over rung 25 at 5000^3 (about 650 TFLOP/s; the waves give x1.17, L2 takes back
+// some); x1.00 over rung 14 where it builds rung 14's tile.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_tall_tile(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_tall_tile(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, 2, true, true, false, false, TALL_M, TALL_N, TALL_STAGES>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 28 -- rung 27 writing FP32 C (rung 13's epilogue, boxes of 32 columns: 152 = 4 boxes + 24 columns from the
+// registers). Predicted: x1.05 over rung 26 at 5000^3, x1.00 over rung 13 where it builds rung 13's tile.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_tall_tile_f32c(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_tall_tile_f32c(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, 2, true, false, false, false, TALL_M, TALL_N, TALL_STAGES>(&tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }
 

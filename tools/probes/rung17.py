@@ -7,10 +7,12 @@ run, results/logs/rung18-probe-nvidia-h200.json): the same checks and timings, r
 RUNG 19 (hopper_skinny_one, one consumer warpgroup) or 20 (its FP32-C twin), 21-22 (19-20 with the wait hint) and
 23-24 (21-22 with added descriptors): the same, the rung its gain is over (its base) beside it at the skinny shapes
 and 4096^3. With RUNG 25 or 26 (rungs 14 and 13 in clusters of 4): the full-chip shapes the record judges (4096^3,
-5000^3, 8192^3, 2048^3, 8192 x 8192 x 1024), its base (14 or 13) beside it at each. With --knobs: only the
+5000^3, 8192^3, 2048^3, 8192 x 8192 x 1024), its base (14 or 13) beside it at each. With RUNG 27 or 28 (the 256-row
+tile chosen per shape): the same shapes, rung 25 or 26 beside it, and two more odd sizes where it builds the tall
+tile (1304 x 3000 x 1000, 3000 x 3000 x 136). With --knobs: only the
 knob rounds at M = 128 (rungs 19-20: the wait hint, 6 stages, no cluster).
 
-    python3 tools/probes/rung17.py OUT.json [RUNG] [--knobs]   (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17 to 26)"""
+    python3 tools/probes/rung17.py OUT.json [RUNG] [--knobs]   (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17 to 28)"""
 import json
 import sys
 from pathlib import Path
@@ -22,6 +24,7 @@ SKINNY = [[128, 8192, 8192], [256, 8192, 8192], [64, 8192, 8192], [128, 28672, 4
 FULL = [[4096] * 3, [5000] * 3]
 BIG = [[4096] * 3, [5000] * 3, [8192] * 3, [2048] * 3, [8192, 8192, 1024]]   # rungs 25-26
 ODD = [[1000, 1064, 1000], [257, 520, 136], [40, 24, 56], [72, 8200, 1000]]
+TALL_ODD = [[1304, 3000, 1000], [3000, 3000, 136]]    # rungs 27-28: sizes where the launcher builds the 256-row tile
 VARIANTS = [{"STAGES": 4}, {"STAGES": 6}, {"CLUSTER_M": 1}, {"PRODUCER_REGS": 24}]   # helpers.tryout.KNOBS[17]
 VARIANTS_19 = [{"WAIT_HINT": 1}, {"STAGES": 6}, {"CLUSTER_M": 1}]                    # helpers.tryout.KNOBS[19]
 KNOB_SHAPE = (128, 8192, 8192)
@@ -71,12 +74,12 @@ def main(argv) -> int:
     from helpers.experiments.hopper import probe_rung
 
     rung = int(argv[1]) if len(argv) > 1 else 17
-    if rung not in range(17, 27):
+    if rung not in range(17, 29):
         sys.exit(__doc__)
     out, failed = {}, False
     if "--knobs" in argv:                                    # rung 19's knobs alone, beside it as recorded
         return _knobs(out, argv[0], rung, VARIANTS_19 if rung in (19, 20) else VARIANTS)
-    out[str(rung)], bad = probe_rung(rung, BIG if rung >= 25 else SKINNY + FULL, ODD)
+    out[str(rung)], bad = probe_rung(rung, BIG if rung >= 25 else SKINNY + FULL, ODD + (TALL_ODD if rung >= 27 else []))
     failed |= bad
     from helpers.kernels import rung_entry
 

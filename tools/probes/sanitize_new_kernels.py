@@ -2,7 +2,8 @@
 fp8_promote_pingpong and fp8_block_scaled), with tools/sanitize_driver.py's own case functions, at small and odd sizes and split-K at
 2 parts (rung 16 also after two whole waves, with a tile below M); `make sanitize` runs every kernel, this runs
 four in seconds (`--pending`: only the kernels still pending their first run; `--rungs 23 24`: those rungs; `--tile-n`:
-rungs 25-26 with TILE_N 152 in clusters of 4 and 200 in clusters of 2; `--fp8 NAME ...`: those FP8 kernels; `--uniform`: fp8_wgmma_store and fp8_promote_2acc_lean built with F8_UNIFORM=1 (run at e3397d3; both have passed UNIFORM = true since, so it now checks their recorded build); `--flow2`: fp8_promote_2acc_lean built with F8_FLOW=2, in a checkout of commit 3c26c11 (`--primed`: one small shape where CTAs prime a next tile); `--desc`: fp8_promote_128 and fp8_wgmma
+rungs 25-26 with TILE_N 152 in clusters of 4 and 200 in clusters of 2; `--tall`: rungs 27-28 with the 256-row tile
+152, 128 and 192 wide; `--fp8 NAME ...`: those FP8 kernels; `--uniform`: fp8_wgmma_store and fp8_promote_2acc_lean built with F8_UNIFORM=1 (run at e3397d3; both have passed UNIFORM = true since, so it now checks their recorded build); `--flow2`: fp8_promote_2acc_lean built with F8_FLOW=2, in a checkout of commit 3c26c11 (`--primed`: one small shape where CTAs prime a next tile); `--desc`: fp8_promote_128 and fp8_wgmma
 and rungs 13, 14, 16, 19 and 21 built with the probe switches F8_DESC_ADD=1 and DESC_ADD=1). Under each tool:
 
     compute-sanitizer --tool memcheck --padding 64 --report-api-errors no python3 tools/probes/sanitize_new_kernels.py
@@ -18,15 +19,16 @@ from tools.probes.common import hopper_here  # noqa: E402  (run as a script: ROO
 SPLIT_SIZES = ((40, 24, 1000), (136, 264, 1000))      # one and four tiles, K in 2 parts
 TAIL_SIZES = ((264, 17152, 1000),)                    # rung 16: 132 whole units, then 2 units in 2 parts
 SKINNY_SIZES = ((64, 264, 200), (72, 8200, 136))      # rung 17: a cluster's tile below M; 2 x 65 tiles, the last 8 wide
+TALL_SIZES = ((264, 520, 136), (1304, 400, 200))      # rungs 27-28: a tile of 8 rows beside a full one; 6 x 3 tiles
 
 
 def _rung_cases(spec, options: tuple = ()) -> int:
     """Rung `spec` (built with NVRTC `options`) at tools/sanitize_driver.py's sizes and its own (the skinny rungs'
-    from rung 17 on, split-K's below), each checked and printed as one @@end line; returns how many failed."""
+    from rung 17 on, the tall tile's from 27, split-K's below), each checked and printed as one @@end line; returns how many failed."""
     from sanitize_driver import SIZES, _course_kernel
 
     bad, tag = 0, "".join(f" {o}" for o in options)
-    for M, N, K in SIZES + (SKINNY_SIZES if spec.rung >= 17 else SPLIT_SIZES):
+    for M, N, K in SIZES + (TALL_SIZES if spec.rung >= 27 else SKINNY_SIZES if spec.rung >= 17 else SPLIT_SIZES):
         v = _course_kernel(spec, M, N, K, options=options)
         bad += not v.startswith("PASS")
         print(f"@@end {spec.name}{tag} | M={M} N={N} K={K} | {v[:160]}", flush=True)
@@ -84,6 +86,12 @@ def main() -> int:
             v = _fp8_option("fp8_promote_2acc_lean", M, N, K, ("-DF8_FLOW=2",))       # 1 and 2 K-tiles a tile
             bad += not v.startswith("PASS")
             print(f"@@end fp8_promote_2acc_lean -DF8_FLOW=2 | M={M} N={N} K={K} | {v[:160]}", flush=True)
+        return 1 if bad else 0
+    if "--tall" in sys.argv:                  # rungs 27-28 with the 256-row tile forced, 152, 128 and 192 wide (the
+        from helpers.launch import tall_tile  # sizes use one tile: the launcher would build rung 14's there)
+        for k in (27, 28):
+            for width in (152, 128, 192):
+                bad += _rung_cases(*tall_tile(rung_entry(k), 256, width))
         return 1 if bad else 0
     if "--rungs" in sys.argv:                 # named rungs (e.g. just promoted): --rungs 23 24
         for k in map(int, sys.argv[sys.argv.index("--rungs") + 1:]):
