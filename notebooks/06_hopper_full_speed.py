@@ -94,7 +94,7 @@ print("the kernels run here (a Hopper GPU), each rung in its own child process" 
 
 # %% slideshow={"slide_type": "skip"}
 # Three small readers the rung slides use: they read kernels/hopper_sm90a.cu and the record, nothing is pasted.
-import re
+import re, textwrap
 from IPython.display import Markdown
 
 hop, sweeps = rec.meta["experiments"]["hopper"], rec.meta["experiments"]["knobs"]   # the same on every machine
@@ -883,8 +883,8 @@ for k in (10, 12):
 # ### Rungs 13-14: the epilogue
 
 # %% slideshow={"slide_type": "-"}
-i = src.index("                // rungs 13-15: boxes of 64 rows")
-print(src[i:src.index("        if (TMA_STORE && threadIdx.x % 128 == 0)")])
+i = src.rindex("\n", 0, src.index("// rungs 13-15: boxes of 64 rows")) + 1
+print(textwrap.dedent(src[i:src.index("                    if constexpr (SN % box_cols != 0)", i)]))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 15: adding the parts
