@@ -76,7 +76,11 @@
 // WG_UNIFORM, a probe switch of ws_gemm (issue 25; 0 as every rung is recorded): 1 broadcasts the warpgroup index
 // from lane 0 (__shfl_sync), so the compiler knows it is the same in every lane and keeps the wgmma descriptors in
 // uniform registers, as lesson 7's fp8 kernels do (x1.02 there). Predicted before any run (session 21): x1.01 over
-// rungs 13-15 at 4096^3, x1.00 at 8192^3.
+// rungs 13-15 at 4096^3, x1.00 at 8192^3. First run (session 21, tools/probes/grid_128.py --switch WG_UNIFORM=1,
+// results/logs/wg-uniform-probe-nvidia-h200.json): bit-identical to the model at 2 odd sizes and both timed ones;
+// medians x1.004, x1.010, x1.016 at 4096^3 (faster in 4, 4, 5 of 7 rounds), but that machine's clocks moved between
+// 1605 and 1965 MHz from round to round at 516-686 W, and single rounds differed by up to 5%: not judged, still a
+// probe switch.
 #ifndef WG_UNIFORM
 #define WG_UNIFORM 0
 #endif

@@ -733,3 +733,25 @@ def test_tall_tile_compiles_at_its_widths_without_spills_or_serialized_wgmma(tmp
             r"Compiling entry function '(\w+)'.*?(\d+) bytes stack frame, (\d+) bytes spill stores, "
             r"(\d+) bytes spill loads", out, re.S))
         assert entries["hopper_tall_tile"] == entries["hopper_tall_tile_f32c"] == ("0", "0", "0"), (width, out)
+
+
+def test_wg_uniform_probe_run_is_quoted_and_not_judged():
+    """The probe switch WG_UNIFORM's first run (results/logs/wg-uniform-probe-nvidia-h200.json): every check passed
+    bit for bit; the comment quotes the 4096^3 medians (recorded over switched), the rounds faster, and the clock and
+    power ranges of that run's 4096^3 rounds that made it not judged."""
+    import json
+
+    d = json.loads((KERNEL_DIR.parent / "results" / "logs" / "wg-uniform-probe-nvidia-h200.json").read_text())
+    assert d["switch"] == "WG_UNIFORM=1" and d["checks"] and all(c["passed"] for c in d["checks"])
+    rows = {(r["n"], r["what"], r["switch"]): r for r in d["timed"]}
+    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
+    meds, faster = [], []
+    for k in (13, 14, 15):
+        a, b = rows[(4096, f"rung {k}", None)], rows[(4096, f"rung {k}", "WG_UNIFORM=1")]
+        meds.append(f"x{a['median_ms'] / b['median_ms']:.3f}")
+        faster.append(str(sum(x > y for x, y in zip(a["round_ms"], b["round_ms"]))))
+    assert f"medians {', '.join(meds)} at 4096^3 (faster in {', '.join(faster)} of 7 rounds)" in src, (meds, faster)
+    at = [r for r in d["timed"] if r["n"] == 4096]
+    mhz = [m for r in at for m in r["sm_mhz"]]
+    watts = [w for r in at for w in r["power_w"]]
+    assert f"between {min(mhz)} and {max(mhz)} MHz" in src and f"at {min(watts):.0f}-{max(watts):.0f} W" in src
