@@ -1205,6 +1205,10 @@ static_assert((TALL_M == 256 && TALL_N % 8 == 0 && TALL_N >= 128 && TALL_N <= 19
 // waves x tile area (helpers.kernels.tall_choice). The sums are rung 14's, bit for bit (the same K order per output).
 // Predicted before any run: x1.05 over rung 25 at 5000^3 (about 650 TFLOP/s; the waves give x1.17, L2 takes back
 // some); x1.00 over rung 14 where it builds rung 14's tile.
+// First run (session 21, tools/probes/rung17.py 27, results/logs/tall-rung27-probe-nvidia-h200.json; rung 25 timed
+// the same way after it): bit-identical to the model at 6 odd sizes (2 of them with the tall tile) and 5 timed shapes;
+// memcheck clean with the tall tile forced 128, 152 and 192 wide. Missed by far: x0.83 of rung 25 at 5000^3 (548
+// against 660 TFLOP/s), x1.00 where it builds rung 14's tile (4096^3, 2048^3, 8192 x 8192 x 1024). Not profiled yet.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_tall_tile(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1219,6 +1223,8 @@ extern "C" __global__ void hopper_tall_tile(const __grid_constant__ TensorMap tm
 
 // Rung 28 -- rung 27 writing FP32 C (rung 13's epilogue, boxes of 32 columns: 152 = 4 boxes + 24 columns from the
 // registers). Predicted: x1.05 over rung 26 at 5000^3, x1.00 over rung 13 where it builds rung 13's tile.
+// First run (session 21, results/logs/tall-rung28-probe-nvidia-h200.json): bit-identical everywhere; x0.84 of rung 26
+// at 5000^3 (539 against 639 TFLOP/s), x0.99 to x1.01 where it builds rung 13's tile at a steady clock.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_tall_tile_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);

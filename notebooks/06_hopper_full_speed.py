@@ -1488,6 +1488,49 @@ helpers.display.table(H.tile_n_rows(),
 helpers.try_kernel(25, TILE_N=192)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Tried: a 256-row tile
+#
+# Rungs 27-28 (written, checked and timed once; not yet in the ladder or the record) build a tile of 256
+# rows where tiles of 128 x 256 leave the last wave mostly empty, its width chosen so that the tiles fill
+# whole waves (`helpers.kernels.tall_choice`), and rung 14's (13's) own tile elsewhere. Each consumer
+# warpgroup owns two 64-row slices, so `ws_gemm` gains a loop over them:
+
+# %% slideshow={"slide_type": "-"}
+fn = helpers.display.device_functions("hopper_sm90a.cu")["ws_gemm"].splitlines()
+print("\n".join(line for line in fn if re.search(r"\bSUB\b|acc\[h\]|rung 27", line)))
+
+# %% slideshow={"slide_type": "fragment"}
+fits = lambda: (66, 66)                     # clusters of 2 the H200 runs at once, of either tile
+print({n: helpers.kernels.tall_choice(n, n, fits) for n in (4096, 5000, 8192)})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Predicted before it ran: x1.05 over rung 25 (26) at $5000^3$, x1.00 where it builds rung 14's (13's)
+# tile.** The first run (`tools/probes/rung17.py OUT.json 27`, then `28`), each rung in its own process
+# beside cuBLAS:
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.table(H.tall_first_run(), ["rung", "shape", "tile", "predicted", "tflops", "base_tflops", "ratio",
+                                           "vs_cublas", "checked", "why"],
+                      ["rung", "M x N x K", "tile built", "predicted", "TFLOP/s", "rung 25 (26)", "x rung 25 (26)",
+                       "x cuBLAS, same C", "correct", "read with care"],
+                      {"tflops": ".0f", "base_tflops": ".0f", "ratio": ".2f", "vs_cublas": ".2f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Missed by far at $5000^3$**, and correct everywhere (bit for bit). Where both build rung 14's kernel the
+# ratio is their spread (at $8192^3$ the clock fell). Counting box rows does not explain the loss: per MFLOP
+# the tall tile asks L2 for more rows than rung 25, but cuBLAS's tile (152 rows by 256, in pairs that share
+# A) asks for nearly as many and runs fastest:
+
+# %% slideshow={"slide_type": "-"}
+for what, args in (("rung 25, 128 x 256 in fours", (256, 4)), ("rung 27, 256 x 152 in pairs", (152, 2, 256)),
+                   ("cuBLAS, 152 x 256 in pairs sharing A", (256, 2, 152, "A"))):
+    print(f"{what}: {H.box_rows_per_mflop(*args):.0f} box rows per MFLOP")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Nsight Compute has not looked at the tall tile yet: that is the next step. **Try it**: which tile would
+# the launcher build for your own shape? Add a size to the tuple in the `tall_choice` cell and rerun it.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Tried: 128 CTAs instead of 132
 #
 # Lesson 7's FP8 kernels run about 1% faster on 128 CTAs than on one per SM (its Appendix H). Rungs 13 and

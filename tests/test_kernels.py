@@ -755,3 +755,25 @@ def test_wg_uniform_probe_run_is_quoted_and_not_judged():
     mhz = [m for r in at for m in r["sm_mhz"]]
     watts = [w for r in at for w in r["power_w"]]
     assert f"between {min(mhz)} and {max(mhz)} MHz" in src and f"at {min(watts):.0f}-{max(watts):.0f} W" in src
+
+
+def test_rungs_27_and_28_first_run_is_quoted():
+    """The kernel comments of rungs 27-28 quote their first run (results/logs/tall-rung27-probe, tall-rung28-probe):
+    the ratio to rung 25 (26) at 5000^3 and both TFLOP/s, x1.00 (x0.99 to x1.01) where rung 14's (13's) tile is built
+    at a steady clock; every check bit-identical."""
+    import json
+
+    from helpers.experiments import hopper as H
+
+    rows = {(r["rung"], r["shape"]): r for r in H.tall_first_run()}
+    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
+    for k in (27, 28):
+        r = rows[k, "5000x5000x5000"]
+        assert (f"x{r['ratio']:.2f} of rung {k - 2} at 5000^3 ({r['tflops']:.0f} against {r['base_tflops']:.0f} "
+                f"TFLOP/s)") in src
+        steady = [x["ratio"] for (kk, s), x in rows.items() if kk == k and s != "5000x5000x5000" and not x["why"]]
+        assert len(steady) == 3 and all(0.99 <= round(x, 2) <= 1.01 for x in steady)
+        d = json.loads((KERNEL_DIR.parent / "results" / "logs" / f"tall-rung{k}-probe-nvidia-h200.json").read_text())
+        assert len(d[str(k)]) == 11 and all(x["passed"] and x["model"] == "identical" for x in d[str(k)])
+    assert "x1.00 where it builds rung 14's tile (4096^3, 2048^3, 8192 x 8192 x 1024)" in src
+    assert "x0.99 to x1.01 where it builds rung 13's tile at a steady clock" in src

@@ -1065,3 +1065,37 @@ def test_claims_of_the_128_ctas_slide():
     for s in ("**Predicted before it ran: x1.01 at $4096^3$, x1.00 at $8192^3$:**", "faster in only 2\n# rounds of 7",
               "moved by 300 MHz", "at $8192^3$ both gained about 1% round by round", "medians differ the other way"):
         assert s in lesson, s
+
+
+def test_claims_of_the_tall_tile_slide():
+    """Appendix D, 'Tried: a 256-row tile' (results/logs/tall-rung27-probe, tall-rung28-probe): rungs 27-28 still
+    pending (not in the ladder or the record); the launcher's choice printed (256 x 152 at 5000^3 only); the predictions
+    are the registry's and the kernel comment's; every check bit-identical; at 5000^3 both far below rungs 25-26
+    (under x0.9) at a steady clock for the tall tile; where both build rung 14's (13's) kernel within 2% unless a
+    clock fell (8192^3); per MFLOP the tall tile asks for more box rows than rung 25 and cuBLAS's tile for nearly as
+    many (90-100% of it), while cuBLAS is the fastest at 5000^3; memcheck of the forced tall builds clean."""
+    from helpers.experiments import hopper as H
+
+    assert 27 not in K.ALL_RUNGS and 28 not in K.ALL_RUNGS and set(K.PENDING) == {27, 28}
+    rows = H.tall_first_run()
+    assert len(rows) == 10 and all(r["checked"] for r in rows)
+    for r in rows:
+        if r["shape"] == "5000x5000x5000":
+            assert r["tile"] == "256 x 152" and r["predicted"] == K.PENDING[r["rung"]].predicted_gain == 1.05
+            assert r["ratio"] < 0.9 and r["mhz"].split(" / ")[0].split("-")[0] == "1980"
+            assert r["vs_cublas"] < 1 and r["base_vs_cublas"] < 1            # cuBLAS the fastest there
+        else:
+            assert r["tile"] == "128 x 256" and r["predicted"] == 1.0
+            assert 0.98 <= r["ratio"] <= 1.02 or (r["why"] and r["shape"] == "8192x8192x8192"), r
+    tall, r25, cub = (H.box_rows_per_mflop(152, 2, 256), H.box_rows_per_mflop(256, 4),
+                      H.box_rows_per_mflop(256, 2, 152, "A"))
+    assert tall > r25 and 0.9 < cub / tall < 1
+    assert "(rung 27: 2)" in helpers.display.device_functions("hopper_sm90a.cu")["ws_gemm"]
+    lesson = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    for s in ("**Predicted before it ran: x1.05 over rung 25 (26) at $5000^3$, x1.00 where it builds rung 14's (13's)\n"
+              "# tile.**", "**Missed by far at $5000^3$**", "Nsight Compute has not looked at the tall tile yet"):
+        assert s in lesson, s
+    c = (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
+    assert "Predicted before any run: x1.05 over rung 25 at 5000^3" in c and "x1.05 over rung 26 at 5000^3" in c
+    log = (ROOT / "results" / "logs" / "sanitize-tall-memcheck-nvidia-h200.log").read_text()
+    assert log.count("| PASS") == 24 and "ERROR SUMMARY: 0 errors" in log

@@ -964,11 +964,14 @@ def probe_rung(k: int, timed, odd, timeout: int = 300) -> tuple[list[dict] | dic
 TILE_N_MADE_BY = "tools/probes/tile_n.py OUT.json"
 
 
-def box_rows_per_mflop(width: int, cluster: int) -> float:
-    """TMA box rows of 128 bytes one CTA asks L2 for per MFLOP of its 128 x `width` tile: per K-tile of 64, A's 128
-    rows and its share of B's boxes of 64 columns (width / 64 rounded up, 64 rows each, shared by `cluster` CTAs),
-    against the tile's 2 x 128 x width x 64 FLOP."""
-    return (128 + 64 * math.ceil(width / 64) / cluster) / (2 * 128 * width * 64 / 1e6)
+def box_rows_per_mflop(width: int, cluster: int, rows: int = 128, shared: str = "B") -> float:
+    """TMA box rows of 128 bytes one CTA asks L2 for per MFLOP of its `rows` x `width` tile: per K-tile of 64, A's
+    `rows` rows and B's boxes of 64 columns (width / 64 rounded up, 64 rows each), the `shared` one's split among the
+    `cluster` CTAs that multicast it (clusters along M share B, along N share A), against the tile's
+    2 x rows x width x 64 FLOP."""
+    a, b = rows, 64 * math.ceil(width / 64)
+    a, b = (a / cluster, b) if shared == "A" else (a, b / cluster)
+    return (a + b) / (2 * rows * width * 64 / 1e6)
 
 
 def tile_n_rows(shape=(5000, 5000, 5000), gpu_slug: str = "nvidia-h200", directory=None, grid: dict | None = None,
@@ -1014,6 +1017,46 @@ def tile_n_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> dict:
             if r.get("tflops") and key in b:
                 out[int(new), key] = {"tflops": r["tflops"], "base": b[key]["tflops"], "ratio": r["tflops"] / b[key]["tflops"],
                                       "tile": r.get("tile"), "passed": r["passed"], "model": r.get("model")}
+    return out
+
+
+TALL_MADE_BY = "tools/probes/rung17.py OUT.json 27 (28)"
+
+
+def _clock_fell(*rows) -> str:
+    """'clock fell to N MHz' where the lowest SM clock sampled during these timings is under 90% of the highest."""
+    lo = min(x.get("sm_mhz_min") or x["sm_mhz"] for x in rows)
+    return f"clock fell to {lo} MHz" if lo < 0.9 * max(x["sm_mhz"] for x in rows) else ""
+
+
+def tall_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """Rungs 27-28's first run (session 21, results/logs/tall-rung27-probe and tall-rung28-probe, each rung in its own
+    process beside cuBLAS, then rung 25 or 26 the same way): per timed shape the tile the launcher built
+    (helpers.kernels.tall_choice with 66 clusters of 2 of either tile, the H200's), the predicted gain over rung 25 (26),
+    the TFLOP/s of both and their ratio, each over cuBLAS writing the same C, the SM clocks (lowest and last sample
+    of each timing), `why`: where either timing's clock fell below 90% of the highest (a ratio to read with care);
+    `checked`: every check of the rung, the odd sizes' too, passed bit-identical to the model."""
+    from ..kernels import PENDING, tall_choice
+    from ..results import load_log
+
+    out = []
+    for new, old in (("27", "25"), ("28", "26")):
+        log = load_log(f"tall-rung{new}-probe", TALL_MADE_BY, gpu_slug, directory)
+        ok = all(r["passed"] and r.get("model") == "identical" for r in log[new])
+        base = {(r["m"], r["n"], r["k"]): r for r in log[old] if r.get("tflops")}
+        for r in log[new]:
+            key = (r["m"], r["n"], r["k"])
+            if not r.get("tflops") or key not in base:
+                continue
+            rows, width = tall_choice(key[0], key[1], lambda: (66, 66))
+            b = base[key]
+            out.append({"rung": int(new), "base": int(old), "shape": "x".join(map(str, key)),
+                        "tile": f"{rows} x {width}", "predicted": PENDING[int(new)].predicted_gain if rows == 256 else 1.0,
+                        "tflops": r["tflops"], "base_tflops": b["tflops"], "ratio": r["tflops"] / b["tflops"],
+                        "vs_cublas": r["frac_cublas"], "base_vs_cublas": b["frac_cublas"],
+                        "mhz": " / ".join(f"{x.get('sm_mhz_min', x['sm_mhz'])}-{x['sm_mhz']}" for x in (r, b)),
+                        "why": _clock_fell(r, b),
+                        "checked": ok})
     return out
 
 

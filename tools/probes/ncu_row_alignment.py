@@ -4,7 +4,9 @@ than with rows of 10112 (128-byte aligned), and cuBLAS 3% slower. Here each of t
 FP16 C) is profiled at both strides: the first launch of its kernel inside that probe (the checked launch), with
 tools/ncu_counters.py's metrics (L2 sectors and requests, DRAM bytes, tensor pipe, warp stalls), clocks left alone.
 
-    python3 tools/probes/ncu_row_alignment.py OUT.json [--pads 0,56] [--rungs 16]   (a Hopper GPU and ncu)"""
+With --no-cublas, the rungs alone (a rung still pending its first record, e.g. 27, too).
+
+    python3 tools/probes/ncu_row_alignment.py OUT.json [--pads 0,56] [--rungs 16] [--no-cublas]   (a Hopper GPU and ncu)"""
 import json
 import os
 import subprocess
@@ -26,7 +28,7 @@ def main(argv) -> int:
         return 2
     import ncu_counters as NC
 
-    from helpers.kernels import ALL_RUNGS
+    from helpers.kernels import rung_entry
 
     args = list(argv)
     pads = _option(args, "--pads", "0,56")
@@ -39,7 +41,8 @@ def main(argv) -> int:
     out, bad = [], 0
     work = Path(tempfile.mkdtemp())
     for pad in pads.split(","):
-        for kernel, what in [(ALL_RUNGS[r].name, f"rung {r}") for r in rungs] + [("regex:nvjet", "cuBLAS FP16 C")]:
+        cublas = [] if "--no-cublas" in args else [("regex:nvjet", "cuBLAS FP16 C")]
+        for kernel, what in [(rung_entry(r).name, f"rung {r}") for r in rungs] + cublas:
             rep = work / f"{what.replace(' ', '_')}_{pad}"
             cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name", kernel,
                    "--launch-count", "1", "--metrics", ",".join(metrics), "--force-overwrite", "--export", str(rep),
