@@ -1208,7 +1208,12 @@ static_assert((TALL_M == 256 && TALL_N % 8 == 0 && TALL_N >= 128 && TALL_N <= 19
 // First run (session 21, tools/probes/rung17.py 27, results/logs/tall-rung27-probe-nvidia-h200.json; rung 25 timed
 // the same way after it): bit-identical to the model at 6 odd sizes (2 of them with the tall tile) and 5 timed shapes;
 // memcheck clean with the tall tile forced 128, 152 and 192 wide. Missed by far: x0.83 of rung 25 at 5000^3 (548
-// against 660 TFLOP/s), x1.00 where it builds rung 14's tile (4096^3, 2048^3, 8192 x 8192 x 1024). Not profiled yet.
+// against 660 TFLOP/s), x1.00 where it builds rung 14's tile (4096^3, 2048^3, 8192 x 8192 x 1024). Nsight Compute at
+// 5000^3 (results/logs/ncu-row-alignment-tall-nvidia-h200.json): tensor pipe 67% busy against rung 25's 95%, 50.0 M
+// L2 requests against 34.7 M, long-scoreboard stall 6.7 against 1.6. With rows of 10112 bytes (128-byte aligned;
+// results/logs/tall-alignment-nvidia-h200.json) 667 TFLOP/s against 546 with rows of 10000, rung 25 673 against 641,
+// cuBLAS 755 against 720: rows that start inside a line cost the tall tile most (256 rows of A per K-tile, each two
+// requests). Next to try: a tile that shares A as well (clusters along N) or cuBLAS's 152 x 256, computing C^T.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_tall_tile(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);

@@ -1527,8 +1527,13 @@ for what, args in (("rung 25, 128 x 256 in fours", (256, 4)), ("rung 27, 256 x 1
     print(f"{what}: {H.box_rows_per_mflop(*args):.0f} box rows per MFLOP")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Nsight Compute has not looked at the tall tile yet: that is the next step. **Try it**: which tile would
-# the launcher build for your own shape? Add a size to the tuple in the `tall_choice` cell and rerun it.
+# Two probes after that run (logs in `results/logs`, `ncu-row-alignment-tall` and `tall-alignment`) say where
+# it goes. Under Nsight Compute at $5000^3$ the tall tile keeps the tensor pipe busy a smaller share of the
+# time than rung 25, makes more L2 requests and waits longer for memory (long-scoreboard stalls). With
+# rows padded to a multiple of 128 bytes it gains more than rung 25 and cuBLAS do, to within 1% of rung 25,
+# still below cuBLAS. So rows that start inside a 128-byte line cost it most: it reads 256 rows of A per
+# K-tile, and each such row is two L2 requests. **Try it**: which tile would the launcher build for your
+# own shape? Add a size to the tuple in the `tall_choice` cell and rerun it.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Tried: 128 CTAs instead of 132

@@ -777,3 +777,22 @@ def test_rungs_27_and_28_first_run_is_quoted():
         assert len(d[str(k)]) == 11 and all(x["passed"] and x["model"] == "identical" for x in d[str(k)])
     assert "x1.00 where it builds rung 14's tile (4096^3, 2048^3, 8192 x 8192 x 1024)" in src
     assert "x0.99 to x1.01 where it builds rung 13's tile at a steady clock" in src
+
+
+def test_rung_27_profile_and_alignment_are_quoted():
+    """Rung 27's comment quotes Nsight Compute at 5000^3 (tensor pipe %, L2 requests in millions, long-scoreboard
+    stall, against rung 25) and the row-alignment probe (TFLOP/s with rows of 10112 and 10000 bytes for rung 27, rung
+    25 and cuBLAS), from results/logs/ncu-row-alignment-tall and tall-alignment."""
+    import json
+
+    logs = KERNEL_DIR.parent / "results" / "logs"
+    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
+    n = {r["what"]: r for r in json.loads((logs / "ncu-row-alignment-tall-nvidia-h200.json").read_text())["rows"]}
+    t, q = n["rung 27"], n["rung 25"]
+    assert (f"tensor pipe {t['counters']['tensor_pipe_pct']:.0f}% busy against rung 25's "
+            f"{q['counters']['tensor_pipe_pct']:.0f}%, {t['counters']['l2_requests'] / 1e6:.1f} M L2 requests against "
+            f"{q['counters']['l2_requests'] / 1e6:.1f} M, long-scoreboard stall "
+            f"{dict(t['top_stalls'])['long_scoreboard']:.1f} against {dict(q['top_stalls'])['long_scoreboard']:.1f}") in src
+    a = {(r["rung"], r["pad"]): r["tflops"] for r in json.loads((logs / "tall-alignment-nvidia-h200.json").read_text())["rows"]}
+    assert (f"{a[27, 56]:.0f} TFLOP/s against {a[27, 0]:.0f} with rows of 10000, rung 25 {a[25, 56]:.0f} against "
+            f"{a[25, 0]:.0f}, cuBLAS {a[0, 56]:.0f} against {a[0, 0]:.0f}") in src
