@@ -286,17 +286,21 @@ def tall_build(spec: GemmKernel, M: int, N: int, source: str | None = None, opti
     return wide if rows == 128 else tall_tile(spec, rows, width, options)
 
 
-def tall_tile(spec: GemmKernel, rows: int, width: int, options: tuple = ()) -> tuple:
+def tall_tile(spec: GemmKernel, rows: int, width: int, options: tuple = (), stages: int | None = None) -> tuple:
     """(entry, NVRTC options) of rung 27 or 28 built with a rows x width tile (256 x 128 .. 192, or 128 x 256: rung
     14's or 13's): the entry carries that tile's shared memory, block tile and box of A, the options -DTALL_M, -DTALL_N
-    after `options`."""
+    (and -DTALL_STAGES where `stages` is given, else the kernel's own count) after `options`."""
     import dataclasses
 
-    from .kernels import HOPPER_STORE_SMEM, tall_smem
+    from .kernels import HOPPER_STORE_SMEM, HOPPER_STAGE, tall_smem
 
-    smem = HOPPER_STORE_SMEM if rows == 128 else tall_smem(width)
+    if rows == 128:
+        smem = HOPPER_STORE_SMEM + ((stages or 4) - 4) * HOPPER_STAGE
+    else:
+        smem = tall_smem(width, stages)
+    extra = (f"-DTALL_STAGES={stages}",) if stages is not None else ()
     return (dataclasses.replace(spec, dyn_smem=smem, block_tile=(rows, width), tma_boxes=((rows, 64), (64, 64))),
-            (*tuple(options), f"-DTALL_M={rows}", f"-DTALL_N={width}"))
+            (*tuple(options), f"-DTALL_M={rows}", f"-DTALL_N={width}", *extra))
 
 
 def chooses_cluster(spec: GemmKernel, options: tuple = ()) -> bool:

@@ -17,7 +17,8 @@ def test_there_are_probes():
                                         "tail_split_sweep.py", "row_alignment.py",
                                         "fp8_block_scaled.py", "cublas_kernels.py", "reject_wrong_block_scaled.py", "reject_wrong_fp8.py", "grid_128.py",
                                         "rung17.py", "fp8_stages.py", "flush_method.py", "wgmma_rate.py",
-                                        "wait_hint.py", "ncu_source.py", "ncu_row_alignment.py", "tile_n.py"}
+                                        "wait_hint.py", "ncu_source.py", "ncu_row_alignment.py", "tile_n.py",
+                                        "tall_tile.py"}
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.stem)
@@ -192,3 +193,28 @@ def test_grid_128_with_a_wellformed_switch_still_needs_the_gpu():
                         "--switch", "DESC_ADD=1", "14"], capture_output=True, text=True,
                        env={"COURSE_DEVICE": "cpu", "PATH": "/usr/bin:/bin"}, cwd=ROOT, timeout=120)
     assert p.returncode == 2 and "needs a Hopper GPU" in p.stderr
+
+
+def test_tall_tile_probe_states_its_predictions_before_its_run():
+    """tools/probes/tall_tile.py (written in session 21, not run yet): its predictions are in the module
+    (TALL_PREDICTED) and its docstring, and the box rows per MFLOP it quotes are helpers.experiments.hopper's; the
+    builds it forces carry the shared memory of their tile and stages (helpers.launch.tall_tile), within 227 KB."""
+    import importlib.util
+
+    from helpers.experiments import hopper as H
+    from helpers.kernels import rung_entry
+    from helpers.launch import tall_tile
+
+    spec = importlib.util.spec_from_file_location("tall_tile_probe", ROOT / "tools" / "probes" / "tall_tile.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert set(mod.TALL_PREDICTED) == set(mod.BUILDS)
+    doc = " ".join(mod.__doc__.split())
+    for name, x in mod.TALL_PREDICTED.items():
+        assert f"{name.replace(', 4 stages', ' in 4 stages').replace(', 3 stages', '')}" in doc
+        assert f"x{x:.2f}" in doc
+    assert f"{H.box_rows_per_mflop(128, 2, 256):.0f} box rows per MFLOP against {H.box_rows_per_mflop(256, 2):.0f}" in doc
+    for rows, width, stages in mod.BUILDS.values():
+        entry, opts = tall_tile(rung_entry(27), rows, width, stages=stages)
+        assert entry.dyn_smem <= 227 * 1024 and entry.block_tile == (rows, width)
+        assert (f"-DTALL_STAGES={stages}" in opts) == (stages is not None)
