@@ -258,15 +258,13 @@ def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_by
     """(entry, NVRTC options) of rung 25 or 26 for an M x N problem whose rows of A and B are a_row_bytes and
     b_row_bytes apart: clusters of 4 as built, or of 2 (QUAD_CLUSTER=2: rung 14's or 13's template call), as
     helpers.kernels.quad_choice decides from how many clusters of each size the driver lets run at once (and the
-    entry's tile width: the TILE_N knob). Rungs 27-28: tall_build. source / options: a variant (helpers.tryout's
-    other knobs), asked about and built with them."""
+    entry's tile width: the TILE_N knob). source / options: a variant (helpers.tryout's other knobs), asked about
+    and built with them."""
     import dataclasses
 
     from .kernels import quad_choice
 
     options = tuple(options)
-    if spec.per_shape == "tile":
-        return tall_build(spec, M, N, source, options)
     pair = (dataclasses.replace(spec, cluster=(2, 1, 1)), (*options, "-DQUAD_CLUSTER=2"))
     fits = lambda: (resident_blocks(spec, source, options)[0] // 4,                          # noqa: E731
                     resident_blocks(pair[0], source, pair[1])[0] // 2)
@@ -303,7 +301,7 @@ def tall_tile(spec: GemmKernel, rows: int, width: int, options: tuple = (), stag
             (*tuple(options), f"-DTALL_M={rows}", f"-DTALL_N={width}", *extra))
 
 
-def chooses_cluster(spec: GemmKernel, options: tuple = ()) -> bool:
+def chooses_build(spec: GemmKernel, options: tuple = ()) -> bool:
     """Whether the launcher chooses the build per problem: rung 25's or 26's cluster where the build does not name
     one (helpers.tryout's CLUSTER_M knob compiles -DQUAD_CLUSTER=n, which the learner chose); rung 27's or 28's tile
     where it names no tile (-DTALL_M, -DTALL_N)."""
@@ -314,9 +312,12 @@ def chooses_cluster(spec: GemmKernel, options: tuple = ()) -> bool:
 def build_for(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int, source: str | None = None,
               options: tuple = ()) -> tuple:
     """(entry, NVRTC options) the launcher builds for an M x N problem with rows of A and B a_row_bytes and
-    b_row_bytes apart: rungs 25-26's per-shape build where the options name no cluster (per_shape_build), else the
-    entry and options as given. What a record says of a launch (its grid) must come from this build."""
-    if chooses_cluster(spec, options):
+    b_row_bytes apart: rungs 25-26's per-shape build where the options name no cluster (per_shape_build), rungs
+    27-28's where they name no tile (tall_build), else the entry and options as given. What a record says of a
+    launch (its grid) must come from this build."""
+    if chooses_build(spec, options):
+        if spec.per_shape == "tile":
+            return tall_build(spec, M, N, source, options)
         return per_shape_build(spec, M, N, a_row_bytes, b_row_bytes, source, options)
     return spec, tuple(options)
 

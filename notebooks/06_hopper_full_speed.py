@@ -1500,7 +1500,7 @@ fn = helpers.display.device_functions("hopper_sm90a.cu")["ws_gemm"].splitlines()
 print("\n".join(line for line in fn if re.search(r"\bSUB\b|acc\[h\]|rung 27", line)))
 
 # %% slideshow={"slide_type": "fragment"}
-fits = lambda: (66, 66)                     # clusters of 2 the H200 runs at once, of either tile
+fits = lambda: (H.quad_grid()[2],) * 2      # clusters of 2 the H200's driver ran at once (rung 14's grid)
 print({n: helpers.kernels.tall_choice(n, n, fits) for n in (4096, 5000, 8192)})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}

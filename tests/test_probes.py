@@ -218,3 +218,18 @@ def test_tall_tile_probe_states_its_predictions_before_its_run():
         entry, opts = tall_tile(rung_entry(27), rows, width, stages=stages)
         assert entry.dyn_smem <= 227 * 1024 and entry.block_tile == (rows, width)
         assert (f"-DTALL_STAGES={stages}" in opts) == (stages is not None)
+
+
+def test_round_rows_names_each_entry_and_takes_the_median_of_its_rounds(monkeypatch, capsys):
+    """tools.probes.common.round_rows (grid_128.py and tall_tile.py time through it): one row per entry of the
+    alternating rounds, head(key)'s fields first, the median round (of an odd count: the middle one), TFLOP/s from it,
+    every round's time, clock and power kept; each row printed once to stderr."""
+    from tools.probes import common
+
+    fake = {"a": {"ms": [3.0, 1.0, 2.0], "sm_mhz": [1980, 1965, 1980], "power_w": [500.0, 510.0, 505.0]},
+            "b": {"ms": [4.0, 4.0, 8.0], "sm_mhz": [1500] * 3, "power_w": [690.0] * 3}}
+    monkeypatch.setattr(common, "alternating", lambda timed, flops, rounds: fake)
+    rows = common.round_rows({"a": None, "b": None}, 2e9, 3, lambda key: {"n": 7, "what": key})
+    assert [(r["what"], r["median_ms"], r["tflops"]) for r in rows] == [("a", 2.0, 1.0), ("b", 4.0, 0.5)]
+    assert rows[0]["n"] == 7 and rows[0]["round_ms"] == [3.0, 1.0, 2.0] and rows[1]["power_w"] == [690.0] * 3
+    assert capsys.readouterr().err.count('"median_ms"') == 2

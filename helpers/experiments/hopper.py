@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -1032,7 +1033,8 @@ def _clock_fell(*rows) -> str:
 def tall_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """Rungs 27-28's first run (session 21, results/logs/tall-rung27-probe and tall-rung28-probe, each rung in its own
     process beside cuBLAS, then rung 25 or 26 the same way): per timed shape the tile the launcher built
-    (helpers.kernels.tall_choice with 66 clusters of 2 of either tile, the H200's), the predicted gain over rung 25 (26),
+    (helpers.kernels.tall_choice with the clusters of 2 the driver ran at once, as the row records: `resident`), the
+    predicted gain over rung 25 (26),
     the TFLOP/s of both and their ratio, each over cuBLAS writing the same C, the SM clocks (lowest and last sample
     of each timing), `why`: where either timing's clock fell below 90% of the highest (a ratio to read with care);
     `checked`: every check of the rung, the odd sizes' too, passed bit-identical to the model."""
@@ -1048,7 +1050,8 @@ def tall_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
             key = (r["m"], r["n"], r["k"])
             if not r.get("tflops") or key not in base:
                 continue
-            rows, width = tall_choice(key[0], key[1], lambda: (66, 66))
+            fit = int(re.match(r"(\d+) clusters of 2", r["resident"]).group(1))    # one CTA per SM either tile
+            rows, width = tall_choice(key[0], key[1], lambda: (fit, fit))
             b = base[key]
             out.append({"rung": int(new), "base": int(old), "shape": "x".join(map(str, key)),
                         "tile": f"{rows} x {width}", "predicted": PENDING[int(new)].predicted_gain if rows == 256 else 1.0,

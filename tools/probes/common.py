@@ -65,3 +65,18 @@ def alternating(timed: dict, flops: float, rounds: int = 3) -> dict:
             out[key]["sm_mhz"].append((t.clocks or {}).get("sm_mhz"))
             out[key]["power_w"].append((t.clocks or {}).get("power_w"))
     return out
+
+
+def round_rows(timed: dict, flops: float, rounds: int, head) -> list[dict]:
+    """alternating(timed, flops, rounds) as rows: head(key) (the fields that name the entry), then the median of its
+    rounds, its TFLOP/s, each round's time, SM clock and power; each row also printed to stderr as JSON."""
+    import json
+    import sys
+
+    rows = []
+    for key, v in alternating(timed, flops, rounds).items():
+        ms = sorted(v["ms"])[len(v["ms"]) // 2]
+        rows.append({**head(key), "median_ms": ms, "tflops": flops / ms / 1e9, "round_ms": v["ms"],
+                     "sm_mhz": v["sm_mhz"], "power_w": v["power_w"]})
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows

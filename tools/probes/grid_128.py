@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools.probes.common import alternating, hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
+from tools.probes.common import hopper_here, int_option, round_rows, run  # noqa: E402  (run as a script: ROOT first)
 
 ODD = [(1000, 1064, 1000), (257, 520, 136)]
 CTAS = 128
@@ -83,13 +83,8 @@ def main(argv) -> int:
             timed[("cuBLAS", None, dt, None)] = lambda cub=cub, A=A, B=B, Cc=Cc: cub.run(A, B, Cc)
         del ref
         fl = gemm_flops(n, n, n)
-        for key, v in alternating(timed, fl, rounds).items():
-            ms = sorted(v["ms"])[len(v["ms"]) // 2]
-            row = {"n": n, "what": key[0], "ctas": key[1], "c_dtype": key[2], "switch": key[3], "median_ms": ms,
-                   "tflops": fl / ms / 1e9,
-                   "round_ms": v["ms"], "sm_mhz": v["sm_mhz"], "power_w": v["power_w"]}
-            out["timed"].append(row)
-            print(json.dumps(row), file=sys.stderr, flush=True)
+        out["timed"] += round_rows(timed, fl, rounds, lambda key: {"n": n, "what": key[0], "ctas": key[1],
+                                                                   "c_dtype": key[2], "switch": key[3]})
         cupy.get_default_memory_pool().free_all_blocks()
     Path(argv[0]).write_text(json.dumps(out, indent=1))
     return 0 if ok else 1

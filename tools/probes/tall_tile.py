@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools.probes.common import alternating, hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
+from tools.probes.common import hopper_here, int_option, round_rows, run  # noqa: E402  (run as a script: ROOT first)
 
 ODD = [(1304, 3000, 1000), (264, 520, 136)]
 BUILDS = {"256 x 128, 4 stages": (256, 128, 4), "256 x 128, 3 stages": (256, 128, 3), "256 x 152": (256, 152, None)}
@@ -68,12 +68,7 @@ def main(argv) -> int:
         timed["cuBLAS"] = lambda: cub.run(A, B, Cc)
         del ref
         fl = gemm_flops(n, n, n)
-        for key, v in alternating(timed, fl, rounds).items():
-            ms = sorted(v["ms"])[len(v["ms"]) // 2]
-            row = {"n": n, "what": key, "median_ms": ms, "tflops": fl / ms / 1e9, "round_ms": v["ms"],
-                   "sm_mhz": v["sm_mhz"], "power_w": v["power_w"]}
-            out["timed"].append(row)
-            print(json.dumps(row), file=sys.stderr, flush=True)
+        out["timed"] += round_rows(timed, fl, rounds, lambda key: {"n": n, "what": key})
         cupy.get_default_memory_pool().free_all_blocks()
     Path(argv[0]).write_text(json.dumps(out, indent=1))
     return 0 if ok else 1
