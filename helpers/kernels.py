@@ -626,7 +626,7 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 _TALL_WHY = ("where 128 x 256 tiles leave the last wave mostly empty, a 256-row tile whose width makes whole waves: at "
              "5000^3 rung 14's 400 units of 2 tiles take 7 waves of 66 clusters for 6.06 waves of work, 256 x 152 "
              "tiles 5 whole waves (the tile cuBLAS picks there). Each consumer owns two 64-row slices, 152 "
-             "accumulators a thread. The waves give x1.17 over rung 14; the tall tile asks L2 for 110 outputs per "
+             "accumulators a thread. The waves give x1.18 over rung 14; the tall tile asks L2 for 110 outputs per "
              "box row against rung 14's 128, so some of it goes: predicted x1.05 over rung 25 at 5000^3, x1.00 where "
              "the launcher builds rung 14's tile (helpers.kernels.tall_choice)")
 PENDING: dict[int, GemmKernel] = {

@@ -1203,7 +1203,7 @@ static_assert((TALL_M == 256 && TALL_N % 8 == 0 && TALL_N >= 128 && TALL_N <= 19
 // 128 + 128 for 128 x 256 (128 per row): where L2 limits, the tall tile loses some of what the waves give.
 // Elsewhere the launcher builds rung 14's tile (TALL_M = 128, TALL_N = 256), where the tall one saves under 10% of the
 // waves x tile area (helpers.kernels.tall_choice). The sums are rung 14's, bit for bit (the same K order per output).
-// Predicted before any run: x1.05 over rung 25 at 5000^3 (about 650 TFLOP/s; the waves give x1.17, L2 takes back
+// Predicted before any run: x1.05 over rung 25 at 5000^3 (about 650 TFLOP/s; the waves give x1.18, L2 takes back
 // some); x1.00 over rung 14 where it builds rung 14's tile.
 // First run (session 21, tools/probes/rung17.py 27, results/logs/tall-rung27-probe-nvidia-h200.json; rung 25 timed
 // the same way after it): bit-identical to the model at 6 odd sizes (2 of them with the tall tile) and 5 timed shapes;

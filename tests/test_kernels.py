@@ -796,3 +796,20 @@ def test_rung_27_profile_and_alignment_are_quoted():
     a = {(r["rung"], r["pad"]): r["tflops"] for r in json.loads((logs / "tall-alignment-nvidia-h200.json").read_text())["rows"]}
     assert (f"{a[27, 56]:.0f} TFLOP/s against {a[27, 0]:.0f} with rows of 10000, rung 25 {a[25, 56]:.0f} against "
             f"{a[25, 0]:.0f}, cuBLAS {a[0, 56]:.0f} against {a[0, 0]:.0f}") in src
+
+
+def test_rung_27_reasoning_numbers_are_the_waves_and_rows_they_name():
+    """Rung 27's comment and registry reasoning: at 5000^3 rung 14's tiles are 400 units of 2 for 66 clusters (6.06
+    waves, run as 7: 83% of the tile slots hold output), the 256 x 152 tiles 330 units in 5 waves (97%), so the waves
+    give x1.18; 256 + 96 box rows per K-tile for 256 x 152 outputs is 110 outputs per row, rung 14's 128."""
+    full = 5000 * 5000
+    wide = full / (K.cluster_waves(5000, 5000, 2, 66) * 66 * 2 * 128 * 256)
+    tall = full / (K.tall_waves(5000, 5000, 152, 66) * 66 * 2 * 256 * 152)
+    assert (round(wide, 2), round(tall, 2), f"{tall / wide:.2f}") == (0.83, 0.97, "1.18")
+    assert (20 * 20, 10 * 33, f"{400 / 66:.2f}") == (400, 330, "6.06")
+    assert (int(256 * 152 / (256 + 96)), 128 * 256 // (128 + 128)) == (110, 128)
+    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
+    for s in ("400 units of 2 for 66 clusters: 6.06 waves, run as 7 (83%", "330 units, 5 whole waves (97%)",
+              "(110 outputs per row)", "the waves give x1.18"):
+        assert s in src, s
+    assert "The waves give x1.18 over rung 14" in K.PENDING[27].why
