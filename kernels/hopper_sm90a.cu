@@ -80,7 +80,8 @@
 // results/logs/wg-uniform-probe-nvidia-h200.json): bit-identical to the model at 2 odd sizes and both timed ones;
 // medians x1.004, x1.010, x1.016 at 4096^3 (faster in 4, 4, 5 of 7 rounds), but that machine's clocks moved between
 // 1605 and 1965 MHz from round to round at 516-686 W, and single rounds differed by up to 5%: not judged, still a
-// probe switch.
+// probe switch. Second run, predicted before it (session 22): rungs 13-14 at 4096^3 in 9 rounds x1.01, and rungs
+// 25-26 at 5000^3 (clusters of 4 there) x1.01: the same descriptor work saved per wgmma.
 #ifndef WG_UNIFORM
 #define WG_UNIFORM 0
 #endif
