@@ -81,7 +81,10 @@
 // medians x1.004, x1.010, x1.016 at 4096^3 (faster in 4, 4, 5 of 7 rounds), but that machine's clocks moved between
 // 1605 and 1965 MHz from round to round at 516-686 W, and single rounds differed by up to 5%: not judged, still a
 // probe switch. Second run, predicted before it (session 22): rungs 13-14 at 4096^3 in 9 rounds x1.01, and rungs
-// 25-26 at 5000^3 (clusters of 4 there) x1.01: the same descriptor work saved per wgmma.
+// 25-26 at 5000^3 (clusters of 4 there) x1.01: the same descriptor work saved per wgmma. Measured
+// (results/logs/wg-uniform-s22-4096-nvidia-h200.json, -5000-): bit-identical again; x1.009 and x0.999 over rungs 13
+// and 14 at 4096^3 (faster in 3 and 4 of 9 rounds), x1.024 and x1.006 over rungs 25 and 26 at 5000^3 (5 and 4 of 7).
+// No gain clear of the spread in two runs: it stays a probe switch.
 #ifndef WG_UNIFORM
 #define WG_UNIFORM 0
 #endif
@@ -1214,7 +1217,12 @@ static_assert((TALL_M == 256 && TALL_N % 8 == 0 && TALL_N >= 128 && TALL_N <= 19
 // L2 requests against 34.7 M, long-scoreboard stall 6.7 against 1.6. With rows of 10112 bytes (128-byte aligned;
 // results/logs/tall-alignment-nvidia-h200.json) 667 TFLOP/s against 546 with rows of 10000, rung 25 673 against 641,
 // cuBLAS 755 against 720: rows that start inside a line cost the tall tile most (256 rows of A per K-tile, each two
-// requests). Next to try: a tile that shares A as well (clusters along N) or cuBLAS's 152 x 256, computing C^T.
+// requests). At sizes whose rows are 128-byte multiples (session 22, tools/probes/tall_tile.py, 7 alternating rounds,
+// results/logs/tall-tile-probe-nvidia-h200.json; predicted before it ran), over rung 14 at 4096^3: 256 x 128 in 4 stages
+// x0.993 (predicted x0.97), in 3 stages x0.840 (x0.95), 256 x 152 x0.777 (x0.82); at 6144^3 x0.987, x0.862, x0.883.
+// Bit-identical everywhere. So a 256-row tile costs little by itself; a ring of 3 stages costs 14-16%, and 256 x 152
+// fits only 3 (56 KB a stage, B padded to 3 boxes of 64 columns). Next to try: cuBLAS's 152 x 256 computing C^T (152
+// rows of A need no padding: 51 KB a stage, 4 fit beside a smaller epilogue).
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_tall_tile(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);

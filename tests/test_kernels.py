@@ -757,6 +757,59 @@ def test_wg_uniform_probe_run_is_quoted_and_not_judged():
     assert f"between {min(mhz)} and {max(mhz)} MHz" in src and f"at {min(watts):.0f}-{max(watts):.0f} W" in src
 
 
+def test_wg_uniform_second_run_is_quoted_and_keeps_it_a_probe_switch():
+    """WG_UNIFORM's second run (session 22, results/logs/wg-uniform-s22-4096 and -5000): every check bit-identical;
+    the comment quotes each median ratio (recorded over switched) and the rounds faster, and none of the four clears
+    the spread (x1.03 or more, faster in every round), so the switch stays 0."""
+    import json
+
+    logs = KERNEL_DIR.parent / "results" / "logs"
+    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
+    quoted = {}
+    for n, rungs in ((4096, (13, 14)), (5000, (25, 26))):
+        d = json.loads((logs / f"wg-uniform-s22-{n}-nvidia-h200.json").read_text())
+        assert d["switch"] == "WG_UNIFORM=1" and len(d["checks"]) == 8
+        assert all(c["passed"] and c["model"] == "identical" for c in d["checks"])
+        rows = {(r["what"], r["switch"]): r for r in d["timed"]}
+        for k in rungs:
+            a, b = rows[f"rung {k}", None], rows[f"rung {k}", "WG_UNIFORM=1"]
+            won = sum(x > y for x, y in zip(a["round_ms"], b["round_ms"]))
+            quoted[k] = (a["median_ms"] / b["median_ms"], won, len(a["round_ms"]))
+            assert not (quoted[k][0] >= 1.03 and won == len(a["round_ms"]))
+    (r13, w13, n9), (r14, w14, _), (r25, w25, n7), (r26, w26, _) = (quoted[k] for k in (13, 14, 25, 26))
+    assert (f"x{r13:.3f} and x{r14:.3f} over rungs 13 and 14 at 4096^3 (faster in {w13} and {w14} of {n9} rounds), "
+            f"x{r25:.3f} and x{r26:.3f} over rungs 25 and 26 at 5000^3 ({w25} and {w26} of {n7})") in src
+    assert "#define WG_UNIFORM 0" in src
+
+
+def test_tall_tile_probe_at_aligned_sizes_is_quoted():
+    """The tall-tile probe (session 22, results/logs/tall-tile-probe): every build bit-identical at 2 odd sizes and
+    both timed ones; the comment quotes each build's median ratio over rung 14 at 4096^3 beside its committed
+    prediction (tools/probes/tall_tile.py's TALL_PREDICTED), the ratios at 6144^3, and what they show: 4 stages of
+    the 256 x 128 tile within 1.5% of rung 14, 3 stages 14-16% slower."""
+    import json
+
+    from tools.probes.tall_tile import TALL_PREDICTED
+
+    d = json.loads((KERNEL_DIR.parent / "results" / "logs" / "tall-tile-probe-nvidia-h200.json").read_text())
+    assert d["predicted"] == TALL_PREDICTED and len(d["checks"]) == 16
+    assert all(c["passed"] and c["model"] == "identical" for c in d["checks"])
+    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
+    ratio = {(r["n"], r["what"]): None for r in d["timed"]}
+    for n in (4096, 6144):
+        base = next(r for r in d["timed"] if r["n"] == n and r["what"] == "rung 14")["median_ms"]
+        for r in d["timed"]:
+            if r["n"] == n:
+                ratio[n, r["what"]] = base / r["median_ms"]
+    b4, b3, w = "256 x 128, 4 stages", "256 x 128, 3 stages", "256 x 152"
+    assert (f"256 x 128 in 4 stages x{ratio[4096, b4]:.3f} (predicted x{TALL_PREDICTED[b4]:.2f}), in 3 stages "
+            f"x{ratio[4096, b3]:.3f} (x{TALL_PREDICTED[b3]:.2f}), 256 x 152 x{ratio[4096, w]:.3f} "
+            f"(x{TALL_PREDICTED[w]:.2f}); at 6144^3 x{ratio[6144, b4]:.3f}, x{ratio[6144, b3]:.3f}, "
+            f"x{ratio[6144, w]:.3f}") in src
+    assert all(ratio[n, b4] >= 0.985 and 0.84 <= round(ratio[n, b3], 2) <= 0.86 for n in (4096, 6144))
+    assert "a ring of 3 stages costs 14-16%" in src
+
+
 def test_rungs_27_and_28_first_run_is_quoted():
     """The kernel comments of rungs 27-28 quote their first run (results/logs/tall-rung27-probe, tall-rung28-probe):
     the ratio to rung 25 (26) at 5000^3 and both TFLOP/s, x1.00 (x0.99 to x1.01) where rung 14's (13's) tile is built
