@@ -321,6 +321,18 @@ def tall_choice(M: int, N: int, fits: Callable[[], tuple[int, int]]) -> tuple[in
     return (256, width) if tall_waves(M, N, width, fit_tall) * 256 * width < TALL_GAIN * wide else (128, 256)
 
 
+# Rung 29 (issue 25, session 22): cuBLAS's orientation, a CT_M x 256 tile computed as C^T (CT_M in
+# kernels/hopper_sm90a.cu); its epilogue stores boxes of 32 rows x 64 FP16 columns, two 4 KB buffers per consumer.
+CT_M = 160
+CT_EPI_BYTES = 2 * 2 * 32 * 128
+
+
+def ct_smem(rows: int = CT_M, stages: int = 4) -> int:
+    """Dynamic shared memory of rung 29 with `rows` rows of C per tile: per stage A (rows x 64, no padding: K is the
+    swizzled dimension) and B's 4 boxes, plus the 16 KB epilogue, slack and barriers (CT_SMEM in the kernel)."""
+    return stages * (rows * 64 * 2 + 64 * 256 * 2) + CT_EPI_BYTES + (HOPPER_SMEM - 4 * HOPPER_STAGE)
+
+
 _fp16_fp32acc_h = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL, output="fp16")
 _fp16_tail_h = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL, output="fp16", split_tiles=tail_split_tiles)
 _fp16_split_h = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL, output="fp16", split=split_k_ranges)
@@ -629,6 +641,12 @@ _TALL_WHY = ("where 128 x 256 tiles leave the last wave mostly empty, a 256-row 
              "accumulators a thread. The waves give x1.18 over rung 14; the tall tile asks L2 for 110 outputs per "
              "box row against rung 14's 128, so some of it goes: predicted x1.05 over rung 25 at 5000^3, x1.00 where "
              "the launcher builds rung 14's tile (helpers.kernels.tall_choice)")
+_CT_WHY = ("wgmma's M is 64 rows per instruction, its N any multiple of 8: a 160 x 256 tile computed as C^T = B^T A^T "
+           "(wgmma's A a box of B read MN-major, its B the tile's 160 rows of A) needs no padding, so 4 stages of 52 KB "
+           "fit beside a 16 KB epilogue, where rung 27's 256 x 152 fitted 3. At 5000^3 its 320 units of 2 make 5 waves "
+           "of 66 clusters (4.85 of work), each tile 1.25 of rung 14's: 6.25 tile-times where rung 25 takes 7, x1.12; "
+           "a CTA asks L2 for 142 outputs per box row against rung 25's 171, so some of it goes: predicted x1.08 over "
+           "rung 25 at 5000^3")
 PENDING: dict[int, GemmKernel] = {
     27: _hopper_rung(27, "hopper_tall_tile", "a 256-row tile, its width chosen per shape", 1.05, _TALL_WHY,
                      output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(256, 152),
@@ -638,6 +656,9 @@ PENDING: dict[int, GemmKernel] = {
                      _TALL_WHY.replace("rung 14's tile", "rung 13's tile").replace("over rung 25", "over rung 26"),
                      persistent=True, cluster=(2, 1, 1), block_tile=(256, 152), tma_boxes=((256, 64), (64, 64)),
                      c_box=(64, 32), dyn_smem=tall_smem(152), base=26, per_shape="tile"),
+    29: _hopper_rung(29, "hopper_ct_tile", "cuBLAS's orientation: a 160 x 256 tile computed as C^T", 1.08, _CT_WHY,
+                     output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(CT_M, 256),
+                     tma_boxes=((CT_M, 64), (64, 64)), c_box=(32, 64), dyn_smem=ct_smem(), base=25),
 }
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 

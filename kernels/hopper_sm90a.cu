@@ -101,6 +101,9 @@
 #define EPI_BYTES (2 * 2 * EPI_BOX_BYTES)     // 2 consumer warpgroups x 2 buffers
 #define EPI_HCOLS 64                          // rungs 14-16: FP16 columns per TMA store box (128 bytes)
 static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the same 8 KB buffer");
+#define CT_EPI_ROWS 32                        // rung 29: rows of C per TMA store box (32 x 64 FP16: 4 KB)
+#define CT_EPI_BOX (CT_EPI_ROWS * 128)
+#define CT_EPI_BYTES (2 * 2 * CT_EPI_BOX)     // 2 consumer warpgroups x 2 buffers of 4 KB
 #define BAR_BYTES 128                         // the mbarriers (2 x HSTAGES x 8 bytes, rounded up)
 #define SMEM_SLACK 1024                       // room to round the base up to 1024 bytes (swizzle atoms)
 #define HOPPER_SMEM (HSTAGES * STAGE_BYTES + SMEM_SLACK + BAR_BYTES)                 // rungs 8-12
@@ -209,6 +212,15 @@ __device__ __forceinline__ void stmatrix_x4(void* row_addr, u32 r0, u32 r1, u32 
                  :: "r"(smem_addr(row_addr)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
 }
 
+// The same with .trans (rung 29): each 8 x 8 matrix is stored transposed, so register i's two elements (row lane / 4,
+// columns 2 (lane % 4), +1) land in rows 2 (lane % 4), +1 at column lane / 4: lane l then supplies the address of row
+// l % 8 of the transposed matrix l / 8.
+__device__ __forceinline__ void stmatrix_x4_trans(void* row_addr, u32 r0, u32 r1, u32 r2, u32 r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                 :: "r"(smem_addr(row_addr)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+
 // ---------------------------------------------------------------- warpgroups (clusters, and warpgroup_bar: a barrier of
 // one warpgroup's 128 threads: hopper_primitives.cuh)
 
@@ -304,6 +316,17 @@ __device__ __forceinline__ void mma_ktile_at(float (&d)[NACC], DescBase a0, Desc
 #pragma unroll
     for (int ks = 0; ks < HBK / 16; ++ks)
         wgmma_slice(d, desc_plus(a0, a16 + ks * 2), desc_plus(b0, b16 + ks * 128));
+}
+
+// Rung 29 (C^T): one K-tile of a 64-column slice of C, computed as its transpose D' = B^T A^T (64 x BM): wgmma's A is
+// the slice's box of B (64 k-rows x 64 columns, read MN-major: the transpose bit of A), its B is the tile's BM rows of
+// A (K-major, BM = 2 NACC). b: the box in this stage; a: the A stage.
+template <int NACC>
+__device__ __forceinline__ void mma_ktile_ct(float (&d)[NACC], const unsigned char* b, const unsigned char* a)
+{
+#pragma unroll
+    for (int ks = 0; ks < HBK / 16; ++ks)
+        Wgmma<2 * NACC>::template mma<0, 1>(d, desc_mnmajor(b + ks * 16 * 128), desc_kmajor(a + ks * 32));
 }
 
 // Accumulator layout (PTX ISA, wgmma .m64nNk16 D fragments): warp w of the warpgroup holds rows
@@ -449,7 +472,7 @@ __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 ran
 // (tail = the units left after dp), so each CTA runs its whole waves and then one part.
 template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE, bool HALF_C = false, bool SPLIT_K = false,
           bool TAIL = false, int BM = HBM, int BN = HBN, int STAGES = HSTAGES, int WAIT = MBAR_WAIT,
-          int CONSUMERS = 2, int DESC = DESC_ADD>
+          int CONSUMERS = 2, int DESC = DESC_ADD, bool CT = false>
 __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC,
                                         void* __restrict__ Cout, int M, int N, int K,
                                         float* __restrict__ partial = nullptr, int* __restrict__ flags = nullptr,
@@ -466,23 +489,26 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     // columns, NBOX of them, the last one partly the next tile's.
     // Rung 27: 256 x BN, BN from 128 to 192: each consumer owns 128 rows, two 64-row slices (SUB) of all BN columns,
     // 2 x BN / 2 accumulators per thread.
-    static_assert((BM == HBM && (BN == HBN || (BN % 8 == 0 && BN >= 128 && BN < HBN && !SPLIT_K)))
-                  || (BM == 2 * HBM && BN % 8 == 0 && BN >= 128 && BN <= 192 && !SPLIT_K)
-                  || (BM == 64 && BN == 128 && !SPLIT_K),
-                  "tiles 128 x 256 (128 x BN, BN = 128 .. 256), 256 x BN (BN = 128 .. 192), or 64 x 128");
+    // Rung 29 (CT): BM x 256, BM from 136 to 192 in steps of 8, computed as C^T (cuBLAS's orientation): each consumer
+    // owns 128 columns, two 64-column slices (SUB) of all BM rows, 2 x BM / 2 accumulators per thread.
+    static_assert((!CT && BM == HBM && (BN == HBN || (BN % 8 == 0 && BN >= 128 && BN < HBN && !SPLIT_K)))
+                  || (!CT && BM == 2 * HBM && BN % 8 == 0 && BN >= 128 && BN <= 192 && !SPLIT_K)
+                  || (!CT && BM == 64 && BN == 128 && !SPLIT_K)
+                  || (CT && BN == HBN && BM % CT_EPI_ROWS == 0 && BM > HBM && BM <= 192 && HALF_C && !SPLIT_K && !DESC),
+                  "tiles 128 x 256 (128 x BN, BN = 128 .. 256), 256 x BN (BN = 128 .. 192), 64 x 128, or C^T BM x 256");
     constexpr int NBOX = (BN + BOX_N - 1) / BOX_N;
     constexpr int A_BYTES = BM * HBK * 2, B_BYTES = NBOX * B_BOX_BYTES, ST_BYTES = A_BYTES + B_BYTES;
     static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && BM == 64 && BN == 128), "one consumer: the skinny tile only");
-    constexpr int SN = BM >= 128 ? BN : BN / CONSUMERS;        // columns of a consumer's slice (rung 19: all 128)
-    constexpr int SUB = BM == 256 ? 2 : 1;                     // 64-row slices per consumer (rung 27: 2)
-    constexpr int NACC = SN / 2;                               // its FP32 accumulators per thread (64 x SN / 128)
+    constexpr int SN = CT ? BN / 2 : BM >= 128 ? BN : BN / CONSUMERS;   // columns a consumer owns (rung 19: all 128)
+    constexpr int SUB = BM == 256 || CT ? 2 : 1;               // 64-row slices per consumer (rung 27; rung 29: columns)
+    constexpr int NACC = CT ? BM / 2 : SN / 2;                 // FP32 accumulators per thread and slice (64 x SN / 128)
     static_assert(STAGES >= 2 && 2 * STAGES * 8 <= BAR_BYTES, "full[] + empty[] fit BAR_BYTES");
     float* C = reinterpret_cast<float*>(Cout);
     unsigned char* smem = smem_base();
     unsigned char* sA = smem;                                  // STAGES x (BM rows x 64 k)
     unsigned char* sB = smem + STAGES * A_BYTES;               // STAGES x BN / 64 boxes of (64 k x 64 columns)
     float* sC = reinterpret_cast<float*>(sB + STAGES * B_BYTES);   // rungs 13-17: 2 x 2 boxes of 8 KB
-    u64* full = reinterpret_cast<u64*>(smem + STAGES * ST_BYTES + (TMA_STORE ? EPI_BYTES : 0));
+    u64* full = reinterpret_cast<u64*>(smem + STAGES * ST_BYTES + (TMA_STORE ? (CT ? CT_EPI_BYTES : EPI_BYTES) : 0));
     u64* empty = full + STAGES;                                // full[s]: stage s loaded; empty[s]: stage s free
 
     // 0: producer; 1, 2: consumers (WG_UNIFORM: the same value, read from lane 0 so the compiler sees it is uniform)
@@ -579,14 +605,14 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         if constexpr (CONSUMERS == 2) regs_inc<CONSUMER_REGS>();   // the accumulators + addresses (rung 19: 256
                                                                    // threads, registers enough without setmaxnreg)
         const int cw = wg - 1;                                 // consumer 0 or 1: its slice of the tile
-        const int r0 = BM >= 128 ? cw * (BM / 2) : 0, c0 = BM >= 128 ? 0 : cw * SN;   // its slice's origin
+        const int r0 = BM >= 128 && !CT ? cw * (BM / 2) : 0, c0 = BM >= 128 && !CT ? 0 : cw * SN;   // its slice's origin
         const int lane = threadIdx.x % 32;
         int s = 0, ebox = 0;                                   // ebox: epilogue boxes stored (rung 17)
         u32 phase = 0;
         float acc[SUB][NACC];                                  // rung 27: rows r0 .. r0 + 63, then r0 + 64 .. r0 + 127
         float (&d)[NACC] = acc[0];
         // DESC (rungs 23-24; DESC_ADD, the probe switch, for the others): the slice's descriptors in stage 0, built once
-        const int a_off = BM >= 128 ? cw * (BM / 2) * 128 : 0;  // bytes into an A stage: row r0's
+        const int a_off = BM >= 128 && !CT ? cw * (BM / 2) * 128 : 0;   // bytes into an A stage: row r0's
         const DescBase da0 = DESC ? desc_split(desc_kmajor(sA + a_off)) : DescBase{0, 0};
         const DescBase db0 = DESC ? desc_split(desc_mnmajor(sB + c0 / BOX_N * B_BOX_BYTES)) : DescBase{0, 0};
         // this warp is done reading `stage` (every CTA's barrier: the producers multicast into it)
@@ -609,7 +635,9 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 // rung 27: both slices, the second 64 rows (8 KB of A) further, in one group
 #pragma unroll
                 for (int h = 0; h < SUB; ++h) {
-                    if constexpr (DESC != 0)
+                    if constexpr (CT)                          // rung 29: slice h is box c0 / 64 + h of B
+                        mma_ktile_ct(acc[h], sB + s * B_BYTES + (c0 / BOX_N + h) * B_BOX_BYTES, sA + s * A_BYTES);
+                    else if constexpr (DESC != 0)
                         mma_ktile_at(acc[h], da0, db0, (u32)(s * A_BYTES + h * 64 * 128) >> 4, (u32)(s * B_BYTES) >> 4);
                     else
                         mma_ktile(acc[h], sA + s * A_BYTES + a_off + h * 64 * 128,
@@ -658,7 +686,34 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
             for (int sub = 0; sub < SUB; ++sub) {
                 const float (&e)[NACC] = acc[sub];
                 const int row = tm * BM + r0 + 64 * sub;   // the slice's first row of C
-                if (!TMA_STORE) {
+                if constexpr (CT) {
+                    // rung 29: slice sub is C's columns col .. col + 63 (D' rows), all BM rows of the tile (D' columns),
+                    // stored in boxes of 32 rows x 64 columns. stmatrix .trans turns each 8 x 8 block of D' into 8 rows
+                    // of C: lane l addresses row 8 (j - 4 b) + l % 8 of the box, where 16-byte chunk 2 warp + (l / 8) % 2
+                    // holds its 8 columns (warp w owns D' rows, C's columns, 16 w .. 16 w + 15), swizzled as above.
+                    const int warp = (threadIdx.x % 128) / 32, m = lane / 8, col = tn * BN + c0 + 64 * sub;
+                    const bool leader = threadIdx.x % 128 == 0;
+                    unsigned char* mine = reinterpret_cast<unsigned char*>(sC) + cw * 2 * CT_EPI_BOX;
+#pragma unroll
+                    for (int b = 0; b < BM / CT_EPI_ROWS; ++b) {
+                        unsigned char* buf = mine + (ebox++ & 1) * CT_EPI_BOX;
+#pragma unroll
+                        for (int p = 0; p < CT_EPI_ROWS / 16; ++p) {
+                            const int j = b * (CT_EPI_ROWS / 8) + 2 * p;         // 8-row block of C (D' columns)
+                            const int r = 8 * (2 * p + (m >> 1)) + lane % 8, q = 2 * warp + (m & 1);
+                            stmatrix_x4_trans(buf + r * 128 + ((q ^ (r & 7)) * 16),
+                                              pack_half2(e[4 * j], e[4 * j + 1]), pack_half2(e[4 * j + 2], e[4 * j + 3]),
+                                              pack_half2(e[4 * j + 4], e[4 * j + 5]), pack_half2(e[4 * j + 6], e[4 * j + 7]));
+                        }
+                        fence_proxy_async();                       // my stores, visible to the copy engine
+                        if (leader) bulk_wait_read0();             // the previous box's store has read its buffer
+                        warpgroup_bar(1 + cw);                     // all 128 threads wrote this box
+                        if (leader && tm * BM + b * CT_EPI_ROWS < M && col < N) {
+                            tma_store(tmC, buf, col, tm * BM + b * CT_EPI_ROWS);
+                            bulk_commit();
+                        }
+                    }
+                } else if (!TMA_STORE) {
                     store_slice(e, C, M, N, row, tn * BN + c0);
                 } else if (row < M) {               // (a slice below M has nothing to store)
                     // rungs 13-15: boxes of 64 rows x 128 bytes, through two 8 KB buffers per warpgroup.
@@ -717,11 +772,11 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 }
             }
         }
-        if (TMA_STORE && BM != 256 && threadIdx.x % 128 == 0) bulk_wait0();   // stores done before the CTA leaves
+        if (TMA_STORE && SUB == 1 && threadIdx.x % 128 == 0) bulk_wait0();   // stores done before the CTA leaves
     }
     // Rung 27: the same wait, after the branches: inside the consumer's branch ptxas (CUDA 13.0) keeps half of the
     // 2 x 76 accumulators in local memory and serializes the wgmmas (-Xptxas -v: 664 bytes of spill stores).
-    if (TMA_STORE && BM == 256 && wg > 0 && threadIdx.x % 128 == 0) bulk_wait0();
+    if (TMA_STORE && SUB == 2 && wg > 0 && threadIdx.x % 128 == 0) bulk_wait0();   // (rung 29 too)
     if (CLUSTER > 1) cluster_sync();                           // no CTA leaves while its peer may write to it
 }
 #endif
@@ -1248,6 +1303,38 @@ extern "C" __global__ void hopper_tall_tile_f32c(const __grid_constant__ TensorM
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ws_gemm<true, ORDER_GROUPED, 2, true, false, false, false, TALL_M, TALL_N, TALL_STAGES>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// CT_M: rung 29's tile rows: a multiple of 32 (its epilogue's boxes) above 128 whose 4 stages fit in 227 KB: 160.
+#ifndef CT_M
+#define CT_M 160
+#endif
+#define CT_SMEM (HSTAGES * (CT_M * HBK * 2 + B_STAGE_BYTES) + CT_EPI_BYTES + SMEM_SLACK + BAR_BYTES)
+static_assert(CT_SMEM <= 227 * 1024, "CT_M: 4 stages of CT_M rows of A and 256 columns of B, beside the 16 KB epilogue");
+// Rung 29 -- cuBLAS's tile orientation: C^T, 160 x 256 (issue 25; written 2026-12-04, session 22; pending).
+// Adds, over rung 14: a tile of 160 rows of C by 256 columns, computed as its transpose, D' = B^T A^T, because wgmma's
+// M is 64 rows per instruction and 160 is no multiple of 64, while its N may be any multiple of 8. wgmma's A is then a
+// box of B (64 k-rows x 64 columns, MN-major: wgmma's transpose bit for A), its B the tile's 160 rows of A (K-major);
+// each consumer owns 128 columns of C, two 64-column slices, 2 x 80 accumulators per thread (rung 27's slice loop).
+// The epilogue stores D' transposed (stmatrix .trans) in boxes of 32 rows x 64 columns. A stage is 160 rows of A
+// (20 KB, no padding: K is the swizzled dimension) and 4 boxes of B (32 KB): 4 stages fit beside a 16 KB epilogue,
+// where rung 27's 256 x 152 fitted 3 (the tall-tile probe: a ring of 3 stages costs 14-16%). Clusters of 2 along M
+// share B by multicast, as rung 14.
+// At 5000^3: 32 x 20 tiles = 320 units of 2 for 66 clusters, 5 waves (4.85 of work), each tile 1.25 of rung 14's:
+// 6.25 tile-times where rung 25 takes 7 (7 waves of 30 clusters of 4); per K-tile a CTA asks L2 for 160 + 128 box rows
+// for 160 x 256 outputs (142 outputs per row) against rung 25's 128 + 64 for 128 x 256 (171).
+// Predicted before any run: x1.08 over rung 25 at 5000^3 (x1.12 from the waves, less some for the box rows).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_tile(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_ct_tile(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, 2, true, true, false, false, CT_M, HBN, HSTAGES, MBAR_WAIT, 2, 0, true>(
+        &tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }
 

@@ -660,7 +660,8 @@ def test_tile_n_knob_shared_memory_and_the_cluster_choice_counts_the_waves_of_it
 def test_wgmma_widths_header_is_what_its_generator_writes():
     """kernels/wgmma_widths.cuh is tools/gen_wgmma_widths.py's output, one wrapper per width from 136 to 248; each
     names its width in the instruction and lists width / 2 accumulators (a wrong count would not assemble, a wrong
-    width would multiply the wrong columns)."""
+    width would multiply the wrong columns); A's transpose bit is a template argument, 0 unless given (rung 29 reads
+    A MN-major, the other callers K-major)."""
     import re
     import importlib.util
 
@@ -673,8 +674,11 @@ def test_wgmma_widths_header_is_what_its_generator_writes():
         block = text[text.index(f"struct Wgmma<{n}>"):].split("};")[0]
         assert f"m64n{n}k16" in block and f"float (&d)[{n // 2}]" in block
         assert max(int(i) for i in re.findall(r"d\[(\d+)\]", block)) == n // 2 - 1
-        assert f'"%{n // 2}, %{n // 2 + 1}, 1, 1, 1, 0, %{n // 2 + 2};' in block
-    assert "Wgmma<2 * NACC>::template mma<1>" in (KERNEL_DIR / "hopper_sm90a.cu").read_text()
+        # operands after the descriptors: scale-d, scale-a, scale-b, then the transpose bits of A and of B
+        assert f'"%{n // 2}, %{n // 2 + 1}, 1, 1, 1, %{n // 2 + 3}, %{n // 2 + 2};' in block
+        assert block.count('"n"(TRANS_B), "n"(TRANS_A)') == 1 and "int TRANS_B, int TRANS_A = 0" in block
+    src = (KERNEL_DIR / "hopper_sm90a.cu").read_text()
+    assert "Wgmma<2 * NACC>::template mma<1>" in src and "Wgmma<2 * NACC>::template mma<0, 1>" in src
 
 
 def test_tall_choice_builds_the_256_row_tile_only_where_it_saves_a_tenth_of_the_waves_times_area():
@@ -691,6 +695,38 @@ def test_tall_choice_builds_the_256_row_tile_only_where_it_saves_a_tenth_of_the_
     assert K.tall_smem(128) == K.HOPPER_STORE_SMEM and K.tall_stages(128) == 4 and K.tall_stages(136) == 3
     assert max(K.tall_smem(w) for w in K.TALL_WIDTHS) <= 227 * 1024
     assert K.TALL_WIDTHS == tuple(range(128, 193, 8))
+
+
+def test_rung_29_is_pending_with_the_kernels_tile_and_its_reasoning_computed():
+    """Rung 29 (hopper_ct_tile) waits for its first GPU run in PENDING: the entry's tile, boxes and shared memory are
+    the kernel's (CT_M, CT_SMEM: 4 stages fit in 227 KB, where 256 x 152 fitted 3), its template call passes CT after
+    rung 14's arguments; every number of its reasoning is computed here: 5000^3 in 320 units of 2 (5 waves of 66
+    clusters, 4.85 of work) against rung 25's 200 units of 4 (7 waves of 30), 6.25 tile-times against 7 (x1.12), 142
+    outputs per box row against 171; the prediction, x1.08, in the registry, the kernel comment and the probe."""
+    from tools.probes.ct_tile import CT_PREDICTED
+
+    r, b = K.PENDING[29], K.ALL_RUNGS[14]
+    assert 29 not in K.ALL_RUNGS and K.rung_entry(29) is r and r.base == 25 and r.per_shape == ""
+    assert (r.emulate, r.out_dtype, r.cluster) == (b.emulate, b.out_dtype, b.cluster)
+    assert _hdefine("CT_M") == K.CT_M == 160 and _hdefine("CT_EPI_ROWS") == 32
+    assert (r.block_tile, r.tma_boxes, r.c_box) == ((160, 256), ((160, 64), (64, 64)), (32, 64))
+    assert r.dyn_smem == K.ct_smem() == 4 * (160 * 128 + 256 * 128) + 16384 + 1024 + 128 <= 227 * 1024
+    assert K.ct_smem(192) > 227 * 1024 and K.tall_stages(152) == 3
+    src = helpers.display.kernel_source("hopper_sm90a.cu")
+    call = re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source("hopper_sm90a.cu", r.name)).group(1)
+    assert [x.strip() for x in call.split(",")] == ["true", "ORDER_GROUPED", "2", "true", "true", "false", "false",
+                                                     "CT_M", "HBN", "HSTAGES", "MBAR_WAIT", "2", "0", "true"]
+    units = -(-math.ceil(5000 / 160) // 2) * math.ceil(5000 / 256)
+    assert (units, -(-units // 66), f"{units / 66:.2f}") == (320, 5, "4.85")
+    assert (K.cluster_waves(5000, 5000, 4, 30), -(-math.ceil(5000 / 128) // 4) * math.ceil(5000 / 256)) == (7, 200)
+    assert (5 * 160 / 128, f"{7 / (5 * 160 / 128):.2f}") == (6.25, "1.12")
+    assert (round(160 * 256 / (160 + 128)), round(128 * 256 / (128 + 64))) == (142, 171)
+    flat = src.replace("\n// ", " ")
+    for s in ("32 x 20 tiles = 320 units of 2 for 66 clusters, 5 waves (4.85 of work)", "6.25 tile-times where rung "
+              "25 takes 7", "(142 outputs per row) against rung 25's 128 + 64 for 128 x 256 (171)",
+              "Predicted before any run: x1.08 over rung 25 at 5000^3 (x1.12 from the waves"):
+        assert s in flat, s
+    assert r.predicted_gain == CT_PREDICTED[5000] == 1.08 and "x1.12" in r.why and "4 stages of 52 KB" in r.why
 
 
 def test_rungs_27_and_28_are_pending_and_their_small_tile_is_rung_14s_template_call():

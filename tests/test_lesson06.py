@@ -1076,7 +1076,7 @@ def test_claims_of_the_tall_tile_slide():
     many (90-100% of it), while cuBLAS is the fastest at 5000^3; memcheck of the forced tall builds clean."""
     from helpers.experiments import hopper as H
 
-    assert 27 not in K.ALL_RUNGS and 28 not in K.ALL_RUNGS and set(K.PENDING) == {27, 28}
+    assert 27 not in K.ALL_RUNGS and 28 not in K.ALL_RUNGS and {27, 28} <= set(K.PENDING)
     rows = H.tall_first_run()
     assert len(rows) == 10 and all(r["checked"] for r in rows)
     for r in rows:

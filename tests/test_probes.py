@@ -18,7 +18,7 @@ def test_there_are_probes():
                                         "fp8_block_scaled.py", "cublas_kernels.py", "reject_wrong_block_scaled.py", "reject_wrong_fp8.py", "grid_128.py",
                                         "rung17.py", "fp8_stages.py", "flush_method.py", "wgmma_rate.py",
                                         "wait_hint.py", "ncu_source.py", "ncu_row_alignment.py", "tile_n.py",
-                                        "tall_tile.py"}
+                                        "tall_tile.py", "ct_tile.py"}
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.stem)
@@ -233,3 +233,22 @@ def test_round_rows_names_each_entry_and_takes_the_median_of_its_rounds(monkeypa
     assert [(r["what"], r["median_ms"], r["tflops"]) for r in rows] == [("a", 2.0, 1.0), ("b", 4.0, 0.5)]
     assert rows[0]["n"] == 7 and rows[0]["round_ms"] == [3.0, 1.0, 2.0] and rows[1]["power_w"] == [690.0] * 3
     assert capsys.readouterr().err.count('"median_ms"') == 2
+
+
+def test_ct_tile_probe_states_its_predictions_before_its_run():
+    """tools/probes/ct_tile.py (written in session 22, before rung 29's first GPU run): its predictions are the
+    registry's (over rung 25 at 5000^3) and the wave count's at 4096^3 (4 waves of 1.25 tile-times against rung 14's
+    4: x0.80); its odd sizes are no multiples of the 160-row tile, of 16 (or of 8: 257, 1000 and 1064 are padded)."""
+    import importlib.util
+    import math
+
+    from helpers.kernels import PENDING
+
+    spec = importlib.util.spec_from_file_location("ct_tile_probe", ROOT / "tools" / "probes" / "ct_tile.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.CT_PREDICTED[5000] == PENDING[29].predicted_gain
+    units = -(-math.ceil(4096 / 160) // 2) * (4096 // 256)
+    assert (-(-units // 66), 4 * 160 / 128 / 4) == (4, 1.25) and mod.CT_PREDICTED[4096] == round(1 / 1.25, 2)
+    assert all(m % 160 and (m % 16 or n % 16 or k % 16) for m, n, k in mod.ODD)
+    assert "x1.08 at 5000^3" in mod.__doc__ and "x0.80 at 4096^3" in mod.__doc__

@@ -1,0 +1,76 @@
+"""A device probe (issue 25, session 22): rung 29, cuBLAS's orientation, before its first GPU run.
+Rung 29 (kernels/hopper_sm90a.cu, hopper_ct_tile; helpers.kernels.PENDING[29]) computes a 160 x 256 tile of C as its
+transpose, D' = B^T A^T, so that 4 stages fit in shared memory (the tall-tile probe found a ring of 3 stages costing
+14-16%). Here:
+
+1. rung 29 checked against float64 and, bit for bit, against its CPU model (rung 14's arithmetic: the same products
+   in the same K order) at sizes that are no tile multiples, C poisoned with NaN first;
+2. at each timed size, rung 29 and rung 25 (as the launcher builds it there) checked, then timed in alternating
+   rounds (tools.probes.common.round_rows: cold L2, CUDA events, clocks) with cuBLAS writing FP16 C.
+
+Predicted before any run (session 22), over rung 25: x1.08 at 5000^3 (5 waves of 1.25 tile-times against 7, less
+some for the box rows), x0.80 at 4096^3 (4 waves of 1.25 against rung 14's 4 waves). CT_PREDICTED holds them.
+
+    python3 tools/probes/ct_tile.py OUT.json [--rounds N] [--sizes 5000,4096] [--checks-only]
+                                                                        (a Hopper GPU, COURSE_DEVICE=gpu)
+--checks-only: step 1 alone (for compute-sanitizer)."""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools.probes.common import hopper_here, int_option, round_rows, run  # noqa: E402  (run as a script: ROOT first)
+
+ODD = [(1000, 1064, 1000), (257, 520, 136), (40, 24, 56), (1304, 3000, 1000), (328, 264, 72)]
+CT_PREDICTED = {5000: 1.08, 4096: 0.80}
+
+
+def main(argv) -> int:
+    if not hopper_here():
+        return 2
+    rounds, sizes = int_option(argv, "--rounds", 7, one=True), int_option(argv, "--sizes", (5000, 4096))
+    sizes = () if "--checks-only" in argv else sizes
+    import cupy
+
+    from helpers.cublas import same_c
+    from helpers.experiments.ladder import _inputs
+    from helpers.kernels import rung_entry
+    from helpers.launch import launcher
+    from helpers.numerics import reference_gemm
+    from helpers.timing import gemm_flops
+
+    out = {"predicted": CT_PREDICTED, "checks": [], "timed": []}
+    ok = True
+
+    def check(k, M, N, K, A, B, ref):
+        nonlocal ok
+        spec = rung_entry(k)
+        fn, C, _ = launcher(spec, A, B, pad=True)
+        C.fill(cupy.nan)
+        fn()
+        chk = spec.check(C[:M, :N], A, B, reference=ref, backend="GPU")
+        ok &= bool(chk.passed) and chk.model == "identical"
+        out["checks"].append({"rung": k, "shape": [M, N, K], "passed": bool(chk.passed), "model": chk.model,
+                              "verdict": chk.verdict()[:300]})
+        print(k, (M, N, K), chk.verdict()[:160], file=sys.stderr, flush=True)
+        return fn
+
+    for i, (M, N, K) in enumerate(ODD):
+        A, B = _inputs(100 + i, M, N, K)
+        check(29, M, N, K, A, B, reference_gemm(A, B))
+    for n in sizes:
+        A, B = _inputs(105, n, n, n)
+        ref = reference_gemm(A, B)
+        timed = {f"rung {k}": check(k, n, n, n, A, B, ref) for k in (29, 25)}
+        Cc, cub = cupy.empty((n, n), dtype="float16"), same_c("float16")
+        timed["cuBLAS"] = lambda: cub.run(A, B, Cc)
+        del ref
+        out["timed"] += round_rows(timed, gemm_flops(n, n, n), rounds, lambda key: {"n": n, "what": key})
+        cupy.get_default_memory_pool().free_all_blocks()
+    Path(argv[0]).write_text(json.dumps(out, indent=1))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    run(main, __doc__)
