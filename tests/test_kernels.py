@@ -501,7 +501,7 @@ def test_rungs_23_and_24_are_rungs_21_and_22_with_added_descriptors():
         assert call[r.name] == call[b.name] + ["SKINNY_DESC"]
         c = src[src.index(f"// Rung {k} -- "):src.index(f"void __launch_bounds__(256, 1) SKINNY_DIMS {r.name}(")]
         assert f"Predicted: x{r.predicted_gain:.2f} over rung {base}" in c
-    assert "#define SKINNY_DESC 1" in src and "int CONSUMERS = 2, int DESC = DESC_ADD>" in src
+    assert "#define SKINNY_DESC 1" in src and "int CONSUMERS = 2, int DESC = DESC_ADD, bool CT = false>" in src
     assert "#define DESC_ADD 0" in src
 
 
