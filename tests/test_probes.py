@@ -242,6 +242,7 @@ def test_ct_tile_probe_states_its_predictions_before_its_run():
     import importlib.util
     import math
 
+    from helpers import kernels as K
     from helpers.kernels import PENDING
 
     spec = importlib.util.spec_from_file_location("ct_tile_probe", ROOT / "tools" / "probes" / "ct_tile.py")
@@ -252,3 +253,13 @@ def test_ct_tile_probe_states_its_predictions_before_its_run():
     assert (-(-units // 66), 4 * 160 / 128 / 4) == (4, 1.25) and mod.CT_PREDICTED[4096] == round(1 / 1.25, 2)
     assert all(m % 160 and (m % 16 or n % 16 or k % 16) for m, n, k in mod.ODD)
     assert "x1.08 at 5000^3" in mod.__doc__ and "x0.80 at 4096^3" in mod.__doc__
+    # the second run's sizes: the waves' ratio (rung 25's waves over rung 29's tile-times), times 0.94 where rung 25
+    # builds clusters of 4, 1.00 where it builds clusters of 2
+    h200 = lambda: (30, 66)   # noqa: E731  (clusters of 4 and of 2 resident at once on the H200)
+    for n in (3000, 5500, 6750):
+        four = K.quad_choice(n, n, 2 * n, 2 * n, h200) == 4
+        waves = K.cluster_waves(n, n, 4, 30) if four else K.cluster_waves(n, n, 2, 66)
+        units = -(-math.ceil(n / 160) // 2) * math.ceil(n / 256)
+        ratio = waves / (-(-units // 66) * 160 / 128)
+        assert mod.CT_PREDICTED[n] == round(ratio * (0.94 if four else 1.0), 2), n
+    assert round(1.052 / 1.12, 2) == 0.94

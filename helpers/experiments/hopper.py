@@ -1068,6 +1068,31 @@ def tall_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
 GRID128_PREDICTED = {4096: 1.01, 8192: 1.00}
 
 
+def tall_tile_rows(name: str = "tall-tile-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """tools/probes/tall_tile.py's run (results/logs/<name>-<gpu>.json, sizes whose rows are 128-byte multiples): per
+    size and forced build of the 256-row tile, its TFLOP/s, its speed over rung 14 (`ratio`: rung 14's median time over
+    the build's), the rounds it was faster, the prediction written before the run (at 4096^3; None elsewhere), the SM
+    clocks of its rounds, and whether every check of the build was bit-identical to the model."""
+    from ..results import load_log
+
+    run = load_log(name, "tools/probes/tall_tile.py OUT.json", gpu_slug, directory)
+    ok = {}
+    for c in run["checks"]:
+        ok[c["build"]] = ok.get(c["build"], True) and c["passed"] and c["model"] == "identical"
+    out = []
+    for n in sorted({r["n"] for r in run["timed"]}):
+        t = {r["what"]: r for r in run["timed"] if r["n"] == n}
+        base = t["rung 14"]
+        for build in run["predicted"]:
+            r = t[build]
+            won = sum(x < y for x, y in zip(r["round_ms"], base["round_ms"]))
+            out.append({"n": n, "build": build, "tflops": r["tflops"], "ratio": base["median_ms"] / r["median_ms"],
+                        "won": f"{won} of {len(r['round_ms'])}",
+                        "predicted": run["predicted"][build] if n == 4096 else None,
+                        "mhz": clock_span(r["sm_mhz"]), "checked": ok[build]})
+    return out
+
+
 def grid128_rows(name: str = "grid-128-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """tools/probes/grid_128.py's run (results/logs/<name>-<gpu>.json): per size and rung, its TFLOP/s as built and on
     128 CTAs (medians of the alternating rounds), the round-by-round ratio (`x128`: median of built / 128-CTA time),

@@ -10,6 +10,10 @@ transpose, D' = B^T A^T, so that 4 stages fit in shared memory (the tall-tile pr
 
 Predicted before any run (session 22), over rung 25: x1.08 at 5000^3 (5 waves of 1.25 tile-times against 7, less
 some for the box rows), x0.80 at 4096^3 (4 waves of 1.25 against rung 14's 4 waves). CT_PREDICTED holds them.
+First run (session 22 call 2, results/logs/ct-tile-probe-nvidia-h200.json): x1.052 and x0.820. Predicted after it,
+before the second run, at three more sizes where the wave count favours rung 29 (waves x tile rows / 128 against rung
+25's waves): the waves' ratio times 0.94 where rung 25 builds clusters of 4 (5000^3's shortfall: 1.052 / 1.12), times
+1.00 where it builds clusters of 2 (both then share B in pairs): x1.13 at 3000^3, x1.07 at 5500^3 and 6750^3.
 
     python3 tools/probes/ct_tile.py OUT.json [--rounds N] [--sizes 5000,4096] [--checks-only]
                                                                         (a Hopper GPU, COURSE_DEVICE=gpu)
@@ -23,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from tools.probes.common import hopper_here, int_option, round_rows, run  # noqa: E402  (run as a script: ROOT first)
 
 ODD = [(1000, 1064, 1000), (257, 520, 136), (40, 24, 56), (1304, 3000, 1000), (328, 264, 72)]
-CT_PREDICTED = {5000: 1.08, 4096: 0.80}
+CT_PREDICTED = {5000: 1.08, 4096: 0.80, 3000: 1.13, 5500: 1.07, 6750: 1.07}
 
 
 def main(argv) -> int:
