@@ -333,6 +333,23 @@ def ct_smem(rows: int = CT_M, stages: int = 4) -> int:
     return stages * (rows * 64 * 2 + 64 * 256 * 2) + CT_EPI_BYTES + (HOPPER_SMEM - 4 * HOPPER_STAGE)
 
 
+def ct_waves(M: int, N: int, fit: int, rows: int = CT_M) -> int:
+    """Waves of rung 29's `rows` x 256 tile in clusters of 2 stacked along M, `fit` clusters resident at once."""
+    units = -(-math.ceil(M / rows) // 2) * math.ceil(N / 256)
+    return -(-units // fit)
+
+
+def ct_gain(M: int, N: int, fits: Callable[[], tuple[int, int]], rows: int = CT_M) -> float:
+    """The wave model's speed of rung 29 over rung 25 for an M x N problem with FP16 rows (K = N halves per row of B,
+    M x K A with rows as wide): rung 25's waves (its cluster of 4 or of 2 as quad_choice builds it, square problems:
+    rows of A as wide as rows of B) over rung 29's tile-times (its waves times rows / 128, each tile `rows` / 128 of
+    a 128 x 256 one). fits() gives how many clusters of 4 and of 2 are resident at once (the driver's counts)."""
+    fit4, fit2 = fits()
+    four = quad_choice(M, N, 2 * N, 2 * N, fits) == 4
+    waves25 = cluster_waves(M, N, 4, fit4) if four else cluster_waves(M, N, 2, fit2)
+    return waves25 / (ct_waves(M, N, fit2, rows) * rows / 128)
+
+
 _fp16_fp32acc_h = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL, output="fp16")
 _fp16_tail_h = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL, output="fp16", split_tiles=tail_split_tiles)
 _fp16_split_h = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL, output="fp16", split=split_k_ranges)

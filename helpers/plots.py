@@ -618,6 +618,42 @@ def consumer_slices(tiles: dict):
     return fig
 
 
+def transposed_tile(rows: int = 160, cols: int = 256, slice_cols: int = 64, consumers: int = 2):
+    """Lesson 6, rung 29: why cuBLAS computes C^T. Left: a 128-row tile cut by rows into the consumers' 64-row
+    slices (wgmma's M is 64); a `rows`-row tile (160) is no whole number of them (hatched: the rows left over).
+    Right: the same `rows` x `cols` tile cut by columns into slices `slice_cols` wide, each computed as its
+    transpose, D' = B^T A^T: `slice_cols` rows of D' (wgmma's M) by `rows` columns (wgmma's N, any multiple of 8)."""
+    from matplotlib.patches import Rectangle
+
+    apply_style()
+    fig, axes = plt.subplots(1, 2, figsize=(11.5, 1.0 + 1.25 * rows / 64))
+    ax = axes[0]
+    for i in range(-(-rows // 64)):
+        h = min(64, rows - 64 * i)
+        whole = h == 64
+        ax.add_patch(Rectangle((0, 64 * i), cols, h, facecolor=COLORS[(i % consumers) + 1] if whole else "white",
+                               alpha=0.55, edgecolor="k", linewidth=1.6, hatch=None if whole else "//"))
+        ax.text(cols / 2, 64 * i + h / 2, f"consumer {i % consumers}: wgmma m64n{cols}k16" if whole else
+                f"{h} rows: no whole 64-row slice", ha="center", va="center", fontsize=11)
+    ax.set_title(f"{rows} x {cols} cut by rows: wgmma's M is 64", loc="left", fontsize=11)
+    ax = axes[1]
+    per = cols // consumers // slice_cols
+    for j in range(cols // slice_cols):
+        c = j // per
+        ax.add_patch(Rectangle((j * slice_cols, 0), slice_cols, rows, facecolor=COLORS[c + 1], alpha=0.35 + 0.2 * (j % per),
+                               edgecolor="k", linewidth=1.6))
+        ax.text(j * slice_cols + slice_cols / 2, rows / 2, f"consumer {c}\nslice {j % per}\nD' = {slice_cols} x {rows}"
+                f"\nm64n{rows}k16", ha="center", va="center", fontsize=10)
+    ax.set_title(f"{rows} x {cols} cut by columns, each slice as C^T: {rows} is wgmma's N", loc="left", fontsize=11)
+    for ax in axes:
+        ax.set_xlim(-4, cols + 4)
+        ax.set_ylim(max(rows, 64 * -(-rows // 64)) + 4, -4)
+        ax.set_aspect("equal")
+        ax.axis("off")
+    fig.tight_layout()
+    return fig
+
+
 def label_every_size(fig, sizes=None, *, pad: float = 34.0):
     """Lessons 01-02: give every size tick on a tflops_vs_size figure a label. A size that
     size_tick_labels leaves blank (such as 1000 beside 1024) gets its label one row lower, so both

@@ -727,6 +727,8 @@ def test_rung_29_is_pending_with_the_kernels_tile_and_its_reasoning_computed():
               "Predicted before any run: x1.08 over rung 25 at 5000^3 (x1.12 from the waves"):
         assert s in flat, s
     assert r.predicted_gain == CT_PREDICTED[5000] == 1.08 and "x1.12" in r.why and "4 stages of 52 KB" in r.why
+    h200 = lambda: (30, 66)   # noqa: E731  (clusters of 4 and of 2 the H200's driver runs at once)
+    assert (K.ct_waves(5000, 5000, 66), round(K.ct_gain(5000, 5000, h200), 2), K.ct_gain(4096, 4096, h200)) == (5, 1.12, 0.8)
 
 
 def test_rungs_27_and_28_are_pending_and_their_small_tile_is_rung_14s_template_call():

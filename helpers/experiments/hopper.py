@@ -1093,6 +1093,34 @@ def tall_tile_rows(name: str = "tall-tile-probe", gpu_slug: str = "nvidia-h200",
     return out
 
 
+def ct_tile_rows(names=("ct-tile-probe", "ct-tile-sizes"), gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """tools/probes/ct_tile.py's runs (results/logs/<name>-<gpu>.json; a name not logged is skipped): per size, rung
+    29's TFLOP/s, its speed over rung 25 (`ratio`: rung 25's median time over rung 29's), the rounds it was faster,
+    the prediction written before that run, rung 25's and cuBLAS's (FP16 C) TFLOP/s, rung 29 over cuBLAS
+    (`vs_cublas`), the SM clocks of rung 29's rounds, and whether every check of that run was bit-identical."""
+    from ..errors import ResultsError
+    from ..results import load_log, log_path
+
+    out = []
+    for name in names:
+        try:
+            log_path(name, "tools/probes/ct_tile.py OUT.json", gpu_slug, directory)
+        except ResultsError:   # not run yet: the rows of the runs there are
+            continue
+        run = load_log(name, "tools/probes/ct_tile.py OUT.json", gpu_slug, directory)
+        ok = all(c["passed"] and c["model"] == "identical" for c in run["checks"])
+        for n in sorted({r["n"] for r in run["timed"]}, key=lambda n: (n != 5000, n)):
+            t = {r["what"]: r for r in run["timed"] if r["n"] == n}
+            new, old, cub = t["rung 29"], t["rung 25"], t["cuBLAS"]
+            won = sum(x < y for x, y in zip(new["round_ms"], old["round_ms"]))
+            out.append({"n": n, "shape": f"{n}^3", "predicted": run["predicted"][str(n)], "tflops": new["tflops"],
+                        "ratio": old["median_ms"] / new["median_ms"], "won": f"{won} of {len(new['round_ms'])}",
+                        "base_tflops": old["tflops"], "cublas": cub["tflops"],
+                        "vs_cublas": cub["median_ms"] / new["median_ms"], "mhz": clock_span(new["sm_mhz"]),
+                        "checked": ok})
+    return out
+
+
 def grid128_rows(name: str = "grid-128-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """tools/probes/grid_128.py's run (results/logs/<name>-<gpu>.json): per size and rung, its TFLOP/s as built and on
     128 CTAs (medians of the alternating rounds), the round-by-round ratio (`x128`: median of built / 128-CTA time),
