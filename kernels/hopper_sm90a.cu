@@ -500,7 +500,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     constexpr int A_BYTES = BM * HBK * 2, B_BYTES = NBOX * B_BOX_BYTES, ST_BYTES = A_BYTES + B_BYTES;
     static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && BM == 64 && BN == 128), "one consumer: the skinny tile only");
     constexpr int SN = CT ? BN / 2 : BM >= 128 ? BN : BN / CONSUMERS;   // columns a consumer owns (rung 19: all 128)
-    constexpr int SUB = BM == 256 || CT ? 2 : 1;               // 64-row slices per consumer (rung 27; rung 29: columns)
+    constexpr int SUB = BM == 256 || CT ? 2 : 1;   // slices per consumer: 64-row (rung 27: 2), 64-column (rung 29)
     constexpr int NACC = CT ? BM / 2 : SN / 2;                 // FP32 accumulators per thread and slice (64 x SN / 128)
     static_assert(STAGES >= 2 && 2 * STAGES * 8 <= BAR_BYTES, "full[] + empty[] fit BAR_BYTES");
     float* C = reinterpret_cast<float*>(Cout);
@@ -1325,6 +1325,13 @@ static_assert(CT_SMEM <= 227 * 1024, "CT_M: 4 stages of CT_M rows of A and 256 c
 // 6.25 tile-times where rung 25 takes 7 (7 waves of 30 clusters of 4); per K-tile a CTA asks L2 for 160 + 128 box rows
 // for 160 x 256 outputs (142 outputs per row) against rung 25's 128 + 64 for 128 x 256 (171).
 // Predicted before any run: x1.08 over rung 25 at 5000^3 (x1.12 from the waves, less some for the box rows).
+// First runs (session 22, tools/probes/ct_tile.py, results/logs/ct-tile-probe and ct-tile-sizes): bit-identical to the
+// model at 5 odd sizes and every timed one; memcheck 0 errors, racecheck 0 hazards. Over rung 25, faster in every
+// round: x1.052 at 5000^3 (predicted x1.08), x1.136 at 3000^3 (x1.13), x1.188 at 5500^3 and x1.107 at 6750^3 (x1.07,
+// on padded copies: those rows are no 16-byte multiples); x0.820 at 4096^3 (x0.80), where its tiles waste a wave.
+// Nsight Compute at 5000^3 (results/logs/ncu-row-alignment-ct): 371 us against cuBLAS's 353 and rung 25's 390 (353,
+// 332 and 379 with rows of 10112 bytes); tensor pipe 93% busy against cuBLAS's 94%. The rest is the tile: 160-row
+// tiles in pairs along M fill 92.5% of 5 waves' slots with output, cuBLAS's 152-row tiles in pairs along N 97.3%.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_tile(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);

@@ -844,7 +844,7 @@ i = src.index("        // ------------------------------------------------------
 print(src[i:src.index("        // ------------------------------------------------------------ consumer warpgroups")])
 
 # %% slideshow={"slide_type": "subslide"}
-print(src[src.index("            int prev = -1;"):src.index("            if (!TMA_STORE) {")])
+print(src[src.index("            int prev = -1;"):src.index("            if constexpr (CT) {")])
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The consumer keeps one wgmma group in flight: after committing the group that reads K-tile kt, it
@@ -891,7 +891,7 @@ print(textwrap.dedent(src[i:src.index("                    if constexpr (SN % bo
 
 # %% slideshow={"slide_type": "-"}
 i = src.index("            if (SPLIT_K && nparts > 1")
-print(src[i:src.index("            if (!TMA_STORE) {", i)])
+print(src[i:src.index("            if constexpr (CT) {", i)])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 16: which unit is whole, which is a part
@@ -1220,7 +1220,7 @@ helpers.try_kernel(21, WAIT_HINT=0)
 
 # %% slideshow={"slide_type": "-"}
 print(src[src.index("template <int NACC>\n__device__ __forceinline__ void mma_ktile("):
-          src.index("// Accumulator layout (PTX ISA, wgmma")])
+          src.index("// Rung 29 (C^T): one K-tile")])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Predicted before they ran: x1.03 over rungs 21 and 22 at 128 rows and at $4096^3$**, what the same
@@ -1534,6 +1534,74 @@ for what, args in (("rung 25, 128 x 256 in fours", (256, 4)), ("rung 27, 256 x 1
 # still below cuBLAS. So rows that start inside a 128-byte line cost it most: it reads 256 rows of A per
 # K-tile, and each such row is two L2 requests. **Try it**: which tile would the launcher build for your
 # own shape? Add a size to the tuple in the `tall_choice` cell and rerun it.
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Is it the height or the ring? At sizes whose rows are whole lines, the tall tile forced to three builds
+# (`tools/probes/tall_tile.py`, seven alternating rounds with rung 14, predicted before it ran):
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.table(H.tall_tile_rows(), ["n", "build", "predicted", "ratio", "won", "tflops", "mhz", "checked"],
+                      ["n", "256-row tile", "predicted", "x rung 14", "rounds faster", "TFLOP/s", "MHz", "correct"],
+                      {"predicted": ".2f", "ratio": ".3f", "tflops": ".0f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The height costs about 1%. Three stages instead of four cost 14-16%, and 256 x 152 fits only three: 56 KB a
+# stage, because B's 152 columns take three boxes of 64.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Tried: cuBLAS's orientation (rung 29)
+#
+# cuBLAS's kernel at $5000^3$ computes $C^T$. Why: wgmma's M is 64 rows per instruction, so a tile 160 rows high
+# has no whole number of 64-row slices, while its N may be any multiple of 8. Rung 29 (written and checked in
+# session 22; pending, not in the ladder or the record) computes each 64-column slice of a 160 x 256 tile as its
+# transpose, $D' = B^T A^T$: wgmma's A is a box of B read MN-major, its B the tile's 160 rows of A. A stage needs
+# no padding (20 KB of A, 32 KB of B), so four stages fit.
+
+# %% slideshow={"slide_type": "-"}
+fig = helpers.plots.transposed_tile()
+print(helpers.display.device_functions("hopper_sm90a.cu")["mma_ktile_ct"])
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The epilogue turns each 8 x 8 block of $D'$ back into 8 rows of C (`stmatrix` with `.trans`). Where does it pay?
+# Rung 25's waves over rung 29's tile-times, computed (`helpers.kernels.ct_gain`). **Try it**: add your own size
+# to the tuple, predict, then compare with the runs below.
+
+# %% slideshow={"slide_type": "-"}
+grid = H.quad_grid()                           # clusters of 4 and of 2 the H200's driver ran at once
+print({n: round(helpers.kernels.ct_gain(n, n, lambda: (grid[4], grid[2])), 2) for n in (3000, 4096, 5000, 5500, 6750)})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Predicted before each run**: x1.08 at $5000^3$ (the waves' x1.12, less some for the box rows); the other sizes
+# from the waves, times the first run's shortfall (0.94) where rung 25 builds clusters of 4 ($3000^3$). Rung 29
+# against rung 25 in alternating rounds (`tools/probes/ct_tile.py`), beside cuBLAS writing FP16 C:
+
+# %% slideshow={"slide_type": "-"}
+ct = H.ct_tile_rows()
+helpers.display.table(ct, ["shape", "predicted", "ratio", "won", "tflops", "base_tflops", "vs_cublas", "mhz", "checked"],
+                      ["M x N x K", "predicted", "x rung 25", "rounds faster", "TFLOP/s", "rung 25", "x cuBLAS",
+                       "MHz", "correct"], {"predicted": ".2f", "ratio": ".3f", "tflops": ".0f", "base_tflops": ".0f",
+                                           "vs_cublas": ".2f"})
+
+# %% slideshow={"slide_type": "-"}
+for r in ct:
+    if r["note"]:
+        print(f"{r['shape']}: {r['note']}")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Faster wherever the waves said so**, slower where they said so, and correct everywhere (bit for bit). At
+# $5000^3$ it falls short of the prediction and of cuBLAS. Under Nsight Compute both keep the tensor pipe about
+# equally busy; the difference is the tile. cuBLAS pairs 152-row tiles along N, sharing A; pairs along M, as here,
+# need an even number of tile rows, and 152-row tiles give 33 at 5000:
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.table([r for r in H.ncu_alignment_rows("ncu-row-alignment-ct") if r["row_bytes"] == 10000],
+                      ["kernel", "us", "tensor_pct", "requests_m", "long_scoreboard"],
+                      ["kernel", "µs", "tensor pipe, %", "L2 requests, M", "long-scoreboard stall"],
+                      {"us": ".0f", "tensor_pct": ".0f", "requests_m": ".1f", "long_scoreboard": ".2f"})
+
+# %% slideshow={"slide_type": "-"}
+for what, bm in (("rung 29, 160 x 256 in pairs along M", 160), ("cuBLAS, 152 x 256 in pairs along N", 152)):
+    print(f"{what}: {ex.tile_efficiency(5000, 5000, bm, 256):.1%} of the tile slots hold output")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Tried: 128 CTAs instead of 132

@@ -731,6 +731,41 @@ def test_rung_29_is_pending_with_the_kernels_tile_and_its_reasoning_computed():
     assert (K.ct_waves(5000, 5000, 66), round(K.ct_gain(5000, 5000, h200), 2), K.ct_gain(4096, 4096, h200)) == (5, 1.12, 0.8)
 
 
+def test_rung_29_first_runs_are_quoted():
+    """Rung 29's comment quotes its first runs (results/logs/ct-tile-probe, ct-tile-sizes): every check bit-identical,
+    each size's ratio over rung 25 beside the prediction written before that run, faster in every round where the
+    waves favour it; Nsight Compute's durations at both row strides and tensor-pipe shares (ncu-row-alignment-ct);
+    the tile-slot shares of 160-row tiles and cuBLAS's 152-row ones at 5000^3; the sanitizers' logs clean."""
+    import json
+
+    from helpers.exercises import hopper as ex
+    from helpers.experiments import hopper as H
+
+    logs = KERNEL_DIR.parent / "results" / "logs"
+    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
+    rows = {r["n"]: r for r in H.ct_tile_rows()}
+    assert set(rows) == {5000, 4096, 3000, 5500, 6750} and all(r["checked"] for r in rows.values())
+    q = {n: f"x{r['ratio']:.3f}" for n, r in rows.items()}
+    p = {n: f"x{r['predicted']:.2f}" for n, r in rows.items()}
+    assert (f"{q[5000]} at 5000^3 (predicted {p[5000]}), {q[3000]} at 3000^3 ({p[3000]}), {q[5500]} at 5500^3 and "
+            f"{q[6750]} at 6750^3 ({p[5500]}, on padded copies") in src and p[5500] == p[6750]
+    assert f"{q[4096]} at 4096^3 ({p[4096]})" in src
+    assert all(r["won"].split(" of ")[0] == r["won"].split(" of ")[1] for n, r in rows.items() if n != 4096)
+    assert rows[5500]["note"] and rows[6750]["note"] and not rows[5000]["note"]
+    n = {(r["what"], r["pad"]): r for r in json.loads((logs / "ncu-row-alignment-ct-nvidia-h200.json").read_text())["rows"]}
+    us = {k: f"{v['counters']['duration_ns'] / 1e3:.0f}" for k, v in n.items()}
+    assert (f"{us['rung 29', 0]} us against cuBLAS's {us['cuBLAS FP16 C', 0]} and rung 25's {us['rung 25', 0]} "
+            f"({us['rung 29', 56]}, {us['cuBLAS FP16 C', 56]} and {us['rung 25', 56]} with rows of 10112 bytes)") in src
+    assert (f"tensor pipe {n['rung 29', 0]['counters']['tensor_pipe_pct']:.0f}% busy against cuBLAS's "
+            f"{n['cuBLAS FP16 C', 0]['counters']['tensor_pipe_pct']:.0f}%") in src
+    assert (f"fill {100 * ex.tile_efficiency(5000, 5000, 160, 256):.1f}% of 5 waves' slots with output, cuBLAS's "
+            f"152-row tiles in pairs along N {100 * ex.tile_efficiency(5000, 5000, 152, 256):.1f}%") in src
+    assert "256x152" in n["cuBLAS FP16 C", 0]["kernel_name"]
+    assert "ERROR SUMMARY: 0 errors" in (logs / "sanitize-ct-memcheck-nvidia-h200.log").read_text()
+    assert "0 hazards displayed (0 errors, 0 warnings)" in (logs / "sanitize-ct-racecheck-nvidia-h200.log").read_text()
+    assert "memcheck 0 errors, racecheck 0 hazards" in src
+
+
 def test_rungs_27_and_28_are_pending_and_their_small_tile_is_rung_14s_template_call():
     """Rungs 27-28 wait for their first GPU run in PENDING; their kernels pass TALL_M, TALL_N, TALL_STAGES as the
     template's block tile and stages after rung 14's (13's) arguments with the cluster of 2 spelt out, so TALL_M=128

@@ -873,7 +873,7 @@ def test_claims_of_the_rung_23_and_24_slide():
     assert round(log["rung 21", 1] / log["rung 21", 0], 2) == 1.03
     ksrc = (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
     shown = ksrc[ksrc.index("template <int NACC>\n__device__ __forceinline__ void mma_ktile("):
-                 ksrc.index("// Accumulator layout (PTX ISA, wgmma")]
+                 ksrc.index("// Rung 29 (C^T): one K-tile")]
     assert "void mma_ktile_at(" in shown and "desc_plus(a0, a16 + ks * 2)" in shown and shown.count("void ") == 2
     e, skinny = _rec()["hopper"], (128, 8192, 8192)
     for k, base in ((23, 21), (24, 22)):
@@ -1125,4 +1125,49 @@ def test_claims_of_the_tall_tile_slide_probes_after_the_run():
     for s in ("keeps the tensor pipe busy a smaller share of the\n# time than rung 25, makes more L2 requests and waits "
               "longer for memory", "it gains more than rung 25 and cuBLAS do, to within 1% of rung 25,\n# still below "
               "cuBLAS", "it reads 256 rows of A per\n# K-tile"):
+        assert s in lesson, s
+
+
+def test_claims_of_the_tall_tile_stages_fragment():
+    """The fragment after the tall-tile slide (tools/probes/tall_tile.py, results/logs/tall-tile-probe): the 256-row
+    height costs about 1% (4 stages within 1.5% of rung 14 at both sizes), 3 stages 14-16%; 256 x 152 fits only 3 stages
+    of 56 KB, B's 152 columns taking 3 boxes of 64; every build checked bit for bit."""
+    rows = {(r["n"], r["build"]): r for r in H.tall_tile_rows()}
+    assert len(rows) == 6 and all(r["checked"] for r in rows.values())
+    for n in (4096, 6144):
+        assert 0.985 <= rows[n, "256 x 128, 4 stages"]["ratio"] < 1.0
+        assert 0.14 <= round(1 - rows[n, "256 x 128, 3 stages"]["ratio"], 2) <= 0.16
+    assert K.tall_stages(152) == 3 and K.tall_stages(128) == 4 and -(-152 // 64) == 3
+    assert (256 * 64 + 3 * 64 * 64) * 2 // 1024 == 56
+    assert 4 * (256 * 64 + 3 * 64 * 64) * 2 + K.HOPPER_STORE_SMEM - 4 * K.HOPPER_STAGE > 227 * 1024
+    lesson = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    for s in ("The height costs about 1%. Three stages instead of four cost 14-16%, and 256 x 152 fits only three: "
+              "56 KB a\n# stage, because B's 152 columns take three boxes of 64.",):
+        assert s in lesson, s
+
+
+def test_claims_of_the_rung_29_slide():
+    """Rung 29's slide: a 160-row tile has no whole number of 64-row slices; a stage is 20 KB of A and 32 KB of B, 4
+    fit; the wave model (ct_gain) says where it pays, and the runs agree in direction at every size (faster in every
+    round where ct_gain > 1, slower where < 1), bit-identical; at 5000^3 below the prediction and below cuBLAS;
+    Nsight Compute: tensor pipe within 2 points of cuBLAS's; 152-row tiles give an odd 33 tile rows at 5000; the
+    tile-slot shares printed; the cells the learner edits run on the CPU (quad_grid from the logs)."""
+    assert 160 % 64 and 160 * 64 * 2 // 1024 == 20 and 256 * 64 * 2 // 1024 == 32 and K.ct_smem() <= 227 * 1024
+    grid = H.quad_grid()
+    rows = {r["n"]: r for r in H.ct_tile_rows()}
+    for n, r in rows.items():
+        gain = K.ct_gain(n, n, lambda: (grid[4], grid[2]))
+        won, of = map(int, r["won"].split(" of "))
+        assert r["checked"] and (gain > 1) == (r["ratio"] > 1), n
+        assert won == (of if gain > 1 else 0), n
+    assert rows[5000]["ratio"] < rows[5000]["predicted"] and rows[5000]["vs_cublas"] < 1
+    ncu = {r["kernel"]: r for r in H.ncu_alignment_rows("ncu-row-alignment-ct") if r["row_bytes"] == 10000}
+    assert abs(ncu["rung 29"]["tensor_pct"] - ncu["cuBLAS FP16 C"]["tensor_pct"]) < 2
+    assert ncu["rung 29"]["us"] > ncu["cuBLAS FP16 C"]["us"]
+    assert -(-5000 // 152) == 33 and -(-5000 // 160) % 2 == 0
+    lesson = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    for s in ("A stage needs\n# no padding (20 KB of A, 32 KB of B), so four stages fit.",
+              "**Faster wherever the waves said so**, slower where they said so, and correct everywhere (bit for bit).",
+              "At\n# $5000^3$ it falls short of the prediction and of cuBLAS. Under Nsight Compute both keep the tensor "
+              "pipe about\n# equally busy", "152-row tiles give 33 at 5000"):
         assert s in lesson, s

@@ -256,10 +256,11 @@ def test_ct_tile_probe_states_its_predictions_before_its_run():
     # the second run's sizes: the waves' ratio (rung 25's waves over rung 29's tile-times), times 0.94 where rung 25
     # builds clusters of 4, 1.00 where it builds clusters of 2
     h200 = lambda: (30, 66)   # noqa: E731  (clusters of 4 and of 2 resident at once on the H200)
-    for n in (3000, 5500, 6750):
+    for n in (3000, 5500, 6750, 5496, 6744):
         four = K.quad_choice(n, n, 2 * n, 2 * n, h200) == 4
         waves = K.cluster_waves(n, n, 4, 30) if four else K.cluster_waves(n, n, 2, 66)
         units = -(-math.ceil(n / 160) // 2) * math.ceil(n / 256)
         ratio = waves / (-(-units // 66) * 160 / 128)
         assert mod.CT_PREDICTED[n] == round(ratio * (0.94 if four else 1.0), 2), n
     assert round(1.052 / 1.12, 2) == 0.94
+    assert all((2 * n) % 16 == 0 and (2 * n) % 128 for n in (5496, 6744))   # TMA reads them as they are; misaligned

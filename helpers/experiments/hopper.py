@@ -1071,7 +1071,7 @@ GRID128_PREDICTED = {4096: 1.01, 8192: 1.00}
 def tall_tile_rows(name: str = "tall-tile-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """tools/probes/tall_tile.py's run (results/logs/<name>-<gpu>.json, sizes whose rows are 128-byte multiples): per
     size and forced build of the 256-row tile, its TFLOP/s, its speed over rung 14 (`ratio`: rung 14's median time over
-    the build's), the rounds it was faster, the prediction written before the run (at 4096^3; None elsewhere), the SM
+    the build's), the rounds it was faster, the prediction written before the run (at 4096^3; "" elsewhere), the SM
     clocks of its rounds, and whether every check of the build was bit-identical to the model."""
     from ..results import load_log
 
@@ -1088,7 +1088,7 @@ def tall_tile_rows(name: str = "tall-tile-probe", gpu_slug: str = "nvidia-h200",
             won = sum(x < y for x, y in zip(r["round_ms"], base["round_ms"]))
             out.append({"n": n, "build": build, "tflops": r["tflops"], "ratio": base["median_ms"] / r["median_ms"],
                         "won": f"{won} of {len(r['round_ms'])}",
-                        "predicted": run["predicted"][build] if n == 4096 else None,
+                        "predicted": run["predicted"][build] if n == 4096 else "",
                         "mhz": clock_span(r["sm_mhz"]), "checked": ok[build]})
     return out
 
@@ -1097,7 +1097,9 @@ def ct_tile_rows(names=("ct-tile-probe", "ct-tile-sizes"), gpu_slug: str = "nvid
     """tools/probes/ct_tile.py's runs (results/logs/<name>-<gpu>.json; a name not logged is skipped): per size, rung
     29's TFLOP/s, its speed over rung 25 (`ratio`: rung 25's median time over rung 29's), the rounds it was faster,
     the prediction written before that run, rung 25's and cuBLAS's (FP16 C) TFLOP/s, rung 29 over cuBLAS
-    (`vs_cublas`), the SM clocks of rung 29's rounds, and whether every check of that run was bit-identical."""
+    (`vs_cublas`), the SM clocks of rung 29's rounds, and whether every check of that run was bit-identical. Where a
+    row of n halves is no multiple of 16 bytes, the rungs ran on zero-padded copies and cuBLAS on the matrices: the
+    cuBLAS columns are "" there, and a `note` says why."""
     from ..errors import ResultsError
     from ..results import load_log, log_path
 
@@ -1113,11 +1115,14 @@ def ct_tile_rows(names=("ct-tile-probe", "ct-tile-sizes"), gpu_slug: str = "nvid
             t = {r["what"]: r for r in run["timed"] if r["n"] == n}
             new, old, cub = t["rung 29"], t["rung 25"], t["cuBLAS"]
             won = sum(x < y for x, y in zip(new["round_ms"], old["round_ms"]))
+            padded = (2 * n) % 16 != 0       # rows of no 16-byte multiple: TMA cannot read them as they are
             out.append({"n": n, "shape": f"{n}^3", "predicted": run["predicted"][str(n)], "tflops": new["tflops"],
                         "ratio": old["median_ms"] / new["median_ms"], "won": f"{won} of {len(new['round_ms'])}",
-                        "base_tflops": old["tflops"], "cublas": cub["tflops"],
-                        "vs_cublas": cub["median_ms"] / new["median_ms"], "mhz": clock_span(new["sm_mhz"]),
-                        "checked": ok})
+                        "base_tflops": old["tflops"], "cublas": "" if padded else cub["tflops"],
+                        "vs_cublas": "" if padded else cub["median_ms"] / new["median_ms"],
+                        "mhz": clock_span(new["sm_mhz"]), "checked": ok,
+                        "note": f"rows of {2 * n} bytes: the rungs ran zero-padded copies (the copy not timed), cuBLAS "
+                                f"the matrices as they are, at {cub['tflops']:.0f} TFLOP/s" if padded else ""})
     return out
 
 

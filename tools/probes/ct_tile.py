@@ -14,6 +14,10 @@ First run (session 22 call 2, results/logs/ct-tile-probe-nvidia-h200.json): x1.0
 before the second run, at three more sizes where the wave count favours rung 29 (waves x tile rows / 128 against rung
 25's waves): the waves' ratio times 0.94 where rung 25 builds clusters of 4 (5000^3's shortfall: 1.052 / 1.12), times
 1.00 where it builds clusters of 2 (both then share B in pairs): x1.13 at 3000^3, x1.07 at 5500^3 and 6750^3.
+Second run (session 22 call 3, results/logs/ct-tile-sizes-nvidia-h200.json): x1.136, x1.188, x1.107; but rows of 5500
+and 6750 halves are no 16-byte multiples, so the rungs ran zero-padded copies while cuBLAS ran a slow kernel on the
+matrices as they are. Predicted by the same rule before the third run, at the nearest sizes whose rows are 16-byte
+multiples (and still start inside a 128-byte line): x1.07 at 5496^3 and 6744^3.
 
     python3 tools/probes/ct_tile.py OUT.json [--rounds N] [--sizes 5000,4096] [--checks-only]
                                                                         (a Hopper GPU, COURSE_DEVICE=gpu)
@@ -27,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from tools.probes.common import hopper_here, int_option, round_rows, run  # noqa: E402  (run as a script: ROOT first)
 
 ODD = [(1000, 1064, 1000), (257, 520, 136), (40, 24, 56), (1304, 3000, 1000), (328, 264, 72)]
-CT_PREDICTED = {5000: 1.08, 4096: 0.80, 3000: 1.13, 5500: 1.07, 6750: 1.07}
+CT_PREDICTED = {5000: 1.08, 4096: 0.80, 3000: 1.13, 5500: 1.07, 6750: 1.07, 5496: 1.07, 6744: 1.07}
 
 
 def main(argv) -> int:
