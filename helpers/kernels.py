@@ -676,6 +676,12 @@ PENDING: dict[int, GemmKernel] = {
     29: _hopper_rung(29, "hopper_ct_tile", "cuBLAS's orientation: a 160 x 256 tile computed as C^T", 1.08, _CT_WHY,
                      output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(CT_M, 256),
                      tma_boxes=((CT_M, 64), (64, 64)), c_box=(32, 64), dyn_smem=ct_smem(), base=25),
+    30: _hopper_rung(30, "hopper_ct_tile_f32c", "rung 29 writing FP32 C", 1.05,
+                     "rung 29's mainloop and waves with an FP32 epilogue (single floats into boxes of 16 rows x 32 "
+                     "columns, two per step, in the same 16 KB): rung 29 measured x1.052 over rung 25 at 5000^3, and "
+                     "both FP32 epilogues write twice the bytes: predicted x1.05 over rung 26 at 5000^3",
+                     persistent=True, cluster=(2, 1, 1), block_tile=(CT_M, 256), tma_boxes=((CT_M, 64), (64, 64)),
+                     c_box=(16, 32), dyn_smem=ct_smem(), base=26),
 }
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 

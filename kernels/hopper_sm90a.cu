@@ -494,7 +494,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     static_assert((!CT && BM == HBM && (BN == HBN || (BN % 8 == 0 && BN >= 128 && BN < HBN && !SPLIT_K)))
                   || (!CT && BM == 2 * HBM && BN % 8 == 0 && BN >= 128 && BN <= 192 && !SPLIT_K)
                   || (!CT && BM == 64 && BN == 128 && !SPLIT_K)
-                  || (CT && BN == HBN && BM % CT_EPI_ROWS == 0 && BM > HBM && BM <= 192 && HALF_C && !SPLIT_K && !DESC),
+                  || (CT && BN == HBN && BM % CT_EPI_ROWS == 0 && BM > HBM && BM <= 192 && TMA_STORE && !SPLIT_K && !DESC),
                   "tiles 128 x 256 (128 x BN, BN = 128 .. 256), 256 x BN (BN = 128 .. 192), 64 x 128, or C^T BM x 256");
     constexpr int NBOX = (BN + BOX_N - 1) / BOX_N;
     constexpr int A_BYTES = BM * HBK * 2, B_BYTES = NBOX * B_BOX_BYTES, ST_BYTES = A_BYTES + B_BYTES;
@@ -695,7 +695,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                     const bool leader = threadIdx.x % 128 == 0;
                     unsigned char* mine = reinterpret_cast<unsigned char*>(sC) + cw * 2 * CT_EPI_BOX;
 #pragma unroll
-                    for (int b = 0; b < BM / CT_EPI_ROWS; ++b) {
+                    for (int b = 0; b < (HALF_C ? BM / CT_EPI_ROWS : 0); ++b) {
                         unsigned char* buf = mine + (ebox++ & 1) * CT_EPI_BOX;
 #pragma unroll
                         for (int p = 0; p < CT_EPI_ROWS / 16; ++p) {
@@ -710,6 +710,36 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                         warpgroup_bar(1 + cw);                     // all 128 threads wrote this box
                         if (leader && tm * BM + b * CT_EPI_ROWS < M && col < N) {
                             tma_store(tmC, buf, col, tm * BM + b * CT_EPI_ROWS);
+                            bulk_commit();
+                        }
+                    }
+                    // rung 30 (FP32 C): steps of 16 rows, each two boxes of 16 rows x 32 columns (2 KB, 128-byte rows):
+                    // warps 0-1 hold the slice's columns 0-31, warps 2-3 columns 32-63. Thread (g, t) of warp w holds
+                    // D' rows 16 w + g (+8) at D' columns 8 j + 2 t, +1: C's rows 8 j + 2 t, +1 at one column each,
+                    // written as single floats with the same swizzle (4 rows x 8 columns per store: no bank conflict).
+                    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+                    for (int b = 0; b < (HALF_C ? 0 : BM / 16); ++b) {
+                        unsigned char* set = mine + (ebox++ & 1) * CT_EPI_BOX;   // two boxes: columns 0-31, 32-63
+                        unsigned char* box = set + (warp / 2) * (CT_EPI_BOX / 2);
+#pragma unroll
+                        for (int jj = 0; jj < 2; ++jj)
+#pragma unroll
+                            for (int hi = 0; hi < 2; ++hi)
+#pragma unroll
+                                for (int x = 0; x < 2; ++x) {
+                                    const int j = 2 * b + jj, c = 16 * (warp & 1) + 8 * hi + g, r = 8 * jj + 2 * t + x;
+                                    *reinterpret_cast<float*>(box + r * 128 + (((c / 4) ^ (r & 7)) * 16) + (c % 4) * 4) =
+                                        e[4 * j + 2 * hi + x];
+                                }
+                        fence_proxy_async();
+                        if (leader) bulk_wait_read0();
+                        warpgroup_bar(1 + cw);
+                        if (leader && tm * BM + 16 * b < M) {
+#pragma unroll
+                            for (int h2 = 0; h2 < 2; ++h2)
+                                if (col + 32 * h2 < N)
+                                    tma_store(tmC, set + h2 * (CT_EPI_BOX / 2), col + 32 * h2, tm * BM + 16 * b);
                             bulk_commit();
                         }
                     }
@@ -1341,6 +1371,23 @@ extern "C" __global__ void hopper_ct_tile(const __grid_constant__ TensorMap tmA,
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ws_gemm<true, ORDER_GROUPED, 2, true, true, false, false, CT_M, HBN, HSTAGES, MBAR_WAIT, 2, 0, true>(
+        &tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 30 -- rung 29 writing FP32 C (issue 25; written 2026-12-04, session 22; pending). The same mainloop; the epilogue
+// writes single floats (no stmatrix for 32-bit values) into boxes of 16 rows x 32 columns, two per step, in the same
+// 16 KB. Predicted before any run: x1.05 over rung 26 at 5000^3 (rung 29's measured x1.052 over rung 25: the same
+// waves and mainloop; both epilogues write twice the bytes of the FP16 ones).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_tile_f32c(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_ct_tile_f32c(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, 2, true, false, false, false, CT_M, HBN, HSTAGES, MBAR_WAIT, 2, 0, true>(
         &tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }

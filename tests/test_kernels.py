@@ -731,6 +731,27 @@ def test_rung_29_is_pending_with_the_kernels_tile_and_its_reasoning_computed():
     assert (K.ct_waves(5000, 5000, 66), round(K.ct_gain(5000, 5000, h200), 2), K.ct_gain(4096, 4096, h200)) == (5, 1.12, 0.8)
 
 
+def test_rung_30_is_rung_29_writing_fp32_c():
+    """Rung 30 (hopper_ct_tile_f32c, pending): rung 29's template call with FP32 C (HALF_C false), its entry rung 29's
+    but for C (FP32, boxes of 16 rows x 32 columns: 128-byte rows, two per 64-column slice) and the model rung 26's;
+    the epilogue's steps of 16 rows fit the 160-row tile; predicted x1.05 over rung 26 in the registry, the comment
+    and the probe (--f32c) before any run."""
+    from tools.probes.ct_tile import F32C_PREDICTED
+
+    r, r29, r26 = K.PENDING[30], K.PENDING[29], K.ALL_RUNGS[26]
+    assert 30 not in K.ALL_RUNGS and r.base == 26 and (r.emulate, r.out_dtype) == (r26.emulate, r26.out_dtype)
+    assert (r.block_tile, r.tma_boxes, r.dyn_smem, r.cluster) == (r29.block_tile, r29.tma_boxes, r29.dyn_smem,
+                                                                  r29.cluster)
+    assert r.c_box == (16, 32) and 32 * 4 == 128 and K.CT_M % 16 == 0 and 2 * 16 * 128 * 2 * 2 == K.CT_EPI_BYTES
+    calls = {n: [x.strip() for x in re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source(
+        "hopper_sm90a.cu", n)).group(1).split(",")] for n in (r.name, r29.name)}
+    assert calls[r.name][4] == "false" and calls[r29.name][4] == "true"
+    assert calls[r.name][:4] + calls[r.name][5:] == calls[r29.name][:4] + calls[r29.name][5:]
+    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
+    assert "Predicted before any run: x1.05 over rung 26 at 5000^3" in src
+    assert r.predicted_gain == F32C_PREDICTED[5000] == 1.05
+
+
 def test_rung_29_first_runs_are_quoted():
     """Rung 29's comment quotes its first runs (results/logs/ct-tile-probe, ct-tile-sizes): every check bit-identical,
     each size's ratio over rung 25 beside the prediction written before that run, faster in every round where the

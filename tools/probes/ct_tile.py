@@ -19,7 +19,10 @@ and 6750 halves are no 16-byte multiples, so the rungs ran zero-padded copies wh
 matrices as they are. Predicted by the same rule before the third run, at the nearest sizes whose rows are 16-byte
 multiples (and still start inside a 128-byte line): x1.07 at 5496^3 and 6744^3.
 
-    python3 tools/probes/ct_tile.py OUT.json [--rounds N] [--sizes 5000,4096] [--checks-only]
+With --f32c (session 22): rung 30 (rung 29 writing FP32 C) against rung 26, beside cuBLAS writing FP32 C. Predicted
+before its first run: x1.05 over rung 26 at 5000^3 (F32C_PREDICTED).
+
+    python3 tools/probes/ct_tile.py OUT.json [--rounds N] [--sizes 5000,4096] [--checks-only] [--f32c]
                                                                         (a Hopper GPU, COURSE_DEVICE=gpu)
 --checks-only: step 1 alone (for compute-sanitizer)."""
 import json
@@ -31,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from tools.probes.common import hopper_here, int_option, round_rows, run  # noqa: E402  (run as a script: ROOT first)
 
 ODD = [(1000, 1064, 1000), (257, 520, 136), (40, 24, 56), (1304, 3000, 1000), (328, 264, 72)]
+F32C_PREDICTED = {5000: 1.05}
 CT_PREDICTED = {5000: 1.08, 4096: 0.80, 3000: 1.13, 5500: 1.07, 6750: 1.07, 5496: 1.07, 6744: 1.07}
 
 
@@ -39,6 +43,7 @@ def main(argv) -> int:
         return 2
     rounds, sizes = int_option(argv, "--rounds", 7, one=True), int_option(argv, "--sizes", (5000, 4096))
     sizes = () if "--checks-only" in argv else sizes
+    new, base, c_dtype = (30, 26, "float32") if "--f32c" in argv else (29, 25, "float16")
     import cupy
 
     from helpers.cublas import same_c
@@ -48,7 +53,7 @@ def main(argv) -> int:
     from helpers.numerics import reference_gemm
     from helpers.timing import gemm_flops
 
-    out = {"predicted": CT_PREDICTED, "checks": [], "timed": []}
+    out = {"predicted": F32C_PREDICTED if new == 30 else CT_PREDICTED, "checks": [], "timed": []}
     ok = True
 
     def check(k, M, N, K, A, B, ref):
@@ -66,12 +71,12 @@ def main(argv) -> int:
 
     for i, (M, N, K) in enumerate(ODD):
         A, B = _inputs(100 + i, M, N, K)
-        check(29, M, N, K, A, B, reference_gemm(A, B))
+        check(new, M, N, K, A, B, reference_gemm(A, B))
     for n in sizes:
         A, B = _inputs(105, n, n, n)
         ref = reference_gemm(A, B)
-        timed = {f"rung {k}": check(k, n, n, n, A, B, ref) for k in (29, 25)}
-        Cc, cub = cupy.empty((n, n), dtype="float16"), same_c("float16")
+        timed = {f"rung {k}": check(k, n, n, n, A, B, ref) for k in (new, base)}
+        Cc, cub = cupy.empty((n, n), dtype=c_dtype), same_c(c_dtype)
         timed["cuBLAS"] = lambda: cub.run(A, B, Cc)
         del ref
         out["timed"] += round_rows(timed, gemm_flops(n, n, n), rounds, lambda key: {"n": n, "what": key})
