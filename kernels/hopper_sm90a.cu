@@ -1359,6 +1359,8 @@ static_assert(CT_SMEM <= 227 * 1024, "CT_M: 4 stages of CT_M rows of A and 256 c
 // model at 5 odd sizes and every timed one; memcheck 0 errors, racecheck 0 hazards. Over rung 25, faster in every
 // round: x1.052 at 5000^3 (predicted x1.08), x1.136 at 3000^3 (x1.13), x1.188 at 5500^3 and x1.107 at 6750^3 (x1.07,
 // on padded copies: those rows are no 16-byte multiples); x0.820 at 4096^3 (x0.80), where its tiles waste a wave.
+// At the nearest sizes whose rows TMA reads as they are (results/logs/ct-tile-aligned): x1.084 at 5496^3 and x1.065 at
+// 6744^3 (x1.07), 0.998x and 0.961x cuBLAS writing FP16 C there.
 // Nsight Compute at 5000^3 (results/logs/ncu-row-alignment-ct): 371 us against cuBLAS's 353 and rung 25's 390 (353,
 // 332 and 379 with rows of 10112 bytes); tensor pipe 93% busy against cuBLAS's 94%. The rest is the tile: 160-row
 // tiles in pairs along M fill 92.5% of 5 waves' slots with output, cuBLAS's 152-row tiles in pairs along N 97.3%.

@@ -765,12 +765,14 @@ def test_rung_29_first_runs_are_quoted():
     logs = KERNEL_DIR.parent / "results" / "logs"
     src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
     rows = {r["n"]: r for r in H.ct_tile_rows()}
-    assert set(rows) == {5000, 4096, 3000, 5500, 6750} and all(r["checked"] for r in rows.values())
+    assert set(rows) == {5000, 4096, 3000, 5500, 6750, 5496, 6744} and all(r["checked"] for r in rows.values())
     q = {n: f"x{r['ratio']:.3f}" for n, r in rows.items()}
     p = {n: f"x{r['predicted']:.2f}" for n, r in rows.items()}
     assert (f"{q[5000]} at 5000^3 (predicted {p[5000]}), {q[3000]} at 3000^3 ({p[3000]}), {q[5500]} at 5500^3 and "
             f"{q[6750]} at 6750^3 ({p[5500]}, on padded copies") in src and p[5500] == p[6750]
     assert f"{q[4096]} at 4096^3 ({p[4096]})" in src
+    assert (f"{q[5496]} at 5496^3 and {q[6744]} at 6744^3 ({p[5496]}), {rows[5496]['vs_cublas']:.3f}x and "
+            f"{rows[6744]['vs_cublas']:.3f}x cuBLAS writing FP16 C there") in src and p[5496] == p[6744]
     assert all(r["won"].split(" of ")[0] == r["won"].split(" of ")[1] for n, r in rows.items() if n != 4096)
     assert rows[5500]["note"] and rows[6750]["note"] and not rows[5000]["note"]
     n = {(r["what"], r["pad"]): r for r in json.loads((logs / "ncu-row-alignment-ct-nvidia-h200.json").read_text())["rows"]}

@@ -1093,7 +1093,7 @@ def tall_tile_rows(name: str = "tall-tile-probe", gpu_slug: str = "nvidia-h200",
     return out
 
 
-def ct_tile_rows(names=("ct-tile-probe", "ct-tile-sizes"), gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+def ct_tile_rows(names=("ct-tile-probe", "ct-tile-sizes", "ct-tile-aligned"), gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """tools/probes/ct_tile.py's runs (results/logs/<name>-<gpu>.json; a name not logged is skipped): per size, rung
     29's TFLOP/s, its speed over rung 25 (`ratio`: rung 25's median time over rung 29's), the rounds it was faster,
     the prediction written before that run, rung 25's and cuBLAS's (FP16 C) TFLOP/s, rung 29 over cuBLAS
