@@ -750,6 +750,20 @@ def test_rung_30_is_rung_29_writing_fp32_c():
     src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
     assert "Predicted before any run: x1.05 over rung 26 at 5000^3" in src
     assert r.predicted_gain == F32C_PREDICTED[5000] == 1.05
+    # its first run (results/logs/ct-tile-f32c): quoted in the comment
+    import json
+
+    logs = KERNEL_DIR.parent / "results" / "logs"
+    d = json.loads((logs / "ct-tile-f32c-nvidia-h200.json").read_text())
+    assert d["predicted"] == {"5000": 1.05} and [c["rung"] for c in d["checks"]] == [30] * 6 + [26]
+    assert all(c["passed"] and c["model"] == "identical" for c in d["checks"])
+    t = {x["what"]: x for x in d["timed"]}
+    new, old, cub = t["rung 30"], t["rung 26"], t["cuBLAS"]
+    won = sum(a < b for a, b in zip(new["round_ms"], old["round_ms"]))
+    assert (f"x{old['median_ms'] / new['median_ms']:.3f} over rung 26 at 5000^3 (faster in {won} of "
+            f"{len(new['round_ms'])} rounds), {cub['median_ms'] / new['median_ms']:.3f}x cuBLAS writing FP32 C") in src
+    assert "ERROR SUMMARY: 0 errors" in (logs / "sanitize-ct-f32c-memcheck-nvidia-h200.log").read_text()
+    assert "0 hazards displayed (0 errors, 0 warnings)" in (logs / "sanitize-ct-f32c-racecheck-nvidia-h200.log").read_text()
 
 
 def test_rung_29_first_runs_are_quoted():
