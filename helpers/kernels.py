@@ -99,7 +99,8 @@ class GemmKernel:
     why: str = ""                  # the reasoning behind the prediction
     timed_shapes: tuple | None = None   # (M, N, K) shapes lesson 6's record times it at; None: every timed shape
     per_shape: str = ""            # the launcher builds it per problem: "cluster" (rungs 25-26: clusters of 4 or
-                                   # of 2, helpers.kernels.quad_choice), "tile" (rungs 27-28: helpers.kernels.tall_choice)
+                                   # of 2, helpers.kernels.quad_choice), "tile" (rungs 27-28: helpers.kernels.tall_choice),
+                                   # "orientation" (rungs 29-30: the C^T tile or rung 25's (26's) build, ct_waves_ratio)
 
     def __post_init__(self):
         if not self.output:
@@ -339,15 +340,26 @@ def ct_waves(M: int, N: int, fit: int, rows: int = CT_M) -> int:
     return -(-units // fit)
 
 
-def ct_gain(M: int, N: int, fits: Callable[[], tuple[int, int]], rows: int = CT_M) -> float:
-    """The wave model's speed of rung 29 over rung 25 for an M x N problem with FP16 rows (K = N halves per row of B,
-    M x K A with rows as wide): rung 25's waves (its cluster of 4 or of 2 as quad_choice builds it, square problems:
-    rows of A as wide as rows of B) over rung 29's tile-times (its waves times rows / 128, each tile `rows` / 128 of
-    a 128 x 256 one). fits() gives how many clusters of 4 and of 2 are resident at once (the driver's counts)."""
-    fit4, fit2 = fits()
-    four = quad_choice(M, N, 2 * N, 2 * N, fits) == 4
+CT_GAIN = 1.05      # rungs 29-30 build the C^T tile where the wave model gives it at least this over rung 25 (26)
+
+
+def ct_waves_ratio(M: int, N: int, a_row_bytes: int, b_row_bytes: int, fits: Callable[[], tuple[int, int, int]],
+                   rows: int = CT_M) -> float:
+    """The wave model's speed of rung 29 over rung 25 for an M x N problem whose rows of A and B are a_row_bytes and
+    b_row_bytes apart: rung 25's waves (its cluster of 4 or of 2, as quad_choice builds it) over rung 29's tile-times
+    (its waves times rows / 128: each tile `rows` / 128 of a 128 x 256 one). fits() gives how many clusters are
+    resident at once: of 4 and of 2 for rung 25's builds, of 2 for rung 29's (the driver's counts)."""
+    fit4, fit2, fit_ct = fits()
+    four = quad_choice(M, N, a_row_bytes, b_row_bytes, lambda: (fit4, fit2)) == 4
     waves25 = cluster_waves(M, N, 4, fit4) if four else cluster_waves(M, N, 2, fit2)
-    return waves25 / (ct_waves(M, N, fit2, rows) * rows / 128)
+    return waves25 / (ct_waves(M, N, fit_ct, rows) * rows / 128)
+
+
+def ct_gain(M: int, N: int, fits: Callable[[], tuple[int, int]], rows: int = CT_M) -> float:
+    """ct_waves_ratio for a square FP16 problem (rows of A and of B N halves wide), with fits() giving the clusters of
+    4 and of 2 resident at once (rung 29's clusters of 2 as many as rung 25's, as on the H200)."""
+    fit4, fit2 = fits()
+    return ct_waves_ratio(M, N, 2 * N, 2 * N, lambda: (fit4, fit2, fit2), rows)
 
 
 _fp16_fp32acc_h = _emu.Arithmetic("fp16", "fp32", _emu.DEFAULT_TC_MODEL, output="fp16")
@@ -675,13 +687,14 @@ PENDING: dict[int, GemmKernel] = {
                      c_box=(64, 32), dyn_smem=tall_smem(152), base=26, per_shape="tile"),
     29: _hopper_rung(29, "hopper_ct_tile", "cuBLAS's orientation: a 160 x 256 tile computed as C^T", 1.08, _CT_WHY,
                      output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(CT_M, 256),
-                     tma_boxes=((CT_M, 64), (64, 64)), c_box=(32, 64), dyn_smem=ct_smem(), base=25),
+                     tma_boxes=((CT_M, 64), (64, 64)), c_box=(32, 64), dyn_smem=ct_smem(), base=25,
+                     per_shape="orientation"),
     30: _hopper_rung(30, "hopper_ct_tile_f32c", "rung 29 writing FP32 C", 1.05,
                      "rung 29's mainloop and waves with an FP32 epilogue (single floats into boxes of 16 rows x 32 "
                      "columns, two per step, in the same 16 KB): rung 29 measured x1.052 over rung 25 at 5000^3, and "
                      "both FP32 epilogues write twice the bytes: predicted x1.05 over rung 26 at 5000^3",
                      persistent=True, cluster=(2, 1, 1), block_tile=(CT_M, 256), tma_boxes=((CT_M, 64), (64, 64)),
-                     c_box=(16, 32), dyn_smem=ct_smem(), base=26),
+                     c_box=(16, 32), dyn_smem=ct_smem(), base=26, per_shape="orientation"),
 }
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 

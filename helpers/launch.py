@@ -260,12 +260,10 @@ def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_by
     helpers.kernels.quad_choice decides from how many clusters of each size the driver lets run at once (and the
     entry's tile width: the TILE_N knob). source / options: a variant (helpers.tryout's other knobs), asked about
     and built with them."""
-    import dataclasses
-
     from .kernels import quad_choice
 
     options = tuple(options)
-    pair = (dataclasses.replace(spec, cluster=(2, 1, 1)), (*options, "-DQUAD_CLUSTER=2"))
+    pair = per_shape_pair(spec, options)
     fits = lambda: (resident_blocks(spec, source, options)[0] // 4,                          # noqa: E731
                     resident_blocks(pair[0], source, pair[1])[0] // 2)
     four = quad_choice(M, N, a_row_bytes, b_row_bytes, fits, spec.block_tile[1]) == 4
@@ -301,11 +299,34 @@ def tall_tile(spec: GemmKernel, rows: int, width: int, options: tuple = (), stag
             (*tuple(options), f"-DTALL_M={rows}", f"-DTALL_N={width}", *extra))
 
 
+def orientation_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int, source: str | None = None,
+                      options: tuple = ()) -> tuple:
+    """(entry, NVRTC options) of rung 29 or 30 for an M x N problem: its C^T tile where helpers.kernels.ct_waves_ratio
+    gives it at least CT_GAIN over rung 25 (26), else rung 25's (26's) own per-shape build (per_shape_build; the
+    same sums, bit for bit). The counts of resident clusters are the driver's for each build."""
+    from .kernels import ALL_RUNGS, CT_GAIN, ct_waves_ratio
+
+    base = ALL_RUNGS[spec.base]
+    fits = lambda: (resident_blocks(base)[0] // 4, resident_blocks(*per_shape_pair(base))[0] // 2,   # noqa: E731
+                    resident_blocks(spec, source, options)[0] // 2)
+    if ct_waves_ratio(M, N, a_row_bytes, b_row_bytes, fits, spec.block_tile[0]) >= CT_GAIN:
+        return spec, tuple(options)
+    return per_shape_build(base, M, N, a_row_bytes, b_row_bytes)
+
+
+def per_shape_pair(spec: GemmKernel, options: tuple = ()) -> tuple:
+    """Rung 25's (26's) build in clusters of 2 (QUAD_CLUSTER=2 after `options`: rung 14's or 13's template call)."""
+    import dataclasses
+
+    return dataclasses.replace(spec, cluster=(2, 1, 1)), (*tuple(options), "-DQUAD_CLUSTER=2")
+
+
 def chooses_build(spec: GemmKernel, options: tuple = ()) -> bool:
     """Whether the launcher chooses the build per problem: rung 25's or 26's cluster where the build does not name
     one (helpers.tryout's CLUSTER_M knob compiles -DQUAD_CLUSTER=n, which the learner chose); rung 27's or 28's tile
-    where it names no tile (-DTALL_M, -DTALL_N)."""
-    names = ("-DTALL_M=", "-DTALL_N=") if spec.per_shape == "tile" else ("-DQUAD_CLUSTER=",)
+    where it names no tile (-DTALL_M, -DTALL_N); rung 29's or 30's orientation where it names no tile height (-DCT_M:
+    a probe forces the C^T tile so)."""
+    names = {"tile": ("-DTALL_M=", "-DTALL_N="), "orientation": ("-DCT_M=",)}.get(spec.per_shape, ("-DQUAD_CLUSTER=",))
     return bool(spec.per_shape) and not any(str(o).startswith(names) for o in options)
 
 
@@ -313,11 +334,14 @@ def build_for(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: i
               options: tuple = ()) -> tuple:
     """(entry, NVRTC options) the launcher builds for an M x N problem with rows of A and B a_row_bytes and
     b_row_bytes apart: rungs 25-26's per-shape build where the options name no cluster (per_shape_build), rungs
-    27-28's where they name no tile (tall_build), else the entry and options as given. What a record says of a
+    27-28's where they name no tile (tall_build), rungs 29-30's orientation where they name no tile height
+    (orientation_build), else the entry and options as given. What a record says of a
     launch (its grid) must come from this build."""
     if chooses_build(spec, options):
         if spec.per_shape == "tile":
             return tall_build(spec, M, N, source, options)
+        if spec.per_shape == "orientation":
+            return orientation_build(spec, M, N, a_row_bytes, b_row_bytes, source, options)
         return per_shape_build(spec, M, N, a_row_bytes, b_row_bytes, source, options)
     return spec, tuple(options)
 

@@ -621,7 +621,8 @@ def test_quad_choice_takes_clusters_of_four_only_where_rows_start_inside_a_line_
     assert K.cluster_waves(5000, 5000, 4, 30) == K.cluster_waves(5000, 5000, 2, 66) == 7
     assert (K.cluster_waves(7000, 7000, 4, 30), K.cluster_waves(7000, 7000, 2, 66)) == (14, 12)
     src = (KERNEL_DIR.parent / "helpers" / "launch.py").read_text()
-    assert 'pair = (dataclasses.replace(spec, cluster=(2, 1, 1)), (*options, "-DQUAD_CLUSTER=2"))' in src
+    assert 'return dataclasses.replace(spec, cluster=(2, 1, 1)), (*tuple(options), "-DQUAD_CLUSTER=2")' in src
+    assert "pair = per_shape_pair(spec, options)" in src
 
 
 def test_rungs_25_and_26_per_shape_run_is_quoted():
@@ -706,7 +707,7 @@ def test_rung_29_is_pending_with_the_kernels_tile_and_its_reasoning_computed():
     from tools.probes.ct_tile import CT_PREDICTED
 
     r, b = K.PENDING[29], K.ALL_RUNGS[14]
-    assert 29 not in K.ALL_RUNGS and K.rung_entry(29) is r and r.base == 25 and r.per_shape == ""
+    assert 29 not in K.ALL_RUNGS and K.rung_entry(29) is r and r.base == 25 and r.per_shape == "orientation"
     assert (r.emulate, r.out_dtype, r.cluster) == (b.emulate, b.out_dtype, b.cluster)
     assert _hdefine("CT_M") == K.CT_M == 160 and _hdefine("CT_EPI_ROWS") == 32
     assert (r.block_tile, r.tma_boxes, r.c_box) == ((160, 256), ((160, 64), (64, 64)), (32, 64))

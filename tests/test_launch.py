@@ -332,3 +332,26 @@ def test_build_for_rung_27_builds_the_tall_tile_where_tall_choice_takes_it(monke
     assert opts == ("-DTALL_M=128", "-DTALL_N=256") and (b.block_tile, b.dyn_smem, b.tma_boxes) == (
         (128, 256), HOPPER_STORE_SMEM, ((128, 64), (64, 64)))
     assert launch.build_for(r27, 5000, 5000, 10000, 10000, options=("-DTALL_N=160",)) == (r27, ("-DTALL_N=160",))
+
+
+def test_build_for_rungs_29_30_builds_the_transposed_tile_where_the_waves_pay(monkeypatch):
+    """helpers.launch.build_for on rungs 29-30 (the H200's counts: 30 clusters of 4, 66 of 2): the C^T tile where
+    ct_waves_ratio gives it CT_GAIN or more (5000^3, 5496^3: rows start inside a line; 3000^3), rung 25's (26's)
+    per-shape build elsewhere (4096^3: rung 14's pair, aligned rows; 7000^3: clusters of 2 there too, misaligned
+    rows); -DCT_M names the tile, so a probe's forced build is left as given."""
+    from helpers import launch
+    from helpers.kernels import ALL_RUNGS, CT_GAIN, PENDING, ct_waves_ratio
+
+    monkeypatch.setattr(launch, "resident_blocks", lambda spec, source=None, options=():
+                        (120 if spec.cluster == (4, 1, 1) else 132, "h200"))
+    h200 = lambda: (30, 66, 66)   # noqa: E731
+    for k, base in ((29, 25), (30, 26)):
+        r = PENDING[k]
+        for n in (3000, 5000, 5496):
+            assert ct_waves_ratio(n, n, 2 * n, 2 * n, h200) >= CT_GAIN
+            assert launch.build_for(r, n, n, 2 * n, 2 * n) == (r, ())
+        for n in (4096, 7000):
+            assert ct_waves_ratio(n, n, 2 * n, 2 * n, h200) < CT_GAIN
+            b, opts = launch.build_for(r, n, n, 2 * n, 2 * n)
+            assert b.name == ALL_RUNGS[base].name and (b.cluster, opts) == ((2, 1, 1), ("-DQUAD_CLUSTER=2",))
+        assert launch.build_for(r, 4096, 4096, 8192, 8192, options=("-DCT_M=160",)) == (r, ("-DCT_M=160",))

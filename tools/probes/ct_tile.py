@@ -59,7 +59,8 @@ def main(argv) -> int:
     def check(k, M, N, K, A, B, ref):
         nonlocal ok
         spec = rung_entry(k)
-        fn, C, _ = launcher(spec, A, B, pad=True)
+        force = ("-DCT_M=160",) if k in (29, 30) else ()     # the C^T tile at every size (no orientation choice)
+        fn, C, _ = launcher(spec, A, B, pad=True, options=force)
         C.fill(cupy.nan)
         fn()
         chk = spec.check(C[:M, :N], A, B, reference=ref, backend="GPU")
