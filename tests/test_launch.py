@@ -355,3 +355,20 @@ def test_build_for_rungs_29_30_builds_the_transposed_tile_where_the_waves_pay(mo
             b, opts = launch.build_for(r, n, n, 2 * n, 2 * n)
             assert b.name == ALL_RUNGS[base].name and (b.cluster, opts) == ((2, 1, 1), ("-DQUAD_CLUSTER=2",))
         assert launch.build_for(r, 4096, 4096, 8192, 8192, options=("-DCT_M=160",)) == (r, ("-DCT_M=160",))
+
+
+def test_rows_of_rungs_29_30_name_the_kernel_the_launcher_built(monkeypatch):
+    """helpers.experiments.hopper._launch_facts (every timed row of the record and the probes): for rungs 29-30 a
+    `built` field names the kernel, tile and cluster the launcher chose (the C^T tile at 5000^3, rung 25's (26's)
+    pair at 4096^3); rungs that choose a cluster only (25-26) carry no such field."""
+    from helpers import launch
+    from helpers.experiments import hopper as H
+    from helpers.kernels import ALL_RUNGS, PENDING
+
+    monkeypatch.setattr(launch, "resident_blocks", lambda spec, source=None, options=():
+                        (120 if spec.cluster == (4, 1, 1) else 132, "h200"))
+    monkeypatch.setattr(launch, "launch_path", lambda r: "cluster launch")
+    assert H._launch_facts(PENDING[29], 5000, 5000, 5000)["built"] == "hopper_ct_tile, 160 x 256 tiles in clusters of 2"
+    assert H._launch_facts(PENDING[30], 4096, 4096, 4096)["built"] == \
+        "hopper_quad_cluster_f32c, 128 x 256 tiles in clusters of 2"
+    assert "built" not in H._launch_facts(ALL_RUNGS[25], 5000, 5000, 5000)

@@ -93,13 +93,16 @@ def _cublas_side(A, B, M: int, N: int, K: int, c_dtype: str = "float32") -> dict
 
 def _launch_facts(r, M: int, N: int, K: int) -> dict:
     """The grid and cluster launch path of rung entry r on an M x N x K problem of contiguous FP16 rows, from the build
-    the launcher uses for it (helpers.launch.build_for: rungs 25-26 choose their cluster per shape)."""
+    the launcher uses for it (helpers.launch.build_for: rungs 25-26 choose their cluster per shape, rungs 29-30 their
+    orientation: `built` names the kernel and tile)."""
     from ..launch import build_for, launch_path, resident_blocks
 
     out = {}
     if r.persistent:
         b, opts = build_for(r, M, N, 2 * K, 2 * N)
         out["resident"] = resident_blocks(b, options=opts)[1]
+        if r.per_shape == "orientation":        # rungs 29-30: which of two kernels the launcher built here
+            out["built"] = f"{b.name}, {b.block_tile[0]} x {b.block_tile[1]} tiles in clusters of {b.cluster[0]}"
     if r.cluster is not None:
         out["launch_path"] = launch_path(r)
     return out

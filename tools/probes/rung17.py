@@ -9,10 +9,11 @@ RUNG 19 (hopper_skinny_one, one consumer warpgroup) or 20 (its FP32-C twin), 21-
 and 4096^3. With RUNG 25 or 26 (rungs 14 and 13 in clusters of 4): the full-chip shapes the record judges (4096^3,
 5000^3, 8192^3, 2048^3, 8192 x 8192 x 1024), its base (14 or 13) beside it at each. With RUNG 27 or 28 (the 256-row
 tile chosen per shape): the same shapes, rung 25 or 26 beside it, and two more odd sizes where it builds the tall
-tile (1304 x 3000 x 1000, 3000 x 3000 x 136). With --knobs: only the
-knob rounds at M = 128 (rungs 19-20: the wait hint, 6 stages, no cluster).
+tile (1304 x 3000 x 1000, 3000 x 3000 x 136). With RUNG 29 or 30 (the C^T tile or rung 25's (26's) build, chosen per
+shape): the same shapes and odd sizes, and 5496^3 (rows TMA reads as they are, starting inside a line), rung 25 or 26
+beside it. With --knobs: only the knob rounds at M = 128 (rungs 19-20: the wait hint, 6 stages, no cluster).
 
-    python3 tools/probes/rung17.py OUT.json [RUNG] [--knobs]   (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17 to 28)"""
+    python3 tools/probes/rung17.py OUT.json [RUNG] [--knobs]   (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17 to 30)"""
 import json
 import sys
 from pathlib import Path
@@ -25,6 +26,8 @@ FULL = [[4096] * 3, [5000] * 3]
 BIG = [[4096] * 3, [5000] * 3, [8192] * 3, [2048] * 3, [8192, 8192, 1024]]   # rungs 25-26
 ODD = [[1000, 1064, 1000], [257, 520, 136], [40, 24, 56], [72, 8200, 1000]]
 TALL_ODD = [[1304, 3000, 1000], [3000, 3000, 136]]    # rungs 27-28: sizes where the launcher builds the 256-row tile
+# (and where it builds rungs 29-30's C^T tile: helpers.kernels.ct_waves_ratio 1.6 and 1.2 there on the H200)
+CT_BIG = BIG + [[5496] * 3]                           # rungs 29-30: + a size whose rows TMA reads as they are
 VARIANTS = [{"STAGES": 4}, {"STAGES": 6}, {"CLUSTER_M": 1}, {"PRODUCER_REGS": 24}]   # helpers.tryout.KNOBS[17]
 VARIANTS_19 = [{"WAIT_HINT": 1}, {"STAGES": 6}, {"CLUSTER_M": 1}]                    # helpers.tryout.KNOBS[19]
 KNOB_SHAPE = (128, 8192, 8192)
@@ -74,17 +77,18 @@ def main(argv) -> int:
     from helpers.experiments.hopper import probe_rung
 
     rung = int(argv[1]) if len(argv) > 1 else 17
-    if rung not in range(17, 29):
+    if rung not in range(17, 31):
         sys.exit(__doc__)
     out, failed = {}, False
     if "--knobs" in argv:                                    # rung 19's knobs alone, beside it as recorded
         return _knobs(out, argv[0], rung, VARIANTS_19 if rung in (19, 20) else VARIANTS)
-    out[str(rung)], bad = probe_rung(rung, BIG if rung >= 25 else SKINNY + FULL, ODD + (TALL_ODD if rung >= 27 else []))
+    big = CT_BIG if rung >= 29 else BIG
+    out[str(rung)], bad = probe_rung(rung, big if rung >= 25 else SKINNY + FULL, ODD + (TALL_ODD if rung >= 27 else []))
     failed |= bad
     from helpers.kernels import rung_entry
 
     base = rung_entry(rung).base or rung - 1                        # the rung its gain is measured over
-    out[str(base)], bad = probe_rung(base, BIG if rung >= 25 else SKINNY + (FULL[:1] if rung >= 19 else []), [])
+    out[str(base)], bad = probe_rung(base, big if rung >= 25 else SKINNY + (FULL[:1] if rung >= 19 else []), [])
     failed |= bad
     if rung >= 18:
         Path(argv[0]).write_text(json.dumps(out, indent=1))
