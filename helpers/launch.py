@@ -307,7 +307,8 @@ def orientation_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_
     from .kernels import ALL_RUNGS, CT_GAIN, ct_waves_ratio
 
     base = ALL_RUNGS[spec.base]
-    fits = lambda: (resident_blocks(base)[0] // 4, resident_blocks(*per_shape_pair(base))[0] // 2,   # noqa: E731
+    pair, pair_opts = per_shape_pair(base)
+    fits = lambda: (resident_blocks(base)[0] // 4, resident_blocks(pair, options=pair_opts)[0] // 2,   # noqa: E731
                     resident_blocks(spec, source, options)[0] // 2)
     if ct_waves_ratio(M, N, a_row_bytes, b_row_bytes, fits, spec.block_tile[0]) >= CT_GAIN:
         return spec, tuple(options)

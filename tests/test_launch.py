@@ -342,8 +342,12 @@ def test_build_for_rungs_29_30_builds_the_transposed_tile_where_the_waves_pay(mo
     from helpers import launch
     from helpers.kernels import ALL_RUNGS, CT_GAIN, PENDING, ct_waves_ratio
 
-    monkeypatch.setattr(launch, "resident_blocks", lambda spec, source=None, options=():
-                        (120 if spec.cluster == (4, 1, 1) else 132, "h200"))
+    def resident(spec, source=None, options=()):      # as the driver's: source is a kernel's text or None
+        assert source is None or isinstance(source, str), source
+        assert all(isinstance(o, str) for o in options), options
+        return 120 if spec.cluster == (4, 1, 1) else 132, "h200"
+
+    monkeypatch.setattr(launch, "resident_blocks", resident)
     h200 = lambda: (30, 66, 66)   # noqa: E731
     for k, base in ((29, 25), (30, 26)):
         r = PENDING[k]
