@@ -1552,8 +1552,8 @@ helpers.display.table(H.tall_tile_rows(), ["n", "build", "predicted", "ratio", "
 # ### Tried: cuBLAS's orientation (rung 29)
 #
 # cuBLAS's kernel at $5000^3$ computes $C^T$. Why: wgmma's M is 64 rows per instruction, so a tile 160 rows high
-# has no whole number of 64-row slices, while its N may be any multiple of 8. Rung 29 (written and checked in
-# session 22; pending, not in the ladder or the record) computes each 64-column slice of a 160 x 256 tile as its
+# has no whole number of 64-row slices, while its N may be any multiple of 8. Rung 29 (written, checked and timed
+# on the H200; not yet in the ladder or the record) computes each 64-column slice of a 160 x 256 tile as its
 # transpose, $D' = B^T A^T$: wgmma's A is a box of B read MN-major, its B the tile's 160 rows of A. A stage needs
 # no padding (20 KB of A, 32 KB of B), so four stages fit.
 
