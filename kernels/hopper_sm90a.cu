@@ -687,59 +687,58 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 const float (&e)[NACC] = acc[sub];
                 const int row = tm * BM + r0 + 64 * sub;   // the slice's first row of C
                 if constexpr (CT) {
-                    // rung 29: slice sub is C's columns col .. col + 63 (D' rows), all BM rows of the tile (D' columns),
-                    // stored in boxes of 32 rows x 64 columns. stmatrix .trans turns each 8 x 8 block of D' into 8 rows
-                    // of C: lane l addresses row 8 (j - 4 b) + l % 8 of the box, where 16-byte chunk 2 warp + (l / 8) % 2
-                    // holds its 8 columns (warp w owns D' rows, C's columns, 16 w .. 16 w + 15), swizzled as above.
-                    const int warp = (threadIdx.x % 128) / 32, m = lane / 8, col = tn * BN + c0 + 64 * sub;
+                    // rungs 29-30: slice sub is C's columns col .. col + 63 (D' rows), all BM rows of the tile (D'
+                    // columns), stored in steps of SR rows through two 4 KB buffers per consumer: FP16, one box of 32 rows
+                    // x 64 columns a step; FP32 (rung 30), two boxes of 16 rows x 32 columns. Box rows are 128 bytes.
+                    constexpr int SR = HALF_C ? CT_EPI_ROWS : 16, NB = HALF_C ? 1 : 2;   // rows and boxes a step
+                    const int warp = (threadIdx.x % 128) / 32, col = tn * BN + c0 + 64 * sub;
                     const bool leader = threadIdx.x % 128 == 0;
                     unsigned char* mine = reinterpret_cast<unsigned char*>(sC) + cw * 2 * CT_EPI_BOX;
 #pragma unroll
-                    for (int b = 0; b < (HALF_C ? BM / CT_EPI_ROWS : 0); ++b) {
+                    for (int b = 0; b < BM / SR; ++b) {
                         unsigned char* buf = mine + (ebox++ & 1) * CT_EPI_BOX;
+                        if constexpr (HALF_C) {
+                            // stmatrix .trans turns each 8 x 8 block of D' into 8 rows of C: lane l addresses row
+                            // 8 (j - 4 b) + l % 8 of the box, where 16-byte chunk 2 warp + (l / 8) % 2 holds its 8 columns
+                            // (warp w owns D' rows, C's columns, 16 w .. 16 w + 15), swizzled as above.
+                            const int m = lane / 8;
 #pragma unroll
-                        for (int p = 0; p < CT_EPI_ROWS / 16; ++p) {
-                            const int j = b * (CT_EPI_ROWS / 8) + 2 * p;         // 8-row block of C (D' columns)
-                            const int r = 8 * (2 * p + (m >> 1)) + lane % 8, q = 2 * warp + (m & 1);
-                            stmatrix_x4_trans(buf + r * 128 + ((q ^ (r & 7)) * 16),
-                                              pack_half2(e[4 * j], e[4 * j + 1]), pack_half2(e[4 * j + 2], e[4 * j + 3]),
-                                              pack_half2(e[4 * j + 4], e[4 * j + 5]), pack_half2(e[4 * j + 6], e[4 * j + 7]));
+                            for (int p = 0; p < SR / 16; ++p) {
+                                const int j = b * (SR / 8) + 2 * p;              // 8-row block of C (D' columns)
+                                const int r = 8 * (2 * p + (m >> 1)) + lane % 8, q = 2 * warp + (m & 1);
+                                stmatrix_x4_trans(buf + r * 128 + ((q ^ (r & 7)) * 16),
+                                                  pack_half2(e[4 * j], e[4 * j + 1]),
+                                                  pack_half2(e[4 * j + 2], e[4 * j + 3]),
+                                                  pack_half2(e[4 * j + 4], e[4 * j + 5]),
+                                                  pack_half2(e[4 * j + 6], e[4 * j + 7]));
+                            }
+                        } else {
+                            // FP32: warps 0-1 hold the slice's columns 0-31 (the first box), warps 2-3 columns 32-63.
+                            // Thread (g, t) of warp w holds D' rows 16 w + g (+8) at D' columns 8 j + 2 t, +1: C's rows
+                            // 8 j + 2 t, +1 at one column each, written as single floats with the same swizzle (4 rows x
+                            // 8 columns per store: no bank conflict).
+                            const int g = lane / 4, t = lane % 4;
+                            unsigned char* box = buf + (warp / 2) * (CT_EPI_BOX / 2);
+#pragma unroll
+                            for (int jj = 0; jj < 2; ++jj)
+#pragma unroll
+                                for (int hi = 0; hi < 2; ++hi)
+#pragma unroll
+                                    for (int x = 0; x < 2; ++x) {
+                                        const int j = 2 * b + jj, r = 8 * jj + 2 * t + x;    // C's row in the box
+                                        const int c = 16 * (warp & 1) + 8 * hi + g;          // its column
+                                        unsigned char* at = box + r * 128 + (((c / 4) ^ (r & 7)) * 16) + (c % 4) * 4;
+                                        *reinterpret_cast<float*>(at) = e[4 * j + 2 * hi + x];
+                                    }
                         }
                         fence_proxy_async();                       // my stores, visible to the copy engine
-                        if (leader) bulk_wait_read0();             // the previous box's store has read its buffer
-                        warpgroup_bar(1 + cw);                     // all 128 threads wrote this box
-                        if (leader && tm * BM + b * CT_EPI_ROWS < M && col < N) {
-                            tma_store(tmC, buf, col, tm * BM + b * CT_EPI_ROWS);
-                            bulk_commit();
-                        }
-                    }
-                    // rung 30 (FP32 C): steps of 16 rows, each two boxes of 16 rows x 32 columns (2 KB, 128-byte rows):
-                    // warps 0-1 hold the slice's columns 0-31, warps 2-3 columns 32-63. Thread (g, t) of warp w holds
-                    // D' rows 16 w + g (+8) at D' columns 8 j + 2 t, +1: C's rows 8 j + 2 t, +1 at one column each,
-                    // written as single floats with the same swizzle (4 rows x 8 columns per store: no bank conflict).
-                    const int g = lane / 4, t = lane % 4;
+                        if (leader) bulk_wait_read0();             // the previous step's stores have read their buffer
+                        warpgroup_bar(1 + cw);                     // all 128 threads wrote this step
+                        if (leader && tm * BM + b * SR < M && (NB > 1 || col < N)) {   // (NB 2: each box below)
 #pragma unroll
-                    for (int b = 0; b < (HALF_C ? 0 : BM / 16); ++b) {
-                        unsigned char* set = mine + (ebox++ & 1) * CT_EPI_BOX;   // two boxes: columns 0-31, 32-63
-                        unsigned char* box = set + (warp / 2) * (CT_EPI_BOX / 2);
-#pragma unroll
-                        for (int jj = 0; jj < 2; ++jj)
-#pragma unroll
-                            for (int hi = 0; hi < 2; ++hi)
-#pragma unroll
-                                for (int x = 0; x < 2; ++x) {
-                                    const int j = 2 * b + jj, c = 16 * (warp & 1) + 8 * hi + g, r = 8 * jj + 2 * t + x;
-                                    *reinterpret_cast<float*>(box + r * 128 + (((c / 4) ^ (r & 7)) * 16) + (c % 4) * 4) =
-                                        e[4 * j + 2 * hi + x];
-                                }
-                        fence_proxy_async();
-                        if (leader) bulk_wait_read0();
-                        warpgroup_bar(1 + cw);
-                        if (leader && tm * BM + 16 * b < M) {
-#pragma unroll
-                            for (int h2 = 0; h2 < 2; ++h2)
-                                if (col + 32 * h2 < N)
-                                    tma_store(tmC, set + h2 * (CT_EPI_BOX / 2), col + 32 * h2, tm * BM + 16 * b);
+                            for (int h2 = 0; h2 < NB; ++h2)
+                                if (col + h2 * (64 / NB) < N)
+                                    tma_store(tmC, buf + h2 * (CT_EPI_BOX / NB), col + h2 * (64 / NB), tm * BM + b * SR);
                             bulk_commit();
                         }
                     }

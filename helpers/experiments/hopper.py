@@ -1096,7 +1096,8 @@ def tall_tile_rows(name: str = "tall-tile-probe", gpu_slug: str = "nvidia-h200",
     return out
 
 
-def ct_tile_rows(names=("ct-tile-probe", "ct-tile-sizes", "ct-tile-aligned"), gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+def ct_tile_rows(names=("ct-tile-probe", "ct-tile-sizes", "ct-tile-aligned"), gpu_slug: str = "nvidia-h200",
+                 directory=None) -> list[dict]:
     """tools/probes/ct_tile.py's runs (results/logs/<name>-<gpu>.json; a name not logged is skipped): per size, rung
     29's TFLOP/s, its speed over rung 25 (`ratio`: rung 25's median time over rung 29's), the rounds it was faster,
     the prediction written before that run, rung 25's and cuBLAS's (FP16 C) TFLOP/s, rung 29 over cuBLAS
@@ -1104,15 +1105,14 @@ def ct_tile_rows(names=("ct-tile-probe", "ct-tile-sizes", "ct-tile-aligned"), gp
     row of n halves is no multiple of 16 bytes, the rungs ran on zero-padded copies and cuBLAS on the matrices: the
     cuBLAS columns are "" there, and a `note` says why."""
     from ..errors import ResultsError
-    from ..results import load_log, log_path
+    from ..results import load_log
 
     out = []
     for name in names:
         try:
-            log_path(name, "tools/probes/ct_tile.py OUT.json", gpu_slug, directory)
+            run = load_log(name, "tools/probes/ct_tile.py OUT.json", gpu_slug, directory)
         except ResultsError:   # not run yet: the rows of the runs there are
             continue
-        run = load_log(name, "tools/probes/ct_tile.py OUT.json", gpu_slug, directory)
         ok = all(c["passed"] and c["model"] == "identical" for c in run["checks"])
         for n in sorted({r["n"] for r in run["timed"]}, key=lambda n: (n != 5000, n)):
             t = {r["what"]: r for r in run["timed"] if r["n"] == n}

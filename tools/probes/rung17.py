@@ -12,7 +12,8 @@ tile chosen per shape): the same shapes, rung 25 or 26 beside it, and two more o
 tile (1304 x 3000 x 1000, 3000 x 3000 x 136). With RUNG 29 or 30 (the C^T tile or rung 25's (26's) build, chosen per
 shape): the same shapes and odd sizes, and 5496^3 (rows TMA reads as they are, starting inside a line), rung 25 or 26
 beside it. Predicted before rung 29's run so (session 22): x1.00 where the launcher builds rung 25's kernel (4096^3,
-8192^3, 2048^3, 8192 x 8192 x 1024), x1.05 at 5000^3 and x1.07 at 5496^3 (the C^T tile's probe runs: x1.052, x1.084). With --knobs: only the knob rounds at M = 128 (rungs 19-20: the wait hint, 6 stages, no cluster).
+8192^3, 2048^3, 8192 x 8192 x 1024), x1.05 at 5000^3 and x1.07 at 5496^3 (the C^T tile's probe runs: x1.052, x1.084).
+With --knobs: only the knob rounds at M = 128 (rungs 19-20: the wait hint, 6 stages, no cluster).
 
     python3 tools/probes/rung17.py OUT.json [RUNG] [--knobs]   (a Hopper GPU, COURSE_DEVICE=gpu; RUNG 17 to 30)"""
 import json
