@@ -462,6 +462,19 @@ _QUAD_WHY = ("four CTAs on tiles stacked along M share B, and each loads one of 
              "clusters of 4 only where a row starts inside a line and no wave is added, else rung 14's (13's) own "
              "build. Predicted from that first run: x1.00 where it builds rung 14 (13), x1.12 at 5000^3")
 
+# Rungs 29-30 (session 22, issue 25): cuBLAS's orientation, written after rungs 27-28's 256-row tile (pending: slower) and
+# the tall-tile probe (a ring of 3 stages costs 14-16%). Forced everywhere (tools/probes/ct_tile.py, results/logs/ct-tile-*)
+# the C^T tile measured x1.052 over rung 25 at 5000^3 and x0.820 at 4096^3, so the launcher chooses per problem
+# (helpers.launch.orientation_build); that build's first run (session 23, results/logs/ct-rung29-probe, ct-rung30-probe)
+# was predicted x1.00 where it builds rung 25's (26's) kernel, x1.05 at 5000^3 and x1.07 at 5496^3.
+_CT_WHY = ("wgmma's M is 64 rows per instruction, its N any multiple of 8: a 160 x 256 tile computed as C^T = B^T A^T "
+           "(wgmma's A a box of B read MN-major, its B the tile's 160 rows of A) needs no padding, so 4 stages of 52 KB "
+           "fit beside a 16 KB epilogue, where rung 27's 256 x 152 fitted 3. At 5000^3 its 320 units of 2 make 5 waves "
+           "of 66 clusters (4.85 of work), each tile 1.25 of rung 14's: 6.25 tile-times where rung 25 takes 7, x1.12; "
+           "a CTA asks L2 for 142 outputs per box row against rung 25's 171, so some of it goes: predicted x1.08 over "
+           "rung 25 at 5000^3 where forced. Built only where the wave model gives it x1.05 or more "
+           "(helpers.launch.orientation_build), else rung 25's own build: predicted x1.00 there, x1.05 at 5000^3")
+
 KERNELS: dict[str, GemmKernel] = _registry([
     # Lessons 1-3: the seed article's kernels and the mixed-precision family; one thread per C element
     # (FP32), or one warp per 16x16 tile with 8 warps stacked in M (WMMA)
@@ -650,6 +663,17 @@ KERNELS: dict[str, GemmKernel] = _registry([
     _hopper_rung(26, "hopper_quad_cluster_f32c", "rung 25 writing FP32 C (rung 13 with clusters of 4 by shape)",
                  1.0, _QUAD_WHY.replace("rung 14 (13)", "rung 13"), persistent=True, cluster=(4, 1, 1),
                  c_box=(64, 32), dyn_smem=HOPPER_STORE_SMEM, base=13, per_shape="cluster"),
+    _hopper_rung(29, "hopper_ct_tile", "cuBLAS's orientation: a 160 x 256 tile computed as C^T (chosen per shape)",
+                 1.0, _CT_WHY, output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1),
+                 block_tile=(CT_M, 256), tma_boxes=((CT_M, 64), (64, 64)), c_box=(32, 64), dyn_smem=ct_smem(), base=25,
+                 per_shape="orientation"),
+    _hopper_rung(30, "hopper_ct_tile_f32c", "rung 29 writing FP32 C (rung 26 where its own tile is built)", 1.0,
+                 "rung 29's mainloop and waves with an FP32 epilogue (single floats into boxes of 16 rows x 32 "
+                 "columns, two per step, in the same 16 KB): forced, rung 29 measured x1.052 over rung 25 at 5000^3, "
+                 "and both FP32 epilogues write twice the bytes: predicted x1.05 over rung 26 at 5000^3 (measured, "
+                 "forced: x1.077), x1.00 where the launcher builds rung 26's kernel",
+                 persistent=True, cluster=(2, 1, 1), block_tile=(CT_M, 256), tma_boxes=((CT_M, 64), (64, 64)),
+                 c_box=(16, 32), dyn_smem=ct_smem(), base=26, per_shape="orientation"),
 ])
 
 ALL_RUNGS: dict[int, GemmKernel] = {k.rung: k for k in sorted((k for k in KERNELS.values() if k.rung is not None),
@@ -670,12 +694,6 @@ _TALL_WHY = ("where 128 x 256 tiles leave the last wave mostly empty, a 256-row 
              "accumulators a thread. The waves give x1.18 over rung 14; the tall tile asks L2 for 110 outputs per "
              "box row against rung 14's 128, so some of it goes: predicted x1.05 over rung 25 at 5000^3, x1.00 where "
              "the launcher builds rung 14's tile (helpers.kernels.tall_choice)")
-_CT_WHY = ("wgmma's M is 64 rows per instruction, its N any multiple of 8: a 160 x 256 tile computed as C^T = B^T A^T "
-           "(wgmma's A a box of B read MN-major, its B the tile's 160 rows of A) needs no padding, so 4 stages of 52 KB "
-           "fit beside a 16 KB epilogue, where rung 27's 256 x 152 fitted 3. At 5000^3 its 320 units of 2 make 5 waves "
-           "of 66 clusters (4.85 of work), each tile 1.25 of rung 14's: 6.25 tile-times where rung 25 takes 7, x1.12; "
-           "a CTA asks L2 for 142 outputs per box row against rung 25's 171, so some of it goes: predicted x1.08 over "
-           "rung 25 at 5000^3")
 PENDING: dict[int, GemmKernel] = {
     27: _hopper_rung(27, "hopper_tall_tile", "a 256-row tile, its width chosen per shape", 1.05, _TALL_WHY,
                      output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(256, 152),
@@ -685,16 +703,6 @@ PENDING: dict[int, GemmKernel] = {
                      _TALL_WHY.replace("rung 14's tile", "rung 13's tile").replace("over rung 25", "over rung 26"),
                      persistent=True, cluster=(2, 1, 1), block_tile=(256, 152), tma_boxes=((256, 64), (64, 64)),
                      c_box=(64, 32), dyn_smem=tall_smem(152), base=26, per_shape="tile"),
-    29: _hopper_rung(29, "hopper_ct_tile", "cuBLAS's orientation: a 160 x 256 tile computed as C^T", 1.08, _CT_WHY,
-                     output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(CT_M, 256),
-                     tma_boxes=((CT_M, 64), (64, 64)), c_box=(32, 64), dyn_smem=ct_smem(), base=25,
-                     per_shape="orientation"),
-    30: _hopper_rung(30, "hopper_ct_tile_f32c", "rung 29 writing FP32 C", 1.05,
-                     "rung 29's mainloop and waves with an FP32 epilogue (single floats into boxes of 16 rows x 32 "
-                     "columns, two per step, in the same 16 KB): rung 29 measured x1.052 over rung 25 at 5000^3, and "
-                     "both FP32 epilogues write twice the bytes: predicted x1.05 over rung 26 at 5000^3",
-                     persistent=True, cluster=(2, 1, 1), block_tile=(CT_M, 256), tma_boxes=((CT_M, 64), (64, 64)),
-                     c_box=(16, 32), dyn_smem=ct_smem(), base=26, per_shape="orientation"),
 }
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 

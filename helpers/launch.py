@@ -303,16 +303,24 @@ def orientation_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_
                       options: tuple = ()) -> tuple:
     """(entry, NVRTC options) of rung 29 or 30 for an M x N problem: its C^T tile where helpers.kernels.ct_waves_ratio
     gives it at least CT_GAIN over rung 25 (26), else rung 25's (26's) own per-shape build (per_shape_build; the
-    same sums, bit for bit). The counts of resident clusters are the driver's for each build."""
+    same sums, bit for bit). The counts of resident clusters are the driver's for each build. source / options: a
+    variant (helpers.tryout's STAGES, PRODUCER_REGS, GROUP_M), built either way with them."""
     from .kernels import ALL_RUNGS, CT_GAIN, ct_waves_ratio
 
+    options = tuple(options)
     base = ALL_RUNGS[spec.base]
-    pair, pair_opts = per_shape_pair(base)
-    fits = lambda: (resident_blocks(base)[0] // 4, resident_blocks(pair, options=pair_opts)[0] // 2,   # noqa: E731
+    stages = [int(o.split("=")[1]) for o in options if str(o).startswith("-DHSTAGES=")]
+    if stages:                                   # a variant's ring (helpers.tryout's STAGES): rung 25's (26's) too
+        from .tryout import _resolve, variant_entry
+
+        base = variant_entry(base, dict(_resolve(base, {}), STAGES=stages[-1]))
+    pair, pair_opts = per_shape_pair(base, options)
+    fits = lambda: (resident_blocks(base, source, options)[0] // 4,                          # noqa: E731
+                    resident_blocks(pair, source, pair_opts)[0] // 2,
                     resident_blocks(spec, source, options)[0] // 2)
     if ct_waves_ratio(M, N, a_row_bytes, b_row_bytes, fits, spec.block_tile[0]) >= CT_GAIN:
-        return spec, tuple(options)
-    return per_shape_build(base, M, N, a_row_bytes, b_row_bytes)
+        return spec, options
+    return per_shape_build(base, M, N, a_row_bytes, b_row_bytes, source, options)
 
 
 def per_shape_pair(spec: GemmKernel, options: tuple = ()) -> tuple:

@@ -40,8 +40,8 @@ from typing import Callable
 import numpy as np
 
 from .errors import InputError
-from .kernels import (ALL_RUNGS, HOPPER_SMEM, HOPPER_STAGE, HOPPER_STORE_SMEM, GemmKernel, ladder_smem_bytes, lookup,
-                      skinny_smem, tile_n_smem)
+from .kernels import (ALL_RUNGS, HOPPER_SMEM, HOPPER_STAGE, HOPPER_STORE_SMEM, GemmKernel, ct_smem, ladder_smem_bytes,
+                      lookup, skinny_smem, tile_n_smem)
 
 DEFAULT_SIZE = (1000, 1064, 1000)   # (M, N, K) of the check: a multiple of no block tile (128, 256) nor of BK
 TIMING_SIZE = 4096
@@ -165,6 +165,21 @@ _TILE_N = Knob("TILE_N", "TILE_N", (128, 152, 192, 224, 256), 256,
                "dynamic shared memory: HSTAGES x (16 KB of A + 8 KB per box of 64 columns of B) + 33920 bytes; the "
                "launcher's cluster choice counts the waves of this width")
 
+# rungs 29-30: the C^T tile's ring (52 KB a stage: 160 rows of A and 4 boxes of B) and its height, which forces the tile
+_CT_STAGES = dataclasses.replace(
+    _HSTAGES, teaches="stages of the TMA/mbarrier ring: with fewer, the producer can run fewer K-tiles ahead of the "
+    "Tensor Cores (the tall-tile probe: 3 instead of 4 cost 14-16% at 4096^3); left out, 4",
+    launch="dynamic shared memory: STAGES x (CT_M x 128 + 32768) bytes + the 16 KB epilogue + 1152 "
+           "(helpers.kernels.ct_smem); where the launcher builds rung 25's (26's) kernel, its 48 KB stages")
+_CT_M = Knob("CT_M", "CT_M", lambda s: (160, 192) if s["STAGES"] <= 3 else (160,), 160,
+             "rows of C per C^T tile, a multiple of 32 (the epilogue's boxes) above 128: 192 makes fewer, taller tiles "
+             "(at 5000^3 27 rows of tiles instead of 32) but only 3 stages fit beside the epilogue. Left out, the "
+             "launcher chooses per problem (helpers.launch.orientation_build): the 160-row C^T tile where the wave "
+             "model gives it x1.05 or more over rung 25 (26), else rung 25's (26's) own build; given, the C^T tile is "
+             "used at every size (at 4096^3 it wastes a wave: x0.82 measured, forced)",
+             "block tile CT_M x 256, A's TMA box CT_M x 64, shared memory per stage CT_M x 128 + 32768 bytes",
+             depends="STAGES", rule="160, or 192 with STAGES 2 or 3")
+
 # rung -> {knob name: Knob}, in the order they are resolved (WAIT_GROUP after STAGES, GROUP_M after CLUSTER_M)
 KNOBS: dict[int, dict[str, Knob]] = {
     2: {"PAD": _pad("RUNG2_PAD", 0), "BK": _BK},
@@ -198,6 +213,9 @@ KNOBS: dict[int, dict[str, Knob]] = {
     # rungs 25-26: rungs 14 and 13 with QUAD_CLUSTER (CLUSTER_M = 2 gives them back); GROUP_M a multiple of it; TILE_N
     25: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _QUAD, "GROUP_M": _GROUP, "TILE_N": _TILE_N},
     26: {"STAGES": _HSTAGES, "PRODUCER_REGS": _REGS, "CLUSTER_M": _QUAD, "GROUP_M": _GROUP, "TILE_N": _TILE_N},
+    # rungs 29-30: clusters of 2 (GROUP_M any of rung 11's, all multiples of 2); CT_M after STAGES, which bounds it
+    29: {"STAGES": _CT_STAGES, "PRODUCER_REGS": _REGS, "GROUP_M": _GROUP11, "CT_M": _CT_M},
+    30: {"STAGES": _CT_STAGES, "PRODUCER_REGS": _REGS, "GROUP_M": _GROUP11, "CT_M": _CT_M},
 }
 
 
@@ -228,6 +246,13 @@ def _quad_launch(spec: GemmKernel, s: dict) -> dict:
     return {**_hopper_launch(spec, s), "dyn_smem": tile_n_smem(s["TILE_N"], s["STAGES"]), "block_tile": (128, s["TILE_N"])}
 
 
+def _ct_launch(spec: GemmKernel, s: dict) -> dict:
+    """Rungs 29-30: the C^T tile CT_M x 256, A's box CT_M rows, STAGES stages of it (helpers.kernels.ct_smem). Where
+    the launcher builds rung 25's (26's) kernel instead, it derives that build's own settings (helpers.launch)."""
+    return {"dyn_smem": ct_smem(s["CT_M"], s["STAGES"]), "block_tile": (s["CT_M"], 256),
+            "tma_boxes": ((s["CT_M"], 64), (64, 64))}
+
+
 def _skinny_launch(spec: GemmKernel, s: dict) -> dict:
     """Rung 17: SKINNY_STAGES stages of 24 KB plus the epilogue buffers (helpers.kernels.skinny_smem), and its
     cluster."""
@@ -237,7 +262,8 @@ def _skinny_launch(spec: GemmKernel, s: dict) -> dict:
 # rung -> f(entry, settings) -> the entry's fields that the settings change
 LAUNCH: dict[int, Callable] = {**{r: _ladder_launch for r in (2, 3, 4, 5, 6)},
                                **{r: _hopper_launch for r in (8, 9, 10, 11, 12, 13, 14, 15, 16)},
-                               **{r: _skinny_launch for r in range(17, 25)}, 25: _quad_launch, 26: _quad_launch}
+                               **{r: _skinny_launch for r in range(17, 25)}, 25: _quad_launch, 26: _quad_launch,
+                               29: _ct_launch, 30: _ct_launch}
 
 
 def knob_table(like=None) -> list[dict]:

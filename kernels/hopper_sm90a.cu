@@ -1341,7 +1341,7 @@ extern "C" __global__ void hopper_tall_tile_f32c(const __grid_constant__ TensorM
 #endif
 #define CT_SMEM (HSTAGES * (CT_M * HBK * 2 + B_STAGE_BYTES) + CT_EPI_BYTES + SMEM_SLACK + BAR_BYTES)
 static_assert(CT_SMEM <= 227 * 1024, "CT_M: 4 stages of CT_M rows of A and 256 columns of B, beside the 16 KB epilogue");
-// Rung 29 -- cuBLAS's tile orientation: C^T, 160 x 256 (issue 25; written 2026-12-04, session 22; pending).
+// Rung 29 -- cuBLAS's tile orientation: C^T, 160 x 256 (issue 25; written 2026-12-04, session 22), chosen per shape.
 // Adds, over rung 14: a tile of 160 rows of C by 256 columns, computed as its transpose, D' = B^T A^T, because wgmma's
 // M is 64 rows per instruction and 160 is no multiple of 64, while its N may be any multiple of 8. wgmma's A is then a
 // box of B (64 k-rows x 64 columns, MN-major: wgmma's transpose bit for A), its B the tile's 160 rows of A (K-major);
@@ -1363,6 +1363,11 @@ static_assert(CT_SMEM <= 227 * 1024, "CT_M: 4 stages of CT_M rows of A and 256 c
 // Nsight Compute at 5000^3 (results/logs/ncu-row-alignment-ct): 371 us against cuBLAS's 353 and rung 25's 390 (353,
 // 332 and 379 with rows of 10112 bytes); tensor pipe 93% busy against cuBLAS's 94%. The rest is the tile: 160-row
 // tiles in pairs along M fill 92.5% of 5 waves' slots with output, cuBLAS's 152-row tiles in pairs along N 97.3%.
+// So the launcher builds this tile only where the wave model gives it x1.05 or more over rung 25, else rung 25's own
+// kernel (helpers.launch.orientation_build). Predicted: x1.0 over rung 25 where it builds rung 25's kernel, x1.05 at
+// 5000^3, x1.07 at 5496^3. That build's first run (session 23, results/logs/ct-rung29-probe, each rung in its own
+// process beside cuBLAS): bit-identical everywhere; x1.030 at 5000^3 and x1.066 at 5496^3 (0.999x cuBLAS writing FP16
+// C); x0.998 at 4096^3, x0.995 at 2048^3 and x1.002 at 8192 x 8192 x 1024 where it built rung 25's kernel.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_tile(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1376,12 +1381,15 @@ extern "C" __global__ void hopper_ct_tile(const __grid_constant__ TensorMap tmA,
 #endif
 }
 
-// Rung 30 -- rung 29 writing FP32 C (issue 25; written 2026-12-04, session 22; pending). The same mainloop; the epilogue
+// Rung 30 -- rung 29 writing FP32 C (issue 25; written 2026-12-04, session 22). The same mainloop; the epilogue
 // writes single floats (no stmatrix for 32-bit values) into boxes of 16 rows x 32 columns, two per step, in the same
 // 16 KB. Predicted before any run: x1.05 over rung 26 at 5000^3 (rung 29's measured x1.052 over rung 25: the same
 // waves and mainloop; both epilogues write twice the bytes of the FP16 ones). First run (session 22,
 // results/logs/ct-tile-f32c-nvidia-h200.json): bit-identical to the model at 5 odd sizes and 5000^3; memcheck 0 errors,
 // racecheck 0 hazards; x1.077 over rung 26 at 5000^3 (faster in 7 of 7 rounds), 0.945x cuBLAS writing FP32 C there.
+// Chosen per shape as rung 29. Predicted: x1.0 over rung 26 where it builds rung 26's kernel, x1.05 at 5000^3. First
+// run so (session 23, results/logs/ct-rung30-probe): bit-identical; x1.034 at 5000^3 and x1.088 at 5496^3, x0.999 at
+// 4096^3, x1.002 at 2048^3 and 8192 x 8192 x 1024 where it built rung 26's kernel.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_tile_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);

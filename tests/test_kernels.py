@@ -55,7 +55,7 @@ def test_lesson3_kernels_registered():
 
 def test_registry_is_a_ladder():
     assert list(K.RUNGS) == [1, 2, 3, 4, 5, 6, 7]            # lesson 5's ladder
-    assert list(K.HOPPER_RUNGS) == list(range(8, 27))   # lesson 6's (tests/test_hopper.py)
+    assert list(K.HOPPER_RUNGS) == [*range(8, 27), 29, 30]   # lesson 6's (tests/test_hopper.py)
     assert K.ALL_RUNGS == {**K.RUNGS, **K.HOPPER_RUNGS}
     for r in K.RUNGS.values():
         assert r.predicted_gain > 0 and r.idea and r.why
@@ -175,36 +175,38 @@ def _hdefine(name):
 
 
 def test_lesson6_rungs_are_registry_entries_one_idea_each():
-    assert list(K.HOPPER_RUNGS) == list(range(8, 27))
-    assert list(K.hopper_ladder()) == [7, *range(8, 27)] and K.hopper_ladder()[7] is K.RUNGS[7]
+    assert list(K.HOPPER_RUNGS) == [*range(8, 27), 29, 30]      # 27-28 (the 256-row tile) tried, pending
+    assert list(K.hopper_ladder()) == [7, *range(8, 27), 29, 30] and K.hopper_ladder()[7] is K.RUNGS[7]
     for r in K.HOPPER_RUNGS.values():
         assert r is K.KERNELS[r.name] and r.lesson == 6 and r.file == "hopper_sm90a.cu"
         # rung 17 is for skinny shapes: where the chip is full (4096^3, what predicted_gain is at) it predicts a loss
         assert r.idea and r.why and (0.95 <= r.predicted_gain <= 2.0 if r.rung != 17 else r.predicted_gain == 0.6)
         assert r.only_cc == (9, 0) and r.isolate and not r.b_transposed and not r.sweep
-        out = "fp16" if 14 <= r.rung <= 17 or r.rung in (19, 21, 23, 25) else "fp32"   # 14-17, 19, 21, 23, 25: FP16 C, as cupy.matmul
+        out = "fp16" if 14 <= r.rung <= 17 or r.rung in (19, 21, 23, 25, 29) else "fp32"   # 14-17, 19, 21, 23, 25, 29: FP16 C, as cupy.matmul
         assert (r.inputs, r.acc, r.output, r.acc_block, r.acc_rounding) == ("fp16", "fp32", out, 16, "truncate")
-        if r.rung <= 13 or r.rung in (18, 20, 22, 24, 26):
+        if r.rung <= 13 or r.rung in (18, 20, 22, 24, 26, 30):
             assert r.emulate is K.RUNGS[7].emulate              # rung 7's arithmetic, rung 7's model
         else:                                                   # ... rounded to FP16 at the end (and split)
             assert r.emulate.output == "fp16" and r.emulate.model is K.RUNGS[7].emulate.model
             assert (r.emulate.split is None) == (r.rung != 15) and r.split_k == (r.rung in (15, 16))
             assert (r.emulate.split_tiles is None) == (r.rung != 16) and r.tail_split == (r.rung == 16)
-        assert (r.tma_boxes, r.block_tile) == ((((128, 64), (64, 64)), (128, 256)) if r.rung < 17 or r.rung > 24 else
-                                               (((64, 64), (64, 64)), (64, 128)))
+        assert (r.tma_boxes, r.block_tile) == ((((128, 64), (64, 64)), (128, 256)) if r.rung < 17 or 24 < r.rung < 29
+                                               else (((64, 64), (64, 64)), (64, 128)) if r.rung < 29   # 29-30: C^T
+                                               else (((K.CT_M, 64), (64, 64)), (K.CT_M, 256)))
         assert (r.tile_mn, r.tile_k) == (8, 8)                  # TMA: 16-byte rows; the rest is out-of-bounds fill
         assert r.teaches.startswith(f"lesson 6, rung {r.rung}: ")
     R = K.HOPPER_RUNGS
     assert all(R[k].block == (256, 1) for k in (8, *range(19, 25)))
-    assert all(R[k].block == (384, 1) for k in (*range(9, 19), 25, 26))
-    assert [k for k in R if R[k].persistent] == list(range(10, 27))
-    assert [k for k in R if R[k].cluster] == [12, 13, 14, *range(16, 27)] and R[12].cluster == (2, 1, 1)
-    assert [k for k in R if R[k].c_box] == list(range(13, 27))
+    assert all(R[k].block == (384, 1) for k in (*range(9, 19), 25, 26, 29, 30))
+    assert [k for k in R if R[k].persistent] == [*range(10, 27), 29, 30]
+    assert [k for k in R if R[k].cluster] == [12, 13, 14, *range(16, 27), 29, 30] and R[12].cluster == (2, 1, 1)
+    assert [k for k in R if R[k].c_box] == [*range(13, 27), 29, 30]
+    assert (R[29].c_box, R[30].c_box) == ((32, 64), (16, 32))      # the C^T epilogue's boxes: 32 rows FP16, 16 FP32
     assert R[13].c_box == R[18].c_box == R[20].c_box == R[22].c_box == R[24].c_box == R[26].c_box == (64, 32)
     assert R[19].c_box == R[21].c_box == R[23].c_box == R[25].c_box == (64, 64)
     assert {k: R[k].base for k in R if R[k].base is not None} == {19: 17, 21: 19, 22: 20, 23: 21, 24: 22, 25: 14,
-                                                                26: 13}   # gains over these
-    assert [k for k in R if R[k].per_shape] == [25, 26]
+                                                                26: 13, 29: 25, 30: 26}   # gains over these
+    assert [k for k in R if R[k].per_shape] == [25, 26, 29, 30]
     assert R[14].c_box == R[15].c_box == R[16].c_box == R[17].c_box == (64, 64)              # FP16 C: 64 columns are one 128-byte row
     assert K.rung(12) is R[12] and K.lookup("hopper_tma_store") is R[13]
 
@@ -250,7 +252,7 @@ def test_each_kernel_says_its_one_idea_and_the_registrys_prediction():
         assert re.search(rf'extern "C" __global__ void {r.name}\(', HSRC)
         bounds = "__launch_bounds__(256, 1)" if r.block == (256, 1) else "__launch_bounds__(WS_THREADS, 1)"
         decl = HSRC[HSRC.index(f"{bounds}", HSRC.index(c)):HSRC.index(f" {r.name}(")]
-        assert any(d in decl for d in ("CLUSTER_DIMS", "SKINNY_DIMS", "QUAD_DIMS")) == (r.cluster is not None), r.name
+        assert any(d in decl for d in ("CLUSTER_DIMS", "SKINNY_DIMS", "QUAD_DIMS", "TALL_DIMS")) == (r.cluster is not None), r.name
 
 
 def test_rungs_9_to_13_differ_by_one_switch_each():
@@ -698,16 +700,18 @@ def test_tall_choice_builds_the_256_row_tile_only_where_it_saves_a_tenth_of_the_
     assert K.TALL_WIDTHS == tuple(range(128, 193, 8))
 
 
-def test_rung_29_is_pending_with_the_kernels_tile_and_its_reasoning_computed():
-    """Rung 29 (hopper_ct_tile) waits for its first GPU run in PENDING: the entry's tile, boxes and shared memory are
+def test_rung_29_has_the_kernels_tile_and_its_reasoning_computed():
+    """Rung 29 (hopper_ct_tile), in the registry since its chooser's run on the H200: the entry's tile, boxes and shared memory are
     the kernel's (CT_M, CT_SMEM: 4 stages fit in 227 KB, where 256 x 152 fitted 3), its template call passes CT after
     rung 14's arguments; every number of its reasoning is computed here: 5000^3 in 320 units of 2 (5 waves of 66
     clusters, 4.85 of work) against rung 25's 200 units of 4 (7 waves of 30), 6.25 tile-times against 7 (x1.12), 142
-    outputs per box row against 171; the prediction, x1.08, in the registry, the kernel comment and the probe."""
+    outputs per box row against 171; the forced tile's prediction, x1.08, in its reasoning, the kernel comment and the
+    probe; the registry's gain the chooser's x1.00 where it builds rung 25's kernel (the ladder's 4096^3 and 8192^3)."""
     from tools.probes.ct_tile import CT_PREDICTED
 
-    r, b = K.PENDING[29], K.ALL_RUNGS[14]
-    assert 29 not in K.ALL_RUNGS and K.rung_entry(29) is r and r.base == 25 and r.per_shape == "orientation"
+    r, b = K.ALL_RUNGS[29], K.ALL_RUNGS[14]
+    assert 29 not in K.PENDING and K.rung_entry(29) is r is K.KERNELS["hopper_ct_tile"] is K.HOPPER_RUNGS[29]
+    assert r.base == 25 and r.per_shape == "orientation"
     assert (r.emulate, r.out_dtype, r.cluster) == (b.emulate, b.out_dtype, b.cluster)
     assert _hdefine("CT_M") == K.CT_M == 160 and _hdefine("CT_EPI_ROWS") == 32
     assert (r.block_tile, r.tma_boxes, r.c_box) == ((160, 256), ((160, 64), (64, 64)), (32, 64))
@@ -727,20 +731,23 @@ def test_rung_29_is_pending_with_the_kernels_tile_and_its_reasoning_computed():
               "25 takes 7", "(142 outputs per row) against rung 25's 128 + 64 for 128 x 256 (171)",
               "Predicted before any run: x1.08 over rung 25 at 5000^3 (x1.12 from the waves"):
         assert s in flat, s
-    assert r.predicted_gain == CT_PREDICTED[5000] == 1.08 and "x1.12" in r.why and "4 stages of 52 KB" in r.why
+    assert CT_PREDICTED[5000] == 1.08 and "predicted x1.08 over rung 25 at 5000^3 where forced" in r.why
+    assert r.predicted_gain == 1.0 and "predicted x1.00 there, x1.05 at 5000^3" in r.why
+    assert "x1.12" in r.why and "4 stages of 52 KB" in r.why
     h200 = lambda: (30, 66)   # noqa: E731  (clusters of 4 and of 2 the H200's driver runs at once)
     assert (K.ct_waves(5000, 5000, 66), round(K.ct_gain(5000, 5000, h200), 2), K.ct_gain(4096, 4096, h200)) == (5, 1.12, 0.8)
 
 
 def test_rung_30_is_rung_29_writing_fp32_c():
-    """Rung 30 (hopper_ct_tile_f32c, pending): rung 29's template call with FP32 C (HALF_C false), its entry rung 29's
+    """Rung 30 (hopper_ct_tile_f32c): rung 29's template call with FP32 C (HALF_C false), its entry rung 29's
     but for C (FP32, boxes of 16 rows x 32 columns: 128-byte rows, two per 64-column slice) and the model rung 26's;
     the epilogue's steps of 16 rows fit the 160-row tile; predicted x1.05 over rung 26 in the registry, the comment
-    and the probe (--f32c) before any run."""
+    and the probe (--f32c) before any run (the registry's gain, as rung 29's, the chooser's x1.00 where it builds
+    rung 26's kernel)."""
     from tools.probes.ct_tile import F32C_PREDICTED
 
-    r, r29, r26 = K.PENDING[30], K.PENDING[29], K.ALL_RUNGS[26]
-    assert 30 not in K.ALL_RUNGS and r.base == 26 and (r.emulate, r.out_dtype) == (r26.emulate, r26.out_dtype)
+    r, r29, r26 = K.ALL_RUNGS[30], K.ALL_RUNGS[29], K.ALL_RUNGS[26]
+    assert 30 not in K.PENDING and r.base == 26 and (r.emulate, r.out_dtype) == (r26.emulate, r26.out_dtype)
     assert (r.block_tile, r.tma_boxes, r.dyn_smem, r.cluster) == (r29.block_tile, r29.tma_boxes, r29.dyn_smem,
                                                                   r29.cluster)
     assert r.c_box == (16, 32) and 32 * 4 == 128 and K.CT_M % 16 == 0 and 2 * 16 * 128 * 2 * 2 == K.CT_EPI_BYTES
@@ -750,7 +757,8 @@ def test_rung_30_is_rung_29_writing_fp32_c():
     assert calls[r.name][:4] + calls[r.name][5:] == calls[r29.name][:4] + calls[r29.name][5:]
     src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
     assert "Predicted before any run: x1.05 over rung 26 at 5000^3" in src
-    assert r.predicted_gain == F32C_PREDICTED[5000] == 1.05
+    assert F32C_PREDICTED[5000] == 1.05 and "predicted x1.05 over rung 26 at 5000^3 (measured, forced: x1.077)" in r.why
+    assert r.predicted_gain == 1.0 and "x1.00 where the launcher builds rung 26's kernel" in r.why
     # its first run (results/logs/ct-tile-f32c): quoted in the comment
     import json
 
@@ -977,3 +985,35 @@ def test_rung_27_reasoning_numbers_are_the_waves_and_rows_they_name():
               "(110 outputs per row)", "the waves give x1.18"):
         assert s in src, s
     assert "The waves give x1.18 over rung 14" in K.PENDING[27].why
+
+
+def test_rungs_29_30_comments_quote_the_choosers_first_run():
+    """The kernel comments of rungs 29-30 quote their per-shape build's first H200 run (tools/probes/rung17.py,
+    results/logs/ct-rung29-probe and ct-rung30-probe: each rung in its own process beside cuBLAS, then rung 25 or 26):
+    every check bit-identical; the gains where the launcher built the C^T tile (5000^3, 5496^3) and where it built
+    rung 25's (26's) kernel, computed here; 5496^3 against cuBLAS writing FP16 C; the prediction written before."""
+    import json
+
+    logs = KERNEL_DIR.parent / "results" / "logs"
+    src = HSRC.replace("\n// ", " ")
+    for k, base, quotes in ((29, 25, {(5000,): "x1.030 at 5000^3", (5496,): "x1.066 at 5496^3",
+                                      (4096,): "x0.998 at 4096^3", (2048,): "x0.995 at 2048^3",
+                                      (8192, 8192, 1024): "x1.002 at 8192 x 8192 x 1024"}),
+                            (30, 26, {(5000,): "x1.034 at 5000^3", (5496,): "x1.088 at 5496^3",
+                                      (4096,): "x0.999 at 4096^3", (2048,): "x1.002 at 2048^3 and 8192 x 8192 x 1024",
+                                      (8192, 8192, 1024): "x1.002 at 2048^3 and 8192 x 8192 x 1024"})):
+        d = json.loads((logs / f"ct-rung{k}-probe-nvidia-h200.json").read_text())
+        assert all(r["passed"] and r["model"] == "identical" for r in d[str(k)])
+        mine = {(r["m"], r["n"], r["k"]): r for r in d[str(k)] if r.get("tflops")}
+        theirs = {(r["m"], r["n"], r["k"]): r for r in d[str(base)] if r.get("tflops")}
+        for s, text in quotes.items():
+            shape = s * 3 if len(s) == 1 else s
+            r = mine[shape]
+            assert r["built"].startswith(K.ALL_RUNGS[k].name + "," if shape[0] in (5000, 5496) else
+                                         K.ALL_RUNGS[base].name + ","), (k, shape, r["built"])
+            assert text.startswith(f"x{r['tflops'] / theirs[shape]['tflops']:.3f} at "), (k, shape, text)
+            assert text in src, text
+        if k == 29:
+            assert f"({mine[(5496,) * 3]['frac_cublas']:.3f}x cuBLAS writing FP16" in src
+    assert "Predicted: x1.0 over rung 25 where it builds rung 25's kernel, x1.05 at 5000^3, x1.07 at 5496^3" in src
+    assert "Predicted: x1.0 over rung 26 where it builds rung 26's kernel, x1.05 at 5000^3" in src

@@ -340,7 +340,7 @@ def test_build_for_rungs_29_30_builds_the_transposed_tile_where_the_waves_pay(mo
     per-shape build elsewhere (4096^3: rung 14's pair, aligned rows; 7000^3: clusters of 2 there too, misaligned
     rows); -DCT_M names the tile, so a probe's forced build is left as given."""
     from helpers import launch
-    from helpers.kernels import ALL_RUNGS, CT_GAIN, PENDING, ct_waves_ratio
+    from helpers.kernels import ALL_RUNGS, CT_GAIN, ct_waves_ratio
 
     def resident(spec, source=None, options=()):      # as the driver's: source is a kernel's text or None
         assert source is None or isinstance(source, str), source
@@ -350,7 +350,7 @@ def test_build_for_rungs_29_30_builds_the_transposed_tile_where_the_waves_pay(mo
     monkeypatch.setattr(launch, "resident_blocks", resident)
     h200 = lambda: (30, 66, 66)   # noqa: E731
     for k, base in ((29, 25), (30, 26)):
-        r = PENDING[k]
+        r = ALL_RUNGS[k]
         for n in (3000, 5000, 5496):
             assert ct_waves_ratio(n, n, 2 * n, 2 * n, h200) >= CT_GAIN
             assert launch.build_for(r, n, n, 2 * n, 2 * n) == (r, ())
@@ -367,12 +367,12 @@ def test_rows_of_rungs_29_30_name_the_kernel_the_launcher_built(monkeypatch):
     pair at 4096^3); rungs that choose a cluster only (25-26) carry no such field."""
     from helpers import launch
     from helpers.experiments import hopper as H
-    from helpers.kernels import ALL_RUNGS, PENDING
+    from helpers.kernels import ALL_RUNGS
 
     monkeypatch.setattr(launch, "resident_blocks", lambda spec, source=None, options=():
                         (120 if spec.cluster == (4, 1, 1) else 132, "h200"))
     monkeypatch.setattr(launch, "launch_path", lambda r: "cluster launch")
-    assert H._launch_facts(PENDING[29], 5000, 5000, 5000)["built"] == "hopper_ct_tile, 160 x 256 tiles in clusters of 2"
-    assert H._launch_facts(PENDING[30], 4096, 4096, 4096)["built"] == \
+    assert H._launch_facts(ALL_RUNGS[29], 5000, 5000, 5000)["built"] == "hopper_ct_tile, 160 x 256 tiles in clusters of 2"
+    assert H._launch_facts(ALL_RUNGS[30], 4096, 4096, 4096)["built"] == \
         "hopper_quad_cluster_f32c, 128 x 256 tiles in clusters of 2"
     assert "built" not in H._launch_facts(ALL_RUNGS[25], 5000, 5000, 5000)

@@ -77,9 +77,9 @@ def test_hopper_experiment_is_registered_and_reads_its_rows():
     assert REGISTRY["hopper"] is H.hopper
     rows = _rows()
     g = H.gains(rows, 4096)
-    assert [x["rung"] for x in g] == [7, *range(8, 27)] and g[0]["verdict"] == "-"
-    assert [x["over"] for x in g] == [None, *range(7, 18), 17, 19, 19, 20, 21, 22, 14, 13]   # rungs 19, 21-26: over
-    # 17, 19, 20, 21, 22, 14, 13
+    assert [x["rung"] for x in g] == [7, *range(8, 27), 29, 30] and g[0]["verdict"] == "-"
+    assert [x["over"] for x in g] == [None, *range(7, 18), 17, 19, 19, 20, 21, 22, 14, 13, 25, 26]   # rungs 19, 21-26,
+    # 29-30: over 17, 19, 20, 21, 22, 14, 13, 25, 26
     assert all(x["verdict"] == ("as predicted" if x["predicted"] != 1.0 else "unresolved: the spread holds no gain too")
                and x["direction"] is None for x in g[1:])   # no spread: the median (rung 19 predicts no gain)
     t = H.targets(rows)

@@ -73,7 +73,7 @@ def test_every_knob_has_its_macro_in_the_file_with_the_recorded_default():
     assert {r["knob"] for r in tryout.knob_table(6)} == {"PAD", "BK", "STAGES", "WAIT_GROUP", "LDMATRIX"}
     assert {r["knob"]: r["define"] for r in tryout.knob_table(13)} == {
         "STAGES": "HSTAGES", "PRODUCER_REGS": "PRODUCER_REGS", "CLUSTER_M": "CLUSTER_M", "GROUP_M": "GROUP_M"}
-    assert set(tryout.KNOBS) == {2, 3, 4, 5, 6, *range(8, 27)}   # rung 1 (wmma.cu) and 7: source= only
+    assert set(tryout.KNOBS) == {2, 3, 4, 5, 6, *range(8, 27), 29, 30}   # rung 1 (wmma.cu) and 7: source= only
     assert {r["knob"]: r["define"] for r in tryout.knob_table(25)} == {
         "STAGES": "HSTAGES", "PRODUCER_REGS": "PRODUCER_REGS", "CLUSTER_M": "QUAD_CLUSTER", "GROUP_M": "GROUP_M",
         "TILE_N": "TILE_N"}
@@ -420,9 +420,10 @@ def test_the_sweep_covers_every_value_of_every_knob_once():
         assert v[0] == (None, None) and len(v) == len(set(v))
         defaults = tryout._resolve(ALL_RUNGS[r], {})
         assert len(v) == 1 + sum(len(k.allowed(defaults)) - 1 for k in table.values())
-    assert len([x for r in tryout.KNOBS for x in KX.variants(r)]) == 38 + 41 + 10 + 8 + 5 + 9 + 9 + 7 + 7 + 7 + 7 + 8 + 8 + 12 + 12   # 2-6, 8-13, 14-26
+    assert len([x for r in tryout.KNOBS for x in KX.variants(r)]) == 38 + 41 + 10 + 8 + 5 + 9 + 9 + 7 + 7 + 7 + 7 + 8 + 8 + 12 + 12 + 8 + 8   # 2-6, 8-13, 14-26, 29-30
     # (17, 18: + WAIT_HINT 1, 2; 19-22: STAGES, CLUSTER_M and WAIT_HINT, no PRODUCER_REGS; 23-24: + DESC_ADD 0;
-    # 25-26: rung 14's four knobs, CLUSTER_M 2 or 4 and GROUP_M a multiple of it)
+    # 25-26: rung 14's four knobs, CLUSTER_M 2 or 4 and GROUP_M a multiple of it; 29-30: STAGES 2, 3, PRODUCER_REGS
+    # 24, 56, GROUP_M 2, 4, 16: CT_M has no other value at 4 stages)
     rows = _synthetic_rows()
     assert [x["value"] for x in KX.sweep_of(rows, 5, "STAGES")] == [2, 3, 4]
 

@@ -541,6 +541,15 @@ MISS_NOTES = {
                   "measured less."},
     26: {"better": "as rung 25: over rung 13, the same build but where rows start inside a line.",
          "worse": "as rung 25: less of the first run's gain remains in the record."},
+    # rungs 29-30's notes were written after the chooser's first run (session 23, results/logs/ct-rung29-probe), before
+    # the record
+    29: {"better": "where it is rung 25's build the code is the same, so a gain there is the two timings' clocks; at "
+                   "5000^3, the C^T tile's five whole waves paid more than in the chooser's first run.",
+         "worse": "where it is rung 25's build, the clocks again (the code is the same); at 5000^3 the forced tile "
+                  "gained x1.052 in alternating rounds and the chooser's first run x1.030: the box rows cost more "
+                  "than the waves model counts."},
+    30: {"better": "as rung 29: over rung 26, the same build except where the C^T tile is chosen.",
+         "worse": "as rung 29: at 5000^3 less of the forced tile's gain (x1.077) remains once both run in the record."},
 }
 
 
