@@ -245,3 +245,28 @@ def test_quad_cluster_knob_gives_rung_14_back_and_clusters_of_four_cost_a_wave_a
     four = helpers.try_kernel(25, timing_size=4096, CLUSTER_M=4)
     assert four.passed and four.stage == "done" and four.row["defines"] == "-DQUAD_CLUSTER=4", four.lines()
     assert four.row["vs_original"] < 0.95, four.lines()
+
+
+def test_ct_m_knob_forces_the_transposed_tile_which_wastes_a_wave_at_4096():
+    """Rung 29's CT_M: at 4096^3 the rung as recorded is rung 25's build (the wave model gives the C^T tile x0.80
+    there), so CT_M=160, which forces the C^T tile, is correct but slower (forced, it measured x0.820 over rung 25:
+    results/logs/ct-tile-probe), the lesson's Try it; CT_M=192 with 3 stages (27 tile rows at 5000, only 3 stages
+    fit) is correct too, checked at the odd size and 4096^3, with its own shared memory."""
+    from helpers.kernels import ct_smem
+
+    _runnable(29)
+    forced = helpers.try_kernel(29, timing_size=4096, CT_M=160)
+    assert forced.passed and forced.stage == "done" and forced.row["defines"] == "-DCT_M=160", forced.lines()
+    assert forced.row["vs_original"] < 0.95, forced.lines()
+    tall = helpers.try_kernel(29, timing_size=4096, CT_M=192, STAGES=3)
+    assert tall.passed and tall.stage == "done", tall.lines()
+    assert tall.outcome["dyn_smem"] == tall.resources["smem_dynamic"] == ct_smem(192, 3), tall.lines()
+
+
+def test_rung_30_with_three_stages_builds_them_in_either_orientation():
+    """Rung 30 with STAGES=3 and no CT_M: the launcher still chooses per problem, and both builds take the ring
+    (helpers.launch.orientation_build passes -DHSTAGES to rung 26's build): correct at the odd size (rung 26's
+    build there) and at 5000^3 (the C^T tile), timed there."""
+    _runnable(30)
+    r = helpers.try_kernel(30, timing_size=5000, STAGES=3)
+    assert r.passed and r.stage == "done" and r.row["defines"] == "-DHSTAGES=3", r.lines()

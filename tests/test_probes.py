@@ -18,7 +18,7 @@ def test_there_are_probes():
                                         "fp8_block_scaled.py", "cublas_kernels.py", "reject_wrong_block_scaled.py", "reject_wrong_fp8.py", "grid_128.py",
                                         "rung17.py", "fp8_stages.py", "flush_method.py", "wgmma_rate.py",
                                         "wait_hint.py", "ncu_source.py", "ncu_row_alignment.py", "tile_n.py",
-                                        "tall_tile.py", "ct_tile.py"}
+                                        "tall_tile.py", "ct_tile.py", "record_cost.py"}
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.stem)

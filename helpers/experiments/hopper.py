@@ -1075,6 +1075,41 @@ def tall_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     return out
 
 
+CHOOSER_MADE_BY = "tools/probes/rung17.py OUT.json 29 (30)"
+# rung 29's chooser, predicted before its first run (tools/probes/rung17.py's docstring): x1.00 where rung 25's kernel
+# is built, else these
+CHOOSER_PREDICTED = {(5000, 5000, 5000): 1.05, (5496, 5496, 5496): 1.07}
+
+
+def chooser_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """Rungs 29-30's first run as the launcher builds them (results/logs/ct-rung29-probe and ct-rung30-probe: each
+    rung in its own process beside cuBLAS, then rung 25 or 26 the same way): per timed shape the build (the C^T tile
+    or rung 25's (26's) kernel, from the row's `built`), rung 29's prediction written before the run
+    (CHOOSER_PREDICTED; x1.00 where rung 25's kernel is built; none stated for rung 30), both TFLOP/s and their ratio,
+    each over cuBLAS writing the same C, `why` where a clock fell (_clock_fell) or cuBLAS's own timing flatters the
+    ratio (flattered), and `checked`: every check of the rung, the odd sizes' too, bit-identical to the model."""
+    from ..kernels import ALL_RUNGS
+    from ..results import load_log
+
+    out = []
+    for new, old in (("29", "25"), ("30", "26")):
+        log = load_log(f"ct-rung{new}-probe", CHOOSER_MADE_BY, gpu_slug, directory)
+        ok = all(r["passed"] and r.get("model") == "identical" for r in log[new])
+        base = {(r["m"], r["n"], r["k"]): r for r in log[old] if r.get("tflops")}
+        for r in log[new]:
+            key = (r["m"], r["n"], r["k"])
+            if not r.get("tflops") or key not in base:
+                continue
+            b, ct = base[key], r["built"].startswith(ALL_RUNGS[int(new)].name + ",")
+            out.append({"rung": int(new), "shape": "x".join(map(str, key)),
+                        "built": "C^T, 160 x 256" if ct else f"rung {old}'s",
+                        "predicted": (CHOOSER_PREDICTED.get(key, 1.0) if new == "29" else None),
+                        "tflops": r["tflops"], "base_tflops": b["tflops"], "ratio": r["tflops"] / b["tflops"],
+                        "vs_cublas": r["frac_cublas"], "why": "; ".join(x for x in (_clock_fell(r, b), flattered(r)) if x),
+                        "checked": ok})
+    return out
+
+
 # Written in session 19's device script before grid_128.py ran at both sizes: rungs 13 and 14 on 64 clusters of 2 (128
 # CTAs) over 66 (132), at 4096^3 (lesson 7's FP8 kernel gained x1.014 there, walking the same order) and 8192^3.
 GRID128_PREDICTED = {4096: 1.01, 8192: 1.00}
