@@ -262,3 +262,21 @@ def test_ct_tile_probe_states_its_predictions_before_its_run():
         assert mod.CT_PREDICTED[n] == round(ratio * (0.94 if four else 1.0), 2), n
     assert round(1.052 / 1.12, 2) == 0.94
     assert all((2 * n) % 16 == 0 and (2 * n) % 128 for n in (5496, 6744))   # TMA reads them as they are; misaligned
+
+
+def test_record_cost_log_backs_the_move_of_the_inputs_to_the_gpu():
+    """helpers.experiments.ladder._inputs's docstring: at the hopper record's shapes, drawing the inputs with numpy
+    took 15 of rung 14's 38 s (results/logs/record-cost: tools/probes/record_cost.py under cProfile, cumulative
+    seconds), more than the timings themselves (helpers.timing.benchmark); the record with rungs 29-30 had run past
+    the call's 590 s (results/logs/record-hopper-rung29-30-timeout)."""
+    import re
+
+    from helpers.experiments import ladder
+
+    text = (ROOT / "results" / "logs" / "record-cost-nvidia-h200.log").read_text()
+    cum = {m.group(2): float(m.group(1)) for m in re.finditer(r"^\s*\S+\s+\S+\s+\S+\s+([\d.]+)\s+\S+\s+\S*?(\w+\.py:\d+\(\w+\))",
+                                                             text, re.M)}
+    total, inputs = cum["hopper.py:123(rung_rows)"], cum["ladder.py:38(_inputs)"]
+    assert (round(inputs), round(total)) == (15, 38) and inputs > cum["timing.py:123(benchmark)"]
+    assert "took 15 of a rung's 38 s" in " ".join(ladder._inputs.__doc__.split())
+    assert "rc 124, 590 s" in (ROOT / "results" / "logs" / "record-hopper-rung29-30-timeout-nvidia-h200.log").read_text()

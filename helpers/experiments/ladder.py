@@ -36,12 +36,13 @@ def predicted_tflops(rung1_tflops: float) -> dict[int, float]:
 
 # --------------------------------------------------------------------------- the experiment
 def _inputs(i: int, M: int, N: int, K: int):
+    """Shape i's inputs (GPU): A (M x K) and B (K x N), N(0,1) drawn in FP32 by CuPy's seeded RandomState (seeds
+    500 + i and 600 + i) and rounded to FP16 on the GPU. numpy drew them on the host until 2026-12-04; at the hopper
+    record's largest shapes that took 15 of a rung's 38 s (tools/probes/record_cost.py, results/logs/record-cost)."""
     import cupy
 
-    from ..numerics import random_matrix
-
-    A = cupy.asarray(random_matrix(M, K, seed=500 + i).astype(np.float16))
-    B = cupy.asarray(random_matrix(K, N, seed=600 + i).astype(np.float16))
+    A = cupy.random.RandomState(500 + i).standard_normal((M, K), dtype=cupy.float32).astype(cupy.float16)
+    B = cupy.random.RandomState(600 + i).standard_normal((K, N), dtype=cupy.float32).astype(cupy.float16)
     return A, B
 
 
