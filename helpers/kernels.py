@@ -687,7 +687,9 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 # (a probe in tools/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
 # and moves into the registry (and its macros into helpers.tryout.KNOBS) once a Hopper GPU has run it.
 # Rungs 27-28 of session 16 (a 128-row tile, its width chosen per shape) measured slower and became rungs 25-26's
-# TILE_N knob; today's rungs 27-28 (session 21) are a 256-row tile, its width chosen per shape.
+# TILE_N knob; today's rungs 27-28 (session 21) are a 256-row tile, its width chosen per shape. Their first run measured
+# them slower (x0.84 over rung 25 at 5000^3), so they stay here, a tried idea (lesson 6, Appendix D), and the ladder
+# goes from rung 26 to rungs 29-30 (session 23: the C^T tile chosen per shape).
 _TALL_WHY = ("where 128 x 256 tiles leave the last wave mostly empty, a 256-row tile whose width makes whole waves: at "
              "5000^3 rung 14's 400 units of 2 tiles take 7 waves of 66 clusters for 6.06 waves of work, 256 x 152 "
              "tiles 5 whole waves (the tile cuBLAS picks there). Each consumer owns two 64-row slices, 152 "

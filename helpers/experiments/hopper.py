@@ -1,8 +1,8 @@
 """Lesson 6 (Hopper GEMMs at full speed): the ``hopper`` experiment, the one-run try-out, and reading the rows.
 
 The rungs are lesson 6's entries of the kernel registry (``helpers.kernels.hopper_ladder()``: rung 7,
-where lesson 5 ends, then rungs 8-17 of kernels/hopper_sm90a.cu, one idea each, the gain predicted
-before measuring). They are validated, padded and launched like every other kernel (helpers.launch),
+where lesson 5 ends, then the rungs of kernels/hopper_sm90a.cu, HOPPER_RUNGS, one idea each, the gain
+predicted before measuring). They are validated, padded and launched like every other kernel (helpers.launch),
 and each runs in its own child process (helpers.isolate), so a fault or a hang in one cannot take the
 others' results with it.
 
@@ -241,7 +241,7 @@ def shapes_for(r, timed=TIMED) -> list[tuple]:
 
 @experiment("hopper", only_cc=(9, 0), needs="wgmma, TMA and clusters, on a Hopper GPU")
 def hopper(timed=TIMED, odd_sizes=ODD_SIZES, timeout: int = 600):
-    """Lesson 6's ladder (rung 7, then rungs 8-17): cuBLAS FP16 at every timed shape (rung 0, checked), then
+    """Lesson 6's ladder (rung 7, then HOPPER_RUNGS): cuBLAS FP16 at every timed shape (rung 0, checked), then
     each rung in its own child process (rung_rows): checked at the odd sizes and the timed shapes, timed at
     the latter next to cuBLAS measured in the same process."""
     import cupy
