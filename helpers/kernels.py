@@ -696,6 +696,12 @@ _TALL_WHY = ("where 128 x 256 tiles leave the last wave mostly empty, a 256-row 
              "accumulators a thread. The waves give x1.18 over rung 14; the tall tile asks L2 for 110 outputs per "
              "box row against rung 14's 128, so some of it goes: predicted x1.05 over rung 25 at 5000^3, x1.00 where "
              "the launcher builds rung 14's tile (helpers.kernels.tall_choice)")
+CTN_M = 152         # rung 31's tile rows (cuBLAS's at 5000^3); a stage holds 2 x 80 rows of A, as rung 29's 160
+_CTN_WHY = ("cuBLAS's tile at 5000^3: 152 x 256 computed as C^T, a cluster's two tiles side by side along N sharing A "
+            "(each CTA loads 80 of its rows and multicasts them; each loads its own B). 330 units of 2 make 5 whole waves "
+            "of 66 clusters, each tile 1.19 of rung 14's: 5.94 tile-times where rung 29 takes 6.25 (x1.05), but a CTA "
+            "asks L2 for 116 outputs per box row against rung 29's 142: predicted x1.03 over rung 29 (its C^T tile "
+            "forced) at 5000^3 and 4096^3, x0.88 at 5496^3 (7 waves against 6)")
 PENDING: dict[int, GemmKernel] = {
     27: _hopper_rung(27, "hopper_tall_tile", "a 256-row tile, its width chosen per shape", 1.05, _TALL_WHY,
                      output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1), block_tile=(256, 152),
@@ -705,6 +711,10 @@ PENDING: dict[int, GemmKernel] = {
                      _TALL_WHY.replace("rung 14's tile", "rung 13's tile").replace("over rung 25", "over rung 26"),
                      persistent=True, cluster=(2, 1, 1), block_tile=(256, 152), tma_boxes=((256, 64), (64, 64)),
                      c_box=(64, 32), dyn_smem=tall_smem(152), base=26, per_shape="tile"),
+    31: _hopper_rung(31, "hopper_ct_pair_n", "the C^T tile 152 rows high, in pairs along N sharing A", 1.03, _CTN_WHY,
+                     output="fp16", emulate=_fp16_fp32acc_h, persistent=True, cluster=(2, 1, 1),
+                     block_tile=(CTN_M, 256), tma_boxes=((80, 64), (64, 64)), c_box=(8, 64), dyn_smem=ct_smem(160),
+                     base=29),
 }
 assert not set(PENDING) & set(ALL_RUNGS) and all(k.name not in KERNELS for k in PENDING.values())
 

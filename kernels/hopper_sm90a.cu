@@ -472,7 +472,7 @@ __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 ran
 // (tail = the units left after dp), so each CTA runs its whole waves and then one part.
 template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE, bool HALF_C = false, bool SPLIT_K = false,
           bool TAIL = false, int BM = HBM, int BN = HBN, int STAGES = HSTAGES, int WAIT = MBAR_WAIT,
-          int CONSUMERS = 2, int DESC = DESC_ADD, bool CT = false>
+          int CONSUMERS = 2, int DESC = DESC_ADD, bool CT = false, bool PAIR_N = false>
 __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC,
                                         void* __restrict__ Cout, int M, int N, int K,
                                         float* __restrict__ partial = nullptr, int* __restrict__ flags = nullptr,
@@ -491,13 +491,20 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     // 2 x BN / 2 accumulators per thread.
     // Rung 29 (CT): BM x 256, BM from 136 to 192 in steps of 8, computed as C^T (cuBLAS's orientation): each consumer
     // owns 128 columns, two 64-column slices (SUB) of all BM rows, 2 x BM / 2 accumulators per thread.
+    // Rung 31 (CT, PAIR_N): the C^T tile, BM any multiple of 8, its cluster's two tiles side by side along N, sharing A:
+    // each CTA loads one half of the tile's rows (A_HALF, a multiple of 8 so that each half starts on a 1024-byte
+    // swizzle atom; the second half may reach into the next tile's rows) and multicasts it; each loads its own B.
     static_assert((!CT && BM == HBM && (BN == HBN || (BN % 8 == 0 && BN >= 128 && BN < HBN && !SPLIT_K)))
                   || (!CT && BM == 2 * HBM && BN % 8 == 0 && BN >= 128 && BN <= 192 && !SPLIT_K)
                   || (!CT && BM == 64 && BN == 128 && !SPLIT_K)
-                  || (CT && BN == HBN && BM % CT_EPI_ROWS == 0 && BM > HBM && BM <= 192 && TMA_STORE && !SPLIT_K && !DESC),
+                  || (CT && BN == HBN && BM % (PAIR_N ? 8 : CT_EPI_ROWS) == 0 && BM > HBM && BM <= 192 && TMA_STORE
+                      && !SPLIT_K && !DESC),
                   "tiles 128 x 256 (128 x BN, BN = 128 .. 256), 256 x BN (BN = 128 .. 192), 64 x 128, or C^T BM x 256");
+    static_assert(!PAIR_N || (CT && CLUSTER == 2 && HALF_C), "pairs along N: the C^T tile, FP16 C, clusters of 2");
     constexpr int NBOX = (BN + BOX_N - 1) / BOX_N;
-    constexpr int A_BYTES = BM * HBK * 2, B_BYTES = NBOX * B_BOX_BYTES, ST_BYTES = A_BYTES + B_BYTES;
+    constexpr int A_HALF = PAIR_N ? (BM / 2 + 7) / 8 * 8 : BM;          // rows of A each CTA loads (rung 31: 80)
+    constexpr int A_ROWS = PAIR_N ? 2 * A_HALF : BM;                    // rows of A a stage holds
+    constexpr int A_BYTES = A_ROWS * HBK * 2, B_BYTES = NBOX * B_BOX_BYTES, ST_BYTES = A_BYTES + B_BYTES;
     static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && BM == 64 && BN == 128), "one consumer: the skinny tile only");
     constexpr int SN = CT ? BN / 2 : BM >= 128 ? BN : BN / CONSUMERS;   // columns a consumer owns (rung 19: all 128)
     constexpr int SUB = BM == 256 || CT ? 2 : 1;   // slices per consumer: 64-row (rung 27: 2), 64-column (rung 29)
@@ -515,7 +522,9 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     const int wg = WG_UNIFORM ? __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) : threadIdx.x / 128;
     const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, ktiles = (K + HBK - 1) / HBK;
-    const int units_m = (tiles_m + CLUSTER - 1) / CLUSTER, part_units = units_m * tiles_n;
+    // units of tiles: a cluster's CTAs take tiles stacked along M (rung 31, PAIR_N: side by side along N)
+    const int units_m = PAIR_N ? tiles_m : (tiles_m + CLUSTER - 1) / CLUSTER;
+    const int units_n = PAIR_N ? (tiles_n + 1) / 2 : tiles_n, part_units = units_m * units_n;
     const int parts = SPLIT_K ? splits : 1;
     const int tail = TAIL ? part_units - dp : 0;               // rung 16: the units of the last, partial wave
     const int units = TAIL ? dp + tail * parts : part_units * parts;
@@ -533,6 +542,15 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
             part = SPLIT_K ? t / part_units : 0;
             nparts = parts;
             wslot = tile;
+        }
+    };
+    // unit of tiles -> this CTA's tile (tm, tn)
+    auto locate = [&](int tile, int& tm, int& tn) {
+        if constexpr (PAIR_N) {
+            tile_of<ORDER, 1>(tile, units_m, units_n, 0, tm, tn);
+            tn = 2 * tn + (int)rank;
+        } else {
+            tile_of<ORDER, CLUSTER>(tile, units_m, tiles_n, rank, tm, tn);
         }
     };
     // the work units this CTA computes: t = first, first + step, ... (< units)
@@ -568,7 +586,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
             for (int t = first; t < units; t += step) {
                 int tm, tn, tile, part, nparts, wslot;
                 work_of(t, tile, part, nparts, wslot);
-                tile_of<ORDER, CLUSTER>(tile, units_m, tiles_n, rank, tm, tn);
+                locate(tile, tm, tn);
                 const int span = TAIL && nparts == 1 ? ktiles : kper;   // rung 16: a whole unit takes all of K
                 const int k0 = SPLIT_K ? part * kper : 0, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
                 // a cluster's second tile can lie below M (M has an odd number of tiles): no A then
@@ -578,9 +596,14 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 for (int kt = k0; kt < k1; ++kt) {
                     mbar_wait<WAIT>(&empty[s], phase ^ 1);     // every consumer (of every CTA) freed stage s
                     mbar_expect_tx(&full[s], bytes);           // A, and all of B (rungs 12-13: half from the peer)
-                    if (a_in) tma_load(sA + s * A_BYTES, tmA, &full[s], kt * HBK, tm * BM);
+                    if constexpr (PAIR_N) {                    // rung 31: my half of A, to both CTAs
+                        tma_load_multicast(sA + s * A_BYTES + rank * A_HALF * 128, tmA, &full[s], kt * HBK,
+                                           tm * BM + (int)rank * A_HALF, (unsigned short)3);
+                    } else if (a_in) {
+                        tma_load(sA + s * A_BYTES, tmA, &full[s], kt * HBK, tm * BM);
+                    }
                     unsigned char* b = sB + s * B_BYTES;
-                    if (CLUSTER == 1) {
+                    if (CLUSTER == 1 || PAIR_N) {                // (rung 31: each CTA its own B)
 #pragma unroll
                         for (int c = 0; c < NBOX; ++c)
                             if (c < nb) tma_load(b + c * B_BOX_BYTES, tmB, &full[s], tn * BN + c * BOX_N, kt * HBK);
@@ -620,7 +643,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         for (int t = first; t < units; t += step) {
             int tm, tn, tile, part, nparts, wslot;
             work_of(t, tile, part, nparts, wslot);
-            tile_of<ORDER, CLUSTER>(tile, units_m, tiles_n, rank, tm, tn);
+            locate(tile, tm, tn);
             const int span = TAIL && nparts == 1 ? ktiles : kper;
             const int k0 = part * kper, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
 #pragma unroll
@@ -695,7 +718,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                     const bool leader = threadIdx.x % 128 == 0;
                     unsigned char* mine = reinterpret_cast<unsigned char*>(sC) + cw * 2 * CT_EPI_BOX;
 #pragma unroll
-                    for (int b = 0; b < BM / SR; ++b) {
+                    for (int b = 0; b < (BM + SR - 1) / SR; ++b) {      // (rung 31: the last step 24 of 32 rows)
                         unsigned char* buf = mine + (ebox++ & 1) * CT_EPI_BOX;
                         if constexpr (HALF_C) {
                             // stmatrix .trans turns each 8 x 8 block of D' into 8 rows of C: lane l addresses row
@@ -705,12 +728,14 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
 #pragma unroll
                             for (int p = 0; p < SR / 16; ++p) {
                                 const int j = b * (SR / 8) + 2 * p;              // 8-row block of C (D' columns)
-                                const int r = 8 * (2 * p + (m >> 1)) + lane % 8, q = 2 * warp + (m & 1);
+                                if (j >= BM / 8) continue;                       // (rung 31: past the tile's rows)
+                                const int jh = j + 1 < BM / 8 ? j + 1 : j;       // (its last block has no partner:
+                                const int r = 8 * (2 * p + (m >> 1)) + lane % 8, q = 2 * warp + (m & 1);   // unused rows)
                                 stmatrix_x4_trans(buf + r * 128 + ((q ^ (r & 7)) * 16),
                                                   pack_half2(e[4 * j], e[4 * j + 1]),
                                                   pack_half2(e[4 * j + 2], e[4 * j + 3]),
-                                                  pack_half2(e[4 * j + 4], e[4 * j + 5]),
-                                                  pack_half2(e[4 * j + 6], e[4 * j + 7]));
+                                                  pack_half2(e[4 * jh], e[4 * jh + 1]),
+                                                  pack_half2(e[4 * jh + 2], e[4 * jh + 3]));
                             }
                         } else {
                             // FP32: warps 0-1 hold the slice's columns 0-31 (the first box), warps 2-3 columns 32-63.
@@ -734,7 +759,15 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                         fence_proxy_async();                       // my stores, visible to the copy engine
                         if (leader) bulk_wait_read0();             // the previous step's stores have read their buffer
                         warpgroup_bar(1 + cw);                     // all 128 threads wrote this step
-                        if (leader && tm * BM + b * SR < M && (NB > 1 || col < N)) {   // (NB 2: each box below)
+                        if constexpr (PAIR_N) {                    // rung 31: boxes of 8 rows, none past the tile
+                            if (leader && col < N) {
+#pragma unroll
+                                for (int h8 = 0; h8 < SR / 8; ++h8)
+                                    if (b * SR + 8 * h8 < BM && tm * BM + b * SR + 8 * h8 < M)
+                                        tma_store(tmC, buf + h8 * 8 * 128, col, tm * BM + b * SR + 8 * h8);
+                                bulk_commit();
+                            }
+                        } else if (leader && tm * BM + b * SR < M && (NB > 1 || col < N)) {   // (NB 2: each box below)
 #pragma unroll
                             for (int h2 = 0; h2 < NB; ++h2)
                                 if (col + h2 * (64 / NB) < N)
@@ -1399,6 +1432,34 @@ extern "C" __global__ void hopper_ct_tile_f32c(const __grid_constant__ TensorMap
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ws_gemm<true, ORDER_GROUPED, 2, true, false, false, false, CT_M, HBN, HSTAGES, MBAR_WAIT, 2, 0, true>(
+        &tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// CTN_M: rung 31's tile rows, a multiple of 8 (cuBLAS's 152 at 5000^3); a stage holds 2 x 80 rows of A (CT_SMEM's 160).
+#ifndef CTN_M
+#define CTN_M 152
+#endif
+static_assert((CTN_M / 2 + 7) / 8 * 8 * 2 <= 160, "CTN_M: a stage holds at most 160 rows of A (CT_SMEM)");
+// Rung 31 -- the C^T tile in pairs along N, sharing A (issue 25; written 2026-12-04, session 23; pending). cuBLAS's tile
+// at 5000^3: 152 x 256, computed as C^T as rung 29's, but a cluster's two CTAs take tiles side by side along N: each
+// loads 80 of the tile's rows of A (a half that starts on a 1024-byte swizzle atom; the second reaches 8 rows into the
+// next tile) and multicasts it to both, and each loads all of its own B. C leaves in boxes of 8 rows (152 is no
+// multiple of 32: a 32-row box would write the next tile's rows).
+// At 5000^3: 33 x 20 tiles = 330 units of 2 for 66 clusters, 5 whole waves, each tile 1.19 of rung 14's: 5.94
+// tile-times where rung 29 takes 6.25 (x1.05); but a CTA asks L2 for 80 + 256 box rows per K-tile for 152 x 256
+// outputs (116 outputs per row) against rung 29's 160 + 128 (142), so some of it goes. At 4096^3 216 units (4 waves of
+// 1.19) against rung 29's 208 (4 of 1.25): x1.05 from the waves; at 5496^3 407 units (7 waves) against 396 (6): x0.90.
+// Predicted before any run, over rung 29 (its C^T tile forced): x1.03 at 5000^3 and 4096^3, x0.88 at 5496^3.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_pair_n(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_ct_pair_n(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, 2, true, true, false, false, CTN_M, HBN, HSTAGES, MBAR_WAIT, 2, 0, true, true>(
         &tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }

@@ -503,7 +503,7 @@ def test_rungs_23_and_24_are_rungs_21_and_22_with_added_descriptors():
         assert call[r.name] == call[b.name] + ["SKINNY_DESC"]
         c = src[src.index(f"// Rung {k} -- "):src.index(f"void __launch_bounds__(256, 1) SKINNY_DIMS {r.name}(")]
         assert f"Predicted: x{r.predicted_gain:.2f} over rung {base}" in c
-    assert "#define SKINNY_DESC 1" in src and "int CONSUMERS = 2, int DESC = DESC_ADD, bool CT = false>" in src
+    assert "#define SKINNY_DESC 1" in src and "int CONSUMERS = 2, int DESC = DESC_ADD, bool CT = false, bool PAIR_N = false>" in src
     assert "#define DESC_ADD 0" in src
 
 
@@ -1017,3 +1017,42 @@ def test_rungs_29_30_comments_quote_the_choosers_first_run():
             assert f"({mine[(5496,) * 3]['frac_cublas']:.3f}x cuBLAS writing FP16" in src
     assert "Predicted: x1.0 over rung 25 where it builds rung 25's kernel, x1.05 at 5000^3, x1.07 at 5496^3" in src
     assert "Predicted: x1.0 over rung 26 where it builds rung 26's kernel, x1.05 at 5000^3" in src
+
+
+def test_rung_31_is_pending_with_the_kernels_tile_and_its_reasoning_computed():
+    """Rung 31 (hopper_ct_pair_n) waits for its first GPU run in PENDING: the entry's tile, A's box (half the tile's
+    rows, rounded up to 8 so that each half starts on a 1024-byte swizzle atom), C's 8-row box and shared memory (two
+    halves in rung 29's 160-row stage) are the kernel's; its template call is rung 29's with PAIR_N; every number of
+    its reasoning is computed here, and its prediction is the same in the registry, the kernel comment and the probe."""
+    from tools.probes.ct_tile import PAIR_N_PREDICTED
+
+    r, r29 = K.PENDING[31], K.ALL_RUNGS[29]
+    assert 31 not in K.ALL_RUNGS and K.rung_entry(31) is r and r.base == 29 and not r.per_shape
+    assert (r.emulate, r.out_dtype, r.cluster) == (r29.emulate, r29.out_dtype, r29.cluster)
+    half = (K.CTN_M // 2 + 7) // 8 * 8
+    assert _hdefine("CTN_M") == K.CTN_M == 152 and half == 80 and half * 128 % 1024 == 0 and 2 * half <= K.CT_M
+    assert (r.block_tile, r.tma_boxes, r.c_box) == ((152, 256), ((80, 64), (64, 64)), (8, 64))
+    assert r.dyn_smem == r29.dyn_smem == K.ct_smem(160) and 152 % 32 and 152 % 8 == 0
+    call = [x.strip() for x in re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source(
+        "hopper_sm90a.cu", r.name)).group(1).split(",")]
+    call29 = [x.strip() for x in re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source(
+        "hopper_sm90a.cu", r29.name)).group(1).split(",")]
+    assert call == [*call29[:7], "CTN_M", *call29[8:], "true"] and call29[7] == "CT_M"
+    units = math.ceil(5000 / 152) * math.ceil(math.ceil(5000 / 256) / 2)
+    assert (math.ceil(5000 / 152), math.ceil(5000 / 256), units, -(-units // 66)) == (33, 20, 330, 5)
+    assert (f"{5 * 152 / 128:.2f}", f"{6.25 / (5 * 152 / 128):.2f}") == ("5.94", "1.05")
+    assert (round(152 * 256 / (80 + 256)), round(160 * 256 / (160 + 128))) == (116, 142)
+    u31 = lambda n: math.ceil(n / 152) * math.ceil(math.ceil(n / 256) / 2)          # noqa: E731
+    u29 = lambda n: math.ceil(math.ceil(n / 160) / 2) * math.ceil(n / 256)          # noqa: E731
+    assert (u31(4096), -(-u31(4096) // 66), u29(4096), -(-u29(4096) // 66)) == (216, 4, 208, 4)
+    assert (u31(5496), -(-u31(5496) // 66), u29(5496), -(-u29(5496) // 66)) == (407, 7, 396, 6)
+    assert f"{6 * 1.25 / (7 * 152 / 128):.2f}" == "0.90" and f"{1.25 / (152 / 128):.2f}" == "1.05"
+    flat = HSRC.replace("\n// ", " ")
+    for s in ("33 x 20 tiles = 330 units of 2 for 66 clusters, 5 whole waves", "5.94 tile-times where rung 29 takes "
+              "6.25 (x1.05)", "(116 outputs per row) against rung 29's 160 + 128 (142)", "216 units (4 waves of 1.19) "
+              "against rung 29's 208 (4 of 1.25): x1.05 from the waves; at 5496^3 407 units (7 waves) against 396 (6): "
+              "x0.90", "Predicted before any run, over rung 29 (its C^T tile forced): x1.03 at 5000^3 and 4096^3, x0.88 "
+              "at 5496^3."):
+        assert s in flat, s
+    assert r.predicted_gain == PAIR_N_PREDICTED[5000] == PAIR_N_PREDICTED[4096] == 1.03 and PAIR_N_PREDICTED[5496] == 0.88
+    assert "x1.03 over rung 29 (its C^T tile forced) at 5000^3 and 4096^3, x0.88 at 5496^3" in r.why

@@ -22,7 +22,13 @@ multiples (and still start inside a 128-byte line): x1.07 at 5496^3 and 6744^3.
 With --f32c (session 22): rung 30 (rung 29 writing FP32 C) against rung 26, beside cuBLAS writing FP32 C. Predicted
 before its first run: x1.05 over rung 26 at 5000^3 (F32C_PREDICTED).
 
-    python3 tools/probes/ct_tile.py OUT.json [--rounds N] [--sizes 5000,4096] [--checks-only] [--f32c]
+With --pair-n (session 23): rung 31 (the C^T tile 152 rows high, in pairs along N sharing A; pending) against rung 29
+with its C^T tile forced, beside cuBLAS writing FP16 C, at 5000, 4096 and 5496 unless --sizes says otherwise.
+Predicted before its first run (PAIR_N_PREDICTED, from the waves less some for the box rows): x1.03 at 5000^3 and
+4096^3, x0.88 at 5496^3 (7 waves against 6). Its odd sizes include 3 tile columns (257 x 520: the second CTA of the
+last pair has no tile) and 9 tile rows (1304).
+
+    python3 tools/probes/ct_tile.py OUT.json [--rounds N] [--sizes 5000,4096] [--checks-only] [--f32c | --pair-n]
                                                                         (a Hopper GPU, COURSE_DEVICE=gpu)
 --checks-only: step 1 alone (for compute-sanitizer)."""
 import json
@@ -35,15 +41,19 @@ from tools.probes.common import hopper_here, int_option, round_rows, run  # noqa
 
 ODD = [(1000, 1064, 1000), (257, 520, 136), (40, 24, 56), (1304, 3000, 1000), (328, 264, 72)]
 F32C_PREDICTED = {5000: 1.05}
+PAIR_N_PREDICTED = {5000: 1.03, 4096: 1.03, 5496: 0.88}
 CT_PREDICTED = {5000: 1.08, 4096: 0.80, 3000: 1.13, 5500: 1.07, 6750: 1.07, 5496: 1.07, 6744: 1.07}
 
 
 def main(argv) -> int:
     if not hopper_here():
         return 2
-    rounds, sizes = int_option(argv, "--rounds", 7, one=True), int_option(argv, "--sizes", (5000, 4096))
+    pair_n = "--pair-n" in argv
+    rounds = int_option(argv, "--rounds", 7, one=True)
+    sizes = int_option(argv, "--sizes", (5000, 4096, 5496) if pair_n else (5000, 4096))
     sizes = () if "--checks-only" in argv else sizes
-    new, base, c_dtype = (30, 26, "float32") if "--f32c" in argv else (29, 25, "float16")
+    new, base, c_dtype = (30, 26, "float32") if "--f32c" in argv else (31, 29, "float16") if pair_n else \
+        (29, 25, "float16")
     import cupy
 
     from helpers.cublas import same_c
@@ -53,7 +63,7 @@ def main(argv) -> int:
     from helpers.numerics import reference_gemm
     from helpers.timing import gemm_flops
 
-    out = {"predicted": F32C_PREDICTED if new == 30 else CT_PREDICTED, "checks": [], "timed": []}
+    out = {"predicted": {30: F32C_PREDICTED, 31: PAIR_N_PREDICTED}.get(new, CT_PREDICTED), "checks": [], "timed": []}
     ok = True
 
     def check(k, M, N, K, A, B, ref):
