@@ -1042,6 +1042,22 @@ def _clock_fell(*rows) -> str:
     return f"clock fell to {lo} MHz" if lo < 0.9 * max(x["sm_mhz"] for x in rows) else ""
 
 
+def _probe_pairs(name: str, made_by: str, pairs, gpu_slug: str, directory):
+    """For each (rung, base) in `pairs`, from tools/probes/rung17.py's log `name` (formatted with the rung: each rung's
+    rows, then its base's): (rung, base, shape, the rung's timed row, the base's at that shape, whether every check of
+    the rung passed bit-identical to the model)."""
+    from ..results import load_log
+
+    for new, old in pairs:
+        log = load_log(name.format(new), made_by, gpu_slug, directory)
+        ok = all(r["passed"] and r.get("model") == "identical" for r in log[new])
+        base = {(r["m"], r["n"], r["k"]): r for r in log[old] if r.get("tflops")}
+        for r in log[new]:
+            key = (r["m"], r["n"], r["k"])
+            if r.get("tflops") and key in base:
+                yield new, old, key, r, base[key], ok
+
+
 def tall_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """Rungs 27-28's first run (session 21, results/logs/tall-rung27-probe and tall-rung28-probe, each rung in its own
     process beside cuBLAS, then rung 25 or 26 the same way): per timed shape the tile the launcher built
@@ -1051,27 +1067,18 @@ def tall_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     of each timing), `why`: where either timing's clock fell below 90% of the highest (a ratio to read with care);
     `checked`: every check of the rung, the odd sizes' too, passed bit-identical to the model."""
     from ..kernels import PENDING, tall_choice
-    from ..results import load_log
 
     out = []
-    for new, old in (("27", "25"), ("28", "26")):
-        log = load_log(f"tall-rung{new}-probe", TALL_MADE_BY, gpu_slug, directory)
-        ok = all(r["passed"] and r.get("model") == "identical" for r in log[new])
-        base = {(r["m"], r["n"], r["k"]): r for r in log[old] if r.get("tflops")}
-        for r in log[new]:
-            key = (r["m"], r["n"], r["k"])
-            if not r.get("tflops") or key not in base:
-                continue
-            fit = int(re.match(r"(\d+) clusters of 2", r["resident"]).group(1))    # one CTA per SM either tile
-            rows, width = tall_choice(key[0], key[1], lambda: (fit, fit))
-            b = base[key]
-            out.append({"rung": int(new), "base": int(old), "shape": "x".join(map(str, key)),
-                        "tile": f"{rows} x {width}", "predicted": PENDING[int(new)].predicted_gain if rows == 256 else 1.0,
-                        "tflops": r["tflops"], "base_tflops": b["tflops"], "ratio": r["tflops"] / b["tflops"],
-                        "vs_cublas": r["frac_cublas"], "base_vs_cublas": b["frac_cublas"],
-                        "mhz": " / ".join(f"{x.get('sm_mhz_min', x['sm_mhz'])}-{x['sm_mhz']}" for x in (r, b)),
-                        "why": _clock_fell(r, b),
-                        "checked": ok})
+    for new, old, key, r, b, ok in _probe_pairs("tall-rung{}-probe", TALL_MADE_BY, (("27", "25"), ("28", "26")),
+                                                gpu_slug, directory):
+        fit = int(re.match(r"(\d+) clusters of 2", r["resident"]).group(1))    # one CTA per SM either tile
+        rows, width = tall_choice(key[0], key[1], lambda: (fit, fit))
+        out.append({"rung": int(new), "base": int(old), "shape": "x".join(map(str, key)),
+                    "tile": f"{rows} x {width}", "predicted": PENDING[int(new)].predicted_gain if rows == 256 else 1.0,
+                    "tflops": r["tflops"], "base_tflops": b["tflops"], "ratio": r["tflops"] / b["tflops"],
+                    "vs_cublas": r["frac_cublas"], "base_vs_cublas": b["frac_cublas"],
+                    "mhz": " / ".join(f"{x.get('sm_mhz_min', x['sm_mhz'])}-{x['sm_mhz']}" for x in (r, b)),
+                    "why": _clock_fell(r, b), "checked": ok})
     return out
 
 
@@ -1089,24 +1096,17 @@ def chooser_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> list[dic
     each over cuBLAS writing the same C, `why` where a clock fell (_clock_fell) or cuBLAS's own timing flatters the
     ratio (flattered), and `checked`: every check of the rung, the odd sizes' too, bit-identical to the model."""
     from ..kernels import ALL_RUNGS
-    from ..results import load_log
 
     out = []
-    for new, old in (("29", "25"), ("30", "26")):
-        log = load_log(f"ct-rung{new}-probe", CHOOSER_MADE_BY, gpu_slug, directory)
-        ok = all(r["passed"] and r.get("model") == "identical" for r in log[new])
-        base = {(r["m"], r["n"], r["k"]): r for r in log[old] if r.get("tflops")}
-        for r in log[new]:
-            key = (r["m"], r["n"], r["k"])
-            if not r.get("tflops") or key not in base:
-                continue
-            b, ct = base[key], r["built"].startswith(ALL_RUNGS[int(new)].name + ",")
-            out.append({"rung": int(new), "shape": "x".join(map(str, key)),
-                        "built": "C^T, 160 x 256" if ct else f"rung {old}'s",
-                        "predicted": (CHOOSER_PREDICTED.get(key, 1.0) if new == "29" else None),
-                        "tflops": r["tflops"], "base_tflops": b["tflops"], "ratio": r["tflops"] / b["tflops"],
-                        "vs_cublas": r["frac_cublas"], "why": "; ".join(x for x in (_clock_fell(r, b), flattered(r)) if x),
-                        "checked": ok})
+    for new, old, key, r, b, ok in _probe_pairs("ct-rung{}-probe", CHOOSER_MADE_BY, (("29", "25"), ("30", "26")),
+                                                gpu_slug, directory):
+        ct = r["built"].startswith(ALL_RUNGS[int(new)].name + ",")
+        out.append({"rung": int(new), "shape": "x".join(map(str, key)),
+                    "built": "C^T, 160 x 256" if ct else f"rung {old}'s",
+                    "predicted": (CHOOSER_PREDICTED.get(key, 1.0) if new == "29" else None),
+                    "tflops": r["tflops"], "base_tflops": b["tflops"], "ratio": r["tflops"] / b["tflops"],
+                    "vs_cublas": r["frac_cublas"], "why": "; ".join(x for x in (_clock_fell(r, b), flattered(r)) if x),
+                    "checked": ok})
     return out
 
 
