@@ -508,3 +508,25 @@ def test_every_hopper_knob_value_compiles_for_sm90a_and_changes_exactly_its_rung
                                        lambda a: [f"-arch={a}"])
     assert ".target sm_90a" in out[("sm_90a", ())] and "wgmma.mma_async" in out[("sm_90a", ())]
     _check_changes(out, changes, every, ("sm_90a",), rungs)
+
+
+def test_the_ct_knobs_say_what_was_measured():
+    """Rungs 29-30's knobs: STAGES's 14-16% is the tall-tile probe's 3-stage ring (results/logs/tall-tile-probe, at
+    4096^3 and 6144^3); CT_M's 27 tile rows against 32 at 5000^3 and its x0.82 at 4096^3 (the C^T tile forced:
+    results/logs/ct-tile-probe); CT_M 192 only with 3 stages or fewer, because 4 do not fit (helpers.kernels.ct_smem)."""
+    import math
+
+    from helpers.experiments import hopper as H
+    from helpers.kernels import ct_smem
+
+    k = tryout.KNOBS[29]
+    assert k is not tryout.KNOBS[30] and k == tryout.KNOBS[30]
+    three = [r for r in H.tall_tile_rows() if "3 stages" in r["build"]]
+    assert sorted(r["n"] for r in three) == [4096, 6144]
+    assert {round(100 * (1 - r["ratio"])) for r in three} == {14, 16}
+    assert "3 instead of 4 cost 14-16% at 4096^3 and 6144^3" in k["STAGES"].teaches
+    assert (math.ceil(5000 / 192), math.ceil(5000 / 160)) == (27, 32) and "27 rows of tiles instead of 32" in k["CT_M"].teaches
+    ct4096 = next(r for r in H.ct_tile_rows() if r["n"] == 4096)
+    assert f"x{ct4096['ratio']:.2f} measured, forced" in k["CT_M"].teaches
+    assert ct_smem(192, 4) > 227 * 1024 >= ct_smem(192, 3) and k["CT_M"].allowed({"STAGES": 4}) == (160,)
+    assert k["CT_M"].allowed({"STAGES": 3}) == (160, 192)
