@@ -592,13 +592,16 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 // a cluster's second tile can lie below M (M has an odd number of tiles): no A then
                 const bool a_in = tm * BM < M;
                 const int nb = b_boxes_in<BN>(tn, N);
-                const u32 bytes = (a_in ? A_BYTES : 0) + nb * B_BOX_BYTES;
+                // rung 31: the second half of A is loaded only where it starts above M (both CTAs agree on it)
+                const int halves = PAIR_N && tm * BM + A_HALF >= M ? 1 : 2;
+                const u32 bytes = (PAIR_N ? halves * A_HALF * HBK * 2 : a_in ? A_BYTES : 0) + nb * B_BOX_BYTES;
                 for (int kt = k0; kt < k1; ++kt) {
                     mbar_wait<WAIT>(&empty[s], phase ^ 1);     // every consumer (of every CTA) freed stage s
                     mbar_expect_tx(&full[s], bytes);           // A, and all of B (rungs 12-13: half from the peer)
                     if constexpr (PAIR_N) {                    // rung 31: my half of A, to both CTAs
-                        tma_load_multicast(sA + s * A_BYTES + rank * A_HALF * 128, tmA, &full[s], kt * HBK,
-                                           tm * BM + (int)rank * A_HALF, (unsigned short)3);
+                        if ((int)rank < halves)
+                            tma_load_multicast(sA + s * A_BYTES + rank * A_HALF * 128, tmA, &full[s], kt * HBK,
+                                               tm * BM + (int)rank * A_HALF, (unsigned short)3);
                     } else if (a_in) {
                         tma_load(sA + s * A_BYTES, tmA, &full[s], kt * HBK, tm * BM);
                     }
