@@ -1056,3 +1056,37 @@ def test_rung_31_is_pending_with_the_kernels_tile_and_its_reasoning_computed():
         assert s in flat, s
     assert r.predicted_gain == PAIR_N_PREDICTED[5000] == PAIR_N_PREDICTED[4096] == 1.03 and PAIR_N_PREDICTED[5496] == 0.88
     assert "x1.03 over rung 29 (its C^T tile forced) at 5000^3 and 4096^3, x0.88 at 5496^3" in r.why
+
+
+def test_rung_31s_pairs_along_n_cover_every_tile_and_row_once():
+    """Rung 31's index arithmetic, before its first GPU run (the kernel's lines, checked to be there, and the same
+    arithmetic here): units of two tiles side by side along N walked as tile_of walks units (analysis.tile_order, no
+    cluster along M), CTA rank r taking tile column 2 un + r; every tile of C is some CTA's exactly once at every size
+    tools/probes/ct_tile.py --pair-n checks or times (an odd number of tile columns leaves the last pair's second CTA
+    without a tile). Its rows of A: the two 80-row halves, the second loaded only where it starts above M, cover every
+    row of the tile inside A. Its stores: 8-row boxes in 5 steps of 32 rows, none past the tile's 152 rows."""
+    from helpers.analysis import tile_order
+    from tools.probes.ct_tile import ODD
+
+    flat = " ".join(HSRC.split())
+    for line in ("const int units_n = PAIR_N ? (tiles_n + 1) / 2 : tiles_n, part_units = units_m * units_n;",
+                 "tile_of<ORDER, 1>(tile, units_m, units_n, 0, tm, tn); tn = 2 * tn + (int)rank;",
+                 "const int halves = PAIR_N && tm * BM + A_HALF >= M ? 1 : 2;", "if ((int)rank < halves)",
+                 "if (b * SR + 8 * h8 < BM && tm * BM + b * SR + 8 * h8 < M)"):
+        assert line in flat, line
+    bm, half = K.CTN_M, (K.CTN_M // 2 + 7) // 8 * 8
+    for M, N, _ in [*ODD, (5000, 5000, 5000), (4096, 4096, 4096), (5496, 5496, 5496)]:
+        tiles_m, tiles_n = -(-M // bm), -(-N // 256)
+        units_n = (tiles_n + 1) // 2
+        got = [(tm, 2 * un + r) for tm, un in tile_order(tiles_m, units_n, "grouped", 8, 1) for r in (0, 1)]
+        inside = [t for t in got if t[1] < tiles_n]
+        assert len(got) == 2 * tiles_m * units_n and sorted(inside) == sorted(set(inside))
+        assert set(inside) == {(i, j) for i in range(tiles_m) for j in range(tiles_n)}, (M, N)
+        assert (len(got) - len(inside)) == tiles_m * (tiles_n % 2)
+        for tm in range(tiles_m):
+            halves = 1 if tm * bm + half >= M else 2
+            loaded = {r for h in range(halves) for r in range(h * half, (h + 1) * half)}
+            assert {r for r in range(bm) if tm * bm + r < M} <= loaded, (M, tm)
+    stored = [32 * b + 8 * h for b in range(-(-bm // 32)) for h in range(4) if 32 * b + 8 * h < bm]
+    assert stored == list(range(0, bm, 8)) and -(-bm // 32) == 5
+    assert any(M < half for M, _, _ in ODD) and any(-(-N // 256) % 2 for _, N, _ in ODD)
