@@ -307,13 +307,10 @@ def orientation_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_
     variant (helpers.tryout's STAGES, PRODUCER_REGS, GROUP_M), built either way with them."""
     from .kernels import ALL_RUNGS, CT_GAIN, ct_waves_ratio
 
-    options = tuple(options)
-    base = ALL_RUNGS[spec.base]
-    stages = [int(o.split("=")[1]) for o in options if str(o).startswith("-DHSTAGES=")]
-    if stages:                                   # a variant's ring (helpers.tryout's STAGES): rung 25's (26's) too
-        from .tryout import _resolve, variant_entry
+    from .tryout import entry_for_options
 
-        base = variant_entry(base, dict(_resolve(base, {}), STAGES=stages[-1]))
+    options = tuple(options)
+    base = entry_for_options(ALL_RUNGS[spec.base], options)     # a variant's knobs apply to rung 25's (26's) build too
     pair, pair_opts = per_shape_pair(base, options)
     fits = lambda: (resident_blocks(base, source, options)[0] // 4,                          # noqa: E731
                     resident_blocks(pair, source, pair_opts)[0] // 2,

@@ -358,6 +358,19 @@ def variant_entry(spec: GemmKernel, settings: dict) -> GemmKernel:
     return dataclasses.replace(spec, **fields)
 
 
+def entry_for_options(spec: GemmKernel, options) -> GemmKernel:
+    """Registry entry `spec` as NVRTC builds it with `options`: the -D<macro>=<value> of its own knobs (variant_entry,
+    the other knobs at their defaults); `spec` itself when none of them is among the options. The launcher asks this
+    when a variant of one rung is built as another's kernel (rungs 29-30 choosing rung 25's (26's) build)."""
+    by_define = {k.define: name for name, k in KNOBS.get(spec.rung, {}).items()}
+    given = {}
+    for o in options:
+        m = re.fullmatch(r"-D(\w+)=(-?\d+)", str(o))
+        if m and m.group(1) in by_define:
+            given[by_define[m.group(1)]] = int(m.group(2))
+    return variant_entry(spec, _resolve(spec, given)) if given else spec
+
+
 def defines(spec: GemmKernel, given: dict) -> dict:
     """{macro: value} that compile the given knobs (-D<macro>=<value>)."""
     table = KNOBS.get(spec.rung, {})

@@ -376,3 +376,23 @@ def test_rows_of_rungs_29_30_name_the_kernel_the_launcher_built(monkeypatch):
     assert H._launch_facts(ALL_RUNGS[30], 4096, 4096, 4096)["built"] == \
         "hopper_quad_cluster_f32c, 128 x 256 tiles in clusters of 2"
     assert "built" not in H._launch_facts(ALL_RUNGS[25], 5000, 5000, 5000)
+
+
+def test_a_variant_of_rungs_29_30_keeps_its_knobs_in_rung_25s_build(monkeypatch):
+    """helpers.launch.orientation_build with a try_kernel variant's options (STAGES=3: -DHSTAGES=3): where rung 25's
+    (26's) build is chosen, it is built with the same options and that rung's own entry for them
+    (helpers.tryout.entry_for_options: 3 stages of its 48 KB, not rung 29's shared memory); where the C^T tile is
+    chosen, the variant as given. Knobs rung 25 does not have (CT_M) leave its entry as it is."""
+    from helpers import launch
+    from helpers.kernels import ALL_RUNGS, tile_n_smem
+    from helpers.tryout import _resolve, entry_for_options, variant_entry
+
+    monkeypatch.setattr(launch, "resident_blocks", lambda spec, source=None, options=():
+                        (120 if spec.cluster == (4, 1, 1) else 132, "h200"))
+    r29 = ALL_RUNGS[29]
+    var = variant_entry(r29, _resolve(r29, {"STAGES": 3}))
+    b, opts = launch.build_for(var, 4096, 4096, 8192, 8192, options=("-DHSTAGES=3",))
+    assert b.name == "hopper_quad_cluster" and b.cluster == (2, 1, 1) and opts == ("-DHSTAGES=3", "-DQUAD_CLUSTER=2")
+    assert b.dyn_smem == tile_n_smem(256, 3) != ALL_RUNGS[25].dyn_smem
+    assert launch.build_for(var, 5000, 5000, 10000, 10000, options=("-DHSTAGES=3",)) == (var, ("-DHSTAGES=3",))
+    assert entry_for_options(ALL_RUNGS[25], ("-DCT_M=160", "-DPRODUCER_REGS=56")) is ALL_RUNGS[25]
