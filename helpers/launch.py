@@ -306,7 +306,6 @@ def orientation_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_
     same sums, bit for bit). The counts of resident clusters are the driver's for each build. source / options: a
     variant (helpers.tryout's STAGES, PRODUCER_REGS, GROUP_M), built either way with them."""
     from .kernels import ALL_RUNGS, CT_GAIN, ct_waves_ratio
-
     from .tryout import entry_for_options
 
     options = tuple(options)

@@ -248,7 +248,8 @@ def _quad_launch(spec: GemmKernel, s: dict) -> dict:
 
 def _ct_launch(spec: GemmKernel, s: dict) -> dict:
     """Rungs 29-30: the C^T tile CT_M x 256, A's box CT_M rows, STAGES stages of it (helpers.kernels.ct_smem). Where
-    the launcher builds rung 25's (26's) kernel instead, it derives that build's own settings (helpers.launch)."""
+    the launcher builds rung 25's (26's) kernel instead, that rung's own entry for the same options is used
+    (entry_for_options, from helpers.launch.orientation_build)."""
     return {"dyn_smem": ct_smem(s["CT_M"], s["STAGES"]), "block_tile": (s["CT_M"], 256),
             "tma_boxes": ((s["CT_M"], 64), (64, 64))}
 

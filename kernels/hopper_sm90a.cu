@@ -489,8 +489,9 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     // columns, NBOX of them, the last one partly the next tile's.
     // Rung 27: 256 x BN, BN from 128 to 192: each consumer owns 128 rows, two 64-row slices (SUB) of all BN columns,
     // 2 x BN / 2 accumulators per thread.
-    // Rung 29 (CT): BM x 256, BM from 136 to 192 in steps of 8, computed as C^T (cuBLAS's orientation): each consumer
-    // owns 128 columns, two 64-column slices (SUB) of all BM rows, 2 x BM / 2 accumulators per thread.
+    // Rung 29 (CT): BM x 256, BM 160 or 192 (multiples of the epilogue's 32-row boxes), computed as C^T (cuBLAS's
+    // orientation): each consumer owns 128 columns, two 64-column slices (SUB) of all BM rows, 2 x BM / 2 accumulators
+    // per thread.
     // Rung 31 (CT, PAIR_N): the C^T tile, BM any multiple of 8, its cluster's two tiles side by side along N, sharing A:
     // each CTA loads one half of the tile's rows (A_HALF, a multiple of 8 so that each half starts on a 1024-byte
     // swizzle atom; the second half may reach into the next tile's rows) and multicasts it; each loads its own B.

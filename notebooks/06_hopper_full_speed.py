@@ -1618,9 +1618,10 @@ for what, bm in (("rung 29, 160 x 256 in pairs along M", 160), ("cuBLAS, 152 x 2
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(H.chooser_first_run(), ["rung", "shape", "built", "predicted", "ratio", "tflops", "vs_cublas",
-                                              "checked", "why"],
+                                              "mhz", "power_w", "checked", "why"],
                       ["rung", "M x N x K", "built", "predicted", "x rung 25 (26)", "TFLOP/s", "x cuBLAS, same C",
-                       "correct", "read with care"], {"ratio": ".3f", "tflops": ".0f", "vs_cublas": ".2f"})
+                       "MHz, rung / base", "W, rung / base", "correct", "read with care"],
+                      {"ratio": ".3f", "tflops": ".0f", "vs_cublas": ".2f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Correct everywhere, bit for bit. Where the C^T tile was built: short of the prediction at $5000^3$, close to it at

@@ -4,6 +4,7 @@ checkers (helpers/exercises/hopper.py), the reading of the `hopper` experiment's
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -1192,6 +1193,7 @@ def test_claims_of_the_rungs_29_30_chooser_slide():
     grid = H.quad_grid()
     rows = H.chooser_first_run()
     assert {r["rung"] for r in rows} == {29, 30} and all(r["checked"] for r in rows)
+    assert all(re.fullmatch(r"\d+-\d+ / \d+-\d+", r["mhz"]) and re.fullmatch(r"\d+ / \d+", r["power_w"]) for r in rows)
     for r in rows:
         m, n, k = map(int, r["shape"].split("x"))
         waves = K.ct_waves_ratio(m, n, 2 * k, 2 * n, lambda: (grid[4], grid[2], grid[2]))

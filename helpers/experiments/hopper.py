@@ -1093,7 +1093,8 @@ def chooser_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> list[dic
     rung in its own process beside cuBLAS, then rung 25 or 26 the same way): per timed shape the build (the C^T tile
     or rung 25's (26's) kernel, from the row's `built`), rung 29's prediction written before the run
     (CHOOSER_PREDICTED; x1.00 where rung 25's kernel is built; none stated for rung 30), both TFLOP/s and their ratio,
-    each over cuBLAS writing the same C, `why` where a clock fell (_clock_fell) or cuBLAS's own timing flatters the
+    each over cuBLAS writing the same C, the SM clocks (lowest and last sample) and the highest power of both timings
+    (the rung's / its base's), `why` where a clock fell (_clock_fell) or cuBLAS's own timing flatters the
     ratio (flattered), and `checked`: every check of the rung, the odd sizes' too, bit-identical to the model."""
     from ..kernels import ALL_RUNGS
 
@@ -1105,8 +1106,10 @@ def chooser_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> list[dic
                     "built": "C^T, 160 x 256" if ct else f"rung {old}'s",
                     "predicted": (CHOOSER_PREDICTED.get(key, 1.0) if new == "29" else None),
                     "tflops": r["tflops"], "base_tflops": b["tflops"], "ratio": r["tflops"] / b["tflops"],
-                    "vs_cublas": r["frac_cublas"], "why": "; ".join(x for x in (_clock_fell(r, b), flattered(r)) if x),
-                    "checked": ok})
+                    "vs_cublas": r["frac_cublas"],
+                    "mhz": " / ".join(f"{x.get('sm_mhz_min', x['sm_mhz'])}-{x['sm_mhz']}" for x in (r, b)),
+                    "power_w": f"{r['power_w_max']:.0f} / {b['power_w_max']:.0f}",
+                    "why": "; ".join(x for x in (_clock_fell(r, b), flattered(r)) if x), "checked": ok})
     return out
 
 
