@@ -592,7 +592,9 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 const int k0 = SPLIT_K ? part * kper : 0, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
                 // a cluster's second tile can lie below M (M has an odd number of tiles): no A then
                 const bool a_in = tm * BM < M;
-                const int nb = b_boxes_in<BN>(tn, N);
+                // (rung 31: the last pair's second CTA, past N where N has an odd number of tile columns, loads no B;
+                // b_boxes_in would count negative boxes there, and the stage would expect fewer bytes than A's)
+                const int nb = PAIR_N && tn * BN >= N ? 0 : b_boxes_in<BN>(tn, N);
                 // rung 31: the second half of A is loaded only where it starts above M (both CTAs agree on it)
                 const int halves = PAIR_N && tm * BM + A_HALF >= M ? 1 : 2;
                 const u32 bytes = (PAIR_N ? halves * A_HALF * HBK * 2 : a_in ? A_BYTES : 0) + nb * B_BOX_BYTES;

@@ -1072,9 +1072,18 @@ def test_rung_31s_pairs_along_n_cover_every_tile_and_row_once():
     for line in ("const int units_n = PAIR_N ? (tiles_n + 1) / 2 : tiles_n, part_units = units_m * units_n;",
                  "tile_of<ORDER, 1>(tile, units_m, units_n, 0, tm, tn); tn = 2 * tn + (int)rank;",
                  "const int halves = PAIR_N && tm * BM + A_HALF >= M ? 1 : 2;", "if ((int)rank < halves)",
-                 "if (b * SR + 8 * h8 < BM && tm * BM + b * SR + 8 * h8 < M)"):
+                 "if (b * SR + 8 * h8 < BM && tm * BM + b * SR + 8 * h8 < M)",
+                 "const int nb = PAIR_N && tn * BN >= N ? 0 : b_boxes_in<BN>(tn, N);"):
         assert line in flat, line
     bm, half = K.CTN_M, (K.CTN_M // 2 + 7) // 8 * 8
+
+    def b_boxes_in(tn, N):                       # the kernel's, with C's division (it truncates toward zero)
+        q = N - tn * 256 + 63
+        return min(4, abs(q) // 64 * (1 if q >= 0 else -1))
+
+    def stage_bytes(tm, tn, M, N, guard=True):   # what the producer's expect_tx asks for (A's halves + B's boxes)
+        nb = 0 if guard and tn * 256 >= N else b_boxes_in(tn, N)
+        return (1 if tm * bm + half >= M else 2) * half * 64 * 2 + nb * 64 * 64 * 2
     for M, N, _ in [*ODD, (5000, 5000, 5000), (4096, 4096, 4096), (5496, 5496, 5496)]:
         tiles_m, tiles_n = -(-M // bm), -(-N // 256)
         units_n = (tiles_n + 1) // 2
@@ -1083,6 +1092,13 @@ def test_rung_31s_pairs_along_n_cover_every_tile_and_row_once():
         assert len(got) == 2 * tiles_m * units_n and sorted(inside) == sorted(set(inside))
         assert set(inside) == {(i, j) for i in range(tiles_m) for j in range(tiles_n)}, (M, N)
         assert (len(got) - len(inside)) == tiles_m * (tiles_n % 2)
+        # every CTA's stage expects A's bytes at least, B's only inside N. The first GPU run, without the guard,
+        # counted negative boxes of B at the second CTA past N (fewer bytes than A's, below zero with one half):
+        # a launch failure at every size with an odd number of tile columns
+        assert all(stage_bytes(tm, tn, M, N) >= half * 64 * 2 for tm, tn in got)
+        assert all(stage_bytes(tm, tn, M, N) == stage_bytes(tm, tn, M, N, guard=False) for tm, tn in inside)
+        assert all(stage_bytes(tm, tn, M, N, guard=False) < stage_bytes(tm, tn, M, N)
+                   for tm, tn in got if tn >= tiles_n and N % 256 <= 192)
         for tm in range(tiles_m):
             halves = 1 if tm * bm + half >= M else 2
             loaded = {r for h in range(halves) for r in range(h * half, (h + 1) * half)}
