@@ -1457,6 +1457,10 @@ static_assert((CTN_M / 2 + 7) / 8 * 8 * 2 <= 160, "CTN_M: a stage holds at most 
 // outputs (116 outputs per row) against rung 29's 160 + 128 (142), so some of it goes. At 4096^3 216 units (4 waves of
 // 1.19) against rung 29's 208 (4 of 1.25): x1.05 from the waves; at 5496^3 407 units (7 waves) against 396 (6): x0.90.
 // Predicted before any run, over rung 29 (its C^T tile forced): x1.03 at 5000^3 and 4096^3, x0.88 at 5496^3.
+// First run (session 24): every launch failed where N has an odd number of tile columns (negative boxes of B past N,
+// fixed in the producer). Then (results/logs/ct-pair-n-nvidia-h200.json): bit-identical at 5 odd sizes and the 3 timed
+// ones, memcheck 0 errors, racecheck 0 hazards; x0.965 over rung 29 at 5000^3 (slower in every round), x1.018 at 4096^3,
+// x0.861 at 5496^3. It stays pending: a tried idea.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_pair_n(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);

@@ -1020,7 +1020,7 @@ def test_rungs_29_30_comments_quote_the_choosers_first_run():
 
 
 def test_rung_31_is_pending_with_the_kernels_tile_and_its_reasoning_computed():
-    """Rung 31 (hopper_ct_pair_n) waits for its first GPU run in PENDING: the entry's tile, A's box (half the tile's
+    """Rung 31 (hopper_ct_pair_n) stays in PENDING, a tried idea (its run: tests/test_lesson06.py): the entry's tile, A's box (half the tile's
     rows, rounded up to 8 so that each half starts on a 1024-byte swizzle atom), C's 8-row box and shared memory (two
     halves in rung 29's 160-row stage) are the kernel's; its template call is rung 29's with PAIR_N; every number of
     its reasoning is computed here, and its prediction is the same in the registry, the kernel comment and the probe."""

@@ -607,7 +607,9 @@ def test_claims_of_the_rung_17_slide():
 def test_a_ratio_that_a_throttled_cublas_flatters_is_not_judged():
     """H.targets: at or above the goal with cuBLAS's own timing throttled, at a clock more than 2% below the
     rung's, or with its median more than 5% above its p10, the target is not judged (met None, why says so); a miss
-    stays a miss; in the record, 8192^3 and 7000^3 are not judged and no judged row gives a why."""
+    stays a miss; a ratio at or above the goal that falls below it against the median of cuBLAS's unthrottled timings
+    at that shape is a miss; in the record, 8192^3 and 7000^3 are not judged and a judged row gives a why only for
+    the median."""
     base = {"rung": 14, "m": 4096, "n": 4096, "k": 4096, "passed": True, "c_dtype": "float16", "frac_cublas": 1.02,
             "tflops": 760.0, "sm_mhz": 1980, "cublas_fp16c_sm_mhz": 1980, "cublas_fp16c_throttle": ["none"]}
     goal = {(4096, 4096, 4096): 1.0}
@@ -628,12 +630,24 @@ def test_a_ratio_that_a_throttled_cublas_flatters_is_not_judged():
         assert got["8192x8192x8192", c]["met"] is None and "sw power cap" in got["8192x8192x8192", c]["why"]
         assert got["7000x7000x7000", c]["met"] is None and got["7000x7000x7000", c]["why"].startswith("cuBLAS's timing")
     assert "MHz against" in got["7000x7000x7000", "FP32"]["why"]
-    assert got["4096x4096x4096", "FP32"]["met"] is False
-    assert all(x["why"] == "" for x in got.values() if x["met"] is not None)
+    # at 4096^3 with FP32 C, rung 30's ratio (1.012) rests on the slowest of cuBLAS's unthrottled timings there: against
+    # their median it is a miss, and why says so
+    x = got["4096x4096x4096", "FP32"]
+    assert x["rung"] == 30 and x["ratio"] > 1 and x["met"] is False and x["vs_median"] < 1
+    assert x["why"].startswith(f"{x['vs_median']:.3f}x the median of cuBLAS's 18 unthrottled timings here")
+    assert x["short"] == round(1 - x["vs_median"], 3)
     spread = t(cublas_fp16c_ms=0.2, cublas_fp16c_p10_ms=0.18)                  # 11% apart: not one population
     assert spread["met"] is None and "its median 1.11x its p10" in spread["why"]
     assert t(cublas_fp16c_ms=0.2, cublas_fp16c_p10_ms=0.195)["met"] is True   # 2.6%: one population
-    assert all(x["why"] == "" for x in got.values() if x["met"] is not None)
+    assert all(x["why"] == "" or "median" in x["why"] for x in got.values() if x["met"] is not None)
+    # the median: a ratio that passes against its own cuBLAS timing but not against the median of all of them
+    two = [dict(base, tflops=740.0, cublas_fp16c_tflops=725.0),                          # 1.02 on its own timing
+           dict(base, rung=15, frac_cublas=0.977, tflops=752.0, cublas_fp16c_tflops=770.0)]
+    x = [x for x in H.targets(two, goal) if x["C"] == "FP16"][0]
+    assert H.cublas_median(two, (4096,) * 3, "float16") == (747.5, 2)
+    assert x["rung"] == 14 and x["ratio"] == 1.02 and x["met"] is False and x["short"] == 0.01
+    assert x["why"] == "0.990x the median of cuBLAS's 2 unthrottled timings here (748 TFLOP/s)"
+    assert [x for x in H.targets([two[0]], goal) if x["C"] == "FP16"][0]["met"] is True   # alone: its own median
 
 
 def test_claims_of_the_rung_18_slide():
@@ -651,7 +665,8 @@ def test_claims_of_the_rung_18_slide():
     assert H.best_rung(e, skinny, "float32", below=19)["rung"] == 18   # (rung 20 is faster: its own slide)
     assert g18["low"] <= 0.98 <= g18["high"] and not g18["verdict"].startswith("missed")
     g = H.gain_at(e, 18, (4096,) * 3, 0.98)       # (session 12's record: the spread holds both x0.98 and x1.0)
-    assert not g["verdict"].startswith("missed: worse") and abs(g["measured"] - 1) < 0.01
+    assert not g["verdict"].startswith("missed: worse") and 0.98 < g["measured"] < 1.02
+    assert "at 4096^3 rung 18 ran closer to rung 17 than that" in H.MISS_NOTES[18]["better"]
     assert "not observed" in H.MISS_NOTES[18]["worse"]
 
 
@@ -774,7 +789,7 @@ def test_claims_about_cublas_one_warpgroup():
 def test_claims_of_the_rung_19_and_20_slides():
     """Appendix D, 'Rung 19: one consumer warpgroup', against the record: rungs 19-20 correct wherever they ran (and
     bit-identical to the model); at 128 x 8192 x 8192 rung 19's gain over rung 17 holds the x1.10 predicted ("as
-    predicted"), it was the best FP16-C rung there until rung 21 and is still short of 0.90x cuBLAS; at 4096^3 (predicted x1.0) it is
+    predicted"), it was the fastest FP16-C rung there until rung 21; at 4096^3 (predicted x1.0) it is
     "better than predicted", as at 8192^3 (MISS_NOTES[19]: "worse" not observed); rung 20 no slower than its x0.98
     at either shape (MISS_NOTES[20]); the slide's code is the lines CONSUMERS selects, and 'Tried, and no faster'
     hands over to it."""
@@ -785,8 +800,10 @@ def test_claims_of_the_rung_19_and_20_slides():
     skinny = (128, 8192, 8192)
     g = H.gain_at(e, 19, skinny, 1.10, base=17)
     assert g["verdict"] == "as predicted" and g["low"] <= 1.10 <= g["high"]
-    best = H.best_rung(e, skinny, "float16", below=21)    # "the best FP16-C rung until rung 21"
-    assert best["rung"] == 19 and best["frac_cublas"] < 0.90
+    fastest = max((r for r in H.timed_rows(e, skinny) if 8 <= r["rung"] < 21 and r.get("c_dtype") == "float16"),
+                  key=lambda r: r["tflops"])   # "the fastest FP16-C rung until rung 21"
+    assert fastest["rung"] == 19
+    assert "where it was the fastest FP16-C rung until rung 21" in (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
     for n in (4096, 8192):
         assert H.gain_at(e, 19, (n,) * 3, base=17)["verdict"] == "missed: better than predicted"
         assert not H.gain_at(e, 20, (n,) * 3, 0.98)["verdict"].startswith("missed: worse")
@@ -861,8 +878,8 @@ def test_claims_of_the_rung_23_and_24_slide():
     """Appendix D, 'Rungs 23-24: descriptors built once': the code it prints is mma_ktile and mma_ktile_at from
     kernels/; the x1.03 it predicts is the registry's, and the probe switch measured it on rung 21 at 128 rows
     (results/logs/desc-add-nvidia-h200.json); in the record neither rung ran slower than predicted at 128 rows or
-    4096^3, rung 23 beat its prediction at 4096^3 (the note printed is MISS_NOTES[23]["better"]), and rungs 23 and 24
-    are the best rungs of their C types at 128 rows and meet the goal there ("now the best rungs ...")."""
+    4096^3 (the note printed is the one for the record's verdict, miss_note), and rungs 23 and 24 are the fastest
+    rungs of their C types at 128 rows, where the spread also holds no gain."""
     import json
 
     src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
@@ -881,12 +898,13 @@ def test_claims_of_the_rung_23_and_24_slide():
         for shape in (skinny, (4096,) * 3):
             g = H.gain_at(e, k, shape)
             assert g["over"] == base and not g["verdict"].startswith("missed: worse"), (k, shape, g)
-    assert H.gain_at(e, 23, (4096,) * 3)["verdict"] == "missed: better than predicted"
-    assert 'H.MISS_NOTES[23]["better"]' in slide
-    assert H.best_rung(e, skinny, "float16")["rung"] == 23 and H.best_rung(e, skinny, "float32")["rung"] == 24
-    met = {(t["rung"], t["met"]) for t in H.targets(e) if t["shape"] == "128x8192x8192"}
-    assert met == {(23, True), (24, True)}
-    assert "rungs 23 and 24 are now the best rungs of their C types at\n# 128 rows" in slide
+    assert "miss_note(23, (4096,) * 3)" in slide          # the note for the record's verdict, if it is a miss
+    for k, c_dtype in ((23, "float16"), (24, "float32")):   # "the fastest rungs of their C types at 128 rows"
+        rs = [r for r in H.timed_rows(e, skinny) if r["rung"] >= 8 and r.get("c_dtype") == c_dtype and r["passed"]]
+        assert max(rs, key=lambda r: r["tflops"])["rung"] == k
+        assert H.gain_at(e, k, skinny)["verdict"] == "unresolved: the spread holds no gain too"   # "... holds no gain"
+    assert ("rungs 23 and 24 are the fastest rungs of their C types at 128 rows,\n# though there the spread of their "
+            "timings also holds no gain.") in slide
     assert "helpers.try_kernel(23, DESC_ADD=0)" in slide
 
 
@@ -894,8 +912,9 @@ def test_claims_of_the_rung_25_and_26_slides(tmp_path):
     """Appendix D, 'Rungs 25-26': the first run (results/logs/rung25-probe, rung26-probe) was faster at 5000^3 and
     slower at 4096^3 and 2048^3 for both rungs; fewer CTAs run at once in clusters of 4 (the driver's counts, the
     grid log) and 4096^3 takes one more wave; the x1.12 predicted is that run's gain at 5000^3; the table's choice is
-    clusters of 4 at 5000^3 only; in the record both rungs gained at 5000^3 (the spread's low end above 1) but less
-    than the first run (the note printed is MISS_NOTES[25]["worse"]), both stay short of the 0.95x goal there, and
+    clusters of 4 at 5000^3 only; in the record rung 25 gained at 5000^3 (the spread's low end above 1), rung 26's
+    spread also holds no gain (the note printed is the one for the record's verdict, miss_note), both stay short of
+    the 0.95x goal there and rungs 29-30 come closer, and
     where they build rung 14's (13's) kernel no verdict is a miss. The rule printed is quad_choice's code; a missing
     grid log names what writes it."""
     import json
@@ -923,12 +942,13 @@ def test_claims_of_the_rung_25_and_26_slides(tmp_path):
         four = s_ == (5000,) * 3
         g = H.gain_at(e, k, s_, 1.12 if four else 1.0, base=base)
         if four:
-            assert 1 < g["low"] and g["measured"] < first[k][5000] and g["verdict"] == "missed: worse than predicted"
+            assert g["measured"] > 1 and (1 < g["low"] if k == 25 else g["low"] <= 1)
+            assert g["frac_cublas"] < 0.95 and g["frac_cublas"] < H.gain_at(e, k + 4, s_)["frac_cublas"]
         else:
             assert not g["verdict"].startswith("missed"), (k, s_, g)
-    assert 'H.MISS_NOTES[25]["worse"]' in slide
-    met = {(t["rung"], t["met"]) for t in H.targets(e) if t["shape"] == "5000x5000x5000"}
-    assert met == {(25, False), (26, False)} and "still short of\n# the 0.95x goal there" in slide
+    assert 'miss_note(25, (5000,) * 3, 1.12, 14, written="before the record")' in slide
+    assert ("Clusters of 4 paid at $5000^3$ (rung 26's spread also holds no gain), and rungs 25 and 26 stay short of\n"
+            "# the 0.95x goal there; rungs 29-30 below come closer.") in slide
     assert "helpers.try_kernel(25, CLUSTER_M=4)" in slide and "helpers.display.python_code(quad_choice)" in slide
     code = helpers.display.python_code(K.quad_choice).data
     assert "def quad_choice(" in code and "fit4, fit2 = fits()" in code and '"""' not in code
@@ -1208,5 +1228,58 @@ def test_claims_of_the_rungs_29_30_chooser_slide():
     for s in ("**Predicted before their first run: x1.05 at $5000^3$, x1.07 at $5496^3$, x1.00 where rung 25's kernel "
               "is built.**", "short of the prediction at $5000^3$, close to it at $5496^3$, where rung 29 matches "
               "cuBLAS writing FP16 C", "within 1% of 1.00, except at $8192^3$, where the clock fell",
-              "The waves predict x0.80 for `CT_M=160`", "the record does not hold them yet"):
+              "The waves predict x0.80 for `CT_M=160`", "Rung 29 again gained less than predicted; rung 30's median "
+              "gain is about the prediction, though its spread holds no gain too. Rung 29 ends 0.001 short of the "
+              "0.95x goal (the targets table), and rung 30's ratio there rests on a throttled cuBLAS timing."):
         assert s in lesson, s
+    # ... and in the record at 5000^3: rung 29 below the x1.05 (a miss, worse), rung 30's spread holds it; the targets
+    e = _rec()["hopper"]
+    g29, g30 = (H.gain_at(e, k, (5000,) * 3, 1.05, base) for k, base in ((29, 25), (30, 26)))
+    assert g29["verdict"] == "missed: worse than predicted" and abs(g30["measured"] - 1.05) < 0.01
+    assert g30["verdict"] == "unresolved: the spread holds no gain too"
+    assert "the forced tile gained x1.052" in H.MISS_NOTES[29]["worse"]
+    t = {(x["shape"], x["C"]): x for x in H.targets(e)}
+    assert t["5000x5000x5000", "FP16"]["rung"] == 29 and t["5000x5000x5000", "FP16"]["short"] == 0.001
+    assert t["5000x5000x5000", "FP32"]["rung"] == 30 and t["5000x5000x5000", "FP32"]["met"] is None
+    assert "sw power cap" in t["5000x5000x5000", "FP32"]["why"]
+    assert "miss_note(k, (5000,) * 3, 1.05, base, written=\"before the record\")" in lesson.replace("\n", " ")
+
+
+def test_claims_of_the_rung_31_slide():
+    """Appendix D, 'Tried: cuBLAS's pairs along N (rung 31)', and rung 31's kernel comment, from its run
+    (results/logs/ct-pair-n-nvidia-h200.json, after the fix; the failed first run's log beside it): every check
+    bit-identical; slower than rung 29 in every round at 5000^3; x0.965, x1.018, x0.861; the clocks about 1500 MHz in
+    most rounds at 5000^3 and 5496^3 for both kernels; the sanitizer logs clean; rung 31 still pending."""
+    import json
+    import statistics
+
+    logs = ROOT / "results" / "logs"
+    run = json.loads((logs / "ct-pair-n-nvidia-h200.json").read_text())
+    rows = {r["n"]: r for r in H.ct_tile_rows(("ct-pair-n",), new=31, base=29)}
+    assert set(rows) == {5000, 4096, 5496} and all(r["checked"] for r in rows.values())
+    r31 = [c for c in run["checks"] if c["rung"] == 31]     # (and rung 29's at the timed sizes)
+    assert len(r31) == 8 and sum(c["shape"][0] not in rows for c in r31) == 5
+    assert rows[5000]["won"] == "0 of 7" and rows[5496]["won"] == "0 of 7"
+    ksrc = " ".join((ROOT / "kernels" / "hopper_sm90a.cu").read_text().replace("\n// ", " ").split())
+    assert (f"x{rows[5000]['ratio']:.3f} over rung 29 at 5000^3 (slower in every round), x{rows[4096]['ratio']:.3f} at "
+            f"4096^3, x{rows[5496]['ratio']:.3f} at 5496^3.") in ksrc
+    assert "bit-identical at 5 odd sizes and the 3 timed ones, memcheck 0 errors, racecheck 0 hazards" in ksrc
+    for n in (5000, 5496):
+        for what in ("rung 31", "rung 29"):
+            mhz = next(r["sm_mhz"] for r in run["timed"] if r["n"] == n and r["what"] == what)
+            assert statistics.median(mhz) <= 1560 and sum(m <= 1560 for m in mhz) > len(mhz) / 2, (n, what)
+    assert "ERROR SUMMARY: 0 errors" in (logs / "sanitize-pair-n-memcheck-nvidia-h200.log").read_text()
+    assert "0 hazards displayed (0 errors, 0 warnings)" in (logs / "sanitize-pair-n-racecheck-nvidia-h200.log").read_text()
+    assert "Unknown Error" in (logs / "sanitize-pair-n-memcheck-failed-nvidia-h200.log").read_text()
+    assert 31 in K.PENDING and 31 not in K.ALL_RUNGS
+    src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    slide = " ".join(src[src.index("# ### Tried: cuBLAS's pairs along N"):src.index("# ### Tried: 128 CTAs")]
+                     .replace("\n# ", " ").split())
+    for s in ("**Predicted before it ran, over rung 29 with its C^T tile forced: x1.03 at $5000^3$ and $4096^3$, x0.88 "
+              "at $5496^3$**", "counted negative boxes of B in its stage's byte count",
+              "slower than rung 29 in every round at $5000^3$", "the SM clock fell to about 1500 MHz in most rounds",
+              "Rung 31 stays out of the ladder"):
+        assert s in slide, s
+    from tools.probes.ct_tile import PAIR_N_PREDICTED
+
+    assert {int(k): v for k, v in run["predicted"].items()} == PAIR_N_PREDICTED
