@@ -663,9 +663,8 @@ if data is not None:      # a cuBLAS line that NVML saw throttled is lower than 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Like for like, at every shape
 #
-# The best rung of each C type against cuBLAS writing the same C type, timed just before it, and the
-# goals (`short`: how far below). Ratios an unsteady cuBLAS timing flatters are not judged, and the best of many
-# ratios favours a slow cuBLAS timing, so a ratio counts only if it holds against their median too:
+# Each C type's best rung against cuBLAS writing that C, timed just before it. An unsteady cuBLAS timing
+# leaves a ratio unjudged; a ratio counts only if it also holds against cuBLAS's median:
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 if data is not None:
