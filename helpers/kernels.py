@@ -348,9 +348,10 @@ def ct_waves_ratio(M: int, N: int, a_row_bytes: int, b_row_bytes: int, fits: Cal
     """The wave model's speed of rung 29 over rung 25 for an M x N problem whose rows of A and B are a_row_bytes and
     b_row_bytes apart: rung 25's waves (its cluster of 4 or of 2, as quad_choice builds it) over rung 29's tile-times
     (its waves times rows / 128: each tile `rows` / 128 of a 128 x 256 one). fits() gives how many clusters are
-    resident at once: of 4 and of 2 for rung 25's builds, of 2 for rung 29's (the driver's counts)."""
+    resident at once: of 4 and of 2 for rung 25's builds, of 2 for rung 29's (the driver's counts); of 4 None where
+    rung 25 cannot be built in clusters of 4 (a variant's GROUP_M below 4)."""
     fit4, fit2, fit_ct = fits()
-    four = quad_choice(M, N, a_row_bytes, b_row_bytes, lambda: (fit4, fit2)) == 4
+    four = fit4 is not None and quad_choice(M, N, a_row_bytes, b_row_bytes, lambda: (fit4, fit2)) == 4
     waves25 = cluster_waves(M, N, 4, fit4) if four else cluster_waves(M, N, 2, fit2)
     return waves25 / (ct_waves(M, N, fit_ct, rows) * rows / 128)
 

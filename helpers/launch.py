@@ -18,6 +18,7 @@ the driver refuse that (``launch_path`` says which one ran).
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -311,12 +312,16 @@ def orientation_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_
     options = tuple(options)
     base = entry_for_options(ALL_RUNGS[spec.base], options)     # a variant's knobs apply to rung 25's (26's) build too
     pair, pair_opts = per_shape_pair(base, options)
-    fits = lambda: (resident_blocks(base, source, options)[0] // 4,                          # noqa: E731
+    # a GROUP_M that is no multiple of 4 (rung 29's knob allows 2) leaves rung 25 no clusters of 4: its kernel would
+    # trap (a group must hold whole units of 4 tile rows), so only its clusters of 2 are weighed and built
+    groups = [int(m[1]) for o in options if (m := re.fullmatch(r"-DGROUP_M=(\d+)", o))]
+    quad = not groups or groups[-1] % 4 == 0
+    fits = lambda: (resident_blocks(base, source, options)[0] // 4 if quad else None,        # noqa: E731
                     resident_blocks(pair, source, pair_opts)[0] // 2,
                     resident_blocks(spec, source, options)[0] // 2)
     if ct_waves_ratio(M, N, a_row_bytes, b_row_bytes, fits, spec.block_tile[0]) >= CT_GAIN:
         return spec, options
-    return per_shape_build(base, M, N, a_row_bytes, b_row_bytes, source, options)
+    return per_shape_build(base, M, N, a_row_bytes, b_row_bytes, source, options) if quad else (pair, pair_opts)
 
 
 def per_shape_pair(spec: GemmKernel, options: tuple = ()) -> tuple:

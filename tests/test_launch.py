@@ -396,3 +396,29 @@ def test_a_variant_of_rungs_29_30_keeps_its_knobs_in_rung_25s_build(monkeypatch)
     assert b.dyn_smem == tile_n_smem(256, 3) != ALL_RUNGS[25].dyn_smem
     assert launch.build_for(var, 5000, 5000, 10000, 10000, options=("-DHSTAGES=3",)) == (var, ("-DHSTAGES=3",))
     assert entry_for_options(ALL_RUNGS[25], ("-DCT_M=160", "-DPRODUCER_REGS=56")) is ALL_RUNGS[25]
+
+
+def test_a_group_m_below_4_leaves_rung_25_its_clusters_of_2_in_rung_29s_choice(monkeypatch):
+    """Rung 29's GROUP_M knob allows 2, but rung 25 in clusters of 4 needs whole groups of 4 tile rows (its kernel
+    traps otherwise, and the compile check calls that an empty kernel: the knobs record's GROUP_M=2 row of rung 29
+    failed so on the H200). orientation_build then weighs and builds only rung 25's clusters of 2: it never asks for
+    the cluster-of-4 build, and where rung 25's side is chosen it is the pair build with the variant's options."""
+    from helpers import launch
+    from helpers.kernels import ALL_RUNGS
+
+    asked = []
+
+    def resident(spec, source=None, options=()):
+        asked.append((spec.name, spec.cluster, tuple(options)))
+        return (120 if spec.cluster == (4, 1, 1) else 132, "h200")
+
+    monkeypatch.setattr(launch, "resident_blocks", resident)
+    for k in (29, 30):
+        b, opts = launch.build_for(ALL_RUNGS[k], 4096, 4096, 8192, 8192, options=("-DGROUP_M=2",))
+        assert b.cluster == (2, 1, 1) and opts == ("-DGROUP_M=2", "-DQUAD_CLUSTER=2") and b.name != ALL_RUNGS[k].name
+        assert not [a for a in asked if a[1] == (4, 1, 1)], asked
+        assert launch.build_for(ALL_RUNGS[k], 5000, 5000, 10000, 10000, options=("-DGROUP_M=2",))[0] is ALL_RUNGS[k]
+        asked.clear()
+        launch.build_for(ALL_RUNGS[k], 4096, 4096, 8192, 8192, options=("-DGROUP_M=4",))   # 4: clusters of 4 weighed
+        assert [a for a in asked if a[1] == (4, 1, 1)]
+        asked.clear()

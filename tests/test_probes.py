@@ -18,7 +18,7 @@ def test_there_are_probes():
                                         "fp8_block_scaled.py", "cublas_kernels.py", "reject_wrong_block_scaled.py", "reject_wrong_fp8.py", "grid_128.py",
                                         "rung17.py", "fp8_stages.py", "flush_method.py", "wgmma_rate.py",
                                         "wait_hint.py", "ncu_source.py", "ncu_row_alignment.py", "tile_n.py",
-                                        "tall_tile.py", "ct_tile.py", "record_cost.py"}
+                                        "tall_tile.py", "ct_tile.py", "record_cost.py", "knob_rows.py"}
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.stem)
@@ -280,3 +280,34 @@ def test_record_cost_log_backs_the_move_of_the_inputs_to_the_gpu():
     assert (round(inputs), round(total)) == (15, 38) and inputs > cum["timing.py:123(benchmark)"]
     assert "took 15 of a rung's 38 s" in " ".join(ladder._inputs.__doc__.split())
     assert "rc 124, 590 s" in (ROOT / "results" / "logs" / "record-hopper-rung29-30-timeout-nvidia-h200.log").read_text()
+
+
+def test_knob_rows_merge_replaces_only_the_rungs_it_ran(tmp_path):
+    """tools/probes/knob_rows.py --merge: the run's rows replace exactly its rungs' rows in the record's knobs
+    experiment (each tagged with where it came from), the others stay, `updates` names the rungs; a run on another GPU,
+    with a failed row, or missing a rung merges nothing."""
+    import json
+    import subprocess
+    import sys
+
+    from tools.probes import knob_rows
+
+    rec = {"gpu": {"name": "NVIDIA H200"}, "experiments": {"knobs": [
+        {"rung": 0, "tflops": 700.0}, {"rung": 28, "tflops": 1.0}, {"rung": 29, "error": "trap"}, {"rung": 30, "error": "x"}]},
+        "updates": []}
+    path = tmp_path / "rec.json"
+    good = {"rungs": [29, 30], "gpu": "NVIDIA H200", "date": "2026-12-04T11:00:00+00:00", "command": "c", "flush": "read",
+            "versions": {}, "rows": [{"rung": 29, "knob": None, "passed": True}, {"rung": 29, "knob": "CT_M", "passed": True},
+                                     {"rung": 30, "knob": None, "passed": True}]}
+    for bad in (dict(good, gpu="NVIDIA H100"), dict(good, rows=good["rows"][:2]),
+                dict(good, rows=[*good["rows"], {"rung": 30, "knob": "STAGES", "passed": False}])):
+        path.write_text(json.dumps(rec))
+        (tmp_path / "run.json").write_text(json.dumps(bad))
+        assert knob_rows.merge(tmp_path / "run.json", path) == 2 and json.loads(path.read_text()) == rec
+    (tmp_path / "run.json").write_text(json.dumps(good))
+    assert knob_rows.merge(tmp_path / "run.json", path) == 0
+    got = json.loads(path.read_text())
+    assert [r["rung"] for r in got["experiments"]["knobs"]] == [0, 28, 29, 29, 30]
+    assert not any("error" in r for r in got["experiments"]["knobs"])
+    assert all(r["run"].startswith("tools/probes/knob_rows.py, 2026-12-04") for r in got["experiments"]["knobs"] if r["rung"] >= 29)
+    assert got["updates"][-1]["rungs"] == [29, 30] and got["updates"][-1]["experiments"] == ["knobs"]
