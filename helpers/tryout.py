@@ -67,6 +67,7 @@ class Knob:
     launch: str = ""
     depends: str = ""              # the knob the allowed values depend on (resolved before this one)
     rule: str = ""                 # the allowed values in words, when they depend on it
+    forces: bool = False           # given at its default it still changes the build (CT_M: the C^T tile at every size)
 
     def allowed(self, settings: dict) -> tuple:
         return tuple(self.values(settings) if callable(self.values) else self.values)
@@ -178,7 +179,7 @@ _CT_M = Knob("CT_M", "CT_M", lambda s: (160, 192) if s["STAGES"] <= 3 else (160,
              "model gives it x1.05 or more over rung 25 (26), else rung 25's (26's) own build; given, the C^T tile is "
              "used at every size (at 4096^3 it wastes a wave: x0.82 measured, forced)",
              "block tile CT_M x 256, A's TMA box CT_M x 64, shared memory per stage CT_M x 128 + 32768 bytes",
-             depends="STAGES", rule="160, or 192 with STAGES 2 or 3")
+             depends="STAGES", rule="160, or 192 with STAGES 2 or 3", forces=True)
 
 # rung -> {knob name: Knob}, in the order they are resolved (WAIT_GROUP after STAGES, GROUP_M after CLUSTER_M)
 KNOBS: dict[int, dict[str, Knob]] = {

@@ -36,14 +36,15 @@ TIMING_SIZE = 4096
 
 def variants(rung: int) -> list[tuple]:
     """(knob, value) pairs of the sweep of `rung`: (None, None), the rung as recorded, first; then each
-    knob's values other than its default, one knob at a time."""
+    knob's values other than its default, one knob at a time (a knob that forces a build, CT_M, also at its
+    default: given, it is a different kernel from the rung as recorded)."""
     from ..kernels import ALL_RUNGS
     from ..tryout import _resolve
 
     defaults = _resolve(ALL_RUNGS[rung], {})
     out: list[tuple] = [(None, None)]
     for name, k in KNOBS[rung].items():
-        out += [(name, v) for v in k.allowed(defaults) if v != defaults[name]]
+        out += [(name, v) for v in k.allowed(defaults) if v != defaults[name] or k.forces]
     return out
 
 
