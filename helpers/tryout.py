@@ -172,14 +172,15 @@ _CT_STAGES = dataclasses.replace(
     "Tensor Cores (the tall-tile probe: 3 instead of 4 cost 14-16% at 4096^3 and 6144^3); left out, 4",
     launch="dynamic shared memory: STAGES x (CT_M x 128 + 32768) bytes + the 16 KB epilogue + 1152 "
            "(helpers.kernels.ct_smem); where the launcher builds rung 25's (26's) kernel, its 48 KB stages")
-_CT_M = Knob("CT_M", "CT_M", lambda s: (160, 192) if s["STAGES"] <= 3 else (160,), 160,
-             "rows of C per C^T tile, a multiple of 32 (the epilogue's boxes) above 128: 192 makes fewer, taller tiles "
-             "(at 5000^3 27 rows of tiles instead of 32) but only 3 stages fit beside the epilogue. Left out, the "
+_CT_M = Knob("CT_M", "CT_M", lambda s: (128, 160, 192) if s["STAGES"] <= 3 else (128, 160), 160,
+             "rows of C per C^T tile, a multiple of 32 (the epilogue's boxes) from 128: 192 makes fewer, taller tiles "
+             "(at 5000^3 27 rows of tiles instead of 32) but only 3 stages fit beside the epilogue; 128 is rung 14's "
+             "tile and ring computed as C^T (cuBLAS's kernel at 4096^3): the orientation alone. Left out, the "
              "launcher chooses per problem (helpers.launch.orientation_build): the 160-row C^T tile where the wave "
              "model gives it x1.05 or more over rung 25 (26), else rung 25's (26's) own build; given, the C^T tile is "
              "used at every size (at 4096^3 it wastes a wave: x0.82 measured, forced)",
              "block tile CT_M x 256, A's TMA box CT_M x 64, shared memory per stage CT_M x 128 + 32768 bytes",
-             depends="STAGES", rule="160, or 192 with STAGES 2 or 3", forces=True)
+             depends="STAGES", rule="128 or 160, or 192 with STAGES 2 or 3", forces=True)
 
 # rung -> {knob name: Knob}, in the order they are resolved (WAIT_GROUP after STAGES, GROUP_M after CLUSTER_M)
 KNOBS: dict[int, dict[str, Knob]] = {

@@ -489,7 +489,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     // columns, NBOX of them, the last one partly the next tile's.
     // Rung 27: 256 x BN, BN from 128 to 192: each consumer owns 128 rows, two 64-row slices (SUB) of all BN columns,
     // 2 x BN / 2 accumulators per thread.
-    // Rung 29 (CT): BM x 256, BM 160 or 192 (multiples of the epilogue's 32-row boxes), computed as C^T (cuBLAS's
+    // Rung 29 (CT): BM x 256, BM 160, 192 or (a knob) 128 (multiples of the epilogue's 32-row boxes), as C^T (cuBLAS's
     // orientation): each consumer owns 128 columns, two 64-column slices (SUB) of all BM rows, 2 x BM / 2 accumulators
     // per thread.
     // Rung 31 (CT, PAIR_N): the C^T tile, BM any multiple of 8, its cluster's two tiles side by side along N, sharing A:
@@ -498,7 +498,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     static_assert((!CT && BM == HBM && (BN == HBN || (BN % 8 == 0 && BN >= 128 && BN < HBN && !SPLIT_K)))
                   || (!CT && BM == 2 * HBM && BN % 8 == 0 && BN >= 128 && BN <= 192 && !SPLIT_K)
                   || (!CT && BM == 64 && BN == 128 && !SPLIT_K)
-                  || (CT && BN == HBN && BM % (PAIR_N ? 8 : CT_EPI_ROWS) == 0 && BM > HBM && BM <= 192 && TMA_STORE
+                  || (CT && BN == HBN && BM % (PAIR_N ? 8 : CT_EPI_ROWS) == 0 && BM >= HBM && BM <= 192 && TMA_STORE
                       && !SPLIT_K && !DESC),
                   "tiles 128 x 256 (128 x BN, BN = 128 .. 256), 256 x BN (BN = 128 .. 192), 64 x 128, or C^T BM x 256");
     static_assert(!PAIR_N || (CT && CLUSTER == 2 && HALF_C), "pairs along N: the C^T tile, FP16 C, clusters of 2");
@@ -1375,6 +1375,7 @@ extern "C" __global__ void hopper_tall_tile_f32c(const __grid_constant__ TensorM
 }
 
 // CT_M: rung 29's tile rows: a multiple of 32 (its epilogue's boxes) above 128 whose 4 stages fit in 227 KB: 160.
+// (A knob may give 128: rung 14's tile and ring computed as C^T, cuBLAS's kernel at 4096^3, the orientation alone.)
 #ifndef CT_M
 #define CT_M 160
 #endif

@@ -661,7 +661,7 @@ def test_tile_n_knob_shared_memory_and_the_cluster_choice_counts_the_waves_of_it
 
 
 def test_wgmma_widths_header_is_what_its_generator_writes():
-    """kernels/wgmma_widths.cuh is tools/gen_wgmma_widths.py's output, one wrapper per width from 136 to 248; each
+    """kernels/wgmma_widths.cuh is tools/gen_wgmma_widths.py's output, one wrapper per width from 136 to 248 and 128; each
     names its width in the instruction and lists width / 2 accumulators (a wrong count would not assemble, a wrong
     width would multiply the wrong columns); A's transpose bit is a template argument, 0 unless given (rung 29 reads
     A MN-major, the other callers K-major)."""
@@ -673,7 +673,7 @@ def test_wgmma_widths_header_is_what_its_generator_writes():
     spec.loader.exec_module(gen)
     text = (KERNEL_DIR / "wgmma_widths.cuh").read_text()
     assert text == gen.text()
-    for n in range(136, 256, 8):
+    for n in (128, *range(136, 256, 8)):       # 128 again, with A's transpose bit: rung 29's CT_M=128
         block = text[text.index(f"struct Wgmma<{n}>"):].split("};")[0]
         assert f"m64n{n}k16" in block and f"float (&d)[{n // 2}]" in block
         assert max(int(i) for i in re.findall(r"d\[(\d+)\]", block)) == n // 2 - 1

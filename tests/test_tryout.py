@@ -420,11 +420,11 @@ def test_the_sweep_covers_every_value_of_every_knob_once():
         assert v[0] == (None, None) and len(v) == len(set(v))
         defaults = tryout._resolve(ALL_RUNGS[r], {})
         assert len(v) == 1 + sum(len(k.allowed(defaults)) - (not k.forces) for k in table.values())
-    assert len([x for r in tryout.KNOBS for x in KX.variants(r)]) == 38 + 41 + 10 + 8 + 5 + 9 + 9 + 7 + 7 + 7 + 7 + 8 + 8 + 12 + 12 + 9 + 9   # 2-6, 8-13, 14-26, 29-30
+    assert len([x for r in tryout.KNOBS for x in KX.variants(r)]) == 38 + 41 + 10 + 8 + 5 + 9 + 9 + 7 + 7 + 7 + 7 + 8 + 8 + 12 + 12 + 10 + 10   # 2-6, 8-13, 14-26, 29-30
     # (17, 18: + WAIT_HINT 1, 2; 19-22: STAGES, CLUSTER_M and WAIT_HINT, no PRODUCER_REGS; 23-24: + DESC_ADD 0;
     # 25-26: rung 14's four knobs, CLUSTER_M 2 or 4 and GROUP_M a multiple of it; 29-30: STAGES 2, 3, PRODUCER_REGS
-    # 24, 56, GROUP_M 2, 4, 16, and CT_M 160: its only value at 4 stages, but given it forces the C^T tile, a different
-    # build from the rung as recorded, so the sweep records it too)
+    # 24, 56, GROUP_M 2, 4, 16, and CT_M 128 and 160: 160 is its default, but given it forces the C^T tile, a
+    # different build from the rung as recorded, so the sweep records it too)
     assert [k for r in tryout.KNOBS for k in tryout.KNOBS[r].values() if k.forces] == [tryout.KNOBS[29]["CT_M"]] * 2
     assert ("CT_M", 160) in KX.variants(29) and ("CT_M", 160) in KX.variants(30)
     rows = _synthetic_rows()
@@ -516,6 +516,12 @@ def test_every_hopper_knob_value_compiles_for_sm90a_and_changes_exactly_its_rung
     _check_changes(out, changes, every, ("sm_90a",), rungs)
 
 
+def H_rec():
+    import json
+
+    return json.loads((ROOT / "results" / "nvidia-h200.json").read_text())["experiments"]
+
+
 def test_the_ct_knobs_say_what_was_measured():
     """Rungs 29-30's knobs: STAGES's 14-16% is the tall-tile probe's 3-stage ring (results/logs/tall-tile-probe, at
     4096^3 and 6144^3); CT_M's 27 tile rows against 32 at 5000^3 and its x0.82 at 4096^3 (the C^T tile forced:
@@ -534,5 +540,10 @@ def test_the_ct_knobs_say_what_was_measured():
     assert (math.ceil(5000 / 192), math.ceil(5000 / 160)) == (27, 32) and "27 rows of tiles instead of 32" in k["CT_M"].teaches
     ct4096 = next(r for r in H.ct_tile_rows() if r["n"] == 4096)
     assert f"x{ct4096['ratio']:.2f} measured, forced" in k["CT_M"].teaches
-    assert ct_smem(192, 4) > 227 * 1024 >= ct_smem(192, 3) and k["CT_M"].allowed({"STAGES": 4}) == (160,)
-    assert k["CT_M"].allowed({"STAGES": 3}) == (160, 192)
+    assert ct_smem(192, 4) > 227 * 1024 >= ct_smem(192, 3) and k["CT_M"].allowed({"STAGES": 4}) == (128, 160)
+    assert k["CT_M"].allowed({"STAGES": 3}) == (128, 160, 192) and ct_smem(128, 4) <= 227 * 1024
+    # 128: rung 14's tile and ring (4 stages of 48 KB) computed as C^T, the kernel cuBLAS ran at 4096^3 (its name's
+    # 256x128 is columns x rows of C, 64x4 its K-tile and stages, 1x2 its cluster: two tiles along M)
+    assert "128 is rung 14's tile and ring computed as C^T (cuBLAS's kernel at 4096^3)" in k["CT_M"].teaches
+    cub = {tuple(c["shape"]): c["kernels"][0]["name"] for c in H_rec()["cublas_kernels"]["calls"] if c["c"] == "fp16c"}
+    assert cub[4096, 4096, 4096] == "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT"

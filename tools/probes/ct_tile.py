@@ -28,7 +28,14 @@ Predicted before its first run (PAIR_N_PREDICTED, from the waves less some for t
 4096^3, x0.88 at 5496^3 (7 waves against 6). Its odd sizes include 3 tile columns (257 x 520: the second CTA of the
 last pair has no tile) and 9 tile rows (1304).
 
-    python3 tools/probes/ct_tile.py OUT.json [--rounds N] [--sizes 5000,4096] [--checks-only] [--f32c | --pair-n]
+With --ct-m 128 (session 24, not yet run): rung 29 with CT_M=128, rung 14's tile and ring computed as C^T (the kernel
+cuBLAS runs at 4096^3: nvjet_sm90_hsh_256x128_64x4_1x2, columns x rows of C), against rung 25 as the launcher builds
+it (rung 14's kernel at these sizes), at 4096 and 2048 unless --sizes says otherwise: the orientation alone, with the
+same waves and bytes. Predicted before its first run (CT128_PREDICTED): x1.00 at both (nothing in the wave or byte
+models differs; the wgmma operands swap and the epilogue transposes with stmatrix, which rung 29 showed costs little).
+
+    python3 tools/probes/ct_tile.py OUT.json [--rounds N] [--sizes 5000,4096] [--checks-only] [--f32c | --pair-n |
+                                                                                          --ct-m 128]
                                                                         (a Hopper GPU, COURSE_DEVICE=gpu)
 --checks-only: step 1 alone (for compute-sanitizer)."""
 import json
@@ -37,11 +44,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools.probes.common import hopper_here, int_option, round_rows, run  # noqa: E402  (run as a script: ROOT first)
+from tools.probes.common import (hopper_here, int_option, knob_variant, round_rows,  # noqa: E402  (run as a
+                                 run)                                                  # script: ROOT first)
 
 ODD = [(1000, 1064, 1000), (257, 520, 136), (40, 24, 56), (1304, 3000, 1000), (328, 264, 72)]
 F32C_PREDICTED = {5000: 1.05}
 PAIR_N_PREDICTED = {5000: 1.03, 4096: 1.03, 5496: 0.88}
+CT128_PREDICTED = {4096: 1.00, 2048: 1.00}
 CT_PREDICTED = {5000: 1.08, 4096: 0.80, 3000: 1.13, 5500: 1.07, 6750: 1.07, 5496: 1.07, 6744: 1.07}
 
 
@@ -50,7 +59,8 @@ def main(argv) -> int:
         return 2
     pair_n = "--pair-n" in argv
     rounds = int_option(argv, "--rounds", 7, one=True)
-    sizes = int_option(argv, "--sizes", (5000, 4096, 5496) if pair_n else (5000, 4096))
+    ct_m = int_option(argv, "--ct-m", None, one=True)
+    sizes = int_option(argv, "--sizes", (5000, 4096, 5496) if pair_n else (4096, 2048) if ct_m else (5000, 4096))
     sizes = () if "--checks-only" in argv else sizes
     new, base, c_dtype = (30, 26, "float32") if "--f32c" in argv else (31, 29, "float16") if pair_n else \
         (29, 25, "float16")
@@ -63,13 +73,16 @@ def main(argv) -> int:
     from helpers.numerics import reference_gemm
     from helpers.timing import gemm_flops
 
-    out = {"predicted": {30: F32C_PREDICTED, 31: PAIR_N_PREDICTED}.get(new, CT_PREDICTED), "checks": [], "timed": []}
+    out = {"predicted": CT128_PREDICTED if ct_m else {30: F32C_PREDICTED, 31: PAIR_N_PREDICTED}.get(new, CT_PREDICTED),
+           "ct_m": ct_m or 160, "checks": [], "timed": []}
     ok = True
 
     def check(k, M, N, K, A, B, ref):
         nonlocal ok
         spec = rung_entry(k)
         force = ("-DCT_M=160",) if k in (29, 30) else ()     # the C^T tile at every size (no orientation choice)
+        if ct_m and k in (29, 30):                           # the variant try_kernel builds with CT_M given
+            spec, force, _ = knob_variant(k, {"CT_M": ct_m})
         fn, C, _ = launcher(spec, A, B, pad=True, options=force)
         C.fill(cupy.nan)
         fn()
