@@ -870,8 +870,11 @@ def test_claims_of_the_rung_21_and_22_slide():
     assert not H.gain_at(e, 22, (4096,) * 3)["verdict"].startswith("missed: worse")
     assert all(H.gain_at(e, k, skinny)["frac_cublas"] > 0.90 for k in (21, 22))    # x cuBLAS writing the same C
     src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
-    assert "rungs 17-24 copy its kernel, and 21-24 meet the goal there." in src and 'H.knob_round("rung19-20-knobs")' in src
-    assert "helpers.try_kernel(21, WAIT_HINT=0)" in src and "where rungs 21 and 22 meet the 0.90x goal" in src
+    assert "rungs 17-24 copy its kernel." in src and 'H.knob_round("rung19-20-knobs")' in src
+    assert "helpers.try_kernel(21, WAIT_HINT=0)" in src
+    assert ("where rungs 21 and 22 run above 0.90x cuBLAS writing the same C, though cuBLAS's\n# throttled timings "
+            "there leave the goal unjudged") in src
+    assert all(t["met"] is None and "cuBLAS's timing" in t["why"] for t in H.targets(e) if t["shape"] == "128x8192x8192")
 
 
 def test_claims_of_the_rung_23_and_24_slide():
@@ -1283,3 +1286,18 @@ def test_claims_of_the_rung_31_slide():
     from tools.probes.ct_tile import PAIR_N_PREDICTED
 
     assert {int(k): v for k, v in run["predicted"].items()} == PAIR_N_PREDICTED
+
+
+def test_where_the_goals_are_missed_says_what_the_record_says():
+    """The main path's 'Where the goals are missed': at 4096^3 both C types short by 1-2% (the targets, the median rule
+    included); at 5000^3 and 128 rows the best rung below 17 (Appendix D's start) of either C type far short of its
+    goal (more than 0.05 below)."""
+    src = " ".join((ROOT / "notebooks" / "06_hopper_full_speed.py").read_text().replace("\n# ", " ").split())
+    assert ("**Where the goals are missed**: at $4096^3$ by 1-2%; at $5000^3$ and 128 rows, the rungs before Appendix "
+            "D's fall far short.") in src
+    e = _rec()["hopper"]
+    t = {(x["shape"], x["C"]): x for x in H.targets(e)}
+    assert all(x["met"] is False and 0.01 <= x["short"] <= 0.02 for (s_, _), x in t.items() if s_ == "4096x4096x4096")
+    for shape in ((5000,) * 3, (128, 8192, 8192)):
+        for c in ("float16", "float32"):
+            assert H.best_rung(e, shape, c, below=17)["frac_cublas"] < H.TARGETS[shape] - 0.05, (shape, c)
