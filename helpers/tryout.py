@@ -175,8 +175,8 @@ _CT_STAGES = dataclasses.replace(
 _CT_M = Knob("CT_M", "CT_M", lambda s: (128, 160, 192) if s["STAGES"] <= 3 else (128, 160), 160,
              "rows of C per C^T tile, a multiple of 32 (the epilogue's boxes) from 128: 192 makes fewer, taller tiles "
              "(at 5000^3 27 rows of tiles instead of 32) but only 3 stages fit beside the epilogue; 128 is rung 14's "
-             "tile and ring computed as C^T (cuBLAS's kernel at 4096^3): the orientation alone (not yet run on a GPU; "
-             "the check will say whether it is right). Left out, the "
+             "tile and ring computed as C^T (cuBLAS's kernel at 4096^3): the orientation alone, bit-identical and x0.99 "
+             "(4096^3) / x1.01 (2048^3) over rung 25 (tools/probes/ct_tile.py --ct-m 128). Left out, the "
              "launcher chooses per problem (helpers.launch.orientation_build): the 160-row C^T tile where the wave "
              "model gives it x1.05 or more over rung 25 (26), else rung 25's (26's) own build; given, the C^T tile is "
              "used at every size (at 4096^3 it wastes a wave: x0.82 measured, forced)",

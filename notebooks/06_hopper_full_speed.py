@@ -1677,7 +1677,48 @@ helpers.display.table(H.ct_tile_rows(("ct-pair-n",), new=31, base=29),
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Correct everywhere, bit for bit (and the sanitizers found nothing), but slower than rung 29 in every round at
 # $5000^3$, the size it was built for. There and at $5496^3$ the SM clock fell to about 1500 MHz in most rounds,
-# for both kernels alike. Rung 31 stays out of the ladder; no profiler has looked at why yet.
+# for both kernels alike. Rung 31 stays out of the ladder. Why, under Nsight Compute at $5000^3$ (one launch each,
+# `tools/probes/ncu_row_alignment.py --rungs 29,31`):
+
+# %% slideshow={"slide_type": "-"}
+import math
+
+display(helpers.display.table(H.ncu_alignment_rows("ncu-pair-n"),
+                              ["kernel", "us", "tensor_pct", "sectors_m", "dram_mb", "long_scoreboard", "top_stall"],
+                              ["kernel", "µs", "tensor pipe, %", "L2 read sectors, M", "DRAM read, MB",
+                               "long-scoreboard stall", "top stall"], {"us": ".0f", "tensor_pct": ".0f",
+                                                                       "sectors_m": ".1f", "dram_mb": ".0f",
+                                                                       "long_scoreboard": ".2f"}))
+# rows of A and B a tile asks of L2 per K-tile: rung 29's pair shares B (160 + 256 / 2), rung 31's shares A (80 + 256)
+asks = {"rung 29": math.ceil(5000 / 160) * math.ceil(5000 / 256) * (160 + 256 / 2),
+        "rung 31": math.ceil(5000 / 152) * math.ceil(5000 / 256) * (160 / 2 + 256)}
+print(f"rows asked of L2, all tiles, rung 31 / rung 29: {asks['rung 31'] / asks['rung 29']:.2f}")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Its loads cost more than its waves saved.** Sharing A instead of B, each tile asks L2 for more rows for
+# its outputs: the count above predicts the measured rise in L2 sectors. DRAM reads rise more than that, loads wait
+# about twice as long, and the tensor pipe drops from 93% to 82% busy.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Tried: the orientation alone (`CT_M=128`)
+#
+# cuBLAS's kernel at $4096^3$ (the table at the start of this appendix) is rung 14's tile and ring, 128 x 256 in
+# 4 stages and clusters of 2, computed as C^T. Is the orientation worth anything by itself? Rung 29 with
+# `CT_M=128` is exactly that. **Predicted before it ran: x1.00 over rung 25 at $4096^3$ and $2048^3$** (the same
+# tile, the same waves). In alternating rounds (`tools/probes/ct_tile.py --ct-m 128`):
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.table(H.ct_tile_rows(("ct-m128",)),
+                      ["shape", "predicted", "ratio", "won", "tflops", "base_tflops", "vs_cublas", "mhz", "checked"],
+                      ["M x N x K", "predicted", "x rung 25", "rounds faster", "TFLOP/s", "rung 25", "x cuBLAS",
+                       "MHz", "correct"], {"predicted": ".2f", "ratio": ".3f", "tflops": ".0f", "base_tflops": ".0f",
+                                           "vs_cublas": ".2f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Bit for bit, and within 1.5% of rung 25 at both sizes, once a little ahead and once a little behind (at
+# $4096^3$ the clock fell in the later rounds, for rung 25 and cuBLAS too). **The orientation alone gains
+# nothing**, as predicted: what cuBLAS still has at $4096^3$ lies elsewhere. Try it: `helpers.try_kernel(29,
+# CT_M=128)`.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Tried: 128 CTAs instead of 132

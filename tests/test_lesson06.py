@@ -1286,6 +1286,62 @@ def test_claims_of_the_rung_31_slide():
     from tools.probes.ct_tile import PAIR_N_PREDICTED
 
     assert {int(k): v for k, v in run["predicted"].items()} == PAIR_N_PREDICTED
+    # why, under Nsight Compute at 5000^3 (results/logs/ncu-pair-n-nvidia-h200.json): the rows asked of L2 (the cell's
+    # count: 33 x 20 tiles of 80 + 256 rows against 32 x 20 of 160 + 128) predict the rise in L2 sectors within 2%;
+    # DRAM reads rise more; long-scoreboard stalls about twice; the tensor pipe 93% -> 82%
+    ncu = {r["kernel"]: r for r in H.ncu_alignment_rows("ncu-pair-n")}
+    asked = (33 * 20 * (80 + 256)) / (32 * 20 * (160 + 128))
+    sectors = ncu["rung 31"]["sectors_m"] / ncu["rung 29"]["sectors_m"]
+    assert abs(sectors - asked) < 0.02 and ncu["rung 31"]["dram_mb"] / ncu["rung 29"]["dram_mb"] > sectors + 0.1
+    assert 1.9 <= ncu["rung 31"]["long_scoreboard"] / ncu["rung 29"]["long_scoreboard"] <= 2.3
+    assert (round(ncu["rung 29"]["tensor_pct"]), round(ncu["rung 31"]["tensor_pct"])) == (93, 82)
+    assert ncu["rung 31"]["us"] > ncu["rung 29"]["us"]
+    for s in ("**Its loads cost more than its waves saved.**", "the count above predicts the measured rise in L2 "
+              "sectors", "DRAM reads rise more than that, loads wait about twice as long, and the tensor pipe drops "
+              "from 93% to 82% busy"):
+        assert s in slide, s
+    assert ("1.20x its L2 read sectors (the box rows above), 1.46x its DRAM reads, tensor pipe 82% against 93%, "
+            "long-scoreboard stalls 2.1x") in ksrc
+    assert f"{sectors:.2f}x" == "1.20x" and f"{ncu['rung 31']['dram_mb'] / ncu['rung 29']['dram_mb']:.2f}" == "1.46"
+    assert f"{ncu['rung 31']['long_scoreboard'] / ncu['rung 29']['long_scoreboard']:.1f}" == "2.1"
+
+
+def test_claims_of_the_orientation_alone_slide():
+    """Appendix D, 'Tried: the orientation alone (CT_M=128)', rung 29's CT_M comment and its knob's text, from
+    tools/probes/ct_tile.py --ct-m 128 (results/logs/ct-m128-nvidia-h200.json): the prediction (x1.00 at both sizes)
+    the run's own; every check bit-identical (5 odd sizes and the 2 timed ones for rung 29); within 1.5% of rung 25 at
+    both, one above and one below; at 4096^3 the clock fell below 1800 MHz for all three kernels, at 2048^3 not."""
+    import json
+
+    from helpers import tryout
+
+    run = json.loads((ROOT / "results" / "logs" / "ct-m128-nvidia-h200.json").read_text())
+    assert run["ct_m"] == 128 and run["predicted"] == {"4096": 1.0, "2048": 1.0}
+    rows = {r["n"]: r for r in H.ct_tile_rows(("ct-m128",))}
+    assert set(rows) == {2048, 4096} and all(r["checked"] for r in rows.values())
+    assert sum(c["rung"] == 29 for c in run["checks"]) == 7 and all(c["model"] == "identical" for c in run["checks"])
+    assert all(abs(r["ratio"] - 1) <= 0.015 for r in rows.values()) and rows[2048]["ratio"] > 1 > rows[4096]["ratio"]
+    for n, fell in ((4096, True), (2048, False)):
+        for r in run["timed"]:
+            if r["n"] == n:
+                assert (min(r["sm_mhz"]) < 1800) == fell, (n, r["what"])
+    ksrc = " ".join((ROOT / "kernels" / "hopper_sm90a.cu").read_text().replace("\n// ", " ").split())
+    assert (f"bit-identical at 5 odd sizes and the 2 timed ones, x{rows[4096]['ratio']:.3f} at 4096^3 (clocks falling) "
+            f"and x{rows[2048]['ratio']:.3f} at 2048^3: the orientation alone gains nothing.") in ksrc
+    assert (f"bit-identical and x{rows[4096]['ratio']:.2f} (4096^3) / x{rows[2048]['ratio']:.2f} (2048^3) over rung 25"
+            in tryout.KNOBS[29]["CT_M"].teaches)
+    src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    slide = " ".join(src[src.index("# ### Tried: the orientation alone"):src.index("# ### Tried: 128 CTAs")]
+                     .replace("\n# ", " ").split())
+    for s in ("**Predicted before it ran: x1.00 over rung 25 at $4096^3$ and $2048^3$**",
+              "within 1.5% of rung 25 at both sizes, once a little ahead and once a little behind",
+              "at $4096^3$ the clock fell in the later rounds, for rung 25 and cuBLAS too",
+              "**The orientation alone gains nothing**, as predicted"):
+        assert s in slide, s
+    # the table at the start of Appendix D names cuBLAS's 4096^3 kernel: 256 x 128 (columns x rows of C), 4 stages,
+    # clusters of 2
+    cub = {tuple(c["shape"]): c["kernels"][0]["name"] for c in _rec()["cublas_kernels"]["calls"] if c["c"] == "fp16c"}
+    assert "_256x128_64x4_1x2_" in cub[4096, 4096, 4096]
 
 
 def test_where_the_goals_are_missed_says_what_the_record_says():
