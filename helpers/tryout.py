@@ -799,8 +799,17 @@ def _shown_knob(rows: list[dict]):
     return knobs.pop() if len(knobs) == 1 else None
 
 
+def _forcing(r: dict, knob) -> bool:
+    """Whether `knob`, given even at its default, changes the rung's build (CT_M): its recorded row as built then
+    did not use the default's value, and shows 'left out'."""
+    k = KNOBS.get(r.get("rung"), {}).get(knob) if knob else None
+    return bool(k and k.forces)
+
+
 def _value_label(r: dict, knob=None) -> str:
     if r.get("knob") is None:
+        if _forcing(r, knob):
+            return f"{knob} left out (as recorded)"
         v = (r.get("settings") or {}).get(knob)
         return "as recorded" if knob is None or v is None else f"{knob}={v} (as recorded)"
     return f"{r['knob']}={r['value']}"
@@ -811,7 +820,7 @@ def _recorded_cells(r: dict, knob=None) -> dict:
 
     value = r.get("value")
     if r.get("knob") is None and knob is not None:
-        value = (r.get("settings") or {}).get(knob)
+        value = "left out" if _forcing(r, knob) else (r.get("settings") or {}).get(knob)
     return {"rung": r.get("rung"), "knob": r.get("knob") or "(as recorded)",
             "value": "-" if value is None else value,
             "check": "skipped" if r.get("skipped") else ("PASS" if r.get("passed") else "FAIL"),

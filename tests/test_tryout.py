@@ -268,6 +268,23 @@ def test_without_a_gpu_the_recorded_sweep_of_that_knob(capsys, monkeypatch, tmp_
     assert "has no rows of WAIT_GROUP for it" in r3.message and tryout.RECORD_FIX in r3.message
 
 
+def test_a_forcing_knobs_recorded_row_as_built_says_left_out(capsys, no_cupy):
+    """CT_M forces the C^T tile even at its default (160), so rung 29 as recorded (the launcher's choice: at 4096^3
+    rung 25's kernel) did not run CT_M=160: its row and its bar say 'left out', not 160 (the sweep's own CT_M=160 row
+    is the forced tile, x0.84 in the record)."""
+    r = helpers.try_kernel(29, CT_M=160)
+    built = next(x for x in r.recorded if x.get("knob") is None)
+    assert built["settings"]["CT_M"] == 160 and tryout.KNOBS[29]["CT_M"].forces
+    r.show()
+    lines = capsys.readouterr().out.strip().splitlines()
+    row = next(x for x in lines if "(as recorded)" in x).split("|")
+    assert row[2].strip() == "left out", row
+    assert tryout._value_label(built, "CT_M") == "CT_M left out (as recorded)"
+    assert tryout._value_label(built, "STAGES") == "STAGES=4 (as recorded)"      # not forcing: its value
+    fig = r.figure()
+    assert any("left out" in t.get_text() for t in fig.axes[0].get_yticklabels())
+
+
 def test_on_a_gpu_that_cannot_run_the_rung_one_line_before_any_gpu_work(capsys, monkeypatch, tmp_path, no_cupy):
     _fake_gpu(monkeypatch, cc=(7, 5), name="Tesla T4")
     _record_with(monkeypatch, tmp_path, _synthetic_rows())
