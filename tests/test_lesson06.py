@@ -1357,3 +1357,54 @@ def test_where_the_goals_are_missed_says_what_the_record_says():
     for shape in ((5000,) * 3, (128, 8192, 8192)):
         for c in ("float16", "float32"):
             assert H.best_rung(e, shape, c, below=17)["frac_cublas"] < H.TARGETS[shape] - 0.05, (shape, c)
+
+
+def _h2h_cell(rung_ms, cub_ms, goal=1.0, passed=True, model="identical", shape=(4096, 4096, 4096), c="float16"):
+    timed = [{"what": f"rung {k}", "round_ms": ms, "sm_mhz": [1980] * len(ms), "tflops": 1.0} for k, ms in rung_ms.items()]
+    timed.append({"what": "cuBLAS", "round_ms": cub_ms, "sm_mhz": [1980] * len(cub_ms), "tflops": 1.0})
+    return {"shape": list(shape), "c_dtype": c, "goal": goal, "candidates": list(rung_ms),
+            "checks": [{"rung": k, "passed": passed, "model": model} for k in rung_ms], "timed": timed}
+
+
+def test_head_to_head_judges_the_median_of_round_by_round_ratios():
+    """hopper_targets' reader: per round cuBLAS's time over the rung's; the median decides (not the best round, not
+    the ratio of medians); the best of the candidates by that median; met iff it reaches the goal; short by how much;
+    a candidate that failed its check (or differs from its model) makes `checked` false; a cell without cuBLAS's
+    timing (an error) is not judged."""
+    # rung 15: rounds 1.02, 0.98, 0.99 -> median 0.99 (its best round 1.02 must not count); rung 29: 0.97 each
+    exp = {"predicted": [[[4096] * 3, "float16", 0.99]],
+           "cells": [_h2h_cell({15: [1.0, 1.0, 1.0], 29: [1.0, 1.0, 1.0]}, [1.02, 0.98, 0.99]),
+                     _h2h_cell({13: [1.0, 2.0, 1.0]}, [0.96, 2.0, 0.97], goal=0.95, c="float32")]}
+    exp["cells"][0]["timed"][1]["round_ms"] = [1 / 0.97 * 1.02, 1 / 0.97 * 0.98, 1 / 0.97 * 0.99]
+    a, b = H.head_to_head(exp)
+    assert a["rung"] == 15 and abs(a["ratio"] - 0.99) < 1e-12 and a["met"] is False and a["short"] == 0.01
+    assert a["won"] == "1 of 3" and abs(a["high"] - 1.02) < 1e-12 and a["predicted"] == 0.99 and a["checked"]
+    assert b["rung"] == 13 and abs(b["ratio"] - 0.97) < 1e-12 and b["met"] is True and b["short"] is None
+    assert b["predicted"] is None and b["C"] == "FP32"
+    # a wrong candidate is never hidden: checked is False (the cell's rungs are timed only where they passed)
+    bad = H.head_to_head({"cells": [_h2h_cell({15: [1.0]}, [1.0], passed=False)]})[0]
+    assert bad["checked"] is False
+    assert H.head_to_head({"cells": [_h2h_cell({15: [1.0]}, [1.0], model="differs")]})[0]["checked"] is False
+    lost = dict(_h2h_cell({}, []), timed=[], error="CUDARuntimeError: an illegal memory access")
+    r = H.head_to_head({"cells": [lost]})[0]
+    assert r["met"] is None and r["rung"] is None and r["error"].startswith("CUDARuntimeError")
+
+
+def test_hopper_targets_plans_every_target_with_its_candidates():
+    """The plan from the record: every target shape and both C types, each with one to three candidates (the best
+    ratio first, each a correct rung of that C type at that shape); the predictions cover every cell and were written
+    before the experiment ran (the record's `hopper_targets`, if any, carries the same)."""
+    from helpers.kernels import rung_entry
+
+    rows = _rec()["hopper"]
+    assert set(H.TARGET_PREDICTED) == {(s, c) for s in H.TARGETS for c in ("float16", "float32")}
+    for shape in H.TARGETS:
+        for c in ("float16", "float32"):
+            cand = H.target_candidates(rows, shape, c)
+            assert 1 <= len(cand) <= 3 and len(set(cand)) == len(cand), (shape, c)
+            assert cand[0] == H.best_rung(rows, shape, c)["rung"]
+            assert all(rung_entry(k).out_dtype == c for k in cand), (shape, c, cand)
+    exp = _rec().get("hopper_targets")
+    if exp is not None:
+        assert {(tuple(s), c): v for s, c, v in exp["predicted"]} == H.TARGET_PREDICTED
+        assert exp["rounds"] == H.TARGET_ROUNDS and len(exp["cells"]) == 2 * len(H.TARGETS)

@@ -76,11 +76,12 @@ def _info(name, cc, sms, l2_mib, mem_gib):
 
 GPUS = [
     FakeGPU("T4-sm_75", _info("Tesla T4", (7, 5), 40, 4, 15), SM80 | SM90A,
-            NEED_SM80 | NEED_SM89 | {"hopper", "input_values"}, frozenset(), frozenset({"cublas_tf32"})),
+            NEED_SM80 | NEED_SM89 | {"hopper", "hopper_targets", "input_values"}, frozenset(),
+            frozenset({"cublas_tf32"})),
     FakeGPU("RTX5090-sm_120", _info("NVIDIA GeForce RTX 5090", (12, 0), 170, 96, 32), SM90A,
-            frozenset({"hopper", "input_values"}), frozenset({"fp8_mma_sync"}), frozenset()),
+            frozenset({"hopper", "hopper_targets", "input_values"}), frozenset({"fp8_mma_sync"}), frozenset()),
     FakeGPU("B200-sm_100", _info("NVIDIA B200", (10, 0), 148, 126, 179), SM90A,
-            frozenset({"hopper", "input_values"}), frozenset({"fp8_mma_sync"}), frozenset()),
+            frozenset({"hopper", "hopper_targets", "input_values"}), frozenset({"fp8_mma_sync"}), frozenset()),
 ]
 
 
