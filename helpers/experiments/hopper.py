@@ -567,7 +567,7 @@ def target_rounds(plan: list, rounds: int = TARGET_ROUNDS) -> list[dict]:
 
 
 @experiment("hopper_targets", only_cc=(9, 0), needs="lesson 6's Hopper rungs, on a Hopper GPU")
-def hopper_targets(timeout: int = 900, rounds: int = TARGET_ROUNDS):
+def hopper_targets(timeout: int = 540, rounds: int = TARGET_ROUNDS):
     """Issue 25's targets in alternating rounds: for each target shape and C type, `target_candidates` of the record's
     `hopper` experiment (run it first) and cuBLAS writing the same C, in one child process (`target_rounds`)."""
     from ..device import require_gpu
