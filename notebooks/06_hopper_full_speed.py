@@ -663,17 +663,26 @@ if data is not None:      # a cuBLAS line that NVML saw throttled is lower than 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Like for like, at every shape
 #
-# Each C type's best rung against cuBLAS writing that C, timed just before it. An unsteady cuBLAS timing
-# leaves a ratio unjudged; a ratio counts only if it also holds against cuBLAS's median:
+# Under the power cap the clock moves, so one cuBLAS timing can run slow. Experiment `hopper_targets` times
+# each goal's best rungs and cuBLAS (same C) in turn, seven rounds; the median round's ratio decides:
+
+# %% slideshow={"slide_type": "-"}
+exps = rec.meta["experiments"]
+h2h = [dict(x, met={True: "yes", False: "no"}.get(x["met"], "-"), short=x["short"] or "")
+       for x in H.head_to_head(exps["hopper_targets"])] if "hopper_targets" in exps else []
+helpers.display.table(h2h, ["shape", "C", "goal", "predicted", "rung", "ratio", "won", "mhz", "checked", "met",
+                            "short"],
+                      ["M x N x K", "C", "goal", "predicted", "best rung", "x cuBLAS, same C", "rounds faster",
+                       "MHz, rung / cuBLAS", "correct", "met", "short by"],
+                      {"predicted": ".2f", "ratio": ".3f", "short": ".3f"}) if h2h else print(
+    "not in this record: run python -m helpers.record --update-experiments hopper_targets on a Hopper GPU")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Missed at $4096^3$ and $8192^3$ (by 0.3-2.4%) and at $5000^3$ with FP32 C; met elsewhere.** The
+# record's speeds:
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 if data is not None:
-    t = [dict(x, met={True: "yes", False: "no"}.get(x["met"], "not judged"), short=x["short"] or "",
-              vs_median=x["vs_median"] or "") for x in H.targets(data)]
-    display(helpers.display.table(t, ["shape", "C", "goal", "rung", "ratio", "vs_median", "met", "short", "mhz", "why"],
-                                  ["M x N x K", "C", "goal", "best rung", "x cuBLAS, same C", "x cuBLAS's median", "met",
-                                   "short by", "MHz, rung / cuBLAS", "why"],
-                                  {"ratio": ".3f", "vs_median": ".3f", "short": ".3f"}))
     display(helpers.display.table(H.shape_table(data), ["shape", "cublas_fp16c", "tflops_fp16c", "cublas_fp32c",
                                                         "tflops_fp32c"],
                                   ["M x N x K", "cuBLAS, FP16 C", "best rung, FP16 C", "cuBLAS, FP32 C",
@@ -725,8 +734,7 @@ for e in entries:
 # say the Tensor Cores were starved. Rung 15 has no cluster barrier: its idle producer warps leave early.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Where the goals are missed**: at $4096^3$ by 1-2%; at $5000^3$ and 128 rows, the rungs before Appendix
-# D's fall far short. Waves and Nsight Compute:
+# **Before Appendix D's rungs**, $5000^3$ and 128 rows fall far short. Waves and Nsight Compute:
 
 # %% slideshow={"slide_type": "-"}
 for shape in ((5000,) * 3, (128, 8192, 8192)):
@@ -818,8 +826,8 @@ ex.check_ring_edit(prediction, edit)
 # - Where a row starts matters: rows 16 bytes off a 32-byte sector cost more than a ragged last wave.
 # - A cluster or tile that pays at one shape can cost a wave at another: rungs 25-26 and 29-30 choose per
 #   shape.
-# - Compare like for like: the same C type and inputs, in the same run, clocks beside; judge the best
-#   of many ratios against cuBLAS's median too.
+# - Compare like for like: the same C type and inputs, timed in turn, clocks beside; judge the median
+#   round.
 # - Every step was predicted, then measured and judged against the timings' spread.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -1218,8 +1226,8 @@ for k, at_128 in ((21, 1.10), (22, 1.08)):
 miss_note(21, (4096,) * 3)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# As predicted at 128 rows, where rungs 21 and 22 run above 0.90x cuBLAS writing the same C, though cuBLAS's
-# throttled timings there leave the goal unjudged (the targets table above).
+# As predicted at 128 rows, where rungs 21 and 22 run above 0.90x cuBLAS writing the same C; timed in turn
+# with cuBLAS, the skinny rungs meet that goal with either C (the targets table above).
 # **Try it**: predict rung 21 without the hint, then run it.
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
@@ -1296,8 +1304,8 @@ helpers.display.table(sq, ["shape", "C", "rung", "tflops", "mhz", "cublas", "cub
 # Rows of 14000 bytes (7000 halves) start as far inside a sector as rows of 10000 bytes, yet in this
 # probe the best rungs match cuBLAS at $7000^3$ (FP16 C) or pass it (FP32 C). But cuBLAS's clock dropped
 # during its FP16-C timing (1770 MHz against the rung's 1980), and that ratio flatters the rung. The
-# targets table judges no ratio that a throttled cuBLAS timing flatters: it says why instead. Read the
-# clocks before the ratios.
+# targets table times the two in turn instead, and there both C types meet 0.95x. Read the clocks before
+# the ratios.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### cuBLAS and the row stride
@@ -1648,8 +1656,8 @@ for k, base in ((29, 25), (30, 26)):
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Rung 29 again gained less than predicted; rung 30's median gain is about the prediction, though its spread
-# holds no gain too. Rung 29 ends 0.001 short of the 0.95x goal (the targets table), and rung 30's ratio there rests
-# on a throttled cuBLAS timing. **Try it**: force the C^T
+# holds no gain too. Timed in turn with cuBLAS (the targets table), rung 29 meets the 0.95x goal there and rung
+# 30 misses it. **Try it**: force the C^T
 # tile at $4096^3$ (`CT_M=160`, or `CT_M=192, STAGES=3` for taller tiles in a shorter ring). The waves predict
 # x0.80 for `CT_M=160`.
 
@@ -1677,8 +1685,12 @@ helpers.display.table(H.ct_tile_rows(("ct-pair-n",), new=31, base=29),
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Correct everywhere, bit for bit (and the sanitizers found nothing), but slower than rung 29 in every round at
 # $5000^3$, the size it was built for. There and at $5496^3$ the SM clock fell to about 1500 MHz in most rounds,
-# for both kernels alike. Rung 31 stays out of the ladder. Why, under Nsight Compute at $5000^3$ (one launch each,
-# `tools/probes/ncu_row_alignment.py --rungs 29,31`):
+# for both kernels alike. Rung 31 stays out of the ladder.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Why rung 31 lost
+#
+# Under Nsight Compute at $5000^3$ (one launch each, `tools/probes/ncu_row_alignment.py --rungs 29,31`):
 
 # %% slideshow={"slide_type": "-"}
 import math
@@ -1768,3 +1780,23 @@ helpers.display.table(fm, ["shape", "kernel", "write", "read", "read_over_write"
 
 # %% slideshow={"slide_type": "-"}
 print({name: rec.flush(name) for name in ("hopper", "ladder", "knobs", "input_values", "tail_split")})
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Appendix F: one cuBLAS timing per rung
+#
+# Experiment `hopper` times cuBLAS once, just before each rung. Until `hopper_targets`, the goals were judged
+# on those timings: a ratio at or above its goal was left unjudged where cuBLAS's timing ran throttled, and
+# counted only if it also held against the median of cuBLAS's unthrottled timings at that shape:
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+if data is not None:
+    t = [dict(x, met={True: "yes", False: "no"}.get(x["met"], "not judged"), short=x["short"] or "",
+              vs_median=x["vs_median"] or "") for x in H.targets(data)]
+    display(helpers.display.table(t, ["shape", "C", "goal", "rung", "ratio", "vs_median", "met", "short", "mhz", "why"],
+                                  ["M x N x K", "C", "goal", "best rung", "x cuBLAS, same C", "x cuBLAS's median", "met",
+                                   "short by", "MHz, rung / cuBLAS", "why"],
+                                  {"ratio": ".3f", "vs_median": ".3f", "short": ".3f"}))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# In the record, most goals away from $4096^3$ and $2048^3$ go unjudged. Where both ways judge, they agree
+# but once: at $5000^3$ with FP16 C, 0.001 short on one timing, met in turn.

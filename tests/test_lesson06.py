@@ -508,8 +508,10 @@ def test_claims_of_appendix_d():
     # or not judged with a reason that names cuBLAS's timing ("read the clocks before the ratios")
     t = {(x["shape"], x["C"]): x for x in H.targets(e["hopper"])}["7000x7000x7000", "FP16"]
     assert t["met"] is False or (t["met"] is None and t["why"].startswith("cuBLAS's timing")), t
-    assert "The\n# targets table judges no ratio that a throttled cuBLAS timing flatters: it says why instead." in (
+    assert "The\n# targets table times the two in turn instead, and there both C types meet 0.95x." in (
         ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    h = {(x["shape"], x["C"]): x for x in H.head_to_head(e["hopper_targets"])}
+    assert h["7000x7000x7000", "FP16"]["met"] is True and h["7000x7000x7000", "FP32"]["met"] is True
     al = {(r["rung"], r["b_row_bytes"]): r for r in e["tail_split"]["row_alignment_cublas"]["rows"]}
     assert all(r["passed"] for r in al.values())
     gain = lambda k: al[k, 10112]["tflops"] / al[k, 10000]["tflops"]
@@ -872,8 +874,10 @@ def test_claims_of_the_rung_21_and_22_slide():
     src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
     assert "rungs 17-24 copy its kernel." in src and 'H.knob_round("rung19-20-knobs")' in src
     assert "helpers.try_kernel(21, WAIT_HINT=0)" in src
-    assert ("where rungs 21 and 22 run above 0.90x cuBLAS writing the same C, though cuBLAS's\n# throttled timings "
-            "there leave the goal unjudged") in src
+    assert ("where rungs 21 and 22 run above 0.90x cuBLAS writing the same C; timed in turn\n# with cuBLAS, the "
+            "skinny rungs meet that goal with either C") in src
+    h = [x for x in H.head_to_head(_rec()["hopper_targets"]) if x["shape"] == "128x8192x8192"]
+    assert len(h) == 2 and all(x["met"] is True and 17 <= x["rung"] <= 24 for x in h)
     assert all(t["met"] is None and "cuBLAS's timing" in t["why"] for t in H.targets(e) if t["shape"] == "128x8192x8192")
 
 
@@ -1232,8 +1236,8 @@ def test_claims_of_the_rungs_29_30_chooser_slide():
               "is built.**", "short of the prediction at $5000^3$, close to it at $5496^3$, where rung 29 matches "
               "cuBLAS writing FP16 C", "within 1% of 1.00, except at $8192^3$, where the clock fell",
               "The waves predict x0.80 for `CT_M=160`", "Rung 29 again gained less than predicted; rung 30's median "
-              "gain is about the prediction, though its spread holds no gain too. Rung 29 ends 0.001 short of the "
-              "0.95x goal (the targets table), and rung 30's ratio there rests on a throttled cuBLAS timing."):
+              "gain is about the prediction, though its spread holds no gain too. Timed in turn with cuBLAS (the targets "
+              "table), rung 29 meets the 0.95x goal there and rung 30 misses it."):
         assert s in lesson, s
     # ... and in the record at 5000^3: rung 29 below the x1.05 (a miss, worse), rung 30's spread holds it; the targets
     e = _rec()["hopper"]
@@ -1246,6 +1250,9 @@ def test_claims_of_the_rungs_29_30_chooser_slide():
     assert t["5000x5000x5000", "FP32"]["rung"] == 30 and t["5000x5000x5000", "FP32"]["met"] is None
     assert "sw power cap" in t["5000x5000x5000", "FP32"]["why"]
     assert "miss_note(k, (5000,) * 3, 1.05, base, written=\"before the record\")" in lesson.replace("\n", " ")
+    h = {(x["shape"], x["C"]): x for x in H.head_to_head(_rec()["hopper_targets"])}
+    assert (h["5000x5000x5000", "FP16"]["rung"], h["5000x5000x5000", "FP16"]["met"]) == (29, True)
+    assert (h["5000x5000x5000", "FP32"]["rung"], h["5000x5000x5000", "FP32"]["met"]) == (30, False)
 
 
 def test_claims_of_the_rung_31_slide():
@@ -1344,19 +1351,52 @@ def test_claims_of_the_orientation_alone_slide():
     assert "_256x128_64x4_1x2_" in cub[4096, 4096, 4096]
 
 
-def test_where_the_goals_are_missed_says_what_the_record_says():
-    """The main path's 'Where the goals are missed': at 4096^3 both C types short by 1-2% (the targets, the median rule
-    included); at 5000^3 and 128 rows the best rung below 17 (Appendix D's start) of either C type far short of its
-    goal (more than 0.05 below)."""
+def test_the_targets_in_turn_say_what_the_record_says():
+    """The main path's 'Like for like, at every shape', from experiment hopper_targets: missed at 4096^3 and 8192^3
+    (both C types, short by 0.003-0.024, '0.3-2.4%') and at 5000^3 with FP32 C, met at every other target; every
+    candidate correct. Its 'Before Appendix D's rungs': at 5000^3 and 128 rows the best rung below 17 of either C type
+    far short of its goal (more than 0.05 below). The Summary's bullet on judging."""
     src = " ".join((ROOT / "notebooks" / "06_hopper_full_speed.py").read_text().replace("\n# ", " ").split())
-    assert ("**Where the goals are missed**: at $4096^3$ by 1-2%; at $5000^3$ and 128 rows, the rungs before Appendix "
-            "D's fall far short.") in src
+    h = {(x["shape"], x["C"]): x for x in H.head_to_head(_rec()["hopper_targets"])}
+    assert len(h) == 14 and all(x["checked"] and not x["error"] for x in h.values())
+    big = ("4096x4096x4096", "8192x8192x8192")
+    missed = {k for k, x in h.items() if x["met"] is False}
+    assert missed == {(s_, c) for s_ in big for c in ("FP16", "FP32")} | {("5000x5000x5000", "FP32")}
+    assert all(x["met"] is True for k, x in h.items() if k not in missed)
+    shorts = [h[s_, c]["short"] for s_ in big for c in ("FP16", "FP32")]
+    assert (f"{100 * min(shorts):.1f}", f"{100 * max(shorts):.1f}") == ("0.3", "2.4")
+    for s_ in ("**Missed at $4096^3$ and $8192^3$ (by 0.3-2.4%) and at $5000^3$ with FP32 C; met elsewhere.**",
+               "Experiment `hopper_targets` times each goal's best rungs and cuBLAS (same C) in turn, seven rounds; the "
+               "median round's ratio decides:", "**Before Appendix D's rungs**, $5000^3$ and 128 rows fall far short.",
+               "- Compare like for like: the same C type and inputs, timed in turn, clocks beside; judge the median "
+               "round."):
+        assert s_ in src, s_
+    assert H.TARGET_ROUNDS == 7 and _rec()["hopper_targets"]["rounds"] == 7
+    # the README's "about 90 s on the H200": the run's own log
+    took = float(re.search(r"done in ([\d.]+) s", (ROOT / "results" / "logs" /
+                                                   "record-hopper-targets-nvidia-h200.log").read_text()).group(1))
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert 80 <= took <= 100 and "alternating rounds (about 90 s on the H200)" in readme
     e = _rec()["hopper"]
-    t = {(x["shape"], x["C"]): x for x in H.targets(e)}
-    assert all(x["met"] is False and 0.01 <= x["short"] <= 0.02 for (s_, _), x in t.items() if s_ == "4096x4096x4096")
     for shape in ((5000,) * 3, (128, 8192, 8192)):
         for c in ("float16", "float32"):
             assert H.best_rung(e, shape, c, below=17)["frac_cublas"] < H.TARGETS[shape] - 0.05, (shape, c)
+
+
+def test_appendix_f_compares_one_timing_with_the_rounds():
+    """Appendix F: the record's one-timing verdicts (H.targets) leave most goals away from 4096^3 and 2048^3 unjudged
+    (more than half of them); where both ways judge, they agree but at 5000^3 with FP16 C: 0.001 short on one
+    timing, met in turn."""
+    src = " ".join((ROOT / "notebooks" / "06_hopper_full_speed.py").read_text().replace("\n# ", " ").split())
+    one = {(x["shape"], x["C"]): x for x in H.targets(_rec()["hopper"])}
+    turn = {(x["shape"], x["C"]): x for x in H.head_to_head(_rec()["hopper_targets"])}
+    away = [x for (s_, _), x in one.items() if s_ not in ("4096x4096x4096", "2048x2048x2048")]
+    assert sum(x["met"] is None for x in away) > len(away) / 2
+    both = [k for k in one if one[k]["met"] is not None and turn[k]["met"] is not None]
+    assert [k for k in both if one[k]["met"] != turn[k]["met"]] == [("5000x5000x5000", "FP16")]
+    assert one["5000x5000x5000", "FP16"]["short"] == 0.001 and turn["5000x5000x5000", "FP16"]["met"] is True
+    assert ("In the record, most goals away from $4096^3$ and $2048^3$ go unjudged. Where both ways judge, they "
+            "agree but once: at $5000^3$ with FP16 C, 0.001 short on one timing, met in turn.") in src
 
 
 def _h2h_cell(rung_ms, cub_ms, goal=1.0, passed=True, model="identical", shape=(4096, 4096, 4096), c="float16"):
