@@ -79,3 +79,17 @@ def test_a_probe_switch_build_is_a_target():
     assert "#ifndef F8_STORE_SPREAD" in (T.ROOT / "kernels" / "fp8_sm90a.cu").read_text()
     assert 'options=tuple(t.get("options", ()))' in inspect.getsource(T.launch)
     assert "options" not in T.targets()["fp8_wgmma_store"]
+
+
+def test_the_canary_is_a_target_whose_kernel_a_small_launch_runs():
+    """Rungs 29-30 build rung 25's (26's) kernel at the 256^3 launches that find the known metrics (their orientation
+    is chosen per problem), so the canary skips them: with rung 29 first, cuBLAS is the canary; rung 25 (clusters by
+    shape, one kernel name) may be one; rungs 29-30 alone have none."""
+    assert (ALL_RUNGS[29].per_shape, ALL_RUNGS[30].per_shape, ALL_RUNGS[25].per_shape) == ("orientation",
+                                                                                           "orientation", "cluster")
+    nc = _tool()
+    t = nc.targets()
+    pick = lambda *ids: nc.canary_target({i: t[i] for i in ids}, ALL_RUNGS)   # noqa: E731
+    assert pick("rung29", "rung30", "cublas_fp16c") == "cublas_fp16c"
+    assert pick("rung29", "rung25") == "rung25" and pick("fp32_16x16") == "fp32_16x16"
+    assert pick("rung29", "rung30") is None
