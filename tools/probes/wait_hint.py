@@ -9,11 +9,16 @@ cuBLAS's kernels do (rungs 12-15 at 4096^3, 16 at 5000^3, 19-21 at M = 128; rows
 mbar_wait). Its FP8 twin, F8_DESC_ADD, is timed by tools/probes/fp8_stages.py --desc (odd shape, 4096^3, 8192^3).
 
 With --group, rung 14's GROUP_M (8, 4, 16) at 5000^3; with --cluster, its CLUSTER_M (2, 1, 4) there (rows keyed
-group_m, cluster_m). (--prefetch timed the probe switch L2_PREFETCH, the producer asking for K-tile kt + 2, 4 or 8 in
+group_m, cluster_m). With --order (session 25), GROUP_M 8 and 16 for the best rungs of each C type at 4096^3 and
+8192^3 (15 and 26; 25 and 26), in 7 rounds: Nsight Compute found them reading 24-33% more from DRAM than cuBLAS
+there (results/logs/ncu-targets-*), and a wave spanning 16 rows of A tiles and ~8 columns of B tiles holds fewer
+bytes of A and B than one of 8 x ~16 (a B tile's panel is twice an A tile's). Predicted before it ran: x1.005 at
+4096^3 (the knob sweeps' GROUP_M=16 rows: x1.001 to x1.012), x1.01 at 8192^3 (fewer DRAM bytes, less power under
+the cap). (--prefetch timed the probe switch L2_PREFETCH, the producer asking for K-tile kt + 2, 4 or 8 in
 L2, on rungs 16 and 14 in session 14: results/logs/l2-prefetch-nvidia-h200.json. It was slower everywhere and left
 the kernels with its option; both are in commit 1bcb7f2.)
 
-    python3 tools/probes/wait_hint.py OUT.json [--desc | --group | --cluster]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
+    python3 tools/probes/wait_hint.py OUT.json [--desc | --group | --cluster | --order]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import json
 import sys
 from pathlib import Path
@@ -38,9 +43,14 @@ SETS = {"hint": ("mbar_wait", [(h, (f"-DMBAR_WAIT={h}", f"-DSKINNY_WAIT={h}"), (
         # rows of 128 bytes per K-tile instead of 256 (and 1: 384). Predicted before it ran (session 14): x1.04 for
         # 4, x0.95 for 1
         "cluster": ("cluster_m", [(c, (f"-DCLUSTER_M={c}",) if c != 2 else (), None) for c in (2, 1, 4)],
-                    [((5000, 5000, 5000), (14,))])}
-KNOB_SETS = {"group": "GROUP_M", "cluster": "CLUSTER_M"}   # sets that are knobs: built as helpers.try_kernel does
+                    [((5000, 5000, 5000), (14,))]),
+        # --order (session 25): GROUP_M 16 against 8 where the targets are missed at full-chip sizes
+        "order": ("group_m", [(g, (f"-DGROUP_M={g}",) if g != 8 else (), None) for g in (8, 16)],
+                  [((4096, 4096, 4096), (15, 26)), ((8192, 8192, 8192), (25, 26))])}
+KNOB_SETS = {"group": "GROUP_M", "cluster": "CLUSTER_M", "order": "GROUP_M"}   # knobs: built as try_kernel does
 ROUNDS = 3
+SET_ROUNDS = {"order": 7}                  # a set's rounds, where not ROUNDS
+ORDER_PREDICTED = {4096: 1.005, 8192: 1.01}   # --order: GROUP_M 16 over 8, written before its first run
 
 
 def hopper_rows(shape, rungs, which: str = "hint") -> list[dict]:
@@ -75,14 +85,14 @@ def hopper_rows(shape, rungs, which: str = "hint") -> list[dict]:
     for c in ("float16", "float32"):
         Cc, cub = cupy.empty((M, N), dtype=c), same_c(c)
         timed[(f"cuBLAS {c} C", None)] = (lambda cub=cub, Cc=Cc: cub.run(A, B, Cc))
-    return rows + _time(timed, gemm_flops(M, N, K), shape, key)
+    return rows + _time(timed, gemm_flops(M, N, K), shape, key, SET_ROUNDS.get(which, ROUNDS))
 
 
-def _time(timed, fl, shape, key: str = "mbar_wait") -> list[dict]:
+def _time(timed, fl, shape, key: str = "mbar_wait", rounds: int = ROUNDS) -> list[dict]:
     from tools.probes.common import alternating
 
     out = []
-    for (what, h), v in alternating(timed, fl, ROUNDS).items():
+    for (what, h), v in alternating(timed, fl, rounds).items():
         med = sorted(v["ms"])[len(v["ms"]) // 2]
         out.append({"what": what, key: h, "shape": list(shape), "median_ms": med, "tflops": fl / med / 1e9,
                     "round_ms": v["ms"], "sm_mhz": v["sm_mhz"]})
