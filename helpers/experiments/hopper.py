@@ -624,6 +624,39 @@ def head_to_head(exp: dict) -> list[dict]:
         out.append(row)
     return out
 
+
+NCU_TARGETS_MADE_BY = "tools/ncu_counters.py --size N --out OUT --only RUNGS cublas_fp16c cublas_fp32c"
+
+
+def ncu_target_rows(sizes=(4096, 8192, 5000), gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """Nsight Compute at the goals the targets table misses (results/logs/ncu-targets-<n>-<gpu>.json: the best rungs
+    and cuBLAS writing each C type, one launch each, clocks left alone): per size and kernel, its C type, µs, DRAM read
+    (MB), L2 read sectors (M), the tensor pipe's share of active cycles and the top stall; a rung's row also has its
+    ratios to cuBLAS writing the same C (`x_time`, `x_dram`, `x_l2`: rung over cuBLAS) and `tensor_pts` (rung minus
+    cuBLAS, points)."""
+    from ..results import load_log
+
+    out = []
+    for n in sizes:
+        log = load_log(f"ncu-targets-{n}", NCU_TARGETS_MADE_BY, gpu_slug, directory)
+        by = {}
+        for k in log["kernels"]:
+            c = k["counters"]
+            tgt = k["target"]
+            c_dtype = ("float16" if tgt.endswith("fp16c") else "float32") if tgt.startswith("cublas") \
+                else rung_entry(k["rung"]).out_dtype
+            by[tgt] = {"n": n, "kernel": f"rung {k['rung']}" if "rung" in k and k["rung"] is not None else "cuBLAS",
+                       "C": "FP16" if c_dtype == "float16" else "FP32", "us": c["duration_ns"] / 1e3,
+                       "dram_mb": c["dram_read_bytes"] / 1e6, "l2_m": c["l2_read_sectors"] / 1e6,
+                       "tensor_pct": c["tensor_pipe_pct"], "top_stall": k["top_stalls"][0][0]}
+        for tgt, r in by.items():
+            if r["kernel"] != "cuBLAS":
+                cub = by[f"cublas_{C_TAGS['float16' if r['C'] == 'FP16' else 'float32']}"]
+                r.update(x_time=r["us"] / cub["us"], x_dram=r["dram_mb"] / cub["dram_mb"], x_l2=r["l2_m"] / cub["l2_m"],
+                         tensor_pts=r["tensor_pct"] - cub["tensor_pct"])
+            out.append(r)
+    return out
+
 def shape_table(rows: list[dict], shapes=TIMED) -> list[dict]:
     """For every timed shape: cuBLAS's TFLOP/s writing FP16 C and FP32 C (each timed just before the best
     rung of that C type), and the best rung of each C type with its like-for-like ratio."""
@@ -927,6 +960,37 @@ def switch_rows(key: str, default, gpu_slug: str = "nvidia-h200", directory=None
                     "passed": bool(ok.get((rung, r[key], shape))), "mhz": clock_span(r["sm_mhz"])})
     return out
 
+
+
+ORDER_PREDICTED = {4096: 1.005, 8192: 1.01}    # tools/probes/wait_hint.py --order's, written before its run
+
+
+def order_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """tools/probes/wait_hint.py --order (results/logs/order-<gpu>.json): per shape and rung, GROUP_M 16 over 8 round
+    by round (`x16`: the median of rung-with-8's time over rung-with-16's, the same round; `won`: rounds 16 was faster),
+    each build's median round-by-round ratio to cuBLAS writing the same C (`vs8`, `vs16`), the prediction, whether
+    both builds passed their checks (bit-identical to the model), and the SM clocks of the 16 build's rounds."""
+    from ..results import load_log
+
+    log = load_log("order", "tools/probes/wait_hint.py OUT.json --order", gpu_slug, directory)
+    ok = {}
+    for r in log:
+        if "passed" in r:
+            key = (r["rung"], tuple(r["shape"]))
+            ok[key] = ok.get(key, True) and r["passed"] and r["model"] == "identical"
+    t = {(r["what"], r["group_m"], tuple(r["shape"])): r for r in log if "median_ms" in r}
+    out = []
+    for (rung, shape), passed in ok.items():
+        a, b = t[f"rung {rung}", 8, shape], t[f"rung {rung}", 16, shape]
+        cub = t[f"cuBLAS {rung_entry(rung).out_dtype} C", None, shape]["round_ms"]
+        per = [x / y for x, y in zip(a["round_ms"], b["round_ms"])]
+        out.append({"shape": f"{shape[0]}^3", "rung": rung, "C": "FP16" if rung_entry(rung).out_dtype == "float16"
+                    else "FP32", "predicted": ORDER_PREDICTED[shape[0]], "x16": statistics.median(per),
+                    "won": f"{sum(p > 1 for p in per)} of {len(per)}",
+                    "vs8": statistics.median(c / x for c, x in zip(cub, a["round_ms"])),
+                    "vs16": statistics.median(c / x for c, x in zip(cub, b["round_ms"])), "checked": passed,
+                    "mhz": clock_span(b["sm_mhz"])})
+    return out
 
 # --------------------------------------------------------------------------- rungs 25-26: clusters of 4 by shape
 QUAD_GRID_MADE_BY = ("helpers.launch.resident_blocks(helpers.kernels.rung_entry(k)) for k = 14, 25, 13, 26, printed "
