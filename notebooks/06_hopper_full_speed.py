@@ -668,14 +668,11 @@ if data is not None:      # a cuBLAS line that NVML saw throttled is lower than 
 
 # %% slideshow={"slide_type": "-"}
 exps = rec.meta["experiments"]
-h2h = [dict(x, met={True: "yes", False: "no"}.get(x["met"], "-"), short=x["short"] or "")
-       for x in H.head_to_head(exps["hopper_targets"])] if "hopper_targets" in exps else []
-helpers.display.table(h2h, ["shape", "C", "goal", "predicted", "rung", "ratio", "won", "mhz", "checked", "met",
-                            "short"],
-                      ["M x N x K", "C", "goal", "predicted", "best rung", "x cuBLAS, same C", "rounds faster",
-                       "MHz, rung / cuBLAS", "correct", "met", "short by"],
-                      {"predicted": ".2f", "ratio": ".3f", "short": ".3f"}) if h2h else print(
-    "not in this record: run python -m helpers.record --update-experiments hopper_targets on a Hopper GPU")
+if "hopper_targets" in exps:
+    print(f"{rec.gpu_name}, recorded {rec.written('hopper_targets')}")
+    display(H.head_to_head_table(exps["hopper_targets"]))
+else:
+    print("not in this record: run python -m helpers.record --update-experiments hopper_targets on a Hopper GPU")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Missed at $4096^3$ and $8192^3$ (by 0.3-2.4%) and at $5000^3$ with FP32 C (the counters: Appendix G);

@@ -1426,6 +1426,8 @@ def test_head_to_head_judges_the_median_of_round_by_round_ratios():
     bad = H.head_to_head({"cells": [_h2h_cell({15: [1.0]}, [1.0], passed=False)]})[0]
     assert bad["checked"] is False
     assert H.head_to_head({"cells": [_h2h_cell({15: [1.0]}, [1.0], model="differs")]})[0]["checked"] is False
+    md = H.head_to_head_table(exp).data              # the lesson's table: met as yes / no, short by 0.010
+    assert "| 15 | 0.990 | 1 of 3 |" in md and "| no | 0.010 |" in md and "| yes |  |" in md
     lost = dict(_h2h_cell({}, []), timed=[], error="CUDARuntimeError: an illegal memory access")
     r = H.head_to_head({"cells": [lost]})[0]
     assert r["met"] is None and r["rung"] is None and r["error"].startswith("CUDARuntimeError")

@@ -625,6 +625,20 @@ def head_to_head(exp: dict) -> list[dict]:
     return out
 
 
+
+def head_to_head_table(exp: dict):
+    """head_to_head as a table (helpers.display.table): per target its shape, C type, goal, prediction, best rung, the
+    median round-by-round ratio to cuBLAS writing the same C, the rounds it was faster, the clocks, whether every
+    candidate was correct, and met ('yes', 'no', '-' where nothing was timed) with how far short."""
+    from ..display import table
+
+    rows = [dict(x, met={True: "yes", False: "no"}.get(x["met"], "-"), short=x["short"] or "")
+            for x in head_to_head(exp)]
+    return table(rows, ["shape", "C", "goal", "predicted", "rung", "ratio", "won", "mhz", "checked", "met", "short"],
+                 ["M x N x K", "C", "goal", "predicted", "best rung", "x cuBLAS, same C", "rounds faster",
+                  "MHz, rung / cuBLAS", "correct", "met", "short by"], {"predicted": ".2f", "ratio": ".3f",
+                                                                        "short": ".3f"})
+
 NCU_TARGETS_MADE_BY = "tools/ncu_counters.py --size N --out OUT --only RUNGS cublas_fp16c cublas_fp32c"
 
 
