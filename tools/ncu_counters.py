@@ -55,6 +55,10 @@ METRICS = {
     "l2_write_sectors": "lts__t_sectors_op_write.sum",
     "l2_requests": "lts__t_requests.sum",
     "l2_hit_rate_pct": "lts__t_sector_hit_rate.pct",
+    # (session 25) read sectors whose L2 lookup missed, and sectors whose source unit is the fabric between the two
+    # halves of the L2 (GA100 and GH100 split their L2 in two): to see where the rungs' extra DRAM bytes come from
+    "l2_read_miss_sectors": "lts__t_sectors_op_read_lookup_miss.sum",
+    "l2_fabric_sectors": "lts__t_sectors_srcunit_ltcfabric.sum",
     "l1_global_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
     "l1_global_load_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
     "l1_hit_rate_pct": "l1tex__t_sector_hit_rate.pct",
