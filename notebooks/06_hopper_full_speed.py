@@ -679,7 +679,7 @@ else:
 # met elsewhere.**
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-if data is not None:
+if data is not None:      # the record's speeds, shape by shape (experiment hopper: cuBLAS timed before each rung)
     display(helpers.display.table(H.shape_table(data), ["shape", "cublas_fp16c", "tflops_fp16c", "cublas_fp32c",
                                                         "tflops_fp32c"],
                                   ["M x N x K", "cuBLAS, FP16 C", "best rung, FP16 C", "cuBLAS, FP32 C",
