@@ -163,3 +163,19 @@ def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = Non
     events[-1][1].synchronize()
     times = np.array([cupy.cuda.get_elapsed_time(s, e) for s, e in events])
     return Timing(times, flops, bytes_moved, sampler.summary())
+
+
+def alternating(timed: dict, flops: float, rounds: int = 3) -> dict:
+    """{key: {"ms": [...], "sm_mhz": [...], "power_w": [...], "throttle": [...]}}: each launch function of `timed`
+    (key -> fn) timed with `benchmark` (CUDA events, cold L2, clocks), one after another, in `rounds` rounds, so that a
+    clock that drifts during the run touches every entry alike; one median per entry and round, with the clocks it
+    ran at."""
+    out = {key: {"ms": [], "sm_mhz": [], "power_w": [], "throttle": []} for key in timed}
+    for _ in range(rounds):
+        for key, fn in timed.items():
+            t = benchmark(fn, flops=flops)
+            c = t.clocks or {}
+            out[key]["ms"].append(t.median_ms)
+            for f in ("sm_mhz", "power_w", "throttle"):
+                out[key][f].append(c.get(f))
+    return out

@@ -99,7 +99,8 @@ def test_stored_fp8_sampling_shows_cublaslt_promoting_every_128_products_as_fp8_
 
 def test_probes_share_the_hopper_check_and_the_rounds(monkeypatch):
     """tools/probes/common.py: every probe checks for a Hopper GPU through hopper_here (none repeats the check), and
-    alternating() times each entry once per round, in order, keeping each round's median, clock and power."""
+    alternating() (helpers.timing's, which experiment hopper_targets uses too) times each entry once per round, in
+    order, keeping each round's median, clock, power and throttle reasons."""
     sys.path.insert(0, str(ROOT))
     from tools.probes import common
 
@@ -110,7 +111,7 @@ def test_probes_share_the_hopper_check_and_the_rounds(monkeypatch):
 
     class T:
         def __init__(self, ms):
-            self.median_ms, self.clocks = ms, {"sm_mhz": 1980, "power_w": 500.0}
+            self.median_ms, self.clocks = ms, {"sm_mhz": 1980, "power_w": 500.0, "throttle": ["none"]}
 
     import helpers.timing
 
@@ -118,7 +119,8 @@ def test_probes_share_the_hopper_check_and_the_rounds(monkeypatch):
     timed = {"a": lambda: calls.append("a") or 1.0, "b": lambda: calls.append("b") or 2.0}
     out = common.alternating(timed, flops=1.0, rounds=3)
     assert calls == ["a", "b"] * 3
-    assert out["a"] == {"ms": [1.0] * 3, "sm_mhz": [1980] * 3, "power_w": [500.0] * 3} and out["b"]["ms"] == [2.0] * 3
+    assert out["a"] == {"ms": [1.0] * 3, "sm_mhz": [1980] * 3, "power_w": [500.0] * 3, "throttle": [["none"]] * 3}
+    assert out["b"]["ms"] == [2.0] * 3 and common.alternating.__doc__.startswith("helpers.timing.alternating")
 
 
 def test_reject_wrong_has_a_case_for_every_rung_it_names_and_refuses_one_it_has_not():

@@ -470,7 +470,6 @@ def targets(rows: list[dict], goals=None) -> list[dict]:
     return out
 
 
-
 # --------------------------------------------------------------------------- the targets in alternating rounds
 # Issue 25's targets judged head to head (session 25): the record's `hopper` experiment times cuBLAS once, just before
 # each rung, so a ratio leans on that one timing; under the software power cap cuBLAS's timings spread by 10-15% and
@@ -509,14 +508,14 @@ def target_rounds(plan: list, rounds: int = TARGET_ROUNDS) -> list[dict]:
     """GPU (run it in a child process): for each [shape, c_dtype, goal, rungs] of `plan`, fresh N(0,1) FP16 inputs;
     each rung launched as the record launches it (helpers.launch.launcher, pad=True), C poisoned with NaN, checked
     against float64 and its model; then the rungs that passed and cuBLAS writing the same C (helpers.cublas.same_c)
-    timed in alternating rounds (tools' `alternating` pattern: helpers.timing.benchmark each, cold L2, clocks). One
-    cell per target; a cell with 'error' where something failed (a lost context ends the run)."""
+    timed in alternating rounds (helpers.timing.alternating: cold L2, clocks). One cell per target; a cell with
+    'error' where something failed (a lost context ends the run)."""
     import cupy
 
     from ..cublas import same_c
     from ..launch import launcher
     from ..numerics import reference_gemm
-    from ..timing import benchmark, gemm_flops
+    from ..timing import alternating, gemm_flops
 
     cells = []
     for i, (shape, c_dtype, goal, rungs) in enumerate(plan):
@@ -543,18 +542,11 @@ def target_rounds(plan: list, rounds: int = TARGET_ROUNDS) -> list[dict]:
             cub, Cc = same_c(c_dtype), cupy.full((M, N), np.nan, dtype=c_dtype)
             timed["cuBLAS"] = lambda: cub.run(A, B, Cc)
             fl = gemm_flops(M, N, K)
-            got = {key: {"round_ms": [], "sm_mhz": [], "power_w": [], "throttle": []} for key in timed}
-            for _ in range(rounds):
-                for key, fn in timed.items():
-                    t = benchmark(fn, flops=fl)
-                    c = t.clocks or {}
-                    for f, v in (("round_ms", round(t.median_ms, 6)), ("sm_mhz", c.get("sm_mhz")),
-                                 ("power_w", c.get("power_w")), ("throttle", c.get("throttle"))):
-                        got[key][f].append(v)
-            for key, v in got.items():
-                ms = statistics.median(v["round_ms"])
+            for key, v in alternating(timed, fl, rounds).items():
+                per = [round(ms, 6) for ms in v.pop("ms")]
+                ms = statistics.median(per)
                 cell["timed"].append({"what": key, "median_ms": ms, "tflops": round(fl / (ms * 1e-3) / 1e12, 4),
-                                      **v})
+                                      "round_ms": per, **v})
             del A, B, Cc
         except Exception as exc:                  # a fault, a trap, a refused launch
             cell["error"] = f"{type(exc).__name__}: {exc}"
@@ -625,7 +617,6 @@ def head_to_head(exp: dict) -> list[dict]:
     return out
 
 
-
 def head_to_head_table(exp: dict):
     """head_to_head as a table (helpers.display.table): per target its shape, C type, goal, prediction, best rung, the
     median round-by-round ratio to cuBLAS writing the same C, the rounds it was faster, the clocks, whether every
@@ -638,6 +629,7 @@ def head_to_head_table(exp: dict):
                  ["M x N x K", "C", "goal", "predicted", "best rung", "x cuBLAS, same C", "rounds faster",
                   "MHz, rung / cuBLAS", "correct", "met", "short by"], {"predicted": ".2f", "ratio": ".3f",
                                                                         "short": ".3f"})
+
 
 NCU_TARGETS_MADE_BY = "tools/ncu_counters.py --size N --out OUT --only RUNGS cublas_fp16c cublas_fp32c"
 
@@ -659,7 +651,7 @@ def ncu_target_rows(sizes=(4096, 8192, 5000), gpu_slug: str = "nvidia-h200", dir
             tgt = k["target"]
             c_dtype = ("float16" if tgt.endswith("fp16c") else "float32") if tgt.startswith("cublas") \
                 else rung_entry(k["rung"]).out_dtype
-            by[tgt] = {"n": n, "kernel": f"rung {k['rung']}" if "rung" in k and k["rung"] is not None else "cuBLAS",
+            by[tgt] = {"n": n, "kernel": "cuBLAS" if k.get("rung") is None else f"rung {k['rung']}",
                        "C": "FP16" if c_dtype == "float16" else "FP32", "us": c["duration_ns"] / 1e3,
                        "dram_mb": c["dram_read_bytes"] / 1e6, "l2_m": c["l2_read_sectors"] / 1e6,
                        "tensor_pct": c["tensor_pipe_pct"], "top_stall": k["top_stalls"][0][0]}
@@ -670,6 +662,7 @@ def ncu_target_rows(sizes=(4096, 8192, 5000), gpu_slug: str = "nvidia-h200", dir
                          tensor_pts=r["tensor_pct"] - cub["tensor_pct"])
             out.append(r)
     return out
+
 
 def shape_table(rows: list[dict], shapes=TIMED) -> list[dict]:
     """For every timed shape: cuBLAS's TFLOP/s writing FP16 C and FP32 C (each timed just before the best
@@ -975,8 +968,7 @@ def switch_rows(key: str, default, gpu_slug: str = "nvidia-h200", directory=None
     return out
 
 
-
-ORDER_PREDICTED = {4096: 1.005, 8192: 1.01}    # tools/probes/wait_hint.py --order's, written before its run
+ORDER_PREDICTED = {4096: 1.005, 8192: 1.01}    # tools/probes/wait_hint.py --order's docstring, written before its run
 
 
 def order_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
@@ -1005,6 +997,7 @@ def order_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
                     "vs16": statistics.median(c / x for c, x in zip(cub, b["round_ms"])), "checked": passed,
                     "mhz": clock_span(b["sm_mhz"])})
     return out
+
 
 # --------------------------------------------------------------------------- rungs 25-26: clusters of 4 by shape
 QUAD_GRID_MADE_BY = ("helpers.launch.resident_blocks(helpers.kernels.rung_entry(k)) for k = 14, 25, 13, 26, printed "

@@ -52,19 +52,10 @@ def knob_variant(rung: int, knobs: dict):
 
 
 def alternating(timed: dict, flops: float, rounds: int = 3) -> dict:
-    """{key: {"ms": [...], "sm_mhz": [...], "power_w": [...]}}: each launch function of `timed` (key -> fn) timed with
-    the course's harness (helpers.timing.benchmark: CUDA events, L2 emptied, clocks), one after another, in `rounds`
-    rounds, so that a clock that drifts during the run touches every entry alike; one median per entry and round."""
-    from helpers.timing import benchmark
+    """helpers.timing.alternating: each launch function of `timed` benchmarked in turn, `rounds` rounds."""
+    from helpers.timing import alternating as rounds_of
 
-    out = {key: {"ms": [], "sm_mhz": [], "power_w": []} for key in timed}
-    for _ in range(rounds):
-        for key, fn in timed.items():
-            t = benchmark(fn, flops=flops)
-            out[key]["ms"].append(t.median_ms)
-            out[key]["sm_mhz"].append((t.clocks or {}).get("sm_mhz"))
-            out[key]["power_w"].append((t.clocks or {}).get("power_w"))
-    return out
+    return rounds_of(timed, flops, rounds)
 
 
 def round_rows(timed: dict, flops: float, rounds: int, head) -> list[dict]:

@@ -50,7 +50,6 @@ SETS = {"hint": ("mbar_wait", [(h, (f"-DMBAR_WAIT={h}", f"-DSKINNY_WAIT={h}"), (
 KNOB_SETS = {"group": "GROUP_M", "cluster": "CLUSTER_M", "order": "GROUP_M"}   # knobs: built as try_kernel does
 ROUNDS = 3
 SET_ROUNDS = {"order": 7}                  # a set's rounds, where not ROUNDS
-ORDER_PREDICTED = {4096: 1.005, 8192: 1.01}   # --order: GROUP_M 16 over 8, written before its first run
 
 
 def hopper_rows(shape, rungs, which: str = "hint") -> list[dict]:
