@@ -191,6 +191,18 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 #ifndef F8_UNIFORM
 #define F8_UNIFORM 0
 #endif
+// F8_PERIOD, a probe switch (issue 26, session 26; 0: fp8_promote_256 and _512 as recorded). Their K loop decides
+// at run time, stage by stage, whether this stage ends a promotion period: a stage that does not keeps its group of
+// wgmmas in flight (wgmma_wait<1>) and lets the stage before go, one that does waits for all (wgmma_wait<0>) and adds.
+// Where the two paths meet, ptxas cannot tell whether a group still writes the accumulators, and it inserts a
+// wait for all of them (its message C7517, "warpgroup.wait is injected ... to allow use of registers defined by
+// GMMA"): every stage then waits as fp8_promote_128's does, and keeps its shared-memory stage one stage longer.
+// With 1 the loop takes a whole period at a time, unrolled, so that every stage's wait is known when compiling
+// (and a last, shorter period waits at every stage): no injected wait. The same wgmmas in the same order: C bit for
+// bit the same.
+#ifndef F8_PERIOD
+#define F8_PERIOD 0
+#endif
 #if F8_FLOW == 2
 #error "F8_FLOW=2 left kernels/fp8_sm90a.cu after its run (session 20): build it from commit 3c26c11"
 #endif
@@ -519,6 +531,55 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                 sa1 = sa + (size_t)min(srow + 8, M - 1) * ktiles;     // a valid address; those rows of C are
                 sbt = sb + (size_t)tn * ktiles;                        // never stored
             }
+            if constexpr (F8_PERIOD && PSTAGES > 1 && !SCALED && !OVERLAP && !TWO) {
+                // F8_PERIOD=1: a promotion period (PSTAGES stages) at a time. Inside a whole period the waits are
+                // fixed when compiling: every stage but the last keeps its group in flight; the last waits for
+                // all, adds, and lets both its stages go. A last, shorter period waits at every stage.
+                for (int kt0 = 0; kt0 < ktiles; kt0 += PSTAGES) {
+                    if (kt0 + PSTAGES <= ktiles) {
+#pragma unroll
+                        for (int p = 0; p < PSTAGES; ++p) {
+                            mbar_wait(&full[s], phase);
+                            const unsigned char* a = smem + s * STAGE + cw * 64 * F8_BK;
+                            const unsigned char* b = smem + s * STAGE + F8_A_BYTES;
+                            wgmma_fence();
+#pragma unroll
+                            for (int ks = 0; ks < KSTEPS; ++ks)
+                                wgmma_e4m3(d, desc_a(a, s, ks), desc_b(b, s, ks), p > 0 || ks > 0);
+                            wgmma_commit();
+                            if (p < PSTAGES - 1) {
+                                wgmma_wait<1>();
+                                if (prev >= 0) release(prev);
+                                prev = s;
+                            } else {
+                                wgmma_wait<0>();
+#pragma unroll
+                                for (int i = 0; i < NREG; ++i) total[i] += d[i];
+                                if (prev >= 0) release(prev);
+                                release(s);
+                                prev = -1;
+                            }
+                            if (++s == F8_STAGES) { s = 0; phase ^= 1; }
+                        }
+                    } else {
+                        for (int kt = kt0; kt < ktiles; ++kt) {
+                            mbar_wait(&full[s], phase);
+                            const unsigned char* a = smem + s * STAGE + cw * 64 * F8_BK;
+                            const unsigned char* b = smem + s * STAGE + F8_A_BYTES;
+                            wgmma_fence();
+#pragma unroll
+                            for (int ks = 0; ks < KSTEPS; ++ks)
+                                wgmma_e4m3(d, desc_a(a, s, ks), desc_b(b, s, ks), kt > kt0 || ks > 0);
+                            wgmma_commit();
+                            wgmma_wait<0>();
+                            release(s);
+                            if (++s == F8_STAGES) { s = 0; phase ^= 1; }
+                        }
+#pragma unroll
+                        for (int i = 0; i < NREG; ++i) total[i] += d[i];
+                    }
+                }
+            } else
             for (int kt = 0; kt < ktiles; ++kt) {
                 [[maybe_unused]] float a0, a1, bs;
                 if constexpr (SCALED) {

@@ -440,3 +440,34 @@ def test_target_rows_judges_by_rounds_and_leaves_a_flattered_win_unjudged():
     assert t["fp8_wgmma_store"]["met"] is False and t["fp8_promote_2acc_lean"]["met"] is False
     rows[0] = r("fp8_wgmma_store", [0.5] * 3, [1980] * 3, False)               # fast but wrong
     assert {x["kernel"]: x for x in X.target_rows(rows)}["fp8_wgmma_store"]["met"] is False
+
+
+def test_the_period_switch_removes_the_wait_ptxas_injects_into_promote_256_and_512(tmp_path):
+    """Lesson 7's explanation of fp8_promote_256's speed: built as recorded, ptxas injects a warpgroup.wait (its
+    message C7517) into fp8_promote_256 and fp8_promote_512 and no other kernel of the file; with the probe switch
+    F8_PERIOD=1 (a promotion period at a time) into none. The switch's prediction is the probe's (written before the
+    run), and the default build leaves every kernel as recorded (F8_PERIOD 0)."""
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from helpers.compile import KERNEL_DIR
+
+    src = (KERNEL_DIR / "fp8_sm90a.cu").read_text()
+    assert re.search(r"#ifndef F8_PERIOD\n#define F8_PERIOD 0\n", src)
+    doc = (Path(__file__).resolve().parents[1] / "tools" / "probes" / "fp8_stages.py").read_text()
+    assert "F8_PERIOD=1" in doc and "x1.08 over the recorded build at 4096^3 for both, x1.05 at 8192^3" in doc
+    assert X.PERIOD_PREDICTED == {("fp8_promote_256", 4096): 1.08, ("fp8_promote_512", 4096): 1.08,
+                                  ("fp8_promote_256", 8192): 1.05, ("fp8_promote_512", 8192): 1.05}
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
+    if nvcc is None:
+        pytest.skip("no nvcc on this machine")
+    injected = {}
+    for opt in ("-DF8_PERIOD=0", "-DF8_PERIOD=1"):
+        p = subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-o",
+                            str(tmp_path / "k.cubin"), "-Xptxas", "-v", opt, f"-I{KERNEL_DIR}",
+                            str(KERNEL_DIR / "fp8_sm90a.cu")], capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr
+        injected[opt] = set(re.findall(r"\(C7517\) warpgroup\.wait is injected .* in function '(\w+)'", p.stdout + p.stderr))
+    assert injected == {"-DF8_PERIOD=0": {"fp8_promote_256", "fp8_promote_512"}, "-DF8_PERIOD=1": set()}

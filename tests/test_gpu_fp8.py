@@ -33,6 +33,32 @@ def test_fp8_kernel_correct(kernel, shape):
         assert chk.model == "identical", chk.verdict()
 
 
+@pytest.mark.parametrize("shape", [(40, 24, 100), (264, 136, 840), (520, 264, 1100), (1000, 1064, 1000)])
+@pytest.mark.parametrize("kernel", ["fp8_promote_256", "fp8_promote_512"])
+def test_the_period_switch_leaves_the_sums_bit_for_bit(kernel, shape):
+    """F8_PERIOD=1 (kernels/fp8_sm90a.cu: a promotion period at a time) writes the recorded build's C bit for bit,
+    with 1, 7, 9 and 8 K-tiles (whole periods, and a last, shorter one), each output NaN-poisoned first."""
+    import cupy
+
+    from helpers import fp8_gemm as F
+    from helpers.experiments import fp8 as X
+
+    if tuple(backend().gpu.cc) != (9, 0):
+        pytest.skip("the wgmma kernels are sm_90a code")
+    m, n, k = shape
+    A, B = X.random_inputs(m, n, k, "normal", 7)
+    A8, Bt8 = cupy.asarray(F.encode_e4m3(A)), cupy.asarray(F.encode_e4m3(B.T.copy()))
+    out = []
+    for opts in ((), ("-DF8_PERIOD=1",)):
+        run, C = F.launcher(kernel, A8, Bt8, options=opts)
+        run()
+        out.append(cupy.asnumpy(C[:, :n]))
+    assert not np.isnan(out[1]).any()
+    assert np.array_equal(out[0].view(np.uint32), out[1].view(np.uint32))
+    chk = X.check_fp8(kernel, out[1], A, B, backend="GPU")
+    assert chk.passed and chk.model == "identical", chk.verdict()
+
+
 # --------------------------------------------------------------------------- fp8_block_scaled (issue 26)
 def _need_hopper():
     cc = backend().gpu.cc

@@ -39,6 +39,11 @@ With --uniform (session 20): fp8_wgmma_store and fp8_promote_2acc_lean on 128 CT
 F8_UNIFORM=1 (the warpgroup index broadcast from lane 0, so that ptxas keeps the wgmma descriptors in uniform
 registers), checked at the odd shapes of --two and --store. Its run (tree e3397d3) made both kernels pass UNIFORM =
 true (a template argument), so today its two builds of each kernel are the same code.
+With --period (session 26): fp8_promote_256 and fp8_promote_512 as recorded and built with the probe switch
+F8_PERIOD=1 (a promotion period at a time, so that ptxas injects no warpgroup.wait: kernels/fp8_sm90a.cu), beside
+fp8_promote_128 and fp8_wgmma_n128, on one CTA per SM as the record's rows, checked at the odd shapes of --two and
+--store and at 264 x 136 x 840 (7 K-tiles: a last period of 3 stages at 512, of 1 at 256). Predicted before it ran
+(helpers.experiments.fp8.PERIOD_PREDICTED): x1.08 over the recorded build at 4096^3 for both, x1.05 at 8192^3.
 At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them do 4, 16 do 3).
 
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
@@ -46,7 +51,7 @@ At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them
 had them within 1%).
 
     python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread | --ctas | --ctas-lean | --lean-stages | --flow | --flow2 |
-    --uniform] [--sizes A,B] [--rounds N]"""
+    --uniform | --period] [--sizes A,B] [--rounds N]"""
 import json
 import sys
 from pathlib import Path
@@ -82,6 +87,11 @@ FLOW2_ODD = ((2000, 2600, 512), (1300, 3900, 256))
 # lean kernel's SASS loses 15 of its 21 R2UR, the store kernel's 19 of 46), x1.00 at 8192^3 (the power limit).
 UNIFORM = [(k, st, ("ctas=128",) + u) for k, st in (("fp8_wgmma_store", 4), ("fp8_promote_2acc_lean", 6))
            for u in ((), ("-DF8_UNIFORM=1",))]
+# --period (session 26): the two kernels whose K loop ptxas serialises (its message C7517), as recorded and with the
+# probe switch F8_PERIOD=1, beside fp8_promote_128 and the same tile without promotion; one CTA per SM, as recorded
+PERIOD = ([("fp8_promote_128", 4, ())] + [(k, 4, o) for k in ("fp8_promote_256", "fp8_promote_512")
+                                          for o in ((), ("-DF8_PERIOD=1",))] + [("fp8_wgmma_n128", 4, ())])
+PERIOD_ODD = ((264, 136, 840),)    # 7 K-tiles: periods of 2 and 4 stages end in a shorter one
 STORE_ODD = ((2000, 2600, 300),)   # more tiles than SMs (176 of 128 x 256), the last column of tiles 40 wide: a CTA's
                                    # second tile reuses its C buffers, and boxes right of C are not stored
 SIZES = (4096, 8192)
@@ -115,15 +125,15 @@ def main(argv) -> int:
     rounds, sizes = int_option(argv, "--rounds", ROUNDS, one=True), int_option(argv, "--sizes", SIZES)
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
                 else LEAN_STAGES if "--lean-stages" in argv else UNIFORM if "--uniform" in argv
-                else FLOW2 if "--flow2" in argv else FLOW if "--flow" in argv
+                else FLOW2 if "--flow2" in argv else FLOW if "--flow" in argv else PERIOD if "--period" in argv
                 else CTAS_LEAN if "--ctas-lean" in argv else CTAS if "--ctas" in argv
                 else STORE if store else VARIANTS)
-    switched = any(f in argv for f in ("--flow", "--flow2", "--uniform"))   # a probe switch of the record's kernels:
+    switched = any(f in argv for f in ("--flow", "--flow2", "--uniform", "--period"))   # a probe switch of the record's kernels:
     more_odd = "--two" in argv or switched or store                          # the odd shapes of --two and --store
     store = store or switched                   # (2000 x 2600 x 300: 336 tiles of 128 x 128, 3 K-tiles each)
     rows, failed = [], False
     shapes = (ODD,) + (TWO_ODD if more_odd else ()) + (STORE_ODD if store else ())
-    for odd in shapes + (FLOW2_ODD if "--flow2" in argv else ()):
+    for odd in shapes + (FLOW2_ODD if "--flow2" in argv else ()) + (PERIOD_ODD if "--period" in argv else ()):
         M, N, K = odd
         A8, Bt8, gA, gB = operands(M, N, K, 1)
         for k, st, opts in variants:
