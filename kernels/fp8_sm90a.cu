@@ -198,8 +198,13 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // wait for all of them (its message C7517, "warpgroup.wait is injected ... to allow use of registers defined by
 // GMMA"): every stage then waits as fp8_promote_128's does, and keeps its shared-memory stage one stage longer.
 // With 1 the loop takes a whole period at a time, unrolled, so that every stage's wait is known when compiling
-// (and a last, shorter period waits at every stage): no injected wait. The same wgmmas in the same order: C bit for
-// bit the same.
+// (and a last, shorter period waits at every stage): no injected wait. With 2 every stage waits for its group and
+// lets its stage go at once, as fp8_promote_128's do, and only a period's last stage adds: fp8_promote_128 with
+// fewer adds. The same wgmmas in the same order either way: C bit for bit the same.
+// First run (session 26, tools/probes/fp8_stages.py --period, results/logs/fp8-period-probe-nvidia-h200.json,
+// seven alternating rounds; predicted x1.08 at 4096^3): 1 ran slower than the recorded build, x0.970 (256) and
+// x0.994 (512) at 4096^3, bit-identical. Nsight Compute's sampling: its wait at a period's end, now for two stages'
+// groups, holds 36% of the stall samples, where the recorded build's two waits hold 28%.
 #ifndef F8_PERIOD
 #define F8_PERIOD 0
 #endif
@@ -531,7 +536,27 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                 sa1 = sa + (size_t)min(srow + 8, M - 1) * ktiles;     // a valid address; those rows of C are
                 sbt = sb + (size_t)tn * ktiles;                        // never stored
             }
-            if constexpr (F8_PERIOD && PSTAGES > 1 && !SCALED && !OVERLAP && !TWO) {
+            if constexpr (F8_PERIOD == 2 && PSTAGES > 1 && !SCALED && !OVERLAP && !TWO) {
+                // F8_PERIOD=2: fp8_promote_128's stage (wait for the group, let the stage go), the add only at a
+                // period's last stage (and at the last K-tile)
+                for (int kt = 0; kt < ktiles; ++kt) {
+                    mbar_wait(&full[s], phase);
+                    const unsigned char* a = smem + s * STAGE + cw * 64 * F8_BK;
+                    const unsigned char* b = smem + s * STAGE + F8_A_BYTES;
+                    wgmma_fence();
+#pragma unroll
+                    for (int ks = 0; ks < KSTEPS; ++ks)
+                        wgmma_e4m3(d, desc_a(a, s, ks), desc_b(b, s, ks), kt % PSTAGES != 0 || ks > 0);
+                    wgmma_commit();
+                    wgmma_wait<0>();
+                    release(s);
+                    if ((kt + 1) % PSTAGES == 0 || kt == ktiles - 1) {
+#pragma unroll
+                        for (int i = 0; i < NREG; ++i) total[i] += d[i];
+                    }
+                    if (++s == F8_STAGES) { s = 0; phase ^= 1; }
+                }
+            } else if constexpr (F8_PERIOD == 1 && PSTAGES > 1 && !SCALED && !OVERLAP && !TWO) {
                 // F8_PERIOD=1: a promotion period (PSTAGES stages) at a time. Inside a whole period the waits are
                 // fixed when compiling: every stage but the last keeps its group in flight; the last waits for
                 // all, adds, and lets both its stages go. A last, shorter period waits at every stage.

@@ -460,14 +460,18 @@ def test_the_period_switch_removes_the_wait_ptxas_injects_into_promote_256_and_5
     assert "F8_PERIOD=1" in doc and "x1.08 over the recorded build at 4096^3 for both, x1.05 at 8192^3" in doc
     assert X.PERIOD_PREDICTED == {("fp8_promote_256", 4096): 1.08, ("fp8_promote_512", 4096): 1.08,
                                   ("fp8_promote_256", 8192): 1.05, ("fp8_promote_512", 8192): 1.05}
+    assert "x1.035 (256) and x1.025 (512) at 4096^3, x1.01 at 8192^3" in doc
+    assert X.PERIOD2_PREDICTED == {("fp8_promote_256", 4096): 1.035, ("fp8_promote_512", 4096): 1.025,
+                                   ("fp8_promote_256", 8192): 1.01, ("fp8_promote_512", 8192): 1.01}
     nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
     if nvcc is None:
         pytest.skip("no nvcc on this machine")
     injected = {}
-    for opt in ("-DF8_PERIOD=0", "-DF8_PERIOD=1"):
+    for opt in ("-DF8_PERIOD=0", "-DF8_PERIOD=1", "-DF8_PERIOD=2"):
         p = subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-o",
                             str(tmp_path / "k.cubin"), "-Xptxas", "-v", opt, f"-I{KERNEL_DIR}",
                             str(KERNEL_DIR / "fp8_sm90a.cu")], capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, p.stderr
         injected[opt] = set(re.findall(r"\(C7517\) warpgroup\.wait is injected .* in function '(\w+)'", p.stdout + p.stderr))
-    assert injected == {"-DF8_PERIOD=0": {"fp8_promote_256", "fp8_promote_512"}, "-DF8_PERIOD=1": set()}
+    assert injected == {"-DF8_PERIOD=0": {"fp8_promote_256", "fp8_promote_512"}, "-DF8_PERIOD=1": set(),
+                        "-DF8_PERIOD=2": set()}
