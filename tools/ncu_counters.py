@@ -110,6 +110,10 @@ def targets() -> dict[str, dict]:
     for r in ALL_RUNGS.values():
         out[f"rung{r.rung}"] = {"kernel": r.name, "lesson": r.lesson, "what": f"rung {r.rung}: {r.idea}",
                                 "rung": r.rung}
+    for r in (15, 26):      # session 26: the tile order's knob (GROUP_M 16, not 8), to see whether it moves DRAM bytes
+        e = ALL_RUNGS[r]
+        out[f"rung{r}_group16"] = {"kernel": e.name, "lesson": e.lesson, "rung": r, "options": ["-DGROUP_M=16"],
+                                   "what": f"rung {r} built with -DGROUP_M=16 (tools/probes/wait_hint.py --order)"}
     from helpers.fp8_gemm import FP8_KERNELS
 
     for k in FP8_KERNELS.values():                # lesson 7's wgmma kernels (FP8 E4M3 inputs)
@@ -173,7 +177,8 @@ def launch(target: str, n) -> None:
         from helpers.launch import launcher
 
         r = ALL_RUNGS[t["rung"]]
-        run, _, _ = launcher(r, cupy.asarray(A.astype(r.in_dtype)), cupy.asarray(B.astype(r.in_dtype)), pad=True)
+        run, _, _ = launcher(r, cupy.asarray(A.astype(r.in_dtype)), cupy.asarray(B.astype(r.in_dtype)), pad=True,
+                             options=tuple(t.get("options", ())))
     run()
     cupy.cuda.runtime.deviceSynchronize()
     print(f"launched {t['kernel']} ({t['what']}) at {M}x{N}x{K}", flush=True)
