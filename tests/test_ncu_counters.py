@@ -20,7 +20,11 @@ def test_targets_are_lesson1_shapes_the_tiled_solution_and_every_rung():
     t = _tool().targets()
     assert [v["block"] for v in t.values() if "block" in v] == [list(s) for s in BLOCK_SHAPES]
     assert [v["tile"] for v in t.values() if "tile" in v] == [16, 32]
-    assert [(v["rung"], v["kernel"]) for v in t.values() if "rung" in v] == [(k, r.name) for k, r in ALL_RUNGS.items()]
+    assert [(v["rung"], v["kernel"]) for v in t.values() if "rung" in v and "options" not in v] == [
+        (k, r.name) for k, r in ALL_RUNGS.items()]
+    # builds with a knob: the rung's kernel with its -D option
+    assert {tid: (v["kernel"], v["options"]) for tid, v in t.items() if "rung" in v and "options" in v} == {
+        f"rung{k}_group16": (ALL_RUNGS[k].name, ["-DGROUP_M=16"]) for k in (15, 26)}
     assert {v["lesson"] for v in t.values() if "rung" in v} == {5, 6}      # lesson 5's ladder, then lesson 6's
     assert all(tid.replace("_", "").isalnum() for tid in t)          # file names for the reports
 
