@@ -191,7 +191,8 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 #ifndef F8_UNIFORM
 #define F8_UNIFORM 0
 #endif
-// F8_PERIOD, a probe switch (issue 26, session 26; 0: fp8_promote_256 and _512 as recorded). Their K loop decides
+// F8_PERIOD (issue 26, session 26): how fp8_promote_256 and _512 end a stage; 2 since session 26's runs, 0 the build
+// of the course's first record, kept to show a trap. With 0 their K loop decides
 // at run time, stage by stage, whether this stage ends a promotion period: a stage that does not keeps its group of
 // wgmmas in flight (wgmma_wait<1>) and lets the stage before go, one that does waits for all (wgmma_wait<0>) and adds.
 // Where the two paths meet, ptxas cannot tell whether a group still writes the accumulators, and it inserts a
@@ -204,9 +205,14 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // First run (session 26, tools/probes/fp8_stages.py --period, results/logs/fp8-period-probe-nvidia-h200.json,
 // seven alternating rounds; predicted x1.08 at 4096^3): 1 ran slower than the recorded build, x0.970 (256) and
 // x0.994 (512) at 4096^3, bit-identical. Nsight Compute's sampling: its wait at a period's end, now for two stages'
-// groups, holds 36% of the stall samples, where the recorded build's two waits hold 28%.
+// groups, holds 36% of the stall samples, where the recorded build's two waits hold 28%. So the wait was not the
+// cost. What else 0 does: a stage that does not promote lets its shared-memory stage go only after the next
+// stage's wgmmas (the producer has one stage less to fill ahead); 2 waits as 0 does in effect, and lets every stage
+// go at once. 2 ran (same probe, predicted x1.035 / x1.025): x1.046 (256) and x1.063 (512)
+// over 0 at 4096^3 (faster in 7 of 7 rounds), and faster than fp8_promote_128 (x1.036, x1.081), bit-identical; at
+// 8192^3, under the power limit, x1.002 and x1.057. It is the default since.
 #ifndef F8_PERIOD
-#define F8_PERIOD 0
+#define F8_PERIOD 2
 #endif
 #if F8_FLOW == 2
 #error "F8_FLOW=2 left kernels/fp8_sm90a.cu after its run (session 20): build it from commit 3c26c11"

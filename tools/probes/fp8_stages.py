@@ -44,9 +44,11 @@ F8_PERIOD=1 (a promotion period at a time, so that ptxas injects no warpgroup.wa
 fp8_promote_128 and fp8_wgmma_n128, on one CTA per SM as the record's rows, checked at the odd shapes of --two and
 --store and at 264 x 136 x 840 (7 K-tiles: a last period of 3 stages at 512, of 1 at 256). Predicted before it ran
 (helpers.experiments.fp8.PERIOD_PREDICTED): x1.08 over the recorded build at 4096^3 for both, x1.05 at 8192^3.
-Its first run (session 26, tree 4d6d0c7): slower, x0.970 and x0.994 at 4096^3. Since then --period also times
+Its first run (session 26, tree 4d6d0c7, no option then meaning F8_PERIOD=0): slower, x0.970 and x0.994 at 4096^3. Since then --period also times
 F8_PERIOD=2 (every stage waits for its group and lets its stage go at once, as fp8_promote_128's; the adds only at a
 period's end), predicted before its run (PERIOD2_PREDICTED): x1.035 (256) and x1.025 (512) at 4096^3, x1.01 at 8192^3.
+Its run (tree bace95d, results/logs/fp8-period2-probe-nvidia-h200.json): x1.046 and x1.063 at 4096^3, x1.002 and
+x1.057 at 8192^3, bit-identical; F8_PERIOD=2 became the kernels' default.
 At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them do 4, 16 do 3).
 
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
@@ -92,9 +94,9 @@ UNIFORM = [(k, st, ("ctas=128",) + u) for k, st in (("fp8_wgmma_store", 4), ("fp
            for u in ((), ("-DF8_UNIFORM=1",))]
 # --period (session 26): the two kernels whose K loop ptxas serialises (its message C7517), as recorded and with the
 # probe switch F8_PERIOD=1, beside fp8_promote_128 and the same tile without promotion; one CTA per SM, as recorded
-PERIOD = ([("fp8_promote_128", 4, ())] + [(k, 4, o) for k in ("fp8_promote_256", "fp8_promote_512")
-                                          for o in ((), ("-DF8_PERIOD=1",), ("-DF8_PERIOD=2",))]
-          + [("fp8_wgmma_n128", 4, ())])
+# (its two runs in session 26 passed no option for F8_PERIOD=0, then the default; 2 is the default since)
+PERIOD = ([("fp8_promote_128", 4, ())] + [(k, 4, (f"-DF8_PERIOD={v}",)) for k in ("fp8_promote_256", "fp8_promote_512")
+                                          for v in (0, 1, 2)] + [("fp8_wgmma_n128", 4, ())])
 PERIOD_ODD = ((264, 136, 840),)    # 7 K-tiles: periods of 2 and 4 stages end in a shorter one
 STORE_ODD = ((2000, 2600, 300),)   # more tiles than SMs (176 of 128 x 256), the last column of tiles 40 wide: a CTA's
                                    # second tile reuses its C buffers, and boxes right of C are not stored
