@@ -1832,7 +1832,19 @@ helpers.display.table(H.order_rows(), ["shape", "rung", "C", "predicted", "x16",
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Not reliably faster: slower for rung 15 at $4096^3$, about 1% faster at $8192^3$, where the clock and the
-# ratios to cuBLAS moved by as much between rounds. `GROUP_M` stays 8. At $5000^3$ the loads are not the
+# ratios to cuBLAS moved by as much between rounds. `GROUP_M` stays 8. Yet it did what it was for: under
+# Nsight Compute at $4096^3$ (one launch each, `rung15_group16` and `rung26_group16` in `tools/ncu_counters.py`):
+
+# %% slideshow={"slide_type": "-"}
+g16 = H.ncu_log_rows("ncu-group16-4096")
+print(g16[0]["run"].split(", command")[0].lstrip("# "))
+helpers.display.table(g16, ["target", "ms", "dram_mb", "l2_m", "tensor_pct"],
+                      ["build", "ms", "DRAM read, MB", "L2 read sectors, M", "tensor pipe, %"], {"ms": ".3f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# With `GROUP_M=16` both rungs read as little from DRAM as cuBLAS (first table of this appendix) in the
+# same time, their Tensor Cores as busy: the extra DRAM bytes did not cost the missing percent at
+# $4096^3$. What is left there is the tensor pipe's point. At $5000^3$ the loads are not the
 # difference (the first table: the same DRAM bytes, fewer L2 sectors); the tile is. Rung 29's 160-row tiles
 # and cuBLAS's 152-row ones both make 5 waves of pairs, but each of rung 29's takes longer:
 

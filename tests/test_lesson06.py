@@ -1489,6 +1489,18 @@ def test_claims_of_appendix_g():
         r = o["8192^3", k]
         assert 1 < r["x16"] <= 1.015 and abs(r["vs16"] - r["vs8"]) >= r["x16"] - 1
     assert all(tryout.KNOBS[k]["GROUP_M"].default == 8 for k in (15, 25, 26, 29, 30))
+    # session 26, Nsight Compute with GROUP_M=16 at 4096^3: "both rungs read as little from DRAM as cuBLAS (first table)
+    # in the same time, their Tensor Cores as busy"; "what is left there is the tensor pipe's point"
+    g = {r["target"]: r for r in H.ncu_log_rows("ncu-group16-4096")}
+    assert set(g) == {"rung15", "rung26", "rung15_group16", "rung26_group16"}
+    cub = {r["C"]: r for r in H.ncu_target_rows() if r["kernel"] == "cuBLAS" and r["n"] == 4096}
+    for k, c in ((15, "FP16"), (26, "FP32")):
+        a, b = g[f"rung{k}"], g[f"rung{k}_group16"]
+        assert b["dram_mb"] <= cub[c]["dram_mb"] < a["dram_mb"] / 1.2
+        assert abs(b["ms"] - a["ms"]) < 0.0015 and abs(b["tensor_pct"] - a["tensor_pct"]) < 0.5
+    assert ("both rungs read as little from DRAM as cuBLAS (first table of this appendix) in the same time, their "
+            "Tensor Cores as busy: the extra DRAM bytes did not cost the missing percent") in src
+    assert "GROUP_M=16" in g["rung15_group16"]["run"] or "group16" in g["rung15_group16"]["run"]
     r5 = {r["kernel"]: r for r in rows if r["n"] == 5000}
     assert all(abs(r["x_dram"] - 1) < 0.01 and r["x_l2"] < 1 for r in r5.values())
     import math

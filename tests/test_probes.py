@@ -63,6 +63,16 @@ def test_ncu_source_summary_reads_a_sass_page_and_the_stored_one_says_one_warpgr
     assert r17["gmma_executions"] == [128 * 8 * 128]                       # 8 warps per CTA, 4 HGMMA per K-tile
     assert 0.3 < cub["warp_instructions"] / r17["warp_instructions"] < 0.4
     assert s["opcodes"] == {"HGMMA": 100, "NANOSLEEP": 50}
+    assert s["mbarrier_wait_share"] == {}
+    w = summary(head + ('"0x10","      SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR8+0x20000], R26","30","100","20","10"\n'
+                        '"0x20","      SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [R3+URZ+0x20020], R4","10","50","10","0"\n'
+                        '"0x30","  @!P0  SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR8+0x20000], R28","20","9","0","20"\n'
+                        '"0x40","      FADD R1, R2, R3","40","5","40","0"\n'))
+    assert w["mbarrier_wait_share"] == {"0x20000": 0.5, "0x20020": 0.1}      # by barrier offset: 50 and 10 of 100
+    d = summary(head + ('"0x10","      WARPGROUP.DEPBAR.LE gsb0, 0x1 ;","5","64","5","0"\n'
+                        '"0x20","      WARPGROUP.DEPBAR.LE gsb0, 0x0","15","32","15","0"\n'))
+    assert d["wgmma_waits"] == [{"le": "0x1", "executions": 64, "share": 0.25},
+                                {"le": "0x0", "executions": 32, "share": 0.75}]
     q = summary(head + '"0x10","  @P1  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR8], R24","1","7","1","0"\n')
     assert q["gmma_shapes"] == ["64x128x32.F32.E4M3.E4M3"] and q["gmma_executions"] == [7]
     from tools.probes.ncu_source import kernel_name

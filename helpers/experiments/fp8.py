@@ -1161,6 +1161,73 @@ def switch_rows(name: str, built="ctas=128", gpu_slug: str = "nvidia-h200", dire
     return rows
 
 
+def period_rows(name: str = "fp8-period2-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """fp8_promote_256 and _512 in their builds of the probe switch F8_PERIOD (tools/probes/fp8_stages.py --period,
+    results/logs/<name>-<gpu_slug>.json), per size: `build` (0: the first record's, which ptxas serialises; 1: a period
+    at a time; 2: the default since session 26), TFLOP/s of the median round, that over build 0 (`vs_first`) with the
+    rounds it was faster in (`faster`, of build 0's same rounds), over fp8_promote_128 in the same rounds (`vs_128`),
+    the SM clocks (lowest-highest) and whether every check of the build passed. The session-26 runs passed no option
+    for build 0 (then the default)."""
+    log = probe_log(name, gpu_slug, directory)
+    rows = stage_rows(log)
+    period = lambda opts: int(opts.split("F8_PERIOD=")[1].split()[0]) if "F8_PERIOD=" in opts else 0   # noqa: E731
+    rounds = {(r["n"], r["kernel"], period(" ".join(r.get("options", ())))): r["round_ms"]
+              for r in log["stages"]["rows"] if "round_ms" in r}
+    t128 = {r["n"]: r["tflops"] for r in rows if r["kernel"] == "fp8_promote_128"}
+    first = {(r["n"], r["kernel"]): r["tflops"] for r in rows if period(r["options"]) == 0}
+    out = []
+    for r in rows:
+        if r["kernel"] not in ("fp8_promote_256", "fp8_promote_512"):
+            continue
+        b = period(r["options"])
+        mine, theirs = rounds[r["n"], r["kernel"], b], rounds[r["n"], r["kernel"], 0]
+        out.append({"n": r["n"], "kernel": r["kernel"], "build": b, "tflops": r["tflops"],
+                    "vs_first": r["tflops"] / first[r["n"], r["kernel"]],
+                    "faster": "-" if b == 0 else f"{sum(a < c for a, c in zip(mine, theirs))} of {len(mine)}",
+                    "vs_128": r["tflops"] / t128[r["n"]], "mhz": r["mhz"], "passed": r["passed"]})
+    return out
+
+
+def try_period(builds=(0, 2), kernel: str = "fp8_promote_256", n: int = 4096, rounds: int = 3) -> list[dict]:
+    """Lesson 7's "Try it" of F8_PERIOD: on a Hopper GPU, `kernel` built with each F8_PERIOD in `builds` (0: the
+    first record's build; 1; 2: the default), each checked (check_fp8: bounds and the model, bit for bit) and then
+    timed in `rounds` alternating rounds at n^3 (helpers.timing.alternating): rows of build, check, TFLOP/s of the
+    median round and that over the first build's. Elsewhere (no GPU, or not sm_90): the H200's recorded rows
+    (period_rows) of that kernel at 4096^3, each marked "recorded"."""
+    from ..device import backend
+    from ..errors import InputError
+
+    if kernel not in ("fp8_promote_256", "fp8_promote_512"):
+        raise InputError(f"F8_PERIOD changes fp8_promote_256 and fp8_promote_512, not {kernel!r}.",
+                         "pass kernel='fp8_promote_256' or kernel='fp8_promote_512'.")
+    bad = [b for b in builds if b not in (0, 1, 2)]
+    if bad or not builds:
+        raise InputError(f"builds={builds!r}: F8_PERIOD is 0, 1 or 2.", "pass e.g. builds=(0, 2).")
+    gpu = backend().gpu
+    if gpu is None or tuple(gpu.cc) != (9, 0):
+        return [{"build": r["build"], "check": "recorded", "tflops": r["tflops"], "vs_first": r["vs_first"]}
+                for r in period_rows() if r["kernel"] == kernel and r["n"] == 4096 and r["build"] in builds]
+    import cupy
+
+    from ..fp8_gemm import encode_e4m3, launcher
+    from ..timing import alternating, gemm_flops
+
+    A, B = random_inputs(n, n, n, "normal", n)
+    A8, Bt8 = cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy()))
+    gA, gB = cupy.asarray(A), cupy.asarray(B)
+    runs, checks = {}, {}
+    for b in builds:
+        run, C = launcher(kernel, A8, Bt8, options=(f"-DF8_PERIOD={b}",))
+        run()
+        checks[b] = check_fp8(kernel, C, gA, gB, backend="GPU").verdict().split(" ")[0]
+        runs[b] = run
+    fl = gemm_flops(n, n, n)
+    ms = alternating(runs, fl, rounds)
+    first = float(np.median(ms[builds[0]]["ms"]))
+    return [{"build": b, "check": checks[b], "tflops": fl / float(np.median(ms[b]["ms"])) / 1e9,
+             "vs_first": first / float(np.median(ms[b]["ms"]))} for b in builds]
+
+
 def probe_log(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
     """A run of tools/probes/fp8_stages.py kept as results/logs/<name>-<gpu_slug>.json, in the shape of
     experiments.fp8.stages (so stage_rows reads it): e.g. name "fp8-2acc-probe" (its --two run)."""

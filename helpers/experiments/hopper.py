@@ -634,6 +634,24 @@ def head_to_head_table(exp: dict):
 NCU_TARGETS_MADE_BY = "tools/ncu_counters.py --size N --out OUT --only RUNGS cublas_fp16c cublas_fp32c"
 
 
+def ncu_log_rows(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """The table tools/ncu_counters.py prints, read back from its log results/logs/<name>-<gpu_slug>.log (for a run
+    whose JSON did not come back from the device, e.g. "ncu-group16-4096"): per target, `ms`, `dram_mb` (read),
+    `dram_wr_mb`, `l2_m` (L2 read sectors, millions), `tensor_pct` and the log's header line (`run`)."""
+    from ..results import log_path
+
+    lines = log_path(name, "tools/ncu_counters.py (its printed table)", gpu_slug, directory, ".log").read_text().splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("target ") and "DRAM rd MB" in ln)
+    out = []
+    for ln in lines[head + 1:]:
+        if not ln.strip():
+            break
+        f = ln.split()
+        out.append({"target": f[0], "ms": float(f[1]), "dram_mb": float(f[2]), "dram_wr_mb": float(f[3]),
+                    "l2_m": float(f[4]), "tensor_pct": float(f[7]), "run": lines[0]})
+    return out
+
+
 def ncu_target_rows(sizes=(4096, 8192, 5000), gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """Nsight Compute at the goals the targets table misses (results/logs/ncu-targets-<n>-<gpu>.json: the best rungs
     and cuBLAS writing each C type, one launch each, clocks left alone): per size and kernel, its C type, µs, DRAM read

@@ -7,7 +7,7 @@ cuBLAS's kernels stay out of the repository). Set m128 (128 x 8192 x 8192, lesso
 wait hint (WAIT_HINT=1), cuBLAS's FP16-C kernel, rung 19 (one consumer warpgroup: --only rung19). Set fp8 (4096^3, lesson 7):
 fp8_promote_128, fp8_wgmma and cuBLASLt's FP8 kernel with default accumulation (and fp8_promote_2acc, fp8_lean,
 fp8_lean_flow, fp8_lean_flow2, fp8_lean_uniform, fp8_store, fp8_store_uniform, fp8_promote_256 and its F8_PERIOD=1 build
-fp8_promote_256_period, and F8_PERIOD=2's fp8_promote_256_period2: --only).
+fp8_promote_256_period, F8_PERIOD=2's fp8_promote_256_period2, and F8_PERIOD=0's fp8_promote_256_first: --only).
 
     python3 tools/probes/ncu_source.py OUT_DIR [--set m128|fp8] [--only T1,T2]   (a Hopper GPU, COURSE_DEVICE=gpu, ncu)
     python3 tools/probes/ncu_source.py launch TARGET              (what ncu runs)
@@ -37,11 +37,15 @@ SETS = {"m128": {"rung17_hint": ("hopper_skinny", (128, 8192, 8192)), "cublas_fp
                 # session 26: fp8_promote_256 as recorded (ptxas's injected wait, C7517) and with F8_PERIOD=1
                 "fp8_promote_256": ("fp8_promote_256", (4096,) * 3),
                 "fp8_promote_256_period": ("fp8_promote_256", (4096,) * 3),
-                "fp8_promote_256_period2": ("fp8_promote_256", (4096,) * 3)}}
+                "fp8_promote_256_period2": ("fp8_promote_256", (4096,) * 3),
+                # (F8_PERIOD=2 became the default after those runs: fp8_promote_256 above is now that build;
+                # the first record's build is fp8_promote_256_first)
+                "fp8_promote_256_first": ("fp8_promote_256", (4096,) * 3)}}
 # NVRTC switches of a target's build (the probe switch F8_FLOW of kernels/fp8_sm90a.cu)
 OPTIONS = {"fp8_lean_flow": ("-DF8_FLOW=1",), "fp8_lean_flow2": ("-DF8_FLOW=2",), "fp8_lean_uniform": ("-DF8_UNIFORM=1",),
            "fp8_store_uniform": ("-DF8_UNIFORM=1",), "fp8_promote_256_period": ("-DF8_PERIOD=1",),
-           "fp8_promote_256_period2": ("-DF8_PERIOD=2",)}
+           "fp8_promote_256_period2": ("-DF8_PERIOD=2",),
+           "fp8_promote_256_first": ("-DF8_PERIOD=0",)}
 TARGETS = {t: v for s in SETS.values() for t, v in s.items()}
 SECTIONS = ("SourceCounters", "WarpStateStats", "SchedulerStats")
 
@@ -102,6 +106,11 @@ def summary(source_csv: str) -> dict:
         words = r["Source"].split()
         return words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
 
+    def opcode_args(r):                # what follows the opcode
+        words = r["Source"].split()
+        words = words[1:] if words and words[0].startswith("@") else words
+        return " ".join(words[1:])
+
     stalls = [c for c in cols if c.startswith("stall_") and "Not Issued" not in c]
     samples = sum(num(r["Warp Stall Sampling (All Samples)"]) for r in data) or 1.0
     gm = [r for r in data if opcode(r).split(".")[0] in ("HGMMA", "QGMMA")]
@@ -110,11 +119,25 @@ def summary(source_csv: str) -> dict:
     for r in data:
         ops[opcode(r).split(".")[0]] += num(r["Instructions Executed"])
     top = sorted(data, key=lambda r: -num(r["Warp Stall Sampling (All Samples)"]))[:5]
+    # mbarrier waits (SYNCS.PHASECHK ... [R + offset]): the share of samples at each barrier's offset in shared
+    # memory, e.g. in kernels/fp8_sm90a.cu the consumers' `full` barriers and, 8 bytes a stage later, the
+    # producer's `empty` ones
+    waits = {}
+    for r in data:
+        m = re.search(r"SYNCS\.PHASECHK\S*\s+\S+,\s*\[[^\]]*?(0x[0-9a-f]+)\]", r["Source"])
+        if m:
+            waits[m.group(1)] = waits.get(m.group(1), 0.0) + num(r["Warp Stall Sampling (All Samples)"]) / samples
     return {"warp_instructions": sum(num(r["Instructions Executed"]) for r in data),
             "opcodes": {k: v for k, v in ops.most_common(12) if v > 0},
             "gmma_addresses": len(gm), "gmma_executions": sorted({num(r["Instructions Executed"]) for r in gm}),
             "gmma_shapes": sorted({opcode(r).split(".", 1)[1] for r in gm}),
             "stall_share": {k: round(v, 3) for k, v in sorted(by_reason.items(), key=lambda kv: -kv[1]) if v > 0.01},
+            "mbarrier_wait_share": {k: round(v, 4) for k, v in sorted(waits.items())},
+            # every wgmma wait (WARPGROUP.DEPBAR.LE gsb0, N): its N, executions and share of the stall samples
+            "wgmma_waits": [{"le": opcode_args(r).split(",")[-1].strip().rstrip(";").strip(),
+                             "executions": num(r["Instructions Executed"]),
+                             "share": round(num(r["Warp Stall Sampling (All Samples)"]) / samples, 4)}
+                            for r in data if opcode(r).startswith("WARPGROUP.DEPBAR")],
             "top_addresses": [{"opcode": opcode(r), "share": round(num(r["Warp Stall Sampling (All Samples)"]) / samples, 3),
                                "executions": num(r["Instructions Executed"])} for r in top]}
 
