@@ -1010,6 +1010,11 @@ PERIOD2_PREDICTED = {("fp8_promote_256", 4096): 1.035, ("fp8_promote_512", 4096)
 # tools/probes/fp8_pingpong.py --speed-only --rounds 5 with every kernel of experiments.fp8.speed): fewer promotions,
 # more speed, at both sizes: TFLOP/s in this order, slowest first (the period probe's rounds: 256 x1.036, 512 x1.081
 # over 128 at 4096^3).
+# Session 26, before Nsight Compute sampled fp8_promote_256 as first built (F8_PERIOD=0) beside fp8_promote_128 and
+# its default build (tools/probes/ncu_source.py --only fp8_promote_128,fp8_promote_256_first,fp8_promote_256): if a
+# stage let go one K-tile late is the cost, the producer waits longer for free stages in the first build: a larger
+# share of its stall samples at the `empty` barriers' waits than in the other two.
+WAITS_PREDICTED = "first build: the largest share of samples at the producer's waits for an empty stage"
 SPEED_PERIOD_PREDICTED = ("fp8_promote_32", "fp8_promote_64", "fp8_promote_128", "fp8_promote_256", "fp8_promote_512",
                           "fp8_wgmma_n128")
 
