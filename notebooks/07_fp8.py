@@ -784,6 +784,26 @@ display(helpers.display.table(cnt, ["kernel", *fp8x.PROMOTE_COUNTERS], ["kernel"
 # stall reason grows steadily from 128 to 512: no stall reason singles 256 out. The compiler's report
 # did (slide "A common trap"), and the next slide counts what it changed.
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What the injected wait changed, counted
+#
+# Nsight Compute's warp sampling at $4096^3$ (`tools/probes/ncu_source.py`, one launch each): the `wgmma`
+# waits each build executes, and where its warps were found waiting on a shared-memory stage. **Predicted
+# before it ran** (`fp8x.WAITS_PREDICTED`): if a stage let go late is the cost, the first build's producer
+# waits longest for a free stage.
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.table(fp8x.period_waits(), ["build", "minst", "waits", "waits_all", "wait_full", "wait_empty"],
+                      ["build", "warp instructions, M", "wgmma waits run", "of them: wait for all",
+                       "samples: consumers wait for data", "samples: producer waits for a free stage"],
+                      {"minst": ".1f", "waits": ".0f", "waits_all": ".0f", "wait_full": ".1%", "wait_empty": ".1%"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The first build runs half again as many waits for all groups as `fp8_promote_128` (the injected one at
+# every stage and its own at every promotion), and its warps wait most on both sides of the ring: the
+# producer for a stage to come free, the consumers for the data it then loads late. As predicted. The
+# build of now waits as often as `fp8_promote_128` and least on both sides.
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix G: promoting while the Tensor Cores work (an experiment)
 #

@@ -1062,3 +1062,18 @@ def test_claims_of_the_speed_slide_and_the_trap(fp8_data):
     for rr in (p, first):
         assert all(r["vs_first"] < 1 for (n, k, b), r in rr.items() if b == 1)
     assert "Removing only the injected wait (`F8_PERIOD=1`) ran slower." in src
+
+
+def test_claims_of_the_counted_waits():
+    """Appendix F, 'What the injected wait changed, counted': the first build (F8_PERIOD=0) runs 1.5x
+    fp8_promote_128's waits for all groups and its warps wait most at both of the ring's barriers; the default build
+    runs as many waits as fp8_promote_128 and waits least at both. The prediction was written before the run."""
+    rows = {r["build"]: r for r in fp8x.period_waits()}
+    a, first, now = rows["fp8_promote_128"], rows["fp8_promote_256, F8_PERIOD=0"], rows["fp8_promote_256, F8_PERIOD=2"]
+    assert first["waits_all"] == 1.5 * a["waits_all"] and now["waits"] == a["waits"] == now["waits_all"]
+    for k in ("wait_full", "wait_empty"):
+        assert first[k] > max(a[k], now[k]) and now[k] < a[k]
+    assert "producer" in fp8x.WAITS_PREDICTED and "empty" in fp8x.WAITS_PREDICTED
+    src = " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
+    assert ("The first build runs half again as many waits for all groups as `fp8_promote_128` (the injected one at "
+            "every stage and its own at every promotion), and its warps wait most on both sides of the ring") in src

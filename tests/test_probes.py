@@ -63,12 +63,16 @@ def test_ncu_source_summary_reads_a_sass_page_and_the_stored_one_says_one_warpgr
     assert r17["gmma_executions"] == [128 * 8 * 128]                       # 8 warps per CTA, 4 HGMMA per K-tile
     assert 0.3 < cub["warp_instructions"] / r17["warp_instructions"] < 0.4
     assert s["opcodes"] == {"HGMMA": 100, "NANOSLEEP": 50}
-    assert s["mbarrier_wait_share"] == {}
-    w = summary(head + ('"0x10","      SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR8+0x20000], R26","30","100","20","10"\n'
-                        '"0x20","      SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [R3+URZ+0x20020], R4","10","50","10","0"\n'
-                        '"0x30","  @!P0  SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR8+0x20000], R28","20","9","0","20"\n'
-                        '"0x40","      FADD R1, R2, R3","40","5","40","0"\n'))
-    assert w["mbarrier_wait_share"] == {"0x20000": 0.5, "0x20020": 0.1}      # by barrier offset: 50 and 10 of 100
+    assert s["mbarrier_waits"] == []
+    w = summary(head + ('"0x10","      SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR7], R26","3","100","3","0"\n'
+                        '"0x20","  @P0   BRA 0x7f0","27","100","0","27"\n'
+                        '"0x30","      SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R15+URZ], R4","0","800","0","0"\n'
+                        '"0x40","  @P0   BRA 0x7f8","10","800","0","10"\n'
+                        '"0x50","      SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR7], R28","0","0","0","0"\n'
+                        '"0x60","  @!P0  BRA 0x7f0","0","0","0","0"\n'
+                        '"0x70","      FADD R1, R2, R3","60","5","60","0"\n'))
+    assert w["mbarrier_waits"] == [{"operand": "[R15+URZ]", "executions": 800, "share": 0.1},   # most executed first
+                                   {"operand": "[UR7]", "executions": 100, "share": 0.3}]     # TRYWAIT + its branch
     d = summary(head + ('"0x10","      WARPGROUP.DEPBAR.LE gsb0, 0x1 ;","5","64","5","0"\n'
                         '"0x20","      WARPGROUP.DEPBAR.LE gsb0, 0x0","15","32","15","0"\n'))
     assert d["wgmma_waits"] == [{"le": "0x1", "executions": 64, "share": 0.25},

@@ -1193,6 +1193,29 @@ def period_rows(name: str = "fp8-period2-probe", gpu_slug: str = "nvidia-h200", 
     return out
 
 
+def period_waits(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """Nsight Compute's warp sampling at 4096^3 (tools/probes/ncu_source.py, results/logs/ncu-source-first-<gpu>.json)
+    of fp8_promote_128 and fp8_promote_256 as first built (F8_PERIOD=0) and as built now: per build, warp instructions
+    (millions), wgmma waits executed (every WARPGROUP.DEPBAR), the wait for all groups among them, and the share of
+    stall samples at the consumers' wait for a full stage (the mbarrier wait executed most) and at the producer's
+    wait for an empty one (the next)."""
+    from ..results import load_log
+
+    log = load_log("ncu-source-first", "tools/probes/ncu_source.py OUT --set fp8 --only fp8_promote_128,"
+                   "fp8_promote_256_first,fp8_promote_256", gpu_slug, directory)
+    names = {"fp8_promote_128": "fp8_promote_128", "fp8_promote_256_first": "fp8_promote_256, F8_PERIOD=0",
+             "fp8_promote_256": "fp8_promote_256, F8_PERIOD=2"}
+    out = []
+    for t, label in names.items():
+        v = log[t]
+        full, empty = v["mbarrier_waits"][:2]
+        out.append({"build": label, "minst": v["warp_instructions"] / 1e6,
+                    "waits": sum(w["executions"] for w in v["wgmma_waits"]),
+                    "waits_all": sum(w["executions"] for w in v["wgmma_waits"] if w["le"] == "0x0"),
+                    "wait_full": full["share"], "wait_empty": empty["share"]})
+    return out
+
+
 def try_period(builds=(0, 2), kernel: str = "fp8_promote_256", n: int = 4096, rounds: int = 3) -> list[dict]:
     """Lesson 7's "Try it" of F8_PERIOD: on a Hopper GPU, `kernel` built with each F8_PERIOD in `builds` (0: the
     first record's build; 1; 2: the default), each checked (check_fp8: bounds and the model, bit for bit) and then

@@ -119,20 +119,24 @@ def summary(source_csv: str) -> dict:
     for r in data:
         ops[opcode(r).split(".")[0]] += num(r["Instructions Executed"])
     top = sorted(data, key=lambda r: -num(r["Warp Stall Sampling (All Samples)"]))[:5]
-    # mbarrier waits (SYNCS.PHASECHK ... [R + offset]): the share of samples at each barrier's offset in shared
-    # memory, e.g. in kernels/fp8_sm90a.cu the consumers' `full` barriers and, 8 bytes a stage later, the
-    # producer's `empty` ones
-    waits = {}
-    for r in data:
-        m = re.search(r"SYNCS\.PHASECHK\S*\s+\S+,\s*\[[^\]]*?(0x[0-9a-f]+)\]", r["Source"])
-        if m:
-            waits[m.group(1)] = waits.get(m.group(1), 0.0) + num(r["Warp Stall Sampling (All Samples)"]) / samples
+    # mbarrier waits: each SYNCS.PHASECHK ... TRYWAIT that runs (executions > 0) and is followed by its branch (the
+    # spin: a warp that finds the phase not yet complete is sampled on that branch, waiting for the TRYWAIT's
+    # predicate): its operand, executions and the share of samples on the pair. In kernels/fp8_sm90a.cu the one
+    # executed most is the consumers' wait for a full stage, the next the producer's wait for an empty one.
+    waits = []
+    for i, r in enumerate(data[:-1]):
+        if opcode(r).startswith("SYNCS.PHASECHK") and num(r["Instructions Executed"]) > 0 \
+                and opcode(data[i + 1]).startswith("BRA"):
+            pair = num(r["Warp Stall Sampling (All Samples)"]) + num(data[i + 1]["Warp Stall Sampling (All Samples)"])
+            waits.append({"operand": opcode_args(r).split(",")[1].strip(), "executions": num(r["Instructions Executed"]),
+                          "share": round(pair / samples, 4)})
+    waits.sort(key=lambda w: -w["executions"])
     return {"warp_instructions": sum(num(r["Instructions Executed"]) for r in data),
             "opcodes": {k: v for k, v in ops.most_common(12) if v > 0},
             "gmma_addresses": len(gm), "gmma_executions": sorted({num(r["Instructions Executed"]) for r in gm}),
             "gmma_shapes": sorted({opcode(r).split(".", 1)[1] for r in gm}),
             "stall_share": {k: round(v, 3) for k, v in sorted(by_reason.items(), key=lambda kv: -kv[1]) if v > 0.01},
-            "mbarrier_wait_share": {k: round(v, 4) for k, v in sorted(waits.items())},
+            "mbarrier_waits": waits,
             # every wgmma wait (WARPGROUP.DEPBAR.LE gsb0, N): its N, executions and share of the stall samples
             "wgmma_waits": [{"le": opcode_args(r).split(",")[-1].strip().rstrip(";").strip(),
                              "executions": num(r["Instructions Executed"]),
