@@ -165,6 +165,21 @@ def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = Non
     return Timing(times, flops, bytes_moved, sampler.summary())
 
 
+def round_ratio(mine_ms, theirs_ms) -> dict:
+    """The course's rule for "faster than" (lessons 6 and 7): the two were timed in the same alternating rounds
+    (`alternating`); each round gives theirs / mine (above 1: mine was faster), and the verdict is the median of those
+    ratios, not of either's times alone. Returns {"ratio": median, "low", "high", "won": rounds mine was faster,
+    "rounds"}. The clocks are reported beside it, not corrected for: under a power limit a kernel's own power draw
+    sets its clock."""
+    import statistics
+
+    per = [t / m for m, t in zip(mine_ms, theirs_ms)]
+    if not per or len(mine_ms) != len(theirs_ms):
+        raise ValueError("round_ratio needs the same number (at least one) of rounds for both")
+    return {"ratio": statistics.median(per), "low": min(per), "high": max(per), "won": sum(p > 1 for p in per),
+            "rounds": len(per)}
+
+
 def alternating(timed: dict, flops: float, rounds: int = 3) -> dict:
     """{key: {"ms": [...], "sm_mhz": [...], "power_w": [...], "throttle": [...]}}: each launch function of `timed`
     (key -> fn) timed with `benchmark` (CUDA events, cold L2, clocks), one after another, in `rounds` rounds, so that a

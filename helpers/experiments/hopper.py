@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..clocks import clock_span
+from ..timing import round_ratio
 from ..kernels import ALL_RUNGS, hopper_ladder, rung_entry
 from . import experiment
 from .ladder import _inputs, _row_head, _rung_row, errors, gains, timed_rows  # noqa: F401  (re-exported)
@@ -603,14 +604,13 @@ def head_to_head(exp: dict) -> list[dict]:
         for what, x in t.items():
             if what == "cuBLAS" or cub is None:
                 continue
-            per = [c / m for c, m in zip(cub["round_ms"], x["round_ms"])]
-            med = statistics.median(per)
-            if best is None or med > best[0]:
-                best = (med, what, x, per)
+            rr = round_ratio(x["round_ms"], cub["round_ms"])
+            if best is None or rr["ratio"] > best[0]:
+                best = (rr["ratio"], what, x, rr)
         if best:
-            med, what, x, per = best
-            row.update(rung=int(what.split()[1]), ratio=med, low=min(per), high=max(per),
-                       won=f"{sum(p > 1 for p in per)} of {len(per)}", tflops=x["tflops"], cublas=cub["tflops"],
+            med, what, x, rr = best
+            row.update(rung=int(what.split()[1]), ratio=med, low=rr["low"], high=rr["high"],
+                       won=f"{rr['won']} of {rr['rounds']}", tflops=x["tflops"], cublas=cub["tflops"],
                        mhz=f"{clock_span(x['sm_mhz'])} / {clock_span(cub['sm_mhz'])}", met=med >= cell["goal"],
                        short=None if med >= cell["goal"] else round(cell["goal"] - med, 3))
         out.append(row)
