@@ -1452,6 +1452,30 @@ helpers.display.table(fp8x.goal_rows(data["speed_uniform"]["rows"], fp8x.UNIFORM
 # joule it does about 2% less. Energy, not the schedule, is what is left at $8192^3$.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### The goals in nine rounds, judged as lesson 6 judges
+#
+# Timed again (`tools/probes/fp8_pingpong.py --speed-only --rounds 9`) and judged by the course's one
+# rule (`helpers.timing.round_ratio`, lesson 6's): the median of the round-by-round ratios. The clocks
+# are shown, not corrected for: at the power limit a kernel's own draw sets its clock. Predicted before
+# the run (`fp8x.GOALS_PREDICTED`):
+
+# %% slideshow={"slide_type": "-"}
+goals = data["speed_goals"]["rows"]
+helpers.display.table(fp8x.round_goal_rows(goals, fp8x.GOALS_PREDICTED),
+                      ["n", "kernel", "yardstick", "tflops", "lt_tflops", "predicted", "ratio", "low", "won", "mhz", "met"],
+                      ["n", "kernel", "against", "TFLOP/s", "cuBLASLt", "predicted", "ratio", "worst round",
+                       "rounds faster", "SM clock, MHz", "met"],
+                      {"tflops": ".0f", "lt_tflops": ".0f", "ratio": ".3f", "low": ".3f"})
+print("power at 8192^3 (NVML, W):", {r["kernel"]: r["power_w"] for r in goals if r["n"] == 8192
+                                     and r["kernel"] in ("cublaslt_fp8", "fp8_promote_2acc_lean")})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Three of the four goals met**: without promotion x1.013 and x1.035, with promotion x1.009 at
+# $4096^3$. **Missed: with promotion at $8192^3$, x0.963**, slower in every round. Both drew the power
+# limit's watts, and cuBLASLt's kernel kept a clock 11% higher (median rounds): per cycle ours does more, per
+# joule less. What is left for issue 26 is energy, not the schedule.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Try it: two partial sums in a wider tile
 #
 # `fp8_wgmma`, the fastest kernel here, has 128 x 256 tiles. How many registers would a consumer thread

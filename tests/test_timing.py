@@ -44,3 +44,19 @@ def test_the_default_flush_reads_and_the_record_says_which_flush_timed_each_expe
     assert rec.flush("flush_method") == "both" and rec.flush("fp8") == "write"
     fake = results.Record(rec.path, {"flush": "read", "updates": [{"experiments": ["a"]}]}, [])
     assert fake.flush("a") == "write" and fake.flush("b") == "read" and fake.flush() == "read"
+
+
+def test_round_ratio_is_the_median_of_the_rounds_ratios():
+    """helpers.timing.round_ratio, the course's rule for 'faster': theirs / mine per round, the median of those (not the
+    ratio of the two medians), the worst and best round and the rounds won; unequal or empty rounds refused."""
+    import pytest
+
+    from helpers.timing import round_ratio
+
+    r = round_ratio([1.0, 2.0, 1.0], [1.1, 1.0, 0.9])        # per round: 1.1, 0.5, 0.9
+    assert r == {"ratio": 0.9, "low": 0.5, "high": 1.1, "won": 1, "rounds": 3}
+    # per round 0.5 and 4: their median 2.25, where the ratio of the two medians would be 2.5 / 1.5
+    assert round_ratio([2.0, 1.0], [1.0, 4.0])["ratio"] == 2.25
+    for bad in (([], []), ([1.0], [1.0, 2.0])):
+        with pytest.raises(ValueError):
+            round_ratio(*bad)
