@@ -445,8 +445,9 @@ def test_target_rows_judges_by_rounds_and_leaves_a_flattered_win_unjudged():
 def test_the_period_switch_removes_the_wait_ptxas_injects_into_promote_256_and_512(tmp_path):
     """Lesson 7's explanation of fp8_promote_256's speed: built as recorded, ptxas injects a warpgroup.wait (its
     message C7517) into fp8_promote_256 and fp8_promote_512 and no other kernel of the file when built as first
-    recorded (F8_PERIOD=0); with F8_PERIOD=1 (a promotion period at a time) or 2 (the default since session 26:
-    fp8_promote_128's stage, the adds at a period's end) into none. The predictions are the probe's (written before
+    recorded (F8_PERIOD=0); with 2 (the default since session 26: fp8_promote_128's stage, the adds at a period's
+    end) into none. F8_PERIOD=1 (a period at a time: no injected wait either, slower) left the file after its runs:
+    building it, or any other value, stops with an #error that says so. The predictions are the probe's (written before
     each run)."""
     import re
     import shutil
@@ -468,11 +469,29 @@ def test_the_period_switch_removes_the_wait_ptxas_injects_into_promote_256_and_5
     if nvcc is None:
         pytest.skip("no nvcc on this machine")
     injected = {}
-    for opt in ("-DF8_PERIOD=0", "-DF8_PERIOD=1", "-DF8_PERIOD=2", "-DCOURSE_DEFAULT_BUILD"):
-        p = subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-o",
-                            str(tmp_path / "k.cubin"), "-Xptxas", "-v", opt, f"-I{KERNEL_DIR}",
-                            str(KERNEL_DIR / "fp8_sm90a.cu")], capture_output=True, text=True, timeout=600)
+    def build(opt):
+        return subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-o",
+                               str(tmp_path / "k.cubin"), "-Xptxas", "-v", opt, f"-I{KERNEL_DIR}",
+                               str(KERNEL_DIR / "fp8_sm90a.cu")], capture_output=True, text=True, timeout=600)
+
+    for opt in ("-DF8_PERIOD=1", "-DF8_PERIOD=3"):      # 1 lost and left the file; 3 never existed
+        p = build(opt)
+        assert p.returncode != 0 and "F8_PERIOD" in p.stderr, opt
+    assert "build it from commit 17ad692" in build("-DF8_PERIOD=1").stderr
+    for opt in ("-DF8_PERIOD=0", "-DF8_PERIOD=2", "-DCOURSE_DEFAULT_BUILD"):
+        p = build(opt)
         assert p.returncode == 0, p.stderr
         injected[opt] = set(re.findall(r"\(C7517\) warpgroup\.wait is injected .* in function '(\w+)'", p.stdout + p.stderr))
-    assert injected == {"-DF8_PERIOD=0": {"fp8_promote_256", "fp8_promote_512"}, "-DF8_PERIOD=1": set(),
-                        "-DF8_PERIOD=2": set(), "-DCOURSE_DEFAULT_BUILD": set()}
+    assert injected == {"-DF8_PERIOD=0": {"fp8_promote_256", "fp8_promote_512"}, "-DF8_PERIOD=2": set(),
+                        "-DCOURSE_DEFAULT_BUILD": set()}
+
+
+def test_try_period_refuses_builds_that_do_not_exist_and_shows_the_record_without_a_gpu():
+    """fp8x.try_period: F8_PERIOD=1 (left the kernel file) and any value but 0 and 2 are refused with the fix named, as
+    is a kernel the switch does not change; without a Hopper GPU it returns the H200's recorded rows, marked so."""
+    for kw in (dict(builds=(1,)), dict(builds=(0, 3)), dict(builds=()), dict(kernel="fp8_promote_128")):
+        with pytest.raises(InputError):
+            X.try_period(**kw)
+    rows = X.try_period(builds=(0, 2), kernel="fp8_promote_512")
+    assert [r["build"] for r in rows] == [0, 2] and {r["check"] for r in rows} == {"recorded"}
+    assert rows[0]["vs_first"] == 1.0 and rows[1]["vs_first"] > 1

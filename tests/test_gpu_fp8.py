@@ -36,8 +36,8 @@ def test_fp8_kernel_correct(kernel, shape):
 @pytest.mark.parametrize("shape", [(40, 24, 100), (264, 136, 840), (520, 264, 1100), (1000, 1064, 1000)])
 @pytest.mark.parametrize("kernel", ["fp8_promote_256", "fp8_promote_512"])
 def test_the_period_switch_leaves_the_sums_bit_for_bit(kernel, shape):
-    """F8_PERIOD=1 and 2 (kernels/fp8_sm90a.cu: a promotion period at a time; the adds at a period's end only, the
-    default) write the first record's build's (F8_PERIOD=0) C bit for bit, with 1, 7, 9 and 8 K-tiles (whole periods, and a last, shorter one), each
+    """F8_PERIOD=2 (kernels/fp8_sm90a.cu: the adds at a period's end only, the default) writes the first record's
+    build's (F8_PERIOD=0) C bit for bit (F8_PERIOD=1, which also did, left the file: commit 17ad692), with 1, 7, 9 and 8 K-tiles (whole periods, and a last, shorter one), each
     output NaN-poisoned first."""
     import cupy
 
@@ -50,14 +50,13 @@ def test_the_period_switch_leaves_the_sums_bit_for_bit(kernel, shape):
     A, B = X.random_inputs(m, n, k, "normal", 7)
     A8, Bt8 = cupy.asarray(F.encode_e4m3(A)), cupy.asarray(F.encode_e4m3(B.T.copy()))
     out = []
-    for opts in (("-DF8_PERIOD=0",), ("-DF8_PERIOD=1",), ()):           # () : the default, F8_PERIOD=2
+    for opts in (("-DF8_PERIOD=0",), ()):           # () : the default, F8_PERIOD=2
         run, C = F.launcher(kernel, A8, Bt8, options=opts)
         run()
         out.append(cupy.asnumpy(C[:, :n]))
-    assert not np.isnan(out[1]).any() and not np.isnan(out[2]).any()
+    assert not np.isnan(out[0]).any() and not np.isnan(out[1]).any()
     assert np.array_equal(out[0].view(np.uint32), out[1].view(np.uint32))
-    assert np.array_equal(out[0].view(np.uint32), out[2].view(np.uint32))
-    chk = X.check_fp8(kernel, out[2], A, B, backend="GPU")
+    chk = X.check_fp8(kernel, out[1], A, B, backend="GPU")
     assert chk.passed and chk.model == "identical", chk.verdict()
 
 

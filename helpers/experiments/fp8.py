@@ -1250,7 +1250,7 @@ def period_waits(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
 
 def try_period(builds=(0, 2), kernel: str = "fp8_promote_256", n: int = 4096, rounds: int = 3) -> list[dict]:
     """Lesson 7's "Try it" of F8_PERIOD: on a Hopper GPU, `kernel` built with each F8_PERIOD in `builds` (0: the
-    first record's build; 1; 2: the default), each checked (check_fp8: bounds and the model, bit for bit) and then
+    first record's build; 2: the default; 1 left the kernel file), each checked (check_fp8: bounds and the model, bit for bit) and then
     timed in `rounds` alternating rounds at n^3 (helpers.timing.alternating): rows of build, check, TFLOP/s of the
     median round and that over the first build's. Elsewhere (no GPU, or not sm_90): the H200's recorded rows
     (period_rows) of that kernel at 4096^3, each marked "recorded"."""
@@ -1260,9 +1260,13 @@ def try_period(builds=(0, 2), kernel: str = "fp8_promote_256", n: int = 4096, ro
     if kernel not in ("fp8_promote_256", "fp8_promote_512"):
         raise InputError(f"F8_PERIOD changes fp8_promote_256 and fp8_promote_512, not {kernel!r}.",
                          "pass kernel='fp8_promote_256' or kernel='fp8_promote_512'.")
-    bad = [b for b in builds if b not in (0, 1, 2)]
+    if 1 in builds:
+        raise InputError("F8_PERIOD=1 left kernels/fp8_sm90a.cu after its runs (its rows: fp8x.period_rows()).",
+                         "pass builds=(0, 2), or build it from commit 17ad692.")
+    bad = [b for b in builds if b not in (0, 2)]
     if bad or not builds:
-        raise InputError(f"builds={builds!r}: F8_PERIOD is 0, 1 or 2.", "pass e.g. builds=(0, 2).")
+        raise InputError(f"builds={builds!r}: F8_PERIOD is 0 (the first record's build) or 2 (the default).",
+                         "pass e.g. builds=(0, 2).")
     gpu = backend().gpu
     if gpu is None or tuple(gpu.cc) != (9, 0):
         return [{"build": r["build"], "check": "recorded", "tflops": r["tflops"], "vs_first": r["vs_first"]}

@@ -6,8 +6,9 @@ page are written as CSV to OUT_DIR, for reading without a GPU; `summary` keeps w
 cuBLAS's kernels stay out of the repository). Set m128 (128 x 8192 x 8192, lesson 6, Appendix D): rung 17 with the
 wait hint (WAIT_HINT=1), cuBLAS's FP16-C kernel, rung 19 (one consumer warpgroup: --only rung19). Set fp8 (4096^3, lesson 7):
 fp8_promote_128, fp8_wgmma and cuBLASLt's FP8 kernel with default accumulation (and fp8_promote_2acc, fp8_lean,
-fp8_lean_flow, fp8_lean_flow2, fp8_lean_uniform, fp8_store, fp8_store_uniform, fp8_promote_256 and its F8_PERIOD=1 build
-fp8_promote_256_period, F8_PERIOD=2's fp8_promote_256_period2, and F8_PERIOD=0's fp8_promote_256_first: --only).
+fp8_lean_flow, fp8_lean_flow2, fp8_lean_uniform, fp8_store, fp8_store_uniform, fp8_promote_256,
+fp8_promote_256_period2 (F8_PERIOD=2, now the default) and fp8_promote_256_first (F8_PERIOD=0): --only; session 26 also
+sampled F8_PERIOD=1's build as fp8_promote_256_period, which left with its code: commit 17ad692).
 
     python3 tools/probes/ncu_source.py OUT_DIR [--set m128|fp8] [--only T1,T2]   (a Hopper GPU, COURSE_DEVICE=gpu, ncu)
     python3 tools/probes/ncu_source.py launch TARGET              (what ncu runs)
@@ -36,15 +37,13 @@ SETS = {"m128": {"rung17_hint": ("hopper_skinny", (128, 8192, 8192)), "cublas_fp
                 "fp8_store_uniform": ("fp8_wgmma_store", (4096,) * 3),
                 # session 26: fp8_promote_256 as recorded (ptxas's injected wait, C7517) and with F8_PERIOD=1
                 "fp8_promote_256": ("fp8_promote_256", (4096,) * 3),
-                "fp8_promote_256_period": ("fp8_promote_256", (4096,) * 3),
                 "fp8_promote_256_period2": ("fp8_promote_256", (4096,) * 3),
                 # (F8_PERIOD=2 became the default after those runs: fp8_promote_256 above is now that build;
                 # the first record's build is fp8_promote_256_first)
                 "fp8_promote_256_first": ("fp8_promote_256", (4096,) * 3)}}
 # NVRTC switches of a target's build (the probe switch F8_FLOW of kernels/fp8_sm90a.cu)
 OPTIONS = {"fp8_lean_flow": ("-DF8_FLOW=1",), "fp8_lean_flow2": ("-DF8_FLOW=2",), "fp8_lean_uniform": ("-DF8_UNIFORM=1",),
-           "fp8_store_uniform": ("-DF8_UNIFORM=1",), "fp8_promote_256_period": ("-DF8_PERIOD=1",),
-           "fp8_promote_256_period2": ("-DF8_PERIOD=2",),
+           "fp8_store_uniform": ("-DF8_UNIFORM=1",), "fp8_promote_256_period2": ("-DF8_PERIOD=2",),
            "fp8_promote_256_first": ("-DF8_PERIOD=0",)}
 TARGETS = {t: v for s in SETS.values() for t, v in s.items()}
 SECTIONS = ("SourceCounters", "WarpStateStats", "SchedulerStats")
