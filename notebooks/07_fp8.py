@@ -1473,7 +1473,7 @@ print("power at 8192^3 (NVML, W):", {r["kernel"]: r["power_w"] for r in goals if
 # **Three of the four goals met**: without promotion x1.013 and x1.035, with promotion x1.009 at
 # $4096^3$. **Missed: with promotion at $8192^3$, x0.963**, slower in every round. Both drew the power
 # limit's watts, and cuBLASLt's kernel kept a clock 11% higher (median rounds): per cycle ours does more, per
-# joule less. What is left for issue 26 is energy, not the schedule.
+# joule less. What is left at $8192^3$ is energy, not the schedule.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Try it: two partial sums in a wider tile
