@@ -204,7 +204,7 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // fewer adds. The same wgmmas in the same order either way: C bit for bit the same.
 // First run (session 26, tools/probes/fp8_stages.py --period, results/logs/fp8-period-probe-nvidia-h200.json,
 // seven alternating rounds; predicted x1.08 at 4096^3): 1 ran slower than the recorded build, x0.970 (256) and
-// x0.994 (512) at 4096^3, bit-identical. Nsight Compute's sampling: its wait at a period's end, now for two stages'
+// x0.993 (512) at 4096^3, bit-identical. Nsight Compute's sampling: its wait at a period's end, now for two stages'
 // groups, holds 36% of the stall samples, where the recorded build's two waits hold 28%. So the wait was not the
 // cost. What else 0 does: a stage that does not promote lets its shared-memory stage go only after the next
 // stage's wgmmas (the producer has one stage less to fill ahead); 2 waits as 0 does in effect, and lets every stage

@@ -495,3 +495,32 @@ def test_try_period_refuses_builds_that_do_not_exist_and_shows_the_record_withou
     rows = X.try_period(builds=(0, 2), kernel="fp8_promote_512")
     assert [r["build"] for r in rows] == [0, 2] and {r["check"] for r in rows} == {"recorded"}
     assert rows[0]["vs_first"] == 1.0 and rows[1]["vs_first"] > 1
+
+
+def test_the_period_switch_comment_quotes_its_runs():
+    """kernels/fp8_sm90a.cu's comment on F8_PERIOD quotes the probe's two runs (results/logs/fp8-period-probe-* and
+    fp8-period2-probe-*) and the source sampling of the first (ncu-source-period-*): F8_PERIOD=1 x0.970 / x0.993, the
+    injected and the promotion's waits 28% of the samples against 36% for F8_PERIOD=1's one wait; F8_PERIOD=2 x1.046 /
+    x1.063 (7 of 7 rounds), x1.036 / x1.081 over fp8_promote_128, x1.002 / x1.057 at 8192^3."""
+    import json
+
+    from helpers.compile import KERNEL_DIR
+    from helpers.results import RESULTS_DIR
+
+    src = " ".join(ln.lstrip("/ ") for ln in (KERNEL_DIR / "fp8_sm90a.cu").read_text().splitlines()
+                   if ln.startswith("//"))
+    first = {(r["n"], r["kernel"], r["build"]): r for r in X.period_rows("fp8-period-probe")}
+    second = {(r["n"], r["kernel"], r["build"]): r for r in X.period_rows()}
+    q = lambda v: f"x{v:.3f}"     # noqa: E731
+    assert (f"1 ran slower than the recorded build, {q(first[4096, 'fp8_promote_256', 1]['vs_first'])} (256) and "
+            f"{q(first[4096, 'fp8_promote_512', 1]['vs_first'])} (512) at 4096^3") in src
+    s256, s512 = second[4096, "fp8_promote_256", 2], second[4096, "fp8_promote_512", 2]
+    assert (f"{q(s256['vs_first'])} (256) and {q(s512['vs_first'])} (512) over 0 at 4096^3 (faster in 7 of 7 rounds), "
+            f"and faster than fp8_promote_128 ({q(s256['vs_128'])}, {q(s512['vs_128'])})") in src
+    assert s256["faster"] == s512["faster"] == "7 of 7"
+    assert (f"8192^3, under the power limit, {q(second[8192, 'fp8_promote_256', 2]['vs_first'])} and "
+            f"{q(second[8192, 'fp8_promote_512', 2]['vs_first'])}") in src
+    ncu = json.loads((RESULTS_DIR / "logs" / "ncu-source-period-nvidia-h200.json").read_text())
+    share = lambda t: sum(a["share"] for a in ncu[t]["top_addresses"] if a["opcode"].startswith("WARPGROUP.DEPBAR"))  # noqa: E731
+    assert (round(100 * share("fp8_promote_256_period")), round(100 * share("fp8_promote_256"))) == (36, 28)
+    assert "holds 36% of the stall samples, where the recorded build's two waits hold 28%" in src

@@ -1000,7 +1000,7 @@ UNIFORM_PREDICTED = {("fp8_wgmma_store", 4096): 1.04, ("fp8_wgmma_store", 8192):
 # takes part of it back.
 PERIOD_PREDICTED = {("fp8_promote_256", 4096): 1.08, ("fp8_promote_512", 4096): 1.08,
                     ("fp8_promote_256", 8192): 1.05, ("fp8_promote_512", 8192): 1.05}
-# Session 26, after F8_PERIOD=1 ran slower (x0.970, x0.994 at 4096^3) and before F8_PERIOD=2 ran: fp8_promote_128's
+# Session 26, after F8_PERIOD=1 ran slower (x0.970, x0.993 at 4096^3) and before F8_PERIOD=2 ran: fp8_promote_128's
 # stage with the adds at a period's end only. The first run's 4096^3 rounds: fp8_promote_128 0.128 ms, fp8_wgmma_n128
 # 0.114; if half of that 0.014 ms is the adds, 256 saves a quarter of it (0.1245 ms against 0.129 recorded), 512
 # three eighths (0.123 against 0.126).

@@ -44,7 +44,7 @@ F8_PERIOD=1 (a promotion period at a time, so that ptxas injects no warpgroup.wa
 fp8_promote_128 and fp8_wgmma_n128, on one CTA per SM as the record's rows, checked at the odd shapes of --two and
 --store and at 264 x 136 x 840 (7 K-tiles: a last period of 3 stages at 512, of 1 at 256). Predicted before it ran
 (helpers.experiments.fp8.PERIOD_PREDICTED): x1.08 over the recorded build at 4096^3 for both, x1.05 at 8192^3.
-Its first run (session 26, tree 4d6d0c7, no option then meaning F8_PERIOD=0): slower, x0.970 and x0.994 at 4096^3. Since then --period also times
+Its first run (session 26, tree 4d6d0c7, no option then meaning F8_PERIOD=0): slower, x0.970 and x0.993 at 4096^3. Since then --period also times
 F8_PERIOD=2 (every stage waits for its group and lets its stage go at once, as fp8_promote_128's; the adds only at a
 period's end), predicted before its run (PERIOD2_PREDICTED): x1.035 (256) and x1.025 (512) at 4096^3, x1.01 at 8192^3.
 Its run (tree bace95d, results/logs/fp8-period2-probe-nvidia-h200.json): x1.046 and x1.063 at 4096^3, x1.002 and
