@@ -1006,15 +1006,15 @@ PERIOD_PREDICTED = {("fp8_promote_256", 4096): 1.08, ("fp8_promote_512", 4096): 
 # three eighths (0.123 against 0.126).
 PERIOD2_PREDICTED = {("fp8_promote_256", 4096): 1.035, ("fp8_promote_512", 4096): 1.025,
                      ("fp8_promote_256", 8192): 1.01, ("fp8_promote_512", 8192): 1.01}
-# Session 26, before the record's speed table was timed again with F8_PERIOD=2 the default (experiments.fp8.speed_period:
-# tools/probes/fp8_pingpong.py --speed-only --rounds 5 with every kernel of experiments.fp8.speed): fewer promotions,
-# more speed, at both sizes: TFLOP/s in this order, slowest first (the period probe's rounds: 256 x1.036, 512 x1.081
-# over 128 at 4096^3).
 # Session 26, before Nsight Compute sampled fp8_promote_256 as first built (F8_PERIOD=0) beside fp8_promote_128 and
 # its default build (tools/probes/ncu_source.py --only fp8_promote_128,fp8_promote_256_first,fp8_promote_256): if a
 # stage let go one K-tile late is the cost, the producer waits longer for free stages in the first build: a larger
 # share of its stall samples at the `empty` barriers' waits than in the other two.
 WAITS_PREDICTED = "first build: the largest share of samples at the producer's waits for an empty stage"
+# Session 26, before the record's speed table was timed again with F8_PERIOD=2 the default (experiments.fp8.speed_period:
+# tools/probes/fp8_pingpong.py --speed-only --rounds 5 with every kernel of experiments.fp8.speed): fewer promotions,
+# more speed, at both sizes: TFLOP/s in this order, slowest first (the period probe's rounds: 256 x1.036, 512 x1.081
+# over 128 at 4096^3).
 SPEED_PERIOD_PREDICTED = ("fp8_promote_32", "fp8_promote_64", "fp8_promote_128", "fp8_promote_256", "fp8_promote_512",
                           "fp8_wgmma_n128")
 
@@ -1205,6 +1205,8 @@ def period_rows(name: str = "fp8-period2-probe", gpu_slug: str = "nvidia-h200", 
     rounds it was faster in (`faster`, of build 0's same rounds), over fp8_promote_128 in the same rounds (`vs_128`),
     the SM clocks (lowest-highest) and whether every check of the build passed. The session-26 runs passed no option
     for build 0 (then the default)."""
+    from ..timing import round_ratio
+
     log = probe_log(name, gpu_slug, directory)
     rows = stage_rows(log)
     period = lambda opts: int(opts.split("F8_PERIOD=")[1].split()[0]) if "F8_PERIOD=" in opts else 0   # noqa: E731
@@ -1217,10 +1219,10 @@ def period_rows(name: str = "fp8-period2-probe", gpu_slug: str = "nvidia-h200", 
         if r["kernel"] not in ("fp8_promote_256", "fp8_promote_512"):
             continue
         b = period(r["options"])
-        mine, theirs = rounds[r["n"], r["kernel"], b], rounds[r["n"], r["kernel"], 0]
+        rr = round_ratio(rounds[r["n"], r["kernel"], b], rounds[r["n"], r["kernel"], 0])
         out.append({"n": r["n"], "kernel": r["kernel"], "build": b, "tflops": r["tflops"],
                     "vs_first": r["tflops"] / first[r["n"], r["kernel"]],
-                    "faster": "-" if b == 0 else f"{sum(a < c for a, c in zip(mine, theirs))} of {len(mine)}",
+                    "faster": "-" if b == 0 else f"{rr['won']} of {rr['rounds']}",
                     "vs_128": r["tflops"] / t128[r["n"]], "mhz": r["mhz"], "passed": r["passed"]})
     return out
 
@@ -1250,8 +1252,8 @@ def period_waits(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
 
 def try_period(builds=(0, 2), kernel: str = "fp8_promote_256", n: int = 4096, rounds: int = 3) -> list[dict]:
     """Lesson 7's "Try it" of F8_PERIOD: on a Hopper GPU, `kernel` built with each F8_PERIOD in `builds` (0: the
-    first record's build; 2: the default; 1 left the kernel file), each checked (check_fp8: bounds and the model, bit for bit) and then
-    timed in `rounds` alternating rounds at n^3 (helpers.timing.alternating): rows of build, check, TFLOP/s of the
+    first record's build; 2: the default; 1 left the kernel file), each checked (check_fp8: bounds and the model,
+    bit for bit) and then timed in `rounds` alternating rounds at n^3 (helpers.timing.alternating): rows of build, check, TFLOP/s of the
     median round and that over the first build's. Elsewhere (no GPU, or not sm_90): the H200's recorded rows
     (period_rows) of that kernel at 4096^3, each marked "recorded"."""
     from ..device import backend

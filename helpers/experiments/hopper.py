@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from ..clocks import clock_span
-from ..timing import round_ratio
 from ..kernels import ALL_RUNGS, hopper_ladder, rung_entry
+from ..timing import round_ratio
 from . import experiment
 from .ladder import _inputs, _row_head, _rung_row, errors, gains, timed_rows  # noqa: F401  (re-exported)
 
@@ -1007,13 +1007,11 @@ def order_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     for (rung, shape), passed in ok.items():
         a, b = t[f"rung {rung}", 8, shape], t[f"rung {rung}", 16, shape]
         cub = t[f"cuBLAS {rung_entry(rung).out_dtype} C", None, shape]["round_ms"]
-        per = [x / y for x, y in zip(a["round_ms"], b["round_ms"])]
+        x16 = round_ratio(b["round_ms"], a["round_ms"])           # 8's time over 16's, round by round
         out.append({"shape": f"{shape[0]}^3", "rung": rung, "C": "FP16" if rung_entry(rung).out_dtype == "float16"
-                    else "FP32", "predicted": ORDER_PREDICTED[shape[0]], "x16": statistics.median(per),
-                    "won": f"{sum(p > 1 for p in per)} of {len(per)}",
-                    "vs8": statistics.median(c / x for c, x in zip(cub, a["round_ms"])),
-                    "vs16": statistics.median(c / x for c, x in zip(cub, b["round_ms"])), "checked": passed,
-                    "mhz": clock_span(b["sm_mhz"])})
+                    else "FP32", "predicted": ORDER_PREDICTED[shape[0]], "x16": x16["ratio"],
+                    "won": f"{x16['won']} of {x16['rounds']}", "vs8": round_ratio(a["round_ms"], cub)["ratio"],
+                    "vs16": round_ratio(b["round_ms"], cub)["ratio"], "checked": passed, "mhz": clock_span(b["sm_mhz"])})
     return out
 
 

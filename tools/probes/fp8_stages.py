@@ -39,16 +39,16 @@ With --uniform (session 20): fp8_wgmma_store and fp8_promote_2acc_lean on 128 CT
 F8_UNIFORM=1 (the warpgroup index broadcast from lane 0, so that ptxas keeps the wgmma descriptors in uniform
 registers), checked at the odd shapes of --two and --store. Its run (tree e3397d3) made both kernels pass UNIFORM =
 true (a template argument), so today its two builds of each kernel are the same code.
-With --period (session 26): fp8_promote_256 and fp8_promote_512 as recorded and built with the probe switch
-F8_PERIOD=1 (a promotion period at a time, so that ptxas injects no warpgroup.wait: kernels/fp8_sm90a.cu), beside
-fp8_promote_128 and fp8_wgmma_n128, on one CTA per SM as the record's rows, checked at the odd shapes of --two and
---store and at 264 x 136 x 840 (7 K-tiles: a last period of 3 stages at 512, of 1 at 256). Predicted before it ran
-(helpers.experiments.fp8.PERIOD_PREDICTED): x1.08 over the recorded build at 4096^3 for both, x1.05 at 8192^3.
-Its first run (session 26, tree 4d6d0c7, no option then meaning F8_PERIOD=0): slower, x0.970 and x0.993 at 4096^3. Since then --period also times
-F8_PERIOD=2 (every stage waits for its group and lets its stage go at once, as fp8_promote_128's; the adds only at a
-period's end), predicted before its run (PERIOD2_PREDICTED): x1.035 (256) and x1.025 (512) at 4096^3, x1.01 at 8192^3.
-Its run (tree bace95d, results/logs/fp8-period2-probe-nvidia-h200.json): x1.046 and x1.063 at 4096^3, x1.002 and
-x1.057 at 8192^3, bit-identical; F8_PERIOD=2 became the kernels' default.
+With --period (session 26): fp8_promote_256 and fp8_promote_512 built with the switch F8_PERIOD (kernels/fp8_sm90a.cu)
+0 (the first record's build, into which ptxas injects a warpgroup.wait) and 2 (the default), beside fp8_promote_128
+and fp8_wgmma_n128, on one CTA per SM as the record's rows, checked at the odd shapes of --two and --store and at
+264 x 136 x 840 (7 K-tiles: a last period of 3 stages at 512, of 1 at 256). Its first run (tree 4d6d0c7, no option
+then meaning 0) timed F8_PERIOD=1 (a period at a time: no injected wait), predicted x1.08 over 0 at 4096^3 for both and
+x1.05 at 8192^3 (helpers.experiments.fp8.PERIOD_PREDICTED): slower, x0.970 and x0.993 at 4096^3. Its second (tree
+bace95d, results/logs/fp8-period2-probe-nvidia-h200.json) added F8_PERIOD=2 (each stage lets its stage go at once; the
+adds only at a period's end), predicted before its run (PERIOD2_PREDICTED): x1.035 (256) and x1.025 (512) at 4096^3,
+x1.01 at 8192^3; measured x1.046 and x1.063 at 4096^3, x1.002 and x1.057 at 8192^3, bit-identical. 2 became the
+default; 1 left the kernel file (commit 17ad692).
 At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them do 4, 16 do 3).
 
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
@@ -92,10 +92,9 @@ FLOW2_ODD = ((2000, 2600, 512), (1300, 3900, 256))
 # lean kernel's SASS loses 15 of its 21 R2UR, the store kernel's 19 of 46), x1.00 at 8192^3 (the power limit).
 UNIFORM = [(k, st, ("ctas=128",) + u) for k, st in (("fp8_wgmma_store", 4), ("fp8_promote_2acc_lean", 6))
            for u in ((), ("-DF8_UNIFORM=1",))]
-# --period (session 26): the two kernels whose K loop ptxas serialises (its message C7517), as recorded and with the
-# probe switch F8_PERIOD=1, beside fp8_promote_128 and the same tile without promotion; one CTA per SM, as recorded
-# (its two runs in session 26 passed no option for F8_PERIOD=0, then the default; 2 is the default since)
-# F8_PERIOD=1 left the kernel file after those runs (build it from commit 17ad692): the builds now are 0 and 2
+# --period (session 26): fp8_promote_256 and _512 with F8_PERIOD 0 (ptxas serialises its K loop: message C7517) and 2,
+# beside fp8_promote_128 and the same tile without promotion; one CTA per SM, as recorded (session 26's two runs passed
+# no option for 0, then the default, and timed 1, which has left the kernel file)
 PERIOD = ([("fp8_promote_128", 4, ())] + [(k, 4, (f"-DF8_PERIOD={v}",)) for k in ("fp8_promote_256", "fp8_promote_512")
                                           for v in (0, 2)] + [("fp8_wgmma_n128", 4, ())])
 PERIOD_ODD = ((264, 136, 840),)    # 7 K-tiles: periods of 2 and 4 stages end in a shorter one

@@ -6,9 +6,10 @@ page are written as CSV to OUT_DIR, for reading without a GPU; `summary` keeps w
 cuBLAS's kernels stay out of the repository). Set m128 (128 x 8192 x 8192, lesson 6, Appendix D): rung 17 with the
 wait hint (WAIT_HINT=1), cuBLAS's FP16-C kernel, rung 19 (one consumer warpgroup: --only rung19). Set fp8 (4096^3, lesson 7):
 fp8_promote_128, fp8_wgmma and cuBLASLt's FP8 kernel with default accumulation (and fp8_promote_2acc, fp8_lean,
-fp8_lean_flow, fp8_lean_flow2, fp8_lean_uniform, fp8_store, fp8_store_uniform, fp8_promote_256,
-fp8_promote_256_period2 (F8_PERIOD=2, now the default) and fp8_promote_256_first (F8_PERIOD=0): --only; session 26 also
-sampled F8_PERIOD=1's build as fp8_promote_256_period, which left with its code: commit 17ad692).
+fp8_lean_flow, fp8_lean_flow2, fp8_lean_uniform, fp8_store, fp8_store_uniform, fp8_promote_256 (F8_PERIOD=2, the
+default) and fp8_promote_256_first (F8_PERIOD=0): --only. Session 26 also sampled F8_PERIOD=1's build as
+fp8_promote_256_period (it left with its code: commit 17ad692) and F8_PERIOD=2's as fp8_promote_256_period2, which is
+fp8_promote_256 now).
 
     python3 tools/probes/ncu_source.py OUT_DIR [--set m128|fp8] [--only T1,T2]   (a Hopper GPU, COURSE_DEVICE=gpu, ncu)
     python3 tools/probes/ncu_source.py launch TARGET              (what ncu runs)
@@ -35,16 +36,13 @@ SETS = {"m128": {"rung17_hint": ("hopper_skinny", (128, 8192, 8192)), "cublas_fp
                 "fp8_store": ("fp8_wgmma_store", (4096,) * 3),               # e3397d3; both kernels pass UNIFORM since:
                 # fp8_lean and fp8_store are now the same code as their _uniform builds)
                 "fp8_store_uniform": ("fp8_wgmma_store", (4096,) * 3),
-                # session 26: fp8_promote_256 as recorded (ptxas's injected wait, C7517) and with F8_PERIOD=1
+                # session 26: fp8_promote_256 as built (F8_PERIOD=2) and as first recorded (F8_PERIOD=0: the wait
+                # ptxas injects, C7517)
                 "fp8_promote_256": ("fp8_promote_256", (4096,) * 3),
-                "fp8_promote_256_period2": ("fp8_promote_256", (4096,) * 3),
-                # (F8_PERIOD=2 became the default after those runs: fp8_promote_256 above is now that build;
-                # the first record's build is fp8_promote_256_first)
                 "fp8_promote_256_first": ("fp8_promote_256", (4096,) * 3)}}
 # NVRTC switches of a target's build (the probe switch F8_FLOW of kernels/fp8_sm90a.cu)
 OPTIONS = {"fp8_lean_flow": ("-DF8_FLOW=1",), "fp8_lean_flow2": ("-DF8_FLOW=2",), "fp8_lean_uniform": ("-DF8_UNIFORM=1",),
-           "fp8_store_uniform": ("-DF8_UNIFORM=1",), "fp8_promote_256_period2": ("-DF8_PERIOD=2",),
-           "fp8_promote_256_first": ("-DF8_PERIOD=0",)}
+           "fp8_store_uniform": ("-DF8_UNIFORM=1",), "fp8_promote_256_first": ("-DF8_PERIOD=0",)}
 TARGETS = {t: v for s in SETS.values() for t, v in s.items()}
 SECTIONS = ("SourceCounters", "WarpStateStats", "SchedulerStats")
 
@@ -101,14 +99,15 @@ def summary(source_csv: str) -> dict:
         v = (v or "").replace(",", "").strip()
         return float(v) if v not in ("", "-") else 0.0
 
-    def opcode(r):                     # the instruction's opcode with its suffixes, past a predicate (@P0 ...)
-        words = r["Source"].split()
-        return words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
+    def words(r):                      # the instruction past a predicate (@P0 ...): opcode, then operands
+        w = r["Source"].split()
+        return w[1:] if w and w[0].startswith("@") else w
+
+    def opcode(r):                     # the opcode with its suffixes
+        return (words(r) or [""])[0]
 
     def opcode_args(r):                # what follows the opcode
-        words = r["Source"].split()
-        words = words[1:] if words and words[0].startswith("@") else words
-        return " ".join(words[1:])
+        return " ".join(words(r)[1:])
 
     stalls = [c for c in cols if c.startswith("stall_") and "Not Issued" not in c]
     samples = sum(num(r["Warp Stall Sampling (All Samples)"]) for r in data) or 1.0
