@@ -11,9 +11,18 @@ Not cold-L2 timing (the launches follow each other on the same inputs): for ener
 
 Predicted before its first run (session 26, `ENERGY_PREDICTED`): at 8192^3 cuBLASLt's default accumulation takes about
 3% less energy per GEMM than fp8_promote_2acc_lean (the goals' nine rounds: the same watts, x0.963 the speed); at
-4096^3 below the cap, within 2% of each other.
+4096^3 below the cap, within 2% of each other. First run (session 27, results/logs/fp8-energy-nvidia-h200): 0.954 at
+8192^3, 1.013 at 4096^3 (medians of the round-by-round ratios); back to back, every kernel drew the cap at both sizes.
 
-    python3 tools/probes/fp8_energy.py OUT.json [--sizes 4096,8192] [--rounds N] [--seconds S]   (a Hopper GPU)"""
+`--kernels NAME,...` measures those of the course's FP8 kernels instead of the goal kernels (cuBLASLt's two beside
+them, as always). Session 27's second run takes lesson 7's kernels that differ in one thing each: the tile (fp8_wgmma
+128 x 256, fp8_wgmma_n128 128 x 128, neither promoting), promotion (fp8_promote_128: fp8_wgmma_n128 promoting every
+K-tile) and the overlapped promotion (fp8_promote_2acc_lean). Predicted before it ran (`SPLIT_PREDICTED`): joules per
+GEMM over fp8_wgmma's at 8192^3, each the inverse of its speed ratio in the record (every kernel at the cap: joules =
+watts x time).
+
+    python3 tools/probes/fp8_energy.py OUT.json [--sizes 4096,8192] [--rounds N] [--seconds S] [--kernels A,B]
+    (a Hopper GPU)"""
 import json
 import sys
 from pathlib import Path
@@ -23,6 +32,9 @@ sys.path.insert(0, str(ROOT))
 from tools.probes.common import hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
 KERNELS = ("fp8_promote_2acc_lean", "fp8_wgmma_store")        # lesson 7's goal kernels; cuBLASLt's two beside them
 ENERGY_PREDICTED = {8192: 0.97, 4096: 1.00}   # cuBLASLt default's joules per GEMM over fp8_promote_2acc_lean's
+# joules per GEMM over fp8_wgmma's at 8192^3 (session 27, before the run: speed_period's TFLOP/s, fp8_wgmma's over each;
+# fp8_promote_2acc_lean's from the first energy run: its joules over fp8_wgmma_store's, 1.06)
+SPLIT_PREDICTED = {"fp8_wgmma_n128": 1.06, "fp8_promote_128": 1.23, "fp8_promote_2acc_lean": 1.06}
 SIZES = (4096, 8192)
 ROUNDS = 5
 
@@ -58,6 +70,22 @@ def window(fn, seconds: float) -> dict:
             "sm_mhz": clocks.get("sm_mhz"), "throttle": clocks.get("throttle")}
 
 
+def kernel_option(argv) -> tuple:
+    """The kernels after --kernels (comma-separated names of helpers.fp8_gemm.FP8_KERNELS), or KERNELS without it;
+    SystemExit(2) with the names to use for one that is not there."""
+    if "--kernels" not in argv:
+        return KERNELS
+    from helpers.fp8_gemm import FP8_KERNELS
+
+    given = argv[argv.index("--kernels") + 1:argv.index("--kernels") + 2]
+    names = tuple(given[0].split(",")) if given else ()
+    bad = [k for k in names if k not in FP8_KERNELS] or ([] if names else ["(none)"])
+    if bad:
+        print(f"--kernels: no FP8 kernel {', '.join(bad)}; use names from {', '.join(FP8_KERNELS)}", file=sys.stderr)
+        raise SystemExit(2)
+    return names
+
+
 def main(argv) -> int:
     if not hopper_here():
         return 2
@@ -72,6 +100,7 @@ def main(argv) -> int:
         print("NVML's energy counter is not readable here (pynvml missing, or the GPU has none)", file=sys.stderr)
         return 2
     rounds, sizes = int_option(argv, "--rounds", ROUNDS, one=True), int_option(argv, "--sizes", SIZES)
+    kernels = kernel_option(argv)
     seconds = float(argv[argv.index("--seconds") + 1]) if "--seconds" in argv else 2.0
     rows, failed = [], False
     for n in sizes:
@@ -85,7 +114,7 @@ def main(argv) -> int:
                 return 1
             fns[name] = t[0]
         gA, gB = cupy.asarray(A), cupy.asarray(B)
-        for k in KERNELS:
+        for k in kernels:
             fn, C = launcher(k, A8, Bt8)
             fn()
             chk = check_fp8(k, C, gA, gB, backend="GPU")
