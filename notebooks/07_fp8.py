@@ -1478,6 +1478,56 @@ print("power at 8192^3 (NVML, W):", {r["kernel"]: r["power_w"] for r in goals if
 # joule less. What is left at $8192^3$ is energy, not the schedule.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Per joule, measured
+#
+# The slide above infers "per joule less" from watts and time. `tools/probes/fp8_energy.py` measures
+# it: each kernel runs back to back for about 2 s between two readings of NVML's energy counter
+# (`helpers.clocks.energy_j`), the four kernels in turn, five rounds. Predicted before the run
+# (`fp8x.ENERGY_PREDICTED`): cuBLASLt's default takes 3% less energy per GEMM than ours at $8192^3$,
+# and the two are within 2% at $4096^3$.
+
+# %% slideshow={"slide_type": "-"}
+print("predicted, cuBLASLt default's joules over ours:", fp8x.ENERGY_PREDICTED)
+energy = fp8x.energy_rows(fp8x.energy_log("fp8-energy"), base="fp8_promote_2acc_lean")
+helpers.display.table(energy, ["n", "kernel", "tflops", "joules", "vs_base", "power_w", "sm_mhz", "per_ghz"],
+                      ["n", "kernel", "TFLOP/s", "J per GEMM", "J x ours (median round)", "W", "SM clock, MHz",
+                       "TFLOP/s per GHz"], {"tflops": ".0f", "joules": ".3f", "vs_base": ".3f", "power_w": ".0f",
+                                            "per_ghz": ".0f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Held, by more**: at $8192^3$ cuBLASLt's default took x0.954 our energy per GEMM, less in every
+# round; at $4096^3$ x1.013. Run back to back, every kernel drew 678 to 713 W (medians of its rounds) at
+# both sizes, about the power limit (700 W, the log's first line), so joules per GEMM are about the
+# limit's watts times the time. Per cycle ours did as much as cuBLASLt's default at $8192^3$ (0.99 of
+# its TFLOP/s per GHz), at a clock 2% lower: the same work costs ours more energy per cycle.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Where the joules go: one change at a time
+#
+# The same probe on the kernels of this lesson that differ in one thing each (`--kernels`, three
+# rounds, $8192^3$): the tile (`fp8_wgmma` 128 x 256 against `fp8_wgmma_n128` 128 x 128), promotion
+# (`fp8_promote_128`: `fp8_wgmma_n128` promoting every K-tile) and the promotion overlapped
+# (`fp8_promote_2acc_lean`). Predicted (`fp8x.SPLIT_PREDICTED`): each one's joules over `fp8_wgmma`'s,
+# the inverse of its speed ratio in the record.
+
+# %% slideshow={"slide_type": "-"}
+split = fp8x.energy_rows(fp8x.energy_log("fp8-energy-split"), base="fp8_wgmma")
+for r in split:
+    r["predicted"] = fp8x.SPLIT_PREDICTED.get(r["kernel"], "")
+helpers.display.table(split, ["kernel", "tflops", "joules", "predicted", "vs_base", "more", "sm_mhz", "per_ghz"],
+                      ["kernel", "TFLOP/s", "J per GEMM", "predicted", "J x fp8_wgmma", "rounds more",
+                       "SM clock, MHz", "TFLOP/s per GHz"], {"tflops": ".0f", "joules": ".3f", "vs_base": ".3f",
+                                                             "per_ghz": ".0f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Two of three held.** Promotion at every K-tile cost x1.16 (predicted x1.23) and the overlapped
+# promotion x1.04 (x1.06). The 128 x 128 tile cost no more than 128 x 256 (x0.99, predicted x1.06):
+# it was 4% slower and drew less power. `fp8_promote_128` held the highest clock of the four and did the
+# least per cycle: Tensor Cores that wait draw less. Ours and cuBLASLt's default again did the same work per cycle
+# (TFLOP/s per GHz within 1%), ours at a clock 3% lower. The energy a promoting kernel spends per
+# cycle, not its schedule, is what is left to cut at $8192^3$.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Try it: two partial sums in a wider tile
 #
 # `fp8_wgmma`, the fastest kernel here, has 128 x 256 tiles. How many registers would a consumer thread

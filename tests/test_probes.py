@@ -330,7 +330,7 @@ def test_knob_rows_merge_replaces_only_the_rungs_it_ran(tmp_path):
 
 
 def test_the_energy_probe_writes_its_prediction_before_it_runs():
-    """tools/probes/fp8_energy.py (issue 26, not yet run on a GPU): its docstring's prediction is ENERGY_PREDICTED,
+    """tools/probes/fp8_energy.py (issue 26; first run in session 27, read by lesson 7): its docstring's prediction is ENERGY_PREDICTED,
     it times the goal kernels, and without a Hopper GPU it exits 2 (test above)."""
     import importlib.util
 

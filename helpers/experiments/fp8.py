@@ -1076,6 +1076,54 @@ def round_goal_rows(rows: list[dict], predicted: dict | None = None) -> list[dic
     return out
 
 
+# Joules per GEMM (issue 26, session 27): tools/probes/fp8_energy.py launches each kernel back to back for about 2 s
+# between two readings of NVML's energy counter, the kernels in turn, in rounds; its runs are kept as
+# results/logs/<name>-<gpu>.json: "fp8-energy" (the goal kernels and cuBLASLt's two, 5 rounds, 4096^3 and 8192^3) and
+# "fp8-energy-split" (lesson 7's kernels that differ in one thing each, 3 rounds, 8192^3). Their predictions, written
+# before they ran, are in the probe (ENERGY_PREDICTED, SPLIT_PREDICTED); the lesson reads them from there.
+ENERGY_MADE_BY = "tools/probes/fp8_energy.py OUT.json"
+ENERGY_PREDICTED = {8192: 0.97, 4096: 1.00}   # cuBLASLt default's joules per GEMM over fp8_promote_2acc_lean's
+# joules per GEMM over fp8_wgmma's at 8192^3 (session 27, before the run: speed_period's TFLOP/s, fp8_wgmma's over each;
+# fp8_promote_2acc_lean's from the first energy run: its joules over fp8_wgmma_store's, 1.06)
+SPLIT_PREDICTED = {"fp8_wgmma_n128": 1.06, "fp8_promote_128": 1.23, "fp8_promote_2acc_lean": 1.06}
+
+
+def energy_log(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """A run of tools/probes/fp8_energy.py kept as results/logs/<name>-<gpu_slug>.json (its rows)."""
+    from ..results import load_log
+
+    return load_log(name, ENERGY_MADE_BY, gpu_slug, directory)
+
+
+def energy_rows(rows: list[dict], base: str) -> list[dict]:
+    """Per size and kernel of an fp8_energy.py run: TFLOP/s, joules per GEMM (median round; `j_low`, `j_high`: the
+    lowest and highest), the window's mean power (W) and SM clock (MHz; medians), the work per cycle (`per_ghz`,
+    TFLOP/s per GHz of SM clock), TFLOP per joule, and `vs_base`: the median of the round-by-round ratios of its
+    joules to `base`'s (the same round; helpers.timing.round_ratio, above 1: it took more energy per GEMM), with
+    `more`: in how many rounds it took more. `passed`: the probe's check of a course kernel (None for cuBLASLt's)."""
+    import statistics
+
+    from ..timing import round_ratio
+
+    checks = {(r["n"], r["kernel"]): r["check_passed"] for r in rows if "check_passed" in r}
+    timed: dict = {}
+    for r in rows:
+        if "round" in r:
+            timed.setdefault((r["n"], r["kernel"]), []).append(r)
+    out = []
+    for (n, k), rs in timed.items():
+        rs = sorted(rs, key=lambda r: r["round"])
+        j = [r["joules"] for r in rs]
+        rr = round_ratio([x["joules"] for x in sorted(timed[n, base], key=lambda r: r["round"])], j)
+        med = statistics.median
+        out.append({"n": n, "kernel": k, "tflops": med(r["tflops"] for r in rs), "joules": med(j), "j_low": min(j),
+                    "j_high": max(j), "power_w": med(r["power_w"] for r in rs), "sm_mhz": med(r["sm_mhz"] for r in rs),
+                    "per_ghz": med(r["tflops"] / (r["sm_mhz"] / 1e3) for r in rs),
+                    "tflop_per_j": med(r["tflop_per_j"] for r in rs), "vs_base": rr["ratio"],
+                    "more": f"{rr['won']} of {rr['rounds']}", "passed": checks.get((n, k))})
+    return out
+
+
 def goal_rows(rows: list[dict], predicted: dict | None = None) -> list[dict]:
     """target_rows for a table: `met` as 'yes', 'no' or 'not judged', and with `predicted` ({(kernel, n): ratio},
     written before the run) each row's prediction (`predicted`)."""

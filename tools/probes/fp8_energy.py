@@ -9,7 +9,7 @@ TFLOP per joule (= TFLOP/s / W), the window's mean power (energy / time) and med
 
 Not cold-L2 timing (the launches follow each other on the same inputs): for energy, not for the speed record.
 
-Predicted before its first run (session 26, `ENERGY_PREDICTED`): at 8192^3 cuBLASLt's default accumulation takes about
+Predicted before its first run (session 26, `ENERGY_PREDICTED` in helpers.experiments.fp8): at 8192^3 cuBLASLt's default accumulation takes about
 3% less energy per GEMM than fp8_promote_2acc_lean (the goals' nine rounds: the same watts, x0.963 the speed); at
 4096^3 below the cap, within 2% of each other. First run (session 27, results/logs/fp8-energy-nvidia-h200): 0.954 at
 8192^3, 1.013 at 4096^3 (medians of the round-by-round ratios); back to back, every kernel drew the cap at both sizes.
@@ -31,10 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tools.probes.common import hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
 KERNELS = ("fp8_promote_2acc_lean", "fp8_wgmma_store")        # lesson 7's goal kernels; cuBLASLt's two beside them
-ENERGY_PREDICTED = {8192: 0.97, 4096: 1.00}   # cuBLASLt default's joules per GEMM over fp8_promote_2acc_lean's
-# joules per GEMM over fp8_wgmma's at 8192^3 (session 27, before the run: speed_period's TFLOP/s, fp8_wgmma's over each;
-# fp8_promote_2acc_lean's from the first energy run: its joules over fp8_wgmma_store's, 1.06)
-SPLIT_PREDICTED = {"fp8_wgmma_n128": 1.06, "fp8_promote_128": 1.23, "fp8_promote_2acc_lean": 1.06}
+from helpers.experiments.fp8 import ENERGY_PREDICTED, SPLIT_PREDICTED  # noqa: E402,F401  (written before the runs)
 SIZES = (4096, 8192)
 ROUNDS = 5
 
