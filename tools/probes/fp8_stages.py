@@ -49,6 +49,9 @@ bace95d, results/logs/fp8-period2-probe-nvidia-h200.json) added F8_PERIOD=2 (eac
 adds only at a period's end), predicted before its run (PERIOD2_PREDICTED): x1.035 (256) and x1.025 (512) at 4096^3,
 x1.01 at 8192^3; measured x1.046 and x1.063 at 4096^3, x1.002 and x1.057 at 8192^3, bit-identical. 2 became the
 default; 1 left the kernel file (commit 17ad692).
+With --wait (session 27): fp8_promote_2acc_lean on 128 CTAs built with MBAR_WAIT 0 (as recorded) and 1 (mbarrier
+waits with a suspend-time hint), checked at the odd shapes of --two and --store; predicted before its first run
+(WAIT_PREDICTED, 1 over 0): x1.00 at 4096^3, x1.01 at 8192^3 at the power limit.
 At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them do 4, 16 do 3).
 
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
@@ -56,7 +59,7 @@ At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them
 had them within 1%).
 
     python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread | --ctas | --ctas-lean | --lean-stages | --flow | --flow2 |
-    --uniform | --period] [--sizes A,B] [--rounds N]"""
+    --uniform | --period | --wait] [--sizes A,B] [--rounds N]"""
 import json
 import sys
 from pathlib import Path
@@ -97,6 +100,14 @@ UNIFORM = [(k, st, ("ctas=128",) + u) for k, st in (("fp8_wgmma_store", 4), ("fp
 # no option for 0, then the default, and timed 1, which has left the kernel file)
 PERIOD = ([("fp8_promote_128", 4, ())] + [(k, 4, (f"-DF8_PERIOD={v}",)) for k in ("fp8_promote_256", "fp8_promote_512")
                                           for v in (0, 2)] + [("fp8_wgmma_n128", 4, ())])
+# --wait (session 27): fp8_promote_2acc_lean on 128 CTAs (6 stages, as recorded) with MBAR_WAIT 0 (every mbarrier
+# wait a try_wait without a time hint, as recorded) and 1 (try_wait with a suspend-time hint: a waiting thread sleeps
+# until the phase completes; kernels/hopper_primitives.cuh). The energy probe found ours doing cuBLASLt's work per
+# cycle at 8192^3 at a lower clock (more energy per cycle); a producer thread and consumers that sleep instead of
+# polling might draw less. Predicted before its first run (WAIT_PREDICTED, 1 over 0): x1.00 at 4096^3 (below the
+# power limit in cold-L2 timing), x1.01 at 8192^3 (at the limit).
+WAIT = [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DMBAR_WAIT={h}")) for h in (0, 1)]
+WAIT_PREDICTED = {4096: 1.00, 8192: 1.01}
 PERIOD_ODD = ((264, 136, 840),)    # 7 K-tiles: periods of 2 and 4 stages end in a shorter one
 STORE_ODD = ((2000, 2600, 300),)   # more tiles than SMs (176 of 128 x 256), the last column of tiles 40 wide: a CTA's
                                    # second tile reuses its C buffers, and boxes right of C are not stored
@@ -132,9 +143,10 @@ def main(argv) -> int:
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
                 else LEAN_STAGES if "--lean-stages" in argv else UNIFORM if "--uniform" in argv
                 else FLOW2 if "--flow2" in argv else FLOW if "--flow" in argv else PERIOD if "--period" in argv
+                else WAIT if "--wait" in argv
                 else CTAS_LEAN if "--ctas-lean" in argv else CTAS if "--ctas" in argv
                 else STORE if store else VARIANTS)
-    switched = any(f in argv for f in ("--flow", "--flow2", "--uniform", "--period"))   # a probe switch of the record's kernels:
+    switched = any(f in argv for f in ("--flow", "--flow2", "--uniform", "--period", "--wait"))   # a probe switch of the record's kernels:
     more_odd = "--two" in argv or switched or store                          # the odd shapes of --two and --store
     store = store or switched                   # (2000 x 2600 x 300: 336 tiles of 128 x 128, 3 K-tiles each)
     rows, failed = [], False
