@@ -1528,6 +1528,25 @@ helpers.display.table(split, ["kernel", "tflops", "joules", "predicted", "vs_bas
 # cycle, not its schedule, is what is left to cut at $8192^3$.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Tried: waits that sleep
+#
+# Threads that poll an mbarrier might be part of that energy. The probe switch `MBAR_WAIT=1`
+# (`kernels/hopper_primitives.cuh`) gives every wait a suspend-time hint: the thread sleeps until the
+# phase completes. `fp8_promote_2acc_lean` built both ways (`tools/probes/fp8_stages.py --wait`, five
+# alternating rounds beside cuBLASLt), predicted before the run (`fp8x.WAIT_PREDICTED`):
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.table(fp8x.wait_rows(), ["n", "build", "tflops", "predicted", "vs_0", "faster", "vs_default", "mhz",
+                                         "passed"],
+                      ["n", "build", "TFLOP/s", "predicted", "x MBAR_WAIT=0", "rounds faster", "x cuBLASLt default",
+                       "SM clock, MHz", "correct"], {"tflops": ".0f", "vs_0": ".3f", "vs_default": ".3f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Missed: slower**, x0.989 at $4096^3$ and x0.963 at $8192^3$ (faster in 1 of 5 and 0 of 5 rounds),
+# bit-identical, and at $8192^3$ its clock was no higher (1290-1365 MHz against 1305-1515). The waits
+# stay as they are (`MBAR_WAIT=0`).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Try it: two partial sums in a wider tile
 #
 # `fp8_wgmma`, the fastest kernel here, has 128 x 256 tiles. How many registers would a consumer thread

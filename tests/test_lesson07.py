@@ -1182,3 +1182,21 @@ def test_claims_of_where_the_joules_go():
                "`fp8_promote_128` held the highest clock of the four and did the least per cycle",
                "(TFLOP/s per GHz within 1%), ours at a clock 3% lower."):
         assert s_ in src, s_
+
+
+def test_claims_of_waits_that_sleep():
+    """'Tried: waits that sleep' (results/logs/fp8-wait-probe): the prediction as written before the run; both builds
+    bit-identical everywhere; MBAR_WAIT=1 x0.989 at 4096^3 and x0.963 at 8192^3, faster in 1 and 0 of 5 rounds, its clock
+    at 8192^3 no higher; the kernel file keeps 0."""
+    assert fp8x.WAIT_PREDICTED == {4096: 1.00, 8192: 1.01}
+    rows = {(r["n"], r["build"]): r for r in fp8x.wait_rows()}
+    assert all(r["passed"] for r in rows.values())
+    got = {n: (f"{rows[n, 'MBAR_WAIT=1']['vs_0']:.3f}", rows[n, "MBAR_WAIT=1"]["faster"]) for n in (4096, 8192)}
+    assert got == {4096: ("0.989", "1 of 5"), 8192: ("0.963", "0 of 5")}
+    assert all(rows[n, "MBAR_WAIT=1"]["vs_0"] < fp8x.WAIT_PREDICTED[n] for n in (4096, 8192))
+    assert (rows[8192, "MBAR_WAIT=1"]["mhz"], rows[8192, "MBAR_WAIT=0"]["mhz"]) == ("1290-1365", "1305-1515")
+    assert re.search(r"#ifndef MBAR_WAIT\s*\n#define MBAR_WAIT 0", (ROOT / "kernels" / "hopper_primitives.cuh").read_text())
+    src = _energy_claims_src()
+    for s_ in ("**Missed: slower**, x0.989 at $4096^3$ and x0.963 at $8192^3$ (faster in 1 of 5 and 0 of 5 rounds),",
+               "its clock was no higher (1290-1365 MHz against 1305-1515)"):
+        assert s_ in src, s_

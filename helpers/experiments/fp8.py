@@ -1275,6 +1275,40 @@ def period_rows(name: str = "fp8-period2-probe", gpu_slug: str = "nvidia-h200", 
     return out
 
 
+# MBAR_WAIT (kernels/hopper_primitives.cuh) for fp8_promote_2acc_lean (session 27, tools/probes/fp8_stages.py --wait,
+# results/logs/fp8-wait-probe-<gpu>.json): 0 as recorded, 1 every mbarrier wait with a suspend-time hint. Predicted before
+# its first run, 1 over 0 (median round-by-round ratio):
+WAIT_PREDICTED = {4096: 1.00, 8192: 1.01}
+
+
+def wait_rows(name: str = "fp8-wait-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """fp8_promote_2acc_lean built with MBAR_WAIT 0 and 1 (tools/probes/fp8_stages.py --wait), per size and build:
+    TFLOP/s (median round), the median round-by-round ratio over build 0 (`vs_0`, helpers.timing.round_ratio) with the
+    rounds it was faster (`faster`), the same over cuBLASLt's default accumulation (`vs_default`), the prediction, the
+    SM clocks (lowest-highest) and whether every check of the build passed (bit for bit against the model)."""
+    from ..timing import round_ratio
+
+    log = probe_log(name, gpu_slug, directory)["stages"]["rows"]
+    wait = lambda r: int(" ".join(r.get("options", ())).split("MBAR_WAIT=")[1][0])   # noqa: E731
+    ok: dict = {}
+    for r in log:
+        if "check_passed" in r and r["kernel"] == "fp8_promote_2acc_lean":
+            ok[wait(r)] = ok.get(wait(r), True) and r["check_passed"]
+    timed = {(r["n"], "lt" if r["kernel"] == "cublaslt_fp8" else wait(r)): r for r in log
+             if "round_ms" in r and r["kernel"] in ("cublaslt_fp8", "fp8_promote_2acc_lean")}
+    out = []
+    for n in sorted({n for n, _ in timed}):
+        for b in (0, 1):
+            r = timed[n, b]
+            v0 = round_ratio(r["round_ms"], timed[n, 0]["round_ms"])
+            out.append({"n": n, "build": f"MBAR_WAIT={b}", "tflops": r["tflops"], "vs_0": v0["ratio"],
+                        "faster": "-" if b == 0 else f"{v0['won']} of {v0['rounds']}",
+                        "predicted": "-" if b == 0 else WAIT_PREDICTED[n],
+                        "vs_default": round_ratio(r["round_ms"], timed[n, "lt"]["round_ms"])["ratio"],
+                        "mhz": clock_span(r["sm_mhz"]) or "?", "passed": ok.get(b, False)})
+    return out
+
+
 def period_waits(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """Nsight Compute's warp sampling at 4096^3 (tools/probes/ncu_source.py, results/logs/ncu-source-first-<gpu>.json)
     of fp8_promote_128 and fp8_promote_256 as first built (F8_PERIOD=0) and as built now: per build, warp instructions
