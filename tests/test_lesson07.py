@@ -480,7 +480,9 @@ def test_claims_of_the_two_partial_sums_slide():
 
     ksrc = (ROOT / "kernels" / "fp8_sm90a.cu").read_text()
     two = ksrc[ksrc.index("} else if (TWO) {"):ksrc.index("} else {", ksrc.index("} else if (TWO) {"))]
-    assert "regs_inc<232>();" in two and "regs_dec<40>();" in ksrc and 40 * 128 + 232 * 256 <= 65536
+    assert "regs_inc<CONSUMER_REGS>();" in two and "regs_dec<PRODUCER_REGS>();" in ksrc
+    assert "constexpr int PRODUCER_REGS = BN == 144 ? 24 : 40, CONSUMER_REGS = BN == 144 ? 240 : 232;" in ksrc
+    assert 40 * 128 + 232 * 256 <= 65536 and 24 * 128 + 240 * 256 <= 65536       # 128 x 128, and 128 x 144 tiles
     assert "float d0[NREG], d1[NREG], total[NREG];" in two and "wgmma_wait<1>();" in two
     assert "Predicted before any GPU ran it (2026-12-02, session 12): x1.08 over fp8_promote_128 at 4096^3" in ksrc
     rows = {(r["n"], r["kernel"], r["stages"], r["options"]): r
@@ -965,7 +967,8 @@ def test_claims_of_the_uniform_descriptor_slides():
     calls = re.findall(r"fp8_gemm<([^>]*)>\(", src)
     uniform = [c for c in calls if c.replace(" ", "").split(",")[7:8] == ["true"]]
     assert sorted(uniform) == sorted(["256, 0, false, false, false, F8_DESC_ADD, true, true",
-                                      "128, 128, false, false, true, 1, false, true"])
+                                      "128, 128, false, false, true, 1, false, true",
+                                      "144, 128, false, false, true, 1, false, true"])   # and the lean kernel's wide tile
     log = X.probe_log("fp8-uniform-probe")["stages"]["rows"]
     assert all(r["check_passed"] and "bit-identical" in r["check"] for r in log if "check_passed" in r)
     rows = {(r["n"], r["kernel"], r["options"]): r for r in X.switch_rows("fp8-uniform-probe")}

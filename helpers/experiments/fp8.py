@@ -1275,6 +1275,11 @@ def period_rows(name: str = "fp8-period2-probe", gpu_slug: str = "nvidia-h200", 
     return out
 
 
+# fp8_promote_2acc_144 (session 27, pending): fp8_promote_2acc_lean with 128 x 144 tiles on one CTA per SM. Predicted
+# before any GPU ran it (its kernel comment gives the arithmetic), over fp8_promote_2acc_lean, median round-by-round:
+FP8_WIDE_PREDICTED = {8192: 1.02, 4096: 0.89}
+
+
 # MBAR_WAIT (kernels/hopper_primitives.cuh) for fp8_promote_2acc_lean (session 27, tools/probes/fp8_stages.py --wait,
 # results/logs/fp8-wait-probe-<gpu>.json): 0 as recorded, 1 every mbarrier wait with a suspend-time hint. Predicted before
 # its first run, 1 over 0 (median round-by-round ratio):

@@ -53,6 +53,9 @@ With --wait (session 27): fp8_promote_2acc_lean on 128 CTAs built with MBAR_WAIT
 waits with a suspend-time hint), checked at the odd shapes of --two and --store; predicted before its first run
 (WAIT_PREDICTED, 1 over 0): x1.00 at 4096^3, x1.01 at 8192^3 at the power limit. Its run (tree 3abc2bd,
 results/logs/fp8-wait-probe-nvidia-h200.json): x0.989 and x0.963, bit-identical; MBAR_WAIT stays 0.
+With --wide (session 27): fp8_promote_2acc_144 (pending: the lean kernel with 128 x 144 tiles, cuBLASLt's width at
+8192^3, on one CTA per SM) beside fp8_promote_2acc_lean as recorded, checked at the odd shapes of --two and --store;
+predicted before its first run (FP8_WIDE_PREDICTED): x1.02 at 8192^3, x0.89 at 4096^3 (waves).
 At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them do 4, 16 do 3).
 
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
@@ -60,7 +63,7 @@ At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them
 had them within 1%).
 
     python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread | --ctas | --ctas-lean | --lean-stages | --flow | --flow2 |
-    --uniform | --period | --wait] [--sizes A,B] [--rounds N]"""
+    --uniform | --period | --wait | --wide] [--sizes A,B] [--rounds N]"""
 import json
 import sys
 from pathlib import Path
@@ -109,6 +112,9 @@ PERIOD = ([("fp8_promote_128", 4, ())] + [(k, 4, (f"-DF8_PERIOD={v}",)) for k in
 # power limit in cold-L2 timing), x1.01 at 8192^3 (at the limit).
 WAIT = [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DMBAR_WAIT={h}")) for h in (0, 1)]
 from helpers.experiments.fp8 import WAIT_PREDICTED  # noqa: E402,F401  (written before the run; read by lesson 7)
+# --wide (session 27): fp8_promote_2acc_144 (128 x 144 tiles, one CTA per SM) beside the lean kernel as recorded
+# (128 x 128 on 128 CTAs); predicted before its first run: helpers.experiments.fp8.FP8_WIDE_PREDICTED
+WIDE = [("fp8_promote_2acc_lean", 6, ("ctas=128",)), ("fp8_promote_2acc_144", 6, ())]
 PERIOD_ODD = ((264, 136, 840),)    # 7 K-tiles: periods of 2 and 4 stages end in a shorter one
 STORE_ODD = ((2000, 2600, 300),)   # more tiles than SMs (176 of 128 x 256), the last column of tiles 40 wide: a CTA's
                                    # second tile reuses its C buffers, and boxes right of C are not stored
@@ -144,10 +150,11 @@ def main(argv) -> int:
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
                 else LEAN_STAGES if "--lean-stages" in argv else UNIFORM if "--uniform" in argv
                 else FLOW2 if "--flow2" in argv else FLOW if "--flow" in argv else PERIOD if "--period" in argv
-                else WAIT if "--wait" in argv
+                else WAIT if "--wait" in argv else WIDE if "--wide" in argv
                 else CTAS_LEAN if "--ctas-lean" in argv else CTAS if "--ctas" in argv
                 else STORE if store else VARIANTS)
-    switched = any(f in argv for f in ("--flow", "--flow2", "--uniform", "--period", "--wait"))   # a probe switch of the record's kernels:
+    switched = any(f in argv for f in ("--flow", "--flow2", "--uniform", "--period", "--wait",
+                                           "--wide"))   # a probe switch of the record's kernels:
     more_odd = "--two" in argv or switched or store                          # the odd shapes of --two and --store
     store = store or switched                   # (2000 x 2600 x 300: 336 tiles of 128 x 128, 3 K-tiles each)
     rows, failed = [], False
