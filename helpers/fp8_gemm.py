@@ -93,9 +93,7 @@ FP8_KERNELS = {k.name: k for k in [
                ctas=128),
      Fp8Kernel("fp8_wgmma_store", "fp8_sm90a.cu", 256, 0, (9, 0),
                "fp8_wgmma with C stored through shared memory and TMA, overlapping the next tile, on 128 CTAs",
-               tstore=True, ctas=128),
-     Fp8Kernel("fp8_promote_2acc_144", "fp8_sm90a.cu", 144, 128, (9, 0),
-               "fp8_promote_2acc_lean with 128 x 144 tiles (cuBLASLt's width at 8192^3), on one CTA per SM", stages=6)]}
+               tstore=True, ctas=128)]}
 # ctas=128 (session 19, results/logs/fp8-ctas-lean-probe-nvidia-h200.json, tools/probes/fp8_stages.py --ctas-lean):
 # both kernels ran about 1% faster on 128 CTAs than on one per SM (132) at 4096^3 and 8192^3, correct bit for bit.
 PROMOTE_NC = (32, 64, 128, 256, 512)
@@ -105,9 +103,10 @@ PROMOTE_NC = (32, 64, 128, 256, 512)
 # fp8_promote_2acc_lean were recorded in session 13, fp8_wgmma_store (issue 26) in session 17
 # (experiments.fp8.speed_store). Two kernels ran slower than the lean kernel and left the course (lesson 7, Appendix
 # H): fp8_promote_2acc_store, the lean kernel with fp8_wgmma_store's epilogue (session 17, code in commit 30b1673),
-# and fp8_promote_2acc_cluster, the lean kernel in 2-CTA clusters sharing B (session 14, code in commit 6596698).
-# fp8_promote_2acc_144 (issue 26, session 27): pending its first run (tools/probes/fp8_stages.py --wide).
-PENDING: set[str] = {"fp8_promote_2acc_144"}
+# and fp8_promote_2acc_cluster, the lean kernel in 2-CTA clusters sharing B (session 14, code in commit 6596698); a
+# third after its first runs: fp8_promote_2acc_144, the lean kernel with 128 x 144 tiles (session 27, code in commit
+# 3a670f9).
+PENDING: set[str] = set()
 
 
 def _real_values(X, what: str) -> np.ndarray:

@@ -112,25 +112,6 @@ __device__ __forceinline__ void wgmma_e4m3(float (&d)[64], u64 desc_a, u64 desc_
         : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56)
         : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
-// D (64 x 144, FP32, 72 registers per thread) = A (64 x 32) * B (32 x 144) + (accumulate ? D : 0): the width of
-// cuBLASLt's default-accumulation tile at 8192^3 (fp8_promote_2acc_144).
-__device__ __forceinline__ void wgmma_e4m3(float (&d)[72], u64 desc_a, u64 desc_b, int accumulate)
-{
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %74, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n144k32.f32.e4m3.e4m3 {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-        "%64, %65, %66, %67, %68, %69, %70, %71"
-        "}, %72, %73, p, 1, 1;\n"
-        "}\n"
-        : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56), D8(64)
-        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
 #undef D8
 
 // The accumulator layout of wgmma m64nN (PTX ISA): warp w of the warpgroup holds rows 16w..16w+15;
@@ -321,17 +302,12 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
 {
     constexpr int B_BYTES = BN * F8_BK, STAGE = F8_A_BYTES + B_BYTES, NREG = BN / 2;
     constexpr int KSTEPS = F8_BK / 32;                         // wgmma k-steps per stage
-    // setmaxnreg: 40 + 2 x 232 registers a thread (of 65536 a CTA); with 128 x 144 tiles the two-sum kernel's sums
-    // take 3 x 72 = 216, so 24 + 2 x 240 (the split of cuBLASLt's kernels)
-    constexpr int PRODUCER_REGS = BN == 144 ? 24 : 40, CONSUMER_REGS = BN == 144 ? 240 : 232;
     constexpr int EVERY = NC / 32;                             // k-steps per promotion (0: never)
     constexpr int PSTAGES = EVERY >= KSTEPS ? EVERY / KSTEPS : 1; // NC >= 128: stages per promotion
     static_assert(NC == 0 || (NC % 32 == 0 && (EVERY <= KSTEPS ? KSTEPS % EVERY == 0 : EVERY % KSTEPS == 0)),
                   "NC: a multiple of 32 that divides, or is divided by, the 128 of a stage");
     static_assert(!OVERLAP || (NC == F8_BK && BN == 128), "the overlapped promotion: every stage, 128 x 128 tiles");
-    static_assert(!TWO || (NC == F8_BK && (BN == 128 || BN == 144) && !OVERLAP && !SCALED),
-                  "two partial sums: NC 128, 128 x 128 or 128 x 144 tiles");
-    static_assert(BN != 144 || TWO, "128 x 144 tiles: the two-sum kernel only (fp8_promote_2acc_144)");
+    static_assert(!TWO || (NC == F8_BK && BN == 128 && !OVERLAP && !SCALED), "two partial sums: NC 128, 128 x 128");
     static_assert(!SCALED || (NC == F8_BK && BN == 128 && !OVERLAP && sizeof...(Scales) == 2),
                   "block scaling: one promotion per K-tile of 128 (one scale block), 128 x 128 tiles, (sa, sb)");
     static_assert(!TSTORE || (NC == 0 && sizeof...(Scales) == 1), "the TMA-store epilogue: no promotion, (tmC)");
@@ -369,7 +345,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
     __syncthreads();
 
     if (wg == 0) {                                             // ---------------- producer
-        regs_dec<PRODUCER_REGS>();
+        regs_dec<40>();
         if (threadIdx.x == 0) {
             int s = 0;
             u32 phase = 0;
@@ -392,7 +368,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
         // warpgroup 1 has issued s (two named barriers, ids 3 and 4, of 256 threads: one side arrives,
         // the other waits). The Tensor Cores then run 0's group, 1's group, 0's next, ...: while one
         // warpgroup adds its partial sum to its total, the other's wgmmas keep the Tensor Cores busy.
-        regs_inc<CONSUMER_REGS>();
+        regs_inc<232>();
         const int cw = wg - 1, lane = threadIdx.x % 32;
         int s = 0;
         u32 phase = 0;
@@ -433,7 +409,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
         // fp8_promote_128's sums in its order (total += K-tile 0's, then 1's, ...), but the add of K-tile kt - 1
         // waits only for that K-tile's group (wgmma_wait<1>): K-tile kt's group, just committed, keeps the Tensor
         // Cores busy meanwhile, into the other set of registers. The stage of kt - 1 is released before its adds.
-        regs_inc<CONSUMER_REGS>();
+        regs_inc<232>();
         const int cw = wg - 1, lane = threadIdx.x % 32;
         int s = 0, prev = -1;
         u32 phase = 0;
@@ -542,7 +518,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
         }
 #endif
     } else {                                                   // ---------------- consumers
-        regs_inc<CONSUMER_REGS>();
+        regs_inc<232>();
         const int cw = wg - 1, lane = threadIdx.x % 32;
         int s = 0;
         u32 phase = 0;
@@ -788,22 +764,6 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc_lea
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     fp8_gemm<128, 128, false, false, true, 1, false, true>(&tmA, &tmB, C, M, N, K);
-#endif
-}
-
-// fp8_promote_2acc_lean with 128 x 144 tiles, on one CTA per SM (issue 26, session 27; pending its first run): the tile
-// width cuBLASLt's default accumulation runs at 8192^3 (nvjet ..._144x128_128x6_..., 6 stages; Nsight Compute,
-// experiments.fp8.cublaslt_kernels), where the lean kernel misses by 4% at the power limit with the same work per cycle
-// as cuBLASLt and a lower clock (lesson 7, "Per joule, measured"). A tile 144 wide asks for 5.6% fewer L2 bytes and
-// 3.7% fewer shared-memory bytes per product, and 3648 tiles fill 132 SMs in 27.6 rounds of 1.125 tile-times each,
-// where the lean kernel's 4096 fill 128 CTAs in 32 (x1.016). Predicted before any GPU ran it (FP8_WIDE_PREDICTED,
-// helpers.experiments.fp8): x1.02 over fp8_promote_2acc_lean at 8192^3; x0.89 at 4096^3 (928 tiles on 132 SMs: 8 rounds of
-// 1.125 against the lean kernel's 8 of 1).
-extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc_144(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    fp8_gemm<144, 128, false, false, true, 1, false, true>(&tmA, &tmB, C, M, N, K);
 #endif
 }
 

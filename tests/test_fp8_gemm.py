@@ -212,7 +212,7 @@ def test_the_descriptor_add_switch_reaches_the_same_descriptors():
     import re
 
     split = {n for n, body in re.findall(r"\.entry (\w+)\((.*?)\n\}\n", ptx[()], re.S) if "mov.b64 {" in body}
-    assert split == {"fp8_promote_2acc_lean", "fp8_promote_2acc_144"}   # as built, only these add (DESC = 1)
+    assert split == {"fp8_promote_2acc_lean"}          # as built, only the lean kernel adds (DESC = 1)
     assert "mov.b64 {" in entry(ptx[("-DF8_DESC_ADD=1",)])
 
 
@@ -527,22 +527,20 @@ def test_the_period_switch_comment_quotes_its_runs():
     assert "holds 36% of the stall samples, where the recorded build's two waits hold 28%" in src
 
 
-def test_the_wide_two_sum_kernel_states_its_arithmetic():
-    """fp8_promote_2acc_144 (pending, issue 26): its comment's numbers recomputed: L2 bytes per product (A and B rows
-    of a 128 x 144 tile against 128 x 128), shared-memory bytes per product (a consumer's wgmma reads 64 rows of A and N
-    of B), the tiles and their rounds on 132 SMs against the lean kernel's on 128 CTAs, and the prediction made of them
-    (FP8_WIDE_PREDICTED); registry: 144 columns, 6 stages (fits in 227 KB), one CTA per SM, pending."""
+def test_the_wide_two_sum_tile_prediction_and_its_leaving():
+    """fp8_promote_2acc_144 (issue 26, session 27; code in commit 3a670f9, out of the course since): the arithmetic of
+    its prediction, as lesson 7 states it, recomputed: L2 bytes per product (A and B rows of a 128 x 144 tile against
+    128 x 128), shared-memory bytes per product (a consumer's wgmma reads 64 rows of A and N of B), the tiles and their
+    rounds on 132 SMs against the lean kernel's on 128 CTAs, and FP8_WIDE_PREDICTED made of them; the kernel, its
+    wgmma width and its registry entry are gone, the registry's comment names the commit."""
     import math
-
-    from helpers.experiments.fp8 import FP8_WIDE_PREDICTED
-
     from pathlib import Path
 
-    src = " ".join((Path(F.__file__).parents[1] / "kernels" / "fp8_sm90a.cu").read_text().replace("\n// ", " ").split())
+    from helpers.experiments.fp8 import FP8_WIDE_PREDICTED, WIDE_TRIED
+
     l2 = (128 + 144) / (128 * 144) / ((128 + 128) / (128 * 128))
     sm = (64 + 144) / (64 * 144) / ((64 + 128) / (64 * 128))
     assert (f"{100 * (1 - l2):.1f}", f"{100 * (1 - sm):.1f}") == ("5.6", "3.7")
-    assert "asks for 5.6% fewer L2 bytes and 3.7% fewer shared-memory bytes per product" in src
 
     def rounds(n, bn, ctas):
         tiles = math.ceil(n / 128) * math.ceil(n / bn)
@@ -553,8 +551,9 @@ def test_the_wide_two_sum_kernel_states_its_arithmetic():
     assert f"{rounds(8192, 128, 128)[2] / w8:.3f}" == "1.016"
     t4, _, w4 = rounds(4096, 144, 132)
     assert t4 == 928 and w4 == 9.0 and rounds(4096, 128, 128)[2] == 8.0 and f"{8 / w4:.2f}" == "0.89"
-    assert "3648 tiles fill 132 SMs in 27.6 rounds of 1.125 tile-times each" in src and "(x1.016)" in src
-    assert FP8_WIDE_PREDICTED == {8192: 1.02, 4096: 0.89} and "x1.02 over fp8_promote_2acc_lean at 8192^3; x0.89 at 4096^3" in src
-    w = F.FP8_KERNELS["fp8_promote_2acc_144"]
-    assert (w.bn, w.nc, w.stages, w.ctas) == (144, 128, 6, 0) and w.smem <= 227 * 1024 < w.smem_for(7)
-    assert "fp8_promote_2acc_144" in F.PENDING
+    assert FP8_WIDE_PREDICTED == {8192: 1.02, 4096: 0.89} and WIDE_TRIED["commit"] == "3a670f9"
+    assert 3 * 144 // 2 <= 240 and 24 * 128 + 2 * 240 * 128 <= 65536       # its registers: 24 + 2 x 240
+    src = (Path(F.__file__).parents[1] / "kernels" / "fp8_sm90a.cu").read_text()
+    assert "fp8_promote_2acc_144" not in F.FP8_KERNELS and "fp8_promote_2acc_144" not in src and "m64n144k32" not in src
+    reg = " ".join(Path(F.__file__).read_text().replace("\n# ", " ").split())
+    assert "fp8_promote_2acc_144" not in F.PENDING and "(session 27, code in commit 3a670f9)" in reg

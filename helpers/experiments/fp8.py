@@ -1284,6 +1284,47 @@ FP8_WIDE_PREDICTED = {8192: 1.02, 4096: 0.89}
 # round-by-round ratio to cuBLASLt's default accumulation (session 26's 0.963 for the lean kernel at 8192^3 times the
 # probe's x1.012; at 4096^3 session 26's 1.009 times x0.911).
 WIDE_GOALS_PREDICTED = {8192: 0.975, 4096: 0.92}
+# Both runs missed: the kernel left the course; its code is in commit `commit`, its runs in results/logs/<log>-<gpu>.json
+# (the probe) and <goals>-<gpu>.json (the nine rounds), its compute-sanitizer runs in sanitize-fp8-wide-*.
+WIDE_TRIED = {"kernel": "fp8_promote_2acc_144", "over": "fp8_promote_2acc_lean", "commit": "3a670f9",
+              "log": "fp8-wide-probe", "goals": "fp8-goals-wide"}
+
+
+def wide_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """fp8_promote_2acc_144's two runs (WIDE_TRIED), per run, size and kernel (the wide one and the lean one): TFLOP/s
+    (median round), the median round-by-round ratio over the lean kernel (`vs_lean`, helpers.timing.round_ratio) and
+    over cuBLASLt's default accumulation (`vs_default`) with the rounds it was faster than that (`won`), the SM clock
+    (median of the rounds' medians; the probe's run keeps one clock per round too), the work per cycle (`per_ghz`,
+    TFLOP/s per GHz of that clock), the prediction over the lean kernel and whether every check passed."""
+    import statistics
+
+    from ..results import load_log
+    from ..timing import round_ratio
+
+    runs = (("5 rounds (fp8_stages.py --wide)", probe_log(WIDE_TRIED["log"], gpu_slug, directory)["stages"]["rows"],
+             "sm_mhz"),
+            ("9 rounds (fp8_pingpong.py)", load_log(WIDE_TRIED["goals"], "tools/probes/fp8_pingpong.py OUT.json "
+                                                    "--speed-only --rounds 9", gpu_slug, directory)["speed"],
+             "round_mhz"))
+    out = []
+    for run, rows, mhz in runs:
+        ok: dict = {}
+        for r in rows:
+            if "check_passed" in r and r["check_passed"] is not None:
+                ok[r["kernel"]] = ok.get(r["kernel"], True) and bool(r["check_passed"])
+        by = {(r["n"], r["kernel"]): r for r in rows if "round_ms" in r}
+        for n in sorted({n for n, _ in by}):
+            lean, lt = by[n, WIDE_TRIED["over"]], by[n, "cublaslt_fp8"]
+            for k in (WIDE_TRIED["over"], WIDE_TRIED["kernel"]):
+                r = by[n, k]
+                clock = statistics.median(r[mhz])
+                vd = round_ratio(r["round_ms"], lt["round_ms"])
+                out.append({"run": run, "n": n, "kernel": k, "tflops": r["tflops"],
+                            "vs_lean": round_ratio(r["round_ms"], lean["round_ms"])["ratio"],
+                            "vs_default": vd["ratio"], "won": f"{vd['won']} of {vd['rounds']}", "mhz": clock,
+                            "per_ghz": r["tflops"] / (clock / 1e3), "passed": ok.get(k, False),
+                            "predicted": FP8_WIDE_PREDICTED[n] if k == WIDE_TRIED["kernel"] else "-"})
+    return out
 
 
 # MBAR_WAIT (kernels/hopper_primitives.cuh) for fp8_promote_2acc_lean (session 27, tools/probes/fp8_stages.py --wait,
