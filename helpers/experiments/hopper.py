@@ -631,6 +631,32 @@ def head_to_head_table(exp: dict):
                                                                         "short": ".3f"})
 
 
+# The targets timed again (session 27): the same experiment run once more on the H200, kept as a log
+# (results/logs/hopper-targets-repeat-<gpu>.json; the record keeps the first run). Predicted before it ran: the same
+# targets met, every median ratio within 0.02 of the first run's.
+REPEAT_LOG = "hopper-targets-repeat"
+REPEAT_PREDICTED_WITHIN = 0.02
+
+
+def repeat_rows(first: dict, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """Experiment `hopper_targets` (`first`, the record's) beside its repeat (REPEAT_LOG): per target its shape, C type
+    and goal, and per run the best rung, its median round-by-round ratio to cuBLAS and whether it met the goal
+    (head_to_head), with `change`: the second ratio less the first."""
+    from ..results import load_log
+
+    second = load_log(REPEAT_LOG, "python -m helpers.record --update-experiments hopper_targets", gpu_slug, directory)
+    b = {(r["shape"], r["C"]): r for r in head_to_head(second)}
+    yes = {True: "yes", False: "no", None: "-"}
+    out = []
+    for r in head_to_head(first):
+        q = b[r["shape"], r["C"]]
+        out.append({"shape": r["shape"], "C": r["C"], "goal": r["goal"], "rung1": r["rung"], "ratio1": r["ratio"],
+                    "met1": yes[r["met"]], "rung2": q["rung"], "ratio2": q["ratio"], "met2": yes[q["met"]],
+                    "change": None if None in (r["ratio"], q["ratio"]) else q["ratio"] - r["ratio"],
+                    "checked": r["checked"] and q["checked"]})
+    return out
+
+
 NCU_TARGETS_MADE_BY = "tools/ncu_counters.py --size N --out OUT --only RUNGS cublas_fp16c cublas_fp32c"
 
 
