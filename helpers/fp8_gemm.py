@@ -101,11 +101,10 @@ PROMOTE_NC = (32, 64, 128, 256, 512)
 # `python -m helpers.record --update-experiments fp8` (or tools/probes/fp8_pingpong.py with
 # helpers.experiments.fp8.store_new_kernels) has measured it on a Hopper GPU. fp8_promote_2acc and
 # fp8_promote_2acc_lean were recorded in session 13, fp8_wgmma_store (issue 26) in session 17
-# (experiments.fp8.speed_store). Two kernels ran slower than the lean kernel and left the course (lesson 7, Appendix
+# (experiments.fp8.speed_store). Three kernels ran slower than the lean kernel and left the course (lesson 7, Appendix
 # H): fp8_promote_2acc_store, the lean kernel with fp8_wgmma_store's epilogue (session 17, code in commit 30b1673),
-# and fp8_promote_2acc_cluster, the lean kernel in 2-CTA clusters sharing B (session 14, code in commit 6596698); a
-# third after its first runs: fp8_promote_2acc_144, the lean kernel with 128 x 144 tiles (session 27, code in commit
-# 3a670f9).
+# fp8_promote_2acc_cluster, the lean kernel in 2-CTA clusters sharing B (session 14, code in commit 6596698), and
+# fp8_promote_2acc_144, the lean kernel with 128 x 144 tiles (session 27, code in commit 3a670f9).
 PENDING: set[str] = set()
 
 

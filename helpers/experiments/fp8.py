@@ -1110,12 +1110,12 @@ def energy_rows(rows: list[dict], base: str) -> list[dict]:
     for r in rows:
         if "round" in r:
             timed.setdefault((r["n"], r["kernel"]), []).append(r)
+    med = statistics.median
     out = []
     for (n, k), rs in timed.items():
         rs = sorted(rs, key=lambda r: r["round"])
         j = [r["joules"] for r in rs]
         rr = round_ratio([x["joules"] for x in sorted(timed[n, base], key=lambda r: r["round"])], j)
-        med = statistics.median
         out.append({"n": n, "kernel": k, "tflops": med(r["tflops"] for r in rs), "joules": med(j), "j_low": min(j),
                     "j_high": max(j), "power_w": med(r["power_w"] for r in rs), "sm_mhz": med(r["sm_mhz"] for r in rs),
                     "per_ghz": med(r["tflops"] / (r["sm_mhz"] / 1e3) for r in rs),
@@ -1275,7 +1275,8 @@ def period_rows(name: str = "fp8-period2-probe", gpu_slug: str = "nvidia-h200", 
     return out
 
 
-# fp8_promote_2acc_144 (session 27, pending): fp8_promote_2acc_lean with 128 x 144 tiles on one CTA per SM. Predicted
+# fp8_promote_2acc_144 (session 27, out of the course since): fp8_promote_2acc_lean with 128 x 144 tiles on one CTA
+# per SM. Predicted
 # before any GPU ran it (its kernel comment gives the arithmetic), over fp8_promote_2acc_lean, median round-by-round:
 FP8_WIDE_PREDICTED = {8192: 1.02, 4096: 0.89}
 # Its first run (tools/probes/fp8_stages.py --wide, 5 rounds, results/logs/fp8-wide-probe-<gpu>.json): x1.012 at 8192^3,

@@ -9,9 +9,9 @@ TFLOP per joule (= TFLOP/s / W), the window's mean power (energy / time) and med
 
 Not cold-L2 timing (the launches follow each other on the same inputs): for energy, not for the speed record.
 
-Predicted before its first run (session 26, `ENERGY_PREDICTED` in helpers.experiments.fp8): at 8192^3 cuBLASLt's default accumulation takes about
-3% less energy per GEMM than fp8_promote_2acc_lean (the goals' nine rounds: the same watts, x0.963 the speed); at
-4096^3 below the cap, within 2% of each other. First run (session 27, results/logs/fp8-energy-nvidia-h200): 0.954 at
+Predicted before its first run (session 26, `ENERGY_PREDICTED`, now in helpers.experiments.fp8): at 8192^3
+cuBLASLt's default accumulation takes about 3% less energy per GEMM than fp8_promote_2acc_lean (the goals' nine
+rounds: the same watts, x0.963 the speed); at 4096^3 below the cap, within 2% of each other. First run (session 27, results/logs/fp8-energy-nvidia-h200): 0.954 at
 8192^3, 1.013 at 4096^3 (medians of the round-by-round ratios); back to back, every kernel drew the cap at both sizes.
 
 `--kernels NAME,...` measures those of the course's FP8 kernels instead of the goal kernels (cuBLASLt's two beside

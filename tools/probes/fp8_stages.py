@@ -53,8 +53,8 @@ With --wait (session 27): fp8_promote_2acc_lean on 128 CTAs built with MBAR_WAIT
 waits with a suspend-time hint), checked at the odd shapes of --two and --store; predicted before its first run
 (WAIT_PREDICTED, 1 over 0): x1.00 at 4096^3, x1.01 at 8192^3 at the power limit. Its run (tree 3abc2bd,
 results/logs/fp8-wait-probe-nvidia-h200.json): x0.989 and x0.963, bit-identical; MBAR_WAIT stays 0.
-With --wide (session 27): fp8_promote_2acc_144 (pending: the lean kernel with 128 x 144 tiles, cuBLASLt's width at
-8192^3, on one CTA per SM) beside fp8_promote_2acc_lean as recorded, checked at the odd shapes of --two and --store;
+With --wide (session 27): fp8_promote_2acc_144 (the lean kernel with 128 x 144 tiles, cuBLASLt's width at 8192^3,
+on one CTA per SM) beside fp8_promote_2acc_lean as recorded, checked at the odd shapes of --two and --store;
 predicted before its first run (FP8_WIDE_PREDICTED): x1.02 at 8192^3, x0.89 at 4096^3 (waves). Its run (tree
 3a670f9, results/logs/fp8-wide-probe-nvidia-h200.json): x1.012 and x0.911, bit-identical; nine rounds beside cuBLASLt
 after it, x0.967 at 8192^3: the kernel left the course, and --wide runs in a checkout of commit 3a670f9.
@@ -73,6 +73,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tools.probes.common import hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
+from helpers.experiments.fp8 import WAIT_PREDICTED  # noqa: E402,F401  (--wait's prediction, read by lesson 7)
 VARIANTS = [("fp8_wgmma", 4, ())] + [(k, s, ()) for k in ("fp8_wgmma_n128", "fp8_promote_128") for s in (4, 5, 6, 7)]
 DESC = [(k, 4, o) for k in ("fp8_promote_128", "fp8_wgmma") for o in ((), ("-DF8_DESC_ADD=1",))]
 # --two: fp8_promote_2acc (two partial sums per warpgroup) beside fp8_promote_128 and the tiles without promotion
@@ -113,7 +114,6 @@ PERIOD = ([("fp8_promote_128", 4, ())] + [(k, 4, (f"-DF8_PERIOD={v}",)) for k in
 # polling might draw less. Predicted before its first run (WAIT_PREDICTED, 1 over 0): x1.00 at 4096^3 (below the
 # power limit in cold-L2 timing), x1.01 at 8192^3 (at the limit).
 WAIT = [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DMBAR_WAIT={h}")) for h in (0, 1)]
-from helpers.experiments.fp8 import WAIT_PREDICTED  # noqa: E402,F401  (written before the run; read by lesson 7)
 # --wide (session 27): fp8_promote_2acc_144 (128 x 144 tiles, one CTA per SM) beside the lean kernel as recorded
 # (128 x 128 on 128 CTAs); predicted before its first run: helpers.experiments.fp8.FP8_WIDE_PREDICTED. The kernel lost
 # and left the course: --wide runs in a checkout of commit 3a670f9.
@@ -151,6 +151,7 @@ def main(argv) -> int:
                         ctas=n[0] if n else sms)
     rounds, sizes = int_option(argv, "--rounds", ROUNDS, one=True), int_option(argv, "--sizes", SIZES)
     from helpers.fp8_gemm import FP8_KERNELS
+
     if "--wide" in argv and "fp8_promote_2acc_144" not in FP8_KERNELS:
         print("--wide: fp8_promote_2acc_144 left the course (session 27); run this probe in a checkout of commit 3a670f9",
               file=sys.stderr)
