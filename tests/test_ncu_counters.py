@@ -27,6 +27,10 @@ def test_targets_are_lesson1_shapes_the_tiled_solution_and_every_rung():
         f"rung{k}_group16": (ALL_RUNGS[k].name, ["-DGROUP_M=16"]) for k in (15, 26)}
     assert {v["lesson"] for v in t.values() if "rung" in v} == {5, 6}      # lesson 5's ladder, then lesson 6's
     assert all(tid.replace("_", "").isalnum() for tid in t)          # file names for the reports
+    # lesson 7's yardsticks (session 27): cuBLASLt's FP8 kernels, default and fast accumulation, and instructions counted
+    assert {tid: v["cublaslt_fast"] for tid, v in t.items() if "cublaslt_fast" in v} == {
+        "cublaslt_fp8_default": False, "cublaslt_fp8_fast": True}
+    assert _tool().METRICS["instructions"] == "smsp__inst_executed.sum"
 
 
 RAW = '''==PROF== Connected to process 4242

@@ -78,6 +78,10 @@ METRICS = {
     "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
     "registers_per_thread": "launch__registers_per_thread",
     "warp_cycles_per_issued_instruction": "smsp__average_warp_latency_per_inst_issued.ratio",
+    # (session 27) warp instructions executed, all units: with the bytes above, what a kernel does per GEMM besides
+    # the Tensor Cores' work (lesson 7: at the power limit the promoting kernel draws more energy per cycle than
+    # cuBLASLt's for the same work per cycle)
+    "instructions": "smsp__inst_executed.sum",
 }
 # warp-stall reasons (Nsight Compute's "Warp State Statistics"); 'gmma' exists on sm_90 only, 'selected' is
 # the cycle a warp issues (not a stall)
@@ -128,6 +132,9 @@ def targets() -> dict[str, dict]:
 
     for k in SCALED_KERNELS.values():             # lesson 7's block-scaled kernel: E4M3 bytes and two scale arrays
         out[k.name] = {"kernel": k.name, "lesson": 7, "what": k.what, "fp8_scaled": True}
+    for fast, tag in ((False, "default"), (True, "fast")):     # lesson 7's yardsticks: cuBLASLt's FP8 nvjet kernels
+        out[f"cublaslt_fp8_{tag}"] = {"kernel": "regex:nvjet", "lesson": 7, "cublaslt_fast": fast,
+                                      "what": f"cuBLASLt FP8 (E4M3 in, FP32 C), {tag} accumulation"}
     for c, tag in (("float16", "fp16c"), ("float32", "fp32c")):  # lesson 6's yardsticks: cuBLAS's nvjet kernel
         out[f"cublas_{tag}"] = {"kernel": "regex:nvjet", "lesson": 6, "cublas": c,
                                 "what": f"cuBLAS, FP16 in, {c[5:]}-bit C (helpers.cublas.same_c)"}
@@ -162,6 +169,13 @@ def launch(target: str, n) -> None:
         A16, B16 = cupy.asarray(A.astype(np.float16)), cupy.asarray(B.astype(np.float16))
         C, cub = cupy.empty((M, N), dtype=t["cublas"]), same_c(t["cublas"])
         run = lambda: cub.run(A16, B16, C)    # noqa: E731
+    elif "cublaslt_fast" in t:
+        from helpers.fp8_gemm import cublaslt_fp8, encode_e4m3
+
+        got = cublaslt_fp8(cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())), t["cublaslt_fast"])
+        if got is None:
+            raise SystemExit("cuBLASLt's FP8 GEMM needs nvmath-python or PyTorch here (helpers.fp8_gemm.cublaslt_fp8)")
+        run = got[0]
     elif t.get("fp8_scaled"):
         from helpers.experiments.fp8 import gpu_block_scaled_inputs
         from helpers.fp8_gemm import block_scaled_launcher
@@ -460,7 +474,7 @@ def run(args, argv) -> int:
 
 def print_summary(rows: list[dict]) -> None:
     print(f"\n{'target':<16} {'ms':>8} {'DRAM rd MB':>10} {'DRAM wr MB':>10} {'L2 sect M':>9} {'smem wf M':>9} "
-          f"{'confl M':>8} {'tensor%':>7} {'occup%':>6}  top stalls")
+          f"{'confl M':>8} {'tensor%':>7} {'occup%':>6} {'inst M':>8}  top stalls")
     for r in rows:
         if "counters" not in r:
             print(f"{r['target']:<16} {r.get('skipped') or 'FAILED: ' + str(r.get('error'))[:100]}")
@@ -473,7 +487,7 @@ def print_summary(rows: list[dict]) -> None:
         print(f"{r['target']:<16} {_fmt(c['duration_ns'], 1e6, 3):>8} {_fmt(c['dram_read_bytes'], 1e6):>10} "
               f"{_fmt(c['dram_write_bytes'], 1e6):>10} {_fmt(l2, 1e6, 1):>9} {_fmt(c['smem_load_wavefronts'], 1e6, 1):>9} "
               f"{_fmt(confl, 1e6, 2):>8} {_fmt(c['tensor_pipe_pct'], 1, 1):>7} {_fmt(c['achieved_occupancy_pct'], 1, 1):>6}"
-              f"  {stalls}")
+              f" {_fmt(c.get('instructions'), 1e6, 1):>8}  {stalls}")
 
 
 if __name__ == "__main__":
