@@ -1537,9 +1537,10 @@ helpers.display.table(split, ["kernel", "tflops", "joules", "predicted", "vs_bas
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(fp8x.wait_rows(), ["n", "build", "tflops", "predicted", "vs_0", "faster", "vs_default", "mhz",
-                                         "passed"],
+                                         "power_w", "passed"],
                       ["n", "build", "TFLOP/s", "predicted", "x MBAR_WAIT=0", "rounds faster", "x cuBLASLt default",
-                       "SM clock, MHz", "correct"], {"tflops": ".0f", "vs_0": ".3f", "vs_default": ".3f"})
+                       "SM clock, MHz", "W", "correct"], {"tflops": ".0f", "vs_0": ".3f", "vs_default": ".3f",
+                                                          "power_w": ".0f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Missed: slower**, x0.989 at $4096^3$ and x0.963 at $8192^3$ (faster in 1 of 5 and 0 of 5 rounds),
@@ -1572,10 +1573,10 @@ ex.check_two_sum_registers(answer, bn=256)
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(fp8x.wide_rows(), ["run", "n", "kernel", "tflops", "predicted", "vs_lean", "vs_default", "won",
-                                         "mhz", "per_ghz", "passed"],
+                                         "mhz", "per_ghz", "power_w", "passed"],
                       ["run", "n", "kernel", "TFLOP/s", "predicted", "x lean", "x cuBLASLt default",
-                       "rounds faster", "SM clock, MHz", "TFLOP/s per GHz", "correct"],
-                      {"tflops": ".0f", "vs_lean": ".3f", "vs_default": ".3f", "per_ghz": ".0f"})
+                       "rounds faster", "SM clock, MHz", "TFLOP/s per GHz", "W", "correct"],
+                      {"tflops": ".0f", "vs_lean": ".3f", "vs_default": ".3f", "per_ghz": ".0f", "power_w": ".0f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Missed.** Bit-identical to the model at every shape and clean under compute-sanitizer, but x1.012

@@ -1202,7 +1202,7 @@ def test_claims_of_waits_that_sleep():
         assert s_ in src, s_
 
 
-def test_claims_of_the_wide_tile_slide():
+def test_claims_of_the_wide_tile_slide(fp8_data):
     """'Tried: cuBLASLt's width, 128 x 144' (results/logs/fp8-wide-probe and fp8-goals-wide, WIDE_TRIED): cuBLASLt's
     default kernel at 8192^3 is 144 wide in the record's table; the prediction as written; both runs checked bit for
     bit; x1.012 / x0.967 over the lean kernel at 8192^3, x0.911 / x0.928 at 4096^3; at 8192^3 8-9% more TFLOP/s per GHz
@@ -1217,9 +1217,9 @@ def test_claims_of_the_wide_tile_slide():
     assert per == [8, 9] and clock == [8, 10]
     assert (f"{rows['9', 4096, lean]['vs_default']:.3f}", f"{rows['9', 8192, lean]['vs_default']:.3f}") == ("1.017", "0.930")
     assert fp8x.WIDE_GOALS_PREDICTED[8192] == 0.975 and f"{rows['9', 8192, w]['vs_default']:.3f}" == "0.905"
-    g = {(r["n"], r["kernel"]): r for r in fp8x.round_goal_rows(_fp8_record()["speed_goals"]["rows"])}
+    g = {(r["n"], r["kernel"]): r for r in fp8x.round_goal_rows(fp8_data["speed_goals"]["rows"])}
     assert f"{g[8192, lean]['ratio']:.3f}" == "0.963"
-    calls = _fp8_record()["cublaslt_kernels"]["calls"]
+    calls = fp8_data["cublaslt_kernels"]["calls"]
     names = [k["name"] for c in calls if c["shape"] == [8192] * 3 and c["c"] == "fp8default" for k in c["kernels"]]
     assert names and all("_144x128_" in k for k in names)
     src = _energy_claims_src()
@@ -1233,5 +1233,11 @@ def test_claims_of_the_wide_tile_slide():
         assert s_ in src, s_
 
 
-def _fp8_record() -> dict:
-    return json.loads((ROOT / "results" / "nvidia-h200.json").read_text())["experiments"]["fp8"]
+def test_passed_by_needs_every_check_of_a_key():
+    """passed_by (stage_rows, wait_rows, wide_rows): a key passes only if every one of its checks did; a yardstick's
+    None is left out; the median power of a run kept per round, or as one reading."""
+    rows = [{"k": "a", "check_passed": True}, {"k": "a", "check_passed": False}, {"k": "b", "check_passed": True},
+            {"k": "c", "check_passed": None}, {"k": "d"}]
+    assert fp8x.passed_by(rows, lambda r: r["k"]) == {"a": False, "b": True}
+    assert (fp8x._median_of([3.0, None, 1.0, 2.0]), fp8x._median_of(5.0), fp8x._median_of([None])) == (2.0, 5.0, None)
+    assert all(r["power_w"] for r in fp8x.wait_rows()) and all(r["power_w"] for r in fp8x.wide_rows())

@@ -879,6 +879,26 @@ def reject_rows(name: str = "reject-wrong-fp8-store", gpu_slug: str = "nvidia-h2
     return rows
 
 
+def _median_of(v):
+    """A reading kept per round (a list) as its median; a single reading as it is; None stays None."""
+    import statistics
+
+    if not isinstance(v, list):
+        return v
+    xs = [x for x in v if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def passed_by(rows: list[dict], key) -> dict:
+    """{key(row): whether every check of that key passed} over a probe's rows that carry a check (`check_passed`;
+    None, a yardstick's, is left out)."""
+    ok: dict = {}
+    for r in rows:
+        if r.get("check_passed") is not None:
+            ok[key(r)] = ok.get(key(r), True) and bool(r["check_passed"])
+    return ok
+
+
 def stage_rows(data: dict, base: str | None = None) -> list[dict]:
     """experiments.fp8.stages (tools/probes/fp8_stages.py): one row per size and kernel build, the median of three
     alternating rounds in TFLOP/s, over cuBLASLt with default and with fast accumulation timed in the same rounds,
@@ -887,10 +907,7 @@ def stage_rows(data: dict, base: str | None = None) -> list[dict]:
     kernel `base`'s as recorded (its registry's stages, no switch) in the same rounds (`vs_base`)."""
     rows = data["stages"]["rows"]
     build = lambda r: (r["kernel"], r["stages"], tuple(r.get("options", ())))   # noqa: E731
-    ok = {}
-    for r in rows:
-        if "check_passed" in r:
-            ok[build(r)] = ok.get(build(r), True) and r["check_passed"]
+    ok = passed_by(rows, build)
     timed = [r for r in rows if "tflops" in r]
     lt = {(r["n"], r["kernel"]): r["tflops"] for r in timed if r["kernel"].startswith("cublaslt")}
     from ..fp8_gemm import FP8_KERNELS
@@ -964,10 +981,7 @@ def ctas_rows(name: str = "fp8-ctas-lean-probe", gpu_slug: str = "nvidia-h200", 
 
     rows = probe_log(name, gpu_slug, directory)["stages"]["rows"]
     build = lambda r: (r["kernel"], tuple(r.get("options", ())))   # noqa: E731
-    ok = {}
-    for r in rows:
-        if "check_passed" in r:
-            ok[build(r)] = ok.get(build(r), True) and r["check_passed"]
+    ok = passed_by(rows, build)
     t = {(r["n"],) + build(r): r for r in rows if "round_ms" in r}
     out = []
     for n in sorted({k[0] for k in t}):
@@ -1296,7 +1310,8 @@ def wide_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     (median round), the median round-by-round ratio over the lean kernel (`vs_lean`, helpers.timing.round_ratio) and
     over cuBLASLt's default accumulation (`vs_default`) with the rounds it was faster than that (`won`), the SM clock
     (median of the rounds' medians; the probe's run keeps one clock per round too), the work per cycle (`per_ghz`,
-    TFLOP/s per GHz of that clock), the prediction over the lean kernel and whether every check passed."""
+    TFLOP/s per GHz of that clock), NVML's power (W; the median round where the run kept one per round), the
+    prediction over the lean kernel and whether every check passed."""
     import statistics
 
     from ..results import load_log
@@ -1309,10 +1324,7 @@ def wide_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
              "round_mhz"))
     out = []
     for run, rows, mhz in runs:
-        ok: dict = {}
-        for r in rows:
-            if "check_passed" in r and r["check_passed"] is not None:
-                ok[r["kernel"]] = ok.get(r["kernel"], True) and bool(r["check_passed"])
+        ok = passed_by(rows, lambda r: r["kernel"])
         by = {(r["n"], r["kernel"]): r for r in rows if "round_ms" in r}
         for n in sorted({n for n, _ in by}):
             lean, lt = by[n, WIDE_TRIED["over"]], by[n, "cublaslt_fp8"]
@@ -1323,7 +1335,8 @@ def wide_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
                 out.append({"run": run, "n": n, "kernel": k, "tflops": r["tflops"],
                             "vs_lean": round_ratio(r["round_ms"], lean["round_ms"])["ratio"],
                             "vs_default": vd["ratio"], "won": f"{vd['won']} of {vd['rounds']}", "mhz": clock,
-                            "per_ghz": r["tflops"] / (clock / 1e3), "passed": ok.get(k, False),
+                            "per_ghz": r["tflops"] / (clock / 1e3), "power_w": _median_of(r.get("power_w")),
+                            "passed": ok.get(k, False),
                             "predicted": FP8_WIDE_PREDICTED[n] if k == WIDE_TRIED["kernel"] else "-"})
     return out
 
@@ -1338,15 +1351,13 @@ def wait_rows(name: str = "fp8-wait-probe", gpu_slug: str = "nvidia-h200", direc
     """fp8_promote_2acc_lean built with MBAR_WAIT 0 and 1 (tools/probes/fp8_stages.py --wait), per size and build:
     TFLOP/s (median round), the median round-by-round ratio over build 0 (`vs_0`, helpers.timing.round_ratio) with the
     rounds it was faster (`faster`), the same over cuBLASLt's default accumulation (`vs_default`), the prediction, the
-    SM clocks (lowest-highest) and whether every check of the build passed (bit for bit against the model)."""
+    SM clocks (lowest-highest), NVML's power (W, median round) and whether every check of the build passed (bit for
+    bit against the model)."""
     from ..timing import round_ratio
 
     log = probe_log(name, gpu_slug, directory)["stages"]["rows"]
     wait = lambda r: int(" ".join(r.get("options", ())).split("MBAR_WAIT=")[1][0])   # noqa: E731
-    ok: dict = {}
-    for r in log:
-        if "check_passed" in r and r["kernel"] == "fp8_promote_2acc_lean":
-            ok[wait(r)] = ok.get(wait(r), True) and r["check_passed"]
+    ok = passed_by([r for r in log if r["kernel"] == "fp8_promote_2acc_lean"], wait)
     timed = {(r["n"], "lt" if r["kernel"] == "cublaslt_fp8" else wait(r)): r for r in log
              if "round_ms" in r and r["kernel"] in ("cublaslt_fp8", "fp8_promote_2acc_lean")}
     out = []
@@ -1358,7 +1369,8 @@ def wait_rows(name: str = "fp8-wait-probe", gpu_slug: str = "nvidia-h200", direc
                         "faster": "-" if b == 0 else f"{v0['won']} of {v0['rounds']}",
                         "predicted": "-" if b == 0 else WAIT_PREDICTED[n],
                         "vs_default": round_ratio(r["round_ms"], timed[n, "lt"]["round_ms"])["ratio"],
-                        "mhz": clock_span(r["sm_mhz"]) or "?", "passed": ok.get(b, False)})
+                        "mhz": clock_span(r["sm_mhz"]) or "?", "power_w": _median_of(r.get("power_w")),
+                        "passed": ok.get(b, False)})
     return out
 
 

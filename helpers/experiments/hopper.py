@@ -640,8 +640,8 @@ REPEAT_PREDICTED_WITHIN = 0.02
 
 def repeat_rows(first: dict, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """Experiment `hopper_targets` (`first`, the record's) beside its repeat (REPEAT_LOG): per target its shape, C type
-    and goal, and per run the best rung, its median round-by-round ratio to cuBLAS and whether it met the goal
-    (head_to_head), with `change`: the second ratio less the first."""
+    and goal, and per run the best rung, its median round-by-round ratio to cuBLAS, whether it met the goal and the SM
+    clocks of the rung's and cuBLAS's rounds (head_to_head), with `change`: the second ratio less the first."""
     from ..results import load_log
 
     second = load_log(REPEAT_LOG, "python -m helpers.record --update-experiments hopper_targets", gpu_slug, directory)
@@ -651,7 +651,8 @@ def repeat_rows(first: dict, gpu_slug: str = "nvidia-h200", directory=None) -> l
     for r in head_to_head(first):
         q = b[r["shape"], r["C"]]
         out.append({"shape": r["shape"], "C": r["C"], "goal": r["goal"], "rung1": r["rung"], "ratio1": r["ratio"],
-                    "met1": yes[r["met"]], "rung2": q["rung"], "ratio2": q["ratio"], "met2": yes[q["met"]],
+                    "met1": yes[r["met"]], "mhz1": r["mhz"], "rung2": q["rung"], "ratio2": q["ratio"],
+                    "met2": yes[q["met"]], "mhz2": q["mhz"],
                     "change": None if None in (r["ratio"], q["ratio"]) else q["ratio"] - r["ratio"],
                     "checked": r["checked"] and q["checked"]})
     return out
