@@ -5,11 +5,13 @@ own headers but not always crt/: we look for a CUDA include directory that has
 them (``find_cuda_include_dirs``) and pass it with -I. Each file is compiled
 once per process and per option set; kernels are gated by compute capability.
 Arch-specific code (sm_90a: wgmma) is compiled for exactly its GPU by ``get_arch_kernel``.
-NVRTC's errors are made readable (``format_compile_log``).
+NVRTC's errors are made readable (``format_compile_log``). Its cubins are also kept on disk between
+processes (``arch_cubin``, ``cubin_cache_dir``).
 """
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -268,31 +270,98 @@ def get_arch_kernel(filename: str, name: str, cc: tuple[int, int], check_empty: 
 _ARCH_CUBINS: dict = {}
 
 
-def arch_cubin(filename: str, arch: str, source: str | None = None, options: tuple[str, ...] = ()) -> str:
-    """The path of kernels/<filename> (or `source`) compiled by NVRTC for the arch-specific target `arch`
-    ('sm_90a') with extra `options`, cached per process. It compiles and loads nothing into the GPU, so a
-    sweep may compile its variants in threads first (helpers.experiments.knobs); get_arch_kernel loads it."""
-    import tempfile
+def cubin_cache_dir() -> Path | None:
+    """The folder where arch_cubin keeps its cubins between processes: $COURSE_CUBIN_CACHE, else
+    $XDG_CACHE_HOME/tensor-core-course/cubins (~/.cache/... without it); None when COURSE_CUBIN_CACHE is
+    off (0, off, no or false): then every process compiles for itself."""
+    v = os.environ.get("COURSE_CUBIN_CACHE", "").strip()
+    if v.lower() in ("0", "off", "no", "false"):
+        return None
+    if v:
+        return Path(v).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tensor-core-course" / "cubins"
 
+
+def cubin_key(filename: str, arch: str, src: str, options: tuple[str, ...], nvrtc_version) -> str:
+    """The cache name of one compilation: a hash of everything its cubin depends on here (the file's name
+    and text, every header in kernels/, the target, the options and the NVRTC version)."""
+    h = hashlib.sha256()
+    for part in (filename, arch, repr(tuple(options)), repr(nvrtc_version), src):
+        h.update(part.encode() + b"\0")
+    for header in sorted(KERNEL_DIR.glob("*.cuh")):
+        h.update(header.name.encode() + b"\0" + header.read_bytes() + b"\0")
+    return f"{filename.split('.')[0]}-{arch}-{h.hexdigest()[:32]}.cubin"
+
+
+def _nvrtc_version():
     from cupy_backends.cuda.libs import nvrtc
 
-    key = (filename, arch, source, tuple(options))
-    if key in _ARCH_CUBINS:
-        return _ARCH_CUBINS[key]
-    src = (KERNEL_DIR / filename).read_text() if source is None else source
+    return nvrtc.getVersion()
+
+
+def _nvrtc_cubin(filename: str, arch: str, src: str, options: tuple[str, ...], learner: bool) -> bytes:
+    """NVRTC's cubin of `src` for `arch` (the readable log for a learner's copy or knobs)."""
+    from cupy_backends.cuda.libs import nvrtc
+
     prog = nvrtc.createProgram(src, filename, [], [])
     try:
         try:
             nvrtc.compileProgram(prog, ["-std=c++17", f"-arch={arch}", f"-I{KERNEL_DIR}", *options])
         except Exception as exc:
-            if source is not None or options:      # a learner's copy or knobs: the readable log
+            if learner:                    # a learner's copy or knobs: the readable log
                 raise compile_error(filename, src, nvrtc.getProgramLog(prog)) from None
             raise KernelCompileError(f"NVRTC could not compile {filename} for {arch}: {exc}\n"
                                      f"{nvrtc.getProgramLog(prog)}",
                                      "read the first error in the log (file:line) and fix the source.") from None
-        cubin = nvrtc.getCUBIN(prog)
+        return nvrtc.getCUBIN(prog)
     finally:
         nvrtc.destroyProgram(prog)
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """`data` into `path` through a temporary file beside it: a process reading `path` meanwhile sees
+    the whole file or none."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def arch_cubin(filename: str, arch: str, source: str | None = None, options: tuple[str, ...] = ()) -> str:
+    """The path of kernels/<filename> (or `source`) compiled by NVRTC for the arch-specific target `arch`
+    ('sm_90a') with extra `options`. It compiles and loads nothing into the GPU, so a sweep may compile
+    its variants in threads first (helpers.experiments.knobs); get_arch_kernel loads it.
+    Kept per process and on disk (cubin_cache_dir, keyed by cubin_key): lesson 6 checks each rung in a
+    child process of its own, and a full compile of kernels/hopper_sm90a.cu takes seconds, so every
+    child after the first loads the cubin instead of compiling the file again. An edit of the file, of a
+    header or of the options makes a new key; a folder that cannot be written only costs the reuse."""
+    import tempfile
+
+    key = (filename, arch, source, tuple(options))
+    if key in _ARCH_CUBINS:
+        return _ARCH_CUBINS[key]
+    src = (KERNEL_DIR / filename).read_text() if source is None else source
+    learner = source is not None or bool(options)
+    folder = cubin_cache_dir()
+    cached = folder / cubin_key(filename, arch, src, tuple(options), _nvrtc_version()) if folder else None
+    if cached is not None and cached.is_file():
+        _ARCH_CUBINS[key] = str(cached)
+        return str(cached)
+    cubin = _nvrtc_cubin(filename, arch, src, tuple(options), learner)
+    if cached is not None:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            _write_new(cached, cubin)
+            _ARCH_CUBINS[key] = str(cached)
+            return str(cached)
+        except OSError:
+            pass                           # a read-only home: this process's own copy below
     fd, path = tempfile.mkstemp(suffix=".cubin", prefix=filename.split(".")[0] + "_")
     with os.fdopen(fd, "wb") as f:
         f.write(cubin)

@@ -193,3 +193,96 @@ def test_architecture_error_for_old_gpu(monkeypatch):
         hc.get_kernel("wmma.cu", "wmma_gemm_naive", (7, 0))
     msg = str(ei.value)
     assert "7.0" in msg and "6.1" in msg and "sm_70" in msg and "Fix:" in msg
+
+
+# --- arch_cubin's cache on disk: one NVRTC compile per build, shared by the child processes -----------------------
+
+
+@pytest.fixture
+def fake_nvrtc(monkeypatch, tmp_path):
+    """arch_cubin with NVRTC replaced by a counter (no CUDA library needed), a kernels/ folder of its own
+    (one .cu, one header) and the cache in tmp_path/cache; returns the list of compiles made."""
+    kdir = tmp_path / "kernels"
+    kdir.mkdir()
+    (kdir / "k.cu").write_text('#include "h.cuh"\nextern "C" __global__ void k() {}\n')
+    (kdir / "h.cuh").write_text("// header v1\n")
+    compiles = []
+
+    def compile_(filename, arch, src, options, learner):
+        compiles.append((filename, arch, src, options))
+        return f"cubin of {filename} {arch} {options} #{len(compiles)}".encode()
+
+    monkeypatch.setattr(hc, "KERNEL_DIR", kdir)
+    monkeypatch.setattr(hc, "_nvrtc_cubin", compile_)
+    monkeypatch.setattr(hc, "_nvrtc_version", lambda: (13, 0))
+    monkeypatch.setattr(hc, "_ARCH_CUBINS", {})
+    monkeypatch.setenv("COURSE_CUBIN_CACHE", str(tmp_path / "cache"))
+    return compiles
+
+
+def new_process():
+    """What a fresh child process has: no cubin of this process yet."""
+    hc._ARCH_CUBINS.clear()
+
+
+def test_a_second_process_loads_the_cubin_instead_of_compiling(fake_nvrtc, tmp_path):
+    first = hc.arch_cubin("k.cu", "sm_90a")
+    new_process()
+    second = hc.arch_cubin("k.cu", "sm_90a")
+    assert len(fake_nvrtc) == 1 and first == second
+    assert Path(second).parent == tmp_path / "cache"
+    assert Path(second).read_bytes() == b"cubin of k.cu sm_90a () #1"
+
+
+def test_every_input_of_a_compile_makes_a_new_cubin(fake_nvrtc, tmp_path, monkeypatch):
+    base = hc.arch_cubin("k.cu", "sm_90a")
+    paths = {base}
+    new_process()
+    paths.add(hc.arch_cubin("k.cu", "sm_90a", options=("-DSTAGES=3",)))          # a knob
+    paths.add(hc.arch_cubin("k.cu", "sm_90a", source="// edited\n"))            # a learner's copy
+    (tmp_path / "kernels" / "k.cu").write_text("// the file edited on disk\n")
+    new_process()
+    paths.add(hc.arch_cubin("k.cu", "sm_90a"))                                   # the file itself
+    (tmp_path / "kernels" / "h.cuh").write_text("// header v2\n")
+    new_process()
+    paths.add(hc.arch_cubin("k.cu", "sm_90a"))                                   # a header it includes
+    monkeypatch.setattr(hc, "_nvrtc_version", lambda: (13, 1))
+    new_process()
+    paths.add(hc.arch_cubin("k.cu", "sm_90a"))                                   # another NVRTC
+    assert len(fake_nvrtc) == 6 and len(paths) == 6
+    assert [c[3] for c in fake_nvrtc[:2]] == [(), ("-DSTAGES=3",)]
+
+
+def test_the_cache_can_be_turned_off(fake_nvrtc, tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_CUBIN_CACHE", "off")
+    assert hc.cubin_cache_dir() is None
+    a = hc.arch_cubin("k.cu", "sm_90a")
+    new_process()
+    b = hc.arch_cubin("k.cu", "sm_90a")
+    assert len(fake_nvrtc) == 2 and a != b and not (tmp_path / "cache").exists()
+
+
+def test_a_folder_that_cannot_be_written_only_costs_the_reuse(fake_nvrtc, tmp_path, monkeypatch):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("COURSE_CUBIN_CACHE", str(blocker / "cache"))
+    path = hc.arch_cubin("k.cu", "sm_90a")
+    assert Path(path).read_bytes() == b"cubin of k.cu sm_90a () #1"
+    assert hc.arch_cubin("k.cu", "sm_90a") == path and len(fake_nvrtc) == 1     # still once per process
+
+
+def test_a_failed_compile_leaves_nothing_to_reuse(fake_nvrtc, tmp_path, monkeypatch):
+    def broken(*args):
+        raise hc.KernelCompileError("k.cu: error: expected ';'", "fix the source")
+
+    monkeypatch.setattr(hc, "_nvrtc_cubin", broken)
+    with pytest.raises(hc.KernelCompileError):
+        hc.arch_cubin("k.cu", "sm_90a", source="int x\n")
+    assert not (tmp_path / "cache").exists()
+    assert hc._ARCH_CUBINS == {}
+
+
+def test_the_default_folder_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("COURSE_CUBIN_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert hc.cubin_cache_dir() == tmp_path / "tensor-core-course" / "cubins"
