@@ -1587,3 +1587,34 @@ helpers.display.table(fp8x.wide_rows(), ["run", "n", "kernel", "tflops", "predic
 # in commit 3a670f9). The nine rounds also judged the goals again: the lean kernel x1.017 of cuBLASLt's
 # default at $4096^3$ and x0.930 at $8192^3$, where the earlier nine rounds gave x0.963.
 
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Counted beside cuBLASLt at $8192^3$
+#
+# What does the promoting kernel do per GEMM that cuBLASLt's default does not? Nsight Compute, one launch
+# of each at $8192^3$ (`tools/ncu_counters.py --size 8192`, clocks left alone): the course's two kernels
+# nearest cuBLASLt, each beside the cuBLASLt kernel it is measured against. Predicted before the run
+# (commit 79269dc, `fp8x.NCU_LT`): the promoting kernel executes more warp instructions and reads more
+# L2 sectors than cuBLASLt's default.
+
+# %% slideshow={"slide_type": "-"}
+lt8 = fp8x.ncu_pair_rows()
+said = {"instructions": "warp instructions", "l2_read_sectors": "L2 read sectors"}
+for kernel, judged in fp8x.ncu_pair_verdicts(lt8).items():
+    print(f"{kernel}, predicted to have more than cuBLASLt's default:", "; ".join(f"{said[k]}: {v}" for k, v in judged.items()))
+helpers.display.table(lt8, ["kernel", "ms", "x_ms", "l2_sectors_m", "x_l2", "inst_m", "x_inst", "tensor_pct", "fma_pct",
+                            "top_stalls"],
+                      ["kernel", "ms", "x its cuBLASLt", "L2 read sectors, M", "x its cuBLASLt", "warp instructions, M",
+                       "x its cuBLASLt", "tensor pipe, %", "FMA pipe, %", "top stalls (cycles per instruction)"],
+                      {"ms": ".3f", "x_ms": ".2f", "l2_sectors_m": ".0f", "x_l2": ".2f", "inst_m": ".0f", "x_inst": ".2f",
+                       "tensor_pct": ".0f", "fma_pct": ".0f"})
+print("cuBLASLt's kernels:", {r["kernel"]: r["runs"] for r in lt8 if r["kernel"].startswith("cublaslt")})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Held, both**: x1.17 the warp instructions and x1.16 the L2 read sectors of cuBLASLt's default, with
+# the tensor pipe busy the same share of active cycles (92% and 91%) and the launch 3% longer.
+# cuBLASLt's default runs tiles of 144 x 128 in clusters of two (`1x2` in its name); ours, 128 x 128
+# tiles alone, asks L2 for more bytes per product. Without promotion, `fp8_wgmma_store` executes fewer
+# instructions than cuBLASLt's fast kernel (x0.87), reads x1.42 its L2 sectors, and took no longer
+# (x0.99). The extra instructions and L2 traffic are where the promoting kernel's extra energy per cycle
+# can go; these counters do not say which of the two costs the clock.

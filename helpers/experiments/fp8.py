@@ -1225,19 +1225,20 @@ def plot_store_chunks():
 
 def ncu_summary(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
     """tools/ncu_counters.py's printed summary kept as results/logs/<name>-<gpu_slug>.log, per target: ms, DRAM MB
-    read and written, L2 sectors (millions), tensor pipe and occupancy (%), and the top stalls as printed."""
+    read and written, L2 sectors (millions), tensor pipe and occupancy (%), warp instructions (millions; logs written
+    since session 28) and the top stalls as printed."""
     from ..results import log_path
 
     lines = log_path(name, "tools/ncu_counters.py", gpu_slug, directory, ".log").read_text().splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith("target "))
     keys = ("ms", "dram_read_mb", "dram_write_mb", "l2_sectors_m", "smem_wavefronts_m", "conflicts_m", "tensor_pct",
-            "occupancy_pct")
+            "occupancy_pct") + (("inst_m",) if " inst M " in lines[head] else ())    # the column since session 28
     out = {}
     for ln in lines[head + 1:]:
         if not ln.strip():
             break
         parts = ln.split()
-        out[parts[0]] = dict(zip(keys, map(float, parts[1:9])), top_stalls=" ".join(parts[9:]))
+        out[parts[0]] = dict(zip(keys, map(float, parts[1:1 + len(keys)])), top_stalls=" ".join(parts[1 + len(keys):]))
     return out
 
 
@@ -1458,3 +1459,52 @@ def pipe_shares(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dic
     metric = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
     log = load_log(name, f"ncu --clock-control none --metrics {metric} (one launch per kernel)", gpu_slug, directory)
     return {k: v[metric] for k, v in log["kernels"].items()}
+
+
+# (session 28, issue 26) Nsight Compute at 8192^3 on the course's two kernels nearest cuBLASLt and the cuBLASLt kernels
+# they are measured against (tools/ncu_counters.py --size 8192 --only ..., one launch each, clocks left alone):
+# results/logs/ncu-fp8-lt-8192-<gpu>.json. Predicted before the run (commit 79269dc): the promoting kernel executes more
+# warp instructions and reads more L2 sectors per GEMM than cuBLASLt's default ("more" = its count over cuBLASLt's > 1).
+NCU_LT = {"log": "ncu-fp8-lt-8192", "commit": "79269dc",
+          "pairs": {"fp8_promote_2acc_lean": "cublaslt_fp8_default", "fp8_wgmma_store": "cublaslt_fp8_fast"},
+          "predicted": {"fp8_promote_2acc_lean": {"instructions": "more", "l2_read_sectors": "more"}}}
+
+
+def ncu_pair_rows(name: str = NCU_LT["log"], pairs: dict | None = None, gpu_slug: str = "nvidia-h200",
+                  directory=None) -> list[dict]:
+    """A tools/ncu_counters.py JSON (results/logs/<name>-<gpu_slug>.json), one row per target in `pairs` order (each
+    course kernel, then the cuBLASLt kernel it is measured against): the kernel that ran (`runs`: Nsight Compute's
+    name for it), ms, L2 read sectors and warp instructions executed (millions), the tensor and FMA pipes' share of
+    active cycles (%), warp cycles per issued instruction, the top three stalls, and for a course kernel its counts over
+    its yardstick's (`x_ms`, `x_l2`, `x_inst`)."""
+    from ..results import load_log
+
+    pairs = NCU_LT["pairs"] if pairs is None else pairs
+    log = load_log(name, "tools/ncu_counters.py --size 8192 --only <targets>", gpu_slug, directory)
+    by = {k["target"]: k for k in log["kernels"]}
+
+    def row(t):
+        c = by[t]["counters"]
+        return {"kernel": t, "runs": by[t].get("profiled_kernel", by[t]["kernel"]), "ms": c["duration_ns"] / 1e6,
+                "l2_sectors_m": c["l2_read_sectors"] / 1e6, "inst_m": c["instructions"] / 1e6,
+                "tensor_pct": c["tensor_pipe_pct"], "fma_pct": c["fma_pipe_pct"],
+                "cpi": c["warp_cycles_per_issued_instruction"],
+                "top_stalls": ", ".join(f"{s} {v:g}" for s, v in by[t]["top_stalls"][:3])}
+
+    out = []
+    for ours, theirs in pairs.items():
+        a, b = row(ours), row(theirs)
+        a.update(x_ms=a["ms"] / b["ms"], x_l2=a["l2_sectors_m"] / b["l2_sectors_m"], x_inst=a["inst_m"] / b["inst_m"],
+                 against=theirs)
+        out += [a, b]
+    return out
+
+
+def ncu_pair_verdicts(rows: list[dict], predicted: dict | None = None) -> dict:
+    """NCU_LT's predictions judged on ncu_pair_rows: {kernel: {count: 'held' or 'missed'}}; 'more' holds when the
+    course kernel's count over its yardstick's is above 1."""
+    predicted = NCU_LT["predicted"] if predicted is None else predicted
+    key = {"instructions": "x_inst", "l2_read_sectors": "x_l2"}
+    by = {r["kernel"]: r for r in rows}
+    return {k: {what: "held" if (by[k][key[what]] > 1) == (way == "more") else "missed" for what, way in p.items()}
+            for k, p in predicted.items()}
