@@ -1616,5 +1616,8 @@ print("cuBLASLt's kernels:", {r["kernel"]: r["runs"] for r in lt8 if r["kernel"]
 # cuBLASLt's default runs tiles of 144 x 128 in clusters of two (`1x2` in its name); ours, 128 x 128
 # tiles alone, asks L2 for more bytes per product. Without promotion, `fp8_wgmma_store` executes fewer
 # instructions than cuBLASLt's fast kernel (x0.87), reads x1.42 its L2 sectors, and took no longer
-# (x0.99). The extra instructions and L2 traffic are where the promoting kernel's extra energy per cycle
-# can go; these counters do not say which of the two costs the clock.
+# (x0.99). Which of the two costs the promoting kernel its clock? The energy probe's run ("Per joule,
+# measured") gives a hint: at $8192^3$ `fp8_wgmma_store` took x1.002 the joules per GEMM of cuBLASLt's
+# fast kernel with x1.42 its L2 sectors, while the promoting kernel took x1.048 those of cuBLASLt's
+# default with x1.16 its L2 sectors and x1.17 its instructions. L2 reads seem to cost little here; the
+# extra instructions are the likelier cost: a suspicion for the next kernel to test, not a measurement.

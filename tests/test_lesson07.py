@@ -1273,6 +1273,16 @@ def test_claims_of_counted_beside_cublaslt():
                "(commit 79269dc, `fp8x.NCU_LT`)"):
         assert s_ in src, s_
     assert "commit 79269dc" in (ROOT / "helpers" / "experiments" / "fp8.py").read_text()
+    energy = fp8x.energy_log("fp8-energy")
+    store_j = next(r for r in fp8x.energy_rows(energy, base="cublaslt_fp8_fast")
+                   if r["n"] == 8192 and r["kernel"] == "fp8_wgmma_store")
+    lean_j = next(r for r in fp8x.energy_rows(energy, base="cublaslt_fp8")
+                  if r["n"] == 8192 and r["kernel"] == "fp8_promote_2acc_lean")
+    assert (f"{store_j['vs_base']:.3f}", f"{lean_j['vs_base']:.3f}") == ("1.002", "1.048")
+    for s_ in ("`fp8_wgmma_store` took x1.002 the joules per GEMM of cuBLASLt's fast kernel with x1.42 its L2 sectors,",
+               "the promoting kernel took x1.048 those of cuBLASLt's default with x1.16 its L2 sectors and x1.17 its "
+               "instructions.", "a suspicion for the next kernel to test, not a measurement."):
+        assert s_ in src, s_
 
 
 def test_ncu_summary_reads_the_instruction_column():
