@@ -378,6 +378,23 @@ def test_rows_of_rungs_29_30_name_the_kernel_the_launcher_built(monkeypatch):
     assert "built" not in H._launch_facts(ALL_RUNGS[25], 5000, 5000, 5000)
 
 
+def test_the_launch_path_of_rungs_29_30_is_the_built_kernels(monkeypatch):
+    """_launch_facts' launch_path is that of the kernel the launcher built: where rung 30 builds rung 26's kernel
+    (4096^3) the path recorded under that kernel's name, where it builds its C^T tile (5000^3) its own. (The H200 found
+    this, session 28: rungs 29-30 at 264 x 512 x 128 reported None, the path looked up under the entry's name.)"""
+    from helpers import launch
+    from helpers.experiments import hopper as H
+    from helpers.kernels import ALL_RUNGS
+
+    monkeypatch.setattr(launch, "resident_blocks", lambda spec, source=None, options=():
+                        (120 if spec.cluster == (4, 1, 1) else 132, "h200"))
+    monkeypatch.setattr(launch, "_CLUSTER_PATH", {"hopper_quad_cluster_f32c": "plain launch",
+                                                  "hopper_ct_tile_f32c": "cuLaunchKernelEx (asked for)"})
+    assert H._launch_facts(ALL_RUNGS[30], 4096, 4096, 4096)["launch_path"] == "plain launch"
+    assert H._launch_facts(ALL_RUNGS[30], 5000, 5000, 5000)["launch_path"] == "cuLaunchKernelEx (asked for)"
+    assert H._launch_facts(ALL_RUNGS[26], 4096, 4096, 4096)["launch_path"] == "plain launch"
+
+
 def test_a_variant_of_rungs_29_30_keeps_its_knobs_in_rung_25s_build(monkeypatch):
     """helpers.launch.orientation_build with a try_kernel variant's options (STAGES=3: -DHSTAGES=3): where rung 25's
     (26's) build is chosen, it is built with the same options and that rung's own entry for them

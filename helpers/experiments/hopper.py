@@ -98,14 +98,14 @@ def _launch_facts(r, M: int, N: int, K: int) -> dict:
     orientation: `built` names the kernel and tile)."""
     from ..launch import build_for, launch_path, resident_blocks
 
-    out = {}
+    out, b = {}, r
     if r.persistent:
         b, opts = build_for(r, M, N, 2 * K, 2 * N)
         out["resident"] = resident_blocks(b, options=opts)[1]
         if r.per_shape == "orientation":        # rungs 29-30: which of two kernels the launcher built here
             out["built"] = f"{b.name}, {b.block_tile[0]} x {b.block_tile[1]} tiles in clusters of {b.cluster[0]}"
     if r.cluster is not None:
-        out["launch_path"] = launch_path(r)
+        out["launch_path"] = launch_path(b)     # the kernel launched: rung 25's where rung 29 builds it
     return out
 
 
