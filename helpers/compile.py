@@ -293,6 +293,26 @@ def cubin_key(filename: str, arch: str, src: str, options: tuple[str, ...], nvrt
     return f"{filename.split('.')[0]}-{arch}-{h.hexdigest()[:32]}.cubin"
 
 
+CUBIN_CACHE_FILES = 200     # the newest kept (a full build of kernels/hopper_sm90a.cu is about 450 KB: 90 MB at most)
+
+
+def _prune(folder: Path, keep: int | None = None) -> None:
+    """Delete all but the `keep` (CUBIN_CACHE_FILES) most recently used cubins in `folder` (a hit touches its file)."""
+    keep = CUBIN_CACHE_FILES if keep is None else keep
+
+    def used(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:                        # pruned meanwhile by another process
+            return 0.0
+
+    for old in sorted(folder.glob("*.cubin"), key=used, reverse=True)[keep:]:
+        try:
+            old.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
 def _nvrtc_version():
     from cupy_backends.cuda.libs import nvrtc
 
@@ -340,7 +360,8 @@ def arch_cubin(filename: str, arch: str, source: str | None = None, options: tup
     Kept per process and on disk (cubin_cache_dir, keyed by cubin_key): lesson 6 checks each rung in a
     child process of its own, and a full compile of kernels/hopper_sm90a.cu takes seconds, so every
     child after the first loads the cubin instead of compiling the file again. An edit of the file, of a
-    header or of the options makes a new key; a folder that cannot be written only costs the reuse."""
+    header or of the options makes a new key; a folder that cannot be written only costs the reuse. The folder
+    keeps the CUBIN_CACHE_FILES most recently used cubins."""
     import tempfile
 
     key = (filename, arch, source, tuple(options))
@@ -351,6 +372,10 @@ def arch_cubin(filename: str, arch: str, source: str | None = None, options: tup
     folder = cubin_cache_dir()
     cached = folder / cubin_key(filename, arch, src, tuple(options), _nvrtc_version()) if folder else None
     if cached is not None and cached.is_file():
+        try:
+            os.utime(cached)                   # recently used: the last to be pruned
+        except OSError:
+            pass
         _ARCH_CUBINS[key] = str(cached)
         return str(cached)
     cubin = _nvrtc_cubin(filename, arch, src, tuple(options), learner)
@@ -358,6 +383,7 @@ def arch_cubin(filename: str, arch: str, source: str | None = None, options: tup
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
             _write_new(cached, cubin)
+            _prune(cached.parent)
             _ARCH_CUBINS[key] = str(cached)
             return str(cached)
         except OSError:

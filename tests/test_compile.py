@@ -286,3 +286,19 @@ def test_the_default_folder_follows_xdg(monkeypatch, tmp_path):
     monkeypatch.delenv("COURSE_CUBIN_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert hc.cubin_cache_dir() == tmp_path / "tensor-core-course" / "cubins"
+
+
+def test_the_folder_keeps_only_the_most_recently_used(fake_nvrtc, tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.setattr(hc, "CUBIN_CACHE_FILES", 3)
+    paths = []
+    for i in range(3):
+        paths.append(Path(hc.arch_cubin("k.cu", "sm_90a", options=(f"-DSTAGES={i}",))))
+        os.utime(paths[-1], (1000 + i, 1000 + i))            # made in this order, a second apart
+    new_process()
+    assert hc.arch_cubin("k.cu", "sm_90a", options=("-DSTAGES=0",)) == str(paths[0])   # a hit: now the newest
+    hc.arch_cubin("k.cu", "sm_90a", options=("-DSTAGES=3",))                         # a fourth: one must go
+    kept = set((tmp_path / "cache").glob("*.cubin"))
+    assert len(kept) == 3 and paths[1] not in kept and {paths[0], paths[2]} <= kept
+    assert len(fake_nvrtc) == 4
