@@ -931,6 +931,27 @@ helpers.display.table(rw, list(rw[0]))
 # every one at every size: at large K the FP8 check rests on it.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### The race with cuBLASLt, in one list
+#
+# The slides from here on chase the goals of issue 26: `fp8_wgmma` as fast as cuBLASLt's fast
+# accumulation, the promoting kernel as fast as its default. Each idea was predicted, then measured;
+# the slide named in quotes has its numbers.
+#
+# - **Kept in the record's kernels**: two partial sums in one warpgroup, with descriptors advanced by
+#   adds and a ring of 6 stages: `fp8_promote_2acc_lean` ("Two partial sums in one warpgroup"); C
+#   through shared memory and TMA: `fp8_wgmma_store` ("C through shared memory: the store off the Tensor
+#   Cores' path"); 128 CTAs instead of 132 ("128 CTAs: both kernels, both sizes"); descriptors in uniform
+#   registers ("Kept: descriptors in uniform registers").
+# - **Tried and left**: more stages for the 4-stage kernels ("A deeper ring?") and 5 or 7 for the lean
+#   one ("The promoting kernel's ring on 128 CTAs"); two CTAs sharing B ("Two CTAs sharing B? Tried, no
+#   faster"); C through shared memory for the promoting kernel; the store's bank conflicts spread ("Bank
+#   conflicts in the store"); the next tile's first K-tile during the store ("Tried: the next tile's first
+#   K-tile during the store", "Tried again: only the next tile's first K-tile"); waits that sleep
+#   ("Tried: waits that sleep"); cuBLASLt's width ("Tried: cuBLASLt's width, 128 x 144").
+# - **Measured to explain**: what cuBLASLt runs, the goals judged four times, the energy per GEMM, and
+#   the counters beside cuBLASLt ("Counted beside cuBLASLt at $8192^3$").
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What cuBLASLt runs for FP8
 #
 # Nsight Compute names the kernel behind each cuBLASLt FP8 call (`tools/probes/cublas_kernels.py --fp8`),

@@ -1291,3 +1291,31 @@ def test_ncu_summary_reads_the_instruction_column():
     assert nc["fp8_promote_2acc_lean"]["inst_m"] == 268.2
     assert nc["fp8_promote_2acc_lean"]["top_stalls"].startswith("wait 0.93")
     assert "inst_m" not in fp8x.ncu_summary("ncu-fp8-cluster")["fp8_promote_2acc_lean"]
+
+
+def test_the_race_in_one_list_names_real_slides_and_true_states():
+    """'The race with cuBLASLt, in one list': every slide it quotes is a heading of the lesson; what it calls kept is in
+    the record's kernels (the registry, the 128-CTA grid, UNIFORM and DESC in the lean kernel's call, its 6 stages);
+    what it calls left is gone from the registry or a switch whose default is off."""
+    text = (ROOT / "notebooks" / "07_fp8.py").read_text()
+    start = text.index("# ### The race with cuBLASLt, in one list")
+    block = " ".join(text[start:text.index("# %%", start)].replace("\n# ", " ").split())
+    headings = {ln[len("# ### "):].strip() for ln in text.splitlines() if ln.startswith("# ### ")}
+    quoted = re.findall(r'"([^"]+)"', block)
+    assert len(quoted) == 13
+    for q in quoted:
+        assert q in headings, q
+    from helpers import fp8_gemm
+
+    reg = fp8_gemm.FP8_KERNELS
+    assert {"fp8_promote_2acc_lean", "fp8_wgmma_store", "fp8_promote_2acc"} <= set(reg)
+    assert not set(reg) & {"fp8_promote_2acc_cluster", "fp8_promote_2acc_store", "fp8_promote_2acc_144"}
+    assert (reg["fp8_promote_2acc_lean"].stages, reg["fp8_promote_2acc_lean"].ctas, reg["fp8_wgmma_store"].ctas) == \
+        (6, 128, 128)
+    kernels = (ROOT / "kernels" / "fp8_sm90a.cu").read_text()
+    primitives = (ROOT / "kernels" / "hopper_primitives.cuh").read_text()
+    for switch in ("F8_STORE_SPREAD", "F8_FLOW"):
+        assert re.search(rf"#ifndef {switch}\s*\n#define {switch} 0\b", kernels), switch
+    assert re.search(r"#ifndef MBAR_WAIT\s*\n#define MBAR_WAIT 0\b", primitives)
+    assert "fp8_gemm<128, 128, false, false, true, 1, false, true>" in kernels     # TWO, DESC = 1, UNIFORM = true
+    assert "fp8_gemm<256, 0, false, false, false, F8_DESC_ADD, true, true>" in kernels   # the store kernel: UNIFORM
