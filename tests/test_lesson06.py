@@ -1533,3 +1533,24 @@ def test_claims_of_the_targets_timed_again():
                "Three targets missed both times: $4096^3$ with FP32 C and $8192^3$ with FP16 C by 0.2-2.4%, within that "
                "spread, and $5000^3$ with FP32 C by more (x0.935, x0.939)."):
         assert s_ in src, s_
+
+
+def test_the_appendix_in_one_list_names_real_slides_and_true_states():
+    """Appendix D's 'This appendix in one list': every slide it quotes is a heading of the lesson; the rungs it calls
+    kept are in the ladder, the tried ones (27-28, 31) are not; the knob it keeps exists and the switches it calls left
+    keep their defaults or are gone from the kernel file."""
+    text = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    start = text.index("# ### This appendix in one list")
+    block = " ".join(text[start:text.index("# %%", start)].replace("\n# ", " ").split())
+    headings = {ln[len("# ### "):].strip() for ln in text.splitlines() if ln.startswith("# ### ")}
+    quoted = re.findall(r'"([^"]+)"', block)
+    assert len(quoted) == 10
+    for q in quoted:
+        assert q in headings, q
+    from helpers.kernels import ALL_RUNGS, CT_M
+    from helpers.tryout import KNOBS
+
+    assert set(range(17, 27)) | {29, 30} <= set(ALL_RUNGS) and not {27, 28, 31} & set(ALL_RUNGS)
+    assert "TILE_N" in KNOBS[25] and "TILE_N" in KNOBS[26] and CT_M == 160
+    kernel = (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
+    assert "L2_PREFETCH" not in kernel and re.search(r"#ifndef GROUP_M\s*\n#define GROUP_M 8\b", kernel)
