@@ -140,3 +140,16 @@ def course_wheel(tmp_path_factory):
     assert p.returncode == 0, p.stderr[-2000:]
     (whl,) = out.glob("*.whl")
     return whl
+
+
+def quoted_slides(lesson: str, heading: str) -> tuple[list[str], set[str]]:
+    """The slide titles quoted ("...") on the slide `heading` of notebooks/<lesson>.py (one of its '### ' headings), and
+    every '### ' heading of that lesson: for a list of slides, that each one it names exists."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "notebooks" / f"{lesson}.py").read_text()
+    start = text.index(f"# ### {heading}")
+    block = " ".join(text[start:text.index("# %%", start)].replace("\n# ", " ").split())
+    headings = {ln[len("# ### "):].strip() for ln in text.splitlines() if ln.startswith("# ### ")}
+    return re.findall(r'"([^"]+)"', block), headings

@@ -1539,11 +1539,9 @@ def test_the_appendix_in_one_list_names_real_slides_and_true_states():
     """Appendix D's 'This appendix in one list': every slide it quotes is a heading of the lesson; the rungs it calls
     kept are in the ladder, the tried ones (27-28, 31) are not; the knob it keeps exists and the switches it calls left
     keep their defaults or are gone from the kernel file."""
-    text = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
-    start = text.index("# ### This appendix in one list")
-    block = " ".join(text[start:text.index("# %%", start)].replace("\n# ", " ").split())
-    headings = {ln[len("# ### "):].strip() for ln in text.splitlines() if ln.startswith("# ### ")}
-    quoted = re.findall(r'"([^"]+)"', block)
+    from conftest import quoted_slides
+
+    quoted, headings = quoted_slides("06_hopper_full_speed", "This appendix in one list")
     assert len(quoted) == 10
     for q in quoted:
         assert q in headings, q

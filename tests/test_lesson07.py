@@ -1297,11 +1297,9 @@ def test_the_race_in_one_list_names_real_slides_and_true_states():
     """'The race with cuBLASLt, in one list': every slide it quotes is a heading of the lesson; what it calls kept is in
     the record's kernels (the registry, the 128-CTA grid, UNIFORM and DESC in the lean kernel's call, its 6 stages);
     what it calls left is gone from the registry or a switch whose default is off."""
-    text = (ROOT / "notebooks" / "07_fp8.py").read_text()
-    start = text.index("# ### The race with cuBLASLt, in one list")
-    block = " ".join(text[start:text.index("# %%", start)].replace("\n# ", " ").split())
-    headings = {ln[len("# ### "):].strip() for ln in text.splitlines() if ln.startswith("# ### ")}
-    quoted = re.findall(r'"([^"]+)"', block)
+    from conftest import quoted_slides
+
+    quoted, headings = quoted_slides("07_fp8", "The race with cuBLASLt, in one list")
     assert len(quoted) == 13
     for q in quoted:
         assert q in headings, q
