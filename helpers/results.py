@@ -217,6 +217,20 @@ def load_log(name: str, made_by: str, gpu_slug: str = "nvidia-h200", directory=N
 NOT_RECORDS = ("ncu-*.json",)
 
 
+def nbval_seconds(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> float:
+    """How long pytest's nbval took in results/logs/<name>-<gpu_slug>.log (a run that passed: its summary line, e.g.
+    '165 passed in 448.51s'): what Restart & Run All of that lesson costs on that GPU, compiles and live timings
+    included."""
+    import re
+
+    text = log_path(name, "pytest --nbval notebooks/<lesson>.ipynb on that GPU", gpu_slug, directory, ".log").read_text()
+    m = re.search(r"^(\d+) passed in ([0-9.]+)s", text, re.M)
+    if m is None or re.search(r"^\d+ failed", text, re.M):
+        raise ResultsError(f"{name}-{gpu_slug}.log holds no passing nbval run.",
+                           "point at a log of an nbval run that passed (results/logs/nbval-*).")
+    return float(m[2])
+
+
 def list_records(directory=None) -> list[Path]:
     """The measurement records in `directory` (default: the results folder, helpers.paths.results_dir(),
     read now) as <gpu>.json, not the other JSON files kept there."""
