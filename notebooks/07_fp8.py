@@ -1622,7 +1622,7 @@ helpers.display.table(fp8x.wide_rows(), ["run", "n", "kernel", "tflops", "predic
 lt8 = fp8x.ncu_pair_rows()
 said = {"instructions": "warp instructions", "l2_read_sectors": "L2 read sectors"}
 for kernel, judged in fp8x.ncu_pair_verdicts(lt8).items():
-    print(f"{kernel}, predicted to have more than cuBLASLt's default:", "; ".join(f"{said[k]}: {v}" for k, v in judged.items()))
+    print(f"{kernel}, predicted more than cuBLASLt's default:", "; ".join(f"{said[k]}: {v}" for k, v in judged.items()))
 helpers.display.table(lt8, ["kernel", "ms", "x_ms", "l2_sectors_m", "x_l2", "inst_m", "x_inst", "tensor_pct", "fma_pct",
                             "top_stalls"],
                       ["kernel", "ms", "x its cuBLASLt", "L2 read sectors, M", "x its cuBLASLt", "warp instructions, M",
@@ -1637,7 +1637,10 @@ print("cuBLASLt's kernels:", {r["kernel"]: r["runs"] for r in lt8 if r["kernel"]
 # cuBLASLt's default runs tiles of 144 x 128 in clusters of two (`1x2` in its name); ours, 128 x 128
 # tiles alone, asks L2 for more bytes per product. Without promotion, `fp8_wgmma_store` executes fewer
 # instructions than cuBLASLt's fast kernel (x0.87), reads x1.42 its L2 sectors, and took no longer
-# (x0.99). Which of the two costs the promoting kernel its clock? The energy probe's run ("Per joule,
+# (x0.99).
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Which of the two costs the promoting kernel its clock? The energy probe's run ("Per joule,
 # measured") gives a hint: at $8192^3$ `fp8_wgmma_store` took x1.002 the joules per GEMM of cuBLASLt's
 # fast kernel with x1.42 its L2 sectors, while the promoting kernel took x1.048 those of cuBLASLt's
 # default with x1.16 its L2 sectors and x1.17 its instructions. L2 reads seem to cost little here; the
