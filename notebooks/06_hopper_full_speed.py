@@ -984,13 +984,13 @@ helpers.display.table(ck, cols, heads, {"ring_kb": ".0f", "smem_kb": ".0f", "wav
 #   wait hint (21-22, "Rungs 21-22: a measured knob becomes a rung"); descriptors built once (23-24);
 #   clusters of 4 where the rows ask for them (25-26); cuBLAS's orientation, chosen per problem (29-30,
 #   "Rungs 29-30: the orientation chosen per problem").
-# - **Kept as a knob, not as the default**: a tile width per shape, `TILE_N` of rungs 25-26 ("Tried: a
-#   tile width per shape").
-# - **Tried and left**: other ring depths and a drained ring ("Tried, and no faster"); an L2 prefetch and
-#   other tile orders ("Three changes aimed at the loads", and in Appendix G "Tried: a squarer tile
-#   order (`GROUP_M=16`)"); a 256-row tile ("Tried: a 256-row tile"); cuBLAS's
-#   pairs along N ("Tried: cuBLAS's pairs along N (rung 31)"); the orientation alone ("Tried: the
-#   orientation alone (`CT_M=128`)"); 128 CTAs ("Tried: 128 CTAs instead of 132").
+# - **Tried, and not in the rungs as built** (`TILE_N`, `CT_M` and `GROUP_M` stay knobs to try with
+#   `helpers.try_kernel`): other ring depths and a drained ring ("Tried, and no faster"); an L2 prefetch
+#   and other tile orders ("Three changes aimed at the loads", and in Appendix G "Tried: a squarer tile
+#   order (`GROUP_M=16`)"); a tile width per shape ("Tried: a tile width per shape"); a 256-row tile
+#   ("Tried: a 256-row tile"); cuBLAS's pairs along N ("Tried: cuBLAS's pairs along N (rung 31)"); the
+#   orientation alone ("Tried: the orientation alone (`CT_M=128`)"); 128 CTAs ("Tried: 128 CTAs instead
+#   of 132").
 # - **Measured to explain**: what cuBLAS runs and does faster at 128 rows, the Tensor Cores alone, the
 #   pipeline cut in two, the row stride and its counters, what is left at $5000^3$, and the missed goals
 #   under Nsight Compute (Appendix G).

@@ -1537,8 +1537,8 @@ def test_claims_of_the_targets_timed_again():
 
 def test_the_appendix_in_one_list_names_real_slides_and_true_states():
     """Appendix D's 'This appendix in one list': every slide it quotes is a heading of the lesson; the rungs it calls
-    kept are in the ladder, the tried ones (27-28, 31) are not; the knob it keeps exists and the switches it calls left
-    keep their defaults or are gone from the kernel file."""
+    kept are in the ladder, the tried ones (27-28, 31) are not; the knobs it names exist, and what it tried is not the
+    default (CT_M 160, GROUP_M 8) or is gone from the kernel file (L2_PREFETCH)."""
     from conftest import quoted_slides
 
     quoted, headings = quoted_slides("06_hopper_full_speed", "This appendix in one list")
@@ -1549,6 +1549,7 @@ def test_the_appendix_in_one_list_names_real_slides_and_true_states():
     from helpers.tryout import KNOBS
 
     assert set(range(17, 27)) | {29, 30} <= set(ALL_RUNGS) and not {27, 28, 31} & set(ALL_RUNGS)
-    assert "TILE_N" in KNOBS[25] and "TILE_N" in KNOBS[26] and CT_M == 160
+    assert "TILE_N" in KNOBS[25] and "TILE_N" in KNOBS[26] and "CT_M" in KNOBS[29] and "GROUP_M" in KNOBS[14]
+    assert CT_M == 160 and KNOBS[29]["CT_M"].default == 160
     kernel = (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
     assert "L2_PREFETCH" not in kernel and re.search(r"#ifndef GROUP_M\s*\n#define GROUP_M 8\b", kernel)
