@@ -1633,7 +1633,8 @@ print("cuBLASLt's kernels:", {r["kernel"]: r["runs"] for r in lt8 if r["kernel"]
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Held, both**: x1.17 the warp instructions and x1.16 the L2 read sectors of cuBLASLt's default, with
-# the tensor pipe busy the same share of active cycles (92% and 91%) and the launch 3% longer.
+# the tensor pipe busy the same share of active cycles (92% and 91%) and the launch 3% longer (one
+# launch each under the profiler, no clock read: the timings beside their clocks are the goals slides').
 # cuBLASLt's default runs tiles of 144 x 128 in clusters of two (`1x2` in its name); ours, 128 x 128
 # tiles alone, asks L2 for more bytes per product. Without promotion, `fp8_wgmma_store` executes fewer
 # instructions than cuBLASLt's fast kernel (x0.87), reads x1.42 its L2 sectors, and took no longer

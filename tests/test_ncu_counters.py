@@ -31,6 +31,7 @@ def test_targets_are_lesson1_shapes_the_tiled_solution_and_every_rung():
     assert {tid: v["cublaslt_fast"] for tid, v in t.items() if "cublaslt_fast" in v} == {
         "cublaslt_fp8_default": False, "cublaslt_fp8_fast": True}
     assert _tool().METRICS["instructions"] == "smsp__inst_executed.sum"
+    assert _tool().METRICS["sm_clock_hz"] == "sm__cycles_elapsed.avg.per_second"
 
 
 RAW = '''==PROF== Connected to process 4242

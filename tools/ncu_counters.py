@@ -82,6 +82,8 @@ METRICS = {
     # the Tensor Cores' work (lesson 7: at the power limit the promoting kernel draws more energy per cycle than
     # cuBLASLt's for the same work per cycle)
     "instructions": "smsp__inst_executed.sum",
+    # (session 28) the SM clock over the launch, so that a duration here sits beside the clock it ran at
+    "sm_clock_hz": "sm__cycles_elapsed.avg.per_second",
 }
 # warp-stall reasons (Nsight Compute's "Warp State Statistics"); 'gmma' exists on sm_90 only, 'selected' is
 # the cycle a warp issues (not a stall)

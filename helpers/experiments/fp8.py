@@ -1119,7 +1119,7 @@ def energy_rows(rows: list[dict], base: str) -> list[dict]:
 
     from ..timing import round_ratio
 
-    checks = {(r["n"], r["kernel"]): r["check_passed"] for r in rows if "check_passed" in r}
+    checks = passed_by(rows, lambda r: (r["n"], r["kernel"]))
     timed: dict = {}
     for r in rows:
         if "round" in r:
@@ -1475,8 +1475,8 @@ def ncu_pair_rows(name: str = NCU_LT["log"], pairs: dict | None = None, gpu_slug
     """A tools/ncu_counters.py JSON (results/logs/<name>-<gpu_slug>.json), one row per target in `pairs` order (each
     course kernel, then the cuBLASLt kernel it is measured against): the kernel that ran (`runs`: Nsight Compute's
     name for it), ms, L2 read sectors and warp instructions executed (millions), the tensor and FMA pipes' share of
-    active cycles (%), warp cycles per issued instruction, the top three stalls, and for a course kernel its counts over
-    its yardstick's (`x_ms`, `x_l2`, `x_inst`)."""
+    active cycles (%), the top three stalls, and for a course kernel its counts over its yardstick's (`x_ms`, `x_l2`,
+    `x_inst`). `ms` is one launch under the profiler; this log read no clock beside it."""
     from ..results import load_log
 
     pairs = NCU_LT["pairs"] if pairs is None else pairs
@@ -1488,7 +1488,6 @@ def ncu_pair_rows(name: str = NCU_LT["log"], pairs: dict | None = None, gpu_slug
         return {"kernel": t, "runs": by[t].get("profiled_kernel", by[t]["kernel"]), "ms": c["duration_ns"] / 1e6,
                 "l2_sectors_m": c["l2_read_sectors"] / 1e6, "inst_m": c["instructions"] / 1e6,
                 "tensor_pct": c["tensor_pipe_pct"], "fma_pct": c["fma_pipe_pct"],
-                "cpi": c["warp_cycles_per_issued_instruction"],
                 "top_stalls": ", ".join(f"{s} {v:g}" for s, v in by[t]["top_stalls"][:3])}
 
     out = []
