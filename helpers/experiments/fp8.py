@@ -1348,6 +1348,18 @@ def wide_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
 WAIT_PREDICTED = {4096: 1.00, 8192: 1.01}
 
 
+# F8_PAIR (kernels/fp8_sm90a.cu) for fp8_promote_2acc_lean (session 29, tools/probes/fp8_stages.py --pair,
+# results/logs/fp8-pair-probe-<gpu>.json): 0 as recorded (a stage per K-tile), 1 two K-tiles per stage, so that a
+# consumer waits, releases and steps the ring once per pair. Counted offline before any GPU ran it (nvcc 13 -arch=sm_90a
+# -DF8_STAGES=6, cuobjdump -sass, the consumer's steady loop of two K-tiles without the mbarrier wait's retry path): 221
+# instructions a warp with 0, of them 128 FADDs; 204 with 1 (17 fewer, 8.5 a K-tile). Nsight Compute counted 268 M warp
+# instructions at 8192^3 for the recorded build (results/logs/ncu-fp8-lt-8192); 8 consumer warps x 262144 CTA K-tiles
+# x 8.5 = 17.8 M fewer makes 250 M. Predicted before its first run: the instructions (Nsight Compute, 8192^3) and the
+# speed, 1 over 0 (median round-by-round ratio): the energy run's hint (lesson 7, "Counted beside cuBLASLt") puts about
+# 0.2% of energy on each 1% of instructions, and at the power limit speed follows energy.
+PAIR_PREDICTED = {"instructions_8192": 0.935, 4096: 1.00, 8192: 1.01}
+
+
 def wait_rows(name: str = "fp8-wait-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """fp8_promote_2acc_lean built with MBAR_WAIT 0 and 1 (tools/probes/fp8_stages.py --wait), per size and build:
     TFLOP/s (median round), the median round-by-round ratio over build 0 (`vs_0`, helpers.timing.round_ratio) with the

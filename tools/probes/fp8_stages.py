@@ -59,13 +59,18 @@ predicted before its first run (FP8_WIDE_PREDICTED): x1.02 at 8192^3, x0.89 at 4
 3a670f9, results/logs/fp8-wide-probe-nvidia-h200.json): x1.012 and x0.911, bit-identical; nine rounds beside cuBLASLt
 after it, x0.967 at 8192^3: the kernel left the course, and --wide runs in a checkout of commit 3a670f9.
 At 4096^3 its 512 tiles take 4 rounds of tiles either way (132 CTAs: 116 of them do 4, 16 do 3).
+With --pair (session 29): fp8_promote_2acc_lean on 128 CTAs built with F8_PAIR 0 (as recorded) and 1 (two K-tiles per
+shared-memory stage: one mbarrier wait, release and ring step per pair), checked at the odd shapes of --two and --store
+(and PERIOD_ODD's 7 K-tiles: the last stage holds one); predicted before its first run (PAIR_PREDICTED): x1.00 at
+4096^3, x1.01 at 8192^3, and x0.935 the warp instructions at 8192^3 (tools/ncu_counters.py target
+fp8_promote_2acc_lean_pair).
 
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
 --store --sizes 4096 --rounds 9, to tell fp8_wgmma_store from cuBLASLt's fast accumulation at 4096^3, where three rounds
 had them within 1%).
 
     python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread | --ctas | --ctas-lean | --lean-stages | --flow | --flow2 |
-    --uniform | --period | --wait | --wide] [--sizes A,B] [--rounds N]"""
+    --uniform | --period | --wait | --wide | --pair] [--sizes A,B] [--rounds N]"""
 import json
 import sys
 from pathlib import Path
@@ -118,6 +123,10 @@ WAIT = [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DMBAR_WAIT={h}")) for h in 
 # (128 x 128 on 128 CTAs); predicted before its first run: helpers.experiments.fp8.FP8_WIDE_PREDICTED. The kernel lost
 # and left the course: --wide runs in a checkout of commit 3a670f9.
 WIDE = [("fp8_promote_2acc_lean", 6, ("ctas=128",)), ("fp8_promote_2acc_144", 6, ())]
+# --pair (session 29): fp8_promote_2acc_lean on 128 CTAs (6 K-tiles of ring, as recorded) with F8_PAIR 0 (a stage
+# per K-tile, as recorded) and 1 (two K-tiles per stage); predicted before its first run:
+# helpers.experiments.fp8.PAIR_PREDICTED
+PAIR = [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DF8_PAIR={p}")) for p in (0, 1)]
 PERIOD_ODD = ((264, 136, 840),)    # 7 K-tiles: periods of 2 and 4 stages end in a shorter one
 STORE_ODD = ((2000, 2600, 300),)   # more tiles than SMs (176 of 128 x 256), the last column of tiles 40 wide: a CTA's
                                    # second tile reuses its C buffers, and boxes right of C are not stored
@@ -159,16 +168,17 @@ def main(argv) -> int:
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
                 else LEAN_STAGES if "--lean-stages" in argv else UNIFORM if "--uniform" in argv
                 else FLOW2 if "--flow2" in argv else FLOW if "--flow" in argv else PERIOD if "--period" in argv
-                else WAIT if "--wait" in argv else WIDE if "--wide" in argv
+                else WAIT if "--wait" in argv else WIDE if "--wide" in argv else PAIR if "--pair" in argv
                 else CTAS_LEAN if "--ctas-lean" in argv else CTAS if "--ctas" in argv
                 else STORE if store else VARIANTS)
     switched = any(f in argv for f in ("--flow", "--flow2", "--uniform", "--period", "--wait",
-                                           "--wide"))   # a probe switch of the record's kernels:
+                                           "--wide", "--pair"))   # a probe switch of the record's kernels:
     more_odd = "--two" in argv or switched or store                          # the odd shapes of --two and --store
     store = store or switched                   # (2000 x 2600 x 300: 336 tiles of 128 x 128, 3 K-tiles each)
     rows, failed = [], False
     shapes = (ODD,) + (TWO_ODD if more_odd else ()) + (STORE_ODD if store else ())
-    for odd in shapes + (FLOW2_ODD if "--flow2" in argv else ()) + (PERIOD_ODD if "--period" in argv else ()):
+    seven = any(f in argv for f in ("--period", "--pair"))     # PERIOD_ODD's 7 K-tiles
+    for odd in shapes + (FLOW2_ODD if "--flow2" in argv else ()) + (PERIOD_ODD if seven else ()):
         M, N, K = odd
         A8, Bt8, gA, gB = operands(M, N, K, 1)
         for k, st, opts in variants:
