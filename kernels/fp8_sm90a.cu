@@ -221,21 +221,14 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 #if F8_PERIOD != 0 && F8_PERIOD != 1 && F8_PERIOD != 2
 #error "F8_PERIOD is 0 (the first record's fp8_promote_256 and _512) or 2 (the default)"
 #endif
-// F8_PAIR, a probe switch of the two-sum kernels (issue 26, session 29; 0 as fp8_promote_2acc_lean is recorded). With 0
-// every K-tile of 128 has its own shared-memory stage, and a consumer pays per K-tile for one mbarrier wait, one
-// release and the ring's stage and phase arithmetic. With 1 a stage holds two K-tiles, the one going into d0 and the
-// one going into d1, and those costs are paid once per pair: the same F8_STAGES x 32 KB of ring (F8_STAGES counts
-// K-tiles, so it must be even; F8_STAGES / 2 mbarrier stages), the same wgmmas and adds in the same order, so C is
-// bit for bit the same. Counted offline in the SASS of the -DF8_STAGES=6 build (nvcc 13, cuobjdump): see
-// helpers.experiments.fp8.PAIR_PREDICTED for the count and the prediction written before any GPU ran it.
-#ifndef F8_PAIR
-#define F8_PAIR 0
-#endif
-#if F8_PAIR != 0 && F8_PAIR != 1
-#error "F8_PAIR is 0 (a stage per K-tile, as recorded) or 1 (two K-tiles per stage, the two-sum kernels only)"
-#endif
-#if F8_PAIR == 1 && (F8_STAGES % 2 != 0 || F8_FLOW != 0)
-#error "F8_PAIR=1 needs an even F8_STAGES (K-tiles of ring) and F8_FLOW=0"
+// F8_PAIR, a probe switch of the two-sum kernels (issue 26, session 29): two K-tiles per shared-memory stage, so that a
+// consumer waits for a stage, releases it and steps the ring once per pair of K-tiles (the same ring bytes, the same
+// wgmmas and adds in the same order: C bit for bit the same). Its run (tools/probes/fp8_stages.py --pair,
+// results/logs/fp8-pair-probe, ncu-fp8-pair-8192 and fp8-energy-pair): x0.933 the warp instructions of
+// fp8_promote_2acc_lean at 8192^3, as predicted, and no gain the course's timing could tell apart (lesson 7, Appendix H,
+// "Tried: two K-tiles per stage"). Its code left the file after those runs: `git show 2a049e0:kernels/fp8_sm90a.cu`.
+#if defined(F8_PAIR) && F8_PAIR != 0
+#error "F8_PAIR=1 left kernels/fp8_sm90a.cu after its runs (session 29): build it from commit 2a049e0"
 #endif
 #if F8_FLOW == 2
 #error "F8_FLOW=2 left kernels/fp8_sm90a.cu after its run (session 20): build it from commit 3c26c11"
@@ -316,9 +309,7 @@ template <int BN, int NC, bool OVERLAP = false, bool SCALED = false, bool TWO = 
 __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* tmB, float* __restrict__ C,
                                          int M, int N, int K, Scales... scales)
 {
-    constexpr int B_BYTES = BN * F8_BK, HALF = F8_A_BYTES + B_BYTES, NREG = BN / 2;
-    constexpr int KPS = TWO && F8_PAIR ? 2 : 1;                // K-tiles per stage (F8_PAIR, the probe switch)
-    constexpr int STAGE = KPS * HALF, RING = F8_STAGES / KPS;  // bytes and mbarrier stages of the ring
+    constexpr int B_BYTES = BN * F8_BK, STAGE = F8_A_BYTES + B_BYTES, NREG = BN / 2;
     constexpr int KSTEPS = F8_BK / 32;                         // wgmma k-steps per stage
     constexpr int EVERY = NC / 32;                             // k-steps per promotion (0: never)
     constexpr int PSTAGES = EVERY >= KSTEPS ? EVERY / KSTEPS : 1; // NC >= 128: stages per promotion
@@ -330,19 +321,19 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                   "block scaling: one promotion per K-tile of 128 (one scale block), 128 x 128 tiles, (sa, sb)");
     static_assert(!TSTORE || (NC == 0 && sizeof...(Scales) == 1), "the TMA-store epilogue: no promotion, (tmC)");
     unsigned char* smem = smem_base();
-    [[maybe_unused]] float* sC = reinterpret_cast<float*>(smem + F8_STAGES * HALF);    // TSTORE: the C buffers
-    u64* full = reinterpret_cast<u64*>(smem + F8_STAGES * HALF + (TSTORE ? F8_EPI_BYTES : 0));
+    [[maybe_unused]] float* sC = reinterpret_cast<float*>(smem + F8_STAGES * STAGE);   // TSTORE: the C buffers
+    u64* full = reinterpret_cast<u64*>(smem + F8_STAGES * STAGE + (TSTORE ? F8_EPI_BYTES : 0));
     u64* empty = full + F8_STAGES;
 
     const int wg = UNIFORM ? __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) : threadIdx.x / 128;
     // a consumer's descriptors of stage s, k-step ks: its 64 rows of A, and B (DESC: from stage 0's)
     const DescBase da0 = DESC ? desc_split(desc_kmajor(smem + (wg == 2) * 64 * F8_BK)) : DescBase{0, 0},
                    db0 = DESC ? desc_split(desc_kmajor(smem + F8_A_BYTES)) : DescBase{0, 0};
-    auto desc_a = [&](const unsigned char* a, int s, int ks, int h = 0) {      // h: the stage's K-tile (F8_PAIR)
-        return DESC ? desc_plus(da0, (u32)(s * STAGE + h * HALF + ks * 32) >> 4) : desc_kmajor(a + ks * 32);
+    auto desc_a = [&](const unsigned char* a, int s, int ks) {
+        return DESC ? desc_plus(da0, (u32)(s * STAGE + ks * 32) >> 4) : desc_kmajor(a + ks * 32);
     };
-    auto desc_b = [&](const unsigned char* b, int s, int ks, int h = 0) {
-        return DESC ? desc_plus(db0, (u32)(s * STAGE + h * HALF + ks * 32) >> 4) : desc_kmajor(b + ks * 32);
+    auto desc_b = [&](const unsigned char* b, int s, int ks) {
+        return DESC ? desc_plus(db0, (u32)(s * STAGE + ks * 32) >> 4) : desc_kmajor(b + ks * 32);
     };
     const int tiles_m = (M + F8_BM - 1) / F8_BM, tiles_n = (N + BN - 1) / BN, ktiles = (K + F8_BK - 1) / F8_BK;
     const int units = tiles_m * tiles_n;
@@ -370,21 +361,6 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
             for (int t = blockIdx.x; t < units; t += gridDim.x) {
                 int tm, tn;
                 tile_of(t, tm, tn);
-                if constexpr (KPS == 2) {                      // F8_PAIR: K-tiles kt and kt + 1 in one stage
-                    for (int kt = 0; kt < ktiles; kt += 2) {
-                        const bool two = kt + 1 < ktiles;
-                        mbar_wait(&empty[s], phase ^ 1);
-                        mbar_expect_tx(&full[s], two ? STAGE : HALF);
-                        unsigned char* st = smem + s * STAGE;
-                        tma_load(st, tmA, &full[s], kt * F8_BK, tm * F8_BM);
-                        tma_load(st + F8_A_BYTES, tmB, &full[s], kt * F8_BK, tn * BN);
-                        if (two) {
-                            tma_load(st + HALF, tmA, &full[s], (kt + 1) * F8_BK, tm * F8_BM);
-                            tma_load(st + HALF + F8_A_BYTES, tmB, &full[s], (kt + 1) * F8_BK, tn * BN);
-                        }
-                        if (++s == RING) { s = 0; phase ^= 1; }
-                    }
-                } else {
                 for (int kt = 0; kt < ktiles; ++kt) {
                     mbar_wait(&empty[s], phase ^ 1);
                     mbar_expect_tx(&full[s], STAGE);           // whole boxes count, zero-filled parts too
@@ -392,7 +368,6 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                     tma_load(st, tmA, &full[s], kt * F8_BK, tm * F8_BM);
                     tma_load(st + F8_A_BYTES, tmB, &full[s], kt * F8_BK, tn * BN);
                     if (++s == F8_STAGES) { s = 0; phase ^= 1; }
-                }
                 }
             }
         }
@@ -449,25 +424,22 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
         u32 phase = 0;
         float d0[NREG], d1[NREG], total[NREG];
         auto release = [&](int stage) { if (lane == 0) mbar_arrive(&empty[stage]); };
-        auto issue = [&](float (&d)[NREG], int h = 0) {        // the next K-tile into `d`, from zero (h: F8_PAIR's
-            if (h == 0) mbar_wait(&full[s], phase);            // second K-tile of the stage, which is already full)
-            const unsigned char* a = smem + s * STAGE + h * HALF + cw * 64 * F8_BK;
-            const unsigned char* b = smem + s * STAGE + h * HALF + F8_A_BYTES;
+        auto issue = [&](float (&d)[NREG]) {                   // the next K-tile into `d`, from zero
+            mbar_wait(&full[s], phase);
+            const unsigned char* a = smem + s * STAGE + cw * 64 * F8_BK;
+            const unsigned char* b = smem + s * STAGE + F8_A_BYTES;
             wgmma_fence();
 #pragma unroll
             for (int ks = 0; ks < KSTEPS; ++ks)
-                wgmma_e4m3(d, desc_a(a, s, ks, h), desc_b(b, s, ks, h), ks != 0);
+                wgmma_e4m3(d, desc_a(a, s, ks), desc_b(b, s, ks), ks != 0);
             wgmma_commit();
-        };
-        auto sum = [&](float (&p)[NREG]) {
-#pragma unroll
-            for (int i = 0; i < NREG; ++i) total[i] += p[i];
         };
         auto add = [&](float (&p)[NREG]) {                     // the K-tile before: its stage released, its sum added
             release(prev);
-            sum(p);
+#pragma unroll
+            for (int i = 0; i < NREG; ++i) total[i] += p[i];
         };
-        auto next = [&]() { prev = s; if (++s == RING) { s = 0; phase ^= 1; } };
+        auto next = [&]() { prev = s; if (++s == F8_STAGES) { s = 0; phase ^= 1; } };
 #if F8_FLOW == 1
         // One stream of K-tiles over all of this CTA's tiles: (t, kt) is the next one to issue, into set d0 or d1 in
         // turn. After each issue the K-tile before it (in the other set) is retired: wait for its group (<1>: the one
@@ -527,21 +499,6 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
             tile_of(t, tm, tn);
 #pragma unroll
             for (int i = 0; i < NREG; ++i) total[i] = 0.0f;
-            if constexpr (KPS == 2) {                          // F8_PAIR: one stage holds K-tiles kt and kt + 1
-                for (int kt = 0; kt < ktiles; kt += 2) {
-                    issue(d0);
-                    if (kt > 0) {
-                        wgmma_wait<1>();                       // K-tile kt - 1's group is done: the stage before
-                        add(d1);                               // goes back to the producer
-                    }
-                    if (kt + 1 < ktiles) {
-                        issue(d1, 1);
-                        wgmma_wait<1>();
-                        sum(d0);                               // this stage stays: K-tile kt + 1 still reads it
-                    }
-                    next();
-                }
-            } else {
             for (int kt = 0; kt < ktiles; kt += 2) {           // K-tiles in pairs: kt into d0, kt + 1 into d1
                 issue(d0);
                 if (kt > 0) {
@@ -555,7 +512,6 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                     add(d0);
                     next();
                 }
-            }
             }
             // the last K-tile. (Spelt out: written as add(d0) / add(d1), ptxas spills about 600 bytes a thread.)
             wgmma_wait<0>();

@@ -1301,7 +1301,7 @@ def test_the_race_in_one_list_names_real_slides_and_true_states():
     from conftest import quoted_slides
 
     quoted, headings = quoted_slides("07_fp8", "The race with cuBLASLt, in one list")
-    assert len(quoted) == 13
+    assert len(quoted) == 14
     for q in quoted:
         assert q in headings, q
     from helpers import fp8_gemm
@@ -1316,5 +1316,57 @@ def test_the_race_in_one_list_names_real_slides_and_true_states():
     for switch in ("F8_STORE_SPREAD", "F8_FLOW"):
         assert re.search(rf"#ifndef {switch}\s*\n#define {switch} 0\b", kernels), switch
     assert re.search(r"#ifndef MBAR_WAIT\s*\n#define MBAR_WAIT 0\b", primitives)
+    assert re.search(r"#if defined\(F8_PAIR\) && F8_PAIR != 0\n#error", kernels)      # left: building it stops
     assert "fp8_gemm<128, 128, false, false, true, 1, false, true>" in kernels     # TWO, DESC = 1, UNIFORM = true
     assert "fp8_gemm<256, 0, false, false, false, F8_DESC_ADD, true, true>" in kernels   # the store kernel: UNIFORM
+
+
+def test_two_k_tiles_per_stage_slide_says_what_its_runs_measured():
+    """Lesson 7, 'Tried: two K-tiles per stage' (issue 26, session 29): every number of its prose from the runs
+    (results/logs/fp8-pair-probe, fp8-energy-pair, ncu-fp8-pair-8192; fp8x.pair_rows) or the predictions written before
+    them (PAIR_PREDICTED, PAIR_ENERGY_PREDICTED); every check passed; the offline count (221 and 204 instructions per
+    two K-tiles) gives the predicted instruction ratio with the recorded build's count of the session-28 run."""
+    rows = {(r["run"].split(" (")[0], r["n"]): r for r in fp8x.pair_rows()}
+    cold4, cold8 = rows["cold L2", 4096], rows["cold L2", 8192]
+    cap4, cap8 = rows["back to back at the power cap", 4096], rows["back to back at the power cap", 8192]
+    assert all(r["passed"] for r in rows.values()) and len(rows) == 4
+    pn, rec = fp8x.ncu_pair_rows(fp8x.PAIR_TRIED["ncu"], {"fp8_promote_2acc_lean_pair": "fp8_promote_2acc_lean"})
+    before = fp8x.ncu_pair_rows()[0]
+    assert before["kernel"] == rec["kernel"] == "fp8_promote_2acc_lean"
+    from helpers.timing import round_ratio
+
+    probe = {(r["n"], " ".join(r["options"])): r for r in fp8x.probe_log(fp8x.PAIR_TRIED["log"])["stages"]["rows"]
+             if "round_ms" in r and r["kernel"] == "fp8_promote_2acc_lean"}
+    spread = round_ratio(probe[8192, "ctas=128 -DF8_PAIR=1"]["round_ms"], probe[8192, "ctas=128 -DF8_PAIR=0"]["round_ms"])
+    said = {
+        "x0.933 the instructions, as predicted": f"{pn['x_inst']:.3f}" == "0.933",
+        "x0.999 at $4096^3$ and x0.970 at $8192^3$": (f"{cold4['speed']:.3f}", f"{cold8['speed']:.3f}") == ("0.999",
+                                                                                                          "0.970"),
+        "(a spread from 0.94 to 1.04: not told apart)": (f"{spread['low']:.2f}", f"{spread['high']:.2f}") == ("0.94",
+                                                                                                           "1.04"),
+        "faster at $8192^3$ in 7 of 7 rounds, by 1.3%": cap8["faster"] == "7 of 7" and
+        round(100 * (cap8["speed"] - 1), 1) == 1.3,
+        "found no fewer joules per GEMM (x1.009; predicted x0.986)": f"{cap8['joules']:.3f}" == "1.009" and
+        fp8x.PAIR_ENERGY_PREDICTED[8192] == 0.986 and cap4["joules"] >= 0.995,
+        "Seven percent fewer instructions buy about one percent at most": round(100 * (1 - pn["x_inst"])) == 7 and
+        max(r["speed"] for r in rows.values()) < 1.015,
+        "(x0.84), which nobody predicted": f"{pn['x_l2']:.2f}" == "0.84",
+        "moved by 5% between two sessions (208 M on the slide before, 218 M here)":
+            (round(before["l2_sectors_m"]), round(rec["l2_sectors_m"])) == (208, 218) and
+            round(100 * (rec["l2_sectors_m"] / before["l2_sectors_m"] - 1)) == 5,
+        "the steady loop loses 17 of its 221 instructions per two K-tiles": 221 - 204 == 17,
+        "x0.935 the warp instructions at $8192^3$": fp8x.PAIR_PREDICTED["instructions_8192"] == 0.935,
+        "x1.01 the speed at $8192^3$ and x1.00 at $4096^3$": (fp8x.PAIR_PREDICTED[8192], fp8x.PAIR_PREDICTED[4096]) ==
+        (1.01, 1.00),
+        "(its code is in commit 2a049e0)": fp8x.PAIR_TRIED["commit"] == "2a049e0",
+    }
+    src = _energy_claims_src()
+    for claim, true in said.items():
+        assert claim in src and true, claim
+    helper = " ".join((ROOT / "helpers" / "experiments" / "fp8.py").read_text().replace("\n# ", " ").split())
+    assert "221 instructions a warp with 0, of them 128 FADDs; 204 with 1 (17 fewer, 8.5 a K-tile)" in helper
+    # the prediction's arithmetic: 8 consumer warps x 262144 CTA K-tiles of 128 x 128 x 128 at 8192^3 x 8.5 fewer, over
+    # the 268 M of session 28: 250 M, x0.934 (the prediction was written as x0.935, within that rounding)
+    fewer = 8 * (8192 // 128) ** 3 * 8.5
+    assert (round(fewer / 1e6, 1), round(before["inst_m"] - fewer / 1e6)) == (17.8, 250)
+    assert abs(1 - fewer / (before["inst_m"] * 1e6) - fp8x.PAIR_PREDICTED["instructions_8192"]) < 0.002

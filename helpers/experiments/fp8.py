@@ -1364,6 +1364,59 @@ PAIR_PREDICTED = {"instructions_8192": 0.935, 4096: 1.00, 8192: 1.01}
 # back at the power cap): predicted before it ran, the F8_PAIR=1 build's joules per GEMM over the recorded build's, 0.2%
 # of energy per 1% of instructions:
 PAIR_ENERGY_PREDICTED = {4096: 0.986, 8192: 0.986}
+# Neither run found a gain the course's timing tells apart: the switch left the kernel file (its code is in commit
+# `commit`); its runs are in results/logs/<log>-<gpu>.json (the probe), <energy>-<gpu>.json and <ncu>-<gpu>.json.
+PAIR_TRIED = {"switch": "F8_PAIR=1", "kernel": "fp8_promote_2acc_lean", "commit": "2a049e0", "log": "fp8-pair-probe",
+              "energy": "fp8-energy-pair", "ncu": "ncu-fp8-pair-8192"}
+
+
+def pair_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """F8_PAIR's two timed runs (PAIR_TRIED), per run and size: the F8_PAIR=1 build of fp8_promote_2acc_lean over the
+    recorded build, timed in the same rounds: its speed (`speed`, the median round-by-round ratio,
+    helpers.timing.round_ratio, above 1 faster) with the rounds it was faster (`faster`), the SM clocks of the recorded
+    and the switched build (`mhz`, medians of the rounds), its joules per GEMM over the recorded build's (`joules`, the
+    energy run only: a median of round-by-round ratios, above 1 more energy; '' in the probe's rows) with the rounds it
+    took more (`more`), the predictions written before the runs, and whether every check of the switched build passed
+    (bit for bit against the model).
+    The probe's run has cold L2 before every launch (fp8_stages.py --pair); the energy run launches back to back on the
+    same inputs for two seconds at a time, at the power cap (fp8_energy.py)."""
+    import statistics
+
+    from ..results import load_log
+    from ..timing import round_ratio
+
+    med = statistics.median
+    k, sw = PAIR_TRIED["kernel"], PAIR_TRIED["switch"]
+    probe = probe_log(PAIR_TRIED["log"], gpu_slug, directory)["stages"]["rows"]
+    build = lambda r: 1 if f"-D{sw}" in r.get("options", ()) else 0                       # noqa: E731
+    ok = passed_by([r for r in probe if r["kernel"] == k], build)
+    timed = {(r["n"], build(r)): r for r in probe if "round_ms" in r and r["kernel"] == k}
+    out = []
+    for n in sorted({n for n, _ in timed}):
+        a, b = timed[n, 0], timed[n, 1]
+        v = round_ratio(b["round_ms"], a["round_ms"])
+        out.append({"run": "cold L2 (fp8_stages.py --pair)", "n": n, "speed": v["ratio"],
+                    "faster": f"{v['won']} of {v['rounds']}", "mhz": f"{med(a['sm_mhz']):.0f} / {med(b['sm_mhz']):.0f}",
+                    "joules": "", "more": "-", "predicted_speed": PAIR_PREDICTED[n], "predicted_joules": "-",
+                    "passed": ok.get(1, False)})
+    energy = load_log(PAIR_TRIED["energy"], "tools/probes/fp8_energy.py OUT.json --kernels <recorded>,<switched>",
+                      gpu_slug, directory)
+    label = f"{k}:-D{sw}"
+    checks = passed_by(energy, lambda r: r["kernel"])
+    rounds: dict = {}
+    for r in energy:
+        if "round" in r and r["kernel"] in (k, label):
+            rounds.setdefault((r["n"], r["kernel"]), []).append(r)
+    for n in sorted({n for n, _ in rounds}):
+        a, b = (sorted(rounds[n, x], key=lambda r: r["round"]) for x in (k, label))
+        v = round_ratio([r["ms"] for r in b], [r["ms"] for r in a])
+        j = round_ratio([r["joules"] for r in a], [r["joules"] for r in b])     # b's joules over a's, per round
+        out.append({"run": "back to back at the power cap (fp8_energy.py)", "n": n, "speed": v["ratio"],
+                    "faster": f"{v['won']} of {v['rounds']}",
+                    "mhz": f"{med(r['sm_mhz'] for r in a):.0f} / {med(r['sm_mhz'] for r in b):.0f}",
+                    "joules": j["ratio"], "more": f"{j['won']} of {j['rounds']}", "predicted_speed": "-",
+                    "predicted_joules": PAIR_ENERGY_PREDICTED[n], "passed": ok.get(1, False) and checks.get(label, False)})
+    return out
 
 
 def wait_rows(name: str = "fp8-wait-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
@@ -1494,7 +1547,8 @@ def ncu_pair_rows(name: str = NCU_LT["log"], pairs: dict | None = None, gpu_slug
     course kernel, then the cuBLASLt kernel it is measured against): the kernel that ran (`runs`: Nsight Compute's
     name for it), ms, L2 read sectors and warp instructions executed (millions), the tensor and FMA pipes' share of
     active cycles (%), the top three stalls, and for a course kernel its counts over its yardstick's (`x_ms`, `x_l2`,
-    `x_inst`). `ms` is one launch under the profiler; this log read no clock beside it."""
+    `x_inst`). `ms` is one launch under the profiler, `mhz` the SM clock it ran at where the log read one (since
+    session 29; None before)."""
     from ..results import load_log
 
     pairs = NCU_LT["pairs"] if pairs is None else pairs
@@ -1506,6 +1560,7 @@ def ncu_pair_rows(name: str = NCU_LT["log"], pairs: dict | None = None, gpu_slug
         return {"kernel": t, "runs": by[t].get("profiled_kernel", by[t]["kernel"]), "ms": c["duration_ns"] / 1e6,
                 "l2_sectors_m": c["l2_read_sectors"] / 1e6, "inst_m": c["instructions"] / 1e6,
                 "tensor_pct": c["tensor_pipe_pct"], "fma_pct": c["fma_pipe_pct"],
+                "mhz": c["sm_clock_hz"] / 1e6 if c.get("sm_clock_hz") else None,
                 "top_stalls": ", ".join(f"{s} {v:g}" for s, v in by[t]["top_stalls"][:3])}
 
     out = []

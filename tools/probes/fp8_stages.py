@@ -63,7 +63,9 @@ With --pair (session 29): fp8_promote_2acc_lean on 128 CTAs built with F8_PAIR 0
 shared-memory stage: one mbarrier wait, release and ring step per pair), checked at the odd shapes of --two and --store
 (and PERIOD_ODD's 7 K-tiles: the last stage holds one); predicted before its first run (PAIR_PREDICTED): x1.00 at
 4096^3, x1.01 at 8192^3, and x0.935 the warp instructions at 8192^3 (tools/ncu_counters.py target
-fp8_promote_2acc_lean_pair).
+fp8_promote_2acc_lean_pair). Its run (tree 4831ad4, results/logs/fp8-pair-probe-nvidia-h200.json): bit-identical,
+x0.998 at 4096^3, x0.970 at 8192^3 (rounds 0.94-1.04), x0.933 the instructions; the switch left the kernel file, and
+--pair runs in a checkout of commit 2a049e0.
 
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
 --store --sizes 4096 --rounds 9, to tell fp8_wgmma_store from cuBLASLt's fast accumulation at 4096^3, where three rounds
@@ -164,6 +166,10 @@ def main(argv) -> int:
     if "--wide" in argv and "fp8_promote_2acc_144" not in FP8_KERNELS:
         print("--wide: fp8_promote_2acc_144 left the course (session 27); run this probe in a checkout of commit 3a670f9",
               file=sys.stderr)
+        return 2
+    if "--pair" in argv and "#ifndef F8_PAIR" not in (ROOT / "kernels" / "fp8_sm90a.cu").read_text():
+        print("--pair: F8_PAIR left kernels/fp8_sm90a.cu after its runs (session 29); run this probe in a checkout of "
+              "commit 2a049e0", file=sys.stderr)
         return 2
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv
                 else LEAN_STAGES if "--lean-stages" in argv else UNIFORM if "--uniform" in argv
