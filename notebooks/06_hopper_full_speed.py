@@ -87,7 +87,7 @@ print("recorded data:", rec.label)
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 env, b = helpers.summary(), helpers.backend()
 why = HOPPER_RUNGS[8].unsupported(b.gpu.cc) if b.is_gpu else "this is the CPU backend"
-mins = helpers.results.nbval_seconds("nbval-06-s28") / 60       # the whole lesson on the H200 (its nbval log)
+mins = helpers.results.nbval_seconds("nbval-06-s29") / 60       # the whole lesson on the H200 (its nbval log)
 print(f"the kernels run here, one child process per rung (the lesson: {mins:.1f} min on the H200)" if why is None else
       f"lesson 6's kernels are sm_90a code and do not run here ({why.removeprefix('it needs ')}): the cells "
       "show the numbers recorded on an H200 and the CPU model of the rungs' arithmetic")
