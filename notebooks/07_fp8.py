@@ -1653,12 +1653,13 @@ print("cuBLASLt's kernels:", {r["kernel"]: r["runs"] for r in lt8 if r["kernel"]
 # ### Tried: two K-tiles per stage
 #
 # Per K-tile, each consumer warp of the promoting kernel waits for its stage, lets it go and steps the
-# ring's index and phase, beside its 4 `wgmma`s and 64 adds. With `F8_PAIR=1` one
-# stage of shared memory holds two K-tiles (the ring keeps its 6 x 32 KB), and those steps come once per
-# pair. Same `wgmma`s, same adds, same order: C bit for bit the same. Counted offline in the SASS, the
-# steady loop loses 17 of its 221 instructions per two K-tiles. Predicted before it ran
-# (`fp8x.PAIR_PREDICTED`): x0.935 the warp instructions at $8192^3$, and if the suspicion holds (0.2% of
-# energy per 1% of instructions), x1.01 the speed at $8192^3$ and x1.00 at $4096^3$.
+# ring's index and phase, beside its 4 `wgmma`s and 64 adds. With `F8_PAIR=1` one stage of shared
+# memory holds two K-tiles (the ring keeps its 6 x 32 KB), and those steps come once per pair. Same
+# `wgmma`s, same adds, same order: C bit for bit the same. Counted offline in the SASS, the steady loop
+# loses 17 of its 221 instructions per two K-tiles. Predicted before it ran (`fp8x.PAIR_PREDICTED`):
+# x0.935 the warp instructions at $8192^3$, and if the suspicion holds, x1.01 the speed at $8192^3$ and
+# x1.00 at $4096^3$ (the two kernels of the slide before, fitted roughly, put about 0.2% of energy on
+# each 1% of instructions).
 
 # %% slideshow={"slide_type": "-"}
 pn = fp8x.ncu_pair_rows(fp8x.PAIR_TRIED["ncu"], {"fp8_promote_2acc_lean_pair": "fp8_promote_2acc_lean"})[0]

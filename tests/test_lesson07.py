@@ -1363,6 +1363,16 @@ def test_two_k_tiles_per_stage_slide_says_what_its_runs_measured():
     src = _energy_claims_src()
     for claim, true in said.items():
         assert claim in src and true, claim
+    # "about 0.2% of energy on each 1% of instructions": the store kernel's and the promoting kernel's energy, instruction
+    # and L2 ratios to their cuBLASLt kernels (the slide before) as two linear equations, solved for the instruction term
+    lean, _, store, _ = fp8x.ncu_pair_rows()
+    energy = fp8x.energy_log("fp8-energy")
+    j = {k: next(r["vs_base"] for r in fp8x.energy_rows(energy, base=b) if r["n"] == 8192 and r["kernel"] == k)
+         for k, b in (("fp8_wgmma_store", "cublaslt_fp8_fast"), ("fp8_promote_2acc_lean", "cublaslt_fp8"))}
+    pct = lambda x: 100 * (round(x, 2) - 1)           # the slide's ratios, as printed          # noqa: E731
+    a = np.array([[pct(store["x_inst"]), pct(store["x_l2"])], [pct(lean["x_inst"]), pct(lean["x_l2"])]])
+    e_inst, _ = np.linalg.solve(a, [100 * (j["fp8_wgmma_store"] - 1), 100 * (j["fp8_promote_2acc_lean"] - 1)])
+    assert round(e_inst, 1) == 0.2 and "put about 0.2% of energy on each 1% of instructions" in _energy_claims_src()
     helper = " ".join((ROOT / "helpers" / "experiments" / "fp8.py").read_text().replace("\n# ", " ").split())
     assert "221 instructions a warp with 0, of them 128 FADDs; 204 with 1 (17 fewer, 8.5 a K-tile)" in helper
     # the prediction's arithmetic: 8 consumer warps x 262144 CTA K-tiles of 128 x 128 x 128 at 8192^3 x 8.5 fewer, over
