@@ -1355,6 +1355,9 @@ def test_two_k_tiles_per_stage_slide_says_what_its_runs_measured():
             (round(before["l2_sectors_m"]), round(rec["l2_sectors_m"])) == (208, 218) and
             round(100 * (rec["l2_sectors_m"] / before["l2_sectors_m"] - 1)) == 5,
         "the steady loop loses 17 of its 221 instructions per two K-tiles": 221 - 204 == 17,
+        "both are below the 268 M sectors its TMA boxes ask for (4096 tiles x 64 K-tiles x 32 KB)":
+            round((8192 // 128) ** 2 * (8192 // 128) * 2 * 128 * 128 / 32 / 1e6) == 268 and
+            (8192 // 128) ** 2 == 4096 and max(before["l2_sectors_m"], rec["l2_sectors_m"]) < 268,
         "x0.935 the warp instructions at $8192^3$": fp8x.PAIR_PREDICTED["instructions_8192"] == 0.935,
         "x1.01 the speed at $8192^3$ and x1.00 at $4096^3$": (fp8x.PAIR_PREDICTED[8192], fp8x.PAIR_PREDICTED[4096]) ==
         (1.01, 1.00),
