@@ -230,6 +230,17 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 #if defined(F8_PAIR) && F8_PAIR != 0
 #error "F8_PAIR=1 left kernels/fp8_sm90a.cu after its runs (session 29): build it from commit 2a049e0"
 #endif
+// F8_EXTRA_L2, a probe switch (issue 26, session 29; 0 as every kernel is recorded): what do L2 reads cost in energy?
+// With 1 the producer loads each K-tile's box of A twice, both copies into the same place (the same bytes written
+// twice), and the stage's mbarrier waits for both. The same wgmmas on the same data, C bit for bit the same, and half
+// as many L2 reads again as the kernel asks for now. Prediction: helpers.experiments.fp8 EXTRA_L2_PREDICTED, written
+// before any GPU ran it.
+#ifndef F8_EXTRA_L2
+#define F8_EXTRA_L2 0
+#endif
+#if F8_EXTRA_L2 != 0 && F8_EXTRA_L2 != 1
+#error "F8_EXTRA_L2 is 0 (as recorded) or 1 (A's box loaded twice per K-tile: an energy probe)"
+#endif
 #if F8_FLOW == 2
 #error "F8_FLOW=2 left kernels/fp8_sm90a.cu after its run (session 20): build it from commit 3c26c11"
 #endif
@@ -363,10 +374,13 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                 tile_of(t, tm, tn);
                 for (int kt = 0; kt < ktiles; ++kt) {
                     mbar_wait(&empty[s], phase ^ 1);
-                    mbar_expect_tx(&full[s], STAGE);           // whole boxes count, zero-filled parts too
+                    mbar_expect_tx(&full[s], STAGE + F8_EXTRA_L2 * F8_A_BYTES);   // whole boxes count, zero-filled too
                     unsigned char* st = smem + s * STAGE;
                     tma_load(st, tmA, &full[s], kt * F8_BK, tm * F8_BM);
                     tma_load(st + F8_A_BYTES, tmB, &full[s], kt * F8_BK, tn * BN);
+#if F8_EXTRA_L2
+                    tma_load(st, tmA, &full[s], kt * F8_BK, tm * F8_BM);          // the probe: A's box again
+#endif
                     if (++s == F8_STAGES) { s = 0; phase ^= 1; }
                 }
             }

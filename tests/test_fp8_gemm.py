@@ -586,3 +586,54 @@ def test_the_pair_switch_left_the_file_and_says_where_it_is(tmp_path):
     p = build("-DF8_STAGES=6", "-DF8_PAIR=1")
     assert p.returncode != 0 and "F8_PAIR=1 left kernels/fp8_sm90a.cu" in p.stderr and "commit 2a049e0" in p.stderr
     assert build("-DF8_STAGES=6", "-DF8_PAIR=0").returncode == 0
+
+
+def test_the_extra_l2_probe_loads_a_second_box_of_a(tmp_path):
+    """F8_EXTRA_L2 (issue 26, session 29, pending its first run): an energy probe of L2 reads. The default build is the
+    record's (F8_EXTRA_L2 0: the file's SASS at 4 and 6 stages was compared byte for byte offline); with 1 the lean
+    kernel compiles without spills or a stack frame and every kernel of the file issues one TMA load more per K-tile
+    (the copy of A's box) and nothing else changes in the count; any other value stops with an #error. The probe, the
+    profiler and the prediction written before the run name the same build."""
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from helpers.compile import KERNEL_DIR
+    from tools.ncu_counters import targets
+    from tools.probes import fp8_stages
+
+    assert fp8_stages.EXTRA_L2 == [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DF8_EXTRA_L2={v}")) for v in (0, 1)]
+    t = targets()["fp8_promote_2acc_lean_extra_l2"]
+    assert (t.get("stages"), t["options"]) == (None, ["-DF8_EXTRA_L2=1"])
+    assert X.EXTRA_L2_PREDICTED["l2_read_sectors_8192"] == (32 + 16) / 32
+    src = (KERNEL_DIR / "fp8_sm90a.cu").read_text()
+    assert re.search(r"#ifndef F8_EXTRA_L2\n#define F8_EXTRA_L2 0\n", src)
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
+    if nvcc is None:
+        pytest.skip("no nvcc on this machine")
+
+    def build(*opts, what="-ptx"):
+        out = tmp_path / ("k.ptx" if what == "-ptx" else "k.cubin")
+        p = subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", what, "-o", str(out),
+                            "-Xptxas", "-v", *opts, f"-I{KERNEL_DIR}", str(KERNEL_DIR / "fp8_sm90a.cu")],
+                           capture_output=True, text=True, timeout=600)
+        return p, (out.read_text() if what == "-ptx" and p.returncode == 0 else "")
+
+    p, _ = build("-DF8_EXTRA_L2=2")
+    assert p.returncode != 0 and "F8_EXTRA_L2 is 0" in p.stderr
+    p, _ = build("-DF8_STAGES=6", "-DF8_EXTRA_L2=1", what="-cubin")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0 and "warning" not in out.lower() and "performance loss" not in out.lower(), out
+    entries = dict(re.findall(r"Compiling entry function '(\w+)'.*?(\d+ bytes stack frame, \d+ bytes spill stores, "
+                              r"\d+ bytes spill loads)", out, re.S))
+    assert entries["fp8_promote_2acc_lean"] == "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads", out
+
+    def loads(ptx):
+        parts = re.split(r"\n(?=\.visible \.entry )", ptx)
+        return {re.match(r"\.visible \.entry (\w+)", q).group(1): q.count("cp.async.bulk.tensor")
+                for q in parts if q.startswith(".visible .entry")}
+
+    plain, extra = (loads(build("-DF8_STAGES=6", f"-DF8_EXTRA_L2={v}")[1]) for v in (0, 1))
+    assert plain.keys() == extra.keys() and len(plain) > 10
+    assert all(extra[k] == plain[k] + 1 for k in plain), (plain, extra)

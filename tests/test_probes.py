@@ -347,9 +347,10 @@ def test_the_energy_probe_writes_its_prediction_before_it_runs():
 
 
 def test_the_energy_probe_takes_a_probe_switch_per_kernel_and_refuses_what_is_not_one(capsys):
-    """fp8_energy.py --kernels NAME:-DX=v (session 29: the F8_PAIR=1 build beside the recorded one): the build is
-    NAME with that switch; a name that is no FP8 kernel, a switch that is not a -D definition, or two colons exit 2 and
-    name the kernels to use. Its prediction is PAIR_ENERGY_PREDICTED, in the docstring as written."""
+    """fp8_energy.py --kernels NAME:-DX=v[:stages=N] (session 29: the F8_PAIR=1 build beside the recorded one, and the
+    F8_EXTRA_L2=1 build with 7 stages): the build is NAME with those switches and that ring; a name that is no FP8
+    kernel, a part that is neither a -D definition nor stages=N exit 2 and name the kernels to use. Its prediction is
+    PAIR_ENERGY_PREDICTED, in the docstring as written."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("fp8_energy", ROOT / "tools" / "probes" / "fp8_energy.py")
@@ -357,9 +358,13 @@ def test_the_energy_probe_takes_a_probe_switch_per_kernel_and_refuses_what_is_no
     spec.loader.exec_module(mod)
     pair = "fp8_promote_2acc_lean,fp8_promote_2acc_lean:-DF8_PAIR=1"
     assert mod.kernel_option(["o.json", "--kernels", pair]) == tuple(pair.split(","))
-    assert [mod.build_of(k) for k in pair.split(",")] == [("fp8_promote_2acc_lean", ()),
-                                                          ("fp8_promote_2acc_lean", ("-DF8_PAIR=1",))]
-    for bad in ("fp8_nope", "fp8_promote_2acc_lean:F8_PAIR=1", "fp8_promote_2acc_lean:-DA=1:-DB=2"):
+    assert [mod.build_of(k) for k in pair.split(",")] == [("fp8_promote_2acc_lean", (), None),
+                                                          ("fp8_promote_2acc_lean", ("-DF8_PAIR=1",), None)]
+    extra = "fp8_promote_2acc_lean:-DF8_EXTRA_L2=1:stages=7"
+    assert mod.kernel_option(["o.json", "--kernels", extra]) == (extra,)
+    assert mod.build_of(extra) == ("fp8_promote_2acc_lean", ("-DF8_EXTRA_L2=1",), 7)
+    for bad in ("fp8_nope", "fp8_promote_2acc_lean:F8_PAIR=1", "fp8_promote_2acc_lean:stages=x",
+                "fp8_promote_2acc_lean:-DA=1;rm"):
         with pytest.raises(SystemExit) as e:
             mod.kernel_option(["o.json", "--kernels", bad])
         assert e.value.code == 2 and "fp8_promote_2acc_lean" in capsys.readouterr().err

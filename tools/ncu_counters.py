@@ -132,6 +132,11 @@ def targets() -> dict[str, dict]:
                                      "options": ["-DF8_STORE_SPREAD=1"]}
     # (session 29: target fp8_promote_2acc_lean_pair, the lean kernel built with -DF8_PAIR=1, counted in
     # results/logs/ncu-fp8-pair-8192; the switch left the kernel file after its runs, so the target is in commit 2a049e0)
+    # session 29: the energy probe F8_EXTRA_L2=1 (A's box loaded twice per K-tile), to count the L2 sectors it adds
+    # (helpers.experiments.fp8.EXTRA_L2_PREDICTED)
+    out["fp8_promote_2acc_lean_extra_l2"] = {"kernel": "fp8_promote_2acc_lean", "lesson": 7, "fp8": True,
+                                             "what": "fp8_promote_2acc_lean built with -DF8_EXTRA_L2=1",
+                                             "options": ["-DF8_EXTRA_L2=1"]}
     from helpers.fp8_gemm import SCALED_KERNELS
 
     for k in SCALED_KERNELS.values():             # lesson 7's block-scaled kernel: E4M3 bytes and two scale arrays
@@ -189,7 +194,7 @@ def launch(target: str, n) -> None:
         from helpers.fp8_gemm import encode_e4m3, launcher as fp8_launcher
 
         run, _ = fp8_launcher(t["kernel"], cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())),
-                              options=tuple(t.get("options", ())))
+                              stages=t.get("stages"), options=tuple(t.get("options", ())))
     else:
         from helpers.kernels import ALL_RUNGS
         from helpers.launch import launcher

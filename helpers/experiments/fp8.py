@@ -1370,6 +1370,19 @@ PAIR_TRIED = {"switch": "F8_PAIR=1", "kernel": "fp8_promote_2acc_lean", "commit"
               "energy": "fp8-energy-pair", "ncu": "ncu-fp8-pair-8192"}
 
 
+# F8_EXTRA_L2 (kernels/fp8_sm90a.cu; session 29, pending its first run): fp8_promote_2acc_lean with each K-tile's box of
+# A loaded twice into the same place: every K-tile then asks L2 for 48 KB instead of 32 KB and writes as much into
+# shared memory, with the same wgmmas, adds and instructions but the producer's one TMA load. It prices moving a byte
+# from L2 into shared memory, the cost the promoting kernel pays more of than cuBLASLt's default (x1.16 the L2 read
+# sectors at 8192^3). Predicted before any GPU ran it, the switched build over the recorded build (both 6 stages):
+# Nsight Compute's L2 read sectors at 8192^3 (the boxes ask for x1.5; less would say that requests for the same box are
+# merged before L2 counts them), and joules per GEMM and speed in fp8_energy.py's back-to-back rounds at the power cap,
+# from the rough fit on lesson 7's "Counted beside cuBLASLt" slide (about 0.07% of energy per 1% of L2 sectors):
+# +50% x 0.07 = +3.5%.
+EXTRA_L2_PREDICTED = {"l2_read_sectors_8192": 1.5, "joules": {4096: 1.035, 8192: 1.035},
+                      "speed_at_cap": {4096: 0.97, 8192: 0.97}}
+
+
 def pair_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """F8_PAIR's two timed runs (PAIR_TRIED), per run and size: the F8_PAIR=1 build of fp8_promote_2acc_lean over the
     recorded build, timed in the same rounds: its speed (`speed`, the median round-by-round ratio,

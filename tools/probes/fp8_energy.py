@@ -21,14 +21,17 @@ K-tile) and the overlapped promotion (fp8_promote_2acc_lean). Predicted before i
 GEMM over fp8_wgmma's at 8192^3, each the inverse of its speed ratio in the record (every kernel at the cap: joules =
 watts x time).
 
-A name may carry one probe switch of kernels/fp8_sm90a.cu after a colon, built for that entry alone (session 29:
+A name may carry probe switches of kernels/fp8_sm90a.cu and a ring size after colons, built for that entry alone
+(`NAME:-DF8_EXTRA_L2=1`, the energy probe of L2 reads, predicted in EXTRA_L2_PREDICTED; `NAME:stages=7`, a deeper
+ring). First (session 29:
 `--kernels fp8_promote_2acc_lean,fp8_promote_2acc_lean:-DF8_PAIR=1`, the lean kernel with two K-tiles per stage beside
 it as recorded; predicted before it ran, `PAIR_ENERGY_PREDICTED` in helpers.experiments.fp8: x0.986 the joules per
 GEMM at both sizes, from Nsight Compute's x0.933 the warp instructions and lesson 7's hint of about 0.2% energy per 1%).
 
-    python3 tools/probes/fp8_energy.py OUT.json [--sizes 4096,8192] [--rounds N] [--seconds S] [--kernels A,B[:-DX=v]]
+    python3 tools/probes/fp8_energy.py OUT.json [--sizes 4096,8192] [--rounds N] [--seconds S] [--kernels A,B[:-DX=v][:stages=N]]
     (a Hopper GPU)"""
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -36,7 +39,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tools.probes.common import hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
 KERNELS = ("fp8_promote_2acc_lean", "fp8_wgmma_store")        # lesson 7's goal kernels; cuBLASLt's two beside them
-from helpers.experiments.fp8 import ENERGY_PREDICTED, PAIR_ENERGY_PREDICTED, SPLIT_PREDICTED  # noqa: E402,F401
+from helpers.experiments.fp8 import (ENERGY_PREDICTED, EXTRA_L2_PREDICTED, PAIR_ENERGY_PREDICTED,  # noqa: E402,F401
+                                     SPLIT_PREDICTED)
 SIZES = (4096, 8192)
 ROUNDS = 5
 
@@ -73,17 +77,17 @@ def window(fn, seconds: float) -> dict:
 
 
 def kernel_option(argv) -> tuple:
-    """The kernels after --kernels (comma-separated names of helpers.fp8_gemm.FP8_KERNELS, each perhaps with
-    ':-DNAME=value', a probe switch for that entry), or KERNELS without it; SystemExit(2) with the names to use for one
-    that is not there, or a switch that is not a -D definition."""
+    """The kernels after --kernels (comma-separated names of helpers.fp8_gemm.FP8_KERNELS, each perhaps followed by
+    ':-DNAME=value' probe switches and ':stages=N', a ring other than the entry's), or KERNELS without it; SystemExit(2)
+    with the names to use for one that is not there, or a part after a colon that is neither."""
     if "--kernels" not in argv:
         return KERNELS
     from helpers.fp8_gemm import FP8_KERNELS
 
     given = argv[argv.index("--kernels") + 1:argv.index("--kernels") + 2]
     names = tuple(given[0].split(",")) if given else ()
-    bad = [k for k in names if k.split(":")[0] not in FP8_KERNELS or (":" in k and not build_of(k)[1][0].startswith("-D"))
-           or k.count(":") > 1] or ([] if names else ["(none)"])
+    bad = [k for k in names if k.split(":")[0] not in FP8_KERNELS or not all(
+        re.fullmatch(r"-D\w+(=\w+)?|stages=\d+", part) for part in k.split(":")[1:])] or ([] if names else ["(none)"])
     if bad:
         print(f"--kernels: no FP8 kernel {', '.join(bad)}; use names from {', '.join(FP8_KERNELS)}", file=sys.stderr)
         raise SystemExit(2)
@@ -91,9 +95,11 @@ def kernel_option(argv) -> tuple:
 
 
 def build_of(label: str) -> tuple:
-    """'NAME' or 'NAME:-DX=v' -> (NAME, options for helpers.fp8_gemm.launcher)."""
-    name, _, opt = label.partition(":")
-    return name, ((opt,) if opt else ())
+    """'NAME[:-DX=v]...[:stages=N]' -> (NAME, options, stages) for helpers.fp8_gemm.launcher (stages None: the
+    entry's own ring)."""
+    name, *parts = label.split(":")
+    stages = [int(p[7:]) for p in parts if p.startswith("stages=")]
+    return name, tuple(p for p in parts if not p.startswith("stages=")), (stages[-1] if stages else None)
 
 
 def main(argv) -> int:
@@ -125,8 +131,8 @@ def main(argv) -> int:
             fns[name] = t[0]
         gA, gB = cupy.asarray(A), cupy.asarray(B)
         for k in kernels:
-            name, opts = build_of(k)
-            fn, C = launcher(name, A8, Bt8, options=opts)
+            name, opts, stages = build_of(k)
+            fn, C = launcher(name, A8, Bt8, stages=stages, options=opts)
             fn()
             chk = check_fp8(name, C, gA, gB, backend="GPU")
             failed |= not chk.passed

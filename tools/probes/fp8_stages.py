@@ -66,13 +66,16 @@ shared-memory stage: one mbarrier wait, release and ring step per pair), checked
 fp8_promote_2acc_lean_pair). Its run (tree 4831ad4, results/logs/fp8-pair-probe-nvidia-h200.json): bit-identical,
 x0.998 at 4096^3, x0.970 at 8192^3 (rounds 0.94-1.04), x0.933 the instructions; the switch left the kernel file, and
 --pair runs in a checkout of commit 2a049e0.
+With --extra-l2 (session 29, pending): fp8_promote_2acc_lean on 128 CTAs as recorded beside the energy probe
+F8_EXTRA_L2=1 (each K-tile's box of A loaded twice into the same place), checked at the odd shapes of --pair; its
+prediction (EXTRA_L2_PREDICTED) is about energy, measured by fp8_energy.py.
 
 --sizes A[,B]: the timed sizes (default 4096,8192). --rounds N: N alternating rounds instead of 3 (session 18:
 --store --sizes 4096 --rounds 9, to tell fp8_wgmma_store from cuBLASLt's fast accumulation at 4096^3, where three rounds
 had them within 1%).
 
     python3 tools/probes/fp8_stages.py OUT.json [--desc | --two | --store | --spread | --ctas | --ctas-lean | --lean-stages | --flow | --flow2 |
-    --uniform | --period | --wait | --wide | --pair] [--sizes A,B] [--rounds N]"""
+    --uniform | --period | --wait | --wide | --pair | --extra-l2] [--sizes A,B] [--rounds N]"""
 import json
 import sys
 from pathlib import Path
@@ -129,6 +132,10 @@ WIDE = [("fp8_promote_2acc_lean", 6, ("ctas=128",)), ("fp8_promote_2acc_144", 6,
 # per K-tile, as recorded) and 1 (two K-tiles per stage); predicted before its first run:
 # helpers.experiments.fp8.PAIR_PREDICTED
 PAIR = [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DF8_PAIR={p}")) for p in (0, 1)]
+# --extra-l2 (session 29): fp8_promote_2acc_lean on 128 CTAs as recorded beside the energy probe F8_EXTRA_L2=1 (A's box
+# loaded twice per K-tile), to check it bit for bit and time it; its energy in fp8_energy.py. Predicted before its
+# first run: helpers.experiments.fp8.EXTRA_L2_PREDICTED
+EXTRA_L2 = [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DF8_EXTRA_L2={v}")) for v in (0, 1)]
 PERIOD_ODD = ((264, 136, 840),)    # 7 K-tiles: periods of 2 and 4 stages end in a shorter one
 STORE_ODD = ((2000, 2600, 300),)   # more tiles than SMs (176 of 128 x 256), the last column of tiles 40 wide: a CTA's
                                    # second tile reuses its C buffers, and boxes right of C are not stored
@@ -175,15 +182,16 @@ def main(argv) -> int:
                 else LEAN_STAGES if "--lean-stages" in argv else UNIFORM if "--uniform" in argv
                 else FLOW2 if "--flow2" in argv else FLOW if "--flow" in argv else PERIOD if "--period" in argv
                 else WAIT if "--wait" in argv else WIDE if "--wide" in argv else PAIR if "--pair" in argv
+                else EXTRA_L2 if "--extra-l2" in argv
                 else CTAS_LEAN if "--ctas-lean" in argv else CTAS if "--ctas" in argv
                 else STORE if store else VARIANTS)
     switched = any(f in argv for f in ("--flow", "--flow2", "--uniform", "--period", "--wait",
-                                           "--wide", "--pair"))   # a probe switch of the record's kernels:
+                                           "--wide", "--pair", "--extra-l2"))   # a probe switch of the record's kernels:
     more_odd = "--two" in argv or switched or store                          # the odd shapes of --two and --store
     store = store or switched                   # (2000 x 2600 x 300: 336 tiles of 128 x 128, 3 K-tiles each)
     rows, failed = [], False
     shapes = (ODD,) + (TWO_ODD if more_odd else ()) + (STORE_ODD if store else ())
-    seven = any(f in argv for f in ("--period", "--pair"))     # PERIOD_ODD's 7 K-tiles
+    seven = any(f in argv for f in ("--period", "--pair", "--extra-l2"))     # PERIOD_ODD's 7 K-tiles
     for odd in shapes + (FLOW2_ODD if "--flow2" in argv else ()) + (PERIOD_ODD if seven else ()):
         M, N, K = odd
         A8, Bt8, gA, gB = operands(M, N, K, 1)
