@@ -1359,7 +1359,7 @@ WAIT_PREDICTED = {4096: 1.00, 8192: 1.01}
 # 0.2% of energy on each 1% of instructions, and at the power limit speed follows energy.
 PAIR_PREDICTED = {"instructions_8192": 0.935, 4096: 1.00, 8192: 1.01}
 # Its first run (session 29, results/logs/fp8-pair-probe) counted x0.933 the instructions, as predicted, and timed no
-# gain (x0.998 at 4096^3; x0.970 at 8192^3 with the rounds spread from 0.94 to 1.04). The energy probe asks the
+# gain (x0.999 at 4096^3; x0.970 at 8192^3 with the rounds spread from 0.94 to 1.04). The energy probe asks the
 # hint itself (tools/probes/fp8_energy.py --kernels fp8_promote_2acc_lean,fp8_promote_2acc_lean:-DF8_PAIR=1, back to
 # back at the power cap): predicted before it ran, the F8_PAIR=1 build's joules per GEMM over the recorded build's, 0.2%
 # of energy per 1% of instructions:

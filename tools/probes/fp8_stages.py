@@ -64,7 +64,7 @@ shared-memory stage: one mbarrier wait, release and ring step per pair), checked
 (and PERIOD_ODD's 7 K-tiles: the last stage holds one); predicted before its first run (PAIR_PREDICTED): x1.00 at
 4096^3, x1.01 at 8192^3, and x0.935 the warp instructions at 8192^3 (tools/ncu_counters.py target
 fp8_promote_2acc_lean_pair). Its run (tree 4831ad4, results/logs/fp8-pair-probe-nvidia-h200.json): bit-identical,
-x0.998 at 4096^3, x0.970 at 8192^3 (rounds 0.94-1.04), x0.933 the instructions; the switch left the kernel file, and
+x0.999 at 4096^3, x0.970 at 8192^3 (rounds 0.94-1.04), x0.933 the instructions; the switch left the kernel file, and
 --pair runs in a checkout of commit 2a049e0.
 With --extra-l2 (session 29, pending): fp8_promote_2acc_lean on 128 CTAs as recorded beside the energy probe
 F8_EXTRA_L2=1 (each K-tile's box of A loaded twice into the same place), checked at the odd shapes of --pair; its
