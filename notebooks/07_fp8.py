@@ -1677,8 +1677,10 @@ helpers.display.table(fp8x.pair_rows(), ["run", "n", "speed", "faster", "mhz", "
 # the power cap it was faster at $8192^3$ in 7 of 7 rounds, by 1.3%, and NVML's energy counter found no
 # fewer joules per GEMM (x1.009; predicted x0.986). Seven percent fewer instructions buy about one
 # percent at most: the instructions are not what keeps the promoting kernel behind cuBLASLt's default.
-# The switch left the kernel file (its code is in commit 2a049e0). It also read fewer L2 sectors
-# (x0.84), which nobody predicted and the course cannot explain yet: the recorded build's own count
-# moved by 5% between two sessions (208 M on the slide before, 218 M here), and both are below the 268 M
-# sectors its TMA boxes ask for (4096 tiles x 64 K-tiles x 32 KB): L2's count is not simply the bytes
-# a kernel requests.
+# The switch left the kernel file (its code is in commit 2a049e0).
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# It also read fewer L2 sectors (x0.84), which nobody predicted and the course cannot explain yet: the
+# recorded build's own count moved by 5% between two sessions (208 M on the slide before, 218 M here),
+# and both are below the 268 M sectors its TMA boxes ask for (4096 tiles x 64 K-tiles x 32 KB): L2's
+# count is not simply the bytes a kernel requests.
