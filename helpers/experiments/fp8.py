@@ -1385,14 +1385,15 @@ EXTRA_L2_PREDICTED = {"l2_read_sectors_8192": 1.5, "joules": {4096: 1.035, 8192:
 
 def pair_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """F8_PAIR's two timed runs (PAIR_TRIED), per run and size: the F8_PAIR=1 build of fp8_promote_2acc_lean over the
-    recorded build, timed in the same rounds: its speed (`speed`, the median round-by-round ratio,
-    helpers.timing.round_ratio, above 1 faster) with the rounds it was faster (`faster`), the SM clocks of the recorded
-    and the switched build (`mhz`, medians of the rounds), its joules per GEMM over the recorded build's (`joules`, the
-    energy run only: a median of round-by-round ratios, above 1 more energy; '' in the probe's rows) with the rounds it
-    took more (`more`), the predictions written before the runs, and whether every check of the switched build passed
-    (bit for bit against the model).
-    The probe's run has cold L2 before every launch (fp8_stages.py --pair); the energy run launches back to back on the
-    same inputs for two seconds at a time, at the power cap (fp8_energy.py)."""
+    recorded build, timed in the same rounds with cuBLASLt's default accumulation: its speed (`speed`, the median
+    round-by-round ratio, helpers.timing.round_ratio, above 1 faster) with the rounds it was faster (`faster`), the same
+    over cuBLASLt's default (`vs_default`), the SM clocks of the recorded and the switched build (`mhz`, medians of the
+    rounds) and the switched build's power (`power_w`, NVML, median round), its joules per GEMM over the recorded
+    build's (`joules`, the energy run only: energy_rows' `vs_base`, above 1 more energy; '' in the probe's rows) with
+    the rounds it took more (`more`), the predictions written before the runs, and whether every check of the switched
+    build passed (bit for bit against the model). The probe's run has cold L2 before every launch (fp8_stages.py
+    --pair); the energy run launches back to back on the same inputs for two seconds at a time, at the power cap
+    (fp8_energy.py)."""
     import statistics
 
     from ..results import load_log
@@ -1400,35 +1401,37 @@ def pair_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
 
     med = statistics.median
     k, sw = PAIR_TRIED["kernel"], PAIR_TRIED["switch"]
+    label = f"{k}:-D{sw}"                                      # the energy run's name for the switched build
+
+    def row(run, n, ms, lt_ms, base_ms, mhz, power_w, passed, **energy):
+        v = round_ratio(ms, base_ms)
+        return {"run": run, "n": n, "speed": v["ratio"], "faster": f"{v['won']} of {v['rounds']}",
+                "vs_default": round_ratio(ms, lt_ms)["ratio"], "mhz": mhz, "power_w": power_w, "passed": passed,
+                **energy}
+
     probe = probe_log(PAIR_TRIED["log"], gpu_slug, directory)["stages"]["rows"]
     build = lambda r: 1 if f"-D{sw}" in r.get("options", ()) else 0                       # noqa: E731
     ok = passed_by([r for r in probe if r["kernel"] == k], build)
-    timed = {(r["n"], build(r)): r for r in probe if "round_ms" in r and r["kernel"] == k}
+    timed = {(r["n"], "lt" if r["kernel"] == "cublaslt_fp8" else build(r)): r for r in probe
+             if "round_ms" in r and r["kernel"] in (k, "cublaslt_fp8")}
     out = []
     for n in sorted({n for n, _ in timed}):
         a, b = timed[n, 0], timed[n, 1]
-        v = round_ratio(b["round_ms"], a["round_ms"])
-        out.append({"run": "cold L2 (fp8_stages.py --pair)", "n": n, "speed": v["ratio"],
-                    "faster": f"{v['won']} of {v['rounds']}", "mhz": f"{med(a['sm_mhz']):.0f} / {med(b['sm_mhz']):.0f}",
-                    "joules": "", "more": "-", "predicted_speed": PAIR_PREDICTED[n], "predicted_joules": "-",
-                    "passed": ok.get(1, False)})
+        out.append(row("cold L2 (fp8_stages.py --pair)", n, b["round_ms"], timed[n, "lt"]["round_ms"], a["round_ms"],
+                       f"{med(a['sm_mhz']):.0f} / {med(b['sm_mhz']):.0f}", _median_of(b.get("power_w")),
+                       ok.get(1, False), joules="", more="-", predicted_speed=PAIR_PREDICTED[n], predicted_joules="-"))
     energy = load_log(PAIR_TRIED["energy"], "tools/probes/fp8_energy.py OUT.json --kernels <recorded>,<switched>",
                       gpu_slug, directory)
-    label = f"{k}:-D{sw}"
-    checks = passed_by(energy, lambda r: r["kernel"])
-    rounds: dict = {}
-    for r in energy:
-        if "round" in r and r["kernel"] in (k, label):
-            rounds.setdefault((r["n"], r["kernel"]), []).append(r)
-    for n in sorted({n for n, _ in rounds}):
-        a, b = (sorted(rounds[n, x], key=lambda r: r["round"]) for x in (k, label))
-        v = round_ratio([r["ms"] for r in b], [r["ms"] for r in a])
-        j = round_ratio([r["joules"] for r in a], [r["joules"] for r in b])     # b's joules over a's, per round
-        out.append({"run": "back to back at the power cap (fp8_energy.py)", "n": n, "speed": v["ratio"],
-                    "faster": f"{v['won']} of {v['rounds']}",
-                    "mhz": f"{med(r['sm_mhz'] for r in a):.0f} / {med(r['sm_mhz'] for r in b):.0f}",
-                    "joules": j["ratio"], "more": f"{j['won']} of {j['rounds']}", "predicted_speed": "-",
-                    "predicted_joules": PAIR_ENERGY_PREDICTED[n], "passed": ok.get(1, False) and checks.get(label, False)})
+    per = {(r["n"], r["kernel"]): r for r in energy_rows(energy, base=k)}
+    ms: dict = {}
+    for r in sorted((r for r in energy if "round" in r), key=lambda r: r["round"]):
+        ms.setdefault((r["n"], r["kernel"]), []).append(r["ms"])
+    for n in sorted({n for n, kk in per if kk == label}):
+        a, b = per[n, k], per[n, label]
+        out.append(row("back to back at the power cap (fp8_energy.py)", n, ms[n, label], ms[n, "cublaslt_fp8"],
+                       ms[n, k], f"{a['sm_mhz']:.0f} / {b['sm_mhz']:.0f}", b["power_w"],
+                       ok.get(1, False) and bool(b["passed"]), joules=b["vs_base"], more=b["more"],
+                       predicted_speed="-", predicted_joules=PAIR_ENERGY_PREDICTED[n]))
     return out
 
 
@@ -1560,8 +1563,7 @@ def ncu_pair_rows(name: str = NCU_LT["log"], pairs: dict | None = None, gpu_slug
     course kernel, then the cuBLASLt kernel it is measured against): the kernel that ran (`runs`: Nsight Compute's
     name for it), ms, L2 read sectors and warp instructions executed (millions), the tensor and FMA pipes' share of
     active cycles (%), the top three stalls, and for a course kernel its counts over its yardstick's (`x_ms`, `x_l2`,
-    `x_inst`). `ms` is one launch under the profiler, `mhz` the SM clock it ran at where the log read one (since
-    session 29; None before)."""
+    `x_inst`). `ms` is one launch under the profiler; this log read no clock beside it."""
     from ..results import load_log
 
     pairs = NCU_LT["pairs"] if pairs is None else pairs
@@ -1573,7 +1575,6 @@ def ncu_pair_rows(name: str = NCU_LT["log"], pairs: dict | None = None, gpu_slug
         return {"kernel": t, "runs": by[t].get("profiled_kernel", by[t]["kernel"]), "ms": c["duration_ns"] / 1e6,
                 "l2_sectors_m": c["l2_read_sectors"] / 1e6, "inst_m": c["instructions"] / 1e6,
                 "tensor_pct": c["tensor_pipe_pct"], "fma_pct": c["fma_pipe_pct"],
-                "mhz": c["sm_clock_hz"] / 1e6 if c.get("sm_clock_hz") else None,
                 "top_stalls": ", ".join(f"{s} {v:g}" for s, v in by[t]["top_stalls"][:3])}
 
     out = []
