@@ -1106,3 +1106,24 @@ def test_rung_31s_pairs_along_n_cover_every_tile_and_row_once():
     stored = [32 * b + 8 * h for b in range(-(-bm // 32)) for h in range(4) if 32 * b + 8 * h < bm]
     assert stored == list(range(0, bm, 8)) and -(-bm // 32) == 5
     assert any(M < half for M, _, _ in ODD) and any(-(-N // 256) % 2 for _, N, _ in ODD)
+
+
+def test_recorded_compiler_output_is_of_the_kernels_as_they_are():
+    """results/build-nvidia-h200 (the PTX, SASS and ptxas reports lessons 01, 02 and 05 show without a GPU) was made
+    from kernels/ as they are now: sources.sha256, written by tools/kernel_dumps.sh, names every kernel file and
+    header with its hash, and each .cu has its report and its SASS. A kernel changed without new dumps fails here."""
+    import hashlib
+
+    build = KERNEL_DIR.parent / "results" / "build-nvidia-h200"
+    lines = (build / "sources.sha256").read_text().splitlines()
+    recorded = {path: digest for digest, path in (ln.split(maxsplit=1) for ln in lines)}
+    now = {f"kernels/{p.name}": hashlib.sha256(p.read_bytes()).hexdigest()
+           for p in sorted(KERNEL_DIR.glob("*.cu*"))}
+    fix = "run `bash tools/kernel_dumps.sh` (nvcc and cuobjdump; no GPU needed) and commit results/build-nvidia-h200"
+    assert set(recorded) == set(now), f"kernel files added or removed since the dumps: {fix}"
+    stale = sorted(p for p in now if recorded[p] != now[p])
+    assert not stale, f"{stale} changed since the dumps: {fix}"
+    for cu in (p for p in now if p.endswith(".cu")):
+        stem = Path(cu).stem
+        assert (build / f"{stem}.ptxas.txt").is_file() and list(build.glob(f"{stem}.sm_90*.sass")), cu
+        assert "Compile time" not in (build / f"{stem}.ptxas.txt").read_text()   # machine-independent reports

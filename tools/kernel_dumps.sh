@@ -35,14 +35,21 @@ for f in kernels/*.cu; do
     arch=sm_${BASH_REMATCH[1]}a; gencode=(-gencode=arch=compute_${BASH_REMATCH[1]}a,code=$arch)
   fi
   n=$((n + 1))
-  if "$NVCC" -std=c++17 "${gencode[@]}" -cubin -Xptxas -v -o "$TMP/$name.cubin" "$f" > "$OUT/$name.ptxas.txt" 2>&1 \
-     && "$CUOBJDUMP" -sass "$TMP/$name.cubin" > "$OUT/$name.$arch.sass"; then
+  # ptxas's "Compile time = ..." lines are left out: they differ on every run, so a rerun would rewrite every
+  # report; what stays (registers, shared memory, spills) changes only when the code does.
+  "$NVCC" -std=c++17 "${gencode[@]}" -cubin -Xptxas -v -o "$TMP/$name.cubin" "$f" > "$TMP/$name.ptxas" 2>&1
+  built=$?
+  grep -v 'Compile time = ' "$TMP/$name.ptxas" > "$OUT/$name.ptxas.txt"
+  if [[ $built == 0 ]] && "$CUOBJDUMP" -sass "$TMP/$name.cubin" > "$OUT/$name.$arch.sass"; then
     if [[ $arch == "$ARCH" ]]; then "$NVCC" -std=c++17 -arch="$ARCH" -ptx -o "$OUT/$name.$arch.ptx" "$f" || fail=1; fi
     echo "ok   $f ($arch): $(grep -c 'Used' "$OUT/$name.ptxas.txt") kernels"
   else
     echo "FAIL $f ($arch): see $OUT/$name.ptxas.txt"; fail=1
   fi
 done
+# What the dumps were made from: tests/test_kernels.py compares these hashes with kernels/ as they are now, so a
+# kernel changed without new dumps fails the tests (the fix: run this script again).
+sha256sum kernels/*.cu kernels/*.cuh > "$OUT/sources.sha256"
 version=$("$NVCC" --version | tail -n 1)
 driver=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
 cat > "$OUT/README.md" <<EOF
@@ -52,7 +59,8 @@ Written by \`tools/kernel_dumps.sh\` (\`make gpu-check\`, stage \`dumps\`) on $(
 nvcc ($version): for each \`kernels/*.cu\`, \`nvcc -std=c++17 -arch=$ARCH\` produced the PTX (\`*.$ARCH.ptx\`),
 the resource report (\`*.ptxas.txt\`: registers, shared memory, spills) and the machine code disassembled
 with \`cuobjdump -sass\` (\`*.$ARCH.sass\`); files named \`*_sm90a.cu\` were compiled for \`sm_90a\` instead
-(\`-gencode=arch=compute_90a,code=sm_90a\`). Lessons show these files when no GPU is present.
+(\`-gencode=arch=compute_90a,code=sm_90a\`). Lessons show these files when no GPU is present. \`sources.sha256\`
+names the sources they were made from (tests/test_kernels.py checks it against \`kernels/\`).
 EOF
 echo "kernel dumps: $n files for $ARCH into $OUT/, $([ $fail = 0 ] && echo all compiled || echo FAILURES)"
 exit $fail
