@@ -1384,3 +1384,35 @@ def test_two_k_tiles_per_stage_slide_says_what_its_runs_measured():
     fewer = 8 * (8192 // 128) ** 3 * 8.5
     assert (round(fewer / 1e6, 1), round(before["inst_m"] - fewer / 1e6)) == (17.8, 250)
     assert abs(1 - fewer / (before["inst_m"] * 1e6) - fp8x.PAIR_PREDICTED["instructions_8192"]) < 0.002
+
+
+def test_switched_build_rows_reads_any_probe_switch(tmp_path):
+    """fp8x.switched_build_rows serves F8_PAIR's runs (pair_rows) and will read F8_EXTRA_L2's, pending (EXTRA_L2_TRIED): F8_PAIR's
+    two logs rewritten as if F8_EXTRA_L2 had made them give the same speeds, clocks and joules, with EXTRA_L2_PREDICTED's
+    figures where pair_rows has PAIR_PREDICTED's; a log whose switched rows are missing is an error, not a table of the
+    recorded build against itself."""
+    import json
+
+    logs = Path(helpers.results.RESULTS_DIR) / "logs"
+    for src, dst in (("log", "log"), ("energy", "energy")):
+        text = (logs / f"{fp8x.PAIR_TRIED[src]}-nvidia-h200.json").read_text().replace("F8_PAIR", "F8_EXTRA_L2")
+        (tmp_path / "logs").mkdir(exist_ok=True)
+        (tmp_path / "logs" / f"{fp8x.EXTRA_L2_TRIED[dst]}-nvidia-h200.json").write_text(text)
+    predicted = {"cap": fp8x.EXTRA_L2_PREDICTED["speed_at_cap"], "joules": fp8x.EXTRA_L2_PREDICTED["joules"]}
+    new = fp8x.switched_build_rows(fp8x.EXTRA_L2_TRIED, predicted, directory=tmp_path)
+    old = fp8x.pair_rows()
+    assert len(new) == len(old) == 4
+    for a, b in zip(new, old):
+        for key in ("n", "speed", "faster", "vs_default", "mhz", "power_w", "passed", "joules", "more"):
+            assert a[key] == b[key], key
+    cold = [r for r in new if r["run"].startswith("cold L2 (fp8_stages.py --extra-l2)")]
+    cap = [r for r in new if r["run"].startswith("back to back")]
+    assert len(cold) == len(cap) == 2 and all(r["predicted_speed"] == "-" for r in cold)
+    assert [(r["predicted_speed"], r["predicted_joules"]) for r in cap] == [(0.97, 1.035), (0.97, 1.035)]
+    # the switched build's rows gone: no table
+    probe = tmp_path / "logs" / "fp8-extra-l2-probe-nvidia-h200.json"
+    kept = [r for r in json.loads(probe.read_text()) if "-DF8_EXTRA_L2=1" not in r.get("options", ())]
+    probe.write_text(json.dumps(kept))
+    said = r"(?s)no timing of the F8_EXTRA_L2=1 build at 4096\^3, .*--extra-l2"
+    with pytest.raises(helpers.errors.ResultsError, match=said):
+        fp8x.switched_build_rows(fp8x.EXTRA_L2_TRIED, predicted, directory=tmp_path)

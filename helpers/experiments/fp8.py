@@ -1367,7 +1367,7 @@ PAIR_ENERGY_PREDICTED = {4096: 0.986, 8192: 0.986}
 # Neither run found a gain the course's timing tells apart: the switch left the kernel file (its code is in commit
 # `commit`); its runs are in results/logs/<log>-<gpu>.json (the probe), <energy>-<gpu>.json and <ncu>-<gpu>.json.
 PAIR_TRIED = {"switch": "F8_PAIR=1", "kernel": "fp8_promote_2acc_lean", "commit": "2a049e0", "log": "fp8-pair-probe",
-              "energy": "fp8-energy-pair", "ncu": "ncu-fp8-pair-8192"}
+              "energy": "fp8-energy-pair", "ncu": "ncu-fp8-pair-8192", "flag": "--pair"}
 
 
 # F8_EXTRA_L2 (kernels/fp8_sm90a.cu; session 29, pending its first run): fp8_promote_2acc_lean with each K-tile's box of
@@ -1381,27 +1381,32 @@ PAIR_TRIED = {"switch": "F8_PAIR=1", "kernel": "fp8_promote_2acc_lean", "commit"
 # +50% x 0.07 = +3.5%.
 EXTRA_L2_PREDICTED = {"l2_read_sectors_8192": 1.5, "joules": {4096: 1.035, 8192: 1.035},
                       "speed_at_cap": {4096: 0.97, 8192: 0.97}}
+# Where its runs will be kept (results/logs/<log>-<gpu>.json and so on; switched_build_rows reads them as it reads F8_PAIR's):
+EXTRA_L2_TRIED = {"switch": "F8_EXTRA_L2=1", "kernel": "fp8_promote_2acc_lean", "log": "fp8-extra-l2-probe",
+                  "energy": "fp8-energy-extra-l2", "ncu": "ncu-fp8-extra-l2-8192", "flag": "--extra-l2"}
 
 
-def pair_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """F8_PAIR's two timed runs (PAIR_TRIED), per run and size: the F8_PAIR=1 build of fp8_promote_2acc_lean over the
-    recorded build, timed in the same rounds with cuBLASLt's default accumulation: its speed (`speed`, the median
-    round-by-round ratio, helpers.timing.round_ratio, above 1 faster) with the rounds it was faster (`faster`), the same
-    over cuBLASLt's default (`vs_default`), the SM clocks of the recorded and the switched build (`mhz`, medians of the
-    rounds) and the switched build's power (`power_w`, NVML, median round), its joules per GEMM over the recorded
-    build's (`joules`, the energy run only: energy_rows' `vs_base`, above 1 more energy; '' in the probe's rows) with
-    the rounds it took more (`more`), the predictions written before the runs, and whether every check of the switched
+def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """A probe switch's two timed runs (`tried`: PAIR_TRIED or EXTRA_L2_TRIED), per run and size: the switched build of
+    tried["kernel"] over the recorded build, timed in the same rounds with cuBLASLt's default accumulation: its speed
+    (`speed`, the median round-by-round ratio, helpers.timing.round_ratio, above 1 faster) with the rounds it was faster
+    (`faster`), the same over cuBLASLt's default (`vs_default`), the SM clocks of the recorded and the switched build
+    (`mhz`, medians of the rounds) and the switched build's power (`power_w`, NVML, median round), its joules per GEMM
+    over the recorded build's (`joules`, the energy run only: energy_rows' `vs_base`, above 1 more energy; '' in the
+    probe's rows) with the rounds it took more (`more`), the predictions written before the runs (`predicted`: "cold",
+    "cap" and "joules", each by size or None; '-' where none was written), and whether every check of the switched
     build passed (bit for bit against the model). The probe's run has cold L2 before every launch (fp8_stages.py
-    --pair); the energy run launches back to back on the same inputs for two seconds at a time, at the power cap
-    (fp8_energy.py)."""
+    --pair, --extra-l2); the energy run launches back to back on the same inputs for two seconds at a time, at the
+    power cap (fp8_energy.py)."""
     import statistics
 
     from ..results import load_log
     from ..timing import round_ratio
 
     med = statistics.median
-    k, sw = PAIR_TRIED["kernel"], PAIR_TRIED["switch"]
+    k, sw = tried["kernel"], tried["switch"]
     label = f"{k}:-D{sw}"                                      # the energy run's name for the switched build
+    said = lambda what, n: (predicted.get(what) or {}).get(n, "-")                        # noqa: E731
 
     def row(run, n, ms, lt_ms, base_ms, mhz, power_w, passed, **energy):
         v = round_ratio(ms, base_ms)
@@ -1409,18 +1414,27 @@ def pair_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
                 "vs_default": round_ratio(ms, lt_ms)["ratio"], "mhz": mhz, "power_w": power_w, "passed": passed,
                 **energy}
 
-    probe = probe_log(PAIR_TRIED["log"], gpu_slug, directory)["stages"]["rows"]
+    probe = probe_log(tried["log"], gpu_slug, directory)["stages"]["rows"]
     build = lambda r: 1 if f"-D{sw}" in r.get("options", ()) else 0                       # noqa: E731
     ok = passed_by([r for r in probe if r["kernel"] == k], build)
     timed = {(r["n"], "lt" if r["kernel"] == "cublaslt_fp8" else build(r)): r for r in probe
              if "round_ms" in r and r["kernel"] in (k, "cublaslt_fp8")}
+    missing = sorted(f"{what} at {n}^3" for n in {n for n, _ in timed} for what, key in
+                     (("the recorded build", 0), (f"the {sw} build", 1), ("cuBLASLt's default", "lt"))
+                     if (n, key) not in timed)
+    if missing or not timed:
+        from ..errors import ResultsError
+
+        raise ResultsError(f"results/logs/{tried['log']}: no timing of {', '.join(missing) or 'any build'}.",
+                           f"run tools/probes/fp8_stages.py OUT.json {tried['flag']} on a Hopper GPU and keep its "
+                           "output there.")
     out = []
     for n in sorted({n for n, _ in timed}):
         a, b = timed[n, 0], timed[n, 1]
-        out.append(row("cold L2 (fp8_stages.py --pair)", n, b["round_ms"], timed[n, "lt"]["round_ms"], a["round_ms"],
-                       f"{med(a['sm_mhz']):.0f} / {med(b['sm_mhz']):.0f}", _median_of(b.get("power_w")),
-                       ok.get(1, False), joules="", more="-", predicted_speed=PAIR_PREDICTED[n], predicted_joules="-"))
-    energy = load_log(PAIR_TRIED["energy"], "tools/probes/fp8_energy.py OUT.json --kernels <recorded>,<switched>",
+        out.append(row(f"cold L2 (fp8_stages.py {tried['flag']})", n, b["round_ms"], timed[n, "lt"]["round_ms"],
+                       a["round_ms"], f"{med(a['sm_mhz']):.0f} / {med(b['sm_mhz']):.0f}", _median_of(b.get("power_w")),
+                       ok.get(1, False), joules="", more="-", predicted_speed=said("cold", n), predicted_joules="-"))
+    energy = load_log(tried["energy"], "tools/probes/fp8_energy.py OUT.json --kernels <recorded>,<switched>",
                       gpu_slug, directory)
     per = {(r["n"], r["kernel"]): r for r in energy_rows(energy, base=k)}
     ms: dict = {}
@@ -1431,8 +1445,15 @@ def pair_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
         out.append(row("back to back at the power cap (fp8_energy.py)", n, ms[n, label], ms[n, "cublaslt_fp8"],
                        ms[n, k], f"{a['sm_mhz']:.0f} / {b['sm_mhz']:.0f}", b["power_w"],
                        ok.get(1, False) and bool(b["passed"]), joules=b["vs_base"], more=b["more"],
-                       predicted_speed="-", predicted_joules=PAIR_ENERGY_PREDICTED[n]))
+                       predicted_speed=said("cap", n), predicted_joules=said("joules", n)))
     return out
+
+
+def pair_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """F8_PAIR's two timed runs (PAIR_TRIED), as switched_build_rows gives them: cold L2 predicted by PAIR_PREDICTED, the
+    joules at the power cap by PAIR_ENERGY_PREDICTED."""
+    return switched_build_rows(PAIR_TRIED, {"cold": {n: PAIR_PREDICTED[n] for n in (4096, 8192)},
+                                    "joules": PAIR_ENERGY_PREDICTED}, gpu_slug, directory)
 
 
 def wait_rows(name: str = "fp8-wait-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
