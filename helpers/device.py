@@ -134,6 +134,22 @@ def peaks_for(name: str) -> Peaks | None:
     return None
 
 
+def sweep_peaks(outcome, rec) -> dict:
+    """The peak rates (Peaks' fields, as a dict) of the GPU whose rows `outcome` (helpers.sweep's) holds: the
+    record's GPU when the rows were recorded, this GPU when they were measured live. A live GPU that PEAKS_TABLE
+    lacks gets None for every rate and the driver's bandwidth (memory clock x bus width, when it reports them),
+    with a line saying so: the lessons then draw no peak line rather than another GPU's."""
+    if not outcome.live:
+        return dict(rec.meta["gpu"]["peaks"])
+    g = backend().gpu
+    if g.peaks:
+        return dict(g.peaks.__dict__)
+    print(f"{g.name}: its datasheet peaks are not in helpers/device.py's PEAKS_TABLE, so no peak line is drawn "
+          "(add a row with the datasheet's dense figures to draw them)")
+    return {"gpu": g.name, "fp32": None, "tf32": None, "fp16": None, "fp16_acc16": None, "bf16": None,
+            "mem_gbs": g.mem_bw_gbs, "source": "not in the table"}
+
+
 # --------------------------------------------------------------------------- backend
 @dataclass(frozen=True)
 class GPUInfo:

@@ -94,26 +94,34 @@ def tflops_vs_size(series: dict, *, baselines: dict | None = None, peaks: dict |
     return _finish(ax, title, source)
 
 
-def roofline(points: dict, *, peak_tflops: float, mem_gbs: float, extra_ceilings: dict | None = None,
+def roofline(points: dict, *, peak_tflops: float | None, mem_gbs: float | None, extra_ceilings: dict | None = None,
              title: str = "Roofline", source: str = "",
              xlabel: str = "arithmetic intensity (FLOP / byte of DRAM traffic)", legend_outside: bool = False):
     """Attainable TFLOP/s vs arithmetic intensity (FLOP/byte), log-log.
 
-    points: {label: (intensity, tflops)}; extra_ceilings: {label: TFLOP/s}. xlabel: what the bytes are
+    points: {label: (intensity, tflops)}; extra_ceilings: {label: TFLOP/s}. peak_tflops or mem_gbs None (a GPU the
+    course's peak table lacks): the roof is drawn from what is known, or not at all. xlabel: what the bytes are
     (lesson 5's intensity counts the bytes the blocks request, not DRAM's); legend_outside: the legend
     beside the axes, where no roof or ridge line crosses it.
     """
     apply_style()
     fig, ax = plt.subplots()
     xs = [p[0] for p in points.values()] or [1.0]
-    x = np.logspace(np.log10(min(xs + [0.1]) / 2), np.log10(max(xs + [peak_tflops * 1e3 / mem_gbs]) * 4), 200)
-    roof = np.minimum(peak_tflops, mem_gbs * x / 1e3)
-    ax.plot(x, roof, color="0.2", label=f"roof: {peak_tflops:g} TFLOP/s, {mem_gbs:g} GB/s")
+    ridge = peak_tflops * 1e3 / mem_gbs if peak_tflops and mem_gbs else None
+    x = np.logspace(np.log10(min(xs + [0.1]) / 2), np.log10(max(xs + [ridge or 1.0]) * 4), 200)
+    if ridge:
+        roof = np.minimum(peak_tflops, mem_gbs * x / 1e3)
+        ax.plot(x, roof, color="0.2", label=f"roof: {peak_tflops:g} TFLOP/s, {mem_gbs:g} GB/s")
+    elif mem_gbs or peak_tflops:        # a GPU whose peaks the course's table lacks: only what is known
+        ax.plot(x, mem_gbs * x / 1e3 if mem_gbs else np.full_like(x, peak_tflops), color="0.2",
+                label=f"{mem_gbs:g} GB/s (compute peak unknown)" if mem_gbs else f"{peak_tflops:g} TFLOP/s")
     for label, v in (extra_ceilings or {}).items():
-        ax.plot(x, np.minimum(v, mem_gbs * x / 1e3), color="0.5", linestyle=":", label=f"{label}: {v:g} TFLOP/s")
+        if v and mem_gbs:
+            ax.plot(x, np.minimum(v, mem_gbs * x / 1e3), color="0.5", linestyle=":", label=f"{label}: {v:g} TFLOP/s")
     for label, (ai, t) in points.items():
         ax.plot([ai], [t], marker="o", markersize=10, linestyle="none", label=f"{label} ({t:.3g} TFLOP/s)")
-    ax.axvline(peak_tflops * 1e3 / mem_gbs, color="0.7", linewidth=1)
+    if ridge:
+        ax.axvline(ridge, color="0.7", linewidth=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)

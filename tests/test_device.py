@@ -209,3 +209,29 @@ def test_hopper_missing_says_why_in_one_line(monkeypatch):
             assert got is None
         else:
             assert want in got and "needs a Hopper GPU" in got and "\n" not in got
+
+
+def test_sweep_peaks_are_of_the_gpu_the_rows_come_from(monkeypatch, capsys):
+    """helpers.device.sweep_peaks (lessons 01-02's peak lines and roofline): recorded rows get the record's GPU's
+    peaks; live rows this GPU's, from the table; a live GPU the table lacks gets no rates (None: no line is drawn,
+    never the H200's) and the driver's bandwidth, with a line that says how to add it. The plots take None."""
+    from helpers.experiments import Outcome
+
+    D = helpers.device
+    rec = helpers.results.load_latest()
+    assert D.sweep_peaks(Outcome([], False, "recorded"), rec) == rec.meta["gpu"]["peaks"]
+    mk = lambda name: D.Backend("gpu", "found", D.GPUInfo(name, (8, 9), 58, 1, 1, 504.0, "", "", "", "",  # noqa: E731
+                                                          D.peaks_for(name)))
+    monkeypatch.setattr(D, "backend", lambda: mk("NVIDIA GeForce RTX 4090"))
+    assert D.sweep_peaks(Outcome([], True, "live"), rec)["fp32"] == D.peaks_for("NVIDIA GeForce RTX 4090").fp32 != \
+        rec.meta["gpu"]["peaks"]["fp32"]
+    monkeypatch.setattr(D, "backend", lambda: mk("NVIDIA GeForce RTX 4070"))
+    p = D.sweep_peaks(Outcome([], True, "live"), rec)
+    assert {k: p[k] for k in ("fp32", "tf32", "fp16", "bf16")} == dict.fromkeys(("fp32", "tf32", "fp16", "bf16"))
+    assert p["mem_gbs"] == 504.0 and "PEAKS_TABLE" in capsys.readouterr().out
+    helpers.plots.roofline({"k": (2.0, 10.0)}, peak_tflops=p["fp32"], mem_gbs=p["mem_gbs"])
+    helpers.plots.roofline({"k": (2.0, 10.0)}, peak_tflops=None, mem_gbs=None)
+    helpers.plots.tflops_vs_size({"k": ([256, 512], [1.0, 2.0])}, peaks={"FP32 peak": p["fp32"]})
+    from helpers.experiments.baseline import implied_clock_hz
+
+    assert implied_clock_hz(p["fp32"], 58) is None

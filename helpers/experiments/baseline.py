@@ -250,9 +250,9 @@ def sass_counts(sass_file: str = "fp32_baseline.sm_90.sass", kernel: str = "gemm
             "STS": base.count("STS"), "instructions": len(ops)}
 
 
-def implied_clock_hz(fp32_peak_tflops: float, sms: int, lanes: int = 128) -> float:
-    """The clock a datasheet FP32 peak assumes: peak = SMs x lanes x 2 FLOP x clock."""
-    return fp32_peak_tflops * 1e12 / (sms * lanes * 2)
+def implied_clock_hz(fp32_peak_tflops: float | None, sms: int, lanes: int = 128) -> float | None:
+    """The clock a datasheet FP32 peak assumes: peak = SMs x lanes x 2 FLOP x clock (None without a peak)."""
+    return fp32_peak_tflops * 1e12 / (sms * lanes * 2) if fp32_peak_tflops else None
 
 
 def timed_clock_hz(data: dict, fallback: float | None = None) -> float | None:
