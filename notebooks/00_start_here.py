@@ -145,9 +145,13 @@ for chk in checks.values():     # backend-dependent digits: not compared by the 
 #
 # `helpers.tolerance(K, inputs, acc)` adds three effects: the inputs' rounding, the accumulation
 # (a worst-case bound, or a probabilistic one when rounding is to nearest), and the output's rounding.
+# The input term vanishes when A and B already are in the kernel's format, as for the FP32 kernel:
+# nothing is left to round (the first line is the tolerance its check used above). Tensor Cores add
+# a block of 16 products, then truncate the sum (lesson 04 shows it); truncation errors do not
+# cancel, hence the second line's worst-case bound.
 
 # %% slideshow={"slide_type": "-"}
-print(helpers.tolerance(72, "fp32", "fp32", n_checked=200 * 136))
+print(helpers.tolerance(72, "fp32", "fp32", n_checked=200 * 136, inputs_rounded_in_reference=True))
 print(helpers.tolerance(72, "fp16", "fp32", acc_rounding="truncate", block=16, n_checked=200 * 136))
 print(helpers.tolerance(4096, "fp16", "fp16", block=16, n_checked=4096 * 4096))
 
@@ -162,9 +166,11 @@ print(helpers.tolerance(4096, "fp16", "fp16", block=16, n_checked=4096 * 4096))
 # 2. **the answer-scaled bound**: the same worst case, computed from the partial sums the accumulator
 #    really holds (in float64, at every rounding), so it follows the size of the answer;
 # 3. **the model**: the CPU model of the kernel's arithmetic (fitted bit for bit to the H200 in lesson 04)
-#    must agree bit for bit, on every element at every size (for a GPU's large products the same
-#    arithmetic runs on the GPU's CUDA cores). On a GPU the model was not fitted to, this part is
-#    skipped, and the verdict says so.
+#    must agree bit for bit on every element it is compared on: all of them in this lesson; in a
+#    large product on a GPU, all of them where the model also runs on the GPU, else a seeded sample.
+#    The verdict says which ("all ... elements" above; "a sample of ... elements" in some of lesson
+#    01's recorded runs). On a GPU the model was not fitted to, this part is skipped, and the verdict
+#    says so.
 
 # %% slideshow={"slide_type": "subslide"}
 C = helpers.gemm("wmma_mixed_gemm_kernel", A.astype(np.float16), B.astype(np.float16), pad=True)
@@ -177,7 +183,7 @@ for what, W in {"the kernel's own result": C, **wrong}.items():
           f"model {ok(chk.model_ok):4s} -> {'PASS' if chk.passed else 'FAIL'}")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# A check is only worth something if it can fail. Each wrong answer here is one a real bug produces: an unwritten output (zeros), a swapped index (transposed, permuted rows), a missing scale, one thread's element off, a row index off by one (a copied row), an edge tile that skips the last K block, the wrong accumulator fragment, inputs converted to the wrong format. The bounds alone miss the small ones; the model sees every element. Lesson 04 shows how small an error of a single element each kernel's check still sees.
+# A check is only worth something if it can fail. Each wrong answer here is one a real bug produces: an unwritten output (zeros), a flipped sign, a swapped index (permuted rows), a scale slightly off, one thread's element off (by 10x its error, or by 1%), a row index off by one (a copied row), an edge tile that skips the last K block, the wrong accumulator fragment, inputs converted to the wrong format. The bounds alone miss the small ones; the model sees every element. Lesson 04 shows how small an error of a single element each kernel's check still sees.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## When the input is wrong, the message says what to do
@@ -225,11 +231,28 @@ fig.tight_layout()
 # timed, read through NVML (`helpers.clocks`). Those readings explain the dip of cuBLAS FP16 at the
 # largest sizes: lesson 05 shows that the GPU lowered its clock there to stay under its power limit.
 #
-# The point at n = 1000, just left of 1024, is there on purpose: the same kernel runs at a different
-# speed at a size that is not a power of two, and lesson 01 explains why (the stride of the rows).
+# The point at n = 1000, just left of 1024, is there on purpose: a kernel can run at a different
+# speed at a size that is not a power of two (next slide).
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Read the gap: at large sizes the naive WMMA kernel is several times faster than the FP32 kernel, and still far below cuBLAS FP16. Lesson 5 closes that gap one measured step at a time.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### The point at n = 1000
+
+# %% slideshow={"slide_type": "-"}
+tf = {k: dict(zip(*s)) for k, s in series.items()}
+wmma = helpers.KERNELS["wmma_gemm_naive"]
+for n in (1000, 1024, 2048, 3000, 4096):
+    pad = wmma.padded(n, n, n)[0]
+    print(f"n = {n}: FP32 kernel {tf['gemm_fp32_kernel'][n]:.2f} TFLOP/s | naive WMMA {tf['wmma_gemm_naive'][n]:.1f} "
+          f"TFLOP/s" + (f", run at n = {pad} (zero-padded to whole 16 x 16 tiles)" if pad != n else ""))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Lesson 01 explains the FP32 kernel's point: at n = 1024 its rows are a power of two of bytes long,
+# and crowd the caches. The naive WMMA kernel's jump at n = 1000 is much larger, and the course does
+# not explain it: 3000, padded too, runs like 2048 and 4096, so the row-stride story does not
+# obviously fit.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary

@@ -1,4 +1,7 @@
 """CPU unit tests of lesson 1's helpers: the traffic model and the exercise checkers."""
+import re
+from pathlib import Path
+
 import pytest
 
 import helpers
@@ -35,8 +38,11 @@ def test_every_experiment_registered():
 
 @pytest.mark.parametrize("fn,args,good,bad", [
     (ex.ai_ideal_exercise, (4096,), 4096 / 6, 4096 / 4),
+    (ex.ai_ideal_exercise, (3000,), 500.0, 4096 / 6),          # the lesson's: 682.7 (printed for 4096) is rejected
     (ex.ai_naive_exercise, (), 0.25, 0.5),
+    (ex.ai_naive_exercise, (8,), 0.125, 0.25),                 # the lesson's (FP64): the printed 0.25 is rejected
     (ex.ai_tiled_exercise, (16,), 4.0, 16.0),
+    (ex.lines_exercise, (2, 128), 17, 9),                      # the lesson's: 4 x 64's 9 lines (in the table) rejected
 ])
 def test_intensity_checkers(fn, args, good, bad, capsys):
     fn(None, *args)
@@ -105,3 +111,53 @@ def test_every_size_labelled_1000_beside_1024():
     pads = [t.get_pad() for t in ax.xaxis.get_major_ticks()]
     assert pads[1] > pads[2] == pads[0]
     plt.close(fig)
+
+
+LESSON = (Path(__file__).resolve().parent.parent / "notebooks" / "01_fp32_baseline.py").read_text()
+FLAT = re.sub(r"\s*\n#\s*", " ", LESSON)      # the prose with its comment line breaks removed
+
+
+def test_exercises_ask_what_no_slide_prints():
+    """Each exercise's parameters differ from what an earlier slide prints: n = 3000 (the intensity cell
+    prints 256, 1024, 4096), FP64 loads (the roofline prints FP32's 0.25), the 2 x 128 block (not a row
+    of the footprint table)."""
+    shown = re.search(r"for n in \(([\d, ]+)\):\n    d = lesson.intensity", LESSON).group(1).split(", ")
+    assert "3000" not in shown and "ex.ai_ideal_exercise(answer, 3000)" in LESSON
+    assert "ex.ai_naive_exercise(answer, 8)" in LESSON
+    assert (2, 128) not in exp.BLOCK_SHAPES and "ex.lines_exercise(answer, 2, 128)" in LESSON
+
+
+def test_why_the_measured_error_is_far_below_the_tolerance():
+    """The notes under 'First: is it correct?': the FP32 tolerance is the probabilistic bound, lambda
+    sqrt(K) u; the measured error, divided by |A||B|, is a few u, because on zero-mean data the answer
+    (and the partial sums) are about sqrt(K) smaller than |A||B|. Checked on a smaller M x N, same K."""
+    import math
+
+    import numpy as np
+
+    M, N, K = 257, 391, 1000                       # the lesson's sizes: the tolerance and lambda
+    tol = helpers.tolerance(K, "fp32", "fp32", n_checked=M * N, inputs_rounded_in_reference=True)
+    lam = helpers.numerics.confidence_lambda(K, M * N)
+    u = helpers.numerics.fmt("fp32").unit_roundoff
+    assert tol.acc_bound == "probabilistic"
+    assert tol.value == pytest.approx(lam * math.sqrt(K) * u, rel=1e-3)
+    assert 7.5 < lam < 8.5                          # "lambda = 8.1", printed by the lesson
+    A = helpers.random_matrix(32, K, seed=11)
+    B = helpers.random_matrix(K, 48, seed=12)
+    chk = helpers.KERNELS["gemm_fp32_kernel"].check(helpers.gemm_fp32(A, B), A, B)
+    assert chk.passed and chk.comp_err < 10 * u < tol.value / 20
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+    scale = np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))
+    ratio = np.mean(np.abs(exact)) / np.mean(scale)
+    assert 0.5 / math.sqrt(K) < ratio < 2 / math.sqrt(K)
+    assert "Higham & Mary's probabilistic bound" in FLAT and "confidence factor lambda" in FLAT
+    assert "so errors partly cancel (Higham & Mary's sqrt(K) growth)" not in FLAT
+
+
+def test_the_record_holds_two_sizes_beyond_the_sweep():
+    """'over all 12 recorded sizes (the sweep's 10, 6144 and 8192)': the record has the sweep's sizes and
+    two more."""
+    sweep = [int(n) for n in re.search(r"SIZES = \[([\d, ]+)\]", LESSON).group(1).split(", ")]
+    sizes, _ = helpers.results.load_latest().series("gemm_fp32_kernel")
+    assert set(sweep) <= set(sizes) and sorted(set(sizes) - set(sweep)) == [6144, 8192]
+    assert (len(sizes), len(sweep)) == (12, 10)

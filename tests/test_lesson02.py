@@ -1,4 +1,7 @@
 """CPU tests for lesson 2's helpers (helpers/experiments/wmma.py, helpers/exercises/wmma.py)."""
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -6,6 +9,9 @@ import helpers
 from helpers import exercises
 from helpers.exercises import wmma as ex
 from helpers.experiments import wmma as w
+
+LESSON = (Path(__file__).resolve().parent.parent / "notebooks" / "02_tensor_cores_wmma.py").read_text()
+FLAT = re.sub(r"\s*\n#\s*", " ", LESSON)      # the prose with its comment line breaks removed
 
 
 @pytest.mark.parametrize("kind,shape,per_lane", [("a", (16, 16), 8), ("b", (16, 8), 4), ("c", (16, 8), 4)])
@@ -81,10 +87,64 @@ def test_question_checkers(capsys):
     assert exercises.last_result is False
     ex.naive_bytes_per_flop_exercise(0.125)
     assert exercises.last_result is True
-    ex.hmma_per_mma_exercise(2)
-    assert exercises.last_result is True
     ex.two_by_two_bytes_per_flop_exercise(1 / 16)
     assert exercises.last_result is True
+
+
+@pytest.mark.parametrize("fn,args,good,bad", [
+    # exercise 1: an FP64 8x8x4 mma_sync; the 8192 FLOPs printed for 16x16x16 is rejected
+    (exercises.mma_flops_exercise, (8, 8, 4), 2 * 8 * 8 * 4, 8192),
+    # exercise 3: the TF32 kernel (16x16x8, 4-byte elements); the FP16 kernel's 1/8 (printed: 8 FLOP per byte)
+    (ex.naive_bytes_per_flop_exercise, (16, 16, 8, 4), 0.25, 0.125),
+    # exercise 4: HMMA for a 16x16 tile at K = 4096; the printed 2 per mma_sync is rejected
+    (ex.hmma_per_tile_exercise, (4096,), 512, 2),
+    (ex.hmma_per_tile_exercise, (16,), 2, 1),
+])
+def test_exercises_ask_what_no_slide_prints(fn, args, good, bad, capsys):
+    fn(None, *args)
+    assert exercises.last_result is None
+    fn(good, *args)
+    assert exercises.last_result is True
+    fn(bad, *args)
+    assert exercises.last_result is False
+    out = capsys.readouterr().out
+    assert "Not answered yet" in out and "Correct." in out and "Hint" in out
+
+
+def test_exercise_calls_in_the_lesson():
+    for call in ("exercises.mma_flops_exercise(answer, 8, 8, 4)", "ex.naive_bytes_per_flop_exercise(answer, 16, 16, 8, 4)",
+                 "ex.hmma_per_tile_exercise(answer, 4096)"):
+        assert call in LESSON, call
+
+
+def test_tolerance_drop_between_the_two_checks():
+    """'Sizes that are not multiples of 16': the tolerance drops from the first check's 9.86e-04 (FP32 inputs,
+    rounded to FP16 by the kernel) to 6.08e-06 (inputs already FP16: no input term)."""
+    spec = helpers.KERNELS["wmma_gemm_naive"]
+    A = helpers.random_matrix(200, 72, seed=200)
+    B = helpers.random_matrix(72, 136, seed=136)
+    first = spec.check(helpers.wmma_gemm_naive(A.astype(np.float16), B.astype(np.float16), pad=True), A, B).tol
+    A = helpers.random_matrix(40, 48, seed=1).astype(np.float16)
+    B = helpers.random_matrix(48, 40, seed=2).astype(np.float16)
+    padded = spec.check(helpers.wmma_gemm_naive(A, B, pad=True), A, B).tol
+    assert (f"{first.value:.2e}", f"{padded.value:.2e}") == ("9.86e-04", "6.08e-06")
+    assert first.in_term > 0 and padded.in_term == 0
+    assert "from the first check's 9.86e-04 to 6.08e-06" in FLAT
+
+
+def test_ldm_rules_in_the_notes():
+    """Of the ldm values the lesson prints, 8, 24 and 40 pass the Guide's rule and fail the PTX rule."""
+    split = [ldm for ldm in (8, 16, 24, 40, 48, 64) if ldm % 8 == 0 and (2 * ldm) % 32 != 0]
+    assert split == [8, 24, 40]
+    assert "for ldm in (8, 16, 24, 40, 48, 64):" in LESSON
+    assert "8, 24 and 40 pass the Guide's rule and fail the PTX rule" in FLAT
+
+
+def test_fma_count_in_warp_instructions():
+    """One m16n16k16 mma_sync's 4096 FMAs are 128 warp-wide FFMA instructions, not 4096 instructions."""
+    assert 16 * 16 * 16 // 32 == 128
+    assert "FMA instructions, {multiply_adds // 32} per lane" not in LESSON
+    assert "{multiply_adds // 32} warp-wide FFMA instructions" in LESSON
 
 
 def test_kernel_checkers_without_gpu(capsys):

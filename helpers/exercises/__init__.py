@@ -131,7 +131,7 @@ def gemm_flops_exercise(answer, M: int, N: int, K: int) -> None:
 
 
 @checker
-def mma_flops_exercise(answer) -> None:
-    """FLOPs of one wmma::mma_sync on a 16x16x16 tile."""
-    check_number("mma_sync FLOPs", answer, 2.0 * 16 * 16 * 16,
-                        hint="a 16x16x16 tile is a GEMM with M = N = K = 16; count multiply and add.")
+def mma_flops_exercise(answer, m: int = 16, n: int = 16, k: int = 16) -> None:
+    """FLOPs of one wmma::mma_sync of shape m x n x k (16x16x16 unless given)."""
+    check_number(f"mma_sync FLOPs ({m}x{n}x{k})", answer, 2.0 * m * n * k,
+                 hint=f"one {m}x{n}x{k} mma_sync is a GEMM with M = {m}, N = {n}, K = {k}; count multiply and add.")

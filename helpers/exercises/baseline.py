@@ -39,10 +39,12 @@ def ai_ideal_exercise(answer, n: int) -> None:
 
 
 @checker
-def ai_naive_exercise(answer) -> None:
-    """FLOP per byte that one thread of gemm_fp32_kernel requests in its loop."""
-    check_number("naive kernel intensity", answer, 2.0 / 8.0, rel=1e-3,
-                 hint="one step of the loop is one FMA (2 FLOPs) and loads one float of A and one of B.")
+def ai_naive_exercise(answer, elem_bytes: int = 4) -> None:
+    """FLOP per byte that one thread of gemm_fp32_kernel requests in its loop, with elements of elem_bytes
+    bytes (4: the FP32 kernel; 8: the same kernel written for double)."""
+    check_number(f"naive kernel intensity ({elem_bytes}-byte elements)", answer, 2.0 / (2.0 * elem_bytes), rel=1e-3,
+                 hint=f"one step of the loop is one FMA (2 FLOPs) and loads one element of A and one of B, "
+                      f"{elem_bytes} bytes each.")
 
 
 @checker

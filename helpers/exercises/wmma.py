@@ -157,12 +157,16 @@ def lane_of_a_exercise(answer, row: int = 9, col: int = 6) -> None:
 
 
 @checker
-def naive_bytes_per_flop_exercise(answer) -> None:
-    """Bytes wmma_gemm_naive loads from global memory per FLOP (each K step: one A and one B tile)."""
-    loaded = 2 * 16 * 16 * 2          # two 16x16 tiles of 2-byte halves
-    check_number("naive WMMA bytes per FLOP", answer, loaded / (2 * 16 * 16 * 16),
-                 hint="per mma_sync the warp loads one 16x16 A tile and one 16x16 B tile (2 bytes each "
-                      "element) and performs 2*16*16*16 FLOPs.")
+def naive_bytes_per_flop_exercise(answer, m: int = 16, n: int = 16, k: int = 16,
+                                  elem_bytes: int = 2) -> None:
+    """Bytes a naive WMMA kernel loads from global memory per FLOP: each K step one m x k A tile and one
+    k x n B tile of elem_bytes-byte elements, for one m x n x k mma_sync. The defaults are wmma_gemm_naive
+    (FP16, 16x16x16); lesson 3's TF32 kernel is m=16, n=16, k=8 with 4-byte FP32 elements in memory."""
+    loaded = (m * k + k * n) * elem_bytes
+    check_number(f"naive WMMA bytes per FLOP ({m}x{n}x{k}, {elem_bytes}-byte elements)", answer,
+                 loaded / (2 * m * n * k),
+                 hint=f"per mma_sync the warp loads one {m}x{k} A tile and one {k}x{n} B tile ({elem_bytes} bytes "
+                      f"each element) and performs 2*{m}*{n}*{k} FLOPs.")
 
 
 @checker
@@ -173,15 +177,16 @@ def two_by_two_bytes_per_flop_exercise(answer) -> None:
 
 
 @checker
-def hmma_per_mma_exercise(answer) -> None:
-    """HMMA.16816 instructions per 16x16x16 mma_sync on sm_90, counted from the recorded build."""
+def hmma_per_tile_exercise(answer, K: int) -> None:
+    """HMMA.16816 instructions one warp of wmma_gemm_naive executes for its 16x16 tile of C at a given K
+    (a multiple of 16): K / 16 mma_sync, each as many HMMA as the recorded sm_90 build has per wmma.mma."""
     from ..experiments.wmma import ptx_lines, sass_lines
 
     n_mma = sum(1 for ln in ptx_lines() if ln.startswith("wmma.mma"))
     n_hmma = len(sass_lines(opcode="HMMA"))
-    check_number("HMMA per mma_sync", answer, n_hmma / n_mma,
-                 hint="count the wmma.mma.sync lines in the PTX and the HMMA lines in the SASS; "
-                      "m16n8k16 covers half of a 16x16x16 tile.")
+    check_number(f"HMMA per 16x16 tile at K={K}", answer, (K // 16) * n_hmma / n_mma,
+                 hint="the warp issues one mma_sync per 16 values of K, and each mma_sync becomes the number of "
+                      "HMMA.16816 per wmma.mma counted on the slide 'From mma_sync to the machine'.")
 
 
 def solution_source(kernel: str) -> str:
