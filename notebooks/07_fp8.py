@@ -110,7 +110,7 @@ helpers.display.table(rows, ["format", "sign/exp/frac", "max", "tiny", "subnorma
 #   one decimal digit, give or take. FP16's $u$ is $2^7$ times smaller than E4M3's.
 # - **Range**: E5M2 has FP16's exponent and so FP16's range of normal numbers (with 2 fraction bits
 #   instead of 10, its subnormals stop sooner); E4M3 spans far fewer powers of two.
-#   That is why FP8 data is *scaled* before it is converted (later in this lesson).
+#   That is why FP8 data is *scaled* before it is converted.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E4M3 bends the IEEE rules, E5M2 keeps them
@@ -159,7 +159,7 @@ helpers.display.table(fp8.special_values(), ["value", "fp8_e4m3", "fp8_e5m2"])
 #
 # Rounding to nearest keeps a number finite up to the **midpoint** between the largest number and
 # the next one the format would have (max + half a spacing); a tie at the midpoint goes to the even
-# neighbour. What numpy (`ml_dtypes`) makes of values around and past the top, run here rather than assumed:
+# neighbour. What numpy (`ml_dtypes`) makes of values around and past the top, run here:
 
 # %% slideshow={"slide_type": "-"}
 e4, e5 = fp8.facts("fp8_e4m3"), fp8.facts("fp8_e5m2")
@@ -174,10 +174,6 @@ helpers.display.table(fp8.overflow_rows(probe), cols, fmt={"x": ".17g"})
 # - **E5M2**: past the midpoint comes **inf**, as in FP16. Here the midpoint itself goes up: the largest
 #   number's fraction `11` is odd, so the tie rounds away from it, out of range.
 # - Infinity and NaN inputs: E4M3 turns infinity into NaN too.
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The midpoints are computed (max + half the spacing below it); the casts are what ml_dtypes returned
-# here.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### On the GPU: `cvt.rn.satfinite` saturates
@@ -239,8 +235,8 @@ for name, back in (("cast as it is", raw), ("scaled", t.dequantize())):
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Without a scale most of these values become 0 and the rest keep a bit or two; with one, the values
-# keep E4M3's precision (the median error sits well under $u$). Micikevicius et al. leave the choice of scale to software, per
-# tensor; the next slide shows where one scale per tensor is not enough.
+# keep E4M3's precision (the median error sits well under $u$). Micikevicius et al. use one scale per
+# tensor; the next slide shows where that is not enough.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Outliers: one scale for everything
@@ -270,8 +266,8 @@ helpers.display.table(report, ["format", "scheme", "scales", "flushed to zero", 
 # - **E5M2** has the range even per tensor, at twice E4M3's $u$ on every value.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Made-up data (a fixed generator). Ask: how large must an outlier be before per-tensor scaling
-# flushes 0.01 to zero? (Exercise 3.)
+# Made-up data (a fixed generator). Ask: with amax $10^4$, which values does per-tensor scaling flush
+# to zero? (Exercise 3.)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Which values lose precision
@@ -472,26 +468,15 @@ fig = helpers.plots.fp8_promotion(ncs, a1[0], b1[:, 0])
 # ### The promotion loop, from `kernels/fp8_sm90a.cu`
 
 # %% slideshow={"slide_type": "-"}
-import re
 from IPython.display import Markdown
-source = (helpers.display.KERNEL_DIR / "fp8_sm90a.cu").read_text()
-kernel = re.search(r'extern "C"[^\n]*\bfp8_promote_128\(.*?\n\}', source, re.S).group(0)
-fns = helpers.display.device_functions("fp8_sm90a.cu")                     # {name: source}
-gemm = fns[helpers.display.called_functions(kernel, fns)[0]].splitlines()   # what it calls: fp8_gemm<128, 128>
-at = lambda *marks: [i for i, line in enumerate(gemm) if any(m in line for m in marks)]
-knob = [gemm[i].strip() for i in at("int EVERY =", "int PSTAGES =", "float d[NREG]", "float total[")]
-first = at("if (NC == 0 || EVERY >= KSTEPS)")[0]                     # the consumers' k-loop body
-last = min(i for i in at("if (++s == F8_STAGES)") if i > first)
-pad = min(len(line) - len(line.lstrip()) for line in gemm[first:last] if not line.startswith("#"))
-loop = "\n".join(line[pad:] if line.startswith(" " * pad) else line for line in gemm[first:last])
-display(Markdown("```cuda\n" + "\n".join(knob) + "\n// ... for each K-tile kt (128 products):\n" + loop + "\n```"))
+display(Markdown("```cuda\n" + fp8x.promotion_loop("fp8_promote_128") + "\n```"))   # what fp8_gemm<128, 128> compiles
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # `fp8_promote_128` is `fp8_gemm<128, 128>`: the template argument `NC` is the interval. Read `fresh`:
 # a period's first k-step passes accumulate = 0 to `wgmma` (scale-d: start from zero). Read `promote`:
 # at a period's last K-tile, `wgmma_wait<0>()` waits for all of the Tensor Cores' work, then
-# `total[i] += d[i]` is the promotion, 64 FP32 adds per thread. Below 128 (the `else` branch) it happens
-# inside a K-tile, every `EVERY` k-steps. The whole kernel is in Appendix E; exercise 6 changes `NC`.
+# `total[i] += d[i]` is the promotion, 64 FP32 adds per thread. Below 128 (not shown) it promotes
+# inside a K-tile. The whole kernel is in Appendix E; exercise 6 changes `NC`.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Error against K: with and without promotion
@@ -544,20 +529,21 @@ helpers.plots.separate_point_labels(fig.axes[0])     # two points lie on each ot
 # promotion (`fp8_wgmma_n128`). The fastest kernel is the one wrong by percents on positive data.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### A common trap: a wait the compiler adds
+# ### A common trap: the compiler's clue
 #
 # The first record had `fp8_promote_256` slower than 128 and 512. The compiler's report (`-Xptxas -v`)
-# said why:
+# pointed at a wait it added:
 
 # %% slideshow={"slide_type": "-"}
 first = helpers.results.RESULTS_DIR / "logs" / "fp8-period0-ptxas.txt"     # nvcc's report of that build
 print(*[ln.split("ptxas info    : ")[-1] for ln in first.read_text().splitlines() if "C7517" in ln], sep="\n")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Their K loop chose at run time whether a stage ends a promotion period; where the paths met, ptxas
-# could not tell whether a `wgmma` still wrote the accumulators, so every stage waited for all. A stage
-# also let its shared memory go a K-tile late. Now (`F8_PERIOD=2`) each stage lets it go at once; only
-# a period's last adds:
+# Their K loop chose at run time whether a stage ends a promotion period, so ptxas could not tell
+# whether a `wgmma` still wrote the accumulators: every stage waited for all. Removing only that wait
+# (`F8_PERIOD=1`, below) ran slower: the clue pointed the wrong way. The cost was each stage holding
+# its shared memory a K-tile too long. Now (`F8_PERIOD=2`) each stage still waits for all but lets go
+# at once; only a period's last adds:
 
 # %% slideshow={"slide_type": "-"}
 k8 = helpers.display.kernel_source("fp8_sm90a.cu")
@@ -569,8 +555,7 @@ helpers.display.table(fp8x.period_rows(), ["n", "kernel", "build", "passed", "tf
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Predicted x1.035 and x1.025 at $4096^3$ (256, 512); measured x1.046 and x1.063**, every round
-# faster, same sums bit for bit. Removing only the injected wait (`F8_PERIOD=1`) ran slower.
-# **Try it** on a Hopper GPU (elsewhere: the recorded rows):
+# faster, same sums bit for bit. **Try it** on a Hopper GPU (elsewhere: the recorded rows):
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 helpers.display.table(fp8x.try_period(builds=(0, 2)), ["build", "check", "tflops", "vs_first"],
@@ -584,12 +569,14 @@ helpers.display.table(fp8x.try_period(builds=(0, 2)), ["build", "check", "tflops
 # - **Overflow**: numpy makes NaN (E4M3) or inf (E5M2); the GPU's `cvt.rn.satfinite` makes $\pm$max.
 #   A reference must convert the way the kernel does.
 # - **Scaling**, $s = \text{max}/\text{amax}$: one scale per tensor lets a few outliers push the small
-#   values to zero; one per 1x128 tile or 128x128 block keeps them, and every 128-element partial sum
-#   must then leave the Tensor Core to be scaled. FP8 trains this way, not everywhere in a model.
+#   values to zero; one per 1x128 tile keeps them (128x128 blocks, DeepSeek-V3's for weights, lost over
+#   two thirds as many here), and every 128-element partial sum must then leave the Tensor Core to be
+#   scaled. FP8 trains this way, not everywhere in a model.
 # - On the H200, FP8 `wgmma` adds blocks of 32 products and keeps 14 significant bits, cut toward zero
 #   (a CPU model reproduces it bit for bit); `mma.sync` with FP8 inputs runs as FP16 `HMMA`.
 # - Promotion to FP32 every N_C products (`total[i] += d[i]` after `wgmma_wait<0>()`) bounds the error,
-#   at a speed cost measured here. Read ptxas's report: a wait it injects (C7517) can cost more.
+#   at a speed cost measured here. ptxas's C7517 was a clue, not the cause: removing its wait ran
+#   slower, releasing each shared-memory stage at once faster.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
@@ -618,28 +605,28 @@ answer = ...            # the magnitude at or below which a value becomes 0
 ex.check_zero_threshold(answer, amax=1e4)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# 4. **Bits kept.** From the probe table above (the `fp8_wgmma` column), how many bits does `wgmma` keep,
-#    counted from the large term's leading bit (that bit included)?
+# 4. **Beside a larger term.** Next to 448 x 448 in one `wgmma` block, what is the smallest power of
+#    two a product can be and still be kept?
 # 5. **Swamping.** One block of `wgmma`: $2^{16}$ (256 x 256) and then 31 products of 2 x 2 = 4. What
 #    does the accumulator hold? (`ex.wgmma_sum(a, b)` runs the fitted model, once you have answered.)
 
 # %% slideshow={"slide_type": "-"}
-answer = ...            # bits kept
-ex.check_bits_kept(answer, data)
+answer = ...            # the smallest power of two kept beside 448 x 448
+ex.check_smallest_kept(answer, data, large=448.0)
 answer = ...            # what the accumulator holds
 ex.check_swamped_sum(answer)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # 6. **Edit the promotion interval.** `NC`, the template argument of `fp8_gemm`, is the knob
-#    (`fp8_promote_32` ... `_512`). *Predict* the median relative error at K = 4096 on U[0,1) inputs of
-#    promoting every 64 products over every 128, then *edit* `nc`, *run* it (the kernel on a Hopper GPU,
-#    its bit-exact CPU model elsewhere), and *compare*.
+#    (`fp8_promote_32` ... `_512`). *Predict* the median relative error at K = 4096 on N(0,1) inputs (the
+#    table: U[0,1)) of promoting every 64 products over every 128, then *edit* `nc`, *run* it (the
+#    kernel on a Hopper GPU, its bit-exact CPU model elsewhere), and *compare*.
 
 # %% slideshow={"slide_type": "-"}
-ratio = ...    # your prediction: median error every 64 / every 128, K = 4096, U[0,1) inputs
+ratio = ...    # your prediction: median error every 64 / every 128, K = 4096, N(0,1) inputs
 ex.check_promotion_ratio(ratio, data)
 nc = ...       # the knob: 32, 64, 128, 256 or 512
-A6, B6 = fp8x.random_inputs(64, 64, 4096, "uniform", seed=6)          # small: the CPU model takes a second
+A6, B6 = fp8x.random_inputs(64, 64, 4096, "normal", seed=6)           # small: the CPU model takes a second
 C6 = fp8_gemm.matmul(f"fp8_promote_{nc}", A6, B6)[0] if nc is not ... else None
 ex.check_promotion_run(C6, nc, A6, B6)
 
@@ -659,16 +646,16 @@ ex.check_scale(scale, amax=1e4)
 ex.check_zero_threshold(threshold, amax=1e4)
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution"]
-bits, total = 14, 65536.0
-ex.check_bits_kept(bits, data)
+top = np.floor(np.log2(448.0 * 448.0))                  # 448 x 448 = 200704: leading bit 2^17, not 2^16
+smallest, total = 2.0 ** (top - fp8x.bits_kept(data, "fp8_wgmma") + 1), 65536.0
+ex.check_smallest_kept(smallest, data, large=448.0)
 ex.check_swamped_sum(total)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **Solution to 6** (open the hidden cell):
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution", "nbval-ignore-output"]
-med = {r["kernel"]: r["median rel. error"] for r in fp8x.sweep_rows(data, 4096, "uniform01")}
-ratio = med["fp8_promote_128"] / med["fp8_promote_256"]     # predicted: this halving costs what the last one did
+ratio = 2 ** -0.5    # signed products: a partial sum of N_C grows like sqrt(N_C), and so does its last kept bit
 ex.check_promotion_ratio(ratio, data)
 nc = 64
 C6, where = fp8_gemm.matmul(f"fp8_promote_{nc}", A6, B6)
@@ -728,6 +715,8 @@ fig = formats.plot_number_lines(names=("fp8_e5m2", "fp8_e4m3", "bf16"))
 # (with the ones those call):
 
 # %% slideshow={"slide_type": "-"}
+kernel = helpers.display.kernel_source("fp8_sm90a.cu", "fp8_promote_128")
+fns = helpers.display.device_functions("fp8_sm90a.cu")                     # {name: source}
 display(Markdown("```cuda\n" + kernel + "\n\n" + fns["fp8_gemm"] + "\n```"))
 print("fp8_gemm calls:", ", ".join(n for n in helpers.display.called_functions(kernel, fns) if n != "fp8_gemm"))
 

@@ -126,6 +126,23 @@ def test_claims_about_outliers():
     assert e5["median error"] > ti["median error"]                           # at twice the u
 
 
+def test_the_summary_says_which_scales_keep_the_small_values():
+    """The Summary's scaling bullet, against the outlier table's rows: 1x128 tiles keep the small values (under 1% of
+    per-tensor's zeros and subnormals); 128x128 blocks (DeepSeek-V3's scales for weights) lost over two thirds as many
+    (and under three quarters) of both, so the Summary must not say blocks keep them."""
+    X = fp8.outlier_matrix(256, 1024, outliers=16, magnitude=1e4, seed=0)
+    r = {row["scheme"]: row for row in fp8.scaling_report(X, fmt="fp8_e4m3")}
+    pt, bl, ti = r["per tensor"], r["128x128 blocks"], r["1x128 tiles"]
+    for col in ("flushed to zero", "subnormal"):
+        assert 2 / 3 < bl[col] / pt[col] < 3 / 4, col                          # "lost over two thirds as many"
+        assert ti[col] < pt[col] / 100, col                                     # "one per 1x128 tile keeps them"
+    src = " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
+    assert ("one scale per tensor lets a few outliers push the small values to zero; one per 1x128 tile keeps them "
+            "(128x128 blocks, DeepSeek-V3's for weights, lost over two thirds as many here)") in src
+    assert "1x128 tile or 128x128 block keeps them" not in src
+    assert "each 128x128 block of weights" in src                               # where DeepSeek-V3 uses blocks
+
+
 def test_claims_about_the_grouped_product():
     X = fp8.outlier_matrix(256, 1024, outliers=16, magnitude=1e4, seed=0)
     W = helpers.random_matrix(1024, 512, seed=1, dtype=np.float64) / 32
@@ -156,24 +173,32 @@ def small_product():
 
 
 def test_promotion_ratio_is_the_recorded_one(fp8_data):
-    med = {r["kernel"]: r["med_rel"] for r in fp8_data["sweep"] if r["K"] == 4096 and r["dist"] == "uniform01"}
+    """Exercise 6 asks for a ratio the lesson does not print: every 64 over every 128 at K = 4096 on N(0,1) inputs
+    (the table at K = 4096 is U[0,1)'s, whose ratio would be a wrong answer); the solution's sqrt argument lands
+    inside the tolerance, and the learner's run (the CPU model, 64 x 64) shows about the recorded ratio."""
+    med = {r["kernel"]: r["med_rel"] for r in fp8_data["sweep"] if r["K"] == 4096 and r["dist"] == "normal"}
     truth = ex.promotion_ratio(fp8_data)
-    assert truth == med["fp8_promote_64"] / med["fp8_promote_128"]
-    assert 0.2 < truth < 0.35              # "halving it cuts the error by more than half" (U[0,1) inputs)
-    # the lesson's solution (extrapolating the 256 -> 128 step) lands inside the tolerance; 'proportional' does not
-    guess = med["fp8_promote_128"] / med["fp8_promote_256"]
-    assert abs(math.log(guess / truth)) <= math.log(ex.PROMOTION_TOLERANCE)
-    assert abs(math.log(0.5 / truth)) > math.log(ex.PROMOTION_TOLERANCE)
+    assert ex.PROMOTION_DIST == "normal" and truth == med["fp8_promote_64"] / med["fp8_promote_128"]
+    assert 0.5 < truth < 0.7
+    shown = ex.promotion_ratio(fp8_data, dist="uniform01")                   # the table's U[0,1) rows
+    assert abs(math.log(shown / truth)) > math.log(ex.PROMOTION_TOLERANCE)   # copying it is rejected
+    assert abs(math.log(2 ** -0.5 / truth)) <= math.log(ex.PROMOTION_TOLERANCE)   # the solution's 1/sqrt(2)
+    src = (ROOT / "notebooks" / "07_fp8.py").read_text()
+    main = src[:src.index("## Appendix")]
+    assert 'sweep_rows(data, 4096, "uniform01")' in main and 'sweep_rows(data, 4096, "normal")' not in src
+    assert "ratio = 2 ** -0.5" in src and "*Predict* the median relative error at K = 4096 on N(0,1) inputs" in \
+        " ".join(src.replace("\n# ", " ").split())
     # and the CPU model of a small product gives the same ratio (what the learner's run shows)
-    A, B = fp8x.random_inputs(64, 64, 4096, "uniform", seed=6)
+    A, B = fp8x.random_inputs(64, 64, 4096, "normal", seed=6)
+    assert 'A6, B6 = fp8x.random_inputs(64, 64, 4096, "normal", seed=6)' in src
     R = A @ B
     err = {nc: np.median(np.abs(fp8_gemm.matmul(f"fp8_promote_{nc}", A, B)[0] - R) / np.abs(R)) for nc in (64, 128)}
     assert abs(math.log(err[64] / err[128] / truth)) < 0.1
 
 
-@pytest.mark.parametrize("answer,ok", [(None, None), (..., None), (0.27, True), ("0.27", True), (0.2, True),
-                                       (0.5, False), (1, False), (2.0, False), (0, False), (-0.27, False),
-                                       (float("nan"), False), (float("inf"), False)])
+@pytest.mark.parametrize("answer,ok", [(None, None), (..., None), (0.59, True), ("0.59", True), (2 ** -0.5, True),
+                                       (0.5, True), (0.27, False), (0.2, False), (1, False), (2.0, False), (0, False),
+                                       (-0.59, False), (float("nan"), False), (float("inf"), False)])
 def test_promotion_ratio_checker(fp8_data, answer, ok, capsys):
     ex.check_promotion_ratio(answer, fp8_data)
     out = capsys.readouterr().out
@@ -189,7 +214,7 @@ def test_promotion_ratio_checker_wrong_type(fp8_data, answer, capsys):
 
 @pytest.mark.parametrize("data", [None, {}, [], "fp8"])
 def test_promotion_ratio_checker_without_the_record(data, capsys):
-    ex.check_promotion_ratio(0.27, data)
+    ex.check_promotion_ratio(0.59, data)
     assert exercises.last_result is False and "not the recorded fp8 experiment" in capsys.readouterr().out
 
 
@@ -236,6 +261,82 @@ def test_promotion_run_placeholders_and_wrong_types(small_product, capsys):
     assert exercises.last_result is False and "pass the A and B" in capsys.readouterr().out
     ex.check_promotion_run(C[64], 64, "A", B)                          # never raises
     assert exercises.last_result is False and "Not accepted" in capsys.readouterr().out
+
+
+def test_exercise_4_asks_for_what_no_cell_prints(fp8_data, capsys):
+    """Exercise 4: beside 448 x 448 (not the probe's 2^16), the smallest power of two a product can be and still be
+    kept. 448^2 = 200704 has its leading bit at 2^17, so the 14 kept bits reach 2^4 = 16 (the fitted model agrees:
+    16 survives, 8 is cut); 8, the answer for 2^16 the slide shows, is rejected, as is every other power of two."""
+    assert fp8x.bits_kept(fp8_data, "fp8_wgmma") == 14 and ex.smallest_kept(fp8_data) == 16.0
+    big = 448.0 * 448.0
+    assert ex.wgmma_sum([448.0, 4.0], [448.0, 4.0]) == big + 16                 # 16 kept whole
+    assert ex.wgmma_sum([448.0, 2.0], [448.0, 4.0]) == big                      # 8 cut to 0
+    for answer, ok in ((None, None), (..., None), (16, True), ("16", True), (2.0 ** 4, True), (8, False),
+                       (2.0 ** 3, False), (32, False), (4, False), (14, False), (-16, False)):
+        ex.check_smallest_kept(answer, fp8_data, large=448.0)
+        out = capsys.readouterr().out
+        assert exercises.last_result is ok, (answer, out)
+        assert {None: "Not answered", True: "Correct", False: "Hint"}[ok] in out
+    ex.check_smallest_kept(8, fp8_data)
+    assert "2^17" in capsys.readouterr().out                                    # the hint names the leading bit
+    for data in (None, {}, [], "fp8", 16):
+        ex.check_smallest_kept(16, data)
+        assert exercises.last_result is False and "not the recorded fp8 experiment" in capsys.readouterr().out
+    ex.check_swamped_sum(65536.0)
+    assert exercises.last_result is True
+    ex.check_swamped_sum(65536.0 + 31 * 4)
+    assert exercises.last_result is False
+    src = " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
+    assert ("4. **Beside a larger term.** Next to 448 x 448 in one `wgmma` block, what is the smallest power of two a "
+            "product can be and still be kept?") in src
+    assert "ex.check_smallest_kept(answer, data, large=448.0)" in src and "ex.check_bits_kept(" not in src
+    assert "$2^{16}$ keeps $2^{3}$ and drops $2^{2}$" in src                    # what the slide shows: 2^16's case
+
+
+def test_exercise_3_and_its_speaker_note_ask_the_same_question():
+    """The outlier slide's speaker note points at exercise 3: both ask, for amax 10^4 and per-tensor scaling to E4M3,
+    where values become 0 (check_zero_threshold with amax=1e4)."""
+    src = " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
+    assert "Ask: with amax $10^4$, which values does per-tensor scaling flush to zero? (Exercise 3.)" in src
+    assert "3. **Scale and loss.** A tensor's largest magnitude is $10^4$." in src
+    assert "at or below which magnitude does a value become 0?" in src
+    assert "ex.check_zero_threshold(answer, amax=1e4)" in src
+    assert "flushes 0.01 to zero" not in src
+
+
+def test_the_promotion_loop_is_fp8_promote_128s():
+    """The slide 'The promotion loop' shows fp8x.promotion_loop("fp8_promote_128"): lines of kernels/fp8_sm90a.cu in
+    the file's order, only those fp8_gemm<128, 128> compiles: the interval's constants, one declaration each of d and
+    total (the plain consumers', not the OVERLAP branch's `float d[NREG], total[NREG];`), fresh and promote, the wait
+    for all and the promotion adds; none of SCALED's scale loads and multiply-adds, nor the NC < 128 branch."""
+    from helpers.compile import KERNEL_DIR
+
+    text = fp8x.promotion_loop("fp8_promote_128")
+    shown = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    assert len(shown) <= 40
+    src = [ln.strip() for ln in (KERNEL_DIR / "fp8_sm90a.cu").read_text().splitlines()]
+    at = 0
+    for ln in shown[4:]:                                                      # after the constants and declarations
+        at = src.index(ln, at) + 1 if ln != "}" else at                      # each a line of the file, in order
+    assert all(ln in src for ln in shown)
+    assert shown[:2] == ["constexpr int EVERY = NC / 32;                             // k-steps per promotion (0: never)",
+                         "constexpr int PSTAGES = EVERY >= KSTEPS ? EVERY / KSTEPS : 1; // NC >= 128: stages per "
+                         "promotion"]
+    assert sum(ln.startswith("float d[NREG]") for ln in shown) == 1 and sum("float total[" in ln for ln in shown) == 1
+    assert "float d[NREG], total[NREG];" not in text
+    for needed in ("wgmma_wait<0>();", "for (int i = 0; i < (NC ? NREG : 1); ++i) total[i] += d[i];", "const bool fresh",
+                   "const bool promote", "release(s);", "wgmma_e4m3(d, desc_a(a, s, ks), desc_b(b, s, ks), !fresh);"):
+        assert needed in text, needed
+    for absent in ("SCALED", "__ldg", "__fmul_rn", "__fadd_rn", "EVERY ? EVERY", "F8_PERIOD", "} else\n"):
+        assert absent not in text, absent
+    assert text.count("{") == text.count("}")                                 # whole blocks
+    for kernel in ("fp8_promote_256", "fp8_promote_pingpong", "fp8_block_scaled", "fp8_wgmma"):
+        with pytest.raises(ValueError):
+            fp8x.promotion_loop(kernel)
+    lesson = (ROOT / "notebooks" / "07_fp8.py").read_text()
+    main = lesson[:lesson.index("## Appendix")]
+    assert 'fp8x.promotion_loop("fp8_promote_128")' in main and "device_functions" not in main and "re.search" not in main
+    assert "Below 128 (not shown) it promotes\n# inside a K-tile." in lesson
 
 
 def test_promotion_figure_uses_the_kernels_intervals():
@@ -1061,7 +1162,25 @@ def test_claims_of_the_speed_slide_and_the_trap(fp8_data):
     first = {(r["n"], r["kernel"], r["build"]): r for r in fp8x.period_rows("fp8-period-probe")}
     for rr in (p, first):
         assert all(r["vs_first"] < 1 for (n, k, b), r in rr.items() if b == 1)
-    assert "Removing only the injected wait (`F8_PERIOD=1`) ran slower." in src
+    assert "### A common trap: the compiler's clue" in src and "pointed at a wait it added:" in src
+    assert ("Removing only that wait (`F8_PERIOD=1`, below) ran slower: the clue pointed the wrong way. The cost was "
+            "each stage holding its shared memory a K-tile too long. Now (`F8_PERIOD=2`) each stage still waits for "
+            "all but lets go at once; only a period's last adds:") in src
+    assert "said why" not in src and "can cost more" not in src
+    # "still waits for all": the F8_PERIOD=2 loop the slide prints waits for every group, then lets the stage go
+    k8 = helpers.display.kernel_source("fp8_sm90a.cu")
+    i = k8.index("            if constexpr (F8_PERIOD == 2")
+    loop = " ".join(k8[i:k8.index("            } else\n", i)].split())
+    assert "wgmma_commit(); wgmma_wait<0>(); release(s);" in loop and "wgmma_wait<1>" not in loop
+    # "holding its shared memory a K-tile too long": the first build's stages that end no period (its loop is the
+    # promotion loop's slide) keep a group in flight and let only the stage before go
+    assert "if (!promote) { wgmma_wait<1>(); if (prev >= 0) release(prev); prev = s; }" in " ".join(
+        fp8x.promotion_loop().split())
+    # the Summary's lesson: the wait ptxas named was not the cost (removing it: slower, at both sizes); releasing
+    # each stage at once was (faster in every round at 4096^3)
+    assert all(r["vs_first"] > 1 and r["faster"] == "7 of 7" for (n, k, b), r in p.items() if b == 2 and n == 4096)
+    assert ("ptxas's C7517 was a clue, not the cause: removing its wait ran slower, releasing each shared-memory "
+            "stage at once faster.") in src
 
 
 def test_claims_of_the_counted_waits():

@@ -1,7 +1,8 @@
 """Lesson 7 exercises: reading E4M3 from its bits, what a cast does past the largest number, the
-scale that per-tensor scaling picks and the small values it loses, the bits wgmma keeps, and the
-promotion interval N_C as a knob (predict its error, run fp8_promote_<nc>, and have the C checked bit
-for bit against the kernel's CPU model).
+scale that per-tensor scaling picks and the small values it loses, the bits wgmma keeps (the smallest
+product kept beside a large one), and the promotion interval N_C as a knob (predict its error on N(0,1)
+inputs, run fp8_promote_<nc>, and have the C checked bit for bit against the kernel's CPU model).
+check_bits_kept (the probe table's count itself) is no longer one of lesson 7's exercises: the lesson prints it.
 
 Each checker computes the expected answer itself (from ml_dtypes through helpers.fp8) and prints one
 verdict line ("Not answered yet", "Correct.", or "Not quite" with a hint); see
@@ -124,14 +125,46 @@ def check_bits_kept(answer, data: dict) -> None:
     recorded probes)?"""
     from ..experiments.fp8 import bits_kept
 
-    if not isinstance(data, dict) or not isinstance(data.get("probes"), dict):
-        _report("bits wgmma keeps next to a large term", answer, False,
-                f"`data` ({type(data).__name__} {_short(data)}) is not the recorded fp8 experiment: set "
-                "data = rec.meta['experiments']['fp8'] (the cell near the top of this section) and run this again.")
+    if _not_the_record("bits wgmma keeps next to a large term", answer, data, "probes"):
         return
     check_number("bits wgmma keeps next to a large term", answer, bits_kept(data, "fp8_wgmma"), rel=0,
                  hint="find the first gap g at which the fp8_wgmma column drops the small term to 0: "
                       "the terms 2^16 ... 2^(16-g+1) survived, that is g bits.")
+
+
+def smallest_kept(data: dict, large: float = 448.0) -> float:
+    """The smallest power of two a product can be and still be kept whole beside large x large in one block of
+    wgmma: the accumulator keeps bits_kept(data, "fp8_wgmma") bits counted from the leading bit of the largest term
+    (448 x 448 = 200704: leading bit 2^17, 14 bits reach down to 2^4 = 16)."""
+    from ..experiments.fp8 import bits_kept
+
+    return 2.0 ** (math.floor(math.log2(large * large)) - bits_kept(data, "fp8_wgmma") + 1)
+
+
+def _not_the_record(name: str, answer, data, key: str = "probes", kind: type = dict) -> bool:
+    """True, after a verdict saying what to pass, when `data` is not the recorded fp8 experiment (data[key] a `kind`)."""
+    if isinstance(data, dict) and isinstance(data.get(key), kind):
+        return False
+    _report(name, answer, False,
+            f"`data` ({type(data).__name__} {_short(data)}) is not the recorded fp8 experiment: set "
+            "data = rec.meta['experiments']['fp8'] (the cell near the top of this section) and run this again.")
+    return True
+
+
+@checker
+def check_smallest_kept(answer, data: dict, large: float = 448.0) -> None:
+    """Beside large x large (448 x 448 in the lesson) in one block of wgmma, the smallest power of two a product can
+    be and still be kept: computed from the bits the recorded probes show wgmma keeps."""
+    name = f"smallest power of two kept beside {large:g} x {large:g}"
+    if number_answer(name, answer, "a number: a power of two, e.g. 2.0 ** -3") is None:
+        return
+    if _not_the_record(name, answer, data, "probes"):
+        return
+    top = math.floor(math.log2(large * large))
+    check_number(name, answer, smallest_kept(data, large), rel=0,
+                 hint=f"{large:g} x {large:g} = {large * large:g} lies between 2^{top} and 2^{top + 1}: the kept "
+                      f"bits start at its leading bit, 2^{top}, not at 2^16 as in the probe. Count the bits the probe "
+                      "table shows wgmma keeps down from there; the last of them is the smallest product kept.")
 
 
 @checker
@@ -145,8 +178,9 @@ def check_swamped_sum(answer) -> None:
 
 # --------------------------------------------------------------------------- the promotion interval (a knob)
 PROMOTION_K = 4096                 # the exercise's K: the sweep's row the lesson's table shows
-PROMOTION_DIST = "uniform01"       # U[0,1) inputs (one-sided cuts: the clearest case)
+PROMOTION_DIST = "normal"          # N(0,1) inputs: the table shows U[0,1) only, so the ratio must be predicted
 PROMOTION_TOLERANCE = 2 ** 0.5     # a prediction within a factor sqrt(2) of the measured ratio counts
+_DIST_NAME = {"normal": "N(0,1)", "uniform01": "U[0,1)"}
 
 
 def promotion_ratio(data: dict, nc: int = 64, base: int = 128, K: int = PROMOTION_K,
@@ -160,27 +194,24 @@ def promotion_ratio(data: dict, nc: int = 64, base: int = 128, K: int = PROMOTIO
 @checker
 def check_promotion_ratio(answer, data: dict) -> None:
     """Predicted: the median relative error of promoting every 64 products divided by that of every 128, at
-    K = 4096 on U[0,1) inputs. Accepted within a factor sqrt(2) of the recorded ratio."""
-    name = f"error every 64 / every 128, K = {PROMOTION_K}"
+    K = 4096 on N(0,1) inputs (the lesson's table shows U[0,1) only). Accepted within a factor sqrt(2) of the
+    recorded ratio; U[0,1)'s ratio, copied from the table, is not."""
+    name = f"error every 64 / every 128, K = {PROMOTION_K}, {_DIST_NAME[PROMOTION_DIST]} inputs"
     a = number_answer(name, answer, "a number: the ratio of two median errors, e.g. 0.5 for 'half the error'")
-    if a is None:
+    if a is None or _not_the_record(name, answer, data, "sweep", list):
         return
-    if not isinstance(data, dict) or not isinstance(data.get("sweep"), list):
-        _report(name, answer, False,
-                f"`data` ({type(data).__name__} {_short(data)}) is not the recorded fp8 experiment: set "
-                "data = rec.meta['experiments']['fp8'] and run this again.")
-        return
-    truth = promotion_ratio(data)
+    truth, seen = promotion_ratio(data), promotion_ratio(data, dist="uniform01")
     ok = math.isfinite(a) and a > 0 and abs(math.log(a / truth)) <= math.log(PROMOTION_TOLERANCE)
     if ok:
-        print(f"[{name}] Correct: the H200 measured {truth:.2f} (accepted within a factor {PROMOTION_TOLERANCE:.2f}).")
+        print(f"[{name}] Correct: the H200 measured {truth:.2f} (U[0,1) inputs: {seen:.2f}; accepted within a factor "
+              f"{PROMOTION_TOLERANCE:.2f}).")
         _count(ok)
         return
     _report(name, answer, False,
-            "if the error were proportional to N_C, the ratio would be 1/2. But a product of two E4M3 numbers has "
-            "at most 8 significant bits: while the partial sum is small, its 14 bits keep all of them and nothing is "
-            "cut; the larger it grows before it is emptied, the more bits of every product fall below its 14th. "
-            "The rows promote_128, _256 and _512 of the table show what each doubling of N_C costs.")
+            "on U[0,1) inputs (the table) every product is positive: the partial sum grows in proportion to N_C and "
+            "every cut goes the same way. N(0,1) products have both signs: a sum of n of them grows like sqrt(n), "
+            "and so does the spacing of its last kept bit, while cuts of both signs partly cancel. What does halving "
+            "N_C do to sqrt(N_C)? The N(0,1) panel of the error-against-K plot has the measured lines.")
 
 
 def _count(ok: bool) -> None:

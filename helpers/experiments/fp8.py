@@ -405,6 +405,70 @@ def sass_counts(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dic
     return {k: len(lines) if pat is None else sum(pat in ln for ln in lines) for k, pat in SASS_KINDS.items()}
 
 
+def _block_end(lines: list[str], i: int) -> int:
+    """The index of the line that closes the {...} block opened at the end of lines[i] (comments ignored)."""
+    depth = 1
+    for j in range(i + 1, len(lines)):
+        for ch in lines[j].split("//")[0]:
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            if depth == 0:
+                return j
+    raise ValueError(f"no closing brace for {lines[i].strip()!r}")
+
+
+def promotion_loop(kernel: str = "fp8_promote_128") -> str:
+    """fp8_promote_128's promotion loop as lesson 7 shows it, read from kernels/fp8_sm90a.cu: every line is a line of
+    the file, in the file's order (dedented). The kernel is fp8_gemm<128, 128> (NC = 128, neither OVERLAP, SCALED nor
+    TWO), and only what that instance compiles is kept: the two constants that set the interval, the accumulators of
+    the consumers' branch it runs (the OVERLAP branch declares its own), and the consumers' K loop (the F8_PERIOD=2
+    loop is for NC > 128) with its NC >= 128 body. Left out: SCALED's scale loads and multiply-adds (its `else`,
+    the plain `total[i] += d[i]`, stays) and the branch for NC < 128."""
+    import re
+
+    from ..display import device_functions, kernel_source
+
+    call = re.search(r"\bfp8_gemm\s*<([^>]*)>\s*\(", kernel_source("fp8_sm90a.cu", kernel))
+    if not call or [a.strip() for a in call.group(1).split(",")] != ["128", "128"]:
+        raise ValueError(f"{kernel} is not fp8_gemm<128, 128>: promotion_loop shows fp8_promote_128's loop only")
+    lines = device_functions("fp8_sm90a.cu")["fp8_gemm"].splitlines()
+    strip = [ln.strip() for ln in lines]
+
+    def first(pred, start=0) -> int:
+        return next(i for i in range(start, len(lines)) if pred(i))
+
+    consts = [ln.strip() for ln in lines if ln.strip().startswith(("constexpr int EVERY =", "constexpr int PSTAGES ="))]
+    cons = first(lambda i: strip[i].endswith("// ---------------- consumers"))
+    decls = [strip[first(lambda i: strip[i].startswith(p), cons)] for p in ("float d[NREG];", "float total[")]
+    start = first(lambda i: strip[i] == "for (int kt = 0; kt < ktiles; ++kt) {" and strip[i - 1] == "} else", cons)
+
+    def kept(i: int, end: int) -> list[str]:                           # lines[i:end] as fp8_gemm<128, 128> has them
+        out = []
+        while i < end:
+            s = strip[i]
+            if s.startswith("[[maybe_unused]] float a0, a1, bs;"):       # SCALED's scales
+                i += 1
+            elif s == "if constexpr (SCALED) {":
+                close = _block_end(lines, i)
+                if strip[close] == "} else {":                           # keep the else: the plain promotion
+                    other = _block_end(lines, close)
+                    out += [ln[4:] if ln.startswith("    ") else ln for ln in kept(close + 1, other)]
+                    i = other + 1
+                else:
+                    i = close + 1
+            elif s == "if (NC == 0 || EVERY >= KSTEPS) {":               # NC >= 128: this branch, not the else
+                close = _block_end(lines, i)
+                out += [lines[i], *kept(i + 1, close), lines[close].replace("} else {", "}")]
+                i = _block_end(lines, close) + 1
+            else:
+                out.append(lines[i])
+                i += 1
+        return out
+
+    pad = len(lines[start]) - len(lines[start].lstrip())
+    shown = [ln[pad:] if ln.startswith(" " * pad) else ln for ln in kept(start, _block_end(lines, start) + 1)]
+    return "\n".join(consts + decls + shown)
+
+
 def plot_error_vs_k(data: dict, source: str, dists=("normal", "uniform01")):
     """Median relative error against K, per kernel (log-log), one panel per input distribution."""
     import matplotlib.pyplot as plt
