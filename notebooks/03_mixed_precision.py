@@ -154,7 +154,11 @@ x = helpers.random_matrix(1000, 1000, seed=7)                  # 10^6 standard-n
 rne, h, rna = helpers.numerics.round_to(x, "tf32"), helpers.numerics.round_to(x, "fp16"), formats.round_tf32_rna(x)
 normal = np.abs(x) >= formats.format_info("fp16").tiny
 print("ties to even: TF32 == FP16 wherever |x| >= FP16's smallest normal:", np.array_equal(rne[normal], h[normal]))
-print("ties away (cvt.rna) and ties to even differ on", int((rna != rne).sum()), "of", x.size, "values: the exact ties")
+bits = x.view(np.uint32)                                       # FP32 bits: TF32 keeps the top 19
+ties = (bits & 0x1FFF) == 0x1000                               # the 13 dropped bits: exactly half a step
+even = ((bits >> 13) & 1) == 0                                 # the last kept bit is 0
+print(f"exact ties: {int(ties.sum())} of {x.size}; ties away (cvt.rna) and ties to even differ on "
+      f"{int((rna != rne).sum())}: the ties with an even last kept bit ({int((ties & even).sum())})")
 tie = np.array([1 + 2.0 ** -11], dtype=np.float32)             # halfway between 1 and 1 + 2^-10
 print(f"1 + 2^-11 -> ties to even {float(helpers.numerics.round_to(tie, 'tf32')[0])!r}, "
       f"ties away {float(formats.round_tf32_rna(tie)[0])!r}")
@@ -165,7 +169,8 @@ with np.errstate(over="ignore"):
 # Three statements that sound alike: '13 low bits ignored' (what the format's layout leaves unused; if
 # the hardware simply dropped them, that would be truncation), 'rounds like FP16' (true for ties-to-even
 # rounding inside FP16's normal range), and cvt.rna (what the course's TF32 kernel uses: ties away).
-# They differ only on exact ties, which a tie in an input turns into a whole row or column of C.
+# They differ only on exact ties whose last kept bit is even (ties to even keeps the value, cvt.rna rounds
+# up in magnitude), which a tie in an input turns into a whole row or column of C.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Peak speed per format, from the datasheets
@@ -236,13 +241,15 @@ helpers.display.table(verdicts, list(verdicts[0]), fmt={"tolerance": ".2e"})
 # kernel, relative error against float64 of the FP32 inputs, and of the kernel's own rounded inputs.
 
 # %% slideshow={"slide_type": "-"}
-cols = ["variant", "median_ms", "tflops", "speedup", "rel_err", "rel_err_acc", "passed", "clock"]
-heads = ["variant", "ms (median)", "TFLOP/s", "speedup vs FP32 kernel", "rel. error", "rel. error (own inputs)", "check",
-         "SM clock while timed"]
-fmts = {"median_ms": ".4f", "tflops": ".1f", "speedup": ".1f", "rel_err": ".1e", "rel_err_acc": ".1e"}
+cols = ["variant", "c", "median_ms", "tflops", "speedup", "rel_err", "own", "passed", "clock"]
+heads = ["variant", "C", "ms (median)", "TFLOP/s", "speedup vs FP32 kernel", "rel. error", "rel. error (own inputs)",
+         "check", "SM clock while timed"]
+fmts = {"median_ms": ".4f", "tflops": ".1f", "speedup": ".1f", "rel_err": ".1e"}
 rows_1024 = [dict(r, variant=r["variant"].replace(" (seed)", "")) for r in lesson.comparison_rows(rec.rows, 1024)]
 print(rec.label)
-helpers.display.table(rows_1024, cols, heads, fmts)
+display(helpers.display.table(rows_1024, cols, heads, fmts))
+print(f"rounding the exact product of FP16 inputs to an FP16 C, and nothing else (N(0,1), n = 1024, CPU): "
+      f"rel. error {lesson.fp16_output_rounding_error(1024):.1e}")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - The naive WMMA kernel is several times faster than the FP32 kernel, and still far below cuBLAS on
@@ -250,6 +257,9 @@ helpers.display.table(rows_1024, cols, heads, fmts)
 # - Switching only the accumulator fragment to FP16, or the inputs to BF16, leaves this kernel's speed
 #   about where it was; the FP16 accumulator multiplies the accumulation error, BF16 the input error.
 # - The TF32 WMMA kernel is the slowest Tensor Core variant: 4-byte inputs, twice as many `mma_sync`.
+# - cuBLAS FP16 (`cupy.matmul` on float16) writes FP16 C (column C): most of its "own inputs" error is
+#   that rounding of C (the line under the table). cuBLAS TF32 rounds the FP32 inputs itself,
+#   undocumented: no "own inputs" (n/a).
 #
 # > **A common claim:** "An FP16 GEMM's error comes from the accumulation." With an FP32 accumulator, on
 # > this N(0,1) data at K = 1024, rounding A and B to FP16 costs far more than all the additions: compare
@@ -272,10 +282,11 @@ def speed_vs_error(rows, size, source):
 fig = speed_vs_error(rec.rows, 4096, rec.label)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Three clusters: FP32 (accurate, slow), 11-bit inputs with an FP32 accumulator (TF32 and FP16: fast,
-# FP16's decimal digits), and FP16 accumulation (worse error, and no speed worth having on this GPU).
-# BF16 gives up three more bits for FP32's range. Within a cluster, cuBLAS vs our naive kernels is a
-# question of implementation, not of format.
+# **Error**: three columns, set by the formats. FP32; 11-bit inputs with an FP32 accumulator (TF32,
+# FP16; cuBLAS FP16 slightly right: FP16 C); several times further right, FP16 accumulation and BF16
+# inputs together, for different reasons (the additions; three fewer input bits). **Speed**: two levels,
+# set by the implementation. cuBLAS on Tensor Cores; over ten times lower, our naive WMMA kernels, slower
+# even than cuBLAS FP32 on CUDA cores. FP16 accumulation buys cuBLAS almost no speed here.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## FP16 accumulation: the range problem too

@@ -126,9 +126,13 @@ print(f"sequential, small terms first: fp16 {P.sum_sequential(xs[1:] + xs[:1], '
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The tensor core's FP16 accumulator stagnates later
 #
-# A WMMA kernel with an FP16 accumulator rounds once per `mma_sync`, after adding 16 products (each
-# exact, aligned to the largest and cut to 26 bits: for these ones nothing is cut).
-# Summing ones therefore grows in steps of 16: it gets stuck where 16 is half the FP16 spacing.
+# **How a tensor core adds, in short** (details and probes: slide "How a tensor core adds"): per block
+# of products (16 for FP16 and BF16 inputs, 4 for TF32, on the H200) plus the accumulator c, each
+# product is exact, all terms are aligned to the largest and cut to 24 + 2 bits (truncated), and the
+# sum is rounded once: to nearest into FP16, **toward zero** into FP32.
+#
+# So an FP16 accumulator rounds once per `mma_sync`, after 16 products (for these ones nothing is cut):
+# a sum of ones grows in steps of 16 and gets stuck where 16 is half the FP16 spacing.
 
 # %% slideshow={"slide_type": "-"}
 for K in [2048, 4096, 32768, 65536]:
@@ -182,7 +186,7 @@ helpers.plots.mark_zero_floor(fig.axes[0], floor)      # drawn on a line marked 
 
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# A point on the bottom line marked "0" is an error of exactly zero (BF16 at the smallest K: the slopes cell prints it); the N(0,1) plot draws its zeros the same way. Read the curves from the top: FP16 accumulation stays far below its bound (rounding to nearest lets errors cancel). The three FP32-accumulating WMMA curves sit together, far above the FP32 FMA chain, and under their tolerance lines (BF16's is FP16's: same accumulator, same block). The rounding term alone, gamma_{K/16}(2u), would sit below TF32's median at large K: TF32 rounds every 4 products, and the alignment term is most of the tolerance. Truncation makes every error the same sign, so the curves grow almost as fast as the worst case: that is why the tolerance for them is worst-case, not probabilistic.
+# A point on the bottom line marked "0" is an error of exactly zero (BF16 at the smallest K: the slopes cell prints it); the N(0,1) plot draws its zeros the same way. Read the curves from the top: FP16 accumulation stays far below its bound (rounding to nearest lets errors cancel). The three FP32-accumulating WMMA curves sit together, at large K far above the FP32 FMA chain (at K = 16 close to it; BF16 below it up to K = 64), and under their tolerance lines (BF16's is FP16's: same accumulator, same block). The rounding term alone, gamma_{K/16}(2u), would sit below TF32's median at large K: TF32 rounds every 4 products, and the alignment term is most of the tolerance. Truncation makes every error the same sign, so the curves grow almost as fast as the worst case: that is why the tolerance for them is worst-case, not probabilistic.
 
 # %% slideshow={"slide_type": "-"}
 def slope(ks, v):
@@ -213,17 +217,20 @@ if meas is not None:
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Input rounding versus accumulation
 #
-# Rounding FP32 data to FP16 or BF16 costs at most u_in per input, whatever K: that is a **bound**.
-# What it really costs falls with K: the rounding errors of the products have both signs and partly
-# cancel, so the median input share falls roughly like u_in / sqrt(K) (first cell, computed exactly
-# on the study's inputs, no GPU), while the accumulation error grows. That is why accumulation
+# Rounding FP32 data to FP16 or BF16 moves each input by at most u_in, so each product (and C against
+# |A||B|) by at most (1 + u_in)^2 - 1, about 2 u_in, whatever K: a **bound** (the tolerance's input
+# term). What it really costs falls with K: the rounding errors of the products have both signs and
+# partly cancel, so the median input share falls roughly like u_in / sqrt(K) (first cell, computed
+# exactly on the study's inputs, no GPU), while the accumulation error grows. That is why accumulation
 # overtakes at large K (second cell: total error against the original inputs, and accumulation only).
 
 # %% slideshow={"slide_type": "-"}
+shares = {}                         # the measured input share per K, kept for the practical rules
 for fmt in ("fp16", "bf16"):
-    share = [P.input_rounding_error(k, "uniform", fmt) for k in Ks]
+    share = shares[fmt] = [P.input_rounding_error(k, "uniform", fmt) for k in Ks]
+    u_in = numerics.unit_roundoff(fmt)
     print(f"{fmt} input rounding alone: {share[0]:.1e} at K={Ks[0]}, {share[-1]:.1e} at K={Ks[-1]}; "
-          f"log-log slope {slope(Ks, share):.2f} (bound u_in = {numerics.unit_roundoff(fmt):.1e})")
+          f"log-log slope {slope(Ks, share):.2f} (bound (1 + u_in)^2 - 1 = {(1 + u_in) ** 2 - 1:.1e})")
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 for name in P.ARITHMETICS:
@@ -238,23 +245,28 @@ for name in P.ARITHMETICS:
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Where FP16 accumulation saturates
 #
-# A CUDA-core FP16 loop (`hfma`, one rounding per product) stagnates at 2048; with U[0,1) data the
-# mean product is 1/4, so the sum is stuck from about K = 4 x 2048 on and the error heads for 1.
-# The tensor core adds 16 products before each rounding: its block sum (about 4) is only lost
-# to ties where the FP16 spacing reaches 8, at a sum of 2^13, i.e. K = 4 x 2^13. The CPU model:
+# A term is lost for good below half the spacing of the sum. A CUDA-core FP16 loop (`hfma`, one
+# rounding per product) adds products below 1 (mean 1/4 on U[0,1)): lost from spacing 2, a sum of 2^11,
+# so from about K = 4 x 2^11 on. The tensor core rounds once per 16 products: block sums of about 4,
+# rarely above 8. At spacing 8 (sums from 2^13) that is a near-tie, rounded up about half the time: the
+# sum still grows. It is lost from spacing 16, a sum of 2^14: K = 4 x 2^14. Beyond the record's
+# K = 16384, the course's CPU model of the tensor core (computed, not measured on the GPU):
 
 # %% slideshow={"slide_type": "-"}
 hfma = emulate.TensorCoreModel(1, 2, "one FP16 rounding per product (CUDA-core hfma chain)")
-print("predicted stagnation: hfma chain K =", 4 * 2048, "; WMMA blocks of 16 K =", 4 * 2**13)
-for K in [1024, 4096, 8192, 16384]:
+p = numerics.fmt("fp16").precision            # FP16 sums in [2^e, 2^(e+1)) are 2^(e+1-p) apart
+for what, term in [("hfma chain, products below 1", 1), ("WMMA, block sums below 8", 8)]:
+    e = p + int(np.log2(term))                  # there the spacing is twice the term
+    print(f"{what}: stuck at a sum of 2^{e}, predicted stagnation from K = 4 x 2^{e} = {4 * 2 ** e}")
+for K in [1024, 4096, 8192, 16384, 32768, 65536, 131072]:
     A, B = P.error_inputs(K, "uniform", 4, 4)
     A, B = numerics.round_to(A, "fp16").astype(float), numerics.round_to(B, "fp16").astype(float)
     e1 = P.error_stats(emulate.tensor_core_gemm(A, B, acc="fp16", model=hfma), A, B, A, B)["acc_median"]
     e16 = P.error_stats(emulate.tensor_core_gemm(A, B, acc="fp16"), A, B, A, B)["acc_median"]
-    print(f"K = {K:5d}: median error, hfma chain {e1:.1e}   WMMA (block 16) {e16:.1e}")
+    print(f"K = {K:6d}: median error, hfma chain {e1:.1e}   WMMA (block 16) {e16:.1e}   (CPU model)")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The hfma chain's error approaches 1 - 4 x 2048 / K once it is stuck: half the sum is lost at K = 16384. The tensor core's block of 16 postpones stagnation by a factor 4 in K on this data (32768 against 8192, as printed), by a factor 16 for the sum of ones (32768 against 2048).
+# Once stuck, the error approaches 1 - 4 x 2^11 / K (hfma: half the sum lost at K = 16384), then 1 - 4 x 2^14 / K (WMMA, past the near-ties at K = 32768 and 65536: half lost at K = 131072). The block of 16 postpones stagnation by a factor 8 in K on this data (65536 against 8192), by 16 for the sum of ones (32768 against 2048).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The CPU model reproduces these curves
@@ -407,9 +419,10 @@ for K in sorted(r16)[:3]:
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Practical rules
 #
-# - **FP16 accumulation** is acceptable while its error stays below the FP16 rounding of the inputs
-#   themselves (the K printed below): beyond that it dominates, and at large K it stagnates outright.
-#   Otherwise accumulate in FP32: it costs no extra input bytes.
+# - **FP16 accumulation** costs more than FP16 input rounding really does (its measured share, slide
+#   "Input rounding versus accumulation") at every K measured (printed below); it stays below the input
+#   bound (1 + u)^2 - 1, about 2u, only up to the K printed, and at large K it stagnates. Use it only for
+#   short sums where about 2u is acceptable; otherwise accumulate in FP32: no extra input bytes.
 # - **BF16** when range matters (no loss scaling, FP32's exponent), at 8 times FP16's input rounding.
 # - **Tensor-core FP32 accumulation truncates**: on positive data its error grows almost linearly,
 #   ~ K/16 x 2^-23: below FP16's input unit roundoff 2^-11 up to K = 2^16 (BF16's 2^-8: K = 2^19),
@@ -418,10 +431,13 @@ for K in sorted(r16)[:3]:
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 e16 = {x["k"]: x["acc_median"] for x in rows if x["dist"] == "uniform" and x["arithmetic"] == "fp16 in, fp16 acc"}
-u16 = numerics.unit_roundoff("fp16")
-ok = [k for k in sorted(e16) if e16[k] <= u16]
-print(f"FP16 accumulation error stays below FP16's own input rounding u = {u16:.1e} up to K = "
-      f"{max(ok) if ok else None} (U[0,1), median; {source})")
+above = [k for k, s in zip(Ks, shares["fp16"]) if e16[k] > s]
+bound = (1 + numerics.unit_roundoff("fp16")) ** 2 - 1
+ok = [k for k in sorted(e16) if e16[k] <= bound]
+print(f"U[0,1), median, {source}:")
+print(f"FP16 accumulation error above the measured FP16 input share at {len(above)} of {len(Ks)} K "
+      f"(K = {min(above, default=None)} .. {max(above, default=None)})")
+print(f"below the input bound (1 + u)^2 - 1 = {bound:.1e} up to K = {max(ok, default=None)}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Setting a test tolerance
@@ -484,13 +500,15 @@ for what, X in [("the kernel's result", C), ("all zeros", np.zeros_like(C))]:
 #
 # With the model, any change of any element, one unit in the last place, fails (shown first). Without it
 # (on a GPU the model was not fitted to), the two bounds alone catch a change of one element down to the
-# sizes below, relative to the root-mean-square of the answer (64 x 64 x 4096, N(0,1) inputs):
+# sizes below, relative to the root-mean-square of the answer (64 x 64 x 4096, N(0,1) inputs; the kernels
+# of lessons 01-03):
 
 # %% slideshow={"slide_type": "subslide"}
 from helpers.check import detection_limits, encode_inputs
 
 A32, B32 = helpers.random_matrix(64, 4096, seed=8), helpers.random_matrix(4096, 64, seed=9)
-for name, spec in helpers.KERNELS.items():
+for name in ["wmma_gemm_naive", *(kernel for *_, kernel in P.ARITHMETICS.values())]:   # lessons 01-03
+    spec = helpers.KERNELS[name]
     A_k, B_k = encode_inputs(A32, spec.inputs), encode_inputs(B32, spec.inputs)
     C = spec.emulate(A_k, B_k)                      # bit-identical to the H200 kernel
     C1 = C.copy()

@@ -185,3 +185,59 @@ def test_lesson03_exercises_use_one_placeholder_and_hidden_solutions():
         assert i - 1 not in asks                                # not directly under a question
         between = [cells[j].get("metadata", {}).get("slideshow", {}).get("slide_type") for j in range(max(asks), i)]
         assert "subslide" in between or "slide" in between     # on a later slide
+
+
+# --------------------------------------------------------------------------- claims of the lesson's prose
+def test_tf32_ties_differ_only_where_the_last_kept_bit_is_even():
+    """'Rounding FP32 to TF32': ties away (cvt.rna) and ties to even differ exactly on the exact ties whose
+    last kept bit is even, fewer than all the exact ties (the lesson's 10^6 values)."""
+    import helpers
+    from helpers import formats
+
+    x = helpers.random_matrix(1000, 1000, seed=7)
+    rne, rna = helpers.numerics.round_to(x, "tf32"), formats.round_tf32_rna(x)
+    bits = x.view(np.uint32)
+    tie = (bits & 0x1FFF) == 0x1000
+    even = ((bits >> 13) & 1) == 0
+    assert np.array_equal(rna != rne, tie & even)
+    assert 0 < (tie & even).sum() < tie.sum()
+
+
+def test_the_1024_table_says_which_c_and_which_own_inputs():
+    """'Speed and error at 1024': cuBLAS FP16 writes FP16 C and its own-input error is the rounding of C
+    (within 25% of rounding the exact product to FP16 alone, over 100 times the FP32-C WMMA kernel's);
+    cuBLAS TF32 has no own-input error (the record's is against the FP32 inputs: n/a)."""
+    import helpers
+
+    rows = {r["kernel"]: r for r in exp.comparison_rows(helpers.results.load_latest().rows, 1024)}
+    assert rows["cublas_fp16"]["c"] == "FP16" and rows["wmma_mixed_gemm_kernel"]["c"] == "FP32"
+    assert rows["wmma_fp16acc_gemm_kernel"]["c"] == "FP16" and rows["cublas_tf32"]["c"] == "FP32"
+    out = exp.fp16_output_rounding_error(1024)
+    assert 0.8 < rows["cublas_fp16"]["rel_err_acc"] / out < 1.25
+    assert rows["cublas_fp16"]["rel_err_acc"] > 100 * rows["wmma_mixed_gemm_kernel"]["rel_err_acc"]
+    assert rows["cublas_tf32"]["own"] == "n/a" and np.isnan(rows["cublas_tf32"]["rel_err_acc"])
+    assert rows["cublas_fp32"]["own"] == f"{rows['cublas_fp32']['rel_err_acc']:.1e}"
+
+
+def test_speed_vs_error_chart_as_the_lesson_describes_it():
+    """The prose under the chart at 4096: three error columns (FP32; 11-bit inputs with FP32 accumulation,
+    cuBLAS FP16 rightmost of them; FP16 accumulation and BF16 inputs together, several times further right),
+    two speed levels (every cuBLAS Tensor Core variant over ten times every WMMA kernel, which cuBLAS FP32
+    also beats), and FP16 accumulation buying cuBLAS under 5%."""
+    import helpers
+
+    at = {r["kernel"]: r for r in helpers.results.load_latest().rows if r["m"] == r["n"] == r["k"] == 4096}
+    err = {k: at[k]["rel_err"] for k in exp.VARIANTS}
+    tf = {k: at[k]["tflops"] for k in exp.VARIANTS}
+    fp32 = ["gemm_fp32_kernel", "cublas_fp32"]
+    eleven = ["wmma_mixed_gemm_kernel", "wmma_tf32_gemm_kernel", "cublas_tf32", "cublas_fp16"]
+    right = ["wmma_fp16acc_gemm_kernel", "cublas_fp16_acc16", "wmma_bf16_gemm_kernel"]
+    assert max(err[k] for k in fp32) < 1e-5 < 1e-4 < min(err[k] for k in eleven)
+    assert max(err[k] for k in eleven) == err["cublas_fp16"] < 1e-3
+    assert min(err[k] for k in right) > 5 * max(err[k] for k in eleven)
+    assert abs(err["wmma_bf16_gemm_kernel"] / err["wmma_fp16acc_gemm_kernel"] - 1) < 0.05
+    wmma = [k for k in exp.VARIANTS if k.startswith("wmma")]
+    tensor_cublas = ["cublas_tf32", "cublas_fp16", "cublas_fp16_acc16"]
+    assert min(tf[k] for k in tensor_cublas) > 10 * max(tf[k] for k in wmma)
+    assert tf["cublas_fp32"] > max(tf[k] for k in wmma) > tf["gemm_fp32_kernel"]
+    assert 1 <= tf["cublas_fp16_acc16"] / tf["cublas_fp16"] < 1.05

@@ -160,3 +160,86 @@ def test_zeros_on_a_floor_marks_exact_zeros_and_keeps_nan():
     helpers.plots.mark_zero_floor(ax, floor)
     assert ax.get_ylim()[0] < floor and any(t.get_text().startswith("0") for t in ax.texts)
     plt.close(fig)
+
+
+# --------------------------------------------------------------------------- claims of the lesson's prose
+def _uniform_record():
+    """{arithmetic: {K: median accumulation error}} of the recorded error study, U[0,1) data."""
+    rec = P.recorded("error_vs_k")
+    assert rec is not None, "the error_vs_k record ships with the course"
+    out = {}
+    for r in rec.data:
+        if r["dist"] == "uniform":
+            out.setdefault(r["arithmetic"], {})[r["k"]] = r["acc_median"]
+    return out
+
+
+def test_fp16_accumulation_against_the_input_rounding_it_is_compared_with():
+    """'Practical rules': FP16 accumulation's median error is above the measured FP16 input share at every
+    recorded K (the smallest included); below the worst-case input bound (1 + u)^2 - 1 (the tolerance's
+    input term, about 2u) only up to some K short of the largest; the slide's bound is that input term."""
+    e16 = _uniform_record()["fp16 in, fp16 acc"]
+    Ks = sorted(e16)
+    assert all(e16[k] > P.input_rounding_error(k, "uniform", "fp16") for k in Ks)
+    u = helpers.numerics.unit_roundoff("fp16")
+    bound = (1 + u) ** 2 - 1
+    assert 1.9 * u < bound < 2.1 * u
+    tol = helpers.tolerance(1024, "fp16", "fp32", acc_rounding="truncate", block=16)
+    assert "inputs fp16 %.1e" % bound in str(tol)            # the tolerance slide prints the same term
+    ok = [k for k in Ks if e16[k] <= bound]
+    assert ok and ok == Ks[:len(ok)] and Ks[0] < max(ok) < Ks[-1]
+    assert max(k for k in Ks if e16[k] <= u) < max(ok)       # the old comparison with u alone ended sooner
+
+
+def test_fp32_accumulating_wmma_against_the_fma_chain():
+    """The notes under the U[0,1) plot: the three FP32-accumulating WMMA curves are far above the FMA chain
+    at large K, close to it at the smallest K, and BF16's is below it up to K = 64."""
+    rec = _uniform_record()
+    fma = rec["fp32 FMA chain"]
+    Ks = sorted(fma)
+    wmma = [rec[a] for a in ("fp16 in, fp32 acc", "bf16 in, fp32 acc", "tf32 in, fp32 acc")]
+    assert all(c[Ks[-1]] > 50 * fma[Ks[-1]] for c in wmma)
+    assert all(c[Ks[0]] < 2.5 * fma[Ks[0]] for c in wmma)
+    assert rec["fp16 in, fp32 acc"][Ks[0]] <= fma[Ks[0]] <= 1.1 * rec["fp16 in, fp32 acc"][Ks[0]]
+    bf16 = rec["bf16 in, fp32 acc"]
+    assert [k for k in Ks if bf16[k] < fma[k]] == [16, 32, 64]
+
+
+def _fp16_acc_median_error(K, model=None):
+    A, B = P.error_inputs(K, "uniform", 4, 4)
+    A = helpers.numerics.round_to(A, "fp16").astype(float)
+    B = helpers.numerics.round_to(B, "fp16").astype(float)
+    C = emulate.tensor_core_gemm(A, B, acc="fp16", model=model or emulate.model_for("fp16"))
+    return P.error_stats(C, A, B, A, B)["acc_median"]
+
+
+def test_wmma_fp16_accumulator_stalls_at_2_to_the_14_on_uniform_data():
+    """'Where FP16 accumulation saturates' (the lesson's cell, the course's CPU model): the hfma chain is stuck
+    at 2^11 (half the sum lost at K = 16384); the WMMA accumulator keeps growing through spacing 8 (K = 32768,
+    65536) and stalls at 2^14: half the sum lost at K = 131072, a factor 8 in K after the hfma chain."""
+    hfma = emulate.TensorCoreModel(1, 2, "hfma")
+    assert _fp16_acc_median_error(8192, hfma) < 0.3
+    assert abs(_fp16_acc_median_error(16384, hfma) - (1 - 4 * 2 ** 11 / 16384)) < 0.02
+    assert _fp16_acc_median_error(32768) < 0.01 and _fp16_acc_median_error(65536) < 0.01
+    assert abs(_fp16_acc_median_error(131072) - (1 - 4 * 2 ** 14 / 131072)) < 0.02
+
+
+def test_block_sums_of_sixteen_uniform_products():
+    """The same slide: a block of 16 products of U[0,1) numbers sums to about 4 (above 4 about half the
+    time: a near-tie where the FP16 spacing is 8) and rarely above 8 (lost where the spacing is 16)."""
+    rng = np.random.default_rng(0)
+    s = (rng.random((200_000, 16)) * rng.random((200_000, 16))).sum(axis=1)
+    assert abs(s.mean() - 4) < 0.01
+    assert 0.45 < np.mean(s > 4) < 0.55
+    assert np.mean(s > 8) < 1e-4
+
+
+def test_detection_limits_list_the_kernels_of_lessons_01_to_03():
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "04_precision_analysis.ipynb").read_text())
+    out = ["".join(o.get("text", "")) for c in nb["cells"] if c["cell_type"] == "code"
+           and "detection_limits(" in "".join(c["source"]) for o in c.get("outputs", [])]
+    names = [ln.split()[0] for ln in "".join(out).splitlines() if "1 ulp off" in ln]
+    assert names == ["wmma_gemm_naive", *(k for *_, k in P.ARITHMETICS.values())]

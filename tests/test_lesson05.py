@@ -221,3 +221,52 @@ def test_record_lines_and_the_pipeline_picture():
     fig = helpers.plots.cp_async_pipeline([(4, 2), (4, 0), (2, 0)], ktiles=6)
     assert len(fig.axes) == 3 and [len(ax.get_yticks()) for ax in fig.axes] == [4, 4, 2]
     assert "3 later tiles" in fig.axes[0].get_title("left") and "1 later tile may" in fig.axes[1].get_title("left")
+
+
+# --------------------------------------------------------------------------- claims of the lesson's prose
+def test_the_yardstick_writes_fp16_c_and_the_rungs_fp32_c():
+    """'The yardstick': cupy.matmul on float16 (the ladder's rung 0) writes FP16 C, every rung FP32 C: half
+    the output bytes (lesson 06 compares like for like)."""
+    from helpers.cublas import BASELINES, same_c
+
+    assert np.dtype(BASELINES["cublas_fp16"].out_dtype).itemsize == 2
+    assert all(np.dtype(r.out_dtype).itemsize == 4 for r in RUNGS.values())
+    assert same_c("float16") is BASELINES["cublas_fp16"] and same_c("float32").name == "cublas_fp16_f32c"
+
+
+def test_the_verdict_divides_by_cublas_timed_beside_the_rungs():
+    """The first slide prints the sweep's cuBLAS and the ladder run's own (rung 0), which the verdict divides
+    by; in the record they differ by a few percent (under 10%) at both sizes."""
+    import types
+
+    rec = helpers.results.load_latest()
+    beside = L.timed_by_size(rec.meta["experiments"]["ladder"])
+    for n in L.TIMED_SIZES:
+        cub, *rs = beside[n]
+        assert cub is L.cublas_beside_rungs(rec, n)
+        assert cub["rung"] == 0 and cub["kernel"] == "cublas_fp16"
+        assert 0.9 < cub["tflops"] / rec.value("cublas_fp16", n) < 1.1
+        assert cub["tflops"] != rec.value("cublas_fp16", n)
+        best = max(rs, key=lambda r: r["tflops"])
+        assert best["frac_cublas"] == pytest.approx(best["tflops"] / cub["tflops"], rel=0.01)
+    for meta in ({}, {"experiments": {}}, {"experiments": {"ladder": None}}):   # a record without a ladder run
+        assert L.cublas_beside_rungs(types.SimpleNamespace(meta=meta), 4096) is None
+
+
+def test_exercise_4_edits_the_replacement_string_not_the_file(capsys):
+    """Exercise 4's cell edits source_of(5, replace={old: new})'s second string; `old` must stay in
+    kernels/ladder.cu exactly once (so the instructions say to leave the file as it is)."""
+    import json
+    import re
+
+    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "05_closing_the_gap.ipynb").read_text())
+    cells = ["".join(c["source"]) for c in nb["cells"]]
+    cell = next(c for c in cells if "prediction = ..." in c)
+    old, new = re.search(r'replace=\{"([^"]+)": "([^"]+)"\}', cell).groups()
+    assert old == new == "#define STAGES 4"
+    text = (Path(__file__).resolve().parent.parent / "kernels" / RUNGS[5].file).read_text()
+    assert text.count(old) == 1
+    ask = next(c for c in cells if c.startswith("4. **Edit a kernel"))
+    assert "second string" in ask and "Leave the file itself as it is" in ask
+    ex.check_stages_prediction(0.5, source=helpers.tryout.source_of(5))
+    assert "second string" in capsys.readouterr().out

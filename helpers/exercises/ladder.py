@@ -128,8 +128,9 @@ def check_stages_prediction(prediction, source=None, stages: int = 2) -> None:
     if source is not None:
         tryout._check_source(spec, source)
         if source == tryout.source_of(spec):
-            _report(name, p, False, "your source is kernels/ladder.cu unchanged: edit it first (the line "
-                                    f"`#define STAGES 4` becomes `#define STAGES {stages}`).")
+            _report(name, p, False, "your source is kernels/ladder.cu unchanged: in the cell, change the new "
+                                    "text of source_of(5, replace={...}) (the second string) from `#define STAGES 4` "
+                                    f"to `#define STAGES {stages}`, and leave the file itself as it is.")
             return
     b = backend()
     runs_here = b.is_gpu and tryout.variant_entry(spec, tryout.validate_knobs(spec, {"STAGES": stages})[1]) \

@@ -217,6 +217,14 @@ def timed_rows(rows: list[dict], n) -> list[dict]:
     return sorted(out, key=lambda r: r["rung"])
 
 
+def cublas_beside_rungs(rec, n) -> dict | None:
+    """The cuBLAS row (rung 0) that the `ladder` experiment of record `rec` (helpers.results.Record) timed
+    beside the rungs at size n, the timing the lesson's verdict divides by; None when the record has no
+    ladder run at n (a GPU that cannot run it: its sweep's cuBLAS row is all there is)."""
+    rows = timed_rows((rec.meta.get("experiments") or {}).get("ladder") or [], n)
+    return rows[0] if rows and rows[0]["rung"] == 0 else None
+
+
 def timed_by_size(rows: list[dict], sizes=TIMED_SIZES) -> dict[int, list[dict]]:
     """{n: timed_rows(rows, n)} for each size: what helpers.plots.ladder draws."""
     return {n: timed_rows(rows, n) for n in sizes}

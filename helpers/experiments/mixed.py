@@ -193,9 +193,26 @@ VARIANTS = {
 }
 
 
+# the record's rel_err_acc of these rows is not an error against the variant's own inputs: cuBLAS TF32
+# rounds the FP32 inputs itself, in a way it does not document, so the record compares it with the
+# product of the FP32 inputs (helpers/record.py), the same reference as rel_err
+NO_OWN_INPUTS = {"cublas_tf32": "n/a"}
+
+
+def c_format(kernel: str) -> str:
+    """'FP16' or 'FP32': the format a variant writes C in (cupy.matmul on float16 writes FP16 C)."""
+    from ..cublas import BASELINES
+    from ..kernels import KERNELS
+
+    out = BASELINES[kernel].out_dtype if kernel in BASELINES else KERNELS[kernel].out_dtype
+    return {"float16": "FP16", "float32": "FP32"}[np.dtype(out).name]
+
+
 def comparison_rows(rows, size: int, baseline: str = "gemm_fp32_kernel") -> list[dict]:
-    """Table rows at one square size: time, TFLOP/s, speedup over `baseline`, errors, and the SM clock
-    recorded while it was timed (helpers.clocks.clock_text)."""
+    """Table rows at one square size: time, TFLOP/s, speedup over `baseline`, errors, the format of C, and
+    the SM clock recorded while it was timed (helpers.clocks.clock_text). ``rel_err_acc`` (the error against
+    the variant's own rounded inputs) is NaN where the record has none (NO_OWN_INPUTS); ``own`` is it as
+    text, 'n/a' there."""
     from ..clocks import clock_text
 
     at = {r["kernel"]: r for r in rows if r["m"] == r["n"] == r["k"] == size}
@@ -205,11 +222,25 @@ def comparison_rows(rows, size: int, baseline: str = "gemm_fp32_kernel") -> list
         if k not in at:
             continue
         r = at[k]
-        out.append({"variant": label, "inputs": r["dtype_in"], "acc": r["acc"], "median_ms": r["median_ms"],
-                    "tflops": r["tflops"], "speedup": base["median_ms"] / r["median_ms"] if base else float("nan"),
-                    "rel_err": r["rel_err"], "rel_err_acc": r.get("rel_err_acc", float("nan")),
+        acc = float("nan") if k in NO_OWN_INPUTS else r.get("rel_err_acc", float("nan"))
+        out.append({"variant": label, "kernel": k, "inputs": r["dtype_in"], "acc": r["acc"], "c": c_format(k),
+                    "median_ms": r["median_ms"], "tflops": r["tflops"],
+                    "speedup": base["median_ms"] / r["median_ms"] if base else float("nan"),
+                    "rel_err": r["rel_err"], "rel_err_acc": acc,
+                    "own": NO_OWN_INPUTS.get(k, f"{acc:.1e}"),
                     "passed": "yes" if r.get("passed") else "NO", "clock": clock_text(r)})
     return out
+
+
+def fp16_output_rounding_error(n: int = 1024, seed: int = 0) -> float:
+    """Relative (Frobenius) error of rounding the exact product of n x n FP16 inputs (N(0,1) data) to an FP16
+    C, and nothing else: what writing C in FP16 costs on its own (CPU, float64)."""
+    from ..numerics import random_matrix, rel_fro_error
+
+    A = random_matrix(n, n, seed=seed).astype(np.float16).astype(np.float64)
+    B = random_matrix(n, n, seed=seed + 1).astype(np.float16).astype(np.float64)
+    C = A @ B
+    return rel_fro_error(C.astype(np.float16), C)
 
 
 # colour = arithmetic (inputs and accumulator), marker = implementation (see _marker)
