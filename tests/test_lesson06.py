@@ -251,7 +251,7 @@ def test_the_record_holds_spreads_and_its_verdicts():
     d = helpers.results.load_latest().meta["experiments"]["hopper"]
     g = {x["rung"]: x for x in H.gains(d, 4096)}
     assert all(g[k]["low"] <= g[k]["measured"] <= g[k]["high"] for k in range(8, 14))
-    assert g[8]["verdict"] == "missed: better than predicted"      # x1.51 for a predicted x1.3
+    assert g[8]["verdict"] == "missed: better than predicted"      # x1.47 for a predicted x1.3
     assert g[12]["verdict"] == "missed: worse than predicted"      # x1.00 for a predicted x1.03
 
 
@@ -1553,3 +1553,159 @@ def test_the_appendix_in_one_list_names_real_slides_and_true_states():
     assert CT_M == 160 and KNOBS[29]["CT_M"].default == 160
     kernel = (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
     assert "L2_PREFETCH" not in kernel and re.search(r"#ifndef GROUP_M\s*\n#define GROUP_M 8\b", kernel)
+
+
+# --------------------------------------------------------------------------- the rung slides' readers (review fixes)
+def _lesson_prose() -> str:
+    return " ".join((ROOT / "notebooks" / "06_hopper_full_speed.py").read_text().replace("\n# ", " ").split())
+
+
+def test_rung_8_missed_by_the_blend_of_two_sizes():
+    """Rung 8's x1.3 (the registry's, written before it ran) was one figure for 4096^3 and 8192^3, where rung 7's
+    kernel alone ran x1.50 and x1.15 rung 7's speed (lesson 5's record): rung 8 measured x1.47 and x1.15, within 3% of
+    those, so the miss (one each way) is the blend's. measured(8) prints those figures in its notes; the first notes,
+    which blamed the transpose or wgmma's MN-major reads, are kept aside (SUPERSEDED_NOTES), not shown."""
+    e = _rec()
+    assert K.HOPPER_RUNGS[8].predicted_gain == 1.3
+    want = {4096: ("1.47", "1.50", "better"), 8192: ("1.15", "1.15", "worse")}
+    notes = H.measured(e["hopper"], 8, ladder=e["ladder"], sms=132).data
+    for n, (got, alone, way) in want.items():
+        g = next(x for x in H.gains(e["hopper"], n) if x["rung"] == 8)
+        a = H.kernel_alone_gain(e["ladder"], n)
+        assert (f"{g['measured']:.2f}", f"{a:.2f}", g["direction"]) == (got, alone, way)
+        assert abs(g["measured"] / a - 1) < 0.03
+        assert f"x{alone} over rung 7 at this size" in H.miss_text(8, way, n, e["ladder"])
+        assert f"| {n} | 1.3 | {got} |" in notes and f"x{alone} over rung 7" in notes
+    assert "transpose cost more" not in notes and "more slowly than K-major" not in notes
+    assert "transpose cost more" in H.SUPERSEDED_NOTES[8]["better"]
+    with pytest.raises(ValueError, match="ladder"):
+        H.miss_text(8, "better", 4096)
+    src = _lesson_prose()
+    assert ("**Missed both ways: the miss is the blend's.** x1.3 was one figure for two sizes whose kernel-alone speeds "
+            "said x1.50 and x1.15 (the notes); rung 8 measured x1.47 and x1.15, within 3% of them.") in src
+    assert "**Predicted: x1.3 over rung 7.**" in src                 # the prediction stays as written
+
+
+def test_rung_10_note_counts_the_tiles_it_walks():
+    """measured(10)'s note for a miss computes the tiles and waves (the cell above prints 512 and 2048 tiles, 97% of
+    the CTAs busy), where the first note said 128 and 512; it says the last wave costs rung 9's grid as much."""
+    from helpers.exercises.hopper import waves
+
+    for n, tiles, w in ((4096, 512, 4), (8192, 2048, 16)):
+        f = H.wave_facts((n, n, n), 132)
+        assert (f["tiles"], f["waves"]) == (tiles, w) and (w, f["busy"]) == waves(n, n, sms=132)
+        text = H.miss_text(10, "worse", n, sms=132)
+        assert text.startswith(f"after the record: {tiles} tiles make {w} waves of 132 CTAs (97% of them busy)")
+        assert "not measured" in text and "128 (4096)" not in text
+    assert "128 (4096) or 512 (8192)" in H.SUPERSEDED_NOTES[10]["worse"]
+    notes = H.measured(_rec()["hopper"], 10, sms=132).data
+    assert "512 tiles make 4 waves" in notes and "missed: worse than predicted" in notes
+    # no other note has fields to fill: miss_text gives them as written
+    for k, v in H.MISS_NOTES.items():
+        for way, note in v.items():
+            assert ("{" in note) == ((k, way) in {(8, "better"), (8, "worse"), (10, "worse")}), (k, way)
+            if "{" not in note:
+                assert H.miss_text(k, way, 4096) == note
+
+
+def test_switch_lines_show_the_branch_each_rung_takes():
+    """Rung 13's cell shows the TMA-store path (`} else if (!TMA_STORE) {` opens the chain: it used to drop it and
+    show nothing), with FP32 boxes and no stmatrix; rung 14's shows its stmatrix_x4 branch, not the C^T one of rungs
+    29-31 (stmatrix_x4_trans). The other switch cells read as before."""
+    t13 = H.switch_lines("TMA_STORE", blocks_only=True, rung=13).data
+    body13 = t13.split("```cuda\n")[1]
+    for s_ in ("} else if (!TMA_STORE) {", "} else if (row < M) {", "store2(", "fence_proxy_async();", "tma_store(tmC",
+               "bulk_commit();", "// (not in rung 13: HALF_C is false)", "// (not in rung 13: !TMA_STORE is false)"):
+        assert s_ in body13, s_
+    for s_ in ("stmatrix", "store_slice(", "pack_half2"):
+        assert s_ not in body13, s_
+    t14 = H.switch_lines("HALF_C", blocks_only=True, rung=14).data
+    body14 = t14.split("```cuda\n")[1]
+    assert body14.lstrip().startswith("if (HALF_C) {") and "stmatrix_x4(" in body14 and "pack_half2" in body14
+    for s_ in ("stmatrix_x4_trans", "CT", "store2(", "..."):
+        assert s_ not in body14, s_
+    assert "// (not in rung 14: an earlier branch is taken)" in body14
+    src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    assert 'switch_lines("TMA_STORE", blocks_only=True, rung=13)' in src
+    assert 'switch_lines("HALF_C", blocks_only=True, rung=14)' in src
+    # without a rung nothing is ruled out: both sides of each switch
+    plain = H.switch_lines("TMA_STORE", blocks_only=True).data
+    assert "store_slice(e, C, M, N, row, tn * BN + c0);" in plain and "stmatrix_x4(" in plain
+    p = H.switch_lines("PERSISTENT").data
+    assert "if (PERSISTENT) {" in p and "} else {" in p and "step = units;" in p and "static_assert" in p
+    assert "if (ORDER == ORDER_PLAIN) {" in H.switch_lines("ORDER", fn="tile_of").data
+    assert H.template_settings(13)["HALF_C"] is False and H.template_settings(14)["HALF_C"] is True
+    assert H.template_settings(12)["CLUSTER"] == 2 and H.template_settings(29)["CT"] is True
+
+
+def test_decide_reads_switch_conditions():
+    s = {"CT": False, "TMA_STORE": True, "CLUSTER": 2, "PAIR_N": False, "BM": 128}
+    assert H._decide("!TMA_STORE", s) is False and H._decide("CT", s) is False and H._decide(None, s) is True
+    assert H._decide("CLUSTER == 1 || PAIR_N", s) is False and H._decide("CLUSTER > 1", s) is True
+    assert H._decide("BM >= 128 && !CT", s) is True and H._decide("BM / 2 == 64", s) is True
+    assert H._decide("row < M", s) is None and H._decide("TMA_STORE && row < M", s) is None
+    assert H._decide("CT && row < M", s) is False and H._decide("TMA_STORE || row < M", s) is True
+    assert H._decide("threadIdx.x % 128 == 0", s) is None and H._decide("(int)x", s) is None
+
+
+def test_the_readers_are_helpers_not_lesson_code():
+    """The five readers the rung slides call live in helpers/experiments/hopper.py; the lesson keeps a short alias cell
+    (a skip cell) and defines no function of its own before Appendix A."""
+    src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
+    main = src.split("# ## Appendix A")[0]
+    assert not re.search(r"^def ", main, re.M)
+    cell = main.split("# The rung slides' readers (helpers/experiments/hopper.py)")[1].split("# %%")[0]
+    assert len(cell.strip().splitlines()) <= 8
+    for name in ("switch_lines", "measured", "miss_note", "verdict_table", "knob_sweep"):
+        assert callable(getattr(H, name)) and getattr(H, name).__doc__, name
+    lines = ["8 PASS hopper_b_rowmajor M=257 N=520 K=136: fine | padded to (264, 520, 136)",
+             "9 PASS hopper_warp_specialized M=257 N=520 K=136: fine"]
+    t = H.verdict_table(lines).data
+    assert "| 8 | PASS | hopper_b_rowmajor | (264, 520, 136) |" in t and "what the check found" not in t
+    t = H.verdict_table(lines + ["a line it cannot split"]).data
+    assert "|  |  |  | a line it cannot split |  |" in t and "| 9 | PASS | hopper_warp_specialized | fine |  |" in t
+
+
+def test_knob_sweeps_show_their_spread_and_clock():
+    """sweep(): each value's ratio to the rung as recorded, with the spread both timings' p10 and p90 allow and the SM
+    clock. Rung 12 with CLUSTER_M=1 builds rung 11's kernel (the same ws_gemm arguments), yet timed 3% below rung 11
+    as recorded, with their p10-p90 ranges apart and at another clock: the lesson says a few percent between separate
+    timings is not resolved, and that a difference within the spread is not either (rung 8 at 2 stages)."""
+    kn = _rec()["knobs"]
+    rows = {r["value"]: r for r in H.knob_rows(kn, 12, "CLUSTER_M")}
+    c1 = rows["CLUSTER_M=1"]
+    assert f"{c1['ratio']:.2f}" == "0.97" and c1["high"] < 1 and "1965 MHz" in c1["clock"]
+    assert rows["CLUSTER_M=2 (as recorded)"]["low"] is None and rows["CLUSTER_M=2 (as recorded)"]["clock"] == "1980 MHz"
+    assert H.template_settings(11) == dict(H.template_settings(12), CLUSTER=1)
+    r11 = next(r for r in kn if r["rung"] == 11 and r.get("knob") is None)
+    r12 = next(r for r in kn if r["rung"] == 12 and (r.get("knob"), r.get("value")) == ("CLUSTER_M", 1))
+    assert round(1 - r12["tflops"] / r11["tflops"], 2) == 0.03
+    assert r12["p10_ms"] > r11["p90_ms"] and r12["sm_mhz"] != r11["sm_mhz"]
+    s8 = {r["value"]: r for r in H.knob_rows(kn, 8, "STAGES")}["STAGES=2"]
+    assert s8["low"] < 1 < s8["high"] and s8["ratio"] < 1               # within the spread: not resolved
+    t = H.knob_sweep(kn, 12, "CLUSTER_M").data
+    assert "| CLUSTER_M=1 | 0.97 | 0.94 | 0.98 | 1965 MHz, sw power cap | yes |" in t and "None" not in t
+    src = _lesson_prose()
+    for s_ in ("Below, the H200's sweep, each ratio with its p10-p90 spread and clock: a difference within the spread "
+               "is not resolved.",
+               "`CLUSTER_M=1` is rung 11's kernel, yet timed 3% below rung 11 as recorded, p10-p90 ranges disjoint, at "
+               "another clock: a few percent between separate timings is not resolved either."):
+        assert s_ in src, s_
+
+
+def test_the_passage_on_rungs_17_to_30():
+    """Where the ladder table first lists rungs 17-30: what each pair adds (the registry's ideas), that each even one
+    writes FP32 C, and that they are taught in Appendix D; the like-for-like best rungs come from them."""
+    r = K.HOPPER_RUNGS
+    assert sorted(k for k in r if k >= 17) == [*range(17, 27), 29, 30]
+    assert all(r[k].out_dtype == ("float32" if k % 2 == 0 else "float16") for k in r if k >= 17)
+    for k, words in ((17, "64 x 128 tile"), (19, "one consumer warpgroup"), (21, "hint"), (23, "descriptors"),
+                     (25, "clusters of 4"), (29, "C^T")):
+        assert words in r[k].idea, (k, r[k].idea)
+    best = {x["rung"] for x in H.head_to_head(_rec()["hopper_targets"]) if x.get("rung")}
+    assert best & set(range(17, 31))
+    src = _lesson_prose()
+    assert ("**Rungs 17-30 are Appendix D's**, aimed mostly where rungs 8-16 fall short (128 rows, sizes off the tile "
+            "grid): a $64 \\times 128$ tile, one consumer warpgroup, a wait hint, descriptors built once (17-24), clusters "
+            "of 4 (25-26), cuBLAS's $C^T$ orientation (29-30); each even one writes FP32 C.") in src
+    assert src.index("**Rungs 17-30 are Appendix D's**") < src.index("## One check for every rung")

@@ -19,7 +19,13 @@ others' results with it.
 Reading the rows (no GPU): ``timed_rows`` / ``errors`` from the ladder experiment, ``gains`` (its gains,
 judged by ``verdict`` against the measured p10-p90 spread),
 ``targets`` (the issue's 0.90x and 1.00x cuBLAS), ``shape_table`` (every shape's best rung and its
-ratio) and ``MISS_NOTES`` (the explanations of a miss in either direction, written before measuring).
+ratio) and ``MISS_NOTES`` (the explanations of a miss in either direction, written before measuring; rungs 8
+and 10's rewritten after the record, ``SUPERSEDED_NOTES`` keeping the first texts).
+
+The rung slides' readers: ``switch_lines`` (the lines of kernels/hopper_sm90a.cu that a template switch selects,
+for one rung if asked), ``measured`` and ``miss_note`` (a recorded gain beside its prediction, and the note for a
+miss, ``miss_text``), ``verdict_table`` (helpers.launch.verdicts as a table) and ``knob_sweep`` (a knob's recorded
+sweep, each value with its spread and clock).
 """
 from __future__ import annotations
 
@@ -725,20 +731,27 @@ def shape_table(rows: list[dict], shapes=TIMED) -> list[dict]:
     return out
 
 
-# Written before the measurement, for both directions; the notebook prints the one the data calls for.
+# Written before the measurement, for both directions, unless a comment says otherwise; the notebook prints the one
+# the data calls for (miss_text fills in the fields of rungs 8 and 10's).
 MISS_NOTES = {
-    8: {"better": "rung 7's transpose cost more than its share of the time suggested: the copy also "
-                  "evicted A and B from L2 before rung 7 read them.",
-        "worse": "the MN-major B tile is read by wgmma more slowly than K-major (a transposed operand path), "
-                 "or four 8 KB boxes per stage cost the single issuing thread more than one 32 KB box."},
+    # rewritten after the record (SUPERSEDED_NOTES keeps the first text): rung 8 ran within 3% of rung 7's kernel-alone
+    # speed at each size; x1.3 was one figure for both. {alone}: rung 7's kernel alone over rung 7, lesson 5's record
+    8: {"better": "after the record: rung 8 was to run at rung 7's kernel-alone speed, x{alone:.2f} over rung 7 at "
+                  "this size in lesson 5's record; x1.3 was one figure for both sizes.",
+        "worse": "after the record: rung 8 was to run at rung 7's kernel-alone speed, x{alone:.2f} over rung 7 at this "
+                 "size in lesson 5's record; x1.3 was one figure for both sizes."},
     9: {"better": "rung 8's drain at every K-tile was most of its gap: with the producer running ahead the "
                   "Tensor Cores see a steady stream of stages.",
         "worse": "the consumers still wait on TMA (4 stages of 48 KB are not deep enough to hide DRAM latency "
                  "at 2 tiles per SM), or the producer's single thread issues boxes too slowly."},
     10: {"better": "with one tile per CTA, the epilogue and the start-up of each CTA left the Tensor Cores idle "
                    "for longer than estimated; the persistent producer hides both.",
-         "worse": "132 CTAs walking 128 (4096) or 512 (8192) tiles leave a ragged last wave; a non-persistent "
-                  "grid lets the hardware fill SMs as tiles finish, so the order of the tiles now matters more."},
+         # rewritten after the record (SUPERSEDED_NOTES keeps the first text, whose tile counts were wrong): the
+         # counts are computed for the shape (miss_text)
+         "worse": "after the record: {tiles} tiles make {waves} waves of {sms} CTAs ({busy:.0%} of them busy), as for "
+                  "rung 9's grid, so the last wave costs both alike. Perhaps the fixed schedule (CTA c takes tiles c, "
+                  "c + {sms}, ...) cannot pass a slow CTA's tiles to a fast one, as the hardware does for rung 9; "
+                  "not measured."},
     11: {"better": "rung 10's plain order re-read B from DRAM for every row of tiles: L2 hit rate was the limit.",
          "worse": "at these sizes A and B mostly stay in L2 whatever the order, and the grouped order's ragged "
                   "group edges cost a little balance."},
@@ -810,6 +823,297 @@ MISS_NOTES = {
          "worse": "as rung 29: at 5000^3 less of the forced tile's gain (x1.077) remains once both run in the record."},
 }
 
+
+# The first texts of the notes rewritten after the record, kept as they were written before measuring: rung 8's
+# blamed the transpose or wgmma's MN-major reads for a miss that the per-size kernel-alone speeds explain; rung 10's
+# counted 128 and 512 tiles where a 128 x 256 tile makes 512 and 2048.
+SUPERSEDED_NOTES = {
+    8: {"better": "rung 7's transpose cost more than its share of the time suggested: the copy also "
+                  "evicted A and B from L2 before rung 7 read them.",
+        "worse": "the MN-major B tile is read by wgmma more slowly than K-major (a transposed operand path), "
+                 "or four 8 KB boxes per stage cost the single issuing thread more than one 32 KB box."},
+    10: {"worse": "132 CTAs walking 128 (4096) or 512 (8192) tiles leave a ragged last wave; a non-persistent "
+                  "grid lets the hardware fill SMs as tiles finish, so the order of the tiles now matters more."},
+}
+
+
+# --------------------------------------------------------------------------- the rung slides' readers
+# Lesson 6's rung slides show the lines a template switch selects (kernels/hopper_sm90a.cu, read, not pasted), the
+# recorded gain beside its prediction and the note for a miss, the check's verdicts and a knob's recorded sweep.
+def wave_facts(shape, sms: int = 132) -> dict:
+    """Rungs 9-16's 128 x 256 tiles at `shape` (M, N, ...) on `sms` CTAs: {"tiles", "waves", "last" (tiles in the
+    last wave), "busy" (the share of the CTA slots of all waves that hold a tile), "sms"}."""
+    from ..analysis import kernel_defines
+
+    d = kernel_defines("hopper_sm90a.cu")
+    tiles = -(-shape[0] // d["HBM"]) * -(-shape[1] // d["HBN"])
+    waves = -(-tiles // sms)
+    return {"tiles": tiles, "waves": waves, "last": tiles - (waves - 1) * sms, "busy": tiles / (waves * sms),
+            "sms": sms}
+
+
+def kernel_alone_gain(ladder: list[dict], n: int) -> float:
+    """Rung 7's kernel alone (without its transpose of B) over rung 7 as timed, at n^3, in lesson 5's record (the
+    ladder experiment's rows): the speed rung 8 was predicted to reach."""
+    r7 = next(r for r in timed_rows(ladder, n) if r["rung"] == 7)
+    return r7["tflops_kernel_only"] / r7["tflops"]
+
+
+def miss_text(rung: int, direction: str, shape, ladder: list[dict] | None = None, sms: int = 132) -> str:
+    """MISS_NOTES[rung][direction] for `shape` (an int n for n^3, or (M, N, K)): the fields of a note rewritten after
+    the record are filled in, {tiles} {waves} {busy} {sms} from wave_facts and {alone} from kernel_alone_gain (which
+    needs lesson 5's `ladder` rows)."""
+    note = MISS_NOTES[rung][direction]
+    if "{" not in note:
+        return note
+    shape = (shape,) * 3 if isinstance(shape, int) else tuple(shape)
+    facts = wave_facts(shape, sms)
+    if "{alone" in note:
+        if ladder is None:
+            raise ValueError(f"rung {rung}'s note needs lesson 5's ladder rows (ladder=...)")
+        facts["alone"] = kernel_alone_gain(ladder, shape[0])
+    return note.format(**facts)
+
+
+def measured(rows: list[dict], rung: int, ladder: list[dict] | None = None, sms: int = 132, sizes=(4096, 8192)):
+    """The rung's recorded gain over the rung before it at each of `sizes` (n^3), beside its prediction (gains: judged
+    against the spread that the p10 and p90 timings of both rungs allow), and the note for a miss (miss_text; once,
+    when both sizes miss the same way): a table (helpers.display.table), one row per size."""
+    from ..display import table
+
+    out, said = [], set()
+    for n in sizes:
+        g = dict(next(x for x in gains(rows, n) if x["rung"] == rung), n=n)
+        note = miss_text(rung, g["direction"], n, ladder, sms) if g["direction"] else ""
+        g["note"] = "as above" if note and note in said else note
+        said.add(note)
+        out.append(g)
+    return table(out, ["n", "predicted", "measured", "low", "high", "verdict", "note"],
+                 ["n", "predicted", "measured", "p10-p90 from", "to", "verdict",
+                  "for a miss: written before measuring, or after the record where it says so"],
+                 {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f"})
+
+
+def miss_note(rows: list[dict], rung: int, shape, predicted: float | None = None, base: int | None = None,
+              written: str = "after its first run", ladder: list[dict] | None = None, sms: int = 132) -> None:
+    """Print the note written for a miss (miss_text) in the direction the record's verdict (gain_at) calls for, or,
+    without a miss, the verdict."""
+    g, at = gain_at(rows, rung, shape, predicted, base), "x".join(map(str, shape))
+    if g is not None and g["direction"]:
+        print(f"why rung {rung} was {g['direction']} than predicted at {at} (written {written}):",
+              miss_text(rung, g["direction"], shape, ladder, sms))
+    else:
+        print(f"rung {rung} at {at}: {g['verdict'] if g else 'not recorded'} (no miss to explain)")
+
+
+def verdict_table(lines: list[str]):
+    """helpers.launch.verdicts' lines, one row per rung (a line it cannot split goes whole into the last column); the
+    check's text is printed once, above, when every rung's is the same."""
+    from ..display import table
+
+    rows = []
+    for line in lines:
+        m = re.match(r"(\d+) (PASS|FAIL) (\S+) M=\S+ N=\S+ K=\S+: (.*?)(?: \| padded to (.*))?$", line)
+        rows.append(dict(rung=m[1], result=m[2], kernel=m[3], check=m[4], padded=m[5] or "") if m else dict(check=line))
+    same = len({r["check"] for r in rows}) == 1
+    if same:
+        print("every rung:", rows[0]["check"])
+    return table(rows, ["rung", "result", "kernel"] + ([] if same else ["check"]) + ["padded"],
+                 ["rung", "result", "kernel"] + ([] if same else ["what the check found"]) + ["padded to (M, N, K)"])
+
+
+def knob_rows(rows: list[dict], rung: int, knob: str) -> list[dict]:
+    """One knob of one rung as the H200 recorded it (the knobs experiment's rows): a row per value, in order, the rung
+    as recorded among them, each with its speed over the rung as recorded (`ratio`), the spread that both timings'
+    p10 and p90 allow (`low`, `high`, as gains computes it; None for the rung itself), its SM clock (`clock`,
+    helpers.clocks.clock_text) and whether its check passed."""
+    from ..clocks import clock_text
+    from ..tryout import KNOBS
+
+    default = KNOBS[rung][knob].default
+    mine = [r for r in rows if r["rung"] == rung and r.get("knob") in (None, knob)]
+    base = next(r for r in mine if r.get("knob") is None)
+    out = []
+    for r in sorted(mine, key=lambda r: default if r.get("knob") is None else r["value"]):
+        own = r.get("knob") is None
+        spread = not own and all(x.get(k) for x in (r, base) for k in ("p10_ms", "p90_ms"))
+        out.append({"value": f"{knob}={default} (as recorded)" if own else f"{knob}={r['value']}",
+                    "ratio": r["vs_default"], "low": base["p10_ms"] / r["p90_ms"] if spread else None,
+                    "high": base["p90_ms"] / r["p10_ms"] if spread else None, "clock": clock_text(r),
+                    "passed": "yes" if r["passed"] else "NO"})
+    return out
+
+
+def knob_sweep(rows: list[dict], rung: int, knob: str):
+    """knob_rows as a table (helpers.display.table), headed by the rung and the size it was timed at."""
+    from ..display import table
+
+    n = next(r["m"] for r in rows if r["rung"] == rung)
+    shown = [{k: "" if v is None else v for k, v in r.items()} for r in knob_rows(rows, rung, knob)]
+    return table(shown, ["value", "ratio", "low", "high", "clock", "passed"],
+                 [f"rung {rung}, {n}^3", "x as recorded", "p10-p90 from", "to", "SM clock", "correct"],
+                 {"ratio": ".2f", "low": ".2f", "high": ".2f"})
+
+
+# the template switches of a device function, and the lines each selects
+_BRANCH = re.compile(r"^\s*(?P<close>\}\s*else\s*)?(?:if\s*(?:constexpr\s*)?\((?P<cond>.*)\))?\s*\{\s*(?://.*)?$")
+
+
+def _code_only(line: str) -> str:
+    """A line of C++ without its // comment and string literals (for counting braces)."""
+    return re.sub(r'"(?:\\.|[^"\\])*"', '""', line).split("//")[0]
+
+
+def _branch(line: str):
+    """(condition, or None for a plain else; opens after a closing brace?) for a line that opens an if / else if /
+    else block, else None."""
+    m = _BRANCH.match(line)
+    if not m or (m["cond"] is None and not m["close"]):
+        return None
+    return m["cond"], bool(m["close"])
+
+
+def _block_end(lines: list[str], i: int) -> int:
+    """The line that closes the block line i opens (a '}' line, or the '} else ... {' of the next branch)."""
+    depth = 0
+    for j in range(i, len(lines)):
+        text = _code_only(lines[j])
+        if j == i and text.lstrip().startswith("}"):
+            text = text.lstrip()[1:]
+        for ch in text:
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            if depth == 0 and ch == "}":
+                return j
+    return len(lines) - 1
+
+
+_OPS = {"Lt": "__lt__", "LtE": "__le__", "Gt": "__gt__", "GtE": "__ge__", "Eq": "__eq__", "NotEq": "__ne__",
+        "Add": "__add__", "Sub": "__sub__", "Mult": "__mul__", "Mod": "__mod__", "Div": "__floordiv__"}
+
+
+def _decide(cond: str | None, settings: dict):
+    """True, False, or None (not decidable from `settings`, {name: int or bool}) for the condition of a C++ if: names,
+    numbers, !, &&, ||, comparisons and integer arithmetic; anything else is undecidable. None as `cond` (an else):
+    True."""
+    import ast
+
+    if cond is None:
+        return True
+    expr = re.sub(r"!(?!=)", " not ", cond.replace("&&", " and ").replace("||", " or "))
+    try:
+        tree = ast.parse(expr.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+    def ev(n):
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.Name):
+            return settings.get(n.id, {"true": True, "false": False}.get(n.id))
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+            v = ev(n.operand)
+            return None if v is None else not v
+        if isinstance(n, ast.BoolOp):
+            vs, want = [ev(v) for v in n.values], isinstance(n.op, ast.Or)   # or: one True decides; and: one False
+            if any(v is not None and bool(v) == want for v in vs):
+                return want
+            return None if None in vs else not want
+        if isinstance(n, ast.BinOp) and type(n.op).__name__ in _OPS:
+            a, b = ev(n.left), ev(n.right)
+            return None if a is None or b is None else getattr(int(a), _OPS[type(n.op).__name__])(int(b))
+        if isinstance(n, ast.Compare) and all(type(o).__name__ in _OPS for o in n.ops):
+            vs = [ev(x) for x in (n.left, *n.comparators)]
+            if None in vs:
+                return None
+            return all(getattr(int(a), _OPS[type(o).__name__])(int(b)) for a, o, b in zip(vs, n.ops, vs[1:]))
+        return None
+
+    return ev(tree)
+
+
+def template_settings(rung: int, fn: str = "ws_gemm") -> dict:
+    """The template arguments rung `rung`'s kernel gives device function `fn` ({parameter: value}, defaults filled
+    in; true / false as bools, numbers and the kernel file's integer #defines as ints; other names left out)."""
+    from ..analysis import kernel_defines
+    from ..display import device_functions, kernel_source
+
+    spec = ALL_RUNGS[rung]
+    head = re.match(r"\s*template\s*<([^>]*)>", device_functions(spec.file)[fn])[1]
+    params = [re.match(r"\s*\w+\s+(\w+)\s*(?:=\s*(.+?))?\s*$", p).groups() for p in head.split(",")]
+    call = re.search(rf"\b{fn}\s*<([^>]*)>\s*\(", kernel_source(spec.file, spec.name))[1]
+    args = [a.strip() for a in call.split(",")]
+    defines = kernel_defines(spec.file)
+    out = {}
+    for k, (name, default) in enumerate(params):
+        v = args[k] if k < len(args) else default
+        v = {"true": True, "false": False}.get(v, defines.get(v, int(v) if v and v.isdigit() else None))
+        if v is not None:
+            out[name] = v
+    return out
+
+
+def switch_lines(switch: str, fn: str = "ws_gemm", blocks_only: bool = False, rung: int | None = None):
+    """The lines of device function `fn` (kernels/hopper_sm90a.cu) that template switch `switch` selects, as Markdown:
+    every if / else-if chain with a branch that tests it (a branch before that one shown by its first line only),
+    every other block opened by a line naming it and, unless `blocks_only`, every line naming it. With `rung`, a
+    branch that rung's template arguments (template_settings) rule out is shown by its first line and a comment, so
+    what is left is what the rung runs. '...' marks the lines left out between the pieces."""
+    from IPython.display import Markdown
+
+    from ..display import device_functions
+
+    lines = device_functions("hopper_sm90a.cu")[fn].splitlines()
+    settings = template_settings(rung, fn) if rung is not None else {}
+    names = re.compile(rf"\b{switch}\b")
+    shown: dict[float, str] = {}                      # line number -> its text (k + 0.5: what stands for a branch)
+    picked: list[tuple[int, int]] = []                # the ranges of lines to show
+
+    def walk(lo: int, hi: int) -> None:
+        i = lo
+        while i < hi:
+            b = _branch(lines[i])
+            if b is None or b[1]:                      # not the first line of an if-chain
+                shown[i] = lines[i]
+                opens = _code_only(lines[i]).count("{") - _code_only(lines[i]).count("}")
+                if names.search(lines[i]) and (opens > 0 or not blocks_only):
+                    picked.append((i, _block_end(lines, i) if opens > 0 else i))
+                i += 1
+                continue
+            heads, j = [i], _block_end(lines, i)       # the chain's branches (first lines), then its last line
+            while _branch(lines[j]) is not None and _branch(lines[j])[1]:
+                heads.append(j)
+                j = _block_end(lines, j)
+            conds = [_branch(lines[h])[0] for h in heads]
+            first = next((k for k, c in enumerate(conds) if c is not None and names.search(c)), None)
+            taken = False
+            for k, (h, c) in enumerate(zip(heads, conds)):
+                v = _decide(c, settings)
+                shown[h], pad = lines[h], re.match(r"\s*", lines[h])[0] + "    "
+                if taken or v is False:
+                    why = "an earlier branch is taken" if taken else f"{c} is false"
+                    shown[h + 0.5] = f"{pad}// (not in rung {rung}: {why})"
+                elif first is not None and k < first:
+                    shown[h + 0.5] = f"{pad}// ..."
+                else:
+                    walk(h + 1, heads[k + 1] if k + 1 < len(heads) else j)
+                taken = taken or v is True
+            shown[j] = lines[j]
+            if first is not None:
+                picked.append((i, j))
+            i = j + 1
+
+    walk(3, len(lines))                                # (lines 0-2: the template's parameter list)
+    spans: list[list[int]] = []                        # the picked ranges, merged
+    for a, b in sorted(picked):
+        if spans and a <= spans[-1][1] + 1:
+            spans[-1][1] = max(spans[-1][1], b)
+        else:
+            spans.append([a, b])
+    out = []
+    for n, (a, b) in enumerate(spans):
+        out += (["    ..."] if n else []) + [shown[k] for k in sorted(shown) if a <= k <= b]
+    how = f" in rung {rung}" if rung is not None else ""
+    return Markdown(f"The lines of `{fn}` that `{switch}` selects{how}:\n```cuda\n" + "\n".join(out) + "\n```")
 
 # --------------------------------------------------------------------------- the same GEMM on other values
 INPUT_KINDS = {"normal": "N(0,1), rounded to FP16 (every other timing in the course)",
