@@ -74,7 +74,7 @@ def test_lessons_with_and_without_an_address(colab, path):
     assert "Open in Colab" not in title.source and "colab.research.google.com" not in title.source
     setup = nb.cells[nb.cells.index(title) + 1]
     assert setup.source.startswith(colab.SETUP_MARK) and "ARCHIVE = None" in setup.source
-    assert setup.metadata == {"slideshow": {"slide_type": "skip"}}
+    assert setup.metadata == {"slideshow": {"slide_type": "skip"}, "jupyter": {"source_hidden": True}}
     plain = copy.deepcopy(nb)
 
     assert colab.apply(nb, lesson, REPO) is True        # set: the lesson's link ends the title cell
