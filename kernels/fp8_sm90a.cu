@@ -3,7 +3,8 @@
 // The kernels take E4M3 inputs (1 sign, 4 exponent, 3 fraction bits; the bytes of ml_dtypes'
 // float8_e4m3fn) and write an FP32 C. They are lesson 6's warp-specialised, persistent kernel
 // (rung 11: a TMA producer warpgroup, two wgmma consumer warpgroups, a ring of full/empty
-// mbarriers, one CTA per SM walking the tiles in groups of 8 tile rows) with three changes:
+// mbarriers, one CTA per SM walking the tiles in groups of 8 tile rows; 128 CTAs where the registry sets
+// `ctas`, helpers/fp8_gemm.py) with three changes:
 //
 //   1. wgmma's FP8 form, m64nNk32: 32 products per instruction instead of 16. A K-tile of 128
 //      E4M3 values is 128 bytes, one swizzle row, as 64 halves were: the shared-memory layouts,
@@ -23,6 +24,11 @@
 //   fp8_promote_pingpong  promotion every 128 products, overlapped with the Tensor Cores: the two
 //                    consumer warpgroups issue their wgmmas in turn, so one adds its partial sum to its
 //                    total while the other's wgmmas run (the same sums as fp8_promote_128, bit for bit)
+//   fp8_promote_2acc  promotion every 128 products with two partial sums in one warpgroup: K-tile kt's
+//                    wgmmas run into one set of registers while K-tile kt - 1's set is added to the total
+//   fp8_promote_2acc_lean  fp8_promote_2acc with descriptors advanced by adds (in uniform registers) and a
+//                    ring of 6 stages, on 128 CTAs: the course's fastest promoting kernel
+//   fp8_wgmma_store  fp8_wgmma whose C leaves through shared memory and a TMA store, on 128 CTAs
 //   fp8_block_scaled fp8_promote_128 with DeepSeek-V3's fine-grained scales applied at promotion: every
 //                    K-tile of 128 is one scale block, and its partial sum is multiplied by the scale of
 //                    its 1 x 128 activation tile and of its 128 x 128 weight block before it joins the

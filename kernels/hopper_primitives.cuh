@@ -61,10 +61,11 @@ __device__ __forceinline__ void mbar_arrive(u64* bar)
 // a barrier nobody arrives on then ends the kernel with an error the launcher can report.
 #define HANG_NS 10000000000ull                // 10 s, by the GPU's global nanosecond timer
 
-// How a thread waits (HOW): 0 try_wait with no time hint (the hardware's own limit: how every kernel here waits);
-// 1 try_wait with a suspend-time hint of 10 ms: the thread sleeps until the phase completes (rungs 17-18's
-// WAIT_HINT knob, kernels/hopper_sm90a.cu); 2 test_wait, which never suspends: a spin. MBAR_WAIT, a probe switch
-// (tools/probes/wgmma_rate.py, wait_hint.py), changes the default for every kernel of a build.
+// How a thread waits (HOW): 0 try_wait with no time hint: the thread is suspended until the phase completes or a
+// time limit the hardware chooses passes, then the loop asks again (how every kernel waits, but rungs 21-24);
+// 1 try_wait with a suspend-time hint of 10 ms: the same, with that limit instead (rungs 21-24 as recorded, and the
+// WAIT_HINT knob of rungs 17-24, kernels/hopper_sm90a.cu); 2 test_wait, which never suspends: a spin. MBAR_WAIT, a
+// probe switch (tools/probes/wgmma_rate.py, wait_hint.py), changes the default for every kernel of a build.
 #ifndef MBAR_WAIT
 #define MBAR_WAIT 0
 #endif

@@ -35,25 +35,32 @@
 //                                    each CTA loads a quarter of B (chosen per shape)
 //   rung 26  hopper_quad_cluster_f32c rung 25 writing FP32 C
 //   rung 27  hopper_tall_tile        a 256-row tile whose width is chosen per shape, so that the tiles
-//                                    fill whole waves (5000^3); else rung 14's tile (pending)
-//   rung 28  hopper_tall_tile_f32c   rung 27 writing FP32 C (pending)
+//                                    fill whole waves (5000^3); else rung 14's tile (pending: tried, lost)
+//   rung 28  hopper_tall_tile_f32c   rung 27 writing FP32 C (pending: tried, lost)
+//   rung 29  hopper_ct_tile          C^T computed where the waves pay for it (160 x 256 tiles of C, pairs
+//                                    along M), rung 25's kernel elsewhere (chosen per shape)
+//   rung 30  hopper_ct_tile_f32c     rung 29 writing FP32 C (rung 26's kernel elsewhere)
+//   rung 31  hopper_ct_pair_n        cuBLAS's pairs along N: 152 x 256 C^T tiles, a cluster's two side
+//                                    by side sharing A (pending: tried, lost)
 //
-// Rungs 9-22 are one templated body (ws_gemm) with compile-time switches: each rung turns on
+// Rungs 9-31 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
 // clusters off: they pair tiles along M, and the problems it is for have one tile row; rung 16
-// turns them on again).
+// turns them on again). helpers/kernels.py holds each rung's tile, boxes, cluster and C type.
 //
 // Contract (the same for every kernel here):
-//   A: M x K row-major half (a TMA tensor map, box 128 rows x 64 columns, 128-byte swizzle);
-//   B: K x N row-major half (a TMA tensor map, box 64 rows x 64 columns, 128-byte swizzle);
-//   C: M x N row-major float (rung 13: also a TMA tensor map over C, box 64 rows x 32 columns;
-//      rungs 14-16: C is half, its tensor map's box 64 rows x 64 columns);
+//   A: M x K row-major half, B: K x N row-major half, each a TMA tensor map with 128-byte swizzle
+//   and K-boxes of 64 (A's box as tall as the rung's tile: 128 rows for rungs 8-16 and 25-26,
+//   64 for 17-24, 256 for 27-28, 160 for 29-30, 80 for 31; B's boxes 64 x 64);
+//   C: M x N row-major, float, or half for the odd rungs from 14 on (FP16 C); from rung 13 C
+//   leaves through shared memory and a TMA store (its box: helpers/kernels.py, c_box);
 //   M, N, K: multiples of 8 (TMA needs 16-byte row strides); anything else is allowed: TMA
 //   fills the parts of a box outside the matrix with zeros (and still counts the whole box's
 //   bytes on the mbarrier), and the epilogue writes only elements inside C.
-//   Block tile 128 x 256 of C, K-tiles of 64, 4 pipeline stages (48 KB each).
+//   Block tiles: 128 x 256 of C in 4 stages of 48 KB (HSTAGES) for rungs 8-16 and 25-26; 64 x 128 in
+//   8 stages of 24 KB for 17-24; 256 x 152 in 3 stages of 56 KB for 27-28; C^T tiles for 29-31.
 // Arithmetic: every output is one FP32 accumulator that walks K in order, 16 products per
-// wgmma k-step (m64n256k16), exactly as rung 7; the CPU model is
+// wgmma k-step (m64nNk16), exactly as rung 7; the CPU model is
 // helpers.emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32") for every rung here, then
 // (rungs 14-16) rounded to FP16 to nearest. Rung 15 with S parts: each part is that accumulator
 // over its K range from zero, and C = fp16(((p0 + p1) + p2) + ...), FP32 adds to nearest.
@@ -63,7 +70,7 @@
 // -gencode=arch=compute_90a,code=sm_90a. Other targets compile empty kernels (make kernels-check).
 
 #include "hopper_primitives.cuh"              // smem_addr, smem_base, mbarriers, tma_load, wgmma fences, setmaxnreg
-#include "wgmma_widths.cuh"                  // TILE_N (rungs 25-26): wgmma m64nNk16 for the widths 136 .. 248 (generated)
+#include "wgmma_widths.cuh"                  // wgmma m64nNk16 for widths 128 .. 248 (generated): TILE_N, rungs 27-31's
 
 #define HBM 128                               // rows of C per block tile
 #define HBN 256                               // columns of C per block tile
@@ -110,13 +117,13 @@ static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the s
 #define HOPPER_STORE_SMEM (HSTAGES * STAGE_BYTES + EPI_BYTES + SMEM_SLACK + BAR_BYTES)  // rungs 13-15
 #define WS_THREADS 384                        // rungs 9-15: 3 warpgroups (1 producer, 2 consumers)
 #ifndef GROUP_M
-#define GROUP_M 8                             // rungs 11-13: tile rows per group of the L2-aware order
+#define GROUP_M 8                             // rungs 11 on: tile rows per group of the L2-aware order
 #endif
 #ifndef CLUSTER_M
-#define CLUSTER_M 2                           // rungs 12-13: CTAs per cluster, along M
+#define CLUSTER_M 2                           // rungs 12-14, 16: CTAs per cluster, along M
 #endif
 #ifndef PRODUCER_REGS
-#define PRODUCER_REGS 40                      // rungs 9-15: registers per producer thread after setmaxnreg.dec
+#define PRODUCER_REGS 40                      // rungs with two consumer warpgroups: the producer's registers after setmaxnreg.dec
 #endif
 // The consumers take what the producer gives away: the CTA's pool is the 168 registers per thread that
 // __launch_bounds__(384, 1) allows at entry, times 384 threads; each consumer gets half of the rest, in
@@ -129,11 +136,11 @@ static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the s
 
 // Knobs: compile-time values to change without editing the code (helpers.try_kernel(like, KNOB=value)
 // compiles this file with -DKNOB=value; helpers.tryout.KNOBS lists the values each rung allows and what
-// each teaches). Every default is the rung as recorded.
-//   HSTAGES        rungs 8-15: pipeline stages (4; 48 KB of shared memory each)
-//   PRODUCER_REGS  rungs 9-15: the producer's registers after setmaxnreg.dec (40); CONSUMER_REGS follows
-//   GROUP_M        rungs 11-13: tile rows per group of the L2-aware order (8)
-//   CLUSTER_M      rungs 12-13: CTAs per cluster sharing B by multicast (2; 1 = no cluster)
+// each teaches, rung by rung: the ranges below are where each macro is used). Every default is the rung as recorded.
+//   HSTAGES        rungs 8-16, 25-26 and 29-31: pipeline stages (4; 48 KB of shared memory each for 128 x 256)
+//   PRODUCER_REGS  rungs 9-18, 25-31: the producer's registers after setmaxnreg.dec (40); CONSUMER_REGS follows
+//   GROUP_M        rungs 11-31: tile rows per group of the L2-aware order (8)
+//   CLUSTER_M      rungs 12-14 and 16: CTAs per cluster sharing B by multicast (2; 1 = no cluster)
 static_assert(HSTAGES >= 2 && 2 * HSTAGES * 8 <= BAR_BYTES, "HSTAGES: 2 or more, and full[] + empty[] fit BAR_BYTES");
 static_assert(PRODUCER_REGS % 8 == 0 && PRODUCER_REGS >= 24 && CONSUMER_REGS <= 256,
               "setmaxnreg takes multiples of 8 from 24 to 256");

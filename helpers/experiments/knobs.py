@@ -1,6 +1,6 @@
 """Lessons 5 and 6 (issue 23): the ``knobs`` experiment: what each compile-time knob of each rung does.
 
-Each rung of kernels/ladder.cu (rungs 2-6) and kernels/hopper_sm90a.cu (rungs 8-15) exposes the ideas it
+Each rung of kernels/ladder.cu (rungs 2-6) and kernels/hopper_sm90a.cu (rungs 8-26, 29-30) exposes the ideas it
 teaches as knobs (helpers.tryout.KNOBS: padding, BK, pipeline stages, the cp.async wait depth, ldmatrix
 or fragment loads; Hopper's stages, register split, group size, cluster size), whose defaults are the
 rung as recorded. The experiment measures every rung as recorded, then every other value of each knob,
@@ -30,7 +30,7 @@ import os
 from ..tryout import DEFAULT_SIZE, KNOBS, SEED
 from . import experiment
 
-RUNGS_SWEPT = tuple(KNOBS)         # 2-6: kernels/ladder.cu; 8-15: kernels/hopper_sm90a.cu
+RUNGS_SWEPT = tuple(KNOBS)         # 2-6: kernels/ladder.cu; 8-26 and 29-30: kernels/hopper_sm90a.cu (helpers.tryout.KNOBS)
 TIMING_SIZE = 4096
 
 
