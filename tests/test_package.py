@@ -127,3 +127,16 @@ def test_the_installed_package_runs_the_hopper_kernels(wheel, tmp_path):
     lines = dict(line.split(" ", 1) for line in p.stdout.strip().splitlines())
     assert lines["helpers"].startswith(str(site)) and lines["kernels"] == str(site / "helpers" / "_data" / "kernels")
     assert lines["rung_13"] == "True" and lines["fp8_wgmma"] == "True", p.stdout
+
+
+def test_every_setup_asks_for_the_python_the_pins_need():
+    """The pins (requirements.txt: matplotlib, ipykernel and hypothesis as pinned need Python 3.11) and every place
+    that names a Python agree: pyproject's requires-python, environment.yml, binder/runtime.txt (repo2docker) and the
+    README's line under its two commands."""
+    import re
+
+    need = "3.11"
+    assert re.search(r'requires-python = ">=3\.11"', (ROOT / "pyproject.toml").read_text())
+    assert f"python={need}" in (ROOT / "environment.yml").read_text()
+    assert (ROOT / "binder" / "runtime.txt").read_text().strip() == f"python-{need}"
+    assert f"Both need Python {need}+ and `make`" in (ROOT / "README.md").read_text()
