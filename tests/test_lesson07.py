@@ -161,6 +161,15 @@ from helpers import fp8_gemm  # noqa: E402
 from helpers.experiments import fp8 as fp8x  # noqa: E402
 
 
+def _held(measured: float, predicted: float, band: float = 0.005) -> bool:
+    """The lesson's rule for a prediction of a ratio (Appendix H's first slide): it holds when the change goes the
+    predicted way and its size is within a factor of two of the predicted size; a predicted "no change" (x1.00) holds
+    within `band` (half a percent unless the prediction gave one)."""
+    if predicted == 1:
+        return abs(measured - 1) <= band
+    return 0.5 <= (measured - 1) / (predicted - 1) <= 2
+
+
 @pytest.fixture(scope="module")
 def fp8_data():
     return helpers.results.load_latest().meta["experiments"]["fp8"]
@@ -430,8 +439,10 @@ def test_cost_plot_labels_do_not_print_on_each_other():
 
 def test_claims_of_the_pingpong_appendix(fp8_data):
     """Appendix G: fp8_promote_pingpong's sums are fp8_promote_128's bit for bit (the same CPU model, and 0
-    mismatches against it on the GPU), and in its one run it was slower than fp8_promote_128 at one size, at a
-    different clock. (The prose no longer says two accumulator sets cannot fit: fp8_promote_2acc runs them.)"""
+    mismatches against it on the GPU). In its one run, x0.97 of fp8_promote_128 at 4096^3 at the same clock, and 5%
+    faster at 8192^3 at a 15% lower clock (1680 against 1980 MHz); Appendix H's run: x0.964 and x0.984 (the gain at
+    8192^3 not stable). The barrier cost is a guess to test, not a finding. (The prose no longer says two accumulator
+    sets cannot fit: fp8_promote_2acc runs them.)"""
     from helpers import fp8_gemm as F
 
     assert F.FP8_KERNELS["fp8_promote_pingpong"].nc == F.FP8_KERNELS["fp8_promote_128"].nc == 128
@@ -441,16 +452,68 @@ def test_claims_of_the_pingpong_appendix(fp8_data):
     assert "ptxas allocates 168 here" not in (ROOT / "notebooks" / "07_fp8.py").read_text()
     rows = {(r["n"], r["kernel"]): r for r in fp8_data["speed_pingpong"]["rows"]}
     ratio = {n: rows[n, "fp8_promote_pingpong"]["tflops"] / rows[n, "fp8_promote_128"]["tflops"] for n in (4096, 8192)}
-    assert min(ratio.values()) < 1.0                                  # "did not pay in both sizes"
-    assert any(rows[n, "fp8_promote_pingpong"]["sm_mhz"] != rows[n, "fp8_promote_128"]["sm_mhz"] for n in (4096, 8192))
+    assert round(ratio[4096], 2) == 0.97 and rows[4096, "fp8_promote_pingpong"]["sm_mhz"] == \
+        rows[4096, "fp8_promote_128"]["sm_mhz"]
+    clocks = (rows[8192, "fp8_promote_pingpong"]["sm_mhz"], rows[8192, "fp8_promote_128"]["sm_mhz"])
+    assert round(100 * (ratio[8192] - 1)) == 5 and clocks == (1680, 1980) and round(100 * (1 - 1680 / 1980)) == 15
+    h = {(r["n"], r["kernel"]): r for r in fp8x.block_scaled_speed_rows(fp8_data)}
+    assert [h[n, "fp8_promote_pingpong"]["x promote_128"] for n in (4096, 8192)] == [0.964, 0.984]
     assert all(rows[n, k]["check_passed"] for n in (4096, 8192) for k in ("fp8_promote_pingpong", "fp8_promote_128"))
+    src = " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
+    for s_ in ("At $4096^3$ taking turns was slower than `fp8_promote_128` (x0.97) at the same clock; at $8192^3$ it "
+               "was 5% faster at a 15% lower clock (1680 against 1980 MHz).", "x0.964 and x0.984, so the gain at "
+               "$8192^3$ is not stable", "a guess to test: the named barriers add a wait to every stage."):
+        assert s_ in src, s_
+    assert "did not pay in both sizes" not in src
+
+
+def test_nvml_power_is_labelled_as_the_lagging_average_it_is(fp8_data):
+    """The W columns of the cold-L2 timings are NVML's power reading (helpers.clocks.read: nvmlDeviceGetPowerUsage),
+    on Hopper a 1-second average: a timing of 100 launches lasts a fraction of that, so the reading lags. In the
+    pingpong run (one round, rows in the order they ran: cuBLAS first, then the kernels) it climbs from 124 W for the
+    first kernel timed at 4096^3 to 426 W for the last, every clock 1980 MHz; at 8192^3 cuBLASLt's rows read 206 and
+    268 W while the driver reported its power cap. Every table of such readings says so (fp8x.NVML_POWER); the energy
+    probe's power (joules over time) is labelled apart (fp8x.ENERGY_POWER); no table in the lesson has a bare 'W'."""
+    import inspect
+
+    from helpers import clocks
+
+    assert "nvmlDeviceGetPowerUsage" in inspect.getsource(clocks.read)
+    four = [r for r in fp8_data["speed_pingpong"]["rows"] if r["n"] == 4096]
+    assert [r["kernel"] for r in four] == ["cublas_fp16", "cublaslt_fp8", "cublaslt_fp8_fast", "fp8_wgmma",
+                                           "fp8_wgmma_n128", "fp8_promote_128", "fp8_promote_pingpong"]
+    watts = [r["power_w"] for r in four]
+    assert (round(watts[0]), round(watts[-1])) == (124, 426) and max(watts) == watts[-1]
+    assert {r["sm_mhz"] for r in four} == {1980}
+    assert all(r["median_ms"] * r["reps"] < 100 for r in four)        # ms of launches: under a tenth of NVML's second
+    lt = {r["kernel"]: r for r in fp8_data["speed_pingpong"]["rows"] if r["n"] == 8192}
+    assert [round(lt[k]["power_w"]) for k in ("cublaslt_fp8", "cublaslt_fp8_fast")] == [206, 268]
+    assert all("sw power cap" in lt[k]["throttle"] for k in ("cublaslt_fp8", "cublaslt_fp8_fast"))
+    assert fp8x.NVML_POWER == "W, NVML 1-s average (lags)" and fp8x.ENERGY_POWER == "W, energy / time"
+    assert all(fp8x.NVML_POWER in r for r in fp8x.speed_rows({"speed": fp8_data["speed_pingpong"]["rows"]}))
+    assert all(fp8x.NVML_POWER in r for r in fp8x.block_scaled_speed_rows(fp8_data))
+    text = (ROOT / "notebooks" / "07_fp8.py").read_text()
+    code = "\n".join(ln for ln in text.splitlines() if not ln.startswith("#"))
+    assert '"W"' not in code and "power W" not in code and "(NVML, W)" not in code
+    for table in ("fp8x.wait_rows()", "fp8x.wide_rows()"):
+        cell = text[text.index(table):text.index("# %%", text.index(table))]
+        assert "fp8x.NVML_POWER" in cell, table
+    cell = text[text.index("energy = fp8x.energy_rows"):]
+    assert "fp8x.ENERGY_POWER" in cell[:cell.index("# %%")]
+    assert '"W (cold L2: NVML 1-s average, lags; at the cap: "' in text
+    src = " ".join(text.replace("\n# ", " ").split())
+    for s_ in ("The W column is NVML's power reading (`nvmlDeviceGetPowerUsage`), on Hopper an average over the last "
+               "second.", "it climbs from 124 W for the first kernel timed to 426 W for the last, and at $8192^3$ "
+               "cuBLASLt's rows read 206 and 268 W while the driver reported its power cap."):
+        assert s_ in src, s_
 
 
 def test_claims_of_the_block_scaled_appendix(fp8_data):
-    """Appendix H: every H200 check of fp8_block_scaled passed with 0 elements unlike the model, no spills; it
-    missed its prediction (x0.9 over fp8_promote_128) on the slow side at both sizes, and lies further from
-    cuBLASLt than fp8_promote_128; per tensor and block-scaled agree on normal data, per tensor loses on the
-    outlier and varied-block inputs, and the normwise error hides most of that."""
+    """Appendix H: every H200 check of fp8_block_scaled passed with 0 elements unlike the model, no spills; by the
+    lesson's rule (stated there, _held) it missed its prediction (x0.9 over fp8_promote_128) at 4096^3, over twice the
+    predicted cost; at 8192^3 x0.84 is within a factor of two but fp8_promote_128 ran at 1425 MHz and it at 1980 (not
+    judged); it lies further from cuBLASLt than fp8_promote_128 at both sizes; per tensor and block-scaled agree on
+    normal data, per tensor loses on the outlier and varied-block inputs, and the normwise error hides most of that."""
     from helpers.experiments import fp8 as X
 
     chk = X.block_scaled_check_rows(fp8_data)
@@ -461,6 +524,18 @@ def test_claims_of_the_block_scaled_appendix(fp8_data):
         b, p = sp[n, "fp8_block_scaled"], sp[n, "fp8_promote_128"]
         assert b["x promote_128"] < 0.9 and b["check"] == "pass"                       # "slower than predicted"
         assert b["x cuBLASLt FP8"] < p["x cuBLASLt FP8"]                                # "further from cuBLASLt"
+    b4, b8 = sp[4096, "fp8_block_scaled"], sp[8192, "fp8_block_scaled"]
+    assert round(b4["x promote_128"], 2) == 0.75 and 1 - b4["x promote_128"] > 2 * 0.1 and not _held(b4["x promote_128"], 0.9)
+    assert round(b8["x promote_128"], 2) == 0.84 and _held(b8["x promote_128"], 0.9)
+    assert (sp[8192, "fp8_promote_128"]["SM MHz"], b8["SM MHz"]) == (1425, 1980)
+    src = " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
+    for s_ in ("A prediction holds, in this lesson, when the change goes the predicted way and its size is within a "
+               "factor of two of the predicted size; a predicted \"no change\" holds within half a percent unless a "
+               "band is given, a predicted direction alone when the direction is right",
+               "**Missed at $4096^3$: slower than predicted**, x0.75 (the column \"x promote_128\") where x0.9 was "
+               "predicted: over twice the predicted cost.", "At $8192^3$ x0.84 is within a factor of two, but "
+               "`fp8_promote_128` ran at 1425 MHz and this kernel at 1980: not judged."):
+        assert s_ in src, s_
     err = {(r["inputs"], r["scaling"] == "per tensor"): r for r in X.block_scaled_error_rows(fp8_data)}
     med = {k: r["median rel. error"] for k, r in err.items()}
     assert 0.9 < med["normal", True] / med["normal", False] < 1.1                        # "the two agree"
@@ -479,6 +554,59 @@ def test_claims_of_the_block_scaled_counters():
     b, p = c["fp8_block_scaled"], c["fp8_promote_128"]
     assert b["tensor_pipe_pct"] < p["tensor_pipe_pct"] and b["fma_pipe_pct"] > p["fma_pipe_pct"]
     assert b["duration_ns"] > p["duration_ns"]
+
+
+def test_block_scaled_promotion_is_not_overlapped_by_design_only():
+    """Appendix H: fp8_promote_128 and fp8_block_scaled have two consumer warpgroups (F8_THREADS = 1 producer + 2
+    consumers, each with its own slice and its own waits), so one's adds can run while the other's wgmmas do: their
+    promotion is not overlapped within a warpgroup, and across the two only as they happen to fall. The prose says
+    that, not that nothing overlaps it."""
+    import re
+
+    kern = (ROOT / "kernels" / "fp8_sm90a.cu").read_text()
+    assert re.search(r"^#define F8_THREADS 384\b", kern, re.M) and "fp8_gemm<128, 128, false, true>" in kern
+    src = " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
+    for s_ in ("its promotion is not overlapped by design (within a warpgroup it waits for the Tensor Cores; across the "
+               "two consumer warpgroups only as they happen to fall)", "not overlapped within a warpgroup, and across "
+               "the two warpgroups only as they happen to fall."):
+        assert s_ in src, s_
+    assert "nothing overlaps it here" not in src and "its promotion is not overlapped, and" not in src
+    assert "**Predicted, before it ran: x0.9 over `fp8_promote_128`** at both sizes" in src      # the prediction kept
+
+
+def _table_calls_not_shown(source: str) -> list[str]:
+    """The calls of helpers.display.table in a code cell whose Markdown is never displayed: neither the cell's last
+    expression (alone or as a branch of a conditional expression) nor inside display(...)."""
+    import ast
+
+    tree = ast.parse(source)
+    is_table = lambda n: isinstance(n, ast.Call) and ast.unparse(n.func) == "helpers.display.table"   # noqa: E731
+    shown = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and ast.unparse(n.func) == "display":
+            shown |= {id(m) for a in n.args for m in ast.walk(a) if is_table(m)}
+    last = tree.body[-1] if tree.body else None
+    if isinstance(last, ast.Expr):
+        v = last.value
+        shown |= {id(x) for x in ([v] + ([v.body, v.orelse] if isinstance(v, ast.IfExp) else [])) if is_table(x)}
+    return [ast.unparse(n)[:80] for n in ast.walk(tree) if is_table(n) and id(n) not in shown]
+
+
+def test_every_table_of_the_lesson_is_displayed():
+    """A Markdown table (helpers.display.table) that is not a cell's last expression and not wrapped in display() is
+    built and thrown away: the slide then quotes numbers it never shows (the nine-round goals and the counters beside
+    cuBLASLt were so). No cell of the lesson may do that, and every cell that builds one has a Markdown output in the
+    committed notebook. The check itself can fail: a table followed by a print is caught."""
+    assert _table_calls_not_shown('t = 1\nhelpers.display.table(r, c)\nprint("x")')
+    assert not _table_calls_not_shown('display(helpers.display.table(r, c))\nprint("x")')
+    assert not _table_calls_not_shown("helpers.display.table(r, c) if r else print('no')")
+    nb = json.loads((ROOT / "notebooks" / "07_fp8.ipynb").read_text())
+    cells = [c for c in nb["cells"] if c["cell_type"] == "code" and "display.table" in "".join(c["source"])]
+    assert len(cells) > 40
+    for c in cells:
+        src = "".join(c["source"])
+        assert not _table_calls_not_shown(src), src[:200]
+        assert any("text/markdown" in o.get("data", {}) for o in c["outputs"]), src[:200]
 
 
 def test_claims_of_the_reject_and_cublaslt_slides(fp8_data):
@@ -573,9 +701,9 @@ def test_claims_of_the_two_partial_sums_slide():
     """Appendix H, 'Two partial sums in one warpgroup': the register budget printed (40 x 128 + 232 x 256 within
     65536, 192 needed) is what the kernel asks of setmaxnreg; ptxas compiled it without spills (the kernel-check's
     claim, from the probe's clean run: every check bit-identical); "less than predicted: x1.05" (the x1.08 of the
-    slide and of the kernel's comment) at 4096^3; "within 5% of cuBLASLt's default accumulation" with 6 stages and
-    F8_DESC_ADD; in the sampling, WARPGROUP.DEPBAR is fp8_promote_128's top address (a quarter of its samples) and
-    not among fp8_promote_2acc's, whose tensor pipe share is higher."""
+    slide and of the kernel's comment) at 4096^3, yet held by the lesson's rule (_held); "within 5% of cuBLASLt's
+    default accumulation" with 6 stages and F8_DESC_ADD; in the sampling, WARPGROUP.DEPBAR is fp8_promote_128's top
+    address (a quarter of its samples) and not among fp8_promote_2acc's, whose tensor pipe share is higher."""
     from helpers.experiments import fp8 as X
     from helpers.profile import load_sampling
 
@@ -597,7 +725,10 @@ def test_claims_of_the_two_partial_sums_slide():
     assert pipe["fp8_promote_2acc"] > pipe["fp8_promote_128"]
     src = (ROOT / "notebooks" / "07_fp8.py").read_text()
     assert "**Predicted before it ran: x1.08 over `fp8_promote_128` at $4096^3$.**" in src
-    assert "Less than predicted: x1.05." in src and "within 5% of\n# cuBLASLt's default accumulation" in src
+    assert _held(rows[4096, "fp8_promote_2acc", 4, "-"]["vs_base"], 1.08)                     # by the lesson's rule
+    flat = " ".join(src.replace("\n# ", " ").split())
+    assert "Less than predicted: x1.05, yet more than half the predicted gain, so it held." in flat
+    assert "within 5% of cuBLASLt's default accumulation" in flat
 
 
 def test_claims_of_the_recorded_two_sum_kernels():
@@ -690,7 +821,8 @@ def test_claims_of_the_tma_store_slide():
     at 8192^3 every kernel's clock stayed below 1550 MHz in every round. Nsight Compute: the tensor pipe busier in
     fp8_wgmma_store and less busy in fp8_promote_2acc_store than in their register-path kernels, more L2 sectors for the
     latter, bank conflicts in both *_store kernels and none without. The record's run: fp8_wgmma_store within 1% of
-    cuBLASLt fast at 4096^3 and below it, and at 8192^3 our kernels at 1980 MHz while cuBLASLt's clock fell. The
+    cuBLASLt fast at 4096^3 and below it, and at 8192^3 fp8_wgmma and fp8_wgmma_store at 1980 MHz (fp8_wgmma_n128 at
+    1575) while cuBLASLt's clock fell. The
     promoting kernel is gone from the file and the registry; fp8_wgmma_store is recorded and out of PENDING."""
     from helpers.experiments import fp8 as X
     from helpers.fp8_gemm import FP8_KERNELS, PENDING
@@ -717,6 +849,7 @@ def test_claims_of_the_tma_store_slide():
     assert 0.99 <= ratio < 1.0 and rec[4096, "fp8_wgmma_store"]["check_passed"]
     ours = [rec[8192, k]["sm_mhz"] for k in ("fp8_wgmma", "fp8_wgmma_store")]
     assert ours == [1980, 1980] and max(rec[8192, k]["sm_mhz"] for k in ("cublaslt_fp8", "cublaslt_fp8_fast")) < 1980
+    assert rec[8192, "fp8_wgmma_n128"]["sm_mhz"] == 1575
     assert "fp8_wgmma_store" not in PENDING and "fp8_wgmma_store" in data["kernels"]
     assert data["probes"]["model_mismatches"]["fp8_wgmma_store"] == 0
     assert t["kernel"] not in FP8_KERNELS and f"void __launch_bounds__(F8_THREADS, 1) {t['kernel']}" not in \
@@ -726,7 +859,10 @@ def test_claims_of_the_tma_store_slide():
     src = (ROOT / "notebooks" / "07_fp8.py").read_text()
     assert "**Predicted before it ran: x1.03\n# over `fp8_wgmma` at $4096^3$**" in src
     assert "**Hit for `fp8_wgmma`** at $4096^3$: x1.04, and within half a percent of cuBLASLt's fast accumulation,\n# not past it. **Missed for the promoting kernel**: slower (x0.98)." in src
-    assert "Again within 1% of cuBLASLt's fast accumulation at $4096^3$, below it. At $8192^3$ our kernels kept\n# 1980 MHz in this run while cuBLASLt's clock fell" in src
+    assert ("Again within 1% of cuBLASLt's fast accumulation at $4096^3$, below it. At $8192^3$ `fp8_wgmma` and\n"
+            "# `fp8_wgmma_store` kept 1980 MHz in this run (`fp8_wgmma_n128` fell to 1575) while cuBLASLt's clock\n"
+            "# fell") in src
+    assert "our kernels kept\n# 1980 MHz" not in src
 
 
 def test_claims_of_the_bank_conflict_slide():
@@ -789,8 +925,9 @@ def test_claims_of_the_spread_run():
 def test_claims_of_the_store_counters_slide():
     """Appendix H, 'Bank conflicts in the store: the counters' (results/logs/ncu-fp8-spread, one launch each at 4096^3):
     both builds issue the same M N / 64 store instructions; spread, the wavefronts per store halve (within 10%) as the
-    half-warp model says (4 built, 2 spread), each measured at most 0.6 above the model; the bank conflicts fall to less
-    than one in three stores; the tensor pipe's share is the same within half a point. Lesson 6's rung 13 cites it, and
+    half-warp model says (4 built, 2 spread), each measured above the model by about 0.5 a store as built and 0.3
+    spread (the remainder the model does not explain); the bank conflicts fall from 2.5 a store to 0.3; the tensor
+    pipe's share is the same within half a point. Lesson 6's rung 13 cites it, and
     its stores have the same addresses (chunk q = 2 jj + tq / 2 of row r at q ^ (r % 8), r % 8 = g)."""
     import re
 
@@ -803,6 +940,14 @@ def test_claims_of_the_store_counters_slide():
     assert 0.45 < s["wavefronts"] / b["wavefronts"] < 0.55
     assert 0 <= b["wavefronts"] - b["model"] < 0.6 and 0 <= s["wavefronts"] - s["model"] < 0.6
     assert b["conflicts"] > 2 and s["conflicts"] < 1 / 3
+    assert (round(b["wavefronts"] - b["model"], 1), round(s["wavefronts"] - s["model"], 1)) == (0.5, 0.3)
+    assert (f"{b['conflicts']:.1f}", f"{s['conflicts']:.1f}") == ("2.5", "0.3")
+    src = " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
+    for s_ in ("spread, the same stores take about half the wavefronts, and the bank conflicts fall from 2.5 per "
+               "store to 0.3.", "Both builds take more wavefronts than the model says, about 0.5 per store as built "
+               "and 0.3 spread: a remainder the model does not explain."):
+        assert s_ in src, s_
+    assert "one in three stores" not in src
     assert abs(b["tensor_pct"] - s["tensor_pct"]) < 0.5
     ws = (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
     f8 = (ROOT / "kernels" / "fp8_sm90a.cu").read_text()
@@ -819,9 +964,15 @@ def test_claims_of_the_infinite_bound_slide():
     reject_wrong_fp8.py on the H200): the worst-case tolerance is finite at K = 300 and 4096 and infinite at 8192 (as
     helpers.numerics computes it, and as the probe's check reported); fp8_wgmma_store's C passes at every size; the
     bounds alone reject zeros, -C and moved rows everywhere, pass x1.1 at 8192^3 only, and pass FP16 rounding, the
-    other accumulator and one element 1% off at every size; the whole check rejects every wrong result everywhere."""
+    other accumulator and one element 1% off at every size; the whole check rejects every wrong result everywhere.
+    The bound on the cuts, K u / (1 - K u) with u = 2^-13, is 1 at K = 2^12 and infinite at 2^13; the tolerance at
+    K = 4096, 1.02, is above 1, so C = 0 (error: the answer itself, at most sum |a||b|) passes the worst-case bound
+    there and the answer-scaled bound is what rejects zeros at 4096^3."""
     from helpers.experiments import fp8 as X
-    from helpers.numerics import tolerance
+    from helpers.numerics import align_unit, gamma, tolerance
+
+    u = align_unit("e8m13")
+    assert u == 2.0 ** -13 and gamma(2 ** 12, u) == 1.0 and gamma(2 ** 13, u) == float("inf")
 
     rows = {r["C"]: r for r in X.reject_rows()}
     sizes = ["2000 x 2600 x 300", "4096^3", "8192^3"]
@@ -839,6 +990,14 @@ def test_claims_of_the_infinite_bound_slide():
         assert all(rows[what][s] == "passes / rejects" for s in sizes), what
     log = helpers.results.load_log("reject-wrong-fp8-store", "tools/probes/reject_wrong_fp8.py")
     assert {r["other"] for r in log["rows"]} == {"fp8_promote_128"}            # "the other accumulator"
+    assert f"{tol['4096^3'].value:.3g}" == "1.02" and tol["4096^3"].value > 1      # zeros pass the worst-case bound
+    src = " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
+    for s_ in ("by up to $u = 2^{-13}$ of the running sum, and the bound on all the cuts, $Ku / (1 - Ku)$, is 1 at "
+               "$K = 2^{12}$ and infinite at $K = 2^{13}$", "At $K = 4096$ the tolerance, 1.02 of $\\sum |a||b|$, is "
+               "already larger than C = 0's error", "the worst-case bound passes zeros there.",
+               "and at $4096^3$ it is what rejects zeros"):
+        assert s_ in src, s_
+    assert "the cuts can add up to the whole sum" not in src
 
 
 def test_claims_of_the_128_ctas_slide():
@@ -894,6 +1053,7 @@ def test_claims_of_the_128_ctas_both_kernels_slide():
     assert all(F.FP8_KERNELS[k].ctas == 128 for k in X.YARDSTICK)
     lesson = (ROOT / "notebooks" / "07_fp8.py").read_text()
     assert "between 1215 and 1515 MHz" in lesson and "between 666 and 701 W" in lesson
+    assert "NVML's power reading (a 1-s average) stays\n# between 666 and 701 W" in lesson
     assert "faster in only 5 of 9 rounds, its\n# median the same" in lesson
     lean = F.FP8_KERNELS["fp8_promote_2acc_lean"]
     assert 8 * (4096 // lean.bn) == 256 == 2 * 128 and "8 x 32 = 256 tiles, two rounds" in lesson
@@ -919,7 +1079,14 @@ def test_claims_of_the_record_on_128_ctas_slide():
     assert t[4096, lean]["won"] == t[8192, lean]["won"] == "1 of 5"
     probe = {(r["n"], r["kernel"]): r for r in X.ctas_rows()}
     assert round(probe[4096, store]["vs_lt"], 3) == 1.023 and round(probe[8192, store]["vs_lt"], 3) == 0.983
+    # the probe's ratios are shown: its table (the slide before) has the column, and its output the values
+    nb = json.loads((ROOT / "notebooks" / "07_fp8.ipynb").read_text())
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and "cl = fp8x.ctas_rows()" in "".join(c["source"]))
+    shown = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cell["outputs"])
+    assert "| 128 CTAs, x against |" in shown
+    assert f"| {store} | " in shown and "| cublaslt_fp8_fast | 1.023 |" in shown and "| cublaslt_fp8_fast | 0.983 |" in shown
     lesson = (ROOT / "notebooks" / "07_fp8.py").read_text()
+    assert 'x1.023 round by round in the probe\n# above, its column "128 CTAs, x against")' in lesson
     for s in ("x1.022 here, x1.023 round by round", "this run says x1.044", "said x0.983",
               "x0.992 at $4096^3$, x0.967 at $8192^3$, each faster in one round of five"):
         assert s in lesson, s
@@ -1095,8 +1262,9 @@ def test_claims_of_the_uniform_record_slide():
     """Appendix H, 'The record with uniform descriptors: the goals' (experiments.fp8.speed_uniform, five alternating
     rounds): the predictions in fp8x.UNIFORM_PREDICTED (committed before the run, f31f45b); at 4096^3 both goals met
     (x1.011 in five rounds of five; x1.003 in three of five); at 8192^3 the plain kernel not judged (cuBLASLt's clock
-    lower), the promoting one missed at 0.990 at 1470 MHz against 1635, both at the power cap (690 and 685 W), about
-    2% less work per joule; the 128-CTA goals slide reads the same helper."""
+    lower), the promoting one missed at 0.990 at 1470 MHz against 1635; NVML's lagging 1-s average read about the cap
+    for both (690 and 685 W), which would make it about 2% less work per joule (the energy probe measures it); both
+    gains less than half the predicted lead (the predictions missed); the 128-CTA goals slide reads the same helper."""
     from helpers.experiments import fp8 as X
 
     data = json.loads((ROOT / "results" / "nvidia-h200.json").read_text())["experiments"]["fp8"]
@@ -1115,6 +1283,9 @@ def test_claims_of_the_uniform_record_slide():
     assert round(1 - 1470 / 1635, 1) == 0.1 and round(1 - le8["ratio"], 2) == 0.01
     per_joule = (lean["tflops"] / lean["power_w"]) / (lt["tflops"] / lt["power_w"])
     assert round(1 - per_joule, 2) == 0.02
+    for k in ("fp8_wgmma_store", "fp8_promote_2acc_lean"):                  # "less than half the predicted lead"
+        assert g[k, 4096]["ratio"] - 1 < (X.UNIFORM_PREDICTED[k, 4096] - 1) / 2 and not _held(g[k, 4096]["ratio"],
+                                                                                                 X.UNIFORM_PREDICTED[k, 4096])
     lesson = (ROOT / "notebooks" / "07_fp8.py").read_text()
     # 'the same build ran at 1221 to 1232 TFLOP/s in this appendix's four probes' (session 20's logs, 4096^3, as built)
     as_built = [r["tflops"] for name in ("fp8-flow2-probe", "fp8-lean-stages-probe", "fp8-uniform-probe", "fp8-flow-probe")
@@ -1126,7 +1297,9 @@ def test_claims_of_the_uniform_record_slide():
                   "with promotion x1.003 of cuBLASLt's default accumulation (faster in three rounds of five;\n"
                   "# predicted x1.02)", "ran at 1221 to 1232 TFLOP/s\n# in this appendix's four probes",
                   "plain kernel's x1.043 is not judged", "ran at 1470 MHz against cuBLASLt's 1635 and missed, x0.990",
-                  "(690 and 685 W, NVML), so per\n# joule it does about 2% less",
+                  "NVML's 1-s average read\n# about the cap's power for both (690 and 685 W), which would make it "
+                  "about 2% less per joule; but that\n# reading lags timings this short",
+                  "less than half the predicted lead: the goals met, the predictions missed",
                   'fp8x.goal_rows(data["speed_128"]["rows"])'):
         assert claim in lesson, claim
 
@@ -1201,8 +1374,9 @@ def test_claims_of_the_counted_waits():
 def test_claims_of_the_goals_in_nine_rounds(fp8_data):
     """'The goals in nine rounds, judged as lesson 6 judges': round_goal_rows is helpers.timing.round_ratio on the
     stored rounds (the rule lesson 6's head_to_head uses); three of four met with the ratios quoted; the promoting
-    kernel at 8192^3 missed, x0.963, slower in every round; both it and cuBLASLt at the power limit (within 1% of
-    the same watts), cuBLASLt's median clock 11% higher, ours more TFLOP/s per MHz and fewer per watt."""
+    kernel at 8192^3 missed, x0.963, slower in every round; NVML's lagging average read both at the power limit
+    (within 1% of the same watts), cuBLASLt's median clock 11% higher, ours more TFLOP/s per MHz in these cold-L2 rounds
+    and fewer per (NVML) watt. The table is shown (wrapped in display: a print follows it)."""
     import statistics
 
     from helpers.timing import round_ratio
@@ -1225,8 +1399,11 @@ def test_claims_of_the_goals_in_nine_rounds(fp8_data):
     src = " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
     for s_ in ("**Three of the four goals met**: without promotion x1.013 and x1.035, with promotion x1.009 at $4096^3$.",
                "**Missed: with promotion at $8192^3$, x0.963**, slower in every round.",
-               "cuBLASLt's kernel kept a clock 11% higher (median rounds): per cycle ours does more, per joule less."):
+               "cuBLASLt's kernel kept a clock 11% higher (median rounds): in these cold-L2 rounds per cycle ours does "
+               "more.", "NVML's lagging 1-s average read the power limit's watts for both (printed above), which would "
+               "make ours do less per joule. The next slide measures both back to back."):
         assert s_ in src, s_
+    assert "What is left at $8192^3$ is energy, not the schedule." not in src
 
 
 def _energy_claims_src() -> str:
@@ -1253,7 +1430,8 @@ def test_claims_of_per_joule_measured():
     """'Per joule, measured' (session 27, results/logs/fp8-energy): the prediction as written before the run; the
     kernels checked; cuBLASLt's default x0.954 of our joules at 8192^3, less in every round, x1.013 at 4096^3; every
     kernel between 678 and 713 W (medians), about the 700 W limit in the log's header; per cycle 0.99 of cuBLASLt's at 8192^3, the
-    clock 2% lower."""
+    clock 2% lower. The cold-L2 runs' view (cuBLASLt's clock 11% higher in both: speed_uniform and the nine rounds'
+    median rounds; ours more per cycle) did not survive, and the slide says so."""
     assert fp8x.ENERGY_PREDICTED == {8192: 0.97, 4096: 1.00}
     log = fp8x.energy_log("fp8-energy")
     assert all(r["check_passed"] for r in log if "check_passed" in r)
@@ -1268,7 +1446,23 @@ def test_claims_of_per_joule_measured():
     head = (ROOT / "results" / "logs" / "fp8-energy-nvidia-h200.log").read_text().splitlines()[0]
     assert "power limit 700.00 W" in head
     assert f"{ours['per_ghz'] / d8['per_ghz']:.2f}" == "0.99" and round(100 * (1 - ours["sm_mhz"] / d8["sm_mhz"])) == 2
+    import statistics
+
+    data = helpers.results.load_latest().meta["experiments"]["fp8"]
+    u = {r["kernel"]: r for r in data["speed_uniform"]["rows"] if r["n"] == 8192}
+    g = {r["kernel"]: r for r in data["speed_goals"]["rows"] if r["n"] == 8192}
+    ahead = [u["cublaslt_fp8"]["sm_mhz"] / u["fp8_promote_2acc_lean"]["sm_mhz"],
+             statistics.median(g["cublaslt_fp8"]["round_mhz"]) / statistics.median(g["fp8_promote_2acc_lean"]["round_mhz"])]
+    assert [round(100 * (a - 1)) for a in ahead] == [11, 11]
+    cold = fp8x.target_rows(data["speed_uniform"]["rows"])
+    lean = next(r for r in cold if r["n"] == 8192 and r["kernel"] == "fp8_promote_2acc_lean")
+    assert lean["ratio"] > 1470 / 1635                     # cold L2: ours more per cycle; back to back: the same
+    assert abs(ours["per_ghz"] / d8["per_ghz"] - 1) < 0.01
     src = _energy_claims_src()
+    assert ("What the cold-L2 rounds of the two slides before suggested did not survive this steady measurement: there "
+            "cuBLASLt's clock ran 11% higher in both runs and ours seemed to do more per cycle; here the clocks are 2% "
+            "apart and the work per cycle the same.") in src
+    assert ("The slide above infers \"per joule less\" from NVML's lagging watts and the time.") in src
     for s_ in ("**Held, by more**: at $8192^3$ cuBLASLt's default took x0.954 our energy per GEMM, less in every round; "
                "at $4096^3$ x1.013.", "every kernel drew 678 to 713 W (medians of its rounds) at both sizes, about the power limit (700 W,",
                "(0.99 of its TFLOP/s per GHz), at a clock 2% lower"):
@@ -1276,18 +1470,21 @@ def test_claims_of_per_joule_measured():
 
 
 def test_claims_of_where_the_joules_go():
-    """'Where the joules go' (results/logs/fp8-energy-split, 8192^3): the predictions as written; promotion x1.16
-    (predicted 1.23) and the overlapped promotion x1.04 (1.06) held in direction, the 128 x 128 tile x0.99 (1.06) did
-    not; n128 4% slower than fp8_wgmma at less power; fp8_promote_128 the highest clock of the course's four and the
-    least TFLOP/s per GHz; ours and cuBLASLt's default within 1% per cycle, ours at a clock 3% lower."""
+    """'Where the joules go' (results/logs/fp8-energy-split, 8192^3): the predictions as written; by the lesson's rule
+    (_held: the predicted way, within a factor of two of the predicted size) promotion x1.16 (predicted 1.23) and the
+    overlapped promotion x1.04 (1.06) held, each by more than half the predicted amount, the 128 x 128 tile x0.99
+    (1.06) went the other way; n128 4% slower than fp8_wgmma at less power; fp8_promote_128 the highest clock of the
+    course's four and the least TFLOP/s per GHz; ours and cuBLASLt's default within 1% per cycle, ours at a clock 3%
+    lower."""
     assert fp8x.SPLIT_PREDICTED == {"fp8_wgmma_n128": 1.06, "fp8_promote_128": 1.23, "fp8_promote_2acc_lean": 1.06}
     log = fp8x.energy_log("fp8-energy-split")
     assert all(r["check_passed"] for r in log if "check_passed" in r)
     e = {r["kernel"]: r for r in fp8x.energy_rows(log, base="fp8_wgmma")}
     assert {k: f"{e[k]['vs_base']:.2f}" for k in fp8x.SPLIT_PREDICTED} == {
         "fp8_wgmma_n128": "0.99", "fp8_promote_128": "1.16", "fp8_promote_2acc_lean": "1.04"}
-    held = [k for k, p in fp8x.SPLIT_PREDICTED.items() if e[k]["vs_base"] > 1.0]
-    assert sorted(held) == ["fp8_promote_128", "fp8_promote_2acc_lean"]
+    held = [k for k, p in fp8x.SPLIT_PREDICTED.items() if _held(e[k]["vs_base"], p)]
+    assert sorted(held) == ["fp8_promote_128", "fp8_promote_2acc_lean"] and e["fp8_wgmma_n128"]["vs_base"] < 1
+    assert all(e[k]["vs_base"] - 1 > (fp8x.SPLIT_PREDICTED[k] - 1) / 2 for k in held)
     n128, w = e["fp8_wgmma_n128"], e["fp8_wgmma"]
     assert round(100 * (1 - n128["tflops"] / w["tflops"])) == 4 and n128["power_w"] < w["power_w"]
     ours4 = ("fp8_wgmma", "fp8_wgmma_n128", "fp8_promote_128", "fp8_promote_2acc_lean")
@@ -1296,17 +1493,22 @@ def test_claims_of_where_the_joules_go():
     lean, lt = e["fp8_promote_2acc_lean"], e["cublaslt_fp8"]
     assert abs(lean["per_ghz"] / lt["per_ghz"] - 1) < 0.01 and round(100 * (1 - lean["sm_mhz"] / lt["sm_mhz"])) == 3
     src = _energy_claims_src()
-    for s_ in ("Promotion at every K-tile cost x1.16 (predicted x1.23) and the overlapped promotion x1.04 (x1.06).",
-               "The 128 x 128 tile cost no more than 128 x 256 (x0.99, predicted x1.06): it was 4% slower and drew less",
+    for s_ in ("**Two of three held**, by the rule of Appendix H's first slide (the predicted way, within a factor of two "
+               "of the predicted size).", "Promotion at every K-tile cost x1.16 (predicted x1.23) and the overlapped "
+               "promotion x1.04 (x1.06): each the predicted way, by more than half the predicted amount.",
+               "The 128 x 128 tile went the other way, no dearer than 128 x 256 (x0.99, predicted x1.06): it was 4% "
+               "slower and drew less",
                "`fp8_promote_128` held the highest clock of the four and did the least per cycle",
                "(TFLOP/s per GHz within 1%), ours at a clock 3% lower."):
         assert s_ in src, s_
 
 
 def test_claims_of_waits_that_sleep():
-    """'Tried: waits that sleep' (results/logs/fp8-wait-probe): the prediction as written before the run; both builds
-    bit-identical everywhere; MBAR_WAIT=1 x0.989 at 4096^3 and x0.963 at 8192^3, faster in 1 and 0 of 5 rounds, its clock
-    at 8192^3 no higher; the kernel file keeps 0."""
+    """'Tried: a time limit for the waits' (results/logs/fp8-wait-probe): the prediction as written before the run; both
+    builds bit-identical everywhere; MBAR_WAIT=1 x0.989 at 4096^3 and x0.963 at 8192^3, faster in 1 and 0 of 5 rounds,
+    its clock at 8192^3 no higher; the kernel file keeps 0. The premise as the primitives have it: MBAR_WAIT=0 already
+    waits with mbarrier.try_wait (which suspends the thread until the phase completes or a system time limit), and
+    MBAR_WAIT=1 only adds a suspend-time hint of 10 ms; the slide no longer says the waits as built poll."""
     assert fp8x.WAIT_PREDICTED == {4096: 1.00, 8192: 1.01}
     rows = {(r["n"], r["build"]): r for r in fp8x.wait_rows()}
     assert all(r["passed"] for r in rows.values())
@@ -1314,8 +1516,20 @@ def test_claims_of_waits_that_sleep():
     assert got == {4096: ("0.989", "1 of 5"), 8192: ("0.963", "0 of 5")}
     assert all(rows[n, "MBAR_WAIT=1"]["vs_0"] < fp8x.WAIT_PREDICTED[n] for n in (4096, 8192))
     assert (rows[8192, "MBAR_WAIT=1"]["mhz"], rows[8192, "MBAR_WAIT=0"]["mhz"]) == ("1290-1365", "1305-1515")
-    assert re.search(r"#ifndef MBAR_WAIT\s*\n#define MBAR_WAIT 0", (ROOT / "kernels" / "hopper_primitives.cuh").read_text())
+    prim = (ROOT / "kernels" / "hopper_primitives.cuh").read_text()
+    assert re.search(r"#ifndef MBAR_WAIT\s*\n#define MBAR_WAIT 0", prim)
+    body = prim[prim.index("__device__ __forceinline__ bool mbar_try"):prim.index("__device__ __forceinline__ u64 globaltimer_ns")]
+    one, rest = body.split("} else if constexpr (HOW == 2)")
+    assert "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;" in one and '"r"(10000000u)' in one  # 10 ms
+    assert rest.split("} else {")[1].count("mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;") == 1  # HOW == 0
+    assert not _held(rows[4096, "MBAR_WAIT=1"]["vs_0"], 1.00) and not _held(rows[8192, "MBAR_WAIT=1"]["vs_0"], 1.01)
     src = _energy_claims_src()
+    for s_ in ("### Tried: a time limit for the waits", "Our waits do not spin: as built (`MBAR_WAIT=0`) each is "
+               "`mbarrier.try_wait`, which suspends the thread until the phase completes or a time limit the system "
+               "chooses runs out", "only sets that limit, to 10 ms (a suspend-time hint)",
+               'a time limit for the waits ("Tried: a time limit for the waits")'):
+        assert s_ in src, s_
+    assert "waits that sleep" not in src and "poll an mbarrier" not in src and "the thread sleeps" not in src
     for s_ in ("**Missed: slower**, x0.989 at $4096^3$ and x0.963 at $8192^3$ (faster in 1 of 5 and 0 of 5 rounds),",
                "its clock was no higher (1290-1365 MHz against 1305-1515)"):
         assert s_ in src, s_
@@ -1336,6 +1550,12 @@ def test_claims_of_the_wide_tile_slide(fp8_data):
     assert per == [8, 9] and clock == [8, 10]
     assert (f"{rows['9', 4096, lean]['vs_default']:.3f}", f"{rows['9', 8192, lean]['vs_default']:.3f}") == ("1.017", "0.930")
     assert fp8x.WIDE_GOALS_PREDICTED[8192] == 0.975 and f"{rows['9', 8192, w]['vs_default']:.3f}" == "0.905"
+    # the lesson's rule: held in five rounds at 8192^3, missed in nine; the loss at 4096^3 held in both; vs cuBLASLt missed
+    assert [_held(rows[run, 8192, w]["vs_lean"], fp8x.FP8_WIDE_PREDICTED[8192]) for run in "59"] == [True, False]
+    assert all(_held(rows[run, 4096, w]["vs_lean"], fp8x.FP8_WIDE_PREDICTED[4096]) for run in "59")
+    assert not _held(rows["9", 8192, w]["vs_default"], fp8x.WIDE_GOALS_PREDICTED[8192])
+    assert all(abs(rows[run, 8192, w]["power_w"] / rows[run, 8192, lean]["power_w"] - 1) < 0.01 for run in "59")
+    assert "fewer energy" not in _energy_claims_src() and "the wider tile costs\nmore energy" not in _energy_claims_src()
     g = {(r["n"], r["kernel"]): r for r in fp8x.round_goal_rows(fp8_data["speed_goals"]["rows"])}
     assert f"{g[8192, lean]['ratio']:.3f}" == "0.963"
     calls = fp8_data["cublaslt_kernels"]["calls"]
@@ -1344,9 +1564,13 @@ def test_claims_of_the_wide_tile_slide(fp8_data):
     src = _energy_claims_src()
     for s_ in ("`fp8_promote_2acc_144` was the lean kernel with that tile, on one CTA per SM",
                "Predicted before it ran (`fp8x.FP8_WIDE_PREDICTED`): x1.02 over the lean kernel at $8192^3$, x0.89 at $4096^3$",
-               "but x1.012 over the lean kernel in five rounds and x0.967 in nine at $8192^3$; x0.911 and x0.928 at $4096^3$.",
-               "it did 8-9% more per cycle than the lean kernel, at a clock 8-10% lower",
-               "Against cuBLASLt's default at $8192^3$, predicted x0.975 (`fp8x.WIDE_GOALS_PREDICTED`), it ran x0.905.",
+               "**Missed where it was to gain.**", "but x1.012 over the lean kernel in five rounds (within the rule) and "
+               "x0.967 in nine at $8192^3$; x0.911 and x0.928 at $4096^3$, where the predicted loss held.",
+               "it did 8-9% more per cycle than the lean kernel, at a clock 8-10% lower.",
+               "NVML's lagging 1-s average read the two within 1% of each other, so the wider tile likely costs more "
+               "energy per cycle, which at the power limit is what binds; no energy probe ran it.",
+               "Against cuBLASLt's default at $8192^3$, predicted x0.975 (`fp8x.WIDE_GOALS_PREDICTED`), it ran x0.905: "
+               "missed.",
                "commit 3a670f9). The nine rounds also judged the goals again: the lean kernel x1.017 of cuBLASLt's default "
                "at $4096^3$ and x0.930 at $8192^3$, where the earlier nine rounds gave x0.963."):
         assert s_ in src, s_
@@ -1535,3 +1759,36 @@ def test_switched_build_rows_reads_any_probe_switch(tmp_path):
     said = r"(?s)no timing of the F8_EXTRA_L2=1 build at 4096\^3, .*--extra-l2"
     with pytest.raises(helpers.errors.ResultsError, match=said):
         fp8x.switched_build_rows(fp8x.EXTRA_L2_TRIED, predicted, directory=tmp_path)
+
+
+def test_the_verdicts_follow_one_rule():
+    """The rule stated on Appendix H's first slide (_held) gives every verdict the lesson words as a hit, a hold or a
+    miss: C through shared memory a hit for fp8_wgmma (x1.04, predicted x1.03) and a miss for the promoting kernel;
+    the spread store a miss (x1.006 for x1.015); 128 CTAs a miss on the fast side (x1.014 for "x1.00 within half a
+    percent"); uniform descriptors better than predicted for the promoting kernel (x1.027 for x1.01: over twice);
+    the energy at 8192^3 held, by more (x0.954 for x0.97), at 4096^3 within its 2% band; F8_PAIR's count held
+    (x0.933 for x0.935). Each kept verdict is quoted from the lesson."""
+    store = {(r["n"], r["kernel"]): r for r in fp8x.store_rows(fp8x.probe_log(fp8x.STORE_TRIED["log"]))}
+    assert _held(store[4096, "fp8_wgmma_store"]["vs_over"], fp8x.STORE_PREDICTED)
+    assert not _held(store[4096, fp8x.STORE_TRIED["kernel"]]["vs_over"], fp8x.STORE_PREDICTED)
+    sp = next(r for r in fp8x.stage_rows(fp8x.probe_log("fp8-spread-probe"), base="fp8_wgmma_store")
+              if r["n"] == 4096 and r["options"] == "F8_STORE_SPREAD=1")
+    assert not _held(sp["vs_base"], 1.015)
+    c128 = next(r for r in fp8x.stage_rows(fp8x.probe_log("fp8-ctas-probe"), base="fp8_wgmma_store")
+                if r["kernel"] == "fp8_wgmma_store" and r["options"] == "ctas=128")
+    assert not _held(c128["vs_base"], 1.00) and c128["vs_base"] > 1
+    uni = {(r["kernel"], r["options"]): r for r in fp8x.switch_rows("fp8-uniform-probe") if r["n"] == 4096}
+    lean = uni["fp8_promote_2acc_lean", "ctas=128 F8_UNIFORM=1"]["vs_built"]
+    assert not _held(lean, 1.01) and lean - 1 > 2 * 0.01
+    e = {(r["n"], r["kernel"]): r for r in fp8x.energy_rows(fp8x.energy_log("fp8-energy"), base="fp8_promote_2acc_lean")}
+    assert _held(e[8192, "cublaslt_fp8"]["vs_base"], fp8x.ENERGY_PREDICTED[8192])
+    assert e[8192, "cublaslt_fp8"]["vs_base"] < fp8x.ENERGY_PREDICTED[8192]                     # "by more"
+    assert _held(e[4096, "cublaslt_fp8"]["vs_base"], 1.00, band=0.02)
+    pn = fp8x.ncu_pair_rows(fp8x.PAIR_TRIED["ncu"], {"fp8_promote_2acc_lean_pair": "fp8_promote_2acc_lean"})[0]
+    assert _held(pn["x_inst"], fp8x.PAIR_PREDICTED["instructions_8192"])
+    src = " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
+    for s_ in ("**Hit for `fp8_wgmma`** at $4096^3$: x1.04", "**Missed for the promoting kernel**",
+               "**Missed: x1.006 at $4096^3$**", "**Missed, on the fast side: x1.014**",
+               "**Better than predicted at $4096^3$: x1.020 and x1.027**", "**Held, by more**",
+               "**The count held; the speed hardly moved.**", "judged by the rule of Appendix H's first slide"):
+        assert s_ in src, s_

@@ -361,8 +361,17 @@ def sweep_rows(data: dict, K: int, dist: str) -> list[dict]:
             for r in data["sweep"] if r["K"] == K and r["dist"] == dist and "med_rel" in r]
 
 
+# Table headers for the two kinds of power the record holds. NVML's power reading (nvmlDeviceGetPowerUsage, sampled
+# by helpers.clocks.Sampler while a timing runs) is, on Ampere (except GA100) and newer GPUs, an average over the last
+# second: a cold-L2 timing lasts a fraction of that, so the reading lags and mixes in the work before it
+# (experiments.fp8.speed_pingpong at 4096^3: it climbs in the order the kernels ran). The energy probe's power is the
+# energy counter's joules over a window of about 2 s of back-to-back launches (tools/probes/fp8_energy.py).
+NVML_POWER = "W, NVML 1-s average (lags)"
+ENERGY_POWER = "W, energy / time"
+
+
 def speed_rows(data: dict, peak: float | None = None) -> list[dict]:
-    """TFLOP/s of every kernel and of cuBLAS at each size, with the ratios and the clock."""
+    """TFLOP/s of every kernel and of cuBLAS at each size, with the ratios, the clock and NVML's power (NVML_POWER)."""
     rows = []
     for n in sorted({r["n"] for r in data["speed"]}):
         at = [r for r in data["speed"] if r["n"] == n and "tflops" in r]
@@ -371,7 +380,7 @@ def speed_rows(data: dict, peak: float | None = None) -> list[dict]:
             rows.append({"n": n, "kernel": r["kernel"], "TFLOP/s": round(r["tflops"], 1),
                          "x cuBLASLt FP8": round(r["tflops"] / lt, 3) if lt else None,
                          "of FP8 peak": round(r["tflops"] / peak, 3) if peak else None,
-                         "SM MHz": r.get("sm_mhz"), "power W": r.get("power_w"),
+                         "SM MHz": r.get("sm_mhz"), NVML_POWER: r.get("power_w"),
                          "check": {True: "pass", False: "FAIL"}.get(r.get("check_passed"), "-")})
     return rows
 
@@ -878,7 +887,7 @@ def block_scaled_speed_rows(data: dict, peak: float | None = None) -> list[dict]
                          "x cuBLASLt FP8": round(r["tflops"] / lt, 3) if lt else None,
                          "x promote_128": round(r["tflops"] / p128, 3) if p128 else None,
                          "of FP8 peak": round(r["tflops"] / peak, 3) if peak else None,
-                         "SM MHz": r.get("sm_mhz"), "power W": r.get("power_w"),
+                         "SM MHz": r.get("sm_mhz"), NVML_POWER: r.get("power_w"),
                          "check": {True: "pass", False: "FAIL"}.get(r.get("check_passed"), "-")})
     return rows
 
