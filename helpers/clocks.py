@@ -45,7 +45,10 @@ def _handle():
 
 
 def read() -> dict | None:
-    """One reading: {'sm_mhz', 'mem_mhz', 'power_w', 'temp_c', 'reasons'}, or None without NVML."""
+    """One reading: {'sm_mhz', 'mem_mhz', 'power_w', 'temp_c', 'reasons'}, or None without NVML. power_w is
+    nvmlDeviceGetPowerUsage: on Ampere and newer (the H200 included) an average over the last second, so during a
+    timing shorter than that it lags and mixes in what ran before; energy_j (the energy counter) over a window of
+    a second or more is the kernel's own."""
     h = _handle()
     if h is None:
         return None

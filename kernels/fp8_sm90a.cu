@@ -830,7 +830,8 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_512(cons
 //   The scales are what C's values are multiplied by (amax / 448: 1 / helpers.fp8's scale), not what
 //   the inputs were. M, N, K as for the other kernels (K passed padded to 16: ceil(K / 128) is unchanged).
 // Predicted (written before it ran): x0.9 over fp8_promote_128 at 4096^3 and 8192^3. The promotion is not
-// overlapped here, and its cost in the record is fp8_promote_128's time minus fp8_wgmma_n128's (the same
+// overlapped by design (within a warpgroup it waits for the Tensor Cores; the two warpgroups' adds and wgmmas
+// overlap only as they happen to fall), and its cost in the record is fp8_promote_128's time minus fp8_wgmma_n128's (the same
 // tiles without promotion): 10 of 124 us at 4096, 119 of 972 at 8192; a multiply beside each add doubles it.
 extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_block_scaled(const __grid_constant__ TensorMap tmA,
     const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K,
