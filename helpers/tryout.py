@@ -26,8 +26,8 @@ lines changed), or both. It
    wrong result as the check's verdict and the first wrong block tile; never a CuPy traceback.
 
 Without a GPU, or on one that cannot run the kernel, it says so in one line and shows the sweep of
-those knobs recorded by the ``knobs`` experiment (helpers.experiments.knobs), or says that no
-recording exists yet.
+those knobs recorded by the ``knobs`` experiment (helpers.experiments.knobs), naming the size it was timed at
+(and saying so when ``timing_size`` asks for another), or says that no recording exists yet.
 """
 from __future__ import annotations
 
@@ -68,6 +68,8 @@ class Knob:
     depends: str = ""              # the knob the allowed values depend on (resolved before this one)
     rule: str = ""                 # the allowed values in words, when they depend on it
     forces: bool = False           # given at its default it still changes the build (CT_M: the C^T tile at every size)
+    chosen: Callable | None = None  # left out, the launcher chooses per problem: the value a recorded row was built
+    #                                 with, read from the row (rungs 25-26's CLUSTER_M: its grid), or None if unknown
 
     def allowed(self, settings: dict) -> tuple:
         return tuple(self.values(settings) if callable(self.values) else self.values)
@@ -137,10 +139,11 @@ _SKINNY_CLUSTER = Knob("CLUSTER_M", "SKINNY_CLUSTER", (1, 2), 2,
 
 _SKINNY_WAIT = Knob("WAIT_HINT", "SKINNY_WAIT", (0, 1, 2), 0,
                     "how a thread waits for a stage (kernels/hopper_primitives.cuh, mbar_try): 0 mbarrier.try_wait with "
-                    "no time hint, so the hardware's own limit decides how long a waiting thread sleeps between looks; "
-                    "1 try_wait with a suspend-time hint of 10 ms, so it sleeps until the phase completes; 2 "
-                    "mbarrier.test_wait, a spin that never sleeps. At M = 128 a 64 x 128 tile waits twice per 1 MFLOP "
-                    "K-tile, four times as often per FLOP as rung 14's tile (tools/probes/wait_hint.py)")
+                    "no time hint: the waiting thread is suspended until the phase completes or a time limit the "
+                    "hardware chooses passes, then asks again; 1 try_wait with a suspend-time hint of 10 ms: the same, "
+                    "with that limit instead of the hardware's; 2 mbarrier.test_wait, a spin that never suspends. At "
+                    "M = 128 a 64 x 128 tile waits twice per 1 MFLOP K-tile, four times as often per FLOP as rung 14's "
+                    "tile (tools/probes/wait_hint.py)")
 
 _SKINNY_HINT_WAIT = dataclasses.replace(_SKINNY_WAIT, define="SKINNY_HINT_WAIT", default=1)   # rungs 21-24: set
 _SKINNY_DESC = Knob("DESC_ADD", "SKINNY_DESC", (0, 1), 1,
@@ -149,6 +152,12 @@ _SKINNY_DESC = Knob("DESC_ADD", "SKINNY_DESC", (0, 1), 1,
                     "cuBLAS's kernel does; 0 rebuilds both from their addresses before every wgmma (mask, shift, OR), "
                     "as rungs 21-22 do")
 
+def _cluster_built(row: dict):
+    """The CTAs per cluster a recorded row ran with, from its grid ('66 clusters of 2 (the driver: ...)'), or None."""
+    m = re.search(r"clusters of (\d+)", str(row.get("resident") or ""))
+    return int(m.group(1)) if m else None
+
+
 # rungs 25-26: the cluster has a macro of its own (QUAD_CLUSTER), so that rung 14's CLUSTER_M stays as it is
 _QUAD = Knob("CLUSTER_M", "QUAD_CLUSTER", (2, 4), 4,
              "CTAs per cluster along M sharing the B tile, each loading 4 / CLUSTER_M of its boxes and multicasting "
@@ -156,7 +165,7 @@ _QUAD = Knob("CLUSTER_M", "QUAD_CLUSTER", (2, 4), 4,
              "per problem (helpers.kernels.quad_choice): 4 only where a row starts inside a 128-byte line and "
              "clusters of 4 add no wave, else 2 (rung 14's or 13's build); given, it is used at every size",
              "cluster = (CLUSTER_M, 1, 1); the persistent grid is the whole clusters the driver fits at once, fewer "
-             "CTAs in clusters of 4 (helpers.launch.resident_blocks)")
+             "CTAs in clusters of 4 (helpers.launch.resident_blocks)", chosen=_cluster_built)
 
 _TILE_N = Knob("TILE_N", "TILE_N", (128, 152, 192, 224, 256), 256,
                "columns of the 128-row tile, a multiple of 8 up to 256 (wgmma's widths; here five of them): a narrower "
@@ -806,10 +815,23 @@ def _forcing(r: dict, knob) -> bool:
     return bool(k and k.forces)
 
 
+def _chosen(r: dict, knob) -> str | None:
+    """For the row as recorded and a knob the launcher chooses per problem when it is left out (rungs 25-26's
+    CLUSTER_M): what it chose for this row's shape ('2, chosen per shape'), not the knob's default; else None."""
+    k = KNOBS.get(r.get("rung"), {}).get(knob) if knob else None
+    if not (k and k.chosen) or r.get("knob") is not None:
+        return None
+    v = k.chosen(r)
+    return "chosen per shape" if v is None else f"{v}, chosen per shape"
+
+
 def _value_label(r: dict, knob=None) -> str:
     if r.get("knob") is None:
         if _forcing(r, knob):
             return f"{knob} left out (as recorded)"
+        chosen = _chosen(r, knob)
+        if chosen:
+            return f"{knob}{'=' if chosen[0].isdigit() else ' '}{chosen} (as recorded)"
         v = (r.get("settings") or {}).get(knob)
         return "as recorded" if knob is None or v is None else f"{knob}={v} (as recorded)"
     return f"{r['knob']}={r['value']}"
@@ -820,7 +842,7 @@ def _recorded_cells(r: dict, knob=None) -> dict:
 
     value = r.get("value")
     if r.get("knob") is None and knob is not None:
-        value = "left out" if _forcing(r, knob) else (r.get("settings") or {}).get(knob)
+        value = "left out" if _forcing(r, knob) else _chosen(r, knob) or (r.get("settings") or {}).get(knob)
     return {"rung": r.get("rung"), "knob": r.get("knob") or "(as recorded)",
             "value": "-" if value is None else value,
             "check": "skipped" if r.get("skipped") else ("PASS" if r.get("passed") else "FAIL"),
@@ -883,14 +905,28 @@ def recorded_sweep(spec: GemmKernel, given: dict | None = None):
     return rows, f"{rec.gpu_name}, recorded {rec.written('knobs')}" if rec.meta["kind"] == "gpu-record" else rec.label
 
 
-def _not_here(spec: GemmKernel, source, given: dict, why: str) -> TryResult:
-    """The result without a measurement: one line (why, and what is shown instead) and the recorded sweep."""
+def recorded_sizes(rows: list[dict]) -> list[tuple]:
+    """The (M, N, K) shapes the recorded rows were timed at (a row with only ``m`` is m^3), in order."""
+    return sorted({(r["m"], r.get("n", r["m"]), r.get("k", r["m"])) for r in rows if r.get("m")})
+
+
+def _size_text(shape: tuple) -> str:
+    return f"{shape[0]}^3" if len(set(shape)) == 1 else " x ".join(map(str, shape))
+
+
+def _not_here(spec: GemmKernel, source, given: dict, why: str, timing_size: int | None = None) -> TryResult:
+    """The result without a measurement: one line (why, and what is shown instead, at the size it was recorded; a
+    timing_size it was not recorded at is said so) and the recorded sweep."""
     has = spec.rung in KNOBS and ALL_RUNGS[spec.rung] is spec
     rows, label = recorded_sweep(spec, given) if has else (None, f"{spec.name} has no knobs")
     what = (f"the sweep of {', '.join(given)}" if given else "the knob sweep") + f" of {spec.name}"
     edit = "; an edited source runs only on a GPU" if source is not None else ""
     if rows:
-        line = f"{why}{edit}: showing {what} recorded on {label}."
+        sizes = recorded_sizes(rows)
+        at = f", at {' and '.join(map(_size_text, sizes))}" if sizes else ""
+        line = f"{why}{edit}: showing {what} recorded on {label}{at}."
+        if sizes and timing_size and (timing_size,) * 3 not in sizes:
+            line += f" Not at your timing_size={timing_size}: no sweep was recorded at {timing_size}^3."
     else:
         line = f"{why}{edit}; no recording of {what} exists yet ({label}: `{RECORD_FIX}` on a GPU records it)."
     return TryResult(like=spec.name, rung=spec.rung, variant=_label(spec, source, given), knobs=given,
@@ -917,11 +953,12 @@ def try_kernel(like="ladder_cp_async", source: str | None = None, *, size=DEFAUL
     _validate_sizes(size, timing_size, runs)
     b = backend()
     if not b.is_gpu:
-        return _not_here(spec, source, given, "no GPU here (CPU backend), so nothing is compiled or timed")
+        return _not_here(spec, source, given, "no GPU here (CPU backend), so nothing is compiled or timed",
+                         timing_size)
     entry = variant_entry(spec, settings)
     why = entry.skip_message(b.gpu.cc)
     if why:
-        return _not_here(spec, source, given, why.rstrip("."))
+        return _not_here(spec, source, given, why.rstrip("."), timing_size)
     iso = (spec.isolate or source is not None) if isolate is None else bool(isolate)
     from . import isolate as _iso
 
@@ -937,7 +974,7 @@ def try_kernel(like="ladder_cp_async", source: str | None = None, *, size=DEFAUL
         elif o["stage"] == "fault":
             o["verdict"] += " (in a child process: this notebook's GPU context is intact)"
         elif o["stage"] == "cannot":
-            return _not_here(spec, source, given, o["verdict"].rstrip("."))
+            return _not_here(spec, source, given, o["verdict"].rstrip("."), timing_size)
         return TryResult.from_outcome(o, f"measured live on {b.gpu.name}, in a child process")
     o = measure(spec.name, source, given, tuple(size), timing_size, runs, seed)
     if o["stage"] == "fault":
@@ -945,7 +982,7 @@ def try_kernel(like="ladder_cp_async", source: str | None = None, *, size=DEFAUL
 
         raise GPUContextLostError(o["verdict"] + ". The GPU context of this process is lost.", CONTEXT_LOST_FIX)
     if o["stage"] == "cannot":
-        return _not_here(spec, source, given, o["verdict"].rstrip("."))
+        return _not_here(spec, source, given, o["verdict"].rstrip("."), timing_size)
     return TryResult.from_outcome(o, f"measured live on {b.gpu.name}")
 
 

@@ -1142,8 +1142,9 @@ extern "C" __global__ void hopper_skinny_one_f32c(const __grid_constant__ Tensor
 
 // Rung 21 -- rung 19 waiting with a suspend-time hint.
 // Adds, over rung 19: every mbarrier wait (the producer's for a free stage, the consumer's for a full one) is
-// mbarrier.try_wait with a suspend-time hint of 10 ms (kernels/hopper_primitives.cuh, HOW = 1), so a waiting thread
-// sleeps until the phase completes instead of for a time the hardware picks; lesson 6's WAIT_HINT knob, set.
+// mbarrier.try_wait with a suspend-time hint of 10 ms (kernels/hopper_primitives.cuh, HOW = 1): a waiting thread stays
+// suspended until the phase completes or 10 ms pass, where without the hint the hardware picks that limit (and the
+// loop asks again when it passes); lesson 6's WAIT_HINT knob, set.
 // Predicted: x1.05 over rung 19 at 4096^3 (the same waits per FLOP as at M = 128, but more of the time there is
 // L2's); at M = 128, N = K = 8192 (predicted separately), x1.10 over rung 19: what the knob measured on rung 19
 // there in session 11 (tools/probes/rung17.py 19 --knobs, results/logs/rung19-20-knobs-nvidia-h200.json: 384 -> 422

@@ -245,7 +245,7 @@ def test_without_a_gpu_the_recorded_sweep_of_that_knob(capsys, monkeypatch, tmp_
     r.show()
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == ("no GPU here (CPU backend), so nothing is compiled or timed: showing the sweep of STAGES "
-                        f"of ladder_cp_async recorded on {r.source}.")
+                        f"of ladder_cp_async recorded on {r.source}, at 4096^3.")      # the size the rows were timed at
     assert r.source.startswith("NVIDIA H200, recorded ")
     # the date of the run that wrote the knobs experiment (its update), not the record's first date
     from helpers.results import load_record
@@ -266,6 +266,57 @@ def test_without_a_gpu_the_recorded_sweep_of_that_knob(capsys, monkeypatch, tmp_
     r3 = helpers.try_kernel(5, WAIT_GROUP=0)
     assert r3.recorded == [] and "no recording of the sweep of WAIT_GROUP of ladder_cp_async exists yet" in r3.message
     assert "has no rows of WAIT_GROUP for it" in r3.message and tryout.RECORD_FIX in r3.message
+
+
+def test_without_a_gpu_a_timing_size_the_sweep_was_not_recorded_at_is_said(capsys, monkeypatch, tmp_path, no_cupy):
+    """The recorded sweep names the size it was timed at; a timing_size other than that one is said not to be shown
+    (lesson 6 asks for rung 14 with CLUSTER_M=4 at 5000^3, where the knobs experiment timed 4096^3 only); the
+    default timing_size, and timing_size=None (check only), add nothing."""
+    from helpers import results
+
+    latest = results.load_latest
+    _record_with(monkeypatch, tmp_path, _synthetic_rows())
+    line = helpers.try_kernel(5, STAGES=2, timing_size=5000).message
+    assert line.endswith(", at 4096^3. Not at your timing_size=5000: no sweep was recorded at 5000^3."), line
+    for ts in (4096, None):
+        assert helpers.try_kernel(5, STAGES=2, timing_size=ts).message.endswith(", at 4096^3."), ts
+    assert tryout.recorded_sizes([{"m": 128, "n": 8192, "k": 8192}, {"m": 4096}, {"m": 4096}, {}]) == \
+        [(128, 8192, 8192), (4096, 4096, 4096)]
+    assert tryout._size_text((128, 8192, 8192)) == "128 x 8192 x 8192" and tryout._size_text((5000,) * 3) == "5000^3"
+    # the committed record: every knob row at 4096^3, so lesson 6's call at 5000 says so
+    monkeypatch.setattr(results, "load_latest", latest)
+    r = helpers.try_kernel(14, CLUSTER_M=4, timing_size=5000)
+    assert "recorded on NVIDIA H200, recorded " in r.message and r.message.endswith(
+        ", at 4096^3. Not at your timing_size=5000: no sweep was recorded at 5000^3.")
+    assert {(x["m"], x["n"], x["k"]) for x in r.recorded} == {(4096,) * 3}
+
+
+def test_a_knob_the_launcher_chooses_shows_what_it_chose_as_recorded(capsys, no_cupy):
+    """Rungs 25-26's CLUSTER_M, left out, is the launcher's choice per shape (helpers.kernels.quad_choice): at 4096^3
+    clusters of 2, whatever the knob's default (4, what it forces when given). The recorded row as built shows what ran
+    (its grid: '66 clusters of 2'), not the default; the CLUSTER_M=2 row is then the same kernel."""
+    from helpers.kernels import quad_choice
+
+    r = helpers.try_kernel(25, CLUSTER_M=4)
+    built = next(x for x in r.recorded if x.get("knob") is None)
+    assert built["settings"]["CLUSTER_M"] == 4 == tryout.KNOBS[25]["CLUSTER_M"].default_for({})
+    assert "clusters of 2" in built["resident"] and quad_choice(4096, 4096, 8192, 8192, lambda: (30, 66)) == 2
+    assert tryout.KNOBS[25]["CLUSTER_M"].chosen is tryout.KNOBS[26]["CLUSTER_M"].chosen is not None
+    assert not tryout.KNOBS[25]["CLUSTER_M"].forces
+    r.show()
+    lines = capsys.readouterr().out.strip().splitlines()
+    row = next(x for x in lines if "(as recorded)" in x).split("|")
+    assert row[2].strip() == "2, chosen per shape", row
+    assert tryout._value_label(built, "CLUSTER_M") == "CLUSTER_M=2, chosen per shape (as recorded)"
+    assert tryout._value_label(built, "STAGES") == "STAGES=4 (as recorded)"           # not chosen: its value
+    assert tryout._value_label(dict(built, resident=None), "CLUSTER_M") == "CLUSTER_M chosen per shape (as recorded)"
+    other = next(x for x in r.recorded if x.get("knob") == "CLUSTER_M")
+    assert tryout._value_label(other, "CLUSTER_M") == "CLUSTER_M=2"                  # a knob's own row: its value
+    assert any("chosen per shape" in t.get_text() for t in r.figure().axes[0].get_yticklabels())
+    # rung 14's CLUSTER_M is not chosen: its row as built shows the value it was built with
+    assert tryout.KNOBS[14]["CLUSTER_M"].chosen is None
+    assert tryout._value_label(next(x for x in helpers.try_kernel(14, CLUSTER_M=4).recorded if x.get("knob") is None),
+                               "CLUSTER_M") == "CLUSTER_M=2 (as recorded)"
 
 
 def test_a_forcing_knobs_recorded_row_as_built_says_left_out(capsys, no_cupy):

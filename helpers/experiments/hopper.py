@@ -391,22 +391,38 @@ def gain_at(rows: list[dict], rung: int, shape, predicted: float | None = None, 
     return g
 
 
-def gain_table(rows: list[dict], rung: int, shape, predicted: float | None = None, base: int | None = None):
+def cublas_beside(rows: list[dict], rung: int, shape) -> dict | None:
+    """The cuBLAS timing (same C type) that the `hopper` experiment took just before `rung` at `shape`, the one its
+    ratio ``frac_cublas`` divides by: {"cublas_tflops", "mhz": "rung's SM clock / cuBLAS's" (MHz)}; None if absent."""
+    r = next((x for x in timed_rows(rows, shape) if x["rung"] == rung), None)
+    tag = C_TAGS[r.get("c_dtype", "float32")] if r else None
+    if r is None or not r.get(f"cublas_{tag}_tflops"):
+        return None
+    return {"cublas_tflops": r[f"cublas_{tag}_tflops"],
+            "mhz": f"{r.get('sm_mhz') or '-'} / {r.get(f'cublas_{tag}_sm_mhz') or '-'}"}
+
+
+def gain_table(rows: list[dict], rung: int, shape, predicted: float | None = None, base: int | None = None,
+               digits: int = 2, clocks: bool = False):
     """gain_at as a one-row table (helpers.display.table): the shape, predicted and measured gain (over the rung
     before, or over `base`), the p10-p90 range, the verdict, and the TFLOP/s against cuBLAS writing the same C
-    type."""
+    type. digits: the decimals of the gains (the verdict compares them unrounded: 3 shows a spread that starts just
+    past the prediction); clocks: also cuBLAS's TFLOP/s beside the rung and both SM clocks (`cublas_beside`), for
+    ratios whose cuBLAS timing ran at another clock than the rung's."""
     from ..display import table
 
     g = gain_at(rows, rung, shape, predicted, base)
     if g is None:
         return table([{"shape": "x".join(map(str, shape)), "verdict": "not recorded"}], ["shape", "verdict"])
-    g = dict(g, shape="x".join(map(str, shape)))
+    g = dict(g, shape="x".join(map(str, shape)), **(cublas_beside(rows, rung, shape) or {} if clocks else {}))
     over = f" over rung {base}" if base is not None else ""
-    return table([g], ["shape", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas"],
+    extra = ["cublas_tflops", "mhz"] if clocks else []
+    f = f".{digits}f"
+    return table([g], ["shape", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas", *extra],
                  ["M x N x K", f"predicted gain{over}", f"measured gain{over}", "p10-p90 from", "to", "", "TFLOP/s",
-                  "x cuBLAS (same C)"],
-                 {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops": ".0f",
-                  "frac_cublas": ".2f"})
+                  "x cuBLAS (same C)", *(["cuBLAS, TFLOP/s", "MHz, rung / cuBLAS"] if clocks else [])],
+                 {"predicted": "g", "measured": f, "low": f, "high": f, "tflops": ".0f", "frac_cublas": ".2f",
+                  "cublas_tflops": ".0f"})
 
 
 def best_rung(rows: list[dict], shape, c_dtype: str, below: int | None = None):
@@ -1608,8 +1624,9 @@ def tile_n_rows(shape=(5000, 5000, 5000), gpu_slug: str = "nvidia-h200", directo
 
 
 def tile_n_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> dict:
-    """The first run of the width chosen per shape (rungs 27-28 at commit dabad09, results/logs/tile-n-probe): at each
-    timed shape the TFLOP/s of the per-shape build and of rung 25 (26) beside it, in one process each, and the ratio."""
+    """The first run of the width chosen per shape (lesson 6's "TILE_N probe": rungs 27-28 at commit dabad09, numbers
+    since given to the 256-row tile; results/logs/tile-n-probe): at each timed shape the TFLOP/s of the per-shape build
+    and of rung 25 (26) beside it, in one process each, and the ratio. Keyed (the probe's rung then, shape)."""
     from ..results import load_log
 
     log = load_log("tile-n-probe", TILE_N_MADE_BY + " (at commit dabad09)", gpu_slug, directory)
