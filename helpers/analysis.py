@@ -178,12 +178,17 @@ def sass_instructions(path):
 def sass_opcode_counts(path) -> dict[str, dict[str, int]]:
     """{kernel: {opcode family: static count}} from a `cuobjdump -sass` listing: how many of each
     instruction the compiler emitted (not how often they run). Families: the opcode before the first
-    dot (LDS.U16 -> LDS; LDSM.16.M88.4 -> LDSM), predicates stripped; SASS_OPS only."""
+    dot (LDS.U16 -> LDS; LDSM.16.M88.4 -> LDSM), predicates stripped; SASS_OPS only.
+    An instruction predicated on @!PT (never true: PT is the always-true predicate) is not counted: it
+    never executes. ptxas emits such lines, e.g. `@!PT LDS RZ, [RZ]` just before the LDGSTS of
+    lesson 5's rungs 5-6. Any other predicate (@P0, @!P3, ...) can be true, so its instruction counts."""
     out: dict[str, dict[str, int]] = {}
-    for kernel, _, _, op in sass_instructions(path):
+    for kernel, _, text, op in sass_instructions(path):
         if kernel is None:
             continue
         counts = out.setdefault(kernel, {o: 0 for o in SASS_OPS})
+        if text.split()[0] == "@!PT":
+            continue
         fam = op.split(".")[0]
         if fam in counts:
             counts[fam] += 1

@@ -649,6 +649,8 @@ for k in ["wmma_bf16_gemm_kernel", "wmma_tf32_gemm_kernel"]:
     res, best = probe[k]["identical"], probe[k]["best"]
     others = ", ".join(f"{m} {res[m]:.1%}" for m in ("b8_e2", "b16_e2", "b4_e2_rne") if m in res and m != best)
     print(f"{k:24s} best: {best} ({res[best]:.1%} identical) | {others}")
+rne = probe["wmma_tf32_gemm_kernel"]["identical"]["b4_e2_rne"]
+print(f"inputs rounded to TF32 with ties to even (b4_e2_rne): {1 - rne:.1%} of the TF32 kernel's elements differ")
 print("models in use:", {k: str(helpers.emulate.model_for(k)) for k in ("bf16", "tf32")})
 
 # %% [markdown] slideshow={"slide_type": "notes"}
@@ -656,8 +658,8 @@ print("models in use:", {k: str(helpers.emulate.model_for(k)) for k in ("bf16", 
 # For TF32 the H200 adds 4 products per rounding (the best model above; m16n16k8 = two such steps),
 # the value Fasi et al. (2021) found on the A100, not the 8 of Khattak & Mikaitis's H100 and B200
 # model code (lesson 04's table); and the inputs must be rounded with
-# ties away from zero (b4_e2_rne, ties to even, misses the share of elements printed above: a tie in one input
-# changes a whole row or column of C).
+# ties away from zero (b4_e2_rne, ties to even, differs from the H200 on the share of elements printed
+# above: a tie in one input changes a whole row or column of C).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### D. A sweep over sizes (live on a GPU)
@@ -685,7 +687,7 @@ fig = lesson.plot_error_vs_size(sweep.data, source=sweep.source)
 if sweep.live:
     fig = speed_vs_error(sweep.data, 4096, sweep.source)
 else:
-    print("no GPU: the chart above is the recorded one")
+    print("no GPU: the recorded chart is the main path's (slide 'Speed vs error, every variant on one chart')")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E. The raw `tf32_env` measurements (each in a fresh process, with the SM clock read while it was timed)
@@ -738,14 +740,18 @@ helpers.display.table(check, list(check[0]), fmt={"eps = 2u": ".2e", "u": ".2e"}
 # ### Speed claims: seed 002's peaks, seed 001's speed-ups, seed 000's RTX 4090
 #
 # - Seed 002: "Tensor Core peak: FP32 19.5 TFLOPS, FP16/BF16 312 TFLOPS, 16x" (A100), and TF32 "about
-#   8x" FP32. The ratios hold for the A100 only (the peak table on the main path). The 19.5 TFLOP/s is
-#   the A100's **CUDA-core** FP32 rate; the seed lists it as a Tensor Core rate.
+#   8x" FP32. Exactly 16x and 8x are the A100 datasheet's ratios. The H100 and H200 datasheets come
+#   close, and so does the H200 record at 4096; the V100 and T4 (no TF32) and the RTX 4090 do not (all
+#   printed below: datasheet peaks from `helpers.device`, then the record). The 19.5 TFLOP/s is the
+#   A100's **CUDA-core** FP32 rate; the seed lists it as a Tensor Core rate.
 # - Seed 001: FP16 Tensor Cores "3 to 5x" over FP32 CUDA-core GEMMs on a V100, TF32 "stably more than
 #   2x" on an A100, PyTorch AMP "nearly 2x" in training. No V100, A100 or PyTorch training run was
 #   measured here: those stay **unchecked**. The same ratios on the H200 (cuBLAS against cuBLAS, each
 #   timing with its SM clock), then seed 000's RTX 4090 figures against the H200 record:
 
 # %% slideshow={"slide_type": "-"}
+for r in lesson.peak_ratio_rows(("A100", "H100", "H200", "V100", "T4", "RTX 4090")):     # helpers.device's peaks
+    print(f"datasheet {r['gpu']:24s}: FP16 Tensor Cores / FP32 CUDA cores {r['fp16 / fp32']:4.1f}x, TF32 / FP32 {'none' if np.isnan(r['tf32 / fp32']) else format(r['tf32 / fp32'], '4.1f') + 'x'}")
 for n in (1024, 4096, 8192):
     f32, t32, f16 = (rec.select(kernel=k, m=n, n=n, k=n)[0] for k in ("cublas_fp32", "cublas_tf32", "cublas_fp16"))
     print(f"n={n}: FP16 Tensor Cores / FP32 CUDA cores {f16['tflops'] / f32['tflops']:4.1f}x, TF32 / FP32 "

@@ -659,7 +659,7 @@ helpers.display.table(rows, ["where", "m", "tflops", "sm_mhz", "sm_mhz_min", "po
 # Without the padding a rung refuses a size that is not a multiple of its tile:
 
 # %% slideshow={"slide_type": "-"}
-bad = np.ones((64, 64), dtype=np.float32)
+bad = np.ones((64, 64), dtype=np.float16)      # the rung's input type, a size that is not a multiple of 128
 try:
     helpers.gemm("ladder_smem_tiled", bad, bad)
 except helpers.CourseError as e:
@@ -681,11 +681,42 @@ helpers.display.table(rows, ["rung", "model_gb", "l1_load_gb", "l2_read_gb", "dr
                       fmt={k: ".2f" for k in ("model_gb", "l1_load_gb", "l2_read_gb", "dram_read_gb")}
                       | {"l2_hit_pct": ".0f", "smem_store_conflicts": ".3g"})
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The ratios the notes below use, computed from the table and the recorded counters:
+
+# %% slideshow={"slide_type": "-"}
+by = {r["rung"]: r for r in rows}
+l2_old, l2_new = [by[k]["l2_read_gb"] for k in (2, 3, 4)], [by[k]["l2_read_gb"] for k in (5, 6)]
+print(f"rungs 5-6 / rungs 2-4: L1 sectors {by[5]['l1_load_gb'] / by[4]['l1_load_gb']:.2f}x, "
+      f"L2 reads {min(l2_new) / max(l2_old):.1f}x to {max(l2_new) / min(l2_old):.1f}x")
+for k in range(2, 7):
+    print(f"rung {k}: L2 reads / L1 sectors {by[k]['l2_read_gb'] / by[k]['l1_load_gb']:.2f}, L1 hit rate {by[k]['l1_hit_pct']:.1f}%")
+print("shared-store conflicts per store wavefront: "
+      + ", ".join(f"rung {k} {by[k]['smem_store_conflicts'] / by[k]['smem_store_wavefronts']:.1%}" for k in (2, 3, 4)))
+sts4 = prof.counter("rung4", "smem_store_instructions")
+print(f"rung 4: {by[4]['smem_store_wavefronts'] / sts4:.1f} wavefronts per 16-byte store instruction (4 at least: "
+      f"32 lanes x 16 bytes / 128 bytes), {by[4]['smem_store_conflicts'] / sts4:.1f} of them conflicts")
+
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# - Rungs 2-4 move the model's bytes through L1 (their L1 column is $A$ and $B$ of the model exactly);
-#   rungs 5-6's `cp.async` copies count somewhat more at L1 and L2 (these counters do not say why),
-#   and rung 7's TMA copies bypass L1 altogether. From rung 2 on, the DRAM reads barely change from
-#   rung to rung: L2 holds the rest. Rung 1 reads more than twice as much from DRAM as any other rung.
+# - Rungs 2-4 move the model's bytes through L1 (their L1 column is $A$ and $B$ of the model exactly),
+#   and L2 reads fewer sectors than L1 counts. Rungs 5-6 copy with `cp.async.cg` (SASS
+#   `LDGSTS.E.BYPASS`): `.cg` caches the copy in L2 only, bypassing L1. L1 counts more sectors for them,
+#   and their L2 reads are about twice rungs 2-4's, more than their own L1 sectors (all printed above).
+#   Bypassing L1 does not explain the doubling by itself: L1 hit only a few per cent of rungs 2-4's
+#   sectors, far fewer than the gap between their L1 and L2 columns, and these counters do not say
+#   where the rest of the difference comes from. Rung 7's TMA copies bypass L1 altogether. From rung 2
+#   on, the DRAM reads barely change from rung to rung: L2 holds the rest. Rung 1 reads more than twice
+#   as much from DRAM as any other rung.
+# - **Shared-store conflicts** (the main path's stall notes send you here). Rung 3's padding is for the
+#   fragment *loads*; the stores hardly notice it. Rungs 2 and 3 store 2 bytes per thread, a warp
+#   filling 64 consecutive bytes of one row: 1 wavefront, no conflict in the bank model; the counters
+#   find 1 to 2 conflicts per hundred store wavefronts (printed), and do not say where from.
+#   Rung 4 stores 16 bytes per thread, served like the fragment loads 8 lanes (128 bytes) per
+#   wavefront. For $B$ (272-byte rows) 8 lanes write 128 consecutive bytes: no conflict. For $A$
+#   (80-byte rows, 64 bytes of data each) they write two rows, bytes 0-63 and 80-143, and bytes 128-143
+#   fall on the banks of bytes 0-15: 2 wavefronts instead of 1. Half of the copy instructions are
+#   $A$'s, so the model expects 2 conflicts per store instruction on top of the 4 wavefronts its 512
+#   bytes need, and the counters measure about that (printed above).
 # - Rung 1's loads touch twice the requested bytes in sectors (lesson 02), and what reaches **L2** is
 #   far below the model: the 8 warps of a block read the same $B$ tile, and L1 serves the repeats.
 
@@ -751,6 +782,10 @@ helpers.display.table(rows, ["rung", "kernel", "regs", "ptxas_regs"],
 # What the compiler emitted for each rung (static instruction counts from the recorded SASS): the
 # copies (`LDG`+`STS`, then `LDGSTS` = cp.async, then `UTMALDG` = TMA), the shared-memory reads
 # (`LDS`, `LDSM` = ldmatrix) and the Tensor Core instructions (`HMMA` = mma.sync, `HGMMA` = wgmma).
+# A line predicated `@!PT` is left out: `PT` is the predicate that is always true, so `@!PT` never
+# runs. Rungs 5-6's listings hold such `@!PT LDS RZ, [RZ]` lines next to their `LDGSTS` (how many is
+# printed under the table); no thread executes them. Rungs 2-6 read their fragments with `LDSM` only
+# (rung 7's `wgmma` reads shared memory itself).
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 from IPython.display import display
@@ -759,6 +794,12 @@ for name in ("ladder.sm_90.sass", "ladder_sm90a.sm_90a.sass"):
     if (build / name).is_file():
         counts = analysis.sass_opcode_counts(build / name)
         display(helpers.display.table([dict(kernel=k, **v) for k, v in counts.items()], ["kernel", *analysis.SASS_OPS]))
+        never = {}
+        for kern, _, text, op in analysis.sass_instructions(build / name):
+            if text.startswith("@!PT"):
+                never[f"{kern} {op.split('.')[0]}"] = never.get(f"{kern} {op.split('.')[0]}", 0) + 1
+        if never:
+            print("left out, predicated @!PT (never executed):", ", ".join(f"{k} {v}" for k, v in never.items()))
     else:
         print(f"no recorded SASS {name} yet")
 

@@ -83,6 +83,30 @@ def test_sass_instructions(tmp_path):
     assert counts["LDS"] == 1 and sum(counts.values()) == 1
 
 
+def test_sass_opcode_counts_skip_never_executed_padding(tmp_path):
+    """@!PT (never true) marks padding that never runs: not counted; a real LDS, predicated or not, is.
+    The recorded rungs 5-6 (ladder_cp_async, ladder_mma_sync) have only such LDS: lesson 05, appendix E."""
+    listing = tmp_path / "k.sass"
+    listing.write_text("\t\tFunction : kern\n"
+                       "        /*0000*/                   LDS R2, [R3] ;                     /* 0x0000000003027984 */\n"
+                       "        /*0010*/              @!P1 LDS.U16 R4, [R3+0x10] ;          /* 0x0000100003047984 */\n"
+                       "        /*0020*/              @!PT LDS RZ, [RZ] ;                   /* 0x00000000ff00798c */\n"
+                       "        /*0030*/              @!PT LDGSTS.E.BYPASS.128 [R1], desc[UR6][R2.64] ;  /* 0x0 */\n")
+    assert len(list(A.sass_instructions(listing))) == 4                 # listed, but
+    counts = A.sass_opcode_counts(listing)["kern"]
+    assert counts["LDS"] == 2 and counts["LDGSTS"] == 0 and sum(counts.values()) == 2
+    ladder = helpers.results.RESULTS_DIR / "build-nvidia-h200" / "ladder.sm_90.sass"
+    padding = {}
+    for kernel, _, text, op in A.sass_instructions(ladder):
+        if op.split(".")[0] == "LDS":
+            padding.setdefault(kernel, []).append(text)
+    counts = A.sass_opcode_counts(ladder)
+    for k in ("ladder_cp_async", "ladder_mma_sync"):
+        assert padding[k] and set(padding[k]) == {"@!PT LDS RZ, [RZ]"}, k
+        assert counts[k]["LDS"] == 0 and counts[k]["LDGSTS"] > 0 and counts[k]["LDSM"] > 0
+    assert all(counts[k]["LDS"] == 0 for k in counts)                   # rungs 2-6 read fragments with LDSM
+
+
 # --------------------------------------------------------------------------- the tile order (lesson 6: kernels/hopper_sm90a.cu's tile_of)
 @pytest.mark.parametrize("order", ["plain", "grouped"])
 @pytest.mark.parametrize("cluster", [1, 2])

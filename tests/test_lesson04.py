@@ -243,3 +243,25 @@ def test_detection_limits_list_the_kernels_of_lessons_01_to_03():
            and "detection_limits(" in "".join(c["source"]) for o in c.get("outputs", [])]
     names = [ln.split()[0] for ln in "".join(out).splitlines() if "1 ulp off" in ln]
     assert names == ["wmma_gemm_naive", *(k for *_, k in P.ARITHMETICS.values())]
+
+
+def test_appendix_a_says_the_recorded_model_label_predates_the_citation_fix():
+    """Appendix A shows the record's model string, written before the citation was corrected ('as published for
+    B200/Hopper'); the lesson says so, quotes it as recorded, and prints the current label (model_for)."""
+    import json
+    from pathlib import Path
+
+    recorded = P.recorded("emulator_match")
+    old = "as published for B200/Hopper, Khattak & Mikaitis 2025"
+    assert recorded is not None and old in recorded.data["model"]
+    now = str(emulate.model_for("fp16"))
+    assert "as published" not in now and "model code" in now
+    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "04_precision_analysis.ipynb").read_text())
+    src = ["".join(c["source"]) for c in nb["cells"]]
+    i = next(i for i, s in enumerate(src) if 'P.recorded("emulator_match")' in s)
+    assert "emulate.model_for('fp16')" in src[i]
+    note = src[i + 1].replace("\n# ", " ").replace("\n", " ")
+    assert nb["cells"][i + 1]["cell_type"] == "markdown"
+    assert f'"{old}"' in note and "before the course corrected its citation" in note
+    assert "only as far as its abstract" in note and "`emulate.model_for`" in note
+    assert "read only as far as its abstract" in " ".join(src[i + 1:])          # appendix C says the same
