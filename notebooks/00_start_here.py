@@ -292,11 +292,11 @@ helpers.exercises.mma_flops_exercise(2 * 16 * 16 * 16)
 # The course grew out of three Chinese articles ("seeds"). The lessons follow them, quote them where
 # they say something checkable, and correct them where a measurement or a document says otherwise.
 #
-# | seed | title (translated) | what the course takes from it |
-# |---|---|---|
-# | 000 | *CUDA-Practice 09: Tensor Cores and mixed precision, WMMA and FP16 x FP32 working together* (CUDA-Practice 09 张量核心与混合精度) | the three kernels (`gemm_fp32_kernel`, `wmma_gemm_naive`, `wmma_mixed_gemm_kernel`) and their RTX 4090 numbers (lessons 01-03) |
-# | 001 | *Tensor Core matrix-multiply acceleration in practice* (Tensor Core矩阵乘加速实战) | the Tensor Core principle, the WMMA model, fragments, and the practical notes on tiling, bank conflicts and pipelining (lessons 02 and 05) |
-# | 002 | *A complete guide to CUDA mixed precision, from principles to engineering* (CUDA混合精度计算完全指南) | the formats, the three ways to use Tensor Cores, numerical stability and loss scaling (lessons 03 and 04) |
+# | seed | title (translated) | what the course takes from it | appendices that check its claims |
+# |---|---|---|---|
+# | 000 | *CUDA-Practice 09: Tensor Cores and mixed precision, WMMA and FP16 x FP32 working together* (CUDA-Practice 09 张量核心与混合精度) | the three kernels and their RTX 4090 numbers: `gemm_fp32_kernel` (lessons 01 and 03), `wmma_gemm_naive` (lesson 02), `wmma_mixed_gemm_kernel` (lesson 03) | lessons 01, 02, 03, 04 |
+# | 001 | *Tensor Core matrix-multiply acceleration in practice* (Tensor Core矩阵乘加速实战) | the Tensor Core principle, the WMMA model, fragments, the mixed-precision strategy, and the practical notes on tiling, bank conflicts and pipelining | lessons 02, 03, 04, 05 |
+# | 002 | *A complete guide to CUDA mixed precision, from principles to engineering* (CUDA混合精度计算完全指南) | the formats, the Tensor Core types per architecture, the three ways to use Tensor Cores, numerical stability, loss scaling and FP8 | lessons 02, 03, 04, 07 |
 #
 # A lesson that checks a claim of one of them names the article (000, 001, 002) in its appendix
 # "Claims checked", with the quote and the measurement or document that settles it.

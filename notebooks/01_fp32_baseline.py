@@ -384,8 +384,8 @@ clock = lesson.timed_clock_hz(shapes.data, fallback=lesson.implied_clock_hz(peak
 fig = lesson.plot_shapes(shapes.data, shapes.source, sms=sms, clock_hz=clock)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Log-log: a kernel limited by lines per clock falls on a line of slope -1. The dashed line is what
-# one cache line per SM per clock allows, at the SM clock recorded beside the timings (NVML); where
+# Log-log: a kernel limited by lines per clock falls on a line of slope -1. The dashed line is
+# one cache line per SM per clock, at the SM clock recorded beside the timings (NVML); where
 # no clock was read, at the clock the FP32 peak assumes.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -405,17 +405,18 @@ for n in (2048, 4096):
     print(f"n={n}: fastest shape / slowest shape = {max(t) / min(t):.1f}x in TFLOP/s")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **What it shows.** Every shape whose warps touch 3 or more lines per step (16 x 16, 8 x 32,
-# 4 x 64, 1 x 256) runs at almost exactly **one cache line per SM per clock** (last column, at the SM
-# clock recorded beside each timing): the time is the line count, over the whole range of speeds
+# **What it shows.** At these two power-of-two sizes, every shape whose warps touch 3 or more lines
+# per step (16 x 16, 8 x 32, 4 x 64, 1 x 256) runs at almost exactly **one cache line per SM per
+# clock** (last column, at the SM clock recorded beside each timing): the time is the line count, over the whole range of speeds
 # printed under the table. The data agree with a load path that looks up one 128-byte line per clock
 # per SM, and not with the 32-byte sectors (they would make 32 x 8 slower than 16 x 16, and 8 x 32
 # only 5/4 as slow). The shapes with 2 lines per step do beat 16 x 16, as predicted, but stay below one line per clock:
 # there another limit takes over, which this experiment does not identify. The line count is the
 # model's; what the profiler counted comes next.
 #
-# For the 16 x 16 shape used so far this gives a ceiling: 32 FMAs = 64 FLOPs per 3 lines, so at most
-# 64/3 FLOP per SM per clock, a twelfth of the 256 the FP32 lanes could do.
+# For the 16 x 16 shape used so far that rate means 32 FMAs = 64 FLOPs per 3 lines: 64/3 FLOP per SM
+# per clock, a twelfth of the 256 the FP32 lanes could do. It is the rate seen at power-of-two
+# strides, not a hard limit: at 1000 and 3000 the H200 runs faster (appendix "Claims checked").
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # This is the bottleneck the timings and the recorded clocks point to: the rate at which each SM's L1
@@ -466,8 +467,8 @@ helpers.display.table(rows, ["shape", "lines", "spr", "sectors_per_request", "ms
 #   but serving those loads is what sets its pace: a small fraction of the FP32 peak.
 # - "Effective GB/s" is minimum bytes / time; it is not the traffic and not a bottleneck diagnosis.
 # - The block shape alone moves the speed, by the factor printed under the block-shape table, because
-#   it sets how many cache lines each warp load touches: the H200 serves about one line per SM per
-#   clock. The profiler confirms the sectors per load and shows the warps stalled on the load path,
+#   it sets how many cache lines each warp load touches: at the experiment's power-of-two sizes the
+#   H200 served about one line per SM per clock. The profiler confirms the sectors per load and shows the warps stalled on the load path,
 #   not on FMAs or DRAM. Power-of-two row strides cost extra (1000 beats 1024).
 # - Reuse through shared memory (exercise 5) helps; cuBLAS goes much further with register tiling.
 #   Next: Tensor Cores replace the scalar FMA by a warp-wide 16 x 16 x 16 matrix multiply-accumulate.
@@ -620,9 +621,8 @@ for t in ("fp32_16x16", "fp32_tiled_16", "fp32_tiled_32"):       # Nsight Comput
 # ## Appendix: Claims checked
 #
 # This lesson follows the first of the course's source articles ("seed 000": a CUDA Tensor Core
-# tutorial measured on an RTX 4090). `gemm_fp32_kernel` is its FP32 kernel, rewritten with bounds
-# checks, 64-bit indices and `__restrict__`, and its 16 x 16 blocks are the shape the lesson starts
-# from. Its numbers for this kernel at $n = 1024$: 5.45 TFLOP/s and 31.96 GB/s
+# tutorial measured on an RTX 4090). `gemm_fp32_kernel` is its FP32 kernel, rewritten with 64-bit
+# indices and `__restrict__`, and its 16 x 16 blocks are the shape the lesson starts from. Its numbers for this kernel at $n = 1024$: 5.45 TFLOP/s and 31.96 GB/s
 # (`results/reference/seed_rtx4090.json` holds them with their source), and its diagnosis: "scalar FMA
 # throughput and memory bandwidth together". Below: its numbers beside the H200's, two corrections,
 # what its GB/s is, and the two chips per SM and per clock.
@@ -660,8 +660,8 @@ print(f"  DRAM: {r16['dram_pct']:.0f}% of its peak throughput, {r16['dram_read_g
 print(f"  top stalls: {r16['stalls']}")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Neither is near its limit; the warps stall on the load path. The limit is the one the block-shape
-# experiment measured: the cache lines each SM's loads touch per clock.
+# Neither is near its limit; the warps stall on the load path. What sets the pace is what the
+# block-shape experiment points to: how fast each SM serves the cache lines its loads touch.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 31.96 GB/s is minimum bytes / time, nothing more
@@ -687,7 +687,9 @@ print(f"implied time per launch: {12 * nn**2 / (s_row['gbs'] * 1e9) * 1e3:.3f} m
 #
 # Both chips have 128 FP32 lanes per SM (Ada whitepaper; NVIDIA H100 whitepaper), so a datasheet peak
 # is SMs x 128 x 2 FLOP x clock and tells us the clock it assumes. The naive kernel never gets near
-# the FP32 lanes; what bounds it is the line rate, 64/3 FLOP per SM per clock at one line per clock:
+# the FP32 lanes. In the block-shape experiment (2048 and 4096: power-of-two strides) the H200's
+# 16 x 16 blocks ran at about one cache line per SM per clock, 64/3 FLOP per SM per clock. That rate,
+# in TFLOP/s, for each chip at the clock its peak assumes, and what each ran at 1024:
 
 # %% slideshow={"slide_type": "-"}
 sms2 = {"RTX 4090": seed.meta["gpu"]["sms"], "H200": rec.meta["gpu"]["sms"]}
@@ -695,17 +697,45 @@ peak = {"RTX 4090": seed_peaks.fp32, "H200": p["fp32"]}
 got = {"RTX 4090": s_row["tflops"], "H200": h_row["tflops"]}
 for gname in sms2:
     clk = lesson.implied_clock_hz(peak[gname], sms2[gname])
-    ceiling = 64 / 3 * sms2[gname] * clk / 1e12
-    print(f"{gname}: {sms2[gname]} SMs x {clk / 1e9:.2f} GHz; FP32 peak {peak[gname]:g}, line-rate ceiling "
-          f"{ceiling:.2f} TFLOP/s; measured at 1024: {got[gname]:.2f} ({got[gname] / ceiling:.0%} of that ceiling, "
-          f"{got[gname] / peak[gname]:.1%} of the FP32 peak)")
+    line_rate = 64 / 3 * sms2[gname] * clk / 1e12        # TFLOP/s at one line per SM per clock, 16 x 16 blocks
+    print(f"{gname}: {sms2[gname]} SMs x {clk / 1e9:.2f} GHz; FP32 peak {peak[gname]:g}; one line per SM per clock "
+          f"= {line_rate:.2f} TFLOP/s; measured at 1024: {got[gname]:.2f} ({got[gname] / line_rate:.2f} lines per SM "
+          f"per clock at that clock, {got[gname] / peak[gname]:.1%} of the FP32 peak)")
 print(f"H200 SM clock recorded while timed at 1024: {helpers.clocks.clock_text(h_row)}; RTX 4090: not reported")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Both chips run the kernel at a small fraction of their FP32 peak and close to the same per-SM,
-# per-clock ceiling. The FP32 peaks differ by SMs x clock (the lanes per SM are the same), and the
-# line-rate ceilings differ by the same factor, so the peaks alone would predict the 4090 ahead by
-# that factor; it is ahead by less (printed above). Both are timed at 1024, whose power-of-two rows
+# ### One line per clock is a rate, not a ceiling
+#
+# The H200's sweep at the sizes of the slide "1000 beats 1024", in lines per SM per clock at the
+# clock recorded beside each timing: with the 3 lines per step of the footprint model, and with the
+# lines the warps touch with rows as they lie (`lesson.lines_per_warp_step`: a row of 1000 or 3000
+# floats is not a whole number of 128-byte lines, so a warp's 64 bytes of $B$ sometimes straddle two):
+
+# %% slideshow={"slide_type": "-"}
+sweep_rows = {r["m"]: r for r in rec.select(kernel="gemm_fp32_kernel")}
+rows = []
+for n in (1000, 1024, 2048, 3000, 4096):
+    r, lay = sweep_rows[n], lesson.lines_per_warp_step(n)
+    per_clk = {k: lesson.lines_per_sm_clock(k, n, r["median_ms"], rec_sms, r["sm_mhz"] * 1e6) for k in (3, lay)}
+    rows.append(dict(n=n, tflops=r["tflops"], clock=helpers.clocks.clock_text(r), lines=lay,
+                     per3=per_clk[3], per_lay=per_clk[lay]))
+helpers.display.table(rows, ["n", "tflops", "clock", "lines", "per3", "per_lay"],
+                      ["n", "TFLOP/s", "SM clock while timed", "lines / step (rows as they lie)",
+                       "lines per SM per clock (3 lines / step)", "lines per SM per clock (rows as they lie)"],
+                      fmt={"tflops": ".2f", "lines": ".2f", "per3": ".2f", "per_lay": ".2f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# At 1000 and 3000 the H200 serves more than one line per SM per clock, by either count: one line
+# per clock is the rate it reached at power-of-two strides, not a limit of its load path. What lets
+# the other sizes go faster the record cannot say (it holds no counters at 1000 or 3000).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Back to the two chips at 1024
+#
+# Their FP32 peaks differ by SMs x clock (the lanes per SM are the same), and so do their
+# one-line-per-clock rates, so the peaks alone would predict the 4090 ahead by that factor; it is
+# ahead by less (printed two slides back), and below one line per clock at the clock its peak
+# assumes, a clock the seed does not say it ran at. Both are timed at 1024, whose power-of-two rows
 # cost the H200 the factor on the slide "1000 beats 1024"; the source has no other size to compare.
 #
 # Is the rest *method*? The seed averages 100 back-to-back launches, so its 12 MiB of matrices stay in
@@ -724,12 +754,14 @@ print(*lesson.timing_agreement_lines(rec.meta["extras"].get("timing_agreement"))
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The method changes the H200's number by the difference printed above, too little to explain the
 # gap. (The last lines check the harness itself: cuBLAS timed by it and by an independent timer,
-# triton's `do_bench`, each with the SM clock it ran at.) The 4090 simply reaches a smaller share of
-# its line-rate ceiling in the seed's run; with one number and no clock or profiler data from the
-# seed, we cannot say why (a GeForce card's clock under
-# load is not its nominal boost clock, for one). The conclusion that matters holds on both chips:
-# this kernel is limited by how fast each SM serves the cache lines its loads touch, not by FP32
-# throughput and not by memory bandwidth.
+# triton's `do_bench`, each with the SM clock it ran at.) In the seed's run the 4090 serves fewer lines
+# per clock than the H200, if it ran at the clock its peak assumes; with one number and no clock or
+# profiler data from the seed, we cannot say why (a GeForce card's clock under load is not its nominal
+# boost clock, for one).
+#
+# The conclusion holds for the H200, on its record and its profiler's counters: this kernel is
+# limited by how fast each SM serves the cache lines its loads touch, not by FP32 throughput and not
+# by memory bandwidth. The RTX 4090's one number is consistent with a similar limit; it cannot show it.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Keep the claims modest: we have one number from the seed, measured differently, on a card whose

@@ -642,9 +642,19 @@ helpers.display.table(rows, list(rows[0]), ["n", "naive WMMA TFLOP/s", "FP32 ker
 #
 # What if the helper did not refuse? The experiment allocates each matrix with **slack** after its end (so
 # every load and store stays inside memory we own) and fills the slack with NaN: garbage a real
-# program could have there. Then it launches the kernel on $M, N, K$ as given. Left: $N = 40$, so the
-# last column strip stores 16 columns into rows that are only 40 wide: 8 of them wrap into the
-# start of the *next* row. Right: $K = 40$, so the last K step reads 8 rows past the end of $B$.
+# program could have there. Then it launches the kernel on $M, N, K$ as given: left $M = 40$,
+# $N = 40$, $K = 48$; right $M = 40$, $N = 48$, $K = 40$. Three things go wrong (counted after the
+# pictures):
+#
+# - $M = 40$, both cases: the warps of the last row strip store all 16 rows of their tiles, 8 of them
+#   past the last row of $C$. These are almost all the stores that land past its end: in a real
+#   program they would overwrite other data.
+# - $N = 40$, left: the last column strip stores 16 columns into rows only 40 wide, so 8 of them wrap
+#   into the start of the *next* row: these are the wrong elements inside $C$ (NaN, because those
+#   phantom columns read $B$ one row on, and its last row past the end), plus the few stores past
+#   the end that the rows below $M$ do not reach.
+# - $K = 40$, right: the last K step reads 8 rows past the end of $B$ (NaN), so every element of $C$
+#   is wrong.
 
 # %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]
 edge = helpers.run_or_load("wmma_edge_corruption")
@@ -670,6 +680,17 @@ for case in edge.data:
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # On the GPU the wrapped stores race with the correct stores of the neighbouring tiles, so the number of corrupted elements can change from run to run; the replay runs tiles in launch order. The stores past the end of C are what would overwrite other data in a real program.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### E'. Where the replayed stores land, and which of M, N, K sent them there
+
+# %% slideshow={"slide_type": "-"}
+for M, N, K in W.EDGE_CASES:                # where the replayed stores land, and why
+    s = W.edge_store_sources(M, N, K)
+    print(f"M={M} N={N} K={K}: {s['past_end']} stores past the end of C: {s['past_end_rows']} from the tile rows "
+          f"{M}-{s['mp'] - 1} (M = {M}), {s['past_end_wrap_only']} only through the column wrap; "
+          f"{s['wrapped_inside']} elements of C hit by wrapped columns (N = {N}); "
+          f"{s['b_rows_past_end']} rows of B read past its end (K = {K})")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### F. Alignment: the helper checks it too
@@ -716,9 +737,8 @@ helpers.display.table(helpers.clocks.with_clock(var.data), ["kernel", "m", "tflo
 #   granule; the pointer rule is 32 bytes ("Rules the hardware relies on").
 # - **`mma_sync` and PTX**: seed 001 says `mma_sync` "corresponds to PTX `mma.sync.aligned.m16n8k16`";
 #   the PTX is `wmma.mma.sync ... m16n16k16`, and m16n8k16 appears in the SASS ("From `mma_sync` to the machine").
-# - **No `__syncthreads()`**: seed 000 says the calls "have warp-level sync semantics, so no
-#   `__syncthreads()` is needed". Right for this kernel, but because no data crosses warps; warp
-#   synchronisation alone would not make shared-memory exchange between warps safe.
+#
+# Seed 000's speed for this kernel, on the RTX 4090, is set beside the H200's at the end.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Three more
@@ -758,3 +778,37 @@ for text, claimed, actual in claims:
 # the FP64 Tensor Cores (the `double` row: A100, H100/H200), the 1-bit type (`b1`), Ampere's INT4,
 # Ada (sm_89) entirely, whose Tensor Cores were the first with FP8 next to Hopper's (Ada whitepaper),
 # and Blackwell's FP6 and FP4 (Blackwell architecture technical brief).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Seed 000's speed at 2048, beside the H200's
+#
+# Seed 000 times `wmma_gemm_naive` at $M = N = K = 2048$ on an RTX 4090 (the mean of 100 iterations)
+# and explains its distance from the FP16 Tensor Core peak by the Tensor Cores waiting for data. Its
+# figure (`results/reference/seed_rtx4090.json`) and the H200's recorded row at the same size:
+
+# %% slideshow={"slide_type": "-"}
+seed = helpers.results.load_reference("seed_rtx4090")
+s_naive = seed.select(kernel="wmma_gemm_naive", m=2048)[0]
+h_naive = rec.select(kernel="wmma_gemm_naive", m=2048, n=2048, k=2048)[0]
+peak16 = {seed.gpu_name: helpers.device.peaks_for(seed.gpu_name).fp16, rec.gpu_name: rec.meta["gpu"]["peaks"]["fp16"]}
+rows = [dict(gpu=g, ms=r["median_ms"], how=how, tflops=r["tflops"], clock=clock, peak=peak16[g],
+             of_peak=100 * r["tflops"] / peak16[g], src=src)
+        for g, r, how, clock, src in [
+            (seed.gpu_name, s_naive, "mean of 100", "not reported", seed.label),
+            (rec.gpu_name, h_naive, "median, L2 flushed", helpers.clocks.clock_text(h_naive), rec.label)]]
+helpers.display.table(rows, ["gpu", "ms", "how", "tflops", "clock", "peak", "of_peak", "src"],
+                      ["GPU", "ms at 2048", "timing", "TFLOP/s", "SM clock", "FP16 tensor peak (FP32 acc.)",
+                       "% of that peak", "source"], fmt={"ms": ".3g", "tflops": ".2f", "peak": "g", "of_peak": ".1f"})
+
+# %% slideshow={"slide_type": "subslide"}
+ms_implied = 2 * 2048**3 / (s_naive["tflops"] * 1e12) * 1e3
+print(f"seed: {s_naive['tflops']:.2f} TFLOP/s means {ms_implied:.3f} ms per launch; it reports {s_naive['median_ms']} "
+      f"(two decimals): consistent = {round(ms_implied, 2) == s_naive['median_ms']}")
+print(f"H200 / RTX 4090: FP16 tensor peak {peak16[rec.gpu_name] / peak16[seed.gpu_name]:.1f}x, "
+      f"this kernel at 2048 {h_naive['tflops'] / s_naive['tflops']:.2f}x")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The H200's FP16 Tensor Core peak is several times the RTX 4090's, yet it runs this kernel no faster
+# (the last line): what sets the kernel's pace is its loads, not the Tensor Cores (slide "Why naive
+# WMMA is far from cuBLAS"), in line with the seed's own explanation. With one number from the seed,
+# timed another way and with no clock, the comparison goes no further.

@@ -112,3 +112,43 @@ def test_exercise_checkers():
     assert exercises.last_result is True
     exercises.mma_flops_exercise(8192, 8, 8, 4)
     assert exercises.last_result is False
+
+
+def _appendix(stem: str) -> str:
+    """A lesson's source from its first appendix heading on (where its claims are checked)."""
+    text = (ROOT / "notebooks" / f"{stem}.py").read_text()
+    m = re.search(r"^# #+ Appendix", text, re.M)
+    return text[m.start():] if m else ""
+
+
+def test_the_seed_map_lists_the_lessons_that_check_each_seed():
+    """The appendix table 'The source articles': its last column lists, for each seed, exactly the
+    lessons whose appendices name it ("seed 000", "Seed 002's", ...), computed here from the lessons."""
+    stems = sorted(p.stem for p in (ROOT / "notebooks").glob("0[1-9]_*.py"))
+    named = {s: sorted(st[:2] for st in stems if re.search(rf"\bseeds? {s}\b", _appendix(st), re.I))
+             for s in ("000", "001", "002")}
+    assert all(named.values())
+    for seed, lessons in named.items():
+        row = next(ln for ln in LESSON.splitlines() if ln.startswith(f"# | {seed} |"))
+        assert row.rstrip().endswith(f"| lessons {', '.join(lessons)} |"), (seed, lessons, row)
+
+
+def test_every_seed_figure_is_shown_where_the_map_says():
+    """Seed 000's RTX 4090 figures (results/reference/seed_rtx4090.json): each kernel's is read from the
+    reference in the appendix of the lessons the map names for it, and in no other; none is left out
+    (the naive WMMA figure at 2048 once appeared in no lesson)."""
+    ref = helpers.results.load_reference("seed_rtx4090")
+    kernels = sorted({r["kernel"] for r in ref.rows})
+    stems = sorted(p.stem for p in (ROOT / "notebooks").glob("0[1-9]_*.py"))
+    shown = {}
+    for st in stems:
+        app = _appendix(st)
+        var = re.findall(r"^(\w+) = helpers\.results\.load_reference\(\"seed_rtx4090\"\)", app, re.M)
+        for k in kernels:
+            if any(re.search(rf"\b{v}\.(?:select|value)\((?:kernel=)?\"{k}\"", app) for v in var):
+                shown.setdefault(k, []).append(st[:2])
+    assert set(shown) == set(kernels), shown
+    words = {1: "lesson {}", 2: "lessons {} and {}"}
+    row = next(ln for ln in LESSON.splitlines() if ln.startswith("# | 000 |"))
+    for k, lessons in shown.items():
+        assert f"`{k}` ({words[len(lessons)].format(*lessons)})" in row, (k, lessons)

@@ -161,3 +161,85 @@ def test_the_record_holds_two_sizes_beyond_the_sweep():
     sizes, _ = helpers.results.load_latest().series("gemm_fp32_kernel")
     assert set(sweep) <= set(sizes) and sorted(set(sizes) - set(sweep)) == [6144, 8192]
     assert (len(sizes), len(sweep)) == (12, 10)
+
+
+@pytest.mark.parametrize("n", [256, 512, 1024, 2048, 4096])
+def test_lines_per_warp_step_is_the_footprint_model_at_aligned_rows(n):
+    """With rows a whole number of 128-byte lines, the count with rows as they lie is the footprint model's."""
+    for bx, by in exp.BLOCK_SHAPES:
+        assert exp.lines_per_warp_step(n, bx, by) == pytest.approx(exp.warp_footprint(bx, by)["lines"])
+
+
+def test_lines_per_warp_step_at_unaligned_rows():
+    """At 1000 and 3000 a row is not a whole number of lines: the 64 bytes of B a warp reads straddle two
+    lines at one step in four (row bytes mod 128 = 32 or 96), so a 16 x 16 warp touches about 3.25 lines."""
+    for n in (1000, 3000):
+        assert (4 * n) % 128 in (32, 96)
+        assert exp.lines_per_warp_step(n) == pytest.approx(3.25, abs=0.01)
+
+
+def _sweep_lines_per_clock():
+    rec = helpers.results.load_latest()
+    sms = rec.meta["gpu"]["sms"]
+    out = {}
+    for r in rec.select(kernel="gemm_fp32_kernel"):
+        n, hz = r["m"], r["sm_mhz"] * 1e6
+        out[n] = (exp.lines_per_sm_clock(3, n, r["median_ms"], sms, hz),
+                  exp.lines_per_sm_clock(exp.lines_per_warp_step(n), n, r["median_ms"], sms, hz))
+    return rec, out
+
+
+def test_one_line_per_clock_is_a_rate_not_a_ceiling():
+    """Appendix 'One line per clock is a rate, not a ceiling': the block-shape experiment ran only at
+    power-of-two sizes, where 16 x 16 ran at about one line per SM per clock (below it at 1024); at 1000
+    and 3000 the H200 served more than one line per clock by either count, more by the count with rows
+    as they lie. The record holds no profiler counters at 1000 or 3000."""
+    rec, per_clk = _sweep_lines_per_clock()
+    assert tuple(exp.SHAPE_SIZES) == (2048, 4096)
+    shapes = rec.meta["experiments"]["fp32_block_shapes"]
+    assert sorted({r["n"] for r in shapes["rows"]}) == [2048, 4096]
+    for n in (1000, 3000):
+        three, laid = per_clk[n]
+        assert 1.0 < three < laid
+    for n in (1024, 2048, 4096):
+        assert per_clk[n][0] == per_clk[n][1] < 1.0
+        assert n & (n - 1) == 0
+    for n in (2048, 4096):
+        assert per_clk[n][0] > 0.95                           # "about one line per SM per clock"
+    sizes = {tuple(k["size"]) for k in helpers.profile.load_ncu().meta["kernels"]}
+    assert not any(1000 in s or 3000 in s for s in sizes)
+    assert "the record cannot say (it holds no counters at 1000 or 3000)" in FLAT
+    assert "at 1000 and 3000 the H200 runs faster" in FLAT      # the main-path pointer to the appendix
+    assert "this gives a ceiling" not in FLAT and "line-rate ceiling" not in LESSON
+    assert "of that ceiling" not in LESSON
+
+
+def test_the_two_chips_at_1024():
+    """'Back to the two chips at 1024': at the clock its FP32 peak assumes, the RTX 4090's figure is below
+    one line per clock, and it is ahead of the H200 by less than the ratio of the two chips' line rates;
+    the H200 too is below one line per clock at 1024 (its recorded clock is the one its peak assumes).
+    The conclusion is drawn for the H200 only (no clock, no profiler from the seed)."""
+    rec, per_clk = _sweep_lines_per_clock()
+    seed = helpers.results.load_reference("seed_rtx4090")
+    s_tf = seed.select(kernel="gemm_fp32_kernel", m=1024)[0]["tflops"]
+    h = rec.select(kernel="gemm_fp32_kernel", m=1024, n=1024, k=1024)[0]
+    rate = {}
+    for name, sms, peak in [("4090", seed.meta["gpu"]["sms"], helpers.device.peaks_for(seed.gpu_name).fp32),
+                            ("H200", rec.meta["gpu"]["sms"], rec.meta["gpu"]["peaks"]["fp32"])]:
+        clk = exp.implied_clock_hz(peak, sms)
+        rate[name] = 64 / 3 * sms * clk / 1e12
+    assert h["sm_mhz"] * 1e6 == pytest.approx(exp.implied_clock_hz(rec.meta["gpu"]["peaks"]["fp32"],
+                                                                   rec.meta["gpu"]["sms"]), rel=5e-3)
+    assert s_tf / rate["4090"] < 1.0 and h["tflops"] / rate["H200"] < 1.0
+    assert 1.0 < s_tf / h["tflops"] < rate["4090"] / rate["H200"]
+    assert per_clk[1024][0] == pytest.approx(h["tflops"] / rate["H200"], rel=5e-3)
+    assert "The conclusion that matters holds on both chips" not in FLAT
+    assert "The conclusion holds for the H200" in FLAT
+    assert "The RTX 4090's one number is consistent with a similar limit" in FLAT
+
+
+def test_the_seed_kernel_already_checks_bounds():
+    """The seed's gemm_fp32_kernel has `if (row < M && col < N)`: the course's rewrite adds 64-bit
+    indices and __restrict__, not bounds checks."""
+    assert "is its FP32 kernel, rewritten with 64-bit indices and `__restrict__`" in FLAT
+    assert "rewritten with bounds checks" not in FLAT

@@ -182,3 +182,54 @@ def test_legend_beside_leaves_the_plot_area():
     legend = ax.get_legend().get_window_extent()
     assert legend.x0 >= ax.get_window_extent().x1
     plt.close(fig)
+
+
+def test_edge_store_sources_explain_the_replay():
+    """Appendix E: M = 40 (both cases) sends the last row strip's rows 40-47 past the end of C: all of
+    the right case's stores past the end, all but the few of the left case's that only the column wrap
+    reaches; N = 40 (left) wraps 8 columns into the next row: exactly the wrong elements inside C;
+    K = 40 (right) reads 8 rows past the end of B: every element wrong. Counts against the replay."""
+    replay = {(c["m"], c["n"], c["k"]): c for c in w.edge_corruption_cpu()}
+    for M, N, K in w.EDGE_CASES:
+        s, c = w.edge_store_sources(M, N, K), replay[(M, N, K)]
+        assert M == 40 and s["mp"] == 48
+        assert s["past_end"] == c["writes_past_end"] == s["past_end_rows"] + s["past_end_wrap_only"]
+        assert s["past_end_rows"] == (s["mp"] - M) * N              # every store of the rows below M
+        assert s["past_end_wrap_only"] < s["past_end_rows"] / 10    # "almost all" from the rows below M
+        wrong = c["n_nan"] + c["n_wrong"]
+        if N % 16:                                                  # left: the wrap is all that is wrong in C
+            assert (N, K % 16) == (40, 0) and s["past_end_wrap_only"] > 0
+            assert wrong == s["wrapped_inside"] == (M - 1) * (_ceil16(N) - N) and c["n_nan"] == wrong
+            mask = np.array(c["mask"])
+            assert (mask[1:, :_ceil16(N) - N] == 2).all() and (mask[0] == 0).all()
+        else:                                                       # right: the K tail spoils every element
+            assert K == 40 and s["b_rows_past_end"] == 8 and s["wrapped_inside"] == 0
+            assert wrong == M * N and s["past_end_wrap_only"] == 0
+    assert "Three things go wrong (counted after the pictures)" in FLAT
+
+
+def _ceil16(v):
+    return -(-v // 16) * 16
+
+
+def test_seed_000_is_not_wrong_about_syncthreads():
+    """Seed 000 already says that only cooperation across warps (several warps writing one block of shared
+    memory) needs __syncthreads(): the lesson no longer lists it as a correction."""
+    claims = LESSON.split("## Appendix: Claims checked")[1]
+    assert "No `__syncthreads()`" not in claims and "warp synchronisation alone" not in claims
+
+
+def test_seed_000_naive_figure_beside_the_h200():
+    """'Seed 000's speed at 2048': the seed's 0.56 ms and 30.50 TFLOP/s agree (2 * 2048^3 FLOPs), the H200
+    runs this kernel no faster at 2048 though its FP16 tensor peak is several times the RTX 4090's. Both
+    figures are read from files in the lesson: the seed's reference and the record."""
+    seed = helpers.results.load_reference("seed_rtx4090")
+    s = seed.select(kernel="wmma_gemm_naive", m=2048)[0]
+    h = helpers.results.load_latest().select(kernel="wmma_gemm_naive", m=2048, n=2048, k=2048)[0]
+    assert round(2 * 2048**3 / (s["tflops"] * 1e12) * 1e3, 2) == s["median_ms"]
+    peak_ratio = helpers.results.load_latest().meta["gpu"]["peaks"]["fp16"] / helpers.device.peaks_for(seed.gpu_name).fp16
+    assert peak_ratio > 3 and h["tflops"] <= s["tflops"]
+    assert 'seed.select(kernel="wmma_gemm_naive", m=2048)' in LESSON
+    assert 'rec.select(kernel="wmma_gemm_naive", m=2048, n=2048, k=2048)' in LESSON
+    assert "30.5" not in LESSON and "0.56" not in LESSON
+    assert "several times the RTX 4090's, yet it runs this kernel no faster" in FLAT

@@ -60,6 +60,24 @@ def warp_footprint(bx: int, by: int, elem: int = 4) -> dict:
             "useful_bytes": rows * elem + b_bytes, "fmas": 32}
 
 
+def lines_per_warp_step(n: int, bx: int = 16, by: int = 16, elem: int = 4) -> float:
+    """The mean number of cache lines one warp's two loads touch per step k of gemm_fp32_kernel on
+    an n x n x n GEMM, counted with rows as they lie: a row is n * elem bytes, so unless that is a
+    multiple of LINE, a warp's piece of a row of B straddles two lines at some steps. Counts the
+    warps with at least one thread inside C (edge warps load only for their threads inside C);
+    matrices start on a line boundary. Equals warp_footprint(bx, by)["lines"] when n * elem is a
+    multiple of LINE (and n a multiple of the warp's width and height)."""
+    cols = min(bx, 32)
+    rows = 32 // cols
+    row_warps = math.ceil(n / rows)                  # warps down a column strip; their active rows sum to n
+    c0 = np.arange(0, n, cols, dtype=np.int64)       # the first column of each warp's strip
+    c1 = np.minimum(c0 + cols, n)                    # one past its last column inside C
+    k = np.arange(n, dtype=np.int64)[:, None] * n * elem
+    b_lines = (k + (c1 - 1) * elem) // LINE - (k + c0 * elem) // LINE + 1       # [k, strip]
+    total = float(b_lines.sum()) * row_warps + n * len(c0) * n                  # B lines + A lines (one per row)
+    return total / (row_warps * len(c0) * n)
+
+
 def block_intensity(bx: int, by: int, elem: int = 4) -> float:
     """FLOP per byte if each block fetched its by rows of A and bx columns of B exactly once."""
     return 2.0 * bx * by / ((bx + by) * elem)

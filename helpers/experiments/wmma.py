@@ -263,6 +263,29 @@ def edge_corruption_cpu() -> list[dict]:
     return out
 
 
+def edge_store_sources(M: int, N: int, K: int) -> dict:
+    """Where wmma_gemm_naive's stores land when launched unpadded on M, N, K (C flat, ldm = N), and why.
+
+    Every warp with tile_row < M and tile_col < N stores a whole 16 x 16 tile: element (row, col) of
+    the tile lands at row * N + col, also where row >= M or col >= N. Counts distinct addresses:
+    past_end (>= M * N), past_end_rows (those a store from a row >= M, in a column < N, reaches),
+    past_end_wrap_only (the rest: reached only by a column >= N wrapping into the next row),
+    wrapped_inside (addresses inside C that a column >= N reaches); b_rows_past_end: rows of B the
+    last K step reads past B's end (the K tail)."""
+    mp, np_, kp = _ceil(M, 16), _ceil(N, 16), _ceil(K, 16)
+    rows = np.arange(0, M, 16)[:, None] + np.arange(16)[None, :]          # [tile row, r]
+    cols = np.arange(0, N, 16)[:, None] + np.arange(16)[None, :]          # [tile col, c]
+    row = np.broadcast_to(rows.reshape(-1, 1), (rows.size, cols.size)).ravel()
+    col = np.broadcast_to(cols.reshape(1, -1), (rows.size, cols.size)).ravel()
+    addr = row * N + col
+    past = set(addr[addr >= M * N].tolist())
+    from_rows = set(addr[(addr >= M * N) & (row >= M) & (col < N)].tolist())
+    wrapped_in = set(addr[(addr < M * N) & (col >= N)].tolist())
+    return {"m": M, "n": N, "k": K, "mp": mp, "np": np_, "kp": kp, "past_end": len(past),
+            "past_end_rows": len(from_rows), "past_end_wrap_only": len(past - from_rows),
+            "wrapped_inside": len(wrapped_in), "b_rows_past_end": kp - K}
+
+
 # --------------------------------------------------------------------------- experiments
 @experiment("wmma_fragment_maps")
 def wmma_fragment_maps():
