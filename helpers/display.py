@@ -100,6 +100,27 @@ def _block_from(text: str, start: int) -> str:
     return text[start:]
 
 
+def code_only(line: str) -> str:
+    """A line of C++ without its // comment, string and character literals (for counting braces)."""
+    return re.sub(r"'(?:\\.|[^'\\])'", "''", re.sub(r'"(?:\\.|[^"\\])*"', '""', line)).split("//")[0]
+
+
+def block_end(lines: list[str], i: int) -> int:
+    """The index of the line that closes the {...} block lines[i] opens: a '}' line, or the '} else ... {' line of
+    the next branch (a leading '}' of lines[i] itself closes the branch before, not this block). Comments, string
+    and character literals are ignored; the last line if the block never closes."""
+    depth = 0
+    for j in range(i, len(lines)):
+        text = code_only(lines[j])
+        if j == i and text.lstrip().startswith("}"):
+            text = text.lstrip()[1:]
+        for ch in text:
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            if depth == 0 and ch == "}":
+                return j
+    return len(lines) - 1
+
+
 def device_functions(filename: str) -> dict[str, str]:
     """{name: source} of the __device__ functions (and function templates) defined in kernels/<filename>
     and the headers it includes from kernels/, in file order."""

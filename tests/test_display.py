@@ -59,3 +59,15 @@ def test_python_code_drops_only_the_docstring_unless_asked():
     shown = helpers.display.python_code(_documented).data
     assert "def _documented(x):" in shown and "return x + 1  # the body" in shown and "docstring" not in shown
     assert "of two lines." in helpers.display.python_code(_documented, docstring=True).data
+
+
+def test_block_end_finds_the_closing_line():
+    """helpers.display.block_end (lesson 6's switch_lines, lesson 7's promotion_loop): the line that closes the block a
+    line opens, past nested blocks, braces in comments and strings; an else-if line closes the branch before it."""
+    from helpers.display import block_end
+
+    lines = ["if (a) {", "  x = '{';  // }", "  if (b) { y(); }", "} else if (c) {", "  z();", "}", "w();"]
+    assert block_end(lines, 0) == 3                 # the first branch ends at the '} else if' line
+    assert block_end(lines, 3) == 5                 # which opens the next, closed two lines on
+    assert block_end(lines, 2) == 2                 # a block closed on its own line
+    assert block_end(["if (a) {", "  x();"], 0) == 1     # never closed: the last line

@@ -1,6 +1,7 @@
 """Every lesson shows the display objects it builds: a helper that returns a Markdown table or a TryResult
 (helpers.display.table and the helpers built on it) shows nothing unless it is the cell's last expression or is
-passed to display(). Lesson 7 once quoted two tables a print() after them had hidden; this checks all lessons."""
+passed to display(). Lesson 7 once quoted two tables a print() after them had hidden (its nine-round goals and the
+counters beside cuBLASLt); this checks all lessons."""
 from __future__ import annotations
 
 import ast
@@ -53,7 +54,11 @@ def test_the_check_can_fail():
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
 def test_every_display_object_a_lesson_builds_is_shown(path):
+    """No call is left unshown, and every cell that builds a Markdown table (helpers.display.table) has a Markdown
+    output in the committed notebook."""
     cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
     hidden = {i: not_shown("".join(c["source"])) for i, c in enumerate(cells)
               if not "".join(c["source"]).lstrip().startswith(("%", "!"))}
     assert not {i: h for i, h in hidden.items() if h}, path.name
+    for c in (c for c in cells if "display.table(" in "".join(c["source"])):
+        assert any("text/markdown" in o.get("data", {}) for o in c["outputs"]), "".join(c["source"])[:200]

@@ -291,6 +291,12 @@ def test_without_a_gpu_a_timing_size_the_sweep_was_not_recorded_at_is_said(capsy
     assert {(x["m"], x["n"], x["k"]) for x in r.recorded} == {(4096,) * 3}
 
 
+def _row_as_recorded(r, capsys) -> list[str]:
+    """The cells of the '(as recorded)' row that a TryResult's show() prints."""
+    r.show()
+    lines = capsys.readouterr().out.strip().splitlines()
+    return next(x for x in lines if "(as recorded)" in x).split("|")
+
 def test_a_knob_the_launcher_chooses_shows_what_it_chose_as_recorded(capsys, no_cupy):
     """Rungs 25-26's CLUSTER_M, left out, is the launcher's choice per shape (helpers.kernels.quad_choice): at 4096^3
     clusters of 2, whatever the knob's default (4, what it forces when given). The recorded row as built shows what ran
@@ -303,10 +309,7 @@ def test_a_knob_the_launcher_chooses_shows_what_it_chose_as_recorded(capsys, no_
     assert "clusters of 2" in built["resident"] and quad_choice(4096, 4096, 8192, 8192, lambda: (30, 66)) == 2
     assert tryout.KNOBS[25]["CLUSTER_M"].chosen is tryout.KNOBS[26]["CLUSTER_M"].chosen is not None
     assert not tryout.KNOBS[25]["CLUSTER_M"].forces
-    r.show()
-    lines = capsys.readouterr().out.strip().splitlines()
-    row = next(x for x in lines if "(as recorded)" in x).split("|")
-    assert row[2].strip() == "2, chosen per shape", row
+    assert _row_as_recorded(r, capsys)[2].strip() == "2, chosen per shape"
     assert tryout._value_label(built, "CLUSTER_M") == "CLUSTER_M=2, chosen per shape (as recorded)"
     assert tryout._value_label(built, "STAGES") == "STAGES=4 (as recorded)"           # not chosen: its value
     assert tryout._value_label(dict(built, resident=None), "CLUSTER_M") == "CLUSTER_M chosen per shape (as recorded)"
@@ -326,10 +329,7 @@ def test_a_forcing_knobs_recorded_row_as_built_says_left_out(capsys, no_cupy):
     r = helpers.try_kernel(29, CT_M=160)
     built = next(x for x in r.recorded if x.get("knob") is None)
     assert built["settings"]["CT_M"] == 160 and tryout.KNOBS[29]["CT_M"].forces
-    r.show()
-    lines = capsys.readouterr().out.strip().splitlines()
-    row = next(x for x in lines if "(as recorded)" in x).split("|")
-    assert row[2].strip() == "left out", row
+    assert _row_as_recorded(r, capsys)[2].strip() == "left out"
     assert tryout._value_label(built, "CT_M") == "CT_M left out (as recorded)"
     assert tryout._value_label(built, "STAGES") == "STAGES=4 (as recorded)"      # not forcing: its value
     fig = r.figure()

@@ -2,7 +2,6 @@
 scale that per-tensor scaling picks and the small values it loses, the bits wgmma keeps (the smallest
 product kept beside a large one), and the promotion interval N_C as a knob (predict its error on N(0,1)
 inputs, run fp8_promote_<nc>, and have the C checked bit for bit against the kernel's CPU model).
-check_bits_kept (the probe table's count itself) is no longer one of lesson 7's exercises: the lesson prints it.
 
 Each checker computes the expected answer itself (from ml_dtypes through helpers.fp8) and prints one
 verdict line ("Not answered yet", "Correct.", or "Not quite" with a hint); see
@@ -117,19 +116,6 @@ def wgmma_sum(a, b, c: float = 0.0) -> float:
     a = np.asarray(a, dtype=np.float64).reshape(1, -1)
     b = np.asarray(b, dtype=np.float64).reshape(-1, 1)
     return float(tensor_core_mma(a, b, np.array([[c]]), inputs="fp8_e4m3", acc="fp32", model=FP8_WGMMA_MODEL)[0, 0])
-
-
-@checker
-def check_bits_kept(answer, data: dict) -> None:
-    """How many bits, counted from the large term's leading bit (that bit included), does wgmma keep (from the
-    recorded probes)?"""
-    from ..experiments.fp8 import bits_kept
-
-    if _not_the_record("bits wgmma keeps next to a large term", answer, data, "probes"):
-        return
-    check_number("bits wgmma keeps next to a large term", answer, bits_kept(data, "fp8_wgmma"), rel=0,
-                 hint="find the first gap g at which the fp8_wgmma column drops the small term to 0: "
-                      "the terms 2^16 ... 2^(16-g+1) survived, that is g bits.")
 
 
 def smallest_kept(data: dict, large: float = 448.0) -> float:

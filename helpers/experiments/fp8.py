@@ -414,17 +414,6 @@ def sass_counts(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dic
     return {k: len(lines) if pat is None else sum(pat in ln for ln in lines) for k, pat in SASS_KINDS.items()}
 
 
-def _block_end(lines: list[str], i: int) -> int:
-    """The index of the line that closes the {...} block opened at the end of lines[i] (comments ignored)."""
-    depth = 1
-    for j in range(i + 1, len(lines)):
-        for ch in lines[j].split("//")[0]:
-            depth += {"{": 1, "}": -1}.get(ch, 0)
-            if depth == 0:
-                return j
-    raise ValueError(f"no closing brace for {lines[i].strip()!r}")
-
-
 def promotion_loop(kernel: str = "fp8_promote_128") -> str:
     """fp8_promote_128's promotion loop as lesson 7 shows it, read from kernels/fp8_sm90a.cu: every line is a line of
     the file, in the file's order (dedented). The kernel is fp8_gemm<128, 128> (NC = 128, neither OVERLAP, SCALED nor
@@ -434,7 +423,7 @@ def promotion_loop(kernel: str = "fp8_promote_128") -> str:
     the plain `total[i] += d[i]`, stays) and the branch for NC < 128."""
     import re
 
-    from ..display import device_functions, kernel_source
+    from ..display import block_end, device_functions, kernel_source
 
     call = re.search(r"\bfp8_gemm\s*<([^>]*)>\s*\(", kernel_source("fp8_sm90a.cu", kernel))
     if not call or [a.strip() for a in call.group(1).split(",")] != ["128", "128"]:
@@ -457,24 +446,24 @@ def promotion_loop(kernel: str = "fp8_promote_128") -> str:
             if s.startswith("[[maybe_unused]] float a0, a1, bs;"):       # SCALED's scales
                 i += 1
             elif s == "if constexpr (SCALED) {":
-                close = _block_end(lines, i)
+                close = block_end(lines, i)
                 if strip[close] == "} else {":                           # keep the else: the plain promotion
-                    other = _block_end(lines, close)
+                    other = block_end(lines, close)
                     out += [ln[4:] if ln.startswith("    ") else ln for ln in kept(close + 1, other)]
                     i = other + 1
                 else:
                     i = close + 1
             elif s == "if (NC == 0 || EVERY >= KSTEPS) {":               # NC >= 128: this branch, not the else
-                close = _block_end(lines, i)
+                close = block_end(lines, i)
                 out += [lines[i], *kept(i + 1, close), lines[close].replace("} else {", "}")]
-                i = _block_end(lines, close) + 1
+                i = block_end(lines, close) + 1
             else:
                 out.append(lines[i])
                 i += 1
         return out
 
     pad = len(lines[start]) - len(lines[start].lstrip())
-    shown = [ln[pad:] if ln.startswith(" " * pad) else ln for ln in kept(start, _block_end(lines, start) + 1)]
+    shown = [ln[pad:] if ln.startswith(" " * pad) else ln for ln in kept(start, block_end(lines, start) + 1)]
     return "\n".join(consts + decls + shown)
 
 

@@ -860,12 +860,12 @@ def wave_facts(shape, sms: int = 132) -> dict:
     """Rungs 9-16's 128 x 256 tiles at `shape` (M, N, ...) on `sms` CTAs: {"tiles", "waves", "last" (tiles in the
     last wave), "busy" (the share of the CTA slots of all waves that hold a tile), "sms"}."""
     from ..analysis import kernel_defines
+    from ..exercises.hopper import waves
 
     d = kernel_defines("hopper_sm90a.cu")
-    tiles = -(-shape[0] // d["HBM"]) * -(-shape[1] // d["HBN"])
-    waves = -(-tiles // sms)
-    return {"tiles": tiles, "waves": waves, "last": tiles - (waves - 1) * sms, "busy": tiles / (waves * sms),
-            "sms": sms}
+    w, busy = waves(shape[0], shape[1], sms, d["HBM"], d["HBN"])
+    tiles = round(busy * w * sms)
+    return {"tiles": tiles, "waves": w, "last": tiles - (w - 1) * sms, "busy": busy, "sms": sms}
 
 
 def kernel_alone_gain(ladder: list[dict], n: int) -> float:
@@ -971,13 +971,8 @@ def knob_sweep(rows: list[dict], rung: int, knob: str):
                  {"ratio": ".2f", "low": ".2f", "high": ".2f"})
 
 
-# the template switches of a device function, and the lines each selects
+# the template switches of a device function, and the lines each selects (block_end, code_only: helpers.display)
 _BRANCH = re.compile(r"^\s*(?P<close>\}\s*else\s*)?(?:if\s*(?:constexpr\s*)?\((?P<cond>.*)\))?\s*\{\s*(?://.*)?$")
-
-
-def _code_only(line: str) -> str:
-    """A line of C++ without its // comment and string literals (for counting braces)."""
-    return re.sub(r'"(?:\\.|[^"\\])*"', '""', line).split("//")[0]
 
 
 def _branch(line: str):
@@ -987,20 +982,6 @@ def _branch(line: str):
     if not m or (m["cond"] is None and not m["close"]):
         return None
     return m["cond"], bool(m["close"])
-
-
-def _block_end(lines: list[str], i: int) -> int:
-    """The line that closes the block line i opens (a '}' line, or the '} else ... {' of the next branch)."""
-    depth = 0
-    for j in range(i, len(lines)):
-        text = _code_only(lines[j])
-        if j == i and text.lstrip().startswith("}"):
-            text = text.lstrip()[1:]
-        for ch in text:
-            depth += {"{": 1, "}": -1}.get(ch, 0)
-            if depth == 0 and ch == "}":
-                return j
-    return len(lines) - 1
 
 
 _OPS = {"Lt": "__lt__", "LtE": "__le__", "Gt": "__gt__", "GtE": "__ge__", "Eq": "__eq__", "NotEq": "__ne__",
@@ -1076,7 +1057,7 @@ def switch_lines(switch: str, fn: str = "ws_gemm", blocks_only: bool = False, ru
     what is left is what the rung runs. '...' marks the lines left out between the pieces."""
     from IPython.display import Markdown
 
-    from ..display import device_functions
+    from ..display import block_end, code_only, device_functions
 
     lines = device_functions("hopper_sm90a.cu")[fn].splitlines()
     settings = template_settings(rung, fn) if rung is not None else {}
@@ -1090,15 +1071,15 @@ def switch_lines(switch: str, fn: str = "ws_gemm", blocks_only: bool = False, ru
             b = _branch(lines[i])
             if b is None or b[1]:                      # not the first line of an if-chain
                 shown[i] = lines[i]
-                opens = _code_only(lines[i]).count("{") - _code_only(lines[i]).count("}")
+                opens = code_only(lines[i]).count("{") - code_only(lines[i]).count("}")
                 if names.search(lines[i]) and (opens > 0 or not blocks_only):
-                    picked.append((i, _block_end(lines, i) if opens > 0 else i))
+                    picked.append((i, block_end(lines, i) if opens > 0 else i))
                 i += 1
                 continue
-            heads, j = [i], _block_end(lines, i)       # the chain's branches (first lines), then its last line
+            heads, j = [i], block_end(lines, i)       # the chain's branches (first lines), then its last line
             while _branch(lines[j]) is not None and _branch(lines[j])[1]:
                 heads.append(j)
-                j = _block_end(lines, j)
+                j = block_end(lines, j)
             conds = [_branch(lines[h])[0] for h in heads]
             first = next((k for k, c in enumerate(conds) if c is not None and names.search(c)), None)
             taken = False
