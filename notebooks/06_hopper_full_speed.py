@@ -1447,8 +1447,8 @@ print(f"tile slots holding output at 5000^3: rung 25 {slots25:.0%} (128 x 256 ti
 #
 # "Filling the waves with the tile" found 128 x 152 tiles for $5000^3$: in clusters of 2 they make 10
 # whole waves of 66 clusters, where rung 25 makes 7 waves of 30 clusters of 4, the last two thirds full.
-# The width, chosen per problem, was first built as two rungs of its own (numbered 27-28 at commit dabad09,
-# numbers since given to the 256-row tile of the next slide; here it is *the TILE_N probe*), and is now
+# The width, chosen per problem, was first built as two rungs of its own (*the TILE_N probe* here: their
+# numbers, 27-28, now belong to the 256-row tile of the next slide), and is now
 # the knob `TILE_N` of rungs 25-26: a multiple of 8 from 128 to 256 (wgmma names its width in the
 # instruction: one wrapper per width in `kernels/wgmma_widths.cuh`).
 # **Predicted: x1.09 over rung 25 at $5000^3$**: waves x width 1520

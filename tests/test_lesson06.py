@@ -1801,8 +1801,8 @@ def test_the_tile_n_probe_and_the_256_row_rungs_27_28_are_told_apart():
     """'Rungs 27-28' names today's 256-row tile only; the earlier per-shape width (rungs 27-28 at commit dabad09) is
     'the TILE_N probe' in the prose and in its cell's output."""
     src = _lesson_prose()
-    assert ("The width, chosen per problem, was first built as two rungs of its own (numbered 27-28 at commit dabad09, "
-            "numbers since given to the 256-row tile of the next slide; here it is *the TILE_N probe*)") in src
+    assert ("The width, chosen per problem, was first built as two rungs of its own (*the TILE_N probe* here: their "
+            "numbers, 27-28, now belong to the 256-row tile of the next slide)") in src
     assert "The width became rungs 27-28" not in src and "The TILE_N probe's first run" in src
     assert "Rungs 27-28 (today's, not the TILE_N probe;" in src
     raw = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
