@@ -352,6 +352,18 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
     auto desc_b = [&](const unsigned char* b, int s, int ks) {
         return DESC ? desc_plus(db0, (u32)(s * STAGE + ks * 32) >> 4) : desc_kmajor(b + ks * 32);
     };
+    // a consumer's K-tile: wait for stage s to fill, then its KSTEPS k-steps into d as one group (committed, not
+    // waited for); `fresh`: the first k-step starts d from zero, the rest add to it
+    auto issue_stage = [&](float (&d)[NREG], int s, u32 phase, int cw, bool fresh) {
+        mbar_wait(&full[s], phase);
+        const unsigned char* a = smem + s * STAGE + cw * 64 * F8_BK;
+        const unsigned char* b = smem + s * STAGE + F8_A_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < KSTEPS; ++ks)
+            wgmma_e4m3(d, desc_a(a, s, ks), desc_b(b, s, ks), !fresh || ks > 0);
+        wgmma_commit();
+    };
     const int tiles_m = (M + F8_BM - 1) / F8_BM, tiles_n = (N + BN - 1) / BN, ktiles = (K + F8_BK - 1) / F8_BK;
     const int units = tiles_m * tiles_n;
     auto tile_of = [&](int t, int& tm, int& tn) {              // grouped order (lesson 6, rung 11)
@@ -444,16 +456,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
         u32 phase = 0;
         float d0[NREG], d1[NREG], total[NREG];
         auto release = [&](int stage) { if (lane == 0) mbar_arrive(&empty[stage]); };
-        auto issue = [&](float (&d)[NREG]) {                   // the next K-tile into `d`, from zero
-            mbar_wait(&full[s], phase);
-            const unsigned char* a = smem + s * STAGE + cw * 64 * F8_BK;
-            const unsigned char* b = smem + s * STAGE + F8_A_BYTES;
-            wgmma_fence();
-#pragma unroll
-            for (int ks = 0; ks < KSTEPS; ++ks)
-                wgmma_e4m3(d, desc_a(a, s, ks), desc_b(b, s, ks), ks != 0);
-            wgmma_commit();
-        };
+        auto issue = [&](float (&d)[NREG]) { issue_stage(d, s, phase, cw, true); };   // the next K-tile, from zero
         auto add = [&](float (&p)[NREG]) {                     // the K-tile before: its stage released, its sum added
             release(prev);
 #pragma unroll
@@ -582,14 +585,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                 // F8_PERIOD=2: fp8_promote_128's stage (wait for the group, let the stage go), the add only at a
                 // period's last stage (and at the last K-tile)
                 for (int kt = 0; kt < ktiles; ++kt) {
-                    mbar_wait(&full[s], phase);
-                    const unsigned char* a = smem + s * STAGE + cw * 64 * F8_BK;
-                    const unsigned char* b = smem + s * STAGE + F8_A_BYTES;
-                    wgmma_fence();
-#pragma unroll
-                    for (int ks = 0; ks < KSTEPS; ++ks)
-                        wgmma_e4m3(d, desc_a(a, s, ks), desc_b(b, s, ks), kt % PSTAGES != 0 || ks > 0);
-                    wgmma_commit();
+                    issue_stage(d, s, phase, cw, kt % PSTAGES == 0);   // stage s into d, from zero at a period's start
                     wgmma_wait<0>();
                     release(s);
                     if ((kt + 1) % PSTAGES == 0 || kt == ktiles - 1) {
