@@ -166,7 +166,7 @@ def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = Non
 
 
 def round_ratio(mine_ms, theirs_ms) -> dict:
-    """The course's rule for "faster than" (lessons 6 and 7): the two were timed in the same alternating rounds
+    """The course's rule for "faster than" (lessons 6 and 7; a prediction of the ratio is judged by ``verdict``): the two were timed in the same alternating rounds
     (`alternating`); each round gives theirs / mine (above 1: mine was faster), and the verdict is the median of those
     ratios, not of either's times alone. Returns {"ratio": median, "low", "high", "won": rounds mine was faster,
     "rounds"}. The clocks are reported beside it, not corrected for: under a power limit a kernel's own power draw
@@ -178,6 +178,23 @@ def round_ratio(mine_ms, theirs_ms) -> dict:
         raise ValueError("round_ratio needs the same number (at least one) of rounds for both")
     return {"ratio": statistics.median(per), "low": min(per), "high": max(per), "won": sum(p > 1 for p in per),
             "rounds": len(per)}
+
+
+def verdict(predicted: float, low: float, high: float, above: str = "better", below: str = "worse",
+            change: str = "gain") -> str:
+    """The course's one rule for a prediction (lessons 5, 6 and 7): a predicted ratio is judged against the spread of
+    the measured one, [low, high]: the gains that the p10 and p90 timings of both allow (lessons 5 and 6), or the
+    lowest and highest round of alternating rounds (round_ratio; lesson 7). Inside it: "as predicted", or, for a
+    predicted change whose spread also holds no change (1.00), "unresolved: the spread holds no {change} too" (the
+    timing cannot tell the two apart). Outside it: "missed: {above} than predicted" when the whole spread lies above
+    the prediction, "missed: {below} than predicted" when below (a speed ratio: better / worse, a gain; a ratio of
+    costs names its own words). A prediction of no change (1.00) inside the spread is "as predicted"."""
+    eps = 1e-9
+    if low * (1 - eps) <= predicted <= high * (1 + eps):
+        if predicted != 1.0 and low * (1 - eps) <= 1.0 <= high * (1 + eps):
+            return f"unresolved: the spread holds no {change} too"
+        return "as predicted"
+    return f"missed: {above if low > predicted else below} than predicted"
 
 
 def alternating(timed: dict, flops: float, rounds: int = 3) -> dict:

@@ -127,8 +127,8 @@ for n in L.TIMED_SIZES:
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **The ladder, and the predictions made before measuring.**
 # Each rung keeps rung 7's arithmetic (FP16 in, FP32 accumulators, K walked in order 16 at a time)
-# and changes one thing. A gain counts as **as predicted** only when the prediction lies inside the
-# spread of the timings (p10 to p90 of both rungs); outside it, the prediction **missed**.
+# and changes one thing. A gain is **as predicted** when the prediction lies inside the timings'
+# spread (p10-p90 of both rungs), **missed** outside it, **unresolved** when the spread also holds x1.00.
 
 # %% slideshow={"slide_type": "-"}
 rows = [dict(rung=r.rung, kernel=r.name, idea=r.idea, gain=f"x{r.predicted_gain:g}") for r in HOPPER_RUNGS.values()]

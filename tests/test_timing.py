@@ -60,3 +60,24 @@ def test_round_ratio_is_the_median_of_the_rounds_ratios():
     for bad in (([], []), ([1.0], [1.0, 2.0])):
         with pytest.raises(ValueError):
             round_ratio(*bad)
+
+
+def test_one_rule_for_every_prediction():
+    """helpers.timing.verdict is the course's one rule (lessons 5, 6 and 7 read it): inside the spread as predicted,
+    outside missed in the direction the spread lies, unresolved when a predicted change's spread also holds 1.00; a
+    prediction of no change inside the spread is as predicted (the old copy in lesson 6 called it unresolved); a ratio
+    of costs names its own words."""
+    from pathlib import Path
+
+    from helpers.experiments import hopper, ladder
+    from helpers.timing import verdict
+
+    assert hopper.verdict is verdict and "from ..timing import verdict" in Path(ladder.__file__).read_text()
+    assert verdict(1.00, 0.99, 1.01) == "as predicted"
+    assert verdict(1.00, 1.004, 1.046) == "missed: better than predicted"
+    assert verdict(1.00, 0.95, 0.999, above="more", below="less") == "missed: less than predicted"
+    assert verdict(1.05, 0.99, 1.06, change="change") == "unresolved: the spread holds no change too"
+    assert verdict(1.05, 0.99, 1.06) == "unresolved: the spread holds no gain too"
+    assert verdict(0.97, 0.898, 0.972, "more", "less") == "as predicted"
+    assert verdict(1.23, 1.1557, 1.2152, "more", "less") == "missed: less than predicted"
+    assert verdict(1.08, 1.048, 1.052) == "missed: worse than predicted"

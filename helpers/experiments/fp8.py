@@ -1176,7 +1176,8 @@ def energy_rows(rows: list[dict], base: str) -> list[dict]:
     lowest and highest), the window's mean power (W) and SM clock (MHz; medians), the work per cycle (`per_ghz`,
     TFLOP/s per GHz of SM clock), TFLOP per joule, and `vs_base`: the median of the round-by-round ratios of its
     joules to `base`'s (the same round; helpers.timing.round_ratio, above 1: it took more energy per GEMM), with
-    `more`: in how many rounds it took more. `passed`: the probe's check of a course kernel (None for cuBLASLt's)."""
+    `more`: in how many rounds it took more, and `low`, `high`: the lowest and highest round's ratio (the spread
+    helpers.timing.verdict judges a prediction by). `passed`: the probe's check of a course kernel (None for cuBLASLt's)."""
     import statistics
 
     from ..timing import round_ratio
@@ -1195,8 +1196,8 @@ def energy_rows(rows: list[dict], base: str) -> list[dict]:
         out.append({"n": n, "kernel": k, "tflops": med(r["tflops"] for r in rs), "joules": med(j), "j_low": min(j),
                     "j_high": max(j), "power_w": med(r["power_w"] for r in rs), "sm_mhz": med(r["sm_mhz"] for r in rs),
                     "per_ghz": med(r["tflops"] / (r["sm_mhz"] / 1e3) for r in rs),
-                    "tflop_per_j": med(r["tflop_per_j"] for r in rs), "vs_base": rr["ratio"],
-                    "more": f"{rr['won']} of {rr['rounds']}", "passed": checks.get((n, k))})
+                    "tflop_per_j": med(r["tflop_per_j"] for r in rs), "vs_base": rr["ratio"], "low": rr["low"],
+                    "high": rr["high"], "more": f"{rr['won']} of {rr['rounds']}", "passed": checks.get((n, k))})
     return out
 
 
@@ -1420,7 +1421,7 @@ WAIT_PREDICTED = {4096: 1.00, 8192: 1.01}
 # speed, 1 over 0 (median round-by-round ratio): the energy run's hint (lesson 7, "Counted beside cuBLASLt") puts about
 # 0.2% of energy on each 1% of instructions, and at the power limit speed follows energy.
 PAIR_PREDICTED = {"instructions_8192": 0.935, 4096: 1.00, 8192: 1.01}
-# Its first run (session 29, results/logs/fp8-pair-probe) counted x0.933 the instructions, as predicted, and timed no
+# Its first run (session 29, results/logs/fp8-pair-probe) counted x0.933 the instructions (0.002 short), and timed no
 # gain (x0.999 at 4096^3; x0.970 at 8192^3 with the rounds spread from 0.94 to 1.04). The energy probe asks the
 # hint itself (tools/probes/fp8_energy.py --kernels fp8_promote_2acc_lean,fp8_promote_2acc_lean:-DF8_PAIR=1, back to
 # back at the power cap): predicted before it ran, the F8_PAIR=1 build's joules per GEMM over the recorded build's, 0.2%
@@ -1456,25 +1457,30 @@ def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h2
     (`mhz`, medians of the rounds) and the switched build's power (`power_w`, NVML, median round), its joules per GEMM
     over the recorded build's (`joules`, the energy run only: energy_rows' `vs_base`, above 1 more energy; '' in the
     probe's rows) with the rounds it took more (`more`), the predictions written before the runs (`predicted`: "cold",
-    "cap" and "joules", each by size or None; '-' where none was written), and whether every check of the switched
-    build passed (bit for bit against the model). The probe's run has cold L2 before every launch (fp8_stages.py
+    "cap" and "joules", each by size or None; '-' where none was written), each prediction judged by the course's
+    rule on the rounds' spread (`verdict`, helpers.timing.verdict: "speed: ..." and "joules: ...", '-' where nothing
+    was predicted), and whether every check of the switched build passed (bit for bit against the model). The probe's run has cold L2 before every launch (fp8_stages.py
     --pair, --extra-l2); the energy run launches back to back on the same inputs for two seconds at a time, at the
     power cap (fp8_energy.py)."""
     import statistics
 
     from ..results import load_log
-    from ..timing import round_ratio
+    from ..timing import round_ratio, verdict
 
     med = statistics.median
     k, sw = tried["kernel"], tried["switch"]
     label = f"{k}:-D{sw}"                                      # the energy run's name for the switched build
     said = lambda what, n: (predicted.get(what) or {}).get(n, "-")                        # noqa: E731
 
-    def row(run, n, ms, lt_ms, base_ms, mhz, power_w, passed, **energy):
+    def row(run, n, ms, lt_ms, base_ms, mhz, power_w, passed, spread=None, **energy):
         v = round_ratio(ms, base_ms)
+        judged = [f"speed: {verdict(energy['predicted_speed'], v['low'], v['high'])}"] \
+            if energy["predicted_speed"] != "-" else []
+        if energy["predicted_joules"] != "-":
+            judged.append(f"joules: {verdict(energy['predicted_joules'], *spread, above='more', below='fewer', change='change')}")
         return {"run": run, "n": n, "speed": v["ratio"], "faster": f"{v['won']} of {v['rounds']}",
                 "vs_default": round_ratio(ms, lt_ms)["ratio"], "mhz": mhz, "power_w": power_w, "passed": passed,
-                **energy}
+                "verdict": "; ".join(judged) or "-", **energy}
 
     probe = probe_log(tried["log"], gpu_slug, directory)["stages"]["rows"]
     build = lambda r: 1 if f"-D{sw}" in r.get("options", ()) else 0                       # noqa: E731
@@ -1506,8 +1512,8 @@ def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h2
         a, b = per[n, k], per[n, label]
         out.append(row("back to back at the power cap (fp8_energy.py)", n, ms[n, label], ms[n, "cublaslt_fp8"],
                        ms[n, k], f"{a['sm_mhz']:.0f} / {b['sm_mhz']:.0f}", b["power_w"],
-                       ok.get(1, False) and bool(b["passed"]), joules=b["vs_base"], more=b["more"],
-                       predicted_speed=said("cap", n), predicted_joules=said("joules", n)))
+                       ok.get(1, False) and bool(b["passed"]), (b["low"], b["high"]), joules=b["vs_base"],
+                       more=b["more"], predicted_speed=said("cap", n), predicted_joules=said("joules", n)))
     return out
 
 
@@ -1670,10 +1676,12 @@ def ncu_pair_rows(name: str = NCU_LT["log"], pairs: dict | None = None, gpu_slug
 
 
 def ncu_pair_verdicts(rows: list[dict], predicted: dict | None = None) -> dict:
-    """NCU_LT's predictions judged on ncu_pair_rows: {kernel: {count: 'held' or 'missed'}}; 'more' holds when the
-    course kernel's count over its yardstick's is above 1."""
+    """NCU_LT's predictions judged on ncu_pair_rows: {kernel: {count: 'as predicted' or 'missed'}}. A predicted
+    direction is judged by the direction (helpers.timing.verdict's rule has no spread to use for a count): 'more' is
+    as predicted when the course kernel's count over its yardstick's is above 1."""
     predicted = NCU_LT["predicted"] if predicted is None else predicted
     key = {"instructions": "x_inst", "l2_read_sectors": "x_l2"}
     by = {r["kernel"]: r for r in rows}
-    return {k: {what: "held" if (by[k][key[what]] > 1) == (way == "more") else "missed" for what, way in p.items()}
+    return {k: {what: "as predicted" if (by[k][key[what]] > 1) == (way == "more") else "missed"
+                for what, way in p.items()}
             for k, p in predicted.items()}

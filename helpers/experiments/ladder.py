@@ -234,13 +234,13 @@ def gains(rows: list[dict], n: int) -> list[dict]:
     """Predicted and measured gain of every rung over the one before it (or over the rung its row names as
     ``base``, the rung its gain was predicted over; ``over`` says which), at size n, with the SM clock
     recorded while each was timed (``clock``, helpers.clocks.clock_text), judged against the measured
-    spread (helpers.experiments.hopper.verdict, lesson 6's rule): ``low`` / ``high`` are the gains the
+    spread (helpers.timing.verdict, the course's rule): ``low`` / ``high`` are the gains the
     p10 and p90 timings of both rungs allow (the slowest p90 over the fastest p10 and back; the median's
     gain when a row has no p10/p90), ``verdict`` says "as predicted" when the prediction lies inside
     [low, high], "missed: better / worse than predicted" outside, and ``direction`` ("better", "worse"
     or None) is the key of MISS_NOTES."""
     from ..clocks import clock_text
-    from .hopper import verdict
+    from ..timing import verdict
 
     rs = [r for r in timed_rows(rows, n) if r["rung"] >= 1]
     by_rung = {r["rung"]: r for r in rs}
