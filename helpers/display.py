@@ -10,12 +10,15 @@ import re
 from .compile import KERNEL_DIR
 
 
-def kernel_source(filename: str, name: str | None = None, with_header: bool = False) -> str:
+def kernel_source(filename: str, name: str | None = None, with_header: bool = False, as_built: bool = False) -> str:
     """The text of kernels/<filename>, or of one kernel in it (from `extern "C"` to its closing brace).
 
-    with_header=True keeps the file's leading comment block as well.
+    with_header=True keeps the file's leading comment block as well; as_built=True leaves out the code the file's
+    probe switches add (without_switched_code), as the kernels are recorded.
     """
     text = (KERNEL_DIR / filename).read_text()
+    if as_built:
+        text = without_switched_code(text, probe_switches_off(text))
     if name is None:
         return text
     # a definition, not a declaration: the name's parameter list is followed by the body, not by ';'
@@ -121,14 +124,50 @@ def block_end(lines: list[str], i: int) -> int:
     return len(lines) - 1
 
 
-def device_functions(filename: str) -> dict[str, str]:
+def probe_switches_off(text: str) -> set[str]:
+    """The probe switches of a kernel file's text: macros it defines as 0 unless told otherwise (`#ifndef X` /
+    `#define X 0`) that no knob of helpers.tryout sets. A rung as recorded is built with each of them 0."""
+    from .tryout import KNOBS
+
+    knobs = {k.define for rung in KNOBS.values() for k in rung.values()}
+    return {x for x in re.findall(r"^#ifndef (\w+)\s*\n#define \1 0\b", text, re.M) if x not in knobs}
+
+
+def without_switched_code(text: str, off: set[str]) -> str:
+    """`text` without the lines a probe switch in `off` adds: each `#if X` or `#if X == 1` block (to its `#endif`, nested
+    #if ... #endif inside it included) for X in `off`. Blocks with an #else or #elif are kept whole."""
+    lines, out, i = text.splitlines(keepends=True), [], 0
+    head = re.compile(r"#if\s+(\w+)(?:\s*==\s*1)?\s*$")
+    while i < len(lines):
+        m = head.match(lines[i].strip())
+        if m and m.group(1) in off:
+            depth, j, branch = 0, i, False
+            for j in range(i, len(lines)):
+                t = lines[j].strip()
+                depth += t.startswith("#if")
+                branch |= depth == 1 and t.startswith(("#else", "#elif"))
+                depth -= t.startswith("#endif")
+                if depth == 0:
+                    break
+            if not branch:
+                i = j + 1
+                continue
+        out.append(lines[i])
+        i += 1
+    return "".join(out)
+
+
+def device_functions(filename: str, as_built: bool = False) -> dict[str, str]:
     """{name: source} of the __device__ functions (and function templates) defined in kernels/<filename>
-    and the headers it includes from kernels/, in file order."""
+    and the headers it includes from kernels/, in file order. as_built: as the rungs are recorded, without the
+    code the file's probe switches add (probe_switches_off, without_switched_code)."""
     text = (KERNEL_DIR / filename).read_text()
+    if as_built:
+        text = without_switched_code(text, probe_switches_off(text))
     out: dict[str, str] = {}
     for inc in re.findall(r'#include\s+"([^"]+)"', text):
         if (KERNEL_DIR / inc).is_file():
-            out.update(device_functions(inc))
+            out.update(device_functions(inc, as_built))
     for m in _DEVICE_FN.finditer(text):
         body = _block_from(text, m.start())
         if ";" in body[:body.find("{")] if "{" in body else True:      # a declaration, not a definition
@@ -152,12 +191,13 @@ def called_functions(code: str, functions: dict[str, str]) -> list[str]:
 
 def rung_code(key) -> str:
     """A rung's whole code path: its extern "C" kernel, then every device function it calls (from its
-    file and the course headers), so that two rungs can be compared line by line."""
+    file and the course headers) as the rung is built (device_functions(as_built=True): without the code of probe
+    switches), so that two rungs can be compared line by line."""
     from .kernels import lookup
 
     spec = lookup(key)
     kernel = kernel_source(spec.file, spec.name)
-    fns = device_functions(spec.file)
+    fns = device_functions(spec.file, as_built=True)
     return "\n\n".join([kernel] + [fns[n] for n in called_functions(kernel, fns)])
 
 
@@ -175,7 +215,7 @@ def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool 
     if spec.rung is None:
         raise KeyError(f"{spec.name} is not a rung of a ladder")
     before = lookup(prev) if prev is not None else ALL_RUNGS.get(spec.base if spec.base is not None else spec.rung - 1)
-    fns = device_functions(spec.file)
+    fns = device_functions(spec.file, as_built=True)
     new = rung_code(spec)
     head = f"**Rung {spec.rung}** (`{spec.name}`, `kernels/{spec.file}`): {spec.idea}"
     if before is None:

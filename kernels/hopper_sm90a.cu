@@ -80,6 +80,18 @@
 #ifndef DESC_ADD
 #define DESC_ADD 0
 #endif
+// TILE_ORDER, a probe switch of the tile scheduler (issue 25, session 31; 0 as every rung is recorded): 1 walks the
+// units along a Hilbert curve (hilbert_unit) where the grid of units is square with a power-of-two side (128 x 256
+// tiles in clusters of 2: 16 x 16 units at 4096^3, 32 x 32 at 8192^3), the grouped order elsewhere. The units in
+// flight then form a near-square patch of the grid, as in GROUP_M=16's order (lesson 6, Appendix G), which read as
+// little from DRAM as cuBLAS and was no faster. Predicted before any GPU ran it: x1.00 at 4096^3 and x1.005 at
+// 8192^3 over the same rung as recorded (rungs 29 and 30; tools/probes/wait_hint.py --hilbert).
+#ifndef TILE_ORDER
+#define TILE_ORDER 0
+#endif
+#if TILE_ORDER != 0 && TILE_ORDER != 1
+#error "TILE_ORDER is 0 (the grouped order, as recorded) or 1 (Hilbert order where the unit grid allows it)"
+#endif
 // WG_UNIFORM, a probe switch of ws_gemm (issue 25; 0 as every rung is recorded): 1 broadcasts the warpgroup index
 // from lane 0 (__shfl_sync), so the compiler knows it is the same in every lane and keeps the wgmma descriptors in
 // uniform registers, as lesson 7's fp8 kernels do (x1.02 there). Predicted before any run (session 21): x1.01 over
@@ -444,6 +456,39 @@ extern "C" __global__ void hopper_b_rowmajor(const __grid_constant__ TensorMap t
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
 enum { ORDER_PLAIN = 0, ORDER_GROUPED = 1 };
 
+#if TILE_ORDER == 1
+// Point d of the Hilbert curve that fills an n x n grid (n a power of two), as (x, y): built from the smallest
+// square up, two bits of d per level. At each level the curve visits the four quadrants of a 2s x 2s square in the
+// order (0,0), (0,1), (1,1), (1,0) of (x / s, y / s); in the first it is turned over the diagonal, in the last
+// over the other diagonal, so that each quadrant's path ends next to where the next one's starts.
+__device__ __forceinline__ void hilbert_unit(int n, int d, int& x, int& y)
+{
+    x = y = 0;
+    for (int s = 1; s < n; s *= 2, d /= 4) {
+        const int qx = (d / 2) & 1, qy = (d ^ qx) & 1;          // the quadrant of the 2s x 2s square
+        if (qy == 0) {                                          // quadrants (0,0) and (1,0): turned over
+            if (qx == 1) { x = s - 1 - x; y = s - 1 - y; }
+            const int keep = x; x = y; y = keep;
+        }
+        x += s * qx;
+        y += s * qy;
+    }
+}
+
+// TILE_ORDER=1's scheduler: unit t -> tile (tm, tn) along the Hilbert curve, where the rung walks the grouped order
+// (`grouped`) and the grid of units is square with a power-of-two side; false (nothing set) elsewhere, for tile_of.
+__device__ __forceinline__ bool hilbert_tile(bool grouped, int cluster, int t, int units_m, int tiles_n, u32 rank,
+                                             int& tm, int& tn)
+{
+    if (!grouped || units_m != tiles_n || (units_m & (units_m - 1)) != 0) return false;
+    int um, un;
+    hilbert_unit(units_m, t, un, um);                           // x: the unit column, y: the unit row
+    tm = um * cluster + (int)rank;
+    tn = un;
+    return true;
+}
+#endif
+
 // The tile scheduler: work unit t -> tile (tm, tn). A unit is a CLUSTER x 1 column of tiles
 // (rungs 12-13: the two CTAs of a cluster take tiles tm = 2 um and 2 um + 1, which share B).
 // Plain order walks the units row by row; grouped order walks GROUP_M tile rows column by
@@ -452,6 +497,9 @@ template <int ORDER, int CLUSTER>
 __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 rank, int& tm, int& tn)
 {
     int um, un;
+#if TILE_ORDER == 1
+    if (hilbert_tile(ORDER == ORDER_GROUPED, CLUSTER, t, units_m, tiles_n, rank, tm, tn)) return;   // a probe switch
+#endif
     if (ORDER == ORDER_PLAIN) {
         um = t / tiles_n;
         un = t % tiles_n;

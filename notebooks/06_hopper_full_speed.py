@@ -782,7 +782,7 @@ ex.check_ring_edit(prediction, edit)
 # %% slideshow={"slide_type": "-"}
 from helpers.display import kernel_source, show_kernel
 
-src = kernel_source("hopper_sm90a.cu")
+src = kernel_source("hopper_sm90a.cu", as_built=True)     # as the rungs are built: without probe switches' code
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 8: the wgmma descriptors and the kernel

@@ -1903,3 +1903,35 @@ def test_gain_tables_at_128_rows_show_cublass_clock_and_rung_18_its_three_decima
                  "H.gain_table(hop, k, (128, 8192, 8192), predicted=at_128, clocks=True)",
                  "H.gain_table(hop, k, (128, 8192, 8192), clocks=True)"):
         assert call in raw, call
+
+
+def test_hilbert_rows_read_the_probe_as_order_rows_read_theirs(tmp_path):
+    """hilbert_rows (TILE_ORDER=1, issue 25, before its first run) reads a tools/probes/wait_hint.py --hilbert log
+    as order_rows reads --order's: the GROUP_M log with its key and values renamed gives the same ratios, judged by
+    the course's rule against HILBERT_PREDICTED; the probe's set builds rungs 29 and 30 at both sizes with
+    -DTILE_ORDER=1; a missing log names the command that makes it."""
+    import json
+
+    from tools.probes import wait_hint
+
+    logs = Path(helpers.results.RESULTS_DIR) / "logs"
+    rows = json.loads((logs / "order-nvidia-h200.json").read_text())
+    for r in rows:
+        if "group_m" in r:
+            r["tile_order"] = {8: 0, 16: 1, None: None}[r.pop("group_m")]
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "hilbert-order-nvidia-h200.json").write_text(json.dumps(rows))
+    got, old = H.hilbert_rows(directory=tmp_path), H.order_rows()
+    assert len(got) == len(old) == 4
+    for a, b in zip(got, old):
+        assert (a["shape"], a["rung"], a["x"], a["vs_base"], a["vs_new"], a["checked"]) == \
+            (b["shape"], b["rung"], b["x16"], b["vs8"], b["vs16"], b["checked"])
+        assert a["predicted"] == H.HILBERT_PREDICTED[int(a["shape"][:4])]
+        assert a["verdict"] == helpers.timing.verdict(a["predicted"], a["low"], a["high"])
+    key, values, plan = wait_hint.SETS["hilbert"]
+    assert key == "tile_order" and values == [(0, (), None), (1, ("-DTILE_ORDER=1",), None)]
+    assert plan == [((4096,) * 3, (29, 30)), ((8192,) * 3, (29, 30))] and wait_hint.SET_ROUNDS["hilbert"] == 7
+    assert "Predicted before any GPU ran it: x1.00 at 4096^3 and x1.005 at\n// 8192^3" in \
+        (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
+    with pytest.raises(helpers.errors.ResultsError, match="--hilbert"):
+        H.hilbert_rows(directory=tmp_path / "none")

@@ -1048,7 +1048,7 @@ def switch_lines(switch: str, fn: str = "ws_gemm", blocks_only: bool = False, ru
 
     from ..display import block_end, code_only, device_functions
 
-    lines = device_functions("hopper_sm90a.cu")[fn].splitlines()
+    lines = device_functions("hopper_sm90a.cu", as_built=True)[fn].splitlines()
     settings = template_settings(rung, fn) if rung is not None else {}
     names = re.compile(rf"\b{switch}\b")
     shown: dict[float, str] = {}                      # line number -> its text (k + 0.5: what stands for a branch)
@@ -1306,30 +1306,58 @@ def switch_rows(key: str, default, gpu_slug: str = "nvidia-h200", directory=None
 ORDER_PREDICTED = {4096: 1.005, 8192: 1.01}    # tools/probes/wait_hint.py --order's docstring, written before its run
 
 
-def order_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """tools/probes/wait_hint.py --order (results/logs/order-<gpu>.json): per shape and rung, GROUP_M 16 over 8 round
-    by round (`x16`: the median of rung-with-8's time over rung-with-16's, the same round; `won`: rounds 16 was faster),
-    each build's median round-by-round ratio to cuBLAS writing the same C (`vs8`, `vs16`), the prediction, whether
-    both builds passed their checks (bit-identical to the model), and the SM clocks of the 16 build's rounds."""
-    from ..results import load_log
+def _switch_rows(log: list[dict], key: str, base, new, predicted: dict) -> list[dict]:
+    """A tools/probes/wait_hint.py log of one switch (rows keyed `key`) per shape and rung: the `new` build over the
+    `base` build round by round (`x`: the median of base's time over new's, the same round; `low`, `high`: the lowest
+    and highest round; `won`: rounds new was faster), judged against `predicted` ({n: ratio}) by the course's rule
+    (`verdict`, helpers.timing.verdict), each build's median round-by-round ratio to cuBLAS writing the same C
+    (`vs_base`, `vs_new`), whether both builds passed their checks (bit-identical to the model) and the SM clocks of
+    the new build's rounds."""
+    from ..timing import verdict
 
-    log = load_log("order", "tools/probes/wait_hint.py OUT.json --order", gpu_slug, directory)
     ok = {}
     for r in log:
         if "passed" in r:
-            key = (r["rung"], tuple(r["shape"]))
-            ok[key] = ok.get(key, True) and r["passed"] and r["model"] == "identical"
-    t = {(r["what"], r["group_m"], tuple(r["shape"])): r for r in log if "median_ms" in r}
+            k = (r["rung"], tuple(r["shape"]))
+            ok[k] = ok.get(k, True) and r["passed"] and r["model"] == "identical"
+    t = {(r["what"], r[key], tuple(r["shape"])): r for r in log if "median_ms" in r}
     out = []
     for (rung, shape), passed in ok.items():
-        a, b = t[f"rung {rung}", 8, shape], t[f"rung {rung}", 16, shape]
+        a, b = t[f"rung {rung}", base, shape], t[f"rung {rung}", new, shape]
         cub = t[f"cuBLAS {rung_entry(rung).out_dtype} C", None, shape]["round_ms"]
-        x16 = round_ratio(b["round_ms"], a["round_ms"])           # 8's time over 16's, round by round
+        x = round_ratio(b["round_ms"], a["round_ms"])
         out.append({"shape": f"{shape[0]}^3", "rung": rung, "C": "FP16" if rung_entry(rung).out_dtype == "float16"
-                    else "FP32", "predicted": ORDER_PREDICTED[shape[0]], "x16": x16["ratio"],
-                    "won": f"{x16['won']} of {x16['rounds']}", "vs8": round_ratio(a["round_ms"], cub)["ratio"],
-                    "vs16": round_ratio(b["round_ms"], cub)["ratio"], "checked": passed, "mhz": clock_span(b["sm_mhz"])})
+                    else "FP32", "predicted": predicted[shape[0]], "x": x["ratio"], "low": x["low"], "high": x["high"],
+                    "verdict": verdict(predicted[shape[0]], x["low"], x["high"]), "won": f"{x['won']} of {x['rounds']}",
+                    "vs_base": round_ratio(a["round_ms"], cub)["ratio"], "vs_new": round_ratio(b["round_ms"], cub)["ratio"],
+                    "checked": passed, "mhz": clock_span(b["sm_mhz"])})
     return out
+
+
+def order_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """tools/probes/wait_hint.py --order (results/logs/order-<gpu>.json): per shape and rung, GROUP_M 16 over 8 as
+    _switch_rows gives it, with `x16` (its `x`), `vs8` and `vs16` (its `vs_base`, `vs_new`)."""
+    from ..results import load_log
+
+    log = load_log("order", "tools/probes/wait_hint.py OUT.json --order", gpu_slug, directory)
+    return [dict(r, x16=r["x"], vs8=r["vs_base"], vs16=r["vs_new"])
+            for r in _switch_rows(log, "group_m", 8, 16, ORDER_PREDICTED)]
+
+
+# TILE_ORDER=1 (kernels/hopper_sm90a.cu, issue 25, session 31): the units along a Hilbert curve where their grid is
+# square with a power-of-two side. Predicted before any GPU ran it (the kernel's comment): over the rung as recorded,
+# rungs 29 and 30, the best rungs where the targets at 4096^3 (FP32 C) and 8192^3 (FP16 C) were missed twice.
+HILBERT_PREDICTED = {4096: 1.00, 8192: 1.005}
+HILBERT_MADE_BY = "tools/probes/wait_hint.py OUT.json --hilbert"
+
+
+def hilbert_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """tools/probes/wait_hint.py --hilbert (results/logs/hilbert-order-<gpu>.json): per shape and rung, TILE_ORDER=1
+    over the rung as recorded (TILE_ORDER=0), as _switch_rows gives it, judged against HILBERT_PREDICTED."""
+    from ..results import load_log
+
+    return _switch_rows(load_log("hilbert-order", HILBERT_MADE_BY, gpu_slug, directory), "tile_order", 0, 1,
+                        HILBERT_PREDICTED)
 
 
 # --------------------------------------------------------------------------- rungs 25-26: clusters of 4 by shape

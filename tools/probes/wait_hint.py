@@ -14,11 +14,15 @@ group_m, cluster_m). With --order (session 25), GROUP_M 8 and 16 for the best ru
 there (results/logs/ncu-targets-*), and a wave spanning 16 rows of A tiles and ~8 columns of B tiles holds fewer
 bytes of A and B than one of 8 x ~16 (a B tile's panel is twice an A tile's). Predicted before it ran: x1.005 at
 4096^3 (the knob sweeps' GROUP_M=16 rows: x1.001 to x1.012), x1.01 at 8192^3 (fewer DRAM bytes, less power under
-the cap). (--prefetch timed the probe switch L2_PREFETCH, the producer asking for K-tile kt + 2, 4 or 8 in
-L2, on rungs 16 and 14 in session 14: results/logs/l2-prefetch-nvidia-h200.json. It was slower everywhere and left
-the kernels with its option; both are in commit 1bcb7f2.)
+the cap). With --hilbert (session 31), the probe switch TILE_ORDER (kernels/hopper_sm90a.cu: the units along a
+Hilbert curve where their grid is square with a power-of-two side) for rungs 29 and 30 at 4096^3 and 8192^3, in 7
+rounds; its prediction is in the kernel's comment and helpers.experiments.hopper.HILBERT_PREDICTED, its log
+results/logs/hilbert-order-<gpu>.json (hopper.hilbert_rows). (--prefetch timed the probe switch L2_PREFETCH, the
+producer asking for K-tile kt + 2, 4 or 8 in L2, on rungs 16 and 14 in session 14:
+results/logs/l2-prefetch-nvidia-h200.json. It was slower everywhere and left the kernels with its option; both are in
+commit 1bcb7f2.)
 
-    python3 tools/probes/wait_hint.py OUT.json [--desc | --group | --cluster | --order]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
+    python3 tools/probes/wait_hint.py OUT.json [--desc | --group | --cluster | --order | --hilbert]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import json
 import sys
 from pathlib import Path
@@ -46,10 +50,14 @@ SETS = {"hint": ("mbar_wait", [(h, (f"-DMBAR_WAIT={h}", f"-DSKINNY_WAIT={h}"), (
                     [((5000, 5000, 5000), (14,))]),
         # --order (session 25): GROUP_M 16 against 8 where the targets are missed at full-chip sizes
         "order": ("group_m", [(g, (f"-DGROUP_M={g}",) if g != 8 else (), None) for g in (8, 16)],
-                  [((4096, 4096, 4096), (15, 26)), ((8192, 8192, 8192), (25, 26))])}
+                  [((4096, 4096, 4096), (15, 26)), ((8192, 8192, 8192), (25, 26))]),
+        # --hilbert (session 31): TILE_ORDER=1, the units along a Hilbert curve, for the best rungs where two targets
+        # were missed twice (rung 30 at 4096^3 with FP32 C, rung 29 at 8192^3 with FP16 C; both at both sizes)
+        "hilbert": ("tile_order", [(0, (), None), (1, ("-DTILE_ORDER=1",), None)],
+                    [((4096, 4096, 4096), (29, 30)), ((8192, 8192, 8192), (29, 30))])}
 KNOB_SETS = {"group": "GROUP_M", "cluster": "CLUSTER_M", "order": "GROUP_M"}   # knobs: built as try_kernel does
 ROUNDS = 3
-SET_ROUNDS = {"order": 7}                  # a set's rounds, where not ROUNDS
+SET_ROUNDS = {"order": 7, "hilbert": 7}    # a set's rounds, where not ROUNDS
 
 
 def hopper_rows(shape, rungs, which: str = "hint") -> list[dict]:
