@@ -4,7 +4,8 @@ fp8_promote_pingpong and fp8_block_scaled), with tools/sanitize_driver.py's own 
 four in seconds (`--pending`: only the kernels still pending their first run; `--rungs 23 24`: those rungs; `--tile-n`:
 rungs 25-26 with TILE_N 152 in clusters of 4 and 200 in clusters of 2; `--tall`: rungs 27-28 with the 256-row tile
 152, 128 and 192 wide; `--fp8 NAME ...`: those FP8 kernels; `--uniform`: fp8_wgmma_store and fp8_promote_2acc_lean built with F8_UNIFORM=1 (run at e3397d3; both have passed UNIFORM = true since, so it now checks their recorded build); `--flow2`: fp8_promote_2acc_lean built with F8_FLOW=2, in a checkout of commit 3c26c11 (`--primed`: one small shape where CTAs prime a next tile); `--desc`: fp8_promote_128 and fp8_wgmma
-and rungs 13, 14, 16, 19 and 21 built with the probe switches F8_DESC_ADD=1 and DESC_ADD=1). Under each tool:
+and rungs 13, 14, 16, 19 and 21 built with the probe switches F8_DESC_ADD=1 and DESC_ADD=1; `--hilbert`: rungs 13, 14,
+29 and 30 built with TILE_ORDER=1, also at 512^2 and 1024^2, where the Hilbert order applies). Under each tool:
 
     compute-sanitizer --tool memcheck --padding 64 --report-api-errors no python3 tools/probes/sanitize_new_kernels.py
     (and --tool racecheck, --tool synccheck; a Hopper GPU, COURSE_DEVICE=gpu)
@@ -20,15 +21,17 @@ SPLIT_SIZES = ((40, 24, 1000), (136, 264, 1000))      # one and four tiles, K in
 TAIL_SIZES = ((264, 17152, 1000),)                    # rung 16: 132 whole units, then 2 units in 2 parts
 SKINNY_SIZES = ((64, 264, 200), (72, 8200, 136))      # rung 17: a cluster's tile below M; 2 x 65 tiles, the last 8 wide
 TALL_SIZES = ((264, 520, 136), (1304, 400, 200))      # rungs 27-28: a tile of 8 rows beside a full one; 6 x 3 tiles
+HILBERT_SIZES = ((512, 512, 200), (1024, 1024, 136))  # TILE_ORDER=1: 2 x 2 and 4 x 4 units of 2 tiles of 128 x 256
 
 
-def _rung_cases(spec, options: tuple = ()) -> int:
+def _rung_cases(spec, options: tuple = (), extra: tuple = ()) -> int:
     """Rung `spec` (built with NVRTC `options`) at tools/sanitize_driver.py's sizes and its own (the skinny rungs'
-    from rung 17 on, the tall tile's from 27, split-K's below), each checked and printed as one @@end line; returns how many failed."""
+    from rung 17 on, the tall tile's from 27, split-K's below) and `extra`, each checked and printed as one @@end line;
+    returns how many failed."""
     from sanitize_driver import SIZES, _course_kernel
 
     bad, tag = 0, "".join(f" {o}" for o in options)
-    for M, N, K in SIZES + (TALL_SIZES if spec.rung >= 27 else SKINNY_SIZES if spec.rung >= 17 else SPLIT_SIZES):
+    for M, N, K in SIZES + (TALL_SIZES if spec.rung >= 27 else SKINNY_SIZES if spec.rung >= 17 else SPLIT_SIZES) + extra:
         v = _course_kernel(spec, M, N, K, options=options)
         bad += not v.startswith("PASS")
         print(f"@@end {spec.name}{tag} | M={M} N={N} K={K} | {v[:160]}", flush=True)
@@ -70,6 +73,10 @@ def main() -> int:
                 v = _fp8_option(name, M, N, K, ("-DF8_DESC_ADD=1",))
                 bad += not v.startswith("PASS")
                 print(f"@@end {name} -DF8_DESC_ADD=1 | M={M} N={N} K={K} | {v[:160]}", flush=True)
+        return 1 if bad else 0
+    if "--hilbert" in sys.argv:               # rungs built with the probe switch TILE_ORDER=1 (issue 25, session 31): the
+        for k in (13, 14, 29, 30):            # Hilbert order where the units' grid is square (HILBERT_SIZES), else grouped
+            bad += _rung_cases(rung_entry(k), ("-DTILE_ORDER=1",), HILBERT_SIZES)
         return 1 if bad else 0
     if "--uniform" in sys.argv:               # both kernels of the record with the probe switch F8_UNIFORM=1, on 128 CTAs
         for name in ("fp8_wgmma_store", "fp8_promote_2acc_lean"):
