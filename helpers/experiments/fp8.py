@@ -1458,29 +1458,30 @@ def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h2
     over the recorded build's (`joules`, the energy run only: energy_rows' `vs_base`, above 1 more energy; '' in the
     probe's rows) with the rounds it took more (`more`), the predictions written before the runs (`predicted`: "cold",
     "cap" and "joules", each by size or None; '-' where none was written), each prediction judged by the course's
-    rule on the rounds' spread (`verdict`, helpers.timing.verdict: "speed: ..." and "joules: ...", '-' where nothing
-    was predicted), and whether every check of the switched build passed (bit for bit against the model). The probe's run has cold L2 before every launch (fp8_stages.py
+    rule on the rounds' spread (`verdict`: "speed: ..." by helpers.timing.verdict_at, not judged where the two builds'
+    clocks differ by more than 2%, and "joules: ..." by helpers.timing.verdict; '-' where nothing was predicted), and whether every check of the switched build passed (bit for bit against the model). The probe's run has cold L2 before every launch (fp8_stages.py
     --pair, --extra-l2); the energy run launches back to back on the same inputs for two seconds at a time, at the
     power cap (fp8_energy.py)."""
     import statistics
 
     from ..results import load_log
-    from ..timing import round_ratio, verdict
+    from ..timing import round_ratio, verdict, verdict_at
 
     med = statistics.median
     k, sw = tried["kernel"], tried["switch"]
     label = f"{k}:-D{sw}"                                      # the energy run's name for the switched build
     said = lambda what, n: (predicted.get(what) or {}).get(n, "-")                        # noqa: E731
 
-    def row(run, n, ms, lt_ms, base_ms, mhz, power_w, passed, spread=None, **energy):
+    def row(run, n, ms, lt_ms, base_ms, clocks, power_w, passed, spread=None, **energy):
         v = round_ratio(ms, base_ms)
-        judged = [f"speed: {verdict(energy['predicted_speed'], v['low'], v['high'])}"] \
+        mine, base = clocks
+        judged = [f"speed: {verdict_at(energy['predicted_speed'], v['low'], v['high'], mine, base)}"] \
             if energy["predicted_speed"] != "-" else []
         if energy["predicted_joules"] != "-":
             judged.append(f"joules: {verdict(energy['predicted_joules'], *spread, above='more', below='fewer', change='change')}")
         return {"run": run, "n": n, "speed": v["ratio"], "faster": f"{v['won']} of {v['rounds']}",
-                "vs_default": round_ratio(ms, lt_ms)["ratio"], "mhz": mhz, "power_w": power_w, "passed": passed,
-                "verdict": "; ".join(judged) or "-", **energy}
+                "vs_default": round_ratio(ms, lt_ms)["ratio"], "mhz": f"{base:.0f} / {mine:.0f}", "power_w": power_w,
+                "passed": passed, "verdict": "; ".join(judged) or "-", **energy}
 
     probe = probe_log(tried["log"], gpu_slug, directory)["stages"]["rows"]
     build = lambda r: 1 if f"-D{sw}" in r.get("options", ()) else 0                       # noqa: E731
@@ -1500,7 +1501,7 @@ def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h2
     for n in sorted({n for n, _ in timed}):
         a, b = timed[n, 0], timed[n, 1]
         out.append(row(f"cold L2 (fp8_stages.py {tried['flag']})", n, b["round_ms"], timed[n, "lt"]["round_ms"],
-                       a["round_ms"], f"{med(a['sm_mhz']):.0f} / {med(b['sm_mhz']):.0f}", _median_of(b.get("power_w")),
+                       a["round_ms"], (med(b["sm_mhz"]), med(a["sm_mhz"])), _median_of(b.get("power_w")),
                        ok.get(1, False), joules="", more="-", predicted_speed=said("cold", n), predicted_joules="-"))
     energy = load_log(tried["energy"], "tools/probes/fp8_energy.py OUT.json --kernels <recorded>,<switched>",
                       gpu_slug, directory)
@@ -1511,7 +1512,7 @@ def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h2
     for n in sorted({n for n, kk in per if kk == label}):
         a, b = per[n, k], per[n, label]
         out.append(row("back to back at the power cap (fp8_energy.py)", n, ms[n, label], ms[n, "cublaslt_fp8"],
-                       ms[n, k], f"{a['sm_mhz']:.0f} / {b['sm_mhz']:.0f}", b["power_w"],
+                       ms[n, k], (b["sm_mhz"], a["sm_mhz"]), b["power_w"],
                        ok.get(1, False) and bool(b["passed"]), (b["low"], b["high"]), joules=b["vs_base"],
                        more=b["more"], predicted_speed=said("cap", n), predicted_joules=said("joules", n)))
     return out
