@@ -208,15 +208,15 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // (and a last, shorter period waits at every stage): no injected wait. With 2 every stage waits for its group and
 // lets its stage go at once, as fp8_promote_128's do, and only a period's last stage adds: fp8_promote_128 with
 // fewer adds. The same wgmmas in the same order either way: C bit for bit the same.
-// First run (session 26, tools/probes/fp8_stages.py --period, results/logs/fp8-period-probe-nvidia-h200.json,
-// seven alternating rounds; predicted x1.08 at 4096^3): 1 ran slower than the recorded build, x0.970 (256) and
-// x0.993 (512) at 4096^3, bit-identical. Nsight Compute's sampling: its wait at a period's end, now for two stages'
-// groups, holds 36% of the stall samples, where the recorded build's two waits hold 28%. So the wait was not the
-// cost. What else 0 does: a stage that does not promote lets its shared-memory stage go only after the next
-// stage's wgmmas (the producer has one stage less to fill ahead); 2 waits as 0 does in effect, and lets every stage
-// go at once. 2 ran (same probe, predicted x1.035 / x1.025): x1.046 (256) and x1.063 (512)
-// over 0 at 4096^3 (faster in 7 of 7 rounds), and faster than fp8_promote_128 (x1.036, x1.081), bit-identical; at
-// 8192^3, under the power limit, x1.002 and x1.057. It is the default since.
+// First run (session 26, tools/probes/fp8_stages.py --period, results/logs/fp8-period-probe-nvidia-h200.json, seven
+// alternating rounds; predicted x1.08 at 4096^3; ratios: medians of the round-by-round ratios): 1 ran slower than the
+// recorded build, x0.974 (256) and x0.993 (512) at 4096^3, bit-identical. Nsight Compute's sampling: its wait at a
+// period's end, now for two stages' groups, holds 36% of the stall samples, where the recorded build's two waits hold
+// 28%. So the wait was not the cost. What else 0 does: a stage that does not promote lets its shared-memory stage go
+// only after the next stage's wgmmas (the producer has one stage less to fill ahead); 2 waits as 0 does in effect, and
+// lets every stage go at once. 2 ran (same probe, predicted x1.035 / x1.025): x1.048 (256) and x1.063 (512) over 0 at
+// 4096^3 (faster in 7 of 7 rounds), and faster than fp8_promote_128 (x1.036, x1.081), bit-identical; at 8192^3, under
+// the power limit, x0.996 and x1.059. It is the default since.
 // F8_PERIOD=1 lost twice and its code left this file after session 26's runs: build it from commit 17ad692.
 #ifndef F8_PERIOD
 #define F8_PERIOD 2

@@ -541,7 +541,7 @@ print(*[ln.split("ptxas info    : ")[-1] for ln in first.read_text().splitlines(
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Their K loop chose at run time whether a stage ends a promotion period, so ptxas could not tell
 # whether a `wgmma` still wrote the accumulators: every stage waited for all. Removing only that wait
-# (`F8_PERIOD=1`, below) ran slower: the clue pointed the wrong way. The cost was each stage holding
+# (`F8_PERIOD=1`, below) ran no faster: the clue pointed the wrong way. The cost was each stage holding
 # its shared memory a K-tile too long. Now (`F8_PERIOD=2`) each stage still waits for all but lets go
 # at once; only a period's last adds:
 
@@ -554,7 +554,7 @@ helpers.display.table(fp8x.period_rows(), ["n", "kernel", "build", "passed", "tf
                        "x promote_128", "SM clock, MHz"], {"tflops": ".0f", "vs_first": ".3f", "vs_128": ".3f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Predicted x1.035 and x1.025 at $4096^3$ (256, 512); measured x1.046 and x1.063**, every round
+# **Predicted x1.035 and x1.025 at $4096^3$ (256, 512); measured x1.048 and x1.063**, every round
 # faster, same sums bit for bit. **Try it** on a Hopper GPU (elsewhere: the recorded rows):
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
@@ -575,8 +575,8 @@ helpers.display.table(fp8x.try_period(builds=(0, 2)), ["build", "check", "tflops
 # - On the H200, FP8 `wgmma` adds blocks of 32 products and keeps 14 significant bits, cut toward zero
 #   (a CPU model reproduces it bit for bit); `mma.sync` with FP8 inputs runs as FP16 `HMMA`.
 # - Promotion to FP32 every N_C products (`total[i] += d[i]` after `wgmma_wait<0>()`) bounds the error,
-#   at a speed cost measured here. ptxas's C7517 was a clue, not the cause: removing its wait ran
-#   slower, releasing each shared-memory stage at once faster.
+#   at a speed cost measured here. ptxas's C7517 was a clue, not the cause: removing its wait ran no
+#   faster, releasing each shared-memory stage at once faster.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
@@ -1251,8 +1251,8 @@ helpers.display.table(ct, ["n", "kernel", "options", "passed", "tflops", "vs_bas
                        "SM clock, MHz"], {"tflops": ".0f", "vs_base": ".3f", "vs_fast": ".3f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Missed, on the fast side: x1.014**, correct bit for bit, faster than 132 CTAs in all nine rounds and
-# than cuBLASLt's fast accumulation in eight: past it by 0.7%. A likely reason, not yet measured: the
+# **Missed, on the fast side: x1.013**, correct bit for bit, faster than 132 CTAs in all nine rounds and
+# than cuBLASLt's fast accumulation in eight: past it by 0.9%. A likely reason, not yet measured: the
 # L2-aware order walks groups of 8 tile rows x 16 tile columns, 128 tiles, so on 128 CTAs each round of
 # tiles is one group, where on 132 every round straddles two. One size, one run: is it real?
 
@@ -1426,7 +1426,7 @@ helpers.display.table(fp8x.switch_rows("fp8-lean-stages-probe", (6, "ctas=128"))
                        "SM clock, MHz"], {"tflops": ".0f", "vs_built": ".3f", "vs_default": ".3f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# At $4096^3$, x0.998 with 5 stages and x0.994 with 7, each faster in some rounds and slower in others:
+# At $4096^3$, x1.005 with 5 stages and x0.994 with 7, each faster in some rounds and slower in others:
 # as predicted (the x1.00 written lies inside both spreads, x0.995 to x1.014 and x0.991 to x1.007), and
 # neither beats 6. At $8192^3$ the power limit set each build's clock (the 6-stage build's fell lowest,
 # to 1170 MHz): 7 stages, within 2% of 6's median clock, as predicted; 5 not judged (10% apart). The
@@ -1459,7 +1459,7 @@ helpers.display.table(fp8x.switch_rows("fp8-uniform-probe"),
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why it paid
 #
-# **At $4096^3$ x1.020 and x1.027: as predicted for `fp8_wgmma_store`, better than predicted for the
+# **At $4096^3$ x1.016 and x1.027: as predicted for `fp8_wgmma_store`, better than predicted for the
 # promoting kernel** (its worst round x1.016), each faster in all seven rounds at the same clocks, C the
 # same bit for bit (at $8192^3$, where x1.00 was predicted, `fp8_wgmma_store` as predicted at clocks 2%
 # apart, the promoting kernel not judged at 1335 MHz against 1440). Nsight Compute's sampling at

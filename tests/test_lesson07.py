@@ -1001,8 +1001,8 @@ def test_claims_of_the_infinite_bound_slide():
 def test_claims_of_the_128_ctas_slide():
     """Appendix H, '128 CTAs instead of 132' (results/logs/fp8-ctas-probe, tools/probes/fp8_stages.py --ctas, nine
     alternating rounds at 4096^3): 512 tiles of 128 x 256 on 132 CTAs are 116 x 4 + 16 x 3, on 128 CTAs 128 x 4; every
-    check passed; 128 CTAs ran x1.014 over one per SM (predicted x1.00, in the probe's doc before the run), faster in
-    all nine rounds, and x1.007 over cuBLASLt's fast accumulation ("past it by 0.7%"), faster in eight of nine rounds;
+    check passed; 128 CTAs ran x1.013 over one per SM (predicted x1.00, in the probe's doc before the run), faster in
+    all nine rounds, and x1.009 over cuBLASLt's fast accumulation ("past it by 0.9%"), faster in eight of nine rounds;
     a group of the L2-aware order is F8_GROUP_M = 8 tile rows x 16 tile columns = 128 tiles."""
     import re
 
@@ -1014,7 +1014,7 @@ def test_claims_of_the_128_ctas_slide():
             if r["kernel"] == "fp8_wgmma_store"}
     assert all(r["passed"] for r in rows.values())
     c128 = rows["ctas=128"]
-    assert round(c128["vs_base"], 3) == 1.014 and round(c128["vs_fast"] - 1, 3) == 0.007
+    assert round(c128["vs_base"], 3) == 1.013 and round(c128["vs_fast"] - 1, 3) == 0.009
     raw = X.probe_log("fp8-ctas-probe")["stages"]["rows"]
     ms = {(r["kernel"], tuple(r.get("options", ()))): r["round_ms"] for r in raw if "round_ms" in r}
     mine, one, fast = ms["fp8_wgmma_store", ("ctas=128",)], ms["fp8_wgmma_store", ()], ms["cublaslt_fp8_fast", ()]
@@ -1023,7 +1023,7 @@ def test_claims_of_the_128_ctas_slide():
     src = (ROOT / "kernels" / "fp8_sm90a.cu").read_text()
     assert re.search(r"^#define F8_GROUP_M 8\b", src, re.M) and 8 * (4096 // 256) == 128
     lesson = (ROOT / "notebooks" / "07_fp8.py").read_text()
-    assert "**Predicted before it ran: x1.00 (within half a percent).**" in lesson and "past it by 0.7%" in lesson
+    assert "**Predicted before it ran: x1.00 (within half a percent).**" in lesson and "past it by 0.9%" in lesson
 
 
 def test_claims_of_the_128_ctas_both_kernels_slide():
@@ -1217,7 +1217,7 @@ def test_claims_of_the_lean_ring_slide():
     rows = {(r["n"], r["stages"]): r for r in X.switch_rows("fp8-lean-stages-probe", (6, "ctas=128"))}
     assert all(r["passed"] for r in rows.values()) and len(rows) == 6
     five, seven = rows[4096, 5], rows[4096, 7]
-    assert (round(five["vs_built"], 3), round(seven["vs_built"], 3)) == (0.998, 0.994)
+    assert (round(five["vs_built"], 3), round(seven["vs_built"], 3)) == (1.005, 0.994)   # medians of round ratios
     assert abs(five["vs_built"] - 1) < 0.005 < abs(seven["vs_built"] - 1)
     for r in (five, seven):
         assert r["faster"] not in ("0 of 5", "5 of 5")
@@ -1226,7 +1226,7 @@ def test_claims_of_the_lean_ring_slide():
     assert FP8_KERNELS["fp8_promote_2acc_lean"].stages == 6
     lesson = (ROOT / "notebooks" / "07_fp8.py").read_text()
     for claim in ("**Predicted\n# before it ran: within 0.5% of 6 at both sizes**",
-                  "x0.998 with 5 stages and x0.994 with 7"):
+                  "x1.005 with 5 stages and x0.994 with 7"):
         assert claim in lesson, claim
     assert ("others: as predicted (the x1.00 written lies inside both spreads, x0.995 to x1.014 and x0.991 to x1.007), "
             "and neither beats 6. At $8192^3$ the power limit set each build's clock (the 6-stage build's fell lowest, "
@@ -1257,7 +1257,7 @@ def test_claims_of_the_uniform_descriptor_slides():
     assert all(r["check_passed"] and "bit-identical" in r["check"] for r in log if "check_passed" in r)
     rows = {(r["n"], r["kernel"], r["options"]): r for r in X.switch_rows("fp8-uniform-probe")}
     store, lean = (rows[4096, k, "ctas=128 F8_UNIFORM=1"] for k in ("fp8_wgmma_store", "fp8_promote_2acc_lean"))
-    assert (round(store["vs_built"], 3), round(lean["vs_built"], 3)) == (1.020, 1.027)
+    assert (round(store["vs_built"], 3), round(lean["vs_built"], 3)) == (1.016, 1.027)   # medians of round ratios
     assert store["faster"] == lean["faster"] == "7 of 7"
     assert store["mhz"] == rows[4096, "fp8_wgmma_store", "ctas=128"]["mhz"] == lean["mhz"]
     s = load_sampling("fp8-uniform")["targets"]
@@ -1272,7 +1272,7 @@ def test_claims_of_the_uniform_descriptor_slides():
     lesson = (ROOT / "notebooks" / "07_fp8.py").read_text()
     lesson = _flat7()
     for claim in ("**Predicted before it ran: x1.01 at $4096^3$, x1.00 at $8192^3$** (a few instructions",
-                  "**At $4096^3$ x1.020 and x1.027: as predicted for `fp8_wgmma_store`, better than predicted for the "
+                  "**At $4096^3$ x1.016 and x1.027: as predicted for `fp8_wgmma_store`, better than predicted for the "
                   "promoting kernel** (its worst round x1.016), each faster in all seven rounds at the same "
                   "clocks, C the same bit for bit", "(at $8192^3$, where x1.00 was predicted, `fp8_wgmma_store` as "
                   "predicted at clocks 2% apart, the promoting kernel not judged at 1335 MHz against 1440)", "20% fewer instructions in the plain kernel, 6% fewer",
@@ -1334,8 +1334,9 @@ def test_claims_of_the_speed_slide_and_the_trap(fp8_data):
     order predicted before the run, at both sizes, each kernel checked; 'every 512 comes within 5% of the same tile
     without promotion at 4096^3'. 'A common trap': the first record's build (F8_PERIOD=0) is the one ptxas injects a
     wait into (fp8_promote_256 and _512, C7517, in the committed report); the predictions and outcomes quoted
-    (x1.035 / x1.025 predicted, x1.046 / x1.063 measured, every round faster) are PERIOD2_PREDICTED and the probe's
-    rows; 'removing only the injected wait (F8_PERIOD=1) ran slower' at both sizes in both runs; every check passed."""
+    (x1.035 / x1.025 predicted, x1.048 / x1.063 measured, every round faster) are PERIOD2_PREDICTED and the probe's
+    rows; 'removing only the injected wait (F8_PERIOD=1) ran no faster' at both sizes in both runs (slower in every
+    round at 4096^3; at 8192^3 at most x1.001, in 4 of 7 rounds); every check passed."""
     src = " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
     rows = fp8_data["speed_period"]["rows"]
     assert all(r.get("check_passed", True) for r in rows)
@@ -1351,17 +1352,18 @@ def test_claims_of_the_speed_slide_and_the_trap(fp8_data):
     assert sorted(re.findall(r"\(C7517\).*function '(\w+)'", rep)) == ["fp8_promote_256", "fp8_promote_512"]
     p = {(r["n"], r["kernel"], r["build"]): r for r in fp8x.period_rows()}
     assert all(r["passed"] for r in p.values())
-    for k, meas in (("fp8_promote_256", "1.046"), ("fp8_promote_512", "1.063")):
+    for k, meas in (("fp8_promote_256", "1.048"), ("fp8_promote_512", "1.063")):
         r = p[4096, k, 2]
         assert f"{r['vs_first']:.3f}" == meas and r["faster"] == "7 of 7"
     assert (fp8x.PERIOD2_PREDICTED["fp8_promote_256", 4096], fp8x.PERIOD2_PREDICTED["fp8_promote_512", 4096]) == (1.035, 1.025)
-    assert ("**Predicted x1.035 and x1.025 at $4096^3$ (256, 512); measured x1.046 and x1.063**, every round faster, "
+    assert ("**Predicted x1.035 and x1.025 at $4096^3$ (256, 512); measured x1.048 and x1.063**, every round faster, "
             "same sums bit for bit.") in src
     first = {(r["n"], r["kernel"], r["build"]): r for r in fp8x.period_rows("fp8-period-probe")}
     for rr in (p, first):
-        assert all(r["vs_first"] < 1 for (n, k, b), r in rr.items() if b == 1)
+        assert all(r["vs_first"] < 1.002 for (n, k, b), r in rr.items() if b == 1)
+        assert all(r["vs_first"] < 1 and r["faster"] == "0 of 7" for (n, k, b), r in rr.items() if b == 1 and n == 4096)
     assert "### A common trap: the compiler's clue" in src and "pointed at a wait it added:" in src
-    assert ("Removing only that wait (`F8_PERIOD=1`, below) ran slower: the clue pointed the wrong way. The cost was "
+    assert ("Removing only that wait (`F8_PERIOD=1`, below) ran no faster: the clue pointed the wrong way. The cost was "
             "each stage holding its shared memory a K-tile too long. Now (`F8_PERIOD=2`) each stage still waits for "
             "all but lets go at once; only a period's last adds:") in src
     assert "said why" not in src and "can cost more" not in src
@@ -1378,10 +1380,10 @@ def test_claims_of_the_speed_slide_and_the_trap(fp8_data):
     # promotion loop's slide) keep a group in flight and let only the stage before go
     assert "if (!promote) { wgmma_wait<1>(); if (prev >= 0) release(prev); prev = s; }" in " ".join(
         fp8x.promotion_loop().split())
-    # the Summary's lesson: the wait ptxas named was not the cost (removing it: slower, at both sizes); releasing
+    # the Summary's lesson: the wait ptxas named was not the cost (removing it: no faster, at both sizes); releasing
     # each stage at once was (faster in every round at 4096^3)
     assert all(r["vs_first"] > 1 and r["faster"] == "7 of 7" for (n, k, b), r in p.items() if b == 2 and n == 4096)
-    assert ("ptxas's C7517 was a clue, not the cause: removing its wait ran slower, releasing each shared-memory "
+    assert ("ptxas's C7517 was a clue, not the cause: removing its wait ran no faster, releasing each shared-memory "
             "stage at once faster.") in src
 
 
@@ -1834,7 +1836,7 @@ def test_the_verdicts_follow_one_rule():
     """The rule stated on Appendix H's first slide is the course's (helpers.timing.verdict, lessons 5 and 6) on the
     spread of the alternating rounds, and it gives every verdict the lesson words: C through shared memory better than
     predicted for fp8_wgmma (x1.04 in every round for x1.03) and worse for the promoting kernel; the spread store a
-    miss (x1.006 for x1.015); 128 CTAs a miss on the fast side (x1.014 for x1.00); on both kernels as predicted for
+    miss (x1.006 for x1.015); 128 CTAs a miss on the fast side (x1.013 for x1.00); on both kernels as predicted for
     fp8_wgmma_store at 4096^3 and unresolved for the promoting kernel; 5 and 7 stages as predicted at 4096^3; uniform
     descriptors as predicted for fp8_wgmma_store and better than predicted for the promoting kernel; the energy at
     8192^3 as predicted, at 4096^3 missed though within 2%; F8_PAIR's count 0.002 short of x0.935. Each verdict is
@@ -1878,7 +1880,7 @@ def test_the_verdicts_follow_one_rule():
     src = " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
     for s_ in ("**Missed, better than predicted, for `fp8_wgmma`** at $4096^3$: x1.04 in every round",
                "**Missed for the promoting kernel**", "**Missed: less gain than predicted**, x1.006 at $4096^3$",
-               "**Missed, on the fast side: x1.014**", "At $4096^3$ as predicted for `fp8_wgmma_store`; the promoting "
+               "**Missed, on the fast side: x1.013**", "At $4096^3$ as predicted for `fp8_wgmma_store`; the promoting "
                "kernel's x1.009 (x0.994 to x1.020), where x1.005 was predicted, is unresolved",
                "others: as predicted (the x1.00 written lies inside both spreads", "as predicted for `fp8_wgmma_store`, better than "
                "predicted for the promoting kernel** (its worst round x1.016)", "**As predicted at $8192^3$**",

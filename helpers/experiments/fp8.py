@@ -961,32 +961,46 @@ def passed_by(rows: list[dict], key) -> dict:
     return ok
 
 
+def _over(mine: dict, theirs: dict) -> float:
+    """Row `mine` over row `theirs` of one probe run, as the course's rule compares two timings: the median of the
+    round-by-round ratios (helpers.timing.round_ratio, above 1 mine faster) where both kept their rounds; their TFLOP/s
+    ratio where a run kept none."""
+    from ..timing import round_ratio
+
+    a, b = mine.get("round_ms"), theirs.get("round_ms")
+    if a and b and len(a) == len(b):
+        return round_ratio(a, b)["ratio"]
+    return mine["tflops"] / theirs["tflops"]
+
+
 def stage_rows(data: dict, base: str | None = None) -> list[dict]:
     """experiments.fp8.stages (tools/probes/fp8_stages.py): one row per size and kernel build, the median of three
-    alternating rounds in TFLOP/s, over cuBLASLt with default and with fast accumulation timed in the same rounds,
+    alternating rounds in TFLOP/s, over cuBLASLt with default and with fast accumulation timed in the same rounds (each
+    ratio the median of the round-by-round ratios, _over),
     the SM clocks of the three rounds (lowest-highest) and whether every check of that build passed. A build is a
     kernel, its stages and its probe switches (`options`, e.g. F8_DESC_ADD=1); with `base`, each row's TFLOP/s over
-    kernel `base`'s as recorded (its registry's stages, no switch) in the same rounds (`vs_base`)."""
+    kernel `base`'s as recorded (its registry's stages, no switch) in the same rounds (`vs_base`, _over)."""
     rows = data["stages"]["rows"]
     build = lambda r: (r["kernel"], r["stages"], tuple(r.get("options", ())))   # noqa: E731
     ok = passed_by(rows, build)
     timed = [r for r in rows if "tflops" in r]
-    lt = {(r["n"], r["kernel"]): r["tflops"] for r in timed if r["kernel"].startswith("cublaslt")}
+    lt = {(r["n"], r["kernel"]): r for r in timed if r["kernel"].startswith("cublaslt")}
     from ..fp8_gemm import FP8_KERNELS
 
     base_stages = FP8_KERNELS[base].stages if base in FP8_KERNELS else 4
-    ref = {r["n"]: r["tflops"] for r in timed if base and build(r) == (base, base_stages, ())}
+    ref = {r["n"]: r for r in timed if base and build(r) == (base, base_stages, ())}
     out = []
     for r in timed:
         if r["kernel"].startswith("cublaslt"):
             continue
         row = {"n": r["n"], "kernel": r["kernel"], "stages": r["stages"], "tflops": r["tflops"],
                "options": " ".join(o.removeprefix("-D") for o in r.get("options", ())) or "-",
-               "vs_default": r["tflops"] / lt[r["n"], "cublaslt_fp8"],
-               "vs_fast": r["tflops"] / lt[r["n"], "cublaslt_fp8_fast"],
-               "mhz": clock_span(r["sm_mhz"]) or "?", "passed": ok.get(build(r), False)}
+               "vs_default": _over(r, lt[r["n"], "cublaslt_fp8"]),
+               "vs_fast": _over(r, lt[r["n"], "cublaslt_fp8_fast"]),
+               "mhz": clock_span(r["sm_mhz"]) or "?", "passed": ok.get(build(r), False),
+               "round_ms": r.get("round_ms")}
         if base:
-            row["vs_base"] = r["tflops"] / ref[r["n"]]
+            row["vs_base"] = _over(r, ref[r["n"]])
         out.append(row)
     return out
 
@@ -1013,7 +1027,7 @@ STORE_TRIED = {"kernel": "fp8_promote_2acc_store", "over": "fp8_promote_2acc_lea
 def store_rows(data: dict) -> list[dict]:
     """stage_rows of a --store run (probe_log("fp8-store-probe")), one row per size and TMA-store kernel, beside the
     kernel it changes (`over`, storing C from registers) timed in the same rounds: its TFLOP/s (`over_tflops`), its
-    clocks (`over_mhz`) and the ratio (`vs_over`)."""
+    clocks (`over_mhz`) and the ratio (`vs_over`, the median round-by-round ratio: _over)."""
     rows = stage_rows(data)
     by = {(r["n"], r["kernel"]): r for r in rows}
     out = []
@@ -1021,7 +1035,7 @@ def store_rows(data: dict) -> list[dict]:
         over = STORE_PAIRS.get(r["kernel"])
         if over is not None:
             b = by[r["n"], over]
-            out.append({**r, "over": over, "over_tflops": b["tflops"], "vs_over": r["tflops"] / b["tflops"],
+            out.append({**r, "over": over, "over_tflops": b["tflops"], "vs_over": _over(r, b),
                         "over_mhz": b["mhz"], "both_passed": r["passed"] and b["passed"]})
     return out
 
@@ -1307,7 +1321,8 @@ def ncu_summary(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dic
 
 def switch_rows(name: str, built="ctas=128", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """A run of builds of one kernel or more (tools/probes/fp8_stages.py, results/logs/<name>-<gpu_slug>.json) as
-    stage_rows gives it, with each row's TFLOP/s over its kernel's build `built` at the same size (`vs_built`) and the
+    stage_rows gives it, with each row over its kernel's build `built` at the same size (`vs_built`: the median of the
+    round-by-round ratios, _over) and the
     rounds, of the alternating rounds, in which it was faster than that build (`faster`, e.g. '0 of 7'). `built`: the
     options as stage_rows writes them (the same stages as the row), or (stages, options)."""
     log = probe_log(name, gpu_slug, directory)
@@ -1319,7 +1334,7 @@ def switch_rows(name: str, built="ctas=128", gpu_slug: str = "nvidia-h200", dire
         base = (r["stages"], built) if isinstance(built, str) else tuple(built)
         ref = next(x for x in rows if (x["n"], x["kernel"], x["stages"], x["options"]) == (r["n"], r["kernel"], *base))
         mine, theirs = rounds[r["n"], r["kernel"], r["stages"], r["options"]], rounds[r["n"], r["kernel"], *base]
-        r["vs_built"] = r["tflops"] / ref["tflops"]
+        r["vs_built"] = _over(r, ref)
         r["faster"] = f"{sum(a < b for a, b in zip(mine, theirs))} of {len(mine)}"
     return rows
 
@@ -1327,8 +1342,9 @@ def switch_rows(name: str, built="ctas=128", gpu_slug: str = "nvidia-h200", dire
 def period_rows(name: str = "fp8-period2-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """fp8_promote_256 and _512 in their builds of the probe switch F8_PERIOD (tools/probes/fp8_stages.py --period,
     results/logs/<name>-<gpu_slug>.json), per size: `build` (0: the first record's, which ptxas serialises; 1: a period
-    at a time; 2: the default since session 26), TFLOP/s of the median round, that over build 0 (`vs_first`) with the
-    rounds it was faster in (`faster`, of build 0's same rounds), over fp8_promote_128 in the same rounds (`vs_128`),
+    at a time; 2: the default since session 26), TFLOP/s of the median round, over build 0 (`vs_first`: the median of
+    the round-by-round ratios) with the rounds it was faster in (`faster`, of build 0's same rounds), over
+    fp8_promote_128 in the same rounds (`vs_128`, likewise),
     the SM clocks (lowest-highest) and whether every check of the build passed. The session-26 runs passed no option
     for build 0 (then the default)."""
     from ..timing import round_ratio
@@ -1338,8 +1354,7 @@ def period_rows(name: str = "fp8-period2-probe", gpu_slug: str = "nvidia-h200", 
     period = lambda opts: int(opts.split("F8_PERIOD=")[1].split()[0]) if "F8_PERIOD=" in opts else 0   # noqa: E731
     rounds = {(r["n"], r["kernel"], period(" ".join(r.get("options", ())))): r["round_ms"]
               for r in log["stages"]["rows"] if "round_ms" in r}
-    t128 = {r["n"]: r["tflops"] for r in rows if r["kernel"] == "fp8_promote_128"}
-    first = {(r["n"], r["kernel"]): r["tflops"] for r in rows if period(r["options"]) == 0}
+    t128 = {r["n"]: r for r in rows if r["kernel"] == "fp8_promote_128"}
     out = []
     for r in rows:
         if r["kernel"] not in ("fp8_promote_256", "fp8_promote_512"):
@@ -1347,9 +1362,8 @@ def period_rows(name: str = "fp8-period2-probe", gpu_slug: str = "nvidia-h200", 
         b = period(r["options"])
         rr = round_ratio(rounds[r["n"], r["kernel"], b], rounds[r["n"], r["kernel"], 0])
         out.append({"n": r["n"], "kernel": r["kernel"], "build": b, "tflops": r["tflops"],
-                    "vs_first": r["tflops"] / first[r["n"], r["kernel"]],
-                    "faster": "-" if b == 0 else f"{rr['won']} of {rr['rounds']}",
-                    "vs_128": r["tflops"] / t128[r["n"]], "mhz": r["mhz"], "passed": r["passed"]})
+                    "vs_first": rr["ratio"], "faster": "-" if b == 0 else f"{rr['won']} of {rr['rounds']}",
+                    "vs_128": _over(r, t128[r["n"]]), "mhz": r["mhz"], "passed": r["passed"]})
     return out
 
 
