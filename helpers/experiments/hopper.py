@@ -1282,15 +1282,22 @@ SWITCH_LOGS = {"l2_prefetch": ("l2-prefetch", "tools/probes/wait_hint.py OUT.jso
 def switch_rows(key: str, default, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """A run of tools/probes/wait_hint.py with one set (rows keyed `key`: SWITCH_LOGS), kept in results/logs/: per
     rung, shape and value, the median TFLOP/s of three alternating rounds, its gain over the value `default` (the rung
-    as recorded) and its ratio to cuBLAS writing the same C in the same rounds, whether its checks passed, and the SM
-    clocks of its rounds."""
+    as recorded) and its ratio to cuBLAS writing the same C in the same rounds (each the median of the round-by-round
+    ratios, helpers.timing.round_ratio, where the log kept its rounds), whether its checks passed, and the SM clocks
+    of its rounds."""
     from ..results import load_log
 
     log = load_log(*SWITCH_LOGS[key], gpu_slug, directory)
     ok = {(r["rung"], r[key], tuple(r["shape"])): r["passed"] for r in log if "passed" in r}
     runs = [r for r in log if "median_ms" in r]
-    cub = {(r["what"], tuple(r["shape"])): r["tflops"] for r in runs if r[key] is None}
-    ref = {(r["what"], tuple(r["shape"])): r["tflops"] for r in runs if r[key] == default}
+    cub = {(r["what"], tuple(r["shape"])): r for r in runs if r[key] is None}
+    ref = {(r["what"], tuple(r["shape"])): r for r in runs if r[key] == default}
+
+    def over(a: dict, b: dict) -> float:
+        if a.get("round_ms") and b.get("round_ms") and len(a["round_ms"]) == len(b["round_ms"]):
+            return round_ratio(a["round_ms"], b["round_ms"])["ratio"]
+        return a["tflops"] / b["tflops"]
+
     out = []
     for r in runs:
         if r[key] is None:
@@ -1298,7 +1305,7 @@ def switch_rows(key: str, default, gpu_slug: str = "nvidia-h200", directory=None
         rung, shape = int(r["what"].split()[1]), tuple(r["shape"])
         c = "float32" if rung_entry(rung).out_dtype == "float32" else "float16"
         out.append({"kernel": r["what"], "shape": "x".join(map(str, shape)), key: r[key], "tflops": r["tflops"],
-                    "gain": r["tflops"] / ref[r["what"], shape], "vs_cublas": r["tflops"] / cub[f"cuBLAS {c} C", shape],
+                    "gain": over(r, ref[r["what"], shape]), "vs_cublas": over(r, cub[f"cuBLAS {c} C", shape]),
                     "passed": bool(ok.get((rung, r[key], shape))), "mhz": clock_span(r["sm_mhz"])})
     return out
 
