@@ -1302,9 +1302,9 @@ helpers.display.table(fp8x.goal_rows(data["speed_128"]["rows"]),
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Without promotion, **met at $4096^3$** in both runs (x1.022 here, x1.023 round by round in the probe
-# above, its column "128 CTAs, x against"). At $8192^3$ this run says x1.044, but cuBLASLt ran at a
+# above, its column "128 CTAs, x against"). At $8192^3$ this run says x1.043, but cuBLASLt ran at a
 # lower clock, and the probe's rounds said x0.983: at the power limit the clock, and so the winner,
-# moves from run to run. Not settled. With promotion, **goal not met**: x0.992 at $4096^3$, x0.967 at
+# moves from run to run. Not settled. With promotion, **goal not met**: x0.988 at $4096^3$, x0.968 at
 # $8192^3$, each faster in one round of five.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -1494,12 +1494,12 @@ helpers.display.table(fp8x.goal_rows(data["speed_uniform"]["rows"], fp8x.UNIFORM
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **At $4096^3$ both goals are met**: without promotion x1.011 (faster in every round; predicted x1.04),
-# and with promotion x1.003 of cuBLASLt's default accumulation (faster in three rounds of five;
+# and with promotion x1.001 of cuBLASLt's default accumulation (faster in three rounds of five;
 # predicted x1.02). That is narrow: the same build of the promoting kernel ran at 1221 to 1232 TFLOP/s
-# in this appendix's four probes, a spread wider than its 0.3%. Both gained less here than in the probe,
+# in this appendix's four probes, a spread wider than its 0.1%. Both gained less here than in the probe,
 # less than half the predicted lead: the goals met, the predictions missed. At $8192^3$ the power limit
-# again: the plain kernel's x1.043 is not judged (cuBLASLt's clock was lower), and the promoting kernel
-# ran at 1470 MHz against cuBLASLt's 1635: goal not met, x0.990, its prediction (x0.97) not judged. At a
+# again: the plain kernel's x1.038 is not judged (cuBLASLt's clock was lower), and the promoting kernel
+# ran at 1470 MHz against cuBLASLt's 1635: goal not met, x0.992, its prediction (x0.97) not judged. At a
 # tenth lower clock it was only 1% slower, so in these short cold-L2 timings it seemed to do more per
 # cycle. NVML's 1-s average read about the cap's power for both (690 and 685 W), which would make it
 # about 2% less per joule; but that reading lags timings this short: "Per joule, measured" reads the

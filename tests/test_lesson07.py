@@ -1077,8 +1077,8 @@ def test_claims_of_the_128_ctas_both_kernels_slide():
 def test_claims_of_the_record_on_128_ctas_slide():
     """Appendix H, 'The record on 128 CTAs: the goals' (experiments.fp8.speed_128, five alternating rounds) beside the
     probe (results/logs/fp8-ctas-lean-probe): the plain kernel x1.022 at 4096^3 (faster in most rounds) and x1.023 in
-    the probe; at 8192^3 x1.044 with cuBLASLt at a lower clock, and x0.983 in the probe; the promoting kernel x0.992
-    and x0.967, goals missed; every check passed. Can fail: any other record, log or wording."""
+    the probe; at 8192^3 x1.043 with cuBLASLt at a lower clock, and x0.983 in the probe; the promoting kernel x0.988
+    and x0.968, goals missed (ratios: medians of the round-by-round ratios); every check passed. Can fail: any other record, log or wording."""
     from helpers.experiments import fp8 as X
 
     data = json.loads((ROOT / "results" / "nvidia-h200.json").read_text())["experiments"]["fp8"]
@@ -1086,10 +1086,10 @@ def test_claims_of_the_record_on_128_ctas_slide():
     store, lean = "fp8_wgmma_store", "fp8_promote_2acc_lean"
     assert all(r["passed"] for r in t.values())
     assert round(t[4096, store]["ratio"], 3) == 1.022 and t[4096, store]["met"]
-    assert round(t[8192, store]["ratio"], 3) == 1.044 and t[8192, store]["met"] is None     # not judged: the clock
+    assert round(t[8192, store]["ratio"], 3) == 1.043 and t[8192, store]["met"] is None     # not judged: the clock
     mine, theirs = (int(x) for x in t[8192, store]["mhz"].split(" / "))
     assert theirs < 0.98 * mine and str(theirs) in t[8192, store]["why"]
-    assert round(t[4096, lean]["ratio"], 3) == 0.992 and round(t[8192, lean]["ratio"], 3) == 0.967
+    assert round(t[4096, lean]["ratio"], 3) == 0.988 and round(t[8192, lean]["ratio"], 3) == 0.968
     assert t[4096, lean]["met"] is False and t[8192, lean]["met"] is False
     assert t[4096, lean]["won"] == t[8192, lean]["won"] == "1 of 5"
     probe = {(r["n"], r["kernel"]): r for r in X.ctas_rows()}
@@ -1102,8 +1102,8 @@ def test_claims_of_the_record_on_128_ctas_slide():
     assert f"| {store} | " in shown and "| cublaslt_fp8_fast | 1.023 |" in shown and "| cublaslt_fp8_fast | 0.983 |" in shown
     lesson = _flat7()
     assert 'x1.023 round by round in the probe above, its column "128 CTAs, x against")' in lesson
-    for s in ("x1.022 here, x1.023 round by round", "this run says x1.044", "said x0.983",
-              "With promotion, **goal not met**: x0.992 at $4096^3$, x0.967 at $8192^3$, each faster in one round of five"):
+    for s in ("x1.022 here, x1.023 round by round", "this run says x1.043", "said x0.983",
+              "With promotion, **goal not met**: x0.988 at $4096^3$, x0.968 at $8192^3$, each faster in one round of five"):
         assert s in lesson, s
 
 
@@ -1283,8 +1283,8 @@ def test_claims_of_the_uniform_descriptor_slides():
 def test_claims_of_the_uniform_record_slide():
     """Appendix H, 'The record with uniform descriptors: the goals' (experiments.fp8.speed_uniform, five alternating
     rounds): the predictions in fp8x.UNIFORM_PREDICTED (committed before the run, f31f45b); at 4096^3 both goals met
-    (x1.011 in five rounds of five; x1.003 in three of five); at 8192^3 the plain kernel not judged (cuBLASLt's clock
-    lower), the promoting one missed at 0.990 at 1470 MHz against 1635; NVML's lagging 1-s average read about the cap
+    (x1.011 in five rounds of five; x1.001 in three of five); at 8192^3 the plain kernel not judged (cuBLASLt's clock
+    lower), the promoting one missed at 0.992 at 1470 MHz against 1635; NVML's lagging 1-s average read about the cap
     for both (690 and 685 W), which would make it about 2% less work per joule (the energy probe measures it); both
     gains less than half the predicted lead (the predictions missed); the 128-CTA goals slide reads the same helper."""
     from helpers.experiments import fp8 as X
@@ -1295,10 +1295,10 @@ def test_claims_of_the_uniform_record_slide():
     g = {(r["kernel"], r["n"]): r for r in X.goal_rows(data["speed_uniform"]["rows"], X.UNIFORM_PREDICTED)}
     st4, le4 = g["fp8_wgmma_store", 4096], g["fp8_promote_2acc_lean", 4096]
     assert (st4["met"], round(st4["ratio"], 3), st4["won"]) == ("yes", 1.011, "5 of 5")
-    assert (le4["met"], round(le4["ratio"], 3), le4["won"]) == ("yes", 1.003, "3 of 5")
+    assert (le4["met"], round(le4["ratio"], 3), le4["won"]) == ("yes", 1.001, "3 of 5")
     st8, le8 = g["fp8_wgmma_store", 8192], g["fp8_promote_2acc_lean", 8192]
-    assert (st8["met"], round(st8["ratio"], 3)) == ("not judged", 1.043)
-    assert (le8["met"], round(le8["ratio"], 3), le8["mhz"]) == ("no", 0.990, "1470 / 1635")
+    assert (st8["met"], round(st8["ratio"], 3)) == ("not judged", 1.038)
+    assert (le8["met"], round(le8["ratio"], 3), le8["mhz"]) == ("no", 0.992, "1470 / 1635")
     rows = {r["kernel"]: r for r in data["speed_uniform"]["rows"] if r["n"] == 8192}
     lean, lt = rows["fp8_promote_2acc_lean"], rows["cublaslt_fp8"]
     assert (round(lean["power_w"]), round(lt["power_w"])) == (690, 685)
@@ -1316,12 +1316,13 @@ def test_claims_of_the_uniform_record_slide():
                 and (r["stages"], r["options"]) == (6, "ctas=128")]
     assert len(as_built) == 4 and (round(min(as_built)), round(max(as_built))) == (1221, 1232)
     assert max(as_built) / min(as_built) - 1 > le4["ratio"] - 1
+    assert round(100 * (le4["ratio"] - 1), 1) == 0.1 and "a spread wider than its 0.1%" in _flat7()
     lesson = _flat7()
     for claim in ("without promotion x1.011 (faster in every round; predicted x1.04)",
-                  "with promotion x1.003 of cuBLASLt's default accumulation (faster in three rounds of five; "
+                  "with promotion x1.001 of cuBLASLt's default accumulation (faster in three rounds of five; "
                   "predicted x1.02)", "ran at 1221 to 1232 TFLOP/s in this appendix's four probes",
-                  "plain kernel's x1.043 is not judged", "ran at 1470 MHz against cuBLASLt's 1635: goal not met, "
-                  "x0.990, its prediction (x0.97) not judged",
+                  "plain kernel's x1.038 is not judged", "ran at 1470 MHz against cuBLASLt's 1635: goal not met, "
+                  "x0.992, its prediction (x0.97) not judged",
                   "NVML's 1-s average read about the cap's power for both (690 and 685 W), which would make it "
                   "about 2% less per joule; but that reading lags timings this short",
                   "less than half the predicted lead: the goals met, the predictions missed",

@@ -1111,7 +1111,7 @@ SPEED_PERIOD_PREDICTED = ("fp8_promote_32", "fp8_promote_64", "fp8_promote_128",
 
 def target_rows(rows: list[dict]) -> list[dict]:
     """Issue 26's targets in a speed run timed in alternating rounds (experiments.fp8.speed_128): per size, each
-    kernel of YARDSTICK over its cuBLASLt yardstick, median round against median round (`ratio`), the rounds it was
+    kernel of YARDSTICK over its cuBLASLt yardstick (`ratio`: the median of the round-by-round ratios, _over), the rounds it was
     faster in (`won`), the median over the rounds of each one's SM clock (`mhz`: kernel / yardstick) and whether it
     passed its check. `met`: the ratio >= 1 and faster in most rounds; None (not judged, `why` says so) where the
     yardstick ran at a clock more than 2% below the kernel's, as lesson 6 judges cuBLAS's (a miss stands: a slower
@@ -1124,7 +1124,7 @@ def target_rows(rows: list[dict]) -> list[dict]:
         for k, lt in YARDSTICK.items():
             a, y = by[n, k], by[n, lt]
             won = int((np.array(a["round_ms"]) < np.array(y["round_ms"])).sum())
-            ratio = a["tflops"] / y["tflops"]
+            ratio = _over(a, y)
             mine, theirs = (int(np.median([m for m in r["round_mhz"] if m])) for r in (a, y))
             met = ratio >= 1 and 2 * won > len(a["round_ms"]) and bool(a.get("check_passed"))
             why = f"cuBLASLt at {theirs} MHz against {mine}" if met and theirs < 0.98 * mine else ""
