@@ -197,19 +197,6 @@ def verdict(predicted: float, low: float, high: float, above: str = "better", be
     return f"missed: {above if low > predicted else below} than predicted"
 
 
-CLOCK_TOLERANCE = 0.02   # lesson 6 judges a goal only where cuBLAS's clock is within 2% of the kernel's
-
-
-def verdict_at(predicted: float, low: float, high: float, mhz: float | None, base_mhz: float | None,
-               **words) -> str:
-    """``verdict`` for a speed ratio whose two sides may have run at different SM clocks (medians of their rounds):
-    "not judged: SM clocks X and Y MHz" where they differ by more than CLOCK_TOLERANCE (2%, the bound lesson 6 judges
-    its goals by), since the clocks then decide the ratio as much as the code; else verdict(predicted, low, high)."""
-    if mhz and base_mhz and abs(mhz / base_mhz - 1) > CLOCK_TOLERANCE + 1e-9:
-        return f"not judged: SM clocks {mhz:.0f} and {base_mhz:.0f} MHz"
-    return verdict(predicted, low, high, **words)
-
-
 def alternating(timed: dict, flops: float, rounds: int = 3) -> dict:
     """{key: {"ms": [...], "sm_mhz": [...], "power_w": [...], "throttle": [...]}}: each launch function of `timed`
     (key -> fn) timed with `benchmark` (CUDA events, cold L2, clocks), one after another, in `rounds` rounds, so that a

@@ -1472,14 +1472,14 @@ def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h2
     over the recorded build's (`joules`, the energy run only: energy_rows' `vs_base`, above 1 more energy; '' in the
     probe's rows) with the rounds it took more (`more`), the predictions written before the runs (`predicted`: "cold",
     "cap" and "joules", each by size or None; '-' where none was written), each prediction judged by the course's
-    rule on the rounds' spread (`verdict`: "speed: ..." by helpers.timing.verdict_at, not judged where the two builds'
-    clocks differ by more than 2%, and "joules: ..." by helpers.timing.verdict; '-' where nothing was predicted), and whether every check of the switched build passed (bit for bit against the model). The probe's run has cold L2 before every launch (fp8_stages.py
+    rule on the rounds' spread (`verdict`, helpers.timing.verdict: "speed: ..." and "joules: ...", '-' where nothing
+    was predicted; the clocks beside them, not corrected for), and whether every check of the switched build passed (bit for bit against the model). The probe's run has cold L2 before every launch (fp8_stages.py
     --pair, --extra-l2); the energy run launches back to back on the same inputs for two seconds at a time, at the
     power cap (fp8_energy.py)."""
     import statistics
 
     from ..results import load_log
-    from ..timing import round_ratio, verdict, verdict_at
+    from ..timing import round_ratio, verdict
 
     med = statistics.median
     k, sw = tried["kernel"], tried["switch"]
@@ -1489,7 +1489,7 @@ def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h2
     def row(run, n, ms, lt_ms, base_ms, clocks, power_w, passed, spread=None, **energy):
         v = round_ratio(ms, base_ms)
         mine, base = clocks
-        judged = [f"speed: {verdict_at(energy['predicted_speed'], v['low'], v['high'], mine, base)}"] \
+        judged = [f"speed: {verdict(energy['predicted_speed'], v['low'], v['high'])}"] \
             if energy["predicted_speed"] != "-" else []
         if energy["predicted_joules"] != "-":
             judged.append(f"joules: {verdict(energy['predicted_joules'], *spread, above='more', below='fewer', change='change')}")
