@@ -166,11 +166,11 @@ def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = Non
 
 
 def round_ratio(mine_ms, theirs_ms) -> dict:
-    """The course's rule for "faster than" (lessons 6 and 7; a prediction of the ratio is judged by ``verdict``): the two were timed in the same alternating rounds
-    (`alternating`); each round gives theirs / mine (above 1: mine was faster), and the verdict is the median of those
-    ratios, not of either's times alone. Returns {"ratio": median, "low", "high", "won": rounds mine was faster,
-    "rounds"}. The clocks are reported beside it, not corrected for: under a power limit a kernel's own power draw
-    sets its clock."""
+    """The course's rule for "faster than" (lessons 6 and 7; a prediction of the ratio is judged by ``verdict``): the two
+    were timed in the same alternating rounds (`alternating`); each round gives theirs / mine (above 1: mine was
+    faster), and the verdict is the median of those ratios, not of either's times alone. Returns {"ratio": median,
+    "low", "high", "won": rounds mine was faster, "rounds"}. The clocks are reported beside it, not corrected for: under
+    a power limit a kernel's own power draw sets its clock."""
     import statistics
 
     per = [t / m for m, t in zip(mine_ms, theirs_ms)]
@@ -178,6 +178,16 @@ def round_ratio(mine_ms, theirs_ms) -> dict:
         raise ValueError("round_ratio needs the same number (at least one) of rounds for both")
     return {"ratio": statistics.median(per), "low": min(per), "high": max(per), "won": sum(p > 1 for p in per),
             "rounds": len(per)}
+
+
+def row_ratio(mine: dict, theirs: dict) -> float:
+    """Two timed rows of one alternating run (each with `round_ms` and `tflops`), mine over theirs as the course's rule
+    compares timings: the median of the round-by-round ratios (round_ratio; above 1 mine was faster) where both kept
+    the same rounds, their TFLOP/s ratio where a run kept none."""
+    a, b = mine.get("round_ms"), theirs.get("round_ms")
+    if a and b and len(a) == len(b):
+        return round_ratio(a, b)["ratio"]
+    return mine["tflops"] / theirs["tflops"]
 
 
 def verdict(predicted: float, low: float, high: float, above: str = "better", below: str = "worse",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..timing import row_ratio
 from ..clocks import clock_span
 from ..fp8_gemm import cpu_model  # the lesson calls fp8x.cpu_model
 from . import experiment
@@ -961,25 +962,13 @@ def passed_by(rows: list[dict], key) -> dict:
     return ok
 
 
-def _over(mine: dict, theirs: dict) -> float:
-    """Row `mine` over row `theirs` of one probe run, as the course's rule compares two timings: the median of the
-    round-by-round ratios (helpers.timing.round_ratio, above 1 mine faster) where both kept their rounds; their TFLOP/s
-    ratio where a run kept none."""
-    from ..timing import round_ratio
-
-    a, b = mine.get("round_ms"), theirs.get("round_ms")
-    if a and b and len(a) == len(b):
-        return round_ratio(a, b)["ratio"]
-    return mine["tflops"] / theirs["tflops"]
-
-
 def stage_rows(data: dict, base: str | None = None) -> list[dict]:
     """experiments.fp8.stages (tools/probes/fp8_stages.py): one row per size and kernel build, the median of three
     alternating rounds in TFLOP/s, over cuBLASLt with default and with fast accumulation timed in the same rounds (each
-    ratio the median of the round-by-round ratios, _over),
+    ratio the median of the round-by-round ratios, helpers.timing.row_ratio),
     the SM clocks of the three rounds (lowest-highest) and whether every check of that build passed. A build is a
     kernel, its stages and its probe switches (`options`, e.g. F8_DESC_ADD=1); with `base`, each row's TFLOP/s over
-    kernel `base`'s as recorded (its registry's stages, no switch) in the same rounds (`vs_base`, _over)."""
+    kernel `base`'s as recorded (its registry's stages, no switch) in the same rounds (`vs_base`, row_ratio)."""
     rows = data["stages"]["rows"]
     build = lambda r: (r["kernel"], r["stages"], tuple(r.get("options", ())))   # noqa: E731
     ok = passed_by(rows, build)
@@ -995,12 +984,12 @@ def stage_rows(data: dict, base: str | None = None) -> list[dict]:
             continue
         row = {"n": r["n"], "kernel": r["kernel"], "stages": r["stages"], "tflops": r["tflops"],
                "options": " ".join(o.removeprefix("-D") for o in r.get("options", ())) or "-",
-               "vs_default": _over(r, lt[r["n"], "cublaslt_fp8"]),
-               "vs_fast": _over(r, lt[r["n"], "cublaslt_fp8_fast"]),
+               "vs_default": row_ratio(r, lt[r["n"], "cublaslt_fp8"]),
+               "vs_fast": row_ratio(r, lt[r["n"], "cublaslt_fp8_fast"]),
                "mhz": clock_span(r["sm_mhz"]) or "?", "passed": ok.get(build(r), False),
                "round_ms": r.get("round_ms")}
         if base:
-            row["vs_base"] = _over(r, ref[r["n"]])
+            row["vs_base"] = row_ratio(r, ref[r["n"]])
         out.append(row)
     return out
 
@@ -1027,7 +1016,7 @@ STORE_TRIED = {"kernel": "fp8_promote_2acc_store", "over": "fp8_promote_2acc_lea
 def store_rows(data: dict) -> list[dict]:
     """stage_rows of a --store run (probe_log("fp8-store-probe")), one row per size and TMA-store kernel, beside the
     kernel it changes (`over`, storing C from registers) timed in the same rounds: its TFLOP/s (`over_tflops`), its
-    clocks (`over_mhz`) and the ratio (`vs_over`, the median round-by-round ratio: _over)."""
+    clocks (`over_mhz`) and the ratio (`vs_over`, the median round-by-round ratio: row_ratio)."""
     rows = stage_rows(data)
     by = {(r["n"], r["kernel"]): r for r in rows}
     out = []
@@ -1035,7 +1024,7 @@ def store_rows(data: dict) -> list[dict]:
         over = STORE_PAIRS.get(r["kernel"])
         if over is not None:
             b = by[r["n"], over]
-            out.append({**r, "over": over, "over_tflops": b["tflops"], "vs_over": _over(r, b),
+            out.append({**r, "over": over, "over_tflops": b["tflops"], "vs_over": row_ratio(r, b),
                         "over_mhz": b["mhz"], "both_passed": r["passed"] and b["passed"]})
     return out
 
@@ -1110,12 +1099,12 @@ SPEED_PERIOD_PREDICTED = ("fp8_promote_32", "fp8_promote_64", "fp8_promote_128",
 
 
 def target_rows(rows: list[dict]) -> list[dict]:
-    """Issue 26's targets in a speed run timed in alternating rounds (experiments.fp8.speed_128): per size, each
-    kernel of YARDSTICK over its cuBLASLt yardstick (`ratio`: the median of the round-by-round ratios, _over), the rounds it was
-    faster in (`won`), the median over the rounds of each one's SM clock (`mhz`: kernel / yardstick) and whether it
+    """Issue 26's targets in a speed run timed in alternating rounds (experiments.fp8.speed_128): per size, each kernel of
+    YARDSTICK over its cuBLASLt yardstick (`ratio`: the median of the round-by-round ratios, row_ratio), the rounds it
+    was faster in (`won`), the median over the rounds of each one's SM clock (`mhz`: kernel / yardstick) and whether it
     passed its check. `met`: the ratio >= 1 and faster in most rounds; None (not judged, `why` says so) where the
-    yardstick ran at a clock more than 2% below the kernel's, as lesson 6 judges cuBLAS's (a miss stands: a slower
-    clock of the yardstick only flatters the kernel)."""
+    yardstick ran at a clock more than 2% below the kernel's, as lesson 6 judges cuBLAS's (a miss stands: a slower clock
+    of the yardstick only flatters the kernel)."""
     import numpy as np
 
     by = {(r["n"], r["kernel"]): r for r in rows if "tflops" in r}
@@ -1124,7 +1113,7 @@ def target_rows(rows: list[dict]) -> list[dict]:
         for k, lt in YARDSTICK.items():
             a, y = by[n, k], by[n, lt]
             won = int((np.array(a["round_ms"]) < np.array(y["round_ms"])).sum())
-            ratio = _over(a, y)
+            ratio = row_ratio(a, y)
             mine, theirs = (int(np.median([m for m in r["round_mhz"] if m])) for r in (a, y))
             met = ratio >= 1 and 2 * won > len(a["round_ms"]) and bool(a.get("check_passed"))
             why = f"cuBLASLt at {theirs} MHz against {mine}" if met and theirs < 0.98 * mine else ""
@@ -1186,12 +1175,12 @@ def energy_log(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> list
 
 
 def energy_rows(rows: list[dict], base: str) -> list[dict]:
-    """Per size and kernel of an fp8_energy.py run: TFLOP/s, joules per GEMM (median round; `j_low`, `j_high`: the
-    lowest and highest), the window's mean power (W) and SM clock (MHz; medians), the work per cycle (`per_ghz`,
-    TFLOP/s per GHz of SM clock), TFLOP per joule, and `vs_base`: the median of the round-by-round ratios of its
-    joules to `base`'s (the same round; helpers.timing.round_ratio, above 1: it took more energy per GEMM), with
-    `more`: in how many rounds it took more, and `low`, `high`: the lowest and highest round's ratio (the spread
-    helpers.timing.verdict judges a prediction by). `passed`: the probe's check of a course kernel (None for cuBLASLt's)."""
+    """Per size and kernel of an fp8_energy.py run: TFLOP/s, joules per GEMM (median round; `j_low`, `j_high`: the lowest
+    and highest), the window's mean power (W) and SM clock (MHz; medians), the work per cycle (`per_ghz`, TFLOP/s per
+    GHz of SM clock), TFLOP per joule, and `vs_base`: the median of the round-by-round ratios of its joules to `base`'s
+    (the same round; helpers.timing.round_ratio, above 1: it took more energy per GEMM), with `more`: in how many rounds
+    it took more, and `low`, `high`: the lowest and highest round's ratio (the spread helpers.timing.verdict judges a
+    prediction by). `passed`: the probe's check of a course kernel (None for cuBLASLt's)."""
     import statistics
 
     from ..timing import round_ratio
@@ -1322,7 +1311,7 @@ def ncu_summary(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dic
 def switch_rows(name: str, built="ctas=128", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """A run of builds of one kernel or more (tools/probes/fp8_stages.py, results/logs/<name>-<gpu_slug>.json) as
     stage_rows gives it, with each row over its kernel's build `built` at the same size (`vs_built`: the median of the
-    round-by-round ratios, _over) and the
+    round-by-round ratios, row_ratio) and the
     rounds, of the alternating rounds, in which it was faster than that build (`faster`, e.g. '0 of 7'). `built`: the
     options as stage_rows writes them (the same stages as the row), or (stages, options)."""
     log = probe_log(name, gpu_slug, directory)
@@ -1334,7 +1323,7 @@ def switch_rows(name: str, built="ctas=128", gpu_slug: str = "nvidia-h200", dire
         base = (r["stages"], built) if isinstance(built, str) else tuple(built)
         ref = next(x for x in rows if (x["n"], x["kernel"], x["stages"], x["options"]) == (r["n"], r["kernel"], *base))
         mine, theirs = rounds[r["n"], r["kernel"], r["stages"], r["options"]], rounds[r["n"], r["kernel"], *base]
-        r["vs_built"] = _over(r, ref)
+        r["vs_built"] = row_ratio(r, ref)
         r["faster"] = f"{sum(a < b for a, b in zip(mine, theirs))} of {len(mine)}"
     return rows
 
@@ -1363,7 +1352,7 @@ def period_rows(name: str = "fp8-period2-probe", gpu_slug: str = "nvidia-h200", 
         rr = round_ratio(rounds[r["n"], r["kernel"], b], rounds[r["n"], r["kernel"], 0])
         out.append({"n": r["n"], "kernel": r["kernel"], "build": b, "tflops": r["tflops"],
                     "vs_first": rr["ratio"], "faster": "-" if b == 0 else f"{rr['won']} of {rr['rounds']}",
-                    "vs_128": _over(r, t128[r["n"]]), "mhz": r["mhz"], "passed": r["passed"]})
+                    "vs_128": row_ratio(r, t128[r["n"]]), "mhz": r["mhz"], "passed": r["passed"]})
     return out
 
 
@@ -1473,7 +1462,8 @@ def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h2
     probe's rows) with the rounds it took more (`more`), the predictions written before the runs (`predicted`: "cold",
     "cap" and "joules", each by size or None; '-' where none was written), each prediction judged by the course's
     rule on the rounds' spread (`verdict`, helpers.timing.verdict: "speed: ..." and "joules: ...", '-' where nothing
-    was predicted; the clocks beside them, not corrected for), and whether every check of the switched build passed (bit for bit against the model). The probe's run has cold L2 before every launch (fp8_stages.py
+    was predicted; the clocks beside them, not corrected for), and whether every check of the switched build passed
+    (bit for bit against the model). The probe's run has cold L2 before every launch (fp8_stages.py
     --pair, --extra-l2); the energy run launches back to back on the same inputs for two seconds at a time, at the
     power cap (fp8_energy.py)."""
     import statistics
@@ -1492,7 +1482,8 @@ def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h2
         judged = [f"speed: {verdict(energy['predicted_speed'], v['low'], v['high'])}"] \
             if energy["predicted_speed"] != "-" else []
         if energy["predicted_joules"] != "-":
-            judged.append(f"joules: {verdict(energy['predicted_joules'], *spread, above='more', below='fewer', change='change')}")
+            judged.append("joules: " + verdict(energy["predicted_joules"], *spread, above="more", below="fewer",
+                                               change="change"))
         return {"run": run, "n": n, "speed": v["ratio"], "faster": f"{v['won']} of {v['rounds']}",
                 "vs_default": round_ratio(ms, lt_ms)["ratio"], "mhz": f"{base:.0f} / {mine:.0f}", "power_w": power_w,
                 "passed": passed, "verdict": "; ".join(judged) or "-", **energy}
