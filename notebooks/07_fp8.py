@@ -965,6 +965,24 @@ helpers.display.table(rw, list(rw[0]))
 #   the counters beside cuBLASLt ("Counted beside cuBLASLt at $8192^3$").
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Every speed prediction beside its outcome
+#
+# Each idea's speed over the build it changes, as predicted before its run and as measured: the median
+# of the round-by-round ratios, its spread (lowest and highest round) and the verdict of the rule
+# (`fp8x.prediction_rows`, read from the probes' logs; the slides below have the details):
+
+# %% slideshow={"slide_type": "-"}
+import collections
+
+pred = fp8x.prediction_rows()
+helpers.display.table(pred, ["idea", "n", "predicted", "measured", "low", "high", "verdict", "won", "mhz"],
+                      ["idea", "n", "predicted", "measured", "lowest round", "highest", "verdict", "rounds faster",
+                       "SM clock, MHz (new / built)"], {"predicted": "g", "measured": ".3f", "low": ".3f", "high": ".3f"})
+
+# %% slideshow={"slide_type": "-"}
+print(dict(collections.Counter(r["verdict"].split(":")[0] for r in pred)), "of", len(pred), "predictions")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What cuBLASLt runs for FP8
 #
 # Nsight Compute names the kernel behind each cuBLASLt FP8 call (`tools/probes/cublas_kernels.py --fp8`),

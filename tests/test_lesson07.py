@@ -1901,3 +1901,37 @@ def test_the_verdicts_follow_one_rule():
     for gone in ("factor of two", "**Held", "so it held", "loss held", "count held", "of three held", "Hit for",
                  "within the rule"):                                                   # the words of the old rule
         assert gone not in src[src.index("## Appendix H"):], gone
+
+def test_every_speed_prediction_beside_its_outcome(tmp_path):
+    """Appendix H's table of every speed prediction (fp8x.prediction_rows): one row per idea and predicted size, the
+    prediction as its slide states it, the measured ratio and spread from the same rounds as the slide's own check, and
+    the verdicts the slides' prose gives (a few spot-checked here against the sentences tested above); a log without
+    one of the two builds is a ResultsError naming it."""
+    import json
+
+    rows = {(r["idea"], r["n"]): r for r in fp8x.prediction_rows()}
+    assert len(rows) == sum(len(p) for *_, p in fp8x.PREDICTIONS) == 32
+    said = {("two partial sums", 4096): (1.08, "missed: worse than predicted"),
+            ("C through shared memory", 4096): (1.03, "missed: better than predicted"),
+            ("store conflicts spread", 4096): (1.015, "missed: worse than predicted"),
+            ("128 CTAs", 4096): (1.00, "missed: better than predicted"),
+            ("a ring of 7 stages", 8192): (1.00, "as predicted"),
+            ("uniform descriptors, fp8_promote_2acc_lean", 4096): (1.01, "missed: better than predicted"),
+            ("a time limit for the waits", 8192): (1.01, "missed: worse than predicted"),
+            ("cuBLASLt's width, 128 x 144", 8192): (1.02, "unresolved: the spread holds no gain too"),
+            ("two K-tiles per stage", 4096): (1.00, "as predicted")}
+    for key, (p, v) in said.items():
+        assert (rows[key]["predicted"], rows[key]["verdict"]) == (p, v), key
+        assert rows[key]["low"] <= rows[key]["measured"] <= rows[key]["high"]
+    assert rows["two partial sums", 4096]["measured"] == round_ratio(
+        _rounds("fp8-2acc-probe", 4096, "fp8_promote_2acc", stages=4),
+        _rounds("fp8-2acc-probe", 4096, "fp8_promote_128", stages=4))["ratio"]
+    logs = Path(helpers.results.RESULTS_DIR) / "logs"
+    (tmp_path / "logs").mkdir()
+    for log in {e[1] for e in fp8x.PREDICTIONS}:
+        src = logs / f"{log}-nvidia-h200.json"
+        (tmp_path / "logs" / src.name).write_text(src.read_text())
+    two = tmp_path / "logs" / "fp8-2acc-probe-nvidia-h200.json"
+    two.write_text(json.dumps([r for r in json.loads(two.read_text()) if r.get("kernel") != "fp8_promote_128"]))
+    with pytest.raises(helpers.errors.ResultsError, match="0 timings of fp8_promote_128"):
+        fp8x.prediction_rows(directory=tmp_path)

@@ -1452,6 +1452,75 @@ EXTRA_L2_TRIED = {"switch": "F8_EXTRA_L2=1", "kernel": "fp8_promote_2acc_lean", 
                   "energy": "fp8-energy-extra-l2", "ncu": "ncu-fp8-extra-l2-8192", "flag": "--extra-l2"}
 
 
+# Appendix H's speed predictions in one table (prediction_rows): (the slide's idea, the probe log, its switched build and
+# the build it was predicted over, each (kernel, options without -D, stages or None), {n: the prediction written before
+# the run}). The predictions are the slides' (and the constants above where they have one).
+_LEAN, _C128 = "fp8_promote_2acc_lean", ("ctas=128",)
+PREDICTIONS = [
+    ("two partial sums", "fp8-2acc-probe", ("fp8_promote_2acc", (), 4), ("fp8_promote_128", (), 4), {4096: 1.08}),
+    ("2-CTA clusters sharing B", CLUSTER_TRIED["log"], (CLUSTER_TRIED["kernel"], (), None), (_LEAN, (), None),
+     {4096: CLUSTER_TRIED["predicted"]}),
+    ("C through shared memory", STORE_TRIED["log"], ("fp8_wgmma_store", (), None), ("fp8_wgmma", (), None),
+     {4096: STORE_PREDICTED}),
+    ("C through shared memory, promoting", STORE_TRIED["log"], (STORE_TRIED["kernel"], (), None), (_LEAN, (), None),
+     {4096: STORE_PREDICTED}),
+    ("store conflicts spread", "fp8-spread-probe", ("fp8_wgmma_store", ("F8_STORE_SPREAD=1",), None),
+     ("fp8_wgmma_store", (), None), {4096: 1.015}),
+    ("128 CTAs", "fp8-ctas-probe", ("fp8_wgmma_store", _C128, None), ("fp8_wgmma_store", (), None), {4096: 1.00}),
+    *[(f"128 CTAs, {k}", "fp8-ctas-lean-probe", (k, _C128, None), (k, (), None),
+       {n: CTAS_PREDICTED[k, n] for n in (4096, 8192)}) for k in YARDSTICK],
+    ("next tile's K-tiles during the store", "fp8-flow-probe", (_LEAN, _C128 + ("F8_FLOW=1",), None), (_LEAN, _C128, None),
+     {4096: 1.02, 8192: 1.01}),
+    ("only the next tile's first K-tile", "fp8-flow2-probe", (_LEAN, _C128 + ("F8_FLOW=2",), None),
+     (_LEAN, _C128, None), {4096: 1.02, 8192: 1.01}),
+    *[(f"a ring of {st} stages", "fp8-lean-stages-probe", (_LEAN, _C128, st), (_LEAN, _C128, 6), {4096: 1.00, 8192: 1.00})
+      for st in (5, 7)],
+    *[(f"uniform descriptors, {k}", "fp8-uniform-probe", (k, _C128 + ("F8_UNIFORM=1",), None), (k, _C128, None),
+       {4096: 1.01, 8192: 1.00}) for k in YARDSTICK],
+    *[(f"adds at a period's end, {k}", "fp8-period2-probe", (k, ("F8_PERIOD=2",), None), (k, (), None),
+       {n: PERIOD2_PREDICTED[k, n] for n in (4096, 8192)}) for k in ("fp8_promote_256", "fp8_promote_512")],
+    ("a time limit for the waits", "fp8-wait-probe", (_LEAN, _C128 + ("MBAR_WAIT=1",), None),
+     (_LEAN, _C128 + ("MBAR_WAIT=0",), None), WAIT_PREDICTED),
+    ("cuBLASLt's width, 128 x 144", WIDE_TRIED["log"], (WIDE_TRIED["kernel"], (), None), (_LEAN, _C128, None),
+     FP8_WIDE_PREDICTED),
+    ("two K-tiles per stage", PAIR_TRIED["log"], (_LEAN, _C128 + ("F8_PAIR=1",), None), (_LEAN, _C128 + ("F8_PAIR=0",), None),
+     {n: PAIR_PREDICTED[n] for n in (4096, 8192)}),
+]
+
+
+def prediction_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
+    """Every speed prediction of Appendix H (PREDICTIONS) beside its outcome, in one table: per idea and size, the
+    prediction written before the run, the measured ratio (the median of the round-by-round ratios of the two builds
+    timed in the same alternating rounds; helpers.timing.round_ratio), its spread (lowest and highest round), the
+    verdict of the course's rule (helpers.timing.verdict), the rounds the switched build was faster, and the SM clocks
+    of both builds (medians of their rounds; shown, not corrected for)."""
+    import statistics
+
+    from ..errors import ResultsError
+    from ..timing import round_ratio, verdict
+
+    out = []
+    for idea, log, new, base, predicted in PREDICTIONS:
+        rows = [r for r in probe_log(log, gpu_slug, directory)["stages"]["rows"] if "round_ms" in r]
+
+        def pick(n, kernel, options, stages):
+            got = [r for r in rows if r["n"] == n and r["kernel"] == kernel and stages in (None, r["stages"])
+                   and tuple(o.removeprefix("-D") for o in r.get("options", ())) == options]
+            if len(got) != 1:
+                raise ResultsError(f"results/logs/{log}: {len(got)} timings of {kernel} {' '.join(options)} at {n}^3.",
+                                   "keep the probe's log as it ran")
+            return got[0]
+
+        for n, p in sorted(predicted.items()):
+            a, b = pick(n, *new), pick(n, *base)
+            rr = round_ratio(a["round_ms"], b["round_ms"])
+            out.append({"idea": idea, "n": n, "predicted": p, "measured": rr["ratio"], "low": rr["low"],
+                        "high": rr["high"], "verdict": verdict(p, rr["low"], rr["high"]),
+                        "won": f"{rr['won']} of {rr['rounds']}",
+                        "mhz": f"{statistics.median(a['sm_mhz']):.0f} / {statistics.median(b['sm_mhz']):.0f}"})
+    return out
+
+
 def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """A probe switch's two timed runs (`tried`: PAIR_TRIED or EXTRA_L2_TRIED), per run and size: the switched build of
     tried["kernel"] over the recorded build, timed in the same rounds with cuBLASLt's default accumulation: its speed
