@@ -1935,3 +1935,16 @@ def test_hilbert_rows_read_the_probe_as_order_rows_read_theirs(tmp_path):
         (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
     with pytest.raises(helpers.errors.ResultsError, match="--hilbert"):
         H.hilbert_rows(directory=tmp_path / "none")
+
+
+def test_the_squarer_order_table_judges_its_predictions():
+    """Appendix G's GROUP_M=16 table carries the course's verdict on the rounds' spread: missed (slower) for rung 15 at
+    4096^3, as its prose says ('slower for rung 15 at $4096^3$'), and unresolved for the three others ('where the
+    clock and the ratios to cuBLAS moved by as much between rounds')."""
+    got = [(r["shape"], r["rung"], r["verdict"]) for r in H.order_rows()]
+    assert got == [("4096^3", 15, "missed: worse than predicted"),
+                   ("4096^3", 26, "unresolved: the spread holds no gain too"),
+                   ("8192^3", 25, "unresolved: the spread holds no gain too"),
+                   ("8192^3", 26, "unresolved: the spread holds no gain too")]
+    lesson = " ".join((ROOT / "notebooks" / "06_hopper_full_speed.py").read_text().replace("\n# ", " ").split())
+    assert "slower for rung 15 at $4096^3$" in lesson and '"verdict"' in lesson
