@@ -1433,7 +1433,7 @@ extern "C" __global__ void hopper_tall_tile_f32c(const __grid_constant__ TensorM
 // CT_M: rung 29's tile rows: a multiple of 32 (its epilogue's boxes) above 128 whose 4 stages fit in 227 KB: 160.
 // (A knob may give 128: rung 14's tile and ring computed as C^T, cuBLAS's kernel at 4096^3, the orientation alone.
 // Predicted x1.00 over rung 25; measured (results/logs/ct-m128-nvidia-h200.json): bit-identical at 5 odd sizes and the
-// 2 timed ones, x0.988 at 4096^3 (clocks falling) and x1.009 at 2048^3: the orientation alone gains nothing.)
+// 2 timed ones, x0.992 at 4096^3 (clocks falling) and x1.009 at 2048^3: the orientation alone gains nothing.)
 #ifndef CT_M
 #define CT_M 160
 #endif
@@ -1519,7 +1519,7 @@ static_assert((CTN_M / 2 + 7) / 8 * 8 * 2 <= 160, "CTN_M: a stage holds at most 
 // First run (session 24): every launch failed where N has an odd number of tile columns (negative boxes of B past N,
 // fixed in the producer). Then (results/logs/ct-pair-n-nvidia-h200.json): bit-identical at 5 odd sizes and the 3 timed
 // ones, memcheck 0 errors, racecheck 0 hazards; x0.965 over rung 29 at 5000^3 (slower in every round), x1.018 at 4096^3,
-// x0.861 at 5496^3. Under Nsight Compute at 5000^3 (results/logs/ncu-pair-n-nvidia-h200.json), against rung 29: 1.20x
+// x0.860 at 5496^3. Under Nsight Compute at 5000^3 (results/logs/ncu-pair-n-nvidia-h200.json), against rung 29: 1.20x
 // its L2 read sectors (the box rows above), 1.46x its DRAM reads, tensor pipe 82% against 93%, long-scoreboard stalls
 // 2.1x: the loads it added cost more than the waves it saved. It stays pending: a tried idea.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_pair_n(

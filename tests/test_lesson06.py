@@ -1167,19 +1167,19 @@ def test_claims_of_the_tall_tile_slide_probes_after_the_run():
 
 def test_claims_of_the_tall_tile_stages_fragment():
     """The fragment after the tall-tile slide (tools/probes/tall_tile.py, results/logs/tall-tile-probe): the 256-row
-    height costs about 1% (4 stages within 1.5% of rung 14 at both sizes), 3 stages 14-16%; 256 x 152 fits only 3 stages
+    height costs 1-2% (4 stages x0.989 and x0.980 of rung 14, medians of round ratios), 3 stages 14-16%; 256 x 152 fits only 3 stages
     of 56 KB, B's 152 columns taking 3 boxes of 64; every build checked bit for bit."""
     rows = {(r["n"], r["build"]): r for r in H.tall_tile_rows()}
     assert len(rows) == 6 and all(r["checked"] for r in rows.values())
     for n in (4096, 6144):
-        assert 0.985 <= rows[n, "256 x 128, 4 stages"]["ratio"] < 1.0
+        assert round(100 * (1 - rows[n, "256 x 128, 4 stages"]["ratio"])) in (1, 2)          # "costs 1-2%"
         assert 0.14 <= round(1 - rows[n, "256 x 128, 3 stages"]["ratio"], 2) <= 0.16
     assert K.tall_stages(152) == 3 and K.tall_stages(128) == 4 and -(-152 // 64) == 3
     assert (256 * 64 + 3 * 64 * 64) * 2 // 1024 == 56
     assert 4 * (256 * 64 + 3 * 64 * 64) * 2 + K.HOPPER_STORE_SMEM - 4 * K.HOPPER_STAGE > 227 * 1024
     lesson = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
-    for s in ("The height costs about 1%. Three stages instead of four cost 14-16%, and 256 x 152 fits only three: "
-              "56 KB a\n# stage, because B's 152 columns take three boxes of 64.",):
+    for s in ("The height costs 1-2%. Three stages instead of four cost 14-16%, and 256 x 152 fits only three: 56 KB "
+              "a\n# stage, because B's 152 columns take three boxes of 64.",):
         assert s in lesson, s
 
 
@@ -1197,7 +1197,7 @@ def test_claims_of_the_rung_29_slide():
         won, of = map(int, r["won"].split(" of "))
         assert r["checked"] and (gain > 1) == (r["ratio"] > 1), n
         assert won == (of if gain > 1 else 0), n
-    assert rows[5000]["ratio"] < rows[5000]["predicted"] and rows[5000]["vs_cublas"] < 1
+    assert rows[5000]["verdict"] == "as predicted" and rows[5000]["vs_cublas"] < 1     # "gains what was predicted"
     assert all(rows[n]["vs_cublas"] >= 0.95 and not rows[n]["note"] and (2 * n) % 16 == 0 for n in (5496, 6744))
     ncu = {r["kernel"]: r for r in H.ncu_alignment_rows("ncu-row-alignment-ct") if r["row_bytes"] == 10000}
     assert abs(ncu["rung 29"]["tensor_pct"] - ncu["cuBLAS FP16 C"]["tensor_pct"]) < 2
@@ -1207,8 +1207,8 @@ def test_claims_of_the_rung_29_slide():
     for s in ("A stage needs no padding (20 KB of A, 32 KB of B), so four stages fit.",
               "**Faster wherever the waves said so**, slower where they said so, and correct everywhere (bit for bit).",
               "At\n# $5496^3$ and $6744^3$, whose rows TMA reads as they are, it reaches 0.95x cuBLAS or more. At "
-              "$5000^3$ it falls\n# short of the prediction and of cuBLAS. Under Nsight Compute both keep the tensor "
-              "pipe about equally busy", "152-row tiles give 33 at 5000"):
+              "$5000^3$ it gains\n# what was predicted but falls short of cuBLAS. Under Nsight Compute both keep the "
+              "tensor pipe about equally busy", "152-row tiles give 33 at 5000"):
         assert s in lesson, s
 
 
@@ -1948,3 +1948,21 @@ def test_the_squarer_order_table_judges_its_predictions():
                    ("8192^3", 26, "unresolved: the spread holds no gain too")]
     lesson = " ".join((ROOT / "notebooks" / "06_hopper_full_speed.py").read_text().replace("\n# ", " ").split())
     assert "slower for rung 15 at $4096^3$" in lesson and '"verdict"' in lesson
+
+
+def test_appendix_d_tables_judge_their_predictions():
+    """The tried-tile tables of Appendix D carry the rule's verdict on the rounds' spread, as their prose reads it: the
+    256-row tile's 3-stage and 152-wide builds missed (slower) at 4096^3; rung 29's C^T tile as predicted at 5000^3
+    ('gains what was predicted'); rung 31 missed at 5000^3 ('slower than rung 29 in every round'); CT_M=128 as
+    predicted at both sizes ('gains nothing, as predicted'); 128 CTAs unresolved at 4096^3 ('not told apart')."""
+    tall = {(r["n"], r["build"]): r["verdict"] for r in H.tall_tile_rows()}
+    assert tall[4096, "256 x 128, 3 stages"] == tall[4096, "256 x 152"] == "missed: worse than predicted"
+    assert {r["n"]: r["verdict"] for r in H.ct_tile_rows()}[5000] == "as predicted"
+    assert {r["n"]: r["verdict"] for r in H.ct_tile_rows(("ct-pair-n",), new=31, base=29)}[5000] == \
+        "missed: worse than predicted"
+    assert {r["verdict"] for r in H.ct_tile_rows(("ct-m128",))} == {"as predicted"}
+    assert {r["verdict"] for r in H.grid128_rows() if r["n"] == 4096} == {"unresolved: the spread holds no gain too"}
+    lesson = " ".join((ROOT / "notebooks" / "06_hopper_full_speed.py").read_text().replace("\n# ", " ").split())
+    for s in ("**The orientation alone gains nothing**, as predicted", "**Not told apart from the spread.**",
+              "slower than rung 29 in every round at $5000^3$"):
+        assert s in lesson, s

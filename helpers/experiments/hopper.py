@@ -1727,9 +1727,10 @@ GRID128_PREDICTED = {4096: 1.01, 8192: 1.00}
 
 def tall_tile_rows(name: str = "tall-tile-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """tools/probes/tall_tile.py's run (results/logs/<name>-<gpu>.json, sizes whose rows are 128-byte multiples): per
-    size and forced build of the 256-row tile, its TFLOP/s, its speed over rung 14 (`ratio`: rung 14's median time over
-    the build's), the rounds it was faster, the prediction written before the run (at 4096^3; "" elsewhere), the SM
-    clocks of its rounds, and whether every check of the build was bit-identical to the model."""
+    size and forced build of the 256-row tile, its TFLOP/s, its speed over rung 14 (`ratio`: the median of the
+    round-by-round ratios, helpers.timing.round_ratio; `low`, `high`: the lowest and highest round), the rounds it was
+    faster, the prediction written before the run (at 4096^3; "" elsewhere) and its verdict (helpers.timing.verdict),
+    the SM clocks of its rounds, and whether every check of the build was bit-identical to the model."""
     from ..results import load_log
 
     run = load_log(name, "tools/probes/tall_tile.py OUT.json", gpu_slug, directory)
@@ -1742,10 +1743,11 @@ def tall_tile_rows(name: str = "tall-tile-probe", gpu_slug: str = "nvidia-h200",
         base = t["rung 14"]
         for build in run["predicted"]:
             r = t[build]
-            won = sum(x < y for x, y in zip(r["round_ms"], base["round_ms"]))
-            out.append({"n": n, "build": build, "tflops": r["tflops"], "ratio": base["median_ms"] / r["median_ms"],
-                        "won": f"{won} of {len(r['round_ms'])}",
-                        "predicted": run["predicted"][build] if n == 4096 else "",
+            rr = round_ratio(r["round_ms"], base["round_ms"])
+            p = run["predicted"][build] if n == 4096 else ""
+            out.append({"n": n, "build": build, "tflops": r["tflops"], "ratio": rr["ratio"], "low": rr["low"],
+                        "high": rr["high"], "won": f"{rr['won']} of {rr['rounds']}", "predicted": p,
+                        "verdict": verdict(p, rr["low"], rr["high"]) if p != "" else "",
                         "mhz": clock_span(r["sm_mhz"]), "checked": ok[build]})
     return out
 
@@ -1753,8 +1755,9 @@ def tall_tile_rows(name: str = "tall-tile-probe", gpu_slug: str = "nvidia-h200",
 def ct_tile_rows(names=("ct-tile-probe", "ct-tile-sizes", "ct-tile-aligned"), gpu_slug: str = "nvidia-h200",
                  directory=None, new: int = 29, base: int = 25) -> list[dict]:
     """tools/probes/ct_tile.py's runs (results/logs/<name>-<gpu>.json; a name not logged is skipped): per size, rung
-    29's TFLOP/s, its speed over rung 25 (`ratio`: rung 25's median time over rung 29's), the rounds it was faster,
-    the prediction written before that run, rung 25's and cuBLAS's (FP16 C) TFLOP/s, rung 29 over cuBLAS
+    29's TFLOP/s, its speed over rung 25 (`ratio`: the median of the round-by-round ratios, helpers.timing.round_ratio;
+    `low`, `high`: the lowest and highest round), the rounds it was faster, the prediction written before that run and
+    its verdict (helpers.timing.verdict), rung 25's and cuBLAS's (FP16 C) TFLOP/s, rung 29 over cuBLAS
     (`vs_cublas`), the SM clocks of rung 29's rounds, and whether every check of that run was bit-identical. Where a
     row of n halves is no multiple of 16 bytes, the rungs ran on zero-padded copies and cuBLAS on the matrices: the
     cuBLAS columns are "" there, and a `note` says why. `new` and `base`: the two rungs of a run (--pair-n: 31 and
@@ -1772,12 +1775,14 @@ def ct_tile_rows(names=("ct-tile-probe", "ct-tile-sizes", "ct-tile-aligned"), gp
         for n in sorted({r["n"] for r in run["timed"]}, key=lambda n: (n != 5000, n)):
             t = {r["what"]: r for r in run["timed"] if r["n"] == n}
             this, old, cub = t[f"rung {new}"], t[f"rung {base}"], t["cuBLAS"]
-            won = sum(x < y for x, y in zip(this["round_ms"], old["round_ms"]))
+            rr = round_ratio(this["round_ms"], old["round_ms"])
+            p = run["predicted"][str(n)]
             padded = (2 * n) % 16 != 0       # rows of no 16-byte multiple: TMA cannot read them as they are
-            out.append({"n": n, "shape": f"{n}^3", "predicted": run["predicted"][str(n)], "tflops": this["tflops"],
-                        "ratio": old["median_ms"] / this["median_ms"], "won": f"{won} of {len(this['round_ms'])}",
+            out.append({"n": n, "shape": f"{n}^3", "predicted": p, "tflops": this["tflops"], "ratio": rr["ratio"],
+                        "low": rr["low"], "high": rr["high"], "verdict": verdict(p, rr["low"], rr["high"]),
+                        "won": f"{rr['won']} of {rr['rounds']}",
                         "base_tflops": old["tflops"], "cublas": "" if padded else cub["tflops"],
-                        "vs_cublas": "" if padded else cub["median_ms"] / this["median_ms"],
+                        "vs_cublas": "" if padded else row_ratio(this, cub),
                         "mhz": clock_span(this["sm_mhz"]), "power_w": round(max(this.get("power_w") or [0])),
                         "checked": ok,
                         "note": f"rows of {2 * n} bytes: the rungs ran zero-padded copies (the copy not timed), cuBLAS "
@@ -1789,7 +1794,9 @@ def grid128_rows(name: str = "grid-128-probe", gpu_slug: str = "nvidia-h200", di
     """tools/probes/grid_128.py's run (results/logs/<name>-<gpu>.json): per size and rung, its TFLOP/s as built and on
     128 CTAs (medians of the alternating rounds), the round-by-round ratio (`x128`: median of built / 128-CTA time),
     the rounds 128 CTAs won, each build over cuBLAS writing the same C (round by round: `vs_cublas`,
-    `vs_cublas_128`), the SM clocks over the 128-CTA build's rounds, and whether every check of the rung passed."""
+    `vs_cublas_128`), the spread of `x128` (`low`, `high`: the lowest and highest round) and, with GRID128_PREDICTED,
+    its verdict (helpers.timing.verdict), the SM clocks over the 128-CTA build's rounds, and whether every check of the
+    rung passed."""
     from ..results import load_log
 
     run = load_log(name, "tools/probes/grid_128.py OUT.json", gpu_slug, directory)
@@ -1803,8 +1810,10 @@ def grid128_rows(name: str = "grid-128-probe", gpu_slug: str = "nvidia-h200", di
             one, c128 = t[n, f"rung {rung}", None], t[n, f"rung {rung}", run["ctas"]]
             cub = next(r for r in run["timed"] if r["n"] == n and r["what"] == "cuBLAS" and r["c_dtype"] == one["c_dtype"])
             a, b, c = (np.array(x["round_ms"]) for x in (one, c128, cub))
+            rr = round_ratio(c128["round_ms"], one["round_ms"])
             out.append({"n": n, "rung": rung, "c_dtype": one["c_dtype"], "tflops": one["tflops"],
-                        "tflops_128": c128["tflops"], "x128": float(np.median(a / b)),
+                        "tflops_128": c128["tflops"], "x128": float(np.median(a / b)), "low": rr["low"],
+                        "high": rr["high"], "verdict": verdict(GRID128_PREDICTED[n], rr["low"], rr["high"]),
                         "won": f"{int((b < a).sum())} of {len(b)}", "vs_cublas": float(np.median(c / a)),
                         "vs_cublas_128": float(np.median(c / b)), "mhz": clock_span(c128["sm_mhz"]),
                         "passed": ok[rung]})
