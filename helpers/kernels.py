@@ -465,7 +465,8 @@ _QUAD_WHY = ("four CTAs on tiles stacked along M share B, and each loads one of 
 
 # Rungs 29-30 (session 22, issue 25): cuBLAS's orientation, written after rungs 27-28's 256-row tile (pending: slower) and
 # the tall-tile probe (a ring of 3 stages costs 14-16%). Forced everywhere (tools/probes/ct_tile.py, results/logs/ct-tile-*)
-# the C^T tile measured x1.052 over rung 25 at 5000^3 and x0.820 at 4096^3, so the launcher chooses per problem
+# the C^T tile measured x1.052 over rung 25 at 5000^3 and x0.820 at 4096^3 (ratios of median times; x1.081 and x0.827 as
+# medians of round ratios), so the launcher chooses per problem
 # (helpers.launch.orientation_build); that build's first run (session 23, results/logs/ct-rung29-probe, ct-rung30-probe)
 # was predicted x1.00 where it builds rung 25's (26's) kernel, x1.05 at 5000^3 and x1.07 at 5496^3.
 _CT_WHY = ("wgmma's M is 64 rows per instruction, its N any multiple of 8: a 160 x 256 tile computed as C^T = B^T A^T "
@@ -670,7 +671,8 @@ KERNELS: dict[str, GemmKernel] = _registry([
                  per_shape="orientation"),
     _hopper_rung(30, "hopper_ct_tile_f32c", "rung 29 writing FP32 C (rung 26 where its own tile is built)", 1.0,
                  "rung 29's mainloop and waves with an FP32 epilogue (single floats into boxes of 16 rows x 32 "
-                 "columns, two per step, in the same 16 KB): forced, rung 29 measured x1.052 over rung 25 at 5000^3, "
+                 "columns, two per step, in the same 16 KB): forced, rung 29 measured x1.052 over rung 25 at 5000^3 "
+                 "(median times), "
                  "and both FP32 epilogues write twice the bytes: predicted x1.05 over rung 26 at 5000^3 (measured, "
                  "forced: x1.077), x1.00 where the launcher builds rung 26's kernel",
                  persistent=True, cluster=(2, 1, 1), block_tile=(CT_M, 256), tma_boxes=((CT_M, 64), (64, 64)),

@@ -193,12 +193,13 @@ def row_ratio(mine: dict, theirs: dict) -> float:
 def verdict(predicted: float, low: float, high: float, above: str = "better", below: str = "worse",
             change: str = "gain") -> str:
     """The course's one rule for a prediction (lessons 5, 6 and 7): a predicted ratio is judged against the spread of
-    the measured one, [low, high]: the gains that the p10 and p90 timings of both allow (lessons 5 and 6), or the
-    lowest and highest round of alternating rounds (round_ratio; lesson 7). Inside it: "as predicted", or, for a
-    predicted change whose spread also holds no change (1.00), "unresolved: the spread holds no {change} too" (the
-    timing cannot tell the two apart). Outside it: "missed: {above} than predicted" when the whole spread lies above
-    the prediction, "missed: {below} than predicted" when below (a speed ratio: better / worse, a gain; a ratio of
-    costs names its own words). A prediction of no change (1.00) inside the spread is "as predicted"."""
+    the measured one, [low, high]: the gains that the p10 and p90 timings of both allow (the rung tables of lessons 5
+    and 6), or the lowest and highest round of alternating rounds (round_ratio; the probes of lessons 6 and 7).
+    Inside it: "as predicted", or, for a predicted change whose spread also holds no change (1.00), "unresolved: the
+    spread holds no {change} too" (the timing cannot tell the two apart). Outside it: "missed: {above} than
+    predicted" when the whole spread lies above the prediction, "missed: {below} than predicted" when below (a speed
+    ratio: better / worse, a gain; a ratio of costs names its own words). A prediction of no change (1.00) inside the
+    spread is "as predicted"."""
     eps = 1e-9
     if low * (1 - eps) <= predicted <= high * (1 + eps):
         if predicted != 1.0 and low * (1 - eps) <= 1.0 <= high * (1 + eps):

@@ -188,7 +188,7 @@ _CT_M = Knob("CT_M", "CT_M", lambda s: (128, 160, 192) if s["STAGES"] <= 3 else 
              "(4096^3) / x1.01 (2048^3) over rung 25 (tools/probes/ct_tile.py --ct-m 128). Left out, the "
              "launcher chooses per problem (helpers.launch.orientation_build): the 160-row C^T tile where the wave "
              "model gives it x1.05 or more over rung 25 (26), else rung 25's (26's) own build; given, the C^T tile is "
-             "used at every size (at 4096^3 it wastes a wave: x0.82 measured, forced)",
+             "used at every size (at 4096^3 it wastes a wave: x0.83 measured, forced)",
              "block tile CT_M x 256, A's TMA box CT_M x 64, shared memory per stage CT_M x 128 + 32768 bytes",
              depends="STAGES", rule="128 or 160, or 192 with STAGES 2 or 3", forces=True)
 

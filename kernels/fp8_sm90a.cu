@@ -165,7 +165,8 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // Predicted (session 19, before any GPU ran it): x1.02 over fp8_promote_2acc_lean at 4096^3 (a 32-K-tile tile's store,
 // about one K-tile's time, hidden behind the next tile's first K-tile), x1.01 at 8192^3 (64 K-tiles per tile).
 // First run (session 19, tools/probes/fp8_stages.py --flow, results/logs/fp8-flow-probe-nvidia-h200.json): bit-identical
-// to the model at every shape, and slower: x0.89 at 4096^3, x0.86 at 8192^3. Nsight Compute's sampling
+// to the model at every shape, and slower: x0.89 at 4096^3, x0.86 at 8192^3 (ratios of median times; x0.90 and x0.88
+// as medians of round ratios). Nsight Compute's sampling
 // (results/logs/ncu-source-fp8-flow-nvidia-h200.json): 18% more warp instructions, and warps waiting for an instruction
 // in 6.8% of the samples against 1.1%. It stays 0 (lesson 7, Appendix H).
 // With 2 (session 20) the pair loop stays as built, and only where a tile ends and the CTA has another tile is that
@@ -190,7 +191,8 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // The same wgmmas on the same data: C bit for bit the same. Predicted (session 20, before any GPU ran it): x1.01 at
 // 4096^3, x1.00 at 8192^3. First run (session 20, tools/probes/fp8_stages.py --uniform,
 // results/logs/fp8-uniform-probe-nvidia-h200.json, seven alternating rounds on 128 CTAs): bit-identical to the model
-// at every shape; at 4096^3 x1.020 for fp8_wgmma_store and x1.027 for fp8_promote_2acc_lean at the same clocks
+// at every shape; at 4096^3 x1.020 for fp8_wgmma_store and x1.027 for fp8_promote_2acc_lean (ratios of median times;
+// x1.016 and x1.027 as medians of round ratios) at the same clocks
 // (Nsight Compute: 20% and 6% fewer warp instructions); at 8192^3 power-limited. Since that run both pass UNIFORM =
 // true (a template argument of fp8_gemm); the switch stays 0 for the other kernels, whose record was measured
 // without it.

@@ -1397,7 +1397,8 @@ static_assert((TALL_M == 256 && TALL_N % 8 == 0 && TALL_N >= 128 && TALL_N <= 19
 // results/logs/tall-alignment-nvidia-h200.json) 667 TFLOP/s against 546 with rows of 10000, rung 25 673 against 641,
 // cuBLAS 755 against 720: rows that start inside a line cost the tall tile most (256 rows of A per K-tile, each two
 // requests). At sizes whose rows are 128-byte multiples (session 22, tools/probes/tall_tile.py, 7 alternating rounds,
-// results/logs/tall-tile-probe-nvidia-h200.json; predicted before it ran), over rung 14 at 4096^3: 256 x 128 in 4 stages
+// results/logs/tall-tile-probe-nvidia-h200.json; predicted before it ran), over rung 14 at 4096^3 (ratios of median
+// times; lesson 6 shows the medians of round ratios): 256 x 128 in 4 stages
 // x0.993 (predicted x0.97), in 3 stages x0.840 (x0.95), 256 x 152 x0.777 (x0.82); at 6144^3 x0.987, x0.862, x0.883.
 // Bit-identical everywhere. So a 256-row tile costs little by itself; a ring of 3 stages costs 14-16%, and 256 x 152
 // fits only 3 (56 KB a stage, B padded to 3 boxes of 64 columns). Next to try: cuBLAS's 152 x 256 computing C^T (152
@@ -1454,7 +1455,7 @@ static_assert(CT_SMEM <= 227 * 1024, "CT_M: 4 stages of CT_M rows of A and 256 c
 // Predicted before any run: x1.08 over rung 25 at 5000^3 (x1.12 from the waves, less some for the box rows).
 // First runs (session 22, tools/probes/ct_tile.py, results/logs/ct-tile-probe and ct-tile-sizes): bit-identical to the
 // model at 5 odd sizes and every timed one; memcheck 0 errors, racecheck 0 hazards. Over rung 25, faster in every
-// round: x1.052 at 5000^3 (predicted x1.08), x1.136 at 3000^3 (x1.13), x1.188 at 5500^3 and x1.107 at 6750^3 (x1.07,
+// round (ratios of median times; lesson 6 shows the medians of round ratios, x1.081 at 5000^3): x1.052 at 5000^3 (predicted x1.08), x1.136 at 3000^3 (x1.13), x1.188 at 5500^3 and x1.107 at 6750^3 (x1.07,
 // on padded copies: those rows are no 16-byte multiples); x0.820 at 4096^3 (x0.80), where its tiles waste a wave.
 // At the nearest sizes whose rows TMA reads as they are (results/logs/ct-tile-aligned): x1.084 at 5496^3 and x1.065 at
 // 6744^3 (x1.07), 0.998x and 0.961x cuBLAS writing FP16 C there.
@@ -1481,7 +1482,7 @@ extern "C" __global__ void hopper_ct_tile(const __grid_constant__ TensorMap tmA,
 
 // Rung 30 -- rung 29 writing FP32 C (issue 25; written 2026-12-04, session 22). The same mainloop; the epilogue
 // writes single floats (no stmatrix for 32-bit values) into boxes of 16 rows x 32 columns, two per step, in the same
-// 16 KB. Predicted before any run: x1.05 over rung 26 at 5000^3 (rung 29's measured x1.052 over rung 25: the same
+// 16 KB. Predicted before any run: x1.05 over rung 26 at 5000^3 (rung 29's measured x1.052 over rung 25, median times: the same
 // waves and mainloop; both epilogues write twice the bytes of the FP16 ones). First run (session 22,
 // results/logs/ct-tile-f32c-nvidia-h200.json): bit-identical to the model at 5 odd sizes and 5000^3; memcheck 0 errors,
 // racecheck 0 hazards; x1.077 over rung 26 at 5000^3 (faster in 7 of 7 rounds), 0.945x cuBLAS writing FP32 C there.

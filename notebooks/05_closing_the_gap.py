@@ -425,8 +425,8 @@ fig = helpers.plots.ladder(L.timed_by_size(data), peak=peak, source=source, lege
 #
 # A prediction is a model of where the time goes; a miss says which part of the model was wrong.
 # A gain is **as predicted** when the prediction lies inside the timings' spread (p10-p90 of both
-# rungs, the "p10-p90" columns above), **missed** outside it, **unresolved** when the spread also holds
-# x1.00. For each miss at 4096, the most likely reason (written for both directions before the measurement):
+# rungs, the "p10-p90" columns above), **missed** outside it, **unresolved** when a predicted gain's
+# spread also holds x1.00. For each miss at 4096, the most likely reason (written for both directions before the measurement):
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 rows = [dict(g, note=L.MISS_NOTES[g["rung"]][g["direction"]] if g["direction"] else "")

@@ -128,7 +128,8 @@ for n in L.TIMED_SIZES:
 # **The ladder, and the predictions made before measuring.**
 # Each rung keeps rung 7's arithmetic (FP16 in, FP32 accumulators, K walked in order 16 at a time)
 # and changes one thing. A gain is **as predicted** when the prediction lies inside the timings'
-# spread (p10-p90 of both rungs), **missed** outside it, **unresolved** when the spread also holds x1.00.
+# spread (p10-p90, both rungs), **missed** outside it, **unresolved** when a predicted gain's spread
+# holds x1.00 too.
 
 # %% slideshow={"slide_type": "-"}
 rows = [dict(rung=r.rung, kernel=r.name, idea=r.idea, gain=f"x{r.predicted_gain:g}") for r in HOPPER_RUNGS.values()]

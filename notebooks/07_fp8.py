@@ -1445,7 +1445,7 @@ helpers.display.table(fp8x.switch_rows("fp8-lean-stages-probe", (6, "ctas=128"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # At $4096^3$, x1.005 with 5 stages and x0.994 with 7, each faster in some rounds and slower in others:
-# as predicted (the x1.00 written lies inside both spreads, x0.995 to x1.014 and x0.991 to x1.007), and
+# as predicted (the x1.00 written lies inside both spreads, x0.995 to x1.014 and x0.991 to x1.006), and
 # neither beats 6. At $8192^3$ the power limit set each build's clock (the 6-stage build's fell lowest,
 # to 1170 MHz): its rounds spread widely, and both builds are as predicted. The ring stays at 6.
 

@@ -789,13 +789,21 @@ def test_rung_29_first_runs_are_quoted():
     src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
     rows = {r["n"]: r for r in H.ct_tile_rows()}
     assert set(rows) == {5000, 4096, 3000, 5500, 6750, 5496, 6744} and all(r["checked"] for r in rows.values())
-    q = {n: f"x{r['ratio']:.3f}" for n, r in rows.items()}
+    # the comment quotes ratios of median times ("ratios of median times"), the lesson medians of round ratios
+    med = {}
+    for name in ("ct-tile-probe", "ct-tile-sizes", "ct-tile-aligned"):
+        for r in json.loads((logs / f"{name}-nvidia-h200.json").read_text())["timed"]:
+            med[r["n"], r["what"]] = r["median_ms"]
+    q = {n: f"x{med[n, 'rung 25'] / med[n, 'rung 29']:.3f}" for n in rows}
     p = {n: f"x{r['predicted']:.2f}" for n, r in rows.items()}
+    assert "(ratios of median times; lesson 6 shows the medians of round ratios, " \
+        f"x{rows[5000]['ratio']:.3f} at 5000^3)" in src
     assert (f"{q[5000]} at 5000^3 (predicted {p[5000]}), {q[3000]} at 3000^3 ({p[3000]}), {q[5500]} at 5500^3 and "
             f"{q[6750]} at 6750^3 ({p[5500]}, on padded copies") in src and p[5500] == p[6750]
     assert f"{q[4096]} at 4096^3 ({p[4096]})" in src
-    assert (f"{q[5496]} at 5496^3 and {q[6744]} at 6744^3 ({p[5496]}), {rows[5496]['vs_cublas']:.3f}x and "
-            f"{rows[6744]['vs_cublas']:.3f}x cuBLAS writing FP16 C there") in src and p[5496] == p[6744]
+    cub = {n: f"{med[n, 'cuBLAS'] / med[n, 'rung 29']:.3f}x" for n in (5496, 6744)}
+    assert (f"{q[5496]} at 5496^3 and {q[6744]} at 6744^3 ({p[5496]}), {cub[5496]} and "
+            f"{cub[6744]} cuBLAS writing FP16 C there") in src and p[5496] == p[6744]
     assert all(r["won"].split(" of ")[0] == r["won"].split(" of ")[1] for n, r in rows.items() if n != 4096)
     assert rows[5500]["note"] and rows[6750]["note"] and not rows[5000]["note"]
     n = {(r["what"], r["pad"]): r for r in json.loads((logs / "ncu-row-alignment-ct-nvidia-h200.json").read_text())["rows"]}

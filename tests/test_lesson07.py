@@ -525,8 +525,8 @@ def test_nvml_power_is_labelled_as_the_lagging_average_it_is(fp8_data):
 def test_claims_of_the_block_scaled_appendix(fp8_data):
     """Appendix H: every H200 check of fp8_block_scaled passed with 0 elements unlike the model, no spills; by the
     course's rule (stated there, helpers.timing.verdict on the p10-p90 spread of the two timings) it missed its
-    prediction (x0.9 over fp8_promote_128) at 4096^3, slower; at 8192^3 fp8_promote_128 ran at 1425 MHz and it at 1980
-    (not judged); it lies further from cuBLASLt than fp8_promote_128 at both sizes; per tensor and block-scaled agree on
+    prediction (x0.9 over fp8_promote_128) at 4096^3, slower; at 8192^3 its wide spread holds x0.9 (as predicted),
+    fp8_promote_128 at 1425 MHz and it at 1980, shown; it lies further from cuBLASLt than fp8_promote_128 at both sizes; per tensor and block-scaled agree on
     normal data, per tensor loses on the outlier and varied-block inputs, and the normwise error hides most of that."""
     from helpers.experiments import fp8 as X
 
@@ -747,8 +747,8 @@ def test_claims_of_the_recorded_two_sum_kernels():
 
 def test_claims_of_the_cluster_slide():
     """Appendix H, 'Two CTAs sharing B? Tried, no faster' (results/logs/fp8-cluster-probe and ncu-fp8-cluster):
-    every check of every build passed; the clustered kernel was slower than the lean kernel at both sizes
-    ("Missed: slower"), against a prediction above 1; Nsight Compute: fewer L2 sectors but by less than a tenth
+    every check of every build passed; the clustered kernel was slower than the lean kernel at both sizes, its x1.02
+    predicted at 4096^3 only (missed there, slower); Nsight Compute: fewer L2 sectors but by less than a tenth
     ("only slightly fewer", where the design asks for a quarter fewer bytes: 24 KB of 32 per K-tile), more DRAM
     read, a smaller tensor-pipe share, and `barrier` the top stall; the kernel is gone from the file and the registry."""
     from helpers.experiments import fp8 as X
@@ -768,9 +768,8 @@ def test_claims_of_the_cluster_slide():
     src = (ROOT / "notebooks" / "07_fp8.py").read_text()
     assert ("**Missed at $4096^3$: slower than predicted**, x0.95 where x1.02 was predicted, though correct bit for "
             "bit; at $8192^3$, with no prediction, slower too, at a clock 11% lower.") in _flat7()
-    slow = [_judged(1.02, _rounds("fp8-cluster-probe", n, "fp8_promote_2acc_cluster"),
-                    _rounds("fp8-cluster-probe", n, "fp8_promote_2acc_lean")) for n in (4096, 8192)]
-    assert slow == ["missed: worse than predicted"] * 2
+    assert _judged(1.02, _rounds("fp8-cluster-probe", 4096, "fp8_promote_2acc_cluster"),
+                   _rounds("fp8-cluster-probe", 4096, "fp8_promote_2acc_lean")) == "missed: worse than predicted"
     assert "(its code is in commit\n# 6596698)" in src and t["commit"] == "6596698"
 
 def test_fp8_probe_readers_name_what_is_missing(tmp_path):
@@ -1213,9 +1212,9 @@ def test_claims_of_the_next_k_tile_sampling_slide():
 
 def test_claims_of_the_lean_ring_slide():
     """Appendix H, 'The promoting kernel's ring on 128 CTAs' (results/logs/fp8-lean-stages-probe, five alternating
-    rounds): the prediction written in the probe before its run; at 4096^3 x0.998 (5 stages) and x0.994 (7), each
-    faster in some rounds and slower in others, 7 outside the predicted 0.5%; at 8192^3 the 6-stage build's clock
-    fell lowest (1170 MHz); the registry keeps 6."""
+    rounds): the prediction written in the probe before its run; at 4096^3 x1.005 (5 stages) and x0.994 (7), medians
+    of round ratios, each faster in some rounds and slower in others, both spreads holding the x1.00 judged (x0.995 to
+    x1.014, x0.991 to x1.006); at 8192^3 the 6-stage build's clock fell lowest (1170 MHz); the registry keeps 6."""
     from helpers.experiments import fp8 as X
     from helpers.fp8_gemm import FP8_KERNELS
 
@@ -1225,7 +1224,11 @@ def test_claims_of_the_lean_ring_slide():
     assert all(r["passed"] for r in rows.values()) and len(rows) == 6
     five, seven = rows[4096, 5], rows[4096, 7]
     assert (round(five["vs_built"], 3), round(seven["vs_built"], 3)) == (1.005, 0.994)   # medians of round ratios
-    assert abs(five["vs_built"] - 1) < 0.005 < abs(seven["vs_built"] - 1)
+    spreads = [round_ratio(_rounds("fp8-lean-stages-probe", 4096, "fp8_promote_2acc_lean", ("ctas=128",), st),
+                           _rounds("fp8-lean-stages-probe", 4096, "fp8_promote_2acc_lean", ("ctas=128",), 6))
+               for st in (5, 7)]
+    assert [(f"{r['low']:.3f}", f"{r['high']:.3f}") for r in spreads] == [("0.995", "1.014"), ("0.991", "1.006")]
+    assert all(verdict(1.00, r["low"], r["high"]) == "as predicted" for r in spreads)
     for r in (five, seven):
         assert r["faster"] not in ("0 of 5", "5 of 5")
     lows = {st: int(rows[8192, st]["mhz"].split("-")[0]) for st in (5, 6, 7)}
@@ -1235,7 +1238,7 @@ def test_claims_of_the_lean_ring_slide():
     for claim in ("**Predicted\n# before it ran: within 0.5% of 6 at both sizes**",
                   "x1.005 with 5 stages and x0.994 with 7"):
         assert claim in lesson, claim
-    assert ("others: as predicted (the x1.00 written lies inside both spreads, x0.995 to x1.014 and x0.991 to x1.007), "
+    assert ("others: as predicted (the x1.00 written lies inside both spreads, x0.995 to x1.014 and x0.991 to x1.006), "
             "and neither beats 6. At $8192^3$ the power limit set each build's clock (the 6-stage build's fell lowest, "
             "to 1170 MHz): its rounds spread widely, and both builds are as predicted.") in _flat7()
 
