@@ -191,19 +191,20 @@ def row_ratio(mine: dict, theirs: dict) -> float:
 
 
 def verdict(predicted: float, low: float, high: float, above: str = "better", below: str = "worse",
-            change: str = "gain") -> str:
+            change: str | None = None) -> str:
     """The course's one rule for a prediction (lessons 5, 6 and 7): a predicted ratio is judged against the spread of
     the measured one, [low, high]: the gains that the p10 and p90 timings of both allow (the rung tables of lessons 5
     and 6), or the lowest and highest round of alternating rounds (round_ratio; the probes of lessons 6 and 7).
     Inside it: "as predicted", or, for a predicted change whose spread also holds no change (1.00), "unresolved: the
     spread holds no {change} too" (the timing cannot tell the two apart). Outside it: "missed: {above} than
     predicted" when the whole spread lies above the prediction, "missed: {below} than predicted" when below (a speed
-    ratio: better / worse, a gain; a ratio of costs names its own words). A prediction of no change (1.00) inside the
-    spread is "as predicted"."""
+    ratio: better / worse, a gain; a ratio of costs names its own words; `change` is "gain" for a predicted gain and
+    "change" for a predicted loss unless given). A prediction of no change (1.00) inside the spread is "as
+    predicted"."""
     eps = 1e-9
     if low * (1 - eps) <= predicted <= high * (1 + eps):
         if predicted != 1.0 and low * (1 - eps) <= 1.0 <= high * (1 + eps):
-            return f"unresolved: the spread holds no {change} too"
+            return f"unresolved: the spread holds no {change or ('gain' if predicted > 1 else 'change')} too"
         return "as predicted"
     return f"missed: {above if low > predicted else below} than predicted"
 

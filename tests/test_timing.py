@@ -94,3 +94,13 @@ def test_row_ratio_is_the_median_of_round_ratios():
     assert row_ratio(a, b) == pytest.approx(1.0)         # rounds 1.3, 0.9, 1.0: median 1.0 (medians' ratio: 1.3)
     assert row_ratio({"tflops": 10.0}, b) == pytest.approx(10 / 9)
     assert row_ratio(a, {"round_ms": [1.0], "tflops": 5.0}) == pytest.approx(2.0)   # rounds differ: TFLOP/s
+
+
+def test_an_unresolved_loss_is_not_called_a_gain():
+    """A predicted loss whose spread holds x1.00 is "unresolved: the spread holds no change too" (the 256-row tile's
+    x0.97 at 4096^3), a predicted gain's "no gain"; a word given is kept."""
+    from helpers.timing import verdict
+
+    assert verdict(0.97, 0.959, 1.010) == "unresolved: the spread holds no change too"
+    assert verdict(1.03, 0.99, 1.04) == "unresolved: the spread holds no gain too"
+    assert verdict(1.03, 0.99, 1.04, change="change") == "unresolved: the spread holds no change too"
