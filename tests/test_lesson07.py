@@ -1452,10 +1452,6 @@ def test_claims_of_the_goals_in_nine_rounds(fp8_data):
     assert "What is left at $8192^3$ is energy, not the schedule." not in src
 
 
-def _energy_claims_src() -> str:
-    return " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
-
-
 def test_energy_rows_read_the_rounds():
     """energy_rows: medians of the probe's rounds; vs_base is helpers.timing.round_ratio of the joules (the same
     round), 'more' the rounds above the base; per_ghz TFLOP/s per GHz; a made-up run checks the arithmetic."""
@@ -1504,7 +1500,7 @@ def test_claims_of_per_joule_measured():
     lean = next(r for r in cold if r["n"] == 8192 and r["kernel"] == "fp8_promote_2acc_lean")
     assert lean["ratio"] > 1470 / 1635                     # cold L2: ours more per cycle; back to back: the same
     assert abs(ours["per_ghz"] / d8["per_ghz"] - 1) < 0.01
-    src = _energy_claims_src()
+    src = _flat7()
     assert ("What the cold-L2 rounds of the two slides before suggested did not survive this steady measurement: there "
             "cuBLASLt's clock ran 11% higher in both runs and ours seemed to do more per cycle; here the clocks are 2% "
             "apart and the work per cycle the same.") in src
@@ -1543,7 +1539,7 @@ def test_claims_of_where_the_joules_go():
     assert min(e, key=lambda k: e[k]["per_ghz"]) == "fp8_promote_128"
     lean, lt = e["fp8_promote_2acc_lean"], e["cublaslt_fp8"]
     assert abs(lean["per_ghz"] / lt["per_ghz"] - 1) < 0.01 and round(100 * (1 - lean["sm_mhz"] / lt["sm_mhz"])) == 3
-    src = _energy_claims_src()
+    src = _flat7()
     for s_ in ("**One of three as predicted**: the overlapped promotion cost x1.04 (x1.01 to x1.09 round by round; "
                "predicted x1.06).", "Promotion at every K-tile cost less than predicted, x1.16 (its rounds x1.16 to "
                "x1.22; predicted x1.23), though the predicted way.",
@@ -1582,7 +1578,7 @@ def test_claims_of_waits_that_sleep():
                                  r["n"] == 8192 and tuple(r["options"]) == ("ctas=128", o))["sm_mhz"])
           for o in ("-DMBAR_WAIT=1", "-DMBAR_WAIT=0")]
     assert w8 == [1350, 1455]                                         # "at a lower clock (median 1350 MHz against 1455)"
-    src = _energy_claims_src()
+    src = _flat7()
     for s_ in ("### Tried: a time limit for the waits", "Our waits do not spin: as built (`MBAR_WAIT=0`) each is "
                "`mbarrier.try_wait`, which suspends the thread until the phase completes or a time limit the system "
                "chooses runs out", "only sets that limit, to 10 ms (a suspend-time hint)",
@@ -1630,13 +1626,13 @@ def test_claims_of_the_wide_tile_slide(fp8_data):
     assert f"{g4['ratio']:.3f}" == "0.944" and verdict(fp8x.WIDE_GOALS_PREDICTED[4096], g4["low"], g4["high"]) == \
         "missed: better than predicted"
     assert all(abs(rows[run, 8192, w]["power_w"] / rows[run, 8192, lean]["power_w"] - 1) < 0.01 for run in "59")
-    assert "fewer energy" not in _energy_claims_src() and "the wider tile costs\nmore energy" not in _energy_claims_src()
+    assert "fewer energy" not in _flat7() and "the wider tile costs\nmore energy" not in _flat7()
     g = {(r["n"], r["kernel"]): r for r in fp8x.round_goal_rows(fp8_data["speed_goals"]["rows"])}
     assert f"{g[8192, lean]['ratio']:.3f}" == "0.963"
     calls = fp8_data["cublaslt_kernels"]["calls"]
     names = [k["name"] for c in calls if c["shape"] == [8192] * 3 and c["c"] == "fp8default" for k in c["kernels"]]
     assert names and all("_144x128_" in k for k in names)
-    src = _energy_claims_src()
+    src = _flat7()
     for s_ in ("`fp8_promote_2acc_144` was the lean kernel with that tile, on one CTA per SM",
                "Predicted before it ran (`fp8x.FP8_WIDE_PREDICTED`): x1.02 over the lean kernel at $8192^3$, x0.89 at $4096^3$",
                "**No gain where it was to gain.**", "but x1.012 over the lean kernel in five rounds and x0.967 in nine at "
@@ -1687,7 +1683,7 @@ def test_claims_of_counted_beside_cublaslt():
     assert (128 + 128) / (128 * 128) > (144 + 128) / (144 * 128)
     log = json.loads((ROOT / "results" / "logs" / "ncu-fp8-lt-8192-nvidia-h200.json").read_text())
     assert log["size"] == [8192, 8192, 8192] and "--clock-control none" in log["ncu_options"]
-    src = _energy_claims_src()
+    src = _flat7()
     for s_ in ("**As predicted, both**: x1.17 the warp instructions and x1.16 the L2 read sectors of cuBLASLt's default, with "
                "the tensor pipe busy the same share of active cycles (92% and 91%) and the launch 3% longer (one "
                "launch each under the profiler, no clock read",
@@ -1792,7 +1788,7 @@ def test_two_k_tiles_per_stage_slide_says_what_its_runs_measured():
         "(its code is in commit 2a049e0)": fp8x.PAIR_TRIED["commit"] == "2a049e0",
         "(x0.979 of it at the cap, timed in the same rounds)": f"{cap8['vs_default']:.3f}" == "0.979",
     }
-    src = _energy_claims_src()
+    src = _flat7()
     for claim, true in said.items():
         assert claim in src and true, claim
     # "about 0.2% of energy on each 1% of instructions": the store kernel's and the promoting kernel's energy, instruction
@@ -1804,7 +1800,7 @@ def test_two_k_tiles_per_stage_slide_says_what_its_runs_measured():
     pct = lambda x: 100 * (round(x, 2) - 1)           # the slide's ratios, as printed          # noqa: E731
     a = np.array([[pct(store["x_inst"]), pct(store["x_l2"])], [pct(lean["x_inst"]), pct(lean["x_l2"])]])
     e_inst, _ = np.linalg.solve(a, [100 * (j["fp8_wgmma_store"] - 1), 100 * (j["fp8_promote_2acc_lean"] - 1)])
-    assert round(e_inst, 1) == 0.2 and "put about 0.2% of energy on each 1% of instructions" in _energy_claims_src()
+    assert round(e_inst, 1) == 0.2 and "put about 0.2% of energy on each 1% of instructions" in _flat7()
     helper = " ".join((ROOT / "helpers" / "experiments" / "fp8.py").read_text().replace("\n# ", " ").split())
     assert "221 instructions a warp with 0, of them 128 FADDs; 204 with 1 (17 fewer, 8.5 a K-tile)" in helper
     # the prediction's arithmetic: 8 consumer warps x 262144 CTA K-tiles of 128 x 128 x 128 at 8192^3 x 8.5 fewer, over

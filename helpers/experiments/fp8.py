@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..timing import row_ratio
 from ..clocks import clock_span
 from ..fp8_gemm import cpu_model  # the lesson calls fp8x.cpu_model
+from ..timing import row_ratio
 from . import experiment
 
 RANDOM_K = (32, 64, 96, 128, 160, 256, 512, 1024, 4096, 8192)
@@ -1499,9 +1499,12 @@ def prediction_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]
     from ..errors import ResultsError
     from ..timing import round_ratio, verdict
 
+    logs: dict = {}                                # each probe's log read once (several ideas share one)
     out = []
     for idea, log, new, base, predicted in PREDICTIONS:
-        rows = [r for r in probe_log(log, gpu_slug, directory)["stages"]["rows"] if "round_ms" in r]
+        if log not in logs:
+            logs[log] = [r for r in probe_log(log, gpu_slug, directory)["stages"]["rows"] if "round_ms" in r]
+        rows = logs[log]
 
         def pick(n, kernel, options, stages):
             got = [r for r in rows if r["n"] == n and r["kernel"] == kernel and stages in (None, r["stages"])
@@ -1545,16 +1548,15 @@ def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h2
     label = f"{k}:-D{sw}"                                      # the energy run's name for the switched build
     said = lambda what, n: (predicted.get(what) or {}).get(n, "-")                        # noqa: E731
 
-    def row(run, n, ms, lt_ms, base_ms, clocks, power_w, passed, spread=None, **energy):
+    def row(run, n, ms, lt_ms, base_ms, mhz, power_w, passed, spread=None, **energy):
         v = round_ratio(ms, base_ms)
-        mine, base = clocks
         judged = [f"speed: {verdict(energy['predicted_speed'], v['low'], v['high'])}"] \
             if energy["predicted_speed"] != "-" else []
         if energy["predicted_joules"] != "-":
             judged.append("joules: " + verdict(energy["predicted_joules"], *spread, above="more", below="fewer",
                                                change="change"))
         return {"run": run, "n": n, "speed": v["ratio"], "faster": f"{v['won']} of {v['rounds']}",
-                "vs_default": round_ratio(ms, lt_ms)["ratio"], "mhz": f"{base:.0f} / {mine:.0f}", "power_w": power_w,
+                "vs_default": round_ratio(ms, lt_ms)["ratio"], "mhz": mhz, "power_w": power_w,
                 "passed": passed, "verdict": "; ".join(judged) or "-", **energy}
 
     probe = probe_log(tried["log"], gpu_slug, directory)["stages"]["rows"]
@@ -1575,7 +1577,7 @@ def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h2
     for n in sorted({n for n, _ in timed}):
         a, b = timed[n, 0], timed[n, 1]
         out.append(row(f"cold L2 (fp8_stages.py {tried['flag']})", n, b["round_ms"], timed[n, "lt"]["round_ms"],
-                       a["round_ms"], (med(b["sm_mhz"]), med(a["sm_mhz"])), _median_of(b.get("power_w")),
+                       a["round_ms"], f"{med(a['sm_mhz']):.0f} / {med(b['sm_mhz']):.0f}", _median_of(b.get("power_w")),
                        ok.get(1, False), joules="", more="-", predicted_speed=said("cold", n), predicted_joules="-"))
     energy = load_log(tried["energy"], "tools/probes/fp8_energy.py OUT.json --kernels <recorded>,<switched>",
                       gpu_slug, directory)
@@ -1586,7 +1588,7 @@ def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h2
     for n in sorted({n for n, kk in per if kk == label}):
         a, b = per[n, k], per[n, label]
         out.append(row("back to back at the power cap (fp8_energy.py)", n, ms[n, label], ms[n, "cublaslt_fp8"],
-                       ms[n, k], (b["sm_mhz"], a["sm_mhz"]), b["power_w"],
+                       ms[n, k], f"{a['sm_mhz']:.0f} / {b['sm_mhz']:.0f}", b["power_w"],
                        ok.get(1, False) and bool(b["passed"]), (b["low"], b["high"]), joules=b["vs_base"],
                        more=b["more"], predicted_speed=said("cap", n), predicted_joules=said("joules", n)))
     return out

@@ -1299,7 +1299,6 @@ def switch_rows(key: str, default, gpu_slug: str = "nvidia-h200", directory=None
     runs = [r for r in log if "median_ms" in r]
     cub = {(r["what"], tuple(r["shape"])): r for r in runs if r[key] is None}
     ref = {(r["what"], tuple(r["shape"])): r for r in runs if r[key] == default}
-
     out = []
     for r in runs:
         if r[key] is None:
@@ -1322,8 +1321,6 @@ def _switch_rows(log: list[dict], key: str, base, new, predicted: dict) -> list[
     (`verdict`, helpers.timing.verdict), each build's median round-by-round ratio to cuBLAS writing the same C
     (`vs_base`, `vs_new`), whether both builds passed their checks (bit-identical to the model) and the SM clocks of
     the new build's rounds."""
-    from ..timing import verdict
-
     ok = {}
     for r in log:
         if "passed" in r:
