@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 900
 
-.PHONY: course test unit nbval lab record gpu-check notebooks kernels-check clean help
+.PHONY: course test unit nbval lab lab-test tried record gpu-check notebooks kernels-check clean help
 
 help:
 	@echo "make course | test (= unit + nbval) | lab | record | gpu-check | sanitize | determinism | notebooks | kernels-check | slides | slides-test | slides-pdf | clean"
@@ -43,6 +43,14 @@ unit: $(STAMP)
 
 nbval: $(STAMP)
 	$(PY) -m pytest $(NBVAL) notebooks -q -p no:cacheprovider
+
+# The lab (lab/README.md): the research behind the lessons, outside the course's package. Its tests, and the
+# summary file the lessons' "What else was tried" tables read (results/tried.json, from the lab's logs).
+lab-test: $(STAMP)
+	$(PY) -m pytest lab/tests -q -p no:cacheprovider
+
+tried: $(STAMP)
+	$(PY) lab/tried.py
 
 # as root (containers, cloud machines) JupyterLab refuses to start without --allow-root: given here
 lab: $(STAMP)

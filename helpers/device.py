@@ -302,7 +302,7 @@ def require_gpu(what: str) -> GPUInfo:
 
 def hopper_missing() -> str | None:
     """None on a Hopper GPU (compute capability 9.0, the GPU backend), else one line saying why not: what the
-    device probes in tools/probes/ print before they exit with status 2."""
+    device probes in lab/probes/ print before they exit with status 2."""
     b = backend()
     if b.is_gpu and tuple(b.gpu.cc) == (9, 0):
         return None

@@ -83,6 +83,13 @@ def table(rows: list[dict], columns: list[str], headers: list[str] | None = None
     return Markdown("\n".join(lines))
 
 
+def tried_table(lesson: str):
+    """A lesson's "What else was tried" table: one line per idea, read from results/tried.json."""
+    from .results import tried
+
+    return table(tried(lesson), ["idea", "predicted", "measured", "kept"], ["idea", "predicted", "measured", "kept"])
+
+
 # --------------------------------------------------------------------------- a rung's changed lines
 _DEVICE_FN = re.compile(r"^(?:template\s*<[^>]*>\s*)?(?:static\s+)?__device__\s+(?:__forceinline__\s+|inline\s+)*"
                         r"[\w:<>,\s\*&]+?\b(\w+)\s*\(", re.M)

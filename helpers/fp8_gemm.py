@@ -94,11 +94,11 @@ FP8_KERNELS = {k.name: k for k in [
      Fp8Kernel("fp8_wgmma_store", "fp8_sm90a.cu", 256, 0, (9, 0),
                "fp8_wgmma with C stored through shared memory and TMA, overlapping the next tile, on 128 CTAs",
                tstore=True, ctas=128)]}
-# ctas=128 (session 19, results/logs/fp8-ctas-lean-probe-nvidia-h200.json, tools/probes/fp8_stages.py --ctas-lean):
+# ctas=128 (session 19, results/logs/fp8-ctas-lean-probe-nvidia-h200.json, lab/probes/fp8_stages.py --ctas-lean):
 # both kernels ran about 1% faster on 128 CTAs than on one per SM (132) at 4096^3 and 8192^3, correct bit for bit.
 PROMOTE_NC = (32, 64, 128, 256, 512)
 # Kernels written and registered (so probes can launch them) before the record holds them: each leaves this set when
-# `python -m helpers.record --update-experiments fp8` (or tools/probes/fp8_pingpong.py with
+# `python -m helpers.record --update-experiments fp8` (or lab/probes/fp8_pingpong.py with
 # helpers.experiments.fp8.store_new_kernels) has measured it on a Hopper GPU. fp8_promote_2acc and
 # fp8_promote_2acc_lean were recorded in session 13, fp8_wgmma_store (issue 26) in session 17
 # (experiments.fp8.speed_store). Three kernels ran slower than the lean kernel and left the course (lesson 7, Appendix

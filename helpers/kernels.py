@@ -451,7 +451,7 @@ def _registry(entries: list[GemmKernel]) -> dict[str, GemmKernel]:
 
 
 # Rungs 25-26 (session 14, issue 25): rungs 14 and 13 in clusters of 4, written after the knob CLUSTER_M = 4 measured
-# x1.08 on rung 14 at 5000^3 (tools/probes/wait_hint.py --cluster); gains predicted before they ran. Their first run
+# x1.08 on rung 14 at 5000^3 (lab/probes/wait_hint.py --cluster); gains predicted before they ran. Their first run
 # (results/logs/rung25-probe-nvidia-h200.json): x1.12 at 5000^3, x0.84 at 4096^3, x0.60 at 2048^3, where 30 clusters
 # of 4 (120 CTAs) add a wave; built per shape since (helpers.kernels.quad_choice; results/logs/rung25-per-shape-probe).
 _QUAD_WHY = ("four CTAs on tiles stacked along M share B, and each loads one of its four boxes for all of them: a CTA "
@@ -464,7 +464,7 @@ _QUAD_WHY = ("four CTAs on tiles stacked along M share B, and each loads one of 
              "build. Predicted from that first run: x1.00 where it builds rung 14 (13), x1.12 at 5000^3")
 
 # Rungs 29-30 (session 22, issue 25): cuBLAS's orientation, written after rungs 27-28's 256-row tile (pending: slower) and
-# the tall-tile probe (a ring of 3 stages costs 14-16%). Forced everywhere (tools/probes/ct_tile.py, results/logs/ct-tile-*)
+# the tall-tile probe (a ring of 3 stages costs 14-16%). Forced everywhere (lab/probes/ct_tile.py, results/logs/ct-tile-*)
 # the C^T tile measured x1.052 over rung 25 at 5000^3 and x0.820 at 4096^3 (ratios of median times; x1.081 and x0.827 as
 # medians of round ratios), so the launcher chooses per problem
 # (helpers.launch.orientation_build); that build's first run (session 23, results/logs/ct-rung29-probe, ct-rung30-probe)
@@ -604,8 +604,8 @@ KERNELS: dict[str, GemmKernel] = _registry([
         "take two TMA stores per slice where rung 17 takes one",
         persistent=True, cluster=(2, 1, 1), block_tile=(64, 128), tma_boxes=((64, 64), (64, 64)), c_box=(64, 32),
         dyn_smem=SKINNY_SMEM, timed_shapes=SKINNY_TIMED),
-    # Rungs 19-20 (written after tools/probes/wgmma_rate.py took rung 17 apart and Nsight Compute's SASS of cuBLAS's
-    # kernel at M = 128 showed one consumer warpgroup per tile, tools/probes/ncu_source.py; gains predicted before
+    # Rungs 19-20 (written after lab/probes/wgmma_rate.py took rung 17 apart and Nsight Compute's SASS of cuBLAS's
+    # kernel at M = 128 showed one consumer warpgroup per tile, lab/probes/ncu_source.py; gains predicted before
     # they ran, which they first did on 2026-12-02: results/logs/rung19-probe-nvidia-h200.json). Rung 19's gain is
     # over rung 17 (its FP16 C), not over rung 18.
     _hopper_rung(
@@ -687,7 +687,7 @@ HOPPER_RUNGS: dict[int, GemmKernel] = {r: k for r, k in ALL_RUNGS.items() if k.l
 
 # --------------------------------------------------------------------------- rungs not yet run on a GPU
 # A rung is written, compiled and modelled here before its first GPU run; until that run has checked and timed it
-# (a probe in tools/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
+# (a probe in lab/probes/, e.g. rung17.py) it stays out of ALL_RUNGS, so no lesson, experiment or record shows it,
 # and moves into the registry (and its macros into helpers.tryout.KNOBS) once a Hopper GPU has run it.
 # Rungs 27-28 of session 16 (a 128-row tile, its width chosen per shape) measured slower and became rungs 25-26's
 # TILE_N knob; today's rungs 27-28 (session 21) are a 256-row tile, its width chosen per shape. Their first run measured

@@ -13,7 +13,7 @@ occupancy, the top stall reasons); ``Profile.rows(targets)`` a table of them. A 
 could not collect (listed in the file's ``not_collected``) reads as None.
 
 ``load_sampling(name)`` and ``sampling_rows`` read the other kind of record: summaries of Nsight Compute's
-per-instruction sampling (results/logs/ncu-source-<name>-<gpu>.json, tools/probes/ncu_source.py): instructions by
+per-instruction sampling (results/logs/ncu-source-<name>-<gpu>.json, lab/probes/ncu_source.py): instructions by
 opcode, the wgmma instructions, and where the warps wait.
 """
 from __future__ import annotations
@@ -146,11 +146,11 @@ def stall_legend(names) -> str:
 
 
 def load_sampling(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
-    """A stored summary of Nsight Compute's per-instruction sampling (tools/probes/ncu_source.py summary):
+    """A stored summary of Nsight Compute's per-instruction sampling (lab/probes/ncu_source.py summary):
     results/logs/ncu-source-<name>-<gpu_slug>.json, e.g. name "m128" (lesson 6) or "fp8" (lesson 7)."""
     from .results import load_log
 
-    return load_log(f"ncu-source-{name}", "tools/probes/ncu_source.py (with Nsight Compute)", gpu_slug, directory)
+    return load_log(f"ncu-source-{name}", "lab/probes/ncu_source.py (with Nsight Compute)", gpu_slug, directory)
 
 
 def sampling_rows(summary: dict, targets, top: int = 4) -> list[dict]:

@@ -266,3 +266,27 @@ def load_latest(directory=None, gpu: str | None = None) -> Record:
 def load_reference(name: str = "seed_rtx4090") -> Record:
     """A published reference file from results/reference/ (kind 'published', with its source)."""
     return load_record(_folder(None) / "reference" / f"{name}.json")
+
+
+TRIED_SCHEMA = "tensor-core-course/tried/1"
+
+
+def tried(lesson: str, directory=None) -> list[dict]:
+    """The rows of a lesson's "What else was tried" table (results/tried.json, written by the lab from its
+    measurements: `python lab/tried.py`): per idea its `idea`, `predicted`, `measured`, `kept` and `where` (the lab
+    notebook with the whole story)."""
+    path = _folder(directory) / "tried.json"
+    fix = "restore the committed file with `git checkout -- results/tried.json`, or run `python lab/tried.py`."
+    if not path.is_file():
+        raise ResultsError(f"{path} does not exist.", fix)
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path} is not valid JSON ({exc}).", fix) from None
+    if not isinstance(data, dict) or data.get("schema") != TRIED_SCHEMA:
+        raise ResultsError(f"{path} is not a {TRIED_SCHEMA} file.", fix)
+    lessons = data.get("lessons", {})
+    if lesson not in lessons:
+        raise ResultsError(f"{path} has no rows for lesson {lesson!r} (it has {', '.join(sorted(lessons)) or 'none'}).",
+                           fix)
+    return lessons[lesson]

@@ -130,7 +130,7 @@ _CLUSTER = Knob("CLUSTER_M", "CLUSTER_M", (1, 2, 4), 2,
 _SKINNY_STAGES = Knob("STAGES", "SKINNY_STAGES", (2, 4, 6, 8), 8,
                       "stages of the skinny rungs' ring (17-24) (24 KB each: a 64 x 128 tile's A and B): the K-tiles the producer can "
                       "have in flight; at M = 128, where rung 17 streams B, fewer stages ran slower "
-                      "(tools/probes/rung17.py); 8 is the most that fits beside the epilogue buffers",
+                      "(lab/probes/rung17.py); 8 is the most that fits beside the epilogue buffers",
                       "dynamic shared memory: SKINNY_STAGES x 24 KB + 33920 bytes (epilogue buffers, slack, barriers)")
 _SKINNY_CLUSTER = Knob("CLUSTER_M", "SKINNY_CLUSTER", (1, 2), 2,
                        "CTAs per cluster along M sharing the B tile (each loads one of its 2 boxes and multicasts it); "
@@ -143,7 +143,7 @@ _SKINNY_WAIT = Knob("WAIT_HINT", "SKINNY_WAIT", (0, 1, 2), 0,
                     "hardware chooses passes, then asks again; 1 try_wait with a suspend-time hint of 10 ms: the same, "
                     "with that limit instead of the hardware's; 2 mbarrier.test_wait, a spin that never suspends. At "
                     "M = 128 a 64 x 128 tile waits twice per 1 MFLOP K-tile, four times as often per FLOP as rung 14's "
-                    "tile (tools/probes/wait_hint.py)")
+                    "tile (lab/probes/wait_hint.py)")
 
 _SKINNY_HINT_WAIT = dataclasses.replace(_SKINNY_WAIT, define="SKINNY_HINT_WAIT", default=1)   # rungs 21-24: set
 _SKINNY_DESC = Knob("DESC_ADD", "SKINNY_DESC", (0, 1), 1,
@@ -185,7 +185,7 @@ _CT_M = Knob("CT_M", "CT_M", lambda s: (128, 160, 192) if s["STAGES"] <= 3 else 
              "rows of C per C^T tile, a multiple of 32 (the epilogue's boxes) from 128: 192 makes fewer, taller tiles "
              "(at 5000^3 27 rows of tiles instead of 32) but only 3 stages fit beside the epilogue; 128 is rung 14's "
              "tile and ring computed as C^T (cuBLAS's kernel at 4096^3): the orientation alone, bit-identical and x0.99 "
-             "(4096^3) / x1.01 (2048^3) over rung 25 (tools/probes/ct_tile.py --ct-m 128). Left out, the "
+             "(4096^3) / x1.01 (2048^3) over rung 25 (lab/probes/ct_tile.py --ct-m 128). Left out, the "
              "launcher chooses per problem (helpers.launch.orientation_build): the 160-row C^T tile where the wave "
              "model gives it x1.05 or more over rung 25 (26), else rung 25's (26's) own build; given, the C^T tile is "
              "used at every size (at 4096^3 it wastes a wave: x0.83 measured, forced)",

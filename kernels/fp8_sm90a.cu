@@ -150,7 +150,7 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // half), so a half-warp covers all 32 banks once; every lane still writes all four blocks, the same values to the
 // same places. Predicted (session 17, before any GPU ran it): x1.015 over fp8_wgmma_store at 4096^3 (a CTA's 512 warp
 // stores of a tile's C take 1024 wavefronts instead of 2048: about 0.5 us of the 26 us a tile takes there).
-// First run (session 17, tools/probes/fp8_stages.py --spread, results/logs/fp8-spread-probe-nvidia-h200.json):
+// First run (session 17, lab/probes/fp8_stages.py --spread, results/logs/fp8-spread-probe-nvidia-h200.json):
 // bit-identical to the model at every shape; x1.006 at 4096^3 (1335 against 1328 TFLOP/s), one of its three rounds
 // slower than all of the built kernel's: not told apart. It stays 0; no Nsight Compute counters of this build yet.
 #ifndef F8_STORE_SPREAD
@@ -164,7 +164,7 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // stored, and those wgmmas run during the store. The same sums in the same order: C bit for bit the same.
 // Predicted (session 19, before any GPU ran it): x1.02 over fp8_promote_2acc_lean at 4096^3 (a 32-K-tile tile's store,
 // about one K-tile's time, hidden behind the next tile's first K-tile), x1.01 at 8192^3 (64 K-tiles per tile).
-// First run (session 19, tools/probes/fp8_stages.py --flow, results/logs/fp8-flow-probe-nvidia-h200.json): bit-identical
+// First run (session 19, lab/probes/fp8_stages.py --flow, results/logs/fp8-flow-probe-nvidia-h200.json): bit-identical
 // to the model at every shape, and slower: x0.89 at 4096^3, x0.86 at 8192^3 (ratios of median times; x0.90 and x0.88
 // as medians of round ratios). Nsight Compute's sampling
 // (results/logs/ncu-source-fp8-flow-nvidia-h200.json): 18% more warp instructions, and warps waiting for an instruction
@@ -174,7 +174,7 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // So that K-tile 0 belongs in d0, the set added already, this needs an even number of K-tiles per tile (with an odd
 // number it is issued after the store). Every tile starts with its K-tile 0 in flight, so ptxas sees one state at the
 // loop's head and serializes no wgmma. The same sums in the same order. Predicted (session 19, before any GPU ran
-// it): x1.02 at 4096^3, x1.01 at 8192^3. First run (session 20, tools/probes/fp8_stages.py --flow2,
+// it): x1.02 at 4096^3, x1.01 at 8192^3. First run (session 20, lab/probes/fp8_stages.py --flow2,
 // results/logs/fp8-flow2-probe-nvidia-h200.json): bit-identical to the model at every shape, and slower again: x0.98
 // at 4096^3 (slower in all seven rounds, at the same clocks), x0.98 at 8192^3 (at lower clocks: not judged).
 // Its code left the file after that run, as the other builds that lost did: `git show 3c26c11:kernels/fp8_sm90a.cu`.
@@ -189,7 +189,7 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // constant half of both descriptors too: 21 R2UR in its SASS. With 1 the index is broadcast from lane 0
 // (__shfl_sync), as CUTLASS's canonical_warp_group_idx does, so ptxas may keep the descriptors in uniform registers.
 // The same wgmmas on the same data: C bit for bit the same. Predicted (session 20, before any GPU ran it): x1.01 at
-// 4096^3, x1.00 at 8192^3. First run (session 20, tools/probes/fp8_stages.py --uniform,
+// 4096^3, x1.00 at 8192^3. First run (session 20, lab/probes/fp8_stages.py --uniform,
 // results/logs/fp8-uniform-probe-nvidia-h200.json, seven alternating rounds on 128 CTAs): bit-identical to the model
 // at every shape; at 4096^3 x1.020 for fp8_wgmma_store and x1.027 for fp8_promote_2acc_lean (ratios of median times;
 // x1.016 and x1.027 as medians of round ratios) at the same clocks
@@ -210,7 +210,7 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // (and a last, shorter period waits at every stage): no injected wait. With 2 every stage waits for its group and
 // lets its stage go at once, as fp8_promote_128's do, and only a period's last stage adds: fp8_promote_128 with
 // fewer adds. The same wgmmas in the same order either way: C bit for bit the same.
-// First run (session 26, tools/probes/fp8_stages.py --period, results/logs/fp8-period-probe-nvidia-h200.json, seven
+// First run (session 26, lab/probes/fp8_stages.py --period, results/logs/fp8-period-probe-nvidia-h200.json, seven
 // alternating rounds; predicted x1.08 at 4096^3; ratios: medians of the round-by-round ratios): 1 ran slower than the
 // recorded build, x0.974 (256) and x0.993 (512) at 4096^3, bit-identical. Nsight Compute's sampling: its wait at a
 // period's end, now for two stages' groups, holds 36% of the stall samples, where the recorded build's two waits hold
@@ -231,7 +231,7 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 #endif
 // F8_PAIR, a probe switch of the two-sum kernels (issue 26, session 29): two K-tiles per shared-memory stage, so that a
 // consumer waits for a stage, releases it and steps the ring once per pair of K-tiles (the same ring bytes, the same
-// wgmmas and adds in the same order: C bit for bit the same). Its run (tools/probes/fp8_stages.py --pair,
+// wgmmas and adds in the same order: C bit for bit the same). Its run (lab/probes/fp8_stages.py --pair,
 // results/logs/fp8-pair-probe, ncu-fp8-pair-8192 and fp8-energy-pair): x0.933 the warp instructions of
 // fp8_promote_2acc_lean at 8192^3, as predicted, and no gain the course's timing could tell apart (lesson 7, Appendix H,
 // "Tried: two K-tiles per stage"). Its code left the file after those runs: `git show 2a049e0:kernels/fp8_sm90a.cu`.
@@ -697,7 +697,7 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma(const __gr
 // experiments.fp8.cublaslt_kernels), room for such a buffer. 4 stages + 32 KB of buffers: 225 KB.
 // Predicted (session 17, before any GPU ran it): x1.03 over fp8_wgmma at 4096^3 (the store of a tile's FP32 C, 128 KB
 // from registers, takes about 1 us of the 27 us a tile's K loop takes there), x1.015 at 8192^3 (twice the K loop).
-// First run (session 17, tools/probes/fp8_stages.py --store, results/logs/fp8-store-probe-nvidia-h200.json, three
+// First run (session 17, lab/probes/fp8_stages.py --store, results/logs/fp8-store-probe-nvidia-h200.json, three
 // alternating rounds): bit-identical to the model at 1, 8 and 9 K-tiles, 2000 x 2600 x 300 (176 tiles), 4096^3 and
 // 8192^3; x1.04 over fp8_wgmma at 4096^3 (1348 against 1296 TFLOP/s, 1965-1980 MHz both), 0.996x cuBLASLt's fast
 // accumulation (1354); at 8192^3 every clock below 1550 MHz (power), x0.99. compute-sanitizer memcheck, racecheck
@@ -763,7 +763,7 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_pingpong
 // Predicted before any GPU ran it (2026-12-02, session 12): x1.08 over fp8_promote_128 at 4096^3, most of the way to
 // fp8_wgmma_n128 (the same tile without promotion: 1.09x fp8_promote_128 at 4096^3 in the record's speed rows), since its
 // Tensor Cores no longer drain at every K-tile; the FP32 adds (64 a thread per K-tile) stay on the issue path.
-// First run (session 12, tools/probes/fp8_stages.py --two, results/logs/fp8-2acc-probe-nvidia-h200.json, three
+// First run (session 12, lab/probes/fp8_stages.py --two, results/logs/fp8-2acc-probe-nvidia-h200.json, three
 // alternating rounds, not yet in the record): bit-identical to the model at 1, 8, 9 K-tiles and at 4096^3 / 8192^3;
 // x1.05 over fp8_promote_128 at 4096^3 (1153 against 1098 TFLOP/s: less than predicted), the same at 6 stages, and
 // x1.11 with 6 stages and F8_DESC_ADD=1 (1216; cuBLASLt's default accumulation 1268 in that run). Nsight Compute:
@@ -779,10 +779,10 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc(con
 // fp8_promote_2acc with the two changes its first run measured beside it: descriptors built once and advanced by adds
 // (DESC = 1, as cuBLASLt's kernel does) and a ring of 6 stages (its registry entry asks for -DF8_STAGES=6,
 // helpers/fp8_gemm.py; cuBLASLt's default-accumulation kernel at 4096^3 has 6). That build ran in session 12
-// (tools/probes/fp8_stages.py --two, results/logs/fp8-2acc-probe-nvidia-h200.json): bit-identical to the model at
+// (lab/probes/fp8_stages.py --two, results/logs/fp8-2acc-probe-nvidia-h200.json): bit-identical to the model at
 // 1, 8, 9 K-tiles and 4096^3 / 8192^3, 1216 TFLOP/s at 4096^3, x1.05 over fp8_promote_2acc, 0.96x cuBLASLt's default
 // accumulation. Predicted for the record, before it ran as this kernel: the same, x1.05 over fp8_promote_2acc.
-// Recorded in session 13 (tools/probes/fp8_pingpong.py, results/nvidia-h200.json experiments.fp8.speed_2acc, one
+// Recorded in session 13 (lab/probes/fp8_pingpong.py, results/nvidia-h200.json experiments.fp8.speed_2acc, one
 // run beside cuBLASLt): 1212 TFLOP/s at 4096^3, x1.06 over fp8_promote_2acc, 0.95x cuBLASLt's default accumulation.
 // Since session 20 with UNIFORM (see F8_UNIFORM), on 128 CTAs; its record (experiments.fp8.speed_uniform, five
 // alternating rounds): x1.003 of cuBLASLt's default accumulation at 4096^3, x0.990 at 8192^3 (power-limited).

@@ -65,7 +65,7 @@ __device__ __forceinline__ void mbar_arrive(u64* bar)
 // time limit the hardware chooses passes, then the loop asks again (how every kernel waits, but rungs 21-24);
 // 1 try_wait with a suspend-time hint of 10 ms: the same, with that limit instead (rungs 21-24 as recorded, and the
 // WAIT_HINT knob of rungs 17-24, kernels/hopper_sm90a.cu); 2 test_wait, which never suspends: a spin. MBAR_WAIT, a
-// probe switch (tools/probes/wgmma_rate.py, wait_hint.py), changes the default for every kernel of a build.
+// probe switch (lab/probes/wgmma_rate.py, wait_hint.py), changes the default for every kernel of a build.
 #ifndef MBAR_WAIT
 #define MBAR_WAIT 0
 #endif
@@ -164,7 +164,7 @@ __device__ __forceinline__ void wgmma_wait()   { asm volatile("wgmma.wait_group.
 // rebuilding the low word from the address at every use); adding (byte offset / 16) to the low word then gives the
 // descriptor of the address that many bytes further: its field, address bits 4-17, cannot carry out, because
 // shared-memory addresses stay below 2^18 bytes. cuBLAS's kernels do this in uniform registers (UIADD3) between
-// their wgmmas (Nsight Compute, tools/probes/ncu_source.py).
+// their wgmmas (Nsight Compute, lab/probes/ncu_source.py).
 struct DescBase { u32 lo, hi; };
 __device__ __forceinline__ DescBase desc_split(u64 d)
 {

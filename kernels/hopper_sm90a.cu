@@ -85,7 +85,7 @@
 // tiles in clusters of 2: 16 x 16 units at 4096^3, 32 x 32 at 8192^3), the grouped order elsewhere. The units in
 // flight then form a near-square patch of the grid, as in GROUP_M=16's order (lesson 6, Appendix G), which read as
 // little from DRAM as cuBLAS and was no faster. Predicted before any GPU ran it: x1.00 at 4096^3 and x1.005 at
-// 8192^3 over the same rung as recorded (rungs 29 and 30; tools/probes/wait_hint.py --hilbert).
+// 8192^3 over the same rung as recorded (rungs 29 and 30; lab/probes/wait_hint.py --hilbert).
 #ifndef TILE_ORDER
 #define TILE_ORDER 0
 #endif
@@ -95,7 +95,7 @@
 // WG_UNIFORM, a probe switch of ws_gemm (issue 25; 0 as every rung is recorded): 1 broadcasts the warpgroup index
 // from lane 0 (__shfl_sync), so the compiler knows it is the same in every lane and keeps the wgmma descriptors in
 // uniform registers, as lesson 7's fp8 kernels do (x1.02 there). Predicted before any run (session 21): x1.01 over
-// rungs 13-15 at 4096^3, x1.00 at 8192^3. First run (session 21, tools/probes/grid_128.py --switch WG_UNIFORM=1,
+// rungs 13-15 at 4096^3, x1.00 at 8192^3. First run (session 21, lab/probes/grid_128.py --switch WG_UNIFORM=1,
 // results/logs/wg-uniform-probe-nvidia-h200.json): bit-identical to the model at 2 odd sizes and both timed ones;
 // medians x1.004, x1.010, x1.016 at 4096^3 (faster in 4, 4, 5 of 7 rounds), but that machine's clocks moved between
 // 1605 and 1965 MHz from round to round at 516-686 W, and single rounds differed by up to 5%: not judged, still a
@@ -142,7 +142,7 @@ static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the s
 // steps of 8 (setmaxnreg's unit). 40 -> 232.
 #define CONSUMER_REGS ((168 * 3 - PRODUCER_REGS) / 2 / 8 * 8)
 
-// tools/probes/wgmma_rate.py took rung 17 apart with probe switches in ws_gemm (PIPE_PROBE: no MMA, no loads, no
+// lab/probes/wgmma_rate.py took rung 17 apart with probe switches in ws_gemm (PIPE_PROBE: no MMA, no loads, no
 // waits, no ring; RELEASE_PER_WG, MMA_DEPTH, FULL_PEEK, PRODUCER_WARP: other rings, none faster). They computed
 // wrong results by design and are in commit 8ec4c42 only (lesson 6, Appendix D, shows what they measured).
 
@@ -1098,7 +1098,7 @@ extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap t
 // (64 x 64 each, wgmma m64n64k16, 32 accumulators per thread) instead of its rows; the 2-CTA clusters
 // still pair tiles along M and multicast B. At M = 128, N = K = 8192 that is 2 x 64 = 128 tiles for 132
 // SMs, each walking all of K: no split, no workspace, no fixup, the same bytes of B streamed once. It has
-// the shape of the kernel cuBLAS runs there (Nsight Compute, tools/probes/cublas_kernels.py): nvjet_sm90_hsh_
+// the shape of the kernel cuBLAS runs there (Nsight Compute, lab/probes/cublas_kernels.py): nvjet_sm90_hsh_
 // 128x64_64x8_1x2, a grid of 128 CTAs in clusters of 2, 208 KB of shared memory: 8 stages of 24 KB (a
 // 128 x 64 tile and K-tiles of 64, in cuBLAS's column-major terms, which make it 64 x 128 of our C if the
 // name gives cuBLAS's m first) plus an epilogue buffer.
@@ -1107,7 +1107,7 @@ extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap t
 // Predicted: x0.6 over rung 16 at 4096^3 (bound by L2 bandwidth at twice rung 14's bytes per FLOP); at
 // M = 128, N = K = 8192 (predicted separately), x1.25 over rung 16: cuBLAS's design, where rung 16 ran at
 // 0.77x cuBLAS in the record, reaching 0.95x of it.
-// Written before any GPU ran it; its first run (tools/probes/rung17.py, H200) checked it at odd sizes and timed it.
+// Written before any GPU ran it; its first run (lab/probes/rung17.py, H200) checked it at odd sizes and timed it.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) SKINNY_DIMS hopper_skinny(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1128,7 +1128,7 @@ extern "C" __global__ void hopper_skinny(const __grid_constant__ TensorMap tmA,
 // make 32 tiles for 132 SMs, and none of them splits K. This is rung 17's design for that comparison.
 // Predicted: x0.98 over rung 17 (at both 4096^3, where the predicted gains are compared, and M = 128): the
 // same mainloop and B streamed once; C's bytes double (4 MB against 2 MB at M = 128, next to 134 MB of B).
-// Written before any GPU ran it (2026-12-01, after rung 17's record); its first run (tools/probes/rung17.py
+// Written before any GPU ran it (2026-12-01, after rung 17's record); its first run (lab/probes/rung17.py
 // OUT.json 18, H200) checked it at odd sizes and timed it.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) SKINNY_DIMS hopper_skinny_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
@@ -1148,13 +1148,13 @@ extern "C" __global__ void hopper_skinny_f32c(const __grid_constant__ TensorMap 
 // per thread) instead of two that split its columns; 256 threads (the producer warpgroup and the consumer), no
 // setmaxnreg. Each stage is freed by 4 warps of each CTA, not 8, once the one group that read it is done. This is
 // how cuBLAS's kernel at M = 128 runs (Nsight Compute's SASS of nvjet_sm90_hsh_128x64_64x8_1x2: one warpgroup
-// issues all 8 m64n64k16 of a stage; tools/probes/ncu_source.py), and the probe that took rung 17 apart
-// (tools/probes/wgmma_rate.py) found the Tensor Cores at their peak with one warpgroup of m64n128k16 and one group
+// issues all 8 m64n64k16 of a stage; lab/probes/ncu_source.py), and the probe that took rung 17 apart
+// (lab/probes/wgmma_rate.py) found the Tensor Cores at their peak with one warpgroup of m64n128k16 and one group
 // in flight. Arithmetic: rung 17's (one FP32 accumulator per output walking K in order; FP16 C).
 // Predicted: x1.0 over rung 17 at 4096^3 (the same bytes per FLOP); at M = 128, N = K = 8192 (predicted
 // separately), x1.10 over rung 17 (about 0.81x cuBLAS: half the releases and of the issue work per stage; the
 // loads alone already ran at cuBLAS's speed).
-// Written before any GPU ran it (2026-12-02, session 10); first run in session 11 (tools/probes/rung17.py 19:
+// Written before any GPU ran it (2026-12-02, session 10); first run in session 11 (lab/probes/rung17.py 19:
 // results/logs/rung19-probe-nvidia-h200.json).
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_one(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
@@ -1173,7 +1173,7 @@ extern "C" __global__ void hopper_skinny_one(const __grid_constant__ TensorMap t
 // Adds, over rung 19: C in FP32 through rung 13's epilogue (HALF_C off), as rung 18 is rung 17 writing FP32 C: the
 // one consumer stores its 64 x 128 slice as four 64 x 32 boxes. Arithmetic and model: rung 18's (rung 13's).
 // Predicted: x0.98 over rung 19 (rung 18 over rung 17 measured x1.00 at M = 128), that is x1.08 over rung 18 there.
-// Written before any GPU ran it (2026-12-02, session 10); first run in session 11 (tools/probes/rung17.py 20:
+// Written before any GPU ran it (2026-12-02, session 10); first run in session 11 (lab/probes/rung17.py 20:
 // results/logs/rung20-probe-nvidia-h200.json).
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_one_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
@@ -1195,10 +1195,10 @@ extern "C" __global__ void hopper_skinny_one_f32c(const __grid_constant__ Tensor
 // loop asks again when it passes); lesson 6's WAIT_HINT knob, set.
 // Predicted: x1.05 over rung 19 at 4096^3 (the same waits per FLOP as at M = 128, but more of the time there is
 // L2's); at M = 128, N = K = 8192 (predicted separately), x1.10 over rung 19: what the knob measured on rung 19
-// there in session 11 (tools/probes/rung17.py 19 --knobs, results/logs/rung19-20-knobs-nvidia-h200.json: 384 -> 422
+// there in session 11 (lab/probes/rung17.py 19 --knobs, results/logs/rung19-20-knobs-nvidia-h200.json: 384 -> 422
 // TFLOP/s, three alternating rounds), which would be about 0.91x cuBLAS. Not a forecast from a model: a measured
 // knob, made a rung, timed again in the record.
-// Written before any GPU ran it (2026-12-02, session 11); first run the same session (tools/probes/rung17.py).
+// Written before any GPU ran it (2026-12-02, session 11); first run the same session (lab/probes/rung17.py).
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_hint(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1216,7 +1216,7 @@ extern "C" __global__ void hopper_skinny_hint(const __grid_constant__ TensorMap 
 // Adds, over rung 20 (its gain is measured over rung 20, the same C): the wait hint, as rung 21 adds it to rung 19.
 // Predicted: x1.05 over rung 20 at 4096^3; at M = 128, N = K = 8192 (predicted separately), x1.08 over rung 20: the
 // knob on rung 20 there in session 11 (the same file: 383 -> 415 TFLOP/s), about 0.91x cuBLAS writing FP32 C.
-// Written before any GPU ran it (2026-12-02, session 11); first run the same session (tools/probes/rung17.py).
+// Written before any GPU ran it (2026-12-02, session 11); first run the same session (lab/probes/rung17.py).
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_hint_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
@@ -1236,13 +1236,13 @@ extern "C" __global__ void hopper_skinny_hint_f32c(const __grid_constant__ Tenso
 // rungs 8-22 rebuild both from the address before every wgmma (the LOP3 / SHF / IMAD and R2UR moves that Nsight
 // Compute counted among rung 19's most executed instructions; cuBLAS's kernel adds, UIADD3). The sums are the same,
 // bit for bit. Predicted: x1.03 over rung 21 at M = 128, N = K = 8192 and at 4096^3: the probe switch DESC_ADD
-// measured rung 21 at 432 -> 445 TFLOP/s at M = 128 in session 12 (tools/probes/wait_hint.py --desc,
+// measured rung 21 at 432 -> 445 TFLOP/s at M = 128 in session 12 (lab/probes/wait_hint.py --desc,
 // results/logs/desc-add-nvidia-h200.json), and the skinny tile issues as many wgmma per FLOP at both shapes.
-// Written before the record ran it (2026-12-02, session 12). First run the same session (tools/probes/rung17.py 23,
+// Written before the record ran it (2026-12-02, session 12). First run the same session (lab/probes/rung17.py 23,
 // results/logs/rung23-probe-nvidia-h200.json, beside rung 21 in one process): correct and bit-identical to the model
 // at 4 odd sizes and 6 timed shapes; 452 against rung 21's 431 TFLOP/s at M = 128 (0.98x cuBLAS writing FP16 C),
 // 507 against 480 at 4096^3: more than predicted at both; every wrong result rejected at 8192^3, C bit-identical to
-// rung 14's (tools/probes/reject_wrong_fp16c.py). memcheck, racecheck and synccheck: no errors (session 13,
+// rung 14's (lab/probes/reject_wrong_fp16c.py). memcheck, racecheck and synccheck: no errors (session 13,
 // results/logs/sanitize-new-kernels-rung23-24-*).
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_desc(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
@@ -1261,7 +1261,7 @@ extern "C" __global__ void hopper_skinny_desc(const __grid_constant__ TensorMap 
 // Adds, over rung 22 (its gain is measured over rung 22, the same C): the added descriptors, as rung 23 adds them to
 // rung 21. Predicted: x1.03 over rung 22 at both shapes (the probe switch measured rung 20 at 385 -> 400 TFLOP/s at
 // M = 128, the same file). Written before the record ran it (2026-12-02, session 12). First run in session 13
-// (tools/probes/rung17.py 24, results/logs/rung24-probe-nvidia-h200.json, beside rung 22 in one process): correct
+// (lab/probes/rung17.py 24, results/logs/rung24-probe-nvidia-h200.json, beside rung 22 in one process): correct
 // and bit-identical to the model at 4 odd sizes and 6 timed shapes; 437 against rung 22's 422 TFLOP/s at M = 128
 // (0.96x cuBLAS writing FP32 C), 503 against 475 at 4096^3; every wrong result rejected at 8192^3, C bit-identical
 // to rung 13's; memcheck, racecheck and synccheck: no errors.
@@ -1287,7 +1287,7 @@ extern "C" __global__ void hopper_skinny_desc_f32c(const __grid_constant__ Tenso
 // tile's), and C's columns past the last whole box of C are stored from the registers (store_rest).
 // Tried as rungs 27-28 (session 16, issue 25), the width chosen per problem so that the tiles fill whole waves (at
 // 5000^3 128 x 152 tiles in clusters of 2 make 10 whole waves of 66, as cuBLAS's 256 x 152 tiles make 5 of 132):
-// predicted x1.09 over rung 25 there, measured x0.71 (tools/probes/tile_n.py, results/logs/tile-n-probe-nvidia-h200);
+// predicted x1.09 over rung 25 there, measured x0.71 (lab/probes/tile_n.py, results/logs/tile-n-probe-nvidia-h200);
 // no width beat 256 by more than the spread of the sweep (results/logs/tile-n-sweep-nvidia-h200.json). A narrower
 // tile asks L2 for more box rows per FLOP, and the 152-wide one loads 192 columns of B. So the width is a knob, not a
 // rung (lesson 6, Appendix D).
@@ -1305,13 +1305,13 @@ static_assert((HBN / BOX_N) % QUAD_CLUSTER == 0, "QUAD_CLUSTER must divide the 4
 // Adds, over rungs 14 and 13: four CTAs on four tiles stacked along M share their B tile, and each loads one of its
 // four boxes and multicasts it to all four (rung 12 did this with two CTAs and two boxes each). A CTA then asks L2 for
 // 128 + 64 box rows of 128 bytes per K-tile instead of 128 + 128. At 5000^3 a row of 10000 bytes starts 16 bytes into
-// a 128-byte line, so each box row costs two L2 requests (tools/probes/ncu_row_alignment.py), and rung 16 kept the
+// a 128-byte line, so each box row costs two L2 requests (lab/probes/ncu_row_alignment.py), and rung 16 kept the
 // tensor pipe busy 86% of the time against 94% with aligned rows. The knob CLUSTER_M = 4 on rung 14 measured x1.08
-// at 5000^3 (tools/probes/wait_hint.py --cluster, results/logs/cluster-m-nvidia-h200.json), and about x1.04 with
-// aligned rows (10112 bytes) in a first look whose output file was lost (tools/probes/row_alignment.py --rungs 14,25
+// at 5000^3 (lab/probes/wait_hint.py --cluster, results/logs/cluster-m-nvidia-h200.json), and about x1.04 with
+// aligned rows (10112 bytes) in a first look whose output file was lost (lab/probes/row_alignment.py --rungs 14,25
 // repeats it). Built with clusters of 4 everywhere, it was first predicted x1.08 over rung 14 (13) at 5000^3, x1.03 at
 // 4096^3 and 8192^3, x1.00 elsewhere. The sums are rungs 14's and 13's, bit for bit.
-// First run (session 14, tools/probes/rung17.py 25 and 26, results/logs/rung25-probe-nvidia-h200.json and rung26-probe,
+// First run (session 14, lab/probes/rung17.py 25 and 26, results/logs/rung25-probe-nvidia-h200.json and rung26-probe,
 // each beside its base in one process): correct and bit-identical to the model at 4 odd sizes and 5 timed shapes;
 // memcheck, racecheck and synccheck clean. At 5000^3 better than predicted: 651 against rung 14's 584 TFLOP/s (0.90x
 // cuBLAS writing FP16 C), 635 against rung 13's 567 (0.99x cuBLAS writing FP32 C). Elsewhere worse: x0.84 at 4096^3,
@@ -1322,7 +1322,7 @@ static_assert((HBN / BOX_N) % QUAD_CLUSTER == 0, "QUAD_CLUSTER must divide the 4
 // So the launcher now builds each problem its own way (helpers.kernels.quad_choice): clusters of 4 where a row of A or
 // B starts inside a 128-byte line and they take no more waves than clusters of 2; else QUAD_CLUSTER = 2, which is
 // rung 14's (13's) template call. Predicted: x1.0 over rung 14 (13) where it is rung 14's build, x1.12 at 5000^3 (the
-// first run's gain there). Built so (session 14, tools/probes/rung17.py 25 again,
+// first run's gain there). Built so (session 14, lab/probes/rung17.py 25 again,
 // results/logs/rung25-per-shape-probe-nvidia-h200.json): correct and bit-identical to the model everywhere; x1.09 over
 // rung 14 at 5000^3 (638 TFLOP/s, 0.88x cuBLAS writing FP16 C), x0.99 to x1.00 at the other four shapes, where it is
 // rung 14's build.
@@ -1388,7 +1388,7 @@ static_assert((TALL_M == 256 && TALL_N % 8 == 0 && TALL_N >= 128 && TALL_N <= 19
 // waves x tile area (helpers.kernels.tall_choice). The sums are rung 14's, bit for bit (the same K order per output).
 // Predicted before any run: x1.05 over rung 25 at 5000^3 (about 650 TFLOP/s; the waves give x1.18, L2 takes back
 // some); x1.00 over rung 14 where it builds rung 14's tile.
-// First run (session 21, tools/probes/rung17.py 27, results/logs/tall-rung27-probe-nvidia-h200.json; rung 25 timed
+// First run (session 21, lab/probes/rung17.py 27, results/logs/tall-rung27-probe-nvidia-h200.json; rung 25 timed
 // the same way after it): bit-identical to the model at 6 odd sizes (2 of them with the tall tile) and 5 timed shapes;
 // memcheck clean with the tall tile forced 128, 152 and 192 wide. Missed by far: x0.83 of rung 25 at 5000^3 (548
 // against 660 TFLOP/s), x1.00 where it builds rung 14's tile (4096^3, 2048^3, 8192 x 8192 x 1024). Nsight Compute at
@@ -1396,7 +1396,7 @@ static_assert((TALL_M == 256 && TALL_N % 8 == 0 && TALL_N >= 128 && TALL_N <= 19
 // L2 requests against 34.7 M, long-scoreboard stall 6.7 against 1.6. With rows of 10112 bytes (128-byte aligned;
 // results/logs/tall-alignment-nvidia-h200.json) 667 TFLOP/s against 546 with rows of 10000, rung 25 673 against 641,
 // cuBLAS 755 against 720: rows that start inside a line cost the tall tile most (256 rows of A per K-tile, each two
-// requests). At sizes whose rows are 128-byte multiples (session 22, tools/probes/tall_tile.py, 7 alternating rounds,
+// requests). At sizes whose rows are 128-byte multiples (session 22, lab/probes/tall_tile.py, 7 alternating rounds,
 // results/logs/tall-tile-probe-nvidia-h200.json; predicted before it ran), over rung 14 at 4096^3 (ratios of median
 // times; lesson 6 shows the medians of round ratios): 256 x 128 in 4 stages
 // x0.993 (predicted x0.97), in 3 stages x0.840 (x0.95), 256 x 152 x0.777 (x0.82); at 6144^3 x0.987, x0.862, x0.883.
@@ -1453,7 +1453,7 @@ static_assert(CT_SMEM <= 227 * 1024, "CT_M: 4 stages of CT_M rows of A and 256 c
 // 6.25 tile-times where rung 25 takes 7 (7 waves of 30 clusters of 4); per K-tile a CTA asks L2 for 160 + 128 box rows
 // for 160 x 256 outputs (142 outputs per row) against rung 25's 128 + 64 for 128 x 256 (171).
 // Predicted before any run: x1.08 over rung 25 at 5000^3 (x1.12 from the waves, less some for the box rows).
-// First runs (session 22, tools/probes/ct_tile.py, results/logs/ct-tile-probe and ct-tile-sizes): bit-identical to the
+// First runs (session 22, lab/probes/ct_tile.py, results/logs/ct-tile-probe and ct-tile-sizes): bit-identical to the
 // model at 5 odd sizes and every timed one; memcheck 0 errors, racecheck 0 hazards. Over rung 25, faster in every
 // round (ratios of median times; lesson 6 shows the medians of round ratios, x1.081 at 5000^3): x1.052 at 5000^3 (predicted x1.08), x1.136 at 3000^3 (x1.13), x1.188 at 5500^3 and x1.107 at 6750^3 (x1.07,
 // on padded copies: those rows are no 16-byte multiples); x0.820 at 4096^3 (x0.80), where its tiles waste a wave.
@@ -1536,14 +1536,14 @@ extern "C" __global__ void hopper_ct_pair_n(const __grid_constant__ TensorMap tm
 #endif
 }
 
-// A probe, not a rung (issue 25, tools/probes/wgmma_rate.py): how many clocks one K-tile of wgmma takes in one
+// A probe, not a rung (issue 25, lab/probes/wgmma_rate.py): how many clocks one K-tile of wgmma takes in one
 // SM, by the instruction's width N (64, 128, 256) and by how many warpgroups issue at once. Each warpgroup of the
 // block (blockDim.x = 128 x warpgroups) runs `iters` K-tiles of four m64nNk16 k-steps on the same 64 x 64 tile of
 // A and 64 x N of B in shared memory (zeros), each K-tile a commit group, then waits as the rungs' consumers do
 // (`depth` = 1: one group left in flight) or drains (`depth` = 0). Thread 0 of warpgroup w writes the loop's
 // clocks to out[blockIdx.x * warpgroups + w]. No TMA and no barrier between warpgroups: the Tensor Cores and the
 // shared-memory reads they make, alone. Dynamic shared memory: 8 KB of A, N / 64 boxes of 8 KB, 1 KB to align
-// (tools/probes/wgmma_rate.py, RATE_SMEM).
+// (lab/probes/wgmma_rate.py, RATE_SMEM).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 template <int NACC>
 __device__ __forceinline__ void wgmma_rate(long long* out, int iters, int depth)

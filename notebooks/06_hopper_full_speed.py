@@ -902,7 +902,7 @@ for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("L40S", (8, 9)), ("H20
 # ## Appendix D: what cuBLAS runs, and sizes off the tile grid
 #
 # cuBLAS is not one kernel. Nsight Compute names the kernel behind each call
-# (`tools/probes/cublas_kernels.py`, one call per shape and C type). A name such as
+# (`lab/probes/cublas_kernels.py`, one call per shape and C type). A name such as
 # `nvjet_sm90_hsh_256x152_64x4_2x1` reads: FP16 in, FP32 sums, FP16 out (`hsh`; `hss` writes FP32), a
 # 256 x 152 tile, K-tiles of 64 in 4 stages, clusters of 2. The tile is in cuBLAS's column-major terms
 # (it computes $C^T = B^T A^T$). The shared memory each kernel asks for agrees with that reading:
@@ -914,7 +914,7 @@ ck = H.cublas_kernel_rows(exps["cublas_kernels"], sms=rec.meta["gpu"]["sms"]) if
 cols = ["shape", "C", "kernel", "grid", "cluster", "ring_kb", "smem_kb", "tiles", "waves"]
 heads = ["M x N x K", "C", "kernel", "CTAs", "cluster", "stages x tiles, KB", "shared memory, KB", "tiles", "waves"]
 helpers.display.table(ck, cols, heads, {"ring_kb": ".0f", "smem_kb": ".0f", "waves": ".2f"}) if ck \
-    else print("cuBLAS's kernels are not in this record: run tools/probes/cublas_kernels.py on a GPU")
+    else print("cuBLAS's kernels are not in this record: run lab/probes/cublas_kernels.py on a GPU")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The ring the name describes accounts for all but 16-28 KB of each kernel's shared memory. Two choices
@@ -963,7 +963,7 @@ print(f"Nsight Compute, 128 x 8192 x 8192: DRAM read {c['dram_read_bytes'] / 1e6
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Worse than predicted at both shapes. At 128 rows it reads B once from DRAM, yet keeps DRAM only
-# about half busy. Its knobs there (`tools/probes/rung17.py`, each variant checked, three rounds). They were
+# about half busy. Its knobs there (`lab/probes/rung17.py`, each variant checked, three rounds). They were
 # timed with the harness's old memset flush (Appendix E), so rung 17 as recorded here (320 TFLOP/s) is
 # not the 371 of the table above: compare within this table only.
 
@@ -1032,7 +1032,7 @@ helpers.display.table(cmp, ["target", "us", "dram_mb", "dram_pct", "l2_msectors"
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Taking rung 17 apart: the Tensor Cores alone
 #
-# Is `wgmma` m64n64k16 too narrow to keep the Tensor Cores busy? A probe kernel (`tools/probes/wgmma_rate.py`)
+# Is `wgmma` m64n64k16 too narrow to keep the Tensor Cores busy? A probe kernel (`lab/probes/wgmma_rate.py`)
 # runs 4096 K-tiles of `wgmma` in every SM from shared memory, as a consumer issues them, and counts clocks:
 
 # %% slideshow={"slide_type": "-"}
@@ -1096,7 +1096,7 @@ helpers.try_kernel(17, WAIT_HINT=1)
 # ### Tried, and no faster
 #
 # Other changes to the ring, each timed beside the same kernel without it, with the hint on
-# (`tools/probes/wgmma_rate.py --set hold` at commit 8ec4c42):
+# (`lab/probes/wgmma_rate.py --set hold` at commit 8ec4c42):
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(H.apart_rows(pa, "hold"), ["what", "us", "vs_first", "cublas_over", "correct"],
@@ -1108,7 +1108,7 @@ helpers.display.table(H.apart_rows(pa, "hold"), ["what", "us", "vs_first", "cubl
 # of stages; a consumer that drains each K-tile (0 groups in flight) gains under 1%. With the hint the loads
 # alone take 39 µs and the MMAs with their barriers 38 (`--set wait`), each within 5% of cuBLAS; together
 # they take 47. Why is still open. One difference in structure shows in Nsight Compute's sampling of each
-# instruction (`tools/probes/ncu_source.py`): both kernels issue the same number of m64n64k16 `wgmma`, but
+# instruction (`lab/probes/ncu_source.py`): both kernels issue the same number of m64n64k16 `wgmma`, but
 # cuBLAS issues a stage's eight from one warpgroup, rung 17 four from each of two, and cuBLAS executes a
 # third of rung 17's instructions. Rung 19 tries that.
 
@@ -1150,7 +1150,7 @@ for shape in ((128, 8192, 8192), (4096,) * 3):
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 19 beside cuBLAS, instruction by instruction
 #
-# Nsight Compute's sampling of every instruction (`tools/probes/ncu_source.py`) at 128 x 8192 x 8192, rung 17
+# Nsight Compute's sampling of every instruction (`lab/probes/ncu_source.py`) at 128 x 8192 x 8192, rung 17
 # with the wait hint, rung 19, and cuBLAS's kernel:
 
 # %% slideshow={"slide_type": "-"}
@@ -1180,7 +1180,7 @@ helpers.try_kernel(19, WAIT_HINT=1)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rungs 21-22: a measured knob becomes a rung
 #
-# Rungs 19 and 20's knobs at 128 x 8192 x 8192 (`tools/probes/rung17.py RUNG --knobs`, each setting checked,
+# Rungs 19 and 20's knobs at 128 x 8192 x 8192 (`lab/probes/rung17.py RUNG --knobs`, each setting checked,
 # the median of three rounds; `WAIT_HINT=1` compiles `-DSKINNY_WAIT=1`):
 
 # %% slideshow={"slide_type": "-"}
@@ -1223,7 +1223,7 @@ print(src[src.index("template <int NACC>\n__device__ __forceinline__ void mma_kt
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Predicted before they ran: x1.03 over rungs 21 and 22 at 128 rows and at $4096^3$**, what the same
-# code measured on rung 21 at 128 rows as a probe switch (`tools/probes/wait_hint.py --desc`).
+# code measured on rung 21 at 128 rows as a probe switch (`lab/probes/wait_hint.py --desc`).
 
 # %% slideshow={"slide_type": "fragment"}
 for k in (23, 24):
@@ -1266,7 +1266,7 @@ ex.check_tile_width(answer, n=5000)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Square sizes off the tile grid
 #
-# Rungs 13-16 at four sizes that are not multiples of 128, in one run (`tools/probes/rungs_side_by_side.py`):
+# Rungs 13-16 at four sizes that are not multiples of 128, in one run (`lab/probes/rungs_side_by_side.py`):
 # the best rung of each C type against cuBLAS writing the same C, timed just before it, with the SM
 # clock of each timing.
 
@@ -1275,7 +1275,7 @@ sq = H.square_rows(exps["square_sizes"]) if "square_sizes" in exps else []
 helpers.display.table(sq, ["shape", "C", "rung", "tflops", "mhz", "cublas", "cublas_mhz", "ratio"],
                       ["M x N x K", "C", "best rung", "TFLOP/s", "MHz", "cuBLAS, same C", "MHz", "x cuBLAS"],
                       {"tflops": ".0f", "cublas": ".0f", "ratio": ".2f"}) if sq else print(
-    "not in this record: run tools/probes/rungs_side_by_side.py OUT.json 13 14 15 16 --shapes 6000,7000,8000,5000")
+    "not in this record: run lab/probes/rungs_side_by_side.py OUT.json 13 14 15 16 --shapes 6000,7000,8000,5000")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Rows of 14000 bytes (7000 halves) start as far inside a sector as rows of 10000 bytes, yet in this
@@ -1315,7 +1315,7 @@ fig = helpers.plots.box_rows_in_lines([10000, 10112])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Rung 16 and cuBLAS at $5000^3$, each launched once under Nsight Compute with rows of 10000 and of
-# 10112 bytes (`tools/probes/ncu_row_alignment.py`; clocks not locked):
+# 10112 bytes (`lab/probes/ncu_row_alignment.py`; clocks not locked):
 
 # %% slideshow={"slide_type": "-"}
 na = H.ncu_alignment_rows()
@@ -1336,7 +1336,7 @@ helpers.display.table(na, ["kernel", "row_bytes", "us", "requests_m", "sectors_m
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Three changes aimed at the loads
 #
-# Each checked and timed in three alternating rounds beside cuBLAS (`tools/probes/wait_hint.py
+# Each checked and timed in three alternating rounds beside cuBLAS (`lab/probes/wait_hint.py
 # --prefetch`, `--group` and `--cluster`):
 
 # %% slideshow={"slide_type": "-"}
@@ -1421,7 +1421,7 @@ helpers.try_kernel(25, CLUSTER_M=4)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What is left at $5000^3$
 #
-# Rung 25 and cuBLAS under Nsight Compute with rows of 10000 bytes (`tools/probes/ncu_row_alignment.py
+# Rung 25 and cuBLAS under Nsight Compute with rows of 10000 bytes (`lab/probes/ncu_row_alignment.py
 # --pads 0 --rungs 25`, one launch each, clocks not locked), beside rung 16 from the earlier run:
 
 # %% slideshow={"slide_type": "-"}
@@ -1462,7 +1462,7 @@ print(f"tile slots holding output at 5000^3: rung 25 {slots25:.0%} (128 x 256 ti
 switch_lines("NBOX")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# The TILE_N probe's first run (`tools/probes/tile_n.py`), each build beside its rung in one process:
+# The TILE_N probe's first run (`lab/probes/tile_n.py`), each build beside its rung in one process:
 
 # %% slideshow={"slide_type": "-"}
 for (k, shape), r in H.tile_n_first_run().items():
@@ -1516,7 +1516,7 @@ print({n: helpers.kernels.tall_choice(n, n, fits) for n in (4096, 5000, 8192)})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Predicted before it ran: x1.05 over rung 25 (26) at $5000^3$, x1.00 where it builds rung 14's (13's)
-# tile.** The first run (`tools/probes/rung17.py OUT.json 27`, then `28`), each rung in its own process
+# tile.** The first run (`lab/probes/rung17.py OUT.json 27`, then `28`), each rung in its own process
 # beside cuBLAS:
 
 # %% slideshow={"slide_type": "-"}
@@ -1548,7 +1548,7 @@ for what, args in (("rung 25, 128 x 256 in fours", (256, 4)), ("rung 27, 256 x 1
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Is it the height or the ring? At sizes whose rows are whole lines, the tall tile forced to three builds
-# (`tools/probes/tall_tile.py`, seven alternating rounds with rung 14, predicted before it ran):
+# (`lab/probes/tall_tile.py`, seven alternating rounds with rung 14, predicted before it ran):
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(H.tall_tile_rows(), ["n", "build", "predicted", "ratio", "verdict", "tflops", "mhz", "checked"],
@@ -1585,7 +1585,7 @@ print({n: round(helpers.kernels.ct_gain(n, n, lambda: (grid[4], grid[2])), 2) fo
 #
 # **Predicted before each run**: x1.08 at $5000^3$ (the waves' x1.12, less some for the box rows); the other sizes
 # from the waves, times the first run's shortfall (0.94) where rung 25 builds clusters of 4 ($3000^3$). The C^T
-# tile forced (`-DCT_M=160`) against rung 25 in alternating rounds (`tools/probes/ct_tile.py`), beside cuBLAS
+# tile forced (`-DCT_M=160`) against rung 25 in alternating rounds (`lab/probes/ct_tile.py`), beside cuBLAS
 # writing FP16 C:
 
 # %% slideshow={"slide_type": "-"}
@@ -1625,7 +1625,7 @@ for what, bm in (("rung 29, 160 x 256 in pairs along M", 160), ("cuBLAS, 152 x 2
 # cluster (`helpers.launch.orientation_build`): the C^T tile where the wave model gives it x1.05 or more over rung 25
 # (26), rung 25's (26's) own kernel elsewhere. **Predicted before their first run: x1.05 at $5000^3$, x1.07 at
 # $5496^3$, x1.00 where rung 25's kernel is built.** Each rung in its own process beside cuBLAS, then rung 25 (26) the
-# same way (`tools/probes/rung17.py`):
+# same way (`lab/probes/rung17.py`):
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(H.chooser_first_run(), ["rung", "shape", "built", "predicted", "ratio", "tflops", "vs_cublas",
@@ -1662,7 +1662,7 @@ helpers.try_kernel(29, CT_M=160)
 # boxes. **Predicted before it ran, over rung 29 with its C^T tile forced: x1.03 at $5000^3$ and $4096^3$, x0.88 at
 # $5496^3$** (the waves, less some for the box rows). Its first launch failed wherever N has an odd number of tile
 # columns: the last pair's second CTA, past N, counted negative boxes of B in its stage's byte count. Fixed, then
-# in alternating rounds (`tools/probes/ct_tile.py --pair-n`):
+# in alternating rounds (`lab/probes/ct_tile.py --pair-n`):
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(H.ct_tile_rows(("ct-pair-n",), new=31, base=29),
@@ -1680,7 +1680,7 @@ helpers.display.table(H.ct_tile_rows(("ct-pair-n",), new=31, base=29),
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why rung 31 lost
 #
-# Under Nsight Compute at $5000^3$ (one launch each, `tools/probes/ncu_row_alignment.py --rungs 29,31`):
+# Under Nsight Compute at $5000^3$ (one launch each, `lab/probes/ncu_row_alignment.py --rungs 29,31`):
 
 # %% slideshow={"slide_type": "-"}
 import math
@@ -1707,7 +1707,7 @@ print(f"rows asked of L2, all tiles, rung 31 / rung 29: {asks['rung 31'] / asks[
 # cuBLAS's kernel at $4096^3$ (the table at the start of this appendix) is rung 14's tile and ring, 128 x 256 in
 # 4 stages and clusters of 2, computed as C^T. Is the orientation worth anything by itself? Rung 29 with
 # `CT_M=128` is exactly that. **Predicted before it ran: x1.00 over rung 25 at $4096^3$ and $2048^3$** (the same
-# tile, the same waves). In alternating rounds (`tools/probes/ct_tile.py --ct-m 128`):
+# tile, the same waves). In alternating rounds (`lab/probes/ct_tile.py --ct-m 128`):
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(H.ct_tile_rows(("ct-m128",)),
@@ -1727,7 +1727,7 @@ helpers.display.table(H.ct_tile_rows(("ct-m128",)),
 # ### Tried: 128 CTAs instead of 132
 #
 # Lesson 7's FP8 kernels run about 1% faster on 128 CTAs than on one per SM (its Appendix H). Rungs 13 and
-# 14 walk the same L2-aware order on 66 clusters of 2. `tools/probes/grid_128.py` ran them on 64 clusters
+# 14 walk the same L2-aware order on 66 clusters of 2. `lab/probes/grid_128.py` ran them on 64 clusters
 # (the launcher's `ctas=128`), checked bit for bit, then seven alternating rounds beside cuBLAS writing the
 # same C. **Predicted before it ran: x1.01 at $4096^3$, x1.00 at $8192^3$:**
 
@@ -1754,7 +1754,7 @@ helpers.display.table(g128, ["n", "rung", "c_dtype", "passed", "tflops", "tflops
 # Every timing empties L2 before each launch, so that A and B come from DRAM. Until 2026-12-02 the harness
 # did it with a memset over four times L2. A memset leaves L2 full of *dirty* lines: before a line can
 # hold A or B it must be written back to DRAM, so the timed kernel pays for the harness's own writes.
-# Reading the same buffer leaves clean lines, which are dropped for free. `tools/probes/flush_method.py`
+# Reading the same buffer leaves clean lines, which are dropped for free. `lab/probes/flush_method.py`
 # timed cuBLAS and three rungs both ways, in three alternating rounds, each C checked first:
 
 # %% slideshow={"slide_type": "-"}
@@ -1812,7 +1812,7 @@ helpers.display.table(H.ncu_target_rows(), ["n", "kernel", "C", "us", "x_time", 
 # At $4096^3$ and $8192^3$ the Tensor Cores are about as busy as cuBLAS's (within about 1 point), yet the rungs
 # read 24-33% more from DRAM and 16-23% more L2 sectors. A tile order whose waves span 16 rows of tiles
 # instead of 8 holds fewer bytes of A and B at once (a B tile's panel is twice an A tile's). **Predicted
-# before it ran: x1.005 at $4096^3$, x1.01 at $8192^3$** (`GROUP_M=16`, `tools/probes/wait_hint.py --order`,
+# before it ran: x1.005 at $4096^3$, x1.01 at $8192^3$** (`GROUP_M=16`, `lab/probes/wait_hint.py --order`,
 # seven alternating rounds beside cuBLAS):
 
 # %% [markdown] slideshow={"slide_type": "subslide"}

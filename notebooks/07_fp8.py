@@ -778,7 +778,7 @@ display(helpers.display.table(cnt, ["kernel", *fp8x.PROMOTE_COUNTERS], ["kernel"
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What the injected wait changed, counted
 #
-# Nsight Compute's warp sampling at $4096^3$ (`tools/probes/ncu_source.py`, one launch each): the `wgmma`
+# Nsight Compute's warp sampling at $4096^3$ (`lab/probes/ncu_source.py`, one launch each): the `wgmma`
 # waits each build executes, and where its warps were found waiting on a shared-memory stage. **Predicted
 # before it ran** (`fp8x.WAITS_PREDICTED`): if a stage let go late is the cost, the first build's producer
 # waits longest for a free stage.
@@ -897,7 +897,7 @@ for name, fn in (("per tensor", fp8g.per_tensor_matmul), ("block-scaled", fp8g.b
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Can the check fail at $4096^3$?
 #
-# `tools/probes/reject_wrong_block_scaled.py` on the H200: the kernel's C, then wrong results built from it
+# `lab/probes/reject_wrong_block_scaled.py` on the H200: the kernel's C, then wrong results built from it
 # or from the model (scales dropped, swapped or averaged, one element one unit up, one NaN), each through
 # the worst-case bound alone and through the whole check (bound and model, every element):
 
@@ -905,7 +905,7 @@ for name, fn in (("per tensor", fp8g.per_tensor_matmul), ("block-scaled", fp8g.b
 rej = fp8x.block_scaled_reject_rows(data)
 helpers.display.table(rej, ["C", "bound alone", "whole check"], ["C at " + rej[0]["M x N x K"], "the bound alone",
                                                                  "the whole check"]) if rej else print(
-    "not in this record: run tools/probes/reject_wrong_block_scaled.py on a Hopper GPU")
+    "not in this record: run lab/probes/reject_wrong_block_scaled.py on a Hopper GPU")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # One element one unit up stays inside the bound: only the model, bit for bit, catches it.
@@ -927,7 +927,7 @@ for K in (300, 4096, 8192):
 # At $K = 4096$ the tolerance, 1.02 of $\sum |a||b|$, is already larger than C = 0's error (the answer
 # itself, at most $\sum |a||b|$): the worst-case bound passes zeros there.
 #
-# `tools/probes/reject_wrong_fp8.py` on the H200: `fp8_wgmma_store`'s C and wrong results built from it,
+# `lab/probes/reject_wrong_fp8.py` on the H200: `fp8_wgmma_store`'s C and wrong results built from it,
 # each through the bounds alone (the worst-case and the answer-scaled bound) and the whole check
 # ("bounds / check"):
 
@@ -985,7 +985,7 @@ print(dict(collections.Counter(r["verdict"].split(":")[0] for r in pred)), "of",
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What cuBLASLt runs for FP8
 #
-# Nsight Compute names the kernel behind each cuBLASLt FP8 call (`tools/probes/cublas_kernels.py --fp8`),
+# Nsight Compute names the kernel behind each cuBLASLt FP8 call (`lab/probes/cublas_kernels.py --fp8`),
 # read as in lesson 6's Appendix D (tiles in cuBLAS's column-major terms; K-tiles of 128 one-byte values):
 
 # %% slideshow={"slide_type": "-"}
@@ -995,7 +995,7 @@ lt = H6.cublas_kernel_rows(data["cublaslt_kernels"], sms=rec.meta["gpu"]["sms"])
 helpers.display.table(lt, ["shape", "C", "tile", "k_tile", "stages", "cluster", "ring_kb", "smem_kb", "waves"],
                       ["M x N x K", "accumulation", "tile", "K-tile", "stages", "cluster", "stages x tiles, KB",
                        "shared memory, KB", "waves"], {"ring_kb": ".0f", "smem_kb": ".0f", "waves": ".1f"}) if lt \
-    else print("not in this record: run tools/probes/cublas_kernels.py OUT.json --fp8 4096,8192 on a Hopper GPU")
+    else print("not in this record: run lab/probes/cublas_kernels.py OUT.json --fp8 4096,8192 on a Hopper GPU")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # cuBLASLt picks a different kernel per accumulation and size, all in clusters of 2. The FP8 kernels
@@ -1006,7 +1006,7 @@ helpers.display.table(lt, ["shape", "C", "tile", "k_tile", "stages", "cluster", 
 # ### A deeper ring?
 #
 # At $4096^3$ cuBLASLt's default-accumulation kernel has the 128 x 128 tile of `fp8_wgmma_n128` and
-# `fp8_promote_128`, in 6 stages where ours have 4. `tools/probes/fp8_stages.py` built both with 4 to 7
+# `fp8_promote_128`, in 6 stages where ours have 4. `lab/probes/fp8_stages.py` built both with 4 to 7
 # stages (`-DF8_STAGES`), checked every build at an odd size and at each timed size, and timed them in
 # three alternating rounds beside cuBLASLt (with the memset flush, as every FP8 timing in this lesson):
 
@@ -1015,7 +1015,7 @@ st = fp8x.stage_rows(data) if "stages" in data else []
 helpers.display.table(st, ["n", "kernel", "stages", "passed", "tflops", "vs_default", "vs_fast", "mhz"],
                       ["n", "kernel", "stages", "correct", "TFLOP/s", "x cuBLASLt default", "x cuBLASLt fast",
                        "SM clock, MHz"], {"tflops": ".0f", "vs_default": ".2f", "vs_fast": ".2f"}) if st \
-    else print("not in this record: run tools/probes/fp8_stages.py OUT.json on a Hopper GPU")
+    else print("not in this record: run lab/probes/fp8_stages.py OUT.json on a Hopper GPU")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # At $4096^3$ a fifth and a sixth stage lift the plain 128 x 128 kernel by about 4%; the promoting kernel
@@ -1026,7 +1026,7 @@ helpers.display.table(st, ["n", "kernel", "stages", "passed", "tflops", "vs_defa
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The same adds, fewer instructions
 #
-# Nsight Compute's sampling of every instruction (`tools/probes/ncu_source.py --set fp8`) at $4096^3$:
+# Nsight Compute's sampling of every instruction (`lab/probes/ncu_source.py --set fp8`) at $4096^3$:
 # `fp8_promote_128`, cuBLASLt's default-accumulation kernel, and `fp8_wgmma` (no promotion):
 
 # %% slideshow={"slide_type": "-"}
@@ -1073,7 +1073,7 @@ print(src8[i:src8.index("            // the last K-tile", i)])
 # Each K-tile's `wgmma`s go into one set while the set before waits only for its own group
 # (`wgmma_wait<1>`), releases its stage and joins the total: the same adds in the same order as
 # `fp8_promote_128`, bit for bit. **Predicted before it ran: x1.08 over `fp8_promote_128` at $4096^3$.**
-# Its first run (`tools/probes/fp8_stages.py --two`, three alternating rounds),
+# Its first run (`lab/probes/fp8_stages.py --two`, three alternating rounds),
 # with the switch of the slide before:
 
 # %% slideshow={"slide_type": "-"}
@@ -1112,7 +1112,7 @@ helpers.display.table(tw, list(tw[0]))
 # `fp8_promote_2acc_cluster` was the lean kernel in 2-CTA clusters: each CTA loads its A and half of the
 # B they share, and multicasts that half to both, as lesson 6's rung 12 does with FP16. Each CTA then
 # asks L2 for 24 KB per K-tile instead of 32 KB. Its prediction, written before it ran, and its run
-# (`tools/probes/fp8_stages.py --cluster`, three alternating rounds beside cuBLASLt):
+# (`lab/probes/fp8_stages.py --cluster`, three alternating rounds beside cuBLASLt):
 
 # %% slideshow={"slide_type": "-"}
 tried = fp8x.CLUSTER_TRIED
@@ -1158,7 +1158,7 @@ print("\n".join(line[4:] for line in body[first:last] if line.strip() != "#pragm
 # `bulk_wait_read0` lets a buffer be written again only after TMA has read it; the store of the last
 # boxes is still running when the next tile's first `wgmma` starts. **Predicted before it ran: x1.03
 # over `fp8_wgmma` at $4096^3$**, and the same for the lean promoting kernel given this epilogue
-# (`fp8_promote_2acc_store`). The first run (`tools/probes/fp8_stages.py --store`, three alternating
+# (`fp8_promote_2acc_store`). The first run (`lab/probes/fp8_stages.py --store`, three alternating
 # rounds, each kernel beside the one it changes):
 
 # %% slideshow={"slide_type": "-"}
@@ -1220,7 +1220,7 @@ fig = fp8x.plot_store_chunks()          # lanes of each half-warp per 16-byte ch
 # would do, which would be the conflicts Nsight Compute counted. Spread, every lane still writes its four blocks to the same places,
 # and a CTA's stores of a tile's C take half the passes. **Predicted before it ran: x1.015 over
 # `fp8_wgmma_store` at $4096^3$** (about 0.5 us of the 26 us a tile takes there). Its run
-# (`tools/probes/fp8_stages.py --spread`, three alternating rounds):
+# (`lab/probes/fp8_stages.py --spread`, three alternating rounds):
 
 # %% slideshow={"slide_type": "-"}
 sp = fp8x.stage_rows(fp8x.probe_log("fp8-spread-probe"), base="fp8_wgmma_store")
@@ -1258,7 +1258,7 @@ helpers.display.table(fp8x.store_counter_rows(), ["switch", "stores_m", "wavefro
 # A persistent kernel starts one CTA per SM: 132 on the H200. At $4096^3$ `fp8_wgmma_store` has 512 tiles
 # of 128 x 256. On 132 CTAs, 116 take four tiles and 16 take three; on 128, each takes four: four rounds
 # of tiles either way. **Predicted before it ran: x1.00 (within half a percent).** Its run
-# (`tools/probes/fp8_stages.py --ctas`: the launcher's `ctas=128`), nine alternating rounds:
+# (`lab/probes/fp8_stages.py --ctas`: the launcher's `ctas=128`), nine alternating rounds:
 
 # %% slideshow={"slide_type": "-"}
 ct = fp8x.stage_rows(fp8x.probe_log("fp8-ctas-probe"), base="fp8_wgmma_store")
@@ -1279,7 +1279,7 @@ helpers.display.table(ct, ["n", "kernel", "options", "passed", "tflops", "vs_bas
 #
 # The same switch for the promoting kernel, `fp8_promote_2acc_lean` (1024 tiles of 128 x 128 at
 # $4096^3$: eight rounds of tiles on either grid), and both kernels at $8192^3$, nine alternating rounds
-# (`tools/probes/fp8_stages.py --ctas-lean`), with the predictions written before the run:
+# (`lab/probes/fp8_stages.py --ctas-lean`), with the predictions written before the run:
 
 # %% slideshow={"slide_type": "-"}
 cl = fp8x.ctas_rows()
@@ -1310,7 +1310,7 @@ helpers.display.table(cl, ["n", "kernel", "passed", "one_tflops", "tflops", "pre
 #
 # The goals of this appendix: the kernel without promotion at least as fast as cuBLASLt's fast
 # accumulation, the promoting kernel at least as fast as its default, at both sizes. Timed again with
-# 128 CTAs (`tools/probes/fp8_pingpong.py --speed-only`, five alternating rounds, the median round):
+# 128 CTAs (`lab/probes/fp8_pingpong.py --speed-only`, five alternating rounds, the median round):
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(fp8x.goal_rows(data["speed_128"]["rows"]),
@@ -1338,7 +1338,7 @@ fig = helpers.plots.k_tile_stream()          # helpers.plots.stream_schedule: as
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Predicted before it ran: x1.02 at $4096^3$, x1.01 at $8192^3$** (a store about one K-tile long,
-# once per 32 or 64 K-tiles). Its run (`tools/probes/fp8_stages.py --flow`, seven alternating rounds,
+# once per 32 or 64 K-tiles). Its run (`lab/probes/fp8_stages.py --flow`, seven alternating rounds,
 # both on 128 CTAs):
 
 # %% slideshow={"slide_type": "-"}
@@ -1366,7 +1366,7 @@ helpers.display.table([{"kind": k, **{b: c[k] for b, c in sc.items()}} for k in 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Where the stream's time goes
 #
-# Nsight Compute sampled both builds at $4096^3$ (`tools/probes/ncu_source.py --set fp8 --only
+# Nsight Compute sampled both builds at $4096^3$ (`lab/probes/ncu_source.py --set fp8 --only
 # fp8_lean,fp8_lean_flow`): instructions executed, in millions, and the share of samples in which a
 # warp waited for its next instruction (`no_inst`) or for a global-memory result (`long_sb`):
 
@@ -1396,7 +1396,7 @@ helpers.display.table(fs, ["build", "minstr", "QGMMA", "FADD", "IMAD", "BRA", "n
 # `F8_FLOW=2` issues the next tile's K-tile 0 (into `d0`, already added) before the last wait, add and
 # store, where the CTA has a next tile. One more issue site, no spill, no serialized `wgmma` (`nvcc
 # -Xptxas -v`). The same prediction as before: **x1.02 at $4096^3$, x1.01 at $8192^3$**. Its run
-# (`tools/probes/fp8_stages.py --flow2`, seven alternating rounds):
+# (`lab/probes/fp8_stages.py --flow2`, seven alternating rounds):
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(fp8x.switch_rows("fp8-flow2-probe"), *FLOW_COLUMNS)
@@ -1409,7 +1409,7 @@ helpers.display.table(fp8x.switch_rows("fp8-flow2-probe"), *FLOW_COLUMNS)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What the sampling says of `F8_FLOW=2`
 #
-# The same sampling as for `F8_FLOW=1`, both builds at $4096^3$ (`tools/probes/ncu_source.py --set fp8
+# The same sampling as for `F8_FLOW=1`, both builds at $4096^3$ (`lab/probes/ncu_source.py --set fp8
 # --only fp8_lean,fp8_lean_flow2`), with one more stall reason: ready, but another warp issued
 # (`not_selected`):
 
@@ -1435,7 +1435,7 @@ helpers.display.table(f2, ["build", "minstr", "QGMMA", "FADD", "IMAD", "BRA", "n
 #
 # The ring of `fp8_promote_2acc_lean` has 6 stages. On 128 CTAs, would 5 or 7 do better? **Predicted
 # before it ran: within 0.5% of 6 at both sizes**, since depth past 4 never paid for the promoting
-# kernels. Five alternating rounds (`tools/probes/fp8_stages.py --lean-stages`):
+# kernels. Five alternating rounds (`lab/probes/fp8_stages.py --lean-stages`):
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(fp8x.switch_rows("fp8-lean-stages-probe", (6, "ctas=128")),
@@ -1465,7 +1465,7 @@ print(next(line.strip() for line in fns["fp8_gemm"].splitlines() if "__shfl_sync
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Predicted before it ran: x1.01 at $4096^3$, x1.00 at $8192^3$** (a few instructions fewer per
 # `wgmma`). Both kernels as built then and with the probe switch `F8_UNIFORM=1`, seven alternating rounds
-# on 128 CTAs (`tools/probes/fp8_stages.py --uniform`):
+# on 128 CTAs (`lab/probes/fp8_stages.py --uniform`):
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(fp8x.switch_rows("fp8-uniform-probe"),
@@ -1498,7 +1498,7 @@ helpers.display.table(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The record with uniform descriptors: the goals
 #
-# The same run as for 128 CTAs (`tools/probes/fp8_pingpong.py --speed-only`, five alternating rounds),
+# The same run as for 128 CTAs (`lab/probes/fp8_pingpong.py --speed-only`, five alternating rounds),
 # with each ratio predicted before it ran (`fp8x.UNIFORM_PREDICTED`: the 128-CTA record's ratios times
 # the probe's gains at $4096^3$; at $8192^3$ the power limit was left to decide):
 
@@ -1524,7 +1524,7 @@ helpers.display.table(fp8x.goal_rows(data["speed_uniform"]["rows"], fp8x.UNIFORM
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The goals in nine rounds, judged as lesson 6 judges
 #
-# Timed again (`tools/probes/fp8_pingpong.py --speed-only --rounds 9`) and measured as lesson 6 measures
+# Timed again (`lab/probes/fp8_pingpong.py --speed-only --rounds 9`) and measured as lesson 6 measures
 # its goals (`helpers.timing.round_ratio`): the median of the round-by-round ratios. The clocks are
 # shown, not corrected for: at the power limit a kernel's own draw sets its clock. Predicted before the
 # run (`fp8x.GOALS_PREDICTED`):
@@ -1554,7 +1554,7 @@ print(f"power at 8192^3 ({fp8x.NVML_POWER}):", {r["kernel"]: r["power_w"] for r 
 # ### Per joule, measured
 #
 # The slide above infers "per joule less" from NVML's lagging watts and the time.
-# `tools/probes/fp8_energy.py` measures it: each kernel runs back to back for about 2 s between two
+# `lab/probes/fp8_energy.py` measures it: each kernel runs back to back for about 2 s between two
 # readings of NVML's energy counter (`helpers.clocks.energy_j`), the four kernels in turn, five
 # rounds. Predicted before the run (`fp8x.ENERGY_PREDICTED`): cuBLASLt's default takes 3% less energy
 # per GEMM than ours at $8192^3$, and the two are within 2% at $4096^3$.
@@ -1614,7 +1614,7 @@ helpers.display.table(split, ["kernel", "tflops", "joules", "predicted", "vs_bas
 # until the phase completes or a time limit the system chooses runs out, and the loop then asks again.
 # The probe switch `MBAR_WAIT=1` (`kernels/hopper_primitives.cuh`) only sets that limit, to 10 ms (a
 # suspend-time hint): if the system's own limit is short, fewer wake-ups, and perhaps less energy.
-# `fp8_promote_2acc_lean` built both ways (`tools/probes/fp8_stages.py --wait`, five alternating rounds
+# `fp8_promote_2acc_lean` built both ways (`lab/probes/fp8_stages.py --wait`, five alternating rounds
 # beside cuBLASLt), predicted before the run (`fp8x.WAIT_PREDICTED`):
 
 # %% slideshow={"slide_type": "-"}

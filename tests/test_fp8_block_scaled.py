@@ -392,7 +392,7 @@ def test_readers_say_what_to_run_when_nothing_is_recorded():
     for reader in (X.block_scaled_speed_rows, X.block_scaled_error_rows, X.block_scaled_check_rows):
         if "block_scaled" in fp8:
             assert reader(fp8)
-        with pytest.raises(ResultsError, match="tools/probes/fp8_block_scaled.py"):
+        with pytest.raises(ResultsError, match="lab/probes/fp8_block_scaled.py"):
             reader({})
 
 

@@ -146,7 +146,7 @@ def test_recorded_gpu_conversion_is_saturating():
 
 
 def test_the_ring_depth_of_the_wgmma_kernels_is_a_probe_knob():
-    """helpers.fp8_gemm.launcher(stages=...) (tools/probes/fp8_stages.py): F8_STAGES is 4 in kernels/fp8_sm90a.cu
+    """helpers.fp8_gemm.launcher(stages=...) (lab/probes/fp8_stages.py): F8_STAGES is 4 in kernels/fp8_sm90a.cu
     unless -DF8_STAGES says otherwise; the shared memory follows it; a depth that does not fit in 227 KB, or a
     kernel without a ring (mma.sync), is refused before any GPU is needed, with the fix."""
     import re
@@ -232,7 +232,7 @@ def test_the_two_sum_kernel_comment_quotes_its_first_run():
     two, base = t["fp8_promote_2acc", 4, ()], t["fp8_promote_128", 4, ()]
     desc, lt = t["fp8_promote_2acc", 6, ("-DF8_DESC_ADD=1",)], t["cublaslt_fp8", 0, ()]
     src = (Path(F.__file__).parent.parent / "kernels" / "fp8_sm90a.cu").read_text()
-    note = src[src.index("// First run (session 12, tools/probes/fp8_stages.py --two"):src.index("fp8_promote_2acc(const")]
+    note = src[src.index("// First run (session 12, lab/probes/fp8_stages.py --two"):src.index("fp8_promote_2acc(const")]
     assert f"x{two / base:.2f} over fp8_promote_128 at 4096^3 ({two:.0f} against {base:.0f} TFLOP/s" in note
     assert f"x{desc / base:.2f} with 6 stages and F8_DESC_ADD=1 ({desc:.0f}; cuBLASLt's default accumulation {lt:.0f}" in note
     pipe = json.loads((logs / "ncu-pipe-fp8-2acc-nvidia-h200.json").read_text())["kernels"]
@@ -245,7 +245,7 @@ def test_the_lean_two_sum_kernel_is_the_build_its_probe_ran():
     """fp8_promote_2acc_lean (recorded in session 13): fp8_promote_2acc's template call with DESC = 1 (and, since session 20,
     UNIFORM = true: the warpgroup index broadcast from lane 0), nothing else, and 6 stages in
     its registry entry (build_options: -DF8_STAGES=6; shared memory smem_for(6), inside 227 KB): the build that
-    tools/probes/fp8_stages.py --two ran as "fp8_promote_2acc, 6 stages, -DF8_DESC_ADD=1". Its comment quotes that
+    lab/probes/fp8_stages.py --two ran as "fp8_promote_2acc, 6 stages, -DF8_DESC_ADD=1". Its comment quotes that
     build's TFLOP/s and ratios from the log, and the record's (experiments.fp8.speed_2acc) at 4096^3."""
     import json
     import re
@@ -270,14 +270,14 @@ def test_the_lean_two_sum_kernel_is_the_build_its_probe_ran():
     rec = {r["kernel"]: r["tflops"] for r in load_latest().meta["experiments"]["fp8"]["speed_2acc"]["rows"]
            if r["n"] == 4096 and "tflops" in r}
     lean_t, two_t, lt_t = rec["fp8_promote_2acc_lean"], rec["fp8_promote_2acc"], rec["cublaslt_fp8"]
-    assert (f"Recorded in session 13 (tools/probes/fp8_pingpong.py, results/nvidia-h200.json experiments.fp8.speed_2acc, "
+    assert (f"Recorded in session 13 (lab/probes/fp8_pingpong.py, results/nvidia-h200.json experiments.fp8.speed_2acc, "
             f"one run beside cuBLASLt): {lean_t:.0f} TFLOP/s at 4096^3, x{lean_t / two_t:.2f} over fp8_promote_2acc, "
             f"{lean_t / lt_t:.2f}x cuBLASLt's default accumulation.") in " ".join(
                 ln.removeprefix("// ") for ln in src[src.index("// Recorded in session 13"):].splitlines()[:3])
 
 
 def test_store_new_kernels_joins_the_record_and_refuses_what_it_holds(tmp_path):
-    """store_new_kernels (tools/probes/fp8_pingpong.py's output into a record): a new kernel joins kernels, resources,
+    """store_new_kernels (lab/probes/fp8_pingpong.py's output into a record): a new kernel joins kernels, resources,
     probes, random and match_1024, the speed run goes under its key, the rest is left as it was; a kernel the record
     holds, other probe matrices, or a record without fp8 are refused with the command to run instead."""
     import json
@@ -313,7 +313,7 @@ def test_store_new_kernels_joins_the_record_and_refuses_what_it_holds(tmp_path):
 
 
 def test_store_speed_adds_a_speed_run_for_kernels_the_record_holds(tmp_path):
-    """store_speed (tools/probes/fp8_pingpong.py --speed-only): the rows go under their key with the note and the date,
+    """store_speed (lab/probes/fp8_pingpong.py --speed-only): the rows go under their key with the note and the date,
     the rest is left as it was; a kernel the record does not hold, or a record without fp8, is refused with the fix."""
     import json
 
@@ -391,7 +391,7 @@ def test_the_store_kernel_comment_quotes_its_first_run():
     assert all(r["check_passed"] for r in rows if "check_passed" in r)
     t = {r["kernel"]: r["tflops"] for r in rows if r.get("n") == 4096 and "tflops" in r}
     src = (root / "kernels" / "fp8_sm90a.cu").read_text()
-    note = src[src.index("// First run (session 17, tools/probes/fp8_stages.py --store"):src.index("fp8_wgmma_store(const")]
+    note = src[src.index("// First run (session 17, lab/probes/fp8_stages.py --store"):src.index("fp8_wgmma_store(const")]
     store, plain, fast = t["fp8_wgmma_store"], t["fp8_wgmma"], t["cublaslt_fp8_fast"]
     assert f"x{store / plain:.2f} over fp8_wgmma at 4096^3 ({store:.0f} against {plain:.0f} TFLOP/s" in note
     assert f"{store / fast:.3f}x cuBLASLt's fast\n// accumulation ({fast:.0f})" in note
@@ -400,7 +400,7 @@ def test_the_store_kernel_comment_quotes_its_first_run():
 def test_check_without_its_model_is_the_bounds_alone():
     """check_fp8(model=False) leaves out the comparison with the model and keeps the bounds: one element one unit up
     passes it and fails the whole check, zeros fail both, and the kernel's C passes both (what
-    tools/probes/reject_wrong_fp8.py reports per wrong result)."""
+    lab/probes/reject_wrong_fp8.py reports per wrong result)."""
     A, B = X.random_inputs(24, 40, 4096, "normal", 4096)
     C = X.cpu_model("fp8_wgmma")(A, B)
     up = C.copy()
@@ -415,7 +415,7 @@ def test_check_without_its_model_is_the_bounds_alone():
 @pytest.mark.parametrize("kernel,ctas", [("fp8_wgmma_store", 0), ("fp8_wgmma_store", 2.5), ("fp8_wgmma_store", True),
                                          ("fp8_mma_sync", 128)])
 def test_launcher_refuses_a_grid_it_cannot_use(kernel, ctas):
-    """launcher's ctas (the persistent grid's size, tools/probes/fp8_stages.py --ctas): a whole number >= 1, and only
+    """launcher's ctas (the persistent grid's size, lab/probes/fp8_stages.py --ctas): a whole number >= 1, and only
     for the wgmma kernels; refused before any GPU is asked for, with the fix named."""
     A8, Bt8 = np.zeros((64, 128), np.uint8), np.zeros((64, 128), np.uint8)
     with pytest.raises(InputError, match="ctas=") as e:
@@ -458,7 +458,7 @@ def test_the_period_switch_removes_the_wait_ptxas_injects_into_promote_256_and_5
 
     src = (KERNEL_DIR / "fp8_sm90a.cu").read_text()
     assert re.search(r"#ifndef F8_PERIOD\n#define F8_PERIOD 2\n", src)     # 0: the first record's build
-    doc = " ".join((Path(__file__).resolve().parents[1] / "tools" / "probes" / "fp8_stages.py").read_text().split())
+    doc = " ".join((Path(__file__).resolve().parents[1] / "lab" / "probes" / "fp8_stages.py").read_text().split())
     assert "timed F8_PERIOD=1 (a period at a time: no injected wait), predicted x1.08 over 0 at 4096^3 for both and " \
            "x1.05 at 8192^3" in doc
     assert X.PERIOD_PREDICTED == {("fp8_promote_256", 4096): 1.08, ("fp8_promote_512", 4096): 1.08,
@@ -569,7 +569,7 @@ def test_the_pair_switch_left_the_file_and_says_where_it_is(tmp_path):
 
     from helpers.compile import KERNEL_DIR
     from tools.ncu_counters import targets
-    from tools.probes import fp8_stages
+    from lab.probes import fp8_stages
 
     assert fp8_stages.PAIR == [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DF8_PAIR={p}")) for p in (0, 1)]
     assert "fp8_promote_2acc_lean_pair" not in targets()
@@ -601,7 +601,7 @@ def test_the_extra_l2_probe_loads_a_second_box_of_a(tmp_path):
 
     from helpers.compile import KERNEL_DIR
     from tools.ncu_counters import targets
-    from tools.probes import fp8_stages
+    from lab.probes import fp8_stages
 
     assert fp8_stages.EXTRA_L2 == [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DF8_EXTRA_L2={v}")) for v in (0, 1)]
     t = targets()["fp8_promote_2acc_lean_extra_l2"]

@@ -165,7 +165,7 @@ def _per_shape_grids(k: int, shapes, knobs=None) -> list:
     from helpers.experiments.ladder import _inputs
     from helpers.kernels import rung_entry
     from helpers.launch import launcher, resident_blocks
-    from tools.probes.common import knob_variant
+    from lab.probes.common import knob_variant
 
     entry, opts, _ = knob_variant(k, knobs or {})
     out = [{"quad": resident_blocks(rung_entry(k))[0]}]

@@ -707,7 +707,7 @@ def test_rung_29_has_the_kernels_tile_and_its_reasoning_computed():
     clusters, 4.85 of work) against rung 25's 200 units of 4 (7 waves of 30), 6.25 tile-times against 7 (x1.12), 142
     outputs per box row against 171; the forced tile's prediction, x1.08, in its reasoning, the kernel comment and the
     probe; the registry's gain the chooser's x1.00 where it builds rung 25's kernel (the ladder's 4096^3 and 8192^3)."""
-    from tools.probes.ct_tile import CT_PREDICTED
+    from lab.probes.ct_tile import CT_PREDICTED
 
     r, b = K.ALL_RUNGS[29], K.ALL_RUNGS[14]
     assert 29 not in K.PENDING and K.rung_entry(29) is r is K.KERNELS["hopper_ct_tile"] is K.HOPPER_RUNGS[29]
@@ -744,7 +744,7 @@ def test_rung_30_is_rung_29_writing_fp32_c():
     the epilogue's steps of 16 rows fit the 160-row tile; predicted x1.05 over rung 26 in the registry, the comment
     and the probe (--f32c) before any run (the registry's gain, as rung 29's, the chooser's x1.00 where it builds
     rung 26's kernel)."""
-    from tools.probes.ct_tile import F32C_PREDICTED
+    from lab.probes.ct_tile import F32C_PREDICTED
 
     r, r29, r26 = K.ALL_RUNGS[30], K.ALL_RUNGS[29], K.ALL_RUNGS[26]
     assert 30 not in K.PENDING and r.base == 26 and (r.emulate, r.out_dtype) == (r26.emulate, r26.out_dtype)
@@ -912,11 +912,11 @@ def test_wg_uniform_second_run_is_quoted_and_keeps_it_a_probe_switch():
 def test_tall_tile_probe_at_aligned_sizes_is_quoted():
     """The tall-tile probe (session 22, results/logs/tall-tile-probe): every build bit-identical at 2 odd sizes and
     both timed ones; the comment quotes each build's median ratio over rung 14 at 4096^3 beside its committed
-    prediction (tools/probes/tall_tile.py's TALL_PREDICTED), the ratios at 6144^3, and what they show: 4 stages of
+    prediction (lab/probes/tall_tile.py's TALL_PREDICTED), the ratios at 6144^3, and what they show: 4 stages of
     the 256 x 128 tile within 1.5% of rung 14, 3 stages 14-16% slower."""
     import json
 
-    from tools.probes.tall_tile import TALL_PREDICTED
+    from lab.probes.tall_tile import TALL_PREDICTED
 
     d = json.loads((KERNEL_DIR.parent / "results" / "logs" / "tall-tile-probe-nvidia-h200.json").read_text())
     assert d["predicted"] == TALL_PREDICTED and len(d["checks"]) == 16
@@ -996,7 +996,7 @@ def test_rung_27_reasoning_numbers_are_the_waves_and_rows_they_name():
 
 
 def test_rungs_29_30_comments_quote_the_choosers_first_run():
-    """The kernel comments of rungs 29-30 quote their per-shape build's first H200 run (tools/probes/rung17.py,
+    """The kernel comments of rungs 29-30 quote their per-shape build's first H200 run (lab/probes/rung17.py,
     results/logs/ct-rung29-probe and ct-rung30-probe: each rung in its own process beside cuBLAS, then rung 25 or 26):
     every check bit-identical; the gains where the launcher built the C^T tile (5000^3, 5496^3) and where it built
     rung 25's (26's) kernel, computed here; 5496^3 against cuBLAS writing FP16 C; the prediction written before."""
@@ -1032,7 +1032,7 @@ def test_rung_31_is_pending_with_the_kernels_tile_and_its_reasoning_computed():
     rows, rounded up to 8 so that each half starts on a 1024-byte swizzle atom), C's 8-row box and shared memory (two
     halves in rung 29's 160-row stage) are the kernel's; its template call is rung 29's with PAIR_N; every number of
     its reasoning is computed here, and its prediction is the same in the registry, the kernel comment and the probe."""
-    from tools.probes.ct_tile import PAIR_N_PREDICTED
+    from lab.probes.ct_tile import PAIR_N_PREDICTED
 
     r, r29 = K.PENDING[31], K.ALL_RUNGS[29]
     assert 31 not in K.ALL_RUNGS and K.rung_entry(31) is r and r.base == 29 and not r.per_shape
@@ -1070,11 +1070,11 @@ def test_rung_31s_pairs_along_n_cover_every_tile_and_row_once():
     """Rung 31's index arithmetic, before its first GPU run (the kernel's lines, checked to be there, and the same
     arithmetic here): units of two tiles side by side along N walked as tile_of walks units (analysis.tile_order, no
     cluster along M), CTA rank r taking tile column 2 un + r; every tile of C is some CTA's exactly once at every size
-    tools/probes/ct_tile.py --pair-n checks or times (an odd number of tile columns leaves the last pair's second CTA
+    lab/probes/ct_tile.py --pair-n checks or times (an odd number of tile columns leaves the last pair's second CTA
     without a tile). Its rows of A: the two 80-row halves, the second loaded only where it starts above M, cover every
     row of the tile inside A. Its stores: 8-row boxes in 5 steps of 32 rows, none past the tile's 152 rows."""
     from helpers.analysis import tile_order
-    from tools.probes.ct_tile import ODD
+    from lab.probes.ct_tile import ODD
 
     flat = " ".join(HSRC.split())
     for line in ("const int units_n = PAIR_N ? (tiles_n + 1) / 2 : tiles_n, part_units = units_m * units_n;",

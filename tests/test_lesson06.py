@@ -1,6 +1,6 @@
 """Lesson 6 without a GPU: its rungs' CPU model through the one launch path, the skip messages, the exercise
 checkers (helpers/exercises/hopper.py), the reading of the `hopper` experiment's rows
-(helpers/experiments/hopper.py), and tools/hopper_try.py's whole flow with its child processes faked."""
+(helpers/experiments/hopper.py), and lab/probes/hopper_try.py's whole flow with its child processes faked."""
 from __future__ import annotations
 
 import json
@@ -102,7 +102,7 @@ def test_hopper_experiment_is_registered_and_reads_its_rows():
         assert M % 8 or N % 8 or K_ % 64                     # not tile multiples
 
 
-# --------------------------------------------------------------------------- tools/hopper_try.py, faked children
+# --------------------------------------------------------------------------- lab/probes/hopper_try.py, faked children
 def _load_try():
     import importlib.util
 
@@ -550,7 +550,7 @@ def test_claims_of_the_row_stride_counters_slide():
     cm = {r["cluster_m"]: r for r in H.switch_rows("cluster_m", 2)}
     assert all(r["passed"] for r in cm.values()) and round(cm[4]["gain"], 2) == 1.08 and cm[1]["gain"] < 1.0
     assert 128 + 256 // 4 == 192 and 128 + 256 // 2 == 256              # box rows of A and of this CTA's B per K-tile
-    assert "Predicted before it ran (session 14): x1.04 for\n        # 4" in (ROOT / "tools/probes/wait_hint.py").read_text()
+    assert "Predicted before it ran (session 14): x1.04 for\n        # 4" in (ROOT / "lab/probes/wait_hint.py").read_text()
     assert all(r["vs_cublas"] < 0.95 for r in pf + gm + list(cm.values()) if r["shape"] == "5000x5000x5000")
     src = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
     for claim in ("Both kernels make about twice the L2 requests", "7 of every 8 box rows span two lines", "Rung 16 also reads more from DRAM (cuBLAS reads the same)",
@@ -711,9 +711,9 @@ def _apart():
 
 def test_claims_of_taking_rung_17_apart():
     """Appendix D, 'Taking rung 17 apart', 'The pipeline cut in two', 'How a thread waits', 'Tried, and no faster':
-    each number in the prose, from experiments.pipeline_apart (tools/probes/wgmma_rate.py, wait_hint.py)."""
+    each number in the prose, from experiments.pipeline_apart (lab/probes/wgmma_rate.py, wait_hint.py)."""
     pa = _apart()
-    assert "tools/probes/wgmma_rate.py" in pa["commands"]["apart"] and "wait_hint.py" in pa["commands"]["wait_hint"]
+    assert "lab/probes/wgmma_rate.py" in pa["commands"]["apart"] and "wait_hint.py" in pa["commands"]["wait_hint"]
     # the Tensor Cores alone: every width and warpgroup count at the peak with a group in flight; only one
     # warpgroup that drains loses time
     rates = H.rate_rows(pa)
@@ -1003,7 +1003,7 @@ def test_claims_of_the_what_is_left_at_5000_slide():
 
 def test_a_knob_round_that_is_not_there_names_the_probe(tmp_path):
     """H.knob_round on a missing log: the error names the probe that writes it (and a present one is read)."""
-    with pytest.raises(helpers.errors.ResultsError, match="tools/probes/rung17.py OUT.json RUNG --knobs"):
+    with pytest.raises(helpers.errors.ResultsError, match="lab/probes/rung17.py OUT.json RUNG --knobs"):
         H.knob_round("rung19-20-knobs", directory=tmp_path)
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "x-nvidia-h200.json").write_text(json.dumps({"7": [
@@ -1034,7 +1034,7 @@ def test_switch_rows_names_the_command_of_a_missing_log(tmp_path):
     for key, option in (("cluster_m", "--cluster"), ("group_m", "--group"), ("l2_prefetch", "--prefetch at commit 1bcb7f2")):
         with pytest.raises(helpers.errors.ResultsError) as e:
             H.switch_rows(key, 0, directory=tmp_path)
-        assert f"tools/probes/wait_hint.py OUT.json {option}" in e.value.fix
+        assert f"lab/probes/wait_hint.py OUT.json {option}" in e.value.fix
         assert H.switch_rows(key, {"cluster_m": 2, "group_m": 8, "l2_prefetch": 0}[key])
 
 
@@ -1166,7 +1166,7 @@ def test_claims_of_the_tall_tile_slide_probes_after_the_run():
 
 
 def test_claims_of_the_tall_tile_stages_fragment():
-    """The fragment after the tall-tile slide (tools/probes/tall_tile.py, results/logs/tall-tile-probe): the 256-row
+    """The fragment after the tall-tile slide (lab/probes/tall_tile.py, results/logs/tall-tile-probe): the 256-row
     height costs 1-2% (4 stages x0.989 and x0.980 of rung 14, medians of round ratios), 3 stages 14-16%; 256 x 152 fits only 3 stages
     of 56 KB, B's 152 columns taking 3 boxes of 64; every build checked bit for bit."""
     rows = {(r["n"], r["build"]): r for r in H.tall_tile_rows()}
@@ -1220,7 +1220,7 @@ def test_claims_of_the_rungs_29_30_chooser_slide():
     of 1.00 except at 8192^3, where the clock fell; the Try it's x0.80 is the waves' at 4096^3."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("rung17_probe", ROOT / "tools" / "probes" / "rung17.py")
+    spec = importlib.util.spec_from_file_location("rung17_probe", ROOT / "lab" / "probes" / "rung17.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     doc = " ".join(mod.__doc__.split())
@@ -1305,7 +1305,7 @@ def test_claims_of_the_rung_31_slide():
               "slower than rung 29 in every round at $5000^3$", "the SM clock fell to about 1500 MHz in most rounds",
               "Rung 31 stays out of the ladder"):
         assert s in slide, s
-    from tools.probes.ct_tile import PAIR_N_PREDICTED
+    from lab.probes.ct_tile import PAIR_N_PREDICTED
 
     assert {int(k): v for k, v in run["predicted"].items()} == PAIR_N_PREDICTED
     # why, under Nsight Compute at 5000^3 (results/logs/ncu-pair-n-nvidia-h200.json): the rows asked of L2 (the cell's
@@ -1330,7 +1330,7 @@ def test_claims_of_the_rung_31_slide():
 
 def test_claims_of_the_orientation_alone_slide():
     """Appendix D, 'Tried: the orientation alone (CT_M=128)', rung 29's CT_M comment and its knob's text, from
-    tools/probes/ct_tile.py --ct-m 128 (results/logs/ct-m128-nvidia-h200.json): the prediction (x1.00 at both sizes)
+    lab/probes/ct_tile.py --ct-m 128 (results/logs/ct-m128-nvidia-h200.json): the prediction (x1.00 at both sizes)
     the run's own; every check bit-identical (5 odd sizes and the 2 timed ones for rung 29); within 1.5% of rung 25 at
     both, one above and one below; at 4096^3 the clock fell below 1800 MHz for all three kernels, at 2048^3 not."""
     import json
@@ -1491,7 +1491,7 @@ def test_claims_of_appendix_g():
                "`GROUP_M` stays 8.", "both make 5 waves of pairs, but each of rung 29's takes longer",
                "at $8192^3$ rungs 29-30 build rung 25's and 26's kernels"):
         assert s_ in src, s_
-    spec = importlib.util.spec_from_file_location("wait_hint_probe", ROOT / "tools" / "probes" / "wait_hint.py")
+    spec = importlib.util.spec_from_file_location("wait_hint_probe", ROOT / "lab" / "probes" / "wait_hint.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     doc = " ".join(mod.__doc__.split())
@@ -1912,13 +1912,13 @@ def test_gain_tables_at_128_rows_show_cublass_clock_and_rung_18_its_three_decima
 
 
 def test_hilbert_rows_read_the_probe_as_order_rows_read_theirs(tmp_path):
-    """hilbert_rows (TILE_ORDER=1, issue 25, before its first run) reads a tools/probes/wait_hint.py --hilbert log
+    """hilbert_rows (TILE_ORDER=1, issue 25, before its first run) reads a lab/probes/wait_hint.py --hilbert log
     as order_rows reads --order's: the GROUP_M log with its key and values renamed gives the same ratios, judged by
     the course's rule against HILBERT_PREDICTED; the probe's set builds rungs 29 and 30 at both sizes with
     -DTILE_ORDER=1; a missing log names the command that makes it."""
     import json
 
-    from tools.probes import wait_hint
+    from lab.probes import wait_hint
 
     logs = Path(helpers.results.RESULTS_DIR) / "logs"
     rows = json.loads((logs / "order-nvidia-h200.json").read_text())

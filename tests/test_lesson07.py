@@ -168,7 +168,7 @@ def _flat7() -> str:
 
 
 def _rounds(log: str, n: int, kernel: str, options=(), stages=None) -> list:
-    """The round_ms of one build in a tools/probes/fp8_stages.py log (results/logs/<log>-nvidia-h200.json): `options`
+    """The round_ms of one build in a lab/probes/fp8_stages.py log (results/logs/<log>-nvidia-h200.json): `options`
     as the probe passed them, without -D."""
     rows = [r for r in fp8x.probe_log(log)["stages"]["rows"] if "round_ms" in r and r["n"] == n and r["kernel"] == kernel
             and tuple(o.removeprefix("-D") for o in r.get("options", ())) == tuple(options)
@@ -777,7 +777,7 @@ def test_fp8_probe_readers_name_what_is_missing(tmp_path):
     log is read)."""
     from helpers.experiments import fp8 as X
 
-    with pytest.raises(helpers.errors.ResultsError, match="tools/probes/fp8_stages.py"):
+    with pytest.raises(helpers.errors.ResultsError, match="lab/probes/fp8_stages.py"):
         X.probe_log("fp8-2acc-probe", directory=tmp_path)
     with pytest.raises(helpers.errors.ResultsError, match="sm__pipe_tensor_cycles_active"):
         X.pipe_shares("ncu-pipe-fp8-2acc", directory=tmp_path)
@@ -960,7 +960,7 @@ def test_claims_of_the_store_counters_slide():
 
 
 def test_claims_of_the_infinite_bound_slide():
-    """Appendix H, 'And where the bound is infinite?' (results/logs/reject-wrong-fp8-store, tools/probes/
+    """Appendix H, 'And where the bound is infinite?' (results/logs/reject-wrong-fp8-store, lab/probes/
     reject_wrong_fp8.py on the H200): the worst-case tolerance is finite at K = 300 and 4096 and infinite at 8192 (as
     helpers.numerics computes it, and as the probe's check reported); fp8_wgmma_store's C passes at every size; the
     bounds alone reject zeros, -C and moved rows everywhere, pass x1.1 at 8192^3 only, and pass FP16 rounding, the
@@ -988,7 +988,7 @@ def test_claims_of_the_infinite_bound_slide():
     assert [rows["x1.1"][s] for s in sizes] == ["rejects / rejects"] * 2 + ["passes / rejects"]
     for what in ("rounded to FP16", "the other accumulator", "one element 1% off"):
         assert all(rows[what][s] == "passes / rejects" for s in sizes), what
-    log = helpers.results.load_log("reject-wrong-fp8-store", "tools/probes/reject_wrong_fp8.py")
+    log = helpers.results.load_log("reject-wrong-fp8-store", "lab/probes/reject_wrong_fp8.py")
     assert {r["other"] for r in log["rows"]} == {"fp8_promote_128"}            # "the other accumulator"
     assert f"{tol['4096^3'].value:.3g}" == "1.02" and tol["4096^3"].value > 1      # zeros pass the worst-case bound
     src = " ".join((ROOT / "notebooks" / "07_fp8.py").read_text().replace("\n# ", " ").split())
@@ -1001,7 +1001,7 @@ def test_claims_of_the_infinite_bound_slide():
 
 
 def test_claims_of_the_128_ctas_slide():
-    """Appendix H, '128 CTAs instead of 132' (results/logs/fp8-ctas-probe, tools/probes/fp8_stages.py --ctas, nine
+    """Appendix H, '128 CTAs instead of 132' (results/logs/fp8-ctas-probe, lab/probes/fp8_stages.py --ctas, nine
     alternating rounds at 4096^3): 512 tiles of 128 x 256 on 132 CTAs are 116 x 4 + 16 x 3, on 128 CTAs 128 x 4; every
     check passed; 128 CTAs ran x1.013 over one per SM (predicted x1.00, in the probe's doc before the run), faster in
     all nine rounds, and x1.009 over cuBLASLt's fast accumulation ("past it by 0.9%"), faster in eight of nine rounds;
@@ -1190,7 +1190,7 @@ def test_claims_of_the_next_k_tile_slide():
     low, high = (int(x) for x in rows[8192, "ctas=128"]["mhz"].split("-"))
     assert int(eight["mhz"].split("-")[1]) < high and int(eight["mhz"].split("-")[0]) < low
     lesson = (ROOT / "notebooks" / "07_fp8.py").read_text()
-    for claim in ("**x1.02 at $4096^3$, x1.01 at $8192^3$**. Its run\n# (`tools/probes/fp8_stages.py --flow2`",
+    for claim in ("**x1.02 at $4096^3$, x1.01 at $8192^3$**. Its run\n# (`lab/probes/fp8_stages.py --flow2`",
                   "**Missed again: x0.98 at $4096^3$**, slower in every round at the same clocks"):
         assert claim in lesson, claim
 

@@ -1,14 +1,11 @@
 """Lessons are jupytext pairs (notebooks/jupytext.toml): notebooks/NN_topic.py, py:percent text with the
 slide types and nbval tags in the cell headers, and notebooks/NN_topic.ipynb with the CPU backend's
-outputs. These tests check that every committed pair is in sync, that the text round-trips, that
-pytest does not take the lesson texts for tests, and the migration script (tools/migrate_lessons_to_jupytext.py)
-on a lesson source of the old builder's kind."""
+outputs. These tests check that every committed pair is in sync, that the text round-trips and that
+pytest does not take the lesson texts for tests."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import jupytext
@@ -26,13 +23,6 @@ COURSE_METADATA = {
     "celltoolbar": "Slideshow",
     "rise": {"scroll": True, "transition": "none", "theme": "white"},
 }
-
-
-def _tool(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _cells(nb) -> list[tuple]:
@@ -96,83 +86,6 @@ def test_pytest_does_not_collect_the_lesson_texts():
     items = [ln for ln in nbval.stdout.splitlines() if "::" in ln]
     assert items and all(ln.split("::")[0].endswith(".ipynb") for ln in items), nbval.stdout[-2000:]
     assert not any(ln.startswith("tests/") or ".py::" in ln for ln in items)
-
-
-# --------------------------------------------------------------------------- the migration script
-OLD_STYLE_LESSON = '''
-"""Source of notebooks/98_demo.ipynb."""
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from nbbuild import Notebook  # noqa: E402
-
-nb = Notebook("98_demo")
-# --------------------------------------------------------------------------- title
-nb.md("""
-    # Tensor Cores, WMMA and mixed precision
-    ## 98 · A demo
-
-    Text with `code`, a # that is not a heading, and a line that looks like a cell: # %%
-""", slide="slide")
-nb.code("""
-    import numpy as np
-    x = np.arange(3)   # a comment
-
-    print(x.sum())
-""")
-nb.notes("Speaker notes.")
-nb.code("print('timing')", slide="subslide", ignore_output=True)
-nb.code("""
-    %time y = 1
-    solution = 2
-""", slide="fragment", tags=["solution"])
-nb.md("## Appendix A", slide="skip")
-nb.save()
-'''
-
-
-def test_migration_builds_the_cells_the_old_builder_built(tmp_path):
-    mig = _tool("migrate_lessons_to_jupytext")
-    src = tmp_path / "98_demo.py"
-    src.write_text(OLD_STYLE_LESSON)
-    lesson = mig.build(src.read_text(), str(src))
-    assert lesson.name == "98_demo"
-    got = [(c.cell_type, c.source, c.metadata["slideshow"]["slide_type"], c.metadata.get("tags")) for c in lesson.nb.cells]
-    assert got == [
-        ("markdown", "# Tensor Cores, WMMA and mixed precision\n## 98 · A demo\n\nText with `code`, a # that is not "
-                     "a heading, and a line that looks like a cell: # %%", "slide", None),
-        ("code", "import numpy as np\nx = np.arange(3)   # a comment\n\nprint(x.sum())", "-", None),
-        ("markdown", "Speaker notes.", "notes", None),
-        ("code", "print('timing')", "subslide", ["nbval-ignore-output"]),
-        ("code", "%time y = 1\nsolution = 2", "fragment", ["solution"]),
-        ("markdown", "## Appendix A", "skip", None),
-    ]
-    assert [c["id"] for c in lesson.nb.cells] == [f"98-{i:03d}" for i in range(6)]
-    text = mig.to_text(lesson.nb)
-    assert '# %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]\nprint(\'timing\')' in text
-    back = jupytext.reads(text, fmt="py:percent", config=CONFIG)
-    assert mig.differences(lesson.nb, back, "demo") == []
-    assert jupytext.writes(back, fmt="py:percent", config=CONFIG) == text
-    for key, value in COURSE_METADATA.items():
-        assert back.metadata[key] == value
-
-
-def test_migration_refuses_an_unknown_slide_type(tmp_path):
-    mig = _tool("migrate_lessons_to_jupytext")
-    bad = OLD_STYLE_LESSON.replace('slide="subslide"', 'slide="sub-slide"')
-    with pytest.raises(ValueError, match="sub-slide"):
-        mig.build(bad, str(tmp_path / "98_demo.py"))
-    assert "nbbuild" not in sys.modules          # the stand-in builder is removed again
-
-
-def test_migration_check_agrees_with_the_committed_lessons():
-    """While the old sources exist (tools/lessons/), converting them gives the committed lessons' cells,
-    apart from what tools/colab.py adds."""
-    if not (ROOT / "tools" / "lessons").is_dir():
-        pytest.skip("tools/lessons/ is gone: every lesson is a jupytext pair")
-    mig = _tool("migrate_lessons_to_jupytext")
-    assert mig.main(["--check"]) == 0
 
 
 def test_readme_lists_every_lesson_by_its_title():

@@ -613,7 +613,7 @@ def test_the_ct_knobs_say_what_was_measured():
     # 128: rung 14's tile and ring (4 stages of 48 KB) computed as C^T, the kernel cuBLAS ran at 4096^3 (its name's
     # 256x128 is columns x rows of C, 64x4 its K-tile and stages, 1x2 its cluster: two tiles along M)
     assert "128 is rung 14's tile and ring computed as C^T (cuBLAS's kernel at 4096^3)" in k["CT_M"].teaches
-    # until tools/probes/ct_tile.py --ct-m 128 has run on the H200 (its log), the text says it has not
+    # until lab/probes/ct_tile.py --ct-m 128 has run on the H200 (its log), the text says it has not
     ran = (ROOT / "results" / "logs" / "ct-m128-nvidia-h200.json").exists()
     assert ran != ("not yet run on a GPU" in k["CT_M"].teaches)
     cub = {tuple(c["shape"]): c["kernels"][0]["name"] for c in H_rec()["cublas_kernels"]["calls"] if c["c"] == "fp16c"}

@@ -119,7 +119,7 @@ def targets() -> dict[str, dict]:
     for r in (15, 26):      # session 26: the tile order's knob (GROUP_M 16, not 8), to see whether it moves DRAM bytes
         e = ALL_RUNGS[r]
         out[f"rung{r}_group16"] = {"kernel": e.name, "lesson": e.lesson, "rung": r, "options": ["-DGROUP_M=16"],
-                                   "what": f"rung {r} built with -DGROUP_M=16 (tools/probes/wait_hint.py --order)"}
+                                   "what": f"rung {r} built with -DGROUP_M=16 (lab/probes/wait_hint.py --order)"}
     from helpers.fp8_gemm import FP8_KERNELS
 
     for k in FP8_KERNELS.values():                # lesson 7's wgmma kernels (FP8 E4M3 inputs)

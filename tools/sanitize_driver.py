@@ -60,7 +60,7 @@ def cases() -> list[tuple[str, str, object]]:
             out.append((name, f"M={M} N={N} K={K}", (lambda n=name, M=M, N=N, K=K: _variant(n, M, N, K))))
     out.append(("wmma_fragment_probe", "one warp", _fragment_probe))
     out.append(("hopper_cluster_probe", "8 blocks in clusters of 2", _cluster_probe))
-    for n in (64, 128, 256):                                    # tools/probes/wgmma_rate.py's kernels
+    for n in (64, 128, 256):                                    # lab/probes/wgmma_rate.py's kernels
         out.append((f"hopper_wgmma_rate_n{n}", "2 blocks of 1 and 3 warpgroups, 8 K-tiles, both depths",
                     (lambda n=n: _wgmma_rate(n))))
     from helpers.experiments.precision import _PROBE_KERNELS
@@ -188,7 +188,7 @@ def _wgmma_rate(n: int) -> str:
     """The wgmma-rate probe kernel, small: 2 blocks of 1 and of 3 warpgroups, 8 K-tiles, one group in flight and
     drained; it reads only its own shared memory and writes one clock count per warpgroup."""
     from helpers.device import require_gpu
-    from tools.probes.wgmma_rate import rate_clocks
+    from lab.probes.wgmma_rate import rate_clocks
 
     gpu = require_gpu("wgmma rate")
     if tuple(gpu.cc) != (9, 0):

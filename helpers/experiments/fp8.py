@@ -16,7 +16,7 @@ Experiment ``fp8`` (``python -m helpers.record --update-experiments fp8``), on a
 * ``block_scaled`` (on Hopper): fp8_block_scaled, DeepSeek-V3's scales applied at promotion
   (``run_block_scaled``: its checks against the model, its speed beside cuBLASLt and the promoting
   kernels, and the error table of per-tensor against block scaling; also measured on its own by
-  tools/probes/fp8_block_scaled.py and stored with ``store_block_scaled``).
+  lab/probes/fp8_block_scaled.py and stored with ``store_block_scaled``).
 
 The reading functions below turn the recorded data into the lesson's tables and plots.
 """
@@ -366,7 +366,7 @@ def sweep_rows(data: dict, K: int, dist: str) -> list[dict]:
 # by helpers.clocks.Sampler while a timing runs) is, on Ampere (except GA100) and newer GPUs, an average over the last
 # second: a cold-L2 timing lasts a fraction of that, so the reading lags and mixes in the work before it
 # (experiments.fp8.speed_pingpong at 4096^3: it climbs in the order the kernels ran). The energy probe's power is the
-# energy counter's joules over a window of about 2 s of back-to-back launches (tools/probes/fp8_energy.py).
+# energy counter's joules over a window of about 2 s of back-to-back launches (lab/probes/fp8_energy.py).
 NVML_POWER = "W, NVML 1-s average (lags)"
 ENERGY_POWER = "W, energy / time"
 
@@ -606,7 +606,7 @@ def promote_counters(kernels=("fp8_wgmma", "fp8_promote_128", "fp8_promote_256",
 # fp8_block_scaled (DeepSeek-V3's scales at promotion): its check against the model at odd shapes and large
 # ones, its speed beside cuBLASLt's FP8 GEMM (default accumulation, per-tensor scales) and the promoting
 # kernels without scales, and the error table of per-tensor against block scaling (helpers.fp8_gemm).
-# Measured by tools/probes/fp8_block_scaled.py (or fp8_experiment), stored under experiments.fp8.block_scaled.
+# Measured by lab/probes/fp8_block_scaled.py (or fp8_experiment), stored under experiments.fp8.block_scaled.
 BLOCK_SCALED_CHECKS = (((40, 24, 256), ("normal", "outlier activations", "varied weight blocks")),
                        ((40, 24, 200), ("outlier activations",)),
                        ((257, 520, 136), ("normal", "outlier activations", "varied weight blocks")),
@@ -790,7 +790,7 @@ def _edit_record(path, edit) -> str:
 
 
 def store_block_scaled(out: dict, note: str, path=None) -> str:
-    """Store run_block_scaled's output (e.g. tools/probes/fp8_block_scaled.py's JSON) as
+    """Store run_block_scaled's output (e.g. lab/probes/fp8_block_scaled.py's JSON) as
     experiments.fp8.block_scaled of a record (default: the newest in results/), with a note saying where it
     came from; the rest of the record is left as it is. Returns the record's path."""
     def edit(rec, _name):
@@ -799,7 +799,7 @@ def store_block_scaled(out: dict, note: str, path=None) -> str:
 
 
 def store_speed(out: dict, key: str, note: str, path=None) -> str:
-    """Store a speed run alone (tools/probes/fp8_pingpong.py --speed-only) as experiments.fp8[key] of a record (default:
+    """Store a speed run alone (lab/probes/fp8_pingpong.py --speed-only) as experiments.fp8[key] of a record (default:
     the newest in results/), with `note` and the date, for kernels the record holds already (e.g. timed again with a
     registry change); a kernel it does not hold is refused: store_new_kernels adds kernels with their checks."""
     import datetime
@@ -814,13 +814,13 @@ def store_speed(out: dict, key: str, note: str, path=None) -> str:
         new = sorted({r["kernel"] for r in out["speed"]} - set(fp8["kernels"]) - {r["kernel"] for r in fp8["speed"]})
         if new:
             raise ResultsError(f"{name} does not hold {new}.",
-                               "store them with store_new_kernels (tools/probes/fp8_pingpong.py without --speed-only).")
+                               "store them with store_new_kernels (lab/probes/fp8_pingpong.py without --speed-only).")
         fp8[key] = {"date": datetime.date.today().isoformat(), "note": note, "rows": out["speed"]}
     return _edit_record(path, edit)
 
 
 def store_new_kernels(out: dict, key: str, note: str, path=None) -> str:
-    """Store tools/probes/fp8_pingpong.py's output for kernels new to a record (default: the newest in results/):
+    """Store lab/probes/fp8_pingpong.py's output for kernels new to a record (default: the newest in results/):
     each kernel joins experiments.fp8's kernels, resources, probes (outputs, model mismatches), random and
     match_1024 as the experiment itself would have put it, and the speed run goes to experiments.fp8[key] with
     `note` and the date; the rest of the record is left as it is. A kernel the record holds already is refused:
@@ -857,7 +857,7 @@ def _block_scaled(data: dict) -> dict:
 
     if not isinstance(data, dict) or "block_scaled" not in data:
         raise ResultsError("this fp8 record has no block_scaled measurements (fp8_block_scaled, issue 26).",
-                           "run tools/probes/fp8_block_scaled.py OUT.json on an H200 and store it with "
+                           "run lab/probes/fp8_block_scaled.py OUT.json on an H200 and store it with "
                            "helpers.experiments.fp8.store_block_scaled, or re-record experiment fp8.")
     return data["block_scaled"]
 
@@ -908,7 +908,7 @@ def block_scaled_check_rows(data: dict) -> list[dict]:
 
 
 def block_scaled_reject_rows(data: dict) -> list[dict]:
-    """tools/probes/reject_wrong_block_scaled.py as recorded (experiments.fp8.block_scaled.rejects): at its
+    """lab/probes/reject_wrong_block_scaled.py as recorded (experiments.fp8.block_scaled.rejects): at its
     size, the kernel's C and then each wrong result (wrong scales, one unit up, a NaN), whether the worst-case
     bound alone and the whole check (bound and model, every element) reject it; [] where it was not run."""
     rej = _block_scaled(data).get("rejects")
@@ -924,13 +924,13 @@ def block_scaled_reject_rows(data: dict) -> list[dict]:
 
 
 def reject_rows(name: str = "reject-wrong-fp8-store", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """tools/probes/reject_wrong_fp8.py's output kept as results/logs/<name>-<gpu_slug>.json (one kernel's C and its
+    """lab/probes/reject_wrong_fp8.py's output kept as results/logs/<name>-<gpu_slug>.json (one kernel's C and its
     wrong results at each shape): one row per C, and per shape "bounds alone / whole check", each "passes" or
     "rejects" ("-": equal to the kernel's C at that shape, so not a wrong result there); the first row is the kernel's
     own C, the second the worst-case tolerance of the check at that K."""
     from ..results import load_log
 
-    shapes = load_log(name, "tools/probes/reject_wrong_fp8.py OUT.json", gpu_slug, directory)["rows"]
+    shapes = load_log(name, "lab/probes/reject_wrong_fp8.py OUT.json", gpu_slug, directory)["rows"]
     key = lambda r: " x ".join(map(str, r["shape"])) if len(set(r["shape"])) > 1 else f"{r['shape'][0]}^3"  # noqa: E731
     word = lambda rejected: "rejects" if rejected else "passes"                                              # noqa: E731
     rows = [{"C": f"{shapes[0]['kernel']}'s", **{key(r): "- / " + ("pass" if r["correct"] and r["model"] == "identical"
@@ -963,7 +963,7 @@ def passed_by(rows: list[dict], key) -> dict:
 
 
 def stage_rows(data: dict, base: str | None = None) -> list[dict]:
-    """experiments.fp8.stages (tools/probes/fp8_stages.py): one row per size and kernel build, the median of three
+    """experiments.fp8.stages (lab/probes/fp8_stages.py): one row per size and kernel build, the median of three
     alternating rounds in TFLOP/s, over cuBLASLt with default and with fast accumulation timed in the same rounds (each
     ratio the median of the round-by-round ratios, helpers.timing.row_ratio),
     the SM clocks of the three rounds (lowest-highest) and whether every check of that build passed. A build is a
@@ -996,7 +996,7 @@ def stage_rows(data: dict, base: str | None = None) -> list[dict]:
 
 # Tried and dropped (issue 26, sessions 13-14): fp8_promote_2acc_lean in 2-CTA clusters sharing B by multicast, as
 # cuBLASLt's default-accumulation kernel at 4096^3 runs. The prediction was written in its kernel comment before any GPU
-# ran it; the code is in commit `commit`; its run is results/logs/<log>-<gpu>.json (tools/probes/fp8_stages.py
+# ran it; the code is in commit `commit`; its run is results/logs/<log>-<gpu>.json (lab/probes/fp8_stages.py
 # --cluster) and its Nsight Compute summary results/logs/<ncu>-<gpu>.log (tools/ncu_counters.py's printed table).
 CLUSTER_TRIED = {"kernel": "fp8_promote_2acc_cluster", "over": "fp8_promote_2acc_lean", "predicted": 1.02,
                  "commit": "6596698", "log": "fp8-cluster-probe", "ncu": "ncu-fp8-cluster"}
@@ -1004,7 +1004,7 @@ CLUSTER_TRIED = {"kernel": "fp8_promote_2acc_cluster", "over": "fp8_promote_2acc
 
 # The TMA-store epilogue (issue 26, session 17): each *_store kernel was the kernel it names here with C written through
 # shared memory and TMA stores, predicted x1.03 over it at 4096^3 in its kernel comment before any GPU ran it (commit
-# 30b1673). Their first run is results/logs/fp8-store-probe-<gpu>.json (tools/probes/fp8_stages.py --store), their
+# 30b1673). Their first run is results/logs/fp8-store-probe-<gpu>.json (lab/probes/fp8_stages.py --store), their
 # Nsight Compute summary results/logs/ncu-fp8-store-<gpu>.log (tools/ncu_counters.py's printed table).
 # fp8_promote_2acc_store ran slower and left the course; its code is in commit `commit`.
 STORE_PAIRS = {"fp8_wgmma_store": "fp8_wgmma", "fp8_promote_2acc_store": "fp8_promote_2acc_lean"}
@@ -1035,7 +1035,7 @@ YARDSTICK = {"fp8_wgmma_store": "cublaslt_fp8_fast", "fp8_promote_2acc_lean": "c
 
 
 def ctas_rows(name: str = "fp8-ctas-lean-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """A run of tools/probes/fp8_stages.py --ctas-lean (results/logs/<name>-<gpu>.json): per size and kernel, its
+    """A run of lab/probes/fp8_stages.py --ctas-lean (results/logs/<name>-<gpu>.json): per size and kernel, its
     TFLOP/s on one CTA per SM and on 128 (medians of the alternating rounds), the ratio of the two round by round
     (`x128`: the median of one-per-SM time / 128-CTA time over the rounds), in how many rounds 128 CTAs was faster,
     the 128-CTA build over its yardstick (YARDSTICK, round by round, `vs_lt`; rounds faster: `lt_won`), the clocks of
@@ -1061,7 +1061,7 @@ def ctas_rows(name: str = "fp8-ctas-lean-probe", gpu_slug: str = "nvidia-h200", 
     return out
 
 
-# Written in session 19's device script before the run (tools/probes/fp8_stages.py --ctas-lean): 128 CTAs over one per
+# Written in session 19's device script before the run (lab/probes/fp8_stages.py --ctas-lean): 128 CTAs over one per
 # SM, per kernel and size. fp8_wgmma_store's 4096^3 repeats its first run (x1.014); the rest: the same rounds of tiles
 # on either grid (512 / 2048 tiles of 128 x 256, 1024 / 4096 of 128 x 128).
 CTAS_PREDICTED = {("fp8_wgmma_store", 4096): 1.01, ("fp8_wgmma_store", 8192): 1.005,
@@ -1072,7 +1072,7 @@ CTAS_PREDICTED = {("fp8_wgmma_store", 4096): 1.01, ("fp8_wgmma_store", 8192): 1.
 UNIFORM_PREDICTED = {("fp8_wgmma_store", 4096): 1.04, ("fp8_wgmma_store", 8192): 1.04,
                      ("fp8_promote_2acc_lean", 4096): 1.02, ("fp8_promote_2acc_lean", 8192): 0.97}
 
-# Session 26, written before the first run of tools/probes/fp8_stages.py --period: the F8_PERIOD=1 build over the
+# Session 26, written before the first run of lab/probes/fp8_stages.py --period: the F8_PERIOD=1 build over the
 # recorded one. The record's promotion cost, fp8_promote_128's time less fp8_wgmma_n128's, is a wait for all groups
 # and the adds at every stage; at 256 and 512 that should fall to a half and a quarter of it (0.1243 - 0.1143 ms at
 # 4096^3: 256 from 0.1291 to 0.119, 512 from 0.1267 to 0.117 ms, both about x1.08). At 8192^3 the power limit
@@ -1086,12 +1086,12 @@ PERIOD_PREDICTED = {("fp8_promote_256", 4096): 1.08, ("fp8_promote_512", 4096): 
 PERIOD2_PREDICTED = {("fp8_promote_256", 4096): 1.035, ("fp8_promote_512", 4096): 1.025,
                      ("fp8_promote_256", 8192): 1.01, ("fp8_promote_512", 8192): 1.01}
 # Session 26, before Nsight Compute sampled fp8_promote_256 as first built (F8_PERIOD=0) beside fp8_promote_128 and
-# its default build (tools/probes/ncu_source.py --only fp8_promote_128,fp8_promote_256_first,fp8_promote_256): if a
+# its default build (lab/probes/ncu_source.py --only fp8_promote_128,fp8_promote_256_first,fp8_promote_256): if a
 # stage let go one K-tile late is the cost, the producer waits longer for free stages in the first build: a larger
 # share of its stall samples at the `empty` barriers' waits than in the other two.
 WAITS_PREDICTED = "first build: the largest share of samples at the producer's waits for an empty stage"
 # Session 26, before the record's speed table was timed again with F8_PERIOD=2 the default (experiments.fp8.speed_period:
-# tools/probes/fp8_pingpong.py --speed-only --rounds 5 with every kernel of experiments.fp8.speed): fewer promotions,
+# lab/probes/fp8_pingpong.py --speed-only --rounds 5 with every kernel of experiments.fp8.speed): fewer promotions,
 # more speed, at both sizes: TFLOP/s in this order, slowest first (the period probe's rounds: 256 x1.036, 512 x1.081
 # over 128 at 4096^3).
 SPEED_PERIOD_PREDICTED = ("fp8_promote_32", "fp8_promote_64", "fp8_promote_128", "fp8_promote_256", "fp8_promote_512",
@@ -1123,7 +1123,7 @@ def target_rows(rows: list[dict]) -> list[dict]:
     return out
 
 
-# Session 26, before the goals' run in nine alternating rounds (experiments.fp8.speed_goals: tools/probes/fp8_pingpong.py
+# Session 26, before the goals' run in nine alternating rounds (experiments.fp8.speed_goals: lab/probes/fp8_pingpong.py
 # --speed-only --rounds 9 fp8_wgmma_store fp8_promote_2acc_lean), each kernel over its YARDSTICK, judged by
 # helpers.timing.round_ratio as lesson 6 judges its targets: speed_uniform's ratios at 4096^3 (x1.011, x1.003); at
 # 8192^3 the power limit decides, as close to even as its runs have swung (x0.983 to x1.043 for the plain kernel).
@@ -1155,12 +1155,12 @@ def round_goal_rows(rows: list[dict], predicted: dict | None = None) -> list[dic
     return out
 
 
-# Joules per GEMM (issue 26, session 27): tools/probes/fp8_energy.py launches each kernel back to back for about 2 s
+# Joules per GEMM (issue 26, session 27): lab/probes/fp8_energy.py launches each kernel back to back for about 2 s
 # between two readings of NVML's energy counter, the kernels in turn, in rounds; its runs are kept as
 # results/logs/<name>-<gpu>.json: "fp8-energy" (the goal kernels and cuBLASLt's two, 5 rounds, 4096^3 and 8192^3) and
 # "fp8-energy-split" (lesson 7's kernels that differ in one thing each, 3 rounds, 8192^3). Their predictions, written
 # before they ran, are in the probe (ENERGY_PREDICTED, SPLIT_PREDICTED); the lesson reads them from there.
-ENERGY_MADE_BY = "tools/probes/fp8_energy.py OUT.json"
+ENERGY_MADE_BY = "lab/probes/fp8_energy.py OUT.json"
 ENERGY_PREDICTED = {8192: 0.97, 4096: 1.00}   # cuBLASLt default's joules per GEMM over fp8_promote_2acc_lean's
 # joules per GEMM over fp8_wgmma's at 8192^3 (session 27, before the run: speed_period's TFLOP/s, fp8_wgmma's over each;
 # fp8_promote_2acc_lean's from the first energy run: its joules over fp8_wgmma_store's, 1.06)
@@ -1168,7 +1168,7 @@ SPLIT_PREDICTED = {"fp8_wgmma_n128": 1.06, "fp8_promote_128": 1.23, "fp8_promote
 
 
 def energy_log(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """A run of tools/probes/fp8_energy.py kept as results/logs/<name>-<gpu_slug>.json (its rows)."""
+    """A run of lab/probes/fp8_energy.py kept as results/logs/<name>-<gpu_slug>.json (its rows)."""
     from ..results import load_log
 
     return load_log(name, ENERGY_MADE_BY, gpu_slug, directory)
@@ -1309,7 +1309,7 @@ def ncu_summary(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dic
 
 
 def switch_rows(name: str, built="ctas=128", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """A run of builds of one kernel or more (tools/probes/fp8_stages.py, results/logs/<name>-<gpu_slug>.json) as
+    """A run of builds of one kernel or more (lab/probes/fp8_stages.py, results/logs/<name>-<gpu_slug>.json) as
     stage_rows gives it, with each row over its kernel's build `built` at the same size (`vs_built`: the median of the
     round-by-round ratios, row_ratio) and the
     rounds, of the alternating rounds, in which it was faster than that build (`faster`, e.g. '0 of 7'). `built`: the
@@ -1329,7 +1329,7 @@ def switch_rows(name: str, built="ctas=128", gpu_slug: str = "nvidia-h200", dire
 
 
 def period_rows(name: str = "fp8-period2-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """fp8_promote_256 and _512 in their builds of the probe switch F8_PERIOD (tools/probes/fp8_stages.py --period,
+    """fp8_promote_256 and _512 in their builds of the probe switch F8_PERIOD (lab/probes/fp8_stages.py --period,
     results/logs/<name>-<gpu_slug>.json), per size: `build` (0: the first record's, which ptxas serialises; 1: a period
     at a time; 2: the default since session 26), TFLOP/s of the median round, over build 0 (`vs_first`: the median of
     the round-by-round ratios) with the rounds it was faster in (`faster`, of build 0's same rounds), over
@@ -1360,8 +1360,8 @@ def period_rows(name: str = "fp8-period2-probe", gpu_slug: str = "nvidia-h200", 
 # per SM. Predicted
 # before any GPU ran it (its kernel comment gives the arithmetic), over fp8_promote_2acc_lean, median round-by-round:
 FP8_WIDE_PREDICTED = {8192: 1.02, 4096: 0.89}
-# Its first run (tools/probes/fp8_stages.py --wide, 5 rounds, results/logs/fp8-wide-probe-<gpu>.json): x1.012 at 8192^3,
-# x0.911 at 4096^3, bit-identical. Then issue 26's goal judged as the goals in nine rounds (tools/probes/fp8_pingpong.py
+# Its first run (lab/probes/fp8_stages.py --wide, 5 rounds, results/logs/fp8-wide-probe-<gpu>.json): x1.012 at 8192^3,
+# x0.911 at 4096^3, bit-identical. Then issue 26's goal judged as the goals in nine rounds (lab/probes/fp8_pingpong.py
 # --speed-only --rounds 9 ... fp8_promote_2acc_lean fp8_promote_2acc_144), predicted before that run: its median
 # round-by-round ratio to cuBLASLt's default accumulation (session 26's 0.963 for the lean kernel at 8192^3 times the
 # probe's x1.012; at 4096^3 session 26's 1.009 times x0.911).
@@ -1386,7 +1386,7 @@ def wide_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
 
     runs = (("5 rounds (fp8_stages.py --wide)", probe_log(WIDE_TRIED["log"], gpu_slug, directory)["stages"]["rows"],
              "sm_mhz"),
-            ("9 rounds (fp8_pingpong.py)", load_log(WIDE_TRIED["goals"], "tools/probes/fp8_pingpong.py OUT.json "
+            ("9 rounds (fp8_pingpong.py)", load_log(WIDE_TRIED["goals"], "lab/probes/fp8_pingpong.py OUT.json "
                                                     "--speed-only --rounds 9", gpu_slug, directory)["speed"],
              "round_mhz"))
     out = []
@@ -1408,13 +1408,13 @@ def wide_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     return out
 
 
-# MBAR_WAIT (kernels/hopper_primitives.cuh) for fp8_promote_2acc_lean (session 27, tools/probes/fp8_stages.py --wait,
+# MBAR_WAIT (kernels/hopper_primitives.cuh) for fp8_promote_2acc_lean (session 27, lab/probes/fp8_stages.py --wait,
 # results/logs/fp8-wait-probe-<gpu>.json): 0 as recorded, 1 every mbarrier wait with a suspend-time hint. Predicted before
 # its first run, 1 over 0 (median round-by-round ratio):
 WAIT_PREDICTED = {4096: 1.00, 8192: 1.01}
 
 
-# F8_PAIR (kernels/fp8_sm90a.cu) for fp8_promote_2acc_lean (session 29, tools/probes/fp8_stages.py --pair,
+# F8_PAIR (kernels/fp8_sm90a.cu) for fp8_promote_2acc_lean (session 29, lab/probes/fp8_stages.py --pair,
 # results/logs/fp8-pair-probe-<gpu>.json): 0 as recorded (a stage per K-tile), 1 two K-tiles per stage, so that a
 # consumer waits, releases and steps the ring once per pair. Counted offline before any GPU ran it (nvcc 13 -arch=sm_90a
 # -DF8_STAGES=6, cuobjdump -sass, the consumer's steady loop of two K-tiles without the mbarrier wait's retry path): 221
@@ -1426,7 +1426,7 @@ WAIT_PREDICTED = {4096: 1.00, 8192: 1.01}
 PAIR_PREDICTED = {"instructions_8192": 0.935, 4096: 1.00, 8192: 1.01}
 # Its first run (session 29, results/logs/fp8-pair-probe) counted x0.933 the instructions (0.002 short), and timed no
 # gain (x0.999 at 4096^3; x0.970 at 8192^3 with the rounds spread from 0.94 to 1.04). The energy probe asks the
-# hint itself (tools/probes/fp8_energy.py --kernels fp8_promote_2acc_lean,fp8_promote_2acc_lean:-DF8_PAIR=1, back to
+# hint itself (lab/probes/fp8_energy.py --kernels fp8_promote_2acc_lean,fp8_promote_2acc_lean:-DF8_PAIR=1, back to
 # back at the power cap): predicted before it ran, the F8_PAIR=1 build's joules per GEMM over the recorded build's, 0.2%
 # of energy per 1% of instructions:
 PAIR_ENERGY_PREDICTED = {4096: 0.986, 8192: 0.986}
@@ -1571,7 +1571,7 @@ def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h2
         from ..errors import ResultsError
 
         raise ResultsError(f"results/logs/{tried['log']}: no timing of {', '.join(missing) or 'any build'}.",
-                           f"run tools/probes/fp8_stages.py OUT.json {tried['flag']} on a Hopper GPU and keep its "
+                           f"run lab/probes/fp8_stages.py OUT.json {tried['flag']} on a Hopper GPU and keep its "
                            "output there.")
     out = []
     for n in sorted({n for n, _ in timed}):
@@ -1579,7 +1579,7 @@ def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h2
         out.append(row(f"cold L2 (fp8_stages.py {tried['flag']})", n, b["round_ms"], timed[n, "lt"]["round_ms"],
                        a["round_ms"], f"{med(a['sm_mhz']):.0f} / {med(b['sm_mhz']):.0f}", _median_of(b.get("power_w")),
                        ok.get(1, False), joules="", more="-", predicted_speed=said("cold", n), predicted_joules="-"))
-    energy = load_log(tried["energy"], "tools/probes/fp8_energy.py OUT.json --kernels <recorded>,<switched>",
+    energy = load_log(tried["energy"], "lab/probes/fp8_energy.py OUT.json --kernels <recorded>,<switched>",
                       gpu_slug, directory)
     per = {(r["n"], r["kernel"]): r for r in energy_rows(energy, base=k)}
     ms: dict = {}
@@ -1602,7 +1602,7 @@ def pair_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
 
 
 def wait_rows(name: str = "fp8-wait-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """fp8_promote_2acc_lean built with MBAR_WAIT 0 and 1 (tools/probes/fp8_stages.py --wait), per size and build:
+    """fp8_promote_2acc_lean built with MBAR_WAIT 0 and 1 (lab/probes/fp8_stages.py --wait), per size and build:
     TFLOP/s (median round), the median round-by-round ratio over build 0 (`vs_0`, helpers.timing.round_ratio) with the
     rounds it was faster (`faster`), the same over cuBLASLt's default accumulation (`vs_default`), the prediction, the
     SM clocks (lowest-highest), NVML's power (W, median round) and whether every check of the build passed (bit for
@@ -1629,14 +1629,14 @@ def wait_rows(name: str = "fp8-wait-probe", gpu_slug: str = "nvidia-h200", direc
 
 
 def period_waits(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """Nsight Compute's warp sampling at 4096^3 (tools/probes/ncu_source.py, results/logs/ncu-source-first-<gpu>.json)
+    """Nsight Compute's warp sampling at 4096^3 (lab/probes/ncu_source.py, results/logs/ncu-source-first-<gpu>.json)
     of fp8_promote_128 and fp8_promote_256 as first built (F8_PERIOD=0) and as built now: per build, warp instructions
     (millions), wgmma waits executed (every WARPGROUP.DEPBAR), the wait for all groups among them, and the share of
     stall samples at the consumers' wait for a full stage (the mbarrier wait executed most) and at the producer's
     wait for an empty one (the next)."""
     from ..results import load_log
 
-    log = load_log("ncu-source-first", "tools/probes/ncu_source.py OUT --set fp8 --only fp8_promote_128,"
+    log = load_log("ncu-source-first", "lab/probes/ncu_source.py OUT --set fp8 --only fp8_promote_128,"
                    "fp8_promote_256_first,fp8_promote_256", gpu_slug, directory)
     names = {"fp8_promote_128": "fp8_promote_128", "fp8_promote_256_first": "fp8_promote_256, F8_PERIOD=0",
              "fp8_promote_256": "fp8_promote_256, F8_PERIOD=2"}
@@ -1696,11 +1696,11 @@ def try_period(builds=(0, 2), kernel: str = "fp8_promote_256", n: int = 4096, ro
 
 
 def probe_log(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
-    """A run of tools/probes/fp8_stages.py kept as results/logs/<name>-<gpu_slug>.json, in the shape of
+    """A run of lab/probes/fp8_stages.py kept as results/logs/<name>-<gpu_slug>.json, in the shape of
     experiments.fp8.stages (so stage_rows reads it): e.g. name "fp8-2acc-probe" (its --two run)."""
     from ..results import load_log
 
-    return {"stages": {"rows": load_log(name, "tools/probes/fp8_stages.py OUT.json", gpu_slug, directory)}}
+    return {"stages": {"rows": load_log(name, "lab/probes/fp8_stages.py OUT.json", gpu_slug, directory)}}
 
 
 def pipe_shares(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:

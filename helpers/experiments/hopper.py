@@ -14,7 +14,7 @@ others' results with it.
 * Experiment ``hopper`` (``python -m helpers.record --update-experiments hopper``): cuBLAS FP16 rows
   (rung 0, checked) at 2048, 4096, 6144, 8192 and two transformer-like shapes, then every rung's
   ``rung_rows`` in a child process each.
-* ``tools/hopper_try.py``: the same children at two odd sizes, 4096 and 8192, within a few minutes.
+* ``lab/probes/hopper_try.py``: the same children at two odd sizes, 4096 and 8192, within a few minutes.
 
 Reading the rows (no GPU): ``timed_rows`` / ``errors`` from the ladder experiment, ``gains`` (its gains,
 judged by ``verdict`` against the measured p10-p90 spread),
@@ -344,7 +344,7 @@ def ncu_rows(rows: list[dict] | None = None, n: int = 4096, directory=None) -> t
         label = f"Nsight Compute on {data['gpu']['name']}, {data['date'][:10]}, n = {data['size'][0]}"
         return sorted(out, key=lambda e: e["rung"]), label
     return [], ("not recorded yet: no results/ncu-*.json holds lesson 6's rungs (run `make gpu-check STAGES=ncu`, "
-                "or tools/hopper_try.py --ncu, on a Hopper GPU)")
+                "or lab/probes/hopper_try.py --ncu, on a Hopper GPU)")
 def gain_path(rung: int) -> list[int]:
     """The rungs whose predicted gains lead from rung 7 to `rung`, in order: each rung's gain is over its base or
     the rung before it (rung 19's over 17, so rung 18 is not on rung 20's path)."""
@@ -774,7 +774,7 @@ MISS_NOTES = {
                    "CTAs free it), so turning them off gains.",
          "worse": "multicast's saved L2 reads of B mattered more than estimated; where the chip is full this "
                   "rung is rung 14 without them."},
-    # rung 16's notes were written after its first probe run (tools/probes/rung16.py), before the record
+    # rung 16's notes were written after its first probe run (lab/probes/rung16.py), before the record
     16: {"better": "rung 15's lack of clusters cost more at these sizes than rung 14's record said.",
          "worse": "the same units as rung 14: a slower run of rung 14, not of the idea (it does not split here)."},
     # rung 17's notes were written after its first runs (its probe, then the record), so they explain rather than
@@ -1226,7 +1226,7 @@ def input_table(rows: list[dict]) -> list[dict]:
 # --------------------------------------------------------------------------- rung 16 (experiment tail_split)
 def parts_sweep(ts: dict) -> str:
     """Rung 16's TFLOP/s at the record's shape for each number of parts its tail units were cut into (the
-    record's experiments.tail_split, tools/probes/tail_split_sweep.py): one line."""
+    record's experiments.tail_split, lab/probes/tail_split_sweep.py): one line."""
     return ", ".join(f"{r['parts']} part{'s' * (r['parts'] > 1)}: {r['tflops']:.0f} ({_mhz(r)} MHz)"
                      for r in ts["parts_sweep"]) + " TFLOP/s (SM clock)"
 
@@ -1263,13 +1263,13 @@ def alignment_rows(rows: list[dict]) -> list[dict]:
 
 
 def ncu_alignment_rows(name: str = "ncu-row-alignment", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """tools/probes/ncu_row_alignment.py's run (results/logs/<name>-<gpu_slug>.json): per kernel and row stride, one
+    """lab/probes/ncu_row_alignment.py's run (results/logs/<name>-<gpu_slug>.json): per kernel and row stride, one
     launch under Nsight Compute (clocks not locked): µs, L2 read requests and sectors (M), sectors per request, DRAM
     read (MB), the tensor pipe's share of active cycles, the long-scoreboard stall (cycles per issued instruction)
     and the top stall."""
     from ..results import load_log
 
-    log = load_log(name, "tools/probes/ncu_row_alignment.py OUT.json", gpu_slug, directory)
+    log = load_log(name, "lab/probes/ncu_row_alignment.py OUT.json", gpu_slug, directory)
     out = []
     for r in log["rows"]:
         c = r["counters"]
@@ -1281,14 +1281,14 @@ def ncu_alignment_rows(name: str = "ncu-row-alignment", gpu_slug: str = "nvidia-
     return sorted(out, key=lambda r: (r["kernel"], r["row_bytes"]))
 
 
-# tools/probes/wait_hint.py's sets kept as logs (results/logs/<name>-<gpu>.json): rows key -> (name, what wrote it)
-SWITCH_LOGS = {"l2_prefetch": ("l2-prefetch", "tools/probes/wait_hint.py OUT.json --prefetch at commit 1bcb7f2"),
-               "group_m": ("group-m", "tools/probes/wait_hint.py OUT.json --group"),
-               "cluster_m": ("cluster-m", "tools/probes/wait_hint.py OUT.json --cluster")}
+# lab/probes/wait_hint.py's sets kept as logs (results/logs/<name>-<gpu>.json): rows key -> (name, what wrote it)
+SWITCH_LOGS = {"l2_prefetch": ("l2-prefetch", "lab/probes/wait_hint.py OUT.json --prefetch at commit 1bcb7f2"),
+               "group_m": ("group-m", "lab/probes/wait_hint.py OUT.json --group"),
+               "cluster_m": ("cluster-m", "lab/probes/wait_hint.py OUT.json --cluster")}
 
 
 def switch_rows(key: str, default, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """A run of tools/probes/wait_hint.py with one set (rows keyed `key`: SWITCH_LOGS), kept in results/logs/: per
+    """A run of lab/probes/wait_hint.py with one set (rows keyed `key`: SWITCH_LOGS), kept in results/logs/: per
     rung, shape and value, the median TFLOP/s of three alternating rounds, its gain over the value `default` (the rung
     as recorded) and its ratio to cuBLAS writing the same C in the same rounds (each the median of the round-by-round
     ratios, helpers.timing.row_ratio), whether its checks passed, and the SM clocks of its rounds."""
@@ -1311,11 +1311,11 @@ def switch_rows(key: str, default, gpu_slug: str = "nvidia-h200", directory=None
     return out
 
 
-ORDER_PREDICTED = {4096: 1.005, 8192: 1.01}    # tools/probes/wait_hint.py --order's docstring, written before its run
+ORDER_PREDICTED = {4096: 1.005, 8192: 1.01}    # lab/probes/wait_hint.py --order's docstring, written before its run
 
 
 def _switch_rows(log: list[dict], key: str, base, new, predicted: dict) -> list[dict]:
-    """A tools/probes/wait_hint.py log of one switch (rows keyed `key`) per shape and rung: the `new` build over the
+    """A lab/probes/wait_hint.py log of one switch (rows keyed `key`) per shape and rung: the `new` build over the
     `base` build round by round (`x`: the median of base's time over new's, the same round; `low`, `high`: the lowest
     and highest round; `won`: rounds new was faster), judged against `predicted` ({n: ratio}) by the course's rule
     (`verdict`, helpers.timing.verdict), each build's median round-by-round ratio to cuBLAS writing the same C
@@ -1342,11 +1342,11 @@ def _switch_rows(log: list[dict], key: str, base, new, predicted: dict) -> list[
 
 
 def order_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """tools/probes/wait_hint.py --order (results/logs/order-<gpu>.json): per shape and rung, GROUP_M 16 over 8 as
+    """lab/probes/wait_hint.py --order (results/logs/order-<gpu>.json): per shape and rung, GROUP_M 16 over 8 as
     _switch_rows gives it, with `x16` (its `x`), `vs8` and `vs16` (its `vs_base`, `vs_new`)."""
     from ..results import load_log
 
-    log = load_log("order", "tools/probes/wait_hint.py OUT.json --order", gpu_slug, directory)
+    log = load_log("order", "lab/probes/wait_hint.py OUT.json --order", gpu_slug, directory)
     return [dict(r, x16=r["x"], vs8=r["vs_base"], vs16=r["vs_new"])
             for r in _switch_rows(log, "group_m", 8, 16, ORDER_PREDICTED)]
 
@@ -1355,11 +1355,11 @@ def order_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
 # square with a power-of-two side. Predicted before any GPU ran it (the kernel's comment): over the rung as recorded,
 # rungs 29 and 30, the best rungs where the targets at 4096^3 (FP32 C) and 8192^3 (FP16 C) were missed twice.
 HILBERT_PREDICTED = {4096: 1.00, 8192: 1.005}
-HILBERT_MADE_BY = "tools/probes/wait_hint.py OUT.json --hilbert"
+HILBERT_MADE_BY = "lab/probes/wait_hint.py OUT.json --hilbert"
 
 
 def hilbert_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """tools/probes/wait_hint.py --hilbert (results/logs/hilbert-order-<gpu>.json): per shape and rung, TILE_ORDER=1
+    """lab/probes/wait_hint.py --hilbert (results/logs/hilbert-order-<gpu>.json): per shape and rung, TILE_ORDER=1
     over the rung as recorded (TILE_ORDER=0), as _switch_rows gives it, judged against HILBERT_PREDICTED."""
     from ..results import load_log
 
@@ -1408,7 +1408,7 @@ FP8_CALLS = {"fp8default": "FP8, default accumulation", "fp8fast": "FP8, fast ac
 
 
 def cublas_kernel_rows(ck: dict, sms: int = 132) -> list[dict]:
-    """One row per cuBLAS call in the record's experiments.cublas_kernels (tools/probes/cublas_kernels.py): the
+    """One row per cuBLAS call in the record's experiments.cublas_kernels (lab/probes/cublas_kernels.py): the
     shape, the C type, the kernel's name, the tile and the K-tile x stages its name gives (nvjet_sm90_<types>_
     <tile>_<K-tile>x<stages>_<cluster>_...; in cuBLAS's column-major terms: a x b is a columns by b rows of our
     C), the grid, the cluster, the dynamic shared memory (KB) and Nsight Compute's duration (µs; clocks not
@@ -1439,7 +1439,7 @@ def cublas_kernel_rows(ck: dict, sms: int = 132) -> list[dict]:
 
 
 def square_rows(sq: dict) -> list[dict]:
-    """experiments.square_sizes (one run of tools/probes/rungs_side_by_side.py): for each shape and C type the
+    """experiments.square_sizes (one run of lab/probes/rungs_side_by_side.py): for each shape and C type the
     best rung (best_rung), its TFLOP/s and SM clock, and cuBLAS writing the same C (timed just before it) with its clock."""
     out = []
     for shape in dict.fromkeys((r["m"], r["n"], r["k"]) for r in sq["rows"] if r.get("tflops")):
@@ -1454,7 +1454,7 @@ def square_rows(sq: dict) -> list[dict]:
 
 # --------------------------------------------------------------------------- how L2 is emptied (experiment flush_method)
 def flush_rows(fm: dict) -> list[dict]:
-    """experiments.flush_method (tools/probes/flush_method.py): one row per shape and kernel, its TFLOP/s with each
+    """experiments.flush_method (lab/probes/flush_method.py): one row per shape and kernel, its TFLOP/s with each
     L2 flush (the median of three alternating rounds), read over write, and the SM clocks of all six timings."""
     out = {}
     for r in fm["rows"]:
@@ -1515,12 +1515,12 @@ def apart_rows(pa: dict, which: str, shape=(128, 8192, 8192)) -> list[dict]:
 
 
 def knob_round(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """A knob round of tools/probes/rung17.py (``--knobs``), kept as results/logs/<name>-<gpu_slug>.json: per rung and
+    """A knob round of lab/probes/rung17.py (``--knobs``), kept as results/logs/<name>-<gpu_slug>.json: per rung and
     knob setting, whether it was checked correct (and bit-identical to the model), its median TFLOP/s over the
     rounds, that over the rung as recorded, and the SM clocks of its rounds."""
     from ..results import load_log
 
-    log, out = load_log(name, "tools/probes/rung17.py OUT.json RUNG --knobs", gpu_slug, directory), []
+    log, out = load_log(name, "lab/probes/rung17.py OUT.json RUNG --knobs", gpu_slug, directory), []
     for rung in sorted((k for k in log if k.isdigit()), key=int):
         first = log[rung][0]
         for r in log[rung]:
@@ -1561,7 +1561,7 @@ def hint_rows(pa: dict) -> list[dict]:
     return list(out.values())
 
 
-# --------------------------------------------------------------------------- device probes (tools/probes/)
+# --------------------------------------------------------------------------- device probes (lab/probes/)
 def probe_rung(k: int, timed, odd, timeout: int = 300) -> tuple[list[dict] | dict, bool]:
     """GPU: rung_rows of rung k in a child process (as the experiment runs it), with one summary line per row
     on stderr (the check, TFLOP/s, both cuBLAS timings, the clocks, the split); returns (rows, failed)."""
@@ -1586,7 +1586,7 @@ def probe_rung(k: int, timed, odd, timeout: int = 300) -> tuple[list[dict] | dic
 
 
 # --------------------------------------------------------------------------- rungs 25-26's TILE_N (lesson 6, Appendix D)
-TILE_N_MADE_BY = "tools/probes/tile_n.py OUT.json"
+TILE_N_MADE_BY = "lab/probes/tile_n.py OUT.json"
 
 
 def box_rows_per_mflop(width: int, cluster: int, rows: int = 128, shared: str = "B") -> float:
@@ -1601,7 +1601,7 @@ def box_rows_per_mflop(width: int, cluster: int, rows: int = 128, shared: str = 
 
 def tile_n_rows(shape=(5000, 5000, 5000), gpu_slug: str = "nvidia-h200", directory=None, grid: dict | None = None,
                 log: str = "tile-n-sweep") -> list[dict]:
-    """tools/probes/tile_n.py's width sweep (results/logs/<log>-<gpu_slug>.json) at `shape`: per width and cluster of
+    """lab/probes/tile_n.py's width sweep (results/logs/<log>-<gpu_slug>.json) at `shape`: per width and cluster of
     rung 25 (the TILE_N and CLUSTER_M knobs), the waves (helpers.kernels.cluster_waves with the driver's counts,
     quad_grid), the box rows per MFLOP (box_rows_per_mflop), the median TFLOP/s of three alternating rounds, its
     ratio to rung 25 as built in the same rounds (the median of the three rounds' ratios), the SM clocks of its
@@ -1646,7 +1646,7 @@ def tile_n_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> dict:
     return out
 
 
-TALL_MADE_BY = "tools/probes/rung17.py OUT.json 27 (28)"
+TALL_MADE_BY = "lab/probes/rung17.py OUT.json 27 (28)"
 
 
 def _clock_fell(*rows) -> str:
@@ -1656,7 +1656,7 @@ def _clock_fell(*rows) -> str:
 
 
 def _probe_pairs(name: str, made_by: str, pairs, gpu_slug: str, directory):
-    """For each (rung, base) in `pairs`, from tools/probes/rung17.py's log `name` (formatted with the rung: each rung's
+    """For each (rung, base) in `pairs`, from lab/probes/rung17.py's log `name` (formatted with the rung: each rung's
     rows, then its base's): (rung, base, shape, the rung's timed row, the base's at that shape, whether every check of
     the rung passed bit-identical to the model)."""
     from ..results import load_log
@@ -1695,8 +1695,8 @@ def tall_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     return out
 
 
-CHOOSER_MADE_BY = "tools/probes/rung17.py OUT.json 29 (30)"
-# rung 29's chooser, predicted before its first run (tools/probes/rung17.py's docstring): x1.00 where rung 25's kernel
+CHOOSER_MADE_BY = "lab/probes/rung17.py OUT.json 29 (30)"
+# rung 29's chooser, predicted before its first run (lab/probes/rung17.py's docstring): x1.00 where rung 25's kernel
 # is built, else these
 CHOOSER_PREDICTED = {(5000, 5000, 5000): 1.05, (5496, 5496, 5496): 1.07}
 
@@ -1732,14 +1732,14 @@ GRID128_PREDICTED = {4096: 1.01, 8192: 1.00}
 
 
 def tall_tile_rows(name: str = "tall-tile-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """tools/probes/tall_tile.py's run (results/logs/<name>-<gpu>.json, sizes whose rows are 128-byte multiples): per
+    """lab/probes/tall_tile.py's run (results/logs/<name>-<gpu>.json, sizes whose rows are 128-byte multiples): per
     size and forced build of the 256-row tile, its TFLOP/s, its speed over rung 14 (`ratio`: the median of the
     round-by-round ratios, helpers.timing.round_ratio; `low`, `high`: the lowest and highest round), the rounds it was
     faster, the prediction written before the run (at 4096^3; "" elsewhere) and its verdict (helpers.timing.verdict),
     the SM clocks of its rounds, and whether every check of the build was bit-identical to the model."""
     from ..results import load_log
 
-    run = load_log(name, "tools/probes/tall_tile.py OUT.json", gpu_slug, directory)
+    run = load_log(name, "lab/probes/tall_tile.py OUT.json", gpu_slug, directory)
     ok = {}
     for c in run["checks"]:
         ok[c["build"]] = ok.get(c["build"], True) and c["passed"] and c["model"] == "identical"
@@ -1760,7 +1760,7 @@ def tall_tile_rows(name: str = "tall-tile-probe", gpu_slug: str = "nvidia-h200",
 
 def ct_tile_rows(names=("ct-tile-probe", "ct-tile-sizes", "ct-tile-aligned"), gpu_slug: str = "nvidia-h200",
                  directory=None, new: int = 29, base: int = 25) -> list[dict]:
-    """tools/probes/ct_tile.py's runs (results/logs/<name>-<gpu>.json; a name not logged is skipped): per size, rung
+    """lab/probes/ct_tile.py's runs (results/logs/<name>-<gpu>.json; a name not logged is skipped): per size, rung
     29's TFLOP/s, its speed over rung 25 (`ratio`: the median of the round-by-round ratios, helpers.timing.round_ratio;
     `low`, `high`: the lowest and highest round), the rounds it was faster, the prediction written before that run and
     its verdict (helpers.timing.verdict), rung 25's and cuBLAS's (FP16 C) TFLOP/s, rung 29 over cuBLAS
@@ -1774,7 +1774,7 @@ def ct_tile_rows(names=("ct-tile-probe", "ct-tile-sizes", "ct-tile-aligned"), gp
     out = []
     for name in names:
         try:
-            run = load_log(name, "tools/probes/ct_tile.py OUT.json", gpu_slug, directory)
+            run = load_log(name, "lab/probes/ct_tile.py OUT.json", gpu_slug, directory)
         except ResultsError:   # not run yet: the rows of the runs there are
             continue
         ok = all(c["passed"] and c["model"] == "identical" for c in run["checks"])
@@ -1797,7 +1797,7 @@ def ct_tile_rows(names=("ct-tile-probe", "ct-tile-sizes", "ct-tile-aligned"), gp
 
 
 def grid128_rows(name: str = "grid-128-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """tools/probes/grid_128.py's run (results/logs/<name>-<gpu>.json): per size and rung, its TFLOP/s as built and on
+    """lab/probes/grid_128.py's run (results/logs/<name>-<gpu>.json): per size and rung, its TFLOP/s as built and on
     128 CTAs (medians of the alternating rounds), the round-by-round ratio (`x128`: median of built / 128-CTA time),
     the rounds 128 CTAs won, each build over cuBLAS writing the same C (round by round: `vs_cublas`,
     `vs_cublas_128`), the spread of `x128` (`low`, `high`: the lowest and highest round) and, with GRID128_PREDICTED,
@@ -1805,7 +1805,7 @@ def grid128_rows(name: str = "grid-128-probe", gpu_slug: str = "nvidia-h200", di
     rung passed."""
     from ..results import load_log
 
-    run = load_log(name, "tools/probes/grid_128.py OUT.json", gpu_slug, directory)
+    run = load_log(name, "lab/probes/grid_128.py OUT.json", gpu_slug, directory)
     ok = {}
     for c in run["checks"]:
         ok[c["rung"]] = ok.get(c["rung"], True) and c["passed"] and c["model"] == "identical"

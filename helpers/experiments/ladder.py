@@ -38,7 +38,7 @@ def predicted_tflops(rung1_tflops: float) -> dict[int, float]:
 def _inputs(i: int, M: int, N: int, K: int):
     """Shape i's inputs (GPU): A (M x K) and B (K x N), N(0,1) drawn in FP32 by CuPy's seeded RandomState (seeds
     500 + i and 600 + i) and rounded to FP16 on the GPU. numpy drew them on the host until 2026-12-04; at the hopper
-    record's largest shapes that took 15 of a rung's 38 s (tools/probes/record_cost.py, results/logs/record-cost)."""
+    record's largest shapes that took 15 of a rung's 38 s (lab/probes/record_cost.py, results/logs/record-cost)."""
     import cupy
 
     A = cupy.random.RandomState(500 + i).standard_normal((M, K), dtype=cupy.float32).astype(cupy.float16)

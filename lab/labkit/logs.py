@@ -1,0 +1,27 @@
+"""The probes' outputs, kept in lab/logs/ as <name>-<gpu>.json (or .log, .txt): read them back."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import LAB
+
+LOGS = LAB / "logs"
+
+
+class LogMissing(FileNotFoundError):
+    """A log the lab reads is not in lab/logs/: the message names the command that writes it."""
+
+
+def log_path(name: str, made_by: str, gpu_slug: str = "nvidia-h200", suffix: str = ".json",
+             directory: Path | None = None) -> Path:
+    """lab/logs/<name>-<gpu_slug><suffix>, which must exist; `made_by` names the command that writes it."""
+    path = Path(directory or LOGS) / f"{name}-{gpu_slug}{suffix}"
+    if not path.is_file():
+        raise LogMissing(f"no {path.name} in {path.parent}: run {made_by} on a Hopper GPU and keep its output there")
+    return path
+
+
+def load_log(name: str, made_by: str, gpu_slug: str = "nvidia-h200", directory: Path | None = None):
+    """A probe's JSON output, parsed (see log_path)."""
+    return json.loads(log_path(name, made_by, gpu_slug, directory=directory).read_text())

@@ -1,0 +1,73 @@
+"""What the device probes in lab/probes/ share: the check for a Hopper GPU before any GPU work (one line and exit
+status 2 elsewhere), their command line, and timings in alternating rounds."""
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def hopper_here() -> bool:
+    """True on a Hopper GPU (the GPU backend, compute capability 9.0); elsewhere one line on stderr saying why not
+    (helpers.device.hopper_missing), and False: the probe then returns 2."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from helpers.device import hopper_missing
+
+    why = hopper_missing()
+    if why:
+        print(why, file=sys.stderr)
+    return why is None
+
+
+def run(main, doc: str) -> None:
+    """The probe's command line: its docstring when no output path is given, else main(arguments)'s exit status."""
+    if len(sys.argv) < 2:
+        sys.exit(doc)
+    sys.exit(main(sys.argv[1:]))
+
+
+def int_option(argv, flag: str, default, one: bool = False):
+    """The whole numbers > 0 after `flag` in argv, separated by commas (--sizes 4096,8192), as a tuple, or `default`
+    without the flag; with `one`, a single number (--rounds 9). Raises SystemExit(2) with one line naming the fix when
+    what follows the flag is not that."""
+    if flag not in argv:
+        return default
+    given = argv[argv.index(flag) + 1:argv.index(flag) + 2]
+    if not given or not all(x.isdigit() and int(x) > 0 for x in given[0].split(",")) or (one and "," in given[0]):
+        example = f"{flag} 9" if one else f"{flag} 4096,8192"
+        print(f"{flag} takes {'a whole number' if one else 'whole numbers'} > 0, e.g. {example}", file=sys.stderr)
+        raise SystemExit(2)
+    values = tuple(int(x) for x in given[0].split(","))
+    return values[0] if one else values
+
+
+def knob_variant(rung: int, knobs: dict):
+    """Rung `rung` with `knobs` (helpers.try_kernel's names), as helpers.tryout builds it: (entry with its shared memory
+    and cluster, NVRTC options, {macro: value})."""
+    from helpers.tryout import defines, options, validate_knobs, variant_entry
+
+    spec, settings, given = validate_knobs(rung, knobs)
+    defs = defines(spec, given)
+    return variant_entry(spec, settings), options(defs), defs
+
+
+def alternating(timed: dict, flops: float, rounds: int = 3) -> dict:
+    """helpers.timing.alternating: each launch function of `timed` benchmarked in turn, `rounds` rounds."""
+    from helpers.timing import alternating as rounds_of
+
+    return rounds_of(timed, flops, rounds)
+
+
+def round_rows(timed: dict, flops: float, rounds: int, head) -> list[dict]:
+    """alternating(timed, flops, rounds) as rows: head(key) (the fields that name the entry), then the median of its
+    rounds, its TFLOP/s, each round's time, SM clock and power; each row also printed to stderr as JSON."""
+    import json
+    import sys
+
+    rows = []
+    for key, v in alternating(timed, flops, rounds).items():
+        ms = sorted(v["ms"])[len(v["ms"]) // 2]
+        rows.append({**head(key), "median_ms": ms, "tflops": flops / ms / 1e9, "round_ms": v["ms"],
+                     "sm_mhz": v["sm_mhz"], "power_w": v["power_w"]})
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows

@@ -1,0 +1,74 @@
+"""A device probe (issue 25): what does a row 16 bytes into a sector change in Nsight Compute's counters? The
+row-alignment probe (lab/probes/row_alignment.py) measured rung 16 13% slower at 5000^3 with rows of 10000 bytes
+than with rows of 10112 (128-byte aligned), and cuBLAS 3% slower. Here each of the two (rung 16, cuBLAS writing
+FP16 C) is profiled at both strides: the first launch of its kernel inside that probe (the checked launch), with
+tools/ncu_counters.py's metrics (L2 sectors and requests, DRAM bytes, tensor pipe, warp stalls), clocks left alone.
+
+With --no-cublas, the rungs alone (a rung still pending its first record, e.g. 27, too).
+
+    python3 lab/probes/ncu_row_alignment.py OUT.json [--pads 0,56] [--rungs 16] [--no-cublas]   (a Hopper GPU and ncu)"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+from lab.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
+from lab.probes.row_alignment import _option  # noqa: E402
+
+NOT_ON_H200 = {"sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"}   # ncu 2025 refused it
+
+
+def main(argv) -> int:
+    if not hopper_here():
+        return 2
+    import ncu_counters as NC
+
+    from helpers.kernels import rung_entry
+
+    args = list(argv)
+    pads = _option(args, "--pads", "0,56")
+    rungs = [int(v) for v in _option(args, "--rungs", "16").split(",")]
+    ncu = NC.find_ncu()
+    if ncu is None:
+        print("no ncu", file=sys.stderr)
+        return 2
+    metrics = [m for m in NC.ALL_METRICS if m not in NOT_ON_H200]
+    out, bad = [], 0
+    work = Path(tempfile.mkdtemp())
+    for pad in pads.split(","):
+        cublas = [] if "--no-cublas" in args else [("regex:nvjet", "cuBLAS FP16 C")]
+        for kernel, what in [(rung_entry(r).name, f"rung {r}") for r in rungs] + cublas:
+            rep = work / f"{what.replace(' ', '_')}_{pad}"
+            cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name", kernel,
+                   "--launch-count", "1", "--metrics", ",".join(metrics), "--force-overwrite", "--export", str(rep),
+                   sys.executable, str(ROOT / "lab/probes/row_alignment.py"), str(work / "probe.json"),
+                   "--pads", pad, "--rungs", ",".join(map(str, rungs))]
+            p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, COURSE_DEVICE="gpu"),
+                               cwd=ROOT, timeout=300)
+            q = subprocess.run([ncu, "--import", f"{rep}.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"],
+                               capture_output=True, text=True, timeout=120)
+            rows, _ = NC.parse_raw_csv(q.stdout)
+            if not rows:
+                bad += 1
+                print(what, pad, "no report:", (p.stdout + p.stderr)[-400:], file=sys.stderr, flush=True)
+                continue
+            vals = {m: NC.number(rows[0].get(m)) for m in metrics}
+            entry = {"what": what, "pad": int(pad), "row_bytes": 2 * (5000 + int(pad)),
+                     "kernel_name": rows[0].get("Kernel Name", ""), **NC.counters(vals)}
+            out.append(entry)
+            c = entry["counters"]
+            print(what, pad, entry["kernel_name"][:60], "ns", c["duration_ns"], "L2 rd sectors", c["l2_read_sectors"],
+                  "L2 req", c["l2_requests"], "DRAM rd", c["dram_read_bytes"], "tensor%", c["tensor_pipe_pct"],
+                  entry["top_stalls"], file=sys.stderr, flush=True)
+    Path(args[0]).write_text(json.dumps({"command": "python3 lab/probes/ncu_row_alignment.py " + " ".join(argv),
+                                         "ncu": NC.ncu_version(ncu), "rows": out}, indent=1))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    run(main, __doc__)
