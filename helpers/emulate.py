@@ -81,7 +81,7 @@ class TensorCoreModel:
 # Measured on the H200 in lesson 4 (bit-for-bit fit to raw WMMA outputs, and the probes of
 # Fasi et al. 2021 / Khattak & Mikaitis 2025): block 16 and 2 extra bits, the parameters of Khattak &
 # Mikaitis's H100 and B200 models (github.com/north-numerical-computing/MATLAB-tensor-core,
-# models/H100TC.m and B200TC.m, commit b12b5a7: fma = 16, neab = 2); products aligned before
+# models/H100TC.m and B200TC.m of MATLAB-tensor-core, commit b12b5a7: fma = 16, neab = 2); products aligned before
 # normalisation (their denorm_prd = 1).
 DEFAULT_TC_MODEL = TensorCoreModel(16, 2, "H200, fitted in lesson 4; block and extra bits as in Khattak & "
                                           "Mikaitis's H100 and B200 model code")
