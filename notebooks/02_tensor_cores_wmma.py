@@ -645,11 +645,6 @@ for case in replay:
     print(f"M={case['m']} N={case['n']} K={case['k']}: {case['n_nan'] + case['n_wrong']} of {case['m'] * case['n']} "
           f"elements wrong ({case['n_nan']} NaN, {case['n_wrong']} finite but wrong), "
           f"{case['writes_past_end']} stores landed past the end of C")
-for M, N, K in W.EDGE_CASES:                # where the replayed stores land, and which of M, N, K sent them there
-    s = W.edge_store_sources(M, N, K)
-    print(f"M={M} N={N} K={K}: {s['past_end_rows']} stores past the end from the tile rows {M}-{s['mp'] - 1}, "
-          f"{s['past_end_wrap_only']} only through the column wrap; {s['wrapped_inside']} elements of C hit by "
-          f"wrapped columns; {s['b_rows_past_end']} rows of B read past its end")
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 for case in edge.data:
@@ -660,6 +655,13 @@ for case in edge.data:
 # The GPU and the replay need not agree element for element: where two warps store to the same
 # element of $C$ (a wrapped store and the correct one), which store lands last is not defined, and
 # it can change from run to run; the replay runs the tiles in launch order.
+
+# %% slideshow={"slide_type": "subslide"}
+for M, N, K in W.EDGE_CASES:                # where the replayed stores land, and which of M, N, K sent them there
+    s = W.edge_store_sources(M, N, K)
+    print(f"M={M} N={N} K={K}: {s['past_end_rows']} stores past the end from the tile rows {M}-{s['mp'] - 1}, "
+          f"{s['past_end_wrap_only']} only through the column wrap; {s['wrapped_inside']} elements of C hit by "
+          f"wrapped columns; {s['b_rows_past_end']} rows of B read past its end")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E. Alignment: the helper checks it too

@@ -323,25 +323,18 @@ for name in ["wmma_mixed_gemm_kernel", "wmma_fp16acc_gemm_kernel"]:
 # from the error alone: above the geometric mean of the FP32 and TF32 unit roundoffs means TF32 inputs.
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-try:
-    tf32 = helpers.run_or_load("tf32_env")      # live on a GPU, the record's otherwise
-    print(tf32.source)
-    if tf32.live:                                # your GPU's verdicts: they depend on its driver
-        print("\n".join(lesson.tf32_conclusions(tf32.data)))
-except helpers.ResultsError as err:
-    tf32 = None
-    print(err)
+tf32 = helpers.run_or_load("tf32_env")          # live on a GPU, the record's otherwise
+print(tf32.source)
+if tf32.live:                                   # your GPU's verdicts: they depend on its driver
+    print("\n".join(lesson.tf32_conclusions(tf32.data)))
 
 # %% slideshow={"slide_type": "-"}
 print(f"TF32 verdict threshold: relative error > {lesson.tf32_threshold():.2e}")
-recorded = rec.meta["experiments"].get("tf32_env")
-if recorded:
-    print(rec.label)
-    vt = lesson.tf32_verdict_table(recorded)
-    display(helpers.display.table(vt, list(vt[0])))
-    print("\n".join(lesson.tf32_conclusions(recorded)))
-else:
-    print("tf32_env is not in the record yet: run `make record` on a GPU")
+recorded = rec.meta["experiments"]["tf32_env"]     # the record's verdicts: the same on every machine
+print(rec.label)
+vt = lesson.tf32_verdict_table(recorded)
+display(helpers.display.table(vt, list(vt[0])))
+print("\n".join(lesson.tf32_conclusions(recorded)))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The conclusions under the table are computed from it. On the H200 record: `CUPY_TF32=1` switches
@@ -697,10 +690,9 @@ else:
 # ### E. The raw `tf32_env` measurements (each in a fresh process, with the SM clock read while it was timed)
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-if tf32 is not None:
-    display(helpers.display.table(helpers.clocks.with_clock(tf32.data),
-                                  ["CUPY_TF32", "NVIDIA_TF32_OVERRIDE", "call", "rel_err", "median_ms", "tflops", "clock"],
-                                  fmt={"rel_err": ".2e", "median_ms": ".3f", "tflops": ".1f"}))
+helpers.display.table(helpers.clocks.with_clock(tf32.data),
+                      ["CUPY_TF32", "NVIDIA_TF32_OVERRIDE", "call", "rel_err", "median_ms", "tflops", "clock"],
+                      fmt={"rel_err": ".2e", "median_ms": ".3f", "tflops": ".1f"})
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix: Claims checked
