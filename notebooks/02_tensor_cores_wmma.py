@@ -560,8 +560,7 @@ ex.check_2x2_kernel(ex.solution_source("wmma_gemm_2x2"))
 # - D. Sizes that are not multiples of 16, without the refusal and without padding
 # - E. Alignment: the helper checks it too
 # - F. A first step: 2×2 fragments per warp, measured
-#
-# Then: **Appendix: Claims checked** (what the source articles say, and what the course measured).
+# - Claims checked: what the source articles say, and what the course measured
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A. The probe kernel that maps the fragments
