@@ -545,8 +545,7 @@ ex.check_tiled_kernel(solution, name="gemm_fp32_tiled")
 # - A. The sweep's numbers, with the clock each timing ran at
 # - B. Effective GB/s over sizes
 # - C. The worked tiled kernel (exercise 5), measured: why it is not much faster
-#
-# Then: **Appendix: Claims checked** (the source article's RTX 4090 numbers and what they show).
+# - Claims checked: the source article's RTX 4090 numbers and what they show
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A. The sweep's numbers (live on a GPU, recorded otherwise)
@@ -582,8 +581,8 @@ helpers.display.table(helpers.clocks.with_clock(rows), ["n", "kernel", "tile", "
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The worked solution gives the same bits as `gemm_fp32_kernel` (same FMA order; the zero padding
-# adds exact zeros) and is faster by the factors in the "vs naive" column. Why not by much more? Look at
-# the machine code `nvcc -arch=sm_90` makes of it (TILE = 16, stored in `results/build-nvidia-h200/`):
+# adds exact zeros) and is faster by the "vs naive" factors. Why not by much more? Its machine code
+# (`nvcc -arch=sm_90`, TILE = 16, in `results/build-nvidia-h200/`):
 
 # %% slideshow={"slide_type": "-"}
 st = lesson.sass_counts("fp32_variants.sm_90.sass", "gemm_fp32_tiled")
@@ -600,13 +599,12 @@ for t in ("fp32_16x16", "fp32_tiled_16", "fp32_tiled_32"):       # Nsight Comput
           f"{r['smem_load_wavefronts'] / (4096**3 / 32):.2f}; top stalls {r['stalls']}")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Global loads almost vanish, and with them the cache-line lookups, but the inner loop still loads
-# from shared memory for every FMA: the compiler reads the $A$ tile four floats at a time
-# (`LDS.128`) and the $B$ tile one float per FMA. Shared memory is the same on-chip SRAM as L1 and
-# its loads go through the same load pipeline, so the kernel is still bound by loads, only cheaper
-# ones, and still far from the FP32 lanes' 256 FLOP per SM per clock. The counters agree: more than
-# one shared-memory wavefront per FMA instruction, and stalls spread over the tile loads
-# (`long_scoreboard`), the full shared-memory queue (`mio_throttle`) and the barriers (`barrier`).
+# Global loads almost vanish, but the inner loop still loads from shared memory for every FMA: the
+# $A$ tile four floats at a time (`LDS.128`), the $B$ tile one float per FMA. Shared memory is the
+# same on-chip SRAM as L1, behind the same load pipeline, so the kernel is still bound by loads, only
+# cheaper ones, far from the FP32 lanes' 256 FLOP per SM per clock. The counters agree: more than one
+# shared-memory wavefront per FMA instruction, and stalls on the tile loads (`long_scoreboard`), the
+# full shared-memory queue (`mio_throttle`) and the barriers (`barrier`).
 #
 # To go further, each loaded value must feed several FMAs: each thread computes a small block of $C$
 # from values held in registers (register tiling). That is what cuBLAS does on the same CUDA cores,
@@ -620,12 +618,11 @@ for t in ("fp32_16x16", "fp32_tiled_16", "fp32_tiled_32"):       # Nsight Comput
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix: Claims checked
 #
-# This lesson follows the first of the course's source articles ("seed 000": a CUDA Tensor Core
-# tutorial measured on an RTX 4090). `gemm_fp32_kernel` is its FP32 kernel, rewritten with 64-bit
-# indices and `__restrict__`, and its 16 x 16 blocks are the shape the lesson starts from. Its numbers for this kernel at $n = 1024$: 5.45 TFLOP/s and 31.96 GB/s
-# (`results/reference/seed_rtx4090.json` holds them with their source), and its diagnosis: "scalar FMA
-# throughput and memory bandwidth together". Below: its numbers beside the H200's, two corrections,
-# what its GB/s is, and the two chips per SM and per clock.
+# This lesson follows seed 000, a CUDA Tensor Core tutorial measured on an RTX 4090:
+# `gemm_fp32_kernel` is its FP32 kernel (rewritten with 64-bit indices and `__restrict__`), with its
+# 16 x 16 blocks. Its figures at $n = 1024$, 5.45 TFLOP/s and 31.96 GB/s, are in
+# `results/reference/seed_rtx4090.json` with their source; its diagnosis: "scalar FMA throughput and
+# memory bandwidth together".
 
 # %% slideshow={"slide_type": "-"}
 seed = helpers.results.load_reference("seed_rtx4090")
@@ -643,10 +640,9 @@ helpers.display.table(rows, ["gpu", "tflops", "gbs", "clock", "peak", "mem", "sr
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Two corrections
 #
-# - It calls the RTX 4090's memory "HBM". The RTX 4090 has **24 GB of GDDR6X** on a 384-bit bus at
-#   21 Gbps = 1008 GB/s (NVIDIA Ada Lovelace architecture whitepaper v2.1, Appendix A). HBM (stacked
-#   High Bandwidth Memory) is what datacenter parts use: the H200 has 141 GB of HBM3e at 4.8 TB/s
-#   (H200 datasheet).
+# - It calls the RTX 4090's memory "HBM": it is **24 GB of GDDR6X**, 1008 GB/s (NVIDIA Ada Lovelace
+#   architecture whitepaper v2.1, Appendix A). HBM is what datacenter parts use: the H200 has 141 GB of
+#   HBM3e at 4.8 TB/s (H200 datasheet).
 # - It says the kernel is limited by "scalar FMA throughput and memory bandwidth together". Its
 #   31.96 GB/s is minimum bytes / time (next slide), not traffic; what the H200's counters say about
 #   FMAs and DRAM for its 16 x 16 blocks:
@@ -660,8 +656,7 @@ print(f"  DRAM: {r16['dram_pct']:.0f}% of its peak throughput, {r16['dram_read_g
 print(f"  top stalls: {r16['stalls']}")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Neither is near its limit; the warps stall on the load path. What sets the pace is what the
-# block-shape experiment points to: how fast each SM serves the cache lines its loads touch.
+# Neither is near its limit; the warps stall on the load path, as the block-shape experiment showed.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 31.96 GB/s is minimum bytes / time, nothing more
@@ -686,10 +681,9 @@ print(f"implied time per launch: {12 * nn**2 / (s_row['gbs'] * 1e9) * 1e3:.3f} m
 # ### Different FP32 peaks, similar naive speeds: why?
 #
 # Both chips have 128 FP32 lanes per SM (Ada whitepaper; NVIDIA H100 whitepaper), so a datasheet peak
-# is SMs x 128 x 2 FLOP x clock and tells us the clock it assumes. The naive kernel never gets near
-# the FP32 lanes. In the block-shape experiment (2048 and 4096: power-of-two strides) the H200's
-# 16 x 16 blocks ran at about one cache line per SM per clock, 64/3 FLOP per SM per clock. That rate,
-# in TFLOP/s, for each chip at the clock its peak assumes, and what each ran at 1024:
+# is SMs x 128 x 2 FLOP x clock: it tells the clock it assumes. In the block-shape experiment the
+# H200's 16 x 16 blocks ran at about one cache line per SM per clock, 64/3 FLOP per SM per clock. That
+# rate for each chip at the clock its peak assumes, and what each ran at 1024:
 
 # %% slideshow={"slide_type": "-"}
 sms2 = {"RTX 4090": seed.meta["gpu"]["sms"], "H200": rec.meta["gpu"]["sms"]}
@@ -706,10 +700,10 @@ print(f"H200 SM clock recorded while timed at 1024: {helpers.clocks.clock_text(h
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### One line per clock is a rate, not a ceiling
 #
-# The H200's sweep at the sizes of the slide "1000 beats 1024", in lines per SM per clock at the
-# clock recorded beside each timing: with the 3 lines per step of the footprint model, and with the
-# lines the warps touch with rows as they lie (`lesson.lines_per_warp_step`: a row of 1000 or 3000
-# floats is not a whole number of 128-byte lines, so a warp's 64 bytes of $B$ sometimes straddle two):
+# The sizes of the slide "1000 beats 1024" in lines per SM per clock (at each timing's recorded clock),
+# counted with the footprint model's 3 lines per step, and with rows as they lie
+# (`lesson.lines_per_warp_step`: a row of 1000 or 3000 floats is not a whole number of 128-byte lines,
+# so a warp's 64 bytes of $B$ sometimes straddle two):
 
 # %% slideshow={"slide_type": "-"}
 sweep_rows = {r["m"]: r for r in rec.select(kernel="gemm_fp32_kernel")}
@@ -732,15 +726,13 @@ helpers.display.table(rows, ["n", "tflops", "clock", "lines", "per3", "per_lay"]
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Back to the two chips at 1024
 #
-# Their FP32 peaks differ by SMs x clock (the lanes per SM are the same), and so do their
-# one-line-per-clock rates, so the peaks alone would predict the 4090 ahead by that factor; it is
-# ahead by less (printed two slides back), and below one line per clock at the clock its peak
-# assumes, a clock the seed does not say it ran at. Both are timed at 1024, whose power-of-two rows
-# cost the H200 the factor on the slide "1000 beats 1024"; the source has no other size to compare.
-#
-# Is the rest *method*? The seed averages 100 back-to-back launches, so its 12 MiB of matrices stay in
-# L2 between launches; the record flushes L2 before every launch and takes the median. The H200,
-# timed both ways (experiment `fp32_timing_method`):
+# The lanes per SM are the same, so the FP32 peaks, and the one-line-per-clock rates, differ by SMs x
+# clock: the peaks alone would put the 4090 ahead by that factor. It is ahead by less (printed two
+# slides back), below one line per clock at the clock its peak assumes, a clock the seed does not say
+# it ran at. Is the rest *method*? The seed averages 100 back-to-back launches, so its 12 MiB of
+# matrices stay in L2; the record flushes L2 before every launch and takes the median. The H200, timed
+# both ways (experiment `fp32_timing_method`), and the harness checked against an independent timer
+# (triton's `do_bench`), each with its SM clock:
 
 # %% slideshow={"slide_type": "-"}
 tm = {(r["n"], r["l2"]): r for r in rec.meta["experiments"]["fp32_timing_method"]["rows"]}
@@ -752,17 +744,9 @@ for n in sorted({k[0] for k in tm}):
 print(*lesson.timing_agreement_lines(rec.meta["extras"].get("timing_agreement")), sep="\n")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# The method changes the H200's number by the difference printed above, too little to explain the
-# gap. (The last lines check the harness itself: cuBLAS timed by it and by an independent timer,
-# triton's `do_bench`, each with the SM clock it ran at.) In the seed's run the 4090 serves fewer lines
-# per clock than the H200, if it ran at the clock its peak assumes; with one number and no clock or
-# profiler data from the seed, we cannot say why (a GeForce card's clock under load is not its nominal
-# boost clock, for one).
-#
-# The conclusion holds for the H200, on its record and its profiler's counters: this kernel is
-# limited by how fast each SM serves the cache lines its loads touch, not by FP32 throughput and not
-# by memory bandwidth. The RTX 4090's one number is consistent with a similar limit; it cannot show it.
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Keep the claims modest: we have one number from the seed, measured differently, on a card whose
-# clock we do not know. The robust part is the per-SM-per-clock view.
+# The method changes the H200's number too little to explain the gap. With one number from the seed,
+# no clock and no profiler data, we cannot say why the 4090 serves fewer lines per clock at the clock
+# its peak assumes (a GeForce card's clock under load is not its nominal boost clock, for one). The conclusion holds for the H200,
+# on its record and its counters: this kernel is limited by how fast each SM serves the cache lines its
+# loads touch, not by FP32 throughput and not by memory bandwidth. The RTX 4090's one number is
+# consistent with a similar limit; it cannot show it.

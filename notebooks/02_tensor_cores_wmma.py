@@ -253,10 +253,10 @@ fig = W.plot_tile_mapping(M, N)
 # %% slideshow={"slide_type": "-"}
 maps = helpers.run_or_load("wmma_fragment_maps")
 d = maps.data
-print(f"{d['gpu']} ({d['sm']}): elements per lane {d['num_elements']}")
+print("elements per lane:", d["num_elements"])
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-print(maps.source)
+print(maps.source, "|", d["gpu"], d["sm"])          # the GPU measured: this one, or the record's
 
 # %% slideshow={"slide_type": "subslide"}
 fig = W.plot_fragment_maps({"matrix_a, row_major": d["matrix_a"], "matrix_b, row_major": d["matrix_b"],
@@ -316,7 +316,7 @@ print("matrix_b loaded from row-major and from column-major storage: same owners
 # the distinct count, the second half of `x[]` repeats the first: the API promises 16 elements per
 # lane, the instruction needs 8. Loading $B$ from column-major memory gives the same registers:
 # the layout tag changes the loads, not the fragment. This is one GPU and one compiler: WMMA's
-# layout is unspecified and may differ elsewhere (appendix B says what that means for your code).
+# layout is unspecified and may differ elsewhere (appendix A says what that means for your code).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## From `mma_sync` to the machine
@@ -345,7 +345,7 @@ print(f"{len(hmma)} HMMA in the SASS for {n_mma} wmma.mma in the PTX: {len(hmma)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # `HMMA.16816` is the hardware's m16n8k16 product: a 16×16×16 `mma_sync` on sm_90 is **two** of them,
-# one for each 8-column half of the tile (the picture above). (Appendix C reads the registers of both.)
+# one for each 8-column half of the tile (the picture above). (Appendix B reads the registers of both.)
 #
 # > **A common claim:** `mma_sync` "corresponds to PTX `mma.sync.aligned.m16n8k16`". The PTX it
 # > produces is `wmma.mma.sync ... m16n16k16`; m16n8k16 appears only after `ptxas`, in the SASS.
@@ -355,7 +355,7 @@ print(f"{len(hmma)} HMMA in the SASS for {n_mma} wmma.mma in the PTX: {len(hmma)
 #
 # Square sizes from 256 to 8192; each kernel is checked against float64 first, then timed
 # (`helpers.sweep`: CUDA events, warm-up, cold L2, median, and the SM clock read while it runs). On
-# a GPU this runs live; without one it shows the recorded H200 numbers (table with clocks: appendix D).
+# a GPU this runs live; without one it shows the recorded H200 numbers (table with clocks: appendix C).
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 sizes = [256, 512, 1024, 2048, 4096, 8192]
@@ -418,7 +418,7 @@ print(f"Tensor pipe busy {r1['tensor_pct']:.1f}% of the cycles; top stalls: {r1[
 # per instruction, while the Tensor Cores idle (the tensor-pipe share). cuBLAS keeps tiles in shared
 # memory and registers and reuses each loaded element many times. **Lesson 5** climbs that ladder one
 # measured step at a time; its rung 1 is this kernel, counted with the same model. (A first step
-# that fits in this lesson, 2×2 fragments per warp, is exercise 7; measured in appendix G.)
+# that fits in this lesson, 2×2 fragments per warp, is exercise 7; measured in appendix F.)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Sizes that are not multiples of 16
@@ -434,16 +434,16 @@ except helpers.InputError as err:
     print(err)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **The fix: pad.** `pad=True` zero-pads to multiples of 16 (zeros add nothing to the dot products) and crops the result. (What happens without the refusal and without padding: appendix E.)
+# **The fix: pad.** `pad=True` zero-pads to multiples of 16 (zeros add nothing to the dot products) and crops the result. (What happens without the refusal and without padding: appendix D.)
 
 # %% slideshow={"slide_type": "-"}
 C = helpers.wmma_gemm_naive(A, B, pad=True)
 print(C.shape, spec.check(C, A, B).verdict())
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# The tolerance drops from the first check's 9.86e-04 to 6.08e-06: there $A$ and $B$ were FP32, and
-# their rounding to FP16 is part of the error allowed; here they already are FP16, nothing is left to
-# round, and only the accumulation's term remains.
+# The tolerance is far below the first check's (both printed): there $A$ and $B$ were FP32, and their
+# rounding to FP16 is part of the error allowed; here they already are FP16, nothing is left to round,
+# and only the accumulation's term remains.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Common misconceptions
@@ -458,7 +458,7 @@ print(C.shape, spec.check(C, A, B).verdict())
 #   fraction of the time (the profiler's tensor-pipe share); it is limited by its loads.
 # - **"Sizes that are not multiples of 16 just lose a little at the edge."** Without padding or guards
 #   the kernel reads and writes past the matrices: wrong values *inside* $C$ and writes beyond it
-#   (appendix E).
+#   (appendix D).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
@@ -519,7 +519,7 @@ ex.check_bcol_kernel(answer)
 # (columns +0, +16), issue four `mma_sync` into a 2×2 array of accumulators, store four tiles at
 # the end. Launched with `block = dim3(32, 4)` and `grid = (N/32, ceil(M/128))`; the helper pads
 # $M$ and $N$ to multiples of 32. It halves the bytes loaded per FLOP (question 5); whether that buys
-# speed is measured in appendix G.
+# speed is measured in appendix F.
 
 # %% slideshow={"slide_type": "-"}
 print(ex.TWO_BY_TWO_STARTER)
@@ -554,15 +554,13 @@ ex.check_2x2_kernel(ex.solution_source("wmma_gemm_2x2"))
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix: details behind the main slides
 #
-# - A. The probe kernel that maps the fragments
-# - B. What the measured map does and does not tell you
-# - C. The registers of `wmma.mma` and `HMMA`, load and store counts, and the PTX NVRTC makes
-# - D. The sweep's numbers, with the SM clock of each timing
-# - E. Sizes that are not multiples of 16, without the refusal and without padding
-# - F. Alignment: the helper checks it too
-# - G. A first step: 2×2 fragments per warp, measured
-#
-# Then: **Appendix: Claims checked** (what the source articles say, and what the course measured).
+# - A. The probe kernel that maps the fragments, and what the map does not tell you
+# - B. The registers of `wmma.mma` and `HMMA`; load and store counts
+# - C. The sweep's numbers, with the SM clock of each timing
+# - D. Sizes that are not multiples of 16, without the refusal and without padding
+# - E. Alignment: the helper checks it too
+# - F. A first step: 2×2 fragments per warp, measured
+# - Claims checked: what the source articles say, and what the course measured
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A. The probe kernel that maps the fragments
@@ -570,24 +568,20 @@ ex.check_2x2_kernel(ex.solution_source("wmma_gemm_2x2"))
 # %% slideshow={"slide_type": "-"}
 helpers.display.show_kernel("wmma_lesson.cu", "wmma_fragment_probe")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### B. What the measured map does and does not tell you
-#
-# The table is a measurement on one GPU and one compiler:
-# WMMA's fragment layout is *unspecified* by the CUDA Programming Guide and may differ between
-# architectures (Volta's Tensor Cores, for example, work on different internal shapes) and even
-# between compiler versions. Code that needs to know which lane holds which element, for example to
-# apply a per-row operation to an accumulator, should use the PTX `mma` instructions, whose layout
-# is documented, not rely on this map. Element-wise operations on a whole fragment (`for i <
-# num_elements: x[i] *= alpha`) are safe with any layout.
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The map is a measurement on one GPU and one compiler: WMMA's fragment layout is *unspecified* and
+# may differ between architectures and compiler versions. Code that needs to know which lane holds
+# which element (a per-row operation on an accumulator, say) should use PTX `mma`, whose layout is
+# documented. Element-wise operations on a whole fragment (`x[i] *= alpha` for every `i`) are safe
+# with any layout.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### C. The registers of `wmma.mma` and `HMMA`
+# ### B. The registers of `wmma.mma` and `HMMA`
 #
-# Look at the operands. In the PTX, `wmma.mma` takes each fragment as a list of 32-bit registers;
-# in the SASS, each `HMMA.16816` names the first register of each operand group: PTX `mma.m16n8k16`
-# with FP16 inputs reads $A$ from four 32-bit registers, $B$ from two, and $C$/$D$ from four FP32
-# registers (PTX ISA, *Matrix Fragments for mma.m16n8k16*).
+# In the PTX, `wmma.mma` takes each fragment as a list of 32-bit registers; in the SASS, each
+# `HMMA.16816` names the first register of each operand group: PTX `mma.m16n8k16` with FP16 inputs
+# reads $A$ from four 32-bit registers, $B$ from two, and $C$/$D$ from four FP32 registers (PTX ISA,
+# *Matrix Fragments for mma.m16n8k16*).
 
 # %% slideshow={"slide_type": "-"}
 import re
@@ -610,19 +604,7 @@ for op in ["LDG", "STG"]:
 print("register use:", (W.build_dir() / "wmma.ptxas.txt").read_text().split("Used ")[1].split(",")[0])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### C'. The PTX NVRTC generates on this GPU
-#
-# The course compiles kernels at run time with NVRTC. CuPy asks NVRTC for a cubin (`-arch=sm_XY`),
-# which has no PTX text, unless `CUPY_COMPILE_WITH_PTX=1` is set before CuPy is imported; the
-# experiment below calls NVRTC directly with `-arch=compute_XY` to get the PTX:
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-live = helpers.run_or_load("wmma_nvrtc_ptx")
-print(live.source, "|", live.data["arch"], "| NVRTC", live.data["nvrtc"])
-print("\n".join(sorted({ln.split()[0] for ln in live.data["wmma_lines"]})))
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### D. The sweep's numbers, with the SM clock of each timing (live on a GPU)
+# ### C. The sweep's numbers, with the SM clock of each timing (live on a GPU)
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 t = {k: dict(zip(*helpers.series(sw.data, k))) for k in names}
@@ -638,23 +620,18 @@ helpers.display.table(rows, list(rows[0]), ["n", "naive WMMA TFLOP/s", "FP32 ker
                       fmt={k: ".1f" for k in ["wmma", "fp32", "cublas", "speedup", "of_cublas"]} | {"of_peak": ".2f"})
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### E. Without the refusal and without padding
+# ### D. Without the refusal and without padding
 #
-# What if the helper did not refuse? The experiment allocates each matrix with **slack** after its end (so
-# every load and store stays inside memory we own) and fills the slack with NaN: garbage a real
-# program could have there. Then it launches the kernel on $M, N, K$ as given: left $M = 40$,
-# $N = 40$, $K = 48$; right $M = 40$, $N = 48$, $K = 40$. Three things go wrong (counted after the
-# pictures):
+# What if the helper did not refuse? The experiment gives each matrix **slack** after its end, filled
+# with NaN (garbage a real program could have there), so that every load and store stays in memory we
+# own, and launches the kernel on $M, N, K$ as given: left $M = N = 40$, $K = 48$; right $M = 40$,
+# $N = 48$, $K = 40$. Three things go wrong:
 #
-# - $M = 40$, both cases: the warps of the last row strip store all 16 rows of their tiles, 8 of them
-#   past the last row of $C$. These are almost all the stores that land past its end: in a real
-#   program they would overwrite other data.
-# - $N = 40$, left: the last column strip stores 16 columns into rows only 40 wide, so 8 of them wrap
-#   into the start of the *next* row: these are the wrong elements inside $C$ (NaN, because those
-#   phantom columns read $B$ one row on, and its last row past the end), plus the few stores past
-#   the end that the rows below $M$ do not reach.
-# - $K = 40$, right: the last K step reads 8 rows past the end of $B$ (NaN), so every element of $C$
-#   is wrong.
+# - $M = 40$ (both): the last row strip's warps store all 16 rows of their tiles, 8 past the last row
+#   of $C$: in a real program, other data overwritten.
+# - $N = 40$ (left): the last column strip stores 16 columns into rows 40 wide; 8 wrap into the
+#   *next* row: wrong elements inside $C$.
+# - $K = 40$ (right): the last K step reads 8 rows past the end of $B$: every element of $C$ is wrong.
 
 # %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]
 edge = helpers.run_or_load("wmma_edge_corruption")
@@ -676,24 +653,17 @@ for case in edge.data:
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The GPU and the replay need not agree element for element: where two warps store to the same
 # element of $C$ (a wrapped store and the correct one), which store lands last is not defined, and
-# it can change from run to run.
+# it can change from run to run; the replay runs the tiles in launch order.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# On the GPU the wrapped stores race with the correct stores of the neighbouring tiles, so the number of corrupted elements can change from run to run; the replay runs tiles in launch order. The stores past the end of C are what would overwrite other data in a real program.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### E'. Where the replayed stores land, and which of M, N, K sent them there
-
-# %% slideshow={"slide_type": "-"}
-for M, N, K in W.EDGE_CASES:                # where the replayed stores land, and why
+# %% slideshow={"slide_type": "subslide"}
+for M, N, K in W.EDGE_CASES:                # where the replayed stores land, and which of M, N, K sent them there
     s = W.edge_store_sources(M, N, K)
-    print(f"M={M} N={N} K={K}: {s['past_end']} stores past the end of C: {s['past_end_rows']} from the tile rows "
-          f"{M}-{s['mp'] - 1} (M = {M}), {s['past_end_wrap_only']} only through the column wrap; "
-          f"{s['wrapped_inside']} elements of C hit by wrapped columns (N = {N}); "
-          f"{s['b_rows_past_end']} rows of B read past its end (K = {K})")
+    print(f"M={M} N={N} K={K}: {s['past_end_rows']} stores past the end from the tile rows {M}-{s['mp'] - 1}, "
+          f"{s['past_end_wrap_only']} only through the column wrap; {s['wrapped_inside']} elements of C hit by "
+          f"wrapped columns; {s['b_rows_past_end']} rows of B read past its end")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### F. Alignment: the helper checks it too
+# ### E. Alignment: the helper checks it too
 #
 # `load_matrix_sync` needs 32-byte aligned tile pointers. A CuPy view that starts mid-row, e.g.
 # `X[:, 1:]` or a slice of a flat buffer at an odd offset, is not. On a GPU the helper rejects it
@@ -711,11 +681,11 @@ else:
     print("CPU backend: no CuPy arrays here; the size rule above is checked the same way on every backend.")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### G. A first step: 2×2 fragments per warp
+# ### F. A first step: 2×2 fragments per warp
 #
-# A first step fits in this lesson: let each warp compute a 32×32 tile from 2×2 fragments, so each
-# loaded fragment feeds two `mma_sync` (exercise 7). Measured, with the column-major-$B$ variant of
-# exercise 6 for comparison (same loads per FLOP, different layout):
+# Each warp computes a 32×32 tile from 2×2 fragments, so each loaded fragment feeds two `mma_sync`
+# (exercise 7). Measured, with the column-major-$B$ variant of exercise 6 for comparison (same loads
+# per FLOP, different layout):
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 var = helpers.run_or_load("wmma_variants_speed")
@@ -729,55 +699,29 @@ helpers.display.table(helpers.clocks.with_clock(var.data), ["kernel", "m", "tflo
 # This lesson follows three source articles: seed 000's naive WMMA section (its kernel is
 # `wmma_gemm_naive`, with its launch configuration `dim3(32, 8)`), seed 001's sections on the Tensor
 # Core principle, the WMMA model, fragment load/store and MMA, and seed 002's architecture table and
-# WMMA example. Where they are wrong or contradict themselves, the computation that settles it:
+# WMMA example. Where they are wrong or contradict themselves:
 #
-# - **Operation count**: seed 000, below.
-# - **Types per architecture**: seed 002's table (sec. 3.3), below.
-# - **Pointer alignment**: seed 001 says the pointer must be 16-byte aligned; that is the `ldm`
-#   granule; the pointer rule is 32 bytes ("Rules the hardware relies on").
-# - **`mma_sync` and PTX**: seed 001 says `mma_sync` "corresponds to PTX `mma.sync.aligned.m16n8k16`";
-#   the PTX is `wmma.mma.sync ... m16n16k16`, and m16n8k16 appears in the SASS ("From `mma_sync` to the machine").
-#
-# Seed 000's speed for this kernel, on the RTX 4090, is set beside the H200's at the end.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Three more
-#
-# - **Index overflow.** The course's `wmma_gemm_naive` computes the tile offsets in `size_t`. Seed 000's
-#   `row * K + i` is an `int` product, which overflows once $M K$ reaches $2^{31}$ ($46341^2$).
-# - **A numpy "simulation".** Seed 001's Python demo multiplies 16×16 blocks with float32 `@`: it never
-#   rounds the inputs to FP16, uses non-negative inputs, and times Python loops against numpy. The
-#   course's emulation (`helpers.emulate.tensor_core_gemm`) rounds inputs to FP16 and models the Tensor
-#   Core's block-wise truncated FP32 accumulation.
-# - **Seed 002's WMMA example** (sec. 4.2), which exercise 6 fixes. It declares $B$ column-major
-#   (`fragment<matrix_b, ..., col_major>`, "B: K x N, column-major") but addresses it row-major
-#   (`B + k * N + warpCol * 16`, `ldm = N`), so every fragment holds the wrong elements and the result
-#   is wrong; and its `store_matrix_sync(..., row_major)` does not compile: the layout argument of a
-#   store is `wmma::mem_row_major`.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### One `mma_sync`: 4096 or 8192 multiply-adds?
-#
-# Seed 000 contradicts itself. It says one `mma_sync` does "16×16×16 = 4096 次乘加"
-# (multiply-adds) in one section, and "等效 8192 次乘加（约 16K FLOPs）" (8192 multiply-adds, about 16K
-# FLOPs) in the next. The first is right. The second counts each multiply-add as two
-# *and then* doubles again:
-
-# %% slideshow={"slide_type": "-"}
-claims = [("4096 multiply-adds", 4096, multiply_adds), ("8192 multiply-adds", 8192, multiply_adds),
-          ("about 16K FLOPs", 16 * 1024, flops)]
-for text, claimed, actual in claims:
-    verdict = "correct" if claimed == actual else f"wrong: {claimed / actual:g}x the true count"
-    print(f"seed: {text:20s} actual {actual:5d}  -> {verdict}")
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Which types each architecture offers
-#
-# Seed 002's table (sec. 3.3) lists Volta: FP16; Turing: FP16, INT8/INT4; Ampere: FP16, BF16, TF32,
-# INT8; Hopper: FP16, BF16, TF32, FP8, INT8; Blackwell: FP16, BF16, TF32, FP8, INT4. It leaves out
-# the FP64 Tensor Cores (the `double` row: A100, H100/H200), the 1-bit type (`b1`), Ampere's INT4,
-# Ada (sm_89) entirely, whose Tensor Cores were the first with FP8 next to Hopper's (Ada whitepaper),
-# and Blackwell's FP6 and FP4 (Blackwell architecture technical brief).
+# - **Operation count.** Seed 000 says one `mma_sync` does "16×16×16 = 4096 次乘加" (multiply-adds),
+#   and in its next section "等效 8192 次乘加（约 16K FLOPs）" (8192 multiply-adds, about 16K FLOPs). The
+#   first is right; the second counts each multiply-add as two *and then* doubles again (slide "What a
+#   Tensor Core computes").
+# - **Types per architecture.** Seed 002's table (sec. 3.3) leaves out the FP64 Tensor Cores (the
+#   `double` row), the 1-bit type, Ampere's INT4, Ada (sm_89), whose Tensor Cores had FP8 next to
+#   Hopper's (Ada whitepaper), and Blackwell's FP6 and FP4 (Blackwell architecture technical brief).
+# - **Pointer alignment.** Seed 001 says 16 bytes: that is the `ldm` granule; the pointer rule is 32
+#   bytes ("Rules the hardware relies on").
+# - **`mma_sync` and PTX.** Seed 001 says `mma_sync` "corresponds to PTX `mma.sync.aligned.m16n8k16`";
+#   the PTX is `wmma.mma.sync ... m16n16k16`, and m16n8k16 appears in the SASS ("From `mma_sync` to the
+#   machine").
+# - **Index overflow.** Seed 000's `row * K + i` is an `int` product, which overflows once $M K$
+#   reaches $2^{31}$; the course's `wmma_gemm_naive` computes the tile offsets in `size_t`.
+# - **A numpy "simulation".** Seed 001's Python demo multiplies 16×16 blocks with float32 `@`, never
+#   rounding the inputs to FP16; the course's emulation (`helpers.emulate.tensor_core_gemm`) rounds them
+#   and models the Tensor Core's block-wise truncated FP32 accumulation.
+# - **Seed 002's WMMA example** (sec. 4.2), which exercise 6 fixes, declares $B$ column-major but
+#   addresses it row-major (`B + k * N + warpCol * 16`, `ldm = N`), so every fragment holds the wrong
+#   elements; and its `store_matrix_sync(..., row_major)` does not compile: a store's layout argument
+#   is `wmma::mem_row_major`.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Seed 000's speed at 2048, beside the H200's
@@ -809,6 +753,6 @@ print(f"H200 / RTX 4090: FP16 tensor peak {peak16[rec.gpu_name] / peak16[seed.gp
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The H200's FP16 Tensor Core peak is several times the RTX 4090's, yet it runs this kernel no faster
-# (the last line): what sets the kernel's pace is its loads, not the Tensor Cores (slide "Why naive
-# WMMA is far from cuBLAS"), in line with the seed's own explanation. With one number from the seed,
-# timed another way and with no clock, the comparison goes no further.
+# (the last line): what sets its pace is its loads, not the Tensor Cores (slide "Why naive WMMA is far
+# from cuBLAS"), as the seed itself says. With one number from the seed, timed another way and with no
+# clock, the comparison goes no further.

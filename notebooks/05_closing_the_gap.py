@@ -114,8 +114,8 @@ print(f"lesson 2's naive WMMA at 4096: {naive:.1f} TFLOP/s; half of cuBLAS is "
 # ## The ladder, and the predictions made before measuring
 #
 # Every rung keeps rung 1's arithmetic and changes one thing about how data reaches the Tensor
-# Cores. The predicted gain over the rung before is in the kernel registry (`helpers/kernels.py`),
-# written down before the first measurement.
+# Cores. Its predicted gain over the rung before, and the reason for it, are in the kernel registry
+# (`helpers/kernels.py`).
 
 # %% slideshow={"slide_type": "-"}
 rungs = [dict(rung=r.rung, kernel=r.name, idea=r.idea, gain=f"x{r.predicted_gain:g}", why=r.why,
@@ -426,13 +426,14 @@ fig = helpers.plots.ladder(L.timed_by_size(data), peak=peak, source=source, lege
 # A prediction is a model of where the time goes; a miss says which part of the model was wrong.
 # A gain is **as predicted** when the prediction lies inside the timings' spread (p10-p90 of both
 # rungs, the "p10-p90" columns above), **missed** outside it, **unresolved** when a predicted gain's
-# spread also holds x1.00. For each miss at 4096, the most likely reason (written for both directions before the measurement):
+# spread also holds x1.00. For each miss at 4096, its likely reason (`L.MISS_NOTES` gives one for either
+# direction, stated with the prediction):
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 rows = [dict(g, note=L.MISS_NOTES[g["rung"]][g["direction"]] if g["direction"] else "")
         for g in L.gains(data, 4096)[1:]]
 helpers.display.table(rows, ["rung", "predicted", "low", "high", "verdict", "note"],
-                      ["rung", "predicted", "p10-p90 from", "to", "verdict", "written before measuring"],
+                      ["rung", "predicted", "p10-p90 from", "to", "verdict", "likely reason"],
                       {"predicted": "g", "low": ".2f", "high": ".2f"})
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -498,9 +499,8 @@ helpers.display.table(res, ["rung", "kernel", "regs", "smem", "spills"],
                        "local memory (spills, bytes)"])
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The ptxas reports and what the compiler emitted per rung (SASS opcode counts) are in appendix E.
-# Their register counts come from another build of the same files (nvcc, offline), and where they
-# differ from this table's (rung 2), it is the build: appendix E sets the two side by side.
+# The ptxas reports of a second, offline build of the same files (nvcc) and what the compiler emitted
+# per rung (SASS opcode counts) are in appendix E.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
@@ -597,10 +597,10 @@ for n in L.TIMED_SIZES:
 # ## Appendix: details behind the main slides
 #
 # - A. The power cap: why cuBLAS is slower at 8192
-# - B. One check for every rung: sizes and arithmetic
+# - B. One check for every rung
 # - C. What the profiler counted: the bytes
 # - D. The kernels of rungs 2, 4, 5 and 6, and why 8 halves of padding
-# - E. Registers and instructions: ptxas reports, SASS opcode counts
+# - E. Registers and instructions
 # - F. Rung 7: its main loop and three practical hurdles
 # - G. On older GPUs
 # - H. Claims checked: the seed article's practical notes
@@ -609,9 +609,8 @@ for n in L.TIMED_SIZES:
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A. The power cap: why cuBLAS is slower at 8192
 #
-# Every timing in the record carries what NVML read while it ran (`helpers.clocks`): the SM clock
-# (median and lowest), the power (median and highest), the temperature, and the reasons the driver
-# gave for holding the clock down:
+# Every timing in the record carries what NVML read while it ran (`helpers.clocks`): SM clock, power,
+# temperature, and the reasons the driver gave for holding the clock down:
 
 # %% slideshow={"slide_type": "-"}
 lad = rec.meta["experiments"]["ladder"]
@@ -632,29 +631,23 @@ helpers.display.table(rows, ["where", "m", "tflops", "sm_mhz", "sm_mhz_min", "po
 # the clock beside every number instead: compare kernels at the same size, and read their clocks.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Locking the clocks (nvidia-smi --lock-gpu-clocks, admin only) would give flat numbers, but at a
-# clock the GPU does not run at in practice; a long run at 8192 can reach the power limit on this
-# machine (it did in this record; not in every run: lesson 07's record has cuBLAS FP16 at 8192 at full
-# clock), and that is a property of the workload worth showing. The ladder experiment timed cuBLAS separately:
-# its own rows are in the table too. NVML's power reading is an average over a window and can lag a
-# burst (the ladder's 8192 row reports the cap with a low median power); the clock and the reason the
-# driver gives are the direct evidence.
+# Locking the clocks (nvidia-smi --lock-gpu-clocks, admin only) would give flat numbers, but at a clock
+# the GPU does not run at in practice. NVML's power reading is an average over a window and can lag a
+# burst; the clock and the reason the driver gives are the direct evidence.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### B. One check for every rung
 #
 # - **Sizes.** Rungs 2-6 move whole $128 \times 128$ tiles of $C$ and 32-deep slices of $K$ (rung 7:
 #   $128 \times 256$ and 64), with no bounds checks inside the kernels. The launcher **zero-pads**
-#   $M, N$ to multiples of the tile and $K$ to a multiple of its depth (`helpers.gemm(..., pad=True)`,
-#   as for lesson 2's kernel), then crops $C$. Zero rows and columns add exact zeros to every dot product.
+#   $M, N$ to multiples of the tile and $K$ to a multiple of its depth (`helpers.gemm(..., pad=True)`),
+#   then crops $C$. Zero rows and columns add exact zeros to every dot product.
 # - **Arithmetic.** Every rung keeps one FP32 accumulator per output and walks $K$ in order, 16 at a
-#   time, with the same Tensor Core instruction: WMMA's m16n16k16 is PTX `wmma.mma`, which `ptxas`
-#   turns into two `HMMA.16816` on sm_90 (lesson 02), the instruction rung 6's PTX
-#   `mma.sync.m16n8k16` becomes too. So rungs 1-6 compute the *same sums in the same order*, and the CPU emulation of all of
-#   them is `helpers.emulate.tensor_core_gemm(inputs='fp16', acc='fp32')`. Rung 7's `wgmma` also
-#   walks $K$ 16 at a time into one accumulator; that it rounds like `mma.sync` inside each step is an
-#   assumption, which the GPU tests check against the emulation. A rung that split $K$ across warps,
-#   or used another accumulation order, would need its own emulation.
+#   time, with the same Tensor Core instruction: WMMA's m16n16k16 becomes two `HMMA.16816` on sm_90
+#   (lesson 02), as rung 6's `mma.sync.m16n8k16` does. So rungs 1-6 compute the *same sums in the same
+#   order*, and one CPU emulation serves them all (`helpers.emulate.tensor_core_gemm(inputs='fp16',
+#   acc='fp32')`). That rung 7's `wgmma` rounds the same way is an assumption, which the GPU tests
+#   check against the emulation.
 #
 # Without the padding a rung refuses a size that is not a multiple of its tile:
 
@@ -681,44 +674,15 @@ helpers.display.table(rows, ["rung", "model_gb", "l1_load_gb", "l2_read_gb", "dr
                       fmt={k: ".2f" for k in ("model_gb", "l1_load_gb", "l2_read_gb", "dram_read_gb")}
                       | {"l2_hit_pct": ".0f", "smem_store_conflicts": ".3g"})
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# The ratios the notes below use, computed from the table and the recorded counters:
-
-# %% slideshow={"slide_type": "-"}
-by = {r["rung"]: r for r in rows}
-l2_old, l2_new = [by[k]["l2_read_gb"] for k in (2, 3, 4)], [by[k]["l2_read_gb"] for k in (5, 6)]
-print(f"rungs 5-6 / rungs 2-4: L1 sectors {by[5]['l1_load_gb'] / by[4]['l1_load_gb']:.2f}x, "
-      f"L2 reads {min(l2_new) / max(l2_old):.1f}x to {max(l2_new) / min(l2_old):.1f}x")
-for k in range(2, 7):
-    print(f"rung {k}: L2 reads / L1 sectors {by[k]['l2_read_gb'] / by[k]['l1_load_gb']:.2f}, L1 hit rate {by[k]['l1_hit_pct']:.1f}%")
-print("shared-store conflicts per store wavefront: "
-      + ", ".join(f"rung {k} {by[k]['smem_store_conflicts'] / by[k]['smem_store_wavefronts']:.1%}" for k in (2, 3, 4)))
-sts4 = prof.counter("rung4", "smem_store_instructions")
-print(f"rung 4: {by[4]['smem_store_wavefronts'] / sts4:.1f} wavefronts per 16-byte store instruction (4 at least: "
-      f"32 lanes x 16 bytes / 128 bytes), {by[4]['smem_store_conflicts'] / sts4:.1f} of them conflicts")
-
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# - Rungs 2-4 move the model's bytes through L1 (their L1 column is $A$ and $B$ of the model exactly),
-#   and L2 reads fewer sectors than L1 counts. Rungs 5-6 copy with `cp.async.cg` (SASS
-#   `LDGSTS.E.BYPASS`): `.cg` caches the copy in L2 only, bypassing L1. L1 counts more sectors for them,
-#   and their L2 reads are about twice rungs 2-4's, more than their own L1 sectors (all printed above).
-#   Bypassing L1 does not explain the doubling by itself: L1 hit only a few per cent of rungs 2-4's
-#   sectors, far fewer than the gap between their L1 and L2 columns, and these counters do not say
-#   where the rest of the difference comes from. Rung 7's TMA copies bypass L1 altogether. From rung 2
-#   on, the DRAM reads barely change from rung to rung: L2 holds the rest. Rung 1 reads more than twice
-#   as much from DRAM as any other rung.
-# - **Shared-store conflicts** (the main path's stall notes send you here). Rung 3's padding is for the
-#   fragment *loads*; the stores hardly notice it. Rungs 2 and 3 store 2 bytes per thread, a warp
-#   filling 64 consecutive bytes of one row: 1 wavefront, no conflict in the bank model; the counters
-#   find 1 to 2 conflicts per hundred store wavefronts (printed), and do not say where from.
-#   Rung 4 stores 16 bytes per thread, served like the fragment loads 8 lanes (128 bytes) per
-#   wavefront. For $B$ (272-byte rows) 8 lanes write 128 consecutive bytes: no conflict. For $A$
-#   (80-byte rows, 64 bytes of data each) they write two rows, bytes 0-63 and 80-143, and bytes 128-143
-#   fall on the banks of bytes 0-15: 2 wavefronts instead of 1. Half of the copy instructions are
-#   $A$'s, so the model expects 2 conflicts per store instruction on top of the 4 wavefronts its 512
-#   bytes need, and the counters measure about that (printed above).
-# - Rung 1's loads touch twice the requested bytes in sectors (lesson 02), and what reaches **L2** is
-#   far below the model: the 8 warps of a block read the same $B$ tile, and L1 serves the repeats.
+# - Rungs 2-4 move the model's bytes through L1 (their L1 column is the model's $A$ and $B$). Rungs 5-6
+#   copy with `cp.async.cg`, which caches in L2 only; rung 7's TMA copies bypass L1 altogether. From
+#   rung 2 on, DRAM reads barely change: L2 holds the rest. Rung 1's loads touch twice the requested
+#   bytes in sectors (lesson 02), and L1 serves the 8 warps of a block that read the same $B$ tile.
+# - **Shared-store conflicts.** Rung 3's padding is for the fragment *loads*. Rung 4 stores 16 bytes
+#   per thread, 8 lanes (128 bytes) per wavefront: into $A$'s 80-byte rows (64 bytes of data) 8 lanes
+#   write bytes 0-63 and 80-143 of the tile, and bytes 128-143 fall on the banks of bytes 0-15: two
+#   wavefronts instead of one, for half of the copies. The 8x fewer instructions outweigh that cost.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### D. The kernels of rungs 2, 4, 5 and 6 (`kernels/ladder.cu`)
@@ -754,6 +718,10 @@ helpers.display.table(analysis.pad_options(), ["pad_halves", "A_ways", "B_ways",
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E. Registers and instructions
+#
+# The ptxas reports of `tools/kernel_dumps.sh` (nvcc, offline, `-arch=sm_90`; `sm_90a` for rung 7), a
+# second build of the same files beside the one the timed run used (CuPy's NVRTC, whose counts the
+# main table shows):
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 build = helpers.results.RESULTS_DIR / "build-nvidia-h200"
@@ -763,29 +731,12 @@ for name in ("ladder.ptxas.txt", "ladder_sm90a.ptxas.txt"):
     else:
         print(f"no recorded ptxas report {name} yet")
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# These reports come from `tools/kernel_dumps.sh` (nvcc, offline, `-arch=sm_90`; `sm_90a` for rung 7),
-# not from the build the timed run used (CuPy's NVRTC at run time, whose count the driver reports in the
-# main table). Same files, same GPU architecture, two compiler paths: side by side, from the record.
-
-# %% slideshow={"slide_type": "-"}
-ptxas = {}
-for f in sorted(build.glob("*.ptxas.txt")):
-    for kern, regs in re.findall(r"entry function '(\w+)'(?:(?!entry function).)*?Used (\d+) registers", f.read_text(), re.S):
-        ptxas.setdefault(kern, int(regs))
-rows = [dict(r, ptxas_regs=ptxas.get(r["kernel"], "not in the reports")) for r in L.timed_rows(lad, 4096)
-        if r["rung"] >= 1]
-helpers.display.table(rows, ["rung", "kernel", "regs", "ptxas_regs"],
-                      ["rung", "kernel", "registers: timed build (driver)", "registers: nvcc's ptxas report"])
-
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# What the compiler emitted for each rung (static instruction counts from the recorded SASS): the
-# copies (`LDG`+`STS`, then `LDGSTS` = cp.async, then `UTMALDG` = TMA), the shared-memory reads
-# (`LDS`, `LDSM` = ldmatrix) and the Tensor Core instructions (`HMMA` = mma.sync, `HGMMA` = wgmma).
-# A line predicated `@!PT` is left out: `PT` is the predicate that is always true, so `@!PT` never
-# runs. Rungs 5-6's listings hold such `@!PT LDS RZ, [RZ]` lines next to their `LDGSTS` (how many is
-# printed under the table); no thread executes them. Rungs 2-6 read their fragments with `LDSM` only
-# (rung 7's `wgmma` reads shared memory itself).
+# What the compiler emitted for each rung (static counts from the recorded SASS): the copies
+# (`LDG`+`STS`, then `LDGSTS` = cp.async, then `UTMALDG` = TMA), the shared-memory reads (`LDS`,
+# `LDSM` = ldmatrix) and the Tensor Core instructions (`HMMA` = mma.sync, `HGMMA` = wgmma). Lines
+# predicated `@!PT` (never executed: `PT` is always true) are left out. Rungs 2-6 read their
+# fragments with `LDSM` only.
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 from IPython.display import display
@@ -794,12 +745,6 @@ for name in ("ladder.sm_90.sass", "ladder_sm90a.sm_90a.sass"):
     if (build / name).is_file():
         counts = analysis.sass_opcode_counts(build / name)
         display(helpers.display.table([dict(kernel=k, **v) for k, v in counts.items()], ["kernel", *analysis.SASS_OPS]))
-        never = {}
-        for kern, _, text, op in analysis.sass_instructions(build / name):
-            if text.startswith("@!PT"):
-                never[f"{kern} {op.split('.')[0]}"] = never.get(f"{kern} {op.split('.')[0]}", 0) + 1
-        if never:
-            print("left out, predicated @!PT (never executed):", ", ".join(f"{k} {v}" for k, v in never.items()))
     else:
         print(f"no recorded SASS {name} yet")
 
@@ -813,18 +758,17 @@ print(src7[src7.index("    for (int kt = 0"):src7.index("    // Accumulator layo
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The main loop: wait on the stage's mbarrier, fence, four wgmma (K = 64 in steps of 16: the
 # descriptor's start address moves 32 bytes inside the swizzled row), commit, wait for them, barrier,
-# and thread 0 re-arms the stage's barrier and asks TMA for the tile 4 steps ahead. Everything the
-# full kernel adds (descriptors, the wait loop, the epilogue) is in kernels/ladder_sm90a.cu.
+# and thread 0 re-arms the stage's barrier and asks TMA for the tile 4 steps ahead.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **Three practical hurdles, and what the course does.**
 # `wgmma` exists only on sm_90a, and CuPy's `RawModule(code=...)` always adds its own `-arch=sm_90`:
 # the helper compiles with NVRTC for `sm_90a` itself and loads the cubin with `RawModule(path=...)`.
 # The tensor map comes from the driver's `cuTensorMapEncodeTiled` (through NVIDIA's `cuda-bindings`) and
-# is passed by value. This kernel's `wgmma` reads both operands **K-major** (no transpose bit): in memory,
-# consecutive elements run along $K$, which A (row-major, $M \times K$) already is and B ($K \times N$,
-# row-major) is not; so the launcher transposes B first, **inside** the timed run. And because a wrong
-# tensor map or barrier hangs or faults the GPU, this rung is measured in a child process.
+# is passed by value. This kernel's `wgmma` reads both operands **K-major**: A (row-major, $M \times K$)
+# already is, B ($K \times N$, row-major) is not, so the launcher transposes B first, **inside** the
+# timed run. And because a wrong tensor map or barrier hangs or faults the GPU, this rung is measured
+# in a child process.
 #
 # *Phase* of an mbarrier: it completes a phase when the expected arrivals and bytes are in, and flips a
 # parity bit; waiters test that bit (`try_wait.parity`), and each reuse of the stage is the next phase.
@@ -833,8 +777,8 @@ print(src7[src7.index("    for (int kt = 0"):src7.index("    // Accumulator layo
 # ### G. On older GPUs
 #
 # Rungs 1-4 need WMMA (sm_70+); rungs 5-6 need `cp.async` and `ldmatrix`/`mma.sync m16n8k16`
-# (sm_80+); rung 7 needs sm_90a, which only Hopper has (`wgmma` is not on later GPUs either). On any
-# other GPU the lesson skips those rungs with a message, and `try_kernel` runs the rungs it can:
+# (sm_80+); rung 7 needs sm_90a, which only Hopper has. On any other GPU the lesson skips those rungs
+# with a message, and `try_kernel` runs the rungs it can:
 
 # %% slideshow={"slide_type": "-"}
 for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("H200", (9, 0)), ("B200", (10, 0))]:
@@ -845,8 +789,8 @@ for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("H200", (9, 0)), ("B20
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### H. Claims checked: the seed article's practical notes
 #
-# The lesson follows the "practical notes" of seed 001 (tiling through shared memory, bank-conflict
-# padding, software pipelining / prefetch), which describes them in a paragraph each and measures none.
+# The lesson follows seed 001's "practical notes" (tiling through shared memory, bank-conflict padding,
+# prefetching), a paragraph each, measured nowhere.
 #
 # - **"Pad one extra row"** when allocating the shared array (在分配共享内存数组时多垫一行数据). An extra
 #   *row* leaves the row stride, and so every bank, unchanged; the padding has to go at the end of

@@ -38,8 +38,8 @@ def test_predicted_chain_and_gains():
 
 
 def test_gains_are_judged_against_the_measured_spread():
-    """Lesson 6's rule (helpers.experiments.hopper.verdict) on lesson 5's ladder: with p10/p90 timings a
-    prediction outside the spread misses, in its direction; the old +-25% would have passed rung 3 here."""
+    """The course's rule (helpers.timing.verdict) on lesson 5's ladder: with p10/p90 timings a prediction
+    outside the spread misses, in its direction (rung 3 here: 1.2x measured, 1.5x predicted)."""
     rows = _rows()
     for r in rows[1:]:
         ms = 1.0 / r["tflops"]
@@ -80,14 +80,6 @@ def test_exercise_checkers(capsys):
     assert exercises.last_result is True
     out = capsys.readouterr().out
     assert "Not answered yet" in out and "Correct." in out and "Not quite" in out
-
-
-def test_the_lesson_uses_no_moved_names():
-    """Lesson 05 reads the registry, the models and the exercises from their own modules."""
-    src = (Path(__file__).resolve().parent.parent / "notebooks" / "05_closing_the_gap.py").read_text()
-    for name in ("RUNGS", "traffic_bytes", "intensity", "bank_ways", "check_tile_traffic", "plot_ladder",
-                 "demo_lines", "skip_message(r", "PIPE_SMEM", "DEFAULT_SMEM_LIMIT", "sass_opcode_counts"):
-        assert f"L.{name}" not in src, name
 
 
 # --------------------------------------------------------------------------- exercise 4: edit rung 5
@@ -223,7 +215,7 @@ def test_record_lines_and_the_pipeline_picture():
     assert "3 later tiles" in fig.axes[0].get_title("left") and "1 later tile may" in fig.axes[1].get_title("left")
 
 
-# --------------------------------------------------------------------------- claims of the lesson's prose
+# --------------------------------------------------------------------------- the yardstick and exercise 4
 def test_the_yardstick_writes_fp16_c_and_the_rungs_fp32_c():
     """'The yardstick': cupy.matmul on float16 (the ladder's rung 0) writes FP16 C, every rung FP32 C: half
     the output bytes (lesson 06 compares like for like)."""
@@ -235,8 +227,8 @@ def test_the_yardstick_writes_fp16_c_and_the_rungs_fp32_c():
 
 
 def test_the_verdict_divides_by_cublas_timed_beside_the_rungs():
-    """The first slide prints the sweep's cuBLAS and the ladder run's own (rung 0), which the verdict divides
-    by; in the record they differ by a few percent (under 10%) at both sizes."""
+    """cublas_beside_rungs is the ladder run's own cuBLAS row (rung 0), the one frac_cublas divides by; None
+    for a record without a ladder run."""
     import types
 
     rec = helpers.results.load_latest()
@@ -245,8 +237,6 @@ def test_the_verdict_divides_by_cublas_timed_beside_the_rungs():
         cub, *rs = beside[n]
         assert cub is L.cublas_beside_rungs(rec, n)
         assert cub["rung"] == 0 and cub["kernel"] == "cublas_fp16"
-        assert 0.9 < cub["tflops"] / rec.value("cublas_fp16", n) < 1.1
-        assert cub["tflops"] != rec.value("cublas_fp16", n)
         best = max(rs, key=lambda r: r["tflops"])
         assert best["frac_cublas"] == pytest.approx(best["tflops"] / cub["tflops"], rel=0.01)
     for meta in ({}, {"experiments": {}}, {"experiments": {"ladder": None}}):   # a record without a ladder run
@@ -254,122 +244,36 @@ def test_the_verdict_divides_by_cublas_timed_beside_the_rungs():
 
 
 def test_exercise_4_edits_the_replacement_string_not_the_file(capsys):
-    """Exercise 4's cell edits source_of(5, replace={old: new})'s second string; `old` must stay in
-    kernels/ladder.cu exactly once (so the instructions say to leave the file as it is)."""
+    """Exercise 4's cell edits source_of(5, replace={old: new})'s second string; `old` must be in
+    kernels/ladder.cu exactly once, and the checker says to edit the second string when it is unchanged."""
     import json
     import re
 
     nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "05_closing_the_gap.ipynb").read_text())
-    cells = ["".join(c["source"]) for c in nb["cells"]]
-    cell = next(c for c in cells if "prediction = ..." in c)
+    cell = next("".join(c["source"]) for c in nb["cells"] if "prediction = ..." in "".join(c["source"]))
     old, new = re.search(r'replace=\{"([^"]+)": "([^"]+)"\}', cell).groups()
     assert old == new == "#define STAGES 4"
     text = (Path(__file__).resolve().parent.parent / "kernels" / RUNGS[5].file).read_text()
     assert text.count(old) == 1
-    ask = next(c for c in cells if c.startswith("4. **Edit a kernel"))
-    assert "second string" in ask and "Leave the file itself as it is" in ask
     ex.check_stages_prediction(0.5, source=helpers.tryout.source_of(5))
     assert "second string" in capsys.readouterr().out
 
 
-# --------------------------------------------------------------------------- claims of the appendices
-def _nb05_cells():
-    import json
-
-    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "05_closing_the_gap.ipynb").read_text())
-    return [("".join(c["source"]), "".join("".join(o.get("text", "")) for o in c.get("outputs", []))) for c in nb["cells"]]
-
-
-def test_appendix_b_demo_is_refused_for_its_size_not_its_dtype():
-    """Appendix B: 'without the padding a rung refuses a size that is not a multiple of its tile' - the demo's
-    input has the rung's dtype, so the message is the size's."""
-    src, out = next((s, o) for s, o in _nb05_cells() if s.startswith("bad = np.ones"))
-    assert "dtype=np.float16" in src and np.dtype(RUNGS[2].in_dtype) == np.float16
-    assert "not a multiple of the kernel's tile" in out and "float32" not in out
+# --------------------------------------------------------------------------- the appendices' helpers
+def test_a_rung_refuses_a_size_that_is_not_a_multiple_of_its_tile():
+    """Appendix B: without the padding a rung refuses a size that is not a multiple of its tile, input of the
+    rung's own dtype."""
+    assert np.dtype(RUNGS[2].in_dtype) == np.float16
     with pytest.raises(helpers.InputError, match="not a multiple of the kernel's tile"):
         helpers.gemm("ladder_smem_tiled", np.ones((64, 64), np.float16), np.ones((64, 64), np.float16))
 
 
-def test_appendix_c_cp_async_cg_bytes():
-    """Appendix C: rungs 2-4's L2 reads are below their L1 sectors; rungs 5-6 copy with cp.async.cg
-    (LDGSTS.E.BYPASS), count more L1 sectors, read about twice rungs 2-4's bytes from L2 and more than their
-    own L1 sectors; L1 hit only a few per cent of rungs 2-4's sectors, far fewer than their L1-L2 gap."""
-    prof = helpers.profile.load_ncu()
-    r = {k: prof.row(f"rung{k}") for k in range(2, 7)}
-    for k in (2, 3, 4):
-        gap = 1 - r[k]["l2_read_gb"] / r[k]["l1_load_gb"]
-        assert r[k]["l1_hit_pct"] < 5 and gap > 4 * r[k]["l1_hit_pct"] / 100, k
-    for k in (5, 6):
-        assert r[k]["l2_read_gb"] > r[k]["l1_load_gb"] > max(r[j]["l1_load_gb"] for j in (2, 3, 4))
-        for j in (2, 3, 4):
-            assert 1.7 < r[k]["l2_read_gb"] / r[j]["l2_read_gb"] < 2.3, (k, j)     # "about twice"
-    src = (Path(__file__).resolve().parent.parent / "kernels" / "ladder.cu").read_text()
-    assert "cp.async.cg.shared.global" in src and "cp.async.ca" not in src
-    sass = helpers.results.RESULTS_DIR / "build-nvidia-h200" / "ladder.sm_90.sass"
-    ops = {(k, op) for k, _, _, op in analysis.sass_instructions(sass) if op.startswith("LDGSTS")}
-    assert ops == {(k, "LDGSTS.E.BYPASS.128") for k in ("ladder_cp_async", "ladder_mma_sync")}
-
-
-def _store_wavefronts(row_stride_bytes, row_bytes, lanes, access_bytes, lanes_per_wavefront, banks=32):
-    """Wavefronts of one shared store instruction in the bank model: lane l stores access_bytes at byte l *
-    access_bytes of a tile whose rows hold row_bytes of data, row_stride_bytes apart; each group of
-    lanes_per_wavefront lanes takes as many wavefronts as the most distinct 4-byte words one bank serves."""
-    total = 0
-    for g0 in range(0, lanes, lanes_per_wavefront):
-        words = {}
-        for lane in range(g0, g0 + lanes_per_wavefront):
-            row, col = divmod(lane * access_bytes, row_bytes)
-            start = row * row_stride_bytes + col
-            for word in range(start // 4, (start + access_bytes - 1) // 4 + 1):
-                words.setdefault(word % banks, set()).add(word)
-        total += max(len(v) for v in words.values())
-    return total
-
-
-def test_appendix_c_shared_store_conflicts():
-    """Appendix C's bullet on shared-store conflicts: rungs 2-3's 2-byte stores (a warp fills 64 consecutive
-    bytes of one row) take 1 wavefront; the counters find 1 to 2 conflicts per hundred store wavefronts. Rung
-    4's 16-byte stores, 8 lanes (128 bytes) per wavefront: B's 272-byte rows 1 wavefront per 8 lanes, A's
-    80-byte rows (64 bytes of data: bytes 0-63 and 80-143, 128-143 on the banks of 0-15) 2; half the copies
-    are A's: 2 conflicts per instruction on top of 4 wavefronts, and the counters measure about that."""
-    d = analysis.kernel_defines("ladder.cu")
-    bm, bn, bk, pad = d["BM"], d["BN"], d["BK"], d["SMEM_PAD"]
-    a_stride, b_stride, a_row, b_row = (bk + pad) * 2, (bn + pad) * 2, bk * 2, bn * 2
-    assert (a_stride, b_stride, a_row) == (80, 272, 64) and d["PAD"] == pad and d["RUNG2_PAD"] == 0
-    assert bm * bk == bk * bn                                           # as many A copies as B copies
-    assert 32 * 2 == a_row and bn % 32 == 0                             # rungs 2-3: a warp's halves in one row
-    for stride in (a_row, a_stride):                                    # rung 2 (unpadded), rung 3 (padded)
-        assert _store_wavefronts(stride, a_row, 32, 2, 32) == 1
-        assert _store_wavefronts(b_row + (stride - a_row), b_row, 32, 2, 32) == 1
-    assert _store_wavefronts(b_stride, b_row, 8, 16, 8) == 1
-    assert _store_wavefronts(a_stride, a_row, 8, 16, 8) == 2
-    assert (128 // 4) % 32 == 0 and (80 // 4) % 32 == 20                # bytes 128-143 sit on bytes 0-15's banks
-    wave_a, wave_b = _store_wavefronts(a_stride, a_row, 32, 16, 8), _store_wavefronts(b_stride, b_row, 32, 16, 8)
-    least = 32 * 16 // 128
-    assert least == 4 and (wave_a - least + wave_b - least) / 2 == 2
-    prof = helpers.profile.load_ncu()
-    r = {k: prof.row(f"rung{k}") for k in (2, 3, 4)}
-    for k in (2, 3):
-        assert 0.01 <= r[k]["smem_store_conflicts"] / r[k]["smem_store_wavefronts"] <= 0.02, k
-    sts = prof.counter("rung4", "smem_store_instructions")
-    assert r[4]["smem_store_conflicts"] / sts == pytest.approx(2, rel=0.1)
-    assert r[4]["smem_store_wavefronts"] == pytest.approx((least * sts + r[4]["smem_store_conflicts"]), rel=0.01)
-    assert r[4]["smem_store_conflicts"] > 10 * max(r[2]["smem_store_conflicts"], r[3]["smem_store_conflicts"])
-
-
-def test_appendix_e_leaves_out_never_executed_lds():
-    """Appendix E: rungs 5-6's listings hold @!PT LDS RZ, [RZ] lines next to (just before) their LDGSTS, which
-    the opcode table leaves out; rungs 2-6 read their fragments with LDSM only; rung 7 has no LDSM."""
+def test_sass_opcode_counts_leave_out_never_executed_lines():
+    """Appendix E: rungs 5-6's listings hold @!PT LDS RZ, [RZ] lines (never executed), which the opcode counts
+    leave out: rungs 2-6 read their fragments with LDSM only; rung 7 has no LDSM."""
     build = helpers.results.RESULTS_DIR / "build-nvidia-h200"
     ins = list(analysis.sass_instructions(build / "ladder.sm_90.sass"))
-    never = [i for i, x in enumerate(ins) if x[2].startswith("@!PT")]
-    assert never and {ins[i][0] for i in never} == {"ladder_cp_async", "ladder_mma_sync"}
-    assert {ins[i][2] for i in never} == {"@!PT LDS RZ, [RZ]"}
-    for i in never:
-        j = next(j for j in range(i, len(ins)) if not ins[j][2].startswith("@!PT"))
-        assert ins[j][3].startswith("LDGSTS"), ins[j]
+    assert {x[2] for x in ins if x[2].startswith("@!PT")} == {"@!PT LDS RZ, [RZ]"}
     counts = analysis.sass_opcode_counts(build / "ladder.sm_90.sass")
     assert all(c["LDS"] == 0 and c["LDSM"] > 0 for c in counts.values())
     assert analysis.sass_opcode_counts(build / "ladder_sm90a.sm_90a.sass")["ladder_wgmma_tma"]["LDSM"] == 0
-    src, _ = next(x for x in _nb05_cells() if "sass_opcode_counts" in x[0])
-    assert "@!PT" in src

@@ -1,7 +1,7 @@
 """Lessons are jupytext pairs (notebooks/jupytext.toml): notebooks/NN_topic.py, py:percent text with the
 slide types and nbval tags in the cell headers, and notebooks/NN_topic.ipynb with the CPU backend's
-outputs. These tests check that every committed pair is in sync, that the text round-trips and that
-pytest does not take the lesson texts for tests."""
+outputs. These tests check that every committed pair is in sync (the text is what jupytext writes from the
+.ipynb) and that pytest does not take the lesson texts for tests."""
 from __future__ import annotations
 
 import subprocess
@@ -44,36 +44,17 @@ def test_every_lesson_is_a_pair():
 @pytest.mark.parametrize("text", TEXTS, ids=lambda p: p.stem)
 def test_pair_in_sync(text):
     """The .ipynb holds the cells of its text (type, source, slide type, tags), and the text is exactly
-    what jupytext writes from the .ipynb: neither side was edited without the other."""
+    what jupytext writes from the .ipynb: neither side was edited without the other. The notebook carries the
+    course's metadata and a unique id on every cell."""
     ipynb = nbformat.read(text.with_suffix(".ipynb"), as_version=4)
     from_text = jupytext.read(text, fmt="py:percent", config=CONFIG)
     assert _cells(from_text) == _cells(ipynb), f"{text.name} and its .ipynb differ: run `make notebooks`"
     assert jupytext.writes(ipynb, fmt="py:percent", config=CONFIG) == text.read_text(), \
         f"{text.name} is not what jupytext writes from its .ipynb: run `make notebooks`"
-
-
-@pytest.mark.parametrize("text", TEXTS, ids=lambda p: p.stem)
-def test_text_round_trips(text):
-    """text -> notebook -> text gives the same text, and the notebook carries the course's settings."""
-    nb = jupytext.reads(text.read_text(), fmt="py:percent", config=CONFIG)
-    assert jupytext.writes(nb, fmt="py:percent", config=CONFIG) == text.read_text()
     for key, value in COURSE_METADATA.items():
-        assert nb.metadata.get(key) == value, f"{text.name}: notebook metadata {key!r}"
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_keeps_course_metadata_and_stable_ids(path):
-    nb = nbformat.read(path, as_version=4)
-    for key, value in COURSE_METADATA.items():
-        assert nb.metadata.get(key) == value, f"{path.name}: notebook metadata {key!r}"
-    ids = [c.get("id") for c in nb.cells]
-    assert len(set(ids)) == len(ids) and all(ids), f"{path.name}: missing or repeated cell ids"
-
-
-def test_slide_types_and_tags_are_in_the_cell_headers():
-    text = (NB_DIR / "00_start_here.py").read_text()
-    assert '# %% [markdown] slideshow={"slide_type": "slide"}\n# # Tensor Cores' in text
-    assert '# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]' in text
+        assert ipynb.metadata.get(key) == value, f"{text.name}: notebook metadata {key!r}"
+    ids = [c.get("id") for c in ipynb.cells]
+    assert len(set(ids)) == len(ids) and all(ids), f"{text.name}: missing or repeated cell ids"
 
 
 def test_pytest_does_not_collect_the_lesson_texts():

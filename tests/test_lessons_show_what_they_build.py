@@ -1,7 +1,6 @@
 """Every lesson shows the display objects it builds: a helper that returns a Markdown table or a TryResult
 (helpers.display.table and the helpers built on it) shows nothing unless it is the cell's last expression or is
-passed to display(). Lesson 7 once quoted two tables a print() after them had hidden (its nine-round goals and the
-counters beside cuBLASLt); this checks all lessons."""
+passed to display(); a print() after it hides it. This checks all lessons."""
 from __future__ import annotations
 
 import ast

@@ -112,7 +112,7 @@ def check_tiled_kernel(src, name: str = "gemm_tiled", tile: int = 16, check_size
     if not b.is_gpu:
         print(f"[{label}] The source has what a tiled kernel needs (extern \"C\" {name}, __shared__ tiles, "
               "two __syncthreads()), but compiling, running and checking it needs a CUDA GPU: this "
-              f"session runs on the CPU backend ({b.reason}). Run this cell on a GPU machine (for "
+              f"notebook runs on the CPU backend ({b.reason}). Run this cell on a GPU machine (for "
               "example a free Colab T4) for the verdict; the recorded H200 run of the worked solution "
               "is shown below.")
         sys.modules[__package__].last_result = None

@@ -66,7 +66,7 @@ def _needs_gpu(name: str) -> bool:
 
     if backend().is_gpu:
         return False
-    print(f"[{name}] This exercise compiles and runs your kernel, so it needs a CUDA GPU; this session "
+    print(f"[{name}] This exercise compiles and runs your kernel, so it needs a CUDA GPU; this notebook "
           "runs on the CPU backend. Run the notebook on a GPU to check it (the reference solution "
           "is in kernels/wmma_lesson.cu).")
     return True

@@ -1,4 +1,4 @@
-"""The result check on the GPU (issue 12): does it pass every kernel's correct results, and fail wrong ones?
+"""The result check on the GPU: does it pass every kernel's correct results, and fail wrong ones?
 
 Experiment ``check_false_alarms`` (``make record``): for every kernel in the registry, seeded random
 shapes (sizes not multiples of 16, K up to 4096, N(0,1) and U[0,1) data) run on the GPU and
@@ -17,8 +17,8 @@ from . import experiment
 
 SEEDS = 24
 MAX_K = 4096
-# products above the old 2^26 sample threshold (M, N, K, distribution): the sizes issue 22 found, one off
-# every tile grid, and the timed size itself
+# products above 2^26 (helpers.check.MODEL_FULL_PRODUCTS, where a model without a GPU version is compared on a
+# sample) as (M, N, K, distribution): a K just past a tile, sizes off every tile grid, and the timed size itself
 LARGE = ((128, 128, 4112, "uniform"), (400, 400, 512, "normal"), (1000, 1064, 1000, "normal"),
          (4096, 4096, 4096, "uniform"))
 
@@ -57,7 +57,7 @@ def kernel_rows(name: str, seeds: int = SEEDS, max_k: int = MAX_K, large: bool =
 
 
 def large_row(spec, m: int, n: int, k: int, dist: str) -> dict:
-    """One product above the old 2^26 sample threshold: the correct result must pass with every element
+    """One product above 2^26 (helpers.check.MODEL_FULL_PRODUCTS): the correct result must pass with every element
     compared with the model (on the GPU), and every local mutation of it (helpers.check.local_mutations)
     must fail."""
     import time

@@ -11,8 +11,8 @@ other rungs' results with it.
 
 Reading the rows (no GPU): ``timed_rows``, ``gains`` (predicted against measured, judged against the
 measured p10-p90 spread),
-``roofline_points``, ``errors``, and ``MISS_NOTES``, the explanations of a miss in either
-direction, written before the measurement.
+``roofline_points``, ``errors``, and ``MISS_NOTES``, the likely reason for a miss in either
+direction, stated with the prediction.
 """
 from __future__ import annotations
 
@@ -37,8 +37,7 @@ def predicted_tflops(rung1_tflops: float) -> dict[int, float]:
 # --------------------------------------------------------------------------- the experiment
 def _inputs(i: int, M: int, N: int, K: int):
     """Shape i's inputs (GPU): A (M x K) and B (K x N), N(0,1) drawn in FP32 by CuPy's seeded RandomState (seeds
-    500 + i and 600 + i) and rounded to FP16 on the GPU. numpy drew them on the host until 2026-12-04; at the hopper
-    record's largest shapes that took 15 of a rung's 38 s (lab/probes/record_cost.py, results/logs/record-cost)."""
+    500 + i and 600 + i) and rounded to FP16 on the GPU: drawing them on the GPU keeps the largest shapes quick."""
     import cupy
 
     A = cupy.random.RandomState(500 + i).standard_normal((M, K), dtype=cupy.float32).astype(cupy.float16)
@@ -277,7 +276,8 @@ def roofline_points(rows: list[dict], n: int) -> dict:
     return pts
 
 
-# Written before the measurement, for both directions; the notebook prints the one the data calls for.
+# The likely reason for a miss in either direction, stated with the prediction; the lesson prints the one the data
+# calls for.
 MISS_NOTES = {
     2: {"better": "rung 1 was even more load-bound than assumed: with 8x fewer requested bytes per FLOP "
                   "the waits on global memory shrink by more than the prediction allowed for.",

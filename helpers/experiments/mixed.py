@@ -259,31 +259,6 @@ def _marker(kernel: str) -> str:
     return "s" if kernel.startswith("cublas") else ("^" if kernel == "gemm_fp32_kernel" else "o")
 
 
-def plot_speed_vs_error(rows, size: int, *, source: str = ""):
-    """TFLOP/s against relative error (log-log) of every variant at one size."""
-    import matplotlib.pyplot as plt
-
-    from ..plots import apply_style
-
-    apply_style()
-    fig, ax = plt.subplots(figsize=(10.5, 6.2))
-    at = {r["kernel"]: r for r in rows if r["m"] == r["n"] == r["k"] == size}
-    for i, (k, label) in enumerate(VARIANTS.items()):
-        if k in at:   # earlier variants drawn larger, so a marker on top of another leaves a ring
-            r = at[k]
-            ax.plot([r["rel_err"]], [r["tflops"]], _marker(k), markersize=17 - i, color=VARIANT_COLORS[k],
-                    markeredgecolor="0.15", label=label, alpha=0.9)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("relative error vs float64, ||C - C_ref||_F / ||C_ref||_F   (lower is better)")
-    ax.set_ylabel("TFLOP/s (higher is better)")
-    ax.set_title(f"Speed vs error at M = N = K = {size}\ncolour: arithmetic; o our WMMA kernels, s cuBLAS, "
-                 f"^ CUDA cores\n{source}", loc="left")
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=11)
-    fig.tight_layout()
-    return fig
-
-
 def plot_tflops_vs_size(rows, *, source: str = ""):
     """TFLOP/s against size for every variant (log-log), coloured by arithmetic."""
     import matplotlib.pyplot as plt
