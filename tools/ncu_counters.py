@@ -186,8 +186,7 @@ def launch(target: str, n) -> None:
             raise SystemExit("cuBLASLt's FP8 GEMM needs nvmath-python or PyTorch here (helpers.fp8_gemm.cublaslt_fp8)")
         run = got[0]
     elif t.get("fp8_scaled"):
-        from helpers.experiments.fp8 import gpu_block_scaled_inputs
-        from helpers.fp8_gemm import block_scaled_launcher
+        from helpers.fp8_scaled import block_scaled_launcher, gpu_block_scaled_inputs
 
         run, _ = block_scaled_launcher(*gpu_block_scaled_inputs(M, N, K, seed=4096)[:4])
     elif t.get("fp8"):
