@@ -978,3 +978,86 @@ def ncu_pair_verdicts(rows: list[dict], predicted: dict | None = None) -> dict:
     return {k: {what: "as predicted" if (by[k][key[what]] > 1) == (way == "more") else "missed"
                 for what, way in p.items()}
             for k, p in predicted.items()}
+
+
+# --------------------------------------------------------------------------- lesson 7's "What else was tried"
+WHERE = "lab/notebooks/07_fp8_research.py"
+
+
+def _at(pairs) -> str:
+    """'x1.051 at 4096^3, x0.880 at 8192^3' from [(n, ratio), ...]."""
+    return ", ".join(f"x{v:.3f} at {n}^3" for n, v in pairs)
+
+
+def _stage_gain(data: dict, kernel: str, n: int = 4096) -> tuple[int, float]:
+    """The best build of `kernel` with more than 4 stages over its 4-stage build in the same rounds (stage_rows)."""
+    rows = [r for r in stage_rows(data, base=kernel) if r["kernel"] == kernel and r["n"] == n and r["stages"] > 4]
+    best = max(rows, key=lambda r: r["vs_base"])
+    return best["stages"], best["vs_base"]
+
+
+def tried() -> list[dict]:
+    """Lesson 7's rows of results/tried.json: one per idea of the FP8 kernels' race with cuBLASLt, in the order they
+    ran, with the prediction written before its run and the ratio measured (each computed here from lab/logs and the
+    record: prediction_rows' median round-by-round ratios where the idea was predicted, the record's timings where
+    not). `kept`: whether the kernels the course records carry the idea."""
+    pred = {}
+    for r in prediction_rows():
+        pred.setdefault(r["idea"], []).append(r)
+
+    def row(idea, key, kept, predicted=None, measured=None):
+        rs = pred.get(key, [])
+        return {"idea": idea, "kept": kept, "where": WHERE,
+                "predicted": predicted or _at((r["n"], r["predicted"]) for r in rs),
+                "measured": measured or _at((r["n"], r["measured"]) for r in rs)}
+
+    fp8 = load_latest().meta["experiments"]["fp8"]
+    pp = {(r["n"], r["kernel"]): r for r in fp8["speed_pingpong"]["rows"] if "tflops" in r}
+    ring = {k: _stage_gain(fp8, k) for k in ("fp8_wgmma_n128", "fp8_promote_128")}
+    desc = {r["n"]: r["vs_base"] for r in stage_rows(probe_log("fp8-desc-add"), base="fp8_promote_128")
+            if r["kernel"] == "fp8_promote_128" and r["options"] == "F8_DESC_ADD=1"}
+    first = [r for r in period_rows("fp8-period-probe") if r["build"] == 1 and r["n"] == 4096]
+    wide9 = [r for r in wide_rows() if r["run"].startswith("9") and r["kernel"] == WIDE_TRIED["kernel"]]
+    period2 = [r for k in ("fp8_promote_256", "fp8_promote_512") for r in pred[f"adds at a period's end, {k}"]
+               if r["n"] == 4096]
+    none = "none written"
+    return [
+        row("promotion overlapped: the two consumer warpgroups take turns (fp8_promote_pingpong)", None, "no", none,
+            _at((n, pp[n, "fp8_promote_pingpong"]["tflops"] / pp[n, "fp8_promote_128"]["tflops"]) for n in (4096, 8192))
+            + " over fp8_promote_128, one timing each (8192^3 at {} MHz against {})".format(
+                *(pp[8192, k].get("sm_mhz") for k in ("fp8_promote_pingpong", "fp8_promote_128")))),
+        row("a deeper ring: 5 to 7 stages for the 4-stage kernels", None, "no", none,
+            "; ".join(f"{k} x{v:.3f} at best ({s} stages, 4096^3)" for k, (s, v) in ring.items())),
+        row("fewer instructions: descriptors advanced by adds (F8_DESC_ADD)", None, "yes", none,
+            _at(sorted(desc.items())) + " (fp8_promote_128)"),
+        row("two partial sums in one warpgroup (fp8_promote_2acc)", "two partial sums", "yes"),
+        row("two CTAs sharing B by multicast (fp8_promote_2acc_cluster)", "2-CTA clusters sharing B", "no"),
+        row("C through shared memory and TMA (fp8_wgmma_store)", "C through shared memory", "yes"),
+        row("C through shared memory, promoting kernel (fp8_promote_2acc_store)", "C through shared memory, promoting",
+            "no"),
+        row("the store's bank conflicts spread (F8_STORE_SPREAD)", "store conflicts spread", "no"),
+        row("128 CTAs instead of one per SM (132)", "128 CTAs", "yes",
+            measured=_at((r["n"], r["measured"]) for r in pred["128 CTAs"]) + "; both kernels, both sizes: " + ", ".join(
+                f"x{r['measured']:.3f}" for k in YARDSTICK for r in pred[f"128 CTAs, {k}"])),
+        row("the next tile's K-tiles during the store (F8_FLOW=1)", "next tile's K-tiles during the store", "no"),
+        row("only the next tile's first K-tile during the store (F8_FLOW=2)", "only the next tile's first K-tile", "no"),
+        row("a ring of 5 or 7 stages for the lean kernel (6)", None, "no",
+            _at((r["n"], r["predicted"]) for r in pred["a ring of 5 stages"]) + " for each", "; ".join(f"{st} stages: " + _at((r["n"], r["measured"]) for r in pred[f"a ring of {st} stages"])
+                                         for st in (5, 7))),
+        row("descriptors in uniform registers (F8_UNIFORM)", None, "yes",
+            _at((r["n"], r["predicted"]) for r in pred["uniform descriptors, fp8_wgmma_store"]),
+            "; ".join(f"{k}: " + _at((r["n"], r["measured"]) for r in pred[f"uniform descriptors, {k}"])
+                      for k in YARDSTICK)),
+        row("promotion's wait only, without ptxas's injected one (F8_PERIOD=1)", None, "no",
+            _at((n, PERIOD_PREDICTED[k, n]) for k, n in PERIOD_PREDICTED if k == "fp8_promote_256" and n == 4096)
+            + " (256 and 512)",
+            ", ".join(f"{r['kernel'][12:]}: x{r['vs_first']:.3f}" for r in first) + " at 4096^3"),
+        row("each stage let go at once, the adds at a period's end (F8_PERIOD=2)", None, "yes",
+            ", ".join(f"{r['idea'][-3:]}: x{r['predicted']:.3f}" for r in period2) + " at 4096^3",
+            ", ".join(f"{r['idea'][-3:]}: x{r['measured']:.3f}" for r in period2) + " at 4096^3"),
+        row("a time limit for the mbarrier waits (MBAR_WAIT=1)", "a time limit for the waits", "no"),
+        row("cuBLASLt's tile width, 128 x 144 (fp8_promote_2acc_144)", "cuBLASLt's width, 128 x 144", "no",
+            measured=_at((r["n"], r["measured"]) for r in pred["cuBLASLt's width, 128 x 144"])
+            + "; nine rounds: " + _at((r["n"], r["vs_lean"]) for r in wide9)),
+        row("two K-tiles per stage: fewer waits and ring steps (F8_PAIR=1)", "two K-tiles per stage", "no"),
+    ]
