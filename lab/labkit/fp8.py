@@ -14,6 +14,7 @@ import numpy as np
 
 from helpers.clocks import clock_span
 from helpers.errors import ResultsError
+from helpers.exercises import check_number, checker
 from helpers.experiments.fp8 import speed_rows  # noqa: F401  (the research notebook's speed tables)
 from helpers.fp8_gemm import FP8_KERNELS, Fp8Kernel
 from helpers.results import RESULTS_DIR, load_latest
@@ -1061,3 +1062,19 @@ def tried() -> list[dict]:
             + "; nine rounds: " + _at((r["n"], r["vs_lean"]) for r in wide9)),
         row("two K-tiles per stage: fewer waits and ring steps (F8_PAIR=1)", "two K-tiles per stage", "no"),
     ]
+
+
+# --------------------------------------------------------------------------- the research notebook's exercise
+def two_sum_registers(bn: int) -> int:
+    """Registers a consumer thread needs for two FP32 partial sums and the total of a 64 x bn slice (128 threads):
+    3 x (64 bn / 128)."""
+    return 3 * (64 * bn // 128)
+
+
+@checker
+def check_two_sum_registers(answer, bn: int = 256) -> None:
+    check_number(f"registers a consumer thread needs for two partial sums and the total, 64 x {bn} slice", answer,
+                 two_sum_registers(bn), rel=0,
+                 hint="a warpgroup's 128 threads hold the 64 x N FP32 accumulator: 64 N / 128 = N / 2 registers "
+                      "each; two partial sums and the total are three such sets. setmaxnreg gives a consumer at "
+                      "most 232 here (and 255 is the most any thread can have).")
