@@ -1,4 +1,4 @@
-"""cuBLASLt's FP8 GEMM (issue 27): helpers.fp8_gemm.cublaslt_fp8 goes through NVIDIA's nvmath-python (public
+"""cuBLASLt's FP8 GEMM: helpers.fp8_gemm.cublaslt_fp8 goes through NVIDIA's nvmath-python (public
 API: nvmath.linalg.advanced.Matmul, the stateful form of nvmath.linalg.advanced.matmul) where it is installed,
 through PyTorch's private torch._scaled_mm otherwise, and says which path ran. No GPU here: nvmath and torch
 are stand-ins that record what they were asked, so these tests check the argument plumbing (operands as

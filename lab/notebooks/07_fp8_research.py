@@ -28,8 +28,10 @@
 import sys
 from pathlib import Path
 
-LAB = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "labkit").is_dir() or (p / "lab" / "labkit").is_dir())
-LAB = LAB if (LAB / "labkit").is_dir() else LAB / "lab"
+try:
+    LAB = Path(__file__).resolve().parents[1]                    # run as a script
+except NameError:                                                # in Jupyter: from the notebook's folder or a parent
+    LAB = next(d for p in (Path.cwd(), *Path.cwd().parents) for d in (p, p / "lab") if (d / "labkit").is_dir())
 for p in (LAB, LAB.parent):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
