@@ -532,12 +532,10 @@ helpers.plots.separate_point_labels(fig.axes[0])     # two points lie on each ot
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A common trap: the compiler's clue
 #
-# `fp8_promote_256` and `_512` promote once every two or four K-tiles. Built with a K loop that decides at run
-# time whether a K-tile ends a promotion period (`F8_PERIOD=0` in `kernels/fp8_sm90a.cu`), ptxas reports
-# (`nvcc -Xptxas -v`): `(C7517) warpgroup.wait is injected ... by compiler to allow use of registers defined by
-# GMMA in function 'fp8_promote_256'`. It cannot tell whether a `wgmma` still writes the accumulators, so every
-# K-tile waits for all of them. `fp8_promote_256` then ran *slower* than every 128 at both sizes, each ratio taken
-# within one run of the record:
+# Built with a K loop that decides at run time whether a K-tile ends a promotion period (`F8_PERIOD=0` in
+# `kernels/fp8_sm90a.cu`), `fp8_promote_256` and `_512` make ptxas report (`-Xptxas -v`): `(C7517) warpgroup.wait
+# is injected ... to allow use of registers defined by GMMA`: every K-tile then waits for all `wgmma`s. And
+# `fp8_promote_256` ran *slower* than every 128 at both sizes (ratios within one run of the record):
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(fp8x.period_rows(data), ["n", "kernel", "build", "tflops", "vs_128"],
@@ -545,10 +543,9 @@ helpers.display.table(fp8x.period_rows(data), ["n", "kernel", "build", "tflops",
                       {"tflops": ".0f", "vs_128": ".3f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# The clue points at the injected wait, but removing only that wait (`F8_PERIOD=1`) ran no faster (the table
-# "What else was tried" at the end). The cost was each stage of shared memory held a K-tile too long, waiting for
-# the Tensor Cores before it was released. The default build, `F8_PERIOD=2`, still waits for all at every K-tile
-# but releases the stage at once, and adds only at a period's end:
+# Yet removing only that wait (`F8_PERIOD=1`) ran no faster ("What else was tried", at the end): the cost was each
+# shared-memory stage held a K-tile too long. The default, `F8_PERIOD=2`, still waits at every K-tile but releases
+# the stage at once, and adds only at a period's end:
 
 # %% slideshow={"slide_type": "-"}
 k8 = helpers.display.kernel_source("fp8_sm90a.cu")
@@ -558,8 +555,7 @@ print("C7517 reports in the recorded build of kernels/fp8_sm90a.cu:",
       (helpers.results.RESULTS_DIR / "build-nvidia-h200" / "fp8_sm90a.ptxas.txt").read_text().count("C7517"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# A compiler's warning is a clue, not a measurement. **Try it** on a Hopper GPU: both builds, checked bit for bit,
-# timed beside `fp8_promote_128` in alternating rounds (elsewhere: the record's rows):
+# A compiler's warning is a clue, not a measurement. **Try it** on a Hopper GPU (elsewhere: the record's rows):
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 helpers.display.table(fp8x.try_period(builds=(0, 2)), ["build", "check", "tflops", "vs_128"],
@@ -579,8 +575,7 @@ helpers.display.table(fp8x.try_period(builds=(0, 2)), ["build", "check", "tflops
 # - On the H200, FP8 `wgmma` adds blocks of 32 products and keeps 14 significant bits, cut toward zero
 #   (a CPU model reproduces it bit for bit); `mma.sync` with FP8 inputs runs as FP16 `HMMA`.
 # - Promotion to FP32 every N_C products (`total[i] += d[i]` after `wgmma_wait<0>()`) bounds the error,
-#   at a speed cost measured here. ptxas's C7517 was a clue, not the cause: releasing each shared-memory
-#   stage at once made promoting less often pay.
+#   at a speed cost measured here. ptxas's C7517 was a clue, not the cause.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
