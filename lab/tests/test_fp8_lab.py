@@ -320,3 +320,14 @@ def test_store_block_scaled(tmp_path):
     assert rec["experiments"]["fp8"]["speed"] == [1]
     assert rec["experiments"]["fp8"]["block_scaled"]["note"] == "from the probe"
     assert bsx.block_scaled_speed_rows(rec["experiments"]["fp8"], kernels=("k",))[0]["TFLOP/s"] == 1.0
+
+
+def test_the_nvmath_probe_says_it_needs_a_gpu(capsys, tmp_path):
+    """lab/probes/nvmath_fp8_probe.py without a Hopper GPU: one line saying so, status 2, nothing written."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("nvmath_fp8_probe", LAB / "probes" / "nvmath_fp8_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    assert probe.main([str(tmp_path / "out.json"), "--n", "256"]) == 2
+    assert "needs a Hopper GPU" in capsys.readouterr().err and not (tmp_path / "out.json").exists()

@@ -320,7 +320,7 @@ def test_the_energy_probe_writes_its_prediction_before_it_runs():
     assert mod.ENERGY_PREDICTED == {8192: 0.97, 4096: 1.00}
     assert ("at 8192^3 cuBLASLt's default accumulation takes about 3% less energy per GEMM than fp8_promote_2acc_lean"
             in doc and "at 4096^3 below the cap, within 2% of each other" in doc)
-    from helpers.experiments.fp8 import YARDSTICK
+    from labkit.fp8 import YARDSTICK
 
     assert set(mod.KERNELS) == set(YARDSTICK)
 
