@@ -1078,3 +1078,65 @@ def check_two_sum_registers(answer, bn: int = 256) -> None:
                  hint="a warpgroup's 128 threads hold the 64 x N FP32 accumulator: 64 N / 128 = N / 2 registers "
                       "each; two partial sums and the total are three such sets. setmaxnreg gives a consumer at "
                       "most 232 here (and 255 is the most any thread can have).")
+
+
+# --------------------------------------------------------------------------- F8_FLOW's schedule, as a model
+def stream_schedule(flow: bool, ktiles: int = 4, tiles: int = 2, store: float = 1.0, add: float = 0.25) -> dict:
+    """A model of one consumer warpgroup of lesson 7's two-sum kernel (kernels/fp8_sm90a.cu, TWO), in units of one
+    K-tile's wgmma time: it issues K-tile i (no time), then waits for K-tile i - 1's group, adds it (`add`) and, at a
+    tile's last K-tile, stores C (`store`, an assumed cost, not a measurement). A group starts when issued and the one
+    before it is done. As built (flow False) a tile's last K-tile is waited for and stored before the next tile's first
+    is issued; with F8_FLOW (flow True) the next tile's first is issued first. Returns {'mma': [(start, end, label)],
+    'cuda': [(start, end, 'add' | 'store')], 'busy': the Tensor Cores' share of the time}."""
+    items = [(t, k) for t in range(tiles) for k in range(ktiles)]
+    mma, cuda, w, end = [], [], 0.0, 0.0
+
+    def retire(i):                                    # wait for item i's group, add it, store at a tile's end
+        nonlocal w
+        w = max(w, mma[i][1])
+        cuda.append((w, w + add, "add"))
+        w += add
+        if items[i][1] == ktiles - 1:
+            cuda.append((w, w + store, "store"))
+            w += store
+    for i, (t, k) in enumerate(items):
+        start = max(w, end)                           # issued now; runs after the previous group
+        end = start + 1.0
+        mma.append((start, end, f"t{t} k{k}"))
+        if i > 0 and (flow or k > 0):
+            retire(i - 1)
+        if not flow and k == ktiles - 1:              # as built: the tile's last K-tile, before the next tile
+            retire(i)
+    if flow:
+        retire(len(items) - 1)
+    return {"mma": mma, "cuda": cuda, "busy": len(items) / max(w, end)}
+
+
+def k_tile_stream(ktiles: int = 4, tiles: int = 2, store: float = 1.0, add: float = 0.25):
+    """Two panels of stream_schedule, as built and with F8_FLOW=1: per panel the Tensor Cores (a consumer's wgmma
+    groups, labelled tile and K-tile) and the consumer's CUDA-core work (adds, stores of C). A model, not a
+    measurement: the title says the assumed costs."""
+    import matplotlib.pyplot as plt
+
+    from helpers.plots import COLORS, apply_style
+
+    apply_style()
+    fig, axes = plt.subplots(2, 1, figsize=(11, 3.6), sharex=True)
+    runs = [(False, "as built"), (True, "F8_FLOW=1: one stream of K-tiles")]
+    horizon = max(max(e for _, e, _ in stream_schedule(f, ktiles, tiles, store, add)["cuda"]) for f, _ in runs)
+    for ax, (flow, name) in zip(axes, runs):
+        s = stream_schedule(flow, ktiles, tiles, store, add)
+        for a, b, label in s["mma"]:
+            ax.barh(1, b - a, left=a, height=0.7, color=COLORS[0], edgecolor="white")
+            ax.text((a + b) / 2, 1, label, ha="center", va="center", color="white", fontsize=9)
+        for a, b, kind in s["cuda"]:
+            ax.barh(0, b - a, left=a, height=0.7, color=COLORS[2] if kind == "add" else COLORS[3], edgecolor="white")
+            if kind == "store":
+                ax.text((a + b) / 2, 0, "store C", ha="center", va="center", color="white", fontsize=9)
+        ax.set_yticks([0, 1], ["adds, store", "Tensor Cores"], fontsize=10)
+        ax.set_xlim(0, horizon + 0.1)
+        ax.grid(axis="y", visible=False)
+        ax.set_title(f"{name}: Tensor Cores busy {s['busy']:.0%} of the time", loc="left", fontsize=12)
+    axes[-1].set_xlabel(f"time, in K-tiles of wgmma (a model: an add {add:g}, a store of C {store:g})")
+    fig.tight_layout()
+    return fig

@@ -605,7 +605,7 @@ helpers.display.table(lk.goal_rows(data["speed_128"]["rows"]),
 # K-tile is issued before the store. The same sums in the same order. In a model of one consumer:
 
 # %% slideshow={"slide_type": "-"}
-fig = helpers.plots.k_tile_stream()          # helpers.plots.stream_schedule: assumed costs, not measured
+fig = lk.k_tile_stream()          # lk.stream_schedule: assumed costs, not measured
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Predicted before it ran: x1.02 at $4096^3$, x1.01 at $8192^3$** (a store about one K-tile long,

@@ -331,3 +331,15 @@ def test_the_nvmath_probe_says_it_needs_a_gpu(capsys, tmp_path):
     spec.loader.exec_module(probe)
     assert probe.main([str(tmp_path / "out.json"), "--n", "256"]) == 2
     assert "needs a Hopper GPU" in capsys.readouterr().err and not (tmp_path / "out.json").exists()
+
+
+def test_stream_schedule_hides_the_store_behind_the_next_tiles_first_k_tile():
+    """stream_schedule (F8_FLOW's model): as built, the next tile's first K-tile starts after the last add and the
+    store; with the stream it starts as the last K-tile ends, and the store runs beside it; every K-tile takes 1."""
+    built, flow = lk.stream_schedule(False), lk.stream_schedule(True)
+    assert [b - a for a, b, _ in built["mma"]] == [1.0] * 8 == [b - a for a, b, _ in flow["mma"]]
+    assert built["mma"][4][0] == 4 + 0.25 + 1.0 and flow["mma"][4][0] == 4.0
+    assert flow["mma"][5][0] == 4 + 0.25 + 1.0 and [c for c in flow["cuda"] if c[2] == "store"][0][0] == 4.25
+    assert flow["busy"] > built["busy"] and lk.stream_schedule(True, store=0.5)["mma"][5][0] == 5.0
+    fig = lk.k_tile_stream()
+    assert len(fig.axes) == 2 and "busy 84%" in fig.axes[1].get_title(loc="left")
