@@ -740,7 +740,8 @@ helpers.display.table(bsx.block_scaled_speed_rows(data), ["n", "kernel", "TFLOP/
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The scales cost speed: the multiply beside each add lengthens the promotion that stands between one K-tile's
-# `wgmma`s and the next, and this kernel does not overlap it (cuBLASLt's FP8 GEMM here is per-tensor, scales 1).
+# `wgmma`s and the next, overlapped only across the two consumer warpgroups, as they happen to fall (cuBLASLt's FP8
+# GEMM here is per-tensor, scales 1).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What the scales buy
@@ -813,9 +814,9 @@ for K in (300, 4096, 8192):
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix H: what else was tried
 #
-# The course's fastest FP8 kernels, `fp8_wgmma_store` (no promotion) and `fp8_promote_2acc_lean` (promotion every
-# 128 products, overlapped), came out of a race with cuBLASLt. Each idea was predicted before it ran, then timed
-# in alternating rounds beside the build it changes (the median of the round-by-round ratios):
+# Two more of the course's FP8 kernels, `fp8_wgmma_store` (no promotion) and `fp8_promote_2acc_lean` (promotion
+# every 128 products, overlapped), came out of a race with cuBLASLt's FP8 GEMM. Most ideas were predicted before they ran; each was
+# timed beside the build it changes (in alternating rounds: the median of the round-by-round ratios):
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.tried_table("07")
