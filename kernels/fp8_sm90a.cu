@@ -45,7 +45,7 @@
 #define F8_BM 128                             // rows of C per block tile
 #define F8_BK 128                             // K per pipeline stage: 128 E4M3 = 128 bytes = one swizzle row
 #ifndef F8_STAGES
-#define F8_STAGES 4                           // TMA/mbarrier stages (a probe's -DF8_STAGES: 7 fit with 128 x 128 tiles)
+#define F8_STAGES 4                           // TMA/mbarrier stages (-DF8_STAGES sets it: 7 fit with 128 x 128 tiles)
 #endif
 #define F8_THREADS 384                        // 1 producer + 2 consumer warpgroups
 #define F8_GROUP_M 8                          // tile rows per group of the L2-aware order
@@ -63,12 +63,11 @@ __device__ __forceinline__ u64 desc_kmajor(const void* p)
     return (u64)((a & 0x3FFFF) >> 4) | ((u64)(16 >> 4) << 16) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
 }
 
-// F8_DESC_ADD, a probe switch (issue 26; 0 as every kernel is recorded): 1 builds a consumer's two descriptors once,
-// for stage 0 and k-step 0, and reaches stage s, k-step ks by adding (s * STAGE + 32 ks) / 16 to the address field
-// (hopper_primitives.cuh, desc_plus), where 0 rebuilds both from the address before every wgmma (the mask, shift
-// and ORs of desc_kmajor, then moves into uniform registers). cuBLASLt's FP8 kernel adds to its descriptors between
-// QGMMAs (Nsight Compute: UIADD3 of 2, results/logs/ncu-source-fp8-nvidia-h200.json). The descriptors, and the
-// sums, are the same bit for bit.
+// F8_DESC_ADD, a build switch (0 by default): 1 builds a consumer's two descriptors once, for stage 0 and k-step 0,
+// and reaches stage s, k-step ks by adding (s * STAGE + 32 ks) / 16 to the address field (hopper_primitives.cuh,
+// desc_plus), where 0 rebuilds both from the address before every wgmma (the mask, shift and ORs of desc_kmajor,
+// then moves into uniform registers). cuBLASLt's FP8 kernel advances its descriptors by adds too. The descriptors,
+// and the sums, are the same bit for bit. fp8_promote_2acc_lean passes DESC = 1 itself.
 #ifndef F8_DESC_ADD
 #define F8_DESC_ADD 0
 #endif
@@ -143,114 +142,72 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
 }
 
-// F8_STORE_SPREAD, a probe switch (session 17; 0 as fp8_wgmma_store is recorded). Lesson 7's model: 8-byte stores are
-// served half a warp at a time, and with 0 the 16 lanes of a half (g = 0-3 or 4-7) write chunks (q ^ g) that all lie
-// in one half of the 128-byte row: 128 bytes into 64 bytes of banks, two wavefronts where one would do (Nsight Compute
-// counts bank conflicts in these stores). With 1, lanes with tq = 2, 3 write 8-column block jj ^ 2 at step jj (chunk q ^ 4: the row's other
-// half), so a half-warp covers all 32 banks once; every lane still writes all four blocks, the same values to the
-// same places. Predicted (session 17, before any GPU ran it): x1.015 over fp8_wgmma_store at 4096^3 (a CTA's 512 warp
-// stores of a tile's C take 1024 wavefronts instead of 2048: about 0.5 us of the 26 us a tile takes there).
-// First run (session 17, lab/probes/fp8_stages.py --spread, results/logs/fp8-spread-probe-nvidia-h200.json):
-// bit-identical to the model at every shape; x1.006 at 4096^3 (1335 against 1328 TFLOP/s), one of its three rounds
-// slower than all of the built kernel's: not told apart. It stays 0; no Nsight Compute counters of this build yet.
+// F8_STORE_SPREAD, a build switch of fp8_wgmma_store (0 by default). Take as a model that 8-byte stores are served
+// half a warp at a time: with 0 the 16 lanes of a half (g = 0-3 or 4-7) write chunks (q ^ g) that all lie in one half
+// of the 128-byte row, 128 bytes into 64 bytes of banks, two wavefronts where one would do (Nsight Compute counts bank
+// conflicts in these stores). With 1, lanes with tq = 2, 3 write 8-column block jj ^ 2 at step jj (chunk q ^ 4: the
+// row's other half), so a half-warp covers all 32 banks once; every lane still writes all four blocks, the same
+// values to the same places. It halves the wavefronts but measured no faster, so the default stays 0.
 #ifndef F8_STORE_SPREAD
 #define F8_STORE_SPREAD 0
 #endif
 
-// F8_FLOW, a probe switch of the two-sum kernels (issue 26, session 19; 0 as fp8_promote_2acc_lean is recorded). With 0
-// a consumer ends each tile with wgmma_wait<0>, the last add and store_slice: its Tensor Core work stops while it stores
-// 64 x 128 floats. With 1 the K-tiles of all its tiles are one stream: K-tile i goes into partial sum i % 2 whatever
-// tile it belongs to, so the next tile's first K-tile is issued before the previous tile's last sum is added and its C
-// stored, and those wgmmas run during the store. The same sums in the same order: C bit for bit the same.
-// Predicted (session 19, before any GPU ran it): x1.02 over fp8_promote_2acc_lean at 4096^3 (a 32-K-tile tile's store,
-// about one K-tile's time, hidden behind the next tile's first K-tile), x1.01 at 8192^3 (64 K-tiles per tile).
-// First run (session 19, lab/probes/fp8_stages.py --flow, results/logs/fp8-flow-probe-nvidia-h200.json): bit-identical
-// to the model at every shape, and slower: x0.89 at 4096^3, x0.86 at 8192^3 (ratios of median times; x0.90 and x0.88
-// as medians of round ratios). Nsight Compute's sampling
-// (results/logs/ncu-source-fp8-flow-nvidia-h200.json): 18% more warp instructions, and warps waiting for an instruction
-// in 6.8% of the samples against 1.1%. It stays 0 (lesson 7, Appendix H).
-// With 2 (session 20) the pair loop stays as built, and only where a tile ends and the CTA has another tile is that
-// tile's K-tile 0 issued before the last wait, add and store: one more issue site, none of the stream's bookkeeping.
-// So that K-tile 0 belongs in d0, the set added already, this needs an even number of K-tiles per tile (with an odd
-// number it is issued after the store). Every tile starts with its K-tile 0 in flight, so ptxas sees one state at the
-// loop's head and serializes no wgmma. The same sums in the same order. Predicted (session 19, before any GPU ran
-// it): x1.02 at 4096^3, x1.01 at 8192^3. First run (session 20, lab/probes/fp8_stages.py --flow2,
-// results/logs/fp8-flow2-probe-nvidia-h200.json): bit-identical to the model at every shape, and slower again: x0.98
-// at 4096^3 (slower in all seven rounds, at the same clocks), x0.98 at 8192^3 (at lower clocks: not judged).
-// Its code left the file after that run, as the other builds that lost did: `git show 3c26c11:kernels/fp8_sm90a.cu`.
+// F8_FLOW, a build switch of the two-sum kernels (0 by default). With 0 a consumer ends each tile with wgmma_wait<0>,
+// the last add and store_slice: its Tensor Core work stops while it stores 64 x 128 floats. With 1 the K-tiles of all
+// its tiles are one stream: K-tile i goes into partial sum i % 2 whatever tile it belongs to, so the next tile's first
+// K-tile is issued before the previous tile's last sum is added and its C stored, and those wgmmas run during the
+// store. The same sums in the same order: C bit for bit the same. The stream is more than twice the code, with more
+// integer bookkeeping per K-tile than the store it hides: it ran slower, so the default stays 0.
 #ifndef F8_FLOW
 #define F8_FLOW 0
 #endif
 
-// F8_UNIFORM, a probe switch (issue 26, session 20; 0: the kernels recorded without it). A wgmma takes its
-// descriptors in uniform registers (one value for the whole warp). With 0 the warpgroup index is threadIdx.x / 128,
-// which ptxas cannot prove the same across a warp: fp8_promote_2acc_lean's A descriptor (its rows depend on the
-// consumer) is then built in ordinary registers and moved into uniform ones (R2UR) before every wgmma, with the
-// constant half of both descriptors too: 21 R2UR in its SASS. With 1 the index is broadcast from lane 0
-// (__shfl_sync), as CUTLASS's canonical_warp_group_idx does, so ptxas may keep the descriptors in uniform registers.
-// The same wgmmas on the same data: C bit for bit the same. Predicted (session 20, before any GPU ran it): x1.01 at
-// 4096^3, x1.00 at 8192^3. First run (session 20, lab/probes/fp8_stages.py --uniform,
-// results/logs/fp8-uniform-probe-nvidia-h200.json, seven alternating rounds on 128 CTAs): bit-identical to the model
-// at every shape; at 4096^3 x1.020 for fp8_wgmma_store and x1.027 for fp8_promote_2acc_lean (ratios of median times;
-// x1.016 and x1.027 as medians of round ratios) at the same clocks
-// (Nsight Compute: 20% and 6% fewer warp instructions); at 8192^3 power-limited. Since that run both pass UNIFORM =
-// true (a template argument of fp8_gemm); the switch stays 0 for the other kernels, whose record was measured
-// without it.
+// F8_UNIFORM, a build switch (0 by default; fp8_wgmma_store and fp8_promote_2acc_lean pass UNIFORM = true
+// themselves). A wgmma takes its descriptors in uniform registers (one value for the whole warp). With 0 the
+// warpgroup index is threadIdx.x / 128, which ptxas cannot prove the same across a warp: the A descriptor (its rows
+// depend on the consumer) is then built in ordinary registers and moved into uniform ones (R2UR) before every wgmma,
+// with the constant half of both descriptors too. With 1 the index is broadcast from lane 0 (__shfl_sync), as
+// CUTLASS's canonical_warp_group_idx does, so ptxas may keep the descriptors in uniform registers: the same wgmmas on
+// the same data, C bit for bit the same, and fewer instructions. The other kernels keep the build their record
+// measured.
 #ifndef F8_UNIFORM
 #define F8_UNIFORM 0
 #endif
-// F8_PERIOD (issue 26, session 26): how fp8_promote_256 and _512 end a stage; 2 since session 26's runs, 0 the build
-// of the course's first record, kept to show a trap. With 0 their K loop decides
-// at run time, stage by stage, whether this stage ends a promotion period: a stage that does not keeps its group of
-// wgmmas in flight (wgmma_wait<1>) and lets the stage before go, one that does waits for all (wgmma_wait<0>) and adds.
-// Where the two paths meet, ptxas cannot tell whether a group still writes the accumulators, and it inserts a
-// wait for all of them (its message C7517, "warpgroup.wait is injected ... to allow use of registers defined by
-// GMMA"): every stage then waits as fp8_promote_128's does, and keeps its shared-memory stage one stage longer.
-// With 1 the loop takes a whole period at a time, unrolled, so that every stage's wait is known when compiling
-// (and a last, shorter period waits at every stage): no injected wait. With 2 every stage waits for its group and
-// lets its stage go at once, as fp8_promote_128's do, and only a period's last stage adds: fp8_promote_128 with
-// fewer adds. The same wgmmas in the same order either way: C bit for bit the same.
-// First run (session 26, lab/probes/fp8_stages.py --period, results/logs/fp8-period-probe-nvidia-h200.json, seven
-// alternating rounds; predicted x1.08 at 4096^3; ratios: medians of the round-by-round ratios): 1 ran slower than the
-// recorded build, x0.974 (256) and x0.993 (512) at 4096^3, bit-identical. Nsight Compute's sampling: its wait at a
-// period's end, now for two stages' groups, holds 36% of the stall samples, where the recorded build's two waits hold
-// 28%. So the wait was not the cost. What else 0 does: a stage that does not promote lets its shared-memory stage go
-// only after the next stage's wgmmas (the producer has one stage less to fill ahead); 2 waits as 0 does in effect, and
-// lets every stage go at once. 2 ran (same probe, predicted x1.035 / x1.025): x1.048 (256) and x1.063 (512) over 0 at
-// 4096^3 (faster in 7 of 7 rounds), and faster than fp8_promote_128 (x1.036, x1.081), bit-identical; at 8192^3, under
-// the power limit, x0.996 and x1.059. It is the default since.
-// F8_PERIOD=1 lost twice and its code left this file after session 26's runs: build it from commit 17ad692.
+// F8_PERIOD: how fp8_promote_256 and _512 end a K-tile (2 by default). With 0 their K loop decides at run time,
+// K-tile by K-tile, whether this one ends a promotion period: one that does not keeps its group of wgmmas in flight
+// (wgmma_wait<1>) and lets the stage before go; one that does waits for all (wgmma_wait<0>) and adds. Where the two
+// paths meet, ptxas cannot tell whether a group still writes the accumulators, and it injects a wait for all of them
+// (its message C7517, "warpgroup.wait is injected ... to allow use of registers defined by GMMA"): every K-tile then
+// waits as fp8_promote_128's does, yet a K-tile that does not promote lets its stage go only after the next K-tile's
+// wgmmas, so the producer has one stage less to fill ahead. With 2 every K-tile waits for its group and lets its
+// stage go at once, as fp8_promote_128's do, and only a period's last K-tile adds: fp8_promote_128 with fewer adds.
+// The same wgmmas in the same order either way: C bit for bit the same. Lesson 7 ("A common trap") compares the two.
 #ifndef F8_PERIOD
 #define F8_PERIOD 2
 #endif
 #if F8_PERIOD == 1
-#error "F8_PERIOD=1 left kernels/fp8_sm90a.cu after its runs (session 26): build it from commit 17ad692"
+#error "F8_PERIOD is 0 (the period decided at run time) or 2 (the default); this file has no build 1"
 #endif
 #if F8_PERIOD != 0 && F8_PERIOD != 1 && F8_PERIOD != 2
-#error "F8_PERIOD is 0 (the first record's fp8_promote_256 and _512) or 2 (the default)"
+#error "F8_PERIOD is 0 (the period decided at run time) or 2 (the default)"
 #endif
-// F8_PAIR, a probe switch of the two-sum kernels (issue 26, session 29): two K-tiles per shared-memory stage, so that a
-// consumer waits for a stage, releases it and steps the ring once per pair of K-tiles (the same ring bytes, the same
-// wgmmas and adds in the same order: C bit for bit the same). Its run (lab/probes/fp8_stages.py --pair,
-// results/logs/fp8-pair-probe, ncu-fp8-pair-8192 and fp8-energy-pair): x0.933 the warp instructions of
-// fp8_promote_2acc_lean at 8192^3, as predicted, and no gain the course's timing could tell apart (lesson 7, Appendix H,
-// "Tried: two K-tiles per stage"). Its code left the file after those runs: `git show 2a049e0:kernels/fp8_sm90a.cu`.
+// F8_PAIR=1 (two K-tiles per stage) and F8_FLOW=2 (only a tile's first K-tile issued before its store) name builds
+// the lab's probes tried (lab/README.md) that this file does not hold: they are refused rather than built as
+// something else.
 #if defined(F8_PAIR) && F8_PAIR != 0
-#error "F8_PAIR=1 left kernels/fp8_sm90a.cu after its runs (session 29): build it from commit 2a049e0"
+#error "F8_PAIR=1 (two K-tiles per stage) is not a build of this file"
 #endif
-// F8_EXTRA_L2, a probe switch (issue 26, session 29; 0 as every kernel is recorded): what do L2 reads cost in energy?
-// With 1 the producer loads each K-tile's box of A twice, both copies into the same place (the same bytes written
-// twice), and the stage's mbarrier waits for both. The same wgmmas on the same data, C bit for bit the same, and half
-// as many L2 reads again as the kernel asks for now. Prediction: helpers.experiments.fp8 EXTRA_L2_PREDICTED, written
-// before any GPU ran it.
+// F8_EXTRA_L2, a build switch (0 by default) that prices L2 reads in energy: with 1 the producer loads each K-tile's
+// box of A twice, both copies into the same place, and the stage's mbarrier waits for both. The same wgmmas on the
+// same data, C bit for bit the same, with half as many L2 reads again as the kernel needs.
 #ifndef F8_EXTRA_L2
 #define F8_EXTRA_L2 0
 #endif
 #if F8_EXTRA_L2 != 0 && F8_EXTRA_L2 != 1
-#error "F8_EXTRA_L2 is 0 (as recorded) or 1 (A's box loaded twice per K-tile: an energy probe)"
+#error "F8_EXTRA_L2 is 0 (the default) or 1 (A's box loaded twice per K-tile)"
 #endif
 #if F8_FLOW == 2
-#error "F8_FLOW=2 left kernels/fp8_sm90a.cu after its run (session 20): build it from commit 3c26c11"
+#error "F8_FLOW is 0 (the default) or 1 (one stream of K-tiles); F8_FLOW=2 is not a build of this file"
 #endif
 
 // The same slice through shared memory and TMA stores (fp8_wgmma_store; lesson 6's rung 13, FP32 C): boxes of
@@ -315,14 +272,12 @@ __device__ __forceinline__ T extra_arg(int i, S... extra)
 // TWO (NC = 128, BN = 128): each consumer warpgroup keeps two partial sums and promotes K-tile kt - 1's while
 // K-tile kt's wgmmas run (fp8_promote_2acc). Registers: 64 + 64 for the partial sums and 64 for the totals, 192 a
 // thread, inside the 232 that setmaxnreg gives a consumer.
-// DESC: descriptors built once and advanced by adds (F8_DESC_ADD, the probe switch, for every kernel but
+// DESC: descriptors built once and advanced by adds (F8_DESC_ADD, the build switch, for every kernel but
 // fp8_promote_2acc_lean, which passes 1).
 // TSTORE (NC = 0): C through shared memory and TMA stores (store_slice_tma); `scales` is then (tmC), the map of C
 // (boxes of 64 rows x 32 floats), the pack carrying it for the reason given above.
 // UNIFORM: the warpgroup index broadcast from lane 0, so that the wgmma descriptors live in uniform registers
-// (F8_UNIFORM, the probe switch, for every kernel but fp8_wgmma_store and fp8_promote_2acc_lean, which pass true).
-// (fp8_promote_2acc_store, TWO with TSTORE, ran slower than fp8_promote_2acc_lean in its first run and left the
-// course, session 17: lesson 7, Appendix H; its code is in commit 30b1673.)
+// (F8_UNIFORM, the build switch, for every kernel but fp8_wgmma_store and fp8_promote_2acc_lean, which pass true).
 template <int BN, int NC, bool OVERLAP = false, bool SCALED = false, bool TWO = false, int DESC = F8_DESC_ADD,
           bool TSTORE = false, bool UNIFORM = F8_UNIFORM, typename... Scales>
 __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* tmB, float* __restrict__ C,
@@ -399,7 +354,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                     tma_load(st, tmA, &full[s], kt * F8_BK, tm * F8_BM);
                     tma_load(st + F8_A_BYTES, tmB, &full[s], kt * F8_BK, tn * BN);
 #if F8_EXTRA_L2
-                    tma_load(st, tmA, &full[s], kt * F8_BK, tm * F8_BM);          // the probe: A's box again
+                    tma_load(st, tmA, &full[s], kt * F8_BK, tm * F8_BM);          // F8_EXTRA_L2: A's box again
 #endif
                     if (++s == F8_STAGES) { s = 0; phase ^= 1; }
                 }
@@ -629,7 +584,7 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                             // times the scale of its activation tile and of its weight block, added to the
                             // FP32 total. The two scales' product once per row and K-tile; then one multiply
                             // and one add per element, each rounded to nearest (no FMA: NVRTC contracts
-                            // a * b + c into one rounding by default, and helpers.fp8_gemm's model rounds twice).
+                            // a * b + c into one rounding by default, and helpers.fp8_scaled's model rounds twice).
                             const float s0 = __fmul_rn(a0, bs), s1 = __fmul_rn(a1, bs);
 #pragma unroll
                             for (int j = 0; j < NREG / 4; ++j) {
@@ -691,18 +646,10 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma(const __gr
 #endif
 }
 
-// fp8_wgmma with C through shared memory and TMA stores (store_slice_tma; issue 26): the tile's stores run on while
-// the next tile's wgmmas start, where fp8_wgmma's consumers store from registers, 64 float2 stores a thread, with
-// the Tensor Cores idle. cuBLASLt's FP8 kernels keep about 20 KB of shared memory past their stages (213 KB at 4096^3,
-// experiments.fp8.cublaslt_kernels), room for such a buffer. 4 stages + 32 KB of buffers: 225 KB.
-// Predicted (session 17, before any GPU ran it): x1.03 over fp8_wgmma at 4096^3 (the store of a tile's FP32 C, 128 KB
-// from registers, takes about 1 us of the 27 us a tile's K loop takes there), x1.015 at 8192^3 (twice the K loop).
-// First run (session 17, lab/probes/fp8_stages.py --store, results/logs/fp8-store-probe-nvidia-h200.json, three
-// alternating rounds): bit-identical to the model at 1, 8 and 9 K-tiles, 2000 x 2600 x 300 (176 tiles), 4096^3 and
-// 8192^3; x1.04 over fp8_wgmma at 4096^3 (1348 against 1296 TFLOP/s, 1965-1980 MHz both), 0.996x cuBLASLt's fast
-// accumulation (1354); at 8192^3 every clock below 1550 MHz (power), x0.99. compute-sanitizer memcheck, racecheck
-// and synccheck clean (results/logs/sanitize-fp8-store-*). Since session 20 with UNIFORM (see F8_UNIFORM), on 128
-// CTAs; its record (experiments.fp8.speed_uniform): x1.011 of cuBLASLt's fast accumulation at 4096^3.
+// fp8_wgmma with C through shared memory and TMA stores (store_slice_tma): the tile's stores run on while the next
+// tile's wgmmas start, where fp8_wgmma's consumers store from registers, 64 float2 stores a thread, with the Tensor
+// Cores idle. cuBLASLt's FP8 kernels keep about 20 KB of shared memory past their stages, room for such a buffer.
+// 4 stages + 32 KB of buffers: 225 KB. With uniform descriptors (UNIFORM), on 128 CTAs (helpers/fp8_gemm.py).
 extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma_store(const __grid_constant__ TensorMap tmA,
     const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N,
     int K)
@@ -758,16 +705,9 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_pingpong
 }
 
 // Promotion every 128 products, each consumer warpgroup with two partial sums: K-tile kt - 1's is added to the
-// total while K-tile kt's wgmmas run (issue 26; DeepSeek-V3 sec. 3.3.2 overlaps promotion with MMA across two
-// warpgroups, this overlaps it inside one). The same sums as fp8_promote_128, in the same order.
-// Predicted before any GPU ran it (2026-12-02, session 12): x1.08 over fp8_promote_128 at 4096^3, most of the way to
-// fp8_wgmma_n128 (the same tile without promotion: 1.09x fp8_promote_128 at 4096^3 in the record's speed rows), since its
-// Tensor Cores no longer drain at every K-tile; the FP32 adds (64 a thread per K-tile) stay on the issue path.
-// First run (session 12, lab/probes/fp8_stages.py --two, results/logs/fp8-2acc-probe-nvidia-h200.json, three
-// alternating rounds, not yet in the record): bit-identical to the model at 1, 8, 9 K-tiles and at 4096^3 / 8192^3;
-// x1.05 over fp8_promote_128 at 4096^3 (1153 against 1098 TFLOP/s: less than predicted), the same at 6 stages, and
-// x1.11 with 6 stages and F8_DESC_ADD=1 (1216; cuBLASLt's default accumulation 1268 in that run). Nsight Compute:
-// the tensor pipe 70% of the time against 68% (results/logs/ncu-pipe-fp8-2acc-nvidia-h200.json).
+// total while K-tile kt's wgmmas run (DeepSeek-V3 sec. 3.3.2 overlaps promotion with MMA across two warpgroups, this
+// overlaps it inside one), so the Tensor Cores no longer drain at every K-tile; the FP32 adds (64 a thread per
+// K-tile) stay on the issue path. The same sums as fp8_promote_128, in the same order.
 extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc(const __grid_constant__ TensorMap tmA,
     const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
 {
@@ -776,16 +716,9 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc(con
 #endif
 }
 
-// fp8_promote_2acc with the two changes its first run measured beside it: descriptors built once and advanced by adds
-// (DESC = 1, as cuBLASLt's kernel does) and a ring of 6 stages (its registry entry asks for -DF8_STAGES=6,
-// helpers/fp8_gemm.py; cuBLASLt's default-accumulation kernel at 4096^3 has 6). That build ran in session 12
-// (lab/probes/fp8_stages.py --two, results/logs/fp8-2acc-probe-nvidia-h200.json): bit-identical to the model at
-// 1, 8, 9 K-tiles and 4096^3 / 8192^3, 1216 TFLOP/s at 4096^3, x1.05 over fp8_promote_2acc, 0.96x cuBLASLt's default
-// accumulation. Predicted for the record, before it ran as this kernel: the same, x1.05 over fp8_promote_2acc.
-// Recorded in session 13 (lab/probes/fp8_pingpong.py, results/nvidia-h200.json experiments.fp8.speed_2acc, one
-// run beside cuBLASLt): 1212 TFLOP/s at 4096^3, x1.06 over fp8_promote_2acc, 0.95x cuBLASLt's default accumulation.
-// Since session 20 with UNIFORM (see F8_UNIFORM), on 128 CTAs; its record (experiments.fp8.speed_uniform, five
-// alternating rounds): x1.003 of cuBLASLt's default accumulation at 4096^3, x0.990 at 8192^3 (power-limited).
+// fp8_promote_2acc with descriptors built once and advanced by adds (DESC = 1, as cuBLASLt's kernel does), uniform
+// descriptors (UNIFORM), a ring of 6 stages (its registry entry asks for -DF8_STAGES=6, helpers/fp8_gemm.py;
+// cuBLASLt's default-accumulation kernel at 4096^3 has 6) and 128 CTAs: the course's fastest promoting kernel.
 extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc_lean(const __grid_constant__ TensorMap tmA,
     const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
 {
@@ -823,14 +756,12 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_512(cons
 // but then one outlier sets the scale of the whole matrix (lesson 7).
 //   sa: M x ceil(K / 128) floats, row-major: sa[r][k / 128] multiplies A's row r, K-tile k / 128.
 //   sb: ceil(N / 128) x ceil(K / 128) floats, row-major: sb[n / 128][k / 128] (the layout of Bt, N x K;
-//       helpers.fp8.quantize_blocks of B, K x N, gives [k / 128][n / 128]: helpers.fp8_gemm.kernel_scales
+//       helpers.fp8.quantize_blocks of B, K x N, gives [k / 128][n / 128]: helpers.fp8_scaled.kernel_scales
 //       transposes it, and the launcher refuses that layout where its shape tells).
 //   The scales are what C's values are multiplied by (amax / 448: 1 / helpers.fp8's scale), not what
 //   the inputs were. M, N, K as for the other kernels (K passed padded to 16: ceil(K / 128) is unchanged).
-// Predicted (written before it ran): x0.9 over fp8_promote_128 at 4096^3 and 8192^3. The promotion is not
-// overlapped by design (within a warpgroup it waits for the Tensor Cores; the two warpgroups' adds and wgmmas
-// overlap only as they happen to fall), and its cost in the record is fp8_promote_128's time minus fp8_wgmma_n128's (the same
-// tiles without promotion): 10 of 124 us at 4096, 119 of 972 at 8192; a multiply beside each add doubles it.
+// The promotion is not overlapped (within a warpgroup it waits for the Tensor Cores; the two warpgroups' adds and
+// wgmmas overlap only as they happen to fall), and a multiply beside each add lengthens it: the scales cost speed.
 extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_block_scaled(const __grid_constant__ TensorMap tmA,
     const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K,
     const float* __restrict__ sa, const float* __restrict__ sb)

@@ -26,11 +26,6 @@ def test_model_reproduces_recorded_probes(data, kernel):
     pr, A, B = X.probe_matrices()
     assert [p["kind"] for p in pr] == data["probes"]["kind"]
     got = np.diagonal(X.cpu_model(kernel)(A, B))
-    if kernel in F.PENDING:        # not recorded yet: its model must be the recorded kernel's whose sums it claims
-        assert kernel not in data["probes"]["outputs"], f"{kernel} is recorded: take it out of PENDING"
-        same = {0: "fp8_wgmma", 128: "fp8_promote_128"}[F.FP8_KERNELS[kernel].nc]
-        assert np.array_equal(got, np.array(data["probes"]["outputs"][same], dtype=np.float32))
-        return
     assert np.array_equal(got, np.array(data["probes"]["outputs"][kernel], dtype=np.float32))
 
 
@@ -216,131 +211,25 @@ def test_the_descriptor_add_switch_reaches_the_same_descriptors():
     assert "mov.b64 {" in entry(ptx[("-DF8_DESC_ADD=1",)])
 
 
-def test_the_two_sum_kernel_comment_quotes_its_first_run():
-    """fp8_promote_2acc's comment (kernels/fp8_sm90a.cu) quotes its first run: every check in the probe's log passed
-    (1, 8 and 9 K-tiles, 4096^3, 8192^3), the TFLOP/s and the ratio at 4096^3 are the log's medians, and the tensor
-    pipe shares are Nsight Compute's; it left PENDING when the record took it (session 13)."""
-    import json
-    from pathlib import Path
-
-    logs = Path(__file__).resolve().parents[1] / "results" / "logs"
-    rows = json.loads((logs / "fp8-2acc-probe-nvidia-h200.json").read_text())
-    checks = [r for r in rows if "check_passed" in r and r["kernel"] == "fp8_promote_2acc"]
-    assert {tuple(r["shape"]) for r in checks} >= {(520, 264, 1100), (40, 24, 100), (4096,) * 3, (8192,) * 3}
-    assert all(r["check_passed"] and "bit-identical to the model" in r["check"] for r in checks)
-    t = {(r["kernel"], r["stages"], tuple(r["options"])): r["tflops"] for r in rows if r.get("n") == 4096}
-    two, base = t["fp8_promote_2acc", 4, ()], t["fp8_promote_128", 4, ()]
-    desc, lt = t["fp8_promote_2acc", 6, ("-DF8_DESC_ADD=1",)], t["cublaslt_fp8", 0, ()]
-    src = (Path(F.__file__).parent.parent / "kernels" / "fp8_sm90a.cu").read_text()
-    note = src[src.index("// First run (session 12, lab/probes/fp8_stages.py --two"):src.index("fp8_promote_2acc(const")]
-    assert f"x{two / base:.2f} over fp8_promote_128 at 4096^3 ({two:.0f} against {base:.0f} TFLOP/s" in note
-    assert f"x{desc / base:.2f} with 6 stages and F8_DESC_ADD=1 ({desc:.0f}; cuBLASLt's default accumulation {lt:.0f}" in note
-    pipe = json.loads((logs / "ncu-pipe-fp8-2acc-nvidia-h200.json").read_text())["kernels"]
-    share = lambda k: pipe[k]["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]   # noqa: E731
-    assert f"the tensor pipe {share('fp8_promote_2acc'):.0f}% of the time against {share('fp8_promote_128'):.0f}%" in note
-    assert "fp8_promote_2acc" not in F.PENDING
-
-
-def test_the_lean_two_sum_kernel_is_the_build_its_probe_ran():
-    """fp8_promote_2acc_lean (recorded in session 13): fp8_promote_2acc's template call with DESC = 1 (and, since session 20,
-    UNIFORM = true: the warpgroup index broadcast from lane 0), nothing else, and 6 stages in
-    its registry entry (build_options: -DF8_STAGES=6; shared memory smem_for(6), inside 227 KB): the build that
-    lab/probes/fp8_stages.py --two ran as "fp8_promote_2acc, 6 stages, -DF8_DESC_ADD=1". Its comment quotes that
-    build's TFLOP/s and ratios from the log, and the record's (experiments.fp8.speed_2acc) at 4096^3."""
-    import json
+def test_the_lean_two_sum_kernel_is_the_two_sum_kernel_with_added_descriptors():
+    """fp8_promote_2acc_lean: fp8_promote_2acc's template call with DESC = 1 and UNIFORM = true (the warpgroup index
+    broadcast from lane 0), nothing else, and 6 stages in its registry entry (build_options: -DF8_STAGES=6; shared
+    memory smem_for(6), inside 227 KB)."""
     import re
     from pathlib import Path
 
-    lean, two = F.FP8_KERNELS["fp8_promote_2acc_lean"], F.FP8_KERNELS["fp8_promote_2acc"]
-    assert (lean.bn, lean.nc, lean.stages, two.stages) == (128, 128, 6, 4) and "fp8_promote_2acc_lean" not in F.PENDING
-    assert lean.build_options() == ("-DF8_STAGES=6",) and two.build_options() == () and lean.smem == lean.smem_for(6)
-    assert lean.smem <= 227 * 1024 and lean.build_options(4) == ()
-    root = Path(F.__file__).parent.parent
-    src = (root / "kernels" / "fp8_sm90a.cu").read_text()
+    lean = F.FP8_KERNELS["fp8_promote_2acc_lean"]
+    assert (lean.bn, lean.nc, lean.stages) == (128, 128, 6)
+    assert lean.build_options() == ("-DF8_STAGES=6",) and lean.smem == lean.smem_for(6) <= 227 * 1024
+    assert lean.build_options(4) == ()
+    src = (Path(F.__file__).parent.parent / "kernels" / "fp8_sm90a.cu").read_text()
     call = lambda n: re.search(r"fp8_gemm<([^>]*)>", src[src.index(f"void __launch_bounds__(F8_THREADS, 1) {n}("):]).group(1)   # noqa: E731
     assert [x.strip() for x in call("fp8_promote_2acc_lean").split(",")] == \
-        [x.strip() for x in call("fp8_promote_2acc").split(",")] + ["1", "false", "true"]   # DESC; TSTORE, UNIFORM (s. 20)
-    rows = json.loads((root / "results" / "logs" / "fp8-2acc-probe-nvidia-h200.json").read_text())
-    probe = [r for r in rows if r["kernel"] == "fp8_promote_2acc" and r["stages"] == 6 and r["options"] == ["-DF8_DESC_ADD=1"]]
-    assert probe and all(r["check_passed"] for r in probe if "check_passed" in r)
-    t = {(r["kernel"], r["stages"], tuple(r["options"])): r["tflops"] for r in rows if r.get("n") == 4096}
-    built, plain, lt = t["fp8_promote_2acc", 6, ("-DF8_DESC_ADD=1",)], t["fp8_promote_2acc", 4, ()], t["cublaslt_fp8", 0, ()]
-    c = src[src.index("// fp8_promote_2acc with the two changes"):src.index("fp8_promote_2acc_lean(const")]
-    assert f"{built:.0f} TFLOP/s at 4096^3, x{built / plain:.2f} over fp8_promote_2acc, {built / lt:.2f}x cuBLASLt" in c
-    rec = {r["kernel"]: r["tflops"] for r in load_latest().meta["experiments"]["fp8"]["speed_2acc"]["rows"]
-           if r["n"] == 4096 and "tflops" in r}
-    lean_t, two_t, lt_t = rec["fp8_promote_2acc_lean"], rec["fp8_promote_2acc"], rec["cublaslt_fp8"]
-    assert (f"Recorded in session 13 (lab/probes/fp8_pingpong.py, results/nvidia-h200.json experiments.fp8.speed_2acc, "
-            f"one run beside cuBLASLt): {lean_t:.0f} TFLOP/s at 4096^3, x{lean_t / two_t:.2f} over fp8_promote_2acc, "
-            f"{lean_t / lt_t:.2f}x cuBLASLt's default accumulation.") in " ".join(
-                ln.removeprefix("// ") for ln in src[src.index("// Recorded in session 13"):].splitlines()[:3])
-
-
-def test_store_new_kernels_joins_the_record_and_refuses_what_it_holds(tmp_path):
-    """store_new_kernels (lab/probes/fp8_pingpong.py's output into a record): a new kernel joins kernels, resources,
-    probes, random and match_1024, the speed run goes under its key, the rest is left as it was; a kernel the record
-    holds, other probe matrices, or a record without fp8 are refused with the command to run instead."""
-    import json
-
-    from helpers.errors import ResultsError
-
-    probes = {"kind": ["gap_same_block"], "param": [0], "outputs": {"old": [1.0]}, "model_mismatches": {"old": 0}}
-    rec = {"experiments": {"fp8": {"kernels": ["old"], "resources": {"old": {"regs": 1}}, "probes": probes,
-                                   "random": [{"kernel": "old", "mismatches": 0}], "match_1024": [],
-                                   "speed": [{"kernel": "old", "n": 4096}]}, "hopper": {"rows": 1}}}
-    path = tmp_path / "r.json"
-    path.write_text(json.dumps(rec))
-    out = {"kernels": ["new"], "resources": {"new": {"regs": 2}},
-           "probes": {"kind": ["gap_same_block"], "param": [0], "outputs": {"new": [2.0]}, "model_mismatches": {"new": 0}},
-           "random": [{"kernel": "new", "mismatches": 0}], "match_1024": [{"kernel": "new", "mismatches": 0}],
-           "speed": [{"kernel": "new", "n": 4096, "tflops": 1.0}]}
-    X.store_new_kernels(out, "speed_new", "a note", path=path)
-    got = json.loads(path.read_text())
-    fp8 = got["experiments"]["fp8"]
-    assert fp8["kernels"] == ["old", "new"] and fp8["resources"]["new"] == {"regs": 2}
-    assert fp8["probes"]["outputs"] == {"old": [1.0], "new": [2.0]} and fp8["probes"]["model_mismatches"]["new"] == 0
-    assert [r["kernel"] for r in fp8["random"]] == ["old", "new"] and fp8["match_1024"] == out["match_1024"]
-    assert fp8["speed_new"]["rows"] == out["speed"] and fp8["speed_new"]["note"] == "a note"
-    assert fp8["speed"] == rec["experiments"]["fp8"]["speed"] and got["experiments"]["hopper"] == {"rows": 1}
-    with pytest.raises(ResultsError, match="holds \\['new'\\] already"):
-        X.store_new_kernels(out, "speed_new", "again", path=path)
-    other = dict(out, kernels=["newer"], probes=dict(out["probes"], param=[1]))
-    with pytest.raises(ResultsError, match="probe matrices differ"):
-        X.store_new_kernels(other, "speed_newer", "n", path=path)
-    path.write_text(json.dumps({"experiments": {}}))
-    with pytest.raises(ResultsError, match="--update-experiments fp8"):
-        X.store_new_kernels(out, "speed_new", "n", path=path)
-
-
-def test_store_speed_adds_a_speed_run_for_kernels_the_record_holds(tmp_path):
-    """store_speed (lab/probes/fp8_pingpong.py --speed-only): the rows go under their key with the note and the date,
-    the rest is left as it was; a kernel the record does not hold, or a record without fp8, is refused with the fix."""
-    import json
-
-    from helpers.errors import ResultsError
-
-    rec = {"experiments": {"fp8": {"kernels": ["old"], "speed": [{"kernel": "cublaslt_fp8", "n": 4096}]},
-                           "hopper": {"rows": 1}}}
-    path = tmp_path / "r.json"
-    path.write_text(json.dumps(rec))
-    out = {"kernels": ["old"], "speed": [{"kernel": "old", "n": 4096, "tflops": 2.0},
-                                         {"kernel": "cublaslt_fp8", "n": 4096, "tflops": 1.0}]}
-    X.store_speed(out, "speed_again", "a note", path=path)
-    got = json.loads(path.read_text())
-    assert got["experiments"]["fp8"]["speed_again"]["rows"] == out["speed"]
-    assert got["experiments"]["fp8"]["speed_again"]["note"] == "a note" and got["experiments"]["hopper"] == {"rows": 1}
-    assert got["experiments"]["fp8"]["speed"] == rec["experiments"]["fp8"]["speed"]
-    with pytest.raises(ResultsError, match="does not hold \\['new'\\]") as e:
-        X.store_speed({"speed": [{"kernel": "new", "n": 4096}]}, "k", "n", path=path)
-    assert "store_new_kernels" in str(e.value)
-    path.write_text(json.dumps({"experiments": {}}))
-    with pytest.raises(ResultsError, match="--update-experiments fp8"):
-        X.store_speed(out, "k", "n", path=path)
-
+        [x.strip() for x in call("fp8_promote_2acc").split(",")] + ["1", "false", "true"]   # DESC; TSTORE, UNIFORM
 
 def test_the_registry_runs_two_kernels_on_128_ctas_and_never_more_than_the_sms():
-    """Fp8Kernel.grid_ctas: one CTA per SM, but 128 for fp8_wgmma_store and fp8_promote_2acc_lean (session 19's probe,
-    results/logs/fp8-ctas-lean-probe), and never more CTAs than SMs (a GPU of 114 SMs gets 114: all resident)."""
+    """Fp8Kernel.grid_ctas: one CTA per SM, but 128 for fp8_wgmma_store and fp8_promote_2acc_lean, and never more CTAs
+    than SMs (a GPU of 114 SMs gets 114: all resident)."""
     K = F.FP8_KERNELS
     assert {k for k, s in K.items() if s.ctas} == {"fp8_wgmma_store", "fp8_promote_2acc_lean"}
     assert K["fp8_wgmma_store"].grid_ctas(132) == 128 == K["fp8_promote_2acc_lean"].grid_ctas(132)
@@ -355,17 +244,14 @@ def test_the_persistent_grid_is_one_cta_per_sm_and_no_more_than_the_tiles():
     assert F.persistent_grid(F.FP8_KERNELS["fp8_wgmma"], 256, 512, 132) == 4           # 2 x 2 tiles of 128 x 256
 
 def test_the_store_kernels_are_their_base_kernels_with_the_tma_store():
-    """fp8_wgmma_store (issue 26, recorded in session 17) is fp8_wgmma's template call with TSTORE = true (and, since session
-    20, UNIFORM = true) and the map of C, its
-    registry entry fp8_wgmma's plus the 32 KB of C buffers (inside 227 KB), and the launcher passes it a map of C.
-    (fp8_promote_2acc_store, fp8_promote_2acc_lean's call with TSTORE, ran slower and left the course: commit 30b1673.)"""
+    """fp8_wgmma_store is fp8_wgmma's template call with TSTORE = true and UNIFORM = true and the map of C, its
+    registry entry fp8_wgmma's plus the 32 KB of C buffers (inside 227 KB), and the launcher passes it a map of C."""
     import re
     from pathlib import Path
 
     root = Path(F.__file__).parent.parent
     src = (root / "kernels" / "fp8_sm90a.cu").read_text()
     call = lambda n: re.search(r"fp8_gemm<([^>]*)>\(([^;]*)\);", src[src.index(f"1) {n}("):])   # noqa: E731
-    assert "fp8_promote_2acc_store" not in F.FP8_KERNELS and "void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc_store" not in src
     for new, base in (("fp8_wgmma_store", "fp8_wgmma"),):
         targs = [x.strip() for x in call(new).group(1).split(",")]
         bargs = [x.strip() for x in call(base).group(1).split(",")]
@@ -374,27 +260,10 @@ def test_the_store_kernels_are_their_base_kernels_with_the_tma_store():
         assert call(new).group(2).endswith(", &tmC") and call(base).group(2) == "&tmA, &tmB, C, M, N, K"
         n, b = F.FP8_KERNELS[new], F.FP8_KERNELS[base]
         assert (n.bn, n.nc, n.stages, n.tstore, b.tstore) == (b.bn, b.nc, b.stages, True, False)
-        assert n.smem == b.smem + F.F8_EPI_BYTES <= 227 * 1024 and new not in F.PENDING
+        assert n.smem == b.smem + F.F8_EPI_BYTES <= 227 * 1024
     assert F.F8_EPI_BYTES == 32 * 1024 and "#define F8_EPI_BYTES (2 * 2 * 64 * 32 * 4)" in src
     launcher = Path(F.__file__).read_text()
     assert "if spec.tstore:" in launcher and "tensor_map_2d(C, 64, 32)" in launcher
-
-
-def test_the_store_kernel_comment_quotes_its_first_run():
-    """fp8_wgmma_store's comment (kernels/fp8_sm90a.cu) quotes its first run (results/logs/fp8-store-probe): the medians
-    of it, of fp8_wgmma and of cuBLASLt's fast accumulation at 4096^3, their ratios, and that every check passed."""
-    import json
-    from pathlib import Path
-
-    root = Path(F.__file__).resolve().parents[1]
-    rows = json.loads((root / "results" / "logs" / "fp8-store-probe-nvidia-h200.json").read_text())
-    assert all(r["check_passed"] for r in rows if "check_passed" in r)
-    t = {r["kernel"]: r["tflops"] for r in rows if r.get("n") == 4096 and "tflops" in r}
-    src = (root / "kernels" / "fp8_sm90a.cu").read_text()
-    note = src[src.index("// First run (session 17, lab/probes/fp8_stages.py --store"):src.index("fp8_wgmma_store(const")]
-    store, plain, fast = t["fp8_wgmma_store"], t["fp8_wgmma"], t["cublaslt_fp8_fast"]
-    assert f"x{store / plain:.2f} over fp8_wgmma at 4096^3 ({store:.0f} against {plain:.0f} TFLOP/s" in note
-    assert f"{store / fast:.3f}x cuBLASLt's fast\n// accumulation ({fast:.0f})" in note
 
 
 def test_check_without_its_model_is_the_bounds_alone():
@@ -423,32 +292,11 @@ def test_launcher_refuses_a_grid_it_cannot_use(kernel, ctas):
     assert "leave ctas out" in str(e.value)
 
 
-def test_target_rows_judges_by_rounds_and_leaves_a_flattered_win_unjudged():
-    """experiments.fp8.target_rows: met when faster over the median round and in most rounds; not judged (None, with
-    why) when the yardstick's clock was more than 2% below the kernel's; a loss stays a loss whatever the clocks."""
-    def r(k, ms, mhz, ok=None):
-        out = {"kernel": k, "n": 64, "tflops": 1 / sorted(ms)[len(ms) // 2], "round_ms": ms, "round_mhz": mhz}
-        return out if ok is None else dict(out, check_passed=ok)
-    rows = [r("fp8_wgmma_store", [1.0, 1.0, 1.2], [1980] * 3, True), r("cublaslt_fp8_fast", [1.1, 1.1, 1.0], [1980] * 3),
-            r("fp8_promote_2acc_lean", [1.0, 1.0, 1.0], [1980] * 3, True), r("cublaslt_fp8", [1.2] * 3, [1800] * 3)]
-    t = {x["kernel"]: x for x in X.target_rows(rows)}
-    assert t["fp8_wgmma_store"]["met"] is True and t["fp8_wgmma_store"]["won"] == "2 of 3"
-    assert t["fp8_promote_2acc_lean"]["met"] is None and "1800 MHz against 1980" in t["fp8_promote_2acc_lean"]["why"]
-    rows[0] = r("fp8_wgmma_store", [1.2, 1.2, 1.0], [1980] * 3, True)           # slower in most rounds
-    rows[2] = r("fp8_promote_2acc_lean", [1.3] * 3, [1980] * 3, True)          # slower, the yardstick's clock lower
-    t = {x["kernel"]: x for x in X.target_rows(rows)}
-    assert t["fp8_wgmma_store"]["met"] is False and t["fp8_promote_2acc_lean"]["met"] is False
-    rows[0] = r("fp8_wgmma_store", [0.5] * 3, [1980] * 3, False)               # fast but wrong
-    assert {x["kernel"]: x for x in X.target_rows(rows)}["fp8_wgmma_store"]["met"] is False
-
-
 def test_the_period_switch_removes_the_wait_ptxas_injects_into_promote_256_and_512(tmp_path):
-    """Lesson 7's explanation of fp8_promote_256's speed: built as recorded, ptxas injects a warpgroup.wait (its
-    message C7517) into fp8_promote_256 and fp8_promote_512 and no other kernel of the file when built as first
-    recorded (F8_PERIOD=0); with 2 (the default since session 26: fp8_promote_128's stage, the adds at a period's
-    end) into none. F8_PERIOD=1 (a period at a time: no injected wait either, slower) left the file after its runs:
-    building it, or any other value, stops with an #error that says so. The predictions are the probe's (written before
-    each run)."""
+    """Lesson 7's trap: with F8_PERIOD=0 (the period decided at run time) ptxas injects a warpgroup.wait (its message
+    C7517) into fp8_promote_256 and fp8_promote_512 and no other kernel of the file; with 2 (the default:
+    fp8_promote_128's stage, the adds at a period's end) into none. Any other value stops with an #error naming the
+    two builds."""
     import re
     import shutil
     import subprocess
@@ -457,15 +305,7 @@ def test_the_period_switch_removes_the_wait_ptxas_injects_into_promote_256_and_5
     from helpers.compile import KERNEL_DIR
 
     src = (KERNEL_DIR / "fp8_sm90a.cu").read_text()
-    assert re.search(r"#ifndef F8_PERIOD\n#define F8_PERIOD 2\n", src)     # 0: the first record's build
-    doc = " ".join((Path(__file__).resolve().parents[1] / "lab" / "probes" / "fp8_stages.py").read_text().split())
-    assert "timed F8_PERIOD=1 (a period at a time: no injected wait), predicted x1.08 over 0 at 4096^3 for both and " \
-           "x1.05 at 8192^3" in doc
-    assert X.PERIOD_PREDICTED == {("fp8_promote_256", 4096): 1.08, ("fp8_promote_512", 4096): 1.08,
-                                  ("fp8_promote_256", 8192): 1.05, ("fp8_promote_512", 8192): 1.05}
-    assert "x1.035 (256) and x1.025 (512) at 4096^3, x1.01 at 8192^3" in doc
-    assert X.PERIOD2_PREDICTED == {("fp8_promote_256", 4096): 1.035, ("fp8_promote_512", 4096): 1.025,
-                                   ("fp8_promote_256", 8192): 1.01, ("fp8_promote_512", 8192): 1.01}
+    assert re.search(r"#ifndef F8_PERIOD\n#define F8_PERIOD 2\n", src)
     nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
     if nvcc is None:
         pytest.skip("no nvcc on this machine")
@@ -475,10 +315,9 @@ def test_the_period_switch_removes_the_wait_ptxas_injects_into_promote_256_and_5
                                str(tmp_path / "k.cubin"), "-Xptxas", "-v", opt, f"-I{KERNEL_DIR}",
                                str(KERNEL_DIR / "fp8_sm90a.cu")], capture_output=True, text=True, timeout=600)
 
-    for opt in ("-DF8_PERIOD=1", "-DF8_PERIOD=3"):      # 1 lost and left the file; 3 never existed
+    for opt in ("-DF8_PERIOD=1", "-DF8_PERIOD=3"):      # neither is a build of the file
         p = build(opt)
-        assert p.returncode != 0 and "F8_PERIOD" in p.stderr, opt
-    assert "build it from commit 17ad692" in build("-DF8_PERIOD=1").stderr
+        assert p.returncode != 0 and "F8_PERIOD is 0 (the period decided at run time) or 2 (the default)" in p.stderr, opt
     for opt in ("-DF8_PERIOD=0", "-DF8_PERIOD=2", "-DCOURSE_DEFAULT_BUILD"):
         p = build(opt)
         assert p.returncode == 0, p.stderr
@@ -488,91 +327,30 @@ def test_the_period_switch_removes_the_wait_ptxas_injects_into_promote_256_and_5
 
 
 def test_try_period_refuses_builds_that_do_not_exist_and_shows_the_record_without_a_gpu():
-    """fp8x.try_period: F8_PERIOD=1 (left the kernel file) and any value but 0 and 2 are refused with the fix named, as
-    is a kernel the switch does not change; without a Hopper GPU it returns the H200's recorded rows, marked so."""
+    """fp8x.try_period: any F8_PERIOD but 0 and 2 is refused with the fix named, as is a kernel the switch does not
+    change; without a Hopper GPU it returns the record's rows, marked so: each build over fp8_promote_128 timed in the
+    same run (period_rows), build 0 slower than it at 4096^3 and build 2 faster."""
     for kw in (dict(builds=(1,)), dict(builds=(0, 3)), dict(builds=()), dict(kernel="fp8_promote_128")):
         with pytest.raises(InputError):
             X.try_period(**kw)
-    rows = X.try_period(builds=(0, 2), kernel="fp8_promote_512")
-    assert [r["build"] for r in rows] == [0, 2] and {r["check"] for r in rows} == {"recorded"}
-    assert rows[0]["vs_first"] == 1.0 and rows[1]["vs_first"] > 1
+    for k in ("fp8_promote_256", "fp8_promote_512"):
+        rows = X.try_period(builds=(0, 2), kernel=k)
+        assert [r["build"] for r in rows] == [0, 2] and {r["check"] for r in rows} == {"recorded"}
+        assert rows[0]["vs_128"] < 1 < rows[1]["vs_128"]
+    rec = {(r["n"], r["kernel"], r["build"]): r for r in X.period_rows(load_latest().meta["experiments"]["fp8"])}
+    assert all(rec[n, "fp8_promote_256", 0]["vs_128"] < 1 for n in (4096, 8192))      # "slower than every 128"
+    only = X.period_rows({"speed": load_latest().meta["experiments"]["fp8"]["speed"]})  # a record of one timing
+    assert {r["build"] for r in only} == {2}
 
-
-def test_the_period_switch_comment_quotes_its_runs():
-    """kernels/fp8_sm90a.cu's comment on F8_PERIOD quotes the probe's two runs (results/logs/fp8-period-probe-* and
-    fp8-period2-probe-*) and the source sampling of the first (ncu-source-period-*): F8_PERIOD=1 x0.974 / x0.993, the
-    injected and the promotion's waits 28% of the samples against 36% for F8_PERIOD=1's one wait; F8_PERIOD=2 x1.048 /
-    x1.063 (7 of 7 rounds), x1.036 / x1.081 over fp8_promote_128, x0.996 / x1.059 at 8192^3 (medians of round ratios)."""
-    import json
-
-    from helpers.compile import KERNEL_DIR
-    from helpers.results import RESULTS_DIR
-
-    src = " ".join(ln.lstrip("/ ") for ln in (KERNEL_DIR / "fp8_sm90a.cu").read_text().splitlines()
-                   if ln.startswith("//"))
-    first = {(r["n"], r["kernel"], r["build"]): r for r in X.period_rows("fp8-period-probe")}
-    second = {(r["n"], r["kernel"], r["build"]): r for r in X.period_rows()}
-    q = lambda v: f"x{v:.3f}"     # noqa: E731
-    assert (f"1 ran slower than the recorded build, {q(first[4096, 'fp8_promote_256', 1]['vs_first'])} (256) and "
-            f"{q(first[4096, 'fp8_promote_512', 1]['vs_first'])} (512) at 4096^3") in src
-    s256, s512 = second[4096, "fp8_promote_256", 2], second[4096, "fp8_promote_512", 2]
-    assert (f"{q(s256['vs_first'])} (256) and {q(s512['vs_first'])} (512) over 0 at 4096^3 (faster in 7 of 7 rounds), "
-            f"and faster than fp8_promote_128 ({q(s256['vs_128'])}, {q(s512['vs_128'])})") in src
-    assert s256["faster"] == s512["faster"] == "7 of 7"
-    assert (f"8192^3, under the power limit, {q(second[8192, 'fp8_promote_256', 2]['vs_first'])} and "
-            f"{q(second[8192, 'fp8_promote_512', 2]['vs_first'])}") in src
-    ncu = json.loads((RESULTS_DIR / "logs" / "ncu-source-period-nvidia-h200.json").read_text())
-    share = lambda t: sum(a["share"] for a in ncu[t]["top_addresses"] if a["opcode"].startswith("WARPGROUP.DEPBAR"))  # noqa: E731
-    assert (round(100 * share("fp8_promote_256_period")), round(100 * share("fp8_promote_256"))) == (36, 28)
-    assert "holds 36% of the stall samples, where the recorded build's two waits hold 28%" in src
-
-
-def test_the_wide_two_sum_tile_prediction_and_its_leaving():
-    """fp8_promote_2acc_144 (issue 26, session 27; code in commit 3a670f9, out of the course since): the arithmetic of
-    its prediction, as lesson 7 states it, recomputed: L2 bytes per product (A and B rows of a 128 x 144 tile against
-    128 x 128), shared-memory bytes per product (a consumer's wgmma reads 64 rows of A and N of B), the tiles and their
-    rounds on 132 SMs against the lean kernel's on 128 CTAs, and FP8_WIDE_PREDICTED made of them; the kernel, its
-    wgmma width and its registry entry are gone, the registry's comment names the commit."""
-    import math
-    from pathlib import Path
-
-    from helpers.experiments.fp8 import FP8_WIDE_PREDICTED, WIDE_TRIED
-
-    l2 = (128 + 144) / (128 * 144) / ((128 + 128) / (128 * 128))
-    sm = (64 + 144) / (64 * 144) / ((64 + 128) / (64 * 128))
-    assert (f"{100 * (1 - l2):.1f}", f"{100 * (1 - sm):.1f}") == ("5.6", "3.7")
-
-    def rounds(n, bn, ctas):
-        tiles = math.ceil(n / 128) * math.ceil(n / bn)
-        return tiles, tiles / ctas, math.ceil(tiles / ctas) * bn / 128
-
-    t8, r8, w8 = rounds(8192, 144, 132)
-    assert (t8, f"{r8:.1f}") == (3648, "27.6") and rounds(8192, 128, 128) == (4096, 32.0, 32.0)
-    assert f"{rounds(8192, 128, 128)[2] / w8:.3f}" == "1.016"
-    t4, _, w4 = rounds(4096, 144, 132)
-    assert t4 == 928 and w4 == 9.0 and rounds(4096, 128, 128)[2] == 8.0 and f"{8 / w4:.2f}" == "0.89"
-    assert FP8_WIDE_PREDICTED == {8192: 1.02, 4096: 0.89} and WIDE_TRIED["commit"] == "3a670f9"
-    assert 3 * 144 // 2 <= 240 and 24 * 128 + 2 * 240 * 128 <= 65536       # its registers: 24 + 2 x 240
-    src = (Path(F.__file__).parents[1] / "kernels" / "fp8_sm90a.cu").read_text()
-    assert "fp8_promote_2acc_144" not in F.FP8_KERNELS and "fp8_promote_2acc_144" not in src and "m64n144k32" not in src
-    reg = " ".join(Path(F.__file__).read_text().replace("\n# ", " ").split())
-    assert "fp8_promote_2acc_144" not in F.PENDING and "(session 27, code in commit 3a670f9)" in reg
-
-
-def test_the_pair_switch_left_the_file_and_says_where_it_is(tmp_path):
-    """F8_PAIR (issue 26, session 29: two K-tiles per shared-memory stage in the two-sum kernels) ran once and left
-    kernels/fp8_sm90a.cu: building it stops with the #error that names the commit holding it, building without it (or
-    with 0) works, and neither the probe's variants nor the profiler's targets ask for it any more."""
+def test_the_pair_switch_is_refused(tmp_path):
+    """F8_PAIR=1 (two K-tiles per stage) is not a build of kernels/fp8_sm90a.cu: building it stops with an #error that
+    says so; building with 0 works."""
     import shutil
     import subprocess
     from pathlib import Path
 
     from helpers.compile import KERNEL_DIR
-    from tools.ncu_counters import targets
-    from lab.probes import fp8_stages
 
-    assert fp8_stages.PAIR == [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DF8_PAIR={p}")) for p in (0, 1)]
-    assert "fp8_promote_2acc_lean_pair" not in targets()
     assert "#ifndef F8_PAIR" not in (KERNEL_DIR / "fp8_sm90a.cu").read_text()
     nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
     if nvcc is None:
@@ -584,29 +362,21 @@ def test_the_pair_switch_left_the_file_and_says_where_it_is(tmp_path):
                               capture_output=True, text=True, timeout=600)
 
     p = build("-DF8_STAGES=6", "-DF8_PAIR=1")
-    assert p.returncode != 0 and "F8_PAIR=1 left kernels/fp8_sm90a.cu" in p.stderr and "commit 2a049e0" in p.stderr
+    assert p.returncode != 0 and "F8_PAIR=1 (two K-tiles per stage) is not a build of this file" in p.stderr
     assert build("-DF8_STAGES=6", "-DF8_PAIR=0").returncode == 0
 
 
 def test_the_extra_l2_probe_loads_a_second_box_of_a(tmp_path):
-    """F8_EXTRA_L2 (issue 26, session 29, pending its first run): an energy probe of L2 reads. The default build is the
-    record's (F8_EXTRA_L2 0: the file's SASS at 4 and 6 stages was compared byte for byte offline); with 1 the lean
-    kernel compiles without spills or a stack frame and every kernel of the file issues one TMA load more per K-tile
-    (the copy of A's box) and nothing else changes in the count; any other value stops with an #error. The probe, the
-    profiler and the prediction written before the run name the same build."""
+    """F8_EXTRA_L2, a build switch that prices L2 reads: 0 by default; with 1 the lean kernel compiles without spills
+    or a stack frame and every kernel of the file issues one TMA load more per K-tile (the copy of A's box) and
+    nothing else changes in the count; any other value stops with an #error."""
     import re
     import shutil
     import subprocess
     from pathlib import Path
 
     from helpers.compile import KERNEL_DIR
-    from tools.ncu_counters import targets
-    from lab.probes import fp8_stages
 
-    assert fp8_stages.EXTRA_L2 == [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DF8_EXTRA_L2={v}")) for v in (0, 1)]
-    t = targets()["fp8_promote_2acc_lean_extra_l2"]
-    assert (t.get("stages"), t["options"]) == (None, ["-DF8_EXTRA_L2=1"])
-    assert X.EXTRA_L2_PREDICTED["l2_read_sectors_8192"] == (32 + 16) / 32
     src = (KERNEL_DIR / "fp8_sm90a.cu").read_text()
     assert re.search(r"#ifndef F8_EXTRA_L2\n#define F8_EXTRA_L2 0\n", src)
     nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(os.environ.get("COURSE_DEVICE") != "gpu",
 
 @pytest.mark.parametrize("shape", [(40, 24, 56), (257, 520, 136), (1000, 1064, 1000)])
 @pytest.mark.parametrize("kernel", ["fp8_mma_sync", "fp8_wgmma", "fp8_wgmma_store", "fp8_wgmma_n128", "fp8_promote_32",
-                                    "fp8_promote_128", "fp8_promote_pingpong", "fp8_promote_512"])
+                                    "fp8_promote_128", "fp8_promote_2acc_lean", "fp8_promote_512"])
 def test_fp8_kernel_correct(kernel, shape):
     from helpers import fp8_gemm as F
     from helpers.experiments import fp8 as X
@@ -60,7 +60,7 @@ def test_the_period_switch_leaves_the_sums_bit_for_bit(kernel, shape):
     assert chk.passed and chk.model == "identical", chk.verdict()
 
 
-# --------------------------------------------------------------------------- fp8_block_scaled (issue 26)
+# --------------------------------------------------------------------------- fp8_block_scaled
 def _need_hopper():
     cc = backend().gpu.cc
     if tuple(cc) != (9, 0):
@@ -77,7 +77,7 @@ BLOCK_CASES = ([((40, 24, 256), k) for k in ("normal", "outlier activations", "v
 @pytest.mark.parametrize("shape,kind", BLOCK_CASES, ids=[f"{m}x{n}x{k}-{w}" for (m, n, k), w in BLOCK_CASES])
 def test_fp8_block_scaled_identical_to_its_model(shape, kind):
     """Every element within the bound and equal to the GPU model (and, up to 2^25 products, the numpy model)."""
-    from helpers.experiments import fp8 as X
+    from helpers.experiments import fp8_scaled as X
 
     _need_hopper()
     row = X.run_block_scaled_checks([(shape, (kind,))])[0]
@@ -88,11 +88,10 @@ def test_fp8_block_scaled_identical_to_its_model(shape, kind):
 def test_fp8_block_scaled_output_poisoned_then_fully_written():
     import cupy
 
-    from helpers import fp8_gemm as F
-    from helpers.experiments import fp8 as X
+    from helpers import fp8_scaled as F
 
     _need_hopper()
-    A8, Bt8, sa, sb, Aq, Bq = X.gpu_block_scaled_inputs(257, 520, 136, 1)
+    A8, Bt8, sa, sb, Aq, Bq = F.gpu_block_scaled_inputs(257, 520, 136, 1)
     run, C = F.block_scaled_launcher(A8, Bt8, sa, sb)
     assert bool(cupy.isnan(C).all())                       # NaN before the launch
     run()
@@ -101,7 +100,7 @@ def test_fp8_block_scaled_output_poisoned_then_fully_written():
 
 
 def test_block_scaled_front_ends_on_the_gpu():
-    from helpers import fp8_gemm as F
+    from helpers import fp8_scaled as F
 
     _need_hopper()
     A, B = F.scaling_inputs("outlier activations", 40, 24, 200, 1)

@@ -133,11 +133,11 @@ def targets() -> dict[str, dict]:
     # (session 29: target fp8_promote_2acc_lean_pair, the lean kernel built with -DF8_PAIR=1, counted in
     # results/logs/ncu-fp8-pair-8192; the switch left the kernel file after its runs, so the target is in commit 2a049e0)
     # session 29: the energy probe F8_EXTRA_L2=1 (A's box loaded twice per K-tile), to count the L2 sectors it adds
-    # (helpers.experiments.fp8.EXTRA_L2_PREDICTED)
+    # (lab/labkit/fp8.py, EXTRA_L2_PREDICTED)
     out["fp8_promote_2acc_lean_extra_l2"] = {"kernel": "fp8_promote_2acc_lean", "lesson": 7, "fp8": True,
                                              "what": "fp8_promote_2acc_lean built with -DF8_EXTRA_L2=1",
                                              "options": ["-DF8_EXTRA_L2=1"]}
-    from helpers.fp8_gemm import SCALED_KERNELS
+    from helpers.fp8_scaled import SCALED_KERNELS
 
     for k in SCALED_KERNELS.values():             # lesson 7's block-scaled kernel: E4M3 bytes and two scale arrays
         out[k.name] = {"kernel": k.name, "lesson": 7, "what": k.what, "fp8_scaled": True}
@@ -186,8 +186,7 @@ def launch(target: str, n) -> None:
             raise SystemExit("cuBLASLt's FP8 GEMM needs nvmath-python or PyTorch here (helpers.fp8_gemm.cublaslt_fp8)")
         run = got[0]
     elif t.get("fp8_scaled"):
-        from helpers.experiments.fp8 import gpu_block_scaled_inputs
-        from helpers.fp8_gemm import block_scaled_launcher
+        from helpers.fp8_scaled import block_scaled_launcher, gpu_block_scaled_inputs
 
         run, _ = block_scaled_launcher(*gpu_block_scaled_inputs(M, N, K, seed=4096)[:4])
     elif t.get("fp8"):

@@ -76,7 +76,7 @@ def cases() -> list[tuple[str, str, object]]:
     for name in FP8_KERNELS:                      # lesson 7 (E4M3 inputs, B transposed, their own front end)
         for M, N, K in SIZES:
             out.append((name, f"M={M} N={N} K={K}", (lambda n=name, M=M, N=N, K=K: _fp8(n, M, N, K))))
-    from helpers.experiments.fp8 import block_scaled_verdict
+    from helpers.experiments.fp8_scaled import block_scaled_verdict
 
     for M, N, K in SIZES:                         # lesson 7: the block-scaled kernel takes two scale arrays too
         out.append(("fp8_block_scaled", f"M={M} N={N} K={K}",

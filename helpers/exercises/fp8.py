@@ -35,12 +35,6 @@ def zero_threshold(amax: float, fmt: str = "fp8_e4m3") -> float:
     return f.smallest_subnormal / 2 / per_tensor_scale(amax, fmt)
 
 
-def two_sum_registers(bn: int) -> int:
-    """Registers a consumer thread needs for two FP32 partial sums and the total of a 64 x bn slice (128 threads):
-    3 x (64 bn / 128)."""
-    return 3 * (64 * bn // 128)
-
-
 def cast_result(value: float, fmt: str, saturate: bool) -> float:
     import numpy as np
 
@@ -269,13 +263,3 @@ def check_promotion_run(C, nc, A, B) -> None:
             "the result of never promoting (fp8_wgmma_n128)" if got == 0 else f"the result of fp8_promote_{got}")
     _report(name, C, False, f"this C is {what}. Set nc, rerun the matmul with f\"fp8_promote_{{nc}}\", and pass "
                             "the C it returned.")
-
-
-@checker
-def check_two_sum_registers(answer, bn: int = 256) -> None:
-    check_number(f"registers a consumer thread needs for two partial sums and the total, 64 x {bn} slice", answer,
-                 two_sum_registers(bn), rel=0,
-                 hint="a warpgroup's 128 threads hold the 64 x N FP32 accumulator: 64 N / 128 = N / 2 registers "
-                      "each; two partial sums and the total are three such sets. setmaxnreg gives a consumer at "
-                      "most 232 here (and 255 is the most any thread can have).")
-

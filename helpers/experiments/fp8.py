@@ -1,116 +1,26 @@
 """Lesson 7: FP8 (E4M3) on Hopper's Tensor Cores, measured (kernels/fp8.cu, kernels/fp8_sm90a.cu).
 
-Experiment ``fp8`` (``python -m helpers.record --update-experiments fp8``), on an H200:
+Experiment ``fp8`` (``python -m helpers.record --update-experiments fp8``): designed dot products through every
+FP8 kernel (``probes``), seeded random products compared with the CPU model element by element (``random``,
+``match_1024``), error against K beside cuBLASLt's FP8 GEMM (``sweep``), speed at 4096^3 and 8192^3 (``speed``),
+and on Hopper fp8_block_scaled, DeepSeek-V3's scales applied at promotion (``block_scaled``: its checks, its
+speed, the error table of per-tensor against block scaling). Experiment ``fp8_convert``: the GPU's
+cvt.rn.satfinite against helpers.fp8.saturating_cast and numpy's cast, byte for byte.
 
-* ``probes``: designed dot products (``probe_vectors``) through every FP8 kernel, raw outputs kept:
-  how many bits of a small term survive next to a large one (in one block, in a later block, with a
-  fraction, negative), where the blocks of the accumulation start, sums of equal terms;
-* ``random``: raw outputs on seeded random 128 x 128 x K products (N(0,1) and U[0,1), K from 32 to 8192)
-  compared with the CPU model (helpers.emulate) element by element;
-* ``match_1024``: the model against the GPU on a random 1024^3 N(0,1) product, every element;
-* ``sweep``: error against K (256 x 256 outputs, K up to 65536) of every kernel and of cuBLASLt's FP8
-  GEMM (nvmath-python where installed, else PyTorch's torch._scaled_mm; each row's ``path`` says which;
-  with and without its fast-accumulation switch), against float64;
-* ``speed``: TFLOP/s at 4096^3 and 8192^3 (cold L2, CUDA events, clocks), next to cuBLAS FP16 and
-  cuBLASLt FP8, each kernel's result checked (helpers.check) first;
-* ``block_scaled`` (on Hopper): fp8_block_scaled, DeepSeek-V3's scales applied at promotion
-  (``run_block_scaled``: its checks against the model, its speed beside cuBLASLt and the promoting
-  kernels, and the error table of per-tensor against block scaling; also measured on its own by
-  lab/probes/fp8_block_scaled.py and stored with ``store_block_scaled``).
-
-The reading functions below turn the recorded data into the lesson's tables and plots.
+The readers below turn the record into the lesson's tables and figures.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..clocks import clock_span
-from ..fp8_gemm import cpu_model  # the lesson calls fp8x.cpu_model
-from ..timing import row_ratio
+# the designed inputs, the seeded ones and the check live with the kernels; the lesson calls them as fp8x.*
+from ..fp8_gemm import BIG, check_fp8, cpu_model, probe_matrices, probe_vectors, random_inputs  # noqa: F401
 from . import experiment
 
 RANDOM_K = (32, 64, 96, 128, 160, 256, 512, 1024, 4096, 8192)
 SWEEP_K = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 SPEED_N = (4096, 8192)
-PROBE_K = 256
-BIG = 65536.0                                  # the large product of the probes: 256 x 256 = 2^16
-
-
-# --------------------------------------------------------------------------- designed inputs
-def probe_vectors(K: int = PROBE_K) -> list[dict]:
-    """Dot products of length K (a, b: exact E4M3 numbers) that each show one property of an accumulator.
-
-    kind (param): gap_same_block (g): 2^16 then 2^(16-g) right after it; gap_small_first (g): the same,
-    small first; gap_frac / gap_neg_frac (g): +-1.875 x 2^(16-g) (four significant bits); gap_acc /
-    gap_acc_neg (g): that term 128 positions later (another block: it meets the accumulator);
-    block (i): +2^16, -2^16, then 2^-18 at position i (it survives only where a new block starts);
-    sum_equal (n): n terms of 1.125."""
-    from ..fp8_gemm import E4M3_MAX, decode_e4m3, encode_e4m3
-
-    probes = []
-
-    def pair(e):                                  # 2^e as a product of two E4M3 powers of two
-        e1 = -(-e // 2)
-        return 2.0 ** e1, 2.0 ** (e - e1)
-
-    def add(kind, param, terms, small=None):
-        vals = np.array([v for _, x, y in terms for v in (x, y)])
-        if (np.abs(vals) > E4M3_MAX).any() or not np.array_equal(decode_e4m3(encode_e4m3(vals)), vals):
-            return                                # not exact in E4M3: this probe does not exist
-        a, b = np.zeros(K), np.zeros(K)
-        for pos, x, y in terms:
-            a[pos], b[pos] = x, y
-        probes.append({"kind": kind, "param": int(param), "a": a, "b": b, "small": small})
-
-    for g in range(0, 36):
-        sa, sb = pair(16 - g)
-        add("gap_same_block", g, [(0, 256.0, 256.0), (1, sa, sb)], sa * sb)
-        add("gap_small_first", g, [(0, sa, sb), (1, 256.0, 256.0)], sa * sb)
-        add("gap_frac", g, [(0, 256.0, 256.0), (1, 1.875 * sa, sb)], 1.875 * sa * sb)
-        add("gap_neg_frac", g, [(0, 256.0, 256.0), (1, -1.875 * sa, sb)], -1.875 * sa * sb)
-        add("gap_acc", g, [(0, 256.0, 256.0), (128, 1.875 * sa, sb)], 1.875 * sa * sb)
-        add("gap_acc_neg", g, [(0, 256.0, 256.0), (128, -1.875 * sa, sb)], -1.875 * sa * sb)
-    sa, sb = pair(-18)
-    for i in range(2, K):
-        add("block", i, [(0, 256.0, 256.0), (1, -256.0, 256.0), (i, sa, sb)])
-    for n in range(1, 65):
-        add("sum_equal", n, [(j, 1.125, 1.0) for j in range(n)])
-    return probes
-
-
-def probe_matrices(K: int = PROBE_K):
-    """The probes as A (P x K) and B (K x P): probe p is element (p, p) of A B."""
-    pr = probe_vectors(K)
-    return pr, np.stack([p["a"] for p in pr]), np.stack([p["b"] for p in pr]).T
-
-
-def random_inputs(M: int, N: int, K: int, dist: str, seed: int):
-    """Seeded E4M3 inputs (A: M x K, B: K x N, values in float64): N(0,1) or U[0,1) rounded to E4M3."""
-    from ..fp8_gemm import decode_e4m3, encode_e4m3
-
-    rng = np.random.default_rng(seed)
-    draw = rng.standard_normal if dist == "normal" else rng.random
-    A = decode_e4m3(encode_e4m3(draw((M, K))))
-    B = decode_e4m3(encode_e4m3(draw((K, N))))
-    return A, B
-
-
-# --------------------------------------------------------------------------- models
-def check_fp8(kernel: str, C, A, B, backend=None, fitted=None, model: bool = True):
-    """The course's check (helpers.check) of an FP8 kernel's C against A B (A, B: float arrays, B K x N;
-    numpy arrays are rounded to E4M3 as the kernel's inputs would be, CuPy arrays must hold E4M3 values):
-    worst-case bounds for an accumulator of 14 significant bits cut toward zero every 32 products
-    (mma.sync: FP32 every 16), and bit equality with the CPU model where it is fitted (model=False: the
-    bounds alone, to show what they catch without it)."""
-    from ..check import check_gemm
-    from ..numerics import round_to
-
-    def values(X):                        # the numbers the Tensor Cores multiply: X rounded to E4M3
-        return round_to(X, "fp8_e4m3").astype(np.float64) if isinstance(X, np.ndarray) else X
-
-    kw = (dict(acc="fp32", block=16) if kernel == "fp8_mma_sync" else dict(acc="e8m13", block=32))
-    return check_gemm(C, A, B, inputs="fp8_e4m3", output="fp32", acc_rounding="truncate", name=kernel,
-                      model=cpu_model(kernel) if model else None, values=values, backend=backend, fitted=fitted, **kw)
+NVML_POWER = "W, NVML 1-s average (lags)"      # nvmlDeviceGetPowerUsage: on Hopper an average over the last second
 
 
 # --------------------------------------------------------------------------- the experiment
@@ -119,12 +29,7 @@ def _gpu(kernel, A, B):
 
     from ..fp8_gemm import encode_e4m3, gemm_fp8
 
-    C = gemm_fp8(kernel, cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())))
-    return cupy.asnumpy(C)
-
-
-def _mismatches(kernel, A, B, C) -> int:
-    return int((cpu_model(kernel)(A, B) != C).sum())
+    return cupy.asnumpy(gemm_fp8(kernel, cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy()))))
 
 
 def run_probes(kernels) -> dict:
@@ -137,19 +42,6 @@ def run_probes(kernels) -> dict:
     return out
 
 
-def run_random(kernels) -> list[dict]:
-    rows = []
-    for dist in ("normal", "uniform01"):
-        for i, K in enumerate(RANDOM_K):
-            A, B = random_inputs(128, 128, K, "normal" if dist == "normal" else "uniform", 100 + i)
-            for k in kernels:
-                C = _gpu(k, A, B)
-                rows.append({"dist": dist, "K": K, "kernel": k, "elements": int(C.size),
-                             "mismatches": _mismatches(k, A, B, C),
-                             "max_sig_bits": int(_sig_bits(C).max())})
-    return rows
-
-
 def _sig_bits(C) -> np.ndarray:
     """Significant bits of each value (from its leading bit down to its last 1 bit)."""
     C = np.asarray(C, dtype=np.float32)
@@ -158,14 +50,22 @@ def _sig_bits(C) -> np.ndarray:
     return np.where(C == 0, 0, 24 - np.log2(low).astype(np.int64))
 
 
+def run_random(kernels) -> list[dict]:
+    rows = []
+    for dist in ("normal", "uniform01"):
+        for i, K in enumerate(RANDOM_K):
+            A, B = random_inputs(128, 128, K, "normal" if dist == "normal" else "uniform", 100 + i)
+            for k in kernels:
+                C = _gpu(k, A, B)
+                rows.append({"dist": dist, "K": K, "kernel": k, "elements": int(C.size),
+                             "mismatches": int((cpu_model(k)(A, B) != C).sum()), "max_sig_bits": int(_sig_bits(C).max())})
+    return rows
+
+
 def run_match_1024(kernels) -> list[dict]:
     A, B = random_inputs(1024, 1024, 1024, "normal", 2024)
-    rows = []
-    for k in kernels:
-        C = _gpu(k, A, B)
-        rows.append({"kernel": k, "m": 1024, "n": 1024, "k": 1024, "dist": "normal", "seed": 2024,
-                     "elements": int(C.size), "mismatches": _mismatches(k, A, B, C)})
-    return rows
+    return [{"kernel": k, "m": 1024, "n": 1024, "k": 1024, "dist": "normal", "seed": 2024, "elements": int(C.size),
+             "mismatches": int((cpu_model(k)(A, B) != C).sum())} for k in kernels for C in [_gpu(k, A, B)]]
 
 
 def _torch_fp8(A8, Bt8, fast):
@@ -192,13 +92,11 @@ def run_sweep(kernels) -> list[dict]:
             A, B = random_inputs(256, 256, K, "normal" if dist == "normal" else "uniform", 500 + i)
             A8, Bt8 = cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy()))
             Ad, Bd = cupy.asarray(A), cupy.asarray(B)
-            R = Ad @ Bd
-            absAB = cupy.abs(Ad) @ cupy.abs(Bd)
+            R, absAB = Ad @ Bd, cupy.abs(Ad) @ cupy.abs(Bd)
 
             def stats(C):
                 e = cupy.abs(C.astype(cupy.float64) - R)
-                n = e / absAB
-                r = e / cupy.maximum(cupy.abs(R), 1e-300)
+                n, r = e / absAB, e / cupy.maximum(cupy.abs(R), 1e-300)
                 return {"nan": int(cupy.isnan(C).sum()), "med_norm": float(cupy.median(n)), "max_norm": float(n.max()),
                         "med_rel": float(cupy.median(r)), "p99_rel": float(cupy.percentile(r, 99))}
             for k in kernels:
@@ -206,19 +104,17 @@ def run_sweep(kernels) -> list[dict]:
             for fast in (False, True):
                 name = "cublaslt_fp8_fast" if fast else "cublaslt_fp8"
                 t, err = _torch_fp8(A8, Bt8, fast)
-                if t is not None:
-                    rows.append({"dist": dist, "K": K, "kernel": name, "path": t[2],
-                                 **stats(cupy.from_dlpack(t[1].contiguous()))})
-                else:
-                    rows.append({"dist": dist, "K": K, "kernel": name, "skipped": err or "PyTorch not installed"})
+                rows.append({"dist": dist, "K": K, "kernel": name, "path": t[2],
+                             **stats(cupy.from_dlpack(t[1].contiguous()))} if t is not None
+                            else {"dist": dist, "K": K, "kernel": name, "skipped": err})
     return rows
 
 
 def run_speed(kernels, rounds: int = 1) -> list[dict]:
     """At each size in SPEED_N: cuBLAS FP16, cuBLASLt FP8 (default and fast accumulation) and `kernels` (each checked
     first), timed (helpers.timing.benchmark: cold L2, CUDA events, clocks). rounds > 1: every one is timed once per
-    round, in turn, and its row holds the median round (by median time) with every round's median (`round_ms`) and
-    SM clock (`round_mhz`): a slow spell of the GPU's clock then touches every kernel, not the last ones alone."""
+    round, in turn, and its row holds the median round with every round's median (`round_ms`) and SM clock
+    (`round_mhz`): a slow spell of the GPU's clock then touches every kernel, not the last ones alone."""
     import cupy
 
     from ..fp8_gemm import encode_e4m3, launcher
@@ -229,19 +125,13 @@ def run_speed(kernels, rounds: int = 1) -> list[dict]:
         A, B = random_inputs(n, n, n, "normal", n)
         A8, Bt8 = cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy()))
         gA, gB = cupy.asarray(A), cupy.asarray(B)              # the check's float64 work runs on the GPU
-        fl = gemm_flops(n, n, n)
-
-        def row_of(name, t, extra):
-            return {"kernel": name, "n": n, "tflops": t.tflops, "median_ms": t.median_ms, "p10_ms": t.p10_ms,
-                    "p90_ms": t.p90_ms, "reps": t.n, **(t.clocks or {}), **extra}
-        todo = []                                    # (name, fn, extra): timed below, in `rounds` rounds
         Ah, Bh = cupy.asarray(A.astype(np.float16)), cupy.asarray(B.astype(np.float16))
-        todo.append(("cublas_fp16", lambda X=Ah, Y=Bh: cupy.matmul(X, Y), {}))
+        todo = [("cublas_fp16", lambda X=Ah, Y=Bh: cupy.matmul(X, Y), {})]     # (name, launch, extra)
         for fast in (False, True):
             name = "cublaslt_fp8_fast" if fast else "cublaslt_fp8"
             t, err = _torch_fp8(A8, Bt8, fast)
             if t is None:
-                rows.append({"kernel": name, "n": n, "skipped": err or "PyTorch not installed"})
+                rows.append({"kernel": name, "n": n, "skipped": err})
             else:
                 todo.append((name, t[0], {"path": t[2]}))
         for k in kernels:
@@ -255,13 +145,14 @@ def run_speed(kernels, rounds: int = 1) -> list[dict]:
         runs = {name: [] for name, _, _ in todo}
         for _ in range(max(1, rounds)):
             for name, fn, _ in todo:
-                runs[name].append(benchmark(fn, flops=fl))
+                runs[name].append(benchmark(fn, flops=gemm_flops(n, n, n)))
         for name, _, extra in todo:
-            ts = sorted(runs[name], key=lambda t: t.median_ms)
+            t = sorted(runs[name], key=lambda t: t.median_ms)[(len(runs[name]) - 1) // 2]
             if rounds > 1:
-                extra = {**extra, "rounds": len(ts), "round_ms": [t.median_ms for t in runs[name]],
-                         "round_mhz": [(t.clocks or {}).get("sm_mhz") for t in runs[name]]}
-            rows.append(row_of(name, ts[(len(ts) - 1) // 2], extra))
+                extra = {**extra, "rounds": len(runs[name]), "round_ms": [r.median_ms for r in runs[name]],
+                         "round_mhz": [(r.clocks or {}).get("sm_mhz") for r in runs[name]]}
+            rows.append({"kernel": name, "n": n, "tflops": t.tflops, "median_ms": t.median_ms, "p10_ms": t.p10_ms,
+                         "p90_ms": t.p90_ms, "reps": t.n, **(t.clocks or {}), **extra})
         del Ah, Bh
     return rows
 
@@ -272,6 +163,7 @@ def fp8_experiment():
     from ..compile import get_arch_kernel, get_kernel
     from ..device import require_gpu
     from ..fp8_gemm import FP8_KERNELS
+    from .fp8_scaled import run_block_scaled
 
     gpu = require_gpu("experiment fp8")
     kernels = [k for k, s in FP8_KERNELS.items() if gpu.cc >= s.min_cc and (not s.wgmma or gpu.cc == (9, 0))]
@@ -290,15 +182,70 @@ def fp8_experiment():
            "probes": run_probes(kernels), "random": run_random(kernels), "match_1024": run_match_1024(kernels),
            "sweep": run_sweep(kernels), "speed": run_speed(kernels)}
     if gpu.cc == (9, 0):                          # fp8_block_scaled is sm_90a code, as the wgmma kernels
-        out["block_scaled"] = {"note": "helpers.experiments.fp8.run_block_scaled, in experiment fp8",
-                               **run_block_scaled()}
+        out["block_scaled"] = {"note": "helpers.experiments.fp8_scaled.run_block_scaled, in experiment fp8", **run_block_scaled()}
+    return out
+
+
+# --------------------------------------------------------------------------- the GPU's conversion
+def conversion_inputs(seed: int = 0) -> np.ndarray:
+    """FP32 values for the conversion check: specials, every E4M3 and E5M2 number and the midpoints
+    between neighbours (ties), values past the largest numbers, and log-uniform random values of both
+    signs from 2^-20 to 2^20."""
+    from ..fp8 import patterns
+
+    vals = [0.0, -0.0, np.inf, -np.inf, np.nan, 448.0, 464.0, 480.0, 500.0, 57344.0, 61440.0, 65536.0, 1e30]
+    for name in ("fp8_e4m3", "fp8_e5m2"):
+        _, v = patterns(name)
+        v = np.sort(np.unique(v[np.isfinite(v)]))
+        vals += list(v) + list((v[1:] + v[:-1]) / 2)
+    rng = np.random.default_rng(seed)
+    r = np.exp2(rng.uniform(-20, 20, 100000)) * rng.choice([-1.0, 1.0], 100000)
+    x = np.concatenate([np.array(vals, dtype=np.float64), r]).astype(np.float32)
+    return np.concatenate([x, -x])
+
+
+def gpu_convert(x: np.ndarray):
+    """The GPU's cvt.rn.satfinite of FP32 values x to E4M3 and E5M2 bytes (kernels/fp8.cu fp8_convert)."""
+    import cupy
+
+    from ..compile import get_kernel
+
+    k = get_kernel("fp8.cu", "fp8_convert", min_cc=(8, 9))
+    gx = cupy.asarray(np.asarray(x, dtype=np.float32))
+    e4, e5 = cupy.zeros(gx.size, cupy.uint8), cupy.zeros(gx.size, cupy.uint8)
+    k(((gx.size + 255) // 256,), (256,), (gx, e4, e5, np.int32(gx.size)))
+    return cupy.asnumpy(e4), cupy.asnumpy(e5)
+
+
+@experiment("fp8_convert", min_cc=(8, 9), needs="cvt.rn.satfinite to FP8")
+def fp8_convert_experiment():
+    """Does the GPU's FP32 -> FP8 conversion (cvt.rn.satfinite) equal helpers.fp8.saturating_cast, byte
+    for byte? And where does it differ from numpy's cast (ml_dtypes)?"""
+    from ..fp8 import cast, saturating_cast
+
+    x = conversion_inputs()
+    out = {"values": int(x.size)}
+    e4, e5 = gpu_convert(x)
+    for name, got in (("fp8_e4m3", e4), ("fp8_e5m2", e5)):
+        dt = cast(np.zeros(1), name).dtype
+        sat, plain = saturating_cast(x, name).view(np.uint8), cast(x, name).view(np.uint8)
+        gv = got.view(dt)
+        nan = lambda b: np.isnan(b.view(dt).astype(np.float32))      # noqa: E731  (NaN has several bit patterns)
+        diff = ~((got == sat) | (nan(got) & nan(sat)))
+        differs_plain = ~((got == plain) | (nan(got) & nan(plain)))
+        out[name] = {"differ_from_saturating_cast": int(diff.sum()),
+                     "examples_differing": [[float(v), int(g), int(s)] for v, g, s in
+                                            zip(x[diff][:8], got[diff][:8], sat[diff][:8])],
+                     "differ_from_numpy_cast": int(differs_plain.sum()),
+                     "examples_numpy_differs": [[float(v), float(gv[i].astype(np.float32)),
+                                                 float(plain.view(dt)[i].astype(np.float32))]
+                                                for i, v in zip(np.flatnonzero(differs_plain)[:6], x[differs_plain][:6])],
+                     "gpu_of": {str(v): float(gv[np.flatnonzero(x == np.float32(v))[0]].astype(np.float32))
+                                for v in (500.0, 1e30, np.inf, -np.inf)}}
     return out
 
 
 # --------------------------------------------------------------------------- reading the record
-WGMMA_KERNELS = ("fp8_wgmma", "fp8_wgmma_n128") + tuple(f"fp8_promote_{nc}" for nc in (32, 64, 128, 256, 512))
-
-
 def _probe_outputs(data: dict, kind: str, kernel: str):
     pr = data["probes"]
     sel = [i for i, k in enumerate(pr["kind"]) if k == kind]
@@ -310,8 +257,7 @@ def gap_rows(data: dict, kind: str = "gap_same_block", kernels=("fp8_wgmma", "fp
     small = {p["param"]: p["small"] for p in probe_vectors() if p["kind"] == kind}
     rows = {}
     for k in kernels:
-        gs, outs = _probe_outputs(data, kind, k)
-        for g, v in zip(gs, outs):
+        for g, v in zip(*_probe_outputs(data, kind, k)):
             rows.setdefault(g, {"gap g": g, "small term": small[g]})[k] = v - BIG
     return [rows[g] for g in sorted(rows)]
 
@@ -320,8 +266,7 @@ def bits_kept(data: dict, kernel: str) -> int:
     """How many bits, counted from the large term's leading bit, a term in the same block keeps:
     1 + the largest gap g at which 2^(16-g) still survives whole next to 2^16."""
     gs, outs = _probe_outputs(data, "gap_same_block", kernel)
-    kept = [g for g, v in zip(gs, outs) if v - BIG == 2.0 ** (16 - g)]
-    return max(kept) + 1
+    return max(g for g, v in zip(gs, outs) if v - BIG == 2.0 ** (16 - g)) + 1
 
 
 def block_survivors(data: dict, kernel: str, upto: int = 40) -> list[int]:
@@ -339,11 +284,13 @@ def max_significant_bits(data: dict) -> dict:
 
 
 def match_rows(data: dict) -> list[dict]:
-    """Per kernel: elements compared with the CPU model and how many differed (random products, 1024^3)."""
+    """Per kernel of the registry (helpers.fp8_gemm.FP8_KERNELS): elements compared with the CPU model and how many
+    differed (random products, 1024^3, the designed probes)."""
+    from ..fp8_gemm import FP8_KERNELS
+
     rows = {}
     for r in data["random"]:
-        d = rows.setdefault(r["kernel"], {"kernel": r["kernel"], "random products": 0, "elements": 0,
-                                          "differ": 0})
+        d = rows.setdefault(r["kernel"], {"kernel": r["kernel"], "random products": 0, "elements": 0, "differ": 0})
         d["random products"] += 1
         d["elements"] += r["elements"]
         d["differ"] += r["mismatches"]
@@ -352,7 +299,7 @@ def match_rows(data: dict) -> list[dict]:
         rows[r["kernel"]]["1024^3 differ"] = r["mismatches"]
     for k, n in data["probes"]["model_mismatches"].items():
         rows[k]["probes differ"] = n
-    return list(rows.values())
+    return [r for k, r in rows.items() if k in FP8_KERNELS]
 
 
 def sweep_rows(data: dict, K: int, dist: str) -> list[dict]:
@@ -362,66 +309,104 @@ def sweep_rows(data: dict, K: int, dist: str) -> list[dict]:
             for r in data["sweep"] if r["K"] == K and r["dist"] == dist and "med_rel" in r]
 
 
-# Table headers for the two kinds of power the record holds. NVML's power reading (nvmlDeviceGetPowerUsage, sampled
-# by helpers.clocks.Sampler while a timing runs) is, on Ampere (except GA100) and newer GPUs, an average over the last
-# second: a cold-L2 timing lasts a fraction of that, so the reading lags and mixes in the work before it
-# (experiments.fp8.speed_pingpong at 4096^3: it climbs in the order the kernels ran). The energy probe's power is the
-# energy counter's joules over a window of about 2 s of back-to-back launches (lab/probes/fp8_energy.py).
-NVML_POWER = "W, NVML 1-s average (lags)"
-ENERGY_POWER = "W, energy / time"
+def speed_of(data: dict) -> list[dict]:
+    """The speed rows the lesson shows: `speed_period` where the record holds that later timing of every kernel (the
+    F8_PERIOD=2 build of fp8_promote_256 and _512), else `speed`."""
+    return data["speed_period"]["rows"] if "speed_period" in data else data["speed"]
 
 
-def speed_rows(data: dict, peak: float | None = None) -> list[dict]:
-    """TFLOP/s of every kernel and of cuBLAS at each size, with the ratios, the clock and NVML's power (NVML_POWER)."""
-    rows = []
-    for n in sorted({r["n"] for r in data["speed"]}):
-        at = [r for r in data["speed"] if r["n"] == n and "tflops" in r]
+def speed_rows(data: dict, peak: float | None = None, rows: list[dict] | None = None) -> list[dict]:
+    """TFLOP/s of every kernel and of cuBLAS at each size (`rows`, default speed_of(data)), with the ratios, the
+    clock and NVML's power (NVML_POWER)."""
+    rows = speed_of(data) if rows is None else rows
+    out = []
+    for n in sorted({r["n"] for r in rows}):
+        at = [r for r in rows if r["n"] == n and "tflops" in r]
         lt = next((r["tflops"] for r in at if r["kernel"] == "cublaslt_fp8"), None)
         for r in at:
-            rows.append({"n": n, "kernel": r["kernel"], "TFLOP/s": round(r["tflops"], 1),
-                         "x cuBLASLt FP8": round(r["tflops"] / lt, 3) if lt else None,
-                         "of FP8 peak": round(r["tflops"] / peak, 3) if peak else None,
-                         "SM MHz": r.get("sm_mhz"), NVML_POWER: r.get("power_w"),
-                         "check": {True: "pass", False: "FAIL"}.get(r.get("check_passed"), "-")})
-    return rows
-
-
-def sass_excerpt(path, patterns=("F2FP", "HMMA", "FADD"), per: int = 2) -> list[str]:
-    """The first `per` lines of each instruction kind in a recorded SASS dump (results/logs/)."""
-    out, seen = [], dict.fromkeys(patterns, 0)
-    with open(path) as f:
-        for line in f:
-            for p in patterns:
-                if p in line and seen[p] < per:
-                    seen[p] += 1
-                    out.append(line.split(";")[0].strip().split("*/", 1)[-1].strip() + " ;")
+            out.append({"n": n, "kernel": r["kernel"], "TFLOP/s": round(r["tflops"], 1),
+                        "x cuBLASLt FP8": round(r["tflops"] / lt, 3) if lt else None,
+                        "of FP8 peak": round(r["tflops"] / peak, 3) if peak else None,
+                        "SM MHz": r.get("sm_mhz"), NVML_POWER: r.get("power_w"),
+                        "check": {True: "pass", False: "FAIL"}.get(r.get("check_passed"), "-")})
     return out
 
 
-SASS_KINDS = {"instructions": None, "wgmma (QGMMA)": "QGMMA", "waits (WARPGROUP.DEPBAR)": "WARPGROUP.DEPBAR",
-              "fences (WARPGROUP.ARRIVE)": "WARPGROUP.ARRIVE", "global stores (STG)": "STG"}
+def period_rows(data: dict) -> list[dict]:
+    """fp8_promote_256 and _512 in the two builds the record timed, each over fp8_promote_128 timed in the same run:
+    F8_PERIOD=0 in `speed` (where `speed_period` holds the later timing, F8_PERIOD=2), per size."""
+    runs = [(0, data["speed"]), (2, data["speed_period"]["rows"])] if "speed_period" in data else [(2, data["speed"])]
+    out = []
+    for build, rows in runs:
+        t = {(r["n"], r["kernel"]): r for r in rows if "tflops" in r}
+        for n, k in sorted(key for key in t if key[1] in ("fp8_promote_256", "fp8_promote_512")):
+            out.append({"n": n, "kernel": k, "build": build, "tflops": t[n, k]["tflops"],
+                        "vs_128": t[n, k]["tflops"] / t[n, "fp8_promote_128"]["tflops"]})
+    return out
 
 
-def sass_counts(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
-    """How many instructions of each kind in SASS_KINDS a recorded listing holds (results/logs/<name>-<gpu>.txt,
-    cuobjdump -sass of one kernel; 'instructions': every line with an address)."""
-    import re
+def try_period(builds=(0, 2), kernel: str = "fp8_promote_256", n: int = 4096, rounds: int = 3) -> list[dict]:
+    """F8_PERIOD, tried: on a Hopper GPU, `kernel` built with each F8_PERIOD in `builds` beside fp8_promote_128, each
+    checked (check_fp8: bounds and the model, bit for bit) and timed in `rounds` alternating rounds at n^3
+    (helpers.timing.alternating): rows of build, check, TFLOP/s of the median round and that over fp8_promote_128's.
+    Elsewhere: the record's rows of that kernel at 4096^3 (period_rows), each marked "recorded"."""
+    from ..device import backend
+    from ..errors import InputError
 
-    from ..results import log_path
+    if kernel not in ("fp8_promote_256", "fp8_promote_512"):
+        raise InputError(f"F8_PERIOD changes fp8_promote_256 and fp8_promote_512, not {kernel!r}.",
+                         "pass kernel='fp8_promote_256' or kernel='fp8_promote_512'.")
+    if not builds or any(b not in (0, 2) for b in builds):
+        raise InputError(f"builds={builds!r}: F8_PERIOD is 0 (the period decided at run time) or 2 (the default).",
+                         "pass e.g. builds=(0, 2).")
+    gpu = backend().gpu
+    if gpu is None or tuple(gpu.cc) != (9, 0):
+        from ..results import load_latest
 
-    text = log_path(name, "cuobjdump -sass (a session's device script)", gpu_slug, directory,
-                    suffix=".txt").read_text()
-    lines = [ln for ln in text.splitlines() if re.match(r"\s*/\*[0-9a-f]{4,}\*/", ln)]
-    return {k: len(lines) if pat is None else sum(pat in ln for ln in lines) for k, pat in SASS_KINDS.items()}
+        return [{"build": r["build"], "check": "recorded", "tflops": r["tflops"], "vs_128": r["vs_128"]}
+                for r in period_rows(load_latest().meta["experiments"]["fp8"])
+                if r["kernel"] == kernel and r["n"] == 4096 and r["build"] in builds]
+    import cupy
+
+    from ..fp8_gemm import encode_e4m3, launcher
+    from ..timing import alternating, gemm_flops
+
+    A, B = random_inputs(n, n, n, "normal", n)
+    A8, Bt8 = cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy()))
+    gA, gB = cupy.asarray(A), cupy.asarray(B)
+    runs, checks = {}, {}
+    for b in (*builds, "fp8_promote_128"):
+        k, opts = (b, ()) if isinstance(b, str) else (kernel, (f"-DF8_PERIOD={b}",))
+        run, C = launcher(k, A8, Bt8, options=opts)
+        run()
+        checks[b] = check_fp8(k, C, gA, gB, backend="GPU").verdict().split(" ")[0]
+        runs[b] = run
+    fl = gemm_flops(n, n, n)
+    ms = {b: float(np.median(v["ms"])) for b, v in alternating(runs, fl, rounds).items()}
+    return [{"build": b, "check": checks[b], "tflops": fl / ms[b] / 1e9, "vs_128": ms["fp8_promote_128"] / ms[b]}
+            for b in builds]
+
+
+def sass_excerpt(kernel: str = "fp8_mma_sync", patterns=("F2FP", "HMMA", "FADD"), per: int = 2) -> list[str]:
+    """The first `per` instructions of each kind in `patterns` of `kernel`'s machine code, as nvcc compiled
+    kernels/fp8.cu for the H200 (results/build-nvidia-h200/fp8.sm_90.sass, tools/kernel_dumps.sh)."""
+    from ..analysis import sass_instructions
+    from ..results import RESULTS_DIR
+
+    out, seen = [], dict.fromkeys(patterns, 0)
+    for k, _, text, op in sass_instructions(RESULTS_DIR / "build-nvidia-h200" / "fp8.sm_90.sass"):
+        for p in patterns:
+            if k == kernel and op.startswith(p) and seen[p] < per:
+                seen[p] += 1
+                out.append(text + " ;")
+    return out
 
 
 def promotion_loop(kernel: str = "fp8_promote_128") -> str:
-    """fp8_promote_128's promotion loop as lesson 7 shows it, read from kernels/fp8_sm90a.cu: every line is a line of
-    the file, in the file's order (dedented). The kernel is fp8_gemm<128, 128> (NC = 128, neither OVERLAP, SCALED nor
-    TWO), and only what that instance compiles is kept: the two constants that set the interval, the accumulators of
-    the consumers' branch it runs (the OVERLAP branch declares its own), and the consumers' K loop (the F8_PERIOD=2
-    loop is for NC > 128) with its NC >= 128 body. Left out: SCALED's scale loads and multiply-adds (its `else`,
-    the plain `total[i] += d[i]`, stays) and the branch for NC < 128."""
+    """fp8_promote_128's promotion loop, read from kernels/fp8_sm90a.cu: every line is a line of the file, in the
+    file's order (dedented), and only what fp8_gemm<128, 128> compiles is kept: the two constants that set the
+    interval, the consumers' accumulators and their K loop with its NC >= 128 body. Left out: SCALED's scale loads
+    and multiply-adds (its `else`, the plain `total[i] += d[i]`, stays) and the branch for NC < 128."""
     import re
 
     from ..display import block_end, device_functions, kernel_source
@@ -435,7 +420,7 @@ def promotion_loop(kernel: str = "fp8_promote_128") -> str:
     def first(pred, start=0) -> int:
         return next(i for i in range(start, len(lines)) if pred(i))
 
-    consts = [ln.strip() for ln in lines if ln.strip().startswith(("constexpr int EVERY =", "constexpr int PSTAGES ="))]
+    consts = [s for s in strip if s.startswith(("constexpr int EVERY =", "constexpr int PSTAGES ="))]
     cons = first(lambda i: strip[i].endswith("// ---------------- consumers"))
     decls = [strip[first(lambda i: strip[i].startswith(p), cons)] for p in ("float d[NREG];", "float total[")]
     start = first(lambda i: strip[i] == "for (int kt = 0; kt < ktiles; ++kt) {" and strip[i - 1] == "} else", cons)
@@ -495,11 +480,11 @@ def plot_error_vs_k(data: dict, source: str, dists=("normal", "uniform01")):
 
 
 def plot_cost(data: dict, source: str, n: int = 8192, K: int = 4096, dist: str = "uniform01"):
-    """Speed at n^3 against error at K: what each promotion interval N_C costs and buys."""
+    """Speed at n^3 (speed_of(data)) against error at K: what each promotion interval N_C costs and buys."""
     import matplotlib.pyplot as plt
 
     err = {r["kernel"]: r["med_rel"] for r in data["sweep"] if r["K"] == K and r["dist"] == dist and "med_rel" in r}
-    spd = {r["kernel"]: r["tflops"] for r in data["speed"] if r["n"] == n and "tflops" in r}
+    spd = {r["kernel"]: r["tflops"] for r in speed_of(data) if r["n"] == n and "tflops" in r}
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for k in spd:
         if k in err and err[k] > 0:
@@ -512,1253 +497,3 @@ def plot_cost(data: dict, source: str, n: int = 8192, K: int = 4096, dist: str =
     ax.set_title(f"What accuracy costs ({source})", fontsize=10)
     fig.tight_layout()
     return fig
-
-
-# --------------------------------------------------------------------------- the GPU's conversion
-def conversion_inputs(seed: int = 0) -> np.ndarray:
-    """FP32 values for the conversion check: specials, every E4M3 and E5M2 number and the midpoints
-    between neighbours (ties), values past the largest numbers, and log-uniform random values of both
-    signs from 2^-20 to 2^20."""
-    from ..fp8 import patterns
-
-    vals = [0.0, -0.0, np.inf, -np.inf, np.nan, 448.0, 464.0, 480.0, 500.0, 57344.0, 61440.0, 65536.0, 1e30]
-    for name in ("fp8_e4m3", "fp8_e5m2"):
-        _, v = patterns(name)
-        v = np.sort(np.unique(v[np.isfinite(v)]))
-        vals += list(v) + list((v[1:] + v[:-1]) / 2)
-    rng = np.random.default_rng(seed)
-    r = np.exp2(rng.uniform(-20, 20, 100000)) * rng.choice([-1.0, 1.0], 100000)
-    x = np.concatenate([np.array(vals, dtype=np.float64), r]).astype(np.float32)
-    return np.concatenate([x, -x])
-
-
-def gpu_convert(x: np.ndarray):
-    """The GPU's cvt.rn.satfinite of FP32 values x to E4M3 and E5M2 bytes (kernels/fp8.cu fp8_convert)."""
-    import cupy
-
-    from ..compile import get_kernel
-
-    k = get_kernel("fp8.cu", "fp8_convert", min_cc=(8, 9))
-    gx = cupy.asarray(np.asarray(x, dtype=np.float32))
-    e4, e5 = cupy.zeros(gx.size, cupy.uint8), cupy.zeros(gx.size, cupy.uint8)
-    k(((gx.size + 255) // 256,), (256,), (gx, e4, e5, np.int32(gx.size)))
-    return cupy.asnumpy(e4), cupy.asnumpy(e5)
-
-
-@experiment("fp8_convert", min_cc=(8, 9), needs="cvt.rn.satfinite to FP8")
-def fp8_convert_experiment():
-    """Does the GPU's FP32 -> FP8 conversion (cvt.rn.satfinite) equal helpers.fp8.saturating_cast, byte
-    for byte? And where does it differ from numpy's cast (ml_dtypes)?"""
-    from ..fp8 import cast, saturating_cast
-
-    x = conversion_inputs()
-    out = {"values": int(x.size)}
-    e4, e5 = gpu_convert(x)
-    for name, got in (("fp8_e4m3", e4), ("fp8_e5m2", e5)):
-        sat = saturating_cast(x, name).view(np.uint8)
-        plain = cast(x, name).view(np.uint8)
-        same = got == sat
-        # NaN has more than one bit pattern: compare NaNs as NaNs
-        gv, sv = got.view(cast(np.zeros(1), name).dtype), sat.view(cast(np.zeros(1), name).dtype)
-        nan_both = np.isnan(gv.astype(np.float32)) & np.isnan(sv.astype(np.float32))
-        diff = ~(same | nan_both)
-        differs_plain = ~((got == plain) | (np.isnan(gv.astype(np.float32)) & np.isnan(plain.view(gv.dtype).astype(np.float32))))
-        out[name] = {"differ_from_saturating_cast": int(diff.sum()),
-                     "examples_differing": [[float(v), int(g), int(s)] for v, g, s in
-                                            zip(x[diff][:8], got[diff][:8], sat[diff][:8])],
-                     "differ_from_numpy_cast": int(differs_plain.sum()),
-                     "examples_numpy_differs": [[float(v), float(gv[i].astype(np.float32)),
-                                                 float(plain.view(gv.dtype)[i].astype(np.float32))]
-                                                for i, v in zip(np.flatnonzero(differs_plain)[:6], x[differs_plain][:6])],
-                     "gpu_of": {str(v): float(gv[np.flatnonzero(x == np.float32(v))[0]].astype(np.float32))
-                                for v in (500.0, 1e30, np.inf, -np.inf)}}
-    return out
-
-
-PROMOTE_COUNTERS = {"duration_ns": ("time under ncu (us)", 1e-3), "tensor_pipe_pct": ("Tensor pipe busy (%)", 1),
-                    "fma_pipe_pct": ("FMA pipe busy (%)", 1), "l2_hit_rate_pct": ("L2 hit rate (%)", 1),
-                    "stall_wait": ("wait stall", 1), "stall_long_scoreboard": ("long scoreboard stall", 1),
-                    "stall_barrier": ("barrier stall", 1)}
-
-
-def promote_counters(kernels=("fp8_wgmma", "fp8_promote_128", "fp8_promote_256", "fp8_promote_512"),
-                     n: int = 4096) -> list[dict]:
-    """Nsight Compute at n^3 (tools/ncu_counters.py, one launch each) of lesson 7's kernels, from the newest
-    results/ncu-*.json that has them: one row per kernel with PROMOTE_COUNTERS (stalls in cycles per issued
-    instruction) and the date; [] when none is recorded."""
-    from .hopper import ncu_at
-
-    rows = []
-    for k in kernels:
-        e = ncu_at(k, (n, n, n))
-        if e is None:
-            continue
-        c, st = e["counters"], dict(e.get("top_stalls", []))
-        row = {"kernel": k, "date": str(e.get("date", ""))[:10]}
-        for key, (_, scale) in PROMOTE_COUNTERS.items():
-            v = st.get(key[6:]) if key.startswith("stall_") else c.get(key)
-            row[key] = None if v is None else v * scale
-        rows.append(row)
-    return rows
-
-
-# --------------------------------------------------------------------------- block scaling (issue 26)
-# fp8_block_scaled (DeepSeek-V3's scales at promotion): its check against the model at odd shapes and large
-# ones, its speed beside cuBLASLt's FP8 GEMM (default accumulation, per-tensor scales) and the promoting
-# kernels without scales, and the error table of per-tensor against block scaling (helpers.fp8_gemm).
-# Measured by lab/probes/fp8_block_scaled.py (or fp8_experiment), stored under experiments.fp8.block_scaled.
-BLOCK_SCALED_CHECKS = (((40, 24, 256), ("normal", "outlier activations", "varied weight blocks")),
-                       ((40, 24, 200), ("outlier activations",)),
-                       ((257, 520, 136), ("normal", "outlier activations", "varied weight blocks")),
-                       ((1000, 1064, 1000), ("normal", "outlier activations")),
-                       ((1024, 1024, 1024), ("normal", "gpu random")),
-                       ((4096, 4096, 4096), ("gpu random",)))
-BLOCK_SCALED_CPU_MODEL = 1 << 25          # products up to which the check also compares the numpy model
-BLOCK_SCALED_TIMED = ("cublaslt_fp8", "fp8_promote_128", "fp8_promote_pingpong", "fp8_block_scaled")
-BLOCK_SCALED_LARGE_TABLE = (1024, 1024, 8192)
-
-
-def gpu_block_scaled_inputs(M: int, N: int, K: int, seed: int):
-    """Seeded inputs made on the GPU, for the large checks and the timing (numpy would take a minute at
-    8192^2): A8 (M x K) and Bt8 (N x K) E4M3 bytes of 64 x N(0,1) values clipped to +-448 and rounded to the
-    nearest E4M3 number (ties down: a tie is all but impossible, and the kernel and the model see the same
-    bytes either way), and the scales sa, sb: float32 2^U(-8, 0), as amax / 448 of such tiles would be.
-    Returns (A8, Bt8, sa, sb, Aq, Bq): CuPy arrays, Aq (M x K) and Bq (K x N) the values in float64."""
-    import cupy
-
-    from ..fp8_gemm import SCALE_BLOCK, decode_e4m3
-
-    table = decode_e4m3(np.arange(127, dtype=np.uint8))          # the finite positive codes 0 .. 126, ascending
-    mids = cupy.asarray((table[1:] + table[:-1]) / 2)
-    values = cupy.asarray(np.concatenate([table, np.full(1, np.nan), -table, np.full(1, np.nan)]))
-    rng = cupy.random.default_rng(seed)
-
-    def e4m3_bytes(rows, cols):
-        x = cupy.clip(64.0 * rng.standard_normal((rows, cols)), -448.0, 448.0)
-        code = cupy.searchsorted(mids, cupy.abs(x)).astype(cupy.uint8)          # 0 .. 126: +0 .. 448
-        return code + cupy.where(cupy.signbit(x), 128, 0).astype(cupy.uint8)      # the sign bit
-
-    A8, Bt8 = e4m3_bytes(M, K), e4m3_bytes(N, K)
-    kb, nb = -(-K // SCALE_BLOCK), -(-N // SCALE_BLOCK)
-    sa = cupy.exp2(rng.uniform(-8, 0, (M, kb))).astype(cupy.float32)
-    sb = cupy.exp2(rng.uniform(-8, 0, (nb, kb))).astype(cupy.float32)
-    return A8, Bt8, sa, sb, values[A8.astype(cupy.int32)], cupy.ascontiguousarray(values[Bt8.astype(cupy.int32)].T)
-
-
-def _block_scaled_case(M, N, K, kind, seed):
-    """(A8, Bt8, sa, sb, Aq, Bq) for a check: real-valued inputs of `kind` quantized on the host
-    (helpers.fp8_gemm.block_scaled_operands), or 'gpu random' (gpu_block_scaled_inputs)."""
-    import cupy
-
-    from ..fp8_gemm import block_scaled_operands, encode_e4m3, scaling_inputs
-
-    if kind == "gpu random":
-        return gpu_block_scaled_inputs(M, N, K, seed)
-    Aq, Bq, sa, sb = block_scaled_operands(*scaling_inputs(kind, M, N, K, seed))
-    return (cupy.asarray(encode_e4m3(Aq)), cupy.asarray(encode_e4m3(Bq.T.copy())), cupy.asarray(sa),
-            cupy.asarray(sb), cupy.asarray(Aq), cupy.asarray(Bq))
-
-
-def run_block_scaled_checks(cases=BLOCK_SCALED_CHECKS, seed: int = 26) -> list[dict]:
-    """fp8_block_scaled on each (shape, input kinds) against its bound and its model, every element: the
-    GPU model (helpers.fp8_gemm.block_scaled_model_gpu) always, the numpy model too up to
-    BLOCK_SCALED_CPU_MODEL products. One row per case."""
-    import time
-
-    import cupy
-
-    from ..fp8_gemm import block_scaled_model, check_block_scaled, gemm_block_scaled
-
-    rows = []
-    for (M, N, K), kinds in cases:
-        for kind in kinds:
-            t0 = time.perf_counter()
-            A8, Bt8, sa, sb, Aq, Bq = _block_scaled_case(M, N, K, kind, seed)
-            C = gemm_block_scaled(A8, Bt8, sa, sb)
-            chk = check_block_scaled(C, Aq, Bq, sa, sb)
-            row = {"M": M, "N": N, "K": K, "inputs": kind, "seed": seed, "elements": int(C.size),
-                   "nan": chk.n_nan, "over_bound": chk.n_over, "bound_ratio": chk.bound_ratio,
-                   "model": chk.model, "mismatches": chk.model_mismatch, "model_where": chk.model_where,
-                   "check_passed": chk.passed, "check": chk.verdict()[:300]}
-            if M * N * K <= BLOCK_SCALED_CPU_MODEL:
-                Ch = cupy.asnumpy(C)
-                Em = block_scaled_model(cupy.asnumpy(Aq), cupy.asnumpy(Bq), cupy.asnumpy(sa), cupy.asnumpy(sb))
-                row["cpu_model_mismatches"] = int((Em != Ch).sum())
-            row["seconds"] = round(time.perf_counter() - t0, 2)
-            rows.append(row)
-            del A8, Bt8, sa, sb, Aq, Bq, C
-    return rows
-
-
-def block_scaled_verdict(M: int, N: int, K: int, seed: int = 7) -> str:
-    """One launch of fp8_block_scaled on seeded 'outlier activations' inputs of M x N x K and the verdict of its
-    check (the bound and the GPU model): a case for tools/sanitize_driver.py, which runs every kernel under
-    compute-sanitizer at small and odd sizes."""
-    import cupy
-
-    from ..fp8_gemm import check_block_scaled, gemm_block_scaled
-
-    A8, Bt8, sa, sb, Aq, Bq = _block_scaled_case(M, N, K, "outlier activations", seed)
-    C = gemm_block_scaled(A8, Bt8, sa, sb)
-    cupy.cuda.runtime.deviceSynchronize()
-    return check_block_scaled(C, Aq, Bq, sa, sb).verdict()
-
-
-def run_block_scaled_speed(sizes=SPEED_N, seed: int = 4096) -> list[dict]:
-    """TFLOP/s at n^3 (cold L2, CUDA events, median of many, clocks beside each: helpers.timing.benchmark,
-    as run_speed) of cuBLASLt's FP8 GEMM (default accumulation, scales 1), fp8_promote_128,
-    fp8_promote_pingpong and fp8_block_scaled, all on the same E4M3 bytes (gpu_block_scaled_inputs);
-    fp8_block_scaled's C checked first (check_block_scaled: the bound and the GPU model, every element)."""
-    import time
-
-    import cupy
-
-    from ..fp8_gemm import block_scaled_launcher, check_block_scaled, launcher
-    from ..timing import benchmark, gemm_flops
-
-    rows = []
-    for n in sizes:
-        A8, Bt8, sa, sb, Aq, Bq = gpu_block_scaled_inputs(n, n, n, seed + n)
-        fl = gemm_flops(n, n, n)
-
-        def timed(name, fn, extra=None):
-            t = benchmark(fn, flops=fl)
-            rows.append({"kernel": name, "n": n, "tflops": t.tflops, "median_ms": t.median_ms, "p10_ms": t.p10_ms,
-                         "p90_ms": t.p90_ms, "reps": t.n, **(t.clocks or {}), **(extra or {})})
-        for k in BLOCK_SCALED_TIMED:
-            if k == "cublaslt_fp8":
-                t, err = _torch_fp8(A8, Bt8, False)
-                if t is None:
-                    rows.append({"kernel": k, "n": n, "skipped": err})
-                else:
-                    go, _, path = t                    # the library, version and call that ran
-                    timed(k, go, {"path": path})
-            elif k == "fp8_block_scaled":
-                fn, C = block_scaled_launcher(A8, Bt8, sa, sb)
-                fn()
-                t0 = time.perf_counter()
-                chk = check_block_scaled(C, Aq, Bq, sa, sb)
-                timed(k, fn, {"check_passed": bool(chk.passed), "check": chk.verdict()[:300],
-                              "check_s": round(time.perf_counter() - t0, 2)})
-                del C
-            else:
-                fn, C = launcher(k, A8, Bt8)
-                fn()
-                timed(k, fn, {"nan": int(cupy.isnan(C).sum())})
-                del C
-        del A8, Bt8, sa, sb, Aq, Bq
-    return rows
-
-
-def run_block_scaled(sizes=SPEED_N) -> dict:
-    """Everything lesson 7 records of fp8_block_scaled (experiments.fp8.block_scaled): its registers and
-    spills, the checks (run_block_scaled_checks), the speed (run_block_scaled_speed), and the error table
-    of per-tensor against block scaling computed on the GPU (helpers.fp8_gemm.scaling_error_table: at its
-    CPU shape, where the CPU model must give the same numbers, and at BLOCK_SCALED_LARGE_TABLE)."""
-    import datetime as _dt
-    import time
-
-    from ..compile import get_arch_kernel
-    from ..fp8_gemm import BLOCK_SCALED, scaling_error_table
-
-    t0 = time.perf_counter()
-    kern = get_arch_kernel(BLOCK_SCALED.file, BLOCK_SCALED.name, (9, 0))
-    out = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-           "resources": {BLOCK_SCALED.name: {"regs": int(kern.num_regs), "spills": int(kern.local_size_bytes),
-                                             "smem": BLOCK_SCALED.smem}}}
-    out["checks"] = run_block_scaled_checks()
-    out["speed"] = run_block_scaled_speed(sizes)
-    out["errors"] = scaling_error_table()
-    out["errors_large"] = scaling_error_table(shape=BLOCK_SCALED_LARGE_TABLE)
-    out["seconds"] = round(time.perf_counter() - t0, 1)
-    return out
-
-
-def _edit_record(path, edit) -> str:
-    """Apply `edit` (a function of the parsed record) to a record file (default: the newest in results/) and write
-    it back, indented as every results file is; the rest of the record is left as it is. Returns its path."""
-    import json
-    from pathlib import Path
-
-    from ..results import load_latest
-
-    p = Path(path) if path is not None else load_latest().path
-    rec = json.loads(p.read_text())
-    edit(rec, p.name)
-    p.write_text(json.dumps(rec, indent=1) + "\n")
-    return str(p)
-
-
-def store_block_scaled(out: dict, note: str, path=None) -> str:
-    """Store run_block_scaled's output (e.g. lab/probes/fp8_block_scaled.py's JSON) as
-    experiments.fp8.block_scaled of a record (default: the newest in results/), with a note saying where it
-    came from; the rest of the record is left as it is. Returns the record's path."""
-    def edit(rec, _name):
-        rec.setdefault("experiments", {}).setdefault("fp8", {})["block_scaled"] = {"note": note, **out}
-    return _edit_record(path, edit)
-
-
-def store_speed(out: dict, key: str, note: str, path=None) -> str:
-    """Store a speed run alone (lab/probes/fp8_pingpong.py --speed-only) as experiments.fp8[key] of a record (default:
-    the newest in results/), with `note` and the date, for kernels the record holds already (e.g. timed again with a
-    registry change); a kernel it does not hold is refused: store_new_kernels adds kernels with their checks."""
-    import datetime
-
-    from ..errors import ResultsError
-
-    def edit(rec, name):
-        fp8 = rec.get("experiments", {}).get("fp8")
-        if fp8 is None:
-            raise ResultsError(f"{name} has no fp8 experiment to add a speed run to.",
-                               "record it first: python -m helpers.record --update-experiments fp8 (on a GPU).")
-        new = sorted({r["kernel"] for r in out["speed"]} - set(fp8["kernels"]) - {r["kernel"] for r in fp8["speed"]})
-        if new:
-            raise ResultsError(f"{name} does not hold {new}.",
-                               "store them with store_new_kernels (lab/probes/fp8_pingpong.py without --speed-only).")
-        fp8[key] = {"date": datetime.date.today().isoformat(), "note": note, "rows": out["speed"]}
-    return _edit_record(path, edit)
-
-
-def store_new_kernels(out: dict, key: str, note: str, path=None) -> str:
-    """Store lab/probes/fp8_pingpong.py's output for kernels new to a record (default: the newest in results/):
-    each kernel joins experiments.fp8's kernels, resources, probes (outputs, model mismatches), random and
-    match_1024 as the experiment itself would have put it, and the speed run goes to experiments.fp8[key] with
-    `note` and the date; the rest of the record is left as it is. A kernel the record holds already is refused:
-    re-record experiment fp8 instead. Returns the record's path."""
-    import datetime
-
-    from ..errors import ResultsError
-
-    names = list(out["kernels"])
-
-    def edit(rec, name):
-        fp8 = rec.get("experiments", {}).get("fp8")
-        if fp8 is None:
-            raise ResultsError(f"{name} has no fp8 experiment to add kernels to.",
-                               "record it first: python -m helpers.record --update-experiments fp8 (on a GPU).")
-        held = [k for k in names if k in fp8["kernels"] or k in fp8["probes"]["outputs"]]
-        if held:
-            raise ResultsError(f"{name} holds {held} already.", "re-record experiment fp8 to measure them again.")
-        if out["probes"]["kind"] != fp8["probes"]["kind"] or out["probes"]["param"] != fp8["probes"]["param"]:
-            raise ResultsError("the probe matrices differ from the record's: these outputs cannot sit beside its own.",
-                               "re-record experiment fp8 with this version of helpers.experiments.fp8.")
-        fp8["kernels"] += names
-        fp8["resources"].update({k: out["resources"][k] for k in names})
-        for part in ("outputs", "model_mismatches"):
-            fp8["probes"][part].update({k: out["probes"][part][k] for k in names})
-        fp8["random"] += [r for r in out["random"] if r["kernel"] in names]
-        fp8["match_1024"] += [r for r in out["match_1024"] if r["kernel"] in names]
-        fp8[key] = {"date": datetime.date.today().isoformat(), "note": note, "rows": out["speed"]}
-    return _edit_record(path, edit)
-
-
-def _block_scaled(data: dict) -> dict:
-    from ..errors import ResultsError
-
-    if not isinstance(data, dict) or "block_scaled" not in data:
-        raise ResultsError("this fp8 record has no block_scaled measurements (fp8_block_scaled, issue 26).",
-                           "run lab/probes/fp8_block_scaled.py OUT.json on an H200 and store it with "
-                           "helpers.experiments.fp8.store_block_scaled, or re-record experiment fp8.")
-    return data["block_scaled"]
-
-
-def block_scaled_speed_rows(data: dict, peak: float | None = None) -> list[dict]:
-    """The recorded speed of fp8_block_scaled beside cuBLASLt's FP8 GEMM (default accumulation, per-tensor)
-    and fp8_promote_128 / fp8_promote_pingpong at each size: TFLOP/s, the ratio to cuBLASLt and to
-    fp8_promote_128 (what the scales cost), the clock, and the check (data: experiments.fp8)."""
-    speed = _block_scaled(data)["speed"]
-    rows = []
-    for n in sorted({r["n"] for r in speed}):
-        at = [r for r in speed if r["n"] == n and "tflops" in r]
-        ref = {r["kernel"]: r["tflops"] for r in at}
-        for r in at:
-            lt, p128 = ref.get("cublaslt_fp8"), ref.get("fp8_promote_128")
-            rows.append({"n": n, "kernel": r["kernel"], "TFLOP/s": round(r["tflops"], 1),
-                         "x cuBLASLt FP8": round(r["tflops"] / lt, 3) if lt else None,
-                         "x promote_128": round(r["tflops"] / p128, 3) if p128 else None,
-                         "of FP8 peak": round(r["tflops"] / peak, 3) if peak else None,
-                         "SM MHz": r.get("sm_mhz"), NVML_POWER: r.get("power_w"),
-                         "check": {True: "pass", False: "FAIL"}.get(r.get("check_passed"), "-")})
-    return rows
-
-
-ERROR_COLUMNS = ("median rel. error", "median |err|/(|A||B|)", "max |err|/(|A||B|)", "normwise error")
-
-
-def block_scaled_error_rows(data: dict, large: bool = False) -> list[dict]:
-    """The recorded error table (helpers.fp8_gemm.scaling_error_table, on the H200): per input kind, per
-    tensor against block-scaled, and how many times larger the per-tensor median error is."""
-    rows = _block_scaled(data)["errors_large" if large else "errors"]
-    med = {(r["inputs"], r["scaling"]): r["median rel. error"] for r in rows}
-    out = []
-    for r in rows:
-        pt = med.get((r["inputs"], "per tensor"))
-        out.append({"inputs": r["inputs"], "scaling": r["scaling"], "M x N x K": f"{r['M']} x {r['N']} x {r['K']}",
-                    **{c: r[c] for c in ERROR_COLUMNS},
-                    "per tensor / this (median)": round(pt / r["median rel. error"], 2) if pt else None})
-    return out
-
-
-def block_scaled_check_rows(data: dict) -> list[dict]:
-    """The recorded checks of fp8_block_scaled: per shape and input kind, elements compared with the model
-    and how many differed, and the verdict."""
-    return [{"M x N x K": f"{r['M']} x {r['N']} x {r['K']}", "inputs": r["inputs"], "elements": r["elements"],
-             "differ from model": r["mismatches"], "differ from numpy model": r.get("cpu_model_mismatches", "-"),
-             "check": "pass" if r["check_passed"] else "FAIL"} for r in _block_scaled(data)["checks"]]
-
-
-def block_scaled_reject_rows(data: dict) -> list[dict]:
-    """lab/probes/reject_wrong_block_scaled.py as recorded (experiments.fp8.block_scaled.rejects): at its
-    size, the kernel's C and then each wrong result (wrong scales, one unit up, a NaN), whether the worst-case
-    bound alone and the whole check (bound and model, every element) reject it; [] where it was not run."""
-    rej = _block_scaled(data).get("rejects")
-    if not rej:
-        return []
-    size = " x ".join(map(str, rej["shape"]))
-    rows = [{"M x N x K": size, "C": "the kernel's", "bound alone": "-",
-             "whole check": "pass" if rej["correct"] else "FAIL"}]
-    for what, r in rej["rejected"].items():
-        rows.append({"M x N x K": size, "C": what, "bound alone": "rejects" if r["by the bound alone"] else "passes",
-                     "whole check": "rejects" if r["by the check"] else "passes"})
-    return rows
-
-
-def reject_rows(name: str = "reject-wrong-fp8-store", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """lab/probes/reject_wrong_fp8.py's output kept as results/logs/<name>-<gpu_slug>.json (one kernel's C and its
-    wrong results at each shape): one row per C, and per shape "bounds alone / whole check", each "passes" or
-    "rejects" ("-": equal to the kernel's C at that shape, so not a wrong result there); the first row is the kernel's
-    own C, the second the worst-case tolerance of the check at that K."""
-    from ..results import load_log
-
-    shapes = load_log(name, "lab/probes/reject_wrong_fp8.py OUT.json", gpu_slug, directory)["rows"]
-    key = lambda r: " x ".join(map(str, r["shape"])) if len(set(r["shape"])) > 1 else f"{r['shape'][0]}^3"  # noqa: E731
-    word = lambda rejected: "rejects" if rejected else "passes"                                              # noqa: E731
-    rows = [{"C": f"{shapes[0]['kernel']}'s", **{key(r): "- / " + ("pass" if r["correct"] and r["model"] == "identical"
-                                                                   else "FAIL") for r in shapes}}]
-    rows.append({"C": "(worst-case tolerance)", **{key(r): r["tolerance"] for r in shapes}})
-    for what in shapes[0]["rejected"]:
-        rows.append({"C": what, **{key(r): (f"{word(r['rejected_by_bounds'][what])} / {word(r['rejected'][what])}"
-                                            if what in r["rejected"] else "-") for r in shapes}})
-    return rows
-
-
-def _median_of(v):
-    """A reading kept per round (a list) as its median; a single reading as it is; None stays None."""
-    import statistics
-
-    if not isinstance(v, list):
-        return v
-    xs = [x for x in v if x is not None]
-    return statistics.median(xs) if xs else None
-
-
-def passed_by(rows: list[dict], key) -> dict:
-    """{key(row): whether every check of that key passed} over a probe's rows that carry a check (`check_passed`;
-    None, a yardstick's, is left out)."""
-    ok: dict = {}
-    for r in rows:
-        if r.get("check_passed") is not None:
-            ok[key(r)] = ok.get(key(r), True) and bool(r["check_passed"])
-    return ok
-
-
-def stage_rows(data: dict, base: str | None = None) -> list[dict]:
-    """experiments.fp8.stages (lab/probes/fp8_stages.py): one row per size and kernel build, the median of three
-    alternating rounds in TFLOP/s, over cuBLASLt with default and with fast accumulation timed in the same rounds (each
-    ratio the median of the round-by-round ratios, helpers.timing.row_ratio),
-    the SM clocks of the three rounds (lowest-highest) and whether every check of that build passed. A build is a
-    kernel, its stages and its probe switches (`options`, e.g. F8_DESC_ADD=1); with `base`, each row's TFLOP/s over
-    kernel `base`'s as recorded (its registry's stages, no switch) in the same rounds (`vs_base`, row_ratio)."""
-    rows = data["stages"]["rows"]
-    build = lambda r: (r["kernel"], r["stages"], tuple(r.get("options", ())))   # noqa: E731
-    ok = passed_by(rows, build)
-    timed = [r for r in rows if "tflops" in r]
-    lt = {(r["n"], r["kernel"]): r for r in timed if r["kernel"].startswith("cublaslt")}
-    from ..fp8_gemm import FP8_KERNELS
-
-    base_stages = FP8_KERNELS[base].stages if base in FP8_KERNELS else 4
-    ref = {r["n"]: r for r in timed if base and build(r) == (base, base_stages, ())}
-    out = []
-    for r in timed:
-        if r["kernel"].startswith("cublaslt"):
-            continue
-        row = {"n": r["n"], "kernel": r["kernel"], "stages": r["stages"], "tflops": r["tflops"],
-               "options": " ".join(o.removeprefix("-D") for o in r.get("options", ())) or "-",
-               "vs_default": row_ratio(r, lt[r["n"], "cublaslt_fp8"]),
-               "vs_fast": row_ratio(r, lt[r["n"], "cublaslt_fp8_fast"]),
-               "mhz": clock_span(r["sm_mhz"]) or "?", "passed": ok.get(build(r), False),
-               "round_ms": r.get("round_ms")}
-        if base:
-            row["vs_base"] = row_ratio(r, ref[r["n"]])
-        out.append(row)
-    return out
-
-
-# Tried and dropped (issue 26, sessions 13-14): fp8_promote_2acc_lean in 2-CTA clusters sharing B by multicast, as
-# cuBLASLt's default-accumulation kernel at 4096^3 runs. The prediction was written in its kernel comment before any GPU
-# ran it; the code is in commit `commit`; its run is results/logs/<log>-<gpu>.json (lab/probes/fp8_stages.py
-# --cluster) and its Nsight Compute summary results/logs/<ncu>-<gpu>.log (tools/ncu_counters.py's printed table).
-CLUSTER_TRIED = {"kernel": "fp8_promote_2acc_cluster", "over": "fp8_promote_2acc_lean", "predicted": 1.02,
-                 "commit": "6596698", "log": "fp8-cluster-probe", "ncu": "ncu-fp8-cluster"}
-
-
-# The TMA-store epilogue (issue 26, session 17): each *_store kernel was the kernel it names here with C written through
-# shared memory and TMA stores, predicted x1.03 over it at 4096^3 in its kernel comment before any GPU ran it (commit
-# 30b1673). Their first run is results/logs/fp8-store-probe-<gpu>.json (lab/probes/fp8_stages.py --store), their
-# Nsight Compute summary results/logs/ncu-fp8-store-<gpu>.log (tools/ncu_counters.py's printed table).
-# fp8_promote_2acc_store ran slower and left the course; its code is in commit `commit`.
-STORE_PAIRS = {"fp8_wgmma_store": "fp8_wgmma", "fp8_promote_2acc_store": "fp8_promote_2acc_lean"}
-STORE_PREDICTED = 1.03
-STORE_TRIED = {"kernel": "fp8_promote_2acc_store", "over": "fp8_promote_2acc_lean", "predicted": STORE_PREDICTED,
-               "commit": "30b1673", "log": "fp8-store-probe", "ncu": "ncu-fp8-store"}
-
-
-def store_rows(data: dict) -> list[dict]:
-    """stage_rows of a --store run (probe_log("fp8-store-probe")), one row per size and TMA-store kernel, beside the
-    kernel it changes (`over`, storing C from registers) timed in the same rounds: its TFLOP/s (`over_tflops`), its
-    clocks (`over_mhz`) and the ratio (`vs_over`, the median round-by-round ratio: row_ratio)."""
-    rows = stage_rows(data)
-    by = {(r["n"], r["kernel"]): r for r in rows}
-    out = []
-    for r in rows:
-        over = STORE_PAIRS.get(r["kernel"])
-        if over is not None:
-            b = by[r["n"], over]
-            out.append({**r, "over": over, "over_tflops": b["tflops"], "vs_over": row_ratio(r, b),
-                        "over_mhz": b["mhz"], "both_passed": r["passed"] and b["passed"]})
-    return out
-
-
-# The yardstick of each kernel in issue 26: the plain kernel against cuBLASLt's fast accumulation, the promoting one
-# against its default (promotion every 128 products, bit-identical to fp8_promote_128).
-YARDSTICK = {"fp8_wgmma_store": "cublaslt_fp8_fast", "fp8_promote_2acc_lean": "cublaslt_fp8"}
-
-
-def ctas_rows(name: str = "fp8-ctas-lean-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """A run of lab/probes/fp8_stages.py --ctas-lean (results/logs/<name>-<gpu>.json): per size and kernel, its
-    TFLOP/s on one CTA per SM and on 128 (medians of the alternating rounds), the ratio of the two round by round
-    (`x128`: the median of one-per-SM time / 128-CTA time over the rounds), in how many rounds 128 CTAs was faster,
-    the 128-CTA build over its yardstick (YARDSTICK, round by round, `vs_lt`; rounds faster: `lt_won`), the clocks of
-    the 128-CTA build's rounds, and whether every check of both builds passed."""
-    import numpy as np
-
-    from ..clocks import clock_span
-
-    rows = probe_log(name, gpu_slug, directory)["stages"]["rows"]
-    build = lambda r: (r["kernel"], tuple(r.get("options", ())))   # noqa: E731
-    ok = passed_by(rows, build)
-    t = {(r["n"],) + build(r): r for r in rows if "round_ms" in r}
-    out = []
-    for n in sorted({k[0] for k in t}):
-        for k, lt in YARDSTICK.items():
-            one, c128, yard = t[n, k, ()], t[n, k, ("ctas=128",)], t[n, lt, ()]
-            a, b, y = (np.array(x["round_ms"]) for x in (one, c128, yard))
-            out.append({"n": n, "kernel": k, "one_tflops": one["tflops"], "tflops": c128["tflops"],
-                        "x128": float(np.median(a / b)), "won": f"{int((b < a).sum())} of {len(b)}",
-                        "yardstick": lt, "vs_lt": float(np.median(y / b)), "lt_won": f"{int((b < y).sum())} of {len(b)}",
-                        "mhz": clock_span(c128["sm_mhz"]),
-                        "passed": ok.get((k, ()), False) and ok.get((k, ("ctas=128",)), False)})
-    return out
-
-
-# Written in session 19's device script before the run (lab/probes/fp8_stages.py --ctas-lean): 128 CTAs over one per
-# SM, per kernel and size. fp8_wgmma_store's 4096^3 repeats its first run (x1.014); the rest: the same rounds of tiles
-# on either grid (512 / 2048 tiles of 128 x 256, 1024 / 4096 of 128 x 128).
-CTAS_PREDICTED = {("fp8_wgmma_store", 4096): 1.01, ("fp8_wgmma_store", 8192): 1.005,
-                  ("fp8_promote_2acc_lean", 4096): 1.005, ("fp8_promote_2acc_lean", 8192): 1.00}
-# Session 20, written before the record's speed run with UNIFORM = true (experiments.fp8.speed_uniform): each kernel
-# over its YARDSTICK, the ratio of speed_128 times the probe's x1.020 / x1.027 at 4096^3; at 8192^3 the power limit
-# decides, so the ratios of speed_128 again.
-UNIFORM_PREDICTED = {("fp8_wgmma_store", 4096): 1.04, ("fp8_wgmma_store", 8192): 1.04,
-                     ("fp8_promote_2acc_lean", 4096): 1.02, ("fp8_promote_2acc_lean", 8192): 0.97}
-
-# Session 26, written before the first run of lab/probes/fp8_stages.py --period: the F8_PERIOD=1 build over the
-# recorded one. The record's promotion cost, fp8_promote_128's time less fp8_wgmma_n128's, is a wait for all groups
-# and the adds at every stage; at 256 and 512 that should fall to a half and a quarter of it (0.1243 - 0.1143 ms at
-# 4096^3: 256 from 0.1291 to 0.119, 512 from 0.1267 to 0.117 ms, both about x1.08). At 8192^3 the power limit
-# takes part of it back.
-PERIOD_PREDICTED = {("fp8_promote_256", 4096): 1.08, ("fp8_promote_512", 4096): 1.08,
-                    ("fp8_promote_256", 8192): 1.05, ("fp8_promote_512", 8192): 1.05}
-# Session 26, after F8_PERIOD=1 ran slower (x0.970, x0.993 at 4096^3) and before F8_PERIOD=2 ran: fp8_promote_128's
-# stage with the adds at a period's end only. The first run's 4096^3 rounds: fp8_promote_128 0.128 ms, fp8_wgmma_n128
-# 0.114; if half of that 0.014 ms is the adds, 256 saves a quarter of it (0.1245 ms against 0.129 recorded), 512
-# three eighths (0.123 against 0.126).
-PERIOD2_PREDICTED = {("fp8_promote_256", 4096): 1.035, ("fp8_promote_512", 4096): 1.025,
-                     ("fp8_promote_256", 8192): 1.01, ("fp8_promote_512", 8192): 1.01}
-# Session 26, before Nsight Compute sampled fp8_promote_256 as first built (F8_PERIOD=0) beside fp8_promote_128 and
-# its default build (lab/probes/ncu_source.py --only fp8_promote_128,fp8_promote_256_first,fp8_promote_256): if a
-# stage let go one K-tile late is the cost, the producer waits longer for free stages in the first build: a larger
-# share of its stall samples at the `empty` barriers' waits than in the other two.
-WAITS_PREDICTED = "first build: the largest share of samples at the producer's waits for an empty stage"
-# Session 26, before the record's speed table was timed again with F8_PERIOD=2 the default (experiments.fp8.speed_period:
-# lab/probes/fp8_pingpong.py --speed-only --rounds 5 with every kernel of experiments.fp8.speed): fewer promotions,
-# more speed, at both sizes: TFLOP/s in this order, slowest first (the period probe's rounds: 256 x1.036, 512 x1.081
-# over 128 at 4096^3).
-SPEED_PERIOD_PREDICTED = ("fp8_promote_32", "fp8_promote_64", "fp8_promote_128", "fp8_promote_256", "fp8_promote_512",
-                          "fp8_wgmma_n128")
-
-
-def target_rows(rows: list[dict]) -> list[dict]:
-    """Issue 26's targets in a speed run timed in alternating rounds (experiments.fp8.speed_128): per size, each kernel of
-    YARDSTICK over its cuBLASLt yardstick (`ratio`: the median of the round-by-round ratios, row_ratio), the rounds it
-    was faster in (`won`), the median over the rounds of each one's SM clock (`mhz`: kernel / yardstick) and whether it
-    passed its check. `met`: the ratio >= 1 and faster in most rounds; None (not judged, `why` says so) where the
-    yardstick ran at a clock more than 2% below the kernel's, as lesson 6 judges cuBLAS's (a miss stands: a slower clock
-    of the yardstick only flatters the kernel)."""
-    import numpy as np
-
-    by = {(r["n"], r["kernel"]): r for r in rows if "tflops" in r}
-    out = []
-    for n in sorted({r["n"] for r in rows}):
-        for k, lt in YARDSTICK.items():
-            a, y = by[n, k], by[n, lt]
-            won = int((np.array(a["round_ms"]) < np.array(y["round_ms"])).sum())
-            ratio = row_ratio(a, y)
-            mine, theirs = (int(np.median([m for m in r["round_mhz"] if m])) for r in (a, y))
-            met = ratio >= 1 and 2 * won > len(a["round_ms"]) and bool(a.get("check_passed"))
-            why = f"cuBLASLt at {theirs} MHz against {mine}" if met and theirs < 0.98 * mine else ""
-            out.append({"n": n, "kernel": k, "yardstick": lt, "tflops": a["tflops"], "lt_tflops": y["tflops"],
-                        "ratio": ratio, "won": f"{won} of {len(a['round_ms'])}", "mhz": f"{mine} / {theirs}",
-                        "passed": bool(a.get("check_passed")), "met": None if why else met, "why": why})
-    return out
-
-
-# Session 26, before the goals' run in nine alternating rounds (experiments.fp8.speed_goals: lab/probes/fp8_pingpong.py
-# --speed-only --rounds 9 fp8_wgmma_store fp8_promote_2acc_lean), each kernel over its YARDSTICK, judged by
-# helpers.timing.round_ratio as lesson 6 judges its targets: speed_uniform's ratios at 4096^3 (x1.011, x1.003); at
-# 8192^3 the power limit decides, as close to even as its runs have swung (x0.983 to x1.043 for the plain kernel).
-GOALS_PREDICTED = {("fp8_wgmma_store", 4096): 1.01, ("fp8_promote_2acc_lean", 4096): 1.00,
-                   ("fp8_wgmma_store", 8192): 1.00, ("fp8_promote_2acc_lean", 8192): 0.99}
-
-
-def round_goal_rows(rows: list[dict], predicted: dict | None = None) -> list[dict]:
-    """Issue 26's goals judged by the course's one rule (helpers.timing.round_ratio, lesson 6's): per size, each kernel
-    of YARDSTICK against its cuBLASLt yardstick timed in the same rounds: the median round-by-round ratio (`ratio`),
-    the lowest and highest round, the rounds it was faster (`won`), TFLOP/s of both (median rounds), the SM clocks
-    (lowest-highest, kernel / yardstick), whether its check passed, the prediction, and `met` ('yes' where the
-    median ratio reaches 1.00 and the check passed, else 'no')."""
-    from ..timing import round_ratio
-
-    by = {(r["n"], r["kernel"]): r for r in rows if "tflops" in r}
-    out = []
-    for n in sorted({r["n"] for r in rows}):
-        for k, lt in YARDSTICK.items():
-            a, y = by[n, k], by[n, lt]
-            rr = round_ratio(a["round_ms"], y["round_ms"])
-            ok = bool(a.get("check_passed"))
-            out.append({"n": n, "kernel": k, "yardstick": lt, "tflops": a["tflops"], "lt_tflops": y["tflops"],
-                        "ratio": rr["ratio"], "low": rr["low"], "high": rr["high"],
-                        "won": f"{rr['won']} of {rr['rounds']}",
-                        "mhz": f"{clock_span(a['round_mhz'])} / {clock_span(y['round_mhz'])}", "passed": ok,
-                        "predicted": None if predicted is None else predicted[k, n],
-                        "met": "yes" if rr["ratio"] >= 1 and ok else "no"})
-    return out
-
-
-# Joules per GEMM (issue 26, session 27): lab/probes/fp8_energy.py launches each kernel back to back for about 2 s
-# between two readings of NVML's energy counter, the kernels in turn, in rounds; its runs are kept as
-# results/logs/<name>-<gpu>.json: "fp8-energy" (the goal kernels and cuBLASLt's two, 5 rounds, 4096^3 and 8192^3) and
-# "fp8-energy-split" (lesson 7's kernels that differ in one thing each, 3 rounds, 8192^3). Their predictions, written
-# before they ran, are in the probe (ENERGY_PREDICTED, SPLIT_PREDICTED); the lesson reads them from there.
-ENERGY_MADE_BY = "lab/probes/fp8_energy.py OUT.json"
-ENERGY_PREDICTED = {8192: 0.97, 4096: 1.00}   # cuBLASLt default's joules per GEMM over fp8_promote_2acc_lean's
-# joules per GEMM over fp8_wgmma's at 8192^3 (session 27, before the run: speed_period's TFLOP/s, fp8_wgmma's over each;
-# fp8_promote_2acc_lean's from the first energy run: its joules over fp8_wgmma_store's, 1.06)
-SPLIT_PREDICTED = {"fp8_wgmma_n128": 1.06, "fp8_promote_128": 1.23, "fp8_promote_2acc_lean": 1.06}
-
-
-def energy_log(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """A run of lab/probes/fp8_energy.py kept as results/logs/<name>-<gpu_slug>.json (its rows)."""
-    from ..results import load_log
-
-    return load_log(name, ENERGY_MADE_BY, gpu_slug, directory)
-
-
-def energy_rows(rows: list[dict], base: str) -> list[dict]:
-    """Per size and kernel of an fp8_energy.py run: TFLOP/s, joules per GEMM (median round; `j_low`, `j_high`: the lowest
-    and highest), the window's mean power (W) and SM clock (MHz; medians), the work per cycle (`per_ghz`, TFLOP/s per
-    GHz of SM clock), TFLOP per joule, and `vs_base`: the median of the round-by-round ratios of its joules to `base`'s
-    (the same round; helpers.timing.round_ratio, above 1: it took more energy per GEMM), with `more`: in how many rounds
-    it took more, and `low`, `high`: the lowest and highest round's ratio (the spread helpers.timing.verdict judges a
-    prediction by). `passed`: the probe's check of a course kernel (None for cuBLASLt's)."""
-    import statistics
-
-    from ..timing import round_ratio
-
-    checks = passed_by(rows, lambda r: (r["n"], r["kernel"]))
-    timed: dict = {}
-    for r in rows:
-        if "round" in r:
-            timed.setdefault((r["n"], r["kernel"]), []).append(r)
-    med = statistics.median
-    out = []
-    for (n, k), rs in timed.items():
-        rs = sorted(rs, key=lambda r: r["round"])
-        j = [r["joules"] for r in rs]
-        rr = round_ratio([x["joules"] for x in sorted(timed[n, base], key=lambda r: r["round"])], j)
-        out.append({"n": n, "kernel": k, "tflops": med(r["tflops"] for r in rs), "joules": med(j), "j_low": min(j),
-                    "j_high": max(j), "power_w": med(r["power_w"] for r in rs), "sm_mhz": med(r["sm_mhz"] for r in rs),
-                    "per_ghz": med(r["tflops"] / (r["sm_mhz"] / 1e3) for r in rs),
-                    "tflop_per_j": med(r["tflop_per_j"] for r in rs), "vs_base": rr["ratio"], "low": rr["low"],
-                    "high": rr["high"], "more": f"{rr['won']} of {rr['rounds']}", "passed": checks.get((n, k))})
-    return out
-
-
-def goal_rows(rows: list[dict], predicted: dict | None = None) -> list[dict]:
-    """target_rows for a table: `met` as 'yes', 'no' or 'not judged', and with `predicted` ({(kernel, n): ratio},
-    written before the run) each row's prediction (`predicted`)."""
-    out = target_rows(rows)
-    for r in out:
-        r["met"] = {True: "yes", False: "no"}.get(r["met"], "not judged")
-        if predicted is not None:
-            r["predicted"] = predicted[r["kernel"], r["n"]]
-    return out
-
-
-def store_chunks(spread: bool, jj: int = 0) -> list[list[int]]:
-    """The 16-byte chunks of the 128-byte box row that each half-warp's 16 lanes write in store_slice_tma's step jj
-    (kernels/fp8_sm90a.cu; the same for both of a lane's rows, g and g + 8): lane (g = lane / 4, tq = lane % 4) writes
-    8 bytes of chunk q ^ g, q = 2 jj + tq / 2, or with F8_STORE_SPREAD (`spread`) and tq = 2, 3, of chunk
-    (2 (jj ^ 2) + tq / 2) ^ g. One list per half-warp."""
-    out = []
-    for half in (0, 1):
-        row = []
-        for lane in range(16 * half, 16 * half + 16):
-            g, tq = lane // 4, lane % 4
-            jl = jj ^ 2 if spread and tq & 2 else jj
-            row.append((2 * jl + tq // 2) ^ g)
-        out.append(row)
-    return out
-
-
-def store_wavefronts(spread: bool) -> int:
-    """Shared-memory wavefronts of one warp's stores of one box (4 steps x 2 rows, each served half a warp at a time):
-    a half-warp's 16 eight-byte stores take as many passes as the most lanes that write one bank (4-byte word w of
-    chunk c is bank 4 c + w; each lane writes words 2 (tq % 2) and 2 (tq % 2) + 1 of its chunk)."""
-    from collections import Counter
-
-    per_row = 0
-    for jj in range(4):
-        for chunks in store_chunks(spread, jj):
-            banks = Counter()
-            for i, c in enumerate(chunks):
-                tq = i % 4
-                for w in (2 * (tq % 2), 2 * (tq % 2) + 1):
-                    banks[4 * c + w] += 1
-            per_row += max(banks.values())
-    return 2 * per_row                                  # rows g and g + 8: the same chunks
-
-
-def store_counter_rows(name: str = "ncu-fp8-spread", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """tools/ncu_counters.py's JSON of fp8_wgmma_store and its F8_STORE_SPREAD=1 build (results/logs/<name>-<gpu_slug>
-    .json, one launch each): per shared-memory store instruction, the wavefronts and bank conflicts counted and the
-    wavefronts of the half-warp model (store_wavefronts over a warp's 8 store instructions of a box), and the tensor
-    pipe's share of active cycles."""
-    from ..results import load_log
-
-    log = load_log(name, "tools/ncu_counters.py --only fp8_wgmma_store fp8_wgmma_store_spread", gpu_slug, directory)
-    rows = []
-    for k in log["kernels"]:
-        c, spread = k["counters"], k["target"].endswith("_spread")
-        n = c["smem_store_instructions"]
-        rows.append({"target": k["target"], "switch": "F8_STORE_SPREAD=1" if spread else "as built", "stores_m": n / 1e6,
-                     "wavefronts": c["smem_store_wavefronts"] / n, "model": store_wavefronts(spread) / 8,
-                     "conflicts": c["smem_store_bank_conflicts"] / n, "tensor_pct": c["tensor_pipe_pct"]})
-    return rows
-
-
-def plot_store_chunks():
-    """store_chunks drawn: for each half-warp (rows) and each 16-byte chunk of the 128-byte box row (columns, 4 banks
-    each), how many of its 16 lanes write there at the first step, as built and with F8_STORE_SPREAD."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 2.2))
-    for ax, spread in zip(axes, (False, True)):
-        counts = np.zeros((2, 8), dtype=int)
-        for half, chunks in enumerate(store_chunks(spread)):
-            for c in chunks:
-                counts[half, c] += 1
-        ax.imshow(counts, cmap="Blues", vmin=0, vmax=4)
-        for (h, c), v in np.ndenumerate(counts):
-            ax.text(c, h, str(v), ha="center", va="center", color="w" if v > 2 else "k", fontsize=9)
-        ax.set_xticks(range(8), [f"{4 * c}-{4 * c + 3}" for c in range(8)], fontsize=7)
-        ax.set_yticks([0, 1], ["lanes 0-15", "lanes 16-31"], fontsize=8)
-        ax.set_xlabel("chunk of the row: banks", fontsize=8)
-        ax.set_title(f"F8_STORE_SPREAD={int(spread)}: {store_wavefronts(spread)} passes per warp and box", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def ncu_summary(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
-    """tools/ncu_counters.py's printed summary kept as results/logs/<name>-<gpu_slug>.log, per target: ms, DRAM MB
-    read and written, L2 sectors (millions), tensor pipe and occupancy (%), warp instructions (millions; logs written
-    since session 28) and the top stalls as printed."""
-    from ..results import log_path
-
-    lines = log_path(name, "tools/ncu_counters.py", gpu_slug, directory, ".log").read_text().splitlines()
-    head = next(i for i, ln in enumerate(lines) if ln.startswith("target "))
-    keys = ("ms", "dram_read_mb", "dram_write_mb", "l2_sectors_m", "smem_wavefronts_m", "conflicts_m", "tensor_pct",
-            "occupancy_pct") + (("inst_m",) if " inst M " in lines[head] else ())    # the column since session 28
-    out = {}
-    for ln in lines[head + 1:]:
-        if not ln.strip():
-            break
-        parts = ln.split()
-        out[parts[0]] = dict(zip(keys, map(float, parts[1:1 + len(keys)])), top_stalls=" ".join(parts[1 + len(keys):]))
-    return out
-
-
-def switch_rows(name: str, built="ctas=128", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """A run of builds of one kernel or more (lab/probes/fp8_stages.py, results/logs/<name>-<gpu_slug>.json) as
-    stage_rows gives it, with each row over its kernel's build `built` at the same size (`vs_built`: the median of the
-    round-by-round ratios, row_ratio) and the
-    rounds, of the alternating rounds, in which it was faster than that build (`faster`, e.g. '0 of 7'). `built`: the
-    options as stage_rows writes them (the same stages as the row), or (stages, options)."""
-    log = probe_log(name, gpu_slug, directory)
-    rows = stage_rows(log)
-    opts = lambda r: " ".join(o.removeprefix("-D") for o in r.get("options", ())) or "-"    # noqa: E731
-    rounds = {(r["n"], r["kernel"], r["stages"], opts(r)): r["round_ms"] for r in log["stages"]["rows"]
-              if "round_ms" in r and not r["kernel"].startswith("cublaslt")}
-    for r in rows:
-        base = (r["stages"], built) if isinstance(built, str) else tuple(built)
-        ref = next(x for x in rows if (x["n"], x["kernel"], x["stages"], x["options"]) == (r["n"], r["kernel"], *base))
-        mine, theirs = rounds[r["n"], r["kernel"], r["stages"], r["options"]], rounds[r["n"], r["kernel"], *base]
-        r["vs_built"] = row_ratio(r, ref)
-        r["faster"] = f"{sum(a < b for a, b in zip(mine, theirs))} of {len(mine)}"
-    return rows
-
-
-def period_rows(name: str = "fp8-period2-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """fp8_promote_256 and _512 in their builds of the probe switch F8_PERIOD (lab/probes/fp8_stages.py --period,
-    results/logs/<name>-<gpu_slug>.json), per size: `build` (0: the first record's, which ptxas serialises; 1: a period
-    at a time; 2: the default since session 26), TFLOP/s of the median round, over build 0 (`vs_first`: the median of
-    the round-by-round ratios) with the rounds it was faster in (`faster`, of build 0's same rounds), over
-    fp8_promote_128 in the same rounds (`vs_128`, likewise),
-    the SM clocks (lowest-highest) and whether every check of the build passed. The session-26 runs passed no option
-    for build 0 (then the default)."""
-    from ..timing import round_ratio
-
-    log = probe_log(name, gpu_slug, directory)
-    rows = stage_rows(log)
-    period = lambda opts: int(opts.split("F8_PERIOD=")[1].split()[0]) if "F8_PERIOD=" in opts else 0   # noqa: E731
-    rounds = {(r["n"], r["kernel"], period(" ".join(r.get("options", ())))): r["round_ms"]
-              for r in log["stages"]["rows"] if "round_ms" in r}
-    t128 = {r["n"]: r for r in rows if r["kernel"] == "fp8_promote_128"}
-    out = []
-    for r in rows:
-        if r["kernel"] not in ("fp8_promote_256", "fp8_promote_512"):
-            continue
-        b = period(r["options"])
-        rr = round_ratio(rounds[r["n"], r["kernel"], b], rounds[r["n"], r["kernel"], 0])
-        out.append({"n": r["n"], "kernel": r["kernel"], "build": b, "tflops": r["tflops"],
-                    "vs_first": rr["ratio"], "faster": "-" if b == 0 else f"{rr['won']} of {rr['rounds']}",
-                    "vs_128": row_ratio(r, t128[r["n"]]), "mhz": r["mhz"], "passed": r["passed"]})
-    return out
-
-
-# fp8_promote_2acc_144 (session 27, out of the course since): fp8_promote_2acc_lean with 128 x 144 tiles on one CTA
-# per SM. Predicted
-# before any GPU ran it (its kernel comment gives the arithmetic), over fp8_promote_2acc_lean, median round-by-round:
-FP8_WIDE_PREDICTED = {8192: 1.02, 4096: 0.89}
-# Its first run (lab/probes/fp8_stages.py --wide, 5 rounds, results/logs/fp8-wide-probe-<gpu>.json): x1.012 at 8192^3,
-# x0.911 at 4096^3, bit-identical. Then issue 26's goal judged as the goals in nine rounds (lab/probes/fp8_pingpong.py
-# --speed-only --rounds 9 ... fp8_promote_2acc_lean fp8_promote_2acc_144), predicted before that run: its median
-# round-by-round ratio to cuBLASLt's default accumulation (session 26's 0.963 for the lean kernel at 8192^3 times the
-# probe's x1.012; at 4096^3 session 26's 1.009 times x0.911).
-WIDE_GOALS_PREDICTED = {8192: 0.975, 4096: 0.92}
-# Both runs missed: the kernel left the course; its code is in commit `commit`, its runs in results/logs/<log>-<gpu>.json
-# (the probe) and <goals>-<gpu>.json (the nine rounds), its compute-sanitizer runs in sanitize-fp8-wide-*.
-WIDE_TRIED = {"kernel": "fp8_promote_2acc_144", "over": "fp8_promote_2acc_lean", "commit": "3a670f9",
-              "log": "fp8-wide-probe", "goals": "fp8-goals-wide"}
-
-
-def wide_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """fp8_promote_2acc_144's two runs (WIDE_TRIED), per run, size and kernel (the wide one and the lean one): TFLOP/s
-    (median round), the median round-by-round ratio over the lean kernel (`vs_lean`, helpers.timing.round_ratio) and
-    over cuBLASLt's default accumulation (`vs_default`) with the rounds it was faster than that (`won`), the SM clock
-    (median of the rounds' medians; the probe's run keeps one clock per round too), the work per cycle (`per_ghz`,
-    TFLOP/s per GHz of that clock), NVML's power (W; the median round where the run kept one per round), the
-    prediction over the lean kernel and whether every check passed."""
-    import statistics
-
-    from ..results import load_log
-    from ..timing import round_ratio
-
-    runs = (("5 rounds (fp8_stages.py --wide)", probe_log(WIDE_TRIED["log"], gpu_slug, directory)["stages"]["rows"],
-             "sm_mhz"),
-            ("9 rounds (fp8_pingpong.py)", load_log(WIDE_TRIED["goals"], "lab/probes/fp8_pingpong.py OUT.json "
-                                                    "--speed-only --rounds 9", gpu_slug, directory)["speed"],
-             "round_mhz"))
-    out = []
-    for run, rows, mhz in runs:
-        ok = passed_by(rows, lambda r: r["kernel"])
-        by = {(r["n"], r["kernel"]): r for r in rows if "round_ms" in r}
-        for n in sorted({n for n, _ in by}):
-            lean, lt = by[n, WIDE_TRIED["over"]], by[n, "cublaslt_fp8"]
-            for k in (WIDE_TRIED["over"], WIDE_TRIED["kernel"]):
-                r = by[n, k]
-                clock = statistics.median(r[mhz])
-                vd = round_ratio(r["round_ms"], lt["round_ms"])
-                out.append({"run": run, "n": n, "kernel": k, "tflops": r["tflops"],
-                            "vs_lean": round_ratio(r["round_ms"], lean["round_ms"])["ratio"],
-                            "vs_default": vd["ratio"], "won": f"{vd['won']} of {vd['rounds']}", "mhz": clock,
-                            "per_ghz": r["tflops"] / (clock / 1e3), "power_w": _median_of(r.get("power_w")),
-                            "passed": ok.get(k, False),
-                            "predicted": FP8_WIDE_PREDICTED[n] if k == WIDE_TRIED["kernel"] else "-"})
-    return out
-
-
-# MBAR_WAIT (kernels/hopper_primitives.cuh) for fp8_promote_2acc_lean (session 27, lab/probes/fp8_stages.py --wait,
-# results/logs/fp8-wait-probe-<gpu>.json): 0 as recorded, 1 every mbarrier wait with a suspend-time hint. Predicted before
-# its first run, 1 over 0 (median round-by-round ratio):
-WAIT_PREDICTED = {4096: 1.00, 8192: 1.01}
-
-
-# F8_PAIR (kernels/fp8_sm90a.cu) for fp8_promote_2acc_lean (session 29, lab/probes/fp8_stages.py --pair,
-# results/logs/fp8-pair-probe-<gpu>.json): 0 as recorded (a stage per K-tile), 1 two K-tiles per stage, so that a
-# consumer waits, releases and steps the ring once per pair. Counted offline before any GPU ran it (nvcc 13 -arch=sm_90a
-# -DF8_STAGES=6, cuobjdump -sass, the consumer's steady loop of two K-tiles without the mbarrier wait's retry path): 221
-# instructions a warp with 0, of them 128 FADDs; 204 with 1 (17 fewer, 8.5 a K-tile). Nsight Compute counted 268 M warp
-# instructions at 8192^3 for the recorded build (results/logs/ncu-fp8-lt-8192); 8 consumer warps x 262144 CTA K-tiles
-# x 8.5 = 17.8 M fewer makes 250 M. Predicted before its first run: the instructions (Nsight Compute, 8192^3) and the
-# speed, 1 over 0 (median round-by-round ratio): the energy run's hint (lesson 7, "Counted beside cuBLASLt") puts about
-# 0.2% of energy on each 1% of instructions, and at the power limit speed follows energy.
-PAIR_PREDICTED = {"instructions_8192": 0.935, 4096: 1.00, 8192: 1.01}
-# Its first run (session 29, results/logs/fp8-pair-probe) counted x0.933 the instructions (0.002 short), and timed no
-# gain (x0.999 at 4096^3; x0.970 at 8192^3 with the rounds spread from 0.94 to 1.04). The energy probe asks the
-# hint itself (lab/probes/fp8_energy.py --kernels fp8_promote_2acc_lean,fp8_promote_2acc_lean:-DF8_PAIR=1, back to
-# back at the power cap): predicted before it ran, the F8_PAIR=1 build's joules per GEMM over the recorded build's, 0.2%
-# of energy per 1% of instructions:
-PAIR_ENERGY_PREDICTED = {4096: 0.986, 8192: 0.986}
-# Neither run found a gain the course's timing tells apart: the switch left the kernel file (its code is in commit
-# `commit`); its runs are in results/logs/<log>-<gpu>.json (the probe), <energy>-<gpu>.json and <ncu>-<gpu>.json.
-PAIR_TRIED = {"switch": "F8_PAIR=1", "kernel": "fp8_promote_2acc_lean", "commit": "2a049e0", "log": "fp8-pair-probe",
-              "energy": "fp8-energy-pair", "ncu": "ncu-fp8-pair-8192", "flag": "--pair"}
-
-
-# F8_EXTRA_L2 (kernels/fp8_sm90a.cu; session 29, pending its first run): fp8_promote_2acc_lean with each K-tile's box of
-# A loaded twice into the same place: every K-tile then asks L2 for 48 KB instead of 32 KB and writes as much into
-# shared memory, with the same wgmmas, adds and instructions but the producer's one TMA load. It prices moving a byte
-# from L2 into shared memory, the cost the promoting kernel pays more of than cuBLASLt's default (x1.16 the L2 read
-# sectors at 8192^3). Predicted before any GPU ran it, the switched build over the recorded build (both 6 stages):
-# Nsight Compute's L2 read sectors at 8192^3 (the boxes ask for x1.5; less would say that requests for the same box are
-# merged before L2 counts them), and joules per GEMM and speed in fp8_energy.py's back-to-back rounds at the power cap,
-# from the rough fit on lesson 7's "Counted beside cuBLASLt" slide (about 0.07% of energy per 1% of L2 sectors):
-# +50% x 0.07 = +3.5%.
-EXTRA_L2_PREDICTED = {"l2_read_sectors_8192": 1.5, "joules": {4096: 1.035, 8192: 1.035},
-                      "speed_at_cap": {4096: 0.97, 8192: 0.97}}
-# Where its runs will be kept (results/logs/<log>-<gpu>.json and so on; switched_build_rows reads them as it reads F8_PAIR's):
-EXTRA_L2_TRIED = {"switch": "F8_EXTRA_L2=1", "kernel": "fp8_promote_2acc_lean", "log": "fp8-extra-l2-probe",
-                  "energy": "fp8-energy-extra-l2", "ncu": "ncu-fp8-extra-l2-8192", "flag": "--extra-l2"}
-
-
-# Appendix H's speed predictions in one table (prediction_rows): (the slide's idea, the probe log, its switched build and
-# the build it was predicted over, each (kernel, options without -D, stages or None), {n: the prediction written before
-# the run}). The predictions are the slides' (and the constants above where they have one).
-_LEAN, _C128 = "fp8_promote_2acc_lean", ("ctas=128",)
-PREDICTIONS = [
-    ("two partial sums", "fp8-2acc-probe", ("fp8_promote_2acc", (), 4), ("fp8_promote_128", (), 4), {4096: 1.08}),
-    ("2-CTA clusters sharing B", CLUSTER_TRIED["log"], (CLUSTER_TRIED["kernel"], (), None), (_LEAN, (), None),
-     {4096: CLUSTER_TRIED["predicted"]}),
-    ("C through shared memory", STORE_TRIED["log"], ("fp8_wgmma_store", (), None), ("fp8_wgmma", (), None),
-     {4096: STORE_PREDICTED}),
-    ("C through shared memory, promoting", STORE_TRIED["log"], (STORE_TRIED["kernel"], (), None), (_LEAN, (), None),
-     {4096: STORE_PREDICTED}),
-    ("store conflicts spread", "fp8-spread-probe", ("fp8_wgmma_store", ("F8_STORE_SPREAD=1",), None),
-     ("fp8_wgmma_store", (), None), {4096: 1.015}),
-    ("128 CTAs", "fp8-ctas-probe", ("fp8_wgmma_store", _C128, None), ("fp8_wgmma_store", (), None), {4096: 1.00}),
-    *[(f"128 CTAs, {k}", "fp8-ctas-lean-probe", (k, _C128, None), (k, (), None),
-       {n: CTAS_PREDICTED[k, n] for n in (4096, 8192)}) for k in YARDSTICK],
-    ("next tile's K-tiles during the store", "fp8-flow-probe", (_LEAN, _C128 + ("F8_FLOW=1",), None), (_LEAN, _C128, None),
-     {4096: 1.02, 8192: 1.01}),
-    ("only the next tile's first K-tile", "fp8-flow2-probe", (_LEAN, _C128 + ("F8_FLOW=2",), None),
-     (_LEAN, _C128, None), {4096: 1.02, 8192: 1.01}),
-    *[(f"a ring of {st} stages", "fp8-lean-stages-probe", (_LEAN, _C128, st), (_LEAN, _C128, 6), {4096: 1.00, 8192: 1.00})
-      for st in (5, 7)],
-    *[(f"uniform descriptors, {k}", "fp8-uniform-probe", (k, _C128 + ("F8_UNIFORM=1",), None), (k, _C128, None),
-       {4096: 1.01, 8192: 1.00}) for k in YARDSTICK],
-    *[(f"adds at a period's end, {k}", "fp8-period2-probe", (k, ("F8_PERIOD=2",), None), (k, (), None),
-       {n: PERIOD2_PREDICTED[k, n] for n in (4096, 8192)}) for k in ("fp8_promote_256", "fp8_promote_512")],
-    ("a time limit for the waits", "fp8-wait-probe", (_LEAN, _C128 + ("MBAR_WAIT=1",), None),
-     (_LEAN, _C128 + ("MBAR_WAIT=0",), None), WAIT_PREDICTED),
-    ("cuBLASLt's width, 128 x 144", WIDE_TRIED["log"], (WIDE_TRIED["kernel"], (), None), (_LEAN, _C128, None),
-     FP8_WIDE_PREDICTED),
-    ("two K-tiles per stage", PAIR_TRIED["log"], (_LEAN, _C128 + ("F8_PAIR=1",), None), (_LEAN, _C128 + ("F8_PAIR=0",), None),
-     {n: PAIR_PREDICTED[n] for n in (4096, 8192)}),
-]
-
-
-def prediction_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """Every speed prediction of Appendix H (PREDICTIONS) beside its outcome, in one table: per idea and size, the
-    prediction written before the run, the measured ratio (the median of the round-by-round ratios of the two builds
-    timed in the same alternating rounds; helpers.timing.round_ratio), its spread (lowest and highest round), the
-    verdict of the course's rule (helpers.timing.verdict), the rounds the switched build was faster, and the SM clocks
-    of both builds (medians of their rounds; shown, not corrected for)."""
-    import statistics
-
-    from ..errors import ResultsError
-    from ..timing import round_ratio, verdict
-
-    logs: dict = {}                                # each probe's log read once (several ideas share one)
-    out = []
-    for idea, log, new, base, predicted in PREDICTIONS:
-        if log not in logs:
-            logs[log] = [r for r in probe_log(log, gpu_slug, directory)["stages"]["rows"] if "round_ms" in r]
-        rows = logs[log]
-
-        def pick(n, kernel, options, stages):
-            got = [r for r in rows if r["n"] == n and r["kernel"] == kernel and stages in (None, r["stages"])
-                   and tuple(o.removeprefix("-D") for o in r.get("options", ())) == options]
-            if len(got) != 1:
-                raise ResultsError(f"results/logs/{log}: {len(got)} timings of {kernel} {' '.join(options)} at {n}^3.",
-                                   "keep the probe's log as it ran")
-            return got[0]
-
-        for n, p in sorted(predicted.items()):
-            a, b = pick(n, *new), pick(n, *base)
-            rr = round_ratio(a["round_ms"], b["round_ms"])
-            out.append({"idea": idea, "n": n, "predicted": p, "measured": rr["ratio"], "low": rr["low"],
-                        "high": rr["high"], "verdict": verdict(p, rr["low"], rr["high"]),
-                        "won": f"{rr['won']} of {rr['rounds']}",
-                        "mhz": f"{statistics.median(a['sm_mhz']):.0f} / {statistics.median(b['sm_mhz']):.0f}"})
-    return out
-
-
-def switched_build_rows(tried: dict, predicted: dict, gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """A probe switch's two timed runs (`tried`: PAIR_TRIED or EXTRA_L2_TRIED), per run and size: the switched build of
-    tried["kernel"] over the recorded build, timed in the same rounds with cuBLASLt's default accumulation: its speed
-    (`speed`, the median round-by-round ratio, helpers.timing.round_ratio, above 1 faster) with the rounds it was faster
-    (`faster`), the same over cuBLASLt's default (`vs_default`), the SM clocks of the recorded and the switched build
-    (`mhz`, medians of the rounds) and the switched build's power (`power_w`, NVML, median round), its joules per GEMM
-    over the recorded build's (`joules`, the energy run only: energy_rows' `vs_base`, above 1 more energy; '' in the
-    probe's rows) with the rounds it took more (`more`), the predictions written before the runs (`predicted`: "cold",
-    "cap" and "joules", each by size or None; '-' where none was written), each prediction judged by the course's
-    rule on the rounds' spread (`verdict`, helpers.timing.verdict: "speed: ..." and "joules: ...", '-' where nothing
-    was predicted; the clocks beside them, not corrected for), and whether every check of the switched build passed
-    (bit for bit against the model). The probe's run has cold L2 before every launch (fp8_stages.py
-    --pair, --extra-l2); the energy run launches back to back on the same inputs for two seconds at a time, at the
-    power cap (fp8_energy.py)."""
-    import statistics
-
-    from ..results import load_log
-    from ..timing import round_ratio, verdict
-
-    med = statistics.median
-    k, sw = tried["kernel"], tried["switch"]
-    label = f"{k}:-D{sw}"                                      # the energy run's name for the switched build
-    said = lambda what, n: (predicted.get(what) or {}).get(n, "-")                        # noqa: E731
-
-    def row(run, n, ms, lt_ms, base_ms, mhz, power_w, passed, spread=None, **energy):
-        v = round_ratio(ms, base_ms)
-        judged = [f"speed: {verdict(energy['predicted_speed'], v['low'], v['high'])}"] \
-            if energy["predicted_speed"] != "-" else []
-        if energy["predicted_joules"] != "-":
-            judged.append("joules: " + verdict(energy["predicted_joules"], *spread, above="more", below="fewer",
-                                               change="change"))
-        return {"run": run, "n": n, "speed": v["ratio"], "faster": f"{v['won']} of {v['rounds']}",
-                "vs_default": round_ratio(ms, lt_ms)["ratio"], "mhz": mhz, "power_w": power_w,
-                "passed": passed, "verdict": "; ".join(judged) or "-", **energy}
-
-    probe = probe_log(tried["log"], gpu_slug, directory)["stages"]["rows"]
-    build = lambda r: 1 if f"-D{sw}" in r.get("options", ()) else 0                       # noqa: E731
-    ok = passed_by([r for r in probe if r["kernel"] == k], build)
-    timed = {(r["n"], "lt" if r["kernel"] == "cublaslt_fp8" else build(r)): r for r in probe
-             if "round_ms" in r and r["kernel"] in (k, "cublaslt_fp8")}
-    missing = sorted(f"{what} at {n}^3" for n in {n for n, _ in timed} for what, key in
-                     (("the recorded build", 0), (f"the {sw} build", 1), ("cuBLASLt's default", "lt"))
-                     if (n, key) not in timed)
-    if missing or not timed:
-        from ..errors import ResultsError
-
-        raise ResultsError(f"results/logs/{tried['log']}: no timing of {', '.join(missing) or 'any build'}.",
-                           f"run lab/probes/fp8_stages.py OUT.json {tried['flag']} on a Hopper GPU and keep its "
-                           "output there.")
-    out = []
-    for n in sorted({n for n, _ in timed}):
-        a, b = timed[n, 0], timed[n, 1]
-        out.append(row(f"cold L2 (fp8_stages.py {tried['flag']})", n, b["round_ms"], timed[n, "lt"]["round_ms"],
-                       a["round_ms"], f"{med(a['sm_mhz']):.0f} / {med(b['sm_mhz']):.0f}", _median_of(b.get("power_w")),
-                       ok.get(1, False), joules="", more="-", predicted_speed=said("cold", n), predicted_joules="-"))
-    energy = load_log(tried["energy"], "lab/probes/fp8_energy.py OUT.json --kernels <recorded>,<switched>",
-                      gpu_slug, directory)
-    per = {(r["n"], r["kernel"]): r for r in energy_rows(energy, base=k)}
-    ms: dict = {}
-    for r in sorted((r for r in energy if "round" in r), key=lambda r: r["round"]):
-        ms.setdefault((r["n"], r["kernel"]), []).append(r["ms"])
-    for n in sorted({n for n, kk in per if kk == label}):
-        a, b = per[n, k], per[n, label]
-        out.append(row("back to back at the power cap (fp8_energy.py)", n, ms[n, label], ms[n, "cublaslt_fp8"],
-                       ms[n, k], f"{a['sm_mhz']:.0f} / {b['sm_mhz']:.0f}", b["power_w"],
-                       ok.get(1, False) and bool(b["passed"]), (b["low"], b["high"]), joules=b["vs_base"],
-                       more=b["more"], predicted_speed=said("cap", n), predicted_joules=said("joules", n)))
-    return out
-
-
-def pair_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """F8_PAIR's two timed runs (PAIR_TRIED), as switched_build_rows gives them: cold L2 predicted by PAIR_PREDICTED, the
-    joules at the power cap by PAIR_ENERGY_PREDICTED."""
-    return switched_build_rows(PAIR_TRIED, {"cold": {n: PAIR_PREDICTED[n] for n in (4096, 8192)},
-                                    "joules": PAIR_ENERGY_PREDICTED}, gpu_slug, directory)
-
-
-def wait_rows(name: str = "fp8-wait-probe", gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """fp8_promote_2acc_lean built with MBAR_WAIT 0 and 1 (lab/probes/fp8_stages.py --wait), per size and build:
-    TFLOP/s (median round), the median round-by-round ratio over build 0 (`vs_0`, helpers.timing.round_ratio) with the
-    rounds it was faster (`faster`), the same over cuBLASLt's default accumulation (`vs_default`), the prediction, the
-    SM clocks (lowest-highest), NVML's power (W, median round) and whether every check of the build passed (bit for
-    bit against the model)."""
-    from ..timing import round_ratio
-
-    log = probe_log(name, gpu_slug, directory)["stages"]["rows"]
-    wait = lambda r: int(" ".join(r.get("options", ())).split("MBAR_WAIT=")[1][0])   # noqa: E731
-    ok = passed_by([r for r in log if r["kernel"] == "fp8_promote_2acc_lean"], wait)
-    timed = {(r["n"], "lt" if r["kernel"] == "cublaslt_fp8" else wait(r)): r for r in log
-             if "round_ms" in r and r["kernel"] in ("cublaslt_fp8", "fp8_promote_2acc_lean")}
-    out = []
-    for n in sorted({n for n, _ in timed}):
-        for b in (0, 1):
-            r = timed[n, b]
-            v0 = round_ratio(r["round_ms"], timed[n, 0]["round_ms"])
-            out.append({"n": n, "build": f"MBAR_WAIT={b}", "tflops": r["tflops"], "vs_0": v0["ratio"],
-                        "faster": "-" if b == 0 else f"{v0['won']} of {v0['rounds']}",
-                        "predicted": "-" if b == 0 else WAIT_PREDICTED[n],
-                        "vs_default": round_ratio(r["round_ms"], timed[n, "lt"]["round_ms"])["ratio"],
-                        "mhz": clock_span(r["sm_mhz"]) or "?", "power_w": _median_of(r.get("power_w")),
-                        "passed": ok.get(b, False)})
-    return out
-
-
-def period_waits(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
-    """Nsight Compute's warp sampling at 4096^3 (lab/probes/ncu_source.py, results/logs/ncu-source-first-<gpu>.json)
-    of fp8_promote_128 and fp8_promote_256 as first built (F8_PERIOD=0) and as built now: per build, warp instructions
-    (millions), wgmma waits executed (every WARPGROUP.DEPBAR), the wait for all groups among them, and the share of
-    stall samples at the consumers' wait for a full stage (the mbarrier wait executed most) and at the producer's
-    wait for an empty one (the next)."""
-    from ..results import load_log
-
-    log = load_log("ncu-source-first", "lab/probes/ncu_source.py OUT --set fp8 --only fp8_promote_128,"
-                   "fp8_promote_256_first,fp8_promote_256", gpu_slug, directory)
-    names = {"fp8_promote_128": "fp8_promote_128", "fp8_promote_256_first": "fp8_promote_256, F8_PERIOD=0",
-             "fp8_promote_256": "fp8_promote_256, F8_PERIOD=2"}
-    out = []
-    for t, label in names.items():
-        v = log[t]
-        full, empty = v["mbarrier_waits"][:2]
-        out.append({"build": label, "minst": v["warp_instructions"] / 1e6,
-                    "waits": sum(w["executions"] for w in v["wgmma_waits"]),
-                    "waits_all": sum(w["executions"] for w in v["wgmma_waits"] if w["le"] == "0x0"),
-                    "wait_full": full["share"], "wait_empty": empty["share"]})
-    return out
-
-
-def try_period(builds=(0, 2), kernel: str = "fp8_promote_256", n: int = 4096, rounds: int = 3) -> list[dict]:
-    """Lesson 7's "Try it" of F8_PERIOD: on a Hopper GPU, `kernel` built with each F8_PERIOD in `builds` (0: the
-    first record's build; 2: the default; 1 left the kernel file), each checked (check_fp8: bounds and the model,
-    bit for bit) and then timed in `rounds` alternating rounds at n^3 (helpers.timing.alternating): rows of build, check, TFLOP/s of the
-    median round and that over the first build's. Elsewhere (no GPU, or not sm_90): the H200's recorded rows
-    (period_rows) of that kernel at 4096^3, each marked "recorded"."""
-    from ..device import backend
-    from ..errors import InputError
-
-    if kernel not in ("fp8_promote_256", "fp8_promote_512"):
-        raise InputError(f"F8_PERIOD changes fp8_promote_256 and fp8_promote_512, not {kernel!r}.",
-                         "pass kernel='fp8_promote_256' or kernel='fp8_promote_512'.")
-    if 1 in builds:
-        raise InputError("F8_PERIOD=1 left kernels/fp8_sm90a.cu after its runs (its rows: fp8x.period_rows()).",
-                         "pass builds=(0, 2), or build it from commit 17ad692.")
-    bad = [b for b in builds if b not in (0, 2)]
-    if bad or not builds:
-        raise InputError(f"builds={builds!r}: F8_PERIOD is 0 (the first record's build) or 2 (the default).",
-                         "pass e.g. builds=(0, 2).")
-    gpu = backend().gpu
-    if gpu is None or tuple(gpu.cc) != (9, 0):
-        return [{"build": r["build"], "check": "recorded", "tflops": r["tflops"], "vs_first": r["vs_first"]}
-                for r in period_rows() if r["kernel"] == kernel and r["n"] == 4096 and r["build"] in builds]
-    import cupy
-
-    from ..fp8_gemm import encode_e4m3, launcher
-    from ..timing import alternating, gemm_flops
-
-    A, B = random_inputs(n, n, n, "normal", n)
-    A8, Bt8 = cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy()))
-    gA, gB = cupy.asarray(A), cupy.asarray(B)
-    runs, checks = {}, {}
-    for b in builds:
-        run, C = launcher(kernel, A8, Bt8, options=(f"-DF8_PERIOD={b}",))
-        run()
-        checks[b] = check_fp8(kernel, C, gA, gB, backend="GPU").verdict().split(" ")[0]
-        runs[b] = run
-    fl = gemm_flops(n, n, n)
-    ms = alternating(runs, fl, rounds)
-    first = float(np.median(ms[builds[0]]["ms"]))
-    return [{"build": b, "check": checks[b], "tflops": fl / float(np.median(ms[b]["ms"])) / 1e9,
-             "vs_first": first / float(np.median(ms[b]["ms"]))} for b in builds]
-
-
-def probe_log(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
-    """A run of lab/probes/fp8_stages.py kept as results/logs/<name>-<gpu_slug>.json, in the shape of
-    experiments.fp8.stages (so stage_rows reads it): e.g. name "fp8-2acc-probe" (its --two run)."""
-    from ..results import load_log
-
-    return {"stages": {"rows": load_log(name, "lab/probes/fp8_stages.py OUT.json", gpu_slug, directory)}}
-
-
-def pipe_shares(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
-    """Per kernel, the share of active cycles the tensor pipe was busy (Nsight Compute's
-    sm__pipe_tensor_cycles_active, one launch each, clocks not locked), from results/logs/<name>-<gpu_slug>.json,
-    e.g. name "ncu-pipe-fp8-2acc" (its command is in the file)."""
-    from ..results import load_log
-
-    metric = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
-    log = load_log(name, f"ncu --clock-control none --metrics {metric} (one launch per kernel)", gpu_slug, directory)
-    return {k: v[metric] for k, v in log["kernels"].items()}
-
-
-# (session 28, issue 26) Nsight Compute at 8192^3 on the course's two kernels nearest cuBLASLt and the cuBLASLt kernels
-# they are measured against (tools/ncu_counters.py --size 8192 --only ..., one launch each, clocks left alone):
-# results/logs/ncu-fp8-lt-8192-<gpu>.json. Predicted before the run (commit 79269dc): the promoting kernel executes more
-# warp instructions and reads more L2 sectors per GEMM than cuBLASLt's default ("more" = its count over cuBLASLt's > 1).
-NCU_LT = {"log": "ncu-fp8-lt-8192", "commit": "79269dc",
-          "pairs": {"fp8_promote_2acc_lean": "cublaslt_fp8_default", "fp8_wgmma_store": "cublaslt_fp8_fast"},
-          "predicted": {"fp8_promote_2acc_lean": {"instructions": "more", "l2_read_sectors": "more"}}}
-
-
-def ncu_pair_rows(name: str = NCU_LT["log"], pairs: dict | None = None, gpu_slug: str = "nvidia-h200",
-                  directory=None) -> list[dict]:
-    """A tools/ncu_counters.py JSON (results/logs/<name>-<gpu_slug>.json), one row per target in `pairs` order (each
-    course kernel, then the cuBLASLt kernel it is measured against): the kernel that ran (`runs`: Nsight Compute's
-    name for it), ms, L2 read sectors and warp instructions executed (millions), the tensor and FMA pipes' share of
-    active cycles (%), the top three stalls, and for a course kernel its counts over its yardstick's (`x_ms`, `x_l2`,
-    `x_inst`). `ms` is one launch under the profiler; this log read no clock beside it."""
-    from ..results import load_log
-
-    pairs = NCU_LT["pairs"] if pairs is None else pairs
-    log = load_log(name, "tools/ncu_counters.py --size 8192 --only <targets>", gpu_slug, directory)
-    by = {k["target"]: k for k in log["kernels"]}
-
-    def row(t):
-        c = by[t]["counters"]
-        return {"kernel": t, "runs": by[t].get("profiled_kernel", by[t]["kernel"]), "ms": c["duration_ns"] / 1e6,
-                "l2_sectors_m": c["l2_read_sectors"] / 1e6, "inst_m": c["instructions"] / 1e6,
-                "tensor_pct": c["tensor_pipe_pct"], "fma_pct": c["fma_pipe_pct"],
-                "top_stalls": ", ".join(f"{s} {v:g}" for s, v in by[t]["top_stalls"][:3])}
-
-    out = []
-    for ours, theirs in pairs.items():
-        a, b = row(ours), row(theirs)
-        a.update(x_ms=a["ms"] / b["ms"], x_l2=a["l2_sectors_m"] / b["l2_sectors_m"], x_inst=a["inst_m"] / b["inst_m"],
-                 against=theirs)
-        out += [a, b]
-    return out
-
-
-def ncu_pair_verdicts(rows: list[dict], predicted: dict | None = None) -> dict:
-    """NCU_LT's predictions judged on ncu_pair_rows: {kernel: {count: 'as predicted' or 'missed'}}. A predicted
-    direction is judged by the direction (helpers.timing.verdict's rule has no spread to use for a count): 'more' is
-    as predicted when the course kernel's count over its yardstick's is above 1."""
-    predicted = NCU_LT["predicted"] if predicted is None else predicted
-    key = {"instructions": "x_inst", "l2_read_sectors": "x_l2"}
-    by = {r["kernel"]: r for r in rows}
-    return {k: {what: "as predicted" if (by[k][key[what]] > 1) == (way == "more") else "missed"
-                for what, way in p.items()}
-            for k, p in predicted.items()}

@@ -59,7 +59,7 @@ def child(shapes, fp8_shapes=()) -> None:
                 gemm_ex(A, B, compute=CUBLAS_COMPUTE_32F, out_dtype=cupy.float32)
             cupy.cuda.runtime.deviceSynchronize()
     if fp8_shapes:
-        from helpers.experiments.fp8 import gpu_block_scaled_inputs
+        from helpers.fp8_scaled import gpu_block_scaled_inputs
         from helpers.fp8_gemm import cublaslt_fp8
 
         for M, N, K in fp8_shapes:

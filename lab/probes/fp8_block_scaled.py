@@ -5,8 +5,8 @@ shapes (40x24x256, 40x24x200, 257x520x136, 1000x1064x1000), at 1024^3 and at 409
 numpy model too at the small shapes); times it at 4096^3 and 8192^3 (cold L2, CUDA events, median of many, clocks
 beside each) beside cuBLASLt's FP8 GEMM (default accumulation, per-tensor), fp8_promote_128 and
 fp8_promote_pingpong on the same bytes; and computes the error table of per-tensor against block scaling on the
-GPU (helpers.fp8_gemm.scaling_error_table). helpers.experiments.fp8.run_block_scaled does the work; its output
-goes to OUT.json (store it with helpers.experiments.fp8.store_block_scaled) and a summary to stderr.
+GPU (helpers.fp8_scaled.scaling_error_table). helpers.experiments.fp8_scaled.run_block_scaled does the work; its output
+goes to OUT.json (store it with labkit.fp8.store_block_scaled) and a summary to stderr.
 
     python3 lab/probes/fp8_block_scaled.py OUT.json          (a Hopper GPU)"""
 import json
@@ -23,7 +23,7 @@ KERNEL = "fp8_block_scaled"
 def main(argv) -> int:
     if not hopper_here():
         return 2
-    from helpers.experiments import fp8 as X
+    from helpers.experiments import fp8_scaled as X
 
     t0 = time.time()
     out = X.run_block_scaled()

@@ -9,7 +9,7 @@ TFLOP per joule (= TFLOP/s / W), the window's mean power (energy / time) and med
 
 Not cold-L2 timing (the launches follow each other on the same inputs): for energy, not for the speed record.
 
-Predicted before its first run (session 26, `ENERGY_PREDICTED`, now in helpers.experiments.fp8): at 8192^3
+Predicted before its first run (session 26, `ENERGY_PREDICTED`, now in lab/labkit/fp8.py): at 8192^3
 cuBLASLt's default accumulation takes about 3% less energy per GEMM than fp8_promote_2acc_lean (the goals' nine
 rounds: the same watts, x0.963 the speed); at 4096^3 below the cap, within 2% of each other. First run (session 27, results/logs/fp8-energy-nvidia-h200): 0.954 at
 8192^3, 1.013 at 4096^3 (medians of the round-by-round ratios); back to back, every kernel drew the cap at both sizes.
@@ -25,7 +25,7 @@ A name may carry probe switches of kernels/fp8_sm90a.cu and a ring size after co
 (`NAME:-DF8_EXTRA_L2=1`, the energy probe of L2 reads, predicted in EXTRA_L2_PREDICTED; `NAME:stages=7`, a deeper
 ring). First (session 29:
 `--kernels fp8_promote_2acc_lean,fp8_promote_2acc_lean:-DF8_PAIR=1`, the lean kernel with two K-tiles per stage beside
-it as recorded; predicted before it ran, `PAIR_ENERGY_PREDICTED` in helpers.experiments.fp8: x0.986 the joules per
+it as recorded; predicted before it ran, `PAIR_ENERGY_PREDICTED` in lab/labkit/fp8.py: x0.986 the joules per
 GEMM at both sizes, from Nsight Compute's x0.933 the warp instructions and lesson 7's hint of about 0.2% energy per 1%).
 
     python3 lab/probes/fp8_energy.py OUT.json [--sizes 4096,8192] [--rounds N] [--seconds S] [--kernels A,B[:-DX=v][:stages=N]]
@@ -39,8 +39,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from lab.probes.common import hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
 KERNELS = ("fp8_promote_2acc_lean", "fp8_wgmma_store")        # lesson 7's goal kernels; cuBLASLt's two beside them
-from helpers.experiments.fp8 import (ENERGY_PREDICTED, EXTRA_L2_PREDICTED, PAIR_ENERGY_PREDICTED,  # noqa: E402,F401
-                                     SPLIT_PREDICTED)
+from lab.labkit.fp8 import (ENERGY_PREDICTED, EXTRA_L2_PREDICTED, PAIR_ENERGY_PREDICTED,  # noqa: E402,F401
+                            SPLIT_PREDICTED)
 SIZES = (4096, 8192)
 ROUNDS = 5
 

@@ -3,10 +3,10 @@ probes, 20 random products, 1024^3) and timed in one run beside cuBLASLt (defaul
 fp8_promote_128 and the kernels without promotion (helpers.experiments.fp8's run_* functions). Its output of
 2026-12-01 is in results/nvidia-h200.json: experiments.fp8 (probes, random, match_1024, resources) and
 experiments.fp8.speed_pingpong; that of 2026-12-02 (fp8_promote_2acc and fp8_promote_2acc_lean) in
-experiments.fp8.speed_2acc, stored with helpers.experiments.fp8.store_new_kernels.
+experiments.fp8.speed_2acc, stored with labkit.fp8.store_new_kernels.
 
 With --speed-only (session 19): the speed run alone, for kernels the record holds (timed again after a registry change),
-in `--rounds N` alternating rounds (default 1); stored with helpers.experiments.fp8.store_speed.
+in `--rounds N` alternating rounds (default 1); stored with labkit.fp8.store_speed.
 
     python3 lab/probes/fp8_pingpong.py OUT.json [--speed-only [--rounds N]] [KERNEL ...]          (a Hopper GPU)"""
 import json
@@ -24,6 +24,7 @@ TIMED = ["fp8_wgmma", "fp8_wgmma_n128", "fp8_promote_128"]
 def main(argv) -> int:
     if not hopper_here():
         return 2
+    import lab.labkit.fp8  # noqa: F401  (registers the kernels that lost, e.g. fp8_promote_pingpong, fp8_promote_2acc)
     from helpers.compile import get_arch_kernel
     from helpers.experiments import fp8 as X
     from helpers.fp8_gemm import FP8_KERNELS

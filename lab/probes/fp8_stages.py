@@ -44,7 +44,7 @@ With --period (session 26): fp8_promote_256 and fp8_promote_512 built with the s
 and fp8_wgmma_n128, on one CTA per SM as the record's rows, checked at the odd shapes of --two and --store and at
 264 x 136 x 840 (7 K-tiles: a last period of 3 stages at 512, of 1 at 256). Its first run (tree 4d6d0c7, no option
 then meaning 0) timed F8_PERIOD=1 (a period at a time: no injected wait), predicted x1.08 over 0 at 4096^3 for both and
-x1.05 at 8192^3 (helpers.experiments.fp8.PERIOD_PREDICTED): slower, x0.970 and x0.993 at 4096^3. Its second (tree
+x1.05 at 8192^3 (labkit.fp8.PERIOD_PREDICTED): slower, x0.970 and x0.993 at 4096^3. Its second (tree
 bace95d, results/logs/fp8-period2-probe-nvidia-h200.json) added F8_PERIOD=2 (each stage lets its stage go at once; the
 adds only at a period's end), predicted before its run (PERIOD2_PREDICTED): x1.035 (256) and x1.025 (512) at 4096^3,
 x1.01 at 8192^3; measured x1.046 and x1.063 at 4096^3, x1.002 and x1.057 at 8192^3, bit-identical. 2 became the
@@ -83,7 +83,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from lab.probes.common import hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
-from helpers.experiments.fp8 import WAIT_PREDICTED  # noqa: E402,F401  (--wait's prediction, read by lesson 7)
 VARIANTS = [("fp8_wgmma", 4, ())] + [(k, s, ()) for k in ("fp8_wgmma_n128", "fp8_promote_128") for s in (4, 5, 6, 7)]
 DESC = [(k, 4, o) for k in ("fp8_promote_128", "fp8_wgmma") for o in ((), ("-DF8_DESC_ADD=1",))]
 # --two: fp8_promote_2acc (two partial sums per warpgroup) beside fp8_promote_128 and the tiles without promotion
@@ -125,16 +124,16 @@ PERIOD = ([("fp8_promote_128", 4, ())] + [(k, 4, (f"-DF8_PERIOD={v}",)) for k in
 # power limit in cold-L2 timing), x1.01 at 8192^3 (at the limit).
 WAIT = [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DMBAR_WAIT={h}")) for h in (0, 1)]
 # --wide (session 27): fp8_promote_2acc_144 (128 x 144 tiles, one CTA per SM) beside the lean kernel as recorded
-# (128 x 128 on 128 CTAs); predicted before its first run: helpers.experiments.fp8.FP8_WIDE_PREDICTED. The kernel lost
+# (128 x 128 on 128 CTAs); predicted before its first run: labkit.fp8.FP8_WIDE_PREDICTED. The kernel lost
 # and left the course: --wide runs in a checkout of commit 3a670f9.
 WIDE = [("fp8_promote_2acc_lean", 6, ("ctas=128",)), ("fp8_promote_2acc_144", 6, ())]
 # --pair (session 29): fp8_promote_2acc_lean on 128 CTAs (6 K-tiles of ring, as recorded) with F8_PAIR 0 (a stage
 # per K-tile, as recorded) and 1 (two K-tiles per stage); predicted before its first run:
-# helpers.experiments.fp8.PAIR_PREDICTED
+# labkit.fp8.PAIR_PREDICTED
 PAIR = [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DF8_PAIR={p}")) for p in (0, 1)]
 # --extra-l2 (session 29): fp8_promote_2acc_lean on 128 CTAs as recorded beside the energy probe F8_EXTRA_L2=1 (A's box
 # loaded twice per K-tile), to check it bit for bit and time it; its energy in fp8_energy.py. Predicted before its
-# first run: helpers.experiments.fp8.EXTRA_L2_PREDICTED
+# first run: labkit.fp8.EXTRA_L2_PREDICTED
 EXTRA_L2 = [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DF8_EXTRA_L2={v}")) for v in (0, 1)]
 PERIOD_ODD = ((264, 136, 840),)    # 7 K-tiles: periods of 2 and 4 stages end in a shorter one
 STORE_ODD = ((2000, 2600, 300),)   # more tiles than SMs (176 of 128 x 256), the last column of tiles 40 wide: a CTA's
@@ -168,6 +167,7 @@ def main(argv) -> int:
         return launcher(k, A8, Bt8, stages=st, options=tuple(o for o in opts if not o.startswith("ctas=")),
                         ctas=n[0] if n else sms)
     rounds, sizes = int_option(argv, "--rounds", ROUNDS, one=True), int_option(argv, "--sizes", SIZES)
+    import lab.labkit.fp8  # noqa: F401  (registers the kernels that lost, e.g. fp8_promote_pingpong, fp8_promote_2acc)
     from helpers.fp8_gemm import FP8_KERNELS
 
     if "--wide" in argv and "fp8_promote_2acc_144" not in FP8_KERNELS:

@@ -53,6 +53,7 @@ def launch(target: str) -> None:
 
     M, N, K = TARGETS[target][1]
     if target.startswith(("fp8", "cublaslt")):
+        import lab.labkit.fp8  # noqa: F401  (registers the kernels that lost, e.g. fp8_promote_pingpong, fp8_promote_2acc)
         from helpers.experiments.fp8 import random_inputs
         from helpers.fp8_gemm import cublaslt_fp8, encode_e4m3, launcher as fp8_launcher
 

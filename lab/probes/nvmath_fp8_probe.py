@@ -1,9 +1,9 @@
-"""cuBLASLt's FP8 GEMM by both of the course's paths, on one GPU run (issue 27): nvmath-python's public API
+"""cuBLASLt's FP8 GEMM by both of the course's paths, on one GPU run: nvmath-python's public API
 (helpers.fp8_gemm.nvmath_fp8) and PyTorch's private torch._scaled_mm (helpers.fp8_gemm.torch_scaled_mm),
 on one seeded N x N x N E4M3 product (N(0,1) rounded to E4M3, scales 1, FP32 result), with and without
 cuBLASLt's fast accumulation.
 
-    python lab/probes/nvmath_fp8_probe.py [--n 4096] [--json OUT.json]
+    python lab/probes/nvmath_fp8_probe.py OUT.json [--n 4096] [--seed 4096]
 
 One line per path and mode: what ran (library, version, call), its speed (helpers.timing.benchmark: cold
 L2, CUDA events, median), how many of the N^2 elements differ from the other path's, bit for bit (both
@@ -14,7 +14,7 @@ observation, not a pass or fail: lesson 07 shows cuBLASLt's default with the err
 promote-128, not that its bits are the model's. A last line gives the verdict.
 
 Exit status: 0 when both paths ran in both modes and agree bit for bit; 1 when they differ or one
-failed; 2 without a GPU of compute capability 8.9 or newer, or without one of the two paths.
+failed; 2 without a Hopper GPU, or without one of the two paths. OUT.json gets the lines' data.
 """
 from __future__ import annotations
 
@@ -23,20 +23,22 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from lab.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
 
 SAMPLE = 64
 MODEL = {False: "fp8_promote_128", True: "fp8_wgmma"}     # the CPU model each mode is compared with
 
 
-def main(argv=None) -> int:
+def main(argv) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("json", help="write the lines' data to this file")
     ap.add_argument("--n", type=int, default=4096, help="M = N = K (a multiple of 16; default 4096)")
     ap.add_argument("--seed", type=int, default=4096)
-    ap.add_argument("--json", help="also write the lines' data to this file")
     args = ap.parse_args(argv)
+    if not hopper_here():
+        return 2
 
     import numpy as np
 
@@ -108,11 +110,10 @@ def main(argv=None) -> int:
     else:
         verdict, rc = "verdict: FAILED (a path failed, or the two paths differ)", 1
     print(verdict)
-    if args.json:
-        Path(args.json).write_text(json.dumps({"gpu": b.gpu.name, "cc": list(b.gpu.cc), "n": n, "seed": args.seed,
-                                               "rows": out, "verdict": verdict}, indent=1))
+    Path(args.json).write_text(json.dumps({"gpu": b.gpu.name, "cc": list(b.gpu.cc), "n": n, "seed": args.seed,
+                                           "rows": out, "verdict": verdict}, indent=1))
     return rc
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main, __doc__)

@@ -1,4 +1,4 @@
-"""A device probe (issue 26): the check of fp8_block_scaled (helpers.fp8_gemm.check_block_scaled: its worst-case
+"""A device probe (issue 26): the check of fp8_block_scaled (helpers.fp8_scaled.check_block_scaled: its worst-case
 bound and its model, every element, on the GPU) passes the kernel's C at the largest size lesson 7 times it
 (4096^3) and rejects wrong results there: the model's C with the scales ignored, with sa only, with sb's or sa's
 K-blocks reversed, with each row given the next row's sa, with one scale per tensor (their means); and the
@@ -22,8 +22,8 @@ def main(argv) -> int:
         return 2
     import cupy
 
-    from helpers.experiments.fp8 import gpu_block_scaled_inputs
-    from helpers.fp8_gemm import block_scaled_launcher, block_scaled_model_gpu as model, check_block_scaled
+    from helpers.fp8_scaled import block_scaled_launcher, block_scaled_model_gpu as model, check_block_scaled
+    from helpers.fp8_scaled import gpu_block_scaled_inputs
 
     t0 = time.time()
     A8, Bt8, sa, sb, Aq, Bq = gpu_block_scaled_inputs(N, N, N, 4096 + N)

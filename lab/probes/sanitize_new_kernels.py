@@ -110,9 +110,9 @@ def main() -> int:
                 bad += _rung_cases(rung_entry(k), opts)
         return 1 if bad else 0
     if "--pending" in sys.argv or "--fp8" in sys.argv:    # --fp8 NAME ...: named FP8 kernels (e.g. a new grid)
-        from helpers.fp8_gemm import PENDING as FP8_PENDING
+        import lab.labkit.fp8  # noqa: F401  (registers the kernels that lost)
 
-        names = sys.argv[sys.argv.index("--fp8") + 1:] if "--fp8" in sys.argv else sorted(FP8_PENDING)
+        names = sys.argv[sys.argv.index("--fp8") + 1:] if "--fp8" in sys.argv else []
         for name in names:                    # K-tile counts 1 (K = 16, 49, 100), 8 (K = 1000) and 3 (K = 300); 1300 x 3900:
             for M, N, K in SIZES + SPLIT_SIZES[1:] + ((72, 136, 300), (1300, 3900, 100)):   # more tiles than SMs
                 v = _fp8(name, M, N, K)
@@ -137,7 +137,7 @@ def main() -> int:
         v = _fp8("fp8_promote_pingpong", M, N, K)
         bad += not v.startswith("PASS")
         print(f"@@end fp8_promote_pingpong | M={M} N={N} K={K} | {v[:160]}", flush=True)
-    from helpers.experiments.fp8 import block_scaled_verdict
+    from helpers.experiments.fp8_scaled import block_scaled_verdict
 
     for M, N, K in SIZES + SPLIT_SIZES[1:]:
         v = block_scaled_verdict(M, N, K)

@@ -92,25 +92,6 @@ def test_ncu_source_summary_reads_a_sass_page_and_the_stored_one_says_one_warpgr
     assert r19["opcodes"]["R2UR"] >= 4 * 4 * 128 * 4 * 128 and "R2UR" not in cub["opcodes"]
 
 
-def test_stored_fp8_sampling_shows_cublaslt_promoting_every_128_products_as_fp8_promote_128_does():
-    """results/logs/ncu-source-fp8-nvidia-h200.json (session 11, 4096^3): cuBLASLt's default-accumulation FP8 kernel
-    and fp8_promote_128 execute the same QGMMA m64n128k32 count (4096^3 / (64 x 128 x 32) per warp of a warpgroup: x4)
-    and the same FADD count, one add per output per 128 products in warp instructions of 32 lanes; fp8_wgmma (no
-    promotion) has no FADD in its top opcodes; cuBLASLt's kernel name reads a 128 x 128 tile, K-tiles of 128 in 6
-    stages, clusters of 2; fp8_promote_128 executes 1.2-1.4x cuBLASLt's warp instructions."""
-    rec = json.loads((ROOT / "results" / "logs" / "ncu-source-fp8-nvidia-h200.json").read_text())
-    t = rec["targets"]
-    lt, ours, fast = t["cublaslt_fp8_default"], t["fp8_promote_128"], t["fp8_wgmma"]
-    n = 4096
-    qgmma = n ** 3 // (64 * 128 * 32) * 4
-    assert lt["opcodes"]["QGMMA"] == ours["opcodes"]["QGMMA"] == qgmma
-    assert lt["gmma_shapes"] == ours["gmma_shapes"] == ["64x128x32.F32.E4M3.E4M3"]
-    assert lt["opcodes"]["FADD"] == ours["opcodes"]["FADD"] == n * n * (n // 128) // 32
-    assert "FADD" not in fast["opcodes"] and fast["gmma_shapes"] == ["64x256x32.F32.E4M3.E4M3"]
-    assert "_128x128_128x6_2x1_" in lt["kernel"] and lt["kernel"].startswith("nvjet_sm90_qqsss")
-    assert 1.2 < ours["warp_instructions"] / lt["warp_instructions"] < 1.4
-
-
 def test_probes_share_the_hopper_check_and_the_rounds(monkeypatch):
     """lab/probes/common.py: every probe checks for a Hopper GPU through hopper_here (none repeats the check), and
     alternating() (helpers.timing's, which experiment hopper_targets uses too) times each entry once per round, in
@@ -336,7 +317,7 @@ def test_the_energy_probe_writes_its_prediction_before_it_runs():
     assert mod.ENERGY_PREDICTED == {8192: 0.97, 4096: 1.00}
     assert ("at 8192^3 cuBLASLt's default accumulation takes about 3% less energy per GEMM than fp8_promote_2acc_lean"
             in doc and "at 4096^3 below the cap, within 2% of each other" in doc)
-    from helpers.experiments.fp8 import YARDSTICK
+    from labkit.fp8 import YARDSTICK
 
     assert set(mod.KERNELS) == set(YARDSTICK)
 
