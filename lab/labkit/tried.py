@@ -15,6 +15,7 @@ SCHEMA = "tensor-core-course/tried/1"
 FIELDS = ("idea", "predicted", "measured", "kept", "where")
 # lesson -> the lab module whose tried() gives its rows
 SOURCES: dict[str, str] = {}
+SOURCES["06"] = "labkit.hopper"
 
 
 def check_rows(lesson: str, rows: list[dict]) -> list[dict]:
@@ -37,6 +38,11 @@ def build(sources: dict[str, str] | None = None) -> dict:
 
 
 def write(path=None, sources: dict[str, str] | None = None):
+    """Build the lessons of `sources` and write them into `path`, keeping the other lessons already there."""
     path = path or ROOT / "results" / "tried.json"
-    path.write_text(json.dumps(build(sources), indent=1) + "\n")
+    data = build(sources)
+    if path.is_file():
+        old = json.loads(path.read_text()).get("lessons", {})
+        data["lessons"] = dict(sorted({**old, **data["lessons"]}.items()))
+    path.write_text(json.dumps(data, indent=1) + "\n")
     return path
