@@ -213,8 +213,8 @@ def load_log(name: str, made_by: str, gpu_slug: str = "nvidia-h200", directory=N
     return json.loads(log_path(name, made_by, gpu_slug, directory).read_text())
 
 
-# results/*.json that are not measurement records: Nsight Compute counters (tools/ncu_counters.py)
-NOT_RECORDS = ("ncu-*.json",)
+# results/*.json that are not measurement records: Nsight Compute counters (tools/ncu_counters.py), the lab's tried rows
+NOT_RECORDS = ("ncu-*.json", "tried.json")
 
 
 def nbval_seconds(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> float:
