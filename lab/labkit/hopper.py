@@ -316,7 +316,7 @@ def wave_facts(shape, sms: int = 132) -> dict:
     """Rungs 9-16's 128 x 256 tiles at `shape` (M, N, ...) on `sms` CTAs: {"tiles", "waves", "last" (tiles in the
     last wave), "busy" (the share of the CTA slots of all waves that hold a tile), "sms"}."""
     from helpers.analysis import kernel_defines
-    from ..exercises.hopper import waves
+    from helpers.exercises.hopper import waves
 
     d = kernel_defines("hopper_sm90a.cu")
     w, busy = waves(shape[0], shape[1], sms, d["HBM"], d["HBN"])
@@ -1057,4 +1057,23 @@ def tried(rec=None) -> list[dict]:
     add("the warpgroup index in uniform registers (rungs 13-15)",
         ", ".join(f"{_p(p)} at {n}^3" for n, p in WG_UNIFORM_PREDICTED.items()),
         ", ".join(f"{_x([r['ratio'] for r in wg if r['n'] == n])} at {n}^3" for n in WG_UNIFORM_PREDICTED), "no")
+    return rows
+
+
+def sampling_rows(summary: dict, targets, top: int = 4) -> list[dict]:
+    """One row per target of an lab/probes/ncu_source.py summary: the kernel, warp-level instructions executed
+    (millions), the wgmma instructions (executed, shape), the `top` most executed opcodes with their share, and the
+    stall reason with the most samples."""
+    rows = []
+    for t in targets:
+        s = summary["targets"][t]
+        total = s["warp_instructions"]
+        counted = [v for k, v in s["opcodes"].items() if k in ("HGMMA", "QGMMA")]
+        per_address = sum(s["gmma_executions"]) // max(1, len(s["gmma_executions"]))
+        gmma = counted[0] if counted else per_address * s["gmma_addresses"]
+        stall = next(iter(s["stall_share"].items()), ("-", 0))
+        rows.append({"target": t, "kernel": s.get("kernel") or t, "warp_minstr": total / 1e6, "gmma": gmma,
+                     "gmma_shape": ", ".join(s["gmma_shapes"]),
+                     "opcodes": ", ".join(f"{k} {v / total:.0%}" for k, v in list(s["opcodes"].items())[:top]),
+                     "top_stall": f"{stall[0]} {stall[1]:.0%}"})
     return rows
