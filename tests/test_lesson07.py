@@ -954,8 +954,6 @@ def test_claims_of_the_store_counters_slide():
     assert "const int q = 2 * jj + tq / 2;" in ws and "const int r = warp * 16 + g + 8 * h;" in ws
     assert "((q ^ (r & 7)) * 4) + (tq & 1) * 2" in ws
     assert re.search(r"const int q = 2 \* \(other \? jj \^ 2 : jj\) \+ tq / 2;", f8) and "(q ^ g) * 16" in f8
-    l6 = (ROOT / "notebooks" / "06_hopper_full_speed.py").read_text()
-    assert 'Lesson 7 (Appendix H, "Bank conflicts in the store") finds why' in l6
     assert "### Bank conflicts in the store" in (ROOT / "notebooks" / "07_fp8.py").read_text()
 
 
