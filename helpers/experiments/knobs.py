@@ -69,7 +69,6 @@ def _precompile(jobs, log=None) -> int:
 
 def _jobs(rungs) -> list:
     from ..compile import arch_target
-    from ..kernels import ALL_RUNGS
     from ..tryout import defines, options, validate_knobs
 
     jobs = []
@@ -85,7 +84,6 @@ def rung_rows(rung: int, A, B, ref, Ao, Bo, ref_o, cublas_ms=None, log=None) -> 
     from ..clocks import clock_text
     from ..device import require_gpu
     from ..errors import KernelCompileError
-    from ..kernels import ALL_RUNGS
     from ..launch import _variant, build_for, kernel_resources, launch_path, launcher, resident_blocks
     from ..timing import benchmark, gemm_flops
     from ..tryout import _smem_limit, check_variant, defines, defines_text, options, validate_knobs, variant_entry
