@@ -637,9 +637,8 @@ else:
     print("not in this record: run python -m helpers.record --update-experiments hopper_targets on a Hopper GPU")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# A goal missed by a percent or two is within what a second run of the experiment moves: the research
-# notebook (`lab/notebooks/06_hopper_research.py`) times the goals again and reads each miss under Nsight
-# Compute.
+# Misses as small as these are within what a second run of the experiment moves: the research notebook
+# (`lab/notebooks/06_hopper_research.py`) times the goals again and reads each miss under Nsight Compute.
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 # the shapes: an MLP up-projection (8192 x 28672 x 4096), a decode-sized product (128 rows), a short K, two sizes
