@@ -65,7 +65,7 @@ __device__ __forceinline__ void mbar_arrive(u64* bar)
 // time limit the hardware chooses passes, then the loop asks again (how every kernel waits, but rungs 21-24);
 // 1 try_wait with a suspend-time hint of 10 ms: the same, with that limit instead (rungs 21-24 as recorded, and the
 // WAIT_HINT knob of rungs 17-24, kernels/hopper_sm90a.cu); 2 test_wait, which never suspends: a spin. MBAR_WAIT, a
-// probe switch (lab/probes/wgmma_rate.py, wait_hint.py), changes the default for every kernel of a build.
+// build option (0 by default), changes the default for every kernel of a build.
 #ifndef MBAR_WAIT
 #define MBAR_WAIT 0
 #endif
@@ -159,12 +159,12 @@ __device__ __forceinline__ void wgmma_wait()   { asm volatile("wgmma.wait_group.
 // setmaxnreg: a warpgroup lowers (dec) or raises (inc) its registers per thread; the registers one
 // warpgroup gives back are what another can take. Needs a register cap at entry (__launch_bounds__
 // with minBlocks 1) and each role as one branch of one if/else.
-// A wgmma descriptor advanced by adding to its address field (DESC_ADD, F8_DESC_ADD: probe switches of the
+// A wgmma descriptor advanced by adding to its address field (DESC_ADD, F8_DESC_ADD: build options of the
 // kernel files, 0 by default). The descriptor's two 32-bit words are split once (the asm keeps the compiler from
 // rebuilding the low word from the address at every use); adding (byte offset / 16) to the low word then gives the
 // descriptor of the address that many bytes further: its field, address bits 4-17, cannot carry out, because
 // shared-memory addresses stay below 2^18 bytes. cuBLAS's kernels do this in uniform registers (UIADD3) between
-// their wgmmas (Nsight Compute, lab/probes/ncu_source.py).
+// their wgmmas (Nsight Compute's instruction counts).
 struct DescBase { u32 lo, hi; };
 __device__ __forceinline__ DescBase desc_split(u64 d)
 {

@@ -35,13 +35,13 @@
 //                                    each CTA loads a quarter of B (chosen per shape)
 //   rung 26  hopper_quad_cluster_f32c rung 25 writing FP32 C
 //   rung 27  hopper_tall_tile        a 256-row tile whose width is chosen per shape, so that the tiles
-//                                    fill whole waves (5000^3); else rung 14's tile (pending: tried, lost)
-//   rung 28  hopper_tall_tile_f32c   rung 27 writing FP32 C (pending: tried, lost)
+//                                    fill whole waves (5000^3); else rung 14's tile (not in the ladder: slower)
+//   rung 28  hopper_tall_tile_f32c   rung 27 writing FP32 C (not in the ladder)
 //   rung 29  hopper_ct_tile          C^T computed where the waves pay for it (160 x 256 tiles of C, pairs
 //                                    along M), rung 25's kernel elsewhere (chosen per shape)
 //   rung 30  hopper_ct_tile_f32c     rung 29 writing FP32 C (rung 26's kernel elsewhere)
 //   rung 31  hopper_ct_pair_n        cuBLAS's pairs along N: 152 x 256 C^T tiles, a cluster's two side
-//                                    by side sharing A (pending: tried, lost)
+//                                    by side sharing A (not in the ladder: slower than rung 29)
 //
 // Rungs 9-31 are one templated body (ws_gemm) with compile-time switches: each rung turns on
 // one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
@@ -75,35 +75,24 @@
 #define HBM 128                               // rows of C per block tile
 #define HBN 256                               // columns of C per block tile
 #define HBK 64                                // K per pipeline stage: 64 halves = 128 bytes = one swizzle row
-// DESC_ADD, a probe switch of ws_gemm (rungs 9-22; issue 25; 0 as every rung is recorded): 1 builds each
-// consumer's descriptors once and advances them by adds (hopper_primitives.cuh, desc_plus), as cuBLAS's do.
+// DESC_ADD, a build option of ws_gemm for rungs 9-22 (0 in every rung as built): 1 builds each consumer's
+// descriptors once and advances them by adds (hopper_primitives.cuh, desc_plus), as rungs 23-24 do.
 #ifndef DESC_ADD
 #define DESC_ADD 0
 #endif
-// TILE_ORDER, a probe switch of the tile scheduler (issue 25, session 31; 0 as every rung is recorded): 1 walks the
-// units along a Hilbert curve (hilbert_unit) where the grid of units is square with a power-of-two side (128 x 256
-// tiles in clusters of 2: 16 x 16 units at 4096^3, 32 x 32 at 8192^3), the grouped order elsewhere. The units in
-// flight then form a near-square patch of the grid, as in GROUP_M=16's order (lesson 6, Appendix G), which read as
-// little from DRAM as cuBLAS and was no faster. Predicted before any GPU ran it: x1.00 at 4096^3 and x1.005 at
-// 8192^3 over the same rung as recorded (rungs 29 and 30; lab/probes/wait_hint.py --hilbert).
+// TILE_ORDER, a build option of the tile scheduler (0 in every rung as built): 1 walks the units along a Hilbert
+// curve (hilbert_unit) where the grid of units is square with a power-of-two side (128 x 256 tiles in clusters of 2:
+// 16 x 16 units at 4096^3, 32 x 32 at 8192^3), the grouped order elsewhere. The units in flight then form a
+// near-square patch of the grid, which holds fewer bytes of A and B at once than a group of 8 tile rows.
 #ifndef TILE_ORDER
 #define TILE_ORDER 0
 #endif
 #if TILE_ORDER != 0 && TILE_ORDER != 1
 #error "TILE_ORDER is 0 (the grouped order, as recorded) or 1 (Hilbert order where the unit grid allows it)"
 #endif
-// WG_UNIFORM, a probe switch of ws_gemm (issue 25; 0 as every rung is recorded): 1 broadcasts the warpgroup index
-// from lane 0 (__shfl_sync), so the compiler knows it is the same in every lane and keeps the wgmma descriptors in
-// uniform registers, as lesson 7's fp8 kernels do (x1.02 there). Predicted before any run (session 21): x1.01 over
-// rungs 13-15 at 4096^3, x1.00 at 8192^3. First run (session 21, lab/probes/grid_128.py --switch WG_UNIFORM=1,
-// results/logs/wg-uniform-probe-nvidia-h200.json): bit-identical to the model at 2 odd sizes and both timed ones;
-// medians x1.004, x1.010, x1.016 at 4096^3 (faster in 4, 4, 5 of 7 rounds), but that machine's clocks moved between
-// 1605 and 1965 MHz from round to round at 516-686 W, and single rounds differed by up to 5%: not judged, still a
-// probe switch. Second run, predicted before it (session 22): rungs 13-14 at 4096^3 in 9 rounds x1.01, and rungs
-// 25-26 at 5000^3 (clusters of 4 there) x1.01: the same descriptor work saved per wgmma. Measured
-// (results/logs/wg-uniform-s22-4096-nvidia-h200.json, -5000-): bit-identical again; x1.009 and x0.999 over rungs 13
-// and 14 at 4096^3 (faster in 3 and 4 of 9 rounds), x1.024 and x1.006 over rungs 25 and 26 at 5000^3 (5 and 4 of 7).
-// No gain clear of the spread in two runs: it stays a probe switch.
+// WG_UNIFORM, a build option of ws_gemm (0 in every rung as built): 1 broadcasts the warpgroup index from lane 0
+// (__shfl_sync), so the compiler knows it is the same in every lane and keeps the wgmma descriptors in uniform
+// registers, as lesson 7's fp8 kernels do.
 #ifndef WG_UNIFORM
 #define WG_UNIFORM 0
 #endif
@@ -141,10 +130,6 @@ static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the s
 // __launch_bounds__(384, 1) allows at entry, times 384 threads; each consumer gets half of the rest, in
 // steps of 8 (setmaxnreg's unit). 40 -> 232.
 #define CONSUMER_REGS ((168 * 3 - PRODUCER_REGS) / 2 / 8 * 8)
-
-// lab/probes/wgmma_rate.py took rung 17 apart with probe switches in ws_gemm (PIPE_PROBE: no MMA, no loads, no
-// waits, no ring; RELEASE_PER_WG, MMA_DEPTH, FULL_PEEK, PRODUCER_WARP: other rings, none faster). They computed
-// wrong results by design and are in commit 8ec4c42 only (lesson 6, Appendix D, shows what they measured).
 
 // Knobs: compile-time values to change without editing the code (helpers.try_kernel(like, KNOB=value)
 // compiles this file with -DKNOB=value; helpers.tryout.KNOBS lists the values each rung allows and what
@@ -498,7 +483,7 @@ __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 ran
 {
     int um, un;
 #if TILE_ORDER == 1
-    if (hilbert_tile(ORDER == ORDER_GROUPED, CLUSTER, t, units_m, tiles_n, rank, tm, tn)) return;   // a probe switch
+    if (hilbert_tile(ORDER == ORDER_GROUPED, CLUSTER, t, units_m, tiles_n, rank, tm, tn)) return;   // (TILE_ORDER)
 #endif
     if (ORDER == ORDER_PLAIN) {
         um = t / tiles_n;
@@ -695,7 +680,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         u32 phase = 0;
         float acc[SUB][NACC];                                  // rung 27: rows r0 .. r0 + 63, then r0 + 64 .. r0 + 127
         float (&d)[NACC] = acc[0];
-        // DESC (rungs 23-24; DESC_ADD, the probe switch, for the others): the slice's descriptors in stage 0, built once
+        // DESC (rungs 23-24; the build option DESC_ADD for the others): the slice's descriptors in stage 0, built once
         const int a_off = BM >= 128 && !CT ? cw * (BM / 2) * 128 : 0;   // bytes into an A stage: row r0's
         const DescBase da0 = DESC ? desc_split(desc_kmajor(sA + a_off)) : DescBase{0, 0};
         const DescBase db0 = DESC ? desc_split(desc_mnmajor(sB + c0 / BOX_N * B_BOX_BYTES)) : DescBase{0, 0};
@@ -1003,8 +988,8 @@ extern "C" __global__ void hopper_tma_store(const __grid_constant__ TensorMap tm
 // registers already hold the rows in the accumulator's layout); a TMA store writes each box of
 // 64 rows x 64 FP16 columns (128 bytes, the same 8 KB buffers as rung 13). Half of rung 13's
 // bytes of C leave the SM, in half as many boxes.
-// Predicted: x1.03 over rung 13 (Nsight Compute at 4096: rung 13 wrote 54 MB of C and read 187 MB;
-// half of the writes saved, and fewer epilogue instructions between two tiles' mainloops).
+// Predicted: x1.03 over rung 13 (half of C's writes saved, and fewer epilogue instructions between two
+// tiles' mainloops).
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_fp16_store(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1052,8 +1037,7 @@ extern "C" __global__ void hopper_split_k(const __grid_constant__ TensorMap tmA,
 // last part to arrive, in part order, as rung 15 does. Where the last wave is more than half full, or
 // there is no whole wave to keep, the plan gives the same units as rung 14 (no split) or rung 15.
 // Predicted: x0.98 over rung 15 where the plan does not split (4096, 8192, 2048, 8192 x 8192 x 1024: rung
-// 14's units, x1.00 over rung 14, which ran at 0.99x and 0.97x rung 15 at 4096 and 8192 in the record);
-// at 5000^3, x1.11 over rung 14 (each CTA's K-tiles: 6 x 79 + 9 = 483 instead of 7 x 79 = 553, plus the
+// 14's units, x1.00 over rung 14); at 5000^3, x1.11 over rung 14 (each CTA's K-tiles: 6 x 79 + 9 = 483 instead of 7 x 79 = 553, plus the
 // last part's reading of 9 parts x 128 KB from L2 and its own store, about 16 K-tiles' time: 553 / 499).
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_tail_split(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
@@ -1098,16 +1082,14 @@ extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap t
 // (64 x 64 each, wgmma m64n64k16, 32 accumulators per thread) instead of its rows; the 2-CTA clusters
 // still pair tiles along M and multicast B. At M = 128, N = K = 8192 that is 2 x 64 = 128 tiles for 132
 // SMs, each walking all of K: no split, no workspace, no fixup, the same bytes of B streamed once. It has
-// the shape of the kernel cuBLAS runs there (Nsight Compute, lab/probes/cublas_kernels.py): nvjet_sm90_hsh_
+// the shape of the kernel cuBLAS runs there (its name, from Nsight Compute: nvjet_sm90_hsh_
 // 128x64_64x8_1x2, a grid of 128 CTAs in clusters of 2, 208 KB of shared memory: 8 stages of 24 KB (a
 // 128 x 64 tile and K-tiles of 64, in cuBLAS's column-major terms, which make it 64 x 128 of our C if the
 // name gives cuBLAS's m first) plus an epilogue buffer.
 // Where the chip is full it does the same work with half the data reuse per byte loaded: each CTA's
 // K-tile is 1 MFLOP for 16 KB from L2 (B halved by multicast), rung 14's 4 MFLOP for 32 KB.
 // Predicted: x0.6 over rung 16 at 4096^3 (bound by L2 bandwidth at twice rung 14's bytes per FLOP); at
-// M = 128, N = K = 8192 (predicted separately), x1.25 over rung 16: cuBLAS's design, where rung 16 ran at
-// 0.77x cuBLAS in the record, reaching 0.95x of it.
-// Written before any GPU ran it; its first run (lab/probes/rung17.py, H200) checked it at odd sizes and timed it.
+// M = 128, N = K = 8192 (predicted separately), x1.25 over rung 16: cuBLAS's design there.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) SKINNY_DIMS hopper_skinny(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1123,13 +1105,11 @@ extern "C" __global__ void hopper_skinny(const __grid_constant__ TensorMap tmA,
 
 // Rung 18 -- the skinny tile, writing FP32 C.
 // Adds, over rung 17: C is FP32, stored through rung 13's epilogue (64 x 32 boxes of FP32, two 8 KB buffers
-// per consumer, each slice of 64 columns two boxes) instead of FP16 through stmatrix. The course's FP32-C
-// rungs (9-13) reached 0.54x cuBLAS's FP32 C at M = 128, N = K = 8192 in the record: their 128 x 256 tiles
-// make 32 tiles for 132 SMs, and none of them splits K. This is rung 17's design for that comparison.
+// per consumer, each slice of 64 columns two boxes) instead of FP16 through stmatrix. The FP32-C rungs 9-13
+// make 32 tiles of 128 x 256 for 132 SMs at M = 128, N = K = 8192, and none of them splits K: this is rung 17's
+// design for the comparison with cuBLAS writing FP32 C there.
 // Predicted: x0.98 over rung 17 (at both 4096^3, where the predicted gains are compared, and M = 128): the
 // same mainloop and B streamed once; C's bytes double (4 MB against 2 MB at M = 128, next to 134 MB of B).
-// Written before any GPU ran it (2026-12-01, after rung 17's record); its first run (lab/probes/rung17.py
-// OUT.json 18, H200) checked it at odd sizes and timed it.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) SKINNY_DIMS hopper_skinny_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
@@ -1147,15 +1127,12 @@ extern "C" __global__ void hopper_skinny_f32c(const __grid_constant__ TensorMap 
 // Adds, over rung 17: the 64 x 128 tile is computed by ONE consumer warpgroup (wgmma m64n128k16, 64 accumulators
 // per thread) instead of two that split its columns; 256 threads (the producer warpgroup and the consumer), no
 // setmaxnreg. Each stage is freed by 4 warps of each CTA, not 8, once the one group that read it is done. This is
-// how cuBLAS's kernel at M = 128 runs (Nsight Compute's SASS of nvjet_sm90_hsh_128x64_64x8_1x2: one warpgroup
-// issues all 8 m64n64k16 of a stage; lab/probes/ncu_source.py), and the probe that took rung 17 apart
-// (lab/probes/wgmma_rate.py) found the Tensor Cores at their peak with one warpgroup of m64n128k16 and one group
-// in flight. Arithmetic: rung 17's (one FP32 accumulator per output walking K in order; FP16 C).
+// how cuBLAS's kernel at M = 128 runs (one warpgroup issues all 8 m64n64k16 of a stage), and one warpgroup of
+// m64n128k16 with one group in flight keeps the Tensor Cores at their peak (hopper_wgmma_rate below).
+// Arithmetic: rung 17's (one FP32 accumulator per output walking K in order; FP16 C).
 // Predicted: x1.0 over rung 17 at 4096^3 (the same bytes per FLOP); at M = 128, N = K = 8192 (predicted
 // separately), x1.10 over rung 17 (about 0.81x cuBLAS: half the releases and of the issue work per stage; the
-// loads alone already ran at cuBLAS's speed).
-// Written before any GPU ran it (2026-12-02, session 10); first run in session 11 (lab/probes/rung17.py 19:
-// results/logs/rung19-probe-nvidia-h200.json).
+// loads alone already run at cuBLAS's speed).
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_one(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1172,9 +1149,7 @@ extern "C" __global__ void hopper_skinny_one(const __grid_constant__ TensorMap t
 // Rung 20 -- rung 19 writing FP32 C.
 // Adds, over rung 19: C in FP32 through rung 13's epilogue (HALF_C off), as rung 18 is rung 17 writing FP32 C: the
 // one consumer stores its 64 x 128 slice as four 64 x 32 boxes. Arithmetic and model: rung 18's (rung 13's).
-// Predicted: x0.98 over rung 19 (rung 18 over rung 17 measured x1.00 at M = 128), that is x1.08 over rung 18 there.
-// Written before any GPU ran it (2026-12-02, session 10); first run in session 11 (lab/probes/rung17.py 20:
-// results/logs/rung20-probe-nvidia-h200.json).
+// Predicted: x0.98 over rung 19 (twice the bytes of C, as rung 18 over rung 17).
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_one_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
@@ -1194,11 +1169,8 @@ extern "C" __global__ void hopper_skinny_one_f32c(const __grid_constant__ Tensor
 // suspended until the phase completes or 10 ms pass, where without the hint the hardware picks that limit (and the
 // loop asks again when it passes); lesson 6's WAIT_HINT knob, set.
 // Predicted: x1.05 over rung 19 at 4096^3 (the same waits per FLOP as at M = 128, but more of the time there is
-// L2's); at M = 128, N = K = 8192 (predicted separately), x1.10 over rung 19: what the knob measured on rung 19
-// there in session 11 (lab/probes/rung17.py 19 --knobs, results/logs/rung19-20-knobs-nvidia-h200.json: 384 -> 422
-// TFLOP/s, three alternating rounds), which would be about 0.91x cuBLAS. Not a forecast from a model: a measured
-// knob, made a rung, timed again in the record.
-// Written before any GPU ran it (2026-12-02, session 11); first run the same session (lab/probes/rung17.py).
+// L2's); at M = 128, N = K = 8192 (predicted separately), x1.10 over rung 19: what the WAIT_HINT knob measured on
+// rung 19 there.
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_hint(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1214,9 +1186,8 @@ extern "C" __global__ void hopper_skinny_hint(const __grid_constant__ TensorMap 
 
 // Rung 22 -- rung 21 writing FP32 C.
 // Adds, over rung 20 (its gain is measured over rung 20, the same C): the wait hint, as rung 21 adds it to rung 19.
-// Predicted: x1.05 over rung 20 at 4096^3; at M = 128, N = K = 8192 (predicted separately), x1.08 over rung 20: the
-// knob on rung 20 there in session 11 (the same file: 383 -> 415 TFLOP/s), about 0.91x cuBLAS writing FP32 C.
-// Written before any GPU ran it (2026-12-02, session 11); first run the same session (lab/probes/rung17.py).
+// Predicted: x1.05 over rung 20 at 4096^3; at M = 128, N = K = 8192 (predicted separately), x1.08 over rung 20: what
+// the knob measured on rung 20 there.
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_hint_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
@@ -1233,17 +1204,10 @@ extern "C" __global__ void hopper_skinny_hint_f32c(const __grid_constant__ Tenso
 // Rung 23 -- rung 21 with its descriptors added, not rebuilt.
 // Adds, over rung 21: each consumer builds its two shared-memory descriptors once, for stage 0 and k-step 0, and
 // reaches stage s, k-step ks by adding to their address field (mma_ktile_at, hopper_primitives.cuh desc_plus), where
-// rungs 8-22 rebuild both from the address before every wgmma (the LOP3 / SHF / IMAD and R2UR moves that Nsight
-// Compute counted among rung 19's most executed instructions; cuBLAS's kernel adds, UIADD3). The sums are the same,
-// bit for bit. Predicted: x1.03 over rung 21 at M = 128, N = K = 8192 and at 4096^3: the probe switch DESC_ADD
-// measured rung 21 at 432 -> 445 TFLOP/s at M = 128 in session 12 (lab/probes/wait_hint.py --desc,
-// results/logs/desc-add-nvidia-h200.json), and the skinny tile issues as many wgmma per FLOP at both shapes.
-// Written before the record ran it (2026-12-02, session 12). First run the same session (lab/probes/rung17.py 23,
-// results/logs/rung23-probe-nvidia-h200.json, beside rung 21 in one process): correct and bit-identical to the model
-// at 4 odd sizes and 6 timed shapes; 452 against rung 21's 431 TFLOP/s at M = 128 (0.98x cuBLAS writing FP16 C),
-// 507 against 480 at 4096^3: more than predicted at both; every wrong result rejected at 8192^3, C bit-identical to
-// rung 14's (lab/probes/reject_wrong_fp16c.py). memcheck, racecheck and synccheck: no errors (session 13,
-// results/logs/sanitize-new-kernels-rung23-24-*).
+// rungs 8-22 rebuild both from the address before every wgmma (LOP3 / SHF / IMAD, then R2UR moves into uniform
+// registers, among rung 19's most executed instructions; cuBLAS's kernel adds, UIADD3). The sums are the same,
+// bit for bit. Predicted: x1.03 over rung 21 at M = 128, N = K = 8192 and at 4096^3: what the build option DESC_ADD
+// measured on rung 21 at M = 128, and the skinny tile issues as many wgmma per FLOP at both shapes.
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_desc(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1259,12 +1223,7 @@ extern "C" __global__ void hopper_skinny_desc(const __grid_constant__ TensorMap 
 
 // Rung 24 -- rung 23 writing FP32 C.
 // Adds, over rung 22 (its gain is measured over rung 22, the same C): the added descriptors, as rung 23 adds them to
-// rung 21. Predicted: x1.03 over rung 22 at both shapes (the probe switch measured rung 20 at 385 -> 400 TFLOP/s at
-// M = 128, the same file). Written before the record ran it (2026-12-02, session 12). First run in session 13
-// (lab/probes/rung17.py 24, results/logs/rung24-probe-nvidia-h200.json, beside rung 22 in one process): correct
-// and bit-identical to the model at 4 odd sizes and 6 timed shapes; 437 against rung 22's 422 TFLOP/s at M = 128
-// (0.96x cuBLAS writing FP32 C), 503 against 475 at 4096^3; every wrong result rejected at 8192^3, C bit-identical
-// to rung 13's; memcheck, racecheck and synccheck: no errors.
+// rung 21. Predicted: x1.03 over rung 22 at both shapes (DESC_ADD on rung 20 at M = 128).
 extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_desc_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
@@ -1284,13 +1243,10 @@ extern "C" __global__ void hopper_skinny_desc_f32c(const __grid_constant__ Tenso
 #endif
 // TILE_N: rungs 25-26's tile width (a knob; 256 as recorded): any multiple of 8 from 128 to 256, wgmma's widths
 // (kernels/wgmma_widths.cuh). B still comes in boxes of 64 columns (a 152-wide tile loads 3, the last partly the next
-// tile's), and C's columns past the last whole box of C are stored from the registers (store_rest).
-// Tried as rungs 27-28 (session 16, issue 25), the width chosen per problem so that the tiles fill whole waves (at
-// 5000^3 128 x 152 tiles in clusters of 2 make 10 whole waves of 66, as cuBLAS's 256 x 152 tiles make 5 of 132):
-// predicted x1.09 over rung 25 there, measured x0.71 (lab/probes/tile_n.py, results/logs/tile-n-probe-nvidia-h200);
-// no width beat 256 by more than the spread of the sweep (results/logs/tile-n-sweep-nvidia-h200.json). A narrower
-// tile asks L2 for more box rows per FLOP, and the 152-wide one loads 192 columns of B. So the width is a knob, not a
-// rung (lesson 6, Appendix D).
+// tile's), and C's columns past the last whole box of C are stored from the registers (store_rest). A width chosen
+// per problem fills the waves better (at 5000^3 128 x 152 tiles in clusters of 2 make 10 whole waves of 66), but a
+// narrower tile asks L2 for more box rows per FLOP, and the 152-wide one loads 192 columns of B: it is a knob to try,
+// not a rung.
 #ifndef TILE_N
 #define TILE_N 256                            // HBN: rungs 25-26 as recorded
 #endif
@@ -1301,31 +1257,16 @@ static_assert((HBN / BOX_N) % QUAD_CLUSTER == 0, "QUAD_CLUSTER must divide the 4
 #else
 #define QUAD_DIMS __cluster_dims__(QUAD_CLUSTER, 1, 1)
 #endif
-// Rung 25 -- clusters of 4 where rows start inside a 128-byte line (issue 25; written 2026-12-02, session 14).
+// Rung 25 -- clusters of 4 where rows start inside a 128-byte line, chosen per shape.
 // Adds, over rungs 14 and 13: four CTAs on four tiles stacked along M share their B tile, and each loads one of its
 // four boxes and multicasts it to all four (rung 12 did this with two CTAs and two boxes each). A CTA then asks L2 for
 // 128 + 64 box rows of 128 bytes per K-tile instead of 128 + 128. At 5000^3 a row of 10000 bytes starts 16 bytes into
-// a 128-byte line, so each box row costs two L2 requests (lab/probes/ncu_row_alignment.py), and rung 16 kept the
-// tensor pipe busy 86% of the time against 94% with aligned rows. The knob CLUSTER_M = 4 on rung 14 measured x1.08
-// at 5000^3 (lab/probes/wait_hint.py --cluster, results/logs/cluster-m-nvidia-h200.json), and about x1.04 with
-// aligned rows (10112 bytes) in a first look whose output file was lost (lab/probes/row_alignment.py --rungs 14,25
-// repeats it). Built with clusters of 4 everywhere, it was first predicted x1.08 over rung 14 (13) at 5000^3, x1.03 at
-// 4096^3 and 8192^3, x1.00 elsewhere. The sums are rungs 14's and 13's, bit for bit.
-// First run (session 14, lab/probes/rung17.py 25 and 26, results/logs/rung25-probe-nvidia-h200.json and rung26-probe,
-// each beside its base in one process): correct and bit-identical to the model at 4 odd sizes and 5 timed shapes;
-// memcheck, racecheck and synccheck clean. At 5000^3 better than predicted: 651 against rung 14's 584 TFLOP/s (0.90x
-// cuBLAS writing FP16 C), 635 against rung 13's 567 (0.99x cuBLAS writing FP32 C). Elsewhere worse: x0.84 at 4096^3,
-// x0.60 at 2048^3. The driver fits 30 clusters of 4 at once (120 CTAs; results/logs/quad-grid-nvidia-h200.log)
-// against 66 of 2: at 4096^3 the 128 units of 4 tiles take 5 waves where rung 14's 256 units of 2 take 4, at 2048^3
-// 2 against 1, at 5000^3 7 against 7. With 10112-byte rows rung 25 gained x1.03 over rung 14
-// (results/logs/row-alignment-r25-nvidia-h200.json): clusters of 4 pay where rows start inside a 128-byte line.
-// So the launcher now builds each problem its own way (helpers.kernels.quad_choice): clusters of 4 where a row of A or
-// B starts inside a 128-byte line and they take no more waves than clusters of 2; else QUAD_CLUSTER = 2, which is
-// rung 14's (13's) template call. Predicted: x1.0 over rung 14 (13) where it is rung 14's build, x1.12 at 5000^3 (the
-// first run's gain there). Built so (session 14, lab/probes/rung17.py 25 again,
-// results/logs/rung25-per-shape-probe-nvidia-h200.json): correct and bit-identical to the model everywhere; x1.09 over
-// rung 14 at 5000^3 (638 TFLOP/s, 0.88x cuBLAS writing FP16 C), x0.99 to x1.00 at the other four shapes, where it is
-// rung 14's build.
+// a 128-byte line, so each box row costs two L2 requests: there the saved requests pay. But the driver fits fewer
+// clusters of 4 at once than clusters of 2 (not every GPC's SMs divide into fours), so the same tiles can take one
+// more wave. The launcher therefore builds each problem its own way (helpers.kernels.quad_choice): clusters of 4 where
+// a row of A or B starts inside a 128-byte line and they take no more waves than clusters of 2; else
+// QUAD_CLUSTER = 2, which is rung 14's (13's) template call. The sums are rungs 14's and 13's, bit for bit.
+// Predicted: x1.0 over rung 14 (13) where it is rung 14's build, x1.12 at 5000^3.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) QUAD_DIMS hopper_quad_cluster(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1375,7 +1316,7 @@ static_assert((TALL_M == 256 && TALL_N % 8 == 0 && TALL_N >= 128 && TALL_N <= 19
 #else
 #define TALL_DIMS __cluster_dims__(2, 1, 1)
 #endif
-// Rung 27 -- a 256-row tile, its width chosen per shape (issue 25; written 2026-12-03, session 21).
+// Rung 27 -- a 256-row tile, its width chosen per shape (not in the ladder: slower than rung 25 where it differs).
 // Adds, over rung 14: where 128 x 256 tiles leave the last wave mostly empty, a tile of 256 rows and a width w
 // chosen so that the tiles fill whole waves. At 5000^3 rung 14's 40 x 20 tiles are 400 units of 2 for 66 clusters:
 // 6.06 waves, run as 7 (83% of the work the chip could do in that time is useful); 256 x 152 tiles are 20 x 33 =
@@ -1383,26 +1324,12 @@ static_assert((TALL_M == 256 && TALL_N % 8 == 0 && TALL_N >= 128 && TALL_N <= 19
 // rows of C by 256 columns). Each consumer warpgroup owns 128 rows: two 64-row slices, 2 x 76 accumulators per thread;
 // B's 152 columns come in 3 boxes of 64, one from one CTA of the pair and two from the other. 3 stages of 56 KB fit.
 // Per K-tile a CTA asks L2 for 256 + 96 box rows for 256 x 152 outputs (110 outputs per row) against rung 14's
-// 128 + 128 for 128 x 256 (128 per row): where L2 limits, the tall tile loses some of what the waves give.
+// 128 + 128 for 128 x 256 (128 per row): where L2 limits, the tall tile loses some of what the waves give, and rows
+// that start inside a line cost it most (256 rows of A per K-tile, each two requests); a ring of 3 stages costs more.
 // Elsewhere the launcher builds rung 14's tile (TALL_M = 128, TALL_N = 256), where the tall one saves under 10% of the
 // waves x tile area (helpers.kernels.tall_choice). The sums are rung 14's, bit for bit (the same K order per output).
-// Predicted before any run: x1.05 over rung 25 at 5000^3 (about 650 TFLOP/s; the waves give x1.18, L2 takes back
-// some); x1.00 over rung 14 where it builds rung 14's tile.
-// First run (session 21, lab/probes/rung17.py 27, results/logs/tall-rung27-probe-nvidia-h200.json; rung 25 timed
-// the same way after it): bit-identical to the model at 6 odd sizes (2 of them with the tall tile) and 5 timed shapes;
-// memcheck clean with the tall tile forced 128, 152 and 192 wide. Missed by far: x0.83 of rung 25 at 5000^3 (548
-// against 660 TFLOP/s), x1.00 where it builds rung 14's tile (4096^3, 2048^3, 8192 x 8192 x 1024). Nsight Compute at
-// 5000^3 (results/logs/ncu-row-alignment-tall-nvidia-h200.json): tensor pipe 67% busy against rung 25's 95%, 50.0 M
-// L2 requests against 34.7 M, long-scoreboard stall 6.7 against 1.6. With rows of 10112 bytes (128-byte aligned;
-// results/logs/tall-alignment-nvidia-h200.json) 667 TFLOP/s against 546 with rows of 10000, rung 25 673 against 641,
-// cuBLAS 755 against 720: rows that start inside a line cost the tall tile most (256 rows of A per K-tile, each two
-// requests). At sizes whose rows are 128-byte multiples (session 22, lab/probes/tall_tile.py, 7 alternating rounds,
-// results/logs/tall-tile-probe-nvidia-h200.json; predicted before it ran), over rung 14 at 4096^3 (ratios of median
-// times; lesson 6 shows the medians of round ratios): 256 x 128 in 4 stages
-// x0.993 (predicted x0.97), in 3 stages x0.840 (x0.95), 256 x 152 x0.777 (x0.82); at 6144^3 x0.987, x0.862, x0.883.
-// Bit-identical everywhere. So a 256-row tile costs little by itself; a ring of 3 stages costs 14-16%, and 256 x 152
-// fits only 3 (56 KB a stage, B padded to 3 boxes of 64 columns). Next to try: cuBLAS's 152 x 256 computing C^T (152
-// rows of A need no padding: 51 KB a stage, 4 fit beside a smaller epilogue).
+// Predicted: x1.05 over rung 25 at 5000^3 (the waves give x1.18, L2 takes back some); x1.00 over rung 14 where it
+// builds rung 14's tile.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_tall_tile(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1417,8 +1344,6 @@ extern "C" __global__ void hopper_tall_tile(const __grid_constant__ TensorMap tm
 
 // Rung 28 -- rung 27 writing FP32 C (rung 13's epilogue, boxes of 32 columns: 152 = 4 boxes + 24 columns from the
 // registers). Predicted: x1.05 over rung 26 at 5000^3, x1.00 over rung 13 where it builds rung 13's tile.
-// First run (session 21, results/logs/tall-rung28-probe-nvidia-h200.json): bit-identical everywhere; x0.84 of rung 26
-// at 5000^3 (539 against 639 TFLOP/s), x0.99 to x1.01 where it builds rung 13's tile at a steady clock.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_tall_tile_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
@@ -1432,41 +1357,27 @@ extern "C" __global__ void hopper_tall_tile_f32c(const __grid_constant__ TensorM
 }
 
 // CT_M: rung 29's tile rows: a multiple of 32 (its epilogue's boxes) above 128 whose 4 stages fit in 227 KB: 160.
-// (A knob may give 128: rung 14's tile and ring computed as C^T, cuBLAS's kernel at 4096^3, the orientation alone.
-// Predicted x1.00 over rung 25; measured (results/logs/ct-m128-nvidia-h200.json): bit-identical at 5 odd sizes and the
-// 2 timed ones, x0.992 at 4096^3 (clocks falling) and x1.009 at 2048^3: the orientation alone gains nothing.)
+// (A knob may give 128: rung 14's tile and ring computed as C^T, cuBLAS's kernel at 4096^3, the orientation alone.)
 #ifndef CT_M
 #define CT_M 160
 #endif
 #define CT_SMEM (HSTAGES * (CT_M * HBK * 2 + B_STAGE_BYTES) + CT_EPI_BYTES + SMEM_SLACK + BAR_BYTES)
 static_assert(CT_SMEM <= 227 * 1024, "CT_M: 4 stages of CT_M rows of A and 256 columns of B, beside the 16 KB epilogue");
-// Rung 29 -- cuBLAS's tile orientation: C^T, 160 x 256 (issue 25; written 2026-12-04, session 22), chosen per shape.
+// Rung 29 -- cuBLAS's tile orientation: C^T, 160 x 256, chosen per shape.
 // Adds, over rung 14: a tile of 160 rows of C by 256 columns, computed as its transpose, D' = B^T A^T, because wgmma's
 // M is 64 rows per instruction and 160 is no multiple of 64, while its N may be any multiple of 8. wgmma's A is then a
 // box of B (64 k-rows x 64 columns, MN-major: wgmma's transpose bit for A), its B the tile's 160 rows of A (K-major);
 // each consumer owns 128 columns of C, two 64-column slices, 2 x 80 accumulators per thread (rung 27's slice loop).
 // The epilogue stores D' transposed (stmatrix .trans) in boxes of 32 rows x 64 columns. A stage is 160 rows of A
 // (20 KB, no padding: K is the swizzled dimension) and 4 boxes of B (32 KB): 4 stages fit beside a 16 KB epilogue,
-// where rung 27's 256 x 152 fitted 3 (the tall-tile probe: a ring of 3 stages costs 14-16%). Clusters of 2 along M
-// share B by multicast, as rung 14.
+// where rung 27's 256 x 152 fitted 3. Clusters of 2 along M share B by multicast, as rung 14.
 // At 5000^3: 32 x 20 tiles = 320 units of 2 for 66 clusters, 5 waves (4.85 of work), each tile 1.25 of rung 14's:
 // 6.25 tile-times where rung 25 takes 7 (7 waves of 30 clusters of 4); per K-tile a CTA asks L2 for 160 + 128 box rows
-// for 160 x 256 outputs (142 outputs per row) against rung 25's 128 + 64 for 128 x 256 (171).
-// Predicted before any run: x1.08 over rung 25 at 5000^3 (x1.12 from the waves, less some for the box rows).
-// First runs (session 22, lab/probes/ct_tile.py, results/logs/ct-tile-probe and ct-tile-sizes): bit-identical to the
-// model at 5 odd sizes and every timed one; memcheck 0 errors, racecheck 0 hazards. Over rung 25, faster in every
-// round (ratios of median times; lesson 6 shows the medians of round ratios, x1.081 at 5000^3): x1.052 at 5000^3 (predicted x1.08), x1.136 at 3000^3 (x1.13), x1.188 at 5500^3 and x1.107 at 6750^3 (x1.07,
-// on padded copies: those rows are no 16-byte multiples); x0.820 at 4096^3 (x0.80), where its tiles waste a wave.
-// At the nearest sizes whose rows TMA reads as they are (results/logs/ct-tile-aligned): x1.084 at 5496^3 and x1.065 at
-// 6744^3 (x1.07), 0.998x and 0.961x cuBLAS writing FP16 C there.
-// Nsight Compute at 5000^3 (results/logs/ncu-row-alignment-ct): 371 us against cuBLAS's 353 and rung 25's 390 (353,
-// 332 and 379 with rows of 10112 bytes); tensor pipe 93% busy against cuBLAS's 94%. The rest is the tile: 160-row
-// tiles in pairs along M fill 92.5% of 5 waves' slots with output, cuBLAS's 152-row tiles in pairs along N 97.3%.
-// So the launcher builds this tile only where the wave model gives it x1.05 or more over rung 25, else rung 25's own
-// kernel (helpers.launch.orientation_build). Predicted: x1.0 over rung 25 where it builds rung 25's kernel, x1.05 at
-// 5000^3, x1.07 at 5496^3. That build's first run (session 23, results/logs/ct-rung29-probe, each rung in its own
-// process beside cuBLAS): bit-identical everywhere; x1.030 at 5000^3 and x1.066 at 5496^3 (0.999x cuBLAS writing FP16
-// C); x0.998 at 4096^3, x0.995 at 2048^3 and x1.002 at 8192 x 8192 x 1024 where it built rung 25's kernel.
+// for 160 x 256 outputs (142 outputs per row) against rung 25's 128 + 64 for 128 x 256 (171). Where its tiles waste a
+// wave (4096^3) it loses, so the launcher builds this tile only where the wave model gives it x1.05 or more over rung
+// 25, else rung 25's own kernel (helpers.launch.orientation_build).
+// Predicted: x1.0 over rung 25 where it builds rung 25's kernel, x1.05 at 5000^3 (x1.12 from the waves, less some for
+// the box rows), x1.07 at 5496^3.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_tile(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1480,15 +1391,10 @@ extern "C" __global__ void hopper_ct_tile(const __grid_constant__ TensorMap tmA,
 #endif
 }
 
-// Rung 30 -- rung 29 writing FP32 C (issue 25; written 2026-12-04, session 22). The same mainloop; the epilogue
-// writes single floats (no stmatrix for 32-bit values) into boxes of 16 rows x 32 columns, two per step, in the same
-// 16 KB. Predicted before any run: x1.05 over rung 26 at 5000^3 (rung 29's measured x1.052 over rung 25, median times: the same
-// waves and mainloop; both epilogues write twice the bytes of the FP16 ones). First run (session 22,
-// results/logs/ct-tile-f32c-nvidia-h200.json): bit-identical to the model at 5 odd sizes and 5000^3; memcheck 0 errors,
-// racecheck 0 hazards; x1.077 over rung 26 at 5000^3 (faster in 7 of 7 rounds), 0.945x cuBLAS writing FP32 C there.
-// Chosen per shape as rung 29. Predicted: x1.0 over rung 26 where it builds rung 26's kernel, x1.05 at 5000^3. First
-// run so (session 23, results/logs/ct-rung30-probe): bit-identical; x1.034 at 5000^3 and x1.088 at 5496^3, x0.999 at
-// 4096^3, x1.002 at 2048^3 and 8192 x 8192 x 1024 where it built rung 26's kernel.
+// Rung 30 -- rung 29 writing FP32 C, chosen per shape as rung 29. The same mainloop; the epilogue writes single
+// floats (no stmatrix for 32-bit values) into boxes of 16 rows x 32 columns, two per step, in the same 16 KB.
+// Predicted: x1.0 over rung 26 where it builds rung 26's kernel, x1.05 at 5000^3 (the same waves and mainloop as
+// rung 29; both FP32 epilogues write twice the bytes of the FP16 ones).
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_tile_f32c(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
@@ -1507,22 +1413,17 @@ extern "C" __global__ void hopper_ct_tile_f32c(const __grid_constant__ TensorMap
 #define CTN_M 152
 #endif
 static_assert((CTN_M / 2 + 7) / 8 * 8 * 2 <= 160, "CTN_M: a stage holds at most 160 rows of A (CT_SMEM)");
-// Rung 31 -- the C^T tile in pairs along N, sharing A (issue 25; written 2026-12-04, session 23; pending). cuBLAS's tile
+// Rung 31 -- the C^T tile in pairs along N, sharing A (not in the ladder: slower than rung 29). cuBLAS's tile
 // at 5000^3: 152 x 256, computed as C^T as rung 29's, but a cluster's two CTAs take tiles side by side along N: each
 // loads 80 of the tile's rows of A (a half that starts on a 1024-byte swizzle atom; the second reaches 8 rows into the
 // next tile) and multicasts it to both, and each loads all of its own B. C leaves in boxes of 8 rows (152 is no
-// multiple of 32: a 32-row box would write the next tile's rows).
+// multiple of 32: a 32-row box would write the next tile's rows). Where N has an odd number of tile columns, the last
+// pair's second CTA lies past N and loads no boxes of B.
 // At 5000^3: 33 x 20 tiles = 330 units of 2 for 66 clusters, 5 whole waves, each tile 1.19 of rung 14's: 5.94
 // tile-times where rung 29 takes 6.25 (x1.05); but a CTA asks L2 for 80 + 256 box rows per K-tile for 152 x 256
 // outputs (116 outputs per row) against rung 29's 160 + 128 (142), so some of it goes. At 4096^3 216 units (4 waves of
 // 1.19) against rung 29's 208 (4 of 1.25): x1.05 from the waves; at 5496^3 407 units (7 waves) against 396 (6): x0.90.
-// Predicted before any run, over rung 29 (its C^T tile forced): x1.03 at 5000^3 and 4096^3, x0.88 at 5496^3.
-// First run (session 24): every launch failed where N has an odd number of tile columns (negative boxes of B past N,
-// fixed in the producer). Then (results/logs/ct-pair-n-nvidia-h200.json): bit-identical at 5 odd sizes and the 3 timed
-// ones, memcheck 0 errors, racecheck 0 hazards; x0.965 over rung 29 at 5000^3 (slower in every round), x1.018 at 4096^3,
-// x0.860 at 5496^3. Under Nsight Compute at 5000^3 (results/logs/ncu-pair-n-nvidia-h200.json), against rung 29: 1.20x
-// its L2 read sectors (the box rows above), 1.46x its DRAM reads, tensor pipe 82% against 93%, long-scoreboard stalls
-// 2.1x: the loads it added cost more than the waves it saved. It stays pending: a tried idea.
+// Predicted, over rung 29 (its C^T tile forced): x1.03 at 5000^3 and 4096^3, x0.88 at 5496^3.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_pair_n(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
@@ -1536,14 +1437,13 @@ extern "C" __global__ void hopper_ct_pair_n(const __grid_constant__ TensorMap tm
 #endif
 }
 
-// A probe, not a rung (issue 25, lab/probes/wgmma_rate.py): how many clocks one K-tile of wgmma takes in one
+// Not a rung: how many clocks one K-tile of wgmma takes in one
 // SM, by the instruction's width N (64, 128, 256) and by how many warpgroups issue at once. Each warpgroup of the
 // block (blockDim.x = 128 x warpgroups) runs `iters` K-tiles of four m64nNk16 k-steps on the same 64 x 64 tile of
 // A and 64 x N of B in shared memory (zeros), each K-tile a commit group, then waits as the rungs' consumers do
 // (`depth` = 1: one group left in flight) or drains (`depth` = 0). Thread 0 of warpgroup w writes the loop's
 // clocks to out[blockIdx.x * warpgroups + w]. No TMA and no barrier between warpgroups: the Tensor Cores and the
-// shared-memory reads they make, alone. Dynamic shared memory: 8 KB of A, N / 64 boxes of 8 KB, 1 KB to align
-// (lab/probes/wgmma_rate.py, RATE_SMEM).
+// shared-memory reads they make, alone. Dynamic shared memory: 8 KB of A, N / 64 boxes of 8 KB, 1 KB to align.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 template <int NACC>
 __device__ __forceinline__ void wgmma_rate(long long* out, int iters, int depth)
@@ -1594,7 +1494,7 @@ extern "C" __global__ void hopper_wgmma_rate_n256(long long* out, int iters, int
 #endif
 }
 
-// A probe, not a rung: does a plain launch (cuLaunchKernel, what CuPy does) form the clusters that
+// Not a rung: does a plain launch (cuLaunchKernel, what CuPy does) form the clusters that
 // __cluster_dims__ asks for? Block b writes (cluster size << 16) | (its rank << 8) | cluster id % 256.
 extern "C" __global__ void CLUSTER_DIMS hopper_cluster_probe(int* out);
 extern "C" __global__ void hopper_cluster_probe(int* out)

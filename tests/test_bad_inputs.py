@@ -345,11 +345,11 @@ def test_same_c_names_the_c_types_it_has(bad):
 
 
 def test_input_kinds_and_split_plans_refuse_what_they_do_not_know():
-    from helpers.experiments import hopper as H
+    from helpers.experiments import like_for_like as LL
     from helpers.kernels import split_k_plan, split_k_ranges
 
     with pytest.raises(helpers.InputError, match="normal, uniform, e4m3, zeros"):
-        H.kind_inputs("gaussian", 8, 8, 8)
+        LL.kind_inputs("gaussian", 8, 8, 8)
     for shape in ((128, 8192, 8192), (8, 8, 8), (5000, 5000, 5000), (136, 264, 1000)):
         parts = split_k_ranges(*shape)
         assert parts[0][0] == 0 and parts[-1][1] == shape[2] and len(parts) == split_k_plan(*shape)[0]

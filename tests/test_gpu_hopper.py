@@ -223,19 +223,19 @@ def test_rungs_25_and_26_knobs_keep_or_force_the_cluster(k):
 
 @gpu
 def test_target_rounds_checks_then_times_in_turn():
-    """experiments.hopper.target_rounds (experiment hopper_targets' child) on a small plan: each candidate checked
-    bit-identical before it is timed, every round timed for the rung and cuBLAS writing the same C (rung 15: FP16,
-    rung 13: FP32), and head_to_head reads the cells. (Written in session 25; not yet run on a GPU.)"""
-    from helpers.experiments import hopper as H
+    """experiments.like_for_like.target_rounds (experiment hopper_targets' child) on a small plan: each candidate
+    checked bit-identical before it is timed, every round timed for the rung and cuBLAS writing the same C (rung 15:
+    FP16, rung 13: FP32), and head_to_head reads the cells."""
+    from helpers.experiments import like_for_like as LL
 
     _runnable(HOPPER_RUNGS[15])
     plan = [[[1000, 1064, 1000], "float16", 0.5, [15]], [[257, 520, 136], "float32", 0.5, [13]]]
-    cells = isolate.run_isolated("helpers.experiments.hopper:target_rounds", plan, 2, timeout=300)
+    cells = isolate.run_isolated("helpers.experiments.like_for_like:target_rounds", plan, 2, timeout=300)
     assert isinstance(cells, list), cells.get("error")
     for cell, (shape, c, _, rungs) in zip(cells, plan):
         assert not cell.get("error") and cell["shape"] == shape and cell["c_dtype"] == c
         assert [x["rung"] for x in cell["checks"]] == rungs and all(x["passed"] for x in cell["checks"])
         assert {x["what"] for x in cell["timed"]} == {f"rung {rungs[0]}", "cuBLAS"}
         assert all(len(x["round_ms"]) == 2 and all(m > 0 for m in x["round_ms"]) for x in cell["timed"])
-    rows = H.head_to_head({"cells": cells})
+    rows = LL.head_to_head({"cells": cells})
     assert [r["rung"] for r in rows] == [15, 13] and all(r["checked"] and r["ratio"] > 0 for r in rows)

@@ -14,7 +14,7 @@ from . import ROOT
 SCHEMA = "tensor-core-course/tried/1"
 FIELDS = ("idea", "predicted", "measured", "kept", "where")
 # lesson -> the lab module whose tried() gives its rows
-SOURCES: dict[str, str] = {"07": "labkit.fp8"}
+SOURCES: dict[str, str] = {"06": "labkit.hopper", "07": "labkit.fp8"}
 
 
 def check_rows(lesson: str, rows: list[dict]) -> list[dict]:
@@ -37,10 +37,11 @@ def build(sources: dict[str, str] | None = None) -> dict:
 
 
 def write(path=None, sources: dict[str, str] | None = None):
-    """Write the rows of the lessons in `sources` into results/tried.json, keeping any other lesson's rows there."""
+    """Build the lessons of `sources` and write them into `path`, keeping the other lessons already there."""
     path = path or ROOT / "results" / "tried.json"
-    out = build(sources)
+    data = build(sources)
     if path.is_file():
-        out["lessons"] = {**json.loads(path.read_text()).get("lessons", {}), **out["lessons"]}
-    path.write_text(json.dumps(out, indent=1) + "\n")
+        old = json.loads(path.read_text()).get("lessons", {})
+        data["lessons"] = dict(sorted({**old, **data["lessons"]}.items()))
+    path.write_text(json.dumps(data, indent=1) + "\n")
     return path

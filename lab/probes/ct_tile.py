@@ -10,11 +10,11 @@ transpose, D' = B^T A^T, so that 4 stages fit in shared memory (the tall-tile pr
 
 Predicted before any run (session 22), over rung 25: x1.08 at 5000^3 (5 waves of 1.25 tile-times against 7, less
 some for the box rows), x0.80 at 4096^3 (4 waves of 1.25 against rung 14's 4 waves). CT_PREDICTED holds them.
-First run (session 22 call 2, results/logs/ct-tile-probe-nvidia-h200.json): x1.052 and x0.820. Predicted after it,
+First run (session 22 call 2, lab/logs/ct-tile-probe-nvidia-h200.json): x1.052 and x0.820. Predicted after it,
 before the second run, at three more sizes where the wave count favours rung 29 (waves x tile rows / 128 against rung
 25's waves): the waves' ratio times 0.94 where rung 25 builds clusters of 4 (5000^3's shortfall: 1.052 / 1.12), times
 1.00 where it builds clusters of 2 (both then share B in pairs): x1.13 at 3000^3, x1.07 at 5500^3 and 6750^3.
-Second run (session 22 call 3, results/logs/ct-tile-sizes-nvidia-h200.json): x1.136, x1.188, x1.107; but rows of 5500
+Second run (session 22 call 3, lab/logs/ct-tile-sizes-nvidia-h200.json): x1.136, x1.188, x1.107; but rows of 5500
 and 6750 halves are no 16-byte multiples, so the rungs ran zero-padded copies while cuBLAS ran a slow kernel on the
 matrices as they are. Predicted by the same rule before the third run, at the nearest sizes whose rows are 16-byte
 multiples (and still start inside a 128-byte line): x1.07 at 5496^3 and 6744^3.

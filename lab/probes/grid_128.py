@@ -1,6 +1,6 @@
 """A device probe (issue 25): lesson 6's rungs on a persistent grid of 128 CTAs (64 clusters of 2) instead of as many
 as fit at once (132 on the H200). Lesson 7's fp8_wgmma_store ran x1.014 faster on 128 CTAs at 4096^3 (session 18,
-results/logs/fp8-ctas-probe-nvidia-h200.json); the FP16 rungs walk the same L2-aware order (groups of GROUP_M = 8 tile
+lab/logs/fp8-ctas-probe-nvidia-h200.json); the FP16 rungs walk the same L2-aware order (groups of GROUP_M = 8 tile
 rows, 4 units of 2 tile rows in clusters of 2, x 16 tile columns at 4096: 64 units, one per cluster of 128 CTAs).
 
 1. each rung with ctas=128 checked against float64 and its model (bit for bit) at sizes that are no tile multiples,

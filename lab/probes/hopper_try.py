@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -204,11 +204,12 @@ def main(argv=None) -> int:
         log["commit"] = git.stdout.strip() or None
     except Exception:
         log["commit"] = None
-    facts = run_isolated("helpers.experiments.hopper:gpu_facts", timeout=120)
+    facts = run_isolated("lab.labkit.hopper:gpu_facts", timeout=120)
     log["gpu"] = facts
     if "error" in facts or "cc" not in facts:
         last = [ln for ln in str(facts.get("error", facts)).strip().splitlines() if ln.strip()][-2:]
         _say("SKIPPED: no GPU works here: " + " ".join(last))
+        print("lab/probes/hopper_try.py needs a Hopper GPU: no GPU works here", file=sys.stderr)
         save()
         return 2
     _say(f"GPU {facts['name']} (cc {facts['cc'][0]}.{facts['cc'][1]}, {facts['sms']} SMs, L2 "
@@ -217,6 +218,8 @@ def main(argv=None) -> int:
     if tuple(facts["cc"]) != (9, 0):
         _say(f"SKIPPED: lesson 6's kernels are sm_90a code (wgmma, setmaxnreg): they need a Hopper GPU "
              f"(compute capability 9.0); this one is {facts['cc'][0]}.{facts['cc'][1]}.")
+        print(f"lab/probes/hopper_try.py needs a Hopper GPU; this one is {facts['cc'][0]}.{facts['cc'][1]}",
+              file=sys.stderr)
         save()
         return 2
     save()

@@ -43,7 +43,7 @@ def repeat_bits(M, N, K, launches=3) -> dict:
 def main(argv) -> int:
     if not hopper_here():
         return 2
-    from helpers.experiments.hopper import probe_rung
+    from lab.labkit.hopper import probe_rung
 
     out, failed = {"rows": {}}, False
     for k, shapes in ((16, SHAPES), (14, SHAPES[:2])):

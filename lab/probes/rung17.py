@@ -3,7 +3,7 @@ odd sizes and timed beside cuBLAS (both C types) at skinny and full-chip shapes,
 (helpers.experiments.hopper.rung_rows, as the `hopper` experiment runs it; rung 16 beside it at the skinny shapes);
 then its knobs at M = 128, N = K = 8192, each variant checked (float64 and the model on the GPU) and timed in
 alternating rounds with the rung as recorded. With RUNG 18 (hopper_skinny_f32c, rung 17 writing FP32 C; its first
-run, results/logs/rung18-probe-nvidia-h200.json): the same checks and timings, rung 17 beside it, no knobs. With
+run, lab/logs/rung18-probe-nvidia-h200.json): the same checks and timings, rung 17 beside it, no knobs. With
 RUNG 19 (hopper_skinny_one, one consumer warpgroup) or 20 (its FP32-C twin), 21-22 (19-20 with the wait hint) and
 23-24 (21-22 with added descriptors): the same, the rung its gain is over (its base) beside it at the skinny shapes
 and 4096^3. With RUNG 25 or 26 (rungs 14 and 13 in clusters of 4): the full-chip shapes the record judges (4096^3,
@@ -76,7 +76,7 @@ def knob_rows(shape=KNOB_SHAPE, variants=VARIANTS, rounds: int = 3, rung: int = 
 def main(argv) -> int:
     if not hopper_here():
         return 2
-    from helpers.experiments.hopper import probe_rung
+    from lab.labkit.hopper import probe_rung
 
     rung = int(argv[1]) if len(argv) > 1 else 17
     if rung not in range(17, 31):

@@ -20,7 +20,7 @@ SHAPES = [[4096] * 3, [8192] * 3, [128, 8192, 8192], [8192, 8192, 1024], [5000] 
 def main(argv) -> int:
     if not hopper_here():
         return 2
-    from helpers.experiments.hopper import probe_rung
+    from lab.labkit.hopper import probe_rung
 
     args, shapes = list(argv[1:]), SHAPES
     if "--shapes" in args:

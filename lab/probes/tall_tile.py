@@ -1,6 +1,6 @@
 """A device probe (issue 25, session 21): the 256-row tile's speed per FLOP, apart from waves and row alignment.
 Rung 27's first run lost to rung 25 at 5000^3 (x0.83), mostly to rows that start inside a 128-byte line (with rows of
-10112 bytes it matched rung 25, results/logs/tall-alignment-nvidia-h200.json), yet it still trailed cuBLAS there by
+10112 bytes it matched rung 25, lab/logs/tall-alignment-nvidia-h200.json), yet it still trailed cuBLAS there by
 12%. Here, at sizes whose rows are 128-byte multiples, rung 14 beside rung 27 built with a forced tile
 (helpers.launch.tall_tile): 256 x 128 in 4 stages (4096^3: 4 waves, as rung 14's), 256 x 128 in 3 stages, and 256 x
 152 (3 stages, the 5000^3 build). Each build is checked bit for bit against the model and float64 (C poisoned with
@@ -8,7 +8,7 @@ NaN), then timed in alternating rounds (lab.probes.common.alternating: cold L2, 
 writing FP16 C.
 
 Predicted before any run (session 21), over rung 14 at 4096^3: 256 x 128 in 4 stages x0.97 (76 box rows per MFLOP
-against 61, helpers.experiments.hopper.box_rows_per_mflop, where L2 is not the limit at aligned rows), in 3 stages
+against 61, labkit.hopper.box_rows_per_mflop, where L2 is not the limit at aligned rows), in 3 stages
 x0.95, 256 x 152 x0.82 (4 waves of 66 clusters for 3.27 waves of work). TALL_PREDICTED holds them.
 
     python3 lab/probes/tall_tile.py OUT.json [--rounds N] [--sizes 4096,6144]   (a Hopper GPU, COURSE_DEVICE=gpu)"""

@@ -8,10 +8,10 @@ with TILE_N, the width chosen per problem so that the tiles fill whole waves).
    alternating rounds (lab.probes.common.alternating: cold L2, CUDA events, clocks) with rung 25 as the launcher
    builds it and cuBLAS writing FP16 C.
 
-Its runs (session 16, 2026-12-03, H200): results/logs/tile-n-probe-nvidia-h200.json (commit dabad09, with a third
+Its runs (session 16, 2026-12-03, H200): lab/logs/tile-n-probe-nvidia-h200.json (commit dabad09, with a third
 part: rungs 27-28 as their launcher built them, 128 x 152 in clusters of 2 at 5000^3, beside rungs 25-26; its first
-two parts failed on a bug since fixed) and results/logs/tile-n-sweep-nvidia-h200.json (parts 1 and 2). As refactored,
-it ran in session 18 (tree d79f7f5, results/logs/tile-n-s18-nvidia-h200.json): every forced check and every sweep build
+two parts failed on a bug since fixed) and lab/logs/tile-n-sweep-nvidia-h200.json (parts 1 and 2). As refactored,
+it ran in session 18 (tree d79f7f5, lab/logs/tile-n-s18-nvidia-h200.json): every forced check and every sweep build
 bit-identical to the model; its timings ran after four minutes of GPU tests at SM clocks of 1200-1965 MHz and decide
 nothing.
 

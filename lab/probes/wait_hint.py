@@ -11,15 +11,15 @@ mbar_wait). Its FP8 twin, F8_DESC_ADD, is timed by lab/probes/fp8_stages.py --de
 With --group, rung 14's GROUP_M (8, 4, 16) at 5000^3; with --cluster, its CLUSTER_M (2, 1, 4) there (rows keyed
 group_m, cluster_m). With --order (session 25), GROUP_M 8 and 16 for the best rungs of each C type at 4096^3 and
 8192^3 (15 and 26; 25 and 26), in 7 rounds: Nsight Compute found them reading 24-33% more from DRAM than cuBLAS
-there (results/logs/ncu-targets-*), and a wave spanning 16 rows of A tiles and ~8 columns of B tiles holds fewer
+there (lab/logs/ncu-targets-*), and a wave spanning 16 rows of A tiles and ~8 columns of B tiles holds fewer
 bytes of A and B than one of 8 x ~16 (a B tile's panel is twice an A tile's). Predicted before it ran: x1.005 at
 4096^3 (the knob sweeps' GROUP_M=16 rows: x1.001 to x1.012), x1.01 at 8192^3 (fewer DRAM bytes, less power under
 the cap). With --hilbert (session 31), the probe switch TILE_ORDER (kernels/hopper_sm90a.cu: the units along a
 Hilbert curve where their grid is square with a power-of-two side) for rungs 29 and 30 at 4096^3 and 8192^3, in 7
-rounds; its prediction is in the kernel's comment and helpers.experiments.hopper.HILBERT_PREDICTED, its log
-results/logs/hilbert-order-<gpu>.json (hopper.hilbert_rows). (--prefetch timed the probe switch L2_PREFETCH, the
+rounds; its prediction is in the kernel's comment and lab/labkit/hopper.py's HILBERT_PREDICTED, its log
+lab/logs/hilbert-order-<gpu>.json (hopper.hilbert_rows). (--prefetch timed the probe switch L2_PREFETCH, the
 producer asking for K-tile kt + 2, 4 or 8 in L2, on rungs 16 and 14 in session 14:
-results/logs/l2-prefetch-nvidia-h200.json. It was slower everywhere and left the kernels with its option; both are in
+lab/logs/l2-prefetch-nvidia-h200.json. It was slower everywhere and left the kernels with its option; both are in
 commit 1bcb7f2.)
 
     python3 lab/probes/wait_hint.py OUT.json [--desc | --group | --cluster | --order | --hilbert]   (a Hopper GPU, COURSE_DEVICE=gpu)"""

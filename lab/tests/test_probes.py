@@ -32,7 +32,7 @@ def test_probe_without_a_gpu_says_so(probe):
 def test_the_record_names_the_probe_it_came_from():
     rec = json.loads((ROOT / "results" / "nvidia-h200.json").read_text())
     assert "lab/probes/fp8_pingpong.py" in rec["experiments"]["fp8"]["speed_pingpong"]["note"]
-    assert "lab/probes/sanitize_new_kernels.py" in (ROOT / "results" / "logs" /
+    assert "lab/probes/sanitize_new_kernels.py" in (ROOT / "lab" / "logs" /
                                                       "sanitize-new-kernels-nvidia-h200.log").read_text()
     pa = rec["experiments"]["pipeline_apart"]
     assert all("lab/probes/wgmma_rate.py" in pa["commands"][k] for k in ("rates", "apart", "depth", "wait", "hold"))
@@ -42,7 +42,7 @@ def test_the_record_names_the_probe_it_came_from():
 
 def test_ncu_source_summary_reads_a_sass_page_and_the_stored_one_says_one_warpgroup():
     """lab/probes/ncu_source.py summary: the SASS page's rows become instruction totals, the HGMMA addresses with
-    their executions, and stall shares; the stored H200 summary (results/logs/ncu-source-m128-nvidia-h200.json) shows
+    their executions, and stall shares; the stored H200 summary (lab/logs/ncu-source-m128-nvidia-h200.json) shows
     cuBLAS's kernel issuing the same 524288 warp-level HGMMA as rung 17 from half the warps (one consumer warpgroup
     of 4 warps per CTA: 128 CTAs x 4 warps x 128 K-tiles x 8), which rung 19 copies."""
     sys.path.insert(0, str(ROOT))
@@ -56,7 +56,7 @@ def test_ncu_source_summary_reads_a_sass_page_and_the_stored_one_says_one_warpgr
     assert s["warp_instructions"] == 150 and s["gmma_addresses"] == 1 and s["gmma_executions"] == [100]
     assert s["gmma_shapes"] == ["64x64x16.F32"] and s["stall_share"] == {"long_sb": 0.8, "wait": 0.2}
     assert [a["opcode"] for a in s["top_addresses"]] == ["NANOSLEEP.SYNCS", "HGMMA.64x64x16.F32"]
-    rec = json.loads((ROOT / "results" / "logs" / "ncu-source-m128-nvidia-h200.json").read_text())
+    rec = json.loads((ROOT / "lab" / "logs" / "ncu-source-m128-nvidia-h200.json").read_text())
     cub, r17 = rec["targets"]["cublas_fp16c"], rec["targets"]["rung17_hint"]
     assert sum(cub["gmma_executions"]) * 8 == 128 * 4 * 128 * 8          # two loop copies: 8 HGMMA addresses each
     assert cub["gmma_addresses"] == 16 and r17["gmma_addresses"] == 4
@@ -148,9 +148,9 @@ def test_reject_wrong_fp8_builds_wrong_results_that_differ_from_c():
 
 
 def test_tile_n_refactored_run_is_what_its_doc_says():
-    """lab/probes/tile_n.py's doc: its session-18 run (results/logs/tile-n-s18) had every forced check and every sweep
+    """lab/probes/tile_n.py's doc: its session-18 run (lab/logs/tile-n-s18) had every forced check and every sweep
     build bit-identical to the model, at SM clocks of 1200-1965 MHz (so its timings decide nothing)."""
-    d = json.loads((ROOT / "results" / "logs" / "tile-n-s18-nvidia-h200.json").read_text())["forced"]
+    d = json.loads((ROOT / "lab" / "logs" / "tile-n-s18-nvidia-h200.json").read_text())["forced"]
     assert len(d["checks"]) == 40 and all(c["passed"] and c["model"] == "identical" for c in d["checks"])
     builds = [r for r in d["sweeps"] if "passed" in r]
     assert len(builds) == 19 and all(r["passed"] and r["model"] == "identical" for r in builds)
@@ -194,11 +194,11 @@ def test_grid_128_with_a_wellformed_switch_still_needs_the_gpu():
 
 def test_tall_tile_probe_states_its_predictions_before_its_run():
     """lab/probes/tall_tile.py (written in session 21, not run yet): its predictions are in the module
-    (TALL_PREDICTED) and its docstring, and the box rows per MFLOP it quotes are helpers.experiments.hopper's; the
+    (TALL_PREDICTED) and its docstring, and the box rows per MFLOP it quotes are labkit.hopper's; the
     builds it forces carry the shared memory of their tile and stages (helpers.launch.tall_tile), within 227 KB."""
     import importlib.util
 
-    from helpers.experiments import hopper as H
+    import labkit.hopper as H
     from helpers.kernels import rung_entry
     from helpers.launch import tall_tile
 
@@ -263,17 +263,17 @@ def test_ct_tile_probe_states_its_predictions_before_its_run():
 
 def test_record_cost_log_backs_the_move_of_the_inputs_to_the_gpu():
     """Why helpers.experiments.ladder._inputs draws on the GPU: at the hopper record's shapes, drawing the inputs with numpy
-    took 15 of rung 14's 38 s (results/logs/record-cost: lab/probes/record_cost.py under cProfile, cumulative
+    took 15 of rung 14's 38 s (lab/logs/record-cost: lab/probes/record_cost.py under cProfile, cumulative
     seconds), more than the timings themselves (helpers.timing.benchmark); the record with rungs 29-30 had run past
-    the call's 590 s (results/logs/record-hopper-rung29-30-timeout)."""
+    the call's 590 s (lab/logs/record-hopper-rung29-30-timeout)."""
     import re
 
-    text = (ROOT / "results" / "logs" / "record-cost-nvidia-h200.log").read_text()
+    text = (ROOT / "lab" / "logs" / "record-cost-nvidia-h200.log").read_text()
     cum = {m.group(2): float(m.group(1)) for m in re.finditer(r"^\s*\S+\s+\S+\s+\S+\s+([\d.]+)\s+\S+\s+\S*?(\w+\.py:\d+\(\w+\))",
                                                              text, re.M)}
     total, inputs = cum["hopper.py:123(rung_rows)"], cum["ladder.py:38(_inputs)"]
     assert (round(inputs), round(total)) == (15, 38) and inputs > cum["timing.py:123(benchmark)"]
-    assert "rc 124, 590 s" in (ROOT / "results" / "logs" / "record-hopper-rung29-30-timeout-nvidia-h200.log").read_text()
+    assert "rc 124, 590 s" in (ROOT / "lab" / "logs" / "record-hopper-rung29-30-timeout-nvidia-h200.log").read_text()
 
 
 def test_knob_rows_merge_replaces_only_the_rungs_it_ran(tmp_path):

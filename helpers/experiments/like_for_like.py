@@ -1,0 +1,266 @@
+"""Lesson 6, comparing like for like: the goals timed in turn with cuBLAS writing the same C (experiment
+``hopper_targets``), and the same GEMM on other input values (experiment ``input_values``), with their tables.
+
+``hopper_targets`` (``python -m helpers.record --update-experiments hopper_targets``, after ``hopper``): for each goal
+of helpers.experiments.hopper.TARGETS, the rungs that the ``hopper`` experiment found best there
+(``target_candidates``) and cuBLAS writing the same C, checked, then timed in alternating rounds in one child
+process; a goal is met when the median of the round-by-round ratios reaches it. Under a power cap the clock moves
+between timings, and timing the two in turn exposes both to the same clock.
+"""
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+
+from ..clocks import clock_span
+from ..kernels import ALL_RUNGS, HOPPER_RUNGS, rung_entry
+from ..timing import round_ratio
+from . import experiment
+from .hopper import TARGETS, _context_lost, _inputs, _progress, best_rung, timed_rows
+
+TARGET_ROUNDS = 7
+
+
+def target_candidates(rows: list[dict], shape, c_dtype: str) -> list[int]:
+    """The rungs `hopper_targets` times at a goal (correct there in `hopper`'s rows, writing C in `c_dtype`): the
+    best by its ratio to cuBLAS, the fastest by its own TFLOP/s and the highest rung, without repeats."""
+    best = best_rung(rows, shape, c_dtype)
+    rs = [r for r in timed_rows(rows, shape) if r["rung"] >= 8 and r.get("passed") and r.get("tflops")
+          and r.get("c_dtype", "float32") == c_dtype]
+    out = [best["rung"]] if best else []
+    if rs:
+        for k in (max(rs, key=lambda r: r["tflops"])["rung"], max(r["rung"] for r in rs)):
+            out += [] if k in out else [k]
+    return out
+
+
+def target_rounds(plan: list, rounds: int = TARGET_ROUNDS) -> list[dict]:
+    """GPU (child process): for each [shape, c_dtype, goal, rungs] of `plan`, fresh FP16 inputs; each rung launched
+    as the record launches it and checked; then the rungs that passed and cuBLAS writing the same C timed in
+    alternating rounds (helpers.timing.alternating). One cell per goal; 'error' where something failed."""
+    import cupy
+
+    from ..cublas import same_c
+    from ..launch import launcher
+    from ..numerics import reference_gemm
+    from ..timing import alternating, gemm_flops
+
+    cells = []
+    for i, (shape, c_dtype, goal, rungs) in enumerate(plan):
+        M, N, K = shape
+        cell = {"shape": list(shape), "c_dtype": c_dtype, "goal": goal, "candidates": list(rungs), "checks": [],
+                "timed": []}
+        cells.append(cell)
+        _progress(f"hopper_targets: {M}x{N}x{K}, {c_dtype} C: rungs {rungs}")
+        try:
+            A, B = _inputs(90 + i, M, N, K)
+            ref = reference_gemm(A, B)
+            timed = {}
+            for k in rungs:
+                r = rung_entry(k)
+                fn, C, _ = launcher(r, A, B, pad=True)
+                C.fill(cupy.nan)
+                fn()
+                chk = r.check(C[:M, :N], A, B, reference=ref, backend="GPU")
+                cell["checks"].append({"rung": k, "passed": bool(chk.passed), "model": chk.model,
+                                       "verdict": chk.verdict()[:300]})
+                if chk.passed:
+                    timed[f"rung {k}"] = fn
+            del ref
+            cub, Cc = same_c(c_dtype), cupy.full((M, N), np.nan, dtype=c_dtype)
+            timed["cuBLAS"] = lambda: cub.run(A, B, Cc)   # noqa: F821  (called before the del below)
+            fl = gemm_flops(M, N, K)
+            for key, v in alternating(timed, fl, rounds).items():
+                per = [round(ms, 6) for ms in v.pop("ms")]
+                ms = statistics.median(per)
+                cell["timed"].append({"what": key, "median_ms": ms, "tflops": round(fl / (ms * 1e-3) / 1e12, 4),
+                                      "round_ms": per, **v})
+            del A, B, Cc
+        except Exception as exc:                  # a fault, a trap, a refused launch
+            cell["error"] = f"{type(exc).__name__}: {exc}"
+            _progress(f"hopper_targets: {M}x{N}x{K} failed: {cell['error'][:300]}")
+            if _context_lost():
+                cell["error"] += " (the CUDA context is lost: the remaining targets were not tried)"
+                break
+        cupy.get_default_memory_pool().free_all_blocks()
+    return cells
+
+
+@experiment("hopper_targets", only_cc=(9, 0), needs="lesson 6's Hopper rungs, on a Hopper GPU")
+def hopper_targets(timeout: int = 540, rounds: int = TARGET_ROUNDS):
+    """Each goal of TARGETS in alternating rounds: its `target_candidates` from the record's `hopper` experiment (run
+    that first) and cuBLAS writing the same C, in one child process (`target_rounds`)."""
+    from ..device import require_gpu
+    from ..isolate import run_isolated
+    from ..paths import results_dir
+    from ..results import load_record
+
+    gpu = require_gpu("hopper_targets")
+    path = results_dir() / f"{gpu.slug}.json"
+    rows = load_record(path).meta.get("experiments", {}).get("hopper") if path.exists() else None
+    if not rows:
+        return {"rounds": rounds, "cells": [], "error": f"{path} holds no `hopper` experiment to choose the rungs "
+                "from: run `python -m helpers.record --update-experiments hopper` first"}
+    plan = [[list(shape), c, goal, target_candidates(rows, shape, c)]
+            for shape, goal in TARGETS.items() for c in ("float16", "float32")]
+    out = run_isolated("helpers.experiments.like_for_like:target_rounds", plan, rounds, timeout=timeout)
+    if isinstance(out, dict):                     # the child failed as a whole
+        return {"rounds": rounds, "error": out.get("error"), "cells": []}
+    return {"rounds": rounds, "rule": "met: the median of the round-by-round ratios reaches the goal", "cells": out}
+
+
+def head_to_head(exp: dict) -> list[dict]:
+    """Experiment `hopper_targets` read: per goal (shape, C type) the candidate with the highest median round-by-round
+    ratio to cuBLAS (`ratio`; `low`, `high`: its extreme rounds; `won`: rounds it was faster), both TFLOP/s, the SM
+    clocks (`mhz`, rung / cuBLAS), `met` and `short`; `checked`: every candidate bit-identical to its model."""
+    out = []
+    for cell in exp.get("cells", []):
+        shape = tuple(cell["shape"])
+        row = {"shape": "x".join(map(str, shape)), "C": "FP16" if cell["c_dtype"] == "float16" else "FP32",
+               "goal": cell["goal"], "rung": None, "ratio": None, "low": None, "high": None, "won": "",
+               "tflops": None, "cublas": None, "mhz": "", "met": None, "short": None,
+               "checked": all(c["passed"] and c["model"] == "identical" for c in cell["checks"]),
+               "error": cell.get("error", "")}
+        t = {x["what"]: x for x in cell["timed"]}
+        cub, best = t.get("cuBLAS"), None
+        for what, x in t.items():
+            if what != "cuBLAS" and cub is not None:
+                rr = round_ratio(x["round_ms"], cub["round_ms"])
+                if best is None or rr["ratio"] > best[0]:
+                    best = (rr["ratio"], what, x, rr)
+        if best:
+            med, what, x, rr = best
+            row.update(rung=int(what.split()[1]), ratio=med, low=rr["low"], high=rr["high"],
+                       won=f"{rr['won']} of {rr['rounds']}", tflops=x["tflops"], cublas=cub["tflops"],
+                       mhz=f"{clock_span(x['sm_mhz'])} / {clock_span(cub['sm_mhz'])}", met=med >= cell["goal"],
+                       short=None if med >= cell["goal"] else round(cell["goal"] - med, 3))
+        out.append(row)
+    return out
+
+
+def head_to_head_table(exp: dict):
+    """head_to_head as a table: goal, best rung, median ratio, rounds won, clocks, correct, met and how far short."""
+    from ..display import table
+
+    rows = [dict(x, met={True: "yes", False: "no"}.get(x["met"], "-"), short=x["short"] or "")
+            for x in head_to_head(exp)]
+    return table(rows, ["shape", "C", "goal", "rung", "ratio", "won", "mhz", "checked", "met", "short"],
+                 ["M x N x K", "C", "goal", "best rung", "x cuBLAS, same C", "rounds faster", "MHz, rung / cuBLAS",
+                  "correct", "met", "short by"], {"ratio": ".3f", "short": ".3f"})
+
+
+# --------------------------------------------------------------------------- experiment input_values
+INPUT_KINDS = {"normal": "N(0,1), rounded to FP16 (every other timing in the course)",
+               "uniform": "U(-1,1), rounded to FP16",
+               "e4m3": "N(0,1) rounded to E4M3, then held as FP16 (lesson 7's inputs: 3 significand bits)",
+               "zeros": "all zeros"}
+INPUT_RUNGS = (13, 14)                     # the fastest FP32-C and FP16-C rungs where the chip is full
+
+
+def kind_inputs(kind: str, M: int, N: int, K: int, seed: int = 0):
+    """Seeded CuPy FP16 A (M x K) and B (K x N) of one of INPUT_KINDS."""
+    if kind not in INPUT_KINDS:
+        from ..errors import InputError
+
+        raise InputError(f"unknown input kind {kind!r}.", f"use one of {', '.join(INPUT_KINDS)}.")
+    import cupy
+
+    from ..fp8_gemm import decode_e4m3, encode_e4m3
+    from ..numerics import random_matrix
+    out = []
+    for rows, cols, sd in ((M, K, 700 + seed), (K, N, 800 + seed)):
+        if kind == "zeros":
+            X = np.zeros((rows, cols))
+        elif kind == "uniform":
+            X = 2.0 * random_matrix(rows, cols, seed=sd, dist="uniform") - 1.0
+        else:
+            X = random_matrix(rows, cols, seed=sd)
+            if kind == "e4m3":
+                X = decode_e4m3(encode_e4m3(X))
+        out.append(cupy.asarray(X.astype(np.float16)))
+    return tuple(out)
+
+
+def input_rows(n: int = 8192, kinds=tuple(INPUT_KINDS), rungs=INPUT_RUNGS, rounds: int = 2) -> list[dict]:
+    """GPU (child process): the same n^3 GEMM on each kind of input. Each rung checked once per kind; then, `rounds`
+    times in turn, cuBLAS (FP16 C, FP32 C) and each rung timed one after the other, clocks beside: a row per timing."""
+    import cupy
+
+    from ..cublas import same_c
+    from ..device import require_gpu
+    from ..launch import launcher
+    from ..numerics import reference_gemm
+    from ..timing import benchmark, gemm_flops
+
+    require_gpu("input_values")
+    rows = []
+    for kind in kinds:
+        _progress(f"input_values: {kind} inputs at {n}^3")
+        A, B = kind_inputs(kind, n, n, n)
+        C_ref = reference_gemm(A, B)
+        runs = {}
+        for dt in ("float16", "float32"):
+            cub = same_c(dt)
+            Cc = cupy.full((n, n), np.nan, dtype=dt)
+            cub.run(A, B, Cc)
+            runs[cub.name] = (lambda cub=cub, Cc=Cc: cub.run(A, B, Cc), dt,
+                              bool(cub.check(Cc, A, B, reference=C_ref, backend="GPU").passed))
+        for k in rungs:
+            r = ALL_RUNGS[k]
+            run, C, _ = launcher(r, A, B)
+            run()
+            cupy.cuda.get_current_stream().synchronize()
+            runs[f"rung {k}"] = (run, r.out_dtype, bool(r.check(C, A, B, reference=C_ref, backend="GPU").passed))
+        for rnd in range(rounds):
+            for who, (fn, dt, ok) in runs.items():
+                t = benchmark(fn)
+                rows.append({"inputs": kind, "round": rnd, "who": who, "c_dtype": dt, "passed": ok, "n": n,
+                             "median_ms": round(t.median_ms, 6), "p10_ms": round(t.p10_ms, 6),
+                             "p90_ms": round(t.p90_ms, 6), "reps": t.n,
+                             "tflops": round(gemm_flops(n, n, n) / (t.median_ms * 1e-3) / 1e12, 2), **(t.clocks or {})})
+        runs.clear()
+        cupy.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+@experiment("input_values", only_cc=(9, 0), needs="lesson 6's rungs 13 and 14 (sm_90a)")
+def input_values(n: int = 8192, timeout: int = 600):
+    """The same 8192^3 GEMM on N(0,1), U(-1,1), E4M3-valued and zero FP16 inputs (input_rows, in a child process)."""
+    from ..isolate import run_isolated
+
+    out = run_isolated("helpers.experiments.like_for_like:input_rows", n, timeout=timeout)
+    return [out] if isinstance(out, dict) else out
+
+
+def input_table(rows: list[dict]) -> list[dict]:
+    """One row per kind of input: each kernel's TFLOP/s (median of its rounds), the SM clock range, and each rung's
+    ratio to cuBLAS writing the same C."""
+    out = []
+    for kind in INPUT_KINDS:
+        rs = [r for r in rows if r.get("inputs") == kind and r.get("tflops")]
+        if not rs:
+            continue
+        row, med = {"inputs": kind, "all_passed": all(r["passed"] for r in rs)}, {}
+        who = list(dict.fromkeys(r["who"] for r in rs))
+        for w in who:
+            row[w] = med[w] = float(np.median([r["tflops"] for r in rs if r["who"] == w]))
+        clocks = [r.get("sm_mhz") for r in rs if r.get("sm_mhz")]
+        row["sm_mhz"] = (min(clocks), max(clocks)) if clocks else None
+        for w in who:
+            if w.startswith("rung"):
+                dt = next(r["c_dtype"] for r in rs if r["who"] == w)
+                base = "cublas_fp16" if dt == "float16" else "cublas_fp16_f32c"
+                row[f"{w} / cuBLAS same C"] = med[w] / med[base] if base in med else None
+        out.append(row)
+    return out
+
+
+def later_rungs(exp: dict, first: int = 17) -> list[dict]:
+    """Rungs `first` on: what each adds, its C type, and the goals (experiment hopper_targets) it is the best rung at."""
+    best = {}
+    for r in head_to_head(exp):
+        if r["rung"] is not None:
+            best.setdefault(r["rung"], []).append(f"{r['shape']}, {r['C']} C")
+    return [{"rung": k, "kernel": r.name, "adds": r.idea, "C": "FP16" if r.out_dtype == "float16" else "FP32",
+             "best_at": "; ".join(best.get(k, [])) or "-"} for k, r in HOPPER_RUNGS.items() if k >= first]
