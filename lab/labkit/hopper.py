@@ -17,7 +17,7 @@ from helpers.experiments.like_for_like import head_to_head
 from helpers.kernels import rung_entry
 from helpers.timing import round_ratio, row_ratio, verdict
 
-from .logs import LogMissing, load_log, log_path
+from .logs import LogMissing, experiments, load_log, log_path
 
 def ncu_compare(targets, shape, directory=None) -> list[dict]:
     """Nsight Compute side by side at one shape (ncu_at): for each of `targets` ('rung17', 'cublas_fp16c', ...) that
@@ -999,7 +999,7 @@ def tried(rec=None) -> list[dict]:
     from helpers.results import load_latest
 
     rec = rec or load_latest()
-    exps = rec.meta["experiments"]
+    exps = experiments(rec)
     hop = exps["hopper"]
     rows = []
 

@@ -25,3 +25,14 @@ def log_path(name: str, made_by: str, gpu_slug: str = "nvidia-h200", suffix: str
 def load_log(name: str, made_by: str, gpu_slug: str = "nvidia-h200", directory: Path | None = None):
     """A probe's JSON output, parsed (see log_path)."""
     return json.loads(log_path(name, made_by, gpu_slug, directory=directory).read_text())
+
+
+def experiments(rec, gpu_slug: str = "nvidia-h200") -> dict:
+    """The record's experiments, plus those the lab keeps for itself (lab/logs/record-<name>-<gpu>.json, moved out of
+    the course's record because no lesson reads them), under their experiment names."""
+    out = dict(rec.meta.get("experiments", {}))
+    for path in sorted(LOGS.glob(f"record-*-{gpu_slug}.json")):
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and "from" in data:
+            out[data["from"].rsplit(".", 1)[-1]] = data
+    return out

@@ -44,10 +44,11 @@ from helpers.display import kernel_source  # noqa: E402
 from helpers.experiments import hopper as H, knobs  # noqa: E402
 from helpers.kernels import HOPPER_RUNGS  # noqa: E402
 import labkit.hopper as LK  # noqa: E402
+import labkit.logs  # noqa: E402
 import labkit.hopper_plots as LP  # noqa: E402
 
 rec = helpers.results.load_latest()
-exps, sms = rec.meta["experiments"], rec.meta["gpu"]["sms"]
+exps, sms = labkit.logs.experiments(rec), rec.meta["gpu"]["sms"]
 hop = exps["hopper"]
 switch_lines, sweep = knobs.switch_lines, functools.partial(knobs.knob_sweep, exps["knobs"])
 miss_note = functools.partial(LK.miss_note, hop, ladder=exps["ladder"], sms=sms)
@@ -92,7 +93,7 @@ helpers.display.table([dict(r, predicted=LK.TARGET_PREDICTED.get((tuple(map(int,
 # stages x (the tile's two sides) x 64 x 2 bytes, plus an epilogue buffer.
 
 # %%
-exps = rec.meta["experiments"]
+exps = labkit.logs.experiments(rec)            # the record's experiments and those the lab keeps
 ck = H.cublas_kernel_rows(exps["cublas_kernels"], sms=rec.meta["gpu"]["sms"]) if "cublas_kernels" in exps else []
 cols = ["shape", "C", "kernel", "grid", "cluster", "ring_kb", "smem_kb", "tiles", "waves"]
 heads = ["M x N x K", "C", "kernel", "CTAs", "cluster", "stages x tiles, KB", "shared memory, KB", "tiles", "waves"]

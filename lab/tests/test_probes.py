@@ -18,7 +18,8 @@ def test_there_are_probes():
                                         "fp8_block_scaled.py", "cublas_kernels.py", "reject_wrong_block_scaled.py", "reject_wrong_fp8.py", "grid_128.py",
                                         "rung17.py", "fp8_stages.py", "flush_method.py", "wgmma_rate.py",
                                         "wait_hint.py", "ncu_source.py", "ncu_row_alignment.py", "tile_n.py",
-                                        "tall_tile.py", "ct_tile.py", "record_cost.py", "knob_rows.py", "fp8_energy.py"}
+                                        "tall_tile.py", "ct_tile.py", "record_cost.py", "knob_rows.py", "fp8_energy.py",
+                                        "hopper_try.py", "check_model_probe.py", "nvmath_fp8_probe.py"}
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.stem)
@@ -34,7 +35,7 @@ def test_the_record_names_the_probe_it_came_from():
     assert "lab/probes/fp8_pingpong.py" in rec["experiments"]["fp8"]["speed_pingpong"]["note"]
     assert "lab/probes/sanitize_new_kernels.py" in (ROOT / "lab" / "logs" /
                                                       "sanitize-new-kernels-nvidia-h200.log").read_text()
-    pa = rec["experiments"]["pipeline_apart"]
+    pa = json.loads((ROOT / "lab" / "logs" / "record-pipeline-apart-nvidia-h200.json").read_text())
     assert all("lab/probes/wgmma_rate.py" in pa["commands"][k] for k in ("rates", "apart", "depth", "wait", "hold"))
     assert all("8ec4c42" in pa["commands"][k] for k in ("apart", "depth", "wait", "hold"))   # where its switches are
     assert "lab/probes/wait_hint.py" in pa["commands"]["wait_hint"]
@@ -100,6 +101,8 @@ def test_probes_share_the_hopper_check_and_the_rounds(monkeypatch):
     from lab.probes import common
 
     for p in PROBES:
+        if p.name == "hopper_try.py":          # asks a child process, so that a faulting GPU cannot take it
+            continue
         src = p.read_text()
         assert "hopper_here()" in src and "hopper_missing" not in src, p.name
     calls = []
