@@ -10,8 +10,11 @@ and ``out_dtype``, never launch it. Lessons 1, 2 and 5 all use this one traffic 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
+
+from .paths import kernel_dir
 
 
 # --------------------------------------------------------------------------- traffic model
@@ -225,12 +228,8 @@ def kernel_defines(filename: str) -> dict[str, int]:
     """The integer ``#define NAME value`` lines of kernels/<filename> (the first definition of each),
     so that a picture of a kernel's tiles is drawn from the numbers the kernel compiles with:
     kernel_defines("ladder.cu")["BM"] is rung 2-6's block tile height."""
-    import re
-
-    from .display import kernel_source
-
     out: dict[str, int] = {}
-    for m in re.finditer(r"^\s*#define\s+([A-Z_][A-Z0-9_]*)\s+(\d+)\b", kernel_source(filename), re.M):
+    for m in re.finditer(r"^\s*#define\s+([A-Z_][A-Z0-9_]*)\s+(\d+)\b", (kernel_dir() / filename).read_text(), re.M):
         out.setdefault(m.group(1), int(m.group(2)))
     return out
 
