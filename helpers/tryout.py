@@ -391,12 +391,14 @@ class TryResult:
     def figure(self):
         """The bar plot: TFLOP/s of the variant, the original and cuBLAS (p10-p90 whiskers); not live,
         the recorded sweep's values; None when there is nothing to draw."""
+        from . import plots     # matplotlib: loaded when a figure is drawn
+
         if self.live and self.timing.get("variant"):
             bars = [("original" if k == "original" else ("cuBLAS" if k == "cublas" else "your variant"), t)
                     for k in ("original", "variant", "cublas") for t in [self.timing.get(k)] if t]
-            return _bars([(lbl, t["tflops"], _tflops_range(t)) for lbl, t in bars],
-                         f"{self.variant} at {self.timing_size}^3 (cold L2)", self.source,
-                         highlight="your variant")
+            return plots.bars([(lbl, t["tflops"], _tflops_range(t)) for lbl, t in bars],
+                              f"{self.variant} at {self.timing_size}^3 (cold L2)", self.source,
+                              highlight="your variant")
         if not self.live and self.recorded:
             timed = [r for r in self.recorded if r.get("tflops")]
             if not timed:
@@ -406,8 +408,8 @@ class TryResult:
             n = timed[0].get("m", TIMING_SIZE)
             title = (f"rung {timed[0]['rung']} ({timed[0]['kernel']}): "
                      + (f"{knob}" if knob else "its knobs, one at a time") + f" at {n}^3 (recorded)")
-            return _bars(items, title, self.source,
-                         highlight=_value_label(next((r for r in timed if r.get("knob") is None), timed[0]), knob))
+            return plots.bars(items, title, self.source,
+                              highlight=_value_label(next((r for r in timed if r.get("knob") is None), timed[0]), knob))
         return None
 
 
@@ -471,31 +473,6 @@ def _tflops_range(t: dict):
     if not t.get("p10_ms") or not t.get("p90_ms") or not t.get("tflops") or not t.get("ms"):
         return None
     return t["tflops"] * t["ms"] / t["p90_ms"], t["tflops"] * t["ms"] / t["p10_ms"]
-
-
-def _bars(items: list, title: str, source: str, highlight: str | None = None):
-    """A small horizontal bar plot (helpers.plots style): items [(label, TFLOP/s, (low, high) or None)]."""
-    import matplotlib.pyplot as plt
-
-    from .plots import COLORS, apply_style
-
-    apply_style()
-    fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.42 * len(items)))
-    ys = np.arange(len(items))[::-1]
-    for y, (lbl, v, rng) in zip(ys, items):
-        color = COLORS[1] if lbl == highlight else COLORS[0] if not lbl.startswith("cuBLAS") else "0.55"
-        ax.barh(y, v, color=color, height=0.65)
-        if rng:
-            ax.plot(rng, [y, y], color="0.15", linewidth=1.4)
-        ax.annotate(f"{v:.0f}", (max(v, rng[1]) if rng else v, y), xytext=(4, 0), textcoords="offset points",
-                    va="center", fontsize=11)
-    ax.set_yticks(ys, [i[0] for i in items], fontsize=11)
-    ax.set_xlabel("TFLOP/s (median; whiskers p10-p90)")
-    ax.grid(axis="y", visible=False)
-    ax.set_xlim(0, max(max(i[1], i[2][1] if i[2] else 0) for i in items) * 1.15)
-    ax.set_title(f"{title}\n{source}", loc="left", fontsize=12)
-    fig.tight_layout()
-    return fig
 
 
 # --------------------------------------------------------------------------- the recorded sweep

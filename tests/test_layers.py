@@ -10,9 +10,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PKG = ROOT / "helpers"
 
 CORE = {"errors", "paths", "device", "compile", "kernels", "hopper", "isolate", "launch", "knobs", "numerics",
-        "emulate", "check", "timing", "clocks", "memory", "cublas", "results", "profile", "analysis", "formats",
-        "fp8", "fp8_gemm", "training", "model_gpu"}
-PRESENTATION = {"plots", "plots_hopper", "display", "tryout"}
+        "emulate", "check", "mutations", "timing", "clocks", "memory", "cublas", "results", "profile", "analysis",
+        "formats", "fp8", "fp8_gemm", "training", "model_gpu"}
+PRESENTATION = {"plot_style", "plots", "plots_ladder", "plots_hopper", "plots_fp8", "display", "tryout"}
 
 
 def layer(mod: str) -> int:
