@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .numerics import FORMATS, fmt
+from .numerics import FORMATS, fmt, round_tf32, round_to
 
 try:
     import ml_dtypes
@@ -141,14 +141,10 @@ def bit_string(x: float, name: str) -> str:
     """
     f = fmt(name)
     if f.name == "tf32":
-        from .numerics import round_tf32
-
         w = int(np.asarray(round_tf32(np.float32(x))).reshape(1).view(np.uint32)[0])
         return format(w, "032b")[:19]
     arr = np.array([x], dtype=np.float64)
     if f.name not in ("fp64", "fp32", "fp16"):
-        from .numerics import round_to
-
         arr = round_to(arr, f.name)          # one rounding from float64
     v = arr.astype(f.numpy_dtype)
     uint = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[f.bits]
@@ -182,9 +178,7 @@ def to_bf16_bits(x):
     if xp is np and ml_dtypes is not None:
         x = np.asarray(x)
         if x.dtype == np.float64:
-            from .numerics import round_to
-
-            x = round_to(x, "bf16")               # one rounding from float64
+                x = round_to(x, "bf16")               # one rounding from float64
         return np.ascontiguousarray(x.astype(np.float32).astype(ml_dtypes.bfloat16).view(np.uint16))
     return _bf16_bits_bitwise(x, xp)
 
@@ -268,8 +262,6 @@ def gradient_like(n: int = 200_000, seed: int = 0, lo_decade: float = -14.0, hi_
 def classify(x, name: str, scale: float = 1.0) -> np.ndarray:
     """Category index (into CATEGORIES) of each value of x*scale after rounding to `name`."""
     info = format_info(name)
-    from .numerics import round_to
-
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.abs(round_to(np.asarray(x, dtype=np.float64) * scale, name).astype(np.float64))
     cat = np.full(r.shape, 2, dtype=np.int8)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ResultsError
-from .results import RESULTS_DIR
+from .results import RESULTS_DIR, load_log
 
 SECTOR_BYTES = 32          # L1, L2 and DRAM move 32-byte sectors
 _FIX = ("run `make gpu-check STAGES=ncu` on a GPU with Nsight Compute to write one, or restore the "
@@ -148,8 +148,6 @@ def stall_legend(names) -> str:
 def load_sampling(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
     """A stored summary of Nsight Compute's per-instruction sampling (lab/probes/ncu_source.py summary):
     results/logs/ncu-source-<name>-<gpu_slug>.json, e.g. name "m128" (lesson 6) or "fp8" (lesson 7)."""
-    from .results import load_log
-
     return load_log(f"ncu-source-{name}", "lab/probes/ncu_source.py (with Nsight Compute)", gpu_slug, directory)
 
 

@@ -15,6 +15,7 @@ sampled (helpers.clocks): ``Timing.clocks`` says what the GPU ran at.
 """
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ import numpy as np
 
 from .clocks import Sampler
 from .device import require_gpu
+from .errors import InputError
 
 
 @dataclass
@@ -130,8 +132,6 @@ def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = Non
     "read", the default, or "write"; _flush_fn says how they differ); flush_l2=False: not at all.
     """
     if flush not in FLUSHES:
-        from .errors import InputError
-
         raise InputError(f"unknown L2 flush {flush!r}.", f"use one of {', '.join(map(repr, FLUSHES))}.")
     import cupy
 
@@ -171,8 +171,6 @@ def round_ratio(mine_ms, theirs_ms) -> dict:
     faster), and the verdict is the median of those ratios, not of either's times alone. Returns {"ratio": median,
     "low", "high", "won": rounds mine was faster, "rounds"}. The clocks are reported beside it, not corrected for: under
     a power limit a kernel's own power draw sets its clock."""
-    import statistics
-
     per = [t / m for m, t in zip(mine_ms, theirs_ms)]
     if not per or len(mine_ms) != len(theirs_ms):
         raise ValueError("round_ratio needs the same number (at least one) of rounds for both")
