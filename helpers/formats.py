@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .numerics import FORMATS, fmt, round_tf32, round_to
+from .numerics import fmt, round_tf32, round_to
 
 try:
     import ml_dtypes
@@ -64,11 +64,6 @@ class FormatInfo:
     def decades_total(self) -> float:
         """log10(max / smallest subnormal): decades covered including subnormals."""
         return math.log10(self.max / self.smallest_subnormal)
-
-
-def _dtype(name: str):
-    f = FORMATS[name]
-    return f.numpy_dtype
 
 
 def _finfo(dtype):

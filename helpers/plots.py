@@ -151,7 +151,6 @@ def speed_vs_error_dodged(points, *, title: str = "", sep_pt: float = 15.0, clos
     (the group's centre stays at the measured value), and a grey line ties each to that value.
 
     points: dicts with x (error), y (TFLOP/s), label, color, marker (lesson 03's speed-vs-error chart)."""
-    import matplotlib.pyplot as plt
     apply_style()
     fig, ax = plt.subplots(figsize=(10.5, 6.2))
     ax.set_xscale("log")
