@@ -26,7 +26,7 @@ matrix (a Python loop over K or over K blocks, numpy over M x N).
   On the H200 (lesson 4's raw comparison) this reproduces the FP32- and the
   FP16-accumulator WMMA outputs bit for bit; normalising the products first
   (the textbook form of the model) gets about 5% of FP32 results wrong on N(0,1) data
-  (results/nvidia-h200.json, extras.emulator_probe, entry b16_e2, recorded before the fit).
+  (results/nvidia-h200.json, extras.emulator_probe, entry b16_e2).
 
 numpy's own float16 matmul accumulates in float32 and rounds once at the end,
 so it cannot stand in for an FP16 accumulator: ``tensor_core_gemm`` rounds after

@@ -150,7 +150,7 @@ _TILE_N = Knob("TILE_N", "TILE_N", (128, 152, 192, 224, 256), 256,
 # rungs 29-30: the C^T tile's ring (52 KB a stage: 160 rows of A and 4 boxes of B) and its height, which forces the tile
 _CT_STAGES = dataclasses.replace(
     _HSTAGES, teaches="stages of the TMA/mbarrier ring: with fewer, the producer can run fewer K-tiles ahead of the "
-    "Tensor Cores (the tall-tile probe: 3 instead of 4 cost 14-16% at 4096^3 and 6144^3); left out, 4",
+    "Tensor Cores (lab/probes/tall_tile.py: 3 instead of 4 cost 14-16% at 4096^3 and 6144^3); left out, 4",
     launch="dynamic shared memory: STAGES x (CT_M x 128 + 32768) bytes + the 16 KB epilogue + 1152 "
            "(helpers.kernels.ct_smem); where the launcher builds rung 25's (26's) kernel, its 48 KB stages")
 _CT_M = Knob("CT_M", "CT_M", lambda s: (128, 160, 192) if s["STAGES"] <= 3 else (128, 160), 160,

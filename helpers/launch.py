@@ -251,7 +251,7 @@ def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_by
     """(entry, NVRTC options) of rung 25 or 26 for an M x N problem whose rows of A and B are a_row_bytes and
     b_row_bytes apart: clusters of 4 as built, or of 2 (QUAD_CLUSTER=2: rung 14's or 13's template call), as
     helpers.kernels.quad_choice decides from how many clusters of each size the driver lets run at once (and the
-    entry's tile width: the TILE_N knob). source / options: a variant (helpers.tryout's other knobs), asked about
+    entry's tile width: the TILE_N knob). source / options: a variant (its other knobs, helpers.knobs), asked about
     and built with them."""
     options = tuple(options)
     pair = per_shape_pair(spec, options)
@@ -289,7 +289,7 @@ def orientation_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_
     """(entry, NVRTC options) of rung 29 or 30 for an M x N problem: its C^T tile where helpers.kernels.ct_waves_ratio
     gives it at least CT_GAIN over rung 25 (26), else rung 25's (26's) own per-shape build (per_shape_build; the
     same sums, bit for bit). The counts of resident clusters are the driver's for each build. source / options: a
-    variant (helpers.tryout's STAGES, PRODUCER_REGS, GROUP_M), built either way with them."""
+    variant (the STAGES, PRODUCER_REGS, GROUP_M knobs), built either way with them."""
     options = tuple(options)
     base = entry_for_options(ALL_RUNGS[spec.base], options)     # a variant's knobs apply to rung 25's (26's) build too
     pair, pair_opts = per_shape_pair(base, options)
@@ -312,9 +312,9 @@ def per_shape_pair(spec: GemmKernel, options: tuple = ()) -> tuple:
 
 def chooses_build(spec: GemmKernel, options: tuple = ()) -> bool:
     """Whether the launcher chooses the build per problem: rung 25's or 26's cluster where the build does not name
-    one (helpers.tryout's CLUSTER_M knob compiles -DQUAD_CLUSTER=n, which the learner chose); rung 27's or 28's tile
+    one (the CLUSTER_M knob of helpers.knobs compiles -DQUAD_CLUSTER=n, which the learner chose); rung 27's or 28's tile
     where it names no tile (-DTALL_M, -DTALL_N); rung 29's or 30's orientation where it names no tile height (-DCT_M:
-    a probe forces the C^T tile so)."""
+    given, it forces the C^T tile)."""
     names = {"tile": ("-DTALL_M=", "-DTALL_N="), "orientation": ("-DCT_M=",)}.get(spec.per_shape, ("-DQUAD_CLUSTER=",))
     return bool(spec.per_shape) and not any(str(o).startswith(names) for o in options)
 

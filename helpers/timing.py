@@ -3,11 +3,9 @@
 ``benchmark(fn)`` runs ``fn`` (which launches GPU work on the current stream)
 a few times to warm up, then `reps` times, each preceded by a read of a buffer
 several times the size of L2, so no input is still cached and L2 holds only clean
-lines (``flush="write"``: a memset of that buffer instead, the course's default
-until 2026-12-02; it leaves L2 full of dirty lines that the timed kernel's first
-misses must write back to DRAM, which cost cuBLAS 19% and rung 17 6% at
-M = 128, N = K = 8192 on the H200: results/logs/flush-method-nvidia-h200.json).
-``DEFAULT_FLUSH`` is what every record made since then says it used. Each run is
+lines (``flush="write"``, a memset of that buffer, leaves dirty lines that the timed
+kernel's first misses must write back to DRAM: lab/probes/flush_method.py measures
+the difference). A record says which flush it used (``DEFAULT_FLUSH``). Each run is
 bracketed by its own pair of CUDA events; we report the median and the spread
 (10th-90th percentile) in milliseconds, and TFLOP/s and GB/s from the counts you
 pass in. While the timed runs execute, the GPU's clocks, power and temperature are
