@@ -72,8 +72,8 @@ class Record:
 
     def flush(self, experiment: str | None = None) -> str:
         """How L2 was emptied before each timed launch (one of helpers.timing.FLUSHES, or "both" for the probe that
-        compared them) in the run that last wrote `experiment` (None: the record's own rows). Records and updates
-        that name none were made before 2026-12-02, when the harness flushed with a memset ("write")."""
+        compared them) in the run that last wrote `experiment` (None: the record's own rows). A record or update
+        that names none flushed with a memset ("write")."""
         if experiment is not None:
             for u in reversed(self.meta.get("updates", [])):
                 if experiment in u.get("experiments", ()):
