@@ -116,3 +116,11 @@ def test_import_helpers_loads_no_plotting_or_gpu_package():
             "print(' '.join(m for m in ('matplotlib', 'IPython', 'cupy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"import helpers loaded: {out.stdout.strip()}"
+
+
+def test_every_module_and_name_of_the_package_loads_on_first_use():
+    code = ("import pathlib, helpers; names = [p.stem for p in pathlib.Path(helpers.__file__).parent.iterdir() "
+            "if p.suffix == '.py' and p.stem != '__init__' or (p / '__init__.py').is_file()]; "
+            "[getattr(helpers, n) for n in names + helpers.__all__]; print(len(names))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
