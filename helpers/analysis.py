@@ -10,8 +10,11 @@ and ``out_dtype``, never launch it. Lessons 1, 2 and 5 all use this one traffic 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
+
+from .paths import kernel_dir
 
 
 # --------------------------------------------------------------------------- traffic model
@@ -37,7 +40,7 @@ def intensity(kernel, M: int, N: int, K: int) -> float:
 # --------------------------------------------------------------------------- tile order (lesson 6)
 def hilbert_point(n: int, d: int) -> tuple[int, int]:
     """Point d (0 <= d < n * n) of the Hilbert curve that fills an n x n grid, n a power of two, as (x, y): the
-    arithmetic of hilbert_unit in kernels/hopper_sm90a.cu (the probe switch TILE_ORDER=1). Consecutive points are
+    arithmetic of hilbert_unit in kernels/hopper_sm90a.cu (built with TILE_ORDER=1). Consecutive points are
     neighbours, and every quarter of the curve fills one quadrant."""
     if n < 1 or n & (n - 1) or not 0 <= d < n * n:
         raise ValueError(f"hilbert_point needs a power-of-two n and 0 <= d < n * n (got n={n}, d={d})")
@@ -59,7 +62,7 @@ def tile_order(tiles_m: int, tiles_n: int, order: str = "plain", group_m: int = 
     """The tiles (tm, tn) in the order a persistent kernel of kernels/hopper_sm90a.cu walks them: the same
     arithmetic as its tile_of(). Work unit t = 0, 1, ... is a column of `cluster` tiles (tm = cluster * um
     + rank); 'plain' takes the units row by row, 'grouped' takes group_m tile rows at a time, column by
-    column; 'hilbert' (the probe switch TILE_ORDER=1) follows a Hilbert curve where the grid of units is square
+    column; 'hilbert' (built with TILE_ORDER=1) follows a Hilbert curve where the grid of units is square
     with a power-of-two side, and is 'grouped' elsewhere. CTA c of a grid of G takes units c, c + G, ...: the
     first G units are the first wave."""
     units_m = -(-tiles_m // cluster)
@@ -225,12 +228,8 @@ def kernel_defines(filename: str) -> dict[str, int]:
     """The integer ``#define NAME value`` lines of kernels/<filename> (the first definition of each),
     so that a picture of a kernel's tiles is drawn from the numbers the kernel compiles with:
     kernel_defines("ladder.cu")["BM"] is rung 2-6's block tile height."""
-    import re
-
-    from .display import kernel_source
-
     out: dict[str, int] = {}
-    for m in re.finditer(r"^\s*#define\s+([A-Z_][A-Z0-9_]*)\s+(\d+)\b", kernel_source(filename), re.M):
+    for m in re.finditer(r"^\s*#define\s+([A-Z_][A-Z0-9_]*)\s+(\d+)\b", (kernel_dir() / filename).read_text(), re.M):
         out.setdefault(m.group(1), int(m.group(2)))
     return out
 

@@ -17,9 +17,12 @@ import re
 import shutil
 import site
 import sys
+import tempfile
 from pathlib import Path
 
-from .errors import ArchitectureError, HeaderNotFoundError, KernelCompileError
+from . import device
+from .errors import (DRIVER_MISMATCH, DRIVER_MISMATCH_FIX, ArchitectureError, DriverMismatchError,
+                     HeaderNotFoundError, KernelCompileError, is_driver_mismatch)
 from .paths import kernel_dir
 
 KERNEL_DIR = kernel_dir()            # kernels/ of the clone, or of the installed package (helpers.paths)
@@ -151,9 +154,7 @@ def load_module(filename: str, options: tuple[str, ...] = (), source: str | None
     """Compile kernels/<filename> (or `source`) once per process; returns a cupy.RawModule."""
     import cupy
 
-    from .device import require_gpu
-
-    require_gpu(f"compiling {filename}")
+    device.require_gpu(f"compiling {filename}")
     if source is None:
         path = KERNEL_DIR / filename
         if not path.is_file():
@@ -215,16 +216,12 @@ def get_kernel(filename: str, name: str, min_cc: tuple[int, int] = (0, 0), optio
                source: str | None = None):
     """The RawKernel `name` from kernels/<filename> (or from `source`, an edited copy of it, whose
     compile errors name `filename`), after checking the GPU is new enough."""
-    from .device import require_gpu
-
-    gpu = require_gpu(f"kernel {name}")
+    gpu = device.require_gpu(f"kernel {name}")
     require_cc(name, min_cc, gpu)
     mod = load_module(filename, options) if source is None else load_module(filename, options, source)
     try:
         return mod.get_function(name)
     except Exception as exc:
-        from .errors import DRIVER_MISMATCH, DRIVER_MISMATCH_FIX, DriverMismatchError, is_driver_mismatch
-
         if not is_driver_mismatch(f"{type(exc).__name__}: {exc}"):
             raise
         raise DriverMismatchError(
@@ -249,9 +246,7 @@ def get_arch_kernel(filename: str, name: str, cc: tuple[int, int], check_empty: 
     anything is compiled. source / options: an edited copy of the file and extra NVRTC options (-D
     knobs, helpers.tryout), compiled and cached apart from the file; their errors come back with the
     copy's lines (format_compile_log)."""
-    from .device import require_gpu
-
-    require_arch(name, cc, require_gpu(f"kernel {name}"))
+    require_arch(name, cc, device.require_gpu(f"kernel {name}"))
     import cupy
 
     arch = arch_target(cc)
@@ -341,8 +336,6 @@ def _nvrtc_cubin(filename: str, arch: str, src: str, options: tuple[str, ...], l
 def _write_new(path: Path, data: bytes) -> None:
     """`data` into `path` through a temporary file beside it: a process reading `path` meanwhile sees
     the whole file or none."""
-    import tempfile
-
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -362,8 +355,6 @@ def arch_cubin(filename: str, arch: str, source: str | None = None, options: tup
     child after the first loads the cubin instead of compiling the file again. An edit of the file, of a
     header or of the options makes a new key; a folder that cannot be written only costs the reuse. The folder
     keeps the CUBIN_CACHE_FILES most recently used cubins."""
-    import tempfile
-
     key = (filename, arch, source, tuple(options))
     if key in _ARCH_CUBINS:
         return _ARCH_CUBINS[key]

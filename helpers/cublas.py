@@ -22,6 +22,9 @@ from typing import Callable
 
 import numpy as np
 
+from .check import check_gemm
+from .errors import InputError
+
 # cuBLAS / CUDA enum values (cublas_api.h, library_types.h)
 CUBLAS_COMPUTE_16F = 64
 CUBLAS_COMPUTE_32F = 68
@@ -38,8 +41,6 @@ def leading_dim(X, what: str = "X") -> int:
     rows, cols = X.shape
     item = X.dtype.itemsize
     if (cols > 1 and X.strides[1] != item) or X.strides[0] % item or (rows > 1 and X.strides[0] < cols * item):
-        from .errors import InputError
-
         raise InputError(f"{what} has strides {X.strides}: its rows are not rows of adjacent elements.",
                          "pass a C-contiguous matrix, or a view of the first columns of one (X[:, :n]).")
     return X.strides[0] // item if rows > 1 else cols
@@ -109,8 +110,6 @@ class Baseline:
         split-K), so the summation order is unknown: the answer-scaled bound does not apply and there
         is no model; the a-priori bound (with one rounding per product, the most it can do) remains.
         TF32 inputs are rounded by cuBLAS in a way it does not document: charged as truncation."""
-        from .check import check_gemm
-
         return check_gemm(C, A, B, inputs=self.inputs, acc=self.acc, output=self.output,
                           acc_rounding=self.acc_rounding,
                           input_rounding="truncate" if self.inputs == "tf32" else "nearest",
@@ -145,8 +144,6 @@ def same_c(c_dtype) -> Baseline:
     """The cuBLAS baseline that writes C in `c_dtype` ('float16' or 'float32') from FP16 A and B."""
     key = np.dtype(c_dtype).name
     if key not in SAME_C:
-        from .errors import InputError
-
         raise InputError(f"no cuBLAS baseline writes a {key} C from FP16 inputs here.",
                          "use c_dtype 'float16' (cupy.matmul) or 'float32' (cublasGemmEx).")
     return SAME_C[key]

@@ -15,7 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .errors import CourseError, NoGPUError
+from .errors import (DRIVER_MISMATCH, DRIVER_MISMATCH_FIX, CourseError, DriverMismatchError, NoGPUError,
+                     is_driver_mismatch)
 
 ENV_VAR = "COURSE_DEVICE"
 
@@ -270,8 +271,6 @@ def backend() -> Backend:
     try:
         info = _probe_gpu()
     except Exception as exc:  # ImportError, CUDARuntimeError, ...
-        from .errors import DRIVER_MISMATCH, DRIVER_MISMATCH_FIX, DriverMismatchError, is_driver_mismatch
-
         why = f"{type(exc).__name__}: {exc}".strip()
         # CUDA says "insufficient driver" both without any driver and with one too old for CuPy:
         # only a driver that answers makes it a mismatch

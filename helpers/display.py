@@ -5,20 +5,27 @@ drifting copy of the code.
 """
 from __future__ import annotations
 
+import ast
+import difflib
+import inspect
 import re
+import textwrap
 
 from .compile import KERNEL_DIR
+from .kernels import ALL_RUNGS, lookup
+from .knobs import KNOBS
+from .results import tried
 
 
 def kernel_source(filename: str, name: str | None = None, with_header: bool = False, as_built: bool = False) -> str:
     """The text of kernels/<filename>, or of one kernel in it (from `extern "C"` to its closing brace).
 
     with_header=True keeps the file's leading comment block as well; as_built=True leaves out the code the file's
-    probe switches add (without_switched_code), as the kernels are recorded.
+    lab switches add (without_switched_code), as the kernels are recorded.
     """
     text = (KERNEL_DIR / filename).read_text()
     if as_built:
-        text = without_switched_code(text, probe_switches_off(text))
+        text = without_switched_code(text, lab_switches(text))
     if name is None:
         return text
     # a definition, not a declaration: the name's parameter list is followed by the body, not by ';'
@@ -52,10 +59,6 @@ def show_kernel(filename: str, name: str | None = None, with_header: bool = Fals
 def python_code(fn, docstring: bool = False):
     """A helper function's Python source as a highlighted code block (Markdown), without its docstring unless
     `docstring`: a rule a slide teaches, read from helpers/, not pasted."""
-    import ast
-    import inspect
-    import textwrap
-
     from IPython.display import Markdown
 
     src = textwrap.dedent(inspect.getsource(fn))
@@ -85,8 +88,6 @@ def table(rows: list[dict], columns: list[str], headers: list[str] | None = None
 
 def tried_table(lesson: str):
     """A lesson's "What else was tried" table: one line per idea, read from results/tried.json."""
-    from .results import tried
-
     return table(tried(lesson), ["idea", "predicted", "measured", "kept"], ["idea", "predicted", "measured", "kept"])
 
 
@@ -131,17 +132,15 @@ def block_end(lines: list[str], i: int) -> int:
     return len(lines) - 1
 
 
-def probe_switches_off(text: str) -> set[str]:
-    """The probe switches of a kernel file's text: macros it defines as 0 unless told otherwise (`#ifndef X` /
-    `#define X 0`) that no knob of helpers.tryout sets. A rung as recorded is built with each of them 0."""
-    from .tryout import KNOBS
-
+def lab_switches(text: str) -> set[str]:
+    """The lab's switches in a kernel file's text: macros it defines as 0 unless told otherwise (`#ifndef X` /
+    `#define X 0`) that no knob (helpers.knobs) sets. A rung as recorded is built with each of them 0."""
     knobs = {k.define for rung in KNOBS.values() for k in rung.values()}
     return {x for x in re.findall(r"^#ifndef (\w+)\s*\n#define \1 0\b", text, re.M) if x not in knobs}
 
 
 def without_switched_code(text: str, off: set[str]) -> str:
-    """`text` without the lines a probe switch in `off` adds: each `#if X` or `#if X == 1` block (to its `#endif`, nested
+    """`text` without the lines a switch in `off` adds: each `#if X` or `#if X == 1` block (to its `#endif`, nested
     #if ... #endif inside it included) for X in `off`. Blocks with an #else or #elif are kept whole."""
     lines, out, i = text.splitlines(keepends=True), [], 0
     head = re.compile(r"#if\s+(\w+)(?:\s*==\s*1)?\s*$")
@@ -167,10 +166,10 @@ def without_switched_code(text: str, off: set[str]) -> str:
 def device_functions(filename: str, as_built: bool = False) -> dict[str, str]:
     """{name: source} of the __device__ functions (and function templates) defined in kernels/<filename>
     and the headers it includes from kernels/, in file order. as_built: as the rungs are recorded, without the
-    code the file's probe switches add (probe_switches_off, without_switched_code)."""
+    code the file's lab switches add (lab_switches, without_switched_code)."""
     text = (KERNEL_DIR / filename).read_text()
     if as_built:
-        text = without_switched_code(text, probe_switches_off(text))
+        text = without_switched_code(text, lab_switches(text))
     out: dict[str, str] = {}
     for inc in re.findall(r'#include\s+"([^"]+)"', text):
         if (KERNEL_DIR / inc).is_file():
@@ -198,10 +197,8 @@ def called_functions(code: str, functions: dict[str, str]) -> list[str]:
 
 def rung_code(key) -> str:
     """A rung's whole code path: its extern "C" kernel, then every device function it calls (from its
-    file and the course headers) as the rung is built (device_functions(as_built=True): without the code of probe
+    file and the course headers) as the rung is built (device_functions(as_built=True): without the code of lab
     switches), so that two rungs can be compared line by line."""
-    from .kernels import lookup
-
     spec = lookup(key)
     kernel = kernel_source(spec.file, spec.name)
     fns = device_functions(spec.file, as_built=True)
@@ -212,11 +209,7 @@ def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool 
     """The lines a rung changes against the rung before it (its `base`, or `prev`), read from kernels/: a unified
     diff of the two code paths (rung_code), then the device functions the rung calls, each folded under
     its name (a click opens it). Long diffs are cut at max_lines unless full=True."""
-    import difflib
-
     from IPython.display import Markdown
-
-    from .kernels import ALL_RUNGS, lookup
 
     spec = lookup(key)
     if spec.rung is None:

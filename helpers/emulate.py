@@ -26,7 +26,7 @@ matrix (a Python loop over K or over K blocks, numpy over M x N).
   On the H200 (lesson 4's raw comparison) this reproduces the FP32- and the
   FP16-accumulator WMMA outputs bit for bit; normalising the products first
   (the textbook form of the model) gets about 5% of FP32 results wrong on N(0,1) data
-  (results/nvidia-h200.json, extras.emulator_probe, entry b16_e2, recorded before the fit).
+  (results/nvidia-h200.json, extras.emulator_probe, entry b16_e2).
 
 numpy's own float16 matmul accumulates in float32 and rounds once at the end,
 so it cannot stand in for an FP16 accumulator: ``tensor_core_gemm`` rounds after
@@ -34,6 +34,7 @@ every block explicitly.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +42,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import model_gpu
 from .errors import InputError
+from .formats import from_bf16_bits, round_tf32_rna
 from .numerics import round_to
 
 
@@ -347,8 +350,6 @@ _MEMO_BYTES = 256 << 20
 
 
 def _memo_key(ar, A: np.ndarray, B: np.ndarray):
-    import hashlib
-
     h = hashlib.blake2b(digest_size=16)
     for X in (A, B):
         X = np.ascontiguousarray(X)
@@ -394,8 +395,6 @@ class Arithmetic:
 
     def values(self, X):
         """The numbers the hardware multiplies, from what the kernel took (numpy or CuPy)."""
-        from .formats import from_bf16_bits, round_tf32_rna
-
         if self.takes == "bf16_bits":
             return from_bf16_bits(X)
         if self.takes == "tf32_rna":
@@ -436,7 +435,54 @@ class Arithmetic:
         return C
 
     def gpu(self, A, B):
-        """The same numbers for CuPy arrays, on the GPU (float32 or float16 CuPy array)."""
-        from .model_gpu import run
+        """The same numbers for CuPy arrays A, B (what the kernel took), on the GPU's CUDA cores
+        (helpers.model_gpu): a float32 or float16 CuPy array."""
+        import cupy
 
-        return run(self, A, B)
+        if self.model is None:
+            return model_gpu.fma_chain(A, B)
+        if self.inputs == "fp16" and (A.dtype != cupy.float16 or B.dtype != cupy.float16):
+            raise InputError(f"the GPU model of FP16 arithmetic takes the float16 arrays the kernel took, not "
+                             f"{A.dtype} and {B.dtype}.", "pass A.astype(cupy.float16) and B.astype(cupy.float16).")
+        Av = cupy.asarray(self.values(A), dtype=cupy.float64)
+        Bv = cupy.asarray(self.values(B), dtype=cupy.float64)
+        out = cupy.float32 if self.acc == "fp32" else cupy.float16
+
+        def tc(X, Y, model=self.model, inputs=self.inputs, acc=self.acc):
+            return model_gpu.tc_model(cupy.ascontiguousarray(X), cupy.ascontiguousarray(Y), model, inputs=inputs,
+                                      acc=acc)
+
+        if self.inputs != "fp8_e4m3":
+            if self.split is not None:           # split-K: parts from zero, added in order
+                C = None
+                for k0, k1 in self.split(Av.shape[0], Bv.shape[1], Av.shape[1]):
+                    part = tc(Av[:, k0:k1], Bv[k0:k1]).astype(out)
+                    C = part if C is None else C + part
+            else:
+                C = tc(Av, Bv).astype(out)
+                if self.split_tiles is not None:     # these tiles split, parts added in order
+                    blocks, ranges = self.split_tiles(Av.shape[0], Bv.shape[1], Av.shape[1])
+                    for r0, r1, c0, c1 in blocks:
+                        T = None
+                        for k0, k1 in ranges:
+                            part = tc(Av[r0:r1, k0:k1], Bv[k0:k1, c0:c1]).astype(out)
+                            T = part if T is None else T + part
+                        C[r0:r1, c0:c1] = T
+            return C.astype(cupy.float16) if self.output == "fp16" else C
+        if not self.pairs and not self.nc:       # fp8_wgmma: the Tensor Cores accumulate all of K
+            return tc(Av, Bv, FP8_WGMMA_MODEL, "fp8_e4m3", "fp32").astype(cupy.float32)
+        if self.pairs:                           # mma.sync k32: the FP16 Tensor Core path, pairs reordered
+            Kp = -(-Av.shape[1] // 32) * 32
+            Av = cupy.pad(Av, ((0, 0), (0, Kp - Av.shape[1])))
+            Bv = cupy.pad(Bv, ((0, Kp - Bv.shape[0]), (0, 0)))
+            p = cupy.asarray(_mma_sync_halves(Kp))
+            Av, Bv = Av[:, p], Bv[p]
+            step, model, fmt_in = 32, DEFAULT_TC_MODEL, "fp16"
+        else:                                    # promotion every nc products
+            step, model, fmt_in = self.nc, FP8_WGMMA_MODEL, "fp8_e4m3"
+        # each part from a zero accumulator, added to an FP32 total that starts at zero, to nearest (as the
+        # kernels do; a part of -0.0 becomes +0.0 there too)
+        total = cupy.zeros((Av.shape[0], Bv.shape[1]), dtype=cupy.float32)
+        for k0 in range(0, Av.shape[1], step):
+            total = total + tc(Av[:, k0:k0 + step], Bv[k0:k0 + step], model, fmt_in, "fp32").astype(cupy.float32)
+        return total

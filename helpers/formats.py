@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .numerics import FORMATS, fmt
+from .numerics import fmt, round_tf32, round_to
 
 try:
     import ml_dtypes
@@ -64,11 +64,6 @@ class FormatInfo:
     def decades_total(self) -> float:
         """log10(max / smallest subnormal): decades covered including subnormals."""
         return math.log10(self.max / self.smallest_subnormal)
-
-
-def _dtype(name: str):
-    f = FORMATS[name]
-    return f.numpy_dtype
 
 
 def _finfo(dtype):
@@ -141,14 +136,10 @@ def bit_string(x: float, name: str) -> str:
     """
     f = fmt(name)
     if f.name == "tf32":
-        from .numerics import round_tf32
-
         w = int(np.asarray(round_tf32(np.float32(x))).reshape(1).view(np.uint32)[0])
         return format(w, "032b")[:19]
     arr = np.array([x], dtype=np.float64)
     if f.name not in ("fp64", "fp32", "fp16"):
-        from .numerics import round_to
-
         arr = round_to(arr, f.name)          # one rounding from float64
     v = arr.astype(f.numpy_dtype)
     uint = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[f.bits]
@@ -182,9 +173,7 @@ def to_bf16_bits(x):
     if xp is np and ml_dtypes is not None:
         x = np.asarray(x)
         if x.dtype == np.float64:
-            from .numerics import round_to
-
-            x = round_to(x, "bf16")               # one rounding from float64
+                x = round_to(x, "bf16")               # one rounding from float64
         return np.ascontiguousarray(x.astype(np.float32).astype(ml_dtypes.bfloat16).view(np.uint16))
     return _bf16_bits_bitwise(x, xp)
 
@@ -268,8 +257,6 @@ def gradient_like(n: int = 200_000, seed: int = 0, lo_decade: float = -14.0, hi_
 def classify(x, name: str, scale: float = 1.0) -> np.ndarray:
     """Category index (into CATEGORIES) of each value of x*scale after rounding to `name`."""
     info = format_info(name)
-    from .numerics import round_to
-
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.abs(round_to(np.asarray(x, dtype=np.float64) * scale, name).astype(np.float64))
     cat = np.full(r.shape, 2, dtype=np.int8)
@@ -283,110 +270,3 @@ def category_fractions(x, name: str, scale: float = 1.0) -> dict:
     """{category: fraction of values} after rounding x*scale to `name`."""
     c = classify(x, name, scale)
     return {CATEGORIES[i]: float(np.mean(c == i)) for i in range(len(CATEGORIES))}
-
-
-# --------------------------------------------------------------------------- figures
-_FIELD_COLORS = {"sign": "#CC79A7", "exponent": "#56B4E9", "fraction": "#E69F00"}
-
-
-def plot_bit_layouts(names=LESSON_FORMATS, value: float = -1 / 3, source: str = "computed with ml_dtypes / numpy"):
-    """One row per format: a box per bit, coloured sign / exponent / fraction, holding the
-    bits of `value` rounded to that format, with the value it rounds to."""
-    import matplotlib.pyplot as plt
-
-    from .plots import apply_style
-
-    apply_style()
-    fig, ax = plt.subplots(figsize=(12, 0.9 * len(names) + 1.2))
-    width = 32
-    for row, n in enumerate(names):
-        y = len(names) - 1 - row
-        bits = bit_string(value, n)
-        x0 = 0
-        for field, w in bit_layout(n):
-            for j in range(w):
-                ax.add_patch(plt.Rectangle((x0 + j, y), 0.95, 0.8, color=_FIELD_COLORS[field], alpha=0.85))
-                ax.text(x0 + j + 0.47, y + 0.38, bits[x0 + j], ha="center", va="center", fontsize=10)
-            x0 += w
-        if n == "tf32":   # the 13 bits of the FP32 word that hold no TF32 information (layout unspecified)
-            ax.add_patch(plt.Rectangle((19, y), 12.95, 0.8, fill=False, hatch="///", color="0.6"))
-            ax.text(25.5, y + 0.38, "13 bits: not part of TF32", ha="center", va="center", fontsize=9, color="0.35")
-        shown = decode_bits(bits, n)
-        ax.text(-0.6, y + 0.4, n, ha="right", va="center", fontsize=13)
-        ax.text(width + 0.6, y + 0.4, f"= {shown:.8g}", ha="left", va="center", fontsize=11)
-    for field, c in _FIELD_COLORS.items():
-        ax.add_patch(plt.Rectangle((0, 0), 0, 0, color=c, label=field))
-    ax.set_xlim(-5, width + 9)
-    ax.set_ylim(-0.3, len(names) + 0.2)
-    ax.axis("off")
-    ax.legend(loc="upper right", ncol=3, frameon=False, bbox_to_anchor=(1.0, 1.08))
-    ax.set_title(f"Bit layouts, holding {value:.10g} rounded to each format\n{source}", loc="left")
-    fig.tight_layout()
-    return fig
-
-
-def plot_number_lines(names=("fp8_e5m2", "fp8_e4m3", "bf16", "fp16"), around_one=(0.75, 1.5),
-                      bottom_units=4.0, source: str = "computed with ml_dtypes / numpy"):
-    """Two panels of tick marks, one row per format: representable values around 1, and
-    near the bottom of each format's range (x in units of its smallest normal number,
-    so subnormals fill [0, 1) with even spacing and normals double their spacing each binade)."""
-    import matplotlib.pyplot as plt
-
-    from .plots import apply_style
-
-    apply_style()
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6.4))
-    for i, n in enumerate(names):
-        v = representable(n, *around_one)
-        a1.vlines(v, i - 0.35, i + 0.35, color=f"C{i}", linewidth=0.8 if v.size > 60 else 1.6)
-        a1.text(around_one[1] + 0.01, i, f"{v.size} values", va="center", fontsize=10)
-        info = format_info(n)
-        w = representable(n, 0.0, bottom_units * info.tiny) / info.tiny
-        sub = w < 1
-        a2.vlines(w[sub], i - 0.35, i + 0.35, color="0.55", linewidth=0.8 if w.size > 60 else 1.6)
-        a2.vlines(w[~sub], i - 0.35, i + 0.35, color=f"C{i}", linewidth=0.8 if w.size > 60 else 1.6)
-    for a in (a1, a2):
-        a.set_yticks(range(len(names)))
-        a.set_yticklabels(names)
-        a.grid(False)
-    a1.set_xlim(around_one[0] - 0.01, around_one[1] + 0.12)
-    a1.axvline(1.0, color="0.3", linewidth=1, linestyle=":")
-    a1.set_xlabel("value (around 1)")
-    a2.axvline(1.0, color="0.3", linewidth=1, linestyle=":")
-    a2.set_xlabel("value / smallest normal of that format (grey: subnormals)")
-    a1.set_title(f"Representable values\n{source}", loc="left")
-    fig.tight_layout()
-    return fig
-
-
-def plot_range_histogram(x, names=("fp16", "bf16"), scales=None, bins=80,
-                         source: str = "computed with ml_dtypes / numpy"):
-    """Histogram of log10|x| coloured by what each value becomes after rounding to each format
-    (one panel per format, optionally with a loss scale applied first)."""
-    import matplotlib.pyplot as plt
-
-    from .plots import apply_style
-
-    apply_style()
-    scales = scales or [1.0] * len(names)
-    fig, axes = plt.subplots(len(names), 1, figsize=(11, 2.6 * len(names) + 0.8), sharex=True)
-    axes = np.atleast_1d(axes)
-    lx = np.log10(np.abs(x))
-    edges = np.linspace(lx.min(), lx.max(), bins + 1)
-    colors = ["#D55E00", "#E69F00", "#009E73", "#000000"]
-    for ax, n, s in zip(axes, names, scales):
-        c = classify(x, n, s)
-        data = [lx[c == k] for k in range(len(CATEGORIES))]
-        fr = [d.size / x.size for d in data]
-        labels = [f"{CATEGORIES[k]} {100 * fr[k]:.1f}%" for k in range(len(CATEGORIES))]
-        ax.hist(data, bins=edges, stacked=True, color=colors, label=labels)
-        info = format_info(n)
-        for v, ls in ((info.smallest_subnormal / s, ":"), (info.tiny / s, "--"), (info.max / s, "-")):
-            ax.axvline(math.log10(v), color="0.25", linestyle=ls, linewidth=1.2)
-        ax.set_ylabel("count")
-        ax.set_title(f"{n}" + (f", loss scale 2^{math.log2(s):g}" if s != 1 else ""), loc="left", fontsize=13)
-        ax.legend(loc="upper left", frameon=False, fontsize=10)
-    axes[-1].set_xlabel("log10 |gradient|   (dotted: smallest subnormal, dashed: smallest normal, solid: max)")
-    fig.suptitle(f"What a cast does to values spanning many decades\n{source}", x=0.01, ha="left")
-    fig.tight_layout()
-    return fig

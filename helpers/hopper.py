@@ -3,18 +3,12 @@
 A kernel that copies its tiles with TMA (``cp.async.bulk.tensor``) takes, instead of a pointer,
 a 128-byte descriptor of the matrix: its address, sizes, row stride, the box (tile) one copy
 moves, and the shared-memory swizzle. The driver's ``cuTensorMapEncodeTiled`` writes it; CuPy
-passes it to the kernel by value as a 0-d numpy array of that size. The registry says which
-kernels take tensor maps and with which boxes (``tma_boxes``, helpers.kernels); helpers.launch
-builds them here. Compiling such kernels for sm_90a is helpers.compile.get_arch_kernel.
-
-Lesson 6's kernels also need, from the same driver: how many clusters of a kernel fit on the GPU
-at once (``max_active_clusters``: a persistent grid of clustered CTAs must fit in one wave), and,
-should a plain launch ever refuse a kernel that declares ``__cluster_dims__``, a launch that names
-the cluster explicitly (``launch_ex``: cuLaunchKernelEx). CuPy has none of the three; NVIDIA's
-``cuda-bindings`` (``cuda.bindings.driver``: the driver API, one Python function per C function) has
-all three, with the driver's own structures and enums, so nothing here mirrors a C struct by hand.
-It talks to the same driver and context as CuPy: handles and pointers pass between them as integers.
-Only Hopper code needs it; everything else in the course runs without it.
+passes it to the kernel by value as a 0-d numpy array of that size (``tensor_map_2d``).
+``max_active_clusters`` says how many clusters of a kernel fit on the GPU at once (a persistent grid
+must fit in one wave); ``launch_ex`` launches with the cluster named (cuLaunchKernelEx), should a plain
+launch refuse a kernel that declares ``__cluster_dims__``. CuPy has none of the three; NVIDIA's
+``cuda-bindings`` (the driver API, with its own structures and enums) has all three and shares CuPy's
+driver and context. Only Hopper code needs it.
 """
 from __future__ import annotations
 

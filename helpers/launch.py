@@ -17,15 +17,23 @@ the driver refuse that (``launch_path`` says which one ran).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
+import sys
 
 import numpy as np
 
-from . import isolate
+from . import compile as compiler
+from . import device, isolate
+from .check import suspicious_bf16
 from .device import backend
 from .errors import ArchitectureError, InputError, KernelCompileError, gpu_errors
-from .kernels import WITHDRAWN, GemmKernel, lookup
+from .formats import from_bf16_bits
+from .hopper import launch_ex, max_active_clusters, tensor_map_2d
+from .kernels import (ALL_RUNGS, CT_GAIN, HOPPER_STAGE, HOPPER_STORE_SMEM, TAIL_SPLIT_CLUSTER, WITHDRAWN, GemmKernel,
+                      ct_waves_ratio, lookup, quad_choice, split_k_plan, tail_split_plan, tall_choice, tall_smem)
+from .knobs import entry_for_options
 
 DEFAULT_SMEM_LIMIT = 48 * 1024      # bytes of dynamic shared memory a block may use without opting in
 
@@ -61,9 +69,6 @@ def validate(spec: GemmKernel, A, B, pad: bool) -> tuple[int, int, int]:
         if 0 in X.shape:
             raise InputError(f"{nm} is empty (shape {X.shape}).", "use matrices with at least one row and column.")
         if spec.inputs == "bf16":
-            from .check import suspicious_bf16
-            from .formats import from_bf16_bits
-
             why = suspicious_bf16(from_bf16_bits(X))
             if why:
                 raise InputError(f"{nm} does not look like BF16 bit patterns of ordinary numbers: {why}.",
@@ -128,14 +133,12 @@ def require_runs_here(spec: GemmKernel, gpu) -> None:
     """ArchitectureError when `gpu` cannot run `spec` (too old, not the one GPU its arch-specific code
     is for, or withdrawn), raised before CuPy is touched: one line that says why, and a fix that says
     what to look at instead (the CPU emulation, the recorded results)."""
-    from .compile import require_cc
-
     # arch-specific and withdrawn kernels say why in the lesson's words
     msg = spec.skip_message(gpu.cc) if spec.only_cc is not None or spec.name in WITHDRAWN else None
     if msg:
         raise ArchitectureError(msg, "run it on a GPU it supports, or use COURSE_DEVICE=cpu to see its "
                                      "emulation and the recorded results.")
-    require_cc(spec.name, spec.min_cc, gpu)
+    compiler.require_cc(spec.name, spec.min_cc, gpu)
 
 
 def _variant(source, options) -> dict:
@@ -153,15 +156,12 @@ def gpu_kernel(key, source: str | None = None, options: tuple = ()):
     """The compiled RawKernel of `key` on this GPU, with its dynamic shared-memory limit raised when
     it needs more than DEFAULT_SMEM_LIMIT; ArchitectureError when this GPU cannot run it. source /
     options: compile a variant instead (an edited copy of the entry's file, -D knobs; helpers.tryout)."""
-    from .compile import get_arch_kernel, get_kernel
-    from .device import require_gpu
-
     spec = lookup(key)
-    require_runs_here(spec, require_gpu(f"kernel {spec.name}"))
+    require_runs_here(spec, device.require_gpu(f"kernel {spec.name}"))
     if spec.only_cc is not None:
-        kern = get_arch_kernel(spec.file, spec.name, spec.only_cc, **_variant(source, options))
+        kern = compiler.get_arch_kernel(spec.file, spec.name, spec.only_cc, **_variant(source, options))
     else:
-        kern = get_kernel(spec.file, spec.name, spec.min_cc, **_variant(source, options))
+        kern = compiler.get_kernel(spec.file, spec.name, spec.min_cc, **_variant(source, options))
     if spec.dyn_smem > DEFAULT_SMEM_LIMIT and kern.max_dynamic_shared_size_bytes < spec.dyn_smem:
         kern.max_dynamic_shared_size_bytes = spec.dyn_smem   # cudaFuncSetAttribute(MaxDynamicSharedMemorySize)
     return kern
@@ -175,18 +175,14 @@ def resident_blocks(key, source: str | None = None, options: tuple = ()) -> tupl
     kernel, whole clusters only, and no more than the driver says fit at once (a cluster's blocks
     share a GPC, and a GPC's SMs need not divide into whole clusters). source / options: a variant
     (helpers.tryout), asked about apart from the entry."""
-    from .device import require_gpu
-
     spec = lookup(key)
     var = _variant(source, options)
     slot = spec.name if not var else (spec.name, spec.dyn_smem, spec.block, source, tuple(options))
     if slot in _RESIDENT:
         return _RESIDENT[slot]
-    gpu = require_gpu(f"kernel {spec.name}")
+    gpu = device.require_gpu(f"kernel {spec.name}")
     n, why = gpu.sms, f"one block per SM ({gpu.sms} SMs)"
     if spec.cluster is not None:
-        from .hopper import max_active_clusters
-
         c = int(np.prod(spec.cluster))
         n = gpu.sms // c * c
         fit = max_active_clusters(gpu_kernel(spec, **var), spec.block, spec.dyn_smem, spec.cluster,
@@ -223,8 +219,6 @@ def _cluster_launch(spec: GemmKernel, kern, grid, args):
     """A launch function for a clustered kernel: plain first; if the driver refuses, cuLaunchKernelEx."""
     import cupy
 
-    from .hopper import launch_ex
-
     def go():
         path = _CLUSTER_PATH.get(spec.name)
         if path is None or path == "plain launch":
@@ -235,8 +229,6 @@ def _cluster_launch(spec: GemmKernel, kern, grid, args):
             except cupy.cuda.driver.CUDADriverError as exc:
                 if path is not None:
                     raise
-                import sys
-
                 print(f"{spec.name}: a plain launch of a kernel with __cluster_dims__ failed ({exc}); "
                       "launching it with cuLaunchKernelEx and the cluster named instead", file=sys.stderr)
                 _CLUSTER_PATH[spec.name] = f"cuLaunchKernelEx (a plain launch failed: {exc})"
@@ -259,10 +251,8 @@ def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_by
     """(entry, NVRTC options) of rung 25 or 26 for an M x N problem whose rows of A and B are a_row_bytes and
     b_row_bytes apart: clusters of 4 as built, or of 2 (QUAD_CLUSTER=2: rung 14's or 13's template call), as
     helpers.kernels.quad_choice decides from how many clusters of each size the driver lets run at once (and the
-    entry's tile width: the TILE_N knob). source / options: a variant (helpers.tryout's other knobs), asked about
+    entry's tile width: the TILE_N knob). source / options: a variant (its other knobs, helpers.knobs), asked about
     and built with them."""
-    from .kernels import quad_choice
-
     options = tuple(options)
     pair = per_shape_pair(spec, options)
     fits = lambda: (resident_blocks(spec, source, options)[0] // 4,                          # noqa: E731
@@ -274,8 +264,6 @@ def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_by
 def tall_build(spec: GemmKernel, M: int, N: int, source: str | None = None, options: tuple = ()) -> tuple:
     """(entry, NVRTC options) of rung 27 or 28 for an M x N problem: the tile helpers.kernels.tall_choice picks from
     how many clusters of 2 of the tall tile (as built) and of rung 14's (13's) the driver lets run at once (tall_tile)."""
-    from .kernels import tall_choice
-
     wide = tall_tile(spec, 128, 256, options)
     fits = lambda: (resident_blocks(spec, source, options)[0] // 2,                           # noqa: E731
                     resident_blocks(wide[0], source, wide[1])[0] // 2)
@@ -287,10 +275,6 @@ def tall_tile(spec: GemmKernel, rows: int, width: int, options: tuple = (), stag
     """(entry, NVRTC options) of rung 27 or 28 built with a rows x width tile (256 x 128 .. 192, or 128 x 256: rung
     14's or 13's): the entry carries that tile's shared memory, block tile and box of A, the options -DTALL_M, -DTALL_N
     (and -DTALL_STAGES where `stages` is given, else the kernel's own count) after `options`."""
-    import dataclasses
-
-    from .kernels import HOPPER_STORE_SMEM, HOPPER_STAGE, tall_smem
-
     if rows == 128:
         smem = HOPPER_STORE_SMEM + ((stages or 4) - 4) * HOPPER_STAGE
     else:
@@ -305,10 +289,7 @@ def orientation_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_
     """(entry, NVRTC options) of rung 29 or 30 for an M x N problem: its C^T tile where helpers.kernels.ct_waves_ratio
     gives it at least CT_GAIN over rung 25 (26), else rung 25's (26's) own per-shape build (per_shape_build; the
     same sums, bit for bit). The counts of resident clusters are the driver's for each build. source / options: a
-    variant (helpers.tryout's STAGES, PRODUCER_REGS, GROUP_M), built either way with them."""
-    from .kernels import ALL_RUNGS, CT_GAIN, ct_waves_ratio
-    from .tryout import entry_for_options
-
+    variant (the STAGES, PRODUCER_REGS, GROUP_M knobs), built either way with them."""
     options = tuple(options)
     base = entry_for_options(ALL_RUNGS[spec.base], options)     # a variant's knobs apply to rung 25's (26's) build too
     pair, pair_opts = per_shape_pair(base, options)
@@ -326,16 +307,14 @@ def orientation_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_
 
 def per_shape_pair(spec: GemmKernel, options: tuple = ()) -> tuple:
     """Rung 25's (26's) build in clusters of 2 (QUAD_CLUSTER=2 after `options`: rung 14's or 13's template call)."""
-    import dataclasses
-
     return dataclasses.replace(spec, cluster=(2, 1, 1)), (*tuple(options), "-DQUAD_CLUSTER=2")
 
 
 def chooses_build(spec: GemmKernel, options: tuple = ()) -> bool:
     """Whether the launcher chooses the build per problem: rung 25's or 26's cluster where the build does not name
-    one (helpers.tryout's CLUSTER_M knob compiles -DQUAD_CLUSTER=n, which the learner chose); rung 27's or 28's tile
+    one (the CLUSTER_M knob of helpers.knobs compiles -DQUAD_CLUSTER=n, which the learner chose); rung 27's or 28's tile
     where it names no tile (-DTALL_M, -DTALL_N); rung 29's or 30's orientation where it names no tile height (-DCT_M:
-    a probe forces the C^T tile so)."""
+    given, it forces the C^T tile)."""
     names = {"tile": ("-DTALL_M=", "-DTALL_N="), "orientation": ("-DCT_M=",)}.get(spec.per_shape, ("-DQUAD_CLUSTER=",))
     return bool(spec.per_shape) and not any(str(o).startswith(names) for o in options)
 
@@ -379,7 +358,7 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
                 or ctas % c:
             raise InputError(f"ctas={ctas!r} for {spec0.name}: a persistent kernel's grid, a whole number of its "
                              f"{c}-CTA clusters.", "leave ctas out (as many CTAs as fit at once), or pass e.g. "
-                             f"ctas=128 with a persistent rung.")
+                             "ctas=128 with a persistent rung.")
     spec, A, B, (M, N, K), (Mp, Np, Kp) = prepare(key, A, B, pad)
     spec, options = build_for(spec, Mp, Np, A.shape[1] * A.itemsize, B.strides[0], source, options)  # A: contiguous
     var = _variant(source, options)
@@ -398,8 +377,6 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
     a_arg, b_arg = A, (Bt if spec.b_transposed else B)
     maps = ()
     if spec.tma_boxes is not None:
-        from .hopper import tensor_map_2d
-
         A = cupy.ascontiguousarray(A)
         a_arg, b_arg = tensor_map_2d(A, *spec.tma_boxes[0]), tensor_map_2d(b_arg, *spec.tma_boxes[1])
         if spec.c_box is not None:
@@ -407,16 +384,12 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
     args = (a_arg, b_arg, *maps, C, np.int32(Mp), np.int32(Np), np.int32(Kp))
     extra = ()
     if spec.split_k and spec.tail_split:   # rung 16: slots and counters for the split tail units only, + dp
-        from .kernels import TAIL_SPLIT_CLUSTER, tail_split_plan
-
         dp, splits, _ = tail_split_plan(Mp, Np, Kp)
         units = -(-math.ceil(Mp / 128) // TAIL_SPLIT_CLUSTER) * math.ceil(Np / 256)
         slices = max(1, 2 * TAIL_SPLIT_CLUSTER * (units - dp))
         extra = (cupy.empty(splits * slices * 128 * 128, dtype=cupy.float32), cupy.zeros(slices, dtype=cupy.int32))
         args += (*extra, np.int32(splits), np.int32(dp))
     elif spec.split_k:              # rung 15: a slot of FP32 sums per part and slice, a counter per slice, the parts
-        from .kernels import split_k_plan
-
         splits, _ = split_k_plan(Mp, Np, Kp)
         slices = 2 * math.prod(spec.grid(Mp, Np))
         extra = (cupy.empty(splits * slices * 128 * 128, dtype=cupy.float32), cupy.zeros(slices, dtype=cupy.int32))

@@ -51,6 +51,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import InputError, UnknownFormatError
+
 try:  # ml_dtypes supplies bfloat16 and the FP8 formats for numpy
     import ml_dtypes
 except ImportError:  # pragma: no cover - ml_dtypes is a pinned dependency
@@ -123,8 +125,6 @@ def fmt(f) -> Format:
     except TypeError:
         name = None
     if name is None:
-        from .errors import UnknownFormatError
-
         raise UnknownFormatError(f"unknown format {f!r}.", f"use one of: {', '.join(FORMATS)}.")
     return FORMATS[name]
 
@@ -283,8 +283,6 @@ def tolerance(K: int, inputs, acc, output=None, *, acc_rounding: str = "nearest"
     cuBLAS is not documented to round to nearest). block: products added
     per accumulator rounding (1 for an FMA chain, 16 for WMMA; see above).
     """
-    from .errors import InputError
-
     if not _whole(K) or K < 1:
         raise InputError(f"K={K!r}: a dot product needs a whole number K >= 1 of products.",
                          "pass the inner dimension of the product (A's columns), e.g. tolerance(1024, 'fp16', 'fp32').")
@@ -339,8 +337,6 @@ def random_matrix(rows: int, cols: int, *, seed: int, dist: str = "normal", dtyp
     Non-integer values on purpose: small integers are exact in FP16 and hide its
     rounding error.
     """
-    from .errors import InputError
-
     for what, n in (("rows", rows), ("cols", cols)):
         if not _whole(n) or n < 1:
             raise InputError(f"{what}={n!r}: a matrix dimension is a whole number >= 1.",

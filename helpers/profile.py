@@ -23,25 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ResultsError
-from .results import RESULTS_DIR
+from .results import RESULTS_DIR, load_log
 
 SECTOR_BYTES = 32          # L1, L2 and DRAM move 32-byte sectors
 _FIX = ("run `make gpu-check STAGES=ncu` on a GPU with Nsight Compute to write one, or restore the "
         "committed file with `git checkout -- results/`.")
-
-# what each stall reason means, in a phrase (Nsight Compute's "Warp State Statistics")
-STALL_MEANING = {
-    "long_scoreboard": "waiting for a global-memory (L1TEX) result",
-    "lg_throttle": "the queue of global loads is full",
-    "short_scoreboard": "waiting for a shared-memory result",
-    "mio_throttle": "the shared-memory instruction queue is full",
-    "barrier": "waiting at __syncthreads()",
-    "wait": "a fixed-latency dependency",
-    "math_pipe_throttle": "the math pipe (Tensor Core) is busy",
-    "not_selected": "ready, another warp issued",
-    "gmma": "waiting for wgmma",
-    "dispatch_stall": "the dispatcher stalled",
-}
 
 
 @dataclass
@@ -140,16 +126,9 @@ def load_ncu(directory=RESULTS_DIR, gpu: str | None = None) -> Profile:
     return max(found, key=lambda pr: pr.meta["date"])
 
 
-def stall_legend(names) -> str:
-    """'name: meaning' for each stall reason in `names` (those the module explains)."""
-    return "; ".join(f"{n}: {STALL_MEANING[n]}" for n in dict.fromkeys(names) if n in STALL_MEANING)
-
-
 def load_sampling(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
     """A stored summary of Nsight Compute's per-instruction sampling (lab/probes/ncu_source.py summary):
     results/logs/ncu-source-<name>-<gpu_slug>.json, e.g. name "m128" (lesson 6) or "fp8" (lesson 7)."""
-    from .results import load_log
-
     return load_log(f"ncu-source-{name}", "lab/probes/ncu_source.py (with Nsight Compute)", gpu_slug, directory)
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ResultsError
+from .errors import InputError, ResultsError
 from .paths import results_dir
 
 # RESULTS_DIR (results/ of the clone, or of the installed package, or COURSE_RESULTS_DIR: helpers.paths)
@@ -71,8 +72,8 @@ class Record:
 
     def flush(self, experiment: str | None = None) -> str:
         """How L2 was emptied before each timed launch (one of helpers.timing.FLUSHES, or "both" for the probe that
-        compared them) in the run that last wrote `experiment` (None: the record's own rows). Records and updates
-        that name none were made before 2026-12-02, when the harness flushed with a memset ("write")."""
+        compared them) in the run that last wrote `experiment` (None: the record's own rows). A record or update
+        that names none flushed with a memset ("write")."""
         if experiment is not None:
             for u in reversed(self.meta.get("updates", [])):
                 if experiment in u.get("experiments", ()):
@@ -222,8 +223,6 @@ def nbval_seconds(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> f
     """How long pytest's nbval took in results/logs/<name>-<gpu_slug>.log (a run that passed: its summary line, e.g.
     '165 passed in 448.51s'): what Restart & Run All of that lesson costs on that GPU, compiles and live timings
     included."""
-    import re
-
     text = log_path(name, "pytest --nbval notebooks/<lesson>.ipynb on that GPU", gpu_slug, directory, ".log").read_text()
     m = re.search(r"^(\d+) passed in ([0-9.]+)s", text, re.M)
     if m is None or re.search(r"^\d+ failed", text, re.M):
@@ -243,8 +242,6 @@ def load_latest(directory=None, gpu: str | None = None) -> Record:
     optionally only GPUs whose name contains `gpu`)."""
     directory = _folder(directory)
     if gpu is not None and not isinstance(gpu, str):
-        from .errors import InputError
-
         raise InputError(f"gpu={gpu!r}: the GPU to pick is given by (part of) its name.",
                          "pass a string such as gpu='H200', or leave it out for the newest record.")
     if not directory.is_dir():

@@ -3,11 +3,9 @@
 ``benchmark(fn)`` runs ``fn`` (which launches GPU work on the current stream)
 a few times to warm up, then `reps` times, each preceded by a read of a buffer
 several times the size of L2, so no input is still cached and L2 holds only clean
-lines (``flush="write"``: a memset of that buffer instead, the course's default
-until 2026-12-02; it leaves L2 full of dirty lines that the timed kernel's first
-misses must write back to DRAM, which cost cuBLAS 19% and rung 17 6% at
-M = 128, N = K = 8192 on the H200: results/logs/flush-method-nvidia-h200.json).
-``DEFAULT_FLUSH`` is what every record made since then says it used. Each run is
+lines (``flush="write"``, a memset of that buffer, leaves dirty lines that the timed
+kernel's first misses must write back to DRAM: lab/probes/flush_method.py measures
+the difference). A record says which flush it used (``DEFAULT_FLUSH``). Each run is
 bracketed by its own pair of CUDA events; we report the median and the spread
 (10th-90th percentile) in milliseconds, and TFLOP/s and GB/s from the counts you
 pass in. While the timed runs execute, the GPU's clocks, power and temperature are
@@ -15,6 +13,7 @@ sampled (helpers.clocks): ``Timing.clocks`` says what the GPU ran at.
 """
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ import numpy as np
 
 from .clocks import Sampler
 from .device import require_gpu
+from .errors import InputError
 
 
 @dataclass
@@ -130,8 +130,6 @@ def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = Non
     "read", the default, or "write"; _flush_fn says how they differ); flush_l2=False: not at all.
     """
     if flush not in FLUSHES:
-        from .errors import InputError
-
         raise InputError(f"unknown L2 flush {flush!r}.", f"use one of {', '.join(map(repr, FLUSHES))}.")
     import cupy
 
@@ -171,8 +169,6 @@ def round_ratio(mine_ms, theirs_ms) -> dict:
     faster), and the verdict is the median of those ratios, not of either's times alone. Returns {"ratio": median,
     "low", "high", "won": rounds mine was faster, "rounds"}. The clocks are reported beside it, not corrected for: under
     a power limit a kernel's own power draw sets its clock."""
-    import statistics
-
     per = [t / m for m, t in zip(mine_ms, theirs_ms)]
     if not per or len(mine_ms) != len(theirs_ms):
         raise ValueError("round_ratio needs the same number (at least one) of rounds for both")

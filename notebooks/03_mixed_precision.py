@@ -118,7 +118,7 @@ helpers.display.table(rows, ["format", "bits", "sign/exp/frac", "max", "tiny", "
 # nothing.
 
 # %% slideshow={"slide_type": "-"}
-fig = formats.plot_bit_layouts(value=-1 / 3)
+fig = helpers.plots.bit_layouts(value=-1 / 3)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Reading the table: two numbers people misquote
@@ -384,7 +384,7 @@ for n, s in cases:
     print(f"{n} x 2^{np.log2(s):<3.0f}" + "  ".join(f"{k}: {100 * v:5.1f}%" for k, v in fr.items()))
 
 # %% slideshow={"slide_type": "-"}
-fig = formats.plot_range_histogram(g, names=[n for n, _ in cases], scales=[s for _, s in cases])
+fig = helpers.plots.range_histogram(g, names=[n for n, _ in cases], scales=[s for _, s in cases])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - FP16 loses everything below 2^-25 to zero and keeps few bits down to 2^-14; above 65504 it overflows.
@@ -420,7 +420,7 @@ runs = {
 }
 
 # %% slideshow={"slide_type": "subslide"}
-fig = training.plot_training(runs)
+fig = helpers.plots.training_curves(runs)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The GradScaler run never overflows with these gradients (its skipped steps and final scale are in
@@ -585,7 +585,7 @@ print(np.float16(1000) + np.float16(0.25) == np.float16(1000), np.float16(1e-9 *
 # are subnormals, evenly spaced; above 1 the spacing doubles every power of two.
 
 # %% slideshow={"slide_type": "-"}
-fig = formats.plot_number_lines(("fp8_e5m2", "fp8_e4m3", "bf16", "fp16"))
+fig = helpers.plots.number_lines(("fp8_e5m2", "fp8_e4m3", "bf16", "fp16"))
 
 # %% slideshow={"slide_type": "-"}
 for n in ["fp8_e5m2", "fp8_e4m3", "bf16", "fp16", "tf32"]:

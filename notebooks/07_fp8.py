@@ -133,7 +133,7 @@ helpers.display.table(fp8.facts_table(), ["format", "bias", "max", "ieee max", "
 # ### Every positive FP8 number
 
 # %% slideshow={"slide_type": "-"}
-fig = fp8.plot_values()
+fig = helpers.plots.fp8_values()
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Each tick is one number: 8 per power of two for E4M3, 4 for E5M2; the grey subnormals are evenly
@@ -202,7 +202,7 @@ for name in ("fp8_e4m3", "fp8_e5m2"):
 # ### Both conversions, drawn
 
 # %% slideshow={"slide_type": "-"}
-fig = fp8.plot_overflow()
+fig = helpers.plots.fp8_overflow()
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Which is which.** numpy's `astype` (ml_dtypes): overflow becomes NaN (E4M3) or inf (E5M2). The GPU's
@@ -297,7 +297,7 @@ print(f"values that became 0: {zero.sum()}, {zero[big].sum()} of them in the {bi
 #   tile's scale leaves it subnormal. Only a wider format could fix that.
 
 # %% slideshow={"slide_type": "fragment"}
-fig = fp8.plot_error_vs_magnitude(X)
+fig = helpers.plots.fp8_error_vs_magnitude(X)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Mean relative error per bin of |x|: per tensor the smallest values become 0 (error 1); 1x128 tiles
@@ -668,7 +668,7 @@ ex.check_promotion_run(C6, nc, A6, B6)
 # what each value became in E4M3 after its group's scale.
 
 # %% slideshow={"slide_type": "subslide"}
-fig = fp8.plot_scaling(X, fmt="fp8_e4m3")
+fig = helpers.plots.fp8_scaling(X, fmt="fp8_e4m3")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix B: one rounding, or two
@@ -703,7 +703,7 @@ for half in (range(8), range(8, 16)):            # two tables of 8 columns: each
 # power of two and E5M2 4; at the bottom, the subnormals (grey) fill the gap to zero evenly:
 
 # %% slideshow={"slide_type": "-"}
-fig = formats.plot_number_lines(names=("fp8_e5m2", "fp8_e4m3", "bf16"))
+fig = helpers.plots.number_lines(names=("fp8_e5m2", "fp8_e4m3", "bf16"))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix E: the promoting kernel, whole

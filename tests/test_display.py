@@ -74,20 +74,20 @@ def test_block_end_finds_the_closing_line():
 
 
 def test_listings_show_the_rungs_as_built():
-    """A probe switch (a macro #defined 0 that no knob sets) adds code the recorded rungs do not compile: the rung
+    """A lab switch (a macro #defined 0 that no knob sets) adds code the recorded rungs do not compile: the rung
     listings (rung_code, rung_diff, kernel_source(as_built=True), device_functions(as_built=True)) leave out its
     `#if X` / `#if X == 1` blocks, nested ones included; a block with an #else stays whole; knobs stay."""
     from helpers import display
 
     text = ("#ifndef P\n#define P 0\n#endif\n#ifndef K\n#define K 0\n#endif\nint a;\n#if P == 1\nint b;\n#if Q\nint c;\n"
             "#endif\nint d;\n#endif\n#if P\nint e;\n#else\nint f;\n#endif\nint g;\n")
-    assert display.probe_switches_off(text) == {"P", "K"}
+    assert display.lab_switches(text) == {"P", "K"}
     kept = display.without_switched_code(text, {"P"})
     assert "int a;" in kept and "int g;" in kept and not any(f"int {x};" in kept for x in "bcd")
     assert "int e;" in kept and "int f;" in kept                     # an #else: the block stays whole
     assert display.without_switched_code(text, set()) == text
     knob = "#ifndef SMEM_PAD\n#define SMEM_PAD 0\n#endif\n"             # a knob of helpers.tryout, #defined 0 here
-    assert display.probe_switches_off(knob) == set()
+    assert display.lab_switches(knob) == set()
     raw, built = (display.kernel_source("hopper_sm90a.cu", as_built=b) for b in (False, True))
     assert "#if TILE_ORDER == 1" in raw and "hilbert_unit" in raw
     assert "TILE_ORDER == 1" not in built and "void tile_of(" in built

@@ -122,7 +122,7 @@ def test_classify_categories():
 def test_figures_build():
     import matplotlib.pyplot as plt
 
-    for fig in (F.plot_bit_layouts(), F.plot_number_lines(),
-                F.plot_range_histogram(F.gradient_like(5000), scales=[1.0, 1.0])):
+    for fig in (helpers.plots.bit_layouts(), helpers.plots.number_lines(),
+                helpers.plots.range_histogram(F.gradient_like(5000), scales=[1.0, 1.0])):
         assert fig.axes
         plt.close(fig)

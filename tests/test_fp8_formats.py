@@ -336,13 +336,13 @@ def test_relative_errors_and_tiles_within_u():
     assert list(fp8.tiles_within_u(x, x * np.array([1, 1, 1.07, 1]), 0.0625, tile=(1, 2))[0]) == [True, False]
 
 
-@pytest.mark.parametrize("plot", ["plot_values", "plot_overflow", "plot_scaling", "plot_error_vs_magnitude"])
+@pytest.mark.parametrize("plot", ["fp8_values", "fp8_overflow", "fp8_scaling", "fp8_error_vs_magnitude"])
 def test_figures_draw_and_carry_their_source(plot):
     import matplotlib.pyplot as plt
 
-    fn = getattr(fp8, plot)
+    fn = getattr(helpers.plots, plot)
     x = fp8.outlier_matrix(128, 256, outliers=4, seed=1)
-    fig = fn(x) if plot in ("plot_scaling", "plot_error_vs_magnitude") else fn()
+    fig = fn(x) if plot in ("fp8_scaling", "fp8_error_vs_magnitude") else fn()
     texts = [fig._suptitle.get_text() if fig._suptitle else ""] + [a.get_title(loc="left") for a in fig.axes]
     assert any("ml_dtypes" in t for t in texts)
     plt.close(fig)

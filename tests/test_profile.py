@@ -67,7 +67,3 @@ def test_errors_say_what_to_do(tmp_path, pr):
     with pytest.raises(ResultsError, match="no target"):
         pr.row("rung99")
     assert helpers.profile is profile
-
-
-def test_stall_legend():
-    assert "global" in profile.stall_legend(["long_scoreboard", "unknown_reason"])

@@ -257,7 +257,7 @@ def test_sweep_caps_sizes_by_free_memory_and_frees_between_sizes(on_fake_gpu, mo
     calls, released = [], []
     monkeypatch.setattr(helpers.memory, "free_bytes", lambda: 16 * 2**30)
     monkeypatch.setattr(helpers.memory, "release", lambda: released.append(1))
-    monkeypatch.setattr(helpers.record, "measure_size",
+    monkeypatch.setattr(helpers.experiments.sweep, "measure_size",
                         lambda m, n, k, seed, log=None, names=None: calls.append((m, seed)) or [{"m": m}])
     out = helpers.record.sweep(["gemm_fp32_kernel"], [1024, 8192, 16384], seed=10)
     assert calls == [(1024, 10), (8192, 11)]                # 16384 x 16384 needs ~32 GiB

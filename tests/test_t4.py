@@ -387,7 +387,8 @@ def test_sweeps_leave_out_what_this_gpu_cannot_run_in_one_line(gpu, monkeypatch,
     asked = []
     monkeypatch.setattr(helpers.memory, "cap_sizes", lambda sizes, what: (list(sizes), None))
     monkeypatch.setattr(helpers.memory, "release", lambda: None)
-    monkeypatch.setattr(helpers.record, "measure_size", lambda m, n, k, seed, log, names: asked.append(names) or [])
+    monkeypatch.setattr(helpers.experiments.sweep, "measure_size",
+                        lambda m, n, k, seed, log, names: asked.append(names) or [])
     out = helpers.sweep(names, [256, 512])
     gated = (gpu.cannot | gpu.cannot_baselines) & set(names)
     assert asked == [[n for n in names if n not in gated]] * 2

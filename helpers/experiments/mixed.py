@@ -264,7 +264,7 @@ def plot_tflops_vs_size(rows, *, source: str = ""):
     import matplotlib.pyplot as plt
 
     from ..plots import apply_style
-    from ..record import series
+    from .sweep import series
 
     apply_style()
     fig, ax = plt.subplots()
@@ -293,7 +293,7 @@ def plot_error_vs_size(rows, *, source: str = "", y: str = "rel_err"):
     import matplotlib.pyplot as plt
 
     from ..plots import apply_style
-    from ..record import series
+    from .sweep import series
 
     apply_style()
     fig, ax = plt.subplots()

@@ -1,0 +1,377 @@
+"""Lesson 6's pictures: the TMA/mbarrier ring, clusters and multicast, tile orders and waves, split-K
+units, the counters beside the speed. Each returns the figure."""
+from __future__ import annotations
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import FancyArrowPatch, Rectangle
+
+from .analysis import sectors_per_row, wave_footprint
+from .plot_style import COLORS, _finish, apply_style
+
+
+def counters_beside(entries: list[dict], metrics: dict, *, source: str, tick_fontsize: float | None = None):
+    """Bars per rung: TFLOP/s in the first panel, then one panel per Nsight Compute counter in `metrics`
+    ({counter name: axis label}); entries from helpers.experiments.hopper.ncu_rows. tick_fontsize: the
+    size of the rung labels under the bars (smaller, so that 7 two-digit rungs do not run together)."""
+    apply_style()
+    panels = [("tflops", "TFLOP/s")] + list(metrics.items())
+    # more than 7 rungs: two rows of panels, each wide enough for its two-digit labels
+    rows = 1 if len(entries) <= 7 else 2
+    cols = -(-len(panels) // rows)
+    fig, axes = plt.subplots(rows, cols, figsize=(12, 4.6 * rows), squeeze=False)
+    axes = axes.ravel()
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    labels = [str(e["rung"]) for e in entries]
+    for j, (ax, (key, label)) in enumerate(zip(axes, panels)):
+        vals = [e.get(key) if key == "tflops" else e["counters"].get(key) for e in entries]
+        if key.endswith("_bytes"):
+            vals = [None if v is None else v / 1e9 for v in vals]
+        ax.bar(labels, [0 if v is None else v for v in vals], color=COLORS[j % len(COLORS)])
+        ax.set_title(label, fontsize=12)
+        ax.set_xlabel("rung")
+        ax.grid(axis="x", visible=False)
+        if tick_fontsize:
+            ax.tick_params(axis="x", labelsize=tick_fontsize)
+    fig.suptitle(f"Speed beside the counters that explain it\n{source}", x=0.01, ha="left", fontsize=13)
+    fig.tight_layout()
+    return fig
+
+
+def tile_orders(orders: dict, *, wave: int, title: str, waves: int = 3, rows: int | None = None,
+                outline_first: bool = False):
+    """One panel per order: the tiles of C that the first `waves` waves of `wave` CTAs compute, the first
+    wave darkest; later tiles left white. orders: {label: list of (tm, tn) in visiting order}
+    (helpers.analysis.tile_order). rows: show only the first `rows` tile rows (the waves drawn larger);
+    outline_first: outline the first wave's tiles and label each panel with the rows of A and columns
+    of B it reads (helpers.analysis.wave_footprint, 128 x 256 tiles)."""
+    apply_style()
+    fig, axes = plt.subplots(1, len(orders), figsize=(11, 4.4))
+    for ax, (label, tiles) in zip(np.atleast_1d(axes), orders.items()):
+        tm = max(t[0] for t in tiles) + 1
+        tn = max(t[1] for t in tiles) + 1
+        grid = np.full((tm, tn), float(waves))
+        for i, (r, c) in enumerate(tiles[:wave * waves]):
+            grid[r, c] = i // wave
+        ax.imshow(grid, cmap="Blues_r", vmin=0, vmax=waves, aspect="auto", interpolation="nearest")
+        if outline_first:
+            ax.contour((grid == 0).astype(float), levels=[0.5], colors=[COLORS[1]], linewidths=2.4)
+            w = wave_footprint(tiles[:wave])
+            label = f"{label}: the first wave (outlined) reads\n{w['a_rows']} rows of A, {w['b_cols']} columns of B"
+        if rows:
+            ax.set_ylim(rows - 0.5, -0.5)
+        ax.set_title(label, fontsize=12)
+        ax.set_xlabel("tile column (256 columns of C)")
+        ax.set_ylabel("tile row (128 rows of C)")
+        ax.grid(False)
+    fig.suptitle(title, x=0.01, ha="left", fontsize=13)
+    fig.tight_layout()
+    return fig
+
+
+def ring_schedule(stages: int, load: float = 2.0, ktiles: int = 10) -> list[dict]:
+    """A model of the producer/consumer ring (kernels/hopper_sm90a.cu, rungs 9-15), in units of one K-tile's
+    wgmma time: K-tile kt goes to stage kt % stages in lap kt // stages; its TMA load starts when the
+    consumers have freed that stage (the tile `stages` before it is multiplied), takes `load` (an assumed
+    latency, not a measurement), and its wgmma starts when the load is in and the previous K-tile is done.
+    One dict per K-tile: kt, stage, lap, parity (lap % 2: what the consumers wait full[stage] for), issue,
+    full, start, end."""
+    out: list[dict] = []
+    for kt in range(ktiles):
+        issue = out[kt - stages]["end"] if kt >= stages else 0.0
+        full = issue + load
+        start = max(full, out[-1]["end"] if out else 0.0)
+        out.append({"kt": kt, "stage": kt % stages, "lap": kt // stages, "parity": (kt // stages) % 2,
+                    "issue": issue, "full": full, "start": start, "end": start + 1.0})
+    return out
+
+
+def mbarrier_ring(stages=(4, 2), load: float = 2.0, ktiles: int = 10):
+    """The ring over time, one panel per ring depth in `stages` (ring_schedule): per stage, when TMA is
+    filling it (light), when it is full and waiting (hatched), when the consumers' wgmma read it (dark,
+    labelled with the K-tile and the parity of full[] it was waited with); the bottom row, when the Tensor
+    Cores are busy (the title: their busy share over the last K-tiles). A shallow ring shows gaps there."""
+    apply_style()
+    stages = list(stages)
+    fig, axes = plt.subplots(len(stages), 1, figsize=(11, 1.2 + 0.62 * sum(s + 1 for s in stages)),
+                             gridspec_kw={"height_ratios": [s + 1 for s in stages]})
+    horizon = max(ring_schedule(s, load, ktiles)[-1]["end"] for s in stages)
+    for ax, s in zip(np.atleast_1d(axes), stages):
+        sched = ring_schedule(s, load, ktiles)
+        for t in sched:
+            y = s - t["stage"]
+            ax.barh(y, t["full"] - t["issue"], left=t["issue"], color=COLORS[5], alpha=0.45, height=0.7)
+            if t["start"] > t["full"]:
+                ax.barh(y, t["start"] - t["full"], left=t["full"], color="white", edgecolor=COLORS[5],
+                        hatch="//", height=0.7, linewidth=0.6)
+            ax.barh(y, 1.0, left=t["start"], color=COLORS[0], height=0.7)
+            ax.text(t["start"] + 0.5, y, f"k{t['kt']} p{t['parity']}", ha="center", va="center", color="white",
+                    fontsize=9)
+            ax.barh(0, 1.0, left=t["start"], color=COLORS[2], height=0.7, edgecolor="white")
+        n = min(s, ktiles - 1)                   # steady state: the last n K-tiles, once the ring is full
+        busy = n / (sched[-1]["end"] - sched[-1 - n]["end"])
+        ax.set_yticks(range(s + 1), ["Tensor Cores"] + [f"stage {i}" for i in range(s - 1, -1, -1)], fontsize=10)
+        ax.set_xlim(0, horizon + 0.2)
+        ax.grid(axis="y", visible=False)
+        ax.set_title(f"STAGES = {s}: once the ring is full, the Tensor Cores are busy {busy:.0%} of the time",
+                     loc="left", fontsize=12)
+    np.atleast_1d(axes)[-1].set_xlabel(f"time, in K-tiles of wgmma (a TMA load assumed to take {load:g})")
+    handles = [matplotlib.patches.Patch(color=COLORS[5], alpha=0.45, label="TMA filling the stage"),
+               matplotlib.patches.Patch(facecolor="white", edgecolor=COLORS[5], hatch="//", label="full, waiting"),
+               matplotlib.patches.Patch(color=COLORS[0], label="wgmma reading it (K-tile, parity)")]
+    fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, bbox_to_anchor=(0.5, -0.01))
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def cluster_multicast(*, bm: int, bn: int, bk: int, box_n: int, cluster: int = 2):
+    """Lesson 6, rung 12: one pipeline stage of a cluster of `cluster` CTAs on vertically adjacent tiles
+    (bm x bn each, kernels/hopper_sm90a.cu's HBM x HBN, K-stage HBK = bk, B in boxes of box_n columns:
+    BOX_N, CLUSTER_M = cluster). Each CTA loads its own bm x bk slice of A; B's bn / box_n boxes are shared
+    out, each CTA loading bn / box_n / cluster of them and multicasting each into every CTA of the cluster.
+    Arrows: who loads which box into whose shared memory. The title counts the bytes requested per stage."""
+    apply_style()
+    boxes = bn // box_n
+    fig, ax = plt.subplots(figsize=(12, 5.6))
+    bw, gap = 1.0, 0.25
+    ax.text(1.6, 0.6, f"B in global memory: {bk} x {bn} (FP16), {boxes} TMA boxes of {bk} x {box_n}",
+            fontsize=11, va="center")
+    for b in range(boxes):
+        owner = b // (boxes // cluster)
+        ax.add_patch(Rectangle((1.6 + b * (bw + gap), 1.0), bw, 0.8, facecolor=COLORS[owner + 1], alpha=0.8,
+                               edgecolor="k"))
+        ax.text(1.6 + b * (bw + gap) + bw / 2, 1.4, f"box {b}", ha="center", va="center", fontsize=10)
+    y0 = 3.4
+    for c in range(cluster):
+        x = c * 5.6
+        ax.add_patch(Rectangle((x, y0), 5.0, 2.9, facecolor="none", edgecolor=COLORS[c + 1], linewidth=2.2))
+        ax.text(x + 0.1, y0 + 0.1, f"CTA {c} of the cluster: tile row {c} (rows {c * bm}-{c * bm + bm - 1})",
+                fontsize=10, va="top", color=COLORS[c + 1], fontweight="bold")
+        ax.add_patch(Rectangle((x + 0.15, y0 + 0.6), 0.9, 2.0, facecolor=COLORS[c + 1], alpha=0.8, edgecolor="k"))
+        ax.text(x + 0.6, y0 + 1.6, f"its A\n{bm} x {bk}", ha="center", va="center", fontsize=9)
+        for b in range(boxes):
+            owner = b // (boxes // cluster)
+            bx = x + 1.3 + b * 0.9
+            ax.add_patch(Rectangle((bx, y0 + 0.9), 0.8, 1.4, facecolor=COLORS[owner + 1], alpha=0.8, edgecolor="k"))
+            ax.text(bx + 0.4, y0 + 1.6, f"B{b}", ha="center", va="center", fontsize=9)
+            ax.add_patch(FancyArrowPatch((1.6 + b * (bw + gap) + bw / 2, 1.8), (bx + 0.4, y0 + 0.9),
+                                         arrowstyle="-|>", mutation_scale=10, color=COLORS[owner + 1],
+                                         linewidth=1.0, alpha=0.8, linestyle="-" if owner == c else "--"))
+    ax.set_xlim(-0.2, cluster * 5.6)
+    ax.set_ylim(y0 + 3.0, 0.2)
+    ax.axis("off")
+    a, bb = bm * bk * 2, bk * bn * 2
+    ax.set_title(f"rung 12, one stage: each CTA loads its own A and {boxes // cluster} of the {boxes} boxes of B, "
+                 f"multicast into all {cluster}\n(solid arrow: into itself, dashed: into its partner); "
+                 f"requested per stage by the cluster: {cluster * (a + bb) // 1024} KB without multicast, "
+                 f"{(cluster * a + bb) // 1024} KB with it", loc="left", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def consumer_slices(tiles: dict):
+    """Lesson 6, rungs 17 and 19: who computes which part of the block tile. One panel per entry of `tiles`
+    ({label: (bm, bn, consumers)}): the bm x bn tile of C cut into the consumer warpgroups' slices (64 rows, by
+    rows when bm is 128; by columns otherwise), each labelled with the wgmma it issues, m64nNk16 with N its
+    slice's width. Below each panel: the wgmmas per K-tile of 64 and the warps whose arrivals free a stage
+    (4 per consumer, in each CTA)."""
+    apply_style()
+    tall = max(bm for bm, _, _ in tiles.values())
+    fig, axes = plt.subplots(1, len(tiles), figsize=(5.2 * len(tiles), 1.2 + 2.2 * tall / 64), squeeze=False)
+    for ax, (label, (bm, bn, consumers)) in zip(axes[0], tiles.items()):
+        by_rows = bm == 128
+        sw, sh = (bn, 64) if by_rows else (bn // consumers, bm)
+        for c in range(consumers):
+            x, y = (0, c * 64) if by_rows else (c * sw, 0)
+            ax.add_patch(Rectangle((x, y), sw, sh, facecolor=COLORS[c + 1], alpha=0.55, edgecolor="k", linewidth=1.6))
+            ax.text(x + sw / 2, y + sh / 2, f"consumer {c}\nwgmma\nm64n{sw}k16", ha="center", va="center", fontsize=11)
+        ax.set_xlim(-4, max(bn, 128) + 4)
+        ax.set_ylim(tall + 4, -4)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        ax.set_title(f"{label}: a {bm} x {bn} tile, {consumers} consumer warpgroup{'s' * (consumers > 1)}\n"
+                     f"{4 * consumers} wgmmas per K-tile; {4 * consumers} warps free each stage", loc="left",
+                     fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def transposed_tile(rows: int = 160, cols: int = 256, slice_cols: int = 64, consumers: int = 2):
+    """Lesson 6, rung 29: why cuBLAS computes C^T. Left: a 128-row tile cut by rows into the consumers' 64-row
+    slices (wgmma's M is 64); a `rows`-row tile (160) is no whole number of them (hatched: the rows left over).
+    Right: the same `rows` x `cols` tile cut by columns into slices `slice_cols` wide, each computed as its
+    transpose, D' = B^T A^T: `slice_cols` rows of D' (wgmma's M) by `rows` columns (wgmma's N, any multiple of 8)."""
+    apply_style()
+    fig, axes = plt.subplots(1, 2, figsize=(11.5, 1.0 + 1.25 * rows / 64))
+    ax = axes[0]
+    for i in range(-(-rows // 64)):
+        h = min(64, rows - 64 * i)
+        whole = h == 64
+        ax.add_patch(Rectangle((0, 64 * i), cols, h, facecolor=COLORS[(i % consumers) + 1] if whole else "white",
+                               alpha=0.55, edgecolor="k", linewidth=1.6, hatch=None if whole else "//"))
+        ax.text(cols / 2, 64 * i + h / 2, f"consumer {i % consumers}: wgmma m64n{cols}k16" if whole else
+                f"{h} rows: no whole 64-row slice", ha="center", va="center", fontsize=11)
+    ax.set_title(f"{rows} x {cols} cut by rows: wgmma's M is 64", loc="left", fontsize=11)
+    ax = axes[1]
+    per = cols // consumers // slice_cols
+    for j in range(cols // slice_cols):
+        c = j // per
+        ax.add_patch(Rectangle((j * slice_cols, 0), slice_cols, rows, facecolor=COLORS[c + 1], alpha=0.35 + 0.2 * (j % per),
+                               edgecolor="k", linewidth=1.6))
+        ax.text(j * slice_cols + slice_cols / 2, rows / 2, f"consumer {c}\nslice {j % per}\nD' = {slice_cols} x {rows}"
+                f"\nm64n{rows}k16", ha="center", va="center", fontsize=10)
+    ax.set_title(f"{rows} x {cols} cut by columns, each slice as C^T: {rows} is wgmma's N", loc="left", fontsize=11)
+    for ax in axes:
+        ax.set_xlim(-4, cols + 4)
+        ax.set_ylim(max(rows, 64 * -(-rows // 64)) + 4, -4)
+        ax.set_aspect("equal")
+        ax.axis("off")
+    fig.tight_layout()
+    return fig
+
+
+def register_split(*, entry: int, threads: int, producer: int, consumer: int, warpgroup: int = 128):
+    """Lesson 6, rung 9: the CTA's register pool before and after setmaxnreg (kernels/hopper_sm90a.cu:
+    __launch_bounds__(threads, 1) gives `entry` registers per thread; the producer warpgroup drops to
+    PRODUCER_REGS = producer, each consumer warpgroup rises to CONSUMER_REGS = consumer). Bars: registers
+    per warpgroup (threads x registers), against the pool entry x threads; the inc waits until the pool
+    holds what it asks for, so the after bar must fit inside the before bar."""
+    apply_style()
+    groups = threads // warpgroup
+    pool = entry * threads
+    fig, ax = plt.subplots(figsize=(11, 3.4))
+    left = 0
+    for g in range(groups):
+        ax.barh(1, entry * warpgroup, left=left, color=COLORS[5], edgecolor="white", height=0.6)
+        ax.text(left + entry * warpgroup / 2, 1, f"warpgroup {g}\n{warpgroup} x {entry}", ha="center", va="center",
+                fontsize=10)
+        left += entry * warpgroup
+    left = 0
+    for g, regs in enumerate([producer] + [consumer] * (groups - 1)):
+        ax.barh(0, regs * warpgroup, left=left, color=COLORS[1] if g == 0 else COLORS[0], edgecolor="white",
+                height=0.6)
+        ax.text(left + regs * warpgroup / 2, 0, f"{'producer' if g == 0 else 'consumer'}\n{warpgroup} x {regs}",
+                ha="center", va="center", fontsize=10, color="white")
+        left += regs * warpgroup
+    ax.axvline(pool, color="0.2", linestyle=":", linewidth=1.6)
+    ax.set_yticks([0, 1], ["after setmaxnreg", "at launch"])
+    ax.set_xlim(0, pool * 1.02)
+    ax.set_xlabel("registers of the CTA (its pool: dotted line)")
+    ax.grid(axis="y", visible=False)
+    ax.set_title(f"rung 9's registers: {threads} threads x {entry} = {pool} at launch;\nafter setmaxnreg "
+                 f"{producer} x {warpgroup} + {consumer} x {(groups - 1) * warpgroup} = "
+                 f"{producer * warpgroup + consumer * (groups - 1) * warpgroup}", loc="left", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def split_k_units(grids: dict, *, K: int, title: str = ""):
+    """Lesson 6, rungs 14-15: one panel per launch ({label: helpers.analysis.split_k_units(...)}): for each CTA
+    (x) the K range it multiplies (y), one bar per work unit, coloured by its tile. Idle CTAs stay empty. A
+    replay of the scheduler, not a measurement."""
+    apply_style()
+    fig, axes = plt.subplots(len(grids), 1, figsize=(11, 2.4 * len(grids)), sharex=True, squeeze=False)
+    for ax, (label, units) in zip(axes[:, 0], grids.items()):
+        busy = sum(1 for u in units if u)
+        for c, work in enumerate(units):
+            for tile, k0, k1 in work:
+                ax.add_patch(matplotlib.patches.Rectangle((c, k0), 0.9, k1 - k0, facecolor=COLORS[tile % len(COLORS)],
+                                                          edgecolor="none", alpha=0.8))
+        ax.set_xlim(0, len(units))
+        ax.set_ylim(K, 0)
+        ax.set_ylabel("K")
+        ax.set_title(f"{label}: {busy} of {len(units)} CTAs busy", loc="left", fontsize=11)
+        ax.grid(False)
+    axes[-1, 0].set_xlabel("CTA (one per SM); colour: the output tile it works on")
+    if title:
+        fig.suptitle(title, x=0.01, ha="left", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def cta_work(grids: dict, *, K: int, title: str = ""):
+    """Lesson 6, rung 16: one panel per launch ({label: helpers.analysis.tail_split_work(...)}): for each CTA (x)
+    the K-tiles it multiplies, stacked in the order it takes them (y): whole tiles grey, parts of split tiles
+    coloured by tile. The tallest bar bounds the kernel's time. The axis starts one whole tile below the
+    shortest stack of whole tiles, so that the last wave shows. A replay of the scheduler, not a measurement."""
+    apply_style()
+    fig, axes = plt.subplots(len(grids), 1, figsize=(11, 2.4 * len(grids)), sharex=True, squeeze=False)
+    ktiles = -(-K // 64)
+    whole = [sum(1 for _, k0, k1 in w if k0 == 0 and k1 >= K) for units in grids.values() for w in units if w]
+    bottom = max(0, (min(whole, default=1) - 1) * ktiles)
+    top = max([sum(-(-(k1 - k0) // 64) for _, k0, k1 in w) for units in grids.values() for w in units] + [ktiles])
+    split = {}                                    # split tile -> its colour, in the order they first appear
+    for units in grids.values():
+        for w in units:
+            for tile, k0, k1 in w:
+                if not (k0 == 0 and k1 >= K):
+                    split.setdefault(tile, COLORS[len(split) % len(COLORS)])
+    for ax, (label, units) in zip(axes[:, 0], grids.items()):
+        tallest = 0
+        for c, work in enumerate(units):
+            y = 0
+            for tile, k0, k1 in work:
+                h = -(-(k1 - k0) // 64)
+                whole = k0 == 0 and k1 >= K
+                ax.add_patch(matplotlib.patches.Rectangle((c, y), 0.9, h, edgecolor="white", linewidth=0.3,
+                                                          facecolor="0.75" if whole else split[tile]))
+                y += h
+            tallest = max(tallest, y)
+        ax.set_xlim(0, len(units))
+        ax.set_ylim(bottom, bottom + (top - bottom) * 1.05)              # the same scale in every panel
+        ax.set_ylabel("K-tiles" if not bottom else f"K-tiles (from {bottom})")
+        ax.set_title(f"{label}: the busiest CTA multiplies {tallest} K-tiles", loc="left", fontsize=11)
+        ax.grid(False)
+    axes[-1, 0].set_xlabel("CTA (one per SM); grey: a whole tile (all of K), colour: a part of a split tile")
+    if title:
+        fig.suptitle(title, x=0.01, ha="left", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def wave_efficiency(sizes, curves: dict, *, marks: dict | None = None, title: str = "", source: str = ""):
+    """Lesson 6, Appendix D: the share of a persistent grid's tile slots that hold output (y) against the size n
+    of an n x n output (x), one line per tile choice ({label: [efficiency per size]}); marks: {label: (n,
+    efficiency)} drawn as points (a tile cuBLAS ran). Computed from the tile counts, not measured."""
+    apply_style()
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    for label, ys in curves.items():
+        ax.plot(list(sizes), ys, label=label, linewidth=1.6)
+    for label, (n, y) in (marks or {}).items():
+        ax.plot([n], [y], "o", markersize=8, label=label)
+    ax.set_xlabel("n (an n x n output)")
+    ax.set_ylabel("tile slots holding output")
+    ax.set_ylim(min(0.7, *(min(ys) for ys in curves.values())) - 0.02, 1.01)
+    return _finish(ax, title, source, legend_outside=True)
+
+
+def box_rows_in_lines(row_bytes: list[int], *, rows: int = 8, segment: int = 128, line: int = 128, sector: int = 32):
+    """Lesson 6, Appendix D: where the first `segment` bytes of each of `rows` consecutive matrix rows fall
+    (one TMA box row: 64 FP16 values), against the 128-byte lines and 32-byte sectors of memory, for each row
+    stride in `row_bytes` (one panel each; the matrix starts on a line). A piece that starts inside a line spans
+    two lines: two L2 requests instead of one. Each panel's title gives the lines and sectors per piece, averaged
+    over the rows (helpers.analysis.sectors_per_row)."""
+    apply_style()
+    fig, axes = plt.subplots(1, len(row_bytes), figsize=(6.2 * len(row_bytes), 4.8), squeeze=False)
+    for ax, rb in zip(axes[0], row_bytes):
+        for r in range(rows):
+            start = r * rb % line                              # where the piece starts within its line
+            spans = (start + segment - 1) // line + 1
+            ax.add_patch(Rectangle((start, r + 0.15), segment, 0.7, facecolor=COLORS[1 if spans > 1 else 2],
+                                   alpha=0.85, edgecolor="k"))
+        for x in range(0, 2 * line + 1, sector):
+            ax.axvline(x, color="k", linewidth=2.0 if x % line == 0 else 0.6, alpha=0.8 if x % line == 0 else 0.3)
+        ax.set_xlim(0, 2 * line)
+        ax.set_ylim(rows, 0)
+        ax.set_xticks(range(0, 2 * line + 1, sector))
+        ax.set_xlabel("byte within two 128-byte lines (thin: 32-byte sectors)")
+        ax.set_ylabel("row")
+        ax.grid(False)
+        ax.set_title(f"rows {rb} bytes apart: {sectors_per_row(rb, segment, line, rows):.2f} lines and "
+                     f"{sectors_per_row(rb, segment, sector, rows):.2f} sectors per piece", fontsize=12, loc="left")
+    fig.suptitle(f"The first {segment} bytes of {rows} rows (orange: the piece spans two lines)", fontsize=14, x=0.01,
+                 ha="left")
+    fig.tight_layout()
+    return fig
