@@ -24,7 +24,8 @@ core
   cublas       cuBLAS baselines
   results      recorded GPU measurements in results/
   profile      recorded Nsight Compute counters in the units lessons use
-  fp8_gemm     lesson 7's FP8 GEMM kernels; training: a small network trained in FP16/BF16
+  fp8_gemm     lesson 7's FP8 GEMM kernels; fp8_scaled: the block-scaled FP8 GEMM (DeepSeek-V3's recipe)
+  training     a small network trained in FP16/BF16
 presentation
   plot_style, plots (plots_ladder, plots_hopper, plots_fp8)   the figures, one style
   display      kernel source from kernels/ and small tables, in a notebook
@@ -40,12 +41,7 @@ Submodules and the names below load on first use, so `import helpers` loads no p
 from __future__ import annotations
 
 import importlib
-
-_SUBMODULES = {"analysis", "check", "clocks", "compile", "cublas", "device", "display", "emulate", "errors",
-               "exercises", "experiments", "formats", "fp8", "fp8_gemm", "hopper", "isolate", "kernels", "knobs",
-               "launch", "memory", "model_gpu", "mutations", "numerics", "paths", "plot_style", "plots",
-               "plots_fp8", "plots_hopper", "plots_ladder", "profile", "record", "results", "timing", "training",
-               "tryout"}
+import pkgutil
 
 # name -> the module that defines it
 _NAMES = {
@@ -66,8 +62,12 @@ _NAMES = {
 __all__ = sorted(_NAMES)
 
 
+def _submodules() -> set[str]:
+    return {m.name for m in pkgutil.iter_modules(__path__)}
+
+
 def __getattr__(name: str):
-    if name in _SUBMODULES:
+    if name in _submodules():
         return importlib.import_module(f"{__name__}.{name}")
     if name in _NAMES:
         value = getattr(importlib.import_module(f"{__name__}.{_NAMES[name]}"), name)
@@ -77,4 +77,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | _SUBMODULES | set(_NAMES))
+    return sorted(set(globals()) | _submodules() | set(_NAMES))
