@@ -38,8 +38,10 @@ course: $(STAMP) $(PAGE_ASSETS)
 
 test: unit nbval
 
+# -B and tests/conftest.py: no bytecode caches, hypothesis's files in /tmp, the wheel built from a copy, so a
+# test run leaves the work tree as it found it (git status --ignored is the same before and after)
 unit: $(STAMP)
-	$(PY) -m pytest tests -q
+	$(PY) -B -m pytest tests -q
 
 nbval: $(STAMP)
 	$(PY) -m pytest $(NBVAL) notebooks -q -p no:cacheprovider

@@ -3,13 +3,20 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from fractions import Fraction
 from pathlib import Path
 
-import numpy as np
-import pytest
+# A test run leaves the work tree as it found it: no bytecode caches (here and in the child processes and
+# notebook kernels the tests start), hypothesis's files in a temporary folder (below), the wheel built from a copy.
+sys.dont_write_bytecode = True
+os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -29,6 +36,22 @@ matplotlib.use("Agg")
 
 import helpers  # noqa: E402,F401
 import helpers.device  # noqa: E402
+
+
+def pytest_configure(config):
+    """hypothesis keeps its example database and caches in a temporary folder, not in .hypothesis/ here."""
+    try:
+        from hypothesis.configuration import set_hypothesis_home_dir
+    except ImportError:                                               # pragma: no cover
+        return
+    config._course_hypothesis_dir = tempfile.mkdtemp(prefix="course-hypothesis-")
+    set_hypothesis_home_dir(config._course_hypothesis_dir)
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_course_hypothesis_dir", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
@@ -131,7 +154,13 @@ def course_wheel(tmp_path_factory):
     isolated build environment, or, offline (the GPU machine), with the setuptools installed here.
     tests/test_package.py and tests/test_colab.py both use it."""
     out = tmp_path_factory.mktemp("wheel")
-    cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(out)]
+    # built from a copy of what the wheel is made of: setuptools writes build/ and *.egg-info/ beside setup.py
+    src = tmp_path_factory.mktemp("course-src")
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "requirements.txt"):
+        shutil.copy2(ROOT / name, src / name)
+    for name in ("helpers", "kernels", "results"):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "logs"))
+    cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(src), "-w", str(out)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0 and importlib.util.find_spec("setuptools"):
         p = subprocess.run(cmd + ["--no-build-isolation"], capture_output=True, text=True)
