@@ -38,8 +38,11 @@ course: $(STAMP) $(PAGE_ASSETS)
 
 test: unit nbval
 
-# -B and tests/conftest.py: no bytecode caches, hypothesis's files in /tmp, the wheel built from a copy, so a
-# test run leaves the work tree as it found it (git status --ignored is the same before and after)
+# The unit tests on the CPU backend. They do not collect tests/gpu (GPU only: COURSE_DEVICE=gpu pytest tests/gpu)
+# and take a sample of each sweep (one case of each kind); `pytest tests --full -m sweep` runs every case of the
+# sweeps (every kernel and rung of the check's mutation matrices, every knob value built with nvcc): make
+# gpu-check's tests stage runs both. -B and tests/conftest.py: no bytecode caches, hypothesis's files in a
+# temporary folder, the wheel built from a copy, so a test run leaves the work tree as it found it.
 unit: $(STAMP)
 	$(PY) -B -m pytest tests -q
 

@@ -19,12 +19,13 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+GPU_TESTS = ROOT / "tests" / "gpu"      # collected only when named: pytest tests/gpu (make gpu-check's tests stage)
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 # Force the CPU backend before helpers is imported anywhere (no GPU probing).
 # Exception: an explicit COURSE_DEVICE=gpu run keeps 'gpu' for the GPU-only test
-# modules (tests/test_gpu*.py; they read the variable when it is collected); every other test
+# modules (tests/gpu/; they read the variable when it is collected); every other test
 # still runs on the CPU backend (see _cpu_backend below).
 ORIGINAL_DEVICE = os.environ.get("COURSE_DEVICE")
 if (ORIGINAL_DEVICE or "").strip().lower() != "gpu":
@@ -38,8 +39,54 @@ import helpers  # noqa: E402,F401
 import helpers.device  # noqa: E402
 
 
+# --------------------------------------------------------------------------- sweeps: a sample by default, all with --full
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true",
+                     help="run every case of the sweeps (every kernel and rung of the check's mutation matrices, "
+                          "every knob value built with nvcc, ...); the default run takes one case of each kind. "
+                          "make gpu-check's tests stage runs `pytest tests --full -m sweep`.")
+
+
+_FULL = False
+
+
+def full_sweeps() -> bool:
+    """Whether this run was asked for the whole sweeps (pytest --full)."""
+    return _FULL
+
+
+def sweep(cases, keep, ids=None):
+    """The cases of a sweep, for @pytest.mark.parametrize: all of `cases` with `pytest --full`, else those `keep`
+    picks (a predicate of a case, or a collection of cases), one of each kind: enough to show the test can fail.
+    Each case is marked `sweep`, so that `pytest tests --full -m sweep` runs the sweeps alone. `ids` as
+    parametrize's (a list as long as `cases`, or a function of a case)."""
+    cases = list(cases)
+    picked = keep if callable(keep) else (lambda c, kept=list(keep): c in kept)
+    out = []
+    for i, case in enumerate(cases):
+        if not (_FULL or picked(case)):
+            continue
+        values = case if isinstance(case, tuple) else (case,)
+        id_ = ids[i] if isinstance(ids, (list, tuple)) else ids(case) if ids else None
+        out.append(pytest.param(*values, id=id_, marks=pytest.mark.sweep))
+    assert out, "a sweep keeps at least one case"
+    return out
+
+
+def sweep_cases(cases, keep):
+    """The cases of a sweep a test loops over itself: all with `pytest --full`, else those `keep` picks (as in
+    sweep()). Mark the test @pytest.mark.sweep."""
+    cases = list(cases)
+    picked = keep if callable(keep) else (lambda c, kept=list(keep): c in kept)
+    return cases if _FULL else [c for c in cases if picked(c)]
+
+
 def pytest_configure(config):
-    """hypothesis keeps its example database and caches in a temporary folder, not in .hypothesis/ here."""
+    """--full, the `sweep` marker; hypothesis keeps its example database and caches in a temporary folder, not
+    in .hypothesis/ here."""
+    global _FULL
+    _FULL = bool(config.getoption("full", False))
+    config.addinivalue_line("markers", "sweep: a case of a sweep (all cases with --full, a sample without)")
     try:
         from hypothesis.configuration import set_hypothesis_home_dir
     except ImportError:                                               # pragma: no cover
@@ -60,9 +107,9 @@ def _cpu_backend(request):
 
     Autouse fixtures are set up before `monkeypatch`, so this teardown runs after
     monkeypatch has restored COURSE_DEVICE: the next backend() call sees 'cpu' again.
-    Tests in tests/test_gpu*.py see the session's own COURSE_DEVICE instead.
+    Tests in tests/gpu/ see the session's own COURSE_DEVICE instead.
     """
-    gpu_module = request.node.path.name.startswith("test_gpu")
+    gpu_module = GPU_TESTS in request.node.path.parents
     want = ORIGINAL_DEVICE if gpu_module else "cpu"
 
     def apply():

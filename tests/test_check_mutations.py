@@ -2,7 +2,7 @@
 N(0,1) and U[0,1) data, every class of wrong result is rejected, and correct results pass.
 
 Correct results here are the CPU model's (helpers.emulate), which is bit-identical to the H200
-(tests/test_gpu_check.py checks the GPU kernels themselves over hundreds of seeds). CPU only.
+(tests/gpu/test_gpu_check.py checks the GPU kernels themselves over hundreds of seeds). CPU only.
 """
 import functools
 

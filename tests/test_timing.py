@@ -1,4 +1,4 @@
-"""helpers.timing on the CPU backend (the GPU side is in tests/test_gpu*.py)."""
+"""helpers.timing on the CPU backend (the GPU side is in tests/gpu/)."""
 from __future__ import annotations
 
 import pytest

@@ -2,7 +2,7 @@
 knob changes, the one-line answer without a GPU (or on one that cannot run the rung) with the recorded
 sweep, source_of, the readable compile error / fault / wrong-tile verdicts (GPU calls mocked), and,
 with nvcc, every knob value compiled for sm_80 and sm_90, changing exactly the kernels of its rungs and
-leaving the default build's PTX as recorded. The GPU runs are tests/test_gpu_tryout.py."""
+leaving the default build's PTX as recorded. The GPU runs are tests/gpu/test_gpu_tryout.py."""
 from __future__ import annotations
 
 import re
