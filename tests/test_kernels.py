@@ -465,20 +465,6 @@ def test_the_desc_add_probe_switch_reaches_the_same_descriptors_and_leaves_the_r
     assert ptx[("-DDESC_ADD=1",)].count("mov.b64 {") >= 12            # two descriptors split per consumer, every rung
 
 
-def test_rung_21_and_22_comments_quote_the_knob_rounds_they_cite():
-    """The M = 128 predictions of rungs 21-22 are the WAIT_HINT knob's measurement on rungs 19-20: the TFLOP/s their
-    comments quote are the medians in results/logs/rung19-20-knobs-nvidia-h200.json (as recorded -> with the hint),
-    and the gains they predict are those ratios, rounded."""
-    import json
-
-    log = json.loads((KERNEL_DIR.parent / "results" / "logs" / "rung19-20-knobs-nvidia-h200.json").read_text())
-    for k, base in ((21, 19), (22, 20)):
-        rows = {json.dumps(r["knobs"], sort_keys=True): r["tflops"] for r in log[str(base)]}
-        off, on = rows["{}"], rows['{"SKINNY_WAIT": 1}']
-        c = _kernel_comment(K.rung_entry(k).name).replace("\n// ", " ")
-        assert f"{off:.0f} -> {on:.0f} TFLOP/s" in c and f"x{on / off:.2f} over rung {base}" in c
-
-
 def test_rungs_23_and_24_are_rungs_21_and_22_with_added_descriptors():
     """Rungs 23-24 (in the registry since their first runs, sessions 12-13): rungs 21-22's template calls with one more argument, SKINNY_DESC
     (default 1: descriptors built once and advanced by adds, the code path the DESC_ADD probe switch timed), nothing
@@ -515,23 +501,6 @@ def _first_run_rows(k: int, base: int):
     d = json.loads((KERNEL_DIR.parent / "results" / "logs" / f"rung{k}-probe-nvidia-h200.json").read_text())
     assert all(r["passed"] and r["model"] == "identical" for r in d[str(k)] + d[str(base)])
     return {(int(key), r["m"], r["n"], r["k"]): r for key in (str(k), str(base)) for r in d[key] if r.get("tflops")}
-
-
-@pytest.mark.parametrize("k, base, c", [(23, 21, "FP16"), (24, 22, "FP32")])
-def test_rungs_23_and_24_comments_quote_their_first_runs(k, base, c):
-    """Rungs 23 and 24's comments quote their first probes: TFLOP/s against the base rung's at M = 128 and 4096^3,
-    and the fraction of cuBLAS writing the same C, as the logs hold them; rung 23's gains both beat x1.03 ("more
-    than predicted at both")."""
-    t = _first_run_rows(k, base)
-    c_text = _kernel_comment(K.ALL_RUNGS[k].name)
-    m128, full = (k, 128, 8192, 8192), (k, 4096, 4096, 4096)
-    assert f"{t[m128]['tflops']:.0f} against rung {base}'s {t[(base,) + m128[1:]]['tflops']:.0f} TFLOP/s at M = 128" in c_text
-    assert f"({t[m128]['frac_cublas']:.2f}x cuBLAS writing {c} C)" in c_text
-    assert f"{t[full]['tflops']:.0f} against {t[(base,) + full[1:]]['tflops']:.0f} at 4096^3" in c_text
-    if k == 23:
-        assert "more than predicted at both" in c_text
-        for s_ in (m128, full):
-            assert t[s_]["tflops"] / t[(base,) + s_[1:]]["tflops"] > K.ALL_RUNGS[23].predicted_gain
 
 
 def test_rungs_25_and_26_are_rungs_14_and_13_in_clusters_of_four():
@@ -571,42 +540,6 @@ def test_rungs_25_and_26_are_rungs_14_and_13_in_clusters_of_four():
     assert round(t[(25, 5000, 5000, 5000)]["tflops"] / t[(14, 5000, 5000, 5000)]["tflops"], 2) == 1.12
 
 
-def test_rungs_25_and_26_comment_quotes_their_first_runs():
-    """The comment of rungs 25-26 quotes their first probes (rung 25 over 14, 26 over 13, same process): TFLOP/s at
-    5000^3 and the fraction of cuBLAS writing the same C, "better than predicted" there (above x1.08), the gains at
-    4096^3 and 2048^3 (below 1); the wave counts it gives follow from the grid the driver allowed (30 clusters of 4
-    against 66 of 2, the log) and the tile counts; the aligned-rows gain is the row-stride log's; sanitizers clean."""
-    import json
-
-    c = _kernel_comment("hopper_quad_cluster").replace("\n// ", " ")
-    logs = KERNEL_DIR.parent / "results" / "logs"
-    for k, base, cname in ((25, 14, "FP16"), (26, 13, "FP32")):
-        t = _first_run_rows(k, base)
-        n5, n4, n2 = (5000,) * 3, (4096,) * 3, (2048,) * 3
-        g = lambda s: t[(k,) + s]["tflops"] / t[(base,) + s]["tflops"]   # noqa: E731
-        assert (f"{t[(k,) + n5]['tflops']:.0f} against rung {base}'s {t[(base,) + n5]['tflops']:.0f} TFLOP/s "
-                f"({t[(k,) + n5]['frac_cublas']:.2f}x cuBLAS writing {cname} C)") in c or (
-                f"{t[(k,) + n5]['tflops']:.0f} against rung {base}'s {t[(base,) + n5]['tflops']:.0f} "
-                f"({t[(k,) + n5]['frac_cublas']:.2f}x cuBLAS writing {cname} C)") in c
-        assert g(n5) > 1.08 and g(n4) < 1 and g(n2) < 1
-    t = _first_run_rows(25, 14)
-    assert f"x{t[(25, 4096, 4096, 4096)]['tflops'] / t[(14, 4096, 4096, 4096)]['tflops']:.2f} at 4096^3" in c
-    assert f"x{t[(25, 2048, 2048, 2048)]['tflops'] / t[(14, 2048, 2048, 2048)]['tflops']:.2f} at 2048^3" in c
-    grid = (logs / "quad-grid-nvidia-h200.log").read_text()
-    assert "30 clusters of 4 (the driver: 30 fit" in grid and "66 clusters of 2 (the driver: 66 fit" in grid
-    waves = lambda tiles_m, tiles_n, c_, fit: -(-(-(-tiles_m // c_) * tiles_n) // fit)   # noqa: E731
-    assert (waves(32, 16, 4, 30), waves(32, 16, 2, 66)) == (5, 4) and -(-32 // 4) * 16 == 128
-    assert (waves(16, 8, 4, 30), waves(16, 8, 2, 66)) == (2, 1) and (waves(40, 20, 4, 30), waves(40, 20, 2, 66)) == (7, 7)
-    assert "take 5 waves where rung 14's 256 units of 2 take 4, at 2048^3 2 against 1, at 5000^3 7 against 7" in c
-    rows = {(r["rung"], r["pad"]): r["tflops"] for r in json.loads((logs / "row-alignment-r25-nvidia-h200.json")
-                                                                   .read_text())["rows"]}
-    assert f"rung 25 gained x{rows[25, 56] / rows[14, 56]:.2f} over rung 14" in c
-    for tool in ("memcheck", "racecheck", "synccheck"):
-        log = (logs / f"sanitize-new-kernels-rung25-26-{tool}-nvidia-h200.log").read_text()
-        assert log.count("@@end") == 8 and log.count("| PASS") == 8
-        assert ("0 hazards displayed (0 errors, 0 warnings)" if tool == "racecheck" else "ERROR SUMMARY: 0 errors") in log
-
-
 
 def test_quad_choice_takes_clusters_of_four_only_where_rows_start_inside_a_line_and_no_wave_is_added():
     """helpers.kernels.quad_choice with the H200's counts (30 clusters of 4, 66 of 2: results/logs/quad-grid): 4 at
@@ -625,26 +558,6 @@ def test_quad_choice_takes_clusters_of_four_only_where_rows_start_inside_a_line_
     src = (KERNEL_DIR.parent / "helpers" / "launch.py").read_text()
     assert 'return dataclasses.replace(spec, cluster=(2, 1, 1)), (*tuple(options), "-DQUAD_CLUSTER=2")' in src
     assert "pair = per_shape_pair(spec, options)" in src
-
-
-def test_rungs_25_and_26_per_shape_run_is_quoted():
-    """The per-shape build's run (rung 25 beside rung 14, one process): every row correct and the model's; the gain at
-    5000^3 and the fraction of cuBLAS there as the comment says, and within 1% of rung 14 at the other four shapes
-    (x0.99 to x1.00: its own build there); the GPU test of the grids passed on the H200."""
-    import json
-
-    logs = KERNEL_DIR.parent / "results" / "logs"
-    d = json.loads((logs / "rung25-per-shape-probe-nvidia-h200.json").read_text())
-    assert all(r["passed"] and r["model"] == "identical" for r in d["25"] + d["14"])
-    t = {(int(key), r["m"], r["n"], r["k"]): r for key in ("25", "14") for r in d[key] if r.get("tflops")}
-    c = _kernel_comment("hopper_quad_cluster").replace("\n// ", " ")
-    n5 = (5000,) * 3
-    assert (f"x{t[(25,) + n5]['tflops'] / t[(14,) + n5]['tflops']:.2f} over rung 14 at 5000^3 "
-            f"({t[(25,) + n5]['tflops']:.0f} TFLOP/s, {t[(25,) + n5]['frac_cublas']:.2f}x cuBLAS writing FP16 C)") in c
-    others = [s for s in ((4096,) * 3, (8192,) * 3, (2048,) * 3, (8192, 8192, 1024))]
-    gains = [t[(25,) + s]["tflops"] / t[(14,) + s]["tflops"] for s in others]
-    assert all(0.985 <= g <= 1.005 for g in gains) and "x0.99 to x1.00 at the other four shapes" in c
-    assert "2 passed" in (logs / "tests-gpu-rung25-26-per-shape-nvidia-h200.log").read_text()
 
 
 def test_tile_n_knob_shared_memory_and_the_cluster_choice_counts_the_waves_of_its_width():
@@ -775,51 +688,6 @@ def test_rung_30_is_rung_29_writing_fp32_c():
     assert "0 hazards displayed (0 errors, 0 warnings)" in (logs / "sanitize-ct-f32c-racecheck-nvidia-h200.log").read_text()
 
 
-def test_rung_29_first_runs_are_quoted():
-    """Rung 29's comment quotes its first runs (results/logs/ct-tile-probe, ct-tile-sizes): every check bit-identical,
-    each size's ratio over rung 25 beside the prediction written before that run, faster in every round where the
-    waves favour it; Nsight Compute's durations at both row strides and tensor-pipe shares (ncu-row-alignment-ct);
-    the tile-slot shares of 160-row tiles and cuBLAS's 152-row ones at 5000^3; the sanitizers' logs clean."""
-    import json
-
-    from helpers.exercises import hopper as ex
-    from helpers.experiments import hopper as H
-
-    logs = KERNEL_DIR.parent / "results" / "logs"
-    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
-    rows = {r["n"]: r for r in H.ct_tile_rows()}
-    assert set(rows) == {5000, 4096, 3000, 5500, 6750, 5496, 6744} and all(r["checked"] for r in rows.values())
-    # the comment quotes ratios of median times ("ratios of median times"), the lesson medians of round ratios
-    med = {}
-    for name in ("ct-tile-probe", "ct-tile-sizes", "ct-tile-aligned"):
-        for r in json.loads((logs / f"{name}-nvidia-h200.json").read_text())["timed"]:
-            med[r["n"], r["what"]] = r["median_ms"]
-    q = {n: f"x{med[n, 'rung 25'] / med[n, 'rung 29']:.3f}" for n in rows}
-    p = {n: f"x{r['predicted']:.2f}" for n, r in rows.items()}
-    assert "(ratios of median times; lesson 6 shows the medians of round ratios, " \
-        f"x{rows[5000]['ratio']:.3f} at 5000^3)" in src
-    assert (f"{q[5000]} at 5000^3 (predicted {p[5000]}), {q[3000]} at 3000^3 ({p[3000]}), {q[5500]} at 5500^3 and "
-            f"{q[6750]} at 6750^3 ({p[5500]}, on padded copies") in src and p[5500] == p[6750]
-    assert f"{q[4096]} at 4096^3 ({p[4096]})" in src
-    cub = {n: f"{med[n, 'cuBLAS'] / med[n, 'rung 29']:.3f}x" for n in (5496, 6744)}
-    assert (f"{q[5496]} at 5496^3 and {q[6744]} at 6744^3 ({p[5496]}), {cub[5496]} and "
-            f"{cub[6744]} cuBLAS writing FP16 C there") in src and p[5496] == p[6744]
-    assert all(r["won"].split(" of ")[0] == r["won"].split(" of ")[1] for n, r in rows.items() if n != 4096)
-    assert rows[5500]["note"] and rows[6750]["note"] and not rows[5000]["note"]
-    n = {(r["what"], r["pad"]): r for r in json.loads((logs / "ncu-row-alignment-ct-nvidia-h200.json").read_text())["rows"]}
-    us = {k: f"{v['counters']['duration_ns'] / 1e3:.0f}" for k, v in n.items()}
-    assert (f"{us['rung 29', 0]} us against cuBLAS's {us['cuBLAS FP16 C', 0]} and rung 25's {us['rung 25', 0]} "
-            f"({us['rung 29', 56]}, {us['cuBLAS FP16 C', 56]} and {us['rung 25', 56]} with rows of 10112 bytes)") in src
-    assert (f"tensor pipe {n['rung 29', 0]['counters']['tensor_pipe_pct']:.0f}% busy against cuBLAS's "
-            f"{n['cuBLAS FP16 C', 0]['counters']['tensor_pipe_pct']:.0f}%") in src
-    assert (f"fill {100 * ex.tile_efficiency(5000, 5000, 160, 256):.1f}% of 5 waves' slots with output, cuBLAS's "
-            f"152-row tiles in pairs along N {100 * ex.tile_efficiency(5000, 5000, 152, 256):.1f}%") in src
-    assert "256x152" in n["cuBLAS FP16 C", 0]["kernel_name"]
-    assert "ERROR SUMMARY: 0 errors" in (logs / "sanitize-ct-memcheck-nvidia-h200.log").read_text()
-    assert "0 hazards displayed (0 errors, 0 warnings)" in (logs / "sanitize-ct-racecheck-nvidia-h200.log").read_text()
-    assert "memcheck 0 errors, racecheck 0 hazards" in src
-
-
 def test_rungs_27_and_28_are_pending_and_their_small_tile_is_rung_14s_template_call():
     """Rungs 27-28 wait for their first GPU run in PENDING; their kernels pass TALL_M, TALL_N, TALL_STAGES as the
     template's block tile and stages after rung 14's (13's) arguments with the cluster of 2 spelt out, so TALL_M=128
@@ -860,171 +728,6 @@ def test_tall_tile_compiles_at_its_widths_without_spills_or_serialized_wgmma(tmp
             r"Compiling entry function '(\w+)'.*?(\d+) bytes stack frame, (\d+) bytes spill stores, "
             r"(\d+) bytes spill loads", out, re.S))
         assert entries["hopper_tall_tile"] == entries["hopper_tall_tile_f32c"] == ("0", "0", "0"), (width, out)
-
-
-def test_wg_uniform_probe_run_is_quoted_and_not_judged():
-    """The probe switch WG_UNIFORM's first run (results/logs/wg-uniform-probe-nvidia-h200.json): every check passed
-    bit for bit; the comment quotes the 4096^3 medians (recorded over switched), the rounds faster, and the clock and
-    power ranges of that run's 4096^3 rounds that made it not judged."""
-    import json
-
-    d = json.loads((KERNEL_DIR.parent / "results" / "logs" / "wg-uniform-probe-nvidia-h200.json").read_text())
-    assert d["switch"] == "WG_UNIFORM=1" and d["checks"] and all(c["passed"] for c in d["checks"])
-    rows = {(r["n"], r["what"], r["switch"]): r for r in d["timed"]}
-    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
-    meds, faster = [], []
-    for k in (13, 14, 15):
-        a, b = rows[(4096, f"rung {k}", None)], rows[(4096, f"rung {k}", "WG_UNIFORM=1")]
-        meds.append(f"x{a['median_ms'] / b['median_ms']:.3f}")
-        faster.append(str(sum(x > y for x, y in zip(a["round_ms"], b["round_ms"]))))
-    assert f"medians {', '.join(meds)} at 4096^3 (faster in {', '.join(faster)} of 7 rounds)" in src, (meds, faster)
-    at = [r for r in d["timed"] if r["n"] == 4096]
-    mhz = [m for r in at for m in r["sm_mhz"]]
-    watts = [w for r in at for w in r["power_w"]]
-    assert f"between {min(mhz)} and {max(mhz)} MHz" in src and f"at {min(watts):.0f}-{max(watts):.0f} W" in src
-
-
-def test_wg_uniform_second_run_is_quoted_and_keeps_it_a_probe_switch():
-    """WG_UNIFORM's second run (session 22, results/logs/wg-uniform-s22-4096 and -5000): every check bit-identical;
-    the comment quotes each median ratio (recorded over switched) and the rounds faster, and none of the four clears
-    the spread (x1.03 or more, faster in every round), so the switch stays 0."""
-    import json
-
-    logs = KERNEL_DIR.parent / "results" / "logs"
-    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
-    quoted = {}
-    for n, rungs in ((4096, (13, 14)), (5000, (25, 26))):
-        d = json.loads((logs / f"wg-uniform-s22-{n}-nvidia-h200.json").read_text())
-        assert d["switch"] == "WG_UNIFORM=1" and len(d["checks"]) == 8
-        assert all(c["passed"] and c["model"] == "identical" for c in d["checks"])
-        rows = {(r["what"], r["switch"]): r for r in d["timed"]}
-        for k in rungs:
-            a, b = rows[f"rung {k}", None], rows[f"rung {k}", "WG_UNIFORM=1"]
-            won = sum(x > y for x, y in zip(a["round_ms"], b["round_ms"]))
-            quoted[k] = (a["median_ms"] / b["median_ms"], won, len(a["round_ms"]))
-            assert not (quoted[k][0] >= 1.03 and won == len(a["round_ms"]))
-    (r13, w13, n9), (r14, w14, _), (r25, w25, n7), (r26, w26, _) = (quoted[k] for k in (13, 14, 25, 26))
-    assert (f"x{r13:.3f} and x{r14:.3f} over rungs 13 and 14 at 4096^3 (faster in {w13} and {w14} of {n9} rounds), "
-            f"x{r25:.3f} and x{r26:.3f} over rungs 25 and 26 at 5000^3 ({w25} and {w26} of {n7})") in src
-    assert "#define WG_UNIFORM 0" in src
-
-
-def test_tall_tile_probe_at_aligned_sizes_is_quoted():
-    """The tall-tile probe (session 22, results/logs/tall-tile-probe): every build bit-identical at 2 odd sizes and
-    both timed ones; the comment quotes each build's median ratio over rung 14 at 4096^3 beside its committed
-    prediction (lab/probes/tall_tile.py's TALL_PREDICTED), the ratios at 6144^3, and what they show: 4 stages of
-    the 256 x 128 tile within 1.5% of rung 14, 3 stages 14-16% slower."""
-    import json
-
-    from lab.probes.tall_tile import TALL_PREDICTED
-
-    d = json.loads((KERNEL_DIR.parent / "results" / "logs" / "tall-tile-probe-nvidia-h200.json").read_text())
-    assert d["predicted"] == TALL_PREDICTED and len(d["checks"]) == 16
-    assert all(c["passed"] and c["model"] == "identical" for c in d["checks"])
-    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
-    ratio = {(r["n"], r["what"]): None for r in d["timed"]}
-    for n in (4096, 6144):
-        base = next(r for r in d["timed"] if r["n"] == n and r["what"] == "rung 14")["median_ms"]
-        for r in d["timed"]:
-            if r["n"] == n:
-                ratio[n, r["what"]] = base / r["median_ms"]
-    b4, b3, w = "256 x 128, 4 stages", "256 x 128, 3 stages", "256 x 152"
-    assert (f"256 x 128 in 4 stages x{ratio[4096, b4]:.3f} (predicted x{TALL_PREDICTED[b4]:.2f}), in 3 stages "
-            f"x{ratio[4096, b3]:.3f} (x{TALL_PREDICTED[b3]:.2f}), 256 x 152 x{ratio[4096, w]:.3f} "
-            f"(x{TALL_PREDICTED[w]:.2f}); at 6144^3 x{ratio[6144, b4]:.3f}, x{ratio[6144, b3]:.3f}, "
-            f"x{ratio[6144, w]:.3f}") in src
-    assert all(ratio[n, b4] >= 0.985 and 0.84 <= round(ratio[n, b3], 2) <= 0.86 for n in (4096, 6144))
-    assert "a ring of 3 stages costs 14-16%" in src
-
-
-def test_rungs_27_and_28_first_run_is_quoted():
-    """The kernel comments of rungs 27-28 quote their first run (results/logs/tall-rung27-probe, tall-rung28-probe):
-    the ratio to rung 25 (26) at 5000^3 and both TFLOP/s, x1.00 (x0.99 to x1.01) where rung 14's (13's) tile is built
-    at a steady clock; every check bit-identical."""
-    import json
-
-    from helpers.experiments import hopper as H
-
-    rows = {(r["rung"], r["shape"]): r for r in H.tall_first_run()}
-    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
-    for k in (27, 28):
-        r = rows[k, "5000x5000x5000"]
-        assert (f"x{r['ratio']:.2f} of rung {k - 2} at 5000^3 ({r['tflops']:.0f} against {r['base_tflops']:.0f} "
-                f"TFLOP/s)") in src
-        steady = [x["ratio"] for (kk, s), x in rows.items() if kk == k and s != "5000x5000x5000" and not x["why"]]
-        assert len(steady) == 3 and all(0.99 <= round(x, 2) <= 1.01 for x in steady)
-        d = json.loads((KERNEL_DIR.parent / "results" / "logs" / f"tall-rung{k}-probe-nvidia-h200.json").read_text())
-        assert len(d[str(k)]) == 11 and all(x["passed"] and x["model"] == "identical" for x in d[str(k)])
-    assert "x1.00 where it builds rung 14's tile (4096^3, 2048^3, 8192 x 8192 x 1024)" in src
-    assert "x0.99 to x1.01 where it builds rung 13's tile at a steady clock" in src
-
-
-def test_rung_27_profile_and_alignment_are_quoted():
-    """Rung 27's comment quotes Nsight Compute at 5000^3 (tensor pipe %, L2 requests in millions, long-scoreboard
-    stall, against rung 25) and the row-alignment probe (TFLOP/s with rows of 10112 and 10000 bytes for rung 27, rung
-    25 and cuBLAS), from results/logs/ncu-row-alignment-tall and tall-alignment."""
-    import json
-
-    logs = KERNEL_DIR.parent / "results" / "logs"
-    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
-    n = {r["what"]: r for r in json.loads((logs / "ncu-row-alignment-tall-nvidia-h200.json").read_text())["rows"]}
-    t, q = n["rung 27"], n["rung 25"]
-    assert (f"tensor pipe {t['counters']['tensor_pipe_pct']:.0f}% busy against rung 25's "
-            f"{q['counters']['tensor_pipe_pct']:.0f}%, {t['counters']['l2_requests'] / 1e6:.1f} M L2 requests against "
-            f"{q['counters']['l2_requests'] / 1e6:.1f} M, long-scoreboard stall "
-            f"{dict(t['top_stalls'])['long_scoreboard']:.1f} against {dict(q['top_stalls'])['long_scoreboard']:.1f}") in src
-    a = {(r["rung"], r["pad"]): r["tflops"] for r in json.loads((logs / "tall-alignment-nvidia-h200.json").read_text())["rows"]}
-    assert (f"{a[27, 56]:.0f} TFLOP/s against {a[27, 0]:.0f} with rows of 10000, rung 25 {a[25, 56]:.0f} against "
-            f"{a[25, 0]:.0f}, cuBLAS {a[0, 56]:.0f} against {a[0, 0]:.0f}") in src
-
-
-def test_rung_27_reasoning_numbers_are_the_waves_and_rows_they_name():
-    """Rung 27's comment and registry reasoning: at 5000^3 rung 14's tiles are 400 units of 2 for 66 clusters (6.06
-    waves, run as 7: 83% of the tile slots hold output), the 256 x 152 tiles 330 units in 5 waves (97%), so the waves
-    give x1.18; 256 + 96 box rows per K-tile for 256 x 152 outputs is 110 outputs per row, rung 14's 128."""
-    full = 5000 * 5000
-    wide = full / (K.cluster_waves(5000, 5000, 2, 66) * 66 * 2 * 128 * 256)
-    tall = full / (K.tall_waves(5000, 5000, 152, 66) * 66 * 2 * 256 * 152)
-    assert (round(wide, 2), round(tall, 2), f"{tall / wide:.2f}") == (0.83, 0.97, "1.18")
-    assert (20 * 20, 10 * 33, f"{400 / 66:.2f}") == (400, 330, "6.06")
-    assert (int(256 * 152 / (256 + 96)), 128 * 256 // (128 + 128)) == (110, 128)
-    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
-    for s in ("400 units of 2 for 66 clusters: 6.06 waves, run as 7 (83%", "330 units, 5 whole waves (97%)",
-              "(110 outputs per row)", "the waves give x1.18"):
-        assert s in src, s
-    assert "The waves give x1.18 over rung 14" in K.PENDING[27].why
-
-
-def test_rungs_29_30_comments_quote_the_choosers_first_run():
-    """The kernel comments of rungs 29-30 quote their per-shape build's first H200 run (lab/probes/rung17.py,
-    results/logs/ct-rung29-probe and ct-rung30-probe: each rung in its own process beside cuBLAS, then rung 25 or 26):
-    every check bit-identical; the gains where the launcher built the C^T tile (5000^3, 5496^3) and where it built
-    rung 25's (26's) kernel, computed here; 5496^3 against cuBLAS writing FP16 C; the prediction written before."""
-    import json
-
-    logs = KERNEL_DIR.parent / "results" / "logs"
-    src = HSRC.replace("\n// ", " ")
-    for k, base, quotes in ((29, 25, {(5000,): "x1.030 at 5000^3", (5496,): "x1.066 at 5496^3",
-                                      (4096,): "x0.998 at 4096^3", (2048,): "x0.995 at 2048^3",
-                                      (8192, 8192, 1024): "x1.002 at 8192 x 8192 x 1024"}),
-                            (30, 26, {(5000,): "x1.034 at 5000^3", (5496,): "x1.088 at 5496^3",
-                                      (4096,): "x0.999 at 4096^3", (2048,): "x1.002 at 2048^3 and 8192 x 8192 x 1024",
-                                      (8192, 8192, 1024): "x1.002 at 2048^3 and 8192 x 8192 x 1024"})):
-        d = json.loads((logs / f"ct-rung{k}-probe-nvidia-h200.json").read_text())
-        assert all(r["passed"] and r["model"] == "identical" for r in d[str(k)])
-        mine = {(r["m"], r["n"], r["k"]): r for r in d[str(k)] if r.get("tflops")}
-        theirs = {(r["m"], r["n"], r["k"]): r for r in d[str(base)] if r.get("tflops")}
-        for s, text in quotes.items():
-            shape = s * 3 if len(s) == 1 else s
-            r = mine[shape]
-            assert r["built"].startswith(K.ALL_RUNGS[k].name + "," if shape[0] in (5000, 5496) else
-                                         K.ALL_RUNGS[base].name + ","), (k, shape, r["built"])
-            assert text.startswith(f"x{r['tflops'] / theirs[shape]['tflops']:.3f} at "), (k, shape, text)
-            assert text in src, text
-        if k == 29:
-            assert f"({mine[(5496,) * 3]['frac_cublas']:.3f}x cuBLAS writing FP16" in src
-    assert "Predicted: x1.0 over rung 25 where it builds rung 25's kernel, x1.05 at 5000^3, x1.07 at 5496^3" in src
-    assert "Predicted: x1.0 over rung 26 where it builds rung 26's kernel, x1.05 at 5000^3" in src
 
 
 def test_rung_31_is_pending_with_the_kernels_tile_and_its_reasoning_computed():
