@@ -81,6 +81,13 @@ def sweep_cases(cases, keep):
     return cases if _FULL else [c for c in cases if picked(c)]
 
 
+def full_only(test):
+    """Decorator: a test that is a sweep as a whole (nvcc builds of every variant, ...), run by `pytest --full` only
+    (make gpu-check's tests stage); without --full it is reported as skipped."""
+    skip = pytest.mark.skipif("not config.getoption('full')", reason="a sweep: runs with pytest --full (make gpu-check)")
+    return pytest.mark.sweep(skip(test))
+
+
 def pytest_configure(config):
     """--full, the `sweep` marker; hypothesis keeps its example database and caches in a temporary folder, not
     in .hypothesis/ here."""

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import full_only
 
 import helpers
 import helpers.numerics
@@ -416,6 +417,7 @@ def test_rungs_21_and_22_are_rungs_19_and_20_with_the_wait_hint():
     assert _hdefine("SKINNY_HINT_WAIT") == 1 and _hdefine("SKINNY_WAIT") == 0
 
 
+@full_only                   # nvcc builds: pytest --full (make gpu-check)
 def test_the_desc_add_probe_switch_reaches_the_same_descriptors_and_leaves_the_rungs_as_recorded():
     """DESC_ADD (kernels/hopper_sm90a.cu, a probe switch of ws_gemm, 0 by default) and hopper_primitives.cuh's
     desc_plus: stage s, k-step ks of a consumer's slice reached by adding to the low word of stage 0's descriptor is
@@ -708,6 +710,7 @@ def test_rungs_27_and_28_are_pending_and_their_small_tile_is_rung_14s_template_c
     assert _hdefine("HSTAGES") == 4 and "#define TALL_STAGES (TALL_M == 128 || TALL_N <= 128 ? 4 : 3)" in src
 
 
+@full_only                   # nvcc builds: pytest --full (make gpu-check)
 def test_tall_tile_compiles_at_its_widths_without_spills_or_serialized_wgmma(tmp_path):
     """nvcc (when present): rungs 27-28 built 128, 152 and 192 wide (two 64-row slices: 128 to 192 accumulators a
     consumer thread) without spills, stack or ptxas's performance-loss notes; the wait for the last TMA store sits
