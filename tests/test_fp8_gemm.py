@@ -2,6 +2,7 @@
 (it must reject wrong ones at the lesson's sizes), and the errors of the FP8 front ends."""
 import numpy as np
 import pytest
+from conftest import full_only, sweep
 
 from helpers import emulate as E
 from helpers import fp8_gemm as F
@@ -72,10 +73,12 @@ def test_promotion_is_an_fp32_add():
     assert not np.array_equal(E.fp8_wgmma_gemm(A, B, nc=128), E.fp8_wgmma_gemm(A, B))
 
 
-@pytest.mark.parametrize("shape,dist", [((57, 40, 136), "normal"), ((64, 48, 4096), "uniform"),
-                                        ((33, 17, 1000), "normal"), ((64, 64, 8192), "uniform"),
-                                        ((64, 64, 8192), "normal")])      # K of the largest timed product
-@pytest.mark.parametrize("kernel", ["fp8_wgmma", "fp8_promote_128", "fp8_mma_sync"])
+@pytest.mark.parametrize("kernel,shape,dist", sweep(      # K = 8192: that of the largest timed product
+    [(k, s, d) for s, d in [((57, 40, 136), "normal"), ((64, 48, 4096), "uniform"), ((33, 17, 1000), "normal"),
+                            ((64, 64, 8192), "uniform"), ((64, 64, 8192), "normal")]
+     for k in ["fp8_wgmma", "fp8_promote_128", "fp8_mma_sync"]],
+    lambda c: c[1] == (57, 40, 136) or c in [("fp8_promote_128", (64, 64, 8192), "uniform"),
+                                             ("fp8_mma_sync", (33, 17, 1000), "normal")]))
 def test_check_passes_model_and_rejects_wrong_results(kernel, shape, dist):
     m, n, k = shape
     A, B = X.random_inputs(m, n, k, dist, 7)
@@ -166,6 +169,7 @@ def test_the_ring_depth_of_the_wgmma_kernels_is_a_probe_knob():
             launcher(name, A8, A8, stages=stages)
 
 
+@full_only                   # nvcc builds: pytest --full (make gpu-check)
 def test_the_descriptor_add_switch_reaches_the_same_descriptors():
     """F8_DESC_ADD (kernels/fp8_sm90a.cu, a probe switch, 0 by default): stage s, k-step ks's descriptor built by
     adding (s * STAGE + 32 ks) / 16 to the low word of stage 0's equals desc_kmajor of the address itself, for both
@@ -214,31 +218,6 @@ def test_the_descriptor_add_switch_reaches_the_same_descriptors():
     split = {n for n, body in re.findall(r"\.entry (\w+)\((.*?)\n\}\n", ptx[()], re.S) if "mov.b64 {" in body}
     assert split == {"fp8_promote_2acc_lean"}          # as built, only the lean kernel adds (DESC = 1)
     assert "mov.b64 {" in entry(ptx[("-DF8_DESC_ADD=1",)])
-
-
-def test_the_two_sum_kernel_comment_quotes_its_first_run():
-    """fp8_promote_2acc's comment (kernels/fp8_sm90a.cu) quotes its first run: every check in the probe's log passed
-    (1, 8 and 9 K-tiles, 4096^3, 8192^3), the TFLOP/s and the ratio at 4096^3 are the log's medians, and the tensor
-    pipe shares are Nsight Compute's; it left PENDING when the record took it (session 13)."""
-    import json
-    from pathlib import Path
-
-    logs = Path(__file__).resolve().parents[1] / "results" / "logs"
-    rows = json.loads((logs / "fp8-2acc-probe-nvidia-h200.json").read_text())
-    checks = [r for r in rows if "check_passed" in r and r["kernel"] == "fp8_promote_2acc"]
-    assert {tuple(r["shape"]) for r in checks} >= {(520, 264, 1100), (40, 24, 100), (4096,) * 3, (8192,) * 3}
-    assert all(r["check_passed"] and "bit-identical to the model" in r["check"] for r in checks)
-    t = {(r["kernel"], r["stages"], tuple(r["options"])): r["tflops"] for r in rows if r.get("n") == 4096}
-    two, base = t["fp8_promote_2acc", 4, ()], t["fp8_promote_128", 4, ()]
-    desc, lt = t["fp8_promote_2acc", 6, ("-DF8_DESC_ADD=1",)], t["cublaslt_fp8", 0, ()]
-    src = (Path(F.__file__).parent.parent / "kernels" / "fp8_sm90a.cu").read_text()
-    note = src[src.index("// First run (session 12, lab/probes/fp8_stages.py --two"):src.index("fp8_promote_2acc(const")]
-    assert f"x{two / base:.2f} over fp8_promote_128 at 4096^3 ({two:.0f} against {base:.0f} TFLOP/s" in note
-    assert f"x{desc / base:.2f} with 6 stages and F8_DESC_ADD=1 ({desc:.0f}; cuBLASLt's default accumulation {lt:.0f}" in note
-    pipe = json.loads((logs / "ncu-pipe-fp8-2acc-nvidia-h200.json").read_text())["kernels"]
-    share = lambda k: pipe[k]["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]   # noqa: E731
-    assert f"the tensor pipe {share('fp8_promote_2acc'):.0f}% of the time against {share('fp8_promote_128'):.0f}%" in note
-    assert "fp8_promote_2acc" not in F.PENDING
 
 
 def test_the_lean_two_sum_kernel_is_the_build_its_probe_ran():
@@ -380,23 +359,6 @@ def test_the_store_kernels_are_their_base_kernels_with_the_tma_store():
     assert "if spec.tstore:" in launcher and "tensor_map_2d(C, 64, 32)" in launcher
 
 
-def test_the_store_kernel_comment_quotes_its_first_run():
-    """fp8_wgmma_store's comment (kernels/fp8_sm90a.cu) quotes its first run (results/logs/fp8-store-probe): the medians
-    of it, of fp8_wgmma and of cuBLASLt's fast accumulation at 4096^3, their ratios, and that every check passed."""
-    import json
-    from pathlib import Path
-
-    root = Path(F.__file__).resolve().parents[1]
-    rows = json.loads((root / "results" / "logs" / "fp8-store-probe-nvidia-h200.json").read_text())
-    assert all(r["check_passed"] for r in rows if "check_passed" in r)
-    t = {r["kernel"]: r["tflops"] for r in rows if r.get("n") == 4096 and "tflops" in r}
-    src = (root / "kernels" / "fp8_sm90a.cu").read_text()
-    note = src[src.index("// First run (session 17, lab/probes/fp8_stages.py --store"):src.index("fp8_wgmma_store(const")]
-    store, plain, fast = t["fp8_wgmma_store"], t["fp8_wgmma"], t["cublaslt_fp8_fast"]
-    assert f"x{store / plain:.2f} over fp8_wgmma at 4096^3 ({store:.0f} against {plain:.0f} TFLOP/s" in note
-    assert f"{store / fast:.3f}x cuBLASLt's fast\n// accumulation ({fast:.0f})" in note
-
-
 def test_check_without_its_model_is_the_bounds_alone():
     """check_fp8(model=False) leaves out the comparison with the model and keeps the bounds: one element one unit up
     passes it and fails the whole check, zeros fail both, and the kernel's C passes both (what
@@ -442,6 +404,7 @@ def test_target_rows_judges_by_rounds_and_leaves_a_flattered_win_unjudged():
     assert {x["kernel"]: x for x in X.target_rows(rows)}["fp8_wgmma_store"]["met"] is False
 
 
+@full_only                   # nvcc builds: pytest --full (make gpu-check)
 def test_the_period_switch_removes_the_wait_ptxas_injects_into_promote_256_and_512(tmp_path):
     """Lesson 7's explanation of fp8_promote_256's speed: built as recorded, ptxas injects a warpgroup.wait (its
     message C7517) into fp8_promote_256 and fp8_promote_512 and no other kernel of the file when built as first
@@ -498,96 +461,7 @@ def test_try_period_refuses_builds_that_do_not_exist_and_shows_the_record_withou
     assert rows[0]["vs_first"] == 1.0 and rows[1]["vs_first"] > 1
 
 
-def test_the_period_switch_comment_quotes_its_runs():
-    """kernels/fp8_sm90a.cu's comment on F8_PERIOD quotes the probe's two runs (results/logs/fp8-period-probe-* and
-    fp8-period2-probe-*) and the source sampling of the first (ncu-source-period-*): F8_PERIOD=1 x0.974 / x0.993, the
-    injected and the promotion's waits 28% of the samples against 36% for F8_PERIOD=1's one wait; F8_PERIOD=2 x1.048 /
-    x1.063 (7 of 7 rounds), x1.036 / x1.081 over fp8_promote_128, x0.996 / x1.059 at 8192^3 (medians of round ratios)."""
-    import json
-
-    from helpers.compile import KERNEL_DIR
-    from helpers.results import RESULTS_DIR
-
-    src = " ".join(ln.lstrip("/ ") for ln in (KERNEL_DIR / "fp8_sm90a.cu").read_text().splitlines()
-                   if ln.startswith("//"))
-    first = {(r["n"], r["kernel"], r["build"]): r for r in X.period_rows("fp8-period-probe")}
-    second = {(r["n"], r["kernel"], r["build"]): r for r in X.period_rows()}
-    q = lambda v: f"x{v:.3f}"     # noqa: E731
-    assert (f"1 ran slower than the recorded build, {q(first[4096, 'fp8_promote_256', 1]['vs_first'])} (256) and "
-            f"{q(first[4096, 'fp8_promote_512', 1]['vs_first'])} (512) at 4096^3") in src
-    s256, s512 = second[4096, "fp8_promote_256", 2], second[4096, "fp8_promote_512", 2]
-    assert (f"{q(s256['vs_first'])} (256) and {q(s512['vs_first'])} (512) over 0 at 4096^3 (faster in 7 of 7 rounds), "
-            f"and faster than fp8_promote_128 ({q(s256['vs_128'])}, {q(s512['vs_128'])})") in src
-    assert s256["faster"] == s512["faster"] == "7 of 7"
-    assert (f"8192^3, under the power limit, {q(second[8192, 'fp8_promote_256', 2]['vs_first'])} and "
-            f"{q(second[8192, 'fp8_promote_512', 2]['vs_first'])}") in src
-    ncu = json.loads((RESULTS_DIR / "logs" / "ncu-source-period-nvidia-h200.json").read_text())
-    share = lambda t: sum(a["share"] for a in ncu[t]["top_addresses"] if a["opcode"].startswith("WARPGROUP.DEPBAR"))  # noqa: E731
-    assert (round(100 * share("fp8_promote_256_period")), round(100 * share("fp8_promote_256"))) == (36, 28)
-    assert "holds 36% of the stall samples, where the recorded build's two waits hold 28%" in src
-
-
-def test_the_wide_two_sum_tile_prediction_and_its_leaving():
-    """fp8_promote_2acc_144 (issue 26, session 27; code in commit 3a670f9, out of the course since): the arithmetic of
-    its prediction, as lesson 7 states it, recomputed: L2 bytes per product (A and B rows of a 128 x 144 tile against
-    128 x 128), shared-memory bytes per product (a consumer's wgmma reads 64 rows of A and N of B), the tiles and their
-    rounds on 132 SMs against the lean kernel's on 128 CTAs, and FP8_WIDE_PREDICTED made of them; the kernel, its
-    wgmma width and its registry entry are gone, the registry's comment names the commit."""
-    import math
-    from pathlib import Path
-
-    from helpers.experiments.fp8 import FP8_WIDE_PREDICTED, WIDE_TRIED
-
-    l2 = (128 + 144) / (128 * 144) / ((128 + 128) / (128 * 128))
-    sm = (64 + 144) / (64 * 144) / ((64 + 128) / (64 * 128))
-    assert (f"{100 * (1 - l2):.1f}", f"{100 * (1 - sm):.1f}") == ("5.6", "3.7")
-
-    def rounds(n, bn, ctas):
-        tiles = math.ceil(n / 128) * math.ceil(n / bn)
-        return tiles, tiles / ctas, math.ceil(tiles / ctas) * bn / 128
-
-    t8, r8, w8 = rounds(8192, 144, 132)
-    assert (t8, f"{r8:.1f}") == (3648, "27.6") and rounds(8192, 128, 128) == (4096, 32.0, 32.0)
-    assert f"{rounds(8192, 128, 128)[2] / w8:.3f}" == "1.016"
-    t4, _, w4 = rounds(4096, 144, 132)
-    assert t4 == 928 and w4 == 9.0 and rounds(4096, 128, 128)[2] == 8.0 and f"{8 / w4:.2f}" == "0.89"
-    assert FP8_WIDE_PREDICTED == {8192: 1.02, 4096: 0.89} and WIDE_TRIED["commit"] == "3a670f9"
-    assert 3 * 144 // 2 <= 240 and 24 * 128 + 2 * 240 * 128 <= 65536       # its registers: 24 + 2 x 240
-    src = (Path(F.__file__).parents[1] / "kernels" / "fp8_sm90a.cu").read_text()
-    assert "fp8_promote_2acc_144" not in F.FP8_KERNELS and "fp8_promote_2acc_144" not in src and "m64n144k32" not in src
-    reg = " ".join(Path(F.__file__).read_text().replace("\n# ", " ").split())
-    assert "fp8_promote_2acc_144" not in F.PENDING and "(session 27, code in commit 3a670f9)" in reg
-
-
-def test_the_pair_switch_left_the_file_and_says_where_it_is(tmp_path):
-    """F8_PAIR (issue 26, session 29: two K-tiles per shared-memory stage in the two-sum kernels) ran once and left
-    kernels/fp8_sm90a.cu: building it stops with the #error that names the commit holding it, building without it (or
-    with 0) works, and neither the probe's variants nor the profiler's targets ask for it any more."""
-    import shutil
-    import subprocess
-    from pathlib import Path
-
-    from helpers.compile import KERNEL_DIR
-    from tools.ncu_counters import targets
-    from lab.probes import fp8_stages
-
-    assert fp8_stages.PAIR == [("fp8_promote_2acc_lean", 6, ("ctas=128", f"-DF8_PAIR={p}")) for p in (0, 1)]
-    assert "fp8_promote_2acc_lean_pair" not in targets()
-    assert "#ifndef F8_PAIR" not in (KERNEL_DIR / "fp8_sm90a.cu").read_text()
-    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
-    if nvcc is None:
-        pytest.skip("no nvcc on this machine")
-
-    def build(*opts):
-        return subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-ptx", "-o",
-                               str(tmp_path / "k.ptx"), *opts, f"-I{KERNEL_DIR}", str(KERNEL_DIR / "fp8_sm90a.cu")],
-                              capture_output=True, text=True, timeout=600)
-
-    p = build("-DF8_STAGES=6", "-DF8_PAIR=1")
-    assert p.returncode != 0 and "F8_PAIR=1 left kernels/fp8_sm90a.cu" in p.stderr and "commit 2a049e0" in p.stderr
-    assert build("-DF8_STAGES=6", "-DF8_PAIR=0").returncode == 0
-
-
+@full_only                   # nvcc builds: pytest --full (make gpu-check)
 def test_the_extra_l2_probe_loads_a_second_box_of_a(tmp_path):
     """F8_EXTRA_L2 (issue 26, session 29, pending its first run): an energy probe of L2 reads. The default build is the
     record's (F8_EXTRA_L2 0: the file's SASS at 4 and 6 stages was compared byte for byte offline); with 1 the lean
