@@ -212,14 +212,6 @@ def test_nbval_seconds_reads_a_passing_run_only(tmp_path):
     limit or with a failure is refused with the fix named (lesson 6 prints the committed log's minutes on a GPU)."""
     from helpers import results
 
-    assert results.nbval_seconds("nbval-06-s28") == 448.51
-    lesson = (Path(__file__).resolve().parents[1] / "notebooks" / "06_hopper_full_speed.py").read_text()
-    import re
-
-    runs = [p.stem.removesuffix("-nvidia-h200") for p in (Path(__file__).resolve().parents[1] / "results" / "logs")
-            .glob("nbval-06-s[0-9]*-nvidia-h200.log") if "timeout" not in p.name]
-    newest = max(runs, key=lambda n: int(re.match(r"nbval-06-s(\d+)", n)[1]))
-    assert f'nbval_seconds("{newest}")' in lesson and results.nbval_seconds(newest) > 0   # the newest passing run
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / "a-gpu.log").write_text("# header\n....\n95 passed in 31.31s\nrc 0\n")
