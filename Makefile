@@ -38,11 +38,17 @@ course: $(STAMP) $(PAGE_ASSETS)
 
 test: unit nbval
 
+# The unit tests on the CPU backend. They do not collect tests/gpu (GPU only: COURSE_DEVICE=gpu pytest tests/gpu)
+# and take a sample of each sweep (one case of each kind); `pytest tests --full -m sweep` runs every case of the
+# sweeps (every kernel and rung of the check's mutation matrices, every knob value built with nvcc): make
+# gpu-check's tests stage runs both. No bytecode caches (PYTHONDONTWRITEBYTECODE, for the notebooks' kernels too),
+# hypothesis's files in a temporary folder and the wheel built from a copy (tests/conftest.py): a test run leaves
+# the work tree as it found it (git status --ignored is the same before and after).
 unit: $(STAMP)
-	$(PY) -m pytest tests -q
+	PYTHONDONTWRITEBYTECODE=1 $(PY) -m pytest tests -q
 
 nbval: $(STAMP)
-	$(PY) -m pytest $(NBVAL) notebooks -q -p no:cacheprovider
+	PYTHONDONTWRITEBYTECODE=1 $(PY) -m pytest $(NBVAL) notebooks -q -p no:cacheprovider
 
 # The lab (lab/README.md): the research behind the lessons, outside the course's package. Its tests, and the
 # summary file the lessons' "What else was tried" tables read (results/tried.json, from the lab's logs).

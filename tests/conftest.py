@@ -3,21 +3,29 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from fractions import Fraction
 from pathlib import Path
 
-import numpy as np
-import pytest
+# A test run leaves the work tree as it found it: no bytecode caches (here and in the child processes and
+# notebook kernels the tests start), hypothesis's files in a temporary folder (below), the wheel built from a copy.
+sys.dont_write_bytecode = True
+os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+GPU_TESTS = ROOT / "tests" / "gpu"      # collected only when named: pytest tests/gpu (make gpu-check's tests stage)
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 # Force the CPU backend before helpers is imported anywhere (no GPU probing).
 # Exception: an explicit COURSE_DEVICE=gpu run keeps 'gpu' for the GPU-only test
-# modules (tests/test_gpu*.py; they read the variable when it is collected); every other test
+# modules (tests/gpu/; they read the variable when it is collected); every other test
 # still runs on the CPU backend (see _cpu_backend below).
 ORIGINAL_DEVICE = os.environ.get("COURSE_DEVICE")
 if (ORIGINAL_DEVICE or "").strip().lower() != "gpu":
@@ -31,15 +39,84 @@ import helpers  # noqa: E402,F401
 import helpers.device  # noqa: E402
 
 
+# --------------------------------------------------------------------------- sweeps: a sample by default, all with --full
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true",
+                     help="run every case of the sweeps (every kernel and rung of the check's mutation matrices, "
+                          "every knob value built with nvcc, ...); the default run takes one case of each kind. "
+                          "make gpu-check's tests stage runs `pytest tests --full -m sweep`.")
+
+
+_FULL = False
+
+
+def full_sweeps() -> bool:
+    """Whether this run was asked for the whole sweeps (pytest --full)."""
+    return _FULL
+
+
+def sweep(cases, keep, ids=None):
+    """The cases of a sweep, for @pytest.mark.parametrize: all of `cases` with `pytest --full`, else those `keep`
+    picks (a predicate of a case, or a collection of cases), one of each kind: enough to show the test can fail.
+    Each case is marked `sweep`, so that `pytest tests --full -m sweep` runs the sweeps alone. `ids` as
+    parametrize's (a list as long as `cases`, or a function of a case)."""
+    cases = list(cases)
+    picked = keep if callable(keep) else (lambda c, kept=list(keep): c in kept)
+    out = []
+    for i, case in enumerate(cases):
+        if not (_FULL or picked(case)):
+            continue
+        values = case if isinstance(case, tuple) else (case,)
+        id_ = ids[i] if isinstance(ids, (list, tuple)) else ids(case) if ids else None
+        out.append(pytest.param(*values, id=id_, marks=pytest.mark.sweep))
+    assert out, "a sweep keeps at least one case"
+    return out
+
+
+def sweep_cases(cases, keep):
+    """The cases of a sweep a test loops over itself: all with `pytest --full`, else those `keep` picks (as in
+    sweep()). Mark the test @pytest.mark.sweep."""
+    cases = list(cases)
+    picked = keep if callable(keep) else (lambda c, kept=list(keep): c in kept)
+    return cases if _FULL else [c for c in cases if picked(c)]
+
+
+def full_only(test):
+    """Decorator: a test that is a sweep as a whole (nvcc builds of every variant, ...), run by `pytest --full` only
+    (make gpu-check's tests stage); without --full it is reported as skipped."""
+    skip = pytest.mark.skipif("not config.getoption('full')", reason="a sweep: runs with pytest --full (make gpu-check)")
+    return pytest.mark.sweep(skip(test))
+
+
+def pytest_configure(config):
+    """--full, the `sweep` marker; hypothesis keeps its example database and caches in a temporary folder, not
+    in .hypothesis/ here."""
+    global _FULL
+    _FULL = bool(config.getoption("full", False))
+    config.addinivalue_line("markers", "sweep: a case of a sweep (all cases with --full, a sample without)")
+    try:
+        from hypothesis.configuration import set_hypothesis_home_dir
+    except ImportError:                                               # pragma: no cover
+        return
+    config._course_hypothesis_dir = tempfile.mkdtemp(prefix="course-hypothesis-")
+    set_hypothesis_home_dir(config._course_hypothesis_dir)
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_course_hypothesis_dir", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def _cpu_backend(request):
     """Every CPU test starts on the CPU backend; the backend cache is cleared before and after.
 
     Autouse fixtures are set up before `monkeypatch`, so this teardown runs after
     monkeypatch has restored COURSE_DEVICE: the next backend() call sees 'cpu' again.
-    Tests in tests/test_gpu*.py see the session's own COURSE_DEVICE instead.
+    Tests in tests/gpu/ see the session's own COURSE_DEVICE instead.
     """
-    gpu_module = request.node.path.name.startswith("test_gpu")
+    gpu_module = GPU_TESTS in request.node.path.parents
     want = ORIGINAL_DEVICE if gpu_module else "cpu"
 
     def apply():
@@ -131,7 +208,13 @@ def course_wheel(tmp_path_factory):
     isolated build environment, or, offline (the GPU machine), with the setuptools installed here.
     tests/test_package.py and tests/test_colab.py both use it."""
     out = tmp_path_factory.mktemp("wheel")
-    cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(out)]
+    # built from a copy of what the wheel is made of: setuptools writes build/ and *.egg-info/ beside setup.py
+    src = tmp_path_factory.mktemp("course-src")
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "requirements.txt"):
+        shutil.copy2(ROOT / name, src / name)
+    for name in ("helpers", "kernels", "results"):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "logs"))
+    cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(src), "-w", str(out)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0 and importlib.util.find_spec("setuptools"):
         p = subprocess.run(cmd + ["--no-build-isolation"], capture_output=True, text=True)

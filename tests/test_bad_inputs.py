@@ -1,6 +1,6 @@
-"""Issue 22, section 3: bad input that used to escape as a raw Python/numpy error, or as a silently
-wrong answer, now gets a CourseError that names the fix; exercise checkers answer anything with a
-verdict line. Each row of a table is (call, expected error class, a word the message must contain)."""
+"""Bad input gets a CourseError that names the fix, never a raw Python/numpy error or a silently wrong answer;
+exercise checkers answer anything with a verdict line. Each row of a table is (call, expected error class, a word
+the message must contain); a table is one test whose rows are subtests (each reported apart when it fails)."""
 from __future__ import annotations
 
 import inspect
@@ -14,7 +14,7 @@ import pytest
 import helpers
 import helpers.device
 import helpers.exercises as exercises
-from helpers import fp8_gemm, numerics
+from helpers import fp8_gemm
 from helpers import results as hr
 from helpers.errors import CourseError, InputError, ResultsError, UnknownExperimentError, UnknownKernelError
 from helpers.exercises import baseline, fp8 as fp8x, hopper, ladder, mixed, precision, wmma
@@ -111,14 +111,15 @@ BAD_CALLS = [
 ]
 
 
-@pytest.mark.parametrize("call, exc, word", [pytest.param(c, e, w, id=i) for i, c, e, w in BAD_CALLS])
-def test_bad_input_gets_a_course_error_that_names_the_fix(call, exc, word):
-    with pytest.raises(exc) as info:
-        call()
-    assert isinstance(info.value, CourseError)
-    text = str(info.value)
-    assert "\nFix: " in text and word in text, text
-    assert len(text.splitlines()) <= 3, text                 # one or two readable lines, and the fix
+def test_bad_input_gets_a_course_error_that_names_the_fix(subtests):
+    for what, call, exc, word in BAD_CALLS:
+        with subtests.test(what):
+            with pytest.raises(exc) as info:
+                call()
+            assert isinstance(info.value, CourseError)
+            text = str(info.value)
+            assert "\nFix: " in text and word in text, text
+            assert len(text.splitlines()) <= 3, text                 # one or two readable lines, and the fix
 
 
 # --------------------------------------------------------------------------- malformed results files
@@ -153,14 +154,15 @@ BAD_RECORDS = [
 ]
 
 
-@pytest.mark.parametrize("changes, word", [pytest.param(c, w, id=i) for i, c, w in BAD_RECORDS])
-def test_malformed_record_is_a_results_error_naming_file_and_field(tmp_path, changes, word):
+def test_malformed_record_is_a_results_error_naming_file_and_field(tmp_path, subtests):
     path = tmp_path / "test-gpu.json"
-    path.write_text(json.dumps(_record(**changes)))
-    with pytest.raises(ResultsError) as info:
-        hr.load_record(path)
-    text = str(info.value)
-    assert word in text and "test-gpu.json" in text and "\nFix: " in text, text
+    for what, changes, word in BAD_RECORDS:
+        with subtests.test(what):
+            path.write_text(json.dumps(_record(**changes)))
+            with pytest.raises(ResultsError) as info:
+                hr.load_record(path)
+            text = str(info.value)
+            assert word in text and "test-gpu.json" in text and "\nFix: " in text, text
 
 
 def test_a_good_record_still_loads(tmp_path):
@@ -281,14 +283,16 @@ def test_every_checker_is_guarded():
 ABSURD = [10**400, -10**400, {}, [], 1j, np.array([1.0, 2.0]), np.array([448.0]), object(), True, np.bool_(True)]
 
 
-@pytest.mark.parametrize("fn", CHECKERS)
-def test_every_checker_answers_absurd_answers_with_a_verdict(fn, capsys):
-    params = list(inspect.signature(fn).parameters.values())
-    extra = [16] * sum(p.default is p.empty for p in params[1:])       # M, N, K, tile, ... (data gets 16: wrong)
-    for answer in ABSURD:
-        fn(answer, *extra)                                            # never raises
-        out = capsys.readouterr().out
-        assert out.startswith("[") and exercises.last_result is False, (answer, out)
+def test_every_checker_answers_absurd_answers_with_a_verdict(capsys, subtests):
+    for p in CHECKERS:
+        fn = p.values[0]
+        with subtests.test(p.id):
+            params = list(inspect.signature(fn).parameters.values())
+            extra = [16] * sum(q.default is q.empty for q in params[1:])    # M, N, K, tile, ... (data gets 16: wrong)
+            for answer in ABSURD:
+                fn(answer, *extra)                                        # never raises
+                out = capsys.readouterr().out
+                assert out.startswith("[") and exercises.last_result is False, (answer, out)
 
 
 BAD_CHECKS = [   # (checker call, a word of the verdict): wrong-typed answers or arguments
@@ -308,12 +312,13 @@ BAD_CHECKS = [   # (checker call, a word of the verdict): wrong-typed answers or
 ]
 
 
-@pytest.mark.parametrize("call, word", [pytest.param(c, w, id=i) for i, c, w in BAD_CHECKS])
-def test_checker_gives_a_verdict_for_wrong_input(call, word, capsys):
-    call()                                                            # never raises
-    out = capsys.readouterr().out
-    assert exercises.last_result is False and word in out, out
-    assert out.startswith("[") and len(out.strip().splitlines()) <= 2, out
+def test_checker_gives_a_verdict_for_wrong_input(capsys, subtests):
+    for what, call, word in BAD_CHECKS:
+        with subtests.test(what):
+            call()                                                    # never raises
+            out = capsys.readouterr().out
+            assert exercises.last_result is False and word in out, out
+            assert out.startswith("[") and len(out.strip().splitlines()) <= 2, out
 
 
 def test_checker_lets_a_lost_gpu_context_through():

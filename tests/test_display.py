@@ -1,12 +1,16 @@
 """helpers.display: kernel source and a rung's changed lines, read from kernels/ (issue 23)."""
 import pytest
+from conftest import sweep
 
 import helpers
 from helpers import display
 from helpers.fp8_gemm import FP8_KERNELS
 
+_SPECS = {**helpers.KERNELS, **FP8_KERNELS}
+_FIRST_OF_FILE = {next(k for k in _SPECS if _SPECS[k].file == f) for f in {x.file for x in _SPECS.values()}}
 
-@pytest.mark.parametrize("name", list(helpers.KERNELS) + list(FP8_KERNELS))
+
+@pytest.mark.parametrize("name", sweep(_SPECS, _FIRST_OF_FILE))           # --full: every kernel
 def test_kernel_source_finds_every_kernel_definition(name):
     """Every registered kernel (and lesson 07's FP8 kernels, declared with __launch_bounds__) is found as
     its definition, not its forward declaration: the text runs from extern "C" to the body's last brace."""
@@ -17,7 +21,7 @@ def test_kernel_source_finds_every_kernel_definition(name):
     assert ";" not in head
 
 
-@pytest.mark.parametrize("rung", list(helpers.kernels.ALL_RUNGS))
+@pytest.mark.parametrize("rung", sweep(helpers.kernels.ALL_RUNGS, (1, 2, 7, 8, 19, 25, 29)))   # --full: every rung
 def test_rung_diff_compares_each_rung_with_the_one_before_or_its_base(rung):
     spec = helpers.kernels.ALL_RUNGS[rung]
     md = display.rung_diff(rung).data

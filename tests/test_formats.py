@@ -50,13 +50,13 @@ def test_format_table_has_every_format():
 
 
 @pytest.mark.parametrize("name", F.LESSON_FORMATS)
-@pytest.mark.parametrize("x", [-1 / 3, 0.1, 3.14159, 1e-3, 300.0])
-def test_bit_string_round_trips(name, x):
-    bits = F.bit_string(x, name)
-    assert len(bits) == helpers.numerics.fmt(name).bits
+def test_bit_string_round_trips(name):
     from helpers.numerics import round_to
 
-    assert F.decode_bits(bits, name) == float(round_to(np.array([x]), name)[0])
+    for x in [-1 / 3, 0.1, 3.14159, 1e-3, 300.0]:
+        bits = F.bit_string(x, name)
+        assert len(bits) == helpers.numerics.fmt(name).bits
+        assert F.decode_bits(bits, name) == float(round_to(np.array([x]), name)[0]), x
 
 
 def test_bit_string_known_patterns():

@@ -1,7 +1,7 @@
 """DeepSeek-V3's recipe: fp8_block_scaled (kernels/fp8_sm90a.cu) and its front ends in
 helpers.fp8_scaled, on the CPU. The model against a direct re-implementation and against float64 within a bound
 derived from E4M3's precision; the check rejecting wrong results; block scaling against per-tensor scaling;
-bad input; and the lesson's readers of the recorded rows. (On a GPU: tests/test_gpu_fp8.py.)"""
+bad input; and the lesson's readers of the recorded rows. (On a GPU: tests/gpu/test_gpu_fp8.py.)"""
 import math
 
 import numpy as np

@@ -2,6 +2,7 @@
 (it must reject wrong ones at the lesson's sizes), and the errors of the FP8 front ends."""
 import numpy as np
 import pytest
+from conftest import full_only, sweep
 
 from helpers import emulate as E
 from helpers import fp8_gemm as F
@@ -67,10 +68,12 @@ def test_promotion_is_an_fp32_add():
     assert not np.array_equal(E.fp8_wgmma_gemm(A, B, nc=128), E.fp8_wgmma_gemm(A, B))
 
 
-@pytest.mark.parametrize("shape,dist", [((57, 40, 136), "normal"), ((64, 48, 4096), "uniform"),
-                                        ((33, 17, 1000), "normal"), ((64, 64, 8192), "uniform"),
-                                        ((64, 64, 8192), "normal")])      # K of the largest timed product
-@pytest.mark.parametrize("kernel", ["fp8_wgmma", "fp8_promote_128", "fp8_mma_sync"])
+@pytest.mark.parametrize("kernel,shape,dist", sweep(      # K = 8192: that of the largest timed product
+    [(k, s, d) for s, d in [((57, 40, 136), "normal"), ((64, 48, 4096), "uniform"), ((33, 17, 1000), "normal"),
+                            ((64, 64, 8192), "uniform"), ((64, 64, 8192), "normal")]
+     for k in ["fp8_wgmma", "fp8_promote_128", "fp8_mma_sync"]],
+    lambda c: c[1] == (57, 40, 136) or c in [("fp8_promote_128", (64, 64, 8192), "uniform"),
+                                             ("fp8_mma_sync", (33, 17, 1000), "normal")]))
 def test_check_passes_model_and_rejects_wrong_results(kernel, shape, dist):
     m, n, k = shape
     A, B = X.random_inputs(m, n, k, dist, 7)
@@ -161,6 +164,7 @@ def test_the_ring_depth_of_the_wgmma_kernels_is_a_probe_knob():
             launcher(name, A8, A8, stages=stages)
 
 
+@full_only                   # nvcc builds: pytest --full (make gpu-check)
 def test_the_descriptor_add_switch_reaches_the_same_descriptors():
     """F8_DESC_ADD (kernels/fp8_sm90a.cu, a probe switch, 0 by default): stage s, k-step ks's descriptor built by
     adding (s * STAGE + 32 ks) / 16 to the low word of stage 0's equals desc_kmajor of the address itself, for both
@@ -292,6 +296,7 @@ def test_launcher_refuses_a_grid_it_cannot_use(kernel, ctas):
     assert "leave ctas out" in str(e.value)
 
 
+@full_only                   # nvcc builds: pytest --full (make gpu-check)
 def test_the_period_switch_removes_the_wait_ptxas_injects_into_promote_256_and_512(tmp_path):
     """Lesson 7's trap: with F8_PERIOD=0 (the period decided at run time) ptxas injects a warpgroup.wait (its message
     C7517) into fp8_promote_256 and fp8_promote_512 and no other kernel of the file; with 2 (the default:
@@ -342,6 +347,7 @@ def test_try_period_refuses_builds_that_do_not_exist_and_shows_the_record_withou
     only = X.period_rows({"speed": load_latest().meta["experiments"]["fp8"]["speed"]})  # a record of one timing
     assert {r["build"] for r in only} == {2}
 
+@full_only                   # nvcc builds: pytest --full (make gpu-check)
 def test_the_pair_switch_is_refused(tmp_path):
     """F8_PAIR=1 (two K-tiles per stage) is not a build of kernels/fp8_sm90a.cu: building it stops with an #error that
     says so; building with 0 works."""
@@ -366,6 +372,7 @@ def test_the_pair_switch_is_refused(tmp_path):
     assert build("-DF8_STAGES=6", "-DF8_PAIR=0").returncode == 0
 
 
+@full_only                   # nvcc builds: pytest --full (make gpu-check)
 def test_the_extra_l2_probe_loads_a_second_box_of_a(tmp_path):
     """F8_EXTRA_L2, a build switch that prices L2 reads: 0 by default; with 1 the lean kernel compiles without spills
     or a stack frame and every kernel of the file issues one TMA load more per K-tile (the copy of A's box) and

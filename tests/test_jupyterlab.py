@@ -34,14 +34,6 @@ def test_kernel_display_name_is_what_make_installs():
     assert "kernelspec" in toml          # the text halves carry it too, so jupytext does not drop it
 
 
-def test_readme_rise_instructions_name_what_jupyterlab_rise_has():
-    text = (ROOT / "README.md").read_text()
-    assert "toolbar's 'Open as Reveal Slideshow'" not in text and "toolbar's \"Open as Reveal Slideshow\"" not in text
-    live = text[text.index("**Live in JupyterLab**"):]
-    live = live[:live.index("\n- **")]
-    assert "Alt+R" in live and "command palette" in live and "View menu" in live
-
-
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
 def test_rise_finds_its_style_sheets(path):
     """jupyterlab-rise requests rise.css and <notebook>.css next to the notebook: both exist (no 404)."""

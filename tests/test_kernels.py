@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import full_only
 
 import helpers
 import helpers.numerics
@@ -411,6 +412,7 @@ def test_rungs_21_and_22_are_rungs_19_and_20_with_the_wait_hint():
     assert _hdefine("SKINNY_HINT_WAIT") == 1 and _hdefine("SKINNY_WAIT") == 0
 
 
+@full_only                   # nvcc builds: pytest --full (make gpu-check)
 def test_the_desc_add_probe_switch_reaches_the_same_descriptors_and_leaves_the_rungs_as_recorded():
     """DESC_ADD (kernels/hopper_sm90a.cu, a build option of ws_gemm, 0 by default) and hopper_primitives.cuh's
     desc_plus: stage s, k-step ks of a consumer's slice reached by adding to the low word of stage 0's descriptor is
@@ -647,6 +649,7 @@ def test_rungs_27_and_28_are_pending_and_their_small_tile_is_rung_14s_template_c
     assert _hdefine("HSTAGES") == 4 and "#define TALL_STAGES (TALL_M == 128 || TALL_N <= 128 ? 4 : 3)" in src
 
 
+@full_only                   # nvcc builds: pytest --full (make gpu-check)
 def test_tall_tile_compiles_at_its_widths_without_spills_or_serialized_wgmma(tmp_path):
     """nvcc (when present): rungs 27-28 built 128, 152 and 192 wide (two 64-row slices: 128 to 192 accumulators a
     consumer thread) without spills, stack or ptxas's performance-loss notes; the wait for the last TMA store sits
@@ -667,23 +670,6 @@ def test_tall_tile_compiles_at_its_widths_without_spills_or_serialized_wgmma(tmp
             r"Compiling entry function '(\w+)'.*?(\d+) bytes stack frame, (\d+) bytes spill stores, "
             r"(\d+) bytes spill loads", out, re.S))
         assert entries["hopper_tall_tile"] == entries["hopper_tall_tile_f32c"] == ("0", "0", "0"), (width, out)
-
-
-def test_rung_27_reasoning_numbers_are_the_waves_and_rows_they_name():
-    """Rung 27's comment and registry reasoning: at 5000^3 rung 14's tiles are 400 units of 2 for 66 clusters (6.06
-    waves, run as 7: 83% of the tile slots hold output), the 256 x 152 tiles 330 units in 5 waves (97%), so the waves
-    give x1.18; 256 + 96 box rows per K-tile for 256 x 152 outputs is 110 outputs per row, rung 14's 128."""
-    full = 5000 * 5000
-    wide = full / (K.cluster_waves(5000, 5000, 2, 66) * 66 * 2 * 128 * 256)
-    tall = full / (K.tall_waves(5000, 5000, 152, 66) * 66 * 2 * 256 * 152)
-    assert (round(wide, 2), round(tall, 2), f"{tall / wide:.2f}") == (0.83, 0.97, "1.18")
-    assert (20 * 20, 10 * 33, f"{400 / 66:.2f}") == (400, 330, "6.06")
-    assert (int(256 * 152 / (256 + 96)), 128 * 256 // (128 + 128)) == (110, 128)
-    src = helpers.display.kernel_source("hopper_sm90a.cu").replace("\n// ", " ")
-    for s in ("400 units of 2 for 66 clusters: 6.06 waves, run as 7 (83%", "330 units, 5 whole waves (97%)",
-              "(110 outputs per row)", "the waves give x1.18"):
-        assert s in src, s
-    assert "The waves give x1.18 over rung 14" in K.PENDING[27].why
 
 
 def test_rung_31_is_pending_with_the_kernels_tile_and_its_reasoning_computed():

@@ -1,6 +1,7 @@
 """The lessons on GPUs other than the H200 (issues 17 and 27), with the GPU faked: helpers.device believes it
 found a Colab T4 (compute capability 7.5), a GeForce RTX 5090 (12.0, the RTX 50 family) or a B200 (10.0).
 Every test runs once per GPU; its id carries the GPU and its target (T4-sm_75, RTX5090-sm_120, B200-sm_100).
+A test of every kernel or experiment goes through them as subtests (each one reported apart if it fails).
 
 * T4: FP16 WMMA (sm_70), but no BF16 or TF32 WMMA, no cp.async or mma.sync m16n8k16 (sm_80), no FP8 and
   no wgmma (sm_90a).
@@ -163,22 +164,23 @@ def test_what_this_gpu_cannot_run(gpu):
     assert {r.name for r in ALL_RUNGS.values() if r.only_cc == (9, 0)} <= gpu.cannot          # sm_90a: never here
 
 
-@pytest.mark.parametrize("name", sorted(KERNELS))
-def test_gemm_says_why_in_one_line_or_reaches_the_gpu(gpu, name):
-    """helpers.gemm (lesson 03's kernel loop, lesson 05 and 06's calls), gpu_kernel and kernel_resources: an
-    ArchitectureError before any CuPy call or child process for a kernel this GPU cannot run (isolated
+def test_gemm_says_why_in_one_line_or_reaches_the_gpu(gpu, subtests):
+    """helpers.gemm (lesson 03's kernel loop, lesson 05 and 06's calls), gpu_kernel and kernel_resources, for every
+    kernel: an ArchitectureError before any CuPy call or child process for a kernel this GPU cannot run (isolated
     kernels included); for one it runs, the call gets to CuPy."""
-    spec = KERNELS[name]
-    A, B = _inputs(spec)
-    for call in (lambda: helpers.gemm(name, A, B, pad=True), lambda: launch.gpu_kernel(name),
-                 lambda: launch.kernel_resources(name)):
-        if name in gpu.cannot:
-            with pytest.raises(ArchitectureError) as ei:
-                call()
-            _one_line(ei.value, gpu)
-        else:
-            with pytest.raises(ReachedTheGPU):
-                call()
+    for name in sorted(KERNELS):
+        with subtests.test(kernel=name):
+            spec = KERNELS[name]
+            A, B = _inputs(spec)
+            for call in (lambda: helpers.gemm(name, A, B, pad=True), lambda: launch.gpu_kernel(name),
+                         lambda: launch.kernel_resources(name)):
+                if name in gpu.cannot:
+                    with pytest.raises(ArchitectureError) as ei:
+                        call()
+                    _one_line(ei.value, gpu)
+                else:
+                    with pytest.raises(ReachedTheGPU):
+                        call()
 
 
 def test_input_mistakes_read_as_on_the_cpu(gpu, set_device):
@@ -240,23 +242,25 @@ def test_peaks_of_this_gpu(gpu, capsys):
 
 
 # --------------------------------------------------------------------------- experiments: live or recorded
-@pytest.mark.parametrize("name", EXPERIMENTS)
-def test_experiments_run_live_or_show_the_record_with_one_line(gpu, capsys, monkeypatch, name):
-    """run_or_load (every lesson; lesson 04's tc_probes and error_vs_k through P.recorded, lesson 06's hopper
-    with its live settings): an experiment this GPU cannot run shows the recorded H200 data and one line;
-    one it can run is started (here a stand-in that says it ran)."""
+def test_experiments_run_live_or_show_the_record_with_one_line(gpu, capsys, monkeypatch, subtests):
+    """run_or_load of every experiment (every lesson; lesson 04's tc_probes and error_vs_k through P.recorded,
+    lesson 06's hopper with its live settings): an experiment this GPU cannot run shows the recorded H200 data and
+    one line; one it can run is started (here a stand-in that says it ran)."""
     from helpers.experiments import hopper as H
     from helpers.experiments import precision as P
 
-    if name not in gpu.recorded:
-        monkeypatch.setitem(REGISTRY, name, lambda **kw: {"ran live": name})
-    kw = H.LIVE if name == "hopper" else {}
-    out = P.recorded(name) if name in ("tc_probes", "error_vs_k") else run_or_load(name, **kw)
-    if name in gpu.recorded:
-        _recorded_with_one_line(capsys, out, name, gpu)
-    else:
-        assert out.live and out.data == {"ran live": name} and not capsys.readouterr().out
-        assert out.source == f"measured live on {gpu.info.name}"
+    for name in EXPERIMENTS:
+        with subtests.test(experiment=name):
+            capsys.readouterr()
+            if name not in gpu.recorded:
+                monkeypatch.setitem(REGISTRY, name, lambda name=name, **kw: {"ran live": name})
+            kw = H.LIVE if name == "hopper" else {}
+            out = P.recorded(name) if name in ("tc_probes", "error_vs_k") else run_or_load(name, **kw)
+            if name in gpu.recorded:
+                _recorded_with_one_line(capsys, out, name, gpu)
+            else:
+                assert out.live and out.data == {"ran live": name} and not capsys.readouterr().out
+                assert out.source == f"measured live on {gpu.info.name}"
 
 
 def test_every_experiment_declares_the_gpu_it_needs(gpu):
@@ -338,41 +342,44 @@ def test_lesson07_fp8_experiment_runs_the_fp8_kernels_this_gpu_has(gpu, capsys, 
     assert out.data["sweep"] == {"run_sweep": ["fp8_mma_sync"]}
 
 
-@pytest.mark.parametrize("kernel", sorted(FP8_KERNELS))
-def test_lesson07_fp8_kernels_run_their_cpu_model_or_on_the_gpu(gpu, kernel):
+def test_lesson07_fp8_kernels_run_their_cpu_model_or_on_the_gpu(gpu, subtests):
     """Lesson 07's kernel loop: fp8_gemm.matmul gives the CPU model's C and one line naming why for a kernel
     this GPU cannot run (the check then runs as on the CPU); a kernel it runs goes to the GPU."""
     from helpers import fp8_gemm
     from helpers.experiments import fp8 as fp8x
 
     A, B = fp8x.random_inputs(57, 40, 72, "normal", seed=1)
-    if kernel in gpu.fp8_live:
-        with pytest.raises(ReachedTheGPU):
-            fp8_gemm.matmul(kernel, A, B)
-        return
-    C, where = fp8_gemm.matmul(kernel, A, B)
-    assert where == (f"CPU model of the H200's arithmetic ({gpu.info.name} (sm_{gpu.cc[0]}{gpu.cc[1]}) "
-                     f"cannot run {kernel})")
-    assert isinstance(C, np.ndarray) and fp8x.check_fp8(kernel, C, A, B).passed
+    for kernel in sorted(FP8_KERNELS):
+        with subtests.test(kernel=kernel):
+            if kernel in gpu.fp8_live:
+                with pytest.raises(ReachedTheGPU):
+                    fp8_gemm.matmul(kernel, A, B)
+                continue
+            C, where = fp8_gemm.matmul(kernel, A, B)
+            assert where == (f"CPU model of the H200's arithmetic ({gpu.info.name} (sm_{gpu.cc[0]}{gpu.cc[1]}) "
+                             f"cannot run {kernel})")
+            assert isinstance(C, np.ndarray) and fp8x.check_fp8(kernel, C, A, B).passed
 
 
-@pytest.mark.parametrize("kernel", sorted(FP8_KERNELS))
-def test_lesson07_fp8_launches_say_why_in_one_line_or_reach_the_gpu(gpu, kernel):
+def test_lesson07_fp8_launches_say_why_in_one_line_or_reach_the_gpu(gpu, subtests):
     from helpers import fp8_gemm
 
     A8 = fp8_gemm.encode_e4m3(np.ones((64, 64)))
-    for call in (lambda: fp8_gemm.gemm_fp8(kernel, A8, A8), lambda: fp8_gemm.launcher(kernel, A8, A8)):
-        if kernel in gpu.fp8_live:
-            with pytest.raises(ReachedTheGPU):
-                call()
-            continue
-        with pytest.raises(ArchitectureError) as ei:
-            call()
-        err = ei.value
-        assert "\n" not in err.problem and err.problem.endswith(f"this GPU, {gpu.info.name}, is {gpu.cc_text}.")
-        assert "COURSE_DEVICE=cpu" in err.fix and "recorded" in err.fix
-        need = "sm_90a, i.e. a Hopper GPU" if kernel in WGMMA_FP8 else "compute capability 8.9 or newer"
-        assert f"{kernel} needs {need}" in err.problem, err.problem
+    for kernel in sorted(FP8_KERNELS):
+        with subtests.test(kernel=kernel):
+            for call in (lambda: fp8_gemm.gemm_fp8(kernel, A8, A8), lambda: fp8_gemm.launcher(kernel, A8, A8)):
+                if kernel in gpu.fp8_live:
+                    with pytest.raises(ReachedTheGPU):
+                        call()
+                    continue
+                with pytest.raises(ArchitectureError) as ei:
+                    call()
+                err = ei.value
+                assert "\n" not in err.problem
+                assert err.problem.endswith(f"this GPU, {gpu.info.name}, is {gpu.cc_text}.")
+                assert "COURSE_DEVICE=cpu" in err.fix and "recorded" in err.fix
+                need = "sm_90a, i.e. a Hopper GPU" if kernel in WGMMA_FP8 else "compute capability 8.9 or newer"
+                assert f"{kernel} needs {need}" in err.problem, err.problem
 
 
 # --------------------------------------------------------------------------- sweeps: live, less what cannot run

@@ -1,4 +1,4 @@
-"""helpers.timing on the CPU backend (the GPU side is in tests/test_gpu*.py)."""
+"""helpers.timing on the CPU backend (the GPU side is in tests/gpu/)."""
 from __future__ import annotations
 
 import pytest
@@ -65,14 +65,10 @@ def test_round_ratio_is_the_median_of_the_rounds_ratios():
 def test_one_rule_for_every_prediction():
     """helpers.timing.verdict is the course's one rule (lessons 5, 6 and 7 read it): inside the spread as predicted,
     outside missed in the direction the spread lies, unresolved when a predicted change's spread also holds 1.00; a
-    prediction of no change inside the spread is as predicted (the old copy in lesson 6 called it unresolved); a ratio
+    prediction of no change inside the spread is as predicted; a ratio
     of costs names its own words."""
-    from pathlib import Path
-
-    from helpers.experiments import hopper, ladder
     from helpers.timing import verdict
 
-    assert hopper.verdict is verdict and "from ..timing import verdict" in Path(ladder.__file__).read_text()
     assert verdict(1.00, 0.99, 1.01) == "as predicted"
     assert verdict(1.00, 1.004, 1.046) == "missed: better than predicted"
     assert verdict(1.00, 0.95, 0.999, above="more", below="less") == "missed: less than predicted"

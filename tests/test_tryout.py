@@ -2,7 +2,7 @@
 knob changes, the one-line answer without a GPU (or on one that cannot run the rung) with the recorded
 sweep, source_of, the readable compile error / fault / wrong-tile verdicts (GPU calls mocked), and,
 with nvcc, every knob value compiled for sm_80 and sm_90, changing exactly the kernels of its rungs and
-leaving the default build's PTX as recorded. The GPU runs are tests/test_gpu_tryout.py."""
+leaving the default build's PTX as recorded. The GPU runs are tests/gpu/test_gpu_tryout.py."""
 from __future__ import annotations
 
 import re
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import full_sweeps, sweep_cases
 
 import helpers
 import helpers.device
@@ -513,9 +514,10 @@ def _ptx_entries(ptx: str) -> dict:
             for p in parts[1:]}
 
 
-def _knob_builds(tmp_path, path: Path, rungs, archs, nvcc_arch):
+def _knob_builds(tmp_path, path: Path, rungs, archs, nvcc_arch, keep=None):
     """nvcc -ptx of `path` for each arch: the default build, every default passed, and every other allowed
-    value of every knob of `rungs`; returns ({(arch, defines): PTX}, {define=value: rungs}, all defaults)."""
+    value of every knob of `rungs` (with pytest --full; else those of `keep`, "DEFINE=value" strings, or the first
+    value of each knob); returns ({(arch, defines): PTX}, {define=value: rungs}, all defaults)."""
     def ptx(arch, defs):
         out = tmp_path / f"{arch}_{'_'.join(defs) or 'default'}.ptx"
         p = subprocess.run([NVCC, "-std=c++17", *nvcc_arch(arch), "-ptx", *(f"-D{d}" for d in defs), "-o", str(out),
@@ -529,6 +531,10 @@ def _knob_builds(tmp_path, path: Path, rungs, archs, nvcc_arch):
         all_defaults.update({k.define: s[n] for n, k in tryout.KNOBS[r].items()})
         for knob, value in KX.variants(r)[1:]:
             changes.setdefault(f"{tryout.KNOBS[r][knob].define}={value}", set()).add(r)
+    if keep is None:
+        keep = {next(c for c in changes if c.split("=")[0] == d) for d in {c.split("=")[0] for c in changes}}
+    built = sweep_cases(changes, keep)
+    changes = {c: r for c, r in changes.items() if c in built}
     every = tuple(f"{d}={v}" for d, v in all_defaults.items())
     jobs = [(a, d) for a in archs for d in [(), every] + [(c,) for c in changes]]
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -560,50 +566,44 @@ def _check_changes(out, changes, every, archs, rungs):
             assert changed == owners, (a, d, changed, owners)
 
 
+@pytest.mark.sweep
 @pytest.mark.skipif(NVCC is None, reason="no nvcc on this machine")
 def test_every_knob_value_compiles_and_changes_exactly_its_rungs(tmp_path):
     """kernels/ladder.cu, nvcc -ptx for sm_80 and sm_90: the default build (nothing passed, or every default
     passed) is the PTX recorded on the H200 (results/build-nvidia-h200, same nvcc); every other allowed value
-    of every knob compiles, and changes the PTX of exactly the kernels of the rungs that have that macro."""
+    of every knob compiles, and changes the PTX of exactly the kernels of the rungs that have that macro.
+    Without --full: for sm_90, one value of each knob."""
     rungs = [r for r in tryout.KNOBS if r <= 6]
-    out, changes, every = _knob_builds(tmp_path, LADDER, rungs, ("sm_80", "sm_90"), lambda a: [f"-arch={a}"])
+    archs = ("sm_80", "sm_90") if full_sweeps() else ("sm_90",)
+    out, changes, every = _knob_builds(tmp_path, LADDER, rungs, archs, lambda a: [f"-arch={a}"])
     recorded = ROOT / "results" / "build-nvidia-h200" / "ladder.sm_90.ptx"
     version = subprocess.run([NVCC, "--version"], capture_output=True, text=True).stdout
     if recorded.is_file() and "V13.0.88" in version and "V13.0.88" in recorded.read_text()[:300]:
         assert out[("sm_90", ())] == recorded.read_text()           # byte for byte: the rungs as recorded
-    _check_changes(out, changes, every, ("sm_80", "sm_90"), rungs)
+    _check_changes(out, changes, every, archs, rungs)
 
 
+@pytest.mark.sweep
 @pytest.mark.skipif(NVCC is None, reason="no nvcc on this machine")
 def test_every_hopper_knob_value_compiles_for_sm90a_and_changes_exactly_its_rungs(tmp_path):
-    """kernels/hopper_sm90a.cu, nvcc -ptx for sm_90a (its only real target): the same, for rungs 8-13."""
+    """kernels/hopper_sm90a.cu, nvcc -ptx for sm_90a (its only real target): the same, for lesson 6's rungs.
+    Without --full: a knob many rungs offer (HSTAGES), one that some rungs read without offering it (GROUP_M), and
+    the C^T tile's default, which forces a build of the same code (CT_M=160)."""
     rungs = [r for r in tryout.KNOBS if r >= 8]
     out, changes, every = _knob_builds(tmp_path, ROOT / "kernels" / "hopper_sm90a.cu", rungs, ("sm_90a",),
-                                       lambda a: [f"-arch={a}"])
+                                       lambda a: [f"-arch={a}"],
+                                       ("HSTAGES=3", "GROUP_M=4", "CT_M=160"))
     assert ".target sm_90a" in out[("sm_90a", ())] and "wgmma.mma_async" in out[("sm_90a", ())]
     _check_changes(out, changes, every, ("sm_90a",), rungs)
 
 
-def H_rec():
-    import json
-
-    return json.loads((ROOT / "results" / "nvidia-h200.json").read_text())["experiments"]
-
-
-def test_the_ct_knobs_say_what_was_measured():
-    """Rungs 29-30's knobs: CT_M's 27 tile rows against 32 at 5000^3; CT_M 192 only with 3 stages or fewer, because 4
-    do not fit (helpers.kernels.ct_smem)."""
-    import math
-
+def test_ct_m_192_is_offered_only_where_its_ring_fits():
+    """Rungs 29-30 share one knob table; CT_M 192 only with 3 stages or fewer, because 4 do not fit in the 227 KB a
+    block may have (helpers.kernels.ct_smem); CT_M's default, given, still forces the C^T tile (a build of its own)."""
     from helpers.kernels import ct_smem
 
     k = tryout.KNOBS[29]
     assert k is not tryout.KNOBS[30] and k == tryout.KNOBS[30]
-    assert (math.ceil(5000 / 192), math.ceil(5000 / 160)) == (27, 32) and "27 rows of tiles instead of 32" in k["CT_M"].teaches
-    assert ct_smem(192, 4) > 227 * 1024 >= ct_smem(192, 3) and k["CT_M"].allowed({"STAGES": 4}) == (128, 160)
-    assert k["CT_M"].allowed({"STAGES": 3}) == (128, 160, 192) and ct_smem(128, 4) <= 227 * 1024
-    # 128: rung 14's tile and ring (4 stages of 48 KB) computed as C^T, the kernel cuBLAS ran at 4096^3 (its name's
-    # 256x128 is columns x rows of C, 64x4 its K-tile and stages, 1x2 its cluster: two tiles along M)
-    assert "128 is rung 14's tile and ring computed as C^T (cuBLAS's kernel at 4096^3)" in k["CT_M"].teaches
-    cub = {tuple(c["shape"]): c["kernels"][0]["name"] for c in H_rec()["cublas_kernels"]["calls"] if c["c"] == "fp16c"}
-    assert cub[4096, 4096, 4096] == "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT"
+    assert ct_smem(192, 4) > 227 * 1024 >= ct_smem(192, 3) and ct_smem(128, 4) <= 227 * 1024
+    assert k["CT_M"].allowed({"STAGES": 4}) == (128, 160) and k["CT_M"].allowed({"STAGES": 3}) == (128, 160, 192)
+    assert k["CT_M"].forces

@@ -3,7 +3,7 @@
 # that fails does not stop the ones after it, and a summary ends the run. Everything is written under
 # results/ (<gpu> is the GPU's slug from helpers.device, e.g. nvidia-h200):
 #   record    python -m helpers.record $RECORD_ARGS          -> results/<gpu>.json
-#   tests     COURSE_DEVICE=gpu pytest tests/test_gpu*.py
+#   tests     COURSE_DEVICE=gpu pytest tests/gpu; then the CPU tests' sweeps whole: pytest tests --full -m sweep
 #   nbval     nbval with the GPU backend on the committed notebooks, against the committed records
 #   sanitize  tools/sanitize.sh (compute-sanitizer)           -> results/sanitize-<gpu>.txt
 #   ncu       tools/ncu_counters.py $NCU_ARGS (Nsight Compute) -> results/ncu-<gpu>.json
@@ -110,7 +110,14 @@ needs_modules() {           # needs_modules MOD...: exit status 3 (skipped) when
 stage_record() { COURSE_DEVICE=gpu ${TO[@]+"${TO[@]}"} "$PY" -m helpers.record ${RECORD_ARGS:-}; }
 stage_tests() {
   needs_modules pytest || return
-  COURSE_DEVICE=gpu ${TO[@]+"${TO[@]}"} "$PY" -m pytest tests/test_gpu*.py -q -p no:cacheprovider -rfE
+  local rc=0 rc_sweeps=0
+  # the GPU tests (tests/gpu: collected only when named), then every case of the sweeps the unit tests sample
+  # (the check's mutation matrices over every kernel and rung, every knob value built with nvcc, ...)
+  COURSE_DEVICE=gpu ${TO[@]+"${TO[@]}"} "$PY" -B -m pytest tests/gpu -q -p no:cacheprovider -rfE || rc=$?
+  COURSE_DEVICE=cpu ${TO[@]+"${TO[@]}"} "$PY" -B -m pytest tests --full -m sweep -q -p no:cacheprovider -rfE \
+    || rc_sweeps=$?
+  [[ $rc != 0 ]] && return $rc
+  return $rc_sweeps
 }
 stage_nbval() {
   needs_modules pytest nbval ipykernel || return
@@ -140,7 +147,8 @@ key_line() {
   local pat n=1
   case $1 in
     record) pat='^wrote |^make record needs|Error' ;;
-    tests|nbval) pat='[0-9]+ (passed|failed|errors?|skipped)|no tests ran|^SKIPPED' ;;
+    tests) pat='[0-9]+ (passed|failed|errors?|skipped)|no tests ran|^SKIPPED'; n=2 ;;
+    nbval) pat='[0-9]+ (passed|failed|errors?|skipped)|no tests ran|^SKIPPED' ;;
     sanitize) pat='^verdict:|^SKIPPED|not found' ;;
     ncu) pat='^metrics not collected|^profiled |not found|cannot profile|^no GPU'; n=2 ;;
     dumps) pat='^kernel dumps:|^SKIPPED' ;;
