@@ -626,24 +626,18 @@ if data is not None:      # a cuBLAS line that NVML saw throttled is lower than 
 # each goal's best rungs and cuBLAS (same C) in turn, seven rounds; the median round's ratio decides:
 
 # %% slideshow={"slide_type": "-"}
-exps = rec.meta["experiments"]
-if "hopper_targets" in exps:
-    print(f"{rec.gpu_name}, recorded {rec.written('hopper_targets')}")
-    display(LL.head_to_head_table(exps["hopper_targets"]))
-    h2h = LL.head_to_head(exps["hopper_targets"])
-    print(f"met {sum(r['met'] is True for r in h2h)} of {len(h2h)} goals; missed: "
-          + "; ".join(f"{r['shape']} with {r['C']} C, by {r['short']:.3f}" for r in h2h if r["met"] is False))
-else:
-    print("not in this record: run python -m helpers.record --update-experiments hopper_targets on a Hopper GPU")
+targets = rec.meta["experiments"]["hopper_targets"]
+print(f"{rec.gpu_name}, recorded {rec.written('hopper_targets')}")
+display(LL.head_to_head_table(targets))
+h2h = LL.head_to_head(targets)
+print(f"met {sum(r['met'] is True for r in h2h)} of {len(h2h)} goals; missed: "
+      + "; ".join(f"{r['shape']} with {r['C']} C, by {r['short']:.3f}" for r in h2h if r["met"] is False))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Misses as small as these are within what a second run of the experiment moves: the research notebook
-# (`lab/notebooks/06_hopper_research.py`) times the goals again and reads each miss under Nsight Compute.
+# Misses this small are within what a second run moves (the lab times the goals again). The record's speeds:
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-# the shapes: an MLP up-projection (8192 x 28672 x 4096), a decode-sized product (128 rows), a short K, two sizes
-# off the tile grid; a live run times 4096^3 and 8192^3 only and leaves the others empty
-if data is not None:      # the record's speeds, shape by shape (experiment hopper: cuBLAS timed before each rung)
+if data is not None:      # shape by shape (a live run times 4096^3 and 8192^3 only)
     display(helpers.display.table(H.shape_table(data), ["shape", "cublas_fp16c", "tflops_fp16c", "cublas_fp32c",
                                                         "tflops_fp32c"],
                                   ["M x N x K", "cuBLAS, FP16 C", "best rung, FP16 C", "cuBLAS, FP32 C",
