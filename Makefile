@@ -53,7 +53,7 @@ nbval: $(STAMP)
 # The lab (lab/README.md): the research behind the lessons, outside the course's package. Its tests, and the
 # summary file the lessons' "What else was tried" tables read (results/tried.json, from the lab's logs).
 lab-test: $(STAMP)
-	$(PY) -m pytest lab/tests -q -p no:cacheprovider
+	PYTHONDONTWRITEBYTECODE=1 $(PY) -m pytest lab/tests -q -p no:cacheprovider
 
 tried: $(STAMP)
 	$(PY) lab/tried.py
