@@ -24,25 +24,13 @@ def ptx_fragment_layout(kind: str) -> list[list[tuple[int, int]]]:
     """(row, col) of each element each lane holds for PTX mma.sync.m16n8k16 with .f16 inputs (PTX ISA,
     "Matrix Fragments for mma.m16n8k16 with floating point type"): kind 'a' (A, 16x16, a0..a7),
     'b' (B, 16x8, b0..b3) or 'c' (C/D, 16x8, c0..c3)."""
-    out = []
-    for lane in range(32):
-        g, t = lane >> 2, lane % 4
-        cells = []
-        if kind == "a":
-            for i in range(8):
-                row = g if (i < 2 or 4 <= i < 6) else g + 8
-                col = t * 2 + (i & 1) + (8 if i >= 4 else 0)
-                cells.append((row, col))
-        elif kind == "b":
-            for i in range(4):
-                cells.append((t * 2 + (i & 1) + (8 if i >= 2 else 0), g))
-        elif kind == "c":
-            for i in range(4):
-                cells.append((g + (8 if i >= 2 else 0), t * 2 + (i & 1)))
-        else:
-            raise ValueError("kind must be 'a', 'b' or 'c'")
-        out.append(cells)
-    return out
+    # g = groupID = lane >> 2, t = threadID_in_group = lane % 4; element i of the lane's fragment
+    cells = {"a": lambda g, t: [(g + 8 * (i % 4 >= 2), 2 * t + i % 2 + 8 * (i >= 4)) for i in range(8)],
+             "b": lambda g, t: [(2 * t + i % 2 + 8 * (i >= 2), g) for i in range(4)],
+             "c": lambda g, t: [(g + 8 * (i >= 2), 2 * t + i % 2) for i in range(4)]}
+    if kind not in cells:
+        raise ValueError("kind must be 'a', 'b' or 'c'")
+    return [cells[kind](lane >> 2, lane % 4) for lane in range(32)]
 
 
 def owner_grid(held, shape=(16, 16)) -> np.ndarray:
@@ -121,8 +109,7 @@ def prepare_variant(name: str, A: np.ndarray, B: np.ndarray):
     return Ap, Bp, (M, N, K), (Mp, Np, Kp)
 
 
-def variant_launcher(name: str, A: np.ndarray, B: np.ndarray, source: str | None = None,
-                     filename: str | None = None):
+def variant_launcher(name: str, A: np.ndarray, B: np.ndarray, source: str | None = None):
     """GPU: (run, C, (M, N)) for a variant on padded device copies, C NaN-poisoned; `source`: a learner's
     kernel (named `name`) instead of the course's file."""
     import cupy
@@ -134,7 +121,7 @@ def variant_launcher(name: str, A: np.ndarray, B: np.ndarray, source: str | None
     if source is None:
         kern = get_kernel(v["file"], name, (7, 0))
     else:
-        kern = load_module(filename or f"exercise_{name}.cu", source=source).get_function(name)
+        kern = load_module(f"exercise_{name}.cu", source=source).get_function(name)
     Ad, Bd = cupy.asarray(Ap), cupy.asarray(Bp)
     C = cupy.full((Mp, Np), np.nan, dtype=np.float32)
     grid = variant_grid(name, Mp, Np)
@@ -146,7 +133,7 @@ def variant_launcher(name: str, A: np.ndarray, B: np.ndarray, source: str | None
     return run, C, (M, N)
 
 
-def run_variant(name: str, A: np.ndarray, B: np.ndarray, source: str | None = None) -> np.ndarray:
+def run_variant(name: str, A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """C = A B (FP32) with a lesson variant on the GPU, or on the CPU backend its emulation (the three
     variants do the same arithmetic per element)."""
     Ap, Bp, (M, N, K), _ = prepare_variant(name, A, B)
@@ -154,7 +141,7 @@ def run_variant(name: str, A: np.ndarray, B: np.ndarray, source: str | None = No
         return emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32")
     import cupy
 
-    run, C, _ = variant_launcher(name, A, B, source)
+    run, C, _ = variant_launcher(name, A, B)
     run()
     return cupy.asnumpy(C[:M, :N])
 
