@@ -119,8 +119,7 @@ def _check_arguments(name: str, kwargs: dict, live: bool, why: str | None) -> No
         return
     params = inspect.signature(REGISTRY[name]).parameters
     takes = [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
-    open_ended = any(v.kind == v.VAR_KEYWORD for v in params.values())
-    unknown = [] if open_ended else [k for k in kwargs if k not in takes]
+    unknown = [k for k in kwargs if k not in takes]
     if unknown:
         raise InputError(f"experiment {name} takes no argument {', '.join(unknown)}"
                          f" (it takes {', '.join(takes) or 'none'}).",
@@ -129,13 +128,12 @@ def _check_arguments(name: str, kwargs: dict, live: bool, why: str | None) -> No
         return
 
     def honoured(k):
-        p = params.get(k)
-        return k in RUN_ONLY_PARAMETERS or (p is not None and p.default is not p.empty
-                                            and _covered(kwargs[k], p.default))
+        p = params[k]
+        return k in RUN_ONLY_PARAMETERS or (p.default is not p.empty and _covered(kwargs[k], p.default))
 
     differ = [k for k in kwargs if not honoured(k)]
     if differ:
-        used = ", ".join(f"{k}={_short(params[k].default) if k in params else 'its default'}" for k in differ)
+        used = ", ".join(f"{k}={_short(params[k].default)}" for k in differ)
         asked = ", ".join(f"{k}={_short(kwargs[k])}" for k in differ)
         raise InputError(f"experiment {name} is not run here ({why}): its recorded run used {used}, not {asked}.",
                          f"call helpers.run_or_load({name!r}) without those arguments for the recorded numbers, "
