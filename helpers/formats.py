@@ -1,29 +1,16 @@
-"""Floating-point formats for lesson 3: tables, bit layouts, number lines, range histograms.
-
-Every number here is computed from the format's definition: numpy / ml_dtypes
-``finfo`` where a numpy type exists, and the sign / exponent / fraction bit
-counts in ``helpers.numerics.FORMATS`` otherwise (TF32 has no storage type: it
-keeps FP32's sign and exponent and 10 fraction bits, in a 32-bit word whose other
-13 bits carry nothing; how the hardware lays it out is unspecified, CUDA Math API,
-``__nv_tf32``). Nothing is typed in.
-
-Also here: the BF16 bit-pattern conversions the BF16 kernel's callers need
-(CuPy has no bfloat16 dtype, so BF16 matrices travel as uint16 arrays holding
-the bits), and a TF32 rounding that matches the GPU's ``cvt.rna.tf32.f32``.
+"""Floating-point formats: facts, bits, number lines and underflow, all computed from each format's definition
+(numpy / ml_dtypes ``finfo``; TF32, which has no storage type, from FP32's exponent and 10 fraction bits in a
+32-bit word). Also the BF16 bit patterns the BF16 kernels take (CuPy has no bfloat16) and the GPU's TF32 rounding.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 from .numerics import fmt, round_tf32, round_to
-
-try:
-    import ml_dtypes
-except ImportError:  # pragma: no cover - pinned dependency
-    ml_dtypes = None
 
 LESSON_FORMATS = ["fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2"]
 
@@ -44,7 +31,6 @@ class FormatInfo:
     emin: int
     emax: int
     has_inf: bool
-    source: str           # where the numbers come from
 
     @property
     def precision(self) -> int:
@@ -55,30 +41,10 @@ class FormatInfo:
         """-log10(u): about how many decimal digits survive one rounding."""
         return -math.log10(self.u)
 
-    @property
-    def decades_normal(self) -> float:
-        """log10(max / tiny): decades covered by normal numbers."""
-        return math.log10(self.max / self.tiny)
-
-    @property
-    def decades_total(self) -> float:
-        """log10(max / smallest subnormal): decades covered including subnormals."""
-        return math.log10(self.max / self.smallest_subnormal)
-
-
-def _finfo(dtype):
-    if ml_dtypes is not None:
-        return ml_dtypes.finfo(dtype)
-    return np.finfo(dtype)   # pragma: no cover
-
 
 def ieee_like(exp_bits: int, frac_bits: int) -> dict:
-    """Range of an IEEE-754-style binary format from its bit counts alone.
-
-    The all-ones exponent is reserved for inf/NaN, so emax = 2^(e-1) - 1,
-    emin = 1 - emax; max = (2 - 2^-f) 2^emax; tiny = 2^emin; smallest subnormal
-    2^(emin - f). FP8 E4M3 ("fn": finite, NaN only) breaks this rule on purpose.
-    """
+    """Range of an IEEE-754-style binary format from its bit counts alone (the all-ones exponent reserved for
+    inf/NaN: emax = 2^(e-1) - 1, emin = 1 - emax). FP8 E4M3 breaks this rule on purpose."""
     emax = 2 ** (exp_bits - 1) - 1
     emin = 1 - emax
     return {"emax": emax, "emin": emin, "max": (2.0 - 2.0 ** -frac_bits) * 2.0 ** emax,
@@ -89,22 +55,18 @@ def format_info(name: str) -> FormatInfo:
     """The facts of one format: from finfo where a numpy dtype exists, else from the bit counts."""
     f = fmt(name)
     if f.numpy_dtype is not None:
-        fi = _finfo(f.numpy_dtype)
+        fi = ml_dtypes.finfo(f.numpy_dtype)
         assert fi.nmant == f.frac_bits and fi.nexp == f.exp_bits, (name, fi)
-        emax = int(fi.maxexp) - 1
         has_inf = bool(np.isinf(np.array(float("inf")).astype(f.numpy_dtype)))
-        src = ("numpy.finfo" if f.numpy_dtype in (np.float32, np.float16, np.float64)
-               else "ml_dtypes.finfo")
         return FormatInfo(f.name, f.bits, f.bits, f.exp_bits, f.frac_bits, float(fi.max),
                           float(fi.smallest_normal), float(fi.smallest_subnormal), float(fi.eps),
-                          float(fi.eps) / 2, int(fi.minexp), emax, has_inf, src)
+                          float(fi.eps) / 2, int(fi.minexp), int(fi.maxexp) - 1, has_inf)
     # TF32: FP32's exponent (from FP32's finfo) with 10 fraction bits
-    fi32 = _finfo(np.float32)
+    fi32 = ml_dtypes.finfo(np.float32)
     emax, emin = int(fi32.maxexp) - 1, int(fi32.minexp)
     return FormatInfo(f.name, f.bits, 32, f.exp_bits, f.frac_bits,
                       (2.0 - 2.0 ** -f.frac_bits) * 2.0 ** emax, 2.0 ** emin, 2.0 ** (emin - f.frac_bits),
-                      2.0 ** -f.frac_bits, 2.0 ** -(f.frac_bits + 1), emin, emax, True,
-                      "FP32 finfo exponent range + 10 fraction bits")
+                      2.0 ** -f.frac_bits, 2.0 ** -(f.frac_bits + 1), emin, emax, True)
 
 
 def format_table(names=LESSON_FORMATS) -> list[dict]:
@@ -129,11 +91,8 @@ def bit_layout(name: str) -> list[tuple[str, int]]:
 
 
 def bit_string(x: float, name: str) -> str:
-    """The bits of x rounded to format `name` (sign, exponent, fraction), as a string of 0/1.
-
-    The value is converted by numpy / ml_dtypes (round to nearest even) and its
-    storage word read back; TF32 shows the top 19 bits of the rounded FP32 word.
-    """
+    """The bits of x rounded to nearest even in format `name` (sign, exponent, fraction) as a string of 0/1;
+    for TF32 the top 19 bits of the rounded FP32 word."""
     f = fmt(name)
     if f.name == "tf32":
         w = int(np.asarray(round_tf32(np.float32(x))).reshape(1).view(np.uint32)[0])
@@ -164,23 +123,19 @@ def _xp(a):
 
 
 def to_bf16_bits(x):
-    """FP32 (or float64) array -> uint16 array of BF16 bit patterns, rounded to nearest even.
-
-    Works on numpy and CuPy arrays (result on the same side). This is what
-    wmma_bf16_gemm_kernel takes: CuPy has no bfloat16 dtype. NaN stays NaN.
-    """
+    """FP32 (or float64) array -> uint16 BF16 bit patterns, rounded to nearest even (NaN stays NaN), numpy
+    or CuPy: what the BF16 kernels take."""
     xp = _xp(x)
-    if xp is np and ml_dtypes is not None:
+    if xp is np:
         x = np.asarray(x)
         if x.dtype == np.float64:
-                x = round_to(x, "bf16")               # one rounding from float64
+            x = round_to(x, "bf16")                   # one rounding from float64
         return np.ascontiguousarray(x.astype(np.float32).astype(ml_dtypes.bfloat16).view(np.uint16))
     return _bf16_bits_bitwise(x, xp)
 
 
 def _bf16_bits_bitwise(x, xp=np):
-    """The same rounding with integer operations on the FP32 word (the CuPy path; tested
-    against ml_dtypes on the CPU): add 0x7FFF plus the lowest kept bit, keep the top 16 bits."""
+    """The same rounding on the FP32 word (the CuPy path): add 0x7FFF plus the lowest kept bit, keep 16 bits."""
     x32 = xp.ascontiguousarray(x, dtype=xp.float32)
     u = x32.view(xp.uint32)
     out = ((u + xp.uint32(0x7FFF) + ((u >> 16) & xp.uint32(1))) >> 16).astype(xp.uint16)
@@ -198,8 +153,7 @@ def from_bf16_bits(bits):
 
 
 def round_tf32_rna(x):
-    """FP32 -> TF32 as the GPU's wmma::__float_to_tf32 (PTX cvt.rna.tf32.f32) does it:
-    to nearest, ties away from zero. Inf and NaN pass through. numpy or CuPy."""
+    """FP32 -> TF32 as the GPU's cvt.rna.tf32.f32 does it (to nearest, ties away from zero), numpy or CuPy."""
     xp = _xp(x)
     x = xp.ascontiguousarray(x, dtype=xp.float32)
     u = x.view(xp.uint32).astype(xp.uint64)
@@ -209,11 +163,8 @@ def round_tf32_rna(x):
 
 # --------------------------------------------------------------------------- number lines
 def representable(name: str, lo: float, hi: float, limit: int = 200_000) -> np.ndarray:
-    """All non-negative finite values of format `name` in [lo, hi], ascending.
-
-    Enumerated from the format's bit patterns (8- and 16-bit formats: every
-    pattern; TF32 / FP32: every exponent and fraction in the window).
-    """
+    """All non-negative finite values of format `name` in [lo, hi], ascending, enumerated from its bit
+    patterns (TF32 / FP32: every exponent and fraction in the window)."""
     f = fmt(name)
     if f.bits <= 16:
         uint = np.uint8 if f.bits == 8 else np.uint16
@@ -246,9 +197,8 @@ CATEGORIES = ["zero (underflow)", "subnormal", "normal", "overflow (inf/NaN)"]
 
 
 def gradient_like(n: int = 200_000, seed: int = 0, lo_decade: float = -14.0, hi_decade: float = 6.0) -> np.ndarray:
-    """Gradient-like float64 values: random signs, magnitudes log-uniform over
-    10^lo_decade .. 10^hi_decade (seeded). Real gradients are not uniform in
-    log scale, but they do span many decades: this makes every region visible."""
+    """Seeded values with random signs and magnitudes log-uniform over 10^lo_decade .. 10^hi_decade: like
+    gradients, they span many decades, so every region of a format is visible."""
     rng = np.random.default_rng(seed)
     mag = 10.0 ** rng.uniform(lo_decade, hi_decade, n)
     return np.where(rng.random(n) < 0.5, -mag, mag)

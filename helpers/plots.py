@@ -1,7 +1,5 @@
-"""The course's figures, one style, readable on a slide: each function draws one figure and returns it, and
-every title carries the data's provenance (``source``): the live GPU, a recorded file with its GPU and
-date, or "emulated on the CPU". The figures of lessons 5, 6 and 7 live in plots_ladder, plots_hopper and
-plots_fp8 and are reachable here too (helpers.plots.<name>); the style is helpers.plot_style.
+"""The course's figures, one style (helpers.plot_style): each draws one figure, its title carrying the data's
+source. Lessons 5-7's figures live in plots_ladder, plots_hopper and plots_fp8 and are reachable here too.
 """
 from __future__ import annotations
 
@@ -24,26 +22,22 @@ from .plots_ladder import (block_warp_tiles, cp_async_pipeline, fragment_owners,
 
 
 def tflops_vs_size(series: dict, *, baselines: dict | None = None, peaks: dict | None = None,
-                   title: str = "GEMM throughput", source: str = "", ylog: bool = True):
-    """TFLOP/s against square size n (M=N=K=n).
-
-    series / baselines: {label: (sizes, tflops)}; baselines are drawn dashed.
-    peaks: {label: TFLOP/s} drawn as horizontal dotted lines.
-    """
+                   title: str = "GEMM throughput", source: str = ""):
+    """TFLOP/s against square size n: series and baselines (dashed) are {label: (sizes, tflops)}, peaks
+    {label: TFLOP/s} (dotted lines)."""
     apply_style()
     fig, ax = plt.subplots()
     for label, (n, t) in series.items():
         ax.plot(n, t, marker="o", label=label)
     for label, (n, t) in (baselines or {}).items():
         ax.plot(n, t, linestyle="--", marker="s", label=label)
-    for i, (label, v) in enumerate((peaks or {}).items()):
+    for label, v in (peaks or {}).items():
         if v:
             ax.axhline(v, linestyle=":", color="0.3", linewidth=1.6)
             ax.annotate(f"{label}: {v:g}", (0.01, v), xycoords=("axes fraction", "data"),
                         va="bottom", fontsize=11, color="0.25")
     ax.set_xscale("log", base=2)
-    if ylog:
-        ax.set_yscale("log")
+    ax.set_yscale("log")
     ax.set_xlabel("matrix size n (M = N = K = n)")
     ax.set_ylabel("TFLOP/s")
     sizes = sorted({s for n, _ in list(series.values()) + list((baselines or {}).values()) for s in n})
@@ -54,16 +48,11 @@ def tflops_vs_size(series: dict, *, baselines: dict | None = None, peaks: dict |
     return _finish(ax, title, source)
 
 
-def roofline(points: dict, *, peak_tflops: float | None, mem_gbs: float | None, extra_ceilings: dict | None = None,
-             title: str = "Roofline", source: str = "",
-             xlabel: str = "arithmetic intensity (FLOP / byte of DRAM traffic)", legend_outside: bool = False):
-    """Attainable TFLOP/s vs arithmetic intensity (FLOP/byte), log-log.
-
-    points: {label: (intensity, tflops)}; extra_ceilings: {label: TFLOP/s}. peak_tflops or mem_gbs None (a GPU the
-    course's peak table lacks): the roof is drawn from what is known, or not at all. xlabel: what the bytes are
-    (lesson 5's intensity counts the bytes the blocks request, not DRAM's); legend_outside: the legend
-    beside the axes, where no roof or ridge line crosses it.
-    """
+def roofline(points: dict, *, peak_tflops: float | None, mem_gbs: float | None, title: str = "Roofline",
+             source: str = "", xlabel: str = "arithmetic intensity (FLOP / byte of DRAM traffic)",
+             legend_outside: bool = False):
+    """Attainable TFLOP/s against arithmetic intensity, log-log, with points {label: (intensity, tflops)}; a
+    peak or bandwidth of None (a GPU the peak table lacks) draws the roof from what is known."""
     apply_style()
     fig, ax = plt.subplots()
     xs = [p[0] for p in points.values()] or [1.0]
@@ -75,9 +64,6 @@ def roofline(points: dict, *, peak_tflops: float | None, mem_gbs: float | None, 
     elif mem_gbs or peak_tflops:        # a GPU whose peaks the course's table lacks: only what is known
         ax.plot(x, mem_gbs * x / 1e3 if mem_gbs else np.full_like(x, peak_tflops), color="0.2",
                 label=f"{mem_gbs:g} GB/s (compute peak unknown)" if mem_gbs else f"{peak_tflops:g} TFLOP/s")
-    for label, v in (extra_ceilings or {}).items():
-        if v and mem_gbs:
-            ax.plot(x, np.minimum(v, mem_gbs * x / 1e3), color="0.5", linestyle=":", label=f"{label}: {v:g} TFLOP/s")
     for label, (ai, t) in points.items():
         ax.plot([ai], [t], marker="o", markersize=10, linestyle="none", label=f"{label} ({t:.3g} TFLOP/s)")
     if ridge:
@@ -91,12 +77,8 @@ def roofline(points: dict, *, peak_tflops: float | None, mem_gbs: float | None, 
     return _finish(ax, title, source, legend_outside=legend_outside)
 
 
-def error_vs_k(K, curves: dict, *, bounds: dict | None = None, title: str = "Error vs K",
-               ylabel: str = "componentwise error / (|A||B|)", source: str = ""):
-    """Error against inner dimension K (log-log); the legend sits beside the axes.
-
-    bounds: {label: values} drawn dashed, grey, or {label: (values, color)} drawn dashed in the colour
-    of the curve they bound."""
+def error_vs_k(K, curves: dict, *, bounds: dict | None = None, title: str = "Error vs K", source: str = ""):
+    """Error against K (log-log); bounds {label: values or (values, color)} are drawn dashed."""
     apply_style()
     fig, ax = plt.subplots(figsize=(12, 5.6))
     for label, e in curves.items():
@@ -108,17 +90,13 @@ def error_vs_k(K, curves: dict, *, bounds: dict | None = None, title: str = "Err
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("K (length of each dot product)")
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel("componentwise error / (|A||B|)")
     return _finish(ax, title, source, legend_outside=True)
 
 
 def ladder(by_size: dict, *, peak: float, source: str, legend_outside: bool = False):
-    """Bars: TFLOP/s of each rung of lesson 5's ladder at each size; cuBLAS and the dense peak as lines.
-
-    by_size: {n: rows measured at M = N = K = n, each with 'rung', 'idea' and 'tflops'; rung 0 is
-    cuBLAS} (helpers.experiments.ladder.timed_by_size). legend_outside: the legend beside the bars, where
-    the cuBLAS and peak lines do not cross it.
-    """
+    """Bars: TFLOP/s of each rung at each size (by_size: {n: rows}, rung 0 cuBLAS, from
+    helpers.experiments.ladder.timed_by_size); cuBLAS and the dense peak as lines."""
     apply_style()
     fig, ax = plt.subplots(figsize=(11, 5.8))
     width = 0.8 / len(by_size)
@@ -145,12 +123,11 @@ def ladder(by_size: dict, *, peak: float, source: str, legend_outside: bool = Fa
     return fig
 
 
-def speed_vs_error_dodged(points, *, title: str = "", sep_pt: float = 15.0, close_dex: float = 0.06):
-    """A log-log scatter of TFLOP/s against relative error where every marker stays visible: points
-    closer than `close_dex` decades on both axes are drawn side by side, `sep_pt` points apart
-    (the group's centre stays at the measured value), and a grey line ties each to that value.
-
-    points: dicts with x (error), y (TFLOP/s), label, color, marker (lesson 03's speed-vs-error chart)."""
+def speed_vs_error_dodged(points, *, title: str = ""):
+    """A log-log scatter of TFLOP/s (y) against relative error (x) where every marker stays visible: points
+    closer than 0.06 decades on both axes are drawn side by side, 15 points apart, around the measured value
+    (marked with a grey dot). points: dicts with x, y, label, color, marker."""
+    sep_pt, close_dex = 15.0, 0.06
     apply_style()
     fig, ax = plt.subplots(figsize=(10.5, 6.2))
     ax.set_xscale("log")
@@ -183,7 +160,7 @@ def speed_vs_error_dodged(points, *, title: str = "", sep_pt: float = 15.0, clos
 
 
 def bars(items: list, title: str, source: str, highlight: str | None = None):
-    """A small horizontal bar plot (helpers.plots style): items [(label, TFLOP/s, (low, high) or None)]."""
+    """A small horizontal bar plot: items [(label, TFLOP/s, (low, high) or None)]."""
     apply_style()
     fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.42 * len(items)))
     ys = np.arange(len(items))[::-1]
@@ -207,8 +184,7 @@ _FIELD_COLORS = {"sign": "#CC79A7", "exponent": "#56B4E9", "fraction": "#E69F00"
 
 
 def bit_layouts(names=LESSON_FORMATS, value: float = -1 / 3, source: str = "computed with ml_dtypes / numpy"):
-    """One row per format: a box per bit, coloured sign / exponent / fraction, holding the
-    bits of `value` rounded to that format, with the value it rounds to."""
+    """One row per format: a box per bit (sign, exponent, fraction) holding `value` rounded to that format."""
     apply_style()
     fig, ax = plt.subplots(figsize=(12, 0.9 * len(names) + 1.2))
     width = 32
@@ -240,9 +216,8 @@ def bit_layouts(names=LESSON_FORMATS, value: float = -1 / 3, source: str = "comp
 
 def number_lines(names=("fp8_e5m2", "fp8_e4m3", "bf16", "fp16"), around_one=(0.75, 1.5),
                       bottom_units=4.0, source: str = "computed with ml_dtypes / numpy"):
-    """Two panels of tick marks, one row per format: representable values around 1, and
-    near the bottom of each format's range (x in units of its smallest normal number,
-    so subnormals fill [0, 1) with even spacing and normals double their spacing each binade)."""
+    """Tick marks at the representable values of each format: around 1, and near the bottom of its range (in
+    units of its smallest normal number: subnormals evenly in [0, 1), normals doubling each binade)."""
     apply_style()
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6.4))
     for i, n in enumerate(names):
@@ -270,8 +245,8 @@ def number_lines(names=("fp8_e5m2", "fp8_e4m3", "bf16", "fp16"), around_one=(0.7
 
 def range_histogram(x, names=("fp16", "bf16"), scales=None, bins=80,
                          source: str = "computed with ml_dtypes / numpy"):
-    """Histogram of log10|x| coloured by what each value becomes after rounding to each format
-    (one panel per format, optionally with a loss scale applied first)."""
+    """Histogram of log10|x| coloured by what each value becomes when rounded to each format (a panel each,
+    after an optional loss scale)."""
     apply_style()
     scales = scales or [1.0] * len(names)
     fig, axes = plt.subplots(len(names), 1, figsize=(11, 2.6 * len(names) + 0.8), sharex=True)
@@ -299,10 +274,9 @@ def range_histogram(x, names=("fp16", "bf16"), scales=None, bins=80,
 
 def training_curves(results: dict, *, source: str = "FP16 / BF16 arithmetic emulated in numpy on the CPU", title=None,
                   smooth: int = 50):
-    """Loss curves (log scale, running mean over `smooth` steps) of several runs, and the loss
-    scale of the scaled ones; a run that diverges is marked where its loss stops being finite. The
-    first run is the reference (FP32): drawn as a wide pale band under the others, which get line
-    styles of their own, so that runs which train exactly like it stay visible on top of it."""
+    """Loss curves (log scale, running mean over `smooth` steps) of several runs and the loss scale of the
+    scaled ones, a diverging run marked where its loss stops being finite; the first run (the reference)
+    is a wide pale band under the others, so runs that train exactly like it stay visible."""
     apply_style()
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(10.5, 7.4), sharex=True, gridspec_kw={"height_ratios": [3, 1.5]})
     styles = ["-", "--", ":", "-.", (0, (6, 2, 1, 2)), "-", (0, (8, 3))]

@@ -1,5 +1,5 @@
-"""Lesson 5's pictures: the block and warp tiles, shared-memory banks and swizzles, fragment owners, the
-cp.async pipeline. Each is drawn from the numbers the kernels compile with and returns the figure."""
+"""Lesson 5's pictures, drawn from the numbers the kernels compile with: tiles, banks, swizzles, fragments,
+the cp.async pipeline."""
 from __future__ import annotations
 
 import matplotlib
@@ -12,13 +12,9 @@ from .plot_style import COLORS, _legend_beside, apply_style
 
 
 def cp_async_pipeline(settings: list[tuple[int, int]], *, ktiles: int = 8, title: str = ""):
-    """Lesson 5, rung 5: the cp.async pipeline as a schedule, one panel per (STAGES, WAIT_GROUP) in
-    `settings` (the knobs of kernels/ladder.cu). One row per shared-memory stage; K-tile t lives in stage
-    t % STAGES. Its copy is issued STAGES - 1 iterations before it is multiplied (the prologue issues
-    tiles 0 .. STAGES-2), and cp.async.wait_group WAIT_GROUP at iteration kt makes every tile up to
-    kt + STAGES - 2 - WAIT_GROUP land first: light bar = copy may still be in flight, hatched = landed,
-    waiting to be used, dark = multiplied. A schedule in which every iteration takes the same time,
-    not a measurement."""
+    """Rung 5's cp.async pipeline as a schedule of equal iterations, one panel per (STAGES, WAIT_GROUP): K-tile
+    t lives in stage t % STAGES, its copy issued STAGES - 1 iterations before it is multiplied, and
+    wait_group WAIT_GROUP at iteration kt lands every tile up to kt + STAGES - 2 - WAIT_GROUP."""
     apply_style()
     fig, axes = plt.subplots(len(settings), 1, figsize=(10, 0.9 + 1.55 * sum(s for s, _ in settings) / 4 * 1.1),
                              squeeze=False)
@@ -53,11 +49,8 @@ def cp_async_pipeline(settings: list[tuple[int, int]], *, ktiles: int = 8, title
 
 
 def block_warp_tiles(bm: int, bn: int, wm: int, wn: int, frag: int = 16, bk: int | None = None):
-    """Lesson 5, rung 2: the block tile of C (bm x bn, kernels/ladder.cu's BM x BN), cut into warp tiles
-    (wm x wn: WM x WN; warp w at row w // (bn / wn), column w % (bn / wn), as the kernel numbers them), and
-    warp 0's frag x frag WMMA fragments ((wm / frag) x (wn / frag) accumulators). Beside it, the bm x bk
-    slice of A and the bk x bn slice of B that the block copies into shared memory per K step (bk: BK),
-    with the rows of A and the columns of B that warp 0 reads from them."""
+    """Rung 2's block tile of C (BM x BN) cut into warp tiles (WM x WN, numbered as the kernel does) and warp
+    0's WMMA fragments, beside the slices of A and B the block copies per K step (BK)."""
     apply_style()
     bk = bk or frag
     per_row = bn // wn
@@ -81,8 +74,7 @@ def block_warp_tiles(bm: int, bn: int, wm: int, wn: int, frag: int = 16, bk: int
         for j in range(wn // frag):
             ax.add_patch(Rectangle((j * frag, i * frag), frag, frag, fill=False, edgecolor="k",
                                    linestyle="--", linewidth=0.9))
-            if True:
-                ax.text(j * frag + frag / 2, i * frag + frag / 2, f"{i},{j}", ha="center", va="center", fontsize=8)
+            ax.text(j * frag + frag / 2, i * frag + frag / 2, f"{i},{j}", ha="center", va="center", fontsize=8)
     ax.set_xlim(-gap - bk - 4, bn + 90)
     ax.set_ylim(bm + 14, -gap - bk - 4)
     ax.set_aspect("equal")
@@ -95,10 +87,8 @@ def block_warp_tiles(bm: int, bn: int, wm: int, wn: int, frag: int = 16, bk: int
 
 
 def smem_banks(strides: dict, *, rows: int = 8, access_bytes: int = 16, banks: int = 32):
-    """Lesson 5, rung 3: which of the `banks` shared-memory banks each of `rows` consecutive rows hits when
-    every row reads `access_bytes` at the same column (one phase of a fragment load), one panel per
-    {label: row stride in bytes} (Bs rows: (BN + PAD) * 2 bytes, kernels/ladder.cu). The model is
-    helpers.analysis.bank_map; the count over a column is how often that bank is hit (bank_ways: the most)."""
+    """Rung 3: the shared-memory banks each of `rows` consecutive rows hits when every row reads `access_bytes`
+    at the same column, one panel per {label: row stride in bytes} (helpers.analysis.bank_map)."""
     apply_style()
     fig, axes = plt.subplots(len(strides), 1, figsize=(11, 1.3 + 2.3 * len(strides)), squeeze=False)
     for ax, (label, stride) in zip(axes[:, 0], strides.items()):
@@ -126,11 +116,8 @@ def smem_banks(strides: dict, *, rows: int = 8, access_bytes: int = 16, banks: i
 
 
 def swizzle_128b(table, *, title: str = ""):
-    """Lessons 5 (rung 7) and 6 (rung 8): TMA's 128-byte swizzle. table[r][q] is where 16-byte chunk q of
-    row r is stored (helpers.analysis.swizzle_128b: q XOR (r mod 8)); each 128-byte row spans all 32 banks,
-    4 banks per chunk. Left: the rows as stored, each cell labelled with the chunk it holds; a column of the
-    tile (chunk 0, dark) lands in a different 16-byte position, so a different group of 4 banks, in each row.
-    Right, for contrast: the same rows unswizzled, chunk 0 of every row in banks 0-3."""
+    """TMA's 128-byte swizzle: table[r][q] is where 16-byte chunk q of row r is stored
+    (helpers.analysis.swizzle_128b); beside it, the same rows unswizzled."""
     apply_style()
     rows, chunks = len(table), len(table[0])
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.9))
@@ -159,10 +146,8 @@ def swizzle_128b(table, *, title: str = ""):
 
 def fragment_owners(frags, *, title: str = "", xlabel: str = "column (k)", ylabel: str = "row (m)",
                     legend: str = "a{lo}, a{hi}: 8 x 8 matrix {i}"):
-    """Lesson 5, rung 6: which lane of the warp holds each element of a 16 x 16 fragment after ldmatrix.x4
-    (frags: helpers.analysis.ldmatrix_fragments("a"), lane -> its (row, col) elements in PTX order a0..a7).
-    Each cell is labelled with its lane; the colour is the 8 x 8 matrix (one ldmatrix register, a0-a1,
-    a2-a3, ...) it arrives in. A model replayed from the kernel's addressing, not a measurement."""
+    """Rung 6: the lane that holds each element of a fragment after ldmatrix.x4 (frags: lane -> its (row, col)
+    elements, helpers.analysis.ldmatrix_fragments), coloured by the 8 x 8 matrix it arrives in."""
     apply_style()
     n = 1 + max(max(r for r, _ in f) for f in frags)
     m = 1 + max(max(c for _, c in f) for f in frags)

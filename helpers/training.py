@@ -1,33 +1,12 @@
-"""A small network trained with FP16 (or BF16) arithmetic emulated in numpy, with loss scaling.
+"""A small network trained with FP16 (or BF16) arithmetic emulated in numpy, with loss scaling, as in
+Micikevicius et al., "Mixed Precision Training" (ICLR 2018): FP32 master weights cast to the format each step;
+products with low-precision inputs, an FP32 accumulator and a low-precision result; the loss gradient times the
+loss scale S before it is rounded; weight gradients divided by S in FP32, checked for inf/NaN, applied by SGD.
 
-What it reproduces (Micikevicius et al., "Mixed Precision Training", ICLR 2018):
-
-* FP32 master weights; each step casts them to the low-precision format;
-* forward and backward matrix products with low-precision inputs, an FP32
-  accumulator and a low-precision result (what a tensor-core GEMM does);
-  element-wise operations computed in FP32 and rounded to the format;
-* the loss gradient is multiplied by the loss scale S *before* it is rounded to
-  the format, so the whole backward pass carries S times the true gradients;
-* the weight gradients are converted to FP32, divided by S, checked for inf/NaN
-  and applied to the master weights with plain SGD.
-
-Loss scaling:
-  'none'     S = 1;
-  'static'   a fixed S; an inf/NaN gradient is applied anyway (the weights break);
-  'dynamic'  PyTorch's GradScaler rule (torch.amp.GradScaler defaults): S starts
-             at 2^16; a step whose gradients hold inf/NaN is skipped and S is
-             halved; after 2000 consecutive clean steps S is doubled.
-
-The task: a one-hidden-layer tanh network (16 -> 32 -> 1) fits a "teacher" network
-of the same shape whose weights are the student's starting weights moved a little
-(like fine-tuning), on fresh standard-normal batches of 128. The loss is
-`loss_weight` (2^-14) times the batch mean-squared error, as when a loss is
-normalised by far more terms than one batch holds, and the SGD learning rate is
-divided by the same factor, so the FP32 run does not depend on it. The
-gradients are then small: in unscaled FP16 most of them round to zero (below
-half the smallest subnormal, 2^-25) and training stalls while FP32 goes on; a loss
-scale moves them back into range. Everything is seeded and deterministic; a run
-of 3000 steps takes about a second or two on a CPU.
+Scaling 'none' (S = 1), 'static' (a fixed S; an inf/NaN gradient is applied anyway) or 'dynamic' (the
+torch.amp.GradScaler rule and defaults). The task: a 16-32-1 tanh network fits a teacher a little away from its
+start; the loss is 2^-14 times the batch MSE (the learning rate divided by the same), so the gradients are small
+and in unscaled FP16 most round to zero. Seeded and deterministic.
 """
 from __future__ import annotations
 
@@ -80,8 +59,7 @@ def _q(x, fmt: str) -> np.ndarray:
 
 
 def _mm(a, b, fmt: str) -> np.ndarray:
-    """Low-precision GEMM: inputs already in `fmt`, FP32 accumulation (float32 matmul), result
-    rounded to `fmt` (a tensor-core GEMM writing FP16/BF16 output)."""
+    """A tensor-core GEMM: inputs already in `fmt`, FP32 accumulation, result rounded to `fmt`."""
     with np.errstate(over="ignore", invalid="ignore"):
         return _q(np.asarray(a, np.float32) @ np.asarray(b, np.float32), fmt)
 
@@ -98,10 +76,8 @@ class Task:
 
 
 def make_task(task: Task = Task()):
-    """(teacher weights, initial student weights) for a seeded task. The teacher is the
-    student's starting point moved by `teacher_offset` (relative) in a random direction: the
-    student must close that gap (like fine-tuning), and its loss falls steadily for as long
-    as its gradients are representable."""
+    """(teacher weights, initial student weights): the teacher is the student's start moved by `teacher_offset`
+    (relative) in a random direction."""
     rng = np.random.default_rng(task.seed)
 
     def layer(fan_in, fan_out):
@@ -149,8 +125,8 @@ class TrainResult:
 
 def train(fmt: str = "fp16", scaling: str = "none", *, scale: float = 1.0, steps: int = 3000,
           lr: float = 0.2, task: Task = Task(), scaler: DynamicLossScaler | None = None) -> TrainResult:
-    """Train the student with SGD; see the module docstring. fmt: 'fp32', 'fp16' or 'bf16';
-    scaling: 'none', 'static' (with `scale`) or 'dynamic' (`scaler`, GradScaler defaults)."""
+    """Train the student with SGD in `fmt` ('fp32', 'fp16' or 'bf16') with `scaling` ('none', 'static' with
+    `scale`, or 'dynamic' with `scaler`)."""
     if fmt not in ("fp32", "fp16", "bf16"):
         raise ValueError("fmt must be 'fp32', 'fp16' or 'bf16'")
     if scaling not in ("none", "static", "dynamic"):

@@ -42,15 +42,9 @@ def test_tflops_vs_size():
     assert [int(x) for x in ax.get_xticks()] == sizes
 
 
-def test_tflops_vs_size_linear():
-    fig = plots.tflops_vs_size({"a": ([128], [1.0])}, source=SOURCE, ylog=False)
-    assert fig.axes[0].get_yscale() == "linear"
-    assert SOURCE in _title(fig)
-
-
 def test_roofline():
     fig = plots.roofline({"k1": (10.0, 5.0), "k2": (500.0, 400.0)}, peak_tflops=989.4, mem_gbs=4800,
-                         extra_ceilings={"FP32": 67.0}, title="Roofline", source=SOURCE)
+                         title="Roofline", source=SOURCE)
     assert isinstance(fig, Figure)
     assert SOURCE in _title(fig)
     ax = fig.axes[0]

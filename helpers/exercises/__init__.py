@@ -1,19 +1,10 @@
-"""Self-checking exercises: each checker computes the expected answer itself.
+"""Self-checking exercises: each checker computes the expected answer itself (the common ones here, each lesson
+family's in helpers/exercises/<family>.py).
 
-Common checkers live here; each lesson family adds a module (helpers/exercises/<family>.py)
-with its own checkers, built on check_number / _report.
-
-A checker prints one line: "Not answered yet", "Correct", or "Not quite" with
-a hint, and returns None (so a notebook cell shows only that line). It never
-raises, so Restart & Run All keeps going -- with one exception: when a learner's
-kernel makes the GPU fault (illegal address, launch failure), the checker prints its
-verdict and raises helpers.GPUContextLostError, whose message says to restart the
-notebook's kernel (nothing later in the notebook could use the GPU). ``last_result`` holds the last
-verdict (True, False, or None when unanswered) for tests.
-
-Every checker is decorated with ``@checker``: whatever it is given (an answer of the wrong type, an
-absurd number such as 10**400, None or {} for one of its other arguments), a failure inside it becomes
-its verdict line ("Not accepted", with what went wrong), never an exception.
+A checker prints one line, "Not answered yet", "Correct." or "Not quite" with a hint, and returns None; through
+``@checker`` anything it is given becomes a verdict, never an exception, so Restart & Run All keeps going. The
+one exception: a learner's kernel that makes the GPU fault raises GPUContextLostError (restart the kernel).
+``last_result`` holds the last verdict (True, False, or None when unanswered).
 """
 from __future__ import annotations
 
@@ -55,9 +46,8 @@ def not_a_number(name: str, answer, expects: str = "a number (a Python expressio
 
 
 def as_number(answer) -> float | None:
-    """The answer as a float, or None when it is not a number (text that is not a number, a bool, a list,
-    an array, a complex number, ...). A number in a string ("128") is still a number. An integer too large
-    for a float is +-inf (no expected answer is that large)."""
+    """The answer as a float ("128" too; an integer too large for a float is +-inf), or None when it is not a
+    number (a bool, a list, an array, a complex number, other text)."""
     if isinstance(answer, (bool, np.bool_)) or (isinstance(answer, np.ndarray) and answer.ndim):
         return None
     try:
@@ -72,8 +62,7 @@ def as_number(answer) -> float | None:
 
 
 def number_answer(name: str, answer, expects: str | None = None) -> float | None:
-    """The answer as a float, or None after printing the verdict for a placeholder ("Not answered yet")
-    or for something that is not a number (what the checker expects instead)."""
+    """The answer as a float, or None after printing the verdict for a placeholder or a non-number."""
     if answer is None or answer is Ellipsis:
         _report(name, answer, False, "")
         return None
@@ -90,9 +79,8 @@ def check_number(name: str, answer, expected: float, rel: float = 1e-9, hint: st
 
 
 def checker(fn):
-    """Decorator for every checker: an exception inside it (from a wrong-typed answer or argument) is
-    printed as its verdict, "Not accepted" with what went wrong, and last_result is False. The one
-    exception that passes is GPUContextLostError (the GPU is gone: Run All must stop; see above)."""
+    """Decorator for every checker: an exception inside it is printed as its verdict ("Not accepted" with what
+    went wrong); GPUContextLostError passes (the GPU is gone: Run All must stop)."""
     label = fn.__name__.removeprefix("check_").removesuffix("_exercise").replace("_", " ")
 
     @functools.wraps(fn)

@@ -1,16 +1,8 @@
 """Lesson 1 exercises: arithmetic intensity, and a shared-memory tiled FP32 kernel of your own.
 
-Each checker computes the expected answer itself and prints one verdict line
-("Not answered yet", "Correct.", or "Not quite" with a hint); see
-helpers/exercises/__init__.py.
-
-``check_tiled_kernel(src)`` compiles CUDA source written in a notebook cell,
-runs it on NaN-poisoned outputs at sizes that are not multiples of 16, with NaN
-guard regions right after A, B and C (so a read past the end of A or B puts NaN
-into C, and a write past the end of C is seen, every time), checks it against
-the float64 product with the course tolerance, and times it against
-gemm_fp32_kernel. Compiling and running need a CUDA GPU; on the CPU backend it
-checks what it can read in the source and says so.
+``check_tiled_kernel(src)`` compiles a kernel written in a notebook cell, runs it at sizes that are not multiples
+of 16 with NaN guards right after A, B and C (a read or write past an end is seen every time), checks it and times
+it against gemm_fp32_kernel; on the CPU backend it checks what it can read in the source and says so.
 """
 from __future__ import annotations
 
@@ -25,8 +17,7 @@ from . import _report, check_number, checker
 TILED_CHECK_SIZES = ((1000, 1000, 1000), (33, 17, 49))
 TILED_TIME_SIZES = (1000, 2048)
 
-# results of the last check_tiled_kernel run on a GPU (for a notebook to show; None elsewhere)
-last_tiled = None
+last_tiled = None          # the last check_tiled_kernel run on a GPU (checks and timings)
 
 
 # --------------------------------------------------------------------------- arithmetic intensity
@@ -40,8 +31,7 @@ def ai_ideal_exercise(answer, n: int) -> None:
 
 @checker
 def ai_naive_exercise(answer, elem_bytes: int = 4) -> None:
-    """FLOP per byte that one thread of gemm_fp32_kernel requests in its loop, with elements of elem_bytes
-    bytes (4: the FP32 kernel; 8: the same kernel written for double)."""
+    """FLOP per byte one thread of gemm_fp32_kernel requests in its loop, with elem_bytes-byte elements."""
     check_number(f"naive kernel intensity ({elem_bytes}-byte elements)", answer, 2.0 / (2.0 * elem_bytes), rel=1e-3,
                  hint=f"one step of the loop is one FMA (2 FLOPs) and loads one element of A and one of B, "
                       f"{elem_bytes} bytes each.")
@@ -87,12 +77,9 @@ def static_problems(src: str, name: str) -> list[str]:
 @checker
 def check_tiled_kernel(src, name: str = "gemm_tiled", tile: int = 16, check_sizes=TILED_CHECK_SIZES,
                        time_sizes=TILED_TIME_SIZES) -> None:
-    """Compile, validate and time a tiled FP32 GEMM kernel written as a CUDA source string.
-
-    Contract: ``extern "C" __global__ void <name>(const float* A, const float* B, float* C,
-    int M, int N, int K)``, row-major, any M, N, K; launched with block = (tile, tile) and
-    grid = (ceil(N / tile), ceil(M / tile)).
-    """
+    """Compile, check and time a tiled FP32 GEMM kernel given as CUDA source: ``extern "C" __global__ void
+    <name>(const float* A, const float* B, float* C, int M, int N, int K)``, row-major, any M, N, K, launched
+    with block (tile, tile) and grid (ceil(N / tile), ceil(M / tile))."""
     global last_tiled
     from ..device import backend
 
@@ -121,11 +108,8 @@ def check_tiled_kernel(src, name: str = "gemm_tiled", tile: int = 16, check_size
 
 
 def _guarded(X, guard: int):
-    """A copy of X at the start of a buffer followed by `guard` NaNs; returns (view, buffer).
-
-    A kernel that reads past the end of X gets NaN (which reaches C even when multiplied by
-    a zero); a kernel that writes past the end of X overwrites NaNs we can look for.
-    """
+    """(view, buffer): a copy of X followed by `guard` NaNs, so reads past its end reach C as NaN and writes
+    past its end overwrite NaNs."""
     import cupy
 
     buf = cupy.full(X.size + guard, np.nan, dtype=cupy.float32)
@@ -164,9 +148,8 @@ def _run_checked(kern, M, N, K, tile, seed, name):
 
 
 def _gpu_failure(label, src, exc, what):
-    """A launch of the learner's kernel failed: a lost GPU context is raised (GPUContextLostError:
-    nothing later in the notebook can use the GPU, so Run All must stop here with the fix); any
-    other CUDA error is reported as the verdict."""
+    """A launch of the learner's kernel failed: raise a lost GPU context (Run All must stop), report any other
+    CUDA error as the verdict."""
     from ..errors import translate_gpu_error
 
     err = translate_gpu_error(exc, what)

@@ -1,10 +1,5 @@
-"""Lesson 5 exercises: the traffic of a block tile, a pipeline's shared memory, blocks per SM, and one
-that edits a kernel (rung 5 with fewer stages: predict, edit, run, compare; live on a GPU, against the
-recorded knob sweep elsewhere). record_lines / recorded_knob read what the H200 record holds per rung.
-
-Each checker computes the expected answer itself (from the traffic model in helpers.analysis and
-the tile sizes in helpers.kernels) and prints one verdict line ("Not answered yet", "Correct.",
-or "Not quite" with a hint); see helpers/exercises/__init__.py.
+"""Lesson 5 exercises: a block tile's traffic, a pipeline's shared memory, blocks per SM, and rung 5 with fewer
+stages (predict, edit, run, compare: live on a GPU, against the recorded knob sweep elsewhere).
 """
 from __future__ import annotations
 
@@ -17,8 +12,7 @@ from ..kernels import PIPE_SMEM, ladder_smem_bytes
 
 @checker
 def check_tile_traffic(answer, bm: int = 128, bn: int = 256, n: int = 4096) -> None:
-    """Bytes the blocks request (helpers.analysis.traffic_bytes) for an n^3 GEMM with a bm x bn block
-    tile, FP16 inputs and FP32 output."""
+    """Bytes the blocks request for an n^3 GEMM with a bm x bn block tile (FP16 in, FP32 out)."""
     check_number(f"traffic of a {bm}x{bn} tile", answer, tile_traffic_bytes(n, n, n, bm, bn), rel=1e-6,
                  hint="A is read once per column of blocks (N / bn times), B once per row of blocks "
                       "(M / bm times), 2 bytes per element; C written once, 4 bytes per element.")
@@ -34,8 +28,8 @@ def check_pipeline_smem(answer, stages: int = 3, bk: int = 32, pad: int = 8) -> 
 @checker
 def check_blocks_per_sm(answer, regs: int = 128, threads: int = 256, smem: int = PIPE_SMEM,
                         reg_file: int = 65536, smem_per_sm: int = 228 * 1024) -> None:
-    """Resident blocks per SM, limited by registers and shared memory (H100/H200 limits).
-    The 1 KB the driver reserves per block is counted in smem."""
+    """Resident blocks per SM, limited by registers and shared memory (H100/H200 limits, 1 KB reserved per
+    block)."""
     by_regs = reg_file // (regs * threads)
     by_smem = smem_per_sm // (smem + 1024)
     check_number("blocks per SM", answer, min(by_regs, by_smem, 32), rel=1e-9,
@@ -45,9 +39,8 @@ def check_blocks_per_sm(answer, regs: int = 128, threads: int = 256, smem: int =
 
 # --------------------------------------------------------------------------- the knobs, recorded and live
 def recorded_knob(rung: int, knob: str | None = None) -> tuple[list[dict], str]:
-    """(rows, label): the ``knobs`` experiment's rows of `rung` in the newest record, the rung as recorded
-    first, then the values of `knob` (all of its knobs when None) in increasing order; ([], why) without
-    a recording."""
+    """(rows, label): the recorded ``knobs`` rows of `rung`, the rung as recorded first, then the values of
+    `knob` (all knobs when None) in order; ([], why) without a recording."""
     from ..kernels import ALL_RUNGS
     from ..tryout import recorded_sweep
 
@@ -59,8 +52,7 @@ def recorded_knob(rung: int, knob: str | None = None) -> tuple[list[dict], str]:
 
 
 def _speed_range(row: dict, default: dict) -> tuple[float, float, float]:
-    """(speed, low, high) of `row` over `default`: the median ratio of their times, and the ratio's
-    p10-p90 spread (the default's p10 over the row's p90 .. the default's p90 over the row's p10)."""
+    """(speed, low, high) of `row` over `default`: the ratio of their median times and its p10-p90 spread."""
     speed = default["ms"] / row["ms"]
     lo = default.get("p10_ms", default["ms"]) / row.get("p90_ms", row["ms"])
     hi = default.get("p90_ms", default["ms"]) / row.get("p10_ms", row["ms"])
@@ -68,9 +60,8 @@ def _speed_range(row: dict, default: dict) -> tuple[float, float, float]:
 
 
 def record_lines(rung: int, knob: str | None = None, n: int = 4096) -> str:
-    """What the H200 record says about a rung, in at most two lines (the same on every machine): its
-    measured gain over the rung before beside the prediction (the ladder experiment at n), and, with
-    `knob`, the speed of each recorded value of that knob over the rung as recorded."""
+    """What the H200 record says about a rung, in at most two lines: its measured gain beside the prediction
+    and, with `knob`, the speed of each recorded value of that knob over the rung as recorded."""
     from ..experiments.ladder import gains
     from ..results import load_latest
 
@@ -105,14 +96,10 @@ STAGES_TOL = 0.05       # a prediction may miss the measured p10-p90 range of th
 
 @checker
 def check_stages_prediction(prediction, source=None, stages: int = 2) -> None:
-    """Predict, edit, run, compare: `prediction` is the speed of rung 5 (ladder_cp_async) with `stages`
-    stages as a fraction of rung 5 as recorded (STAGES = 4), e.g. 0.5 = half as fast; `source` the
-    learner's edited copy of kernels/ladder.cu (helpers.tryout.source_of), or None for the STAGES knob.
-
-    On a GPU that runs rung 5 the variant is compiled, checked and timed with helpers.try_kernel (an edit
-    that gives wrong results, does not compile or faults is "Not quite"); elsewhere the edit cannot run:
-    one line says so and the prediction is compared with the recorded sweep (run_or_load("knobs")). A
-    prediction is right when it lies within STAGES_TOL of the measured p10-p90 range of the speed."""
+    """Predict, edit, run, compare: `prediction` is the speed of rung 5 with `stages` stages as a fraction of
+    rung 5 as recorded (0.5 = half as fast); `source` the learner's edit of kernels/ladder.cu, or None for
+    the STAGES knob. On a GPU that runs rung 5 it is tried live (helpers.try_kernel), elsewhere compared with
+    the recorded knob sweep; right within STAGES_TOL of the p10-p90 range of the speed."""
     from .. import tryout
     from ..device import backend
     from ..kernels import ALL_RUNGS

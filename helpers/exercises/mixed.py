@@ -1,14 +1,7 @@
-"""Lesson 3 exercises: reading a format's definition, and choosing a loss scale.
-
-Each checker computes the expected answer from the format (helpers.formats,
-ml_dtypes / numpy finfo) and prints one verdict line ("Not answered yet",
-"Correct.", or "Not quite" with a hint); see helpers/exercises/__init__.py.
-"""
+"""Lesson 3 exercises: reading a format's definition, and choosing a loss scale (answers from helpers.formats)."""
 from __future__ import annotations
 
 import math
-
-import numpy as np
 
 from . import check_number, checker
 from ..formats import format_info
@@ -54,12 +47,3 @@ def loss_scale_exercise(answer, g: float = 1e-9, fmt: str = "fp16") -> None:
                  hint=f"the smallest normal {fmt} number is 2^{format_info(fmt).emin}; "
                       "solve S g >= 2^emin for the smallest power of two S.")
 
-
-def demo_values() -> dict:
-    """Values an instructor can show after the exercises (all computed)."""
-    return {"fp16 spacing at 1000": spacing(1000.0, "fp16"),
-            "bf16 exact integers up to": largest_exact_integer_run("bf16"),
-            "fp16 exact integers up to": largest_exact_integer_run("fp16"),
-            "scale for 1e-9 in fp16": smallest_scale(1e-9, "fp16"),
-            "check: 1000 + spacing/2 rounds back (fp16)":
-                bool(np.float16(1000.0) + np.float16(spacing(1000.0, "fp16") / 2) == np.float16(1000.0))}

@@ -1,9 +1,5 @@
-"""Lesson 2 exercises: each checker computes the expected answer itself.
-
-Kernel exercises (``check_bcol_kernel``, ``check_2x2_kernel``) compile the learner's CUDA
-source with NVRTC (helpers.compile.load_module), run it on sizes that are not multiples of
-16 (zero-padded by the helper), check it against the float64 product with the course
-tolerance, and time it against wmma_gemm_naive. Without a GPU they say so and change nothing.
+"""Lesson 2 exercises. The kernel exercises compile the learner's source, run it on sizes that are not
+multiples of 16 (zero-padded), check it and time it against wmma_gemm_naive; without a GPU they say so.
 """
 from __future__ import annotations
 
@@ -159,9 +155,8 @@ def lane_of_a_exercise(answer, row: int = 9, col: int = 6) -> None:
 @checker
 def naive_bytes_per_flop_exercise(answer, m: int = 16, n: int = 16, k: int = 16,
                                   elem_bytes: int = 2) -> None:
-    """Bytes a naive WMMA kernel loads from global memory per FLOP: each K step one m x k A tile and one
-    k x n B tile of elem_bytes-byte elements, for one m x n x k mma_sync. The defaults are wmma_gemm_naive
-    (FP16, 16x16x16); lesson 3's TF32 kernel is m=16, n=16, k=8 with 4-byte FP32 elements in memory."""
+    """Bytes a naive WMMA kernel loads from global memory per FLOP: one m x k A tile and one k x n B tile
+    per m x n x k mma_sync (defaults: wmma_gemm_naive)."""
     loaded = (m * k + k * n) * elem_bytes
     check_number(f"naive WMMA bytes per FLOP ({m}x{n}x{k}, {elem_bytes}-byte elements)", answer,
                  loaded / (2 * m * n * k),
@@ -178,8 +173,8 @@ def two_by_two_bytes_per_flop_exercise(answer) -> None:
 
 @checker
 def hmma_per_tile_exercise(answer, K: int) -> None:
-    """HMMA.16816 instructions one warp of wmma_gemm_naive executes for its 16x16 tile of C at a given K
-    (a multiple of 16): K / 16 mma_sync, each as many HMMA as the recorded sm_90 build has per wmma.mma."""
+    """HMMA instructions one warp of wmma_gemm_naive executes for its 16x16 tile of C at K (a multiple of 16),
+    counted per wmma.mma in the recorded sm_90 build."""
     from ..experiments.wmma import ptx_lines, sass_lines
 
     n_mma = sum(1 for ln in ptx_lines() if ln.startswith("wmma.mma"))

@@ -1,18 +1,9 @@
 """Lesson experiments: measurements a lesson runs live on a GPU and `make record` records.
 
-Each lesson family has a module here (``baseline``, ``wmma``, ...) whose
-functions are registered with ``@experiment("name")``. A registered function
-takes no required arguments, runs on the GPU, and returns JSON-serialisable
-data (usually a list of row dicts). ``make record`` runs them all and stores
-the data under ``experiments`` in ``results/<gpu>.json``.
-
-In a notebook, ``run_or_load("name")`` runs the experiment live when a GPU is
-present and otherwise returns the recorded data, with a label saying which.
-An experiment that needs a newer GPU than the one present (``@experiment(name,
-min_cc=(8, 0), needs="BF16 and TF32 WMMA")``, or ``only_cc`` for arch-specific
-code) is not run there: ``run_or_load`` prints one line saying why and returns
-the recorded data, as on the CPU backend (a Colab T4, compute capability 7.5,
-has no BF16 or TF32 WMMA and no wgmma).
+Each lesson family's module registers GPU functions with ``@experiment("name")`` (no required arguments,
+JSON-serialisable data); ``make record`` stores their data under ``experiments`` in ``results/<gpu>.json``.
+``run_or_load("name")`` runs one live on a GPU that can (``min_cc`` / ``only_cc``), else returns the recorded
+data, with a label saying which.
 """
 from __future__ import annotations
 
@@ -29,8 +20,7 @@ REGISTRY: dict[str, Callable[[], Any]] = {}
 
 @dataclass(frozen=True)
 class Needs:
-    """The GPU an experiment needs: compute capability min_cc or newer, or exactly only_cc
-    (arch-specific code such as sm_90a), and what for (`what`, for the message)."""
+    """The GPU an experiment needs: compute capability min_cc or newer, or exactly only_cc (sm_90a code)."""
     min_cc: tuple = (0, 0)
     only_cc: tuple | None = None
     what: str = ""
@@ -50,8 +40,7 @@ NEEDS: dict[str, Needs] = {}
 
 
 def experiment(name: str, *, min_cc: tuple = (0, 0), only_cc: tuple | None = None, needs: str = ""):
-    """Register a GPU experiment under `name` (unique across the course); min_cc / only_cc and `needs`
-    (what it needs them for) say which GPUs can run it."""
+    """Register a GPU experiment under a unique `name`; min_cc / only_cc and `needs` say which GPUs can run it."""
     def deco(fn):
         if name in REGISTRY and REGISTRY[name] is not fn:
             raise ValueError(f"experiment {name!r} registered twice")
@@ -101,8 +90,8 @@ def _plain(v):
 
 
 def _covered(value, recorded) -> bool:
-    """Whether the recorded run (argument `recorded`) holds what a run with `value` would measure: the same
-    value, or a selection of its entries (timed=((4096, 4096, 4096),) out of the recorded shapes)."""
+    """Whether the recorded run's argument holds what a run with `value` would measure: the same value, or a
+    selection of its entries."""
     value, recorded = _plain(value), _plain(recorded)
     try:
         if value == recorded:
@@ -120,8 +109,8 @@ def _short(v, width: int = 60) -> str:
 
 
 def _check_arguments(name: str, kwargs: dict, live: bool, why: str | None) -> None:
-    """Refuse keyword arguments experiment `name` does not take, and (not live) those its recorded run
-    (``make record`` calls it with its defaults) cannot stand for; InputError with the fix."""
+    """InputError for keyword arguments experiment `name` does not take, and (not live) for those its recorded
+    run (with its defaults) cannot stand for."""
     import inspect
 
     from ..errors import InputError
@@ -130,8 +119,7 @@ def _check_arguments(name: str, kwargs: dict, live: bool, why: str | None) -> No
         return
     params = inspect.signature(REGISTRY[name]).parameters
     takes = [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
-    open_ended = any(v.kind == v.VAR_KEYWORD for v in params.values())
-    unknown = [] if open_ended else [k for k in kwargs if k not in takes]
+    unknown = [k for k in kwargs if k not in takes]
     if unknown:
         raise InputError(f"experiment {name} takes no argument {', '.join(unknown)}"
                          f" (it takes {', '.join(takes) or 'none'}).",
@@ -140,13 +128,12 @@ def _check_arguments(name: str, kwargs: dict, live: bool, why: str | None) -> No
         return
 
     def honoured(k):
-        p = params.get(k)
-        return k in RUN_ONLY_PARAMETERS or (p is not None and p.default is not p.empty
-                                            and _covered(kwargs[k], p.default))
+        p = params[k]
+        return k in RUN_ONLY_PARAMETERS or (p.default is not p.empty and _covered(kwargs[k], p.default))
 
     differ = [k for k in kwargs if not honoured(k)]
     if differ:
-        used = ", ".join(f"{k}={_short(params[k].default) if k in params else 'its default'}" for k in differ)
+        used = ", ".join(f"{k}={_short(params[k].default)}" for k in differ)
         asked = ", ".join(f"{k}={_short(kwargs[k])}" for k in differ)
         raise InputError(f"experiment {name} is not run here ({why}): its recorded run used {used}, not {asked}.",
                          f"call helpers.run_or_load({name!r}) without those arguments for the recorded numbers, "
@@ -154,8 +141,8 @@ def _check_arguments(name: str, kwargs: dict, live: bool, why: str | None) -> No
 
 
 def run_or_load(name: str, **kwargs) -> Outcome:
-    """Run experiment `name` on the GPU, or load its recorded data on the CPU backend (keyword arguments
-    are passed to a live run; without one they must be ones the recorded run covers)."""
+    """Run experiment `name` on the GPU, or load its recorded data (keyword arguments go to a live run; else
+    the recorded run must cover them)."""
     load_all()
     if not isinstance(name, str) or name not in REGISTRY:
         import difflib

@@ -1,18 +1,8 @@
-"""Lesson 1 (FP32 CUDA-core baseline): experiments and the traffic model behind them.
+"""Lesson 1 (FP32 CUDA-core baseline): its experiments, and the traffic model (no GPU) behind its predictions.
 
-Registered experiments (``make record`` runs them; ``run_or_load(name)`` in the notebook):
-
-* ``fp32_block_shapes``: gemm_fp32_kernel, unchanged, launched with different
-  block shapes (the kernel indexes with blockDim, so any shape computes the same
-  thing). The FLOPs and the minimum DRAM traffic are identical; what changes is
-  which 32 elements of C a warp owns, and so how many cache lines each of its
-  load instructions touches.
-* ``fp32_tiled_solution``: the worked solution of the lesson's exercise
-  (kernels/fp32_variants.cu, shared-memory tiles of 16 x 16 and 32 x 32) against
-  gemm_fp32_kernel.
-
-The plain functions (``warp_footprint``, ``intensity``, ...) need no GPU: the
-notebook uses them for its predictions.
+``fp32_block_shapes`` launches gemm_fp32_kernel with different block shapes (same FLOPs, different cache lines
+per warp load), ``fp32_timing_method`` times it two ways, ``fp32_tiled_solution`` times the exercise's worked
+solution (kernels/fp32_variants.cu).
 """
 from __future__ import annotations
 
@@ -40,14 +30,9 @@ def shape_name(bx: int, by: int) -> str:
 
 # --------------------------------------------------------------------------- model (no GPU)
 def warp_footprint(bx: int, by: int, elem: int = 4) -> dict:
-    """What one warp's two load instructions touch in one step k of gemm_fp32_kernel.
-
-    Threads are numbered x-fastest, so a warp holds min(bx, 32) consecutive
-    columns of C in each of 32 / min(bx, 32) rows. Its A load reads A[row][k] for
-    each of those rows (one address per row, K elements apart: one line each); its
-    B load reads B[k][col] for the warp's columns (consecutive addresses, shared
-    by all of its rows). Lines and sectors assume rows start on a line boundary.
-    """
+    """What one warp's two loads touch in one step k of gemm_fp32_kernel: a warp holds min(bx, 32)
+    consecutive columns of C in 32 / min(bx, 32) rows; its A load touches one line per row, its B load the
+    warp's consecutive columns (rows assumed to start on a line boundary)."""
     cols = min(bx, 32)
     rows = 32 // cols
     b_bytes = cols * elem
@@ -61,12 +46,9 @@ def warp_footprint(bx: int, by: int, elem: int = 4) -> dict:
 
 
 def lines_per_warp_step(n: int, bx: int = 16, by: int = 16, elem: int = 4) -> float:
-    """The mean number of cache lines one warp's two loads touch per step k of gemm_fp32_kernel on
-    an n x n x n GEMM, counted with rows as they lie: a row is n * elem bytes, so unless that is a
-    multiple of LINE, a warp's piece of a row of B straddles two lines at some steps. Counts the
-    warps with at least one thread inside C (edge warps load only for their threads inside C);
-    matrices start on a line boundary. Equals warp_footprint(bx, by)["lines"] when n * elem is a
-    multiple of LINE (and n a multiple of the warp's width and height)."""
+    """Mean cache lines one warp's two loads touch per step k on an n^3 GEMM, with rows as they lie: unless
+    n * elem is a multiple of LINE, a warp's piece of a row of B sometimes straddles two lines. Counts the
+    warps with a thread inside C; equals warp_footprint's "lines" when rows are whole lines."""
     cols = min(bx, 32)
     rows = 32 // cols
     row_warps = math.ceil(n / rows)                  # warps down a column strip; their active rows sum to n
@@ -84,12 +66,8 @@ def block_intensity(bx: int, by: int, elem: int = 4) -> float:
 
 
 def intensity(n: int, elem: int = 4) -> dict:
-    """Arithmetic intensities of a square n^3 FP32 GEMM, in FLOP per byte.
-
-    ideal: 2n^3 FLOPs over the least traffic (read A and B, write C once: 3 n^2 elements).
-    requested: what gemm_fp32_kernel's threads ask for: two 4-byte loads per FMA (2 FLOPs),
-    plus the store of C.
-    """
+    """Arithmetic intensities (FLOP/byte) of an n^3 FP32 GEMM: ideal (A, B read and C written once) and
+    requested (gemm_fp32_kernel: two loads per FMA, plus the store of C)."""
     flops = 2.0 * n ** 3
     ideal_bytes = 3.0 * n * n * elem
     requested_bytes = 2.0 * n ** 3 * elem + n * n * elem
@@ -107,11 +85,8 @@ def _inputs(M, N, K, seed):
 
 
 def fp32_launcher(kern, A, B, block, tile=None):
-    """(run, C) for any kernel with gemm_fp32_kernel's arguments; C starts as NaN.
-
-    The grid covers C with blocks of block = (bx, by) threads, one thread per
-    element (tile=None), or with tile x tile pieces (one block per tile).
-    """
+    """(run, C) for any kernel with gemm_fp32_kernel's arguments; C starts as NaN. The grid covers C with
+    one thread per element (tile=None) or one block per tile x tile piece."""
     import cupy
 
     M, K = A.shape
@@ -250,15 +225,12 @@ def tiled_solution(sizes=TILED_SIZES, tiles=(16, 32), check_sizes=(CHECK_SIZE, (
 
 
 # --------------------------------------------------------------------------- notebook helpers (no GPU)
-def sass_counts(sass_file: str = "fp32_baseline.sm_90.sass", kernel: str = "gemm_fp32_kernel",
-                build_dir: str | None = None) -> dict:
-    """Count instructions of one kernel in a recorded SASS listing (results/build-<gpu>/)."""
-    from pathlib import Path
-
+def sass_counts(sass_file: str, kernel: str) -> dict:
+    """Count instructions of one kernel in a recorded SASS listing (results/build-nvidia-h200/)."""
     from ..analysis import sass_instructions
     from ..results import RESULTS_DIR
 
-    path = Path(build_dir) if build_dir else RESULTS_DIR / "build-nvidia-h200"
+    path = RESULTS_DIR / "build-nvidia-h200"
     ops = [op for k, _, _, op in sass_instructions(path / sass_file) if k == kernel]
     if not ops:
         raise KeyError(f"no function {kernel} in {path / sass_file}")
@@ -274,8 +246,7 @@ def implied_clock_hz(fp32_peak_tflops: float | None, sms: int, lanes: int = 128)
 
 
 def timed_clock_hz(data: dict, fallback: float | None = None) -> float | None:
-    """The median SM clock recorded beside the block-shape timings (helpers.clocks), in Hz; `fallback`
-    (e.g. implied_clock_hz) when the rows carry no clock readings (no NVML on the GPU that ran them)."""
+    """The median SM clock recorded beside the block-shape timings, in Hz; `fallback` where none was read."""
     mhz = [r["sm_mhz"] for r in data.get("rows", []) if r.get("sm_mhz")]
     return float(np.median(mhz)) * 1e6 if mhz else fallback
 
@@ -286,22 +257,18 @@ def lines_per_sm_clock(lines: float, n: int, ms: float, sms: int, clock_hz: floa
 
 
 def shape_table(data: dict, n: int, sms: int | None = None, clock_hz: float | None = None) -> list[dict]:
-    """Rows of the block-shape experiment at size n, with the model's lines per warp-step, the
-    time relative to the first (seed) shape and, given the SMs, lines per SM per clock: at the SM
-    clock recorded beside the row's timing (``sm_mhz``), or at `clock_hz` where none was recorded
-    (``clock_source`` says which). ``clock`` is the recorded clock as text (helpers.clocks)."""
+    """Rows of the block-shape experiment at size n, with the model's lines per warp-step, the time relative
+    to the first shape and, given the SMs, lines per SM per clock (at the recorded SM clock, else `clock_hz`)."""
     from ..clocks import clock_text
 
     model = {m["shape"]: m for m in data["model"]}
     rows = [dict(r) for r in data["rows"] if r["n"] == n]
     base = next(r["median_ms"] for r in rows if r["shape"] == data["first_shape"])
     for r in rows:
-        r.update(lines=model[r["shape"]]["lines"], sectors=model[r["shape"]]["sectors"],
-                 rel_time=round(r["median_ms"] / base, 3), clock=clock_text(r))
+        r.update(lines=model[r["shape"]]["lines"], rel_time=round(r["median_ms"] / base, 3), clock=clock_text(r))
         hz = r["sm_mhz"] * 1e6 if r.get("sm_mhz") else clock_hz
         if sms and hz:
             r["lines_per_clk"] = round(lines_per_sm_clock(r["lines"], n, r["median_ms"], sms, hz), 3)
-            r["clock_source"] = "recorded" if r.get("sm_mhz") else "implied by the FP32 peak"
     return rows
 
 
@@ -343,9 +310,8 @@ def plot_shapes(data: dict, source: str, sms: int | None = None, clock_hz: float
 
 
 def timing_agreement_lines(entry: dict | None) -> list[str]:
-    """The record's ``extras.timing_agreement`` (helpers.record: the course's harness and
-    triton.testing.do_bench timing the same cuBLAS call) as lines of text, each timing with the SM
-    clock read while it ran, or 'clock not recorded' where the record has none."""
+    """The record's ``extras.timing_agreement`` (the course's harness and triton's do_bench timing the same
+    cuBLAS call) as lines of text, each timing with the SM clock read while it ran."""
     from ..clocks import clock_text
 
     if not entry:

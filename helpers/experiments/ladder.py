@@ -1,18 +1,9 @@
 """Lesson 5 (closing the gap to cuBLAS): the ``ladder`` experiment, and reading its rows.
 
-The rungs are entries of the kernel registry (``helpers.kernels.RUNGS``: one idea each, with the
-gain predicted before measuring); they are validated, padded and launched like every other kernel
-(helpers.launch). Experiment ``ladder`` (``make record``): every rung, checked against float64
-at 4096, 8192 and two sizes that are not multiples of any tile, then timed
-(helpers.timing.benchmark) at 4096 and 8192 next to cuBLAS FP16
-(helpers.cublas.BASELINES['cublas_fp16']). Rungs marked ``isolate`` (rung 7: wgmma + TMA, sm_90a)
-are measured in a child process (helpers.isolate), so that a fault or a hang cannot take the
-other rungs' results with it.
-
-Reading the rows (no GPU): ``timed_rows``, ``gains`` (predicted against measured, judged against the
-measured p10-p90 spread),
-``roofline_points``, ``errors``, and ``MISS_NOTES``, the likely reason for a miss in either
-direction, stated with the prediction.
+Experiment ``ladder``: every rung (helpers.kernels.RUNGS, one idea each with its predicted gain) checked at
+4096, 8192 and two sizes off every tile, then timed at 4096 and 8192 beside cuBLAS FP16; rungs marked
+``isolate`` run in a child process, so a fault cannot take the others' results with it. Reading the rows
+needs no GPU: ``timed_rows``, ``gains``, ``roofline_points``, ``errors`` and ``MISS_NOTES``.
 """
 from __future__ import annotations
 
@@ -25,19 +16,9 @@ TIMED_SIZES = (4096, 8192)
 ODD_SIZES = ((1000, 1064, 1000), (2000, 1000, 3000))   # (M, N, K): not multiples of 16 or of 128
 
 
-def predicted_tflops(rung1_tflops: float) -> dict[int, float]:
-    """Each rung's predicted TFLOP/s, chained from rung 1's measurement by the predicted gains."""
-    out, v = {}, rung1_tflops
-    for r in RUNGS.values():
-        v = v * r.predicted_gain
-        out[r.rung] = v
-    return out
-
-
 # --------------------------------------------------------------------------- the experiment
 def _inputs(i: int, M: int, N: int, K: int):
-    """Shape i's inputs (GPU): A (M x K) and B (K x N), N(0,1) drawn in FP32 by CuPy's seeded RandomState (seeds
-    500 + i and 600 + i) and rounded to FP16 on the GPU: drawing them on the GPU keeps the largest shapes quick."""
+    """Shape i's FP16 inputs, N(0,1) drawn on the GPU (seeds 500 + i and 600 + i): quick for the largest shapes."""
     import cupy
 
     A = cupy.random.RandomState(500 + i).standard_normal((M, K), dtype=cupy.float32).astype(cupy.float16)
@@ -46,7 +27,7 @@ def _inputs(i: int, M: int, N: int, K: int):
 
 
 def shape_key(M: int, N: int, K: int) -> str:
-    """How a shape names its cuBLAS timing (cub_ms) across a child process's JSON: 'MxNxK'."""
+    """'MxNxK': how a shape names its cuBLAS timing (cub_ms) in a child process's JSON."""
     return f"{M}x{N}x{K}"
 
 
@@ -135,9 +116,8 @@ def _isolated_rows(rung_numbers, timed_sizes, odd_sizes, cub_ms) -> list[dict]:
 
 
 def check_rung_sizes(k: int, sizes, launch_ex: bool = False) -> list[dict]:
-    """GPU: rung k against float64 at each (M, N, K), and against its CPU emulation at 256 x 256 x 512
-    (the last entry). Used by the GPU tests, in a child process for isolated rungs. launch_ex: launch a
-    clustered rung through cuLaunchKernelEx (helpers.launch.force_launch_ex) instead of a plain launch."""
+    """GPU (the GPU tests): rung k against float64 at each (M, N, K), then against its CPU emulation at
+    256 x 256 x 512; launch_ex: a clustered rung through cuLaunchKernelEx."""
     from ..launch import force_launch_ex, gemm
     from ..numerics import random_matrix
 
@@ -161,8 +141,7 @@ def check_rung_sizes(k: int, sizes, launch_ex: bool = False) -> list[dict]:
 
 
 def cublas_row(A, B, peak) -> dict:
-    """cuBLAS FP16 (cupy.matmul float16) on A, B, checked and timed with the same harness as the rungs:
-    a row with rung 0."""
+    """cuBLAS FP16 on A, B, checked and timed with the rungs' harness: the row of rung 0."""
     import cupy
 
     from ..cublas import BASELINES
@@ -183,8 +162,7 @@ def cublas_row(A, B, peak) -> dict:
 
 @experiment("ladder", min_cc=(8, 0), needs="rungs 5 and 6, cp.async and mma.sync m16n8k16")
 def ladder(timed_sizes=TIMED_SIZES, odd_sizes=ODD_SIZES):
-    """Every rung: correctness (4096, 8192, odd sizes) and TFLOP/s next to cuBLAS FP16.
-    Isolated rungs (rung 7, sm_90a) run in a child process (see _isolated_rows)."""
+    """Every rung: correctness (4096, 8192, odd sizes) and TFLOP/s next to cuBLAS FP16."""
     from ..device import require_gpu
 
     gpu = require_gpu("ladder")
@@ -217,27 +195,22 @@ def timed_rows(rows: list[dict], n) -> list[dict]:
 
 
 def cublas_beside_rungs(rec, n) -> dict | None:
-    """The cuBLAS row (rung 0) that the `ladder` experiment of record `rec` (helpers.results.Record) timed
-    beside the rungs at size n, the timing the lesson's verdict divides by; None when the record has no
-    ladder run at n (a GPU that cannot run it: its sweep's cuBLAS row is all there is)."""
+    """The cuBLAS row (rung 0) the `ladder` experiment of record `rec` timed beside the rungs at size n (what
+    the lesson's verdict divides by), or None without a ladder run at n."""
     rows = timed_rows((rec.meta.get("experiments") or {}).get("ladder") or [], n)
     return rows[0] if rows and rows[0]["rung"] == 0 else None
 
 
 def timed_by_size(rows: list[dict], sizes=TIMED_SIZES) -> dict[int, list[dict]]:
-    """{n: timed_rows(rows, n)} for each size: what helpers.plots.ladder draws."""
+    """{n: timed_rows(rows, n)}: what helpers.plots.ladder draws."""
     return {n: timed_rows(rows, n) for n in sizes}
 
 
 def gains(rows: list[dict], n: int) -> list[dict]:
-    """Predicted and measured gain of every rung over the one before it (or over the rung its row names as
-    ``base``, the rung its gain was predicted over; ``over`` says which), at size n, with the SM clock
-    recorded while each was timed (``clock``, helpers.clocks.clock_text), judged against the measured
-    spread (helpers.timing.verdict, the course's rule): ``low`` / ``high`` are the gains the
-    p10 and p90 timings of both rungs allow (the slowest p90 over the fastest p10 and back; the median's
-    gain when a row has no p10/p90), ``verdict`` says "as predicted" when the prediction lies inside
-    [low, high], "missed: better / worse than predicted" outside, and ``direction`` ("better", "worse"
-    or None) is the key of MISS_NOTES."""
+    """Predicted and measured gain of every rung at size n over the rung before it (or its ``base``; ``over``
+    says which), with the SM clock recorded while timed, judged (helpers.timing.verdict) against [low, high],
+    the gains the p10 and p90 timings of both rungs allow; ``direction`` ("better", "worse" or None) is the
+    key of MISS_NOTES."""
     from ..clocks import clock_text
     from ..timing import verdict
 
@@ -263,8 +236,7 @@ def gains(rows: list[dict], n: int) -> list[dict]:
 
 
 def roofline_points(rows: list[dict], n: int) -> dict:
-    """{label: (intensity, TFLOP/s)} for the roofline: each rung at size n, intensity from
-    helpers.analysis.traffic_bytes."""
+    """{label: (intensity, TFLOP/s)} of each rung at size n, for the roofline."""
     from ..analysis import intensity
 
     pts = {}
@@ -276,8 +248,7 @@ def roofline_points(rows: list[dict], n: int) -> dict:
     return pts
 
 
-# The likely reason for a miss in either direction, stated with the prediction; the lesson prints the one the data
-# calls for.
+# The likely reason for a miss in either direction; the lesson prints the one the data calls for.
 MISS_NOTES = {
     2: {"better": "rung 1 was even more load-bound than assumed: with 8x fewer requested bytes per FLOP "
                   "the waits on global memory shrink by more than the prediction allowed for.",

@@ -1,22 +1,9 @@
-"""Lesson 3 experiments: TF32 switches, and how well the CPU emulates the BF16 / TF32 kernels.
+"""Lesson 3 (mixed precision): its experiments, tables and figures.
 
-* ``tf32_env``: an FP32 ``cupy.matmul`` at n = 2048 in fresh Python processes under
-  every combination of CUPY_TF32 (unset, 1) and NVIDIA_TF32_OVERRIDE (unset, 0, 1),
-  plus explicit cublasGemmEx calls with CUBLAS_COMPUTE_32F and
-  CUBLAS_COMPUTE_32F_FAST_TF32 in the same processes. Each row has the relative
-  error against float64, the median time, the clocks read while it was timed
-  (``helpers.clocks``, the same fields as every timed row), and a verdict ("TF32"
-  or "FP32") from the error alone (``tf32_threshold``). This settles whether
-  NVIDIA_TF32_OVERRIDE=1 turns TF32 on for unchanged FP32 code.
-* ``mixed_emulator_probe``: seeded 128 x 128 x 1024 products through
-  wmma_bf16_gemm_kernel and wmma_tf32_gemm_kernel, compared element by element
-  with ``helpers.emulate.tensor_core_gemm`` under several block sizes and
-  alignment bits (and, for TF32, both input roundings): which model reproduces
-  the hardware.
-
-Fresh processes are needed for ``tf32_env`` because CuPy reads CUPY_TF32 once,
-on the first float32 matmul, and the CUDA libraries read NVIDIA_TF32_OVERRIDE
-when they initialise.
+``tf32_env``: an FP32 cupy.matmul and explicit cublasGemmEx calls (COMPUTE_32F, COMPUTE_32F_FAST_TF32) under
+every combination of CUPY_TF32 and NVIDIA_TF32_OVERRIDE, each in a fresh process (CuPy and the CUDA libraries
+read them once), with a verdict, TF32 or FP32, from the error alone. ``mixed_emulator_probe``: the BF16 and
+TF32 WMMA kernels compared element by element with the CPU model under several block sizes and alignment bits.
 """
 from __future__ import annotations
 
@@ -30,8 +17,7 @@ import numpy as np
 
 from . import experiment
 from ..numerics import FORMATS
-
-from ..paths import IMPORT_ROOT as ROOT  # noqa: E402
+from ..paths import IMPORT_ROOT as ROOT, child_env
 
 TF32_ENV_SIZE = 2048
 # (CUPY_TF32, NVIDIA_TF32_OVERRIDE); None = unset
@@ -83,20 +69,17 @@ print("RESULT " + json.dumps(out))
 
 
 def _child_env(cupy_tf32, override) -> dict:
-    env = dict(os.environ)
-    for var in ("CUPY_TF32", "NVIDIA_TF32_OVERRIDE"):
-        env.pop(var, None)
+    env = {k: v for k, v in os.environ.items() if k not in ("CUPY_TF32", "NVIDIA_TF32_OVERRIDE")}
     if cupy_tf32 is not None:
         env["CUPY_TF32"] = cupy_tf32
     if override is not None:
         env["NVIDIA_TF32_OVERRIDE"] = override
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
+    return child_env(env)
 
 
 @experiment("tf32_env", min_cc=(8, 0), needs="TF32 Tensor Cores")
 def tf32_env(n: int = TF32_ENV_SIZE, timeout: float = 120.0):
-    """FP32 GEMM error and time under each TF32 switch; see the module docstring."""
+    """FP32 GEMM error and time under each TF32 switch."""
     rows = []
     for cupy_tf32, override in TF32_ENV_CASES:
         proc = subprocess.run([sys.executable, "-c", _CHILD, str(n)], env=_child_env(cupy_tf32, override),
@@ -178,8 +161,7 @@ def mixed_emulator_probe(seed: int = 21):
 
 
 # --------------------------------------------------------------------------- notebook helpers (CPU)
-# every GEMM variant of the lesson, with a short label (wmma_gemm_naive is the same loop as
-# wmma_mixed_gemm_kernel and is left out)
+# every GEMM variant of the lesson (wmma_gemm_naive is wmma_mixed_gemm_kernel's loop), with a short label
 VARIANTS = {
     "gemm_fp32_kernel": "FP32 CUDA cores (seed)",
     "wmma_mixed_gemm_kernel": "WMMA FP16 in, FP32 acc (seed)",
@@ -193,9 +175,8 @@ VARIANTS = {
 }
 
 
-# the record's rel_err_acc of these rows is not an error against the variant's own inputs: cuBLAS TF32
-# rounds the FP32 inputs itself, in a way it does not document, so the record compares it with the
-# product of the FP32 inputs (helpers/record.py), the same reference as rel_err
+# rows whose rel_err_acc is not against the variant's own inputs (cuBLAS TF32 rounds them in a way it does
+# not document, so the record compares it with the FP32 product)
 NO_OWN_INPUTS = {"cublas_tf32": "n/a"}
 
 
@@ -209,10 +190,8 @@ def c_format(kernel: str) -> str:
 
 
 def comparison_rows(rows, size: int, baseline: str = "gemm_fp32_kernel") -> list[dict]:
-    """Table rows at one square size: time, TFLOP/s, speedup over `baseline`, errors, the format of C, and
-    the SM clock recorded while it was timed (helpers.clocks.clock_text). ``rel_err_acc`` (the error against
-    the variant's own rounded inputs) is NaN where the record has none (NO_OWN_INPUTS); ``own`` is it as
-    text, 'n/a' there."""
+    """Table rows at one square size: time, TFLOP/s, speedup over `baseline`, errors (``own``: against the
+    variant's own rounded inputs, as text), the format of C and the SM clock recorded while it was timed."""
     from ..clocks import clock_text
 
     at = {r["kernel"]: r for r in rows if r["m"] == r["n"] == r["k"] == size}
@@ -233,8 +212,7 @@ def comparison_rows(rows, size: int, baseline: str = "gemm_fp32_kernel") -> list
 
 
 def fp16_output_rounding_error(n: int = 1024, seed: int = 0) -> float:
-    """Relative (Frobenius) error of rounding the exact product of n x n FP16 inputs (N(0,1) data) to an FP16
-    C, and nothing else: what writing C in FP16 costs on its own (CPU, float64)."""
+    """Relative error of rounding the exact product of n x n FP16 inputs to an FP16 C, and nothing else."""
     from ..numerics import random_matrix, rel_fro_error
 
     A = random_matrix(n, n, seed=seed).astype(np.float16).astype(np.float64)
@@ -259,8 +237,8 @@ def _marker(kernel: str) -> str:
     return "s" if kernel.startswith("cublas") else ("^" if kernel == "gemm_fp32_kernel" else "o")
 
 
-def plot_tflops_vs_size(rows, *, source: str = ""):
-    """TFLOP/s against size for every variant (log-log), coloured by arithmetic."""
+def _plot_variants(rows, y: str, ylabel: str, title: str, size_ticks: bool):
+    """`y` against size for every variant (log-log), coloured by arithmetic, cuBLAS dashed."""
     import matplotlib.pyplot as plt
 
     from ..plots import apply_style
@@ -270,52 +248,38 @@ def plot_tflops_vs_size(rows, *, source: str = ""):
     fig, ax = plt.subplots()
     sizes = set()
     for k, label in VARIANTS.items():
-        n, t = series(rows, k, "tflops")
+        n, v = series(rows, k, y)
         if n:
             sizes |= set(n)
-            ax.plot(n, t, marker=_marker(k), color=VARIANT_COLORS[k], label=label,
+            ax.plot(n, v, marker=_marker(k), color=VARIANT_COLORS[k], label=label,
                     linestyle="--" if k.startswith("cublas") else "-")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xticks(sorted(sizes))
-    ax.set_xticklabels([str(v) for v in sorted(sizes)])
-    ax.minorticks_off()
+    if size_ticks:
+        ax.set_xticks(sorted(sizes))
+        ax.set_xticklabels([str(v) for v in sorted(sizes)])
+        ax.minorticks_off()
     ax.set_xlabel("matrix size n (M = N = K = n)")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title(f"Throughput of each variant (dashed: cuBLAS)\n{source}", loc="left")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, loc="left")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=11)
     fig.tight_layout()
     return fig
 
 
-def plot_error_vs_size(rows, *, source: str = "", y: str = "rel_err"):
-    """Relative error against size for every variant (log-log)."""
-    import matplotlib.pyplot as plt
+def plot_tflops_vs_size(rows, *, source: str = ""):
+    """TFLOP/s against size for every variant."""
+    return _plot_variants(rows, "tflops", "TFLOP/s", f"Throughput of each variant (dashed: cuBLAS)\n{source}", True)
 
-    from ..plots import apply_style
-    from .sweep import series
 
-    apply_style()
-    fig, ax = plt.subplots()
-    for k, label in VARIANTS.items():
-        n, e = series(rows, k, y)
-        if n:
-            ax.plot(n, e, marker=_marker(k), color=VARIANT_COLORS[k], label=label,
-                    linestyle="--" if k.startswith("cublas") else "-")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("matrix size n (M = N = K = n)")
-    ax.set_ylabel("relative error vs float64")
-    ax.set_title(f"Error of each variant\n{source}", loc="left")
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=11)
-    fig.tight_layout()
-    return fig
+def plot_error_vs_size(rows, *, source: str = ""):
+    """Relative error against size for every variant."""
+    return _plot_variants(rows, "rel_err", "relative error vs float64", f"Error of each variant\n{source}", False)
 
 
 def overflow_inputs(K_half: int = 12000, n: int = 16, seed: int = 3):
-    """A product whose exact value is 0 but whose running sums climb far past FP16's maximum:
-    the second half of A's columns is the first half negated, and B's second half of rows repeats
-    the first. Values in [2, 3): every product is positive in the first half."""
+    """A product whose exact value is 0 but whose running sums climb far past FP16's maximum: A's second
+    half of columns negates its first, B's second half of rows repeats its first (values in [2, 3))."""
     rng = np.random.default_rng(seed)
     a = (2 + rng.random((n, K_half))).astype(np.float16).astype(np.float32)
     b = (2 + rng.random((K_half, n))).astype(np.float16).astype(np.float32)

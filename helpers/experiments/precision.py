@@ -1,19 +1,9 @@
-"""Lesson 4 experiments: how error grows with K, and how the tensor core adds.
+"""Lesson 4 (precision): how error grows with K, and how the tensor core adds.
 
-* ``error_vs_k``: componentwise error of C = A B for K = 16 .. 16384 with five
-  arithmetics (FP16 inputs with FP16 or FP32 accumulation, BF16 and TF32 inputs
-  with FP32 accumulation, the FP32 CUDA-core FMA chain), on U[0,1) and on
-  standard-normal data. The inputs come from a seeded numpy generator, so the CPU
-  can rebuild them exactly (``error_inputs``) and emulate the same products.
-* ``tc_probes``: single mma_sync instructions on chosen inputs (``probe_cases``)
-  that reveal the tensor core's arithmetic, after Fasi et al. (2021) and Khattak &
-  Mikaitis (2025); plus the FP16-accumulator stagnation on a sum of ones.
-* ``emulator_match``: a seeded 1024^3 FP16 product through the WMMA FP32-accumulate
-  kernel, compared bit for bit with ``helpers.emulate.tensor_core_gemm`` on the host.
-
-Everything that does not need the GPU (the probe inputs, their emulation, the
-input generator) is a plain function here, so the notebook and the tests use it
-on the CPU backend.
+Experiments: ``error_vs_k`` (componentwise error for K = 16 .. 16384 with five arithmetics, on seeded inputs
+the CPU can rebuild), ``tc_probes`` (single mma_sync on chosen inputs that reveal the tensor core's arithmetic,
+after Fasi et al. 2021 and Khattak & Mikaitis 2025) and ``emulator_match`` (a 1024^3 FP16 product compared bit
+for bit with helpers.emulate). The inputs, probes and their emulation run on the CPU.
 """
 from __future__ import annotations
 
@@ -57,8 +47,7 @@ def error_inputs(K: int, dist: str, M: int = ERROR_MN, N: int = ERROR_MN, seed: 
 
 
 def error_stats(C, A, B, A_r, B_r) -> dict:
-    """Componentwise errors of C against |A||B|: accumulation only (reference on the
-    rounded inputs A_r, B_r) and total (reference on the original inputs)."""
+    """Componentwise errors of C over |A||B|: accumulation (against the rounded inputs A_r, B_r) and total."""
     C = np.asarray(C, dtype=np.float64)
     scale = np.abs(A_r) @ np.abs(B_r)
     acc = np.abs(C - A_r @ B_r) / scale
@@ -110,19 +99,17 @@ def _error_rows(compute, Ks, M, dists) -> list[dict]:
 
 
 def input_rounding_error(K: int, dist: str, fmt: str, M: int = ERROR_MN) -> float:
-    """Median componentwise error that rounding the study's inputs to `fmt` causes on its own: the exact
-    (float64) product of the rounded inputs against that of the originals, over |A||B|. No GPU: the
-    same on every machine. Each term's error is at most 2 u_in of its product, but the errors have
-    both signs and partly cancel, so the median falls roughly like u_in / sqrt(K)."""
+    """Median componentwise error that rounding the study's inputs to `fmt` causes on its own (exact products
+    of the rounded inputs against the originals', over |A||B|): the term errors partly cancel, so it falls
+    roughly like u_in / sqrt(K)."""
     A, B = error_inputs(K, dist, M, M)
     A_r, B_r = round_to(A, fmt).astype(np.float64), round_to(B, fmt).astype(np.float64)
     return float(np.median(np.abs(A_r @ B_r - A @ B) / (np.abs(A) @ np.abs(B))))
 
 
 def tolerance_curve(Ks, arithmetic: str, n_checked: int = ERROR_MN * ERROR_MN) -> list[float]:
-    """The course's tolerance (helpers.numerics.tolerance, as each kernel's check uses it: its
-    accumulator rounding and block, the alignment inside each block included) for every K, with the
-    reference on the rounded inputs, as in the error study."""
+    """The course's tolerance for every K, as the arithmetic's kernel's check uses it (reference on the
+    rounded inputs, as in the error study)."""
     from ..kernels import KERNELS
     from ..numerics import tolerance
 
@@ -148,12 +135,9 @@ def _case(name, fmt, acc, a, b, c, expect, question):
 
 
 def probe_cases() -> list[dict]:
-    """The probe inputs: a = row 0 of A, b = column 0 of B, c = C[0][0]; answer D[0][0].
-
-    `expect` maps each hypothesis to the value it predicts. Sources: Fasi, Higham,
-    Mikaitis & Pranesh, PeerJ Comput. Sci. 7:e330 (2021), sec. 4; Khattak & Mikaitis
-    (2025); shared notes precision-facts.md.
-    """
+    """The probe inputs (a = row 0 of A, b = column 0 of B, c = C[0][0]; the answer is D[0][0]), `expect`
+    mapping each hypothesis to the value it predicts. Sources: Fasi, Higham, Mikaitis & Pranesh, PeerJ
+    Comput. Sci. 7:e330 (2021), sec. 4; Khattak & Mikaitis (2025)."""
     cs = []
     for fmt, (small, sub, eps) in {"fp16": (2.0 ** -24, 2.0 ** -24, 2.0 ** -11),
                                    "bf16": (2.0 ** -133, 2.0 ** -130, 2.0 ** -8),

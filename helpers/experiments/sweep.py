@@ -1,10 +1,6 @@
-"""The sweep lessons 1-3 run: each kernel and cuBLAS baseline checked and timed at square sizes, live on a GPU,
-or read from the newest record (``helpers.sweep``, ``helpers.series``). ``make record`` measures the same rows.
-
-For each size, fresh standard-normal FP32 inputs; each kernel runs once on a NaN-poisoned output and is
-checked against the float64 product with the course tolerance, then timed (``timing.benchmark``: events,
-warm-up, cold L2, median of many). Sizes that are not multiples of a kernel's tile run it zero-padded (the
-row says ``padded``); TFLOP/s count only the useful 2 M N K.
+"""The sweep of lessons 1-3 (``helpers.sweep``, ``helpers.series``): each kernel and cuBLAS baseline checked
+against float64 and timed at square sizes, live on a GPU or read from the newest record. Sizes off a kernel's
+tile run it zero-padded (``padded``); TFLOP/s count only the useful 2 M N K.
 """
 from __future__ import annotations
 
@@ -89,9 +85,7 @@ def measure_size(n_m, n_n, n_k, seed, log=print, names=None):
 
 
 def left_out(names, gpu) -> tuple[list[str], str | None]:
-    """(those of `names` that `gpu` can measure, one line naming the others and why, or None). The sweep
-    and `make record` measure kernels and cuBLAS baselines this GPU runs and leave the rest to the record
-    of a GPU that runs them (a T4, compute capability 7.5: no BF16 or TF32 WMMA, no TF32 cuBLAS)."""
+    """(those of `names` that `gpu` can measure, one line naming the others and why, or None)."""
     keep, out = [], {}
     for name in names:
         if name in KERNELS:
@@ -117,8 +111,7 @@ def _whole(v) -> bool:
 
 
 def sweep_names(names) -> list[str]:
-    """`names` for sweep(): one name or a list of kernel names, baseline names, rung numbers or registry
-    entries, as a list of names the sweep measures; InputError / UnknownKernelError with the fix otherwise."""
+    """`names` for sweep() (a name, rung number or registry entry, or a list of them) as a list of names."""
     swept = [k for k, spec in KERNELS.items() if spec.sweep] + list(BASELINES)
     fix = f"pass a list of these names: {', '.join(swept)} (rung 1 is wmma_gemm_naive)."
     if isinstance(names, (str, GemmKernel)) or _whole(names):
@@ -149,7 +142,7 @@ def sweep_names(names) -> list[str]:
 
 
 def sweep_sizes(sizes) -> list[int]:
-    """`sizes` for sweep(): one size or a list of whole numbers >= 1 (numpy integers too), as Python ints."""
+    """`sizes` for sweep() (one size or a list of whole numbers >= 1) as a list of ints."""
     fix = "pass square sizes as whole numbers, e.g. sizes=[256, 1024, 4096] (or one size, sizes=1024)."
     if _whole(sizes):
         sizes = [sizes]
@@ -168,11 +161,8 @@ def sweep_sizes(sizes) -> list[int]:
 
 
 def sweep(names, sizes, seed=2024, log=None):
-    """Rows for kernels/baselines `names` at square `sizes`: measured live on a GPU, else recorded.
-
-    names: kernel or baseline names, or rung numbers (one, or a list); sizes: one size or a list.
-    Returns an experiments.Outcome (rows, live, source label for plot titles).
-    """
+    """Rows for kernels or baselines `names` (or rung numbers) at square `sizes`, measured live on a GPU, else
+    recorded: an experiments.Outcome (rows, source)."""
     names, sizes = sweep_names(names), sweep_sizes(sizes)
     if not _whole(seed):
         raise InputError(f"seed={seed!r} is not a whole number.", "pass an integer seed, e.g. seed=2024.")
@@ -202,7 +192,7 @@ def sweep(names, sizes, seed=2024, log=None):
 
 
 def _recorded_or_refuse(rec, square, names, sizes) -> None:
-    """ResultsError naming what the record has when a kernel, or a size, of the sweep has no row in it."""
+    """ResultsError naming what the record has when a kernel or size of the sweep has no row in it."""
     fix = "sweep what the record has, or run the notebook on a GPU to measure the rest live."
     have = {r["kernel"] for r in square}
     missing = [n for n in names if n not in have]
@@ -217,8 +207,7 @@ def _recorded_or_refuse(rec, square, names, sizes) -> None:
 
 
 def series(rows, kernel, y="tflops"):
-    """(sizes, values) of one kernel (a name or a rung number) from sweep rows (or the sweep's Outcome),
-    sorted by size; empty when the sweep has no rows for it (a kernel this GPU does not run)."""
+    """(sizes, values) of one kernel (a name or rung number) from sweep rows or their Outcome, sorted by size."""
     rows = getattr(rows, "data", rows)              # the Outcome itself: its rows
     if _whole(kernel):
         kernel = sweep_names([kernel])[0]

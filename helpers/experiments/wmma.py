@@ -1,18 +1,9 @@
-"""Lesson 2 (Tensor Cores and the WMMA API): GPU experiments and their CPU counterparts.
+"""Lesson 2 (Tensor Cores and the WMMA API): its experiments and their CPU counterparts.
 
-Experiments (recorded by ``make record``, read with ``run_or_load``):
-
-* ``wmma_fragment_maps``: which lane holds which element of the matrix_a, matrix_b
-  (row- and column-major) and accumulator fragments (kernel wmma_fragment_probe).
-* ``wmma_edge_corruption``: wmma_gemm_naive called on sizes that are not multiples of 16,
-  on buffers allocated with slack so that nothing is read or written out of bounds; the
-  slack is filled with NaN ("garbage") so wrong reads and writes become visible.
-* ``wmma_variants_speed``: wmma_gemm_naive vs the column-major-B and 2x2-fragment variants.
-* ``wmma_nvrtc_ptx``: the PTX NVRTC generates for wmma_gemm_naive on this GPU.
-
-Also here: ``run_variant`` (launch kernels/wmma_lesson.cu's GEMMs, or emulate them on the
-CPU), ``ptx_fragment_layout`` (the documented PTX mma.m16n8k16 layout, computed) and
-``emulate_unpadded_naive`` (numpy replay of the naive kernel's memory accesses).
+Experiments: ``wmma_fragment_maps`` (which lane holds which fragment element), ``wmma_edge_corruption``
+(wmma_gemm_naive on sizes not multiples of 16, on NaN-filled slack buffers), ``wmma_variants_speed`` and
+``wmma_nvrtc_ptx``. On the CPU: the documented PTX fragment layout, the lesson's GEMM variants (emulated) and
+a replay of the naive kernel's loads and stores.
 """
 from __future__ import annotations
 
@@ -30,33 +21,16 @@ LESSON_FILE = "wmma_lesson.cu"
 
 # --------------------------------------------------------------------------- documented PTX layout
 def ptx_fragment_layout(kind: str) -> list[list[tuple[int, int]]]:
-    """(row, col) of each element each lane holds for PTX mma.sync.m16n8k16 with .f16 inputs.
-
-    From the PTX ISA, section "Matrix Fragments for mma.m16n8k16 with floating point type":
-    groupID = laneid >> 2, threadID_in_group = laneid % 4.
-    kind 'a': A is 16x16 (M x K), 8 elements a0..a7 per lane;
-    kind 'b': B is 16x8 (K x N), 4 elements b0..b3;
-    kind 'c': C/D is 16x8 (M x N), 4 elements c0..c3 (f32 accumulator).
-    """
-    out = []
-    for lane in range(32):
-        g, t = lane >> 2, lane % 4
-        cells = []
-        if kind == "a":
-            for i in range(8):
-                row = g if (i < 2 or 4 <= i < 6) else g + 8
-                col = t * 2 + (i & 1) + (8 if i >= 4 else 0)
-                cells.append((row, col))
-        elif kind == "b":
-            for i in range(4):
-                cells.append((t * 2 + (i & 1) + (8 if i >= 2 else 0), g))
-        elif kind == "c":
-            for i in range(4):
-                cells.append((g + (8 if i >= 2 else 0), t * 2 + (i & 1)))
-        else:
-            raise ValueError("kind must be 'a', 'b' or 'c'")
-        out.append(cells)
-    return out
+    """(row, col) of each element each lane holds for PTX mma.sync.m16n8k16 with .f16 inputs (PTX ISA,
+    "Matrix Fragments for mma.m16n8k16 with floating point type"): kind 'a' (A, 16x16, a0..a7),
+    'b' (B, 16x8, b0..b3) or 'c' (C/D, 16x8, c0..c3)."""
+    # g = groupID = lane >> 2, t = threadID_in_group = lane % 4; element i of the lane's fragment
+    cells = {"a": lambda g, t: [(g + 8 * (i % 4 >= 2), 2 * t + i % 2 + 8 * (i >= 4)) for i in range(8)],
+             "b": lambda g, t: [(2 * t + i % 2 + 8 * (i >= 2), g) for i in range(4)],
+             "c": lambda g, t: [(g + 8 * (i >= 2), 2 * t + i % 2) for i in range(4)]}
+    if kind not in cells:
+        raise ValueError("kind must be 'a', 'b' or 'c'")
+    return [cells[kind](lane >> 2, lane % 4) for lane in range(32)]
 
 
 def owner_grid(held, shape=(16, 16)) -> np.ndarray:
@@ -77,21 +51,22 @@ def holders_grid(held, shape=(16, 16)) -> np.ndarray:
     return n
 
 
+def _two_halves(kind: str) -> list[list[tuple[int, int]]]:
+    """A 16x16 operand as two m16n8k16 operands of `kind` side by side (columns 0-7, then 8-15)."""
+    return [cells + [(r, col + 8) for r, col in cells] for cells in ptx_fragment_layout(kind)]
+
+
 def ptx_wmma_accumulator_layout() -> list[list[tuple[int, int]]]:
-    """What a 16x16 accumulator would look like if WMMA were two m16n8k16 side by side:
-    lane l holds the PTX C elements of the left half (columns 0-7) and of the right half (8-15)."""
-    c = ptx_fragment_layout("c")
-    return [c[lane] + [(r, col + 8) for r, col in c[lane]] for lane in range(32)]
+    """The 16x16 accumulator if WMMA were two m16n8k16 side by side."""
+    return _two_halves("c")
 
 
 def ptx_wmma_b_layout() -> list[list[tuple[int, int]]]:
-    """B (16x16) as two m16n8k16 B operands side by side (columns 0-7, then 8-15)."""
-    b = ptx_fragment_layout("b")
-    return [b[lane] + [(r, col + 8) for r, col in b[lane]] for lane in range(32)]
+    """B (16x16) as two m16n8k16 B operands side by side."""
+    return _two_halves("b")
 
 
 # --------------------------------------------------------------------------- launching the variants
-# name -> (block, rows per block-warp tile, cols per tile, size multiple for M/N)
 VARIANTS = {
     "wmma_gemm_naive": {"file": "wmma.cu", "block": (32, 8), "tile": 16, "b_layout": "row"},
     "wmma_gemm_bcol": {"file": LESSON_FILE, "block": (32, 8), "tile": 16, "b_layout": "col"},
@@ -110,10 +85,8 @@ def variant_grid(name: str, M: int, N: int) -> tuple[int, int]:
 
 
 def prepare_variant(name: str, A: np.ndarray, B: np.ndarray):
-    """Validate numpy FP16 A (M x K) and B (K x N); pad to the variant's tile multiple.
-
-    Returns (A_padded, B_operand, (M, N, K), (Mp, Np, Kp)) where B_operand is B padded,
-    and for the column-major variant stored as B^T row-major (Np x Kp)."""
+    """Validate numpy FP16 A and B and pad them to the variant's tile: (A_padded, B_padded, (M, N, K),
+    (Mp, Np, Kp)), B stored as B^T (Np x Kp) for the column-major variant."""
     v = VARIANTS[name]
     for nm, X in (("A", A), ("B", B)):
         if not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype != np.float16:
@@ -136,11 +109,9 @@ def prepare_variant(name: str, A: np.ndarray, B: np.ndarray):
     return Ap, Bp, (M, N, K), (Mp, Np, Kp)
 
 
-def variant_launcher(name: str, A: np.ndarray, B: np.ndarray, source: str | None = None,
-                     filename: str | None = None):
-    """GPU: (run, C, (M, N)) for a variant on padded device copies; C is NaN-poisoned.
-
-    `source` compiles a learner's kernel (named `name`) instead of the course's file."""
+def variant_launcher(name: str, A: np.ndarray, B: np.ndarray, source: str | None = None):
+    """GPU: (run, C, (M, N)) for a variant on padded device copies, C NaN-poisoned; `source`: a learner's
+    kernel (named `name`) instead of the course's file."""
     import cupy
 
     from ..compile import get_kernel, load_module
@@ -150,7 +121,7 @@ def variant_launcher(name: str, A: np.ndarray, B: np.ndarray, source: str | None
     if source is None:
         kern = get_kernel(v["file"], name, (7, 0))
     else:
-        kern = load_module(filename or f"exercise_{name}.cu", source=source).get_function(name)
+        kern = load_module(f"exercise_{name}.cu", source=source).get_function(name)
     Ad, Bd = cupy.asarray(Ap), cupy.asarray(Bp)
     C = cupy.full((Mp, Np), np.nan, dtype=np.float32)
     grid = variant_grid(name, Mp, Np)
@@ -162,28 +133,23 @@ def variant_launcher(name: str, A: np.ndarray, B: np.ndarray, source: str | None
     return run, C, (M, N)
 
 
-def run_variant(name: str, A: np.ndarray, B: np.ndarray, source: str | None = None) -> np.ndarray:
-    """C = A B (FP32) with a lesson variant on the GPU, or its emulation on the CPU backend.
-
-    All three variants do the same arithmetic per element (16-term blocks in K order), so
-    the CPU backend runs helpers.emulate.tensor_core_gemm for each."""
+def run_variant(name: str, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """C = A B (FP32) with a lesson variant on the GPU, or on the CPU backend its emulation (the three
+    variants do the same arithmetic per element)."""
     Ap, Bp, (M, N, K), _ = prepare_variant(name, A, B)
     if not backend().is_gpu:
         return emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32")
     import cupy
 
-    run, C, _ = variant_launcher(name, A, B, source)
+    run, C, _ = variant_launcher(name, A, B)
     run()
     return cupy.asnumpy(C[:M, :N])
 
 
 # --------------------------------------------------------------------------- unpadded launches
 def flat_buffers(A: np.ndarray, B: np.ndarray, M: int, N: int, K: int):
-    """Flat FP16 A and B and FP32 C buffers for an *unpadded* naive launch, each followed by
-    enough slack that every access the kernel makes stays inside the allocation.
-
-    A and B slack is NaN (garbage a real program could have there); C slack holds a sentinel
-    (-7777) so writes past C's end can be counted."""
+    """Flat A, B (FP16) and C (FP32) buffers for an unpadded naive launch, with enough slack that every
+    access stays inside: NaN after A and B (garbage), the sentinel -7777 after C (to count writes)."""
     Mp, Np, Kp = _ceil(M, 16), _ceil(N, 16), _ceil(K, 16)
     a_len = (Mp - 1) * K + Kp            # largest index the loads of A touch, + 1
     b_len = (Kp - 1) * N + Np
@@ -198,12 +164,8 @@ def flat_buffers(A: np.ndarray, B: np.ndarray, M: int, N: int, K: int):
 
 
 def emulate_unpadded_naive(Ab, Bb, Cb, M, N, K, block=(32, 8)):
-    """Replay wmma_gemm_naive's loads and stores on flat buffers, as it runs with M, N, K
-    that are not multiples of 16: every warp with tile_row < M and tile_col < N loads whole
-    16x16 tiles with ldm = K (A) and N (B) and stores a whole tile with ldm = N.
-
-    Tiles run in launch order (blockIdx.y, blockIdx.x, warp); on the GPU, tiles whose stores
-    overlap race, so which value wins there may differ. Returns the new C buffer."""
+    """Replay wmma_gemm_naive's whole-tile loads (ldm K and N) and stores (ldm N) on flat buffers with M, N, K
+    not multiples of 16, in launch order (on the GPU overlapping stores race). Returns the new C buffer."""
     Cb = Cb.copy()
     r = np.arange(16)[:, None]
     c = np.arange(16)[None, :]
@@ -224,13 +186,6 @@ def emulate_unpadded_naive(Ab, Bb, Cb, M, N, K, block=(32, 8)):
     return Cb
 
 
-def classify(C, ref, tol_abs) -> np.ndarray:
-    """0: correct within tol_abs, 1: wrong but finite, 2: NaN or inf."""
-    C = np.asarray(C, dtype=np.float64)
-    out = np.where(np.isfinite(C), np.where(np.abs(C - ref) <= tol_abs, 0, 1), 2)
-    return out.astype(int)
-
-
 EDGE_CASES = [(40, 40, 48), (40, 48, 40)]
 
 
@@ -245,8 +200,8 @@ def edge_case_inputs(M, N, K, seed=3):
 def summarize_edge(Cb, M, N, A, B) -> dict:
     ref = A.astype(np.float64) @ B.astype(np.float64)
     scale = np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))
-    C = Cb[:M * N].reshape(M, N)
-    mask = classify(C, ref, 1e-3 * scale + 1e-6)
+    C = Cb[:M * N].reshape(M, N).astype(np.float64)
+    mask = np.where(np.isfinite(C), np.where(np.abs(C - ref) <= 1e-3 * scale + 1e-6, 0, 1), 2)  # 2: NaN/inf
     past = int(np.sum(Cb[M * N:] != np.float32(-7777.0)))
     return {"m": M, "n": N, "k": A.shape[1], "mask": mask.tolist(), "n_correct": int((mask == 0).sum()),
             "n_wrong": int((mask == 1).sum()), "n_nan": int((mask == 2).sum()),
@@ -264,14 +219,10 @@ def edge_corruption_cpu() -> list[dict]:
 
 
 def edge_store_sources(M: int, N: int, K: int) -> dict:
-    """Where wmma_gemm_naive's stores land when launched unpadded on M, N, K (C flat, ldm = N), and why.
-
-    Every warp with tile_row < M and tile_col < N stores a whole 16 x 16 tile: element (row, col) of
-    the tile lands at row * N + col, also where row >= M or col >= N. Counts distinct addresses:
-    past_end (>= M * N), past_end_rows (those a store from a row >= M, in a column < N, reaches),
-    past_end_wrap_only (the rest: reached only by a column >= N wrapping into the next row),
-    wrapped_inside (addresses inside C that a column >= N reaches); b_rows_past_end: rows of B the
-    last K step reads past B's end (the K tail)."""
+    """Where wmma_gemm_naive's whole-tile stores land when launched unpadded (element (row, col) at
+    row * N + col): distinct addresses past C's end (past_end), those reached from rows >= M
+    (past_end_rows) or only by columns >= N wrapping (past_end_wrap_only), addresses inside C a column
+    >= N reaches (wrapped_inside), and the rows of B the last K step reads past B's end."""
     mp, np_, kp = _ceil(M, 16), _ceil(N, 16), _ceil(K, 16)
     rows = np.arange(0, M, 16)[:, None] + np.arange(16)[None, :]          # [tile row, r]
     cols = np.arange(0, N, 16)[:, None] + np.arange(16)[None, :]          # [tile col, c]
@@ -327,11 +278,8 @@ def wmma_fragment_maps():
 
 @experiment("wmma_edge_corruption")
 def wmma_edge_corruption():
-    """wmma_gemm_naive launched on M, N, K that are not multiples of 16 (slack buffers).
-
-    Runs in a child process: the launch breaks the kernel's alignment contract (ldm not a
-    multiple of 16), and should a GPU ever fault on that, the fault stays in the child
-    instead of poisoning this process's CUDA context."""
+    """wmma_gemm_naive launched on M, N, K that are not multiples of 16 (slack buffers), in a child process:
+    the launch breaks the kernel's alignment contract, and a fault must not poison this CUDA context."""
     import json
     import os
     import subprocess
@@ -403,11 +351,8 @@ def wmma_variants_speed(sizes=(1024, 2048, 4096, 8192)):
 
 
 def nvrtc_ptx(filename: str = "wmma.cu", arch: str | None = None) -> dict:
-    """PTX for kernels/<filename> from NVRTC on this GPU (compute_XY), and the wmma lines.
-
-    CuPy's own compile path asks NVRTC for a cubin (-arch=sm_XY), which has no PTX text,
-    unless CUPY_COMPILE_WITH_PTX=1 was set before CuPy was imported; we call NVRTC directly
-    with -arch=compute_XY instead."""
+    """PTX for kernels/<filename> from NVRTC on this GPU, and its wmma lines (NVRTC called directly with
+    -arch=compute_XY: CuPy's own path asks for a cubin, which holds no PTX text)."""
     from cupy_backends.cuda.libs import nvrtc
 
     from ..compile import KERNEL_DIR, find_cuda_include_dirs
@@ -444,17 +389,17 @@ def build_dir():
     return RESULTS_DIR / "build-nvidia-h200"
 
 
-def ptx_lines(path=None, prefix="wmma.") -> list[str]:
-    path = path or build_dir() / "wmma.sm_90.ptx"
-    return [ln.strip() for ln in open(path) if ln.strip().startswith(prefix)]
+def ptx_lines() -> list[str]:
+    """The wmma instructions of the recorded PTX of kernels/wmma.cu."""
+    return [ln.strip() for ln in open(build_dir() / "wmma.sm_90.ptx") if ln.strip().startswith("wmma.")]
 
 
-def sass_lines(path=None, opcode="HMMA") -> list[str]:
-    """Instructions (address and text, without the encoding comment) whose opcode starts with `opcode`."""
+def sass_lines(opcode="HMMA") -> list[str]:
+    """The recorded SASS instructions of kernels/wmma.cu (address and text) whose opcode starts with `opcode`."""
     from ..analysis import sass_instructions
 
-    path = path or build_dir() / "wmma.sm_90.sass"
-    return [f"{addr}  {text}" for _, addr, text, op in sass_instructions(path) if op.startswith(opcode)]
+    return [f"{addr}  {text}" for _, addr, text, op in sass_instructions(build_dir() / "wmma.sm_90.sass")
+            if op.startswith(opcode)]
 
 
 # --------------------------------------------------------------------------- pictures
@@ -466,21 +411,20 @@ def _lane_colors():
     return [base[(g % 10) * 4 + t] for g in range(8) for t in range(4)]
 
 
-def draw_owner_grid(ax, held, title: str, shape=(16, 16), show_text: bool = True):
-    """One coloured grid: each element coloured by the lowest lane holding it, with its number;
-    a dot marks elements held by more than one lane."""
+def draw_owner_grid(ax, held, title: str, shape=(16, 16)):
+    """One grid: each element coloured by the lowest lane holding it, with its number (bold where more
+    than one lane holds it)."""
     from matplotlib.colors import ListedColormap
 
     owners = owner_grid(held, shape)
     count = holders_grid(held, shape)
     cmap = ListedColormap(["#ffffff"] + _lane_colors())
     ax.imshow(owners + 1, cmap=cmap, vmin=0, vmax=32, interpolation="nearest")
-    if show_text:
-        for r in range(shape[0]):
-            for c in range(shape[1]):
-                if owners[r, c] >= 0:
-                    ax.text(c, r, str(owners[r, c]), ha="center", va="center", fontsize=6.5,
-                            fontweight="bold" if count[r, c] > 1 else "normal")
+    for r in range(shape[0]):
+        for c in range(shape[1]):
+            if owners[r, c] >= 0:
+                ax.text(c, r, str(owners[r, c]), ha="center", va="center", fontsize=6.5,
+                        fontweight="bold" if count[r, c] > 1 else "normal")
     ax.set_xticks(range(0, shape[1], 4))
     ax.set_yticks(range(0, shape[0], 4))
     ax.set_xticks(np.arange(-0.5, shape[1], 1), minor=True)
@@ -502,15 +446,14 @@ def plot_fragment_maps(panels: dict, suptitle: str, source: str):
     apply_style()
     fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 5.0))
     for ax, (title, held) in zip(np.atleast_1d(axes), panels.items()):
-        draw_owner_grid(ax, held, title, shape=(16, 16))
+        draw_owner_grid(ax, held, title)
     fig.suptitle(f"{suptitle}\n{source}", fontsize=12, x=0.01, ha="left")
     fig.tight_layout()
     return fig
 
 
 def plot_tile_mapping(M: int, N: int, name: str = "wmma_gemm_naive"):
-    """C (M x N) cut into 16x16 tiles, coloured by thread block, each tile labelled with the warp
-    (threadIdx.y) that computes it; block and grid from helpers.kernels.KERNELS[name]."""
+    """C (M x N) cut into 16x16 tiles, coloured by thread block, each labelled with the warp that computes it."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
@@ -551,9 +494,6 @@ def plot_tile_mapping(M: int, N: int, name: str = "wmma_gemm_naive"):
     return fig
 
 
-EDGE_LABELS = ["correct", "wrong (finite)", "NaN"]
-
-
 def plot_edge_masks(rows: dict):
     """rows: {row label: [case dicts with 'mask', 'm', 'n', 'k']}; one image per case."""
     import matplotlib.pyplot as plt
@@ -573,7 +513,7 @@ def plot_edge_masks(rows: dict):
                       interpolation="nearest")
             ax.set_title(f"{label}\nM={case['m']}, N={case['n']}, K={case['k']}", fontsize=10, loc="left")
             ax.grid(False)
-    fig.legend(handles=[Patch(color=c, label=lab) for c, lab in zip(colors, EDGE_LABELS)],
+    fig.legend(handles=[Patch(color=c, label=lab) for c, lab in zip(colors, ["correct", "wrong (finite)", "NaN"])],
                loc="lower center", ncol=3, frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
@@ -581,8 +521,8 @@ def plot_edge_masks(rows: dict):
 
 # --------------------------------------------------------------------------- comparing with PTX
 def compare_with_ptx(observed: dict) -> list[dict]:
-    """For each fragment kind, how the observed WMMA ownership relates to the documented PTX
-    mma.m16n8k16 layout (A as is; B and the accumulator as two n=8 halves side by side)."""
+    """For each fragment kind, how the observed WMMA ownership relates to the documented PTX m16n8k16
+    layout (B and the accumulator as two n=8 halves)."""
     ptx = {"matrix_a": ptx_fragment_layout("a"), "matrix_b": ptx_wmma_b_layout(),
            "matrix_b_col": ptx_wmma_b_layout(), "accumulator": ptx_wmma_accumulator_layout()}
     rows = []
