@@ -20,6 +20,7 @@ E4M3 = ml_dtypes.float8_e4m3fn
 
 E4M3_MAX = 448.0
 F8_EPI_BYTES = 2 * 2 * 64 * 32 * 4     # fp8_wgmma_store's C buffers: 2 consumers x 2 boxes of 64 x 32 floats
+PROMOTE_NC = (32, 64, 128, 256, 512)   # the promotion intervals of the fp8_promote_<nc> kernels
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ FP8_KERNELS = {k.name: k for k in [
     Fp8Kernel("fp8_wgmma", "fp8_sm90a.cu", 256, 0, (9, 0), "wgmma m64n256k32, 128 x 256 tiles (lesson 6's rung 11)"),
     Fp8Kernel("fp8_wgmma_n128", "fp8_sm90a.cu", 128, 0, (9, 0), "the same with 128 x 128 tiles"),
 ] + [Fp8Kernel(f"fp8_promote_{nc}", "fp8_sm90a.cu", 128, nc, (9, 0),
-               f"128 x 128 tiles, partial sums promoted to FP32 every {nc} products") for nc in (32, 64, 128, 256, 512)]
+               f"128 x 128 tiles, partial sums promoted to FP32 every {nc} products") for nc in PROMOTE_NC]
   + [Fp8Kernel("fp8_promote_2acc_lean", "fp8_sm90a.cu", 128, 128, (9, 0),
                "promotion every 128 products with two partial sums per warpgroup (K-tile kt - 1's is added while "
                "K-tile kt's wgmmas run), descriptors advanced by adds, a ring of 6 stages, on 128 CTAs", stages=6,
@@ -72,7 +73,6 @@ FP8_KERNELS = {k.name: k for k in [
      Fp8Kernel("fp8_wgmma_store", "fp8_sm90a.cu", 256, 0, (9, 0),
                "fp8_wgmma with C stored through shared memory and TMA, overlapping the next tile, on 128 CTAs",
                tstore=True, ctas=128)]}
-PROMOTE_NC = (32, 64, 128, 256, 512)
 
 
 def _real_values(X, what: str) -> np.ndarray:
@@ -112,13 +112,6 @@ def decode_e4m3(X8) -> np.ndarray:
     return np.asarray(X8, dtype=np.uint8).view(E4M3).astype(np.float64)
 
 
-def _require_bytes(X, what: str):
-    if str(getattr(X, "dtype", "")) != "uint8" or getattr(X, "ndim", 0) != 2:
-        raise InputError(f"{what} must be a 2-D uint8 array of E4M3 bytes, not {getattr(X, 'dtype', type(X))} "
-                         f"with shape {getattr(X, 'shape', None)}.",
-                         "encode it with helpers.fp8_gemm.encode_e4m3(X) (on the GPU: cupy.asarray of that).")
-
-
 def unsupported(spec: Fp8Kernel, cc) -> str | None:
     """What a GPU of compute capability `cc` lacks to run `spec`, or None. wgmma is sm_90a code: 9.0
     exactly (no later GPU has it); FP8 mma.sync exists from sm_89 on."""
@@ -143,8 +136,11 @@ def require_runs_here(spec: Fp8Kernel, gpu) -> None:
 
 def _operand_shape(A8, Bt8) -> tuple[int, int, int]:
     """(M, N, K) of E4M3 byte operands A8 (M x K) and Bt8 (N x K, B transposed), or an InputError."""
-    _require_bytes(A8, "A")
-    _require_bytes(Bt8, "Bt")
+    for X, what in ((A8, "A"), (Bt8, "Bt")):
+        if str(getattr(X, "dtype", "")) != "uint8" or getattr(X, "ndim", 0) != 2:
+            raise InputError(f"{what} must be a 2-D uint8 array of E4M3 bytes, not {getattr(X, 'dtype', type(X))} "
+                             f"with shape {getattr(X, 'shape', None)}.",
+                             "encode it with helpers.fp8_gemm.encode_e4m3(X) (on the GPU: cupy.asarray of that).")
     M, K = A8.shape
     N, K2 = Bt8.shape
     if K != K2:

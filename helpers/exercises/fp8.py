@@ -10,14 +10,6 @@ from . import _report, _short, as_number, check_number, checker, not_a_number, n
 from .. import fp8
 
 
-def e4m3_max() -> float:
-    """The largest E4M3 number, decoded from its bits S.1111.110 with bias 7."""
-    f = fp8.facts("fp8_e4m3")
-    exponent = 2 ** f.exp_bits - 1 - f.bias                 # all-ones exponent field: it holds numbers in E4M3
-    fraction = (2 ** f.frac_bits - 2) / 2 ** f.frac_bits    # 110: the all-ones fraction is NaN
-    return (1 + fraction) * 2.0 ** exponent
-
-
 def zero_threshold(amax: float, fmt: str = "fp8_e4m3") -> float:
     """With per-tensor scaling for a tensor whose largest magnitude is amax: the magnitude at and below
     which a value becomes 0 (half the smallest subnormal after scaling; the tie rounds to 0, the even one)."""
