@@ -21,8 +21,8 @@ from .formats import format_info, ieee_like
 from .numerics import round_to
 
 FP8 = ("fp8_e4m3", "fp8_e5m2")
-_ALIASES = {"e4m3": "fp8_e4m3", "float8_e4m3fn": "fp8_e4m3", "e4m3fn": "fp8_e4m3",
-            "e5m2": "fp8_e5m2", "float8_e5m2": "fp8_e5m2"}
+_ALIASES = {"fp8_e4m3": "fp8_e4m3", "e4m3": "fp8_e4m3", "float8_e4m3fn": "fp8_e4m3", "e4m3fn": "fp8_e4m3",
+            "fp8_e5m2": "fp8_e5m2", "e5m2": "fp8_e5m2", "float8_e5m2": "fp8_e5m2"}
 ACTIVATION_TILE = (1, 128)      # DeepSeek-V3 sec. 3.3.2: activations per token per 128 channels
 WEIGHT_BLOCK = (128, 128)       # and weights per 128 input channels per 128 output channels
 _FLOAT_DTYPES = ("float16", "float32", "float64", "bfloat16")
@@ -31,19 +31,12 @@ _FLOAT_DTYPES = ("float16", "float32", "float64", "bfloat16")
 def fp8_name(name) -> str:
     """The course's name of an FP8 format ('fp8_e4m3' / 'fp8_e5m2'), from it, an alias ('e4m3',
     'float8_e4m3fn') or the ml_dtypes type."""
-    if isinstance(name, str):
-        key = name.lower()
-        if key in FP8:
-            return key
-        if key in _ALIASES:
-            return _ALIASES[key]
-    elif name is not None:
-        try:
-            dn = np.dtype(name).name
-        except TypeError:
-            dn = None
-        if dn in _ALIASES:
-            return _ALIASES[dn]
+    try:
+        key = name.lower() if isinstance(name, str) else np.dtype(name).name
+    except (TypeError, ValueError):
+        key = None
+    if key in _ALIASES:
+        return _ALIASES[key]
     raise UnknownFormatError(f"{name!r} is not an FP8 format the course knows.",
                              "use 'fp8_e4m3' (ml_dtypes.float8_e4m3fn) or 'fp8_e5m2' (ml_dtypes.float8_e5m2).")
 
@@ -147,31 +140,23 @@ def facts_table(names=FP8) -> list[dict]:
 def special_values(names=FP8) -> list[dict]:
     """One row per special value (zeros, largest, smallest normal and subnormal, inf, NaN): its bit
     patterns in each format."""
-    out = []
-    cols = {}
+    rows = {}
     for n in names:
         f = facts(n)
         bits, vals = patterns(n)
 
         def find(v, sign=0):
-            return int(np.flatnonzero((vals == v) & ((bits >> 7) == sign))[0])
+            return [int(np.flatnonzero((vals == v) & ((bits >> 7) == sign))[0])]
 
-        cols[n] = {
-            "+0": [find(0.0, 0)], "-0": [find(0.0, 1)], "largest": [find(f.max)], "smallest normal": [find(f.tiny)],
-            "smallest subnormal": [find(f.smallest_subnormal)],
-            "+inf / -inf": list(f.inf_patterns), "NaN": list(f.nan_patterns)}
-    for what in cols[names[0]]:
-        row = {"value": what}
-        for n in names:
-            pats = cols[n][what]
-            if not pats:
-                row[n] = "none"
-                continue
-            _, vals = patterns(n)
-            shown = [f"`{bit_fields(p, n)}` ({vals[p]:g})" for p in pats]
-            row[n] = ", ".join(shown) if len(shown) <= 2 else f"{', '.join(shown[:2])} ... ({len(shown)} patterns)"
-        out.append(row)
-    return out
+        pats = {"+0": find(0.0), "-0": find(0.0, 1), "largest": find(f.max), "smallest normal": find(f.tiny),
+                "smallest subnormal": find(f.smallest_subnormal), "+inf / -inf": list(f.inf_patterns),
+                "NaN": list(f.nan_patterns)}
+        for what, ps in pats.items():
+            shown = [f"`{bit_fields(p, n)}` ({vals[p]:g})" for p in ps]
+            rows.setdefault(what, {"value": what})[n] = (
+                "none" if not shown else ", ".join(shown) if len(shown) <= 2
+                else f"{', '.join(shown[:2])} ... ({len(shown)} patterns)")
+    return list(rows.values())
 
 
 # --------------------------------------------------------------------------- casts
