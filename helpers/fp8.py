@@ -1,24 +1,11 @@
-"""FP8 for lesson 7: the two formats, what a conversion does past the largest number, and scaling.
+"""FP8 for lesson 7: the two formats E4M3 and E5M2, casts past the largest number, and scaling.
 
-- **Facts** (``facts``, ``facts_table``, ``special_values``): E4M3 (ml_dtypes ``float8_e4m3fn``)
-  and E5M2 (``float8_e5m2``), read from ``ml_dtypes.finfo`` and from the 256 bit patterns of each
-  format decoded by numpy. Nothing is typed in.
-- **Casts**: ``cast`` is numpy's conversion (ml_dtypes, round to nearest even, one rounding from
-  float64): past the largest number it gives NaN (E4M3) or inf (E5M2). ``saturating_cast`` is what
-  the GPU's ``cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32`` does by the PTX ISA's definition of
-  ``.satfinite``: NaN stays NaN, anything larger in magnitude than the largest finite number
-  (infinity included) becomes that number with its sign. PTX has no FP8 ``cvt`` without
-  ``.satfinite``.
-- **Scaling** (``quantize``, ``quantize_per_tensor``, ``quantize_tiles``, ``quantize_blocks``):
-  one scale per group of elements, chosen so that the group's largest magnitude (amax) lands on the
-  format's largest number: per tensor, per 1x128 tile (DeepSeek-V3's activations) and per 128x128
-  block (its weights), arXiv:2412.19437 sec. 3.3.2. ``Scaled.dequantize`` undoes it;
-  ``grouped_matmul`` multiplies two scaled operands exactly (float64), one K-group at a time.
-- **The outlier demonstration** (``outlier_matrix``, ``scaling_report``); its figures are in helpers.plots_fp8.
-
-Convention: ``scale`` multiplies the data before the cast (``q = fp8(x * scale)``), so
-``scale = max / amax``; the value comes back as ``q / scale``. A GEMM on scaled operands multiplies
-its result by ``1 / scale`` of each operand.
+The formats' facts are read from ml_dtypes (``finfo`` and the 256 decoded bit patterns), never typed in.
+``cast`` is numpy's conversion (NaN or inf past the largest number); ``saturating_cast`` is the GPU's
+``cvt.rn.satfinite`` as the PTX ISA defines it (PTX has no FP8 ``cvt`` without ``.satfinite``).
+Scaling follows DeepSeek-V3 (arXiv:2412.19437 sec. 3.3.2): one scale per tensor, per 1x128 tile or
+per 128x128 block, chosen so that the group's largest magnitude (amax) lands on the format's largest
+number. Convention: ``q = fp8(x * scale)`` with ``scale = max / amax``; x comes back as ``q / scale``.
 """
 from __future__ import annotations
 
@@ -26,20 +13,16 @@ import functools
 import math
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 
 from .errors import InputError, UnknownFormatError
 from .formats import format_info, ieee_like
 from .numerics import round_to
 
-try:
-    import ml_dtypes
-except ImportError:  # pragma: no cover - pinned dependency
-    ml_dtypes = None
-
 FP8 = ("fp8_e4m3", "fp8_e5m2")
-_ALIASES = {"e4m3": "fp8_e4m3", "float8_e4m3fn": "fp8_e4m3", "e4m3fn": "fp8_e4m3",
-            "e5m2": "fp8_e5m2", "float8_e5m2": "fp8_e5m2"}
+_ALIASES = {"fp8_e4m3": "fp8_e4m3", "e4m3": "fp8_e4m3", "float8_e4m3fn": "fp8_e4m3", "e4m3fn": "fp8_e4m3",
+            "fp8_e5m2": "fp8_e5m2", "e5m2": "fp8_e5m2", "float8_e5m2": "fp8_e5m2"}
 ACTIVATION_TILE = (1, 128)      # DeepSeek-V3 sec. 3.3.2: activations per token per 128 channels
 WEIGHT_BLOCK = (128, 128)       # and weights per 128 input channels per 128 output channels
 _FLOAT_DTYPES = ("float16", "float32", "float64", "bfloat16")
@@ -48,19 +31,12 @@ _FLOAT_DTYPES = ("float16", "float32", "float64", "bfloat16")
 def fp8_name(name) -> str:
     """The course's name of an FP8 format ('fp8_e4m3' / 'fp8_e5m2'), from it, an alias ('e4m3',
     'float8_e4m3fn') or the ml_dtypes type."""
-    if isinstance(name, str):
-        key = name.lower()
-        if key in FP8:
-            return key
-        if key in _ALIASES:
-            return _ALIASES[key]
-    elif name is not None:
-        try:
-            dn = np.dtype(name).name
-        except TypeError:
-            dn = None
-        if dn in _ALIASES:
-            return _ALIASES[dn]
+    try:
+        key = name.lower() if isinstance(name, str) else np.dtype(name).name
+    except (TypeError, ValueError):
+        key = None
+    if key in _ALIASES:
+        return _ALIASES[key]
     raise UnknownFormatError(f"{name!r} is not an FP8 format the course knows.",
                              "use 'fp8_e4m3' (ml_dtypes.float8_e4m3fn) or 'fp8_e5m2' (ml_dtypes.float8_e5m2).")
 
@@ -68,8 +44,6 @@ def fp8_name(name) -> str:
 def dtype(name):
     """The ml_dtypes type that stores format `name`."""
     name = fp8_name(name)
-    if ml_dtypes is None:  # pragma: no cover
-        raise RuntimeError("FP8 needs the ml_dtypes package: pip install ml_dtypes")
     return {"fp8_e4m3": ml_dtypes.float8_e4m3fn, "fp8_e5m2": ml_dtypes.float8_e5m2}[name]
 
 
@@ -116,14 +90,9 @@ class Fp8Facts:
         """log2(max / smallest subnormal): powers of two the format spans, subnormals included."""
         return math.log2(self.max / self.smallest_subnormal)
 
-    @property
-    def decades(self) -> float:
-        return math.log10(self.max / self.smallest_subnormal)
-
 
 def facts(name) -> Fp8Facts:
-    """Everything lesson 7 says about one FP8 format, computed: finfo for the range, the 256 decoded
-    patterns for the counts and the special values, and numpy casts for what happens past the max."""
+    """Everything lesson 7 says about one FP8 format, computed from finfo, the decoded patterns and casts."""
     return _facts(fp8_name(name))
 
 
@@ -169,34 +138,25 @@ def facts_table(names=FP8) -> list[dict]:
 
 
 def special_values(names=FP8) -> list[dict]:
-    """One row per special value (zeros, largest, smallest normal and subnormal, infinity, NaN) with
-    its bit pattern in each format, read from the decoded patterns."""
-    out = []
-    cols = {}
+    """One row per special value (zeros, largest, smallest normal and subnormal, inf, NaN): its bit
+    patterns in each format."""
+    rows = {}
     for n in names:
         f = facts(n)
         bits, vals = patterns(n)
 
         def find(v, sign=0):
-            hit = [int(b) for b, x in zip(bits, vals) if (x == v and (int(b) >> 7) == sign)]
-            return hit[0]
+            return [int(np.flatnonzero((vals == v) & ((bits >> 7) == sign))[0])]
 
-        cols[n] = {
-            "+0": [find(0.0, 0)], "-0": [find(0.0, 1)], "largest": [find(f.max)], "smallest normal": [find(f.tiny)],
-            "smallest subnormal": [find(f.smallest_subnormal)],
-            "+inf / -inf": list(f.inf_patterns), "NaN": list(f.nan_patterns)}
-    for what in cols[names[0]]:
-        row = {"value": what}
-        for n in names:
-            pats = cols[n][what]
-            if not pats:
-                row[n] = "none"
-                continue
-            _, vals = patterns(n)
-            shown = [f"`{bit_fields(p, n)}` ({vals[p]:g})" for p in pats]
-            row[n] = ", ".join(shown) if len(shown) <= 2 else f"{', '.join(shown[:2])} ... ({len(shown)} patterns)"
-        out.append(row)
-    return out
+        pats = {"+0": find(0.0), "-0": find(0.0, 1), "largest": find(f.max), "smallest normal": find(f.tiny),
+                "smallest subnormal": find(f.smallest_subnormal), "+inf / -inf": list(f.inf_patterns),
+                "NaN": list(f.nan_patterns)}
+        for what, ps in pats.items():
+            shown = [f"`{bit_fields(p, n)}` ({vals[p]:g})" for p in ps]
+            rows.setdefault(what, {"value": what})[n] = (
+                "none" if not shown else ", ".join(shown) if len(shown) <= 2
+                else f"{', '.join(shown[:2])} ... ({len(shown)} patterns)")
+    return list(rows.values())
 
 
 # --------------------------------------------------------------------------- casts
@@ -212,12 +172,9 @@ def _as_real(x, what: str = "x") -> np.ndarray:
 
 
 def cast(x, name) -> np.ndarray:
-    """x -> FP8 the way numpy (ml_dtypes) converts: round to nearest, ties to even, no saturation.
-
-    Values past the midpoint above the largest number become NaN (E4M3: no infinity) or +-inf (E5M2).
-    float64 input is rounded once (helpers.numerics.round_to): ml_dtypes' own float64 -> FP8 cast
-    rounds through float32 first, which can round twice.
-    """
+    """x -> FP8 as numpy (ml_dtypes) converts: round to nearest even, no saturation, so values past the
+    largest number become NaN (E4M3) or +-inf (E5M2). float64 is rounded once (numerics.round_to), not
+    twice through float32 as ml_dtypes' own cast does."""
     name = fp8_name(name)
     a = _as_real(x)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -248,8 +205,7 @@ def overflow_rows(values, names=FP8) -> list[dict]:
 
 # --------------------------------------------------------------------------- scaling
 def amax_scale(amax, name="fp8_e4m3"):
-    """scale = max / amax (elementwise for an array of amaxes): multiplying by it puts the largest
-    magnitude on the format's largest number. A group of zeros gets scale 1 (it stays zero)."""
+    """scale = max / amax (elementwise); an amax of 0 (a group of zeros) gets scale 1."""
     m = facts(name).max
     a = np.asarray(amax, dtype=np.float64)
     if np.any(~np.isfinite(a)) or np.any(a < 0):
@@ -311,11 +267,8 @@ def _check_group(x: np.ndarray, group) -> tuple:
 
 def quantize(x, group=None, fmt="fp8_e4m3", *, saturate: bool = True) -> Scaled:
     """Scale x group by group so that each group's amax maps to the format's largest number, then cast.
-
-    group: None for one scale for the whole tensor, or (rows, cols) of a group, e.g. ACTIVATION_TILE
-    (1, 128) or WEIGHT_BLOCK (128, 128). saturate: cast with saturating_cast (as the GPU converts) or
-    numpy's cast; with amax scaling nothing exceeds the largest number, so both agree here.
-    """
+    group: None (one scale for the tensor) or (rows, cols), e.g. ACTIVATION_TILE or WEIGHT_BLOCK.
+    saturate: saturating_cast (as the GPU) or numpy's cast; after amax scaling both agree."""
     fmt = fp8_name(fmt)
     a = _as_real(x)
     if a.size == 0:
@@ -356,18 +309,12 @@ def quantize_blocks(w, block=WEIGHT_BLOCK, fmt="fp8_e4m3", *, saturate: bool = T
 
 
 def grouped_matmul(a: Scaled, b: Scaled) -> np.ndarray:
-    """The exact (float64) product of two scaled operands, one K-group at a time.
-
-    a: M x K scaled in 1 x G tiles (or per tensor), b: K x N scaled in G x G blocks (or G x N, or per
-    tensor). For each group g of G columns of a / rows of b the FP8 values are multiplied and summed,
-    and that partial sum is multiplied by 1/scale of a's tile and of b's block before it is added to
-    the rest. The scales change from one K-group to the next, so no single accumulator can run over
-    the whole of K: each group's sum has to leave it and be scaled first (DeepSeek-V3 does this every
-    N_C = 128 elements, in FP32 registers). This is arithmetic, not a model of a Tensor Core's rounding.
-    """
+    """The exact (float64) product of two scaled operands (a: M x K, b: K x N), one K-group at a time:
+    each group's partial sum of FP8 products is multiplied by 1/scale of a's tile and b's block before it
+    joins the rest, as the scales change along K. Arithmetic, not a model of a Tensor Core's rounding."""
     for s, what in ((a, "a"), (b, "b")):
         if not isinstance(s, Scaled) or s.q.ndim != 2:
-            raise InputError(f"{what} is not a scaled matrix.", f"make it with helpers.fp8.quantize(x, group).")
+            raise InputError(f"{what} is not a scaled matrix.", "make it with helpers.fp8.quantize(x, group).")
     M, K = a.q.shape
     K2, N = b.q.shape
     if K != K2:
@@ -386,8 +333,7 @@ def grouped_matmul(a: Scaled, b: Scaled) -> np.ndarray:
 # --------------------------------------------------------------------------- the outlier demonstration
 def outlier_matrix(rows: int = 256, cols: int = 1024, *, outliers: int = 16, magnitude: float = 1e4,
                    seed: int = 0) -> np.ndarray:
-    """Activation-like float64 data: standard-normal values, and `outliers` entries (random places and
-    signs, seeded) of size `magnitude`: a few very large activations among ordinary ones."""
+    """Standard-normal float64 data with `outliers` entries of +-`magnitude` at random places (seeded)."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((rows, cols))
     where = rng.choice(x.size, size=outliers, replace=False)
@@ -407,8 +353,7 @@ def relative_errors(x, deq) -> np.ndarray:
 
 
 def tiles_within_u(x, deq, u: float, tile=ACTIVATION_TILE) -> np.ndarray:
-    """For each tile of x (1x128 by default): True when every value in it came back with a relative error
-    of at most u (the most one rounding costs a normal number), False when any did not."""
+    """Per tile of x: True when every value in it came back with a relative error of at most u."""
     x = np.asarray(x, dtype=np.float64)
     gr, gc = _check_group(x, tile)
     rows, cols = x.shape
@@ -417,11 +362,9 @@ def tiles_within_u(x, deq, u: float, tile=ACTIVATION_TILE) -> np.ndarray:
 
 
 def scaling_report(x, schemes=None, fmt="fp8_e4m3", small_quantile: float = 0.1) -> list[dict]:
-    """One row per scaling scheme: how many nonzero values became 0; how many landed among FP8's
-    subnormals (fewer significant bits); the median relative error of the smallest values (those below
-    the `small_quantile` quantile of |x|) and of all values; how many 1x128 tiles kept every value to
-    within the format's unit roundoff u; and the error of the whole matrix (Frobenius norm), which the
-    large values dominate."""
+    """One row per scaling scheme: nonzero values that became 0 or subnormal, the median relative error
+    of the smallest values (below the `small_quantile` quantile of |x|) and of all, the 1x128 tiles that
+    kept every value within u, and the normwise error of the whole matrix."""
     x = np.asarray(x, dtype=np.float64)
     schemes = SCHEMES if schemes is None else schemes
     f = facts(fmt)

@@ -1,40 +1,26 @@
-"""FP8 (E4M3) GEMM on the GPU for lesson 7: encoding, launching kernels/fp8*.cu, cuBLASLt FP8.
+"""FP8 (E4M3) GEMM for lesson 7: the kernels of kernels/fp8*.cu, their CPU models and check, and
+cuBLASLt's FP8 GEMM.
 
-CuPy has no float8 dtype: an FP8 matrix travels as a uint8 array of its bytes (ml_dtypes'
-float8_e4m3fn encoding, the same bits the Tensor Cores read). Both FP8 kernels take B transposed
-(Bt, N x K row-major): wgmma reads 8-bit operands only K-major.
-
-* ``encode_e4m3``: float array -> E4M3 bytes (round to nearest even; values past +-448 refused,
-  because a cast would turn them into NaN: scale first, lesson 7).
-* ``gemm_fp8(name, A8, Bt8)``: one of the registered FP8 kernels on the GPU.
-* ``cublaslt_fp8``: cuBLASLt's FP8 GEMM (CuPy has no cuBLASLt), through NVIDIA's nvmath-python
-  (``nvmath.linalg.advanced``, a public API) where it is installed, else through PyTorch's private
-  ``torch._scaled_mm`` (``torch_scaled_mm``; its signature has changed between releases); it says
-  which path ran. Both take the operands as PyTorch float8_e4m3fn views of the CuPy bytes: CuPy has
-  no float8 dtype, and nvmath-python takes FP8 operands as PyTorch tensors.
-* ``cpu_model`` / ``matmul``: each kernel's arithmetic on the CPU (helpers.emulate), bit for bit, and a
-  front end that runs the kernel where it can and its model elsewhere; ``check_fp8`` judges a kernel's C.
-* ``probe_vectors`` / ``random_inputs``: the designed and the seeded inputs lesson 7 measures with.
-
-Block scaling (DeepSeek-V3's recipe, fp8_block_scaled) is helpers.fp8_scaled.
+CuPy has no float8 dtype: an FP8 matrix travels as a uint8 array of its E4M3 bytes (``encode_e4m3``).
+The kernels take B transposed (Bt, N x K): wgmma reads 8-bit operands only K-major. ``matmul`` runs a
+kernel where the GPU can and its bit-exact CPU model elsewhere. CuPy has no cuBLASLt either:
+``cublaslt_fp8`` calls it through nvmath-python, else PyTorch's private ``torch._scaled_mm``.
+Block scaling (fp8_block_scaled) is helpers.fp8_scaled.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 from .errors import InputError
 
-try:
-    import ml_dtypes
-    E4M3 = ml_dtypes.float8_e4m3fn
-except ImportError:  # pragma: no cover - pinned dependency
-    ml_dtypes = None
-    E4M3 = None
+E4M3 = ml_dtypes.float8_e4m3fn
 
 E4M3_MAX = 448.0
 F8_EPI_BYTES = 2 * 2 * 64 * 32 * 4     # fp8_wgmma_store's C buffers: 2 consumers x 2 boxes of 64 x 32 floats
+PROMOTE_NC = (32, 64, 128, 256, 512)   # the promotion intervals of the fp8_promote_<nc> kernels
 
 
 @dataclass(frozen=True)
@@ -79,7 +65,7 @@ FP8_KERNELS = {k.name: k for k in [
     Fp8Kernel("fp8_wgmma", "fp8_sm90a.cu", 256, 0, (9, 0), "wgmma m64n256k32, 128 x 256 tiles (lesson 6's rung 11)"),
     Fp8Kernel("fp8_wgmma_n128", "fp8_sm90a.cu", 128, 0, (9, 0), "the same with 128 x 128 tiles"),
 ] + [Fp8Kernel(f"fp8_promote_{nc}", "fp8_sm90a.cu", 128, nc, (9, 0),
-               f"128 x 128 tiles, partial sums promoted to FP32 every {nc} products") for nc in (32, 64, 128, 256, 512)]
+               f"128 x 128 tiles, partial sums promoted to FP32 every {nc} products") for nc in PROMOTE_NC]
   + [Fp8Kernel("fp8_promote_2acc_lean", "fp8_sm90a.cu", 128, 128, (9, 0),
                "promotion every 128 products with two partial sums per warpgroup (K-tile kt - 1's is added while "
                "K-tile kt's wgmmas run), descriptors advanced by adds, a ring of 6 stages, on 128 CTAs", stages=6,
@@ -87,12 +73,10 @@ FP8_KERNELS = {k.name: k for k in [
      Fp8Kernel("fp8_wgmma_store", "fp8_sm90a.cu", 256, 0, (9, 0),
                "fp8_wgmma with C stored through shared memory and TMA, overlapping the next tile, on 128 CTAs",
                tstore=True, ctas=128)]}
-PROMOTE_NC = (32, 64, 128, 256, 512)
 
 
 def _real_values(X, what: str) -> np.ndarray:
-    """X as a float64 numpy array, refusing what is not real numbers (text, complex, booleans, objects,
-    CuPy arrays) with an InputError that says what to pass."""
+    """X as a float64 numpy array; an InputError for anything but real numbers (or a CuPy array)."""
     if type(X).__module__.startswith("cupy"):
         raise InputError(f"{what} is a CuPy array; this takes numpy arrays of values.",
                          f"pass {what}.get() (or cupy.asnumpy({what})).")
@@ -111,9 +95,7 @@ def _real_values(X, what: str) -> np.ndarray:
 
 
 def encode_e4m3(X) -> np.ndarray:
-    """The E4M3 bytes of X (rounded once, to nearest even) as uint8. Refuses NaN, values past +-448 and
-    anything that is not real numbers (text, complex, booleans).
-    (ml_dtypes' own cast from float64 rounds twice, through float32; helpers.fp8.cast does not.)"""
+    """The E4M3 bytes of X (rounded once, to nearest even) as uint8; refuses NaN and values past +-448."""
     from .fp8 import cast
 
     X = _real_values(X, "X")
@@ -130,17 +112,9 @@ def decode_e4m3(X8) -> np.ndarray:
     return np.asarray(X8, dtype=np.uint8).view(E4M3).astype(np.float64)
 
 
-def _require_bytes(X, what: str):
-    if str(getattr(X, "dtype", "")) != "uint8" or getattr(X, "ndim", 0) != 2:
-        raise InputError(f"{what} must be a 2-D uint8 array of E4M3 bytes, not {getattr(X, 'dtype', type(X))} "
-                         f"with shape {getattr(X, 'shape', None)}.",
-                         "encode it with helpers.fp8_gemm.encode_e4m3(X) (on the GPU: cupy.asarray of that).")
-
-
 def unsupported(spec: Fp8Kernel, cc) -> str | None:
-    """What a GPU of compute capability `cc` lacks to run `spec`, or None. The wgmma kernels are sm_90a
-    code: compute capability 9.0 exactly (wgmma exists on no later GPU: not on a B200, 10.0, nor an
-    RTX 50, 12.0); FP8 mma.sync exists from sm_89 on (Ada, Hopper, and both Blackwells)."""
+    """What a GPU of compute capability `cc` lacks to run `spec`, or None. wgmma is sm_90a code: 9.0
+    exactly (no later GPU has it); FP8 mma.sync exists from sm_89 on."""
     cc = tuple(cc)
     if spec.wgmma and cc != (9, 0):
         return "sm_90a, i.e. a Hopper GPU (compute capability 9.0: wgmma exists on no other)"
@@ -150,7 +124,7 @@ def unsupported(spec: Fp8Kernel, cc) -> str | None:
 
 
 def require_runs_here(spec: Fp8Kernel, gpu) -> None:
-    """ArchitectureError (one line: why; the fix: what to read instead) before CuPy or NVRTC is used."""
+    """ArchitectureError, saying what to read instead, when this GPU cannot run `spec`."""
     need = unsupported(spec, gpu.cc)
     if need:
         from .errors import ArchitectureError
@@ -162,8 +136,11 @@ def require_runs_here(spec: Fp8Kernel, gpu) -> None:
 
 def _operand_shape(A8, Bt8) -> tuple[int, int, int]:
     """(M, N, K) of E4M3 byte operands A8 (M x K) and Bt8 (N x K, B transposed), or an InputError."""
-    _require_bytes(A8, "A")
-    _require_bytes(Bt8, "Bt")
+    for X, what in ((A8, "A"), (Bt8, "Bt")):
+        if str(getattr(X, "dtype", "")) != "uint8" or getattr(X, "ndim", 0) != 2:
+            raise InputError(f"{what} must be a 2-D uint8 array of E4M3 bytes, not {getattr(X, 'dtype', type(X))} "
+                             f"with shape {getattr(X, 'shape', None)}.",
+                             "encode it with helpers.fp8_gemm.encode_e4m3(X) (on the GPU: cupy.asarray of that).")
     M, K = A8.shape
     N, K2 = Bt8.shape
     if K != K2:
@@ -173,15 +150,11 @@ def _operand_shape(A8, Bt8) -> tuple[int, int, int]:
 
 
 def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = (), ctas: int | None = None):
-    """(run, C): a function that launches FP8 kernel `name` (FP8_KERNELS) on fixed inputs, and its output.
-    A8: M x K, Bt8: N x K (B transposed), CuPy uint8 arrays of E4M3 bytes. Validated, padded with zeros
-    (K to the kernel's multiple, N to 8) and the tensor maps built once, so timing run() times the kernel
-    alone. C is M x N' FP32 (N' = N padded), filled with NaN before the first launch. stages: the wgmma
-    kernels' ring (-DF8_STAGES; the entry's own, 4 as the file has it but for fp8_promote_2acc_lean's 6), up to what
-    fits in 227 KB (7 with 128 x 128 tiles).
-    options: more NVRTC options for the wgmma kernels (a probe's -D switches). ctas: the most CTAs of a wgmma
-    kernel's persistent grid (default: the entry's `grid_ctas`, one per SM but for the kernels set to 128); each walks
-    every ctas-th tile."""
+    """(run, C): a function that launches FP8 kernel `name` on A8 (M x K) and Bt8 (N x K), CuPy uint8 E4M3
+    bytes, and its NaN-filled FP32 output C (M x N, N padded to 8). Everything but the launch is done here
+    (checks, zero padding, tensor maps), so timing run() times the kernel alone.
+    stages: the wgmma kernels' ring (-DF8_STAGES), up to what fits in 227 KB. options: more NVRTC options
+    (-D switches). ctas: the most CTAs of a wgmma kernel's persistent grid (default: the entry's)."""
     from .compile import get_arch_kernel, get_kernel
     from .device import require_gpu
 
@@ -259,11 +232,9 @@ def _fp8_views(torch, A8, Bt8):
 
 
 def nvmath_fp8(A8, Bt8, fast_accum: bool):
-    """cuBLASLt's FP8 GEMM through nvmath-python's public API on CuPy uint8 E4M3 bytes: the stateful form
-    of ``nvmath.linalg.advanced.matmul`` (``Matmul``, planned once, so that timing launch() times the
-    product alone), quantization scales 1 for A and B, FP32 result and FP32 compute type, cuBLASLt's
-    fast accumulation on or off. (launch function, output), or None when nvmath-python, or PyTorch with
-    float8 (whose tensors carry nvmath-python's FP8 operands), is not installed."""
+    """cuBLASLt's FP8 GEMM through nvmath-python (``nvmath.linalg.advanced.Matmul``, planned once; scales 1,
+    FP32 result and compute) on CuPy E4M3 bytes: (launch function, output), or None when nvmath-python or
+    PyTorch with float8 (which carries its FP8 operands) is not installed."""
     try:
         import nvmath
         import torch
@@ -322,11 +293,9 @@ def path_name(path: str) -> str:
 
 
 def cublaslt_fp8(A8, Bt8, fast_accum: bool, paths=tuple(CUBLASLT_PATHS)):
-    """cuBLASLt's FP8 GEMM (scales 1, FP32 output) on CuPy uint8 E4M3 bytes (A8: M x K, Bt8: N x K) by the
-    first of `paths` that is installed and works: nvmath-python, then PyTorch. Returns (launch function,
-    output, path): `path` names the library, version and call that ran (path_name), and the failure of
-    a path tried before it; None when none is installed. Raises RuntimeError when those installed all
-    failed."""
+    """cuBLASLt's FP8 GEMM (scales 1, FP32 output) on CuPy E4M3 bytes A8 (M x K), Bt8 (N x K) by the first
+    of `paths` that is installed and works. Returns (launch function, output, what ran and what failed
+    before it), None when none is installed; RuntimeError when all installed ones failed."""
     failed = []
     for p in paths:
         try:
@@ -351,11 +320,21 @@ def cpu_model(kernel: str):
     return E.Arithmetic("fp8_e4m3", "fp32", E.FP8_WGMMA_MODEL, nc=FP8_KERNELS[kernel].nc)   # E.fp8_wgmma_gemm
 
 
-def matmul(kernel: str, A, B):
-    """C = A B with FP8 kernel `kernel` (A: M x K, B: K x N, E4M3 values as floats): on the GPU where the
-    kernel runs (an H200 / H100 for the wgmma kernels, sm_89+ for fp8_mma_sync), else with its CPU model
-    (helpers.emulate). Returns (C as numpy float32, where it ran: one line)."""
+def why_not_here(spec: Fp8Kernel):
+    """(why `spec` cannot run here, or None; the backend)."""
     from .device import backend
+
+    b = backend()
+    if not b.is_gpu:
+        return "no GPU (CPU backend)", b
+    if unsupported(spec, b.gpu.cc):
+        return f"{b.gpu.name} (sm_{b.gpu.cc[0]}{b.gpu.cc[1]}) cannot run {spec.name}", b
+    return None, b
+
+
+def matmul(kernel: str, A, B):
+    """C = A B with FP8 kernel `kernel` (A: M x K, B: K x N, E4M3 values) on the GPU where it runs, else
+    with its CPU model. Returns (C as numpy float32, where it ran: one line)."""
     if not isinstance(kernel, str) or kernel not in FP8_KERNELS:
         raise InputError(f"no FP8 kernel {kernel!r}.", f"use one of {', '.join(FP8_KERNELS)}.")
     A = _real_values(A, "A")
@@ -363,13 +342,7 @@ def matmul(kernel: str, A, B):
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
         raise InputError(f"A is {A.shape} and B is {B.shape}: C = A B needs A's columns == B's rows.",
                          "pass A (M x K) and B (K x N); the kernels' transposed B is made here.")
-    spec = FP8_KERNELS[kernel]
-    b = backend()
-    why = None
-    if not b.is_gpu:
-        why = "no GPU (CPU backend)"
-    elif unsupported(spec, b.gpu.cc):
-        why = f"{b.gpu.name} (sm_{b.gpu.cc[0]}{b.gpu.cc[1]}) cannot run {kernel}"
+    why, b = why_not_here(FP8_KERNELS[kernel])
     if why is None:
         import cupy
 
@@ -385,13 +358,11 @@ BIG = 65536.0                                  # the large product of the probes
 
 # --------------------------------------------------------------------------- designed inputs, and the check
 def probe_vectors(K: int = PROBE_K) -> list[dict]:
-    """Dot products of length K (a, b: exact E4M3 numbers) that each show one property of an accumulator.
+    """Dot products of length K (exact E4M3 numbers) that each show one property of an accumulator.
 
-    kind (param): gap_same_block (g): 2^16 then 2^(16-g) right after it; gap_small_first (g): the same,
-    small first; gap_frac / gap_neg_frac (g): +-1.875 x 2^(16-g) (four significant bits); gap_acc /
-    gap_acc_neg (g): that term 128 positions later (another block: it meets the accumulator);
-    block (i): +2^16, -2^16, then 2^-18 at position i (it survives only where a new block starts);
-    sum_equal (n): n terms of 1.125."""
+    kind (param): gap_same_block (g): 2^16 then 2^(16-g); gap_small_first (g): small first; gap_frac /
+    gap_neg_frac (g): +-1.875 x 2^(16-g); gap_acc / gap_acc_neg (g): that term 128 positions later (it
+    meets the accumulator); block (i): +2^16, -2^16, then 2^-18 at position i; sum_equal (n): n x 1.125."""
     probes = []
 
     def pair(e):                                  # 2^e as a product of two E4M3 powers of two
@@ -437,11 +408,9 @@ def random_inputs(M: int, N: int, K: int, dist: str, seed: int):
 
 
 def check_fp8(kernel: str, C, A, B, backend=None, fitted=None, model: bool = True):
-    """The course's check (helpers.check) of an FP8 kernel's C against A B (A, B: float arrays, B K x N;
-    numpy arrays are rounded to E4M3 as the kernel's inputs would be, CuPy arrays must hold E4M3 values):
-    worst-case bounds for an accumulator of 14 significant bits cut toward zero every 32 products
-    (mma.sync: FP32 every 16), and bit equality with the CPU model where it is fitted (model=False: the
-    bounds alone, to show what they catch without it)."""
+    """helpers.check's verdict on an FP8 kernel's C for A B (numpy inputs are rounded to E4M3, CuPy ones
+    must hold E4M3 values): worst-case bounds for 14 bits cut toward zero every 32 products (mma.sync: FP32
+    every 16), and bit equality with the CPU model (model=False: the bounds alone)."""
     from .check import check_gemm
     from .numerics import round_to
 

@@ -1,12 +1,9 @@
 """Block-scaled FP8 GEMM (lesson 7): DeepSeek-V3's recipe (arXiv:2412.19437, sec. 3.3.2) in one kernel.
 
-Activations are scaled per 1 x 128 tile (sa), weights per 128 x 128 block (sb), and fp8_block_scaled
-(kernels/fp8_sm90a.cu) applies both scales where fp8_promote_128 promotes each K-tile's partial sum: one K-tile
-of 128 is one scale block. ``gemm_block_scaled`` runs it (``block_scaled_launcher``; ``kernel_scales`` makes its
-scales from helpers.fp8's); ``block_scaled_model`` / ``block_scaled_model_gpu`` are its arithmetic, bit for bit,
-on the CPU and on CUDA cores; ``check_block_scaled`` judges a result (a worst-case bound, and the model). The
-front ends ``block_scaled_matmul`` and ``per_tensor_matmul`` take real data, ``scaling_error_table`` compares the
-two on seeded inputs with outliers, and ``run_block_scaled`` measures all of it for experiment fp8.
+Activations are scaled per 1 x 128 tile (sa), weights per 128 x 128 block (sb); fp8_block_scaled
+(kernels/fp8_sm90a.cu) applies both where fp8_promote_128 promotes each K-tile's partial sum (one K-tile of
+128 is one scale block). Here: its launcher, its bit-exact models (CPU and GPU), its check, and front ends
+that take real data.
 """
 from __future__ import annotations
 
@@ -16,7 +13,7 @@ import numpy as np
 
 from .errors import InputError
 from .fp8_gemm import (Fp8Kernel, _operand_shape, _real_values, decode_e4m3, encode_e4m3, matmul, persistent_grid,
-                       require_runs_here, unsupported)
+                       require_runs_here, why_not_here)
 
 SCALE_BLOCK = 128              # K per scale block = K per promotion = F8_BK; N per weight block = BN
 BLOCK_SCALED = Fp8Kernel("fp8_block_scaled", "fp8_sm90a.cu", 128, 128, (9, 0),
@@ -31,8 +28,8 @@ def _blocks(n: int) -> int:
 
 
 def check_scales(sa, sb, M: int, N: int, K: int):
-    """Refuse scales the kernel cannot use, with the fix: sa (M x ceil(K/128)) and sb (ceil(N/128) x
-    ceil(K/128)), float32, numpy or CuPy, every value finite and > 0. Returns them unchanged."""
+    """sa (M x ceil(K/128)) and sb (ceil(N/128) x ceil(K/128)) unchanged, or an InputError with the fix:
+    float32 numpy or CuPy arrays, every value finite and > 0."""
     kb, nb = _blocks(K), _blocks(N)
     for X, what, shape, layout in ((sa, "sa", (M, kb), "[row][k // 128]"),
                                    (sb, "sb", (nb, kb), "[n // 128][k // 128]")):
@@ -72,11 +69,9 @@ def check_scales(sa, sb, M: int, N: int, K: int):
 
 
 def kernel_scales(a, b):
-    """The kernel's (sa, sb) from helpers.fp8's scaled operands: a = quantize_tiles(A) (1 x 128 tiles of
-    A, M x K), b = quantize_blocks(B) (128 x 128 blocks of B, K x N). helpers.fp8's scale multiplies the
-    data before the cast (q = fp8(x * scale)), so the kernel's factor is 1 / scale, rounded to float32;
-    and b.scale is indexed [k // 128][n // 128], which is transposed here to the kernel's [n // 128][k // 128]
-    (the kernel reads Bt, N x K). Returns float32 arrays M x ceil(K/128) and ceil(N/128) x ceil(K/128)."""
+    """The kernel's float32 (sa, sb) from a = quantize_tiles(A) and b = quantize_blocks(B): 1 / scale
+    (helpers.fp8 multiplies by its scale before the cast), and b's transposed to the kernel's
+    [n // 128][k // 128] (it reads Bt)."""
     from .fp8 import ACTIVATION_TILE, WEIGHT_BLOCK, Scaled
 
     for s, what, group, fn in ((a, "a", ACTIVATION_TILE, "quantize_tiles(A)"),
@@ -90,10 +85,8 @@ def kernel_scales(a, b):
 
 
 def block_scaled_launcher(A8, Bt8, sa, sb):
-    """(run, C) for fp8_block_scaled: A8 (M x K) and Bt8 (N x K) E4M3 bytes, sa (M x ceil(K/128)) and sb
-    (ceil(N/128) x ceil(K/128)) float32 scales (check_scales; kernel_scales makes them from helpers.fp8's),
-    numpy or CuPy. Validated before anything touches a GPU; padded as `launcher` pads (K to 16, N to 8,
-    which changes neither ceil(K/128) nor ceil(N/128)); C (M x N' FP32) filled with NaN first."""
+    """(run, C) for fp8_block_scaled, as fp8_gemm.launcher: A8 (M x K) and Bt8 (N x K) E4M3 bytes and the
+    float32 scales sa, sb (check_scales), numpy or CuPy, checked before anything touches a GPU."""
     from .compile import get_arch_kernel
     from .device import require_gpu
 
@@ -129,14 +122,13 @@ def block_scaled_launcher(A8, Bt8, sa, sb):
 
 
 def gemm_block_scaled(A8, Bt8, sa, sb):
-    """C = sum over K-blocks of (A8 B8 of the block) x sa x sb on the GPU (fp8_block_scaled; see
-    block_scaled_launcher): one launch into a NaN-poisoned C, M x N float32 (CuPy)."""
+    """C (M x N float32, CuPy) of one launch of fp8_block_scaled (block_scaled_launcher)."""
     run, C = block_scaled_launcher(A8, Bt8, sa, sb)
     run()
     return C if C.shape[1] == Bt8.shape[0] else C[:, :Bt8.shape[0]]
 
 
-def _model_operands(A, B, sa, sb, xp):
+def _model_operands(A, B, sa, sb):
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
         raise InputError(f"A is {A.shape} and B is {B.shape}: C = A B needs A's columns == B's rows.",
                          "pass A (M x K) and B (K x N): the model takes B itself, the kernel its transpose.")
@@ -148,18 +140,14 @@ def _model_operands(A, B, sa, sb, xp):
 
 def block_scaled_model(A, B, sa, sb, *, threads: int | None = None) -> np.ndarray:
     """fp8_block_scaled's arithmetic on the CPU, bit for bit (A: M x K, B: K x N, E4M3 values; sa, sb the
-    kernel's float32 scales). For each K-block kb of 128 (the last may be shorter: the kernel's zeros past
-    K add nothing): the partial sum P of its products from a zero accumulator, as the FP8 wgmma computes
-    it (helpers.emulate.tensor_core_mma with FP8_WGMMA_MODEL: 32 products per step, 14 bits cut toward
-    zero; fp8_promote_128's model); the scale product s = f32(sa[i][kb] * sb[j // 128][kb]); then
-    total = f32(total + f32(P * s)), starting from total = +0, in K-block order: numpy's float32 multiply
-    and add round to nearest once each, as __fmul_rn and __fadd_rn do. (A partial of -0.0 gives +0.0 in
-    the total, in the kernel too: +0 + -0 = +0.)"""
+    kernel's float32 scales). For each K-block of 128: its partial sum P from a zero accumulator as the FP8
+    wgmma computes it (FP8_WGMMA_MODEL), s = f32(sa * sb), then total = f32(total + f32(P * s)) in K-block
+    order: numpy's float32 multiply and add each round to nearest once, as __fmul_rn and __fadd_rn do."""
     from . import emulate as E
 
     A = E._as_fp8_values(A, "A")
     B = E._as_fp8_values(B, "B")
-    M, N, K = _model_operands(A, B, sa, sb, np)
+    M, N, K = _model_operands(A, B, sa, sb)
     sa, sb = np.asarray(sa, dtype=np.float32), np.asarray(sb, dtype=np.float32)
     col_block = np.arange(N) // SCALE_BLOCK
     total = np.zeros((M, N), dtype=np.float32)
@@ -174,17 +162,15 @@ def block_scaled_model(A, B, sa, sb, *, threads: int | None = None) -> np.ndarra
 
 
 def block_scaled_model_gpu(A, B, sa, sb):
-    """block_scaled_model on the GPU, for CuPy arrays (A: M x K, B: K x N, E4M3 values, any float dtype;
-    sa, sb float32): each K-block's partial sum by helpers.model_gpu.tc_model (the check's CUDA-core model
-    of the FP8 wgmma, kernels/check_model.cu), then the same float32 multiply and add, each its own CuPy
-    kernel (no contraction into an FMA). Returns a CuPy float32 array."""
+    """block_scaled_model on the GPU for CuPy arrays: each partial sum by helpers.model_gpu.tc_model, then
+    the float32 multiply and add, each its own CuPy kernel (no FMA). Returns a CuPy float32 array."""
     import cupy
 
     from .emulate import FP8_WGMMA_MODEL
     from .model_gpu import tc_model
 
     Av, Bv = cupy.asarray(A, dtype=cupy.float64), cupy.asarray(B, dtype=cupy.float64)
-    M, N, K = _model_operands(Av, Bv, sa, sb, cupy)
+    M, N, K = _model_operands(Av, Bv, sa, sb)
     sa, sb = cupy.asarray(sa, dtype=cupy.float32), cupy.asarray(sb, dtype=cupy.float32)
     col_block = cupy.arange(N) // SCALE_BLOCK
     total = cupy.zeros((M, N), dtype=cupy.float32)
@@ -206,12 +192,10 @@ _F32_U, _F32_ETA = 2.0 ** -24, 2.0 ** -149   # FP32: unit roundoff (to nearest);
 
 
 def _partial_bound(Ab, Bb, xp):
-    """(P, E): the exact partial sum of one K-block (float64: products of E4M3 numbers are multiples of
-    2^-18 below 2^18, so 128 of them add exactly) and a worst-case bound E on |P^ - P| for the FP8 wgmma's
-    P^ (helpers.emulate's model, for any data): per step of 32 products plus the accumulator, each term
-    loses less than one unit 2^(emax - 14) when aligned, where 2^emax <= 2 max(|a| |b| over the step,
-    with a subnormal counted as 2^-6, |accumulator|), and the 14-bit cut of the sum loses less than
-    2^-13 of it."""
+    """(P, E): the exact partial sum of one K-block (128 products of E4M3 numbers add exactly in float64)
+    and a worst-case bound E on the FP8 wgmma's error on it, for any data: per step of 32 products each
+    aligned term loses less than 2^(emax - 14), 2^emax <= 2 max(|a||b| with subnormals counted as 2^-6,
+    |accumulator|), and the 14-bit cut of the sum less than 2^-13 of it."""
     M, Kb = Ab.shape
     N = Bb.shape[1]
     P = xp.zeros((M, N))
@@ -231,8 +215,7 @@ def _partial_bound(Ab, Bb, xp):
 
 @dataclass
 class BlockScaledCheck:
-    """The verdict on a block-scaled product: no NaN, every element within the worst-case bound of the
-    exact product of the numbers the kernel multiplies (check_block_scaled), and (where compared) bit for
+    """check_block_scaled's verdict: no NaN, every element within the bound, and (where compared) bit for
     bit the model's."""
     name: str
     shape: tuple
@@ -275,15 +258,13 @@ class BlockScaledCheck:
 
 
 def block_scaled_bound(A, B, sa, sb):
-    """(R, bound): the exact product R = sum over K-blocks of s P of what fp8_block_scaled multiplies (A: M x K,
-    B: K x N, E4M3 values; P each K-block's exact partial sum, s = sa sb in float64, exact) and a worst-case
-    bound on |C - R| for its C, for any data: the wgmma's error on each P (_partial_bound), then the float32
-    roundings of s, of P^ s and of each add to the total (unit roundoff 2^-24, and 2^-149 more below the
-    normal range), propagated in K-block order with the running total's size; plus the float64 rounding of R
-    itself. numpy or CuPy (then on the GPU); float64 arrays M x N."""
+    """(R, bound), float64 M x N: the exact product R = sum over K-blocks of sa sb P of what fp8_block_scaled
+    multiplies, and a worst-case bound on |C - R| for any data: the wgmma's error on each P
+    (_partial_bound), the float32 roundings of s, of P s and of each add, propagated in K-block order, and
+    R's own float64 rounding. numpy or CuPy (then on the GPU)."""
     xp = np if isinstance(A, np.ndarray) else __import__("cupy")
     A64, B64 = xp.asarray(A, dtype=xp.float64), xp.asarray(B, dtype=xp.float64)
-    M, N, K = _model_operands(A64, B64, sa, sb, xp)
+    M, N, K = _model_operands(A64, B64, sa, sb)
     s_a, s_b = xp.asarray(sa, dtype=xp.float64), xp.asarray(sb, dtype=xp.float64)
     col_block = xp.arange(N) // SCALE_BLOCK
     u, eta = _F32_U, _F32_ETA
@@ -306,19 +287,15 @@ def block_scaled_bound(A, B, sa, sb):
 
 def check_block_scaled(C, A, B, sa, sb, *, model: bool = True, name: str = "fp8_block_scaled") -> BlockScaledCheck:
     """Is C a right answer of fp8_block_scaled for A (M x K), B (K x N) (E4M3 values) and its scales sa, sb?
-    numpy, or CuPy (then every step, the model included, runs on the GPU).
-
-    1. No NaN, and every element within the worst-case bound of block_scaled_bound around the exact
-       product of what the kernel multiplies. Wrong scales (ignored, transposed, misindexed, one per tensor)
-       and wrong sums leave it.
-    2. model=True: C equal to block_scaled_model (numpy) or block_scaled_model_gpu (CuPy), every element,
-       bit for bit: one element one unit off fails here (no bound can see that)."""
+    No NaN and every element within block_scaled_bound (wrong scales and wrong sums leave it); with
+    model=True also bit for bit the model's (which catches one element one unit off). CuPy arrays: every
+    step runs on the GPU."""
     if not (isinstance(C, np.ndarray) or type(C).__module__.startswith("cupy")) or C.dtype.kind != "f":
         raise InputError(f"C is {type(C).__name__} {getattr(C, 'dtype', '')}, not the kernel's float output.",
                          "pass the float32 array gemm_block_scaled (or block_scaled_model) returned.")
     xp = np if isinstance(C, np.ndarray) else __import__("cupy")
     A64, B64 = xp.asarray(A, dtype=xp.float64), xp.asarray(B, dtype=xp.float64)
-    M, N, K = _model_operands(A64, B64, sa, sb, xp)
+    M, N, K = _model_operands(A64, B64, sa, sb)
     if tuple(C.shape) != (M, N):
         raise InputError(f"C has shape {tuple(C.shape)}, but A B is {M} x {N}.",
                          "pass the kernel's output cropped to M x N (gemm_block_scaled returns it so).")
@@ -349,10 +326,8 @@ def check_block_scaled(C, A, B, sa, sb, *, model: bool = True, name: str = "fp8_
 
 # ------------------------------------------------------------------ front ends: real data in, real units out
 def block_scaled_operands(A, B):
-    """A (M x K) per 1 x 128 tile and B (K x N) per 128 x 128 block (helpers.fp8.quantize_tiles /
-    quantize_blocks, amax to 448), zero-padded to multiples of 128 for the scaling (zeros change no amax)
-    and cropped back. Returns (Aq, Bq, sa, sb): E4M3 values M x K and K x N (float64) and the kernel's
-    scales (kernel_scales): A B ~ the block-scaled product of Aq, Bq."""
+    """A scaled per 1 x 128 tile and B per 128 x 128 block (zero-padded to multiples of 128 for it):
+    (Aq, Bq, sa, sb), the E4M3 values (float64, A's and B's shapes) and the kernel's scales."""
     from .fp8 import quantize_blocks, quantize_tiles
 
     A, B = _real_values(A, "A"), _real_values(B, "B")
@@ -367,8 +342,7 @@ def block_scaled_operands(A, B):
 
 
 def per_tensor_operands(A, B):
-    """A and B with one scale each (helpers.fp8.quantize_per_tensor): (Aq, Bq, sa, sb), sa and sb float32
-    numbers (1 / scale): A B ~ (Aq Bq) sa sb."""
+    """A and B with one scale each: (Aq, Bq, sa, sb), sa and sb float32 numbers, A B ~ (Aq Bq) sa sb."""
     from .fp8 import quantize_per_tensor
 
     A, B = _real_values(A, "A"), _real_values(B, "B")
@@ -384,24 +358,11 @@ def _matmul_shapes(A, B):
                          "B's rows.", "pass A (M x K) and B (K x N); the kernels' transposed B is made here.")
 
 
-def _where(spec) -> tuple[str | None, object]:
-    from .device import backend
-
-    b = backend()
-    if not b.is_gpu:
-        return "no GPU (CPU backend)", b
-    if unsupported(spec, b.gpu.cc):
-        return f"{b.gpu.name} (sm_{b.gpu.cc[0]}{b.gpu.cc[1]}) cannot run {spec.name}", b
-    return None, b
-
-
 def block_scaled_matmul(A, B):
-    """C ~ A B (A: M x K, B: K x N, real numbers) the DeepSeek-V3 way: A scaled per 1 x 128 tile, B per
-    128 x 128 block, both cast to E4M3, and the scales applied at every promotion (fp8_block_scaled) on
-    the GPU where it runs (a Hopper, sm_90), else its CPU model, bit for bit the same. Returns (C as numpy
-    float32 in A B's units, where it ran: one line)."""
+    """C ~ A B (real numbers) block-scaled (block_scaled_operands) by fp8_block_scaled on a Hopper GPU,
+    else its CPU model. Returns (C as numpy float32 in A B's units, where it ran: one line)."""
     Aq, Bq, sa, sb = block_scaled_operands(A, B)
-    why, b = _where(BLOCK_SCALED)
+    why, b = why_not_here(BLOCK_SCALED)
     if why is None:
         import cupy
 
@@ -411,9 +372,8 @@ def block_scaled_matmul(A, B):
 
 
 def per_tensor_matmul(A, B):
-    """The per-tensor counterpart of block_scaled_matmul: one scale for A and one for B, the same kernel
-    tile and promotion every 128 products (fp8_promote_128), then C = f32(f32(Aq Bq) x f32(sa sb)).
-    Returns (C as numpy float32 in A B's units, where it ran)."""
+    """block_scaled_matmul with one scale for A and one for B: fp8_promote_128, then C = f32(Aq Bq) x
+    f32(sa sb). Returns (C as numpy float32 in A B's units, where it ran)."""
     Aq, Bq, sa, sb = per_tensor_operands(A, B)
     C, where = matmul("fp8_promote_128", Aq, Bq)
     return np.asarray(C, dtype=np.float32) * (sa * sb), where      # float32 x float32, rounded to nearest
@@ -455,10 +415,8 @@ def scaling_inputs(kind: str, M: int = TABLE_SHAPE[0], N: int = TABLE_SHAPE[1], 
 
 
 def error_stats(C, R, absAB) -> dict:
-    """Errors of C against the float64 product R: the median and 99th percentile of |C - R| / |R| over the
-    elements (R != 0); the median and the largest |C - R| / (|A| |B|) (absAB: each error against the size of
-    its own dot product's terms, which cancellation cannot inflate); and ||C - R||_F / ||R||_F, which the
-    largest elements dominate."""
+    """Errors of C against the float64 product R: |C - R| / |R| (median, 99th percentile), |C - R| /
+    (|A| |B|) (absAB; median, max) and the normwise error."""
     C = np.asarray(C, dtype=np.float64)
     R = np.asarray(R, dtype=np.float64)
     err = np.abs(C - R)
@@ -471,10 +429,8 @@ def error_stats(C, R, absAB) -> dict:
 
 
 def scaling_error_table(kinds=SCALING_INPUTS, shape=TABLE_SHAPE, seed: int = 0) -> list[dict]:
-    """One row per (input kind, scaling): per tensor (per_tensor_matmul) and block-scaled
-    (block_scaled_matmul), on the same seeded inputs (scaling_inputs), each against the float64 product of
-    the unquantized A and B (error_stats). Runs on the GPU where fp8_block_scaled runs, else on the CPU
-    model: the same numbers either way (the model is bit-exact). Each row says where it ran."""
+    """One row per (input kind, scaling): per_tensor_matmul and block_scaled_matmul on the same seeded
+    inputs, each against the float64 product of the unquantized A and B (error_stats)."""
     M, N, K = shape
     rows = []
     for kind in kinds:
@@ -489,11 +445,9 @@ def scaling_error_table(kinds=SCALING_INPUTS, shape=TABLE_SHAPE, seed: int = 0) 
 
 # ------------------------------------------------------------------ inputs made on the GPU
 def gpu_block_scaled_inputs(M: int, N: int, K: int, seed: int):
-    """Seeded inputs made on the GPU, for the large checks and the timing (numpy would take a minute at
-    8192^2): A8 (M x K) and Bt8 (N x K) E4M3 bytes of 64 x N(0,1) values clipped to +-448 and rounded to the
-    nearest E4M3 number (ties down: a tie is all but impossible, and the kernel and the model see the same
-    bytes either way), and the scales sa, sb: float32 2^U(-8, 0), as amax / 448 of such tiles would be.
-    Returns (A8, Bt8, sa, sb, Aq, Bq): CuPy arrays, Aq (M x K) and Bq (K x N) the values in float64."""
+    """Seeded inputs made on the GPU (numpy would take a minute at 8192^2): (A8, Bt8, sa, sb, Aq, Bq), CuPy.
+    A8 (M x K) and Bt8 (N x K): E4M3 bytes of 64 x N(0,1) clipped to +-448 (ties round down), sa and sb:
+    float32 2^U(-8, 0); Aq (M x K) and Bq (K x N) the values in float64."""
     import cupy
 
     table = decode_e4m3(np.arange(127, dtype=np.uint8))          # the finite positive codes 0 .. 126, ascending

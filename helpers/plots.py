@@ -12,8 +12,8 @@ from matplotlib.transforms import offset_copy
 from .formats import CATEGORIES, LESSON_FORMATS, bit_layout, bit_string, classify, decode_bits, format_info, representable
 from .plot_style import (COLORS, STYLE, _finish, _legend_beside, apply_style, label_every_size,  # noqa: F401
                          legend_beside, mark_zero_floor, separate_point_labels, size_tick_labels, zeros_on_a_floor)
-from .plots_fp8 import (fp8_error_vs_magnitude, fp8_overflow, fp8_promotion, fp8_scaling, fp8_values,  # noqa: F401
-                        k_tile_stream, stream_schedule)
+from .plots_fp8 import (fp8_error_vs_magnitude, fp8_overflow, fp8_promotion, fp8_scaling,  # noqa: F401
+                        fp8_values)
 from .plots_hopper import (box_rows_in_lines, cluster_multicast, consumer_slices, counters_beside,  # noqa: F401
                            cta_work, mbarrier_ring, register_split, ring_schedule, split_k_units, tile_orders,
                            transposed_tile, wave_efficiency)

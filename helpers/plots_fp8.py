@@ -1,5 +1,5 @@
-"""Lesson 7's pictures: every FP8 number, overflow and saturation, scaling schemes and their errors,
-promotion of the partial sums, the streams of K-tiles. Each returns the figure."""
+"""Lesson 7's figures: every FP8 number, overflow and saturation, scaling schemes and their errors, and
+promotion of the partial sums. Each returns the figure."""
 from __future__ import annotations
 
 import math
@@ -140,13 +140,12 @@ def fp8_error_vs_magnitude(x, cases=None, bins=40, min_count: int = 20, source: 
 
 
 def fp8_promotion(ncs, a, b, *, kstep: int = 32, stage: int = 128, source: str = ""):
-    """FP8 promotion every N_C products, over K, for one output c = sum_k a_k b_k (a, b: 1-D arrays of
-    length K, E4M3 values; lesson 7). Left, one lane per interval in `ncs` (0: never promoted): the partial
-    sum the Tensor Cores' 14-bit accumulator holds after each wgmma k-step of `kstep` products (each lane
-    scaled to its own largest value, printed at its end), refilled from zero at the start of every
-    promotion period, and a dot where it is added into the FP32 total. Right: the accumulator's mean
-    spacing over K (one unit in its 14th bit, 2^(e - 13) for a value in [2^e, 2^(e+1))): the size of
-    what a cut toward zero can drop from each product added to it."""
+    """Promotion every N_C products for one output c = sum_k a_k b_k (a, b: E4M3 values, length K).
+
+    Left, one lane per interval in `ncs` (0: never): the partial sum in the Tensor Cores' 14-bit
+    accumulator after each k-step of `kstep` products, refilled from zero each period, with a dot where
+    it is added into the FP32 total. Right: the accumulator's mean spacing (2^(e - 13) for a value in
+    [2^e, 2^(e+1))), the most a cut toward zero drops from each product."""
     apply_style()
     p = np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)
     K = p.size
@@ -192,62 +191,5 @@ def fp8_promotion(ncs, a, b, *, kstep: int = 32, stage: int = 128, source: str =
     bar.set_title("mean spacing of the\n14-bit accumulator", fontsize=11)
     bar.grid(axis="y", visible=False)
     bar.tick_params(axis="x", labelsize=10)
-    fig.tight_layout()
-    return fig
-
-
-def stream_schedule(flow: bool, ktiles: int = 4, tiles: int = 2, store: float = 1.0, add: float = 0.25) -> dict:
-    """A model of one consumer warpgroup of lesson 7's two-sum kernel (kernels/fp8_sm90a.cu, TWO), in units of one
-    K-tile's wgmma time: it issues K-tile i (no time), then waits for K-tile i - 1's group, adds it (`add`) and, at a
-    tile's last K-tile, stores C (`store`, an assumed cost, not a measurement). A group starts when issued and the one
-    before it is done. As built (flow False) a tile's last K-tile is waited for and stored before the next tile's first
-    is issued; with F8_FLOW (flow True) the next tile's first is issued first. Returns {'mma': [(start, end, label)],
-    'cuda': [(start, end, 'add' | 'store')], 'busy': the Tensor Cores' share of the time}."""
-    items = [(t, k) for t in range(tiles) for k in range(ktiles)]
-    mma, cuda, w, end = [], [], 0.0, 0.0
-
-    def retire(i):                                    # wait for item i's group, add it, store at a tile's end
-        nonlocal w
-        w = max(w, mma[i][1])
-        cuda.append((w, w + add, "add"))
-        w += add
-        if items[i][1] == ktiles - 1:
-            cuda.append((w, w + store, "store"))
-            w += store
-    for i, (t, k) in enumerate(items):
-        start = max(w, end)                           # issued now; runs after the previous group
-        end = start + 1.0
-        mma.append((start, end, f"t{t} k{k}"))
-        if i > 0 and (flow or k > 0):
-            retire(i - 1)
-        if not flow and k == ktiles - 1:              # as built: the tile's last K-tile, before the next tile
-            retire(i)
-    if flow:
-        retire(len(items) - 1)
-    return {"mma": mma, "cuda": cuda, "busy": len(items) / max(w, end)}
-
-
-def k_tile_stream(ktiles: int = 4, tiles: int = 2, store: float = 1.0, add: float = 0.25):
-    """Two panels of stream_schedule, as built and with F8_FLOW=1: per panel the Tensor Cores (a consumer's wgmma
-    groups, labelled tile and K-tile) and the consumer's CUDA-core work (adds, stores of C). A model, not a
-    measurement: the title says the assumed costs."""
-    apply_style()
-    fig, axes = plt.subplots(2, 1, figsize=(11, 3.6), sharex=True)
-    runs = [(False, "as built"), (True, "F8_FLOW=1: one stream of K-tiles")]
-    horizon = max(max(e for _, e, _ in stream_schedule(f, ktiles, tiles, store, add)["cuda"]) for f, _ in runs)
-    for ax, (flow, name) in zip(axes, runs):
-        s = stream_schedule(flow, ktiles, tiles, store, add)
-        for a, b, label in s["mma"]:
-            ax.barh(1, b - a, left=a, height=0.7, color=COLORS[0], edgecolor="white")
-            ax.text((a + b) / 2, 1, label, ha="center", va="center", color="white", fontsize=9)
-        for a, b, kind in s["cuda"]:
-            ax.barh(0, b - a, left=a, height=0.7, color=COLORS[2] if kind == "add" else COLORS[3], edgecolor="white")
-            if kind == "store":
-                ax.text((a + b) / 2, 0, "store C", ha="center", va="center", color="white", fontsize=9)
-        ax.set_yticks([0, 1], ["adds, store", "Tensor Cores"], fontsize=10)
-        ax.set_xlim(0, horizon + 0.1)
-        ax.grid(axis="y", visible=False)
-        ax.set_title(f"{name}: Tensor Cores busy {s['busy']:.0%} of the time", loc="left", fontsize=12)
-    axes[-1].set_xlabel(f"time, in K-tiles of wgmma (a model: an add {add:g}, a store of C {store:g})")
     fig.tight_layout()
     return fig

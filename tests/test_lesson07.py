@@ -29,18 +29,16 @@ def small_product():
 
 # --------------------------------------------------------------------------- exercises
 def test_exercise_answers_from_first_principles():
-    assert ex.e4m3_max() == 448.0 == (1 + 6 / 8) * 2 ** (15 - 7)
+    assert fp8.facts("fp8_e4m3").max == 448.0 == (1 + 6 / 8) * 2 ** (15 - 7)      # S.1111.110, bias 7
     assert math.isnan(ex.cast_result(500.0, "fp8_e4m3", False)) and ex.cast_result(500.0, "fp8_e4m3", True) == 448.0
     assert ex.cast_result(1e5, "fp8_e5m2", False) == math.inf and ex.cast_result(1e5, "fp8_e5m2", True) == 57344.0
-    assert ex.per_tensor_scale(1e4) == 448 / 1e4
     t = ex.zero_threshold(1e4)
     assert t == 2.0 ** -10 * 1e4 / 448
     # the threshold really is where values start to vanish: at it -> 0 (tie to even), just above -> not 0
-    s = ex.per_tensor_scale(1e4)
     x = np.array([[1e4, t, np.nextafter(t, 1.0), t / 2]])
     q = fp8.quantize_per_tensor(x).q.astype(np.float64)
     assert q[0, 0] == 448 and q[0, 1] == 0 and q[0, 2] > 0 and q[0, 3] == 0
-    assert math.isclose(float(q[0, 2]), 2.0 ** -9) and s > 0
+    assert math.isclose(float(q[0, 2]), 2.0 ** -9)
 
 
 @pytest.mark.parametrize("fn,good,bad", [
@@ -80,12 +78,6 @@ def test_cast_checker_hints_depend_on_the_value(capsys):
     assert "Not quite" in out and "round it to the nearest" in out
     ex.check_cast(512, 500.0, "fp8_e5m2", False)
     assert exercises.last_result is True
-
-
-def test_demo_values():
-    d = ex.demo_values()
-    assert d["largest E4M3"] == 448 and math.isnan(d["500 -> E4M3, numpy"]) and d["500 -> E4M3, satfinite"] == 448
-    assert d["scale for amax 1000"] == 0.448 and d["zero below, amax 1e4"] == ex.zero_threshold(1e4)
 
 
 # --------------------------------------------------------------------------- the prose's claims, recomputed

@@ -144,20 +144,3 @@ def test_consumer_slices_draws_each_consumers_part_of_the_tile():
         [(0, 0, 256, 64), (0, 64, 256, 64)]
     assert [t.get_text() for t in fig.axes[0].texts][0].endswith("m64n256k16")
     plt.close("all")
-
-
-def test_stream_schedule_hides_the_store_behind_the_next_tiles_first_k_tile():
-    """plots.stream_schedule (lesson 7, F8_FLOW): as built, the next tile's first K-tile starts after the last add and
-    the store; with the stream it starts as the last K-tile ends, and the store runs beside it; the adds follow their
-    K-tile's end; every K-tile takes 1; a store as long as one K-tile plus its add leaves a gap of one add."""
-    from helpers.plots import k_tile_stream, stream_schedule
-
-    built, flow = stream_schedule(False), stream_schedule(True)
-    assert [b - a for a, b, _ in built["mma"]] == [1.0] * 8 == [b - a for a, b, _ in flow["mma"]]
-    assert built["mma"][4][0] == 4 + 0.25 + 1.0 and flow["mma"][4][0] == 4.0   # t1 k0: after the store / at once
-    assert flow["mma"][5][0] == 4 + 0.25 + 1.0                                  # t1 k1 waits for the store's end
-    assert [c for c in flow["cuda"] if c[2] == "store"][0][0] == 4.25           # the store runs beside t1 k0
-    assert flow["busy"] > built["busy"] and round(built["busy"], 3) == round(8 / 10.5, 3)
-    assert stream_schedule(True, store=0.5)["mma"][5][0] == 5.0                  # a short store: no gap at all
-    fig = k_tile_stream()
-    assert len(fig.axes) == 2 and "busy 84%" in fig.axes[1].get_title(loc="left")

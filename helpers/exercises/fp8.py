@@ -1,11 +1,6 @@
-"""Lesson 7 exercises: reading E4M3 from its bits, what a cast does past the largest number, the
-scale that per-tensor scaling picks and the small values it loses, the bits wgmma keeps (the smallest
-product kept beside a large one), and the promotion interval N_C as a knob (predict its error on N(0,1)
-inputs, run fp8_promote_<nc>, and have the C checked bit for bit against the kernel's CPU model).
-
-Each checker computes the expected answer itself (from ml_dtypes through helpers.fp8) and prints one
-verdict line ("Not answered yet", "Correct.", or "Not quite" with a hint); see
-helpers/exercises/__init__.py. None of them raises, whatever the answer's type.
+"""Lesson 7 exercises: E4M3 from its bits, casts past the largest number, per-tensor scaling, the bits
+wgmma keeps, and the promotion interval N_C as a knob. Each checker computes its answer itself and prints
+one verdict line (helpers/exercises/__init__.py).
 """
 from __future__ import annotations
 
@@ -15,24 +10,11 @@ from . import _report, _short, as_number, check_number, checker, not_a_number, n
 from .. import fp8
 
 
-def e4m3_max() -> float:
-    """The largest E4M3 number, decoded from its bits S.1111.110 with bias 7."""
-    f = fp8.facts("fp8_e4m3")
-    exponent = 2 ** f.exp_bits - 1 - f.bias                 # all-ones exponent field: it holds numbers in E4M3
-    fraction = (2 ** f.frac_bits - 2) / 2 ** f.frac_bits    # 110: the all-ones fraction is NaN
-    return (1 + fraction) * 2.0 ** exponent
-
-
-def per_tensor_scale(amax: float, fmt: str = "fp8_e4m3") -> float:
-    """The scale that maps amax onto the format's largest number."""
-    return fp8.amax_scale(amax, fmt)
-
-
 def zero_threshold(amax: float, fmt: str = "fp8_e4m3") -> float:
     """With per-tensor scaling for a tensor whose largest magnitude is amax: the magnitude at and below
     which a value becomes 0 (half the smallest subnormal after scaling; the tie rounds to 0, the even one)."""
     f = fp8.facts(fmt)
-    return f.smallest_subnormal / 2 / per_tensor_scale(amax, fmt)
+    return f.smallest_subnormal / 2 / fp8.amax_scale(amax, fmt)
 
 
 def cast_result(value: float, fmt: str, saturate: bool) -> float:
@@ -79,7 +61,7 @@ def check_cast(answer, value: float = 500.0, fmt: str = "fp8_e4m3", saturate: bo
 
 @checker
 def check_scale(answer, amax: float = 1000.0, fmt: str = "fp8_e4m3") -> None:
-    check_number(f"per-tensor scale for amax = {amax:g} ({fmt})", answer, per_tensor_scale(amax, fmt), rel=1e-9,
+    check_number(f"per-tensor scale for amax = {amax:g} ({fmt})", answer, fp8.amax_scale(amax, fmt), rel=1e-9,
                  hint=f"the scale multiplies the data before the cast, so amax x scale must equal "
                       f"{fp8.facts(fmt).max:g}, the largest {fmt} number.")
 
@@ -92,17 +74,9 @@ def check_zero_threshold(answer, amax: float = 1e4, fmt: str = "fp8_e4m3") -> No
                       f"smallest subnormal, {f.smallest_subnormal:g} / 2; divide that by the scale.")
 
 
-def demo_values() -> dict:
-    """The answers, for an instructor (all computed)."""
-    return {"largest E4M3": e4m3_max(), "500 -> E4M3, numpy": cast_result(500.0, "fp8_e4m3", False),
-            "500 -> E4M3, satfinite": cast_result(500.0, "fp8_e4m3", True),
-            "scale for amax 1000": per_tensor_scale(1000.0), "zero below, amax 1e4": zero_threshold(1e4)}
-
-
 # --------------------------------------------------------------------------- the measured half
 def wgmma_sum(a, b, c: float = 0.0) -> float:
-    """One block of FP8 wgmma (lesson 7's fitted model): c plus the products a_k b_k (at most 32),
-    each term cut to the 14 bits that start at the largest term's leading bit, the sum cut to 14 significant bits."""
+    """c plus the products a_k b_k (at most 32) in one block of FP8 wgmma, by its fitted model."""
     import numpy as np
 
     from ..emulate import FP8_WGMMA_MODEL, tensor_core_mma
@@ -114,15 +88,14 @@ def wgmma_sum(a, b, c: float = 0.0) -> float:
 
 def smallest_kept(data: dict, large: float = 448.0) -> float:
     """The smallest power of two a product can be and still be kept whole beside large x large in one block of
-    wgmma: the accumulator keeps bits_kept(data, "fp8_wgmma") bits counted from the leading bit of the largest term
-    (448 x 448 = 200704: leading bit 2^17, 14 bits reach down to 2^4 = 16)."""
+    wgmma, from the bits the record shows it keeps."""
     from ..experiments.fp8 import bits_kept
 
     return 2.0 ** (math.floor(math.log2(large * large)) - bits_kept(data, "fp8_wgmma") + 1)
 
 
 def _not_the_record(name: str, answer, data, key: str = "probes", kind: type = dict) -> bool:
-    """True, after a verdict saying what to pass, when `data` is not the recorded fp8 experiment (data[key] a `kind`)."""
+    """True, after a verdict saying what to pass, when `data` is not the recorded fp8 experiment."""
     if isinstance(data, dict) and isinstance(data.get(key), kind):
         return False
     _report(name, answer, False,
@@ -133,8 +106,7 @@ def _not_the_record(name: str, answer, data, key: str = "probes", kind: type = d
 
 @checker
 def check_smallest_kept(answer, data: dict, large: float = 448.0) -> None:
-    """Beside large x large (448 x 448 in the lesson) in one block of wgmma, the smallest power of two a product can
-    be and still be kept: computed from the bits the recorded probes show wgmma keeps."""
+    """The smallest power of two kept beside large x large in one block of wgmma (smallest_kept)."""
     name = f"smallest power of two kept beside {large:g} x {large:g}"
     if number_answer(name, answer, "a number: a power of two, e.g. 2.0 ** -3") is None:
         return
@@ -165,17 +137,15 @@ _DIST_NAME = {"normal": "N(0,1)", "uniform01": "U[0,1)"}
 
 def promotion_ratio(data: dict, nc: int = 64, base: int = 128, K: int = PROMOTION_K,
                     dist: str = PROMOTION_DIST) -> float:
-    """Median relative error of fp8_promote_<nc> divided by fp8_promote_<base>'s, at K on `dist` inputs,
-    from the recorded sweep (256 x 256 outputs, every one bit-identical to the CPU model on the H200)."""
+    """Median relative error of fp8_promote_<nc> over fp8_promote_<base>'s, at K on `dist` inputs (the record)."""
     med = {r["kernel"]: r["med_rel"] for r in data["sweep"] if r["K"] == K and r["dist"] == dist and "med_rel" in r}
     return med[f"fp8_promote_{nc}"] / med[f"fp8_promote_{base}"]
 
 
 @checker
 def check_promotion_ratio(answer, data: dict) -> None:
-    """Predicted: the median relative error of promoting every 64 products divided by that of every 128, at
-    K = 4096 on N(0,1) inputs (the lesson's table shows U[0,1) only). Accepted within a factor sqrt(2) of the
-    recorded ratio; U[0,1)'s ratio, copied from the table, is not."""
+    """The predicted error of promoting every 64 products over every 128's, at K = 4096 on N(0,1) inputs
+    (the lesson's table shows U[0,1) only), within a factor sqrt(2) of the recorded ratio."""
     name = f"error every 64 / every 128, K = {PROMOTION_K}, {_DIST_NAME[PROMOTION_DIST]} inputs"
     a = number_answer(name, answer, "a number: the ratio of two median errors, e.g. 0.5 for 'half the error'")
     if a is None or _not_the_record(name, answer, data, "sweep", list):
@@ -203,8 +173,7 @@ def _count(ok: bool) -> None:
 
 
 def _promote_nc_of(C, A, B, first: int | None = None):
-    """The promotion interval whose CPU model (bit-exact to the H200) gives C for A B, `first` tried first;
-    0 for fp8_wgmma_n128 (never); None when none does."""
+    """The promotion interval whose CPU model gives C for A B (`first` tried first), 0 for none, or None."""
     import numpy as np
 
     from ..fp8_gemm import PROMOTE_NC, cpu_model, decode_e4m3, encode_e4m3
@@ -220,10 +189,8 @@ def _promote_nc_of(C, A, B, first: int | None = None):
 
 @checker
 def check_promotion_run(C, nc, A, B) -> None:
-    """C: what the learner computed with fp8_gemm.matmul(f"fp8_promote_{nc}", A, B) (on the GPU, or the CPU
-    model). Correct when C is, bit for bit, the result of promoting every `nc` products (the CPU model, which
-    matches the H200's kernels on every recorded output); a C of another interval, or of no promotion, is
-    rejected and named."""
+    """C from fp8_gemm.matmul(f"fp8_promote_{nc}", A, B): correct when it is bit for bit the result of
+    promoting every `nc` products; a C of another interval, or of none, is rejected and named."""
     import numpy as np
 
     from ..fp8_gemm import PROMOTE_NC

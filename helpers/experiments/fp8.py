@@ -1,13 +1,10 @@
-"""Lesson 7: FP8 (E4M3) on Hopper's Tensor Cores, measured (kernels/fp8.cu, kernels/fp8_sm90a.cu).
+"""Lesson 7's measurements and their readers (kernels/fp8.cu, kernels/fp8_sm90a.cu).
 
-Experiment ``fp8`` (``python -m helpers.record --update-experiments fp8``): designed dot products through every
-FP8 kernel (``probes``), seeded random products compared with the CPU model element by element (``random``,
-``match_1024``), error against K beside cuBLASLt's FP8 GEMM (``sweep``), speed at 4096^3 and 8192^3 (``speed``),
-and on Hopper fp8_block_scaled, DeepSeek-V3's scales applied at promotion (``block_scaled``: its checks, its
-speed, the error table of per-tensor against block scaling). Experiment ``fp8_convert``: the GPU's
-cvt.rn.satfinite against helpers.fp8.saturating_cast and numpy's cast, byte for byte.
-
-The readers below turn the record into the lesson's tables and figures.
+Experiment ``fp8`` (``python -m helpers.record --update-experiments fp8``): the designed probes through every
+FP8 kernel, seeded products compared with the CPU model, error against K beside cuBLASLt's FP8 GEMM, speed,
+and on Hopper fp8_block_scaled (experiments.fp8_scaled). Experiment ``fp8_convert``: the GPU's
+cvt.rn.satfinite against helpers.fp8's casts, byte for byte. The readers turn the record into the lesson's
+tables and figures.
 """
 from __future__ import annotations
 
@@ -69,8 +66,7 @@ def run_match_1024(kernels) -> list[dict]:
 
 
 def _torch_fp8(A8, Bt8, fast):
-    """cuBLASLt's FP8 GEMM (helpers.fp8_gemm.cublaslt_fp8: nvmath-python where it is installed, else
-    PyTorch's torch._scaled_mm) as ((launch, output, path), None), or (None, why not)."""
+    """fp8_gemm.cublaslt_fp8 as ((launch, output, path), None), or (None, why not)."""
     from ..fp8_gemm import cublaslt_fp8
 
     try:
@@ -111,10 +107,9 @@ def run_sweep(kernels) -> list[dict]:
 
 
 def run_speed(kernels, rounds: int = 1) -> list[dict]:
-    """At each size in SPEED_N: cuBLAS FP16, cuBLASLt FP8 (default and fast accumulation) and `kernels` (each checked
-    first), timed (helpers.timing.benchmark: cold L2, CUDA events, clocks). rounds > 1: every one is timed once per
-    round, in turn, and its row holds the median round with every round's median (`round_ms`) and SM clock
-    (`round_mhz`): a slow spell of the GPU's clock then touches every kernel, not the last ones alone."""
+    """At each size in SPEED_N: cuBLAS FP16, cuBLASLt FP8 (default and fast accumulation) and `kernels` (each
+    checked first), timed by helpers.timing.benchmark. rounds > 1: all are timed once per round, in turn (so a
+    slow spell of the clock touches every kernel), and each row holds the median round and every round's."""
     import cupy
 
     from ..fp8_gemm import encode_e4m3, launcher
@@ -188,9 +183,8 @@ def fp8_experiment():
 
 # --------------------------------------------------------------------------- the GPU's conversion
 def conversion_inputs(seed: int = 0) -> np.ndarray:
-    """FP32 values for the conversion check: specials, every E4M3 and E5M2 number and the midpoints
-    between neighbours (ties), values past the largest numbers, and log-uniform random values of both
-    signs from 2^-20 to 2^20."""
+    """FP32 values for the conversion check: specials, every E4M3 and E5M2 number and the midpoints between
+    neighbours, values past the largest, and log-uniform random values of both signs from 2^-20 to 2^20."""
     from ..fp8 import patterns
 
     vals = [0.0, -0.0, np.inf, -np.inf, np.nan, 448.0, 464.0, 480.0, 500.0, 57344.0, 61440.0, 65536.0, 1e30]
@@ -219,8 +213,7 @@ def gpu_convert(x: np.ndarray):
 
 @experiment("fp8_convert", min_cc=(8, 9), needs="cvt.rn.satfinite to FP8")
 def fp8_convert_experiment():
-    """Does the GPU's FP32 -> FP8 conversion (cvt.rn.satfinite) equal helpers.fp8.saturating_cast, byte
-    for byte? And where does it differ from numpy's cast (ml_dtypes)?"""
+    """Where the GPU's cvt.rn.satfinite differs from helpers.fp8.saturating_cast and from numpy's cast."""
     from ..fp8 import cast, saturating_cast
 
     x = conversion_inputs()
@@ -263,8 +256,8 @@ def gap_rows(data: dict, kind: str = "gap_same_block", kernels=("fp8_wgmma", "fp
 
 
 def bits_kept(data: dict, kernel: str) -> int:
-    """How many bits, counted from the large term's leading bit, a term in the same block keeps:
-    1 + the largest gap g at which 2^(16-g) still survives whole next to 2^16."""
+    """Bits kept from the large term's leading bit down: 1 + the largest gap g at which 2^(16-g) survives
+    whole next to 2^16."""
     gs, outs = _probe_outputs(data, "gap_same_block", kernel)
     return max(g for g, v in zip(gs, outs) if v - BIG == 2.0 ** (16 - g)) + 1
 
@@ -284,8 +277,7 @@ def max_significant_bits(data: dict) -> dict:
 
 
 def match_rows(data: dict) -> list[dict]:
-    """Per kernel of the registry (helpers.fp8_gemm.FP8_KERNELS): elements compared with the CPU model and how many
-    differed (random products, 1024^3, the designed probes)."""
+    """Per kernel of FP8_KERNELS: elements compared with the CPU model and how many differed."""
     from ..fp8_gemm import FP8_KERNELS
 
     rows = {}
@@ -310,14 +302,14 @@ def sweep_rows(data: dict, K: int, dist: str) -> list[dict]:
 
 
 def speed_of(data: dict) -> list[dict]:
-    """The speed rows the lesson shows: `speed_period` where the record holds that later timing of every kernel (the
-    F8_PERIOD=2 build of fp8_promote_256 and _512), else `speed`."""
+    """The record's latest timing of every kernel: `speed_period` (the F8_PERIOD=2 build) where it holds one,
+    else `speed`."""
     return data["speed_period"]["rows"] if "speed_period" in data else data["speed"]
 
 
 def speed_rows(data: dict, peak: float | None = None, rows: list[dict] | None = None) -> list[dict]:
-    """TFLOP/s of every kernel and of cuBLAS at each size (`rows`, default speed_of(data)), with the ratios, the
-    clock and NVML's power (NVML_POWER)."""
+    """TFLOP/s of every kernel and of cuBLAS at each size (default speed_of(data)), with the ratios, the clock
+    and NVML's power."""
     rows = speed_of(data) if rows is None else rows
     out = []
     for n in sorted({r["n"] for r in rows}):
@@ -333,8 +325,8 @@ def speed_rows(data: dict, peak: float | None = None, rows: list[dict] | None = 
 
 
 def period_rows(data: dict) -> list[dict]:
-    """fp8_promote_256 and _512 in the two builds the record timed, each over fp8_promote_128 timed in the same run:
-    F8_PERIOD=0 in `speed` (where `speed_period` holds the later timing, F8_PERIOD=2), per size."""
+    """fp8_promote_256 and _512 in each build the record timed (F8_PERIOD 0 in `speed`, 2 in `speed_period`),
+    each over fp8_promote_128 in the same run."""
     runs = [(0, data["speed"]), (2, data["speed_period"]["rows"])] if "speed_period" in data else [(2, data["speed"])]
     out = []
     for build, rows in runs:
@@ -346,10 +338,9 @@ def period_rows(data: dict) -> list[dict]:
 
 
 def try_period(builds=(0, 2), kernel: str = "fp8_promote_256", n: int = 4096, rounds: int = 3) -> list[dict]:
-    """F8_PERIOD, tried: on a Hopper GPU, `kernel` built with each F8_PERIOD in `builds` beside fp8_promote_128, each
-    checked (check_fp8: bounds and the model, bit for bit) and timed in `rounds` alternating rounds at n^3
-    (helpers.timing.alternating): rows of build, check, TFLOP/s of the median round and that over fp8_promote_128's.
-    Elsewhere: the record's rows of that kernel at 4096^3 (period_rows), each marked "recorded"."""
+    """On a Hopper GPU: `kernel` built with each F8_PERIOD in `builds` beside fp8_promote_128, each checked and
+    timed in `rounds` alternating rounds at n^3; rows of build, check, TFLOP/s and that over fp8_promote_128's.
+    Elsewhere: the record's rows at 4096^3 (period_rows), marked "recorded"."""
     from ..device import backend
     from ..errors import InputError
 
@@ -388,8 +379,8 @@ def try_period(builds=(0, 2), kernel: str = "fp8_promote_256", n: int = 4096, ro
 
 
 def sass_excerpt(kernel: str = "fp8_mma_sync", patterns=("F2FP", "HMMA", "FADD"), per: int = 2) -> list[str]:
-    """The first `per` instructions of each kind in `patterns` of `kernel`'s machine code, as nvcc compiled
-    kernels/fp8.cu for the H200 (results/build-nvidia-h200/fp8.sm_90.sass, tools/kernel_dumps.sh)."""
+    """The first `per` instructions of each kind in `patterns` of `kernel`'s SASS for the H200
+    (results/build-nvidia-h200/fp8.sm_90.sass, from tools/kernel_dumps.sh)."""
     from ..analysis import sass_instructions
     from ..results import RESULTS_DIR
 
@@ -403,10 +394,9 @@ def sass_excerpt(kernel: str = "fp8_mma_sync", patterns=("F2FP", "HMMA", "FADD")
 
 
 def promotion_loop(kernel: str = "fp8_promote_128") -> str:
-    """fp8_promote_128's promotion loop, read from kernels/fp8_sm90a.cu: every line is a line of the file, in the
-    file's order (dedented), and only what fp8_gemm<128, 128> compiles is kept: the two constants that set the
-    interval, the consumers' accumulators and their K loop with its NC >= 128 body. Left out: SCALED's scale loads
-    and multiply-adds (its `else`, the plain `total[i] += d[i]`, stays) and the branch for NC < 128."""
+    """fp8_promote_128's promotion loop as lines of kernels/fp8_sm90a.cu, in order: the interval's constants,
+    the accumulators and the K loop, keeping only what fp8_gemm<128, 128> compiles (no SCALED scales, no
+    NC < 128 branch)."""
     import re
 
     from ..display import block_end, device_functions, kernel_source

@@ -1,7 +1,5 @@
-"""Lesson 7, block scaling: fp8_block_scaled (helpers.fp8_scaled) measured for experiment fp8, and the readers of
-what the record holds of it (``experiments.fp8.block_scaled``): its checks against the model, its speed beside
-cuBLASLt's FP8 GEMM and fp8_promote_128, the error table of per-tensor against block scaling, and the rejects of
-wrong results."""
+"""Lesson 7, block scaling: fp8_block_scaled (helpers.fp8_scaled) measured for experiment fp8, and the readers
+of what the record holds of it (``experiments.fp8.block_scaled``)."""
 from __future__ import annotations
 
 from ..fp8_gemm import encode_e4m3
@@ -21,8 +19,7 @@ BLOCK_SCALED_LARGE_TABLE = (1024, 1024, 8192)
 
 
 def _block_scaled_case(M, N, K, kind, seed):
-    """(A8, Bt8, sa, sb, Aq, Bq) for a check: real-valued inputs of `kind` quantized on the host
-    (block_scaled_operands), or 'gpu random' (gpu_block_scaled_inputs)."""
+    """(A8, Bt8, sa, sb, Aq, Bq): inputs of `kind` quantized on the host, or 'gpu random' made on the GPU."""
     import cupy
 
     if kind == "gpu random":
@@ -33,8 +30,8 @@ def _block_scaled_case(M, N, K, kind, seed):
 
 
 def run_block_scaled_checks(cases=BLOCK_SCALED_CHECKS, seed: int = 26) -> list[dict]:
-    """fp8_block_scaled on each (shape, input kinds) against its bound and its model, every element: the GPU
-    model always, the numpy model too up to BLOCK_SCALED_CPU_MODEL products. One row per case."""
+    """One row per case: fp8_block_scaled checked (bound and GPU model, every element; the numpy model too up
+    to BLOCK_SCALED_CPU_MODEL products)."""
     import time
 
     import cupy
@@ -60,8 +57,8 @@ def run_block_scaled_checks(cases=BLOCK_SCALED_CHECKS, seed: int = 26) -> list[d
 
 
 def block_scaled_verdict(M: int, N: int, K: int, seed: int = 7) -> str:
-    """One launch of fp8_block_scaled on seeded 'outlier activations' inputs of M x N x K and the verdict of its
-    check (the bound and the GPU model): a case for tools/sanitize_driver.py (compute-sanitizer)."""
+    """The check's verdict on one launch of fp8_block_scaled (seeded 'outlier activations'), for
+    tools/sanitize_driver.py."""
     import cupy
 
     A8, Bt8, sa, sb, Aq, Bq = _block_scaled_case(M, N, K, "outlier activations", seed)
@@ -71,9 +68,8 @@ def block_scaled_verdict(M: int, N: int, K: int, seed: int = 7) -> str:
 
 
 def run_block_scaled_speed(sizes=(4096, 8192), seed: int = 4096) -> list[dict]:
-    """TFLOP/s at n^3 (helpers.timing.benchmark: cold L2, CUDA events, clocks) of cuBLASLt's FP8 GEMM (default
-    accumulation, scales 1), fp8_promote_128 and fp8_block_scaled on the same E4M3 bytes
-    (gpu_block_scaled_inputs); fp8_block_scaled's C checked first (the bound and the GPU model, every element)."""
+    """TFLOP/s at n^3 (helpers.timing.benchmark) of cuBLASLt's FP8 GEMM, fp8_promote_128 and fp8_block_scaled
+    on the same bytes; fp8_block_scaled's C checked first."""
     import time
 
     import cupy
@@ -117,10 +113,8 @@ def run_block_scaled_speed(sizes=(4096, 8192), seed: int = 4096) -> list[dict]:
 
 
 def run_block_scaled(sizes=(4096, 8192)) -> dict:
-    """What experiment fp8 records of fp8_block_scaled: its registers and spills, the checks
-    (run_block_scaled_checks), the speed (run_block_scaled_speed), and the error table of per-tensor against block
-    scaling computed on the GPU (scaling_error_table: at its CPU shape, where the CPU model must give the same
-    numbers, and at BLOCK_SCALED_LARGE_TABLE)."""
+    """What experiment fp8 records of fp8_block_scaled: registers and spills, checks, speed, and the error table
+    at its CPU shape and at BLOCK_SCALED_LARGE_TABLE."""
     import datetime as _dt
     import time
 
@@ -150,9 +144,7 @@ def _block_scaled(data: dict) -> dict:
 
 
 def block_scaled_speed_rows(data: dict, kernels=BLOCK_SCALED_TIMED) -> list[dict]:
-    """The recorded speed of fp8_block_scaled beside cuBLASLt's FP8 GEMM (default accumulation, per-tensor) and
-    fp8_promote_128 at each size: TFLOP/s, the ratio to cuBLASLt and to fp8_promote_128 (what the scales cost),
-    the SM clock, and the check."""
+    """The recorded speed of fp8_block_scaled beside cuBLASLt's FP8 GEMM and fp8_promote_128 at each size."""
     speed = _block_scaled(data)["speed"]
     rows = []
     for n in sorted({r["n"] for r in speed}):
@@ -172,8 +164,7 @@ ERROR_COLUMNS = ("median rel. error", "median |err|/(|A||B|)", "max |err|/(|A||B
 
 
 def block_scaled_error_rows(data: dict, large: bool = False) -> list[dict]:
-    """The recorded error table (scaling_error_table, on the H200): per input kind, per tensor against
-    block-scaled, and how many times larger the per-tensor median error is."""
+    """The recorded error table (scaling_error_table), with per tensor's median error over each row's."""
     rows = _block_scaled(data)["errors_large" if large else "errors"]
     med = {(r["inputs"], r["scaling"]): r["median rel. error"] for r in rows}
     out = []
@@ -186,17 +177,15 @@ def block_scaled_error_rows(data: dict, large: bool = False) -> list[dict]:
 
 
 def block_scaled_check_rows(data: dict) -> list[dict]:
-    """The recorded checks of fp8_block_scaled: per shape and input kind, elements compared with the model
-    and how many differed, and the verdict."""
+    """The recorded checks of fp8_block_scaled, one row per shape and input kind."""
     return [{"M x N x K": f"{r['M']} x {r['N']} x {r['K']}", "inputs": r["inputs"], "elements": r["elements"],
              "differ from model": r["mismatches"], "differ from numpy model": r.get("cpu_model_mismatches", "-"),
              "check": "pass" if r["check_passed"] else "FAIL"} for r in _block_scaled(data)["checks"]]
 
 
 def block_scaled_reject_rows(data: dict) -> list[dict]:
-    """The recorded rejects (experiments.fp8.block_scaled.rejects): the kernel's C and wrong results made from it
-    or from the model (wrong scales, one unit up, a NaN), each through the worst-case bound alone and through the
-    whole check (bound and model, every element); [] where the record holds none."""
+    """The recorded rejects: the kernel's C and wrong results, each through the bound alone and the whole
+    check; [] where the record holds none."""
     rej = _block_scaled(data).get("rejects")
     if not rej:
         return []
