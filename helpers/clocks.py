@@ -65,20 +65,6 @@ def read() -> dict | None:
     return out
 
 
-def energy_j() -> float | None:
-    """The GPU's energy counter (NVML's total energy since the driver loaded, in joules; Volta and later), or None
-    without NVML or where the GPU has no such counter. Two readings around a window of launches give its energy."""
-    h = _handle()
-    if h is None:
-        return None
-    import pynvml
-
-    try:
-        return pynvml.nvmlDeviceGetTotalEnergyConsumption(h) / 1000.0
-    except Exception:      # NVML_ERROR_NOT_SUPPORTED and the like
-        return None
-
-
 def reason_names(bits: int) -> list[str]:
     return [name for bit, name in REASONS.items() if bits & bit] or ["none"]
 

@@ -36,20 +36,6 @@ class Peaks:
     source: str
     fp8: float | None = None   # tensor core, FP8 (E4M3/E5M2) inputs, FP32 accumulate (where entered)
 
-    def for_kernel(self, inputs: str, acc: str) -> float | None:
-        """The ceiling that applies to a kernel with these input and accumulator formats."""
-        if inputs == "fp32":
-            return self.fp32
-        if inputs == "tf32":
-            return self.tf32
-        if inputs == "bf16":
-            return self.bf16
-        if inputs == "fp16":
-            return self.fp16_acc16 if acc == "fp16" else self.fp16
-        if inputs in ("fp8_e4m3", "fp8_e5m2"):
-            return self.fp8
-        return None
-
 
 # Sources (dense rates; datasheets quote tensor rates "with sparsity", halved here):
 #  [T4]    NVIDIA T4 Tensor Core GPU datasheet (2019): 8.1 FP32, 65 FP16 mixed, 320 GB/s.
@@ -297,16 +283,6 @@ def require_gpu(what: str) -> GPUInfo:
                          "run on a machine with an NVIDIA GPU; without one, the lessons show the recorded "
                          "GPU measurements from results/ (helpers.results.load_latest()).")
     return b.gpu
-
-
-def hopper_missing() -> str | None:
-    """None on a Hopper GPU (compute capability 9.0, the GPU backend), else one line saying why not: what the
-    device probes in lab/probes/ print before they exit with status 2."""
-    b = backend()
-    if b.is_gpu and tuple(b.gpu.cc) == (9, 0):
-        return None
-    why = b.reason if not b.is_gpu else f"{b.gpu.name} is sm_{b.gpu.cc[0]}{b.gpu.cc[1]}"
-    return f"no Hopper GPU here: {why}; this probe needs a Hopper GPU (sm_90, COURSE_DEVICE=gpu)"
 
 
 def summary(file=None) -> dict:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,38 +196,9 @@ def write_json(data: dict, name: str, directory=None) -> Path:
     return path
 
 
-def log_path(name: str, made_by: str, gpu_slug: str = "nvidia-h200", directory=None, suffix: str = ".json"):
-    """results/logs/<name>-<gpu_slug><suffix>, which must exist: `made_by` names the command that writes it, for the
-    error when it is missing."""
-    path = _folder(directory) / "logs" / f"{name}-{gpu_slug}{suffix}"
-    if not path.is_file():
-        raise ResultsError(f"no {path.name} in {path.parent}.",
-                           f"run {made_by} on a Hopper GPU, or restore the committed file with "
-                           "`git checkout -- results/`.")
-    return path
-
-
-def load_log(name: str, made_by: str, gpu_slug: str = "nvidia-h200", directory=None):
-    """A probe's output kept as results/logs/<name>-<gpu_slug>.json (a knob round, an FP8 probe, an Nsight
-    Compute summary), parsed. `made_by` names the command that writes it, for the error when it is missing."""
-    return json.loads(log_path(name, made_by, gpu_slug, directory).read_text())
-
-
 # results/*.json that are not measurement records: Nsight Compute counters (tools/ncu_counters.py), and the lessons'
 # "What else was tried" rows (tried.json, written by the lab)
 NOT_RECORDS = ("ncu-*.json", "tried.json")
-
-
-def nbval_seconds(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> float:
-    """How long pytest's nbval took in results/logs/<name>-<gpu_slug>.log (a run that passed: its summary line, e.g.
-    '165 passed in 448.51s'): what Restart & Run All of that lesson costs on that GPU, compiles and live timings
-    included."""
-    text = log_path(name, "pytest --nbval notebooks/<lesson>.ipynb on that GPU", gpu_slug, directory, ".log").read_text()
-    m = re.search(r"^(\d+) passed in ([0-9.]+)s", text, re.M)
-    if m is None or re.search(r"^\d+ failed", text, re.M):
-        raise ResultsError(f"{name}-{gpu_slug}.log holds no passing nbval run.",
-                           "point at a log of an nbval run that passed (results/logs/nbval-*).")
-    return float(m[2])
 
 
 def list_records(directory=None) -> list[Path]:

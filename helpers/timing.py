@@ -176,16 +176,6 @@ def round_ratio(mine_ms, theirs_ms) -> dict:
             "rounds": len(per)}
 
 
-def row_ratio(mine: dict, theirs: dict) -> float:
-    """Two timed rows of one alternating run (each with `round_ms` and `tflops`), mine over theirs as the course's rule
-    compares timings: the median of the round-by-round ratios (round_ratio; above 1 mine was faster) where both kept
-    the same rounds, their TFLOP/s ratio where a run kept none."""
-    a, b = mine.get("round_ms"), theirs.get("round_ms")
-    if a and b and len(a) == len(b):
-        return round_ratio(a, b)["ratio"]
-    return mine["tflops"] / theirs["tflops"]
-
-
 def verdict(predicted: float, low: float, high: float, above: str = "better", below: str = "worse",
             change: str | None = None) -> str:
     """The course's one rule for a prediction (lessons 5, 6 and 7): a predicted ratio is judged against the spread of

@@ -80,18 +80,6 @@ def test_one_rule_for_every_prediction():
 
 
 
-def test_row_ratio_is_the_median_of_round_ratios():
-    """helpers.timing.row_ratio: two rows of one alternating run compared round by round (the median of their ratios,
-    which can differ from the ratio of their medians), and by TFLOP/s where a row kept no rounds."""
-    from helpers.timing import row_ratio
-
-    a = {"round_ms": [1.0, 1.0, 2.0], "tflops": 10.0}
-    b = {"round_ms": [1.3, 0.9, 2.0], "tflops": 9.0}
-    assert row_ratio(a, b) == pytest.approx(1.0)         # rounds 1.3, 0.9, 1.0: median 1.0 (medians' ratio: 1.3)
-    assert row_ratio({"tflops": 10.0}, b) == pytest.approx(10 / 9)
-    assert row_ratio(a, {"round_ms": [1.0], "tflops": 5.0}) == pytest.approx(2.0)   # rounds differ: TFLOP/s
-
-
 def test_an_unresolved_loss_is_not_called_a_gain():
     """A predicted loss whose spread holds x1.00 is "unresolved: the spread holds no change too" (the 256-row tile's
     x0.97 at 4096^3), a predicted gain's "no gain"; a word given is kept."""

@@ -36,3 +36,15 @@ def experiments(rec, gpu_slug: str = "nvidia-h200") -> dict:
         if isinstance(data, dict) and "from" in data:
             out[data["from"].rsplit(".", 1)[-1]] = data
     return out
+
+
+def row_ratio(mine: dict, theirs: dict) -> float:
+    """Two timed rows of one alternating run (each with `round_ms` and `tflops`), mine over theirs: the median of the
+    round-by-round ratios (helpers.timing.round_ratio; above 1 mine was faster) where both kept the same rounds, their
+    TFLOP/s ratio where a run kept none."""
+    from helpers.timing import round_ratio
+
+    a, b = mine.get("round_ms"), theirs.get("round_ms")
+    if a and b and len(a) == len(b):
+        return round_ratio(a, b)["ratio"]
+    return mine["tflops"] / theirs["tflops"]
