@@ -69,22 +69,9 @@ class Record:
                 return u["date"][:10]
         return self.date
 
-    def flush(self, experiment: str | None = None) -> str:
-        """How L2 was emptied before each timed launch (one of helpers.timing.FLUSHES, or "both" for the probe that
-        compared them) in the run that last wrote `experiment` (None: the record's own rows). A record or update
-        that names none flushed with a memset ("write")."""
-        if experiment is not None:
-            for u in reversed(self.meta.get("updates", [])):
-                if experiment in u.get("experiments", ()):
-                    return u.get("flush", "write")
-        return self.meta.get("flush", "write")
-
     def select(self, **where) -> list[dict]:
         """Rows whose fields equal every keyword given, e.g. select(kernel='cublas_fp16', m=4096)."""
         return [r for r in self.rows if all(r.get(k) == v for k, v in where.items())]
-
-    def kernels(self) -> list[str]:
-        return list(dict.fromkeys(r["kernel"] for r in self.rows))
 
     def series(self, kernel: str, y: str = "tflops", square: bool = True):
         """(sizes, values) for one kernel, sorted by size; square=True keeps M=N=K rows."""
