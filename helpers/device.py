@@ -171,19 +171,10 @@ def _probe_gpu() -> GPUInfo:
         nvrtc = ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
     except Exception:
         nvrtc = "unknown"
-    return GPUInfo(
-        name=name,
-        cc=(int(props["major"]), int(props["minor"])),
-        sms=int(props["multiProcessorCount"]),
-        l2_bytes=int(props["l2CacheSize"]),
-        mem_bytes=int(props["totalGlobalMem"]),
-        mem_bw_gbs=bw,
-        driver=_version(runtime.driverGetVersion()),
-        runtime=_version(runtime.runtimeGetVersion()),
-        nvrtc=nvrtc,
-        cupy=cupy.__version__,
-        peaks=peaks_for(name),
-    )
+    return GPUInfo(name=name, cc=(int(props["major"]), int(props["minor"])), sms=int(props["multiProcessorCount"]),
+                   l2_bytes=int(props["l2CacheSize"]), mem_bytes=int(props["totalGlobalMem"]), mem_bw_gbs=bw,
+                   driver=_version(runtime.driverGetVersion()), runtime=_version(runtime.runtimeGetVersion()),
+                   nvrtc=nvrtc, cupy=cupy.__version__, peaks=peaks_for(name))
 
 
 _NO_GPU_FIX = ("unset COURSE_DEVICE (or set COURSE_DEVICE=cpu) to run on the CPU backend; or, on a "
