@@ -2,39 +2,17 @@
 
 Layered: a module imports only modules of its own layer or below (tests/test_layers.py).
 
-core
-  errors       the CourseError family; CUDA faults (lost context, out of memory) made readable
-  paths        where kernels/ and results/ are
-  device       which backend runs (GPU through CuPy, or CPU emulation), GPU facts and peak rates
-  compile      finding CUDA headers, compiling kernels/*.cu with NVRTC, compute-capability gates
-  numerics     formats, float64 reference, error measures, the tolerance formula
-  formats      floating-point formats: facts, bits, BF16 bit patterns, TF32 rounding, number lines
-  fp8          lesson 7's FP8 formats: facts, numpy's and the GPU's (saturating) casts, scaling
-  model_gpu    the check's model of a kernel's arithmetic on CUDA cores
-  emulate      numpy reproductions of each kernel's arithmetic (the CPU backend)
-  check        check_gemm: the result check (bounds and the model of the arithmetic)
-  mutations    wrong results a check must reject
-  analysis     models that need no GPU: requested traffic, bank conflicts, ldmatrix maps, SASS counts
-  kernels      the registry of every GEMM kernel; lesson 5's and 6's rungs are entries too
-  knobs        the rungs' compile-time knobs, as data, and the entry a setting builds
-  hopper       TMA tensor maps for Hopper (sm_90a) kernels, built by the driver
-  isolate      running one function in a child process, so a faulting kernel cannot take this one
-  launch       one validation, padding and launch path for every registered kernel (gemm)
-  clocks, timing, memory   SM clocks and power, CUDA-event timing with cold L2, free GPU memory
-  cublas       cuBLAS baselines
-  results      recorded GPU measurements in results/
-  profile      recorded Nsight Compute counters in the units lessons use
-  fp8_gemm     lesson 7's FP8 GEMM kernels; fp8_scaled: the block-scaled FP8 GEMM (DeepSeek-V3's recipe)
-  training     a small network trained in FP16/BF16
-presentation
-  plot_style, plots (plots_ladder, plots_hopper, plots_fp8)   the figures, one style
-  display      kernel source from kernels/ and small tables, in a notebook
-  tryout       try_kernel: compile, check and time a changed kernel in one call
-lesson families
-  experiments/ a lesson's GPU measurements, live or recorded (run_or_load; the sweep)
-  exercises/   self-checking exercises, one module per lesson family
-the command
-  record       `make record`
+core          errors, paths; device (backend, GPU, peak rates); compile (NVRTC, compute-capability gates);
+              numerics (formats, reference, tolerance); formats, fp8 (bits, casts, scaling); emulate, model_gpu
+              (each kernel's arithmetic on the CPU and on CUDA cores); check, mutations (the result check and
+              what it must reject); analysis (models that need no GPU); kernels, knobs (the registry, the rungs'
+              knobs); hopper (TMA maps); isolate (a child process); launch (gemm); clocks, timing, memory;
+              cublas; results, profile (recorded measurements and Nsight Compute counters); fp8_gemm,
+              fp8_scaled, training
+presentation  plot_style, plots (plots_ladder, plots_hopper, plots_fp8); display; tryout (try_kernel)
+lesson        experiments/ (a lesson's GPU measurements, live or recorded: run_or_load, the sweep),
+families      exercises/ (self-checking exercises)
+the command   record (`make record`)
 
 Submodules and the names below load on first use, so `import helpers` loads no plotting or GPU package.
 """

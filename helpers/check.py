@@ -1,36 +1,24 @@
 """The result check: is C a right answer for A B, computed in the kernel's formats?
 
-``check_gemm(C, A, B, inputs=..., acc=...)`` (and every kernel's ``spec.check``) gives a verdict
-that stands on three tests. All three must hold, and no element may be NaN:
+``check_gemm`` (and every kernel's ``spec.check``) passes C only when no element is NaN and all three hold:
 
-1. **The a-priori bound** (lessons 0 and 4): |C - A B| <= tol |A||B| element by element, tol from
-   the formats and K (``numerics.tolerance``). It is a guarantee for any correct kernel, but it is
-   measured against |A||B|. On zero-mean data the answer is about |A||B| / sqrt(K), so at large K
-   the bound can be larger than the answer: C = 0 would pass it.
-2. **The answer-scaled bound**: the same worst-case argument, but with the sizes of the partial sums
-   the accumulator really holds, instead of |A||B|. Every time the accumulator rounds (after every
-   product for an FMA chain; once per block of `block` products on a Tensor Core) the error is at
-   most u |s| for a partial sum s (2u |s| when it truncates), plus, on a Tensor Core, the bits that
-   aligning the block's terms drops: at most (block + 1) 2^-23 times the largest term, for any
-   number of extra alignment bits >= 0 (Fasi, Higham, Mikaitis & Pranesh, PeerJ CS 2021). The
-   partial sums are computed in float64 at every rounding point, so the bound follows the answer
-   (about sqrt(K) on zero-mean data) and rejects zeros, sign flips, transposes and permutations at
-   every K. It is measured against the exact product of the numbers the Tensor Cores multiply: when
-   A and B already are in the kernel's input format there is nothing left to round, and no
-   input-rounding term.
-3. **The model**: the course's CPU model of the kernel's arithmetic (``helpers.emulate``, fitted bit
-   for bit to the H200 in lesson 4) computes the same products in the same order. Where the model
-   is known to be exact (on the CPU backend, and on GPUs it was fitted to) C must equal it bit for
-   bit on every element: numpy computes the model for numpy arrays, and for CuPy arrays the same
-   arithmetic runs on the GPU's CUDA cores (helpers.model_gpu, kernels/check_model.cu), so that
-   4096^3 and 8192^3 products are compared in full too. This exposes a single wrong element, a row
-   copied from another, a wrong edge tile, a small scale error, or a result from the wrong
-   accumulator or input format, which no bound can tell from rounding. (Only a model given as a
-   plain function, which has no GPU version, is compared on a seeded sample of a large CuPy product;
-   the verdict then says "a sample".)
+1. **The a-priori bound** (lessons 0 and 4): |C - A B| <= tol |A||B| element by element (numerics.tolerance).
+   A guarantee for any correct kernel, but on zero-mean data the answer is about |A||B| / sqrt(K): at large
+   K the bound exceeds it, and C = 0 would pass.
+2. **The answer-scaled bound**: the same worst case with the partial sums the accumulator really holds. At
+   each rounding (every product of an FMA chain, every `block` products on a Tensor Core) the error is at
+   most u |s| (2u |s| when it truncates), plus on a Tensor Core the alignment's (block + 1) 2^-23 times the
+   largest term (Fasi, Higham, Mikaitis & Pranesh, PeerJ CS 2021). The partial sums are computed in
+   float64, so the bound follows the answer and rejects zeros, sign flips, transposes and permutations.
+3. **The model**: the CPU model of the kernel's arithmetic (helpers.emulate) computes the same products in
+   the same order; where it is exact (the CPU backend, and GPUs in MODEL_FITTED_CC) C must equal it on every
+   element: numpy for numpy arrays, the GPU's CUDA cores for CuPy arrays (helpers.model_gpu), so 8192^3
+   products are compared in full too. It catches one wrong element, a copied row, a wrong edge tile or the
+   wrong format, which no bound can tell from rounding. (A model given as a plain function is compared on a
+   seeded sample of a large CuPy product.)
 
-A and B may be what the kernel takes (float16, BF16 bits as uint16, float32) or the original FP32
-(or float64) data; anything else is refused with an InputError that names the fix.
+A and B may be what the kernel takes (float16, BF16 bits as uint16, float32) or the original float32/float64
+data; anything else is an InputError that names the fix.
 """
 from __future__ import annotations
 
@@ -46,8 +34,8 @@ from .mutations import local_mutations, wrong_results  # noqa: F401  (helpers.ch
 from .numerics import (FORMATS, Tolerance, _xp, abs_product, align_unit, componentwise_error, fmt, rel_fro_error,
                        tolerance)
 
-# GPUs (compute capabilities) on which the model in helpers.emulate was shown to be bit-exact for every
-# course kernel: the H200 (results/nvidia-h200.json, extras.emulator_match and the check_model experiment).
+# Compute capabilities on which the models are bit-exact for every course kernel: the H200
+# (results/nvidia-h200.json, experiment emulator_match).
 MODEL_FITTED_CC = ((9, 0),)
 MODEL_FULL_PRODUCTS = 1 << 26     # a model without a GPU version, on CuPy arrays of more products than this:
 MODEL_SAMPLE = 64                 # compared on MODEL_SAMPLE rows x MODEL_SAMPLE columns (seeded by the shape)
@@ -78,9 +66,8 @@ def encode_inputs(X, inputs: str):
 
 
 def suspicious_bf16(values) -> str | None:
-    """Why decoded BF16 inputs look like reinterpreted bits rather than numbers, or None.
-    astype(np.uint16) of floats gives small integers, whose bits are subnormal BF16 (about 1e-40);
-    NaN and Inf patterns appear too."""
+    """Why decoded BF16 inputs look like reinterpreted bits rather than numbers (astype(np.uint16) of floats
+    gives small integers, whose bits are subnormal BF16), or None."""
     xp = _xp(values)
     v = xp.asarray(values, dtype=xp.float32)
     a = xp.abs(v)
@@ -448,14 +435,11 @@ def check_gemm(C, A, B, *, inputs, acc, output=None, acc_rounding="nearest", inp
                values: Callable | None = None, order: str = "sequential", fitted: bool | None = None) -> Check:
     """Check C = A B computed with `inputs` -> `acc` arithmetic (see the module docstring).
 
-    C, A, B: numpy arrays, or CuPy arrays (all on one side). A, B: what the kernel took, or the
-    original float32/float64 data. `reference`: a precomputed float64 product of A and B as given.
-    `model(A_kernel, B_kernel)`: the CPU model of the kernel (helpers.emulate), for part 3.
-    `values(A_kernel)`: the numbers the hardware multiplies, when the kernel rounds on the device
-    (TF32's cvt.rna); default: the inputs decoded. `order`: 'sequential' (the course's kernels walk
-    K in order) or 'unknown' (cuBLAS: part 2 does not apply). `fitted`: whether the model is exact
-    on this hardware (default: the CPU backend, or a GPU in MODEL_FITTED_CC).
-    """
+    C, A, B: numpy or CuPy arrays, all on one side; A, B: what the kernel took, or the original data.
+    `reference`: a precomputed float64 A B. `model(A_kernel, B_kernel)`: the kernel's model (part 3).
+    `values(A_kernel)`: the numbers the hardware multiplies when the kernel rounds on the device (TF32's
+    cvt.rna). `order`: 'sequential' or 'unknown' (cuBLAS: part 2 does not apply). `fitted`: whether the
+    model is exact on this hardware (default: the CPU backend, or a GPU in MODEL_FITTED_CC)."""
     p = _parts(C, A, B, inputs=inputs, acc=acc, output=output, acc_rounding=acc_rounding,
                input_rounding=input_rounding, block=block, name=name, reference=reference, values=values,
                order=order, fitted=fitted)

@@ -1,14 +1,8 @@
 """What the GPU ran at while it was timed: SM and memory clocks, power, temperature, throttle reasons.
 
-``Sampler`` reads them through NVML (the nvidia-ml-py package, module ``pynvml``; falls back to
-nothing when NVML is missing) while timed work runs: ``helpers.timing.benchmark`` polls it until
-its last event completes, so every recorded timing sits beside the clocks it ran at. A clock far
-below the GPU's boost clock, or a throttle reason other than 'idle'/'none', means the number
-measured the power or thermal state, not only the kernel. Work timed by another tool (an
-independent timer, a child process) gets the same readings from ``while_running``. ``clock_text``
-and ``with_clock`` put a recorded row's readings beside its timing in a table ('clock not recorded'
-for a row that has none: a record made before its experiment stored clocks, or a machine without
-NVML); ``tflops_per_ghz`` divides the clock out.
+``Sampler`` reads them through NVML (module ``pynvml``; nothing without it) while timed work runs, so every
+recorded timing sits beside its clocks. A clock far below boost, or a throttle reason, means the number measured
+the power or thermal state too. ``clock_text`` and ``with_clock`` put a row's readings in a table.
 """
 from __future__ import annotations
 
@@ -46,9 +40,7 @@ def _handle():
 
 def read() -> dict | None:
     """One reading: {'sm_mhz', 'mem_mhz', 'power_w', 'temp_c', 'reasons'}, or None without NVML. power_w is
-    nvmlDeviceGetPowerUsage: on Ampere and newer (the H200 included) an average over the last second, so during a
-    timing shorter than that it lags and mixes in what ran before; energy_j (the energy counter) over a window of
-    a second or more is the kernel's own."""
+    nvmlDeviceGetPowerUsage: on Ampere and newer an average over the last second, so a shorter timing's lags."""
     h = _handle()
     if h is None:
         return None
@@ -63,20 +55,6 @@ def read() -> dict | None:
     except Exception:
         out["reasons"] = int(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(h))
     return out
-
-
-def energy_j() -> float | None:
-    """The GPU's energy counter (NVML's total energy since the driver loaded, in joules; Volta and later), or None
-    without NVML or where the GPU has no such counter. Two readings around a window of launches give its energy."""
-    h = _handle()
-    if h is None:
-        return None
-    import pynvml
-
-    try:
-        return pynvml.nvmlDeviceGetTotalEnergyConsumption(h) / 1000.0
-    except Exception:      # NVML_ERROR_NOT_SUPPORTED and the like
-        return None
 
 
 def reason_names(bits: int) -> list[str]:
@@ -113,9 +91,8 @@ class Sampler:
 
 
 def while_running(fn, interval_s: float = 0.005):
-    """Call ``fn()`` while a thread samples the clocks every `interval_s` seconds: for GPU work that
-    another timer times (``fn`` must wait for its work to finish). Returns (fn's result,
-    ``Sampler.summary()``), the summary empty without NVML."""
+    """Call ``fn()`` (which waits for its GPU work) while a thread samples the clocks every `interval_s` seconds,
+    for work another timer times. Returns (fn's result, Sampler.summary())."""
     sampler = Sampler()
     sampler.sample()                 # one reading first, in this thread (it also finds the NVML handle)
     stop = threading.Event()
@@ -137,9 +114,8 @@ def while_running(fn, interval_s: float = 0.005):
 
 # --------------------------------------------------------------------------- reading recorded rows
 def clock_text(row: dict) -> str:
-    """What a timed row ran at, for a table column: '1980 MHz', or '1620 MHz (min 1320), sw power cap'
-    when the clock moved or the driver reported a throttle reason; 'clock not recorded' for a row
-    without readings (recorded before its experiment stored clocks, or without NVML)."""
+    """What a timed row ran at, for a table: '1980 MHz', '1620 MHz (min 1320), sw power cap' when the clock moved
+    or the driver reported a throttle reason, 'clock not recorded' for a row without readings."""
     mhz = row.get("sm_mhz")
     if mhz is None:
         return "clock not recorded"
@@ -154,8 +130,7 @@ def clock_text(row: dict) -> str:
 
 
 def clock_span(values) -> str:
-    """The SM clocks of several timings (MHz; None where none was read) as one table cell: '1980' when they agree,
-    '1845-1980' when they moved, '' without any."""
+    """The SM clocks of several timings (None: not read) as one cell: '1980', '1845-1980' when they moved, or ''."""
     v = [x for x in values if x]
     return "" if not v else str(v[0]) if min(v) == max(v) else f"{min(v)}-{max(v)}"
 
@@ -166,7 +141,6 @@ def with_clock(rows: list[dict]) -> list[dict]:
 
 
 def tflops_per_ghz(row: dict) -> float | None:
-    """Throughput per unit of SM clock (TFLOP/s per GHz, median clock): what is left of a speed
-    difference once the clock is divided out; None without a clock reading."""
+    """TFLOP/s per GHz of median SM clock: a speed difference with the clock divided out; None without a clock."""
     mhz, tf = row.get("sm_mhz"), row.get("tflops")
     return None if not mhz or tf is None else tf / (mhz / 1000.0)

@@ -1,12 +1,9 @@
 """Compile the course's .cu files with NVRTC (through CuPy) and hand out kernels.
 
-WMMA code includes <mma.h>, which includes <crt/mma.h>. CuPy's NVRTC finds its
-own headers but not always crt/: we look for a CUDA include directory that has
-them (``find_cuda_include_dirs``) and pass it with -I. Each file is compiled
-once per process and per option set; kernels are gated by compute capability.
-Arch-specific code (sm_90a: wgmma) is compiled for exactly its GPU by ``get_arch_kernel``.
-NVRTC's errors are made readable (``format_compile_log``). Its cubins are also kept on disk between
-processes (``arch_cubin``, ``cubin_cache_dir``).
+WMMA code includes <mma.h>, which includes <crt/mma.h>; CuPy's NVRTC does not always find crt/, so
+``find_cuda_include_dirs`` looks for a CUDA include folder that has them. Each file is compiled once per
+process and option set; arch-specific code (sm_90a: wgmma) is compiled for exactly its GPU by
+``get_arch_kernel``, and its cubins are kept on disk between processes (``arch_cubin``).
 """
 from __future__ import annotations
 
@@ -69,23 +66,16 @@ def candidate_include_dirs(env=None, which=shutil.which, site_dirs=None) -> list
     for sd in site_dirs:  # pip wheels: nvidia/cu13/include, nvidia/cuda_runtime/include, ...
         for d in sorted(glob.glob(os.path.join(sd, "nvidia", "*", "include"))):
             out.append((Path(d), "pip wheel"))
-    seen, uniq = set(), []
+    first: dict[Path, str] = {}
     for p, why in out:
-        if p not in seen:
-            seen.add(p)
-            uniq.append((p, why))
-    return uniq
+        first.setdefault(p, why)
+    return list(first.items())
 
 
 def find_cuda_include_dirs(env=None, which=shutil.which, site_dirs=None,
                            required=REQUIRED_HEADERS) -> list[Path]:
-    """Include directories that together provide every required header.
-
-    Each header is taken from the first candidate that has it (CUDA 12's pip
-    wheels split mma.h and crt/mma.h across two packages). Raises
-    HeaderNotFoundError naming the missing headers, the places searched and
-    what to install.
-    """
+    """Include folders that together provide every required header, each from the first candidate that has it
+    (CUDA 12's pip wheels split mma.h and crt/mma.h); HeaderNotFoundError names what is missing and where it looked."""
     cands = candidate_include_dirs(env, which, site_dirs)
     chosen: list[Path] = []
     missing = []
@@ -112,11 +102,8 @@ _DIAG = re.compile(r"^(?P<path>[^\n()]*?)\((?P<line>\d+)\): (?P<kind>catastrophi
 
 
 def format_compile_log(log: str, source: str, filename: str, context: int = 2, max_errors: int = 5) -> str:
-    """An NVRTC log made readable: each error with its line number and the lines of `source` around
-    it (the offending line marked '>'); the compiler's temporary file names replaced by `filename`.
-
-    Errors inside included headers (mma.h, ...) are listed without a listing of the learner's source.
-    """
+    """An NVRTC log made readable: each error with the lines of `source` around it (its line marked '>'), under
+    `filename`; an error inside an included header is listed without the source."""
     lines = source.split("\n")
     width = len(str(len(lines)))
     out, n_err, n_warn = [], 0, 0
@@ -183,8 +170,7 @@ def compile_error(filename: str, source: str, log: str) -> KernelCompileError:
 
 
 def require_cc(name: str, min_cc: tuple[int, int], gpu) -> None:
-    """ArchitectureError, before anything is compiled or allocated, when `gpu` is older than `min_cc`:
-    one line that says why, and a fix that says what to look at instead."""
+    """ArchitectureError, before anything is compiled or allocated, when `gpu` is older than `min_cc`."""
     if tuple(gpu.cc) < tuple(min_cc):
         raise ArchitectureError(
             f"kernel {name} needs compute capability {min_cc[0]}.{min_cc[1]} (sm_{min_cc[0]}{min_cc[1]}) "
@@ -194,14 +180,13 @@ def require_cc(name: str, min_cc: tuple[int, int], gpu) -> None:
 
 
 def arch_target(cc) -> str:
-    """The arch-specific compile target of compute capability cc: 'sm_90a' for 9.0 (and 'sm_100a',
-    'sm_120a' for 10.0 and 12.0, which the course compiles nothing for)."""
+    """The arch-specific compile target of compute capability cc: 'sm_90a' for 9.0."""
     return f"sm_{cc[0]}{cc[1]}a"
 
 
 def require_arch(name: str, cc, gpu) -> None:
     """ArchitectureError, before anything is compiled, unless `gpu` is of compute capability `cc` exactly:
-    arch-specific code (sm_90a: wgmma, setmaxnreg) runs on no other GPU, newer ones included."""
+    arch-specific code runs on no other GPU, newer ones included."""
     cc = tuple(cc)
     if tuple(gpu.cc) != cc:
         raise ArchitectureError(
@@ -234,18 +219,11 @@ _ARCH_MODULES: dict = {}
 
 def get_arch_kernel(filename: str, name: str, cc: tuple[int, int], check_empty: bool = True,
                     source: str | None = None, options: tuple[str, ...] = ()):
-    """The RawKernel `name` from kernels/<filename> compiled for the arch-specific target of compute
-    capability `cc` (sm_90a for 9.0: wgmma, setmaxnreg exist only there). CuPy's RawModule(code=...)
-    always appends its own -arch=sm_90, which cannot assemble them, so the file is compiled here with
-    NVRTC and the cubin loaded with RawModule(path=...).
-    check_empty: refuse a kernel of fewer than 32 registers (its arch-specific body was not compiled);
-    False for small probes.
-
-    Arch-specific code runs on exactly one compute capability (sm_90a code on 9.0, not on a B200's 10.0
-    or an RTX 50's 12.0), so a GPU that is not `cc` gets an ArchitectureError (require_arch) before
-    anything is compiled. source / options: an edited copy of the file and extra NVRTC options (-D
-    knobs, helpers.tryout), compiled and cached apart from the file; their errors come back with the
-    copy's lines (format_compile_log)."""
+    """The RawKernel `name` from kernels/<filename> (or `source`, an edited copy, with extra NVRTC `options`)
+    compiled for the arch-specific target of compute capability `cc` (sm_90a: wgmma, setmaxnreg). CuPy's
+    RawModule(code=...) appends its own -arch=sm_90, which cannot assemble them, so NVRTC compiles the file
+    here (arch_cubin) and RawModule(path=...) loads it. check_empty: refuse a kernel of fewer than 32
+    registers (its arch-specific body was not compiled)."""
     require_arch(name, cc, device.require_gpu(f"kernel {name}"))
     import cupy
 
@@ -266,9 +244,8 @@ _ARCH_CUBINS: dict = {}
 
 
 def cubin_cache_dir() -> Path | None:
-    """The folder where arch_cubin keeps its cubins between processes: $COURSE_CUBIN_CACHE, else
-    $XDG_CACHE_HOME/tensor-core-course/cubins (~/.cache/... without it); None when COURSE_CUBIN_CACHE is
-    off (0, off, no or false): then every process compiles for itself."""
+    """Where arch_cubin keeps cubins between processes: $COURSE_CUBIN_CACHE, else
+    $XDG_CACHE_HOME/tensor-core-course/cubins (~/.cache/...); None when COURSE_CUBIN_CACHE is 0, off, no or false."""
     v = os.environ.get("COURSE_CUBIN_CACHE", "").strip()
     if v.lower() in ("0", "off", "no", "false"):
         return None
@@ -278,8 +255,8 @@ def cubin_cache_dir() -> Path | None:
 
 
 def cubin_key(filename: str, arch: str, src: str, options: tuple[str, ...], nvrtc_version) -> str:
-    """The cache name of one compilation: a hash of everything its cubin depends on here (the file's name
-    and text, every header in kernels/, the target, the options and the NVRTC version)."""
+    """The cache name of one compilation: a hash of all its cubin depends on (the file's name and text, every
+    header in kernels/, the target, the options and the NVRTC version)."""
     h = hashlib.sha256()
     for part in (filename, arch, repr(tuple(options)), repr(nvrtc_version), src):
         h.update(part.encode() + b"\0")
@@ -292,7 +269,7 @@ CUBIN_CACHE_FILES = 200     # the newest kept (a full build of kernels/hopper_sm
 
 
 def _prune(folder: Path, keep: int | None = None) -> None:
-    """Delete all but the `keep` (CUBIN_CACHE_FILES) most recently used cubins in `folder` (a hit touches its file)."""
+    """Delete all but the `keep` (CUBIN_CACHE_FILES) most recently used cubins in `folder`."""
     keep = CUBIN_CACHE_FILES if keep is None else keep
 
     def used(p: Path) -> float:
@@ -334,8 +311,7 @@ def _nvrtc_cubin(filename: str, arch: str, src: str, options: tuple[str, ...], l
 
 
 def _write_new(path: Path, data: bytes) -> None:
-    """`data` into `path` through a temporary file beside it: a process reading `path` meanwhile sees
-    the whole file or none."""
+    """`data` into `path` through a temporary file beside it: a reader sees the whole file or none."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -347,14 +323,11 @@ def _write_new(path: Path, data: bytes) -> None:
 
 
 def arch_cubin(filename: str, arch: str, source: str | None = None, options: tuple[str, ...] = ()) -> str:
-    """The path of kernels/<filename> (or `source`) compiled by NVRTC for the arch-specific target `arch`
-    ('sm_90a') with extra `options`. It compiles and loads nothing into the GPU, so a sweep may compile
-    its variants in threads first (helpers.experiments.knobs); get_arch_kernel loads it.
-    Kept per process and on disk (cubin_cache_dir, keyed by cubin_key): lesson 6 checks each rung in a
-    child process of its own, and a full compile of kernels/hopper_sm90a.cu takes seconds, so every
-    child after the first loads the cubin instead of compiling the file again. An edit of the file, of a
-    header or of the options makes a new key; a folder that cannot be written only costs the reuse. The folder
-    keeps the CUBIN_CACHE_FILES most recently used cubins."""
+    """The path of kernels/<filename> (or `source`) compiled by NVRTC for `arch` ('sm_90a') with extra
+    `options`; nothing is loaded into the GPU, so a sweep may compile its variants in threads first.
+    Kept per process and on disk (cubin_cache_dir, keyed by cubin_key): lesson 6 checks each rung in a child
+    process, and compiling kernels/hopper_sm90a.cu takes seconds. A folder that cannot be written only costs
+    the reuse."""
     key = (filename, arch, source, tuple(options))
     if key in _ARCH_CUBINS:
         return _ARCH_CUBINS[key]

@@ -1,18 +1,6 @@
-"""cuBLAS baselines, the yardstick every kernel in the course is measured against.
-
-* ``cublas_fp32``: cupy.matmul on float32 with TF32 off (CUBLAS_COMPUTE_32F).
-* ``cublas_tf32``: the same product with CUBLAS_COMPUTE_32F_FAST_TF32, which is
-  what CuPy uses when CUPY_TF32=1 is set before its first float32 matmul.
-* ``cublas_fp16``: cupy.matmul on float16: FP16 inputs, FP32 accumulation
-  (CuPy always asks for CUBLAS_COMPUTE_32F), result rounded to FP16.
-* ``cublas_fp16_acc16``: cublasGemmEx with CUBLAS_COMPUTE_16F: FP16 accumulation.
-* ``CUBLAS_FP16_F32C`` (not swept by ``make record``; lesson 6's like-for-like yardstick): cublasGemmEx
-  with FP16 A and B, CUBLAS_COMPUTE_32F and an FP32 C, the output lesson 6's FP32-C rungs write.
-  ``SAME_C[c_dtype]`` names the cuBLAS call that writes the same C as a kernel: FP16 C
-  (cupy.matmul) or FP32 C.
-
-Row-major C = A B is computed as the column-major product C^T = B^T A^T, so no
-transposes are needed.
+"""cuBLAS baselines, the yardstick every kernel in the course is measured against (BASELINES; ``same_c`` gives
+the one that writes the same C as a kernel). Row-major C = A B is computed as the column-major C^T = B^T A^T,
+so no transposes are needed.
 """
 from __future__ import annotations
 
@@ -106,10 +94,8 @@ class Baseline:
         return "fp16" if self.out_dtype == "float16" else "fp32"
 
     def check(self, C, A, B, **kw):
-        """helpers.check.check_gemm for this baseline. cuBLAS picks its own algorithm (tile order,
-        split-K), so the summation order is unknown: the answer-scaled bound does not apply and there
-        is no model; the a-priori bound (with one rounding per product, the most it can do) remains.
-        TF32 inputs are rounded by cuBLAS in a way it does not document: charged as truncation."""
+        """helpers.check.check_gemm for this baseline. cuBLAS picks its own algorithm, so the summation order is
+        unknown: only the a-priori bound applies. Its undocumented TF32 rounding is charged as truncation."""
         return check_gemm(C, A, B, inputs=self.inputs, acc=self.acc, output=self.output,
                           acc_rounding=self.acc_rounding,
                           input_rounding="truncate" if self.inputs == "tf32" else "nearest",
@@ -133,8 +119,7 @@ BASELINES = {b.name: b for b in [
              "cublasGemmEx CUBLAS_COMPUTE_16F: FP16 accumulate", (7, 0)),
 ]}
 
-# FP16 in, FP32 accumulation, FP32 C: what lesson 6's FP32-C rungs compute, so their speed is compared
-# with a cuBLAS call that writes the same bytes (cupy.matmul on float16 writes FP16 C: half of them).
+# FP16 in, FP32 accumulation, FP32 C (not swept by make record): the bytes lesson 6's FP32-C rungs write.
 CUBLAS_FP16_F32C = Baseline("cublas_fp16_f32c", "fp16", "fp32", "float16", "float32", "truncate", _gemm_fp16_f32c,
                             "cublasGemmEx FP16 A, B, CUBLAS_COMPUTE_32F, FP32 C")
 SAME_C = {"float16": BASELINES["cublas_fp16"], "float32": CUBLAS_FP16_F32C}

@@ -1,16 +1,13 @@
-"""Which backend runs the kernels, what the GPU is, and its peak rates.
+"""Which backend runs the kernels (a CUDA GPU through CuPy, else the CPU emulation), the GPU and its peak rates.
 
-``backend()`` picks a CUDA GPU through CuPy when one works and the CPU backend
-(numpy emulation, see ``emulate``) otherwise. ``COURSE_DEVICE=cpu`` or ``=gpu``
-forces one; ``=gpu`` without a working GPU is an error, not a silent fallback.
-``summary()`` prints everything a learner needs to interpret the numbers.
+``COURSE_DEVICE=cpu`` or ``=gpu`` forces a backend; ``=gpu`` without a working GPU is an error, not a fallback.
 """
 from __future__ import annotations
 
 import os
 import platform
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -36,55 +33,14 @@ class Peaks:
     source: str
     fp8: float | None = None   # tensor core, FP8 (E4M3/E5M2) inputs, FP32 accumulate (where entered)
 
-    def for_kernel(self, inputs: str, acc: str) -> float | None:
-        """The ceiling that applies to a kernel with these input and accumulator formats."""
-        if inputs == "fp32":
-            return self.fp32
-        if inputs == "tf32":
-            return self.tf32
-        if inputs == "bf16":
-            return self.bf16
-        if inputs == "fp16":
-            return self.fp16_acc16 if acc == "fp16" else self.fp16
-        if inputs in ("fp8_e4m3", "fp8_e5m2"):
-            return self.fp8
-        return None
 
-
-# Sources (dense rates; datasheets quote tensor rates "with sparsity", halved here):
-#  [T4]    NVIDIA T4 Tensor Core GPU datasheet (2019): 8.1 FP32, 65 FP16 mixed, 320 GB/s.
-#  [V100]  NVIDIA Tesla V100 datasheet / Volta whitepaper: SXM2 15.7 FP32, 125 tensor, 900 GB/s.
-#  [A10]   NVIDIA A10 datasheet: 31.2 FP32, 62.5 TF32, 125 FP16/BF16 (dense), 600 GB/s.
-#  [A100]  NVIDIA A100 datasheet and Ampere GA100 whitepaper: 19.5 FP32, 156 TF32, 312 FP16/BF16;
-#          1555 GB/s (40 GB), 2039 GB/s (80 GB SXM), 1935 GB/s (80 GB PCIe).
-#  [GA102] NVIDIA Ampere GA102 whitepaper v2, Appendix A (RTX 3090): 35.6 FP32, 35.6 TF32,
-#          71 FP16 with FP32 accumulate, 142 with FP16 accumulate, 71 BF16, 936 GB/s.
-#  [AD102] NVIDIA Ada Lovelace whitepaper v2.1, Appendix A (RTX 4090): 82.6 FP32, 82.6 TF32,
-#          165.2 FP16 with FP32 accumulate, 330.3 with FP16 accumulate, 165.2 BF16, 1008 GB/s.
-#  [L4]    NVIDIA L4 datasheet: 30.3 FP32, 60 TF32, 121 FP16/BF16 (dense), 300 GB/s.
-#  [L40S]  NVIDIA L40S datasheet: 91.6 FP32, 183 TF32, 362 FP16/BF16 (dense), 864 GB/s.
-#  [H100]  NVIDIA H100 datasheet: SXM5 67 FP32, 494.7 TF32, 989.4 FP16/BF16, 3350 GB/s;
-#          PCIe 51 FP32, 378 TF32, 756 FP16/BF16, 2000 GB/s.
-#          FP8: 3958 (SXM5) and 3026 (PCIe) "with sparsity", so 1979 and 1513 dense.
-#  [H200]  NVIDIA H200 datasheet: SXM same compute as H100 SXM, 4800 GB/s (HBM3e).
-#          The H200 NVL (PCIe) reports the same name and is slower (835.5 BF16 dense).
-#  [GB202] NVIDIA RTX Blackwell GPU Architecture whitepaper, Appendix A (GeForce RTX 5090),
-#          https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/nvidia-rtx-blackwell-gpu-architecture.pdf:
-#          104.8 FP32 (non-Tensor), 104.8 TF32, 209.5 FP16 with FP32 accumulate, 419 with FP16
-#          accumulate, 209.5 BF16, 419 FP8 with FP32 accumulate (dense; 838 with sparsity), 1792 GB/s.
-#          Compute capability 12.0: mma.sync (FP8 too), cp.async, TMA; no wgmma, no tensor memory.
-#          The other RTX 50 cards have their own rows in the same appendix; only the 5090 is entered here.
-#  [B200]  NVIDIA HGX B200 specifications, "Individual Blackwell GPU Specifications" (per GPU,
-#          https://www.nvidia.com/en-us/data-center/hgx/): FP32 75, TF32 2.2 PFLOPS, FP16/BF16 4.5 PFLOPS,
-#          FP8 9 PFLOPS, all tensor rates "with sparsity" (dense: 1100, 2250, 4500), 7.7 TB/s HBM3e.
-#          NVIDIA's DGX B200 datasheet (https://resources.nvidia.com/en-us-dgx-systems/dgx-b200-datasheet:
-#          8 GPUs, 36 PFLOPS FP16/BF16 and 72 PFLOPS FP8 with sparsity) gives the same dense tensor rates
-#          per GPU but 64 TB/s for 8 (8 TB/s each), as does the Blackwell Architecture Technical Brief
-#          (https://resources.nvidia.com/en-us-blackwell-architecture), which also lists 80 FP32: the
-#          documents differ in FP32 and bandwidth; the table takes the HGX page's lower figures.
-#          Compute capability 10.0 (sm_100a code: tcgen05, tensor memory); no wgmma.
-# Datacenter parts run FP16 with FP32 accumulation at the full tensor rate; GeForce
-# parts (3090, 4090, 5090) at half the FP16-accumulate rate.
+# Sources: each row's `source`. Tensor rates are dense: datasheets that quote them "with sparsity" are halved.
+# The whitepapers' Appendix A tables hold the GeForce cards (GA102: RTX 3090, AD102: RTX 4090, and the RTX
+# Blackwell whitepaper, https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/nvidia-rtx-blackwell-gpu-architecture.pdf:
+# RTX 5090); GeForce parts run FP16 with FP32 accumulation at half their FP16-accumulate rate, datacenter parts at
+# the full rate. The H200 NVL (PCIe) reports the H200's name but is slower (835.5 BF16 dense).
+# B200: NVIDIA's HGX page (https://www.nvidia.com/en-us/data-center/hgx/, per GPU); the DGX B200 datasheet and the
+# Blackwell technical brief give the same tensor rates but 80 FP32 and 8 TB/s: the table takes the HGX figures.
 PEAKS_TABLE: list[tuple[tuple[str, ...], Peaks]] = [
     (("B200",), Peaks("NVIDIA B200 (HGX)", 75.0, 1100.0, 2250.0, 2250.0, 2250.0, 7700,
                       "HGX B200 specifications", 4500.0)),
@@ -122,10 +78,8 @@ NOT_IN_TABLE: tuple[str, ...] = ("RTX 5090 D",)
 
 
 def peaks_for(name: str) -> Peaks | None:
-    """Peak rates for a GPU name as CUDA reports it ('NVIDIA H200', 'Tesla T4', ...), or None.
-
-    Keys match whole words ('L4' does not match 'L40', 'T4' not 'T400').
-    """
+    """Peak rates for a GPU name as CUDA reports it ('NVIDIA H200', 'Tesla T4'), or None. Keys match whole
+    words ('L4' does not match 'L40')."""
     words = _words(name)
     if any(_has_phrase(words, other) for other in NOT_IN_TABLE):
         return None
@@ -136,10 +90,8 @@ def peaks_for(name: str) -> Peaks | None:
 
 
 def sweep_peaks(outcome, rec) -> dict:
-    """The peak rates (Peaks' fields, as a dict) of the GPU whose rows `outcome` (helpers.sweep's) holds: the
-    record's GPU when the rows were recorded, this GPU when they were measured live. A live GPU that PEAKS_TABLE
-    lacks gets None for every rate and the driver's bandwidth (memory clock x bus width, when it reports them),
-    with a line saying so: the lessons then draw no peak line rather than another GPU's."""
+    """The peak rates (Peaks' fields) of the GPU the sweep's rows come from: the record's, or this GPU's when
+    measured live. A GPU not in PEAKS_TABLE gets None for every rate (no peak line is drawn) and a line saying so."""
     if not outcome.live:
         return dict(rec.meta["gpu"]["peaks"])
     g = backend().gpu
@@ -181,7 +133,6 @@ class Backend:
     name: str                 # 'gpu' or 'cpu'
     reason: str               # why this backend was chosen
     gpu: GPUInfo | None = None
-    extras: dict = field(default_factory=dict)
 
     @property
     def is_gpu(self) -> bool:
@@ -220,19 +171,10 @@ def _probe_gpu() -> GPUInfo:
         nvrtc = ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
     except Exception:
         nvrtc = "unknown"
-    return GPUInfo(
-        name=name,
-        cc=(int(props["major"]), int(props["minor"])),
-        sms=int(props["multiProcessorCount"]),
-        l2_bytes=int(props["l2CacheSize"]),
-        mem_bytes=int(props["totalGlobalMem"]),
-        mem_bw_gbs=bw,
-        driver=_version(runtime.driverGetVersion()),
-        runtime=_version(runtime.runtimeGetVersion()),
-        nvrtc=nvrtc,
-        cupy=cupy.__version__,
-        peaks=peaks_for(name),
-    )
+    return GPUInfo(name=name, cc=(int(props["major"]), int(props["minor"])), sms=int(props["multiProcessorCount"]),
+                   l2_bytes=int(props["l2CacheSize"]), mem_bytes=int(props["totalGlobalMem"]), mem_bw_gbs=bw,
+                   driver=_version(runtime.driverGetVersion()), runtime=_version(runtime.runtimeGetVersion()),
+                   nvrtc=nvrtc, cupy=cupy.__version__, peaks=peaks_for(name))
 
 
 _NO_GPU_FIX = ("unset COURSE_DEVICE (or set COURSE_DEVICE=cpu) to run on the CPU backend; or, on a "
@@ -297,16 +239,6 @@ def require_gpu(what: str) -> GPUInfo:
                          "run on a machine with an NVIDIA GPU; without one, the lessons show the recorded "
                          "GPU measurements from results/ (helpers.results.load_latest()).")
     return b.gpu
-
-
-def hopper_missing() -> str | None:
-    """None on a Hopper GPU (compute capability 9.0, the GPU backend), else one line saying why not: what the
-    device probes in lab/probes/ print before they exit with status 2."""
-    b = backend()
-    if b.is_gpu and tuple(b.gpu.cc) == (9, 0):
-        return None
-    why = b.reason if not b.is_gpu else f"{b.gpu.name} is sm_{b.gpu.cc[0]}{b.gpu.cc[1]}"
-    return f"no Hopper GPU here: {why}; this probe needs a Hopper GPU (sm_90, COURSE_DEVICE=gpu)"
 
 
 def summary(file=None) -> dict:

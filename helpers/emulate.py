@@ -1,36 +1,18 @@
-"""The CPU backend: numpy reproductions of each kernel's arithmetic.
+"""The CPU backend: numpy reproductions of each kernel's arithmetic, the same roundings in the same order
+(a Python loop over K or its blocks, numpy over M x N).
 
-Without a GPU the course still runs: each kernel has a function here that
-performs the same roundings in the same order, vectorised over the output
-matrix (a Python loop over K or over K blocks, numpy over M x N).
+* ``fp32_fma_chain`` (gemm_fp32_kernel): acc = fma(a_k, b_k, acc), one FP32 rounding per step. The product is
+  exact in float64; where the float64 sum's own rounding would make a second one differ, TwoSum corrects it.
+* ``tensor_core_gemm`` / ``tensor_core_mma`` (WMMA): the model of Fasi, Higham, Mikaitis and Pranesh (PeerJ
+  Comput. Sci. 7:e330, 2021), refined by Khattak & Mikaitis (2025), fitted to raw H200 outputs in lesson 4.
+  Per block of `block` products plus the accumulator c: (1) every product is exact; (2) the terms are aligned
+  to the largest exponent, a product's taken before normalisation, e(a) + e(b), c's its own; (3) each term
+  keeps the bits down to 24 + `extra_bits` places below it (the rest cut toward zero); (4) the terms are
+  summed exactly; (5) the sum is rounded once: toward zero for FP32, to nearest even for FP16. This matches
+  the H200's FP32- and FP16-accumulator WMMA outputs bit for bit; normalising the products first (the
+  textbook form) does not (results/nvidia-h200.json, extras.emulator_probe).
 
-* ``fp32_fma_chain``: gemm_fp32_kernel. acc = fma(a_k, b_k, acc) for k = 0..K-1,
-  one rounding to FP32 per step. The product of two FP32 numbers is exact in
-  float64; the float64 sum may round once more, so a TwoSum correction detects
-  the rare case where that double rounding would differ from one FP32 rounding.
-* ``tensor_core_gemm`` / ``tensor_core_mma``: WMMA kernels. The model of Fasi,
-  Higham, Mikaitis and Pranesh (PeerJ Comput. Sci. 7:e330, 2021), refined by
-  Khattak & Mikaitis (2025) and fitted to raw H200 outputs in lesson 4. For each
-  block of `block` products plus the accumulator c:
-    1. every product a_k b_k is exact;
-    2. the terms are aligned to the largest exponent. A product's exponent is
-       taken *before normalisation*: e(a) + e(b), although the exact product's
-       significand lies in [1, 4) (so a product >= 2 x 2^(e(a)+e(b)) has its top
-       bit one place above the window's top). c uses its own exponent;
-    3. each term keeps the bits down to 24 + `extra_bits` places below the
-       largest exponent; lower bits are dropped (truncation toward zero of each
-       term's magnitude);
-    4. the aligned terms are summed exactly;
-    5. the sum is rounded once to the accumulator's format: toward zero for FP32,
-       to nearest-even for FP16.
-  On the H200 (lesson 4's raw comparison) this reproduces the FP32- and the
-  FP16-accumulator WMMA outputs bit for bit; normalising the products first
-  (the textbook form of the model) gets about 5% of FP32 results wrong on N(0,1) data
-  (results/nvidia-h200.json, extras.emulator_probe, entry b16_e2).
-
-numpy's own float16 matmul accumulates in float32 and rounds once at the end,
-so it cannot stand in for an FP16 accumulator: ``tensor_core_gemm`` rounds after
-every block explicitly.
+numpy's float16 matmul accumulates in float32 and rounds once, so it cannot stand in for an FP16 accumulator.
 """
 from __future__ import annotations
 
@@ -81,15 +63,12 @@ class TensorCoreModel:
         return f"{s} ({self.source})"
 
 
-# Measured on the H200 in lesson 4 (bit-for-bit fit to raw WMMA outputs, and the probes of
-# Fasi et al. 2021 / Khattak & Mikaitis 2025): block 16 and 2 extra bits, the parameters of Khattak &
-# Mikaitis's H100 and B200 models (github.com/north-numerical-computing/MATLAB-tensor-core,
-# models/H100TC.m and B200TC.m of MATLAB-tensor-core, commit b12b5a7: fma = 16, neab = 2); products aligned before
-# normalisation (their denorm_prd = 1).
+# Fitted to the H200's raw WMMA outputs in lesson 4: block 16, 2 extra bits, products aligned before
+# normalisation: Khattak & Mikaitis's H100 and B200 models (fma = 16, neab = 2, denorm_prd = 1 in
+# models/H100TC.m and B200TC.m of github.com/north-numerical-computing/MATLAB-tensor-core, commit b12b5a7).
 DEFAULT_TC_MODEL = TensorCoreModel(16, 2, "H200, fitted in lesson 4; block and extra bits as in Khattak & "
                                           "Mikaitis's H100 and B200 model code")
-# TF32 (m16n16k8): the H200 rounds after every 4 products (lesson 4's block-size probe), as Fasi et al.
-# report for A100; Khattak & Mikaitis's H100 and B200 model code uses 8 (fma = 8 for tf32).
+# TF32 (m16n16k8): the H200 rounds after every 4 products (lesson 4), as Fasi et al. report for A100.
 TF32_MODEL = TensorCoreModel(4, 2, "H200 TF32: block 4, measured in lesson 4 (A100 also 4; Khattak & "
                                    "Mikaitis's H100/B200 code: 8)")
 # Published parameters of earlier GPUs (Fasi et al. 2021, FP16 inputs), for comparison.
@@ -115,8 +94,8 @@ LONG_EMULATION_S = 10.0     # announce an emulation predicted to take longer tha
 
 
 def announce(what: str, M: int, N: int, K: int, seconds: float) -> None:
-    """Tell the learner, before a long CPU emulation, how long it will take and how to shorten it.
-    The time is extrapolated from the first part of the same emulation, measured on this machine."""
+    """Before a long CPU emulation, say how long it will take (extrapolated from its first part) and how to
+    shorten it."""
     if seconds < LONG_EMULATION_S:
         return
     print(f"Emulating {what} at {M}x{N}x{K} on the CPU: about {seconds:.0f} s on this machine "
@@ -127,14 +106,9 @@ def announce(what: str, M: int, N: int, K: int, seconds: float) -> None:
 def fp32_fma_chain(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """C = A B as gemm_fp32_kernel computes it: a sequential FP32 FMA chain per element.
 
-    The FP32 values live in a float64 array. Each step forms s = acc + a_k b_k in
-    float64 (the product is exact: 24 x 24 bits < 53) and rounds s to FP32. That
-    is one correct FP32 rounding unless s itself was rounded *and* landed exactly
-    halfway between two FP32 numbers; those rare ties are found from the bits of
-    s and settled with the exact error of the float64 addition (TwoSum).
-    FP32 subnormal results are outside this check (they do not occur in the
-    course's tests).
-    """
+    Each step forms s = acc + a_k b_k in float64 (the product is exact) and rounds s to FP32: one correct
+    rounding unless s was itself rounded onto a tie between two FP32 numbers; those rare ties are settled with
+    the exact error of the float64 addition (TwoSum). FP32 subnormal results are not handled."""
     A64 = np.asarray(A, dtype=np.float32).astype(np.float64)
     B64 = np.asarray(B, dtype=np.float32).astype(np.float64)
     M, K = A64.shape
@@ -214,12 +188,9 @@ def _mma_rows(A, B, eA, eB, C0, model: TensorCoreModel, acc: str) -> np.ndarray:
 def tensor_core_mma(A, B, C=None, *, inputs: str = "fp16", acc: str = "fp32",
                     model: TensorCoreModel = DEFAULT_TC_MODEL, max_temp_bytes: int = 64 << 20,
                     threads: int | None = None) -> np.ndarray:
-    """D = A B + C as a chain of tensor-core block FMAs (C in the accumulator format, or None for 0).
-
-    A and B are rounded to `inputs` first (a no-op for arrays already in it); K is
-    zero-padded to a multiple of the block. Rows are processed in chunks to bound
-    memory, on `threads` threads (default: all cores for large products).
-    """
+    """D = A B + C as a chain of tensor-core block FMAs (C in the accumulator format, or None for 0). A and B are
+    rounded to `inputs` first; K is zero-padded to a multiple of the block; rows go in chunks of at most
+    `max_temp_bytes` of temporaries, on `threads` threads (default: all cores for large products)."""
     if acc not in ("fp32", "fp16"):
         raise InputError(f"acc={acc!r}: a WMMA accumulator is 'fp32' or 'fp16'.",
                          "pass acc='fp32' (float accumulator) or acc='fp16' (half accumulator).")
@@ -278,11 +249,9 @@ def tensor_core_gemm(A, B, *, inputs: str = "fp16", acc: str = "fp32",
 
 
 # --------------------------------------------------------------------------- FP8 (lesson 7)
-# Fitted in lesson 7 to raw H200 outputs of kernels/fp8_sm90a.cu (bit-identical on a random 1024^3
-# product, 20 random products of 128 x 128 x K for K from 32 to 8192 on N(0,1) and U[0,1), and 500
-# designed probes): wgmma with E4M3 inputs adds blocks of 32 products (one m64nNk32 k-step) plus
-# the accumulator; terms are aligned to the largest exponent with 14 bits kept (cut toward zero),
-# and the sum is cut toward zero to 14 significant bits: the FP32 register holds an "e8m13" value.
+# Fitted in lesson 7 to raw H200 outputs of kernels/fp8_sm90a.cu: wgmma with E4M3 inputs adds blocks of 32
+# products (one k-step) plus the accumulator, aligned to the largest exponent with 14 bits kept, and cuts the sum
+# toward zero to 14 significant bits: the FP32 register holds an "e8m13" value.
 FP8_WGMMA_MODEL = TensorCoreModel(32, -10, "H200 FP8 wgmma, fitted in lesson 7", result_bits=14)
 
 
@@ -368,21 +337,17 @@ def _remember(key, C: np.ndarray) -> None:
 
 @dataclass(frozen=True)
 class Arithmetic:
-    """One kernel's arithmetic, as data: called on numpy arrays it is the CPU model of the kernel (what
-    the CPU backend runs and the check compares with); ``gpu(A, B)`` computes the same numbers on CUDA
-    cores (helpers.model_gpu, kernels/check_model.cu) for CuPy arrays, so that the check compares every
-    element of a large GPU product too.
+    """One kernel's arithmetic, as data: called on numpy arrays it is the kernel's CPU model (what the CPU backend
+    runs and the check compares with); ``gpu(A, B)`` computes the same numbers on CUDA cores for CuPy arrays
+    (helpers.model_gpu), so that the check compares every element of a large GPU product too.
 
-    inputs: 'fp32' (with model None: an FP32 FMA chain), 'fp16', 'bf16', 'tf32', 'fp8_e4m3';
-    takes: what A and B hold, 'values' (numbers of the input format, or data to round to it),
-    'bf16_bits' (uint16 BF16 bit patterns) or 'tf32_rna' (FP32 data the kernel rounds with cvt.rna);
-    nc: > 0, partial sums of nc products from a zero accumulator, added to an FP32 total to nearest
-    (lesson 7's promotion); pairs: mma.sync's order of an FP8 k32 step (fp8_mma_sync_gemm);
-    split: split(M, N, K) -> the K ranges [(k0, k1), ...] of a split-K kernel's parts (lesson 6, rung 15):
-    each part's accumulator starts from zero, and C = ((p0 + p1) + p2) + ..., FP32 adds to nearest;
-    split_tiles: split_tiles(M, N, K) -> (blocks, ranges): only the blocks [(r0, r1, c0, c1), ...] of C are
-    split into the K ranges (lesson 6, rung 16: the tiles of the last wave), the rest is one accumulator;
-    output: 'fp16' when the kernel rounds its FP32 result to FP16 at the end (to nearest, as cvt.rn)."""
+    inputs: 'fp32' (model None: an FP32 FMA chain), 'fp16', 'bf16', 'tf32' or 'fp8_e4m3'. takes: what A and B
+    hold: 'values', 'bf16_bits' (uint16 BF16 bit patterns) or 'tf32_rna' (FP32 the kernel rounds with cvt.rna).
+    nc > 0: partial sums of nc products from zero, added to an FP32 total to nearest (lesson 7's promotion).
+    pairs: mma.sync's order of an FP8 k32 step. split(M, N, K) -> K ranges [(k0, k1), ...] of a split-K
+    kernel's parts, each from zero, added in order with FP32 adds to nearest (lesson 6); split_tiles(M, N, K) ->
+    (blocks, ranges): only the blocks [(r0, r1, c0, c1), ...] of C are split so. output 'fp16': the FP32
+    result is rounded to FP16 at the end (to nearest)."""
     inputs: str
     acc: str = "fp32"
     model: TensorCoreModel | None = None
@@ -401,6 +366,15 @@ class Arithmetic:
             return round_tf32_rna(X)
         return X
 
+    def _in_parts(self, Av, Bv, ranges) -> np.ndarray:
+        """Av Bv as parts over the K `ranges`, each from a zero accumulator, added in order (float32 adds)."""
+        C = None
+        for k0, k1 in ranges:
+            part = tensor_core_gemm(np.ascontiguousarray(Av[:, k0:k1]), np.ascontiguousarray(Bv[k0:k1]),
+                                    inputs=self.inputs, acc=self.acc, model=self.model)
+            C = part if C is None else C + part
+        return C
+
     def __call__(self, A, B) -> np.ndarray:
         A, B = np.asarray(A), np.asarray(B)
         key = _memo_key(self, A, B)
@@ -411,24 +385,14 @@ class Arithmetic:
         elif self.inputs == "fp8_e4m3":
             C = fp8_mma_sync_gemm(A, B) if self.pairs else fp8_wgmma_gemm(A, B, nc=self.nc)
         elif self.split is not None:
-            Av, Bv, C = self.values(A), self.values(B), None
-            for k0, k1 in self.split(A.shape[0], B.shape[1], A.shape[1]):
-                part = tensor_core_gemm(np.ascontiguousarray(Av[:, k0:k1]), np.ascontiguousarray(Bv[k0:k1]),
-                                        inputs=self.inputs, acc=self.acc, model=self.model)
-                C = part if C is None else C + part          # float32 + float32: rounded to nearest
+            C = self._in_parts(self.values(A), self.values(B), self.split(A.shape[0], B.shape[1], A.shape[1]))
         else:
             C = tensor_core_gemm(self.values(A), self.values(B), inputs=self.inputs, acc=self.acc, model=self.model)
         if self.split_tiles is not None and self.model is not None and self.inputs != "fp8_e4m3":
             Av, Bv = self.values(A), self.values(B)
             blocks, ranges = self.split_tiles(A.shape[0], B.shape[1], A.shape[1])
-            for r0, r1, c0, c1 in blocks:                    # these tiles: parts from zero, added in order
-                T = None
-                for k0, k1 in ranges:
-                    part = tensor_core_gemm(np.ascontiguousarray(Av[r0:r1, k0:k1]),
-                                            np.ascontiguousarray(Bv[k0:k1, c0:c1]),
-                                            inputs=self.inputs, acc=self.acc, model=self.model)
-                    T = part if T is None else T + part
-                C[r0:r1, c0:c1] = T
+            for r0, r1, c0, c1 in blocks:
+                C[r0:r1, c0:c1] = self._in_parts(Av[r0:r1], Bv[:, c0:c1], ranges)
         if self.output == "fp16":
             C = C.astype(np.float16)                         # to nearest, ties to even (cvt.rn.f16x2.f32)
         _remember(key, C)

@@ -1,8 +1,4 @@
-"""The course's error types: every one says what went wrong and what to do.
-
-Each class is a ``CourseError`` so a notebook can catch them all at once; the
-message always ends with a line that starts with ``Fix:``.
-"""
+"""The course's error types (all ``CourseError``): each message says what went wrong, then ``Fix:`` what to do."""
 
 
 class CourseError(Exception):
@@ -18,25 +14,21 @@ class InputError(CourseError, ValueError):
     """Wrong dtype, shape, layout, alignment or size for a kernel."""
 
 
-class UnknownFormatError(CourseError, KeyError):
+class _LookupError(CourseError, KeyError):
+    def __str__(self) -> str:   # KeyError's own __str__ would show the message quoted, with "\n" escaped
+        return self.args[0] if self.args else ""
+
+
+class UnknownFormatError(_LookupError):
     """A number-format name the course does not know ('fp16', 'bf16', 'tf32', ...)."""
 
-    def __str__(self):  # KeyError would show the message quoted, with its line breaks escaped
-        return Exception.__str__(self)
 
-
-class UnknownKernelError(CourseError, KeyError):
+class UnknownKernelError(_LookupError):
     """A kernel name or ladder rung that is not in the registry (helpers.kernels)."""
 
-    def __str__(self) -> str:   # KeyError's own __str__ would show the message quoted, with "\n" escaped
-        return self.args[0] if self.args else ""
 
-
-class UnknownExperimentError(CourseError, KeyError):
+class UnknownExperimentError(_LookupError):
     """An experiment name that helpers.experiments does not register (run_or_load)."""
-
-    def __str__(self) -> str:   # KeyError's own __str__ would show the message quoted, with "\n" escaped
-        return self.args[0] if self.args else ""
 
 
 class NoGPUError(CourseError, RuntimeError):

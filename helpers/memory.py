@@ -1,20 +1,13 @@
-"""GPU memory for sweeps: how much is free, how much a size needs, and giving it back.
-
-A sweep over sizes allocates its biggest buffers at the end. On a 16 GB GPU (a Colab
-T4) the H200's sizes may not fit: ``cap_sizes`` keeps the sizes whose estimated
-footprint fits in a fraction of the free memory and returns a note saying which
-were skipped and why, which the sweep prints (instead of failing with
-out-of-memory half-way). ``release()`` returns CuPy's cached blocks to the
-driver between sizes, so one size's buffers do not crowd out the next.
-"""
+"""GPU memory for sweeps: ``cap_sizes`` keeps the sizes that fit in the free memory (on a 16 GB GPU the H200's
+largest do not) with a note saying which were skipped, instead of failing half-way; ``release()`` returns CuPy's
+cached blocks between sizes."""
 from __future__ import annotations
 
 from typing import Callable, Iterable
 
-# Bytes of GPU memory per element of an n x n problem that one measure_size(n, n, n) may hold at
-# once: FP32 A, B (8) and FP16 copies (4), BF16 bit patterns (4), padded copies (up to 12), three
-# float64 references (24), C (4), and check_gemm's float64 temporaries (|A||B|, C, the ratio and its
-# intermediates: about 6 x 8 = 48). Rounded up; the flush buffer and cuBLAS workspace come on top.
+# Bytes per element of an n x n problem that measure_size(n, n, n) may hold at once: FP32 A, B (8), FP16 copies
+# (4), BF16 bits (4), padded copies (12), three float64 references (24), C (4), check_gemm's float64 temporaries
+# (about 48); rounded up.
 MEASURE_BYTES_PER_ELEMENT = 128
 # What a size may use of the free memory (the rest: CUDA context growth, cuBLAS, fragmentation).
 FREE_FRACTION = 0.8
@@ -47,12 +40,8 @@ def measure_bytes(n: int) -> int:
 
 def cap_sizes(sizes: Iterable[int], bytes_for: Callable[[int], int] = measure_bytes, *, free: int | None = None,
               fraction: float = FREE_FRACTION, what: str = "this sweep") -> tuple[list[int], str]:
-    """The sizes whose estimated footprint ``bytes_for(n)`` fits in ``fraction`` of the free memory.
-
-    ``free`` defaults to ``free_bytes()`` (pass a number to test without a GPU). Returns
-    (kept sizes in the given order, note); the note is "" when every size fits, else one line
-    saying which sizes were skipped, what they need and what is free.
-    """
+    """(the sizes whose footprint ``bytes_for(n)`` fits in ``fraction`` of `free` bytes (default: free_bytes()),
+    a note: "" when all fit, else one line saying which were skipped and why)."""
     sizes = list(sizes)
     if free is None:
         free = free_bytes()

@@ -1,10 +1,5 @@
-"""The check's model on the GPU: helpers.emulate's arithmetic on CUDA cores, bit for bit.
-
-For the products a GPU runs (4096^3 and 8192^3 before every timing) numpy would take hours, so
-kernels/check_model.cu computes the same numbers in float64 on the GPU, in the same order and with the
-same roundings (tests/test_gpu_check_model.py). helpers.emulate.Arithmetic.gpu splits a kernel's
-arithmetic into the calls of tc_model and fma_chain below.
-"""
+"""The check's model on the GPU: helpers.emulate's arithmetic on CUDA cores (kernels/check_model.cu), bit for
+bit, for products numpy would take hours over; helpers.emulate.Arithmetic.gpu calls it."""
 from __future__ import annotations
 
 from .compile import get_kernel

@@ -1,9 +1,4 @@
-"""Wrong results a check must reject, made from a correct one: what helpers.check is tested against.
-
-``wrong_results`` makes the classic mistakes (zeros, a sign, a transpose, a row copied, an edge tile, the wrong
-accumulator or input format) from a correct C; ``local_mutations`` changes a few elements only, what a bug in
-one thread, row or tile produces.
-"""
+"""Wrong results a check must reject, made from a correct one: what helpers.check is tested against."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,17 +8,10 @@ from .numerics import _xp, round_tf32
 
 
 def wrong_results(C, A, B, *, inputs: str, acc: str, block: int, originals=None, seed: int = 0) -> dict:
-    """Wrong answers a check must reject, made from a correct result C of A B (numpy; A, B: the
-    values multiplied, as floats). Each keeps C's dtype and shape:
-
-    zeros; sign flipped; scaled by 1.003; transposed (square C); rows permuted; one element off by
-    ten times its error (at least ten units in its last place); one element 1% off; a row copied from
-    the row above; the bottom-right 16 x 16 tile without its last K block (an edge-tile bug; left out
-    when K <= 16 or it changes nothing); the wrong accumulator (FP16 for an
-    FP32 one and vice versa; for an FP32 FMA chain, a float64 sum rounded once); inputs in the wrong
-    format (BF16 for FP16 and TF32 inputs, FP16 for BF16, TF32 for FP32), same arithmetic otherwise,
-    made from `originals` (the data before rounding, (A0, B0)) when given.
-    """
+    """The classic mistakes, made from a correct result C of A B (numpy; A, B: the values multiplied), each
+    with C's dtype and shape: zeros, sign, scale, transpose, permuted rows, one element off, a copied row, the
+    last 16 x 16 tile without its last K block, the wrong accumulator (FP16 for FP32 and vice versa; a float64
+    sum for an FMA chain) and the wrong input format (from `originals`, the data before rounding, if given)."""
     C = np.asarray(C)
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
@@ -81,12 +69,9 @@ def wrong_results(C, A, B, *, inputs: str, acc: str, block: int, originals=None,
 
 
 def local_mutations(C, seed: int = 0) -> dict:
-    """Wrong results that differ from a correct C in a few elements only (numpy or CuPy, any size): what
-    a bug in one thread, one row or one edge tile produces, and what only a comparison of every element
-    with the model can see at large K. Each keeps C's dtype and shape:
-
-    one element one unit in the last place up; one element 1% off; a row copied from the row above; the
-    bottom-right 16 x 16 tile copied from the tile to its left (or above, for a C 16 columns wide or less)."""
+    """Results that differ from a correct C (numpy or CuPy) in a few elements, as a bug in one thread, row or
+    edge tile makes them: one element one ulp up, one 1% off, a row copied from the row above, the last 16 x 16
+    tile copied from its left (or upper) neighbour."""
     xp = _xp(C)
     M, N = C.shape
     rng = np.random.default_rng(seed)

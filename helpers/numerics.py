@@ -1,62 +1,35 @@
-"""Floating-point formats, a float64 reference, error measures and the tolerance.
+"""Floating-point formats, a float64 reference, error measures and the tolerance (numpy, or CuPy where noted).
 
-Everything here runs on numpy arrays (and on CuPy arrays where noted), so the
-same check is used on the GPU and in the CPU emulation.
+The tolerance: the computed C^ of C = A B (inner dimension K) is compared with the float64 product of the
+inputs, element by element, against |A| |B|: err_ij = |C^_ij - C_ij| / (|A| |B|)_ij. Three things move C^:
 
-The tolerance formula (used by every correctness check in the course)
----------------------------------------------------------------------
-For C = A B with inner dimension K, compare the computed C^ with the float64
-product of the *original* inputs, element by element, against |A| |B|:
-
-    err_ij = |C^_ij - C_ij| / (|A| |B|)_ij            (componentwise error)
-
-Three things can move C^ away from C:
-
-1. input rounding: each input rounded to the input format (unit roundoff
-   u_in) perturbs each product by at most (1 + u_in)^2 - 1;
-2. accumulation: with unit roundoff u_acc per addition, Higham's worst case is
-   gamma_K = K u / (1 - K u) (Accuracy and Stability of Numerical Algorithms,
-   2nd ed., sec. 3.1). It is a guarantee, but it grows like K. Higham & Mary
-   (SIAM J. Sci. Comput. 41(5), 2019, Thm 2.4) show that with rounding errors
-   that are independent and mean-zero the bound holds with probability at least
-   1 - 2K exp(-lambda^2 (1-u)^2 / 2) with
-   gamma~_K(lambda) = exp(lambda sqrt(K) u + K u^2 / (1 - u)) - 1,
-   which grows like sqrt(K). The assumption is about the rounding errors,
-   not the data: they must be mean-zero and independent, which fails when
-   every addition rounds the same way (stagnation, directed rounding). We take
-   lambda from the number of elements checked so that a false alarm over the
-   whole matrix has probability below 1e-6, and use the smaller of the two. Directed rounding (tensor cores
-   truncate the FP32 sum, Fasi et al. 2021) is not mean-zero: there only the
-   worst case applies, with u doubled (the full ulp).
-   A tensor core adds `block` products (16 for WMMA m16n16k16 on recent GPUs)
-   in a wide internal sum and rounds to the accumulator once per block, so the
-   accumulator is rounded n = ceil(K / block) times, not K times; the internal
-   alignment (truncation to FP32-plus-a-few bits) adds at most gamma_K(2^-23).
-3. output rounding to the output format: u_out.
+1. input rounding to a format of unit roundoff u_in: at most (1 + u_in)^2 - 1 per product (0 when the inputs
+   already are in that format);
+2. accumulation with unit roundoff u per rounding: Higham's worst case gamma_n = n u / (1 - n u) (Accuracy and
+   Stability of Numerical Algorithms, 2nd ed., sec. 3.1) grows like n. With independent, mean-zero rounding
+   errors, Higham & Mary (SIAM J. Sci. Comput. 41(5), 2019, Thm 2.4) bound it by
+   gamma~_n(lambda) = exp(lambda sqrt(n) u + n u^2 / (1 - u)) - 1 with probability at least
+   1 - 2n exp(-lambda^2 (1-u)^2 / 2): lambda is chosen so that a false alarm over all elements checked has
+   probability below 1e-6, and the smaller bound is used. Truncation (Tensor Cores cut the FP32 sum, Fasi et
+   al. 2021) is not mean-zero: only the worst case applies, with u doubled. A Tensor Core adds `block`
+   products in a wide sum and rounds once per block, so n = ceil(K / block); the alignment inside the block
+   adds at most gamma_K(2^-23);
+3. output rounding: u_out.
 
     tol = (1 + in_term) (1 + acc_term) (1 + u_out) - 1
 
-When the inputs already are in the input format (the reference is then the
-exact product of the same numbers), in_term is 0.
-
-This bound is one of the three tests of the result check (helpers.check): it
-is measured against |A||B|, which on zero-mean data exceeds the answer itself
-at large K, so the check adds a bound scaled to the answer and a comparison
-with the CPU model of the kernel's arithmetic.
+Against |A||B| this bound can exceed the answer itself at large K on zero-mean data, so helpers.check adds a
+bound scaled to the answer and a comparison with the model of the kernel's arithmetic.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
+import ml_dtypes   # bfloat16 and the FP8 formats for numpy
 import numpy as np
 
 from .errors import InputError, UnknownFormatError
-
-try:  # ml_dtypes supplies bfloat16 and the FP8 formats for numpy
-    import ml_dtypes
-except ImportError:  # pragma: no cover - ml_dtypes is a pinned dependency
-    ml_dtypes = None
 
 
 @dataclass(frozen=True)
@@ -83,18 +56,14 @@ class Format:
         return 1 + self.exp_bits + self.frac_bits
 
 
-def _ml(name):
-    return getattr(ml_dtypes, name) if ml_dtypes is not None else None
-
-
 FORMATS = {
     "fp64": Format("fp64", 11, 52, np.float64),
     "fp32": Format("fp32", 8, 23, np.float32),
     "tf32": Format("tf32", 8, 10, None),  # stored in an FP32 register; 10 fraction bits used
     "fp16": Format("fp16", 5, 10, np.float16),
-    "bf16": Format("bf16", 8, 7, _ml("bfloat16")),
-    "fp8_e4m3": Format("fp8_e4m3", 4, 3, _ml("float8_e4m3fn")),
-    "fp8_e5m2": Format("fp8_e5m2", 5, 2, _ml("float8_e5m2")),
+    "bf16": Format("bf16", 8, 7, ml_dtypes.bfloat16),
+    "fp8_e4m3": Format("fp8_e4m3", 4, 3, ml_dtypes.float8_e4m3fn),
+    "fp8_e5m2": Format("fp8_e5m2", 5, 2, ml_dtypes.float8_e5m2),
     # Hopper's FP8 wgmma accumulator, measured in lesson 7: an FP32 register whose value keeps 14
     # significant bits (8 exponent, 13 fraction bits), cut toward zero; not a storage format
     "e8m13": Format("e8m13", 8, 13, None),
@@ -110,6 +79,7 @@ DEFAULT_ALIGN_UNIT = 2.0 ** -23
 def align_unit(acc) -> float:
     """The alignment unit of a block sum that accumulates in `acc` (see ALIGN_UNIT)."""
     return ALIGN_UNIT.get(fmt(acc).name, DEFAULT_ALIGN_UNIT)
+
 
 _DTYPE_NAMES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
@@ -135,13 +105,9 @@ def unit_roundoff(f) -> float:
 
 # --------------------------------------------------------------------------- rounding
 def round_tf32(x) -> np.ndarray:
-    """Round float32 values to TF32 (10 fraction bits), to nearest, ties to even.
-
-    Works on the FP32 bit pattern: add half an ulp of TF32 (0xFFF plus the
-    lowest kept bit, for ties-to-even), then clear the 13 dropped bits. Inf and
-    NaN pass through unchanged. (PTX cvt.rna.tf32.f32 rounds ties away from
-    zero instead: the two differ only on exact ties.)
-    """
+    """Round float32 values to TF32 (10 fraction bits), to nearest, ties to even, on the FP32 bit pattern: add
+    half a TF32 ulp (0xFFF plus the lowest kept bit), clear the 13 dropped bits; Inf and NaN pass unchanged.
+    (PTX cvt.rna.tf32.f32 rounds ties away from zero instead.)"""
     x = np.asarray(x, dtype=np.float32)
     u = x.view(np.uint32).astype(np.uint64)
     rounded = ((u + 0xFFF + ((u >> 13) & 1)) & 0xFFFFE000).astype(np.uint32)
@@ -154,9 +120,8 @@ _EMIN = {"fp32": -126, "tf32": -126, "e8m13": -126, "fp16": -14, "bf16": -126, "
 
 
 def _round_precision(x: np.ndarray, precision: int, emin: int) -> np.ndarray:
-    """Round float64 values to `precision` significant bits (nearest, ties to even), subnormals
-    below 2^emin included. One rounding: the value is scaled by a power of two so that the
-    last kept bit is the units digit, rounded with rint (ties to even), and scaled back."""
+    """Round float64 values to `precision` significant bits (to nearest even, subnormals below 2^emin included):
+    scaled by a power of two so that the last kept bit is the units digit, rint, scaled back."""
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         _, e = np.frexp(x)                                 # |x| in [2^(e-1), 2^e)
@@ -166,9 +131,8 @@ def _round_precision(x: np.ndarray, precision: int, emin: int) -> np.ndarray:
 
 
 def round_to(x, f) -> np.ndarray:
-    """Round to format `f` (round to nearest even, one rounding); returned as float32
-    (float64 for fp64). Values beyond the format's range become inf (NaN for fp8_e4m3,
-    which has no infinity)."""
+    """Round to format `f` (to nearest even, one rounding), as float32 (float64 for fp64). Values beyond the range
+    become inf (NaN for fp8_e4m3, which has no infinity)."""
     f = fmt(f)
     x = np.asarray(x)
     if f.name == "fp64":
@@ -180,7 +144,7 @@ def round_to(x, f) -> np.ndarray:
     if f.name == "tf32":
         return round_tf32(x.astype(np.float32))            # exact when x was pre-rounded
     if f.numpy_dtype is None:
-        raise RuntimeError(f"rounding to {f.name} needs the ml_dtypes package: pip install ml_dtypes")
+        raise RuntimeError(f"no numpy dtype stores {f.name}: values cannot be rounded to it here")
     return x.astype(f.numpy_dtype).astype(np.float32)
 
 
@@ -272,17 +236,12 @@ def tolerance(K: int, inputs, acc, output=None, *, acc_rounding: str = "nearest"
               input_rounding: str = "nearest", block: int = 1,
               inputs_rounded_in_reference: bool = False, n_checked: int = 1,
               false_alarm: float = 1e-6) -> Tolerance:
-    """The componentwise tolerance for a length-K dot product; see the module docstring.
+    """The componentwise tolerance for a length-K dot product (the module docstring derives it).
 
-    inputs, acc, output: format names ('fp16', 'bf16', 'tf32', 'fp32', ...);
-    output defaults to acc. acc_rounding: 'nearest' (CUDA-core FMA, FP16
-    accumulators) or 'truncate' (tensor-core FP32 accumulation, conservatively
-    also used for cuBLAS on tensor cores). n_checked: how many elements the
-    check looks at (sets lambda of the probabilistic bound). input_rounding:
-    'truncate' doubles u_in, for conversions that may chop (FP32 -> TF32 inside
-    cuBLAS is not documented to round to nearest). block: products added
-    per accumulator rounding (1 for an FMA chain, 16 for WMMA; see above).
-    """
+    inputs, acc, output: format names (output defaults to acc). acc_rounding: 'nearest' (FMA chains, FP16
+    accumulators) or 'truncate' (Tensor Core FP32 accumulation, also assumed for cuBLAS). input_rounding
+    'truncate' doubles u_in (cuBLAS's FP32 -> TF32 is not documented to round to nearest). block: products
+    per accumulator rounding (1 for an FMA chain, 16 for WMMA). n_checked: elements checked (sets lambda)."""
     if not _whole(K) or K < 1:
         raise InputError(f"K={K!r}: a dot product needs a whole number K >= 1 of products.",
                          "pass the inner dimension of the product (A's columns), e.g. tolerance(1024, 'fp16', 'fp32').")
@@ -332,11 +291,8 @@ def tolerance(K: int, inputs, acc, output=None, *, acc_rounding: str = "nearest"
 
 # --------------------------------------------------------------------------- inputs
 def random_matrix(rows: int, cols: int, *, seed: int, dist: str = "normal", dtype=np.float32) -> np.ndarray:
-    """Seeded random test matrix (numpy): 'normal' (zero mean) or 'uniform' U[0,1).
-
-    Non-integer values on purpose: small integers are exact in FP16 and hide its
-    rounding error.
-    """
+    """Seeded random test matrix (numpy): 'normal' (zero mean) or 'uniform' U[0,1). Not integers on purpose: small
+    integers are exact in FP16 and hide its rounding error."""
     for what, n in (("rows", rows), ("cols", cols)):
         if not _whole(n) or n < 1:
             raise InputError(f"{what}={n!r}: a matrix dimension is a whole number >= 1.",

@@ -1,10 +1,5 @@
-"""Where the course's files are: the kernels (kernels/*.cu) and the recorded results (results/).
-
-One lookup for a clone and for an installed package: a wheel built from the repository carries
-both folders inside the package (``helpers/_data/``, copied there by setup.py when the wheel is
-built); in a clone (or an editable install) they are the repository's own top-level folders.
-``COURSE_KERNELS_DIR`` / ``COURSE_RESULTS_DIR`` point the helpers at folders of your own.
-"""
+"""Where kernels/ and results/ are: inside an installed wheel (``helpers/_data/``, copied by setup.py), else the
+clone's own folders; ``COURSE_KERNELS_DIR`` / ``COURSE_RESULTS_DIR`` point at folders of your own."""
 from __future__ import annotations
 
 import os
@@ -26,8 +21,7 @@ def kernel_dir() -> Path:
 
 
 def results_dir() -> Path:
-    """Folder of the recorded GPU results (COURSE_RESULTS_DIR overrides; read at every call, so setting it
-    after `import helpers` takes effect: helpers.results looks the folder up each time it loads)."""
+    """Folder of the recorded GPU results (COURSE_RESULTS_DIR overrides, read at every call)."""
     return Path(os.environ.get("COURSE_RESULTS_DIR") or _data_root() / "results")
 
 

@@ -48,9 +48,8 @@ def _finish(ax, title: str, source: str, legend_outside: bool = False):
 
 
 def size_tick_labels(sizes, min_ratio: float = 1.12) -> list[str]:
-    """Labels for ticks at `sizes` on a log axis: a size closer than `min_ratio` to one already
-    labelled gets no label (powers of two are labelled first), so labels such as 1000 and 1024 do
-    not print on top of each other. Returns one label ('' or the size) per size, in order."""
+    """One label ('' or the size) per tick at `sizes` on a log axis: a size closer than `min_ratio` to one already
+    labelled (powers of two first) gets '', so 1000 and 1024 do not print on top of each other."""
     sizes = list(sizes)
     order = sorted(range(len(sizes)), key=lambda i: (sizes[i] & (sizes[i] - 1) != 0, sizes[i]))
     kept: list[int] = []
@@ -61,9 +60,8 @@ def size_tick_labels(sizes, min_ratio: float = 1.12) -> list[str]:
 
 
 def label_every_size(fig, sizes=None, *, pad: float = 34.0):
-    """Lessons 01-02: give every size tick on a tflops_vs_size figure a label. A size that
-    size_tick_labels leaves blank (such as 1000 beside 1024) gets its label one row lower, so both
-    print and neither covers the other."""
+    """A label on every size tick of a tflops_vs_size figure: one that size_tick_labels leaves blank (1000
+    beside 1024) goes one row lower."""
     ax = fig.axes[0]
     sizes = list(sizes if sizes is not None else ax.get_xticks())
     kept = size_tick_labels(sizes)
@@ -87,9 +85,8 @@ def legend_beside(fig):
 
 
 def zeros_on_a_floor(curves: dict) -> tuple[dict, float]:
-    """For a log axis, where an exact 0 has no place: the curves with each 0 replaced by a floor half a
-    decade below the smallest positive value, and that floor. Draw it with mark_zero_floor, so that the
-    points on it read as 0 and not as a small value."""
+    """For a log axis: the curves with each 0 replaced by a floor half a decade below the smallest positive value,
+    and that floor (draw it with mark_zero_floor, so that those points read as 0)."""
     pos = [x for v in curves.values() for x in v if x > 0]
     floor = 10.0 ** (np.floor(np.log10(min(pos))) - 0.5) if pos else 1.0
     return {k: [floor if x == 0 else x for x in v] for k, v in curves.items()}, floor    # NaN stays NaN
@@ -105,9 +102,8 @@ def mark_zero_floor(ax, floor: float, label: str = "0 (error exactly zero)"):
 
 
 def separate_point_labels(ax, *, edge_dex: float = 0.35, close_dex: float = 0.1, close_y: float = 25.0):
-    """Point labels (ax.texts made with annotate, offset in points) that stay readable: a label of a
-    point within edge_dex decades of the right edge of a log x axis goes to the left of its point, and
-    of two points closer than close_dex decades in x and close_y in y, one label goes below, one above."""
+    """Readable point labels (annotations offset in points): one within edge_dex decades of the right edge of a
+    log x axis goes left of its point; of two points closer than close_dex decades and close_y, one goes below."""
     right = np.log10(ax.get_xlim()[1]) - edge_dex
     texts = [t for t in ax.texts if hasattr(t, "xyann")]
     for t in texts:

@@ -1,20 +1,9 @@
-"""Recorded Nsight Compute counters (results/ncu-<gpu>.json): read them, and put them in the units a
-lesson argues with.
+"""Recorded Nsight Compute counters (results/ncu-<gpu>.json) in the units a lesson argues with.
 
-``make gpu-check STAGES=ncu`` (tools/ncu_counters.py) profiles one launch of each target at n^3 on a
-GPU that has ``ncu`` and writes the file: lesson 1's gemm_fp32_kernel with each block shape
-(targets ``fp32_<bx>x<by>``), its tiled solution (``fp32_tiled_16``, ``fp32_tiled_32``) and every
-rung of lesson 5's ladder (``rung1`` ... ``rung7``). The counters are hardware counts for that one
-launch, the same on every machine that reads the file: a notebook shows them without a GPU.
-
-``load_ncu()`` gives a ``Profile``; ``Profile.row(target)`` the derived quantities (bytes moved at
-each level, sectors per request, shared-memory wavefronts and bank conflicts, pipe utilisation,
-occupancy, the top stall reasons); ``Profile.rows(targets)`` a table of them. A metric the profiler
-could not collect (listed in the file's ``not_collected``) reads as None.
-
-``load_sampling(name)`` and ``sampling_rows`` read the other kind of record: summaries of Nsight Compute's
-per-instruction sampling (results/logs/ncu-source-<name>-<gpu>.json, lab/probes/ncu_source.py): instructions by
-opcode, the wgmma instructions, and where the warps wait.
+``make gpu-check STAGES=ncu`` (tools/ncu_counters.py) profiles one launch of each target at n^3 and writes
+the file; the counters are hardware counts of that launch, so a notebook shows them without a GPU.
+``load_ncu().row(target)`` gives the derived quantities (bytes at each level, sectors per request,
+bank conflicts, pipe utilisation, occupancy, top stalls); a counter that was not collected reads as None.
 """
 from __future__ import annotations
 
@@ -23,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ResultsError
-from .results import RESULTS_DIR, load_log
+from .results import RESULTS_DIR
 
 SECTOR_BYTES = 32          # L1, L2 and DRAM move 32-byte sectors
 _FIX = ("run `make gpu-check STAGES=ncu` on a GPU with Nsight Compute to write one, or restore the "
@@ -56,10 +45,6 @@ class Profile:
             if k["target"] == target:
                 return k
         raise ResultsError(f"{self.path.name} has no target {target!r}; it has {', '.join(self.targets())}.", _FIX)
-
-    def counter(self, target: str, name: str):
-        """One raw counter (its short name, as in the file's ``metrics``), or None if not collected."""
-        return self.kernel(target)["counters"].get(name)
 
     def row(self, target: str, stalls: int = 3) -> dict:
         """Derived quantities for one target (None where a counter is missing)."""
@@ -96,13 +81,6 @@ class Profile:
         out["flop"] = 2.0 * M * N * K
         return out
 
-    def rows(self, targets, stalls: int = 3) -> list[dict]:
-        return [self.row(t, stalls) for t in targets]
-
-    @property
-    def not_collected(self) -> list[str]:
-        return list(self.meta.get("not_collected", []))
-
 
 def list_profiles(directory=RESULTS_DIR) -> list[Path]:
     return sorted(Path(directory).glob("ncu-*.json"))
@@ -125,45 +103,3 @@ def load_ncu(directory=RESULTS_DIR, gpu: str | None = None) -> Profile:
                            + (f" for a GPU matching {gpu!r}" if gpu else "") + ".", _FIX)
     return max(found, key=lambda pr: pr.meta["date"])
 
-
-def load_sampling(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> dict:
-    """A stored summary of Nsight Compute's per-instruction sampling (lab/probes/ncu_source.py summary):
-    results/logs/ncu-source-<name>-<gpu_slug>.json, e.g. name "m128" (lesson 6) or "fp8" (lesson 7)."""
-    return load_log(f"ncu-source-{name}", "lab/probes/ncu_source.py (with Nsight Compute)", gpu_slug, directory)
-
-
-def sampling_rows(summary: dict, targets, top: int = 4) -> list[dict]:
-    """One row per target of a sampling summary (load_sampling): the kernel, warp-level instructions executed (in
-    millions), the wgmma instructions (HGMMA or QGMMA: executed in all, and their shape), the `top` most executed
-    opcodes with their share of all instructions, and the stall reason with the most samples."""
-    rows = []
-    for t in targets:
-        s = summary["targets"][t]
-        total = s["warp_instructions"]
-        counted = [v for k, v in s["opcodes"].items() if k in ("HGMMA", "QGMMA")]     # among the top 12 opcodes
-        per_address = sum(s["gmma_executions"]) // max(1, len(s["gmma_executions"]))   # (equal counts per address)
-        gmma = counted[0] if counted else per_address * s["gmma_addresses"]
-        ops = ", ".join(f"{k} {v / total:.0%}" for k, v in list(s["opcodes"].items())[:top])
-        stall = next(iter(s["stall_share"].items()), ("-", 0))
-        rows.append({"target": t, "kernel": s.get("kernel") or t, "warp_minstr": total / 1e6, "gmma": gmma,
-                     "gmma_shape": ", ".join(s["gmma_shapes"]), "opcodes": ops,
-                     "top_stall": f"{stall[0]} {stall[1]:.0%}"})
-    return rows
-
-
-def sampling_counts(summary: dict, targets: dict, opcodes=(), stalls=()) -> list[dict]:
-    """One row per target of a sampling summary (load_sampling), to set two builds of a kernel side by side.
-    targets: {target: label}. Each row: the label (`build`), the warp-level instructions executed (`minstr`,
-    millions), each opcode of `opcodes` executed (millions; the summary keeps its 12 most executed: asking for another
-    is an error) and each stall reason of `stalls` as its share of the samples (0 where none was sampled)."""
-    rows = []
-    for t, label in targets.items():
-        s = summary["targets"][t]
-        missing = [op for op in opcodes if op not in s["opcodes"]]
-        if missing:
-            raise KeyError(f"{missing} not among the most executed opcodes of {t} in this summary")
-        row = {"build": label, "minstr": s["warp_instructions"] / 1e6}
-        row.update({op: s["opcodes"][op] / 1e6 for op in opcodes})
-        row.update({st: s["stall_share"].get(st, 0.0) for st in stalls})
-        rows.append(row)
-    return rows

@@ -1,11 +1,9 @@
-"""``make record``: measure the course's kernels and cuBLAS baselines on this GPU, and every experiment.
+"""``make record``: measure the course's kernels, the cuBLAS baselines and every experiment on this GPU.
 
     python -m helpers.record [--sizes 256 512 ...] [--out results/] [--quick]
 
-The sweep's rows at each size (helpers.experiments.sweep.measure_size: checked against the float64 product,
-then timed with CUDA events, warm-up, cold L2, median of many), every registered experiment, and two extras
-(an independent timer, the emulator's bit-for-bit match) go into ``results/<gpu-slug>.json`` with the GPU,
-versions and date.
+The sweep's checked and timed rows at each size, every registered experiment and two extras (an independent
+timer, the emulator's bit-for-bit match) go into ``results/<gpu-slug>.json`` with the GPU, versions and date.
 """
 from __future__ import annotations
 
@@ -35,9 +33,8 @@ QUICK_SIZES = [256, 1000, 1024, 4096]
 
 
 def timing_agreement(n=4096, log=print):
-    """Our harness vs triton.testing.do_bench (torch events) on cupy.matmul float16 at n^3, each
-    timing with the clocks read while it ran (helpers.clocks: ``harness_clocks``, one per harness
-    run, and ``do_bench_clocks``, sampled by a thread while do_bench ran)."""
+    """Our harness vs triton.testing.do_bench (torch events) on cupy.matmul float16 at n^3, each timing with
+    the clocks read while it ran."""
     import cupy
 
     try:
@@ -96,8 +93,7 @@ def emulator_probe(M=128, N=128, K=1024, seed=11, log=print):
     return out
 
 
-# Measurements stored under the record's "extras" rather than "experiments"; --update-experiments
-# re-runs them by name too.
+# Measurements stored under the record's "extras"; --update-experiments re-runs them by name too.
 EXTRAS = {"timing_agreement": timing_agreement, "emulator_probe": emulator_probe}
 
 

@@ -1,25 +1,22 @@
 """Recorded GPU measurements: read, validate, select, and write.
 
-``make record`` (``python -m helpers.record``) writes ``results/<gpu-slug>.json``
-on a GPU. Without a GPU the lessons plot the newest such file, labelled with
-its GPU and date. ``results/reference/`` holds published figures from elsewhere
-(the seed article's RTX 4090 numbers), each with its source.
+``make record`` writes ``results/<gpu-slug>.json`` on a GPU; without one the lessons show the newest such file,
+labelled with its GPU and date. ``results/reference/`` holds published figures (the seed article's RTX 4090
+numbers), each with its source.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError, ResultsError
 from .paths import results_dir
 
-# RESULTS_DIR (results/ of the clone, or of the installed package, or COURSE_RESULTS_DIR: helpers.paths)
-# is looked up when it is used (module __getattr__ below), so setting COURSE_RESULTS_DIR after
-# `import helpers` takes effect; every function here reads the folder at call time.
+# RESULTS_DIR (helpers.paths.results_dir()) is looked up when used (module __getattr__ below), so setting
+# COURSE_RESULTS_DIR after `import helpers` takes effect.
 SCHEMA = "tensor-core-course/results/1"
 REQUIRED_ROW_KEYS = ("kernel", "m", "n", "k", "dtype_in", "acc", "median_ms", "tflops", "rel_err")
 REQUIRED_META = ("schema", "kind", "gpu", "records")   # plus "date" for kind "gpu-record"
@@ -63,29 +60,15 @@ class Record:
         return f"{self.gpu_name}, published in {self.meta.get('source_short', 'an external source')}"
 
     def written(self, experiment: str) -> str:
-        """The date (YYYY-MM-DD) of the run that last wrote `experiment`: its newest update
-        (`--update-experiments`), else the record's own date."""
+        """The date (YYYY-MM-DD) of the newest run that wrote `experiment` (an update, else the record)."""
         for u in reversed(self.meta.get("updates", [])):
             if experiment in u.get("experiments", ()):
                 return u["date"][:10]
         return self.date
 
-    def flush(self, experiment: str | None = None) -> str:
-        """How L2 was emptied before each timed launch (one of helpers.timing.FLUSHES, or "both" for the probe that
-        compared them) in the run that last wrote `experiment` (None: the record's own rows). A record or update
-        that names none flushed with a memset ("write")."""
-        if experiment is not None:
-            for u in reversed(self.meta.get("updates", [])):
-                if experiment in u.get("experiments", ()):
-                    return u.get("flush", "write")
-        return self.meta.get("flush", "write")
-
     def select(self, **where) -> list[dict]:
         """Rows whose fields equal every keyword given, e.g. select(kernel='cublas_fp16', m=4096)."""
         return [r for r in self.rows if all(r.get(k) == v for k, v in where.items())]
-
-    def kernels(self) -> list[str]:
-        return list(dict.fromkeys(r["kernel"] for r in self.rows))
 
     def series(self, kernel: str, y: str = "tflops", square: bool = True):
         """(sizes, values) for one kernel, sorted by size; square=True keeps M=N=K rows."""
@@ -101,15 +84,20 @@ class Record:
         return rows[0][y]
 
 
+def _read_json(path: Path, what: str, fix: str):
+    """The JSON in `path`; ResultsError (`what` does not exist / is not valid JSON) with `fix` otherwise."""
+    if not path.is_file():
+        raise ResultsError(f"{what} does not exist.", fix)
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{what} is not valid JSON ({exc}).", fix) from None
+
+
 def load_record(path) -> Record:
     """Read and validate one results file; ResultsError with a fix if it is missing or malformed."""
     path = Path(path)
-    if not path.is_file():
-        raise ResultsError(f"results file {path} does not exist.", _FIX)
-    try:
-        meta = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"results file {path} is not valid JSON ({exc}).", _FIX) from None
+    meta = _read_json(path, f"results file {path}", _FIX)
     if not isinstance(meta, dict):
         raise ResultsError(f"results file {path} does not hold a JSON object.", _FIX)
     missing = [k for k in REQUIRED_META if k not in meta]
@@ -188,8 +176,7 @@ def _validate_row(path: Path, i: int, r: dict) -> None:
 
 
 def write_json(data: dict, name: str, directory=None) -> Path:
-    """Write `data` to <directory>/<name>.json (default: the results folder), indented as every results
-    file is; returns its path."""
+    """Write `data` to <directory>/<name>.json (default: the results folder); returns its path."""
     directory = _folder(directory)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.json"
@@ -197,49 +184,17 @@ def write_json(data: dict, name: str, directory=None) -> Path:
     return path
 
 
-def log_path(name: str, made_by: str, gpu_slug: str = "nvidia-h200", directory=None, suffix: str = ".json"):
-    """results/logs/<name>-<gpu_slug><suffix>, which must exist: `made_by` names the command that writes it, for the
-    error when it is missing."""
-    path = _folder(directory) / "logs" / f"{name}-{gpu_slug}{suffix}"
-    if not path.is_file():
-        raise ResultsError(f"no {path.name} in {path.parent}.",
-                           f"run {made_by} on a Hopper GPU, or restore the committed file with "
-                           "`git checkout -- results/`.")
-    return path
-
-
-def load_log(name: str, made_by: str, gpu_slug: str = "nvidia-h200", directory=None):
-    """A probe's output kept as results/logs/<name>-<gpu_slug>.json (a knob round, an FP8 probe, an Nsight
-    Compute summary), parsed. `made_by` names the command that writes it, for the error when it is missing."""
-    return json.loads(log_path(name, made_by, gpu_slug, directory).read_text())
-
-
-# results/*.json that are not measurement records: Nsight Compute counters (tools/ncu_counters.py), and the lessons'
-# "What else was tried" rows (tried.json, written by the lab)
+# results/*.json that are not measurement records: Nsight Compute counters and "What else was tried" rows
 NOT_RECORDS = ("ncu-*.json", "tried.json")
 
 
-def nbval_seconds(name: str, gpu_slug: str = "nvidia-h200", directory=None) -> float:
-    """How long pytest's nbval took in results/logs/<name>-<gpu_slug>.log (a run that passed: its summary line, e.g.
-    '165 passed in 448.51s'): what Restart & Run All of that lesson costs on that GPU, compiles and live timings
-    included."""
-    text = log_path(name, "pytest --nbval notebooks/<lesson>.ipynb on that GPU", gpu_slug, directory, ".log").read_text()
-    m = re.search(r"^(\d+) passed in ([0-9.]+)s", text, re.M)
-    if m is None or re.search(r"^\d+ failed", text, re.M):
-        raise ResultsError(f"{name}-{gpu_slug}.log holds no passing nbval run.",
-                           "point at a log of an nbval run that passed (results/logs/nbval-*).")
-    return float(m[2])
-
-
 def list_records(directory=None) -> list[Path]:
-    """The measurement records in `directory` (default: the results folder, helpers.paths.results_dir(),
-    read now) as <gpu>.json, not the other JSON files kept there."""
+    """The measurement records (<gpu>.json) in `directory` (default: the results folder)."""
     return sorted(p for p in _folder(directory).glob("*.json") if not any(p.match(pat) for pat in NOT_RECORDS))
 
 
 def load_latest(directory=None, gpu: str | None = None) -> Record:
-    """The newest GPU record in `directory` (default: the results folder, COURSE_RESULTS_DIR as set now;
-    optionally only GPUs whose name contains `gpu`)."""
+    """The newest GPU record in `directory` (default: the results folder), of a GPU whose name contains `gpu`."""
     directory = _folder(directory)
     if gpu is not None and not isinstance(gpu, str):
         raise InputError(f"gpu={gpu!r}: the GPU to pick is given by (part of) its name.",
@@ -270,17 +225,11 @@ TRIED_SCHEMA = "tensor-core-course/tried/1"
 
 
 def tried(lesson: str, directory=None) -> list[dict]:
-    """The rows of a lesson's "What else was tried" table (results/tried.json, written by the lab from its
-    measurements: `python lab/tried.py`): per idea its `idea`, `predicted`, `measured`, `kept` and `where` (the lab
-    notebook with the whole story)."""
+    """The rows of a lesson's "What else was tried" table (results/tried.json, written by `python lab/tried.py`):
+    per idea its `idea`, `predicted`, `measured`, `kept` and `where` (the lab notebook with the whole story)."""
     path = _folder(directory) / "tried.json"
     fix = "restore the committed file with `git checkout -- results/tried.json`, or run `python lab/tried.py`."
-    if not path.is_file():
-        raise ResultsError(f"{path} does not exist.", fix)
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"{path} is not valid JSON ({exc}).", fix) from None
+    data = _read_json(path, str(path), fix)
     if not isinstance(data, dict) or data.get("schema") != TRIED_SCHEMA:
         raise ResultsError(f"{path} is not a {TRIED_SCHEMA} file.", fix)
     lessons = data.get("lessons", {})

@@ -1,15 +1,9 @@
 """Timing GPU work honestly: CUDA events, warm-up, many runs, cold L2.
 
-``benchmark(fn)`` runs ``fn`` (which launches GPU work on the current stream)
-a few times to warm up, then `reps` times, each preceded by a read of a buffer
-several times the size of L2, so no input is still cached and L2 holds only clean
-lines (``flush="write"``, a memset of that buffer, leaves dirty lines that the timed
-kernel's first misses must write back to DRAM: lab/probes/flush_method.py measures
-the difference). A record says which flush it used (``DEFAULT_FLUSH``). Each run is
-bracketed by its own pair of CUDA events; we report the median and the spread
-(10th-90th percentile) in milliseconds, and TFLOP/s and GB/s from the counts you
-pass in. While the timed runs execute, the GPU's clocks, power and temperature are
-sampled (helpers.clocks): ``Timing.clocks`` says what the GPU ran at.
+``benchmark(fn)`` runs ``fn`` (GPU work on the current stream) a few times to warm up, then `reps` times, each
+after a read of a buffer of 4x L2 (no input stays cached, L2 holds clean lines) and between its own pair of
+CUDA events: the median and 10th-90th percentile in ms, TFLOP/s and GB/s from the counts passed in, and the
+clocks the GPU ran at meanwhile (helpers.clocks).
 """
 from __future__ import annotations
 
@@ -106,9 +100,8 @@ _READER: list = []                     # [the read_flush kernel, its sink] once 
 
 
 def _flush_fn(how: str, l2_bytes: int):
-    """The L2 flush before each timed run: "read" (DEFAULT_FLUSH: a kernel that reads a buffer of 4x L2, so L2 is
-    left holding clean lines of it) or "write" (a memset of the same buffer: the lines it leaves in L2 are dirty, so
-    the timed kernel's first misses also write them back to DRAM)."""
+    """The L2 flush before each timed run: "read" (a kernel reads a buffer of 4x L2, leaving clean lines) or
+    "write" (a memset of it: the timed kernel's first misses also write its dirty lines back to DRAM)."""
     import cupy
 
     buf = _flush_buffer(l2_bytes)
@@ -123,12 +116,9 @@ def _flush_fn(how: str, l2_bytes: int):
 def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = None, warmup: int = 3,
               reps: int | None = None, target_s: float = 0.4, min_reps: int = 10, max_reps: int = 100,
               flush_l2: bool = True, flush: str = DEFAULT_FLUSH) -> Timing:
-    """Time `fn()` with CUDA events; see the module docstring.
-
-    reps defaults to as many as fit in about `target_s` seconds (between
-    min_reps and max_reps), judged from the warm-up runs. flush: how L2 is emptied before each run (FLUSHES:
-    "read", the default, or "write"; _flush_fn says how they differ); flush_l2=False: not at all.
-    """
+    """Time `fn()` with CUDA events (see the module docstring). reps: default as many as fit in about `target_s`
+    seconds (min_reps to max_reps), judged from the warm-up. flush: "read" or "write" (_flush_fn); flush_l2=False:
+    none."""
     if flush not in FLUSHES:
         raise InputError(f"unknown L2 flush {flush!r}.", f"use one of {', '.join(map(repr, FLUSHES))}.")
     import cupy
@@ -164,11 +154,9 @@ def benchmark(fn, *, flops: float | None = None, bytes_moved: float | None = Non
 
 
 def round_ratio(mine_ms, theirs_ms) -> dict:
-    """The course's rule for "faster than" (lessons 6 and 7; a prediction of the ratio is judged by ``verdict``): the two
-    were timed in the same alternating rounds (`alternating`); each round gives theirs / mine (above 1: mine was
-    faster), and the verdict is the median of those ratios, not of either's times alone. Returns {"ratio": median,
-    "low", "high", "won": rounds mine was faster, "rounds"}. The clocks are reported beside it, not corrected for: under
-    a power limit a kernel's own power draw sets its clock."""
+    """The course's rule for "faster than": the two were timed in the same alternating rounds; each round gives
+    theirs / mine (above 1: mine was faster) and the verdict is the median of those ratios. Returns {"ratio",
+    "low", "high", "won": rounds mine was faster, "rounds"}."""
     per = [t / m for m, t in zip(mine_ms, theirs_ms)]
     if not per or len(mine_ms) != len(theirs_ms):
         raise ValueError("round_ratio needs the same number (at least one) of rounds for both")
@@ -176,27 +164,13 @@ def round_ratio(mine_ms, theirs_ms) -> dict:
             "rounds": len(per)}
 
 
-def row_ratio(mine: dict, theirs: dict) -> float:
-    """Two timed rows of one alternating run (each with `round_ms` and `tflops`), mine over theirs as the course's rule
-    compares timings: the median of the round-by-round ratios (round_ratio; above 1 mine was faster) where both kept
-    the same rounds, their TFLOP/s ratio where a run kept none."""
-    a, b = mine.get("round_ms"), theirs.get("round_ms")
-    if a and b and len(a) == len(b):
-        return round_ratio(a, b)["ratio"]
-    return mine["tflops"] / theirs["tflops"]
-
-
 def verdict(predicted: float, low: float, high: float, above: str = "better", below: str = "worse",
             change: str | None = None) -> str:
-    """The course's one rule for a prediction (lessons 5, 6 and 7): a predicted ratio is judged against the spread of
-    the measured one, [low, high]: the gains that the p10 and p90 timings of both allow (the rung tables of lessons 5
-    and 6), or the lowest and highest round of alternating rounds (round_ratio; the probes of lessons 6 and 7).
-    Inside it: "as predicted", or, for a predicted change whose spread also holds no change (1.00), "unresolved: the
-    spread holds no {change} too" (the timing cannot tell the two apart). Outside it: "missed: {above} than
-    predicted" when the whole spread lies above the prediction, "missed: {below} than predicted" when below (a speed
-    ratio: better / worse, a gain; a ratio of costs names its own words; `change` is "gain" for a predicted gain and
-    "change" for a predicted loss unless given). A prediction of no change (1.00) inside the spread is "as
-    predicted"."""
+    """The course's rule for a prediction: a predicted ratio against the spread of the measured one, [low, high]
+    (what the p10 and p90 timings of both allow, or the extreme rounds of round_ratio). Inside: "as predicted",
+    or "unresolved: the spread holds no {change} too" when the spread also holds 1.00 (`change`: "gain" for a
+    predicted gain, else "change"). Outside: "missed: {above} than predicted" when the spread lies above the
+    prediction, "missed: {below} than predicted" when below."""
     eps = 1e-9
     if low * (1 - eps) <= predicted <= high * (1 + eps):
         if predicted != 1.0 and low * (1 - eps) <= 1.0 <= high * (1 + eps):
@@ -206,10 +180,8 @@ def verdict(predicted: float, low: float, high: float, above: str = "better", be
 
 
 def alternating(timed: dict, flops: float, rounds: int = 3) -> dict:
-    """{key: {"ms": [...], "sm_mhz": [...], "power_w": [...], "throttle": [...]}}: each launch function of `timed`
-    (key -> fn) timed with `benchmark` (CUDA events, cold L2, clocks), one after another, in `rounds` rounds, so that a
-    clock that drifts during the run touches every entry alike; one median per entry and round, with the clocks it
-    ran at."""
+    """Each launch function of `timed` (key -> fn) benchmarked in turn, `rounds` rounds (a drifting clock touches
+    every entry alike): {key: {"ms", "sm_mhz", "power_w", "throttle"}}, one value per round."""
     out = {key: {"ms": [], "sm_mhz": [], "power_w": [], "throttle": []} for key in timed}
     for _ in range(rounds):
         for key, fn in timed.items():

@@ -72,30 +72,3 @@ def test_clock_span_is_one_cell_for_several_timings():
     assert clock_span([1980, 1980, None]) == "1980"
     assert clock_span([1845, None, 1980, 1900]) == "1845-1980"
     assert clock_span([None, None]) == "" and clock_span([]) == ""
-
-
-def test_energy_counter_is_none_without_nvml(monkeypatch):
-    """helpers.clocks.energy_j: None where NVML cannot be reached (this machine, CI), a number of joules (mJ / 1000)
-    where it can; a GPU without the counter (NVML raises) gives None too."""
-    from helpers import clocks
-
-    monkeypatch.setattr(clocks, "_HANDLE", {"h": None})
-    assert clocks.energy_j() is None
-
-    class FakeNvml:
-        @staticmethod
-        def nvmlDeviceGetTotalEnergyConsumption(h):
-            return 123456
-
-    import sys
-    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml)
-    monkeypatch.setattr(clocks, "_HANDLE", {"h": object()})
-    assert clocks.energy_j() == 123.456
-
-    class NoCounter:
-        @staticmethod
-        def nvmlDeviceGetTotalEnergyConsumption(h):
-            raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
-
-    monkeypatch.setitem(sys.modules, "pynvml", NoCounter)
-    assert clocks.energy_j() is None

@@ -25,8 +25,6 @@ def test_geforce_fp16_accumulate_is_twice_fp32_accumulate():
         p = peaks_for(name)
         assert p is not None and "GeForce" in p.gpu
         assert p.fp16_acc16 == pytest.approx(2 * p.fp16, rel=1e-3)    # 330.3 vs 2 x 165.2 (rounded figures)
-        assert p.for_kernel("fp16", "fp16") == p.fp16_acc16
-        assert p.for_kernel("fp16", "fp32") == p.fp16
 
 
 def test_datacenter_fp16_accumulate_not_faster():
@@ -39,7 +37,6 @@ def test_tesla_t4():
     p = peaks_for("Tesla T4")
     assert p is not None and p.gpu == "NVIDIA T4"
     assert p.tf32 is None and p.bf16 is None           # Turing: no TF32/BF16 tensor cores
-    assert p.for_kernel("tf32", "fp32") is None
 
 
 def test_a100_variants_by_memory():
@@ -101,14 +98,6 @@ def test_table_consistency():
             assert p.bf16 == p.fp16, p.gpu
         # every entry is reachable: its own keys find it (no earlier entry shadows it)
         assert peaks_for(" ".join(keys)) is p, keys
-
-
-def test_for_kernel_mapping():
-    p = peaks_for("NVIDIA A100-SXM4-80GB")
-    assert p.for_kernel("fp32", "fp32") == 19.5
-    assert p.for_kernel("tf32", "fp32") == 156.0
-    assert p.for_kernel("bf16", "fp32") == 312.0
-    assert p.for_kernel("fp8", "fp32") is None
 
 
 def test_summary_on_cpu():
@@ -193,22 +182,6 @@ def test_gpuinfo_slug_and_sm():
     assert g.sm == "sm_90"
     g2 = helpers.device.GPUInfo("NVIDIA GeForce RTX 4090", (8, 9), 1, 1, 1, None, "", "", "", "", None)
     assert g2.slug == "nvidia-geforce-rtx-4090"
-
-
-def test_hopper_missing_says_why_in_one_line(monkeypatch):
-    """What every device probe prints before it exits 2: on the CPU backend, on a GPU that is not sm_90; None on
-    a Hopper GPU."""
-    D = helpers.device
-    cpu = D.Backend("cpu", "COURSE_DEVICE=cpu")
-    mk = lambda name, cc: D.Backend("gpu", "found", D.GPUInfo(name, cc, 1, 1, 1, None, "", "", "", "", None))
-    for b, want in ((cpu, "COURSE_DEVICE=cpu"), (mk("NVIDIA A100", (8, 0)), "NVIDIA A100 is sm_80"),
-                    (mk("NVIDIA B200", (10, 0)), "is sm_100"), (mk("NVIDIA H200", (9, 0)), None)):
-        monkeypatch.setattr(D, "backend", lambda b=b: b)
-        got = D.hopper_missing()
-        if want is None:
-            assert got is None
-        else:
-            assert want in got and "needs a Hopper GPU" in got and "\n" not in got
 
 
 def test_sweep_peaks_are_of_the_gpu_the_rows_come_from(monkeypatch, capsys):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import struct
 from fractions import Fraction
 
 import ml_dtypes

@@ -18,9 +18,9 @@ from helpers.exercises import check_number, checker
 from helpers.experiments.fp8 import speed_rows  # noqa: F401  (the research notebook's speed tables)
 from helpers.fp8_gemm import FP8_KERNELS, Fp8Kernel
 from helpers.results import RESULTS_DIR, load_latest
-from helpers.timing import round_ratio, row_ratio, verdict
+from helpers.timing import round_ratio, verdict
 
-from .logs import load_log, log_path
+from .logs import load_log, log_path, row_ratio
 
 # The kernels that lost their race and that no course path needs: the course's registry leaves them out; importing
 # labkit.fp8 puts them back, so that the probes (and the record's rows of them) still name a kernel that launches.
@@ -257,7 +257,7 @@ def passed_by(rows: list[dict], key) -> dict:
 def stage_rows(data: dict, base: str | None = None) -> list[dict]:
     """experiments.fp8.stages (lab/probes/fp8_stages.py): one row per size and kernel build, the median of three
     alternating rounds in TFLOP/s, over cuBLASLt with default and with fast accumulation timed in the same rounds (each
-    ratio the median of the round-by-round ratios, helpers.timing.row_ratio),
+    ratio the median of the round-by-round ratios, row_ratio),
     the SM clocks of the three rounds (lowest-highest) and whether every check of that build passed. A build is a
     kernel, its stages and its probe switches (`options`, e.g. F8_DESC_ADD=1); with `base`, each row's TFLOP/s over
     kernel `base`'s as recorded (its registry's stages, no switch) in the same rounds (`vs_base`, row_ratio)."""

@@ -15,9 +15,9 @@ from helpers.experiments.hopper import (C_TAGS, TARGETS, TIMED, _progress, best_
                                         kernel_alone_gain, ncu_at, timed_rows)
 from helpers.experiments.like_for_like import head_to_head
 from helpers.kernels import rung_entry
-from helpers.timing import round_ratio, row_ratio, verdict
+from helpers.timing import round_ratio, verdict
 
-from .logs import LogMissing, experiments, load_log, log_path
+from .logs import LogMissing, experiments, load_log, log_path, row_ratio
 
 def ncu_compare(targets, shape, directory=None) -> list[dict]:
     """Nsight Compute side by side at one shape (ncu_at): for each of `targets` ('rung17', 'cublas_fp16c', ...) that
@@ -380,7 +380,7 @@ def switch_rows(key: str, default, gpu_slug: str = "nvidia-h200", directory=None
     """A run of lab/probes/wait_hint.py with one set (rows keyed `key`: SWITCH_LOGS), kept in lab/logs/: per
     rung, shape and value, the median TFLOP/s of three alternating rounds, its gain over the value `default` (the rung
     as recorded) and its ratio to cuBLAS writing the same C in the same rounds (each the median of the round-by-round
-    ratios, helpers.timing.row_ratio), whether its checks passed, and the SM clocks of its rounds."""
+    ratios, row_ratio), whether its checks passed, and the SM clocks of its rounds."""
 
     log = load_log(*SWITCH_LOGS[key], gpu_slug, directory)
     ok = {(r["rung"], r[key], tuple(r["shape"])): r["passed"] for r in log if "passed" in r}

@@ -36,3 +36,26 @@ def experiments(rec, gpu_slug: str = "nvidia-h200") -> dict:
         if isinstance(data, dict) and "from" in data:
             out[data["from"].rsplit(".", 1)[-1]] = data
     return out
+
+
+def row_ratio(mine: dict, theirs: dict) -> float:
+    """Two timed rows of one alternating run (each with `round_ms` and `tflops`), mine over theirs: the median of the
+    round-by-round ratios (helpers.timing.round_ratio; above 1 mine was faster) where both kept the same rounds, their
+    TFLOP/s ratio where a run kept none."""
+    from helpers.timing import round_ratio
+
+    a, b = mine.get("round_ms"), theirs.get("round_ms")
+    if a and b and len(a) == len(b):
+        return round_ratio(a, b)["ratio"]
+    return mine["tflops"] / theirs["tflops"]
+
+
+def flush(rec, experiment: str | None = None) -> str:
+    """How L2 was emptied before each timed launch (one of helpers.timing.FLUSHES, or "both" for the probe that
+    compared them) in the run of record `rec` that last wrote `experiment` (None: the record's own rows). A record or
+    update that names none flushed with a memset ("write")."""
+    if experiment is not None:
+        for u in reversed(rec.meta.get("updates", [])):
+            if experiment in u.get("experiments", ()):
+                return u.get("flush", "write")
+    return rec.meta.get("flush", "write")

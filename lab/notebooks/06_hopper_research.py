@@ -919,7 +919,7 @@ helpers.display.table(fm, ["shape", "kernel", "write", "read", "read_over_write"
 # (`helpers.timing.DEFAULT_FLUSH`), and the record says which flush each experiment was timed with:
 
 # %%
-print({name: rec.flush(name) for name in ("hopper", "ladder", "knobs", "input_values", "tail_split")})
+print({name: labkit.logs.flush(rec, name) for name in ("hopper", "ladder", "knobs", "input_values", "tail_split")})
 
 # %% [markdown]
 # ## One cuBLAS timing per rung

@@ -299,7 +299,7 @@ helpers.display.table(st, ["n", "kernel", "stages", "passed", "tflops", "vs_defa
 # `fp8_promote_128`, cuBLASLt's default-accumulation kernel, and `fp8_wgmma` (no promotion):
 
 # %% slideshow={"slide_type": "-"}
-from helpers.profile import sampling_rows
+from labkit.hopper import sampling_rows
 
 load_sampling = lk.load_sampling
 
@@ -826,7 +826,7 @@ print(f"power at 8192^3 ({lk.NVML_POWER}):", {r["kernel"]: r["power_w"] for r in
 #
 # The slide above infers "per joule less" from NVML's lagging watts and the time.
 # `lab/probes/fp8_energy.py` measures it: each kernel runs back to back for about 2 s between two
-# readings of NVML's energy counter (`helpers.clocks.energy_j`), the four kernels in turn, five
+# readings of NVML's energy counter (its `energy_j`), the four kernels in turn, five
 # rounds. Predicted before the run (`lk.ENERGY_PREDICTED`): cuBLASLt's default takes 3% less energy
 # per GEMM than ours at $8192^3$, and the two are within 2% at $4096^3$.
 

@@ -6,13 +6,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def hopper_missing() -> str | None:
+    """None on a Hopper GPU (the GPU backend, compute capability 9.0), else one line saying why not."""
+    from helpers.device import backend
+
+    b = backend()
+    if b.is_gpu and tuple(b.gpu.cc) == (9, 0):
+        return None
+    why = b.reason if not b.is_gpu else f"{b.gpu.name} is sm_{b.gpu.cc[0]}{b.gpu.cc[1]}"
+    return f"no Hopper GPU here: {why}; this probe needs a Hopper GPU (sm_90, COURSE_DEVICE=gpu)"
+
+
 def hopper_here() -> bool:
-    """True on a Hopper GPU (the GPU backend, compute capability 9.0); elsewhere one line on stderr saying why not
-    (helpers.device.hopper_missing), and False: the probe then returns 2."""
+    """True on a Hopper GPU; elsewhere one line on stderr saying why not (hopper_missing), and False: the probe then
+    returns 2."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from helpers.device import hopper_missing
-
     why = hopper_missing()
     if why:
         print(why, file=sys.stderr)

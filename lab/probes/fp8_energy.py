@@ -2,7 +2,7 @@
 limit. At 8192^3 every one of them draws the H200's power cap (about 690 W, NVML) and the clock is what gives: lesson 7
 infers from power x time that fp8_promote_2acc_lean does less per joule than cuBLASLt's default accumulation. This
 measures it: each kernel runs back to back for a window of about `--seconds` (default 2) on fixed inputs, between two
-readings of NVML's energy counter (helpers.clocks.energy_j), the window timed by CUDA events and its clocks sampled
+readings of NVML's energy counter (energy_j), the window timed by CUDA events and its clocks sampled
 (helpers.clocks.while_running); the kernels take turns, `--rounds` times (default 5). Each of the course's kernels is
 checked first (helpers.experiments.fp8.check_fp8). Rows: kernel, n, round, launches, ms per GEMM, joules per GEMM,
 TFLOP per joule (= TFLOP/s / W), the window's mean power (energy / time) and median SM clock.
@@ -45,12 +45,28 @@ SIZES = (4096, 8192)
 ROUNDS = 5
 
 
+def energy_j() -> float | None:
+    """NVML's energy counter (joules since the driver loaded; Volta and later), or None without NVML or the counter.
+    Two readings around a window of launches give its energy."""
+    from helpers.clocks import _handle
+
+    h = _handle()
+    if h is None:
+        return None
+    import pynvml
+
+    try:
+        return pynvml.nvmlDeviceGetTotalEnergyConsumption(h) / 1000.0
+    except Exception:      # NVML_ERROR_NOT_SUPPORTED and the like
+        return None
+
+
 def window(fn, seconds: float) -> dict:
     """fn launched back to back for about `seconds`, between two readings of the energy counter: launches, ms per
     launch (CUDA events), joules per launch, mean power (W) and the clocks sampled meanwhile."""
     import cupy
 
-    from helpers.clocks import energy_j, while_running
+    from helpers.clocks import while_running
 
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     start.record()
@@ -107,7 +123,6 @@ def main(argv) -> int:
         return 2
     import cupy
 
-    from helpers.clocks import energy_j
     from helpers.experiments.fp8 import _torch_fp8, check_fp8, random_inputs
     from helpers.fp8_gemm import encode_e4m3, launcher
     from helpers.timing import gemm_flops

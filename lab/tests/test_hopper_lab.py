@@ -160,3 +160,28 @@ def test_hopper_try_without_a_hopper_gpu(monkeypatch, tmp_path, capsys):
         "runtime": "12.4", "nvrtc": "12.4", "cupy": "14.2.0"})
     assert mod.main([str(tmp_path / "t.json")]) == 2
     assert "SKIPPED: lesson 6's kernels are sm_90a code" in capsys.readouterr().out
+
+
+def test_row_ratio_is_the_median_of_round_ratios():
+    """labkit.logs.row_ratio: two rows of one alternating run compared round by round (the median of their ratios,
+    which can differ from the ratio of their medians), and by TFLOP/s where a row kept no rounds."""
+    from labkit.logs import row_ratio
+
+    a = {"round_ms": [1.0, 1.0, 2.0], "tflops": 10.0}
+    b = {"round_ms": [1.3, 0.9, 2.0], "tflops": 9.0}
+    assert row_ratio(a, b) == pytest.approx(1.0)         # rounds 1.3, 0.9, 1.0: median 1.0 (medians' ratio: 1.3)
+    assert row_ratio({"tflops": 10.0}, b) == pytest.approx(10 / 9)
+    assert row_ratio(a, {"round_ms": [1.0], "tflops": 5.0}) == pytest.approx(2.0)   # rounds differ: TFLOP/s
+
+
+def test_the_record_says_which_flush_timed_each_experiment():
+    """labkit.logs.flush: the latest update that re-ran an experiment, else the record's own, else "write" (records
+    made before the read flush name none)."""
+    import helpers.results as results
+    from labkit.logs import flush
+
+    rec = results.load_latest(gpu="NVIDIA H200")
+    assert flush(rec, "hopper") == "read" and flush(rec, "ladder") == "write" and flush(rec) == "write"
+    assert flush(rec, "flush_method") == "both" and flush(rec, "fp8") == "write"
+    fake = results.Record(rec.path, {"flush": "read", "updates": [{"experiments": ["a"]}]}, [])
+    assert flush(fake, "a") == "write" and flush(fake, "b") == "read" and flush(fake) == "read"

@@ -350,3 +350,54 @@ def test_the_energy_probe_takes_a_probe_switch_per_kernel_and_refuses_what_is_no
         assert e.value.code == 2 and "fp8_promote_2acc_lean" in capsys.readouterr().err
     assert mod.PAIR_ENERGY_PREDICTED == {4096: 0.986, 8192: 0.986}
     assert "x0.986 the joules per GEMM at both sizes" in " ".join(mod.__doc__.split())
+
+
+def test_hopper_missing_says_why_in_one_line(monkeypatch):
+    """common.hopper_missing: what every device probe prints before it exits 2, on the CPU backend and on a GPU that
+    is not sm_90; None on a Hopper GPU."""
+    import helpers.device as D
+    sys.path.insert(0, str(ROOT))
+    from lab.probes import common
+
+    cpu = D.Backend("cpu", "COURSE_DEVICE=cpu")
+    mk = lambda name, cc: D.Backend("gpu", "found", D.GPUInfo(name, cc, 1, 1, 1, None, "", "", "", "", None))
+    for b, want in ((cpu, "COURSE_DEVICE=cpu"), (mk("NVIDIA A100", (8, 0)), "NVIDIA A100 is sm_80"),
+                    (mk("NVIDIA B200", (10, 0)), "is sm_100"), (mk("NVIDIA H200", (9, 0)), None)):
+        monkeypatch.setattr(D, "backend", lambda b=b: b)
+        got = common.hopper_missing()
+        if want is None:
+            assert got is None
+        else:
+            assert want in got and "needs a Hopper GPU" in got and "\n" not in got
+
+
+def test_energy_counter_is_none_without_nvml(monkeypatch):
+    """fp8_energy.energy_j: None where NVML cannot be reached (this machine, CI), a number of joules (mJ / 1000)
+    where it can; a GPU without the counter (NVML raises) gives None too."""
+    import importlib.util
+
+    from helpers import clocks
+
+    spec = importlib.util.spec_from_file_location("fp8_energy", ROOT / "lab" / "probes" / "fp8_energy.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setattr(clocks, "_HANDLE", {"h": None})
+    assert mod.energy_j() is None
+
+    class FakeNvml:
+        @staticmethod
+        def nvmlDeviceGetTotalEnergyConsumption(h):
+            return 123456
+
+    import sys
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml)
+    monkeypatch.setattr(clocks, "_HANDLE", {"h": object()})
+    assert mod.energy_j() == 123.456
+
+    class NoCounter:
+        @staticmethod
+        def nvmlDeviceGetTotalEnergyConsumption(h):
+            raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+
+    monkeypatch.setitem(sys.modules, "pynvml", NoCounter)
+    assert mod.energy_j() is None
