@@ -38,49 +38,24 @@ def intensity(kernel, M: int, N: int, K: int) -> float:
 
 
 # --------------------------------------------------------------------------- tile order (lesson 6)
-def hilbert_point(n: int, d: int) -> tuple[int, int]:
-    """Point d (0 <= d < n * n) of the Hilbert curve that fills an n x n grid, n a power of two, as (x, y): the
-    arithmetic of hilbert_unit in kernels/hopper_sm90a.cu (built with TILE_ORDER=1). Consecutive points are
-    neighbours, and every quarter of the curve fills one quadrant."""
-    if n < 1 or n & (n - 1) or not 0 <= d < n * n:
-        raise ValueError(f"hilbert_point needs a power-of-two n and 0 <= d < n * n (got n={n}, d={d})")
-    x = y = 0
-    s = 1
-    while s < n:
-        qx = (d // 2) & 1
-        qy = (d ^ qx) & 1
-        if qy == 0:
-            if qx == 1:
-                x, y = s - 1 - x, s - 1 - y
-            x, y = y, x
-        x, y = x + s * qx, y + s * qy
-        s, d = 2 * s, d // 4
-    return x, y
-
-
 def tile_order(tiles_m: int, tiles_n: int, order: str = "plain", group_m: int = 8, cluster: int = 1) -> list:
-    """The tiles (tm, tn) in the order a persistent kernel of kernels/hopper_sm90a.cu walks them: the same
-    arithmetic as its tile_of(). Work unit t = 0, 1, ... is a column of `cluster` tiles (tm = cluster * um
-    + rank); 'plain' takes the units row by row, 'grouped' takes group_m tile rows at a time, column by
-    column; 'hilbert' (built with TILE_ORDER=1) follows a Hilbert curve where the grid of units is square
-    with a power-of-two side, and is 'grouped' elsewhere. CTA c of a grid of G takes units c, c + G, ...: the
+    """The tiles (tm, tn) in the order a persistent kernel of kernels/hopper_sm90a.cu walks them (its tile_of()): work
+    unit t = 0, 1, ... is a column of `cluster` tiles (tm = cluster * um + rank); 'plain' takes the units row by row,
+    'grouped' takes group_m tile rows at a time, column by column. CTA c of a grid of G takes units c, c + G, ...: the
     first G units are the first wave."""
     units_m = -(-tiles_m // cluster)
-    square = units_m == tiles_n and units_m & (units_m - 1) == 0
     out = []
     for t in range(units_m * tiles_n):
-        if order == "hilbert" and square:
-            un, um = hilbert_point(units_m, t)
-        elif order == "plain":
+        if order == "plain":
             um, un = divmod(t, tiles_n)
-        elif order in ("grouped", "hilbert"):
+        elif order == "grouped":
             group = group_m // cluster
             first = t // (group * tiles_n) * group
             rows = min(units_m - first, group)
             inside = t % (group * tiles_n)
             um, un = first + inside % rows, inside // rows
         else:
-            raise ValueError(f"order {order!r}: 'plain', 'grouped' or 'hilbert'")
+            raise ValueError(f"order {order!r}: 'plain' or 'grouped'")
         out += [(um * cluster + r, un) for r in range(cluster)]
     return out
 

@@ -31,8 +31,8 @@ from .device import backend
 from .errors import ArchitectureError, InputError, KernelCompileError, gpu_errors
 from .formats import from_bf16_bits
 from .hopper import launch_ex, max_active_clusters, tensor_map_2d
-from .kernels import (ALL_RUNGS, CT_GAIN, HOPPER_STAGE, HOPPER_STORE_SMEM, TAIL_SPLIT_CLUSTER, WITHDRAWN, GemmKernel,
-                      ct_waves_ratio, lookup, quad_choice, split_k_plan, tail_split_plan, tall_choice, tall_smem)
+from .kernels import (ALL_RUNGS, CT_GAIN, TAIL_SPLIT_CLUSTER, WITHDRAWN, GemmKernel, ct_waves_ratio, lookup,
+                      quad_choice, split_k_plan, tail_split_plan)
 from .knobs import entry_for_options
 
 DEFAULT_SMEM_LIMIT = 48 * 1024      # bytes of dynamic shared memory a block may use without opting in
@@ -261,29 +261,6 @@ def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_by
     return (spec, options) if four else pair
 
 
-def tall_build(spec: GemmKernel, M: int, N: int, source: str | None = None, options: tuple = ()) -> tuple:
-    """(entry, NVRTC options) of rung 27 or 28 for an M x N problem: the tile helpers.kernels.tall_choice picks from
-    how many clusters of 2 of the tall tile (as built) and of rung 14's (13's) the driver lets run at once (tall_tile)."""
-    wide = tall_tile(spec, 128, 256, options)
-    fits = lambda: (resident_blocks(spec, source, options)[0] // 2,                           # noqa: E731
-                    resident_blocks(wide[0], source, wide[1])[0] // 2)
-    rows, width = tall_choice(M, N, fits)
-    return wide if rows == 128 else tall_tile(spec, rows, width, options)
-
-
-def tall_tile(spec: GemmKernel, rows: int, width: int, options: tuple = (), stages: int | None = None) -> tuple:
-    """(entry, NVRTC options) of rung 27 or 28 built with a rows x width tile (256 x 128 .. 192, or 128 x 256: rung
-    14's or 13's): the entry carries that tile's shared memory, block tile and box of A, the options -DTALL_M, -DTALL_N
-    (and -DTALL_STAGES where `stages` is given, else the kernel's own count) after `options`."""
-    if rows == 128:
-        smem = HOPPER_STORE_SMEM + ((stages or 4) - 4) * HOPPER_STAGE
-    else:
-        smem = tall_smem(width, stages)
-    extra = (f"-DTALL_STAGES={stages}",) if stages is not None else ()
-    return (dataclasses.replace(spec, dyn_smem=smem, block_tile=(rows, width), tma_boxes=((rows, 64), (64, 64))),
-            (*tuple(options), f"-DTALL_M={rows}", f"-DTALL_N={width}", *extra))
-
-
 def orientation_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int, source: str | None = None,
                       options: tuple = ()) -> tuple:
     """(entry, NVRTC options) of rung 29 or 30 for an M x N problem: its C^T tile where helpers.kernels.ct_waves_ratio
@@ -310,28 +287,20 @@ def per_shape_pair(spec: GemmKernel, options: tuple = ()) -> tuple:
     return dataclasses.replace(spec, cluster=(2, 1, 1)), (*tuple(options), "-DQUAD_CLUSTER=2")
 
 
-def chooses_build(spec: GemmKernel, options: tuple = ()) -> bool:
-    """Whether the launcher chooses the build per problem: rung 25's or 26's cluster where the build does not name
-    one (the CLUSTER_M knob of helpers.knobs compiles -DQUAD_CLUSTER=n, which the learner chose); rung 27's or 28's tile
-    where it names no tile (-DTALL_M, -DTALL_N); rung 29's or 30's orientation where it names no tile height (-DCT_M:
-    given, it forces the C^T tile)."""
-    names = {"tile": ("-DTALL_M=", "-DTALL_N="), "orientation": ("-DCT_M=",)}.get(spec.per_shape, ("-DQUAD_CLUSTER=",))
-    return bool(spec.per_shape) and not any(str(o).startswith(names) for o in options)
+# per_shape -> (the options that name a build, which the launcher then leaves as given; the function that chooses the
+# build for a problem): rungs 25-26's cluster, rungs 29-30's orientation
+PER_SHAPE = {"cluster": (("-DQUAD_CLUSTER=",), per_shape_build), "orientation": (("-DCT_M=",), orientation_build)}
 
 
 def build_for(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int, source: str | None = None,
               options: tuple = ()) -> tuple:
     """(entry, NVRTC options) the launcher builds for an M x N problem with rows of A and B a_row_bytes and
-    b_row_bytes apart: rungs 25-26's per-shape build where the options name no cluster (per_shape_build), rungs
-    27-28's where they name no tile (tall_build), rungs 29-30's orientation where they name no tile height
-    (orientation_build), else the entry and options as given. What a record says of a
-    launch (its grid) must come from this build."""
-    if chooses_build(spec, options):
-        if spec.per_shape == "tile":
-            return tall_build(spec, M, N, source, options)
-        if spec.per_shape == "orientation":
-            return orientation_build(spec, M, N, a_row_bytes, b_row_bytes, source, options)
-        return per_shape_build(spec, M, N, a_row_bytes, b_row_bytes, source, options)
+    b_row_bytes apart: the per-shape choice of the entry's build (PER_SHAPE) where the options do not name one, else
+    the entry and options as given. What a record says of a launch (its grid) must come from this build."""
+    if spec.per_shape:
+        names, choose = PER_SHAPE[spec.per_shape]
+        if not any(str(o).startswith(names) for o in options):
+            return choose(spec, M, N, a_row_bytes, b_row_bytes, source, options)
     return spec, tuple(options)
 
 

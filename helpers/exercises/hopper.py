@@ -42,22 +42,6 @@ def waves(M: int, N: int | None = None, sms: int = 132, bm: int = 128, bn: int =
     return w, tiles / (w * sms)
 
 
-def tile_efficiency(M: int, N: int, bm: int, bn: int, sms: int = 132) -> float:
-    """The share of a persistent grid's tile slots that hold output: M N over (waves x sms x bm x bn). The
-    waves' last one partly empty and the tiles' parts outside C both lower it (lesson 6, Appendix D)."""
-    w, _ = waves(M, N, sms, bm, bn)
-    return M * N / (w * sms * bm * bn)
-
-
-TILE_WIDTHS = range(128, 257, 8)    # wgmma's N in steps of 8, from rung 14's half to its whole width
-
-
-def best_tile_width(n: int, bm: int = 128, widths=TILE_WIDTHS, sms: int = 132) -> int:
-    """The width bn (of `widths`) whose bm x bn tiles fill the waves of an n x n output best (the narrowest
-    among equals)."""
-    return max(widths, key=lambda bn: (round(tile_efficiency(n, n, bm, bn, sms), 9), -bn))
-
-
 @checker
 def check_consumer_registers(answer, producer: int = 40) -> None:
     check_number(f"registers per consumer thread (producer keeps {producer})", answer, consumer_registers(producer),
@@ -156,13 +140,3 @@ def check_ring_edit(prediction, edit=..., like=11, knob: str = "STAGES", value: 
             "of the consumers: does that hide the time a TMA load takes?")
     if ok:
         print(f"[{name}] {got[0].upper()}{got[1:]}.")
-
-
-@checker
-def check_tile_width(answer, n: int = 5000, bm: int = 128) -> None:
-    """The width of a bm-row tile that fills n^3's waves best (best_tile_width); the verdict gives its
-    efficiency and rung 14's."""
-    best = best_tile_width(n, bm)
-    check_number(f"the best width of a {bm}-row tile at n = {n}", answer, best,
-                 hint=f"try every width of 128, 136, ..., 256 with tile_efficiency({n}, {n}, {bm}, bn) and keep the "
-                      f"largest; rung 14's 128 x 256 fills {tile_efficiency(n, n, 128, 256):.0%} of its slots.")

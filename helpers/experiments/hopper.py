@@ -366,39 +366,6 @@ def shape_table(rows: list[dict], shapes=TIMED) -> list[dict]:
     return out
 
 
-# --------------------------------------------------------------------------- what cuBLAS runs
-FP8_CALLS = {"fp8default": "FP8, default accumulation", "fp8fast": "FP8, fast accumulation"}
-
-
-def cublas_kernel_rows(ck: dict, sms: int = 132) -> list[dict]:
-    """One row per cuBLAS call in the record's experiments.cublas_kernels (lab/probes/cublas_kernels.py): the
-    shape, the C type, the kernel's name, the tile and the K-tile x stages its name gives (nvjet_sm90_<types>_
-    <tile>_<K-tile>x<stages>_<cluster>_...; in cuBLAS's column-major terms: a x b is a columns by b rows of our
-    C), the grid, the cluster, the dynamic shared memory (KB) and Nsight Compute's duration (µs; clocks not
-    locked). Computed from the name: ring_kb, the A and B tiles of all stages (KB; 1-byte elements for cuBLASLt's
-    FP8 calls, whose C column names the accumulation), and the output tiles and waves (tiles / sms) of that tile
-    shape."""
-    out = []
-    for call in ck["calls"]:
-        fp8 = call["c"].startswith("fp8")                 # cuBLASLt's FP8 calls (--fp8): 1-byte A and B
-        for k in call["kernels"]:
-            m = re.match(r"nvjet_sm90_\w+?_(\d+x\d+)_(\d+)x(\d+)_(\d+x\d+)_", k["name"])
-            row = {"shape": "x".join(map(str, call["shape"])), "C": FP8_CALLS.get(call["c"], call["c"][:4].upper()),
-                   "kernel": k["name"],
-                   "tile": None, "k_tile": None, "stages": None, "cluster_name": None, "ring_kb": None, "tiles": None,
-                   "waves": None, "grid": int(k["launch__grid_size"]), "cluster": int(k["launch__cluster_dim_x"]),
-                   "smem_kb": k["launch__shared_mem_per_block_dynamic"] / 1024, "us": k["gpu__time_duration.sum"] / 1e3}
-            if m:
-                a, b = map(int, m.group(1).split("x"))
-                M, N, _ = call["shape"]
-                tiles = -(-N // a) * -(-M // b)
-                row.update(tile=m.group(1), k_tile=int(m.group(2)), stages=int(m.group(3)), cluster_name=m.group(4),
-                           ring_kb=int(m.group(3)) * (a + b) * int(m.group(2)) * (1 if fp8 else 2) / 1024, tiles=tiles,
-                           waves=tiles / sms)
-            out.append(row)
-    return out
-
-
 def verdict_table(lines: list[str]):
     """helpers.launch.verdicts' lines, one row per rung; the check's text printed once when every rung's is the same."""
     from ..display import table

@@ -229,15 +229,6 @@ def knobs(rungs=RUNGS_SWEPT, timing_size=TIMING_SIZE, odd_size=DEFAULT_SIZE, log
 
 
 # --------------------------------------------------------------------------- reading the record
-def sweep_of(rows: list[dict], rung: int, knob: str) -> list[dict]:
-    """The as-recorded row of `rung` (its `value` set to the knob's default) and the rows of `knob`,
-    by value: what one knob does to one rung."""
-    rs = [r for r in rows if r.get("rung") == rung]
-    base = [dict(r, value=(r.get("settings") or {}).get(knob)) for r in rs if r.get("knob") is None]
-    return sorted(base + [r for r in rs if r.get("knob") == knob],
-                  key=lambda r: (r["value"] is None, r["value"] if r["value"] is not None else 0))
-
-
 def knob_rows(rows: list[dict], rung: int, knob: str) -> list[dict]:
     """One knob of one rung as recorded (the knobs experiment's rows): a row per value, the rung as recorded among
     them, each with its speed over the rung as recorded (`ratio`), the spread both timings' p10 and p90 allow (`low`,

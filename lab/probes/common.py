@@ -11,6 +11,7 @@ def hopper_here() -> bool:
     (helpers.device.hopper_missing), and False: the probe then returns 2."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
+    import lab.labkit.rungs  # noqa: F401  (registers the rungs outside the ladder in helpers.kernels.PENDING)
     from helpers.device import hopper_missing
 
     why = hopper_missing()
