@@ -239,20 +239,20 @@ def quad_choice(M: int, N: int, a_row_bytes: int, b_row_bytes: int, fits: Callab
 
 
 def tile_n_smem(width: int, stages: int = 4) -> int:
-    """Dynamic shared memory of rungs 25-26 with a tile `width` wide (TILE_N): per stage A (128 x 64) and B's boxes of 64
-    columns (width / 64 rounded up), plus the epilogue's buffers, slack and barriers as rungs 13-16."""
+    """Dynamic shared memory of rungs 25-26 with a tile `width` wide (TILE_N): per stage A (128 x 64) and B's boxes of
+    64 columns, plus the epilogue's buffers, slack and barriers."""
     return stages * (128 * 64 + math.ceil(width / 64) * 64 * 64) * 2 + (HOPPER_STORE_SMEM - 4 * HOPPER_STAGE)
 
 
-# Rung 29: cuBLAS's orientation, a CT_M x 256 tile computed as C^T (CT_M in
-# kernels/hopper_sm90a.cu); its epilogue stores boxes of 32 rows x 64 FP16 columns, two 4 KB buffers per consumer.
+# Rung 29: cuBLAS's orientation, a CT_M x 256 tile computed as C^T; its epilogue stores boxes of 32 rows x 64 FP16
+# columns, two 4 KB buffers per consumer.
 CT_M = 160
 CT_EPI_BYTES = 2 * 2 * 32 * 128
 
 
 def ct_smem(rows: int = CT_M, stages: int = 4) -> int:
-    """Dynamic shared memory of rung 29 with `rows` rows of C per tile: per stage A (rows x 64, no padding: K is the
-    swizzled dimension) and B's 4 boxes, plus the 16 KB epilogue, slack and barriers (CT_SMEM in the kernel)."""
+    """Dynamic shared memory of rung 29 with `rows` rows of C per tile (CT_SMEM): per stage A (rows x 64) and B's 4
+    boxes, plus the 16 KB epilogue, slack and barriers."""
     return stages * (rows * 64 * 2 + 64 * 256 * 2) + CT_EPI_BYTES + (HOPPER_SMEM - 4 * HOPPER_STAGE)
 
 
@@ -288,8 +288,7 @@ WGMMA_FILE = "ladder_sm90a.cu"
 
 
 def ladder_smem_bytes(stages: int = 1, pad: int = 8, bk: int = 32, bm: int = 128, bn: int = 128) -> int:
-    """Shared memory of kernels/ladder.cu's tiles: `stages` x (As[bm][bk + pad] + Bs[bk][bn + pad]),
-    FP16, in bytes."""
+    """Bytes of shared memory of kernels/ladder.cu's tiles: `stages` x (As[bm][bk + pad] + Bs[bk][bn + pad]), FP16."""
     return stages * (bm * (bk + pad) + bk * (bn + pad)) * 2
 
 
@@ -306,27 +305,22 @@ SKINNY_STAGES = 8                                        # SKINNY_STAGES in kern
 
 
 def skinny_smem(stages: int = SKINNY_STAGES) -> int:
-    """SKINNY_SMEM in kernels/hopper_sm90a.cu for `stages` stages: the ring, rung 13's epilogue buffers, slack
-    and barriers."""
+    """SKINNY_SMEM in kernels/hopper_sm90a.cu: the ring, rung 13's epilogue buffers, slack and barriers."""
     return stages * SKINNY_STAGE + (HOPPER_STORE_SMEM - 4 * HOPPER_STAGE)
 
 
 SKINNY_SMEM = skinny_smem()
-# The skinny rungs (17 on) are timed where they were made for (M = 128, N = K = 8192) and where the chip is full
-# (4096^3, 8192^3: their gains and the price of the small tile); the record's other shapes are the big-tile rungs'.
+# The skinny rungs (17-24) are timed where they were made for (M = 128) and where the chip is full (4096^3, 8192^3)
 SKINNY_TIMED = ((128, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 8192))
 
 
 def _seed_wmma(name: str, file: str, inputs: str, acc: str, acc_rounding: str, acc_block: int, emulate: Callable,
                min_cc: tuple, teaches: str, **kw) -> GemmKernel:
-    """Lessons 2-3 (the seed's WMMA loop): one warp per 16x16 tile of C, 8 warps stacked in M per block;
-    M, N, K multiples of 16; measured at every size by `make record`. Every warp loads its own A and B
-    tiles from global memory (nothing is shared through shared memory): the traffic model's tile is
-    the warp's 16 x 16."""
+    """Lessons 2-3 (the seed's WMMA loop): one warp per 16x16 tile of C, 8 warps stacked in M per block, each
+    loading its own A and B tiles from global memory (the traffic model's tile: 16 x 16); M, N, K multiples of 16."""
     return GemmKernel(name=name, file=file, inputs=inputs, acc=acc, acc_rounding=acc_rounding, acc_block=acc_block,
                       emulate=emulate, block=(32, 8), block_tile=(128, 16), load_tile=(16, 16), tile_mn=16, tile_k=16,
-                      min_cc=min_cc,
-                      sweep=True, teaches=teaches, **kw)
+                      min_cc=min_cc, sweep=True, teaches=teaches, **kw)
 
 
 def _classic_rung(rung: int, name: str, idea: str, gain: float, why: str, **kw) -> GemmKernel:
@@ -385,11 +379,9 @@ KERNELS: dict[str, GemmKernel] = _registry([
                "mixed precision: FP16 inputs, FP32 accumulator"),
     _seed_wmma("wmma_fp16acc_gemm_kernel", "mixed_precision.cu", "fp16", "fp16", "nearest", 16, _fp16_fp16acc, (7, 0),
                "FP16 inputs, FP16 accumulator"),
-    # BF16 and TF32 inputs on the same loop, sm_80+. The BF16 kernel takes uint16 BF16 bit patterns; the
-    # TF32 kernel takes FP32 and rounds each fragment element with __float_to_tf32 (ties away from zero,
-    # helpers.formats.round_tf32_rna). Emulation models (emulate.model_for): BF16 as FP16 (block 16, 2 extra
-    # bits); TF32 block 4 (2 extra bits), both reproduced bit for bit on the H200 (experiment
-    # "mixed_emulator_probe").
+    # BF16 and TF32 inputs on the same loop, sm_80+. The BF16 kernel takes uint16 BF16 bit patterns; the TF32
+    # kernel takes FP32 and rounds each fragment element with __float_to_tf32 (ties away from zero,
+    # helpers.formats.round_tf32_rna). Emulation models (emulate.model_for): BF16 as FP16, TF32 block 4.
     _seed_wmma("wmma_bf16_gemm_kernel", "mixed_precision.cu", "bf16", "fp32", "truncate", 16, _bf16_fp32acc, (8, 0),
                "BF16 inputs (uint16 bits), FP32 accumulator: FP32's range, 8-bit precision"),
     _seed_wmma("wmma_tf32_gemm_kernel", "mixed_precision.cu", "tf32", "fp32", "truncate", 4, _tf32_fp32acc, (8, 0),
@@ -411,9 +403,8 @@ KERNELS: dict[str, GemmKernel] = _registry([
     _classic_rung(6, "ladder_mma_sync", "ldmatrix + mma.sync m16n8k16", 1.3,
                   "one ldmatrix.x4 replaces four fragment loads; fragments reused from registers",
                   min_cc=(8, 0), dyn_smem=PIPE_SMEM),
-    # Rung 7 (kernels/ladder_sm90a.cu, Hopper only): wgmma fed by TMA through mbarriers; a 128 x 256 block
-    # tile, K-tiles of 64; it reads B^T through a tensor map. Whether wgmma rounds inside each 16-deep step
-    # as mma.sync does is assumed by the emulation and checked on the GPU (tests/test_gpu_ladder.py).
+    # Rung 7 (kernels/ladder_sm90a.cu, Hopper only): wgmma fed by TMA through mbarriers, a 128 x 256 block tile,
+    # K-tiles of 64, B^T read through a tensor map; its emulation assumes mma.sync's rounding (checked on the GPU).
     GemmKernel(name="ladder_wgmma_tma", file=WGMMA_FILE, inputs="fp16", acc="fp32", acc_rounding="truncate",
                acc_block=16, emulate=_fp16_fp32acc, block=(256, 1), block_tile=(128, 256), tile_mn=256, tile_k=64,
                min_cc=(9, 0), only_cc=(9, 0), dyn_smem=WGMMA_SMEM, b_transposed=True,

@@ -13,8 +13,7 @@ from .plot_style import COLORS, apply_style
 
 def counters_beside(entries: list[dict], metrics: dict, *, source: str, tick_fontsize: float | None = None):
     """Bars per rung: TFLOP/s in the first panel, then one panel per Nsight Compute counter in `metrics`
-    ({counter name: axis label}); entries from helpers.experiments.hopper.ncu_rows. tick_fontsize: the
-    size of the rung labels under the bars (smaller, so that 7 two-digit rungs do not run together)."""
+    ({counter name: axis label}); entries from helpers.experiments.hopper.ncu_rows."""
     apply_style()
     panels = [("tflops", "TFLOP/s")] + list(metrics.items())
     # more than 7 rungs: two rows of panels, each wide enough for its two-digit labels
@@ -42,11 +41,9 @@ def counters_beside(entries: list[dict], metrics: dict, *, source: str, tick_fon
 
 def tile_orders(orders: dict, *, wave: int, title: str, waves: int = 3, rows: int | None = None,
                 outline_first: bool = False):
-    """One panel per order: the tiles of C that the first `waves` waves of `wave` CTAs compute, the first
-    wave darkest; later tiles left white. orders: {label: list of (tm, tn) in visiting order}
-    (helpers.analysis.tile_order). rows: show only the first `rows` tile rows (the waves drawn larger);
-    outline_first: outline the first wave's tiles and label each panel with the rows of A and columns
-    of B it reads (helpers.analysis.wave_footprint, 128 x 256 tiles)."""
+    """One panel per order ({label: (tm, tn) in visiting order}): the tiles of C that the first `waves` waves of
+    `wave` CTAs compute, the first darkest. rows: only the first `rows` tile rows; outline_first: outline the first
+    wave and label each panel with the rows of A and columns of B it reads (helpers.analysis.wave_footprint)."""
     apply_style()
     fig, axes = plt.subplots(1, len(orders), figsize=(11, 4.4))
     for ax, (label, tiles) in zip(np.atleast_1d(axes), orders.items()):
@@ -72,12 +69,10 @@ def tile_orders(orders: dict, *, wave: int, title: str, waves: int = 3, rows: in
 
 
 def ring_schedule(stages: int, load: float = 2.0, ktiles: int = 10) -> list[dict]:
-    """A model of the producer/consumer ring (kernels/hopper_sm90a.cu, rungs 9-15), in units of one K-tile's
-    wgmma time: K-tile kt goes to stage kt % stages in lap kt // stages; its TMA load starts when the
-    consumers have freed that stage (the tile `stages` before it is multiplied), takes `load` (an assumed
-    latency, not a measurement), and its wgmma starts when the load is in and the previous K-tile is done.
-    One dict per K-tile: kt, stage, lap, parity (lap % 2: what the consumers wait full[stage] for), issue,
-    full, start, end."""
+    """A model of the producer/consumer ring, in units of one K-tile's wgmma time: K-tile kt goes to stage
+    kt % stages; its TMA load starts when the consumers have freed that stage, takes `load` (assumed, not measured),
+    and its wgmma starts when the load is in and the previous K-tile is done. One dict per K-tile: kt, stage, lap,
+    parity (what the consumers wait full[stage] for), issue, full, start, end."""
     out: list[dict] = []
     for kt in range(ktiles):
         issue = out[kt - stages]["end"] if kt >= stages else 0.0
@@ -89,10 +84,8 @@ def ring_schedule(stages: int, load: float = 2.0, ktiles: int = 10) -> list[dict
 
 
 def mbarrier_ring(stages=(4, 2), load: float = 2.0, ktiles: int = 10):
-    """The ring over time, one panel per ring depth in `stages` (ring_schedule): per stage, when TMA is
-    filling it (light), when it is full and waiting (hatched), when the consumers' wgmma read it (dark,
-    labelled with the K-tile and the parity of full[] it was waited with); the bottom row, when the Tensor
-    Cores are busy (the title: their busy share over the last K-tiles). A shallow ring shows gaps there."""
+    """The ring over time, one panel per depth in `stages` (ring_schedule): per stage, TMA filling it (light), full
+    and waiting (hatched), read by wgmma (dark, with the K-tile and parity); the bottom row, the Tensor Cores busy."""
     apply_style()
     stages = list(stages)
     fig, axes = plt.subplots(len(stages), 1, figsize=(11, 1.2 + 0.62 * sum(s + 1 for s in stages)),
@@ -127,11 +120,9 @@ def mbarrier_ring(stages=(4, 2), load: float = 2.0, ktiles: int = 10):
 
 
 def cluster_multicast(*, bm: int, bn: int, bk: int, box_n: int, cluster: int = 2):
-    """Lesson 6, rung 12: one pipeline stage of a cluster of `cluster` CTAs on vertically adjacent tiles
-    (bm x bn each, kernels/hopper_sm90a.cu's HBM x HBN, K-stage HBK = bk, B in boxes of box_n columns:
-    BOX_N, CLUSTER_M = cluster). Each CTA loads its own bm x bk slice of A; B's bn / box_n boxes are shared
-    out, each CTA loading bn / box_n / cluster of them and multicasting each into every CTA of the cluster.
-    Arrows: who loads which box into whose shared memory. The title counts the bytes requested per stage."""
+    """Rung 12: one pipeline stage of a cluster of `cluster` CTAs on tiles stacked along M (bm x bn each, K-stage
+    bk, B in boxes of box_n columns). Each CTA loads its own slice of A and bn / box_n / cluster of B's boxes,
+    multicast into every CTA of the cluster (arrows). The title counts the bytes requested per stage."""
     apply_style()
     boxes = bn // box_n
     fig, ax = plt.subplots(figsize=(12, 5.6))
@@ -172,11 +163,8 @@ def cluster_multicast(*, bm: int, bn: int, bk: int, box_n: int, cluster: int = 2
 
 
 def register_split(*, entry: int, threads: int, producer: int, consumer: int, warpgroup: int = 128):
-    """Lesson 6, rung 9: the CTA's register pool before and after setmaxnreg (kernels/hopper_sm90a.cu:
-    __launch_bounds__(threads, 1) gives `entry` registers per thread; the producer warpgroup drops to
-    PRODUCER_REGS = producer, each consumer warpgroup rises to CONSUMER_REGS = consumer). Bars: registers
-    per warpgroup (threads x registers), against the pool entry x threads; the inc waits until the pool
-    holds what it asks for, so the after bar must fit inside the before bar."""
+    """Rung 9: the CTA's register pool (`entry` per thread at launch) before and after setmaxnreg (the producer
+    warpgroup down to `producer`, each consumer up to `consumer`): the after bar must fit inside the before bar."""
     apply_style()
     groups = threads // warpgroup
     pool = entry * threads
@@ -207,9 +195,8 @@ def register_split(*, entry: int, threads: int, producer: int, consumer: int, wa
 
 
 def split_k_units(grids: dict, *, K: int, title: str = ""):
-    """Lesson 6, rungs 14-15: one panel per launch ({label: helpers.analysis.split_k_units(...)}): for each CTA
-    (x) the K range it multiplies (y), one bar per work unit, coloured by its tile. Idle CTAs stay empty. A
-    replay of the scheduler, not a measurement."""
+    """Rungs 14-15: one panel per launch ({label: helpers.analysis.split_k_units(...)}): for each CTA the K range of
+    each of its work units, coloured by tile. A replay of the scheduler, not a measurement."""
     apply_style()
     fig, axes = plt.subplots(len(grids), 1, figsize=(11, 2.4 * len(grids)), sharex=True, squeeze=False)
     for ax, (label, units) in zip(axes[:, 0], grids.items()):
@@ -231,10 +218,9 @@ def split_k_units(grids: dict, *, K: int, title: str = ""):
 
 
 def cta_work(grids: dict, *, K: int, title: str = ""):
-    """Lesson 6, rung 16: one panel per launch ({label: helpers.analysis.tail_split_work(...)}): for each CTA (x)
-    the K-tiles it multiplies, stacked in the order it takes them (y): whole tiles grey, parts of split tiles
-    coloured by tile. The tallest bar bounds the kernel's time. The axis starts one whole tile below the
-    shortest stack of whole tiles, so that the last wave shows. A replay of the scheduler, not a measurement."""
+    """Rung 16: one panel per launch ({label: helpers.analysis.tail_split_work(...)}): for each CTA the K-tiles it
+    multiplies, stacked in order (whole tiles grey, parts of split tiles coloured); the axis starts one whole tile
+    below the shortest stack, so that the last wave shows. A replay of the scheduler, not a measurement."""
     apply_style()
     fig, axes = plt.subplots(len(grids), 1, figsize=(11, 2.4 * len(grids)), sharex=True, squeeze=False)
     ktiles = -(-K // 64)
