@@ -44,7 +44,6 @@ class GemmKernel:
     emulate: Callable              # emulate(A, B) -> C on the CPU, A and B as helpers.gemm takes them
     block: tuple                   # threads per block
     block_tile: tuple              # (rows, cols) of C per block: the grid
-    teaches: str
     output: str = ""               # C's format ("": the accumulator's)
     load_tile: tuple | None = None  # (rows, cols) of C whose rows of A and columns of B are loaded once and shared
     #                                 (the traffic model, helpers.analysis); None: the block tile
@@ -315,19 +314,19 @@ SKINNY_TIMED = ((128, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 8192))
 
 
 def _seed_wmma(name: str, file: str, inputs: str, acc: str, acc_rounding: str, acc_block: int, emulate: Callable,
-               min_cc: tuple, teaches: str, **kw) -> GemmKernel:
+               min_cc: tuple, **kw) -> GemmKernel:
     """Lessons 2-3 (the seed's WMMA loop): one warp per 16x16 tile of C, 8 warps stacked in M per block, each
     loading its own A and B tiles from global memory (the traffic model's tile: 16 x 16); M, N, K multiples of 16."""
     return GemmKernel(name=name, file=file, inputs=inputs, acc=acc, acc_rounding=acc_rounding, acc_block=acc_block,
                       emulate=emulate, block=(32, 8), block_tile=(128, 16), load_tile=(16, 16), tile_mn=16, tile_k=16,
-                      min_cc=min_cc, sweep=True, teaches=teaches, **kw)
+                      min_cc=min_cc, sweep=True, **kw)
 
 
 def _classic_rung(rung: int, name: str, idea: str, gain: float, why: str, **kw) -> GemmKernel:
     """Rungs 2-6 (kernels/ladder.cu): 256 threads, a 128 x 128 block tile, BK = 32, FP16 in, FP32 acc."""
     return GemmKernel(name=name, file=LADDER_FILE, inputs="fp16", acc="fp32", acc_rounding="truncate",
                       acc_block=16, emulate=_fp16_fp32acc, block=(256, 1), block_tile=(128, 128),
-                      tile_mn=128, tile_k=32, teaches=f"lesson 5, rung {rung}: {idea}", rung=rung, idea=idea,
+                      tile_mn=128, tile_k=32, rung=rung, idea=idea,
                       predicted_gain=gain, why=why, **kw)
 
 
@@ -341,8 +340,7 @@ def _hopper_rung(rung: int, name: str, idea: str, gain: float, threads: int = 38
     return GemmKernel(name=name, file=HOPPER_FILE, inputs="fp16", acc="fp32", acc_rounding="truncate",
                       acc_block=16, emulate=emulate, block=(threads, 1), block_tile=block_tile, tile_mn=8,
                       tile_k=8, min_cc=(9, 0), only_cc=(9, 0), dyn_smem=dyn_smem, tma_boxes=tma_boxes,
-                      isolate=True, teaches=f"lesson 6, rung {rung}: {idea}", rung=rung, lesson=6, idea=idea,
-                      predicted_gain=gain, **kw)
+                      isolate=True, rung=rung, lesson=6, idea=idea, predicted_gain=gain, **kw)
 
 
 def _skinny_rung(rung: int, name: str, idea: str, gain: float, c_box: tuple = (64, 32), **kw) -> GemmKernel:
@@ -369,23 +367,17 @@ KERNELS: dict[str, GemmKernel] = _registry([
     # (FP32), or one warp per 16x16 tile with 8 warps stacked in M (WMMA)
     GemmKernel(name="gemm_fp32_kernel", file="fp32_baseline.cu", inputs="fp32", acc="fp32",
                acc_rounding="nearest", acc_block=1, emulate=_fp32_fma, block=(16, 16),
-               block_tile=(16, 16), load_tile=(1, 1), sweep=True,
-               teaches="FP32 CUDA-core baseline: one thread per C element, FMA chain over K"),
+               block_tile=(16, 16), load_tile=(1, 1), sweep=True),
     _seed_wmma("wmma_gemm_naive", "wmma.cu", "fp16", "fp32", "truncate", 16, _fp16_fp32acc, (7, 0),
-               "naive WMMA: one warp per 16x16 tile, loads from global memory",
                rung=1, idea="naive WMMA (lesson 2)", predicted_gain=1.0,
                why="the starting point: every warp reloads its A and B tiles from global memory at every K step"),
-    _seed_wmma("wmma_mixed_gemm_kernel", "mixed_precision.cu", "fp16", "fp32", "truncate", 16, _fp16_fp32acc, (7, 0),
-               "mixed precision: FP16 inputs, FP32 accumulator"),
-    _seed_wmma("wmma_fp16acc_gemm_kernel", "mixed_precision.cu", "fp16", "fp16", "nearest", 16, _fp16_fp16acc, (7, 0),
-               "FP16 inputs, FP16 accumulator"),
+    _seed_wmma("wmma_mixed_gemm_kernel", "mixed_precision.cu", "fp16", "fp32", "truncate", 16, _fp16_fp32acc, (7, 0)),
+    _seed_wmma("wmma_fp16acc_gemm_kernel", "mixed_precision.cu", "fp16", "fp16", "nearest", 16, _fp16_fp16acc, (7, 0)),
     # BF16 and TF32 inputs on the same loop, sm_80+. The BF16 kernel takes uint16 BF16 bit patterns; the TF32
     # kernel takes FP32 and rounds each fragment element with __float_to_tf32 (ties away from zero,
     # helpers.formats.round_tf32_rna). Emulation models (emulate.model_for): BF16 as FP16, TF32 block 4.
-    _seed_wmma("wmma_bf16_gemm_kernel", "mixed_precision.cu", "bf16", "fp32", "truncate", 16, _bf16_fp32acc, (8, 0),
-               "BF16 inputs (uint16 bits), FP32 accumulator: FP32's range, 8-bit precision"),
-    _seed_wmma("wmma_tf32_gemm_kernel", "mixed_precision.cu", "tf32", "fp32", "truncate", 4, _tf32_fp32acc, (8, 0),
-               "TF32 WMMA m16n16k8: FP32 in memory, 10 fraction bits on the Tensor Core"),
+    _seed_wmma("wmma_bf16_gemm_kernel", "mixed_precision.cu", "bf16", "fp32", "truncate", 16, _bf16_fp32acc, (8, 0)),
+    _seed_wmma("wmma_tf32_gemm_kernel", "mixed_precision.cu", "tf32", "fp32", "truncate", 4, _tf32_fp32acc, (8, 0)),
     # Lesson 5: the ladder. Rung 1 is wmma_gemm_naive above; rungs 2-6 are in kernels/ladder.cu. Every rung
     # keeps one FP32 accumulator per output and walks K in order, 16 at a time, so one emulation fits all.
     _classic_rung(2, "ladder_smem_tiled", "shared-memory block tiling", 3.0,
@@ -408,9 +400,8 @@ KERNELS: dict[str, GemmKernel] = _registry([
     GemmKernel(name="ladder_wgmma_tma", file=WGMMA_FILE, inputs="fp16", acc="fp32", acc_rounding="truncate",
                acc_block=16, emulate=_fp16_fp32acc, block=(256, 1), block_tile=(128, 256), tile_mn=256, tile_k=64,
                min_cc=(9, 0), only_cc=(9, 0), dyn_smem=WGMMA_SMEM, b_transposed=True,
-               tma_boxes=((128, 64), (256, 64)), isolate=True,
-               teaches="lesson 5, rung 7: wgmma + TMA + mbarriers (sm_90a)",
-               rung=7, idea="wgmma + TMA + mbarriers (sm_90a)", predicted_gain=2.0,
+               tma_boxes=((128, 64), (256, 64)), isolate=True, rung=7, idea="wgmma + TMA + mbarriers (sm_90a)",
+               predicted_gain=2.0,
                why="Hopper's warpgroup MMA reads A and B from shared memory at a rate mma.sync cannot reach; "
                    "the copy engine fills a 128x256 tile (bytes per FLOP scale with 1/BM + 1/BN: 3/4 of "
                    "128x128's) with one thread"),
