@@ -1,11 +1,7 @@
-"""Models that need no GPU, for predicting and explaining what a kernel does: the global-memory
-traffic its block tile requests, shared-memory bank conflicts, ldmatrix's fragment addressing,
-and the instructions the compiler emitted (read from a recorded ``cuobjdump -sass`` listing).
-
-A kernel here is a registry entry (helpers.kernels): the models read its ``traffic_tile`` (the tile
-of C whose rows of A and columns of B are loaded once and shared: the block's in lesson 5's rungs 2-7,
-one warp's 16 x 16 in the seed's WMMA loop, one thread's element in gemm_fp32_kernel), ``in_dtype``
-and ``out_dtype``, never launch it. Lessons 1, 2 and 5 all use this one traffic model.
+"""Models that need no GPU, for predicting and explaining what a kernel does: the global-memory traffic its tile
+requests, shared-memory bank conflicts, fragment addressing, tile orders and waves, and the instructions the compiler
+emitted (read from a recorded ``cuobjdump -sass`` listing). A kernel here is a registry entry (helpers.kernels): the
+models read its ``traffic_tile`` and formats, never launch it.
 """
 from __future__ import annotations
 
@@ -19,9 +15,8 @@ from .paths import kernel_dir
 
 # --------------------------------------------------------------------------- traffic model
 def tile_traffic_bytes(M: int, N: int, K: int, bm: int, bn: int, elem_in: int = 2, elem_out: int = 4) -> float:
-    """Bytes that bm x bn tiles of C request from global memory (L1/L2/DRAM) if nothing is shared
-    between tiles: each reads its rows of A and columns of B once (A once per column of tiles, B once
-    per row of tiles) and writes its piece of C once. Per FLOP: (1/bm + 1/bn) elem_in / 2 for A and B."""
+    """Bytes that bm x bn tiles of C request from global memory if nothing is shared between tiles: each reads its
+    rows of A and columns of B once and writes its piece of C once. Per FLOP: (1/bm + 1/bn) elem_in / 2 for A and B."""
     return float(M * K * math.ceil(N / bn) * elem_in + K * N * math.ceil(M / bm) * elem_in + M * N * elem_out)
 
 
@@ -38,57 +33,31 @@ def intensity(kernel, M: int, N: int, K: int) -> float:
 
 
 # --------------------------------------------------------------------------- tile order (lesson 6)
-def hilbert_point(n: int, d: int) -> tuple[int, int]:
-    """Point d (0 <= d < n * n) of the Hilbert curve that fills an n x n grid, n a power of two, as (x, y): the
-    arithmetic of hilbert_unit in kernels/hopper_sm90a.cu (built with TILE_ORDER=1). Consecutive points are
-    neighbours, and every quarter of the curve fills one quadrant."""
-    if n < 1 or n & (n - 1) or not 0 <= d < n * n:
-        raise ValueError(f"hilbert_point needs a power-of-two n and 0 <= d < n * n (got n={n}, d={d})")
-    x = y = 0
-    s = 1
-    while s < n:
-        qx = (d // 2) & 1
-        qy = (d ^ qx) & 1
-        if qy == 0:
-            if qx == 1:
-                x, y = s - 1 - x, s - 1 - y
-            x, y = y, x
-        x, y = x + s * qx, y + s * qy
-        s, d = 2 * s, d // 4
-    return x, y
-
-
 def tile_order(tiles_m: int, tiles_n: int, order: str = "plain", group_m: int = 8, cluster: int = 1) -> list:
-    """The tiles (tm, tn) in the order a persistent kernel of kernels/hopper_sm90a.cu walks them: the same
-    arithmetic as its tile_of(). Work unit t = 0, 1, ... is a column of `cluster` tiles (tm = cluster * um
-    + rank); 'plain' takes the units row by row, 'grouped' takes group_m tile rows at a time, column by
-    column; 'hilbert' (built with TILE_ORDER=1) follows a Hilbert curve where the grid of units is square
-    with a power-of-two side, and is 'grouped' elsewhere. CTA c of a grid of G takes units c, c + G, ...: the
+    """The tiles (tm, tn) in the order a persistent kernel of kernels/hopper_sm90a.cu walks them (its tile_of()): work
+    unit t = 0, 1, ... is a column of `cluster` tiles (tm = cluster * um + rank); 'plain' takes the units row by row,
+    'grouped' takes group_m tile rows at a time, column by column. CTA c of a grid of G takes units c, c + G, ...: the
     first G units are the first wave."""
     units_m = -(-tiles_m // cluster)
-    square = units_m == tiles_n and units_m & (units_m - 1) == 0
     out = []
     for t in range(units_m * tiles_n):
-        if order == "hilbert" and square:
-            un, um = hilbert_point(units_m, t)
-        elif order == "plain":
+        if order == "plain":
             um, un = divmod(t, tiles_n)
-        elif order in ("grouped", "hilbert"):
+        elif order == "grouped":
             group = group_m // cluster
             first = t // (group * tiles_n) * group
             rows = min(units_m - first, group)
             inside = t % (group * tiles_n)
             um, un = first + inside % rows, inside // rows
         else:
-            raise ValueError(f"order {order!r}: 'plain', 'grouped' or 'hilbert'")
+            raise ValueError(f"order {order!r}: 'plain' or 'grouped'")
         out += [(um * cluster + r, un) for r in range(cluster)]
     return out
 
 
 def wave_footprint(tiles: list, bm: int = 128, bn: int = 256) -> dict:
-    """For a set of tiles in flight at once (one wave): the distinct rows of A and columns of B they read,
-    and the bytes of FP16 A and B per unit of K they ask for, against those distinct bytes (what L2
-    can serve from one copy of each)."""
+    """For the tiles of one wave: the distinct rows of A and columns of B they read, and the bytes of FP16 A and B
+    per unit of K they ask for, against those distinct bytes (what L2 can serve from one copy of each)."""
     rows = {tm for tm, _ in tiles}
     cols = {tn for _, tn in tiles}
     return {"tiles": len(tiles), "a_rows": len(rows) * bm, "b_cols": len(cols) * bn,
@@ -96,11 +65,9 @@ def wave_footprint(tiles: list, bm: int = 128, bn: int = 256) -> dict:
 
 
 def epilogue_store_wavefronts(swizzle: bool, banks: int = 32) -> int:
-    """Shared-memory wavefronts of one float2 store instruction of rung 13's epilogue (kernels/hopper_sm90a.cu):
-    lane (g = lane / 4, t = lane % 4) writes 8 bytes at row g, columns 2t, 2t + 1 of a box of 32 floats per
-    row (128 bytes); with the 128-byte swizzle, 16-byte chunk q of row r sits at chunk q ^ (r % 8). A wavefront
-    serves each bank once: the count is the most distinct 4-byte words any one bank must deliver (the 256
-    bytes stored need at least 2)."""
+    """Shared-memory wavefronts of one float2 store of rung 13's epilogue: lane (g = lane / 4, t = lane % 4) writes
+    row g, columns 2t, 2t + 1 of a box of 32 floats per row; with the 128-byte swizzle, 16-byte chunk q of row r sits
+    at chunk q ^ (r % 8). The count: the most distinct 4-byte words any one bank must deliver."""
     words: dict[int, set] = {}
     for lane in range(32):
         g, t = divmod(lane, 4)
@@ -115,9 +82,8 @@ def epilogue_store_wavefronts(swizzle: bool, banks: int = 32) -> int:
 # --------------------------------------------------------------------------- bank conflicts
 def bank_ways(row_stride_bytes: int, rows: int = 8, access_bytes: int = 16, banks: int = 32,
               bank_bytes: int = 4) -> int:
-    """How many times the busiest bank is hit when `rows` lanes each read `access_bytes` from
-    consecutive rows `row_stride_bytes` apart (one phase of ldmatrix / a 16-byte fragment load:
-    8 lanes x 16 bytes = all 32 banks once, if there is no conflict). 1 means conflict-free."""
+    """How many times the busiest bank is hit when `rows` lanes each read `access_bytes` from consecutive rows
+    `row_stride_bytes` apart (one phase of ldmatrix / a 16-byte fragment load). 1 means conflict-free."""
     hits = [0] * banks
     for r in range(rows):
         start = r * row_stride_bytes // bank_bytes
@@ -133,8 +99,8 @@ def smem_conflicts(pad: int) -> dict:
 
 
 def pad_options(pads=(0, 2, 4, 8, 16)) -> list[dict]:
-    """For each padding (in halves): bank conflicts of the fragment loads, and whether WMMA's rules
-    still hold: ldm a multiple of 8 halves (16 bytes), every fragment pointer 32-byte aligned."""
+    """For each padding (in halves): bank conflicts of the fragment loads, and whether WMMA's rules still hold (ldm
+    a multiple of 8 halves, every fragment pointer 32-byte aligned)."""
     out = []
     for pad in pads:
         lda, ldb = 32 + pad, 128 + pad
@@ -149,15 +115,11 @@ def pad_options(pads=(0, 2, 4, 8, 16)) -> list[dict]:
 
 # --------------------------------------------------------------------------- ldmatrix addressing
 def ldmatrix_fragments(kind: str) -> list[list[tuple[int, int]]]:
-    """Replays rung 6's ldmatrix addressing (kernels/ladder.cu) in Python: for each lane, the (row, col)
-    of the 16x16 A tile (kind 'a', ldmatrix.x4) or of the 16x16 B tile as (k, n) (kind 'b',
-    ldmatrix.x4.trans, two n8 tiles: n 0-7 then 8-15) that ends up in each of its fragment halves, in
-    PTX order (a0..a7; b0..b3 of the first n8 tile, then b0..b3 of the second, whose n is 8 more).
-
-    ldmatrix semantics (PTX ISA): lanes 8i..8i+7 give the row addresses of 8x8 matrix i; without
-    .trans, lane l receives row l/4, columns 2(l%4), 2(l%4)+1 of matrix i in register i; with
-    .trans, rows 2(l%4), 2(l%4)+1 of column l/4. The kernel's address for lane L is
-    row L % 16, column (L / 16) * 8."""
+    """Replays rung 6's ldmatrix addressing (kernels/ladder.cu): for each lane, the (row, col) of the 16x16 A tile
+    (kind 'a', ldmatrix.x4) or (k, n) of the B tile (kind 'b', ldmatrix.x4.trans, two n8 tiles) in each of its
+    fragment halves, in PTX order. PTX ISA: lanes 8i..8i+7 give the row addresses of 8x8 matrix i; without .trans
+    lane l receives row l/4, columns 2(l%4), 2(l%4)+1 of matrix i in register i; with .trans, rows 2(l%4), 2(l%4)+1
+    of column l/4. The kernel's address for lane L: row L % 16, column (L / 16) * 8."""
     def addr(L):
         return L % 16, (L // 16) * 8
 
@@ -183,10 +145,8 @@ SASS_OPS = ("LDG", "LDGSTS", "UTMALDG", "STS", "LDS", "LDSM", "HMMA", "HGMMA", "
 
 
 def sass_instructions(path):
-    """(kernel, address, text, opcode) for every instruction of a `cuobjdump -sass` listing, in order:
-    kernel is the last "Function :" name seen (None before the first), address the 4-hex-digit
-    offset, text the instruction without its encoding comment, opcode its mnemonic (predicate
-    stripped: "@P0 LDG.E ..." -> "LDG.E")."""
+    """(kernel, address, text, opcode) for every instruction of a `cuobjdump -sass` listing, in order: kernel the
+    last "Function :" name seen, opcode the mnemonic without its predicate ("@P0 LDG.E ..." -> "LDG.E")."""
     kernel = None
     for line in open(path):
         s = line.strip()
@@ -204,12 +164,10 @@ def sass_instructions(path):
 
 
 def sass_opcode_counts(path) -> dict[str, dict[str, int]]:
-    """{kernel: {opcode family: static count}} from a `cuobjdump -sass` listing: how many of each
-    instruction the compiler emitted (not how often they run). Families: the opcode before the first
-    dot (LDS.U16 -> LDS; LDSM.16.M88.4 -> LDSM), predicates stripped; SASS_OPS only.
-    An instruction predicated on @!PT (never true: PT is the always-true predicate) is not counted: it
-    never executes. ptxas emits such lines, e.g. `@!PT LDS RZ, [RZ]` just before the LDGSTS of
-    lesson 5's rungs 5-6. Any other predicate (@P0, @!P3, ...) can be true, so its instruction counts."""
+    """{kernel: {opcode family: static count}} from a `cuobjdump -sass` listing: how many of each instruction the
+    compiler emitted (not how often they run); families (LDS.U16 -> LDS) of SASS_OPS only. An instruction predicated
+    on @!PT never executes (PT is always true: ptxas emits `@!PT LDS RZ, [RZ]` before rungs 5-6's LDGSTS) and is
+    not counted."""
     out: dict[str, dict[str, int]] = {}
     for kernel, _, text, op in sass_instructions(path):
         if kernel is None:
@@ -225,9 +183,8 @@ def sass_opcode_counts(path) -> dict[str, dict[str, int]]:
 
 # --------------------------------------------------------------------------- pictures' models
 def kernel_defines(filename: str) -> dict[str, int]:
-    """The integer ``#define NAME value`` lines of kernels/<filename> (the first definition of each),
-    so that a picture of a kernel's tiles is drawn from the numbers the kernel compiles with:
-    kernel_defines("ladder.cu")["BM"] is rung 2-6's block tile height."""
+    """The integer ``#define NAME value`` lines of kernels/<filename> (the first of each), so that a picture of a
+    kernel's tiles is drawn from the numbers it compiles with."""
     out: dict[str, int] = {}
     for m in re.finditer(r"^\s*#define\s+([A-Z_][A-Z0-9_]*)\s+(\d+)\b", (kernel_dir() / filename).read_text(), re.M):
         out.setdefault(m.group(1), int(m.group(2)))
@@ -236,9 +193,8 @@ def kernel_defines(filename: str) -> dict[str, int]:
 
 def bank_map(row_stride_bytes: int, rows: int = 8, access_bytes: int = 16, banks: int = 32,
              bank_bytes: int = 4) -> list[list[int]]:
-    """The banks each of `rows` consecutive rows (row_stride_bytes apart) hits when each reads
-    `access_bytes` at the same column: one list of banks per row, the model behind bank_ways (whose
-    result is the largest count of any bank in these lists)."""
+    """The banks each of `rows` consecutive rows (row_stride_bytes apart) hits when each reads `access_bytes` at the
+    same column: the model behind bank_ways."""
     return [[(r * row_stride_bytes // bank_bytes + w) % banks for w in range(access_bytes // bank_bytes)]
             for r in range(rows)]
 
@@ -250,12 +206,10 @@ def swizzle_128b(rows: int = 8, chunks: int = 8) -> list[list[int]]:
 
 
 def stmatrix_pieces() -> list[list[tuple[int, int]]]:
-    """Replays rung 14's epilogue (kernels/hopper_sm90a.cu, ws_gemm with HALF_C) in Python: for each lane of a
-    warp, the (row, col) of the warp's 16 x 16 piece of C that each of its 8 FP16 values lands on after one
-    stmatrix.x4, in register order (register i = 8 x 8 matrix i, low half first). The kernel packs
-    d[4j], d[4j+1] into register 0, d[4j+2], d[4j+3] into 1, d[4j+4], d[4j+5] into 2, d[4j+6], d[4j+7] into 3,
-    and lane l names row l % 8 of matrix m = l / 8 at piece row (m & 1) * 8 + l % 8, column block m >> 1;
-    stmatrix (PTX ISA) stores register i of lane l at row l / 4, columns 2 (l % 4), +1 of matrix i."""
+    """Replays rung 14's epilogue (kernels/hopper_sm90a.cu, ws_gemm with HALF_C): for each lane, the (row, col) of
+    the warp's 16 x 16 piece of C that each of its 8 FP16 values lands on after one stmatrix.x4, in register order.
+    Lane l names row l % 8 of matrix m = l / 8 at piece row (m & 1) * 8 + l % 8, column block m >> 1; stmatrix
+    (PTX ISA) stores register i of lane l at row l / 4, columns 2 (l % 4), +1 of matrix i."""
     def origin(m):                                 # where 8 x 8 matrix m starts in the piece (the address lanes)
         return (m & 1) * 8, (m >> 1) * 8
 
@@ -276,10 +230,8 @@ def accumulator_owner(row: int, col: int) -> int:
 
 
 def split_k_units(M: int, N: int, K: int, ctas: int, splits: int, bm: int = 128, bn: int = 256) -> list[list]:
-    """Lesson 6, rungs 14-15: what each CTA of a persistent grid of `ctas` multiplies for an M x N x K product
-    cut into `splits` parts of K (helpers.kernels.split_k_plan's; 1: no split): per CTA, a list of
-    (tile, k0, k1) in the order it takes them (work unit t = part * tiles + tile, CTA c takes c, c + ctas, ...,
-    as ws_gemm's scheduler does; K-tiles of 64)."""
+    """Rungs 14-15: per CTA of a persistent grid of `ctas`, the (tile, k0, k1) it multiplies, in order, for an
+    M x N x K product cut into `splits` parts of K (work unit t = part * tiles + tile; CTA c takes c, c + ctas, ...)."""
     tiles = -(-M // bm) * -(-N // bn)
     ktiles = -(-K // 64)
     per = -(-ktiles // splits)
@@ -292,11 +244,10 @@ def split_k_units(M: int, N: int, K: int, ctas: int, splits: int, bm: int = 128,
 
 def tail_split_work(M: int, N: int, K: int, ctas: int, dp: int | None, splits: int, cluster: int = 2,
                     group_m: int = 8) -> list[list]:
-    """Lesson 6, rungs 14 and 16: what each CTA of a persistent grid of `ctas` (clusters of `cluster`) multiplies:
-    per CTA, (tile number, k0, k1) in the order it takes them. Work units are columns of `cluster` tiles in the
-    grouped order (tile_order); units t < dp are whole (all of K), and each unit after them is cut into
-    `splits` parts of K (helpers.kernels.tail_split_plan; rung 14 is dp = None: all units whole). Cluster c
-    takes units c, c + ctas / cluster, ..., as ws_gemm's scheduler does; K-tiles of 64."""
+    """Rungs 14 and 16: per CTA of a persistent grid of `ctas` (clusters of `cluster`), the (tile, k0, k1) it
+    multiplies, in order. Units (columns of `cluster` tiles, grouped order) below dp are whole; each after them is cut
+    into `splits` parts of K (helpers.kernels.tail_split_plan; dp = None: all whole). Cluster c takes units c,
+    c + ctas / cluster, ..."""
     tiles_m, tiles_n = -(-M // 128), -(-N // 256)
     order = tile_order(tiles_m, tiles_n, "grouped", group_m=group_m, cluster=cluster)
     units, groups, ktiles = len(order) // cluster, ctas // cluster, -(-K // 64)
@@ -321,10 +272,8 @@ def tail_split_work(M: int, N: int, K: int, ctas: int, dp: int | None, splits: i
 
 
 def sectors_per_row(row_bytes: int, segment: int = 128, sector: int = 32, rows: int = 64) -> float:
-    """Lesson 6, rung 16: the 32-byte sectors that one `segment`-byte piece of each row (a TMA box row: 128
-    bytes) touches, averaged over `rows` consecutive rows of a matrix whose rows are `row_bytes` apart and
-    whose first row starts on a sector (CuPy's allocations start on 256 bytes). 4.0 when rows are whole
-    sectors; more when a row starts inside one."""
+    """The 32-byte sectors that one `segment`-byte piece of each row (a TMA box row) touches, averaged over `rows`
+    consecutive rows `row_bytes` apart, the first starting on a sector: 4.0 when rows are whole sectors."""
     total = 0
     for r in range(rows):
         start = r * row_bytes

@@ -1,7 +1,5 @@
-"""Showing things in a notebook: kernel source straight from kernels/, small tables.
-
-Kernels are displayed from their files so a notebook never holds a second,
-drifting copy of the code.
+"""Showing things in a notebook: kernel source straight from kernels/ (so a notebook never holds a second, drifting
+copy of the code), the lines a rung changes, small tables.
 """
 from __future__ import annotations
 
@@ -18,11 +16,8 @@ from .results import tried
 
 
 def kernel_source(filename: str, name: str | None = None, with_header: bool = False, as_built: bool = False) -> str:
-    """The text of kernels/<filename>, or of one kernel in it (from `extern "C"` to its closing brace).
-
-    with_header=True keeps the file's leading comment block as well; as_built=True leaves out the code the file's
-    lab switches add (without_switched_code), as the kernels are recorded.
-    """
+    """The text of kernels/<filename>, or of one kernel in it (from `extern "C"` to its closing brace); with_header:
+    with the file's leading comment block; as_built: without the code the file's lab switches add."""
     text = (KERNEL_DIR / filename).read_text()
     if as_built:
         text = without_switched_code(text, lab_switches(text))
@@ -112,14 +107,13 @@ def _block_from(text: str, start: int) -> str:
 
 
 def code_only(line: str) -> str:
-    """A line of C++ without its // comment, string and character literals (for counting braces)."""
+    """A line of C++ without its // comment, string and character literals."""
     return re.sub(r"'(?:\\.|[^'\\])'", "''", re.sub(r'"(?:\\.|[^"\\])*"', '""', line)).split("//")[0]
 
 
 def block_end(lines: list[str], i: int) -> int:
     """The index of the line that closes the {...} block lines[i] opens: a '}' line, or the '} else ... {' line of
-    the next branch (a leading '}' of lines[i] itself closes the branch before, not this block). Comments, string
-    and character literals are ignored; the last line if the block never closes."""
+    the next branch (a leading '}' of lines[i] closes the branch before); the last line if it never closes."""
     depth = 0
     for j in range(i, len(lines)):
         text = code_only(lines[j])
@@ -133,15 +127,15 @@ def block_end(lines: list[str], i: int) -> int:
 
 
 def lab_switches(text: str) -> set[str]:
-    """The lab's switches in a kernel file's text: macros it defines as 0 unless told otherwise (`#ifndef X` /
-    `#define X 0`) that no knob (helpers.knobs) sets. A rung as recorded is built with each of them 0."""
+    """The lab's switches in a kernel file's text: macros defined as 0 unless told otherwise (`#ifndef X` /
+    `#define X 0`) that no knob sets. The rungs are built with each of them 0."""
     knobs = {k.define for rung in KNOBS.values() for k in rung.values()}
     return {x for x in re.findall(r"^#ifndef (\w+)\s*\n#define \1 0\b", text, re.M) if x not in knobs}
 
 
 def without_switched_code(text: str, off: set[str]) -> str:
-    """`text` without the lines a switch in `off` adds: each `#if X` or `#if X == 1` block (to its `#endif`, nested
-    #if ... #endif inside it included) for X in `off`. Blocks with an #else or #elif are kept whole."""
+    """`text` without each `#if X` or `#if X == 1` block (to its `#endif`) for X in `off`; blocks with an #else or
+    #elif are kept whole."""
     lines, out, i = text.splitlines(keepends=True), [], 0
     head = re.compile(r"#if\s+(\w+)(?:\s*==\s*1)?\s*$")
     while i < len(lines):
@@ -164,9 +158,8 @@ def without_switched_code(text: str, off: set[str]) -> str:
 
 
 def device_functions(filename: str, as_built: bool = False) -> dict[str, str]:
-    """{name: source} of the __device__ functions (and function templates) defined in kernels/<filename>
-    and the headers it includes from kernels/, in file order. as_built: as the rungs are recorded, without the
-    code the file's lab switches add (lab_switches, without_switched_code)."""
+    """{name: source} of the __device__ functions defined in kernels/<filename> and the headers it includes from
+    kernels/, in file order; as_built: without the code the file's lab switches add."""
     text = (KERNEL_DIR / filename).read_text()
     if as_built:
         text = without_switched_code(text, lab_switches(text))
@@ -196,9 +189,8 @@ def called_functions(code: str, functions: dict[str, str]) -> list[str]:
 
 
 def rung_code(key) -> str:
-    """A rung's whole code path: its extern "C" kernel, then every device function it calls (from its
-    file and the course headers) as the rung is built (device_functions(as_built=True): without the code of lab
-    switches), so that two rungs can be compared line by line."""
+    """A rung's whole code path as built: its extern "C" kernel, then every device function it calls, so that two
+    rungs can be compared line by line."""
     spec = lookup(key)
     kernel = kernel_source(spec.file, spec.name)
     fns = device_functions(spec.file, as_built=True)
@@ -206,9 +198,9 @@ def rung_code(key) -> str:
 
 
 def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool = False):
-    """The lines a rung changes against the rung before it (its `base`, or `prev`), read from kernels/: a unified
-    diff of the two code paths (rung_code), then the device functions the rung calls, each folded under
-    its name (a click opens it). Long diffs are cut at max_lines unless full=True."""
+    """The lines a rung changes against the rung before it (its `base`, or `prev`): a unified diff of the two code
+    paths (rung_code), then the device functions it calls, each folded under its name. Cut at max_lines unless
+    full=True."""
     from IPython.display import Markdown
 
     spec = lookup(key)

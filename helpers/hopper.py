@@ -1,14 +1,10 @@
 """TMA tensor maps (CUtensorMap) and cluster launches for Hopper kernels, through NVIDIA's cuda-bindings.
 
-A kernel that copies its tiles with TMA (``cp.async.bulk.tensor``) takes, instead of a pointer,
-a 128-byte descriptor of the matrix: its address, sizes, row stride, the box (tile) one copy
-moves, and the shared-memory swizzle. The driver's ``cuTensorMapEncodeTiled`` writes it; CuPy
-passes it to the kernel by value as a 0-d numpy array of that size (``tensor_map_2d``).
-``max_active_clusters`` says how many clusters of a kernel fit on the GPU at once (a persistent grid
-must fit in one wave); ``launch_ex`` launches with the cluster named (cuLaunchKernelEx), should a plain
-launch refuse a kernel that declares ``__cluster_dims__``. CuPy has none of the three; NVIDIA's
-``cuda-bindings`` (the driver API, with its own structures and enums) has all three and shares CuPy's
-driver and context. Only Hopper code needs it.
+A kernel that copies its tiles with TMA takes, instead of a pointer, a 128-byte descriptor of the matrix (address,
+sizes, row stride, box, swizzle), written by the driver's ``cuTensorMapEncodeTiled`` (``tensor_map_2d``).
+``max_active_clusters`` says how many clusters of a kernel fit on the GPU at once; ``launch_ex`` launches with the
+cluster named (cuLaunchKernelEx), should a plain launch refuse a kernel that declares ``__cluster_dims__``. CuPy has
+none of the three; ``cuda-bindings`` has them and shares CuPy's driver and context.
 """
 from __future__ import annotations
 
@@ -45,14 +41,11 @@ def _ok(d, result, call: str, detail: str):
 
 
 def tensor_map_2d(X, box_rows: int, box_cols: int, cols: int | None = None):
-    """A TMA descriptor (CUtensorMap) for the row-major FP16, FP32 or FP8-bytes (uint8) CuPy matrix X, boxes of
-    box_rows x box_cols elements (box_cols * element size = 128 bytes: one swizzle row), 128-byte
-    swizzle; parts of a box outside X read as zeros (and a TMA store drops them).
-    cols: the matrix is the first `cols` columns of X (X's width is then its leading dimension, as in BLAS's
-    lda); default: all of X.
-    Built by the driver's cuTensorMapEncodeTiled (cuda-bindings); returned as a 0-d numpy array of
-    128 bytes, which CuPy passes to a kernel by value (a numpy array of size one is passed by value,
-    like a scalar). The descriptor holds X's address: keep X alive while it is used."""
+    """A TMA descriptor (CUtensorMap) for the row-major FP16, FP32 or FP8-bytes (uint8) CuPy matrix X: boxes of
+    box_rows x box_cols elements (one 128-byte swizzle row wide), 128-byte swizzle; parts of a box outside X read as
+    zeros (and a TMA store drops them). cols: the matrix is the first `cols` columns of X (X's width its leading
+    dimension). Returned as a 0-d numpy array of 128 bytes, which CuPy passes by value. It holds X's address: keep X
+    alive while it is used."""
     rows, ld = X.shape
     cols = ld if cols is None else cols
     if not 0 < cols <= ld:
@@ -101,10 +94,9 @@ def launch_config(d, grid, block, smem: int, cluster, stream: int = 0):
 
 
 def max_active_clusters(kern, block, smem: int, cluster, grid=(132, 1, 1)) -> int | None:
-    """How many clusters of `kern` (a CuPy RawKernel that declares __cluster_dims__ = `cluster`) can be
-    resident on the GPU at once, with `block` threads and `smem` bytes of dynamic shared memory each
-    (cuOccupancyMaxActiveClusters); None when the driver cannot say. Not every SM need be usable:
-    a cluster's CTAs share one GPC, and GPCs may have SM counts that are not multiples of it."""
+    """How many clusters of `kern` (a CuPy RawKernel declaring __cluster_dims__ = `cluster`) can be resident at
+    once with `block` threads and `smem` bytes of dynamic shared memory each (cuOccupancyMaxActiveClusters); None
+    when the driver cannot say."""
     d = driver("counting the clusters that fit on the GPU (lesson 6)")
     err, n = d.cuOccupancyMaxActiveClusters(d.CUfunction(kern.kernel.ptr), launch_config(d, grid, block, smem, None))
     return int(n) if err == d.CUresult.CUDA_SUCCESS and n > 0 else None

@@ -1,12 +1,9 @@
 """Running one helpers function in a child Python process on the GPU.
 
-A kernel that faults leaves its process's CUDA context unusable, and one that hangs (an mbarrier
-that never completes) never returns: run in the notebook's own process, either would take every
-later GPU call, and every measurement not yet saved, with it. ``run_isolated("pkg.module:function",
-*args)`` runs that function in a fresh ``python`` with ``COURSE_DEVICE=gpu`` and returns its
-JSON-serialisable result, or ``{"error": ...}`` when the child failed, faulted or timed out.
-The registry marks such kernels ``isolate=True`` (helpers.kernels); ``helpers.gemm`` and the
-``ladder`` experiment send them here.
+A kernel that faults leaves its process's CUDA context unusable, and one that hangs never returns: in the notebook's
+own process, either would take every later GPU call with it. ``run_isolated("pkg.module:function", *args)`` runs the
+function in a fresh ``python`` with ``COURSE_DEVICE=gpu`` and returns its JSON result, or ``{"error": ...}`` when the
+child failed, faulted or timed out. Registry entries marked ``isolate=True`` run here.
 """
 from __future__ import annotations
 

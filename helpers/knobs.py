@@ -1,11 +1,9 @@
 """The compile-time knobs of the ladder's rungs, as data, and the registry entry a setting of them builds.
 
-``KNOBS`` lists the knobs of rungs 2-6 (kernels/ladder.cu) and 8-30 (kernels/hopper_sm90a.cu): the macro each
-sets, its allowed values, its default (the rung as recorded) and what changing it teaches; ``knob_table()``
-gives them as rows. ``validate_knobs`` checks a setting before anything is compiled (an unknown knob or value
-is an InputError that names the allowed ones), and ``variant_entry`` derives the variant's registry entry
-(dataclasses.replace of the entry, with the shared memory, the K multiple and the cluster the knobs imply).
-helpers.tryout compiles and times a variant; helpers.launch builds one.
+``KNOBS`` lists the knobs of rungs 2-6 (kernels/ladder.cu) and 8-30 (kernels/hopper_sm90a.cu): the macro each sets,
+its allowed values, its default (the rung as recorded) and what changing it teaches (``knob_table()``: as rows).
+``validate_knobs`` checks a setting before anything is compiled, and ``variant_entry`` derives the variant's registry
+entry (its shared memory, K multiple, cluster and tile). helpers.tryout compiles and times a variant.
 """
 from __future__ import annotations
 
@@ -20,23 +18,21 @@ from .errors import InputError
 from .kernels import (ALL_RUNGS, HOPPER_SMEM, HOPPER_STAGE, HOPPER_STORE_SMEM, GemmKernel, ct_smem, ladder_smem_bytes,
                       lookup, skinny_smem, tile_n_smem)
 
-# the most dynamic shared memory a block may opt in to on any GPU the course runs (sm_90: 227 KB;
-# sm_80 163 KB, sm_86/89 99 KB, sm_75 64 KB: the GPU's own limit is checked before a launch)
+# the most dynamic shared memory a block may opt in to on any GPU the course runs (sm_90: 227 KB; a GPU's own,
+# lower limit is checked before a launch)
 MAX_SMEM_OPTIN = 227 * 1024
 STATIC_SMEM_LIMIT = 48 * 1024       # static __shared__ arrays may not exceed this
 
 
 @dataclass(frozen=True)
 class Knob:
-    """One compile-time knob of a rung: what try_kernel takes (`name`), the macro it sets in the kernel's
-    file (`define`), the allowed values and the default (the rung as recorded; either may depend on the
-    other knobs' settings), what changing it teaches, and how it changes the launch settings."""
+    """One compile-time knob of a rung: what try_kernel takes (`name`), the macro it sets (`define`), the allowed
+    values and the default (either may depend on the knobs resolved before it), and what changing it teaches."""
     name: str
     define: str
     values: tuple | Callable
     default: int | Callable
     teaches: str
-    launch: str = ""
     depends: str = ""              # the knob the allowed values depend on (resolved before this one)
     rule: str = ""                 # the allowed values in words, when they depend on it
     forces: bool = False           # given at its default it still changes the build (CT_M: the C^T tile at every size)
@@ -54,19 +50,16 @@ def _pad(define: str, default: int) -> Knob:
     return Knob("PAD", define, (0, 8, 16), default,
                 "halves of padding per shared-memory row: 0 puts 8 rows of a fragment load in the same banks "
                 "(4-way conflicts on As, 8-way on Bs), 8 (16 bytes) spreads them over all 32 banks, 16 (32 bytes) "
-                "gives 2-way conflicts again (helpers.analysis.pad_options)",
-                "shared memory per stage: (BM (BK + PAD) + BK (BN + PAD)) x 2 bytes")
+                "gives 2-way conflicts again (helpers.analysis.pad_options)")
 
 
 _BK = Knob("BK", "BK", (16, 32, 64), 32,
            "K-depth of a tile: 64 halves the barriers and the loop overhead per K and moves twice the bytes per "
-           "copy round; 16 doubles them (the same bytes from global memory either way: BM and BN set the reuse)",
-           "K is zero-padded to a multiple of BK (tile_k); shared memory per stage grows with BK")
+           "copy round; 16 doubles them (the same bytes from global memory either way: BM and BN set the reuse)")
 _STAGES = Knob("STAGES", "STAGES", (2, 3, 4, 5, 6), 4,
                "shared-memory buffers of the cp.async pipeline: STAGES - 1 K-tiles are in flight while one is "
                "multiplied; 2 overlaps one copy with the math, more hide more latency and take more shared memory "
-               "(fewer blocks per SM)",
-               "dynamic shared memory: STAGES x (BM (BK + PAD) + BK (BN + PAD)) x 2 bytes")
+               "(fewer blocks per SM)")
 _WAIT = Knob("WAIT_GROUP", "WAIT_GROUP", lambda s: tuple(range(s["STAGES"] - 1)), lambda s: s["STAGES"] - 2,
              "N of cp.async.wait_group N: how many of its newest copy groups a thread leaves in flight when it "
              "waits for K-tile kt; STAGES - 2 waits for tile kt only, 0 drains the pipeline every step (the copies "
@@ -77,13 +70,12 @@ _LDMATRIX = Knob("LDMATRIX", "LDMATRIX", (0, 1), 1,
                  "0: every thread loads its own fragment registers (A: 4 32-bit loads per m16 tile, B: 2 16-bit "
                  "loads per register, along a column of Bs)")
 
-# kernels/hopper_sm90a.cu (lesson 6, sm_90a). Not knobs: the K-tile (HBK = 64 halves is one 128-byte swizzle
-# row: the TMA boxes, the descriptors and the swizzle all follow from it), the number of consumer warpgroups
-# (two of 64 rows make the 128-row tile), the tile order and the epilogue path (template switches, one per rung).
+# kernels/hopper_sm90a.cu (lesson 6, sm_90a). Not knobs: the K-tile (64 halves: one 128-byte swizzle row, which the
+# boxes, descriptors and swizzle follow), the two consumer warpgroups, the tile order and the epilogue (one
+# template switch per rung).
 _HSTAGES = Knob("STAGES", "HSTAGES", (2, 3, 4), 4,
                 "stages of the TMA/mbarrier ring (48 KB of shared memory each): with fewer, the producer can run "
-                "fewer K-tiles ahead of the Tensor Cores",
-                "dynamic shared memory: HSTAGES x 48 KB + 1152 bytes (+ 32 KB of epilogue buffers on rungs 13-15)")
+                "fewer K-tiles ahead of the Tensor Cores")
 _REGS = Knob("PRODUCER_REGS", "PRODUCER_REGS", (24, 40, 56), 40,
              "registers the producer warpgroup keeps after setmaxnreg.dec; the consumers share the rest of the CTA's "
              "168 x 384 (CONSUMER_REGS = (504 - PRODUCER_REGS) / 2, in steps of 8: 240, 232, 224): at 24 the "
@@ -95,34 +87,26 @@ _GROUP = dataclasses.replace(_GROUP11, values=lambda s: tuple(g for g in (2, 4, 
                              depends="CLUSTER_M", rule="2, 4, 8 or 16, a multiple of CLUSTER_M")
 _CLUSTER = Knob("CLUSTER_M", "CLUSTER_M", (1, 2, 4), 2,
                 "CTAs per cluster along M, each loading 4 / CLUSTER_M of the B tile they share and multicasting it "
-                "to all; 1: no cluster, every CTA loads all of B",
-                "cluster = (CLUSTER_M, 1, 1), or none for 1; the persistent grid is whole clusters")
+                "to all; 1: no cluster, every CTA loads all of B")
 
-# rung 17 (hopper_skinny): its ring and cluster have macros of their own, so that rung 14's CLUSTER_M = 4 still builds
+# rungs 17-24 (the skinny tile): their ring and cluster have macros of their own, so that rung 14's stay as they are
 _SKINNY_STAGES = Knob("STAGES", "SKINNY_STAGES", (2, 4, 6, 8), 8,
-                      "stages of the skinny rungs' ring (17-24) (24 KB each: a 64 x 128 tile's A and B): the K-tiles the producer can "
-                      "have in flight; at M = 128, where rung 17 streams B, fewer stages ran slower "
-                      "(lab/probes/rung17.py); 8 is the most that fits beside the epilogue buffers",
-                      "dynamic shared memory: SKINNY_STAGES x 24 KB + 33920 bytes (epilogue buffers, slack, barriers)")
+                      "stages of the skinny rungs' ring (24 KB each: a 64 x 128 tile's A and B): the K-tiles the "
+                      "producer can have in flight; 8 is the most that fits beside the epilogue buffers")
 _SKINNY_CLUSTER = Knob("CLUSTER_M", "SKINNY_CLUSTER", (1, 2), 2,
                        "CTAs per cluster along M sharing the B tile (each loads one of its 2 boxes and multicasts it); "
-                       "1: every CTA loads all of B",
-                       "cluster = (2, 1, 1), or none for 1")
-
+                       "1: every CTA loads all of B")
 _SKINNY_WAIT = Knob("WAIT_HINT", "SKINNY_WAIT", (0, 1, 2), 0,
-                    "how a thread waits for a stage (kernels/hopper_primitives.cuh, mbar_try): 0 mbarrier.try_wait with "
-                    "no time hint: the waiting thread is suspended until the phase completes or a time limit the "
-                    "hardware chooses passes, then asks again; 1 try_wait with a suspend-time hint of 10 ms: the same, "
-                    "with that limit instead of the hardware's; 2 mbarrier.test_wait, a spin that never suspends. At "
-                    "M = 128 a 64 x 128 tile waits twice per 1 MFLOP K-tile, four times as often per FLOP as rung 14's "
-                    "tile (lab/probes/wait_hint.py)")
-
+                    "how a thread waits for a stage (kernels/hopper_primitives.cuh, mbar_try): 0 mbarrier.try_wait "
+                    "with no time hint (suspended until the phase completes or a time limit the hardware chooses "
+                    "passes); 1 try_wait with a suspend-time hint of 10 ms; 2 mbarrier.test_wait, a spin that never "
+                    "suspends. A 64 x 128 tile waits four times as often per FLOP as rung 14's")
 _SKINNY_HINT_WAIT = dataclasses.replace(_SKINNY_WAIT, define="SKINNY_HINT_WAIT", default=1)   # rungs 21-24: set
 _SKINNY_DESC = Knob("DESC_ADD", "SKINNY_DESC", (0, 1), 1,
-                    "how a consumer names a stage's tiles to wgmma (kernels/hopper_sm90a.cu, ws_gemm's DESC): 1 builds "
-                    "the two shared-memory descriptors once and advances them by adding to their address field, as "
-                    "cuBLAS's kernel does; 0 rebuilds both from their addresses before every wgmma (mask, shift, OR), "
-                    "as rungs 21-22 do")
+                    "how a consumer names a stage's tiles to wgmma: 1 builds the two shared-memory descriptors once "
+                    "and advances them by adding to their address field, as cuBLAS's kernel does; 0 rebuilds both "
+                    "from their addresses before every wgmma, as rungs 21-22 do")
+
 
 def _cluster_built(row: dict):
     """The CTAs per cluster a recorded row ran with, from its grid ('66 clusters of 2 (the driver: ...)'), or None."""
@@ -136,32 +120,22 @@ _QUAD = Knob("CLUSTER_M", "QUAD_CLUSTER", (2, 4), 4,
              "them: with 4 a CTA asks L2 for 192 box rows per K-tile instead of 256. Left out, the launcher chooses "
              "per problem (helpers.kernels.quad_choice): 4 only where a row starts inside a 128-byte line and "
              "clusters of 4 add no wave, else 2 (rung 14's or 13's build); given, it is used at every size",
-             "cluster = (CLUSTER_M, 1, 1); the persistent grid is the whole clusters the driver fits at once, fewer "
-             "CTAs in clusters of 4 (helpers.launch.resident_blocks)", chosen=_cluster_built)
-
+             chosen=_cluster_built)
 _TILE_N = Knob("TILE_N", "TILE_N", (128, 152, 192, 224, 256), 256,
                "columns of the 128-row tile, a multiple of 8 up to 256 (wgmma's widths; here five of them): a narrower "
-               "tile makes more, smaller tiles, which can fill the last wave (at 5000^3 152 makes 10 whole waves of 66 "
-               "clusters of 2, as cuBLAS's 256 x 152 tiles make 5 of 132), but asks L2 for more box rows per FLOP, and "
-               "a width that is no multiple of 64 loads B's last box of 64 columns whole (lesson 6, Appendix D)",
-               "dynamic shared memory: HSTAGES x (16 KB of A + 8 KB per box of 64 columns of B) + 33920 bytes; the "
-               "launcher's cluster choice counts the waves of this width")
+               "tile makes more, smaller tiles, which can fill the last wave, but asks L2 for more box rows per FLOP, "
+               "and a width that is no multiple of 64 loads B's last box of 64 columns whole")
 
-# rungs 29-30: the C^T tile's ring (52 KB a stage: 160 rows of A and 4 boxes of B) and its height, which forces the tile
+# rungs 29-30: the C^T tile's ring (CT_M rows of A and 4 boxes of B a stage) and its height, which forces the tile
 _CT_STAGES = dataclasses.replace(
     _HSTAGES, teaches="stages of the TMA/mbarrier ring: with fewer, the producer can run fewer K-tiles ahead of the "
-    "Tensor Cores (lab/probes/tall_tile.py: 3 instead of 4 cost 14-16% at 4096^3 and 6144^3); left out, 4",
-    launch="dynamic shared memory: STAGES x (CT_M x 128 + 32768) bytes + the 16 KB epilogue + 1152 "
-           "(helpers.kernels.ct_smem); where the launcher builds rung 25's (26's) kernel, its 48 KB stages")
+    "Tensor Cores")
 _CT_M = Knob("CT_M", "CT_M", lambda s: (128, 160, 192) if s["STAGES"] <= 3 else (128, 160), 160,
              "rows of C per C^T tile, a multiple of 32 (the epilogue's boxes) from 128: 192 makes fewer, taller tiles "
-             "(at 5000^3 27 rows of tiles instead of 32) but only 3 stages fit beside the epilogue; 128 is rung 14's "
-             "tile and ring computed as C^T (cuBLAS's kernel at 4096^3): the orientation alone, bit-identical and x0.99 "
-             "(4096^3) / x1.01 (2048^3) over rung 25 (lab/probes/ct_tile.py --ct-m 128). Left out, the "
-             "launcher chooses per problem (helpers.launch.orientation_build): the 160-row C^T tile where the wave "
-             "model gives it x1.05 or more over rung 25 (26), else rung 25's (26's) own build; given, the C^T tile is "
-             "used at every size (at 4096^3 it wastes a wave: x0.83 measured, forced)",
-             "block tile CT_M x 256, A's TMA box CT_M x 64, shared memory per stage CT_M x 128 + 32768 bytes",
+             "but only 3 stages fit beside the epilogue; 128 is rung 14's tile and ring computed as C^T (the "
+             "orientation alone). Left out, the launcher chooses per problem (helpers.launch.orientation_build): the "
+             "160-row C^T tile where the wave model gives it x1.05 or more over rung 25 (26), else rung 25's (26's) "
+             "own build; given, the C^T tile is used at every size",
              depends="STAGES", rule="128 or 160, or 192 with STAGES 2 or 3", forces=True)
 
 # rung -> {knob name: Knob}, in the order they are resolved (WAIT_GROUP after STAGES, GROUP_M after CLUSTER_M)
@@ -215,8 +189,7 @@ def _ladder_launch(spec: GemmKernel, s: dict) -> dict:
 
 
 def _hopper_launch(spec: GemmKernel, s: dict) -> dict:
-    """kernels/hopper_sm90a.cu: HSTAGES stages of 48 KB (+ the epilogue's buffers on rungs 13-15), and the
-    cluster of rungs 12-13."""
+    """kernels/hopper_sm90a.cu: HSTAGES stages of 48 KB (+ the epilogue's buffers from rung 13 on), and the cluster."""
     out = {"dyn_smem": s["STAGES"] * HOPPER_STAGE + (HOPPER_SMEM - 4 * HOPPER_STAGE)
            + (HOPPER_STORE_SMEM - HOPPER_SMEM if spec.c_box else 0)}
     if "CLUSTER_M" in s:
@@ -225,22 +198,18 @@ def _hopper_launch(spec: GemmKernel, s: dict) -> dict:
 
 
 def _quad_launch(spec: GemmKernel, s: dict) -> dict:
-    """Rungs 25-26: rung 14's (13's) stages and cluster, and the tile TILE_N wide: its B boxes per stage (shared memory,
-    helpers.kernels.tile_n_smem) and its block tile."""
+    """Rungs 25-26: rung 14's (13's) stages and cluster, and the tile TILE_N wide (its shared memory and block tile)."""
     return {**_hopper_launch(spec, s), "dyn_smem": tile_n_smem(s["TILE_N"], s["STAGES"]), "block_tile": (128, s["TILE_N"])}
 
 
 def _ct_launch(spec: GemmKernel, s: dict) -> dict:
-    """Rungs 29-30: the C^T tile CT_M x 256, A's box CT_M rows, STAGES stages of it (helpers.kernels.ct_smem). Where
-    the launcher builds rung 25's (26's) kernel instead, that rung's own entry for the same options is used
-    (entry_for_options, from helpers.launch.orientation_build)."""
+    """Rungs 29-30: the C^T tile CT_M x 256, A's box CT_M rows, STAGES stages of it (helpers.kernels.ct_smem)."""
     return {"dyn_smem": ct_smem(s["CT_M"], s["STAGES"]), "block_tile": (s["CT_M"], 256),
             "tma_boxes": ((s["CT_M"], 64), (64, 64))}
 
 
 def _skinny_launch(spec: GemmKernel, s: dict) -> dict:
-    """Rung 17: SKINNY_STAGES stages of 24 KB plus the epilogue buffers (helpers.kernels.skinny_smem), and its
-    cluster."""
+    """Rungs 17-24: SKINNY_STAGES stages of 24 KB plus the epilogue buffers, and their cluster."""
     return {"dyn_smem": skinny_smem(s["STAGES"]), "cluster": None if s["CLUSTER_M"] == 1 else (s["CLUSTER_M"], 1, 1)}
 
 
@@ -252,8 +221,8 @@ LAUNCH: dict[int, Callable] = {**{r: _ladder_launch for r in (2, 3, 4, 5, 6)},
 
 
 def knob_table(like=None) -> list[dict]:
-    """One row per rung and knob (all rungs, or the one `like` names): what try_kernel takes, the macro,
-    the allowed values, the default (the rung as recorded), what it teaches, how it changes the launch."""
+    """One row per rung and knob (all rungs, or the one `like` names): what try_kernel takes, the macro, the allowed
+    values, the default (the rung as recorded) and what it teaches."""
     rungs = list(KNOBS) if like is None else [_table_rung(lookup(like))]
     rows = []
     for r in rungs:
@@ -263,7 +232,7 @@ def knob_table(like=None) -> list[dict]:
             rows.append({"rung": r, "kernel": ALL_RUNGS[r].name, "knob": k.name, "define": k.define,
                          "values": ", ".join(map(str, vals)) + (f" ({k.rule})" if k.rule else ""),
                          "default": k.default_for(defaults) if not callable(k.default) else "STAGES - 2",
-                         "teaches": k.teaches, "launch": k.launch or "-"})
+                         "teaches": k.teaches})
     return rows
 
 
@@ -344,9 +313,8 @@ def variant_entry(spec: GemmKernel, settings: dict) -> GemmKernel:
 
 
 def entry_for_options(spec: GemmKernel, options) -> GemmKernel:
-    """Registry entry `spec` as NVRTC builds it with `options`: the -D<macro>=<value> of its own knobs (variant_entry,
-    the other knobs at their defaults); `spec` itself when none of them is among the options. The launcher asks this
-    when a variant of one rung is built as another's kernel (rungs 29-30 choosing rung 25's (26's) build)."""
+    """Registry entry `spec` as NVRTC builds it with `options` (the -D<macro>=<value> of its own knobs, the others at
+    their defaults); `spec` itself when none is among them. For a variant built as another rung's kernel."""
     by_define = {k.define: name for name, k in KNOBS.get(spec.rung, {}).items()}
     given = {}
     for o in options:

@@ -1,19 +1,14 @@
 """One validation, padding and launch path for every kernel in the registry (helpers.kernels).
 
-``gemm(key, A, B, pad=False)`` takes a kernel name, a rung number or a registry entry, and numpy
-or CuPy arrays. It validates dtype, shape, contiguity, alignment and the kernel's tile multiples
-(``pad=True`` zero-pads M and N to ``tile_mn`` and K to ``tile_k``, and crops C: zero rows and
-columns add exact zeros to every dot product), and returns C (numpy in, numpy out). On the CPU
-backend it runs the kernel's numpy emulation instead, after the same validation, so a mistake
-gives the same message everywhere. On a GPU, ``launcher`` compiles the kernel (for its
-arch-specific target where it has one), opts in to more than 48 KB of dynamic shared memory
-when it asks for it, poisons C with NaN (so an element the kernel never writes cannot pass a
-check), transposes B for kernels that read B^T and builds TMA tensor maps for kernels that
-take them (helpers.hopper); a kernel marked ``isolate`` runs in a child process
-(helpers.isolate). A ``persistent`` kernel gets one block per SM, or as many as fit at once
-(``resident_blocks``); a kernel with a ``cluster`` is launched plainly (its ``__cluster_dims__``
-make the driver form the clusters), and through cuLaunchKernelEx with the cluster named should
-the driver refuse that (``launch_path`` says which one ran).
+``gemm(key, A, B, pad=False)`` takes a kernel name, a rung number or a registry entry, and numpy or CuPy arrays. It
+validates dtype, shape, contiguity, alignment and the kernel's tile multiples (``pad=True`` zero-pads M, N and K and
+crops C: zero rows and columns add exact zeros to every dot product) and returns C (numpy in, numpy out). The CPU
+backend runs the kernel's numpy emulation after the same validation, so a mistake gives the same message everywhere.
+On a GPU, ``launcher`` compiles the kernel, opts in to more than 48 KB of dynamic shared memory, poisons C with NaN
+(an element the kernel never writes cannot pass a check), transposes B for kernels that read B^T and builds TMA
+tensor maps (helpers.hopper). A ``persistent`` kernel gets as many blocks as fit at once (``resident_blocks``); a
+clustered one is launched plainly (its ``__cluster_dims__`` form the clusters), through cuLaunchKernelEx should the
+driver refuse that (``launch_path``); a kernel marked ``isolate`` runs in a child process (helpers.isolate).
 """
 from __future__ import annotations
 
@@ -31,8 +26,8 @@ from .device import backend
 from .errors import ArchitectureError, InputError, KernelCompileError, gpu_errors
 from .formats import from_bf16_bits
 from .hopper import launch_ex, max_active_clusters, tensor_map_2d
-from .kernels import (ALL_RUNGS, CT_GAIN, HOPPER_STAGE, HOPPER_STORE_SMEM, TAIL_SPLIT_CLUSTER, WITHDRAWN, GemmKernel,
-                      ct_waves_ratio, lookup, quad_choice, split_k_plan, tail_split_plan, tall_choice, tall_smem)
+from .kernels import (ALL_RUNGS, CT_GAIN, TAIL_SPLIT_CLUSTER, WITHDRAWN, GemmKernel, ct_waves_ratio, lookup,
+                      quad_choice, split_k_plan, tail_split_plan)
 from .knobs import entry_for_options
 
 DEFAULT_SMEM_LIMIT = 48 * 1024      # bytes of dynamic shared memory a block may use without opting in
@@ -130,9 +125,8 @@ def prepare(key, A, B, pad: bool = False):
 
 
 def require_runs_here(spec: GemmKernel, gpu) -> None:
-    """ArchitectureError when `gpu` cannot run `spec` (too old, not the one GPU its arch-specific code
-    is for, or withdrawn), raised before CuPy is touched: one line that says why, and a fix that says
-    what to look at instead (the CPU emulation, the recorded results)."""
+    """ArchitectureError, before CuPy is touched, when `gpu` cannot run `spec` (too old, not the one GPU its
+    arch-specific code is for, or withdrawn): one line that says why, and what to look at instead."""
     # arch-specific and withdrawn kernels say why in the lesson's words
     msg = spec.skip_message(gpu.cc) if spec.only_cc is not None or spec.name in WITHDRAWN else None
     if msg:
@@ -142,8 +136,7 @@ def require_runs_here(spec: GemmKernel, gpu) -> None:
 
 
 def _variant(source, options) -> dict:
-    """The keywords that compile a variant of an entry's file (an edited copy `source`, extra NVRTC
-    `options` such as -D knobs: helpers.tryout); none for the file as it is."""
+    """The keywords that compile a variant of an entry's file (an edited copy `source`, NVRTC `options`)."""
     out = {}
     if source is not None:
         out["source"] = source
@@ -153,9 +146,8 @@ def _variant(source, options) -> dict:
 
 
 def gpu_kernel(key, source: str | None = None, options: tuple = ()):
-    """The compiled RawKernel of `key` on this GPU, with its dynamic shared-memory limit raised when
-    it needs more than DEFAULT_SMEM_LIMIT; ArchitectureError when this GPU cannot run it. source /
-    options: compile a variant instead (an edited copy of the entry's file, -D knobs; helpers.tryout)."""
+    """The compiled RawKernel of `key` (or of a variant: source / options) on this GPU, its dynamic shared-memory
+    limit raised when it needs more than DEFAULT_SMEM_LIMIT; ArchitectureError when this GPU cannot run it."""
     spec = lookup(key)
     require_runs_here(spec, device.require_gpu(f"kernel {spec.name}"))
     if spec.only_cc is not None:
@@ -171,10 +163,9 @@ _RESIDENT: dict = {}
 
 
 def resident_blocks(key, source: str | None = None, options: tuple = ()) -> tuple[int, str]:
-    """(blocks, why) for a persistent kernel: one per SM, as many as fit at once; for a clustered
-    kernel, whole clusters only, and no more than the driver says fit at once (a cluster's blocks
-    share a GPC, and a GPC's SMs need not divide into whole clusters). source / options: a variant
-    (helpers.tryout), asked about apart from the entry."""
+    """(blocks, why) for a persistent kernel: one per SM; for a clustered kernel, whole clusters, no more than the
+    driver says fit at once (a cluster's blocks share a GPC, whose SMs need not divide into whole clusters).
+    source / options: a variant, asked about apart from the entry."""
     spec = lookup(key)
     var = _variant(source, options)
     slot = spec.name if not var else (spec.name, spec.dyn_smem, spec.block, source, tuple(options))
@@ -200,14 +191,13 @@ _CLUSTER_PATH: dict = {}     # kernel name -> "plain launch" | "cuLaunchKernelEx
 
 
 def launch_path(key) -> str | None:
-    """How a clustered kernel was launched in this process: 'plain launch' (its __cluster_dims__ formed
-    the clusters), 'cuLaunchKernelEx (...why...)' (the fallback), or None before its first launch."""
+    """How a clustered kernel was launched in this process: 'plain launch', 'cuLaunchKernelEx (...why...)' (the
+    fallback), or None before its first launch."""
     return _CLUSTER_PATH.get(lookup(key).name)
 
 
 def force_launch_ex(key) -> None:
-    """From now on in this process, launch this clustered kernel with cuLaunchKernelEx and its cluster
-    named (the fallback path, helpers.hopper.launch_ex) instead of trying a plain launch first."""
+    """From now on in this process, launch this clustered kernel with cuLaunchKernelEx (helpers.hopper.launch_ex)."""
     spec = lookup(key)
     if spec.cluster is None:
         raise InputError(f"{spec.name} declares no cluster; cuLaunchKernelEx is only for clustered kernels here.",
@@ -238,8 +228,7 @@ def _cluster_launch(spec: GemmKernel, kern, grid, args):
 
 
 def kernel_resources(key, source: str | None = None, options: tuple = ()) -> dict:
-    """Registers per thread, static/dynamic shared memory and local memory (spills) per the driver
-    (of a variant, with source / options: helpers.tryout)."""
+    """Registers per thread, static and dynamic shared memory and local memory (spills) per the driver."""
     spec = lookup(key)
     k = gpu_kernel(spec, **_variant(source, options))
     return {"regs": int(k.num_regs), "smem_static": int(k.shared_size_bytes), "smem_dynamic": int(spec.dyn_smem),
@@ -249,10 +238,8 @@ def kernel_resources(key, source: str | None = None, options: tuple = ()) -> dic
 def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int, source: str | None = None,
                     options: tuple = ()) -> tuple:
     """(entry, NVRTC options) of rung 25 or 26 for an M x N problem whose rows of A and B are a_row_bytes and
-    b_row_bytes apart: clusters of 4 as built, or of 2 (QUAD_CLUSTER=2: rung 14's or 13's template call), as
-    helpers.kernels.quad_choice decides from how many clusters of each size the driver lets run at once (and the
-    entry's tile width: the TILE_N knob). source / options: a variant (its other knobs, helpers.knobs), asked about
-    and built with them."""
+    b_row_bytes apart: clusters of 4 as built, or of 2 (per_shape_pair), as helpers.kernels.quad_choice decides from
+    how many clusters of each the driver lets run at once. source / options: a variant, asked about and built so."""
     options = tuple(options)
     pair = per_shape_pair(spec, options)
     fits = lambda: (resident_blocks(spec, source, options)[0] // 4,                          # noqa: E731
@@ -261,35 +248,11 @@ def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_by
     return (spec, options) if four else pair
 
 
-def tall_build(spec: GemmKernel, M: int, N: int, source: str | None = None, options: tuple = ()) -> tuple:
-    """(entry, NVRTC options) of rung 27 or 28 for an M x N problem: the tile helpers.kernels.tall_choice picks from
-    how many clusters of 2 of the tall tile (as built) and of rung 14's (13's) the driver lets run at once (tall_tile)."""
-    wide = tall_tile(spec, 128, 256, options)
-    fits = lambda: (resident_blocks(spec, source, options)[0] // 2,                           # noqa: E731
-                    resident_blocks(wide[0], source, wide[1])[0] // 2)
-    rows, width = tall_choice(M, N, fits)
-    return wide if rows == 128 else tall_tile(spec, rows, width, options)
-
-
-def tall_tile(spec: GemmKernel, rows: int, width: int, options: tuple = (), stages: int | None = None) -> tuple:
-    """(entry, NVRTC options) of rung 27 or 28 built with a rows x width tile (256 x 128 .. 192, or 128 x 256: rung
-    14's or 13's): the entry carries that tile's shared memory, block tile and box of A, the options -DTALL_M, -DTALL_N
-    (and -DTALL_STAGES where `stages` is given, else the kernel's own count) after `options`."""
-    if rows == 128:
-        smem = HOPPER_STORE_SMEM + ((stages or 4) - 4) * HOPPER_STAGE
-    else:
-        smem = tall_smem(width, stages)
-    extra = (f"-DTALL_STAGES={stages}",) if stages is not None else ()
-    return (dataclasses.replace(spec, dyn_smem=smem, block_tile=(rows, width), tma_boxes=((rows, 64), (64, 64))),
-            (*tuple(options), f"-DTALL_M={rows}", f"-DTALL_N={width}", *extra))
-
-
 def orientation_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int, source: str | None = None,
                       options: tuple = ()) -> tuple:
     """(entry, NVRTC options) of rung 29 or 30 for an M x N problem: its C^T tile where helpers.kernels.ct_waves_ratio
-    gives it at least CT_GAIN over rung 25 (26), else rung 25's (26's) own per-shape build (per_shape_build; the
-    same sums, bit for bit). The counts of resident clusters are the driver's for each build. source / options: a
-    variant (the STAGES, PRODUCER_REGS, GROUP_M knobs), built either way with them."""
+    gives it at least CT_GAIN over rung 25 (26), else rung 25's (26's) per-shape build (the same sums, bit for bit).
+    source / options: a variant, built either way with them."""
     options = tuple(options)
     base = entry_for_options(ALL_RUNGS[spec.base], options)     # a variant's knobs apply to rung 25's (26's) build too
     pair, pair_opts = per_shape_pair(base, options)
@@ -310,41 +273,30 @@ def per_shape_pair(spec: GemmKernel, options: tuple = ()) -> tuple:
     return dataclasses.replace(spec, cluster=(2, 1, 1)), (*tuple(options), "-DQUAD_CLUSTER=2")
 
 
-def chooses_build(spec: GemmKernel, options: tuple = ()) -> bool:
-    """Whether the launcher chooses the build per problem: rung 25's or 26's cluster where the build does not name
-    one (the CLUSTER_M knob of helpers.knobs compiles -DQUAD_CLUSTER=n, which the learner chose); rung 27's or 28's tile
-    where it names no tile (-DTALL_M, -DTALL_N); rung 29's or 30's orientation where it names no tile height (-DCT_M:
-    given, it forces the C^T tile)."""
-    names = {"tile": ("-DTALL_M=", "-DTALL_N="), "orientation": ("-DCT_M=",)}.get(spec.per_shape, ("-DQUAD_CLUSTER=",))
-    return bool(spec.per_shape) and not any(str(o).startswith(names) for o in options)
+# per_shape -> (the options that name a build, which the launcher then leaves as given; the function that chooses the
+# build for a problem): rungs 25-26's cluster, rungs 29-30's orientation
+PER_SHAPE = {"cluster": (("-DQUAD_CLUSTER=",), per_shape_build), "orientation": (("-DCT_M=",), orientation_build)}
 
 
 def build_for(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int, source: str | None = None,
               options: tuple = ()) -> tuple:
     """(entry, NVRTC options) the launcher builds for an M x N problem with rows of A and B a_row_bytes and
-    b_row_bytes apart: rungs 25-26's per-shape build where the options name no cluster (per_shape_build), rungs
-    27-28's where they name no tile (tall_build), rungs 29-30's orientation where they name no tile height
-    (orientation_build), else the entry and options as given. What a record says of a
-    launch (its grid) must come from this build."""
-    if chooses_build(spec, options):
-        if spec.per_shape == "tile":
-            return tall_build(spec, M, N, source, options)
-        if spec.per_shape == "orientation":
-            return orientation_build(spec, M, N, a_row_bytes, b_row_bytes, source, options)
-        return per_shape_build(spec, M, N, a_row_bytes, b_row_bytes, source, options)
+    b_row_bytes apart: the per-shape choice of the entry's build (PER_SHAPE) where the options do not name one, else
+    the entry and options as given. What a record says of a launch (its grid) must come from this build."""
+    if spec.per_shape:
+        names, choose = PER_SHAPE[spec.per_shape]
+        if not any(str(o).startswith(names) for o in options):
+            return choose(spec, M, N, a_row_bytes, b_row_bytes, source, options)
     return spec, tuple(options)
 
 
 def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options: tuple = (), ctas: int | None = None):
-    """For timing: returns (run, C, (M, N)); run() launches once on device arrays.
+    """For timing: (run, C, (M, N)); run() launches once on CuPy A and B.
 
-    A and B must already be CuPy arrays. C is the padded output, poisoned with NaN once (crop it
-    with C[:M, :N]); poison it again before a launch whose output you check. For a kernel that
-    reads B^T, run() also transposes B into a preallocated B^T (the timing includes it), and
-    run.kernel_only() launches the kernel alone on the B^T the last run() left. source / options:
-    launch a variant of the entry's kernel with the entry's settings (helpers.tryout passes an entry
-    whose shared memory and tile multiples follow its knobs). ctas: a persistent kernel's grid, when not
-    as many CTAs as fit at once (fewer only, whole clusters; a probe's question, e.g. 128 of 132).
+    C is the padded output, poisoned with NaN once (crop it with C[:M, :N]; poison it again before a launch whose
+    output you check). For a kernel that reads B^T, run() also transposes B (the timing includes it) and
+    run.kernel_only() launches the kernel alone. source / options: a variant of the entry's kernel, launched with the
+    entry's settings. ctas: a persistent kernel's grid, when fewer CTAs than fit at once (whole clusters).
     """
     import cupy
 
@@ -456,9 +408,8 @@ def gemm_lists(name: str, A: list, B: list, pad: bool) -> list:
 
 
 def verdicts(keys, A, B) -> list[str]:
-    """One line per kernel: its check against float64 on the current backend (the GPU kernel, or its
-    CPU emulation), zero-padded to its tiles, or why it is skipped here. A rung's line starts with
-    its number."""
+    """One line per kernel: its check against float64 on the current backend (the GPU kernel or its emulation),
+    zero-padded to its tiles, or why it is skipped here. A rung's line starts with its number."""
     b = backend()
     M, K = A.shape
     N = B.shape[1]

@@ -14,9 +14,8 @@ from .plot_style import (COLORS, STYLE, _finish, _legend_beside, apply_style, la
                          legend_beside, mark_zero_floor, separate_point_labels, size_tick_labels, zeros_on_a_floor)
 from .plots_fp8 import (fp8_error_vs_magnitude, fp8_overflow, fp8_promotion, fp8_scaling,  # noqa: F401
                         fp8_values)
-from .plots_hopper import (box_rows_in_lines, cluster_multicast, consumer_slices, counters_beside,  # noqa: F401
-                           cta_work, mbarrier_ring, register_split, ring_schedule, split_k_units, tile_orders,
-                           transposed_tile, wave_efficiency)
+from .plots_hopper import (cluster_multicast, counters_beside, cta_work, mbarrier_ring, register_split,  # noqa: F401
+                           ring_schedule, split_k_units, tile_orders)
 from .plots_ladder import (block_warp_tiles, cp_async_pipeline, fragment_owners, smem_banks,  # noqa: F401
                            swizzle_128b)
 

@@ -7,14 +7,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from .analysis import sectors_per_row, wave_footprint
-from .plot_style import COLORS, _finish, apply_style
+from .analysis import wave_footprint
+from .plot_style import COLORS, apply_style
 
 
 def counters_beside(entries: list[dict], metrics: dict, *, source: str, tick_fontsize: float | None = None):
     """Bars per rung: TFLOP/s in the first panel, then one panel per Nsight Compute counter in `metrics`
-    ({counter name: axis label}); entries from helpers.experiments.hopper.ncu_rows. tick_fontsize: the
-    size of the rung labels under the bars (smaller, so that 7 two-digit rungs do not run together)."""
+    ({counter name: axis label}); entries from helpers.experiments.hopper.ncu_rows."""
     apply_style()
     panels = [("tflops", "TFLOP/s")] + list(metrics.items())
     # more than 7 rungs: two rows of panels, each wide enough for its two-digit labels
@@ -42,11 +41,9 @@ def counters_beside(entries: list[dict], metrics: dict, *, source: str, tick_fon
 
 def tile_orders(orders: dict, *, wave: int, title: str, waves: int = 3, rows: int | None = None,
                 outline_first: bool = False):
-    """One panel per order: the tiles of C that the first `waves` waves of `wave` CTAs compute, the first
-    wave darkest; later tiles left white. orders: {label: list of (tm, tn) in visiting order}
-    (helpers.analysis.tile_order). rows: show only the first `rows` tile rows (the waves drawn larger);
-    outline_first: outline the first wave's tiles and label each panel with the rows of A and columns
-    of B it reads (helpers.analysis.wave_footprint, 128 x 256 tiles)."""
+    """One panel per order ({label: (tm, tn) in visiting order}): the tiles of C that the first `waves` waves of
+    `wave` CTAs compute, the first darkest. rows: only the first `rows` tile rows; outline_first: outline the first
+    wave and label each panel with the rows of A and columns of B it reads (helpers.analysis.wave_footprint)."""
     apply_style()
     fig, axes = plt.subplots(1, len(orders), figsize=(11, 4.4))
     for ax, (label, tiles) in zip(np.atleast_1d(axes), orders.items()):
@@ -72,12 +69,10 @@ def tile_orders(orders: dict, *, wave: int, title: str, waves: int = 3, rows: in
 
 
 def ring_schedule(stages: int, load: float = 2.0, ktiles: int = 10) -> list[dict]:
-    """A model of the producer/consumer ring (kernels/hopper_sm90a.cu, rungs 9-15), in units of one K-tile's
-    wgmma time: K-tile kt goes to stage kt % stages in lap kt // stages; its TMA load starts when the
-    consumers have freed that stage (the tile `stages` before it is multiplied), takes `load` (an assumed
-    latency, not a measurement), and its wgmma starts when the load is in and the previous K-tile is done.
-    One dict per K-tile: kt, stage, lap, parity (lap % 2: what the consumers wait full[stage] for), issue,
-    full, start, end."""
+    """A model of the producer/consumer ring, in units of one K-tile's wgmma time: K-tile kt goes to stage
+    kt % stages; its TMA load starts when the consumers have freed that stage, takes `load` (assumed, not measured),
+    and its wgmma starts when the load is in and the previous K-tile is done. One dict per K-tile: kt, stage, lap,
+    parity (what the consumers wait full[stage] for), issue, full, start, end."""
     out: list[dict] = []
     for kt in range(ktiles):
         issue = out[kt - stages]["end"] if kt >= stages else 0.0
@@ -89,10 +84,8 @@ def ring_schedule(stages: int, load: float = 2.0, ktiles: int = 10) -> list[dict
 
 
 def mbarrier_ring(stages=(4, 2), load: float = 2.0, ktiles: int = 10):
-    """The ring over time, one panel per ring depth in `stages` (ring_schedule): per stage, when TMA is
-    filling it (light), when it is full and waiting (hatched), when the consumers' wgmma read it (dark,
-    labelled with the K-tile and the parity of full[] it was waited with); the bottom row, when the Tensor
-    Cores are busy (the title: their busy share over the last K-tiles). A shallow ring shows gaps there."""
+    """The ring over time, one panel per depth in `stages` (ring_schedule): per stage, TMA filling it (light), full
+    and waiting (hatched), read by wgmma (dark, with the K-tile and parity); the bottom row, the Tensor Cores busy."""
     apply_style()
     stages = list(stages)
     fig, axes = plt.subplots(len(stages), 1, figsize=(11, 1.2 + 0.62 * sum(s + 1 for s in stages)),
@@ -127,11 +120,9 @@ def mbarrier_ring(stages=(4, 2), load: float = 2.0, ktiles: int = 10):
 
 
 def cluster_multicast(*, bm: int, bn: int, bk: int, box_n: int, cluster: int = 2):
-    """Lesson 6, rung 12: one pipeline stage of a cluster of `cluster` CTAs on vertically adjacent tiles
-    (bm x bn each, kernels/hopper_sm90a.cu's HBM x HBN, K-stage HBK = bk, B in boxes of box_n columns:
-    BOX_N, CLUSTER_M = cluster). Each CTA loads its own bm x bk slice of A; B's bn / box_n boxes are shared
-    out, each CTA loading bn / box_n / cluster of them and multicasting each into every CTA of the cluster.
-    Arrows: who loads which box into whose shared memory. The title counts the bytes requested per stage."""
+    """Rung 12: one pipeline stage of a cluster of `cluster` CTAs on tiles stacked along M (bm x bn each, K-stage
+    bk, B in boxes of box_n columns). Each CTA loads its own slice of A and bn / box_n / cluster of B's boxes,
+    multicast into every CTA of the cluster (arrows). The title counts the bytes requested per stage."""
     apply_style()
     boxes = bn // box_n
     fig, ax = plt.subplots(figsize=(12, 5.6))
@@ -171,73 +162,9 @@ def cluster_multicast(*, bm: int, bn: int, bk: int, box_n: int, cluster: int = 2
     return fig
 
 
-def consumer_slices(tiles: dict):
-    """Lesson 6, rungs 17 and 19: who computes which part of the block tile. One panel per entry of `tiles`
-    ({label: (bm, bn, consumers)}): the bm x bn tile of C cut into the consumer warpgroups' slices (64 rows, by
-    rows when bm is 128; by columns otherwise), each labelled with the wgmma it issues, m64nNk16 with N its
-    slice's width. Below each panel: the wgmmas per K-tile of 64 and the warps whose arrivals free a stage
-    (4 per consumer, in each CTA)."""
-    apply_style()
-    tall = max(bm for bm, _, _ in tiles.values())
-    fig, axes = plt.subplots(1, len(tiles), figsize=(5.2 * len(tiles), 1.2 + 2.2 * tall / 64), squeeze=False)
-    for ax, (label, (bm, bn, consumers)) in zip(axes[0], tiles.items()):
-        by_rows = bm == 128
-        sw, sh = (bn, 64) if by_rows else (bn // consumers, bm)
-        for c in range(consumers):
-            x, y = (0, c * 64) if by_rows else (c * sw, 0)
-            ax.add_patch(Rectangle((x, y), sw, sh, facecolor=COLORS[c + 1], alpha=0.55, edgecolor="k", linewidth=1.6))
-            ax.text(x + sw / 2, y + sh / 2, f"consumer {c}\nwgmma\nm64n{sw}k16", ha="center", va="center", fontsize=11)
-        ax.set_xlim(-4, max(bn, 128) + 4)
-        ax.set_ylim(tall + 4, -4)
-        ax.set_aspect("equal")
-        ax.axis("off")
-        ax.set_title(f"{label}: a {bm} x {bn} tile, {consumers} consumer warpgroup{'s' * (consumers > 1)}\n"
-                     f"{4 * consumers} wgmmas per K-tile; {4 * consumers} warps free each stage", loc="left",
-                     fontsize=11)
-    fig.tight_layout()
-    return fig
-
-
-def transposed_tile(rows: int = 160, cols: int = 256, slice_cols: int = 64, consumers: int = 2):
-    """Lesson 6, rung 29: why cuBLAS computes C^T. Left: a 128-row tile cut by rows into the consumers' 64-row
-    slices (wgmma's M is 64); a `rows`-row tile (160) is no whole number of them (hatched: the rows left over).
-    Right: the same `rows` x `cols` tile cut by columns into slices `slice_cols` wide, each computed as its
-    transpose, D' = B^T A^T: `slice_cols` rows of D' (wgmma's M) by `rows` columns (wgmma's N, any multiple of 8)."""
-    apply_style()
-    fig, axes = plt.subplots(1, 2, figsize=(11.5, 1.0 + 1.25 * rows / 64))
-    ax = axes[0]
-    for i in range(-(-rows // 64)):
-        h = min(64, rows - 64 * i)
-        whole = h == 64
-        ax.add_patch(Rectangle((0, 64 * i), cols, h, facecolor=COLORS[(i % consumers) + 1] if whole else "white",
-                               alpha=0.55, edgecolor="k", linewidth=1.6, hatch=None if whole else "//"))
-        ax.text(cols / 2, 64 * i + h / 2, f"consumer {i % consumers}: wgmma m64n{cols}k16" if whole else
-                f"{h} rows: no whole 64-row slice", ha="center", va="center", fontsize=11)
-    ax.set_title(f"{rows} x {cols} cut by rows: wgmma's M is 64", loc="left", fontsize=11)
-    ax = axes[1]
-    per = cols // consumers // slice_cols
-    for j in range(cols // slice_cols):
-        c = j // per
-        ax.add_patch(Rectangle((j * slice_cols, 0), slice_cols, rows, facecolor=COLORS[c + 1], alpha=0.35 + 0.2 * (j % per),
-                               edgecolor="k", linewidth=1.6))
-        ax.text(j * slice_cols + slice_cols / 2, rows / 2, f"consumer {c}\nslice {j % per}\nD' = {slice_cols} x {rows}"
-                f"\nm64n{rows}k16", ha="center", va="center", fontsize=10)
-    ax.set_title(f"{rows} x {cols} cut by columns, each slice as C^T: {rows} is wgmma's N", loc="left", fontsize=11)
-    for ax in axes:
-        ax.set_xlim(-4, cols + 4)
-        ax.set_ylim(max(rows, 64 * -(-rows // 64)) + 4, -4)
-        ax.set_aspect("equal")
-        ax.axis("off")
-    fig.tight_layout()
-    return fig
-
-
 def register_split(*, entry: int, threads: int, producer: int, consumer: int, warpgroup: int = 128):
-    """Lesson 6, rung 9: the CTA's register pool before and after setmaxnreg (kernels/hopper_sm90a.cu:
-    __launch_bounds__(threads, 1) gives `entry` registers per thread; the producer warpgroup drops to
-    PRODUCER_REGS = producer, each consumer warpgroup rises to CONSUMER_REGS = consumer). Bars: registers
-    per warpgroup (threads x registers), against the pool entry x threads; the inc waits until the pool
-    holds what it asks for, so the after bar must fit inside the before bar."""
+    """Rung 9: the CTA's register pool (`entry` per thread at launch) before and after setmaxnreg (the producer
+    warpgroup down to `producer`, each consumer up to `consumer`): the after bar must fit inside the before bar."""
     apply_style()
     groups = threads // warpgroup
     pool = entry * threads
@@ -268,9 +195,8 @@ def register_split(*, entry: int, threads: int, producer: int, consumer: int, wa
 
 
 def split_k_units(grids: dict, *, K: int, title: str = ""):
-    """Lesson 6, rungs 14-15: one panel per launch ({label: helpers.analysis.split_k_units(...)}): for each CTA
-    (x) the K range it multiplies (y), one bar per work unit, coloured by its tile. Idle CTAs stay empty. A
-    replay of the scheduler, not a measurement."""
+    """Rungs 14-15: one panel per launch ({label: helpers.analysis.split_k_units(...)}): for each CTA the K range of
+    each of its work units, coloured by tile. A replay of the scheduler, not a measurement."""
     apply_style()
     fig, axes = plt.subplots(len(grids), 1, figsize=(11, 2.4 * len(grids)), sharex=True, squeeze=False)
     for ax, (label, units) in zip(axes[:, 0], grids.items()):
@@ -292,10 +218,9 @@ def split_k_units(grids: dict, *, K: int, title: str = ""):
 
 
 def cta_work(grids: dict, *, K: int, title: str = ""):
-    """Lesson 6, rung 16: one panel per launch ({label: helpers.analysis.tail_split_work(...)}): for each CTA (x)
-    the K-tiles it multiplies, stacked in the order it takes them (y): whole tiles grey, parts of split tiles
-    coloured by tile. The tallest bar bounds the kernel's time. The axis starts one whole tile below the
-    shortest stack of whole tiles, so that the last wave shows. A replay of the scheduler, not a measurement."""
+    """Rung 16: one panel per launch ({label: helpers.analysis.tail_split_work(...)}): for each CTA the K-tiles it
+    multiplies, stacked in order (whole tiles grey, parts of split tiles coloured); the axis starts one whole tile
+    below the shortest stack, so that the last wave shows. A replay of the scheduler, not a measurement."""
     apply_style()
     fig, axes = plt.subplots(len(grids), 1, figsize=(11, 2.4 * len(grids)), sharex=True, squeeze=False)
     ktiles = -(-K // 64)
@@ -327,51 +252,5 @@ def cta_work(grids: dict, *, K: int, title: str = ""):
     axes[-1, 0].set_xlabel("CTA (one per SM); grey: a whole tile (all of K), colour: a part of a split tile")
     if title:
         fig.suptitle(title, x=0.01, ha="left", fontsize=12)
-    fig.tight_layout()
-    return fig
-
-
-def wave_efficiency(sizes, curves: dict, *, marks: dict | None = None, title: str = "", source: str = ""):
-    """Lesson 6, Appendix D: the share of a persistent grid's tile slots that hold output (y) against the size n
-    of an n x n output (x), one line per tile choice ({label: [efficiency per size]}); marks: {label: (n,
-    efficiency)} drawn as points (a tile cuBLAS ran). Computed from the tile counts, not measured."""
-    apply_style()
-    fig, ax = plt.subplots(figsize=(10, 3.6))
-    for label, ys in curves.items():
-        ax.plot(list(sizes), ys, label=label, linewidth=1.6)
-    for label, (n, y) in (marks or {}).items():
-        ax.plot([n], [y], "o", markersize=8, label=label)
-    ax.set_xlabel("n (an n x n output)")
-    ax.set_ylabel("tile slots holding output")
-    ax.set_ylim(min(0.7, *(min(ys) for ys in curves.values())) - 0.02, 1.01)
-    return _finish(ax, title, source, legend_outside=True)
-
-
-def box_rows_in_lines(row_bytes: list[int], *, rows: int = 8, segment: int = 128, line: int = 128, sector: int = 32):
-    """Lesson 6, Appendix D: where the first `segment` bytes of each of `rows` consecutive matrix rows fall
-    (one TMA box row: 64 FP16 values), against the 128-byte lines and 32-byte sectors of memory, for each row
-    stride in `row_bytes` (one panel each; the matrix starts on a line). A piece that starts inside a line spans
-    two lines: two L2 requests instead of one. Each panel's title gives the lines and sectors per piece, averaged
-    over the rows (helpers.analysis.sectors_per_row)."""
-    apply_style()
-    fig, axes = plt.subplots(1, len(row_bytes), figsize=(6.2 * len(row_bytes), 4.8), squeeze=False)
-    for ax, rb in zip(axes[0], row_bytes):
-        for r in range(rows):
-            start = r * rb % line                              # where the piece starts within its line
-            spans = (start + segment - 1) // line + 1
-            ax.add_patch(Rectangle((start, r + 0.15), segment, 0.7, facecolor=COLORS[1 if spans > 1 else 2],
-                                   alpha=0.85, edgecolor="k"))
-        for x in range(0, 2 * line + 1, sector):
-            ax.axvline(x, color="k", linewidth=2.0 if x % line == 0 else 0.6, alpha=0.8 if x % line == 0 else 0.3)
-        ax.set_xlim(0, 2 * line)
-        ax.set_ylim(rows, 0)
-        ax.set_xticks(range(0, 2 * line + 1, sector))
-        ax.set_xlabel("byte within two 128-byte lines (thin: 32-byte sectors)")
-        ax.set_ylabel("row")
-        ax.grid(False)
-        ax.set_title(f"rows {rb} bytes apart: {sectors_per_row(rb, segment, line, rows):.2f} lines and "
-                     f"{sectors_per_row(rb, segment, sector, rows):.2f} sectors per piece", fontsize=12, loc="left")
-    fig.suptitle(f"The first {segment} bytes of {rows} rows (orange: the piece spans two lines)", fontsize=14, x=0.01,
-                 ha="left")
     fig.tight_layout()
     return fig

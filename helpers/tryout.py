@@ -1,17 +1,12 @@
 """Try a changed kernel in one call: compile it, check it, time it beside the original and cuBLAS.
 
-``try_kernel(like, source=None, **knobs)`` takes a registered kernel (a name or a rung number) and
-compile-time knobs for its file (``try_kernel(5, STAGES=2)`` compiles it with ``-DSTAGES=2``; the knobs
-are listed in helpers.knobs), an edited copy of the file (``source=``; ``source_of(like, replace={old:
-new})`` gives one to start from), or both. On a GPU that runs it, the variant is compiled with NVRTC,
-launched with the entry's settings on a NaN-poisoned C, checked at a size that is not a tile multiple,
-then checked and timed at ``timing_size`` beside the original and cuBLAS; an edited source (and every
-kernel marked ``isolate``) runs in a child process, so a fault leaves the notebook's GPU context intact.
-The ``TryResult`` shows one table row and a bar plot; a compile error comes back as the readable NVRTC
-log, a fault as one verdict, a wrong result as the check's verdict and the first wrong block tile.
-
-Without a GPU, or on one that cannot run the kernel, it says so in one line and shows the sweep of those
-knobs recorded by the ``knobs`` experiment (helpers.experiments.knobs), or says that none was recorded.
+``try_kernel(like, source=None, **knobs)`` takes a registered kernel (a name or a rung number) and compile-time knobs
+(``try_kernel(5, STAGES=2)`` compiles it with ``-DSTAGES=2``; helpers.knobs lists them), an edited copy of its file
+(``source=``; ``source_of`` gives one to start from), or both. On a GPU that runs it, the variant is compiled, checked
+at a size that is no tile multiple, then checked and timed beside the original and cuBLAS (an edited source, and a
+kernel marked ``isolate``, in a child process). A compile error comes back as the readable log, a wrong result as the
+check's verdict and the first wrong block tile. Elsewhere it says why in one line and shows the recorded sweep of
+those knobs (the ``knobs`` experiment).
 """
 from __future__ import annotations
 
@@ -43,8 +38,8 @@ RECORD_FIX = "python -m helpers.record --update-experiments knobs"
 
 # --------------------------------------------------------------------------- sources
 def source_of(like="ladder_cp_async", replace: dict | None = None) -> str:
-    """The text of the file that holds kernel `like` (kernels/<file>), to edit and pass as source=. With
-    replace={old: new, ...}, a copy in which each `old` (which must occur exactly once) is replaced."""
+    """The text of kernels/<file> that holds kernel `like`, to edit and pass as source=; with replace={old: new},
+    each `old` (which must occur exactly once) replaced."""
     spec = lookup(like)
     text = (KERNEL_DIR / spec.file).read_text()
     for old, new in (replace or {}).items():
@@ -117,10 +112,9 @@ def _pool(timings: list):
 
 
 def wrong_tiles(C, ref, scale, tol: float, tile: tuple, first=None) -> dict:
-    """Where a failed result is wrong, by block tile (blockIdx.y = row // tile rows, blockIdx.x = column
-    // tile columns): elements NaN or beyond the tolerance (`tol` |A||B|); `first` (i, j) names one
-    when none is (a result the answer-scaled bound or the model rejects). Returns the first wrong
-    tile in launch order, its first wrong element and how many tiles hold one."""
+    """Where a failed result is wrong, by block tile: elements NaN or beyond `tol` |A||B| (`first` (i, j) names one
+    when none is: a result only the model rejects). Returns the first wrong tile in launch order, its first wrong
+    element and how many tiles hold one."""
     xp = __import__("cupy") if type(C).__module__.startswith("cupy") else np
     C64 = xp.asarray(C, dtype=xp.float64)
     with np.errstate(invalid="ignore"):
@@ -164,9 +158,8 @@ def tile_text(w: dict, tile: tuple) -> str:
 
 
 def check_variant(entry: GemmKernel, var: dict, A, B, ref=None) -> dict:
-    """GPU: one launch of the variant (entry, var = source / options for helpers.launch) on A, B (CuPy),
-    zero-padded to its tiles, C poisoned with NaN, checked with the entry's check; a dict with passed,
-    verdict, the check's fields, and where it is wrong."""
+    """GPU: one launch of the variant (entry, var: source / options) on CuPy A, B, zero-padded, C poisoned with NaN,
+    checked with the entry's check: passed, verdict, the check's fields, and where it is wrong."""
     import cupy
 
     run, C, (M, N) = launch.launcher(entry, A, B, pad=True, **var)
@@ -193,12 +186,10 @@ def _smem_limit() -> int:
 
 def measure(like, source=None, knobs=None, size=DEFAULT_SIZE, timing_size=TIMING_SIZE, runs: int = 1,
             seed: int = SEED, compare: bool = True) -> dict:
-    """GPU, in this process: the variant of `like` (source, knobs) compiled, checked at `size` and, when
-    it passes, checked and timed at timing_size^3 (with the original and cuBLAS when `compare`). Returns a
-    JSON-serialisable dict (TryResult.from_outcome reads it); 'stage' says how far it got: 'compile'
-    (a compile error: 'error' holds the readable log), 'cannot' (this GPU cannot run it), 'launch' (a
-    launch failed), 'fault' (the GPU context is lost: the caller must not use CUDA again), 'check' (a
-    wrong result), 'done'."""
+    """GPU, in this process: the variant of `like` compiled, checked at `size` and, if it passes, checked and timed
+    at timing_size^3 (with the original and cuBLAS when `compare`). A JSON-serialisable dict whose 'stage' says how
+    far it got: 'compile' ('error': the log), 'cannot' (not on this GPU), 'launch', 'fault' (the GPU context is
+    lost), 'check' (a wrong result), 'done'."""
     import cupy
 
     spec, settings, given = validate_knobs(like, knobs or {})
@@ -277,8 +268,7 @@ def _first_error(exc) -> str:
 
 
 def measure_json(like, source, knobs, size, timing_size, runs, seed, compare=True) -> dict:
-    """The child-process side of try_kernel (helpers.isolate): measure() with JSON arguments, numbers
-    made plain for JSON."""
+    """The child-process side of try_kernel: measure() with JSON arguments and result."""
     out = measure(like, source, knobs, tuple(size), timing_size, runs, seed, compare)
     return _plain(out)
 
@@ -330,9 +320,8 @@ class TryResult:
 
     @property
     def row(self) -> dict:
-        """variant, defines, passed, verdict, ms, tflops, vs_original, vs_cublas, clocks (one table row):
-        ms the variant's median at timing_size^3, vs_original / vs_cublas their median ms over the variant's
-        (above 1: the variant is faster), clocks the SM clock while the variant was timed."""
+        """One table row: variant, defines, passed, verdict, ms and tflops at timing_size^3, vs_original and
+        vs_cublas (their median ms over the variant's: above 1, the variant is faster), clocks."""
         v, o, c = (self.timing.get(k) or {} for k in ("variant", "original", "cublas"))
         ms = v.get("ms")
         return {"variant": self.variant, "defines": defines_text(self.defines), "passed": self.passed,
@@ -343,8 +332,7 @@ class TryResult:
 
     # -- showing it
     def lines(self) -> list[str]:
-        """What show() prints: the one line (not live), or the table row; then a compile log, a fault or
-        the check's details when there is one."""
+        """What show() prints: the one line and the recorded sweep, or the row and any compile log or fault."""
         if not self.live:
             out = [self.message]
             if self.recorded:
@@ -389,8 +377,8 @@ class TryResult:
         return "\n".join(self.lines())
 
     def figure(self):
-        """The bar plot: TFLOP/s of the variant, the original and cuBLAS (p10-p90 whiskers); not live,
-        the recorded sweep's values; None when there is nothing to draw."""
+        """The bar plot of TFLOP/s (p10-p90 whiskers): live, the variant, the original and cuBLAS; else the recorded
+        sweep; None when there is nothing to draw."""
         from . import plots     # matplotlib: loaded when a figure is drawn
 
         if self.live and self.timing.get("variant"):
@@ -430,15 +418,15 @@ def _shown_knob(rows: list[dict]):
 
 
 def _forcing(r: dict, knob) -> bool:
-    """Whether `knob`, given even at its default, changes the rung's build (CT_M): its recorded row as built then
-    did not use the default's value, and shows 'left out'."""
+    """Whether `knob`, given even at its default, changes the rung's build (CT_M): its row as recorded shows
+    'left out'."""
     k = KNOBS.get(r.get("rung"), {}).get(knob) if knob else None
     return bool(k and k.forces)
 
 
 def _chosen(r: dict, knob) -> str | None:
-    """For the row as recorded and a knob the launcher chooses per problem when it is left out (rungs 25-26's
-    CLUSTER_M): what it chose for this row's shape ('2, chosen per shape'), not the knob's default; else None."""
+    """For the row as recorded and a knob the launcher chooses per problem when left out (rungs 25-26's CLUSTER_M):
+    what it chose for this row's shape ('2, chosen per shape'); else None."""
     k = KNOBS.get(r.get("rung"), {}).get(knob) if knob else None
     if not (k and k.chosen) or r.get("knob") is not None:
         return None
@@ -477,8 +465,8 @@ def _tflops_range(t: dict):
 
 # --------------------------------------------------------------------------- the recorded sweep
 def recorded_sweep(spec: GemmKernel, given: dict | None = None):
-    """(rows, label) of the ``knobs`` experiment in the newest record for spec's rung: the default row and
-    the rows of the knobs in `given` (all of the rung's knobs when none is given); (None, why) without one."""
+    """(rows, label) of the newest record's ``knobs`` experiment for spec's rung: the default row and the rows of the
+    knobs in `given` (all of them when none is given); (None, why) without one."""
     try:
         rec = results.load_latest()
     except ResultsError as exc:
@@ -506,8 +494,7 @@ def _size_text(shape: tuple) -> str:
 
 
 def _not_here(spec: GemmKernel, source, given: dict, why: str, timing_size: int | None = None) -> TryResult:
-    """The result without a measurement: one line (why, and what is shown instead, at the size it was recorded; a
-    timing_size it was not recorded at is said so) and the recorded sweep."""
+    """The result without a measurement: one line (why, and what is shown instead) and the recorded sweep."""
     has = spec.rung in KNOBS and ALL_RUNGS[spec.rung] is spec
     rows, label = recorded_sweep(spec, given) if has else (None, f"{spec.name} has no knobs")
     what = (f"the sweep of {', '.join(given)}" if given else "the knob sweep") + f" of {spec.name}"
@@ -529,12 +516,11 @@ def _not_here(spec: GemmKernel, source, given: dict, why: str, timing_size: int 
 def try_kernel(like="ladder_cp_async", source: str | None = None, *, size=DEFAULT_SIZE,
                timing_size: int | None = TIMING_SIZE, runs: int = 1, isolate: bool | None = None, seed: int = SEED,
                **knobs) -> TryResult:
-    """Compile, check and time a variant of registered kernel `like` (a name or rung number): `source`, an
-    edited copy of its file (helpers.tryout.source_of), and/or compile-time knobs (KNOBS: e.g. STAGES=2).
-    Checked at `size` (M, N, K; not a tile multiple: zero-padded), then checked and timed at
-    timing_size^3 beside the original and cuBLAS (`runs` alternating rounds; timing_size=None: check
-    only). isolate: run it in a child process (default: for an edited source and for kernels marked
-    isolate), so that a fault cannot take this process's GPU context. See the module docstring."""
+    """Compile, check and time a variant of registered kernel `like` (a name or rung number): `source`, an edited
+    copy of its file (source_of), and/or compile-time knobs (e.g. STAGES=2). Checked at `size` (M, N, K; zero-padded),
+    then checked and timed at timing_size^3 beside the original and cuBLAS (`runs` alternating rounds;
+    timing_size=None: check only). isolate: in a child process (default: for an edited source and kernels marked
+    isolate). See the module docstring."""
     spec, settings, given = validate_knobs(like, knobs)
     if source is not None:
         _check_source(spec, source)

@@ -111,7 +111,7 @@ def test_sass_opcode_counts_skip_never_executed_padding(tmp_path):
 
 
 # --------------------------------------------------------------------------- the tile order (lesson 6: kernels/hopper_sm90a.cu's tile_of)
-@pytest.mark.parametrize("order", ["plain", "grouped", "hilbert"])
+@pytest.mark.parametrize("order", ["plain", "grouped"])
 @pytest.mark.parametrize("cluster", [1, 2])
 def test_tile_order_visits_every_tile_once(order, cluster, subtests):
     for tm, tn in [(64, 32), (32, 16), (3, 5), (1, 32), (17, 9), (16, 16)]:
@@ -132,56 +132,6 @@ def test_grouped_order_halves_the_wave_footprint_at_8192():
     assert grouped["distinct_per_k"] < 0.65 * plain["distinct_per_k"]
     assert analysis.tile_order(16, 4, "grouped")[:3] == [(0, 0), (1, 0), (2, 0)]
     assert analysis.tile_order(16, 4, "plain")[:3] == [(0, 0), (0, 1), (0, 2)]
-
-
-
-
-def test_hilbert_order_walks_neighbours_and_falls_back_to_grouped():
-    """TILE_ORDER=1's order (issue 25): on a square power-of-two grid of units every step goes to a neighbouring unit
-    and each quarter of the walk fills one quadrant; elsewhere it is the grouped order; the first wave at 4096^3 and
-    8192^3 (66 units of 2 tiles on 132 SMs) spans about as many rows of A and columns of B as GROUP_M=16's, fewer
-    than the grouped order's columns of B. Bad arguments name what is wrong."""
-    for n in (1, 2, 4, 16, 32):
-        pts = [analysis.hilbert_point(n, d) for d in range(n * n)]
-        assert len(set(pts)) == n * n and pts[0] == (0, 0)
-        assert all(abs(a[0] - b[0]) + abs(a[1] - b[1]) == 1 for a, b in zip(pts, pts[1:]))
-        q = n * n // 4
-        for k in range(4 if n > 1 else 0):                              # a quarter of the walk, one quadrant
-            assert len({(x // (n // 2), y // (n // 2)) for x, y in pts[k * q:(k + 1) * q]}) == 1
-    assert analysis.tile_order(30, 15, "hilbert", cluster=2) == analysis.tile_order(30, 15, "grouped", cluster=2)
-    for tiles_m, tiles_n in ((32, 16), (64, 32)):                     # 4096^3, 8192^3: 128 x 256 tiles, clusters of 2
-        assert analysis.tile_order(tiles_m, tiles_n, "hilbert", cluster=2) != \
-            analysis.tile_order(tiles_m, tiles_n, "grouped", cluster=2)
-    for tiles_m, tiles_n in ((32, 16), (64, 32)):
-        wave = {name: analysis.wave_footprint(analysis.tile_order(tiles_m, tiles_n, o, g, cluster=2)[:132])
-                for name, o, g in (("8", "grouped", 8), ("16", "grouped", 16), ("hilbert", "hilbert", 8))}
-        assert wave["hilbert"]["b_cols"] < wave["8"]["b_cols"]
-        assert wave["hilbert"]["distinct_per_k"] <= 1.1 * wave["16"]["distinct_per_k"]
-    for bad in ((3, 0), (4, 16), (0, 0)):
-        with pytest.raises(ValueError, match="power-of-two"):
-            analysis.hilbert_point(*bad)
-
-
-def test_the_kernels_hilbert_unit_is_the_model(tmp_path):
-    """kernels/hopper_sm90a.cu's hilbert_unit, its own text compiled for the host (g++), gives the points of
-    analysis.hilbert_point for every d of 16 x 16 and 32 x 32, the grids of units at 4096^3 and 8192^3."""
-    import shutil
-    import subprocess
-
-    cxx = shutil.which("g++") or shutil.which("c++")
-    if cxx is None:
-        pytest.skip("no host C++ compiler (g++) on this machine")
-    src = (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
-    start = src.index("__device__ __forceinline__ void hilbert_unit(")
-    body = src[start:src.index("\n}\n", start) + 3].replace("__device__ __forceinline__ ", "static ")
-    prog = tmp_path / "h.cpp"
-    prog.write_text(body + "#include <cstdio>\nint main() { for (int n = 16; n <= 32; n *= 2) for (int d = 0; "
-                    "d < n * n; ++d) { int x, y; hilbert_unit(n, d, x, y); std::printf(\"%d %d %d %d\\n\", n, d, x, y); } }\n")
-    subprocess.run([cxx, "-O1", "-o", str(tmp_path / "h"), str(prog)], check=True, capture_output=True)
-    out = subprocess.run([str(tmp_path / "h")], check=True, capture_output=True, text=True).stdout.split("\n")
-    got = [tuple(map(int, line.split())) for line in out if line]
-    assert len(got) == 16 * 16 + 32 * 32
-    assert all((x, y) == analysis.hilbert_point(n, d) for n, d, x, y in got)
 
 
 def test_epilogue_store_wavefronts():

@@ -289,8 +289,8 @@ def _report_text(r: dict) -> str:
 
 
 # Kernels the sources still define for the lab's probes but no lesson runs (lab/probes/sanitize_new_kernels.py
-# covers them): lost FP8 variants whose code the kept kernels share.
-LAB_ONLY = ("fp8_promote_pingpong", "fp8_promote_2acc")
+# covers them): lost FP8 variants whose code the kept kernels share, and lesson 6's rungs outside the ladder.
+LAB_ONLY = ("fp8_promote_pingpong", "fp8_promote_2acc", "hopper_tall_tile", "hopper_tall_tile_f32c", "hopper_ct_pair_n")
 
 
 def kernels_in_sources() -> list[str]:

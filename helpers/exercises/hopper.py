@@ -1,10 +1,6 @@
-"""Lesson 6 exercises: the register budget setmaxnreg shares out, the bytes a stage's mbarrier expects,
-the waves of a persistent grid, and one that edits a kernel (check_ring_edit: predict, edit the ring's
-depth, run it live on a Hopper GPU or read the H200's recorded sweep elsewhere).
-
-Each checker computes the expected answer itself (from the tile sizes in helpers.kernels and the
-Hopper limits) and prints one verdict line ("Not answered yet", "Correct.", or "Not quite" with a
-hint); see helpers/exercises/__init__.py.
+"""Lesson 6 exercises: the register budget setmaxnreg shares out, the bytes a stage's mbarrier expects, the waves of
+a persistent grid, and one that edits a kernel (check_ring_edit). Each checker computes the expected answer itself
+and prints one verdict line (helpers/exercises/__init__.py).
 """
 from __future__ import annotations
 
@@ -21,41 +17,23 @@ CTA_POOL = REG_FILE // THREADS // 8 * 8 * THREADS
 
 
 def consumer_registers(producer: int = 40, consumers: int = 2, pool: int = CTA_POOL) -> int:
-    """The most registers per thread two (or `consumers`) consumer warpgroups can take with setmaxnreg.inc
-    when the producer warpgroup keeps `producer`: what is left of the CTA's pool, in multiples of 8
-    (kernels/hopper_sm90a.cu's CONSUMER_REGS)."""
+    """The most registers per thread the consumer warpgroups can take with setmaxnreg.inc when the producer keeps
+    `producer`: what is left of the CTA's pool, in multiples of 8 (the kernel's CONSUMER_REGS)."""
     return (pool - 128 * producer) // (128 * consumers) // 8 * 8
 
 
 def stage_bytes(N: int, tn: int, a_in: bool = True, bm: int = 128, bn: int = 256, bk: int = 64, box_n: int = 64) -> int:
-    """Bytes TMA delivers to one stage of tile column tn (kernels/hopper_sm90a.cu: A's box unless the tile
-    lies below M, and each 64-column box of B that starts left of N)."""
+    """Bytes TMA delivers to one stage of tile column tn: A's box (unless the tile lies below M) and each 64-column
+    box of B that starts left of N."""
     boxes = min(bn // box_n, math.ceil((N - tn * bn) / box_n))
     return (bm * bk * 2 if a_in else 0) + boxes * bk * box_n * 2
 
 
 def waves(M: int, N: int | None = None, sms: int = 132, bm: int = 128, bn: int = 256) -> tuple[int, float]:
-    """(waves, busy fraction) of a persistent grid of `sms` CTAs over the tiles of an M x N output (N
-    defaults to M)."""
+    """(waves, busy fraction) of a persistent grid of `sms` CTAs over the tiles of an M x N output (N: M)."""
     tiles = math.ceil(M / bm) * math.ceil((M if N is None else N) / bn)
     w = math.ceil(tiles / sms)
     return w, tiles / (w * sms)
-
-
-def tile_efficiency(M: int, N: int, bm: int, bn: int, sms: int = 132) -> float:
-    """The share of a persistent grid's tile slots that hold output: M N over (waves x sms x bm x bn). The
-    waves' last one partly empty and the tiles' parts outside C both lower it (lesson 6, Appendix D)."""
-    w, _ = waves(M, N, sms, bm, bn)
-    return M * N / (w * sms * bm * bn)
-
-
-TILE_WIDTHS = range(128, 257, 8)    # wgmma's N in steps of 8, from rung 14's half to its whole width
-
-
-def best_tile_width(n: int, bm: int = 128, widths=TILE_WIDTHS, sms: int = 132) -> int:
-    """The width bn (of `widths`) whose bm x bn tiles fill the waves of an n x n output best (the narrowest
-    among equals)."""
-    return max(widths, key=lambda bn: (round(tile_efficiency(n, n, bm, bn, sms), 9), -bn))
 
 
 @checker
@@ -84,8 +62,8 @@ EDIT_TOLERANCE = 0.10     # a prediction within 10% of the measured ratio counts
 
 
 def recorded_ratio(like=11, knob: str = "STAGES", value: int = 2) -> tuple[float, float, float, str]:
-    """(ratio, low, high, label): the variant's speed over the rung's as recorded in the ``knobs`` experiment
-    (its median, and the spread the p10-p90 timings of both allow), and the record's label."""
+    """(ratio, low, high, label): the variant's recorded speed over the rung's (the ``knobs`` experiment), the spread
+    both p10-p90 timings allow, and the record's label."""
     from ..kernels import lookup
     from ..tryout import recorded_sweep
 
@@ -101,8 +79,7 @@ def recorded_ratio(like=11, knob: str = "STAGES", value: int = 2) -> tuple[float
 
 
 def _run_edit(like, edit):
-    """The edit tried live (helpers.try_kernel: a knob dict or an edited source string); None where no GPU
-    runs it (the CPU backend, or a TryResult that says it did not run here)."""
+    """The edit (a knob dict or an edited source) tried live with helpers.try_kernel; None where no GPU runs it."""
     from ..device import backend
     from ..tryout import try_kernel
 
@@ -114,11 +91,9 @@ def _run_edit(like, edit):
 
 @checker
 def check_ring_edit(prediction, edit=..., like=11, knob: str = "STAGES", value: int = 2) -> None:
-    """Exercise: predict the speed of rung `like` with a `value`-stage ring (as a fraction of the rung as
-    recorded), make the edit (`edit`: {knob: value}, or an edited copy of the file as a string), run it.
-    On a GPU that runs it, the edit is compiled, checked and timed live (helpers.try_kernel): a variant that
-    fails its check is "Not quite", and the prediction is judged against the live ratio. Elsewhere one line
-    says the edit cannot run here and the prediction is judged against the H200's recorded sweep."""
+    """Exercise: predict the speed of rung `like` with a `value`-stage ring (as a fraction of the rung as recorded),
+    make the edit ({knob: value}, or an edited copy of the file), run it: live on a GPU that runs it (a variant that
+    fails its check is "Not quite"), elsewhere judged against the recorded sweep."""
     from ..tryout import validate_knobs
 
     name = f"rung {like}, {knob}={value}"
@@ -156,13 +131,3 @@ def check_ring_edit(prediction, edit=..., like=11, knob: str = "STAGES", value: 
             "of the consumers: does that hide the time a TMA load takes?")
     if ok:
         print(f"[{name}] {got[0].upper()}{got[1:]}.")
-
-
-@checker
-def check_tile_width(answer, n: int = 5000, bm: int = 128) -> None:
-    """The width of a bm-row tile that fills n^3's waves best (best_tile_width); the verdict gives its
-    efficiency and rung 14's."""
-    best = best_tile_width(n, bm)
-    check_number(f"the best width of a {bm}-row tile at n = {n}", answer, best,
-                 hint=f"try every width of 128, 136, ..., 256 with tile_efficiency({n}, {n}, {bm}, bn) and keep the "
-                      f"largest; rung 14's 128 x 256 fills {tile_efficiency(n, n, 128, 256):.0%} of its slots.")

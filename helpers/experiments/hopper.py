@@ -1,12 +1,9 @@
 """Lesson 6 (Hopper GEMMs at full speed): experiment ``hopper`` and the readers the lesson's cells call.
 
 Experiment ``hopper`` (``python -m helpers.record --update-experiments hopper``): cuBLAS FP16 at every timed shape,
-then every rung of ``hopper_ladder()`` in its own child process (helpers.isolate: a fault or a hang in one cannot take
-the others' results with it), checked at odd sizes and the timed shapes, timed at the latter right after cuBLAS
-writing FP16 C and FP32 C on the same matrices. The goals and the inputs, timed in turn with cuBLAS, are
-helpers.experiments.like_for_like's. Readers (no GPU): the gains beside their predictions (judged by
-helpers.timing.verdict on the p10-p90 spread), the best rung per shape, Nsight Compute's counters
-(results/ncu-*.json), the check's verdicts and rung 16's row-stride runs.
+then every rung of ``hopper_ladder()`` in its own child process, checked at odd sizes and the timed shapes and timed at
+the latter right after cuBLAS writing FP16 C and FP32 C on the same matrices. Readers (no GPU): the gains beside their
+predictions, the best rung per shape, Nsight Compute's counters (results/ncu-*.json) and the check's verdicts.
 """
 from __future__ import annotations
 
@@ -42,8 +39,8 @@ def _progress(msg: str) -> None:
 
 # --------------------------------------------------------------------------- experiment hopper
 def _cublas_side(A, B, M: int, N: int, K: int, c_dtype: str = "float32") -> dict:
-    """cuBLAS timed just before a rung on the same A and B, writing FP16 C (cupy.matmul) and FP32 C (cublasGemmEx):
-    fields ``cublas_fp16c_*`` and ``cublas_fp32c_*``; ``cublas_*`` repeat the one with the rung's C type."""
+    """cuBLAS timed just before a rung on the same A and B, writing FP16 C and FP32 C (fields ``cublas_fp16c_*``,
+    ``cublas_fp32c_*``; ``cublas_*`` repeat the one with the rung's C type)."""
     import cupy
 
     from ..cublas import same_c
@@ -68,8 +65,7 @@ def _cublas_side(A, B, M: int, N: int, K: int, c_dtype: str = "float32") -> dict
 
 
 def _launch_facts(r, M: int, N: int, K: int) -> dict:
-    """The grid (`resident`), the kernel built for this shape (`built`, rungs that choose per shape) and the cluster
-    launch path of rung entry r on contiguous FP16 rows (helpers.launch.build_for)."""
+    """The grid (`resident`), the kernel built for this shape (`built`) and the cluster launch path of rung r."""
     from ..launch import build_for, launch_path, resident_blocks
 
     out, b = {}, r
@@ -96,9 +92,8 @@ def _context_lost() -> bool:
 
 
 def rung_rows(k: int, timed=TRY_TIMED, odd_sizes=ODD_SIZES, side_by_side: bool = True) -> list[dict]:
-    """GPU (in a child process): rung k checked at the odd sizes and the timed shapes, timed at the latter (cuBLAS
-    timed just before it when side_by_side). One row per size; a row with 'error' where something failed (after a
-    lost CUDA context the remaining sizes are not tried)."""
+    """GPU (in a child process): rung k checked at the odd sizes and the timed shapes, timed at the latter (after
+    cuBLAS when side_by_side). One row per size; 'error' where something failed (after a lost context, no more)."""
     import cupy
 
     from ..device import require_gpu
@@ -158,9 +153,9 @@ def rung_rows(k: int, timed=TRY_TIMED, odd_sizes=ODD_SIZES, side_by_side: bool =
 
 
 def cluster_probe(launch_ex: bool = False) -> dict:
-    """GPU (child process): does a plain launch (cuLaunchKernel, as CuPy launches) of a kernel declaring
-    __cluster_dims__(2, 1, 1) form clusters of 2? 8 blocks of hopper_cluster_probe each write their cluster size,
-    rank and id; cuLaunchKernelEx, the cluster named, where the plain launch fails (or with launch_ex=True)."""
+    """GPU (child process): does a plain launch of a kernel declaring __cluster_dims__(2, 1, 1) form clusters of 2?
+    8 blocks of hopper_cluster_probe write their cluster size, rank and id; cuLaunchKernelEx where the plain launch
+    fails (or with launch_ex=True)."""
     import cupy
 
     from ..compile import get_arch_kernel
@@ -199,8 +194,7 @@ def shapes_for(r, timed=TIMED) -> list[tuple]:
 
 @experiment("hopper", only_cc=(9, 0), needs="wgmma, TMA and clusters, on a Hopper GPU")
 def hopper(timed=TIMED, odd_sizes=ODD_SIZES, timeout: int = 600):
-    """Lesson 6's ladder: cuBLAS FP16 at every timed shape (rung 0, checked), then each rung in its own child process
-    (rung_rows)."""
+    """Lesson 6's ladder: cuBLAS FP16 at every timed shape (rung 0), then each rung in its own child process."""
     import cupy
 
     from ..device import require_gpu
@@ -228,8 +222,8 @@ def hopper(timed=TIMED, odd_sizes=ODD_SIZES, timeout: int = 600):
 
 # --------------------------------------------------------------------------- reading the record
 def best_rung(rows: list[dict], shape, c_dtype: str, below: int | None = None):
-    """The correct lesson-6 rung (8 on; below `below`, if given) writing C in `c_dtype` with the highest ratio to
-    cuBLAS writing the same C at `shape`, or None."""
+    """The correct rung (8 on; below `below`) writing C in `c_dtype` with the highest ratio to cuBLAS writing the
+    same C at `shape`, or None."""
     rs = [r for r in timed_rows(rows, shape) if r["rung"] >= 8 and r.get("passed") and r.get("frac_cublas")
           and r.get("c_dtype", "float32") == c_dtype and (below is None or r["rung"] < below)]
     return max(rs, key=lambda r: r["frac_cublas"]) if rs else None
@@ -258,8 +252,8 @@ def ncu_at(target: str, shape, directory=None) -> dict | None:
 
 
 def ncu_rows(rows: list[dict] | None = None, n: int = 4096, directory=None) -> tuple[list[dict], str]:
-    """Nsight Compute counters of lesson 6's rungs at the recorded file's own size, each with its rung's TFLOP/s in
-    `rows` at n^3: ([{rung, kernel, tflops, counters, top_stalls}], label), or ([], why) when none is recorded."""
+    """Nsight Compute counters of lesson 6's rungs, each with its TFLOP/s in `rows` at n^3: ([{rung, kernel, tflops,
+    counters, top_stalls}], label), or ([], why) when none is recorded."""
     want = {f"rung{k}": k for k in hopper_ladder()}
     for data in _ncu_files(directory):
         size = data.get("size")
@@ -296,8 +290,8 @@ def gain_path(rung: int) -> list[int]:
 
 
 def gain_at(rows: list[dict], rung: int, shape, predicted: float | None = None, base: int | None = None) -> dict | None:
-    """Rung `rung`'s recorded gain over the rung before it (or over `base`) at `shape`, its p10-p90 range and the
-    verdict against `predicted` (default: the registry's prediction)."""
+    """Rung `rung`'s recorded gain over the rung before it (or `base`) at `shape`, its p10-p90 range and the verdict
+    against `predicted` (default: the registry's)."""
     g = next((x for x in gains(rows, shape) if x["rung"] == rung), None)
     if g is not None and base is not None:
         by_rung = {r["rung"]: r for r in timed_rows(rows, shape)}
@@ -341,8 +335,8 @@ def kernel_alone_gain(ladder: list[dict], n: int) -> float:
 
 
 def measured(rows: list[dict], rung: int, sizes=(4096, 8192)):
-    """The rung's recorded gain over the rung before it at each of `sizes` (n^3), beside its prediction and the
-    verdict on the spread that both rungs' p10 and p90 timings allow: a table, one row per size."""
+    """A table of the rung's recorded gain over the rung before it at each of `sizes` (n^3), its prediction and the
+    verdict on the spread both rungs' p10 and p90 timings allow."""
     from ..display import table
 
     out = [dict(next(x for x in gains(rows, n) if x["rung"] == rung), n=n) for n in sizes]
@@ -363,39 +357,6 @@ def shape_table(rows: list[dict], shapes=TIMED) -> list[dict]:
             row[f"tflops_{tag}"] = best["tflops"] if best else None
             row[f"ratio_{tag}"] = best["frac_cublas"] if best else None
         out.append(row)
-    return out
-
-
-# --------------------------------------------------------------------------- what cuBLAS runs
-FP8_CALLS = {"fp8default": "FP8, default accumulation", "fp8fast": "FP8, fast accumulation"}
-
-
-def cublas_kernel_rows(ck: dict, sms: int = 132) -> list[dict]:
-    """One row per cuBLAS call in the record's experiments.cublas_kernels (lab/probes/cublas_kernels.py): the
-    shape, the C type, the kernel's name, the tile and the K-tile x stages its name gives (nvjet_sm90_<types>_
-    <tile>_<K-tile>x<stages>_<cluster>_...; in cuBLAS's column-major terms: a x b is a columns by b rows of our
-    C), the grid, the cluster, the dynamic shared memory (KB) and Nsight Compute's duration (µs; clocks not
-    locked). Computed from the name: ring_kb, the A and B tiles of all stages (KB; 1-byte elements for cuBLASLt's
-    FP8 calls, whose C column names the accumulation), and the output tiles and waves (tiles / sms) of that tile
-    shape."""
-    out = []
-    for call in ck["calls"]:
-        fp8 = call["c"].startswith("fp8")                 # cuBLASLt's FP8 calls (--fp8): 1-byte A and B
-        for k in call["kernels"]:
-            m = re.match(r"nvjet_sm90_\w+?_(\d+x\d+)_(\d+)x(\d+)_(\d+x\d+)_", k["name"])
-            row = {"shape": "x".join(map(str, call["shape"])), "C": FP8_CALLS.get(call["c"], call["c"][:4].upper()),
-                   "kernel": k["name"],
-                   "tile": None, "k_tile": None, "stages": None, "cluster_name": None, "ring_kb": None, "tiles": None,
-                   "waves": None, "grid": int(k["launch__grid_size"]), "cluster": int(k["launch__cluster_dim_x"]),
-                   "smem_kb": k["launch__shared_mem_per_block_dynamic"] / 1024, "us": k["gpu__time_duration.sum"] / 1e3}
-            if m:
-                a, b = map(int, m.group(1).split("x"))
-                M, N, _ = call["shape"]
-                tiles = -(-N // a) * -(-M // b)
-                row.update(tile=m.group(1), k_tile=int(m.group(2)), stages=int(m.group(3)), cluster_name=m.group(4),
-                           ring_kb=int(m.group(3)) * (a + b) * int(m.group(2)) * (1 if fp8 else 2) / 1024, tiles=tiles,
-                           waves=tiles / sms)
-            out.append(row)
     return out
 
 
@@ -420,14 +381,14 @@ def _mhz(r: dict):
 
 
 def parts_sweep(ts: dict) -> str:
-    """Rung 16's TFLOP/s for each number of parts its tail units were cut into (experiments.tail_split): one line."""
+    """Rung 16's TFLOP/s for each number of parts its tail units were cut into: one line."""
     return ", ".join(f"{r['parts']} part{'s' * (r['parts'] > 1)}: {r['tflops']:.0f} ({_mhz(r)} MHz)"
                      for r in ts["parts_sweep"]) + " TFLOP/s (SM clock)"
 
 
 def alignment_rows(rows: list[dict]) -> list[dict]:
-    """One row per row stride of a row-stride run (experiments.tail_split): the bytes per row, the 32-byte sectors a
-    128-byte TMA box row touches on average, and each kernel's TFLOP/s and SM clock (rung 0: 'cuBLAS')."""
+    """One row per row stride of the tail_split experiment's row-stride run: the bytes per row, the sectors a TMA box
+    row touches on average, and each kernel's TFLOP/s and SM clock."""
     from ..analysis import sectors_per_row
 
     out = {}

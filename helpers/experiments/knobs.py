@@ -1,14 +1,10 @@
 """Lessons 5 and 6: what each compile-time knob and template switch of a rung does.
 
-Experiment ``knobs`` (``make record``): every rung with knobs (helpers.tryout.KNOBS; their defaults are the rung as
-recorded) measured as recorded, then with each other value of each knob, one knob at a time: compiled with
-``-D<macro>=<value>``, checked at a size that is no tile multiple and at the timed size, then timed at 4096^3 next to
-cuBLAS FP16 (cold L2, clocks beside each row). The Hopper rungs (``isolate``) run in one child process per rung. A
-rung the GPU cannot run gets 'skipped' rows.
-
-Readers (no GPU): ``sweep_of`` (what ``helpers.try_kernel`` shows without a GPU), ``knob_sweep`` (one knob's recorded
-sweep as a table, each value with its spread and clock) and ``switch_lines`` (the lines of kernels/hopper_sm90a.cu that
-a template switch of ws_gemm selects, for one rung if asked).
+Experiment ``knobs`` (``make record``): every rung with knobs measured as recorded, then with each other value of
+each knob, one knob at a time: compiled with ``-D<macro>=<value>``, checked at a size that is no tile multiple and at
+the timed size, then timed at 4096^3 next to cuBLAS FP16. The Hopper rungs run in one child process per rung.
+Readers (no GPU): ``knob_sweep`` (one knob's recorded sweep as a table) and ``switch_lines`` (the lines of
+kernels/hopper_sm90a.cu that a template switch selects).
 """
 from __future__ import annotations
 
@@ -23,9 +19,8 @@ TIMING_SIZE = 4096
 
 
 def variants(rung: int) -> list[tuple]:
-    """(knob, value) pairs of the sweep of `rung`: (None, None), the rung as recorded, first; then each
-    knob's values other than its default, one knob at a time (a knob that forces a build, CT_M, also at its
-    default: given, it is a different kernel from the rung as recorded)."""
+    """(knob, value) pairs of the sweep of `rung`: (None, None), the rung as recorded, first; then each knob's other
+    values, one knob at a time (a knob that forces a build, CT_M, also at its default)."""
     from ..kernels import ALL_RUNGS
     from ..tryout import _resolve
 
@@ -42,10 +37,9 @@ def _head(spec, knob, value, n) -> dict:
 
 
 def _precompile(jobs, log=None) -> int:
-    """Compile the variants with a few threads (NVRTC runs outside the GIL), so that the serial
-    measurement finds them compiled: jobs are (file, options, arch) with arch None for CuPy's path
-    (load_module) or 'sm_90a' (compile.arch_cubin: no module is loaded in the threads). A failure here
-    is left for the serial path to report readably; returns the number of failures."""
+    """Compile the variants in a few threads (NVRTC runs outside the GIL) so that the serial measurement finds them
+    compiled: jobs are (file, options, arch), arch None or 'sm_90a'. A failure is left for the serial path to report;
+    returns the number of failures."""
     import time
     from concurrent.futures import ThreadPoolExecutor
 
@@ -161,8 +155,7 @@ def _shared_inputs(spec, n, odd_size):
 
 
 def isolated_rung_rows(rung: int, timing_size: int = TIMING_SIZE, odd_size=DEFAULT_SIZE) -> list[dict]:
-    """The child-process side for an isolated rung (sm_90a): its variants compiled by threads, the same
-    inputs (same seeds) as the parent's, cuBLAS timed here for vs_cublas, then rung_rows; JSON-plain."""
+    """The child-process side for an isolated rung: the same inputs as the parent's, cuBLAS timed here, rung_rows."""
     import sys
 
     from ..kernels import ALL_RUNGS
@@ -179,9 +172,8 @@ def isolated_rung_rows(rung: int, timing_size: int = TIMING_SIZE, odd_size=DEFAU
 
 @experiment("knobs")
 def knobs(rungs=RUNGS_SWEPT, timing_size=TIMING_SIZE, odd_size=DEFAULT_SIZE, log=None):
-    """Every rung of `rungs` as recorded and with each knob changed alone: checked (odd_size and
-    timing_size^3) and timed at timing_size^3 next to cuBLAS FP16; see the module docstring. Not gated:
-    a GPU measures the rungs it runs (a T4: rungs 2-4) and gives 'skipped' rows for the others."""
+    """Every rung of `rungs` as recorded and with each knob changed alone (see the module docstring); a GPU measures
+    the rungs it runs and gives 'skipped' rows for the others."""
     import time
 
     from ..device import require_gpu
@@ -229,19 +221,9 @@ def knobs(rungs=RUNGS_SWEPT, timing_size=TIMING_SIZE, odd_size=DEFAULT_SIZE, log
 
 
 # --------------------------------------------------------------------------- reading the record
-def sweep_of(rows: list[dict], rung: int, knob: str) -> list[dict]:
-    """The as-recorded row of `rung` (its `value` set to the knob's default) and the rows of `knob`,
-    by value: what one knob does to one rung."""
-    rs = [r for r in rows if r.get("rung") == rung]
-    base = [dict(r, value=(r.get("settings") or {}).get(knob)) for r in rs if r.get("knob") is None]
-    return sorted(base + [r for r in rs if r.get("knob") == knob],
-                  key=lambda r: (r["value"] is None, r["value"] if r["value"] is not None else 0))
-
-
 def knob_rows(rows: list[dict], rung: int, knob: str) -> list[dict]:
-    """One knob of one rung as recorded (the knobs experiment's rows): a row per value, the rung as recorded among
-    them, each with its speed over the rung as recorded (`ratio`), the spread both timings' p10 and p90 allow (`low`,
-    `high`; None for the rung itself), its SM clock and whether its check passed."""
+    """One knob of one rung as recorded: a row per value, each with its speed over the rung as recorded (`ratio`),
+    the spread both timings' p10 and p90 allow (`low`, `high`), its SM clock and whether its check passed."""
     from ..clocks import clock_text
 
     default = KNOBS[rung][knob].default
@@ -320,8 +302,7 @@ def _decide(cond: str | None, settings: dict):
 
 
 def template_settings(rung: int, fn: str = "ws_gemm") -> dict:
-    """The template arguments rung `rung`'s kernel gives device function `fn`, defaults filled in (bools, ints and the
-    kernel file's integer #defines; other names left out)."""
+    """The template arguments rung `rung`'s kernel gives device function `fn` (bools, ints, the file's #defines)."""
     from ..analysis import kernel_defines
     from ..display import device_functions, kernel_source
     from ..kernels import ALL_RUNGS
@@ -341,9 +322,8 @@ def template_settings(rung: int, fn: str = "ws_gemm") -> dict:
 
 def switch_lines(switch: str, fn: str = "ws_gemm", blocks_only: bool = False, rung: int | None = None):
     """The lines of `fn` (kernels/hopper_sm90a.cu) that template switch `switch` selects, as Markdown: every if-chain
-    with a branch testing it (earlier branches by their first line), every other block opened by a line naming it
-    and, unless `blocks_only`, every line naming it. With `rung`, a branch its template arguments rule out is shown
-    by its first line and a comment. '...' marks the lines left out."""
+    testing it, every other block opened by a line naming it and, unless `blocks_only`, every line naming it. With
+    `rung`, a branch its template arguments rule out is shown by its first line and a comment."""
     from IPython.display import Markdown
 
     from ..display import block_end, code_only, device_functions

@@ -1,11 +1,7 @@
-"""Lesson 6, comparing like for like: the goals timed in turn with cuBLAS writing the same C (experiment
-``hopper_targets``), and the same GEMM on other input values (experiment ``input_values``), with their tables.
-
-``hopper_targets`` (``python -m helpers.record --update-experiments hopper_targets``, after ``hopper``): for each goal
-of helpers.experiments.hopper.TARGETS, the rungs that the ``hopper`` experiment found best there
-(``target_candidates``) and cuBLAS writing the same C, checked, then timed in alternating rounds in one child
-process; a goal is met when the median of the round-by-round ratios reaches it. Under a power cap the clock moves
-between timings, and timing the two in turn exposes both to the same clock.
+"""Lesson 6, like for like: the goals timed in turn with cuBLAS writing the same C (experiment ``hopper_targets``), and
+the same GEMM on other input values (experiment ``input_values``), with their tables. Timing the two in turn, in
+alternating rounds, exposes both to the same clock under a power cap; a goal is met when the median of the
+round-by-round ratios reaches it.
 """
 from __future__ import annotations
 
@@ -23,8 +19,8 @@ TARGET_ROUNDS = 7
 
 
 def target_candidates(rows: list[dict], shape, c_dtype: str) -> list[int]:
-    """The rungs `hopper_targets` times at a goal (correct there in `hopper`'s rows, writing C in `c_dtype`): the
-    best by its ratio to cuBLAS, the fastest by its own TFLOP/s and the highest rung, without repeats."""
+    """The rungs `hopper_targets` times at a goal (correct there, writing C in `c_dtype`): the best by its ratio to
+    cuBLAS, the fastest and the highest rung, without repeats."""
     best = best_rung(rows, shape, c_dtype)
     rs = [r for r in timed_rows(rows, shape) if r["rung"] >= 8 and r.get("passed") and r.get("tflops")
           and r.get("c_dtype", "float32") == c_dtype]
@@ -36,9 +32,8 @@ def target_candidates(rows: list[dict], shape, c_dtype: str) -> list[int]:
 
 
 def target_rounds(plan: list, rounds: int = TARGET_ROUNDS) -> list[dict]:
-    """GPU (child process): for each [shape, c_dtype, goal, rungs] of `plan`, fresh FP16 inputs; each rung launched
-    as the record launches it and checked; then the rungs that passed and cuBLAS writing the same C timed in
-    alternating rounds (helpers.timing.alternating). One cell per goal; 'error' where something failed."""
+    """GPU (child process): for each [shape, c_dtype, goal, rungs] of `plan`, each rung checked, then the rungs that
+    passed and cuBLAS writing the same C timed in alternating rounds. One cell per goal; 'error' where one failed."""
     import cupy
 
     from ..cublas import same_c
@@ -89,8 +84,8 @@ def target_rounds(plan: list, rounds: int = TARGET_ROUNDS) -> list[dict]:
 
 @experiment("hopper_targets", only_cc=(9, 0), needs="lesson 6's Hopper rungs, on a Hopper GPU")
 def hopper_targets(timeout: int = 540, rounds: int = TARGET_ROUNDS):
-    """Each goal of TARGETS in alternating rounds: its `target_candidates` from the record's `hopper` experiment (run
-    that first) and cuBLAS writing the same C, in one child process (`target_rounds`)."""
+    """Each goal of TARGETS: its `target_candidates` from the record's `hopper` experiment (run that first) and
+    cuBLAS writing the same C, in alternating rounds in one child process."""
     from ..device import require_gpu
     from ..isolate import run_isolated
     from ..paths import results_dir
@@ -111,9 +106,9 @@ def hopper_targets(timeout: int = 540, rounds: int = TARGET_ROUNDS):
 
 
 def head_to_head(exp: dict) -> list[dict]:
-    """Experiment `hopper_targets` read: per goal (shape, C type) the candidate with the highest median round-by-round
-    ratio to cuBLAS (`ratio`; `low`, `high`: its extreme rounds; `won`: rounds it was faster), both TFLOP/s, the SM
-    clocks (`mhz`, rung / cuBLAS), `met` and `short`; `checked`: every candidate bit-identical to its model."""
+    """Experiment `hopper_targets` read: per goal the candidate with the highest median round-by-round ratio to
+    cuBLAS (`low`, `high`: its extreme rounds; `won`: rounds it was faster), both TFLOP/s, the SM clocks, `met`,
+    `short`; `checked`: every candidate bit-identical to its model."""
     out = []
     for cell in exp.get("cells", []):
         shape = tuple(cell["shape"])
@@ -183,8 +178,8 @@ def kind_inputs(kind: str, M: int, N: int, K: int, seed: int = 0):
 
 
 def input_rows(n: int = 8192, kinds=tuple(INPUT_KINDS), rungs=INPUT_RUNGS, rounds: int = 2) -> list[dict]:
-    """GPU (child process): the same n^3 GEMM on each kind of input. Each rung checked once per kind; then, `rounds`
-    times in turn, cuBLAS (FP16 C, FP32 C) and each rung timed one after the other, clocks beside: a row per timing."""
+    """GPU (child process): the same n^3 GEMM on each kind of input, each rung checked, then cuBLAS (FP16 C, FP32 C)
+    and each rung timed in turn `rounds` times: a row per timing."""
     import cupy
 
     from ..cublas import same_c
@@ -234,8 +229,8 @@ def input_values(n: int = 8192, timeout: int = 600):
 
 
 def input_table(rows: list[dict]) -> list[dict]:
-    """One row per kind of input: each kernel's TFLOP/s (median of its rounds), the SM clock range, and each rung's
-    ratio to cuBLAS writing the same C."""
+    """One row per kind of input: each kernel's median TFLOP/s, the SM clock range, each rung's ratio to cuBLAS
+    writing the same C."""
     out = []
     for kind in INPUT_KINDS:
         rs = [r for r in rows if r.get("inputs") == kind and r.get("tflops")]

@@ -625,7 +625,7 @@ def probe_rung(k: int, timed, odd, timeout: int = 300) -> tuple[list[dict] | dic
     from helpers.isolate import run_isolated
 
     t0 = time.time()
-    rows = run_isolated("helpers.experiments.hopper:rung_rows", k, [list(s) for s in timed], [list(s) for s in odd],
+    rows = run_isolated("lab.labkit.rungs:rung_rows", k, [list(s) for s in timed], [list(s) for s in odd],
                         True, timeout=timeout)
     _progress(f"rung {k}: {time.time() - t0:.0f} s")
     if isinstance(rows, dict):
@@ -725,12 +725,12 @@ def _probe_pairs(name: str, made_by: str, pairs, gpu_slug: str, directory):
 def tall_first_run(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
     """Rungs 27-28's first run (session 21, lab/logs/tall-rung27-probe and tall-rung28-probe, each rung in its own
     process beside cuBLAS, then rung 25 or 26 the same way): per timed shape the tile the launcher built
-    (helpers.kernels.tall_choice with the clusters of 2 the driver ran at once, as the row records: `resident`), the
+    (labkit.rungs.tall_choice with the clusters of 2 the driver ran at once, as the row records: `resident`), the
     predicted gain over rung 25 (26),
     the TFLOP/s of both and their ratio, each over cuBLAS writing the same C, the SM clocks (lowest and last sample
     of each timing), `why`: where either timing's clock fell below 90% of the highest (a ratio to read with care);
     `checked`: every check of the rung, the odd sizes' too, passed bit-identical to the model."""
-    from helpers.kernels import PENDING, tall_choice
+    from .rungs import PENDING, tall_choice
 
     out = []
     for new, old, key, r, b, ok in _probe_pairs("tall-rung{}-probe", TALL_MADE_BY, (("27", "25"), ("28", "26")),
@@ -1077,3 +1077,36 @@ def sampling_rows(summary: dict, targets, top: int = 4) -> list[dict]:
                      "opcodes": ", ".join(f"{k} {v / total:.0%}" for k, v in list(s["opcodes"].items())[:top]),
                      "top_stall": f"{stall[0]} {stall[1]:.0%}"})
     return rows
+
+
+# --------------------------------------------------------------------------- what cuBLAS runs
+FP8_CALLS = {"fp8default": "FP8, default accumulation", "fp8fast": "FP8, fast accumulation"}
+
+
+def cublas_kernel_rows(ck: dict, sms: int = 132) -> list[dict]:
+    """One row per cuBLAS call in the record's experiments.cublas_kernels (lab/probes/cublas_kernels.py): the
+    shape, the C type, the kernel's name, the tile and the K-tile x stages its name gives (nvjet_sm90_<types>_
+    <tile>_<K-tile>x<stages>_<cluster>_...; in cuBLAS's column-major terms: a x b is a columns by b rows of our
+    C), the grid, the cluster, the dynamic shared memory (KB) and Nsight Compute's duration (µs; clocks not
+    locked). Computed from the name: ring_kb, the A and B tiles of all stages (KB; 1-byte elements for cuBLASLt's
+    FP8 calls, whose C column names the accumulation), and the output tiles and waves (tiles / sms) of that tile
+    shape."""
+    out = []
+    for call in ck["calls"]:
+        fp8 = call["c"].startswith("fp8")                 # cuBLASLt's FP8 calls (--fp8): 1-byte A and B
+        for k in call["kernels"]:
+            m = re.match(r"nvjet_sm90_\w+?_(\d+x\d+)_(\d+)x(\d+)_(\d+x\d+)_", k["name"])
+            row = {"shape": "x".join(map(str, call["shape"])), "C": FP8_CALLS.get(call["c"], call["c"][:4].upper()),
+                   "kernel": k["name"],
+                   "tile": None, "k_tile": None, "stages": None, "cluster_name": None, "ring_kb": None, "tiles": None,
+                   "waves": None, "grid": int(k["launch__grid_size"]), "cluster": int(k["launch__cluster_dim_x"]),
+                   "smem_kb": k["launch__shared_mem_per_block_dynamic"] / 1024, "us": k["gpu__time_duration.sum"] / 1e3}
+            if m:
+                a, b = map(int, m.group(1).split("x"))
+                M, N, _ = call["shape"]
+                tiles = -(-N // a) * -(-M // b)
+                row.update(tile=m.group(1), k_tile=int(m.group(2)), stages=int(m.group(3)), cluster_name=m.group(4),
+                           ring_kb=int(m.group(3)) * (a + b) * int(m.group(2)) * (1 if fp8 else 2) / 1024, tiles=tiles,
+                           waves=tiles / sms)
+            out.append(row)
+    return out

@@ -46,6 +46,7 @@ from helpers.kernels import HOPPER_RUNGS  # noqa: E402
 import labkit.hopper as LK  # noqa: E402
 import labkit.logs  # noqa: E402
 import labkit.hopper_plots as LP  # noqa: E402
+import labkit.rungs as LR  # noqa: E402
 
 rec = helpers.results.load_latest()
 exps, sms = labkit.logs.experiments(rec), rec.meta["gpu"]["sms"]
@@ -94,7 +95,7 @@ helpers.display.table([dict(r, predicted=LK.TARGET_PREDICTED.get((tuple(map(int,
 
 # %%
 exps = labkit.logs.experiments(rec)            # the record's experiments and those the lab keeps
-ck = H.cublas_kernel_rows(exps["cublas_kernels"], sms=rec.meta["gpu"]["sms"]) if "cublas_kernels" in exps else []
+ck = LK.cublas_kernel_rows(exps["cublas_kernels"], sms=rec.meta["gpu"]["sms"]) if "cublas_kernels" in exps else []
 cols = ["shape", "C", "kernel", "grid", "cluster", "ring_kb", "smem_kb", "tiles", "waves"]
 heads = ["M x N x K", "C", "kernel", "CTAs", "cluster", "stages x tiles, KB", "shared memory, KB", "tiles", "waves"]
 helpers.display.table(ck, cols, heads, {"ring_kb": ".0f", "smem_kb": ".0f", "waves": ".2f"}) if ck \
@@ -657,7 +658,7 @@ helpers.display.table(LK.tile_n_rows(),
 #
 # Rungs 27-28 (today's, not the TILE_N probe; written, checked and timed once; not yet in the ladder or the
 # record) build a tile of 256 rows where tiles of 128 x 256 leave the last wave mostly empty, its width chosen
-# so that the tiles fill whole waves (`helpers.kernels.tall_choice`), and rung 14's (13's) own tile elsewhere.
+# so that the tiles fill whole waves (`LR.tall_choice`), and rung 14's (13's) own tile elsewhere.
 # Each consumer warpgroup owns two 64-row slices, so `ws_gemm` gains a loop over them:
 
 # %%
@@ -666,7 +667,7 @@ print("\n".join(line for line in fn if re.search(r"\bSUB\b|acc\[h\]|rung 27", li
 
 # %%
 fits = lambda: (LK.quad_grid()[2],) * 2      # clusters of 2 the H200's driver ran at once (rung 14's grid)
-print({n: helpers.kernels.tall_choice(n, n, fits) for n in (4096, 5000, 8192)})
+print({n: LR.tall_choice(n, n, fits) for n in (4096, 5000, 8192)})
 
 # %% [markdown]
 # **Predicted before it ran: x1.05 over rung 25 (26) at $5000^3$, x1.00 where it builds rung 14's (13's)
@@ -727,12 +728,12 @@ print(helpers.display.device_functions("hopper_sm90a.cu")["mma_ktile_ct"])
 
 # %% [markdown]
 # The epilogue turns each 8 x 8 block of $D'$ back into 8 rows of C (`stmatrix` with `.trans`). Where does it pay?
-# Rung 25's waves over rung 29's tile-times, computed (`helpers.kernels.ct_gain`). **Try it**: add your own size
+# Rung 25's waves over rung 29's tile-times, computed (`LR.ct_gain`). **Try it**: add your own size
 # to the tuple, predict, then compare with the runs below.
 
 # %%
 grid = LK.quad_grid()                           # clusters of 4 and of 2 the H200's driver ran at once
-print({n: round(helpers.kernels.ct_gain(n, n, lambda: (grid[4], grid[2])), 2) for n in (3000, 4096, 5000, 5500, 6750)})
+print({n: round(LR.ct_gain(n, n, lambda: (grid[4], grid[2])), 2) for n in (3000, 4096, 5000, 5500, 6750)})
 
 # %% [markdown]
 # ### The C^T tile at every size

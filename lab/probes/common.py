@@ -22,6 +22,8 @@ def hopper_here() -> bool:
     returns 2."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
+    import lab.labkit.rungs  # noqa: F401  (registers the rungs outside the ladder in helpers.kernels.PENDING)
+
     why = hopper_missing()
     if why:
         print(why, file=sys.stderr)

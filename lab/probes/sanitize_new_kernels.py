@@ -95,7 +95,7 @@ def main() -> int:
             print(f"@@end fp8_promote_2acc_lean -DF8_FLOW=2 | M={M} N={N} K={K} | {v[:160]}", flush=True)
         return 1 if bad else 0
     if "--tall" in sys.argv:                  # rungs 27-28 with the 256-row tile forced, 152, 128 and 192 wide
-        from helpers.launch import tall_tile  # (at these sizes the launcher would build rung 14's tile)
+        from lab.labkit.rungs import tall_tile  # (at these sizes the launcher would build rung 14's tile)
         for k in (27, 28):
             for width in (152, 128, 192):
                 bad += _rung_cases(*tall_tile(rung_entry(k), 256, width))

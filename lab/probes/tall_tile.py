@@ -2,7 +2,7 @@
 Rung 27's first run lost to rung 25 at 5000^3 (x0.83), mostly to rows that start inside a 128-byte line (with rows of
 10112 bytes it matched rung 25, lab/logs/tall-alignment-nvidia-h200.json), yet it still trailed cuBLAS there by
 12%. Here, at sizes whose rows are 128-byte multiples, rung 14 beside rung 27 built with a forced tile
-(helpers.launch.tall_tile): 256 x 128 in 4 stages (4096^3: 4 waves, as rung 14's), 256 x 128 in 3 stages, and 256 x
+(labkit.rungs.tall_tile): 256 x 128 in 4 stages (4096^3: 4 waves, as rung 14's), 256 x 128 in 3 stages, and 256 x
 152 (3 stages, the 5000^3 build). Each build is checked bit for bit against the model and float64 (C poisoned with
 NaN), then timed in alternating rounds (lab.probes.common.alternating: cold L2, CUDA events, clocks) with cuBLAS
 writing FP16 C.
@@ -34,7 +34,8 @@ def main(argv) -> int:
     from helpers.cublas import same_c
     from helpers.experiments.ladder import _inputs
     from helpers.kernels import ALL_RUNGS, rung_entry
-    from helpers.launch import launcher, tall_tile
+    from helpers.launch import launcher
+    from lab.labkit.rungs import tall_tile
     from helpers.numerics import reference_gemm
     from helpers.timing import gemm_flops
 

@@ -185,3 +185,22 @@ def test_the_record_says_which_flush_timed_each_experiment():
     assert flush(rec, "flush_method") == "both" and flush(rec, "fp8") == "write"
     fake = results.Record(rec.path, {"flush": "read", "updates": [{"experiments": ["a"]}]}, [])
     assert flush(fake, "a") == "write" and flush(fake, "b") == "read" and flush(fake) == "read"
+def test_consumer_slices_draws_each_consumers_part_of_the_tile():
+    """The research notebook's picture of rungs 17 and 19 (from the registry): rung 17's 64 x 128 tile in two 64 x 64
+    slices (m64n64k16 each), rung 19's in one 64 x 128 slice (m64n128k16); a 128-row tile splits by rows."""
+    import matplotlib.pyplot as plt
+
+    import labkit.hopper_plots as LP
+
+    tiles = {f"rung {k}": (*K.HOPPER_RUNGS[k].block_tile, K.HOPPER_RUNGS[k].block[0] // 128 - 1) for k in (17, 19)}
+    assert tiles == {"rung 17": (64, 128, 2), "rung 19": (64, 128, 1)}
+    fig = LP.consumer_slices(tiles)
+    texts = [[t.get_text() for t in ax.texts] for ax in fig.axes]
+    assert texts == [["consumer 0\nwgmma\nm64n64k16", "consumer 1\nwgmma\nm64n64k16"], ["consumer 0\nwgmma\nm64n128k16"]]
+    assert "8 warps free each stage" in fig.axes[0].get_title(loc="left")
+    assert "4 warps free each stage" in fig.axes[1].get_title(loc="left")
+    fig = LP.consumer_slices({"rung 14": (128, 256, 2)})
+    assert [(p.get_x(), p.get_y(), p.get_width(), p.get_height()) for p in fig.axes[0].patches] == \
+        [(0, 0, 256, 64), (0, 64, 256, 64)]
+    assert [t.get_text() for t in fig.axes[0].texts][0].endswith("m64n256k16")
+    plt.close("all")
