@@ -125,22 +125,3 @@ def test_new_keywords_keep_the_old_defaults():
     fig = plots.roofline({"a": (1.0, 1.0)}, peak_tflops=100.0, mem_gbs=1000.0, xlabel="requested", legend_outside=True)
     assert fig.axes[0].get_xlabel() == "requested"
     plt.close("all")
-
-
-def test_consumer_slices_draws_each_consumers_part_of_the_tile():
-    """Lesson 6's picture of rungs 17 and 19 (from the registry): rung 17's 64 x 128 tile in two 64 x 64 slices
-    (m64n64k16 each), rung 19's in one 64 x 128 slice (m64n128k16); a 128-row tile splits by rows."""
-    from helpers.kernels import HOPPER_RUNGS
-
-    tiles = {f"rung {k}": (*HOPPER_RUNGS[k].block_tile, HOPPER_RUNGS[k].block[0] // 128 - 1) for k in (17, 19)}
-    assert tiles == {"rung 17": (64, 128, 2), "rung 19": (64, 128, 1)}
-    fig = plots.consumer_slices(tiles)
-    texts = [[t.get_text() for t in ax.texts] for ax in fig.axes]
-    assert texts == [["consumer 0\nwgmma\nm64n64k16", "consumer 1\nwgmma\nm64n64k16"], ["consumer 0\nwgmma\nm64n128k16"]]
-    assert "8 warps free each stage" in fig.axes[0].get_title(loc="left")
-    assert "4 warps free each stage" in fig.axes[1].get_title(loc="left")
-    fig = plots.consumer_slices({"rung 14": (128, 256, 2)})
-    assert [(p.get_x(), p.get_y(), p.get_width(), p.get_height()) for p in fig.axes[0].patches] == \
-        [(0, 0, 256, 64), (0, 64, 256, 64)]
-    assert [t.get_text() for t in fig.axes[0].texts][0].endswith("m64n256k16")
-    plt.close("all")
