@@ -48,7 +48,7 @@ def show_kernel(filename: str, name: str | None = None, with_header: bool = Fals
     """Display a kernel as a highlighted code block (Markdown)."""
     from IPython.display import Markdown
 
-    return Markdown(f"`kernels/{filename}`\n\n```cuda\n{kernel_source(filename, name, with_header)}\n```")
+    return Markdown(f"`kernels/{filename}`\n\n```cpp\n{kernel_source(filename, name, with_header)}\n```")
 
 
 def python_code(fn, docstring: bool = False):
@@ -220,10 +220,10 @@ def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool 
         body, note = diff, f"{changed} lines differ from rung {before.rung} (`{before.name}`)"
     shown = body if full or len(body) <= max_lines else body[:max_lines] + [
         f"... {len(body) - max_lines} more lines: helpers.display.rung_diff({spec.rung}, full=True)"]
-    lang = "cuda" if before is None else "diff"
+    lang = "cpp" if before is None else "diff"
     parts = [f"{head}. {note}.", f"```{lang}\n" + "\n".join(shown) + "\n```"]
     called = called_functions(kernel_source(spec.file, spec.name), fns)
     if called:
         parts.append("Device functions it calls (click to open): " + " ".join(
-            f"<details><summary><code>{n}</code></summary>\n\n```cuda\n{fns[n]}\n```\n</details>" for n in called))
+            f"<details><summary><code>{n}</code></summary>\n\n```cpp\n{fns[n]}\n```\n</details>" for n in called))
     return Markdown("\n\n".join(parts))

@@ -9,6 +9,10 @@ class CourseError(Exception):
         self.fix = fix
         super().__init__(f"{problem}\nFix: {fix}")
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows in a notebook: the message and its fix, not the traceback (`%tb` prints that)."""
+        return [f"\x1b[31m{type(self).__name__}\x1b[0m: {self}", "(the traceback: run %tb in a new cell)"]
+
 
 class InputError(CourseError, ValueError):
     """Wrong dtype, shape, layout, alignment or size for a kernel."""

@@ -373,3 +373,23 @@ def test_cublas_leading_dimension_of_views_and_refusal_of_transposes():
     for bad in (W.T, W[:, ::2]):
         with pytest.raises(InputError, match="not rows of adjacent elements"):
             leading_dim(bad, "A")
+
+
+def test_a_course_error_shows_in_a_notebook_as_its_message_and_fix():
+    """IPython renders a CourseError as its message and fix (the traceback stays one %tb away); other errors keep
+    their traceback."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    shell = InteractiveShell.instance()
+    try:
+        with capture_output() as out:
+            shell.run_cell("import helpers\nhelpers.gemm('no_such_kernel', None, None)")
+        text = out.stdout + out.stderr
+        assert "UnknownKernelError" in text and "Fix:" in text and "%tb" in text
+        assert "Traceback" not in text and "File " not in text
+        with capture_output() as out:
+            shell.run_cell("1 / 0")
+        assert "ZeroDivisionError" in out.stdout + out.stderr and "Traceback" in out.stdout + out.stderr
+    finally:
+        InteractiveShell.clear_instance()      # later tests see no IPython shell, as under plain pytest
