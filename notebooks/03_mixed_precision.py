@@ -527,7 +527,7 @@ helpers.display.table(rows_t, ["run", "final_loss", "vs_fp32", "zero", "skipped_
 # > **A common claim:** "FP8 is only for inference." FP8 trains: Micikevicius et al. ("FP8 formats for
 # > deep learning", 2022, arXiv:2209.05433) matched 16-bit training up to 175B parameters in simulated
 # > FP8 (E4M3 forward, E5M2 gradients, per-tensor scales), and DeepSeek-V3 was trained in FP8 on Hopper's
-# > Tensor Cores (arXiv:2412.19437) with per-tile scales. Lesson 07 runs FP8 on the H200.
+# > Tensor Cores (arXiv:2412.19437) with per-tile and per-block scales. Lesson 07 runs FP8 on the H200.
 
 # %% slideshow={"slide_type": "-"}
 r = {k: rec.select(kernel=k, m=4096, n=4096, k=4096)[0] for k in ("cublas_fp32", "cublas_tf32", "cublas_fp16")}
