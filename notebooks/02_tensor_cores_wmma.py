@@ -21,9 +21,8 @@
 # # Tensor Cores, WMMA and mixed precision
 # ## 02 · Tensor Cores and the WMMA API
 #
-# One warp, one call, one 16 x 16 x 16 matrix product. We count what a single `mma_sync`
-# does, look at who in the warp holds which element, follow the call down to the machine
-# instruction, and measure how far the simplest WMMA kernel gets, and why it stops there.
+# One warp, one call, one 16 x 16 x 16 matrix product: what a single `mma_sync` does, which lane holds
+# which element, what the machine runs, and how fast and how accurate the simplest WMMA kernel is.
 #
 # *No GPU? Every cell runs: kernels are emulated with numpy, and the GPU-only measurements are the
 # ones recorded on an NVIDIA H200, labelled as such.*
@@ -65,11 +64,15 @@ else:
 #
 # - what one `wmma::mma_sync` computes, and how many operations that is;
 # - which shapes and types each architecture's Tensor Cores offer through WMMA;
-# - the five WMMA calls, the rules for `ldm`, layouts and alignment, and why no `__syncthreads()` is needed;
+# - the five WMMA calls, the rules for `ldm` (a matrix's leading dimension: the distance in elements from
+#   one row to the next), layouts and alignment, and why no `__syncthreads()` is needed;
 # - how `wmma_gemm_naive` maps blocks and warps to tiles of $C$;
-# - which lane holds which element of a fragment, measured, and how that compares with the documented PTX layout;
-# - what the compiler makes of `mma_sync` (PTX `wmma.mma.sync`, SASS `HMMA.16816`);
-# - how fast the naive kernel is against the FP32 baseline and cuBLAS, and why;
+# - which lane holds which element of a **fragment** (a warp's tile of $A$, $B$ or $C$, spread over its 32
+#   lanes' registers), measured, and how that compares with the documented PTX layout;
+# - what the compiler makes of `mma_sync` on its way from CUDA C++ to **PTX** (a virtual instruction set;
+#   `wmma.mma.sync`) and from PTX to **SASS** (the GPU's machine code, made by the assembler `ptxas`;
+#   `HMMA.16816`);
+# - how fast and how accurate the naive kernel is against the FP32 baseline and cuBLAS, and why;
 # - what goes wrong with sizes that are not multiples of 16, and how padding fixes it.
 
 # %% slideshow={"slide_type": "-"}
@@ -142,18 +145,13 @@ print(f"  -> {p.fp16 * 1e12 / flops:.3g} m16n16k16 products per second across th
 # Core features are **not** in WMMA: FP8 (Ada, Hopper) and Hopper's warp-group `wgmma` (sm_90a) are
 # reached through PTX `mma` / `wgmma` or libraries such as CUTLASS and cuBLAS.
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# > **A common claim:** Tensor Cores do FP16 on Volta, add INT8/INT4 on Turing, BF16 and TF32 on
-# > Ampere, FP8 on Hopper. True, but incomplete: the A100 and H100/H200 also have FP64 Tensor Cores
-# > (the `double` row), and Ada (sm_89) had FP8 too (Ada whitepaper). Full comparison: appendix "Claims checked".
-
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The course runs the FP16 rows (this lesson and lesson 3), BF16 and TF32 (lesson 3) on the H200; the integer and sub-byte rows are listed for completeness and are not exercised here. 'as Ampere' means no new WMMA types: the extra Hopper speed comes from wgmma, which the last rung of lesson 5 uses.
+# The course runs the FP16, BF16 and TF32 rows (lessons 2 and 3); the integer and sub-byte rows are not exercised. 'as Ampere': no new WMMA types; Hopper's extra speed comes from wgmma (lessons 5 and 6).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The WMMA API in five calls
 #
-# ```cuda
+# ```cpp
 # #include <mma.h>
 # using namespace nvcuda;
 # wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;   // A tile, per warp
@@ -166,8 +164,8 @@ print(f"  -> {p.fp16 * 1e12 / flops:.3g} m16n16k16 products per second across th
 # wmma::store_matrix_sync(ptr_c, acc, ldc, wmma::mem_row_major);   // layout given at store time
 # ```
 #
-# - A **fragment** is the tile spread over the 32 lanes' registers: `frag.x[i]`, `frag.num_elements`
-#   per lane. *Which* element is in which lane is left unspecified by the Programming Guide.
+# - A fragment's elements are `frag.x[i]`, `frag.num_elements` of them per lane. *Which* element is in
+#   which lane is left unspecified by the Programming Guide.
 # - `row_major` / `col_major`: within a row (column) elements are contiguous; `ldm` is the distance,
 #   **in elements**, from one row (column) to the next: $K$ for a row-major $M \times K$ matrix.
 
@@ -213,7 +211,10 @@ for ldm in (8, 16, 24, 40, 48, 64):
 #
 # One warp per 16×16 tile of $C$; walk $K$ in steps of 16: load an $A$ tile and a $B$ tile from
 # global memory into fragments, `mma_sync`, repeat; store the accumulator once (the code: next slide).
-# It is correct, checked against float64 at sizes that are not multiples of 16 (the helper pads with zeros):
+# It is correct, checked against float64 at sizes that are not multiples of 16 (the helper pads with zeros).
+# As in lesson 00, a PASS needs the error within the tolerance, within **the answer-scaled bound** (the
+# same worst case, from the partial sums the accumulator really holds), and bit for bit equal to **the
+# model** (the CPU emulation of the kernel's arithmetic):
 
 # %% slideshow={"slide_type": "-"}
 spec = helpers.KERNELS["wmma_gemm_naive"]
@@ -310,19 +311,23 @@ same_b = bool((W.owner_grid(d["matrix_b"]) == W.owner_grid(d["matrix_b_col"])).a
 print("matrix_b loaded from row-major and from column-major storage: same owners:", same_b)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Read the table row by row. On the GPU it was measured on, each WMMA fragment *is* the PTX layout:
-# the $A$ fragment is one m16n8k16 $A$ operand, the $B$ fragment is two m16n8k16 $B$ operands (the
-# left and right 8 columns), and the accumulator is two $C$ operands. Where `num_elements` is twice
-# the distinct count, the second half of `x[]` repeats the first: the API promises 16 elements per
-# lane, the instruction needs 8. Loading $B$ from column-major memory gives the same registers:
-# the layout tag changes the loads, not the fragment. This is one GPU and one compiler: WMMA's
-# layout is unspecified and may differ elsewhere (appendix A says what that means for your code).
+# On the GPU it was measured on, each WMMA fragment *is* the PTX layout: $A$ is one m16n8k16 $A$
+# operand, $B$ two $B$ operands (the left and right 8 columns), the accumulator two $C$ operands. Where
+# `num_elements` is twice the distinct count, the second half of `x[]` repeats the first. Loading $B$
+# from column-major memory gives the same registers: the layout tag changes the loads, not the
+# fragment. One GPU, one compiler: WMMA's layout may differ elsewhere (appendix A).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## From `mma_sync` to the machine
 #
-# `nvcc -arch=sm_90` compiled `kernels/wmma.cu` on the H200 (`results/build-nvidia-h200/`). In the
-# PTX, the WMMA calls are still WMMA instructions, of the full 16×16×16 shape:
+# `nvcc -arch=sm_90` compiled `kernels/wmma.cu` on the H200 (`results/build-nvidia-h200/`) in two steps:
+#
+# ```text
+# CUDA C++  --nvcc-->  PTX (virtual ISA, any GPU)  --ptxas-->  SASS (machine code of sm_90)
+# wmma::mma_sync       wmma.mma.sync ... m16n16k16            HMMA.16816 instructions
+# ```
+#
+# In the PTX, the WMMA calls are still WMMA instructions, of the full 16×16×16 shape:
 
 # %% slideshow={"slide_type": "-"}
 ptx = W.ptx_lines()
@@ -356,6 +361,16 @@ print(f"{len(hmma)} HMMA in the SASS for {n_mma} wmma.mma in the PTX: {len(hmma)
 # Square sizes from 256 to 8192; each kernel is checked against float64 first, then timed
 # (`helpers.sweep`: CUDA events, warm-up, cold L2, median, and the SM clock read while it runs). On
 # a GPU this runs live; without one it shows the recorded H200 numbers (table with clocks: appendix C).
+#
+# **Predict first.** The datasheet puts the H200's FP16 Tensor Cores far above its FP32 CUDA cores (the
+# ratio on "Why it matters"). At n = 4096, how many times faster than lesson 01's FP32 kernel is the
+# naive WMMA kernel?
+
+# %% slideshow={"slide_type": "-"}
+guess = ...            # e.g. 10: ten times as fast
+
+# %% slideshow={"slide_type": "-"}
+ex.reveal_speedup(guess)               # the H200 record's answer
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 sizes = [256, 512, 1024, 2048, 4096, 8192]
@@ -374,6 +389,29 @@ fig = helpers.plots.legend_beside(fig)      # no peak or cuBLAS line through the
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Read three things: the Tensor Core kernel is several times faster than the FP32 kernel at large sizes; it flattens early; and cuBLAS on the same Tensor Cores is far above it. cuBLAS's dip at 8192 is the GPU lowering its clock under its power limit (lesson 05).
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Error against size
+#
+# The same sweep, each kernel's relative error against float64. **Predict first.** From n = 256 to
+# n = 8192 every dot product gets 32 times longer. By what factor does the naive WMMA kernel's error
+# (against float64 of the FP32 inputs) grow?
+
+# %% slideshow={"slide_type": "-"}
+guess = ...            # e.g. 2: twice the error at n = 8192
+
+# %% slideshow={"slide_type": "-"}
+ex.reveal_error_growth(guess)          # the H200 record's answer
+
+# %% slideshow={"slide_type": "-"}
+fig = W.plot_error_vs_size(sw.data, sw.source)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# - The naive WMMA kernel's error is flat, near FP16's unit roundoff: rounding $A$ and $B$ to FP16 sets
+#   it, once per element, whatever n is.
+# - Against its own FP16 inputs (dashed) only the accumulation's error is left. It grows about in
+#   proportion to n (the Tensor Core truncates its sums, and truncation errors do not cancel), yet stays
+#   far below. cuBLAS FP16 sits a little higher than our kernel: it also rounds $C$ to FP16.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Why naive WMMA is far from cuBLAS
@@ -398,8 +436,15 @@ print(f"at {p.fp16} TFLOP/s this ratio needs {p.fp16 * per_step / flops:.0f} TB/
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Where those bytes came from: Nsight Compute on the H200
 #
-# One launch at 4096, hardware counters (`helpers.profile`): the bytes of the sectors the warps' loads
-# touched in L1, what L2 served, what DRAM delivered, and how busy the Tensor Cores were.
+# One launch at 4096, hardware counters (`helpers.profile`): the bytes of the sectors (the 32-byte units
+# L1 and L2 move) the warps' loads touched in L1, what L2 served, what DRAM delivered, and how busy the
+# Tensor Cores were. **Predict first:** what share of the cycles (%) are they busy?
+
+# %% slideshow={"slide_type": "-"}
+guess = ...            # e.g. 50: busy half the time
+
+# %% slideshow={"slide_type": "-"}
+ex.reveal_tensor_busy(guess)           # Nsight Compute's answer, recorded on the H200
 
 # %% slideshow={"slide_type": "-"}
 prof = helpers.profile.load_ncu()
@@ -411,14 +456,13 @@ print(f"requested (model) {req / 1e9:.1f} GB | L1: sectors touched {r1['l1_load_
 print(f"Tensor pipe busy {r1['tensor_pct']:.1f}% of the cycles; top stalls: {r1['stalls']}")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Each fragment load reads 16 of the 32 bytes of every sector it touches (one row of a tile per lane
-# group), so L1 sees twice the requested bytes; L1 and L2 then catch almost all of it (the 8 warps of a
-# block read the same $B$ tile, neighbouring blocks the same $A$ rows), and DRAM sees a small fraction. What is left is the
-# wait: the top stall, `long_scoreboard`, is a warp waiting for its global loads, for many cycles
-# per instruction, while the Tensor Cores idle (the tensor-pipe share). cuBLAS keeps tiles in shared
-# memory and registers and reuses each loaded element many times. **Lesson 5** climbs that ladder one
-# measured step at a time; its rung 1 is this kernel, counted with the same model. (A first step
-# that fits in this lesson, 2×2 fragments per warp, is exercise 7; measured in appendix F.)
+# Each fragment load reads 16 of the 32 bytes of every sector it touches, so L1 sees twice the requested
+# bytes; L1 and L2 then catch almost all of it (the 8 warps of a block read the same $B$ tile,
+# neighbouring blocks the same $A$ rows), and DRAM sees a small fraction. What is left is the wait: the
+# top stall, `long_scoreboard`, is a warp waiting for its global loads while the Tensor Cores idle.
+# cuBLAS keeps tiles in shared memory and registers and reuses each loaded element many times; **lesson
+# 5** climbs that ladder one measured step at a time, from this kernel. (A first step, 2×2 fragments per
+# warp: exercise 7 and appendix F.)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Sizes that are not multiples of 16
@@ -441,24 +485,20 @@ C = helpers.wmma_gemm_naive(A, B, pad=True)
 print(C.shape, spec.check(C, A, B).verdict())
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# The tolerance is far below the first check's (both printed): there $A$ and $B$ were FP32, and their
-# rounding to FP16 is part of the error allowed; here they already are FP16, nothing is left to round,
-# and only the accumulation's term remains.
+# The tolerance is far below the first check's (both printed): there $A$ and $B$ were FP32 and their
+# rounding to FP16 was allowed for; here they already are FP16, so only the accumulation's term remains.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Common misconceptions
 #
-# - **"`mma_sync` is one hardware instruction."** On sm_90 it is two `HMMA.16816` ("From `mma_sync` to
-#   the machine"); on other architectures the split can differ.
-# - **"Lane *l* holds row *l* of the tile."** No documented rule says so; the measured map above is
+# - **"`mma_sync` is one hardware instruction."** On sm_90 it is two `HMMA.16816`; on other
+#   architectures the split can differ.
+# - **"Lane *l* holds row *l* of the tile."** No documented rule says so; the measured map is
 #   interleaved, and may differ on another GPU. Use PTX `mma` when the layout matters.
-# - **"The `_sync` calls replace `__syncthreads()`."** They synchronise the lanes of one warp. Data
-#   passed between warps through shared memory still needs a block barrier.
-# - **"Tensor Cores make any GEMM fast."** The naive kernel keeps the Tensor Cores busy a small
-#   fraction of the time (the profiler's tensor-pipe share); it is limited by its loads.
+# - **"Tensor Cores make any GEMM fast."** The naive kernel keeps them busy a small fraction of the
+#   time; its loads set the pace.
 # - **"Sizes that are not multiples of 16 just lose a little at the edge."** Without padding or guards
-#   the kernel reads and writes past the matrices: wrong values *inside* $C$ and writes beyond it
-#   (appendix D).
+#   the kernel writes wrong values *inside* $C$ and past its end (appendix D).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
@@ -466,6 +506,8 @@ print(C.shape, spec.check(C, A, B).verdict())
 # - One `mma_sync` on a 16×16×16 tile: 4096 multiply-adds, 8192 FLOPs, issued by a whole warp.
 # - Fragments are opaque: the measured H200 map is shown above; the documented layout belongs to PTX `mma`.
 # - The compiler turns each `wmma.mma.sync` into two `HMMA.16816` on sm_90.
+# - The naive kernel's error is set by rounding its inputs to FP16, flat in n; its accumulation's error
+#   grows with n and stays far below.
 # - The naive kernel reloads every tile from global memory for every `mma_sync`: it leaves the
 #   Tensor Cores idle most of the time. Reuse (registers, shared memory) is what lesson 5 adds.
 # - Pad sizes to multiples of 16, and keep tile pointers 32-byte aligned.

@@ -65,7 +65,7 @@ else:
 #
 # - read a floating-point format from its bits: range, smallest normal and subnormal, unit roundoff;
 # - why TF32 has FP16's precision and FP32's range, and BF16 trades precision for range;
-# - where every variant (our WMMA kernels, cuBLAS) sits on one speed-vs-error chart;
+# - how the speed and the error of every variant (our WMMA kernels, cuBLAS) change with the matrix size;
 # - how TF32 is switched on in practice, measured: `CUPY_TF32`, `NVIDIA_TF32_OVERRIDE`, cuBLAS compute types;
 # - what a cast to FP16 or BF16 does to values spanning many decades, and how static and dynamic
 #   loss scaling rescue FP16 training.
@@ -109,8 +109,8 @@ helpers.display.table(rows, ["format", "bits", "sign/exp/frac", "max", "tiny", "
                       fmt={"max": ".4g", "tiny": ".4g", "subnormal": ".4g", "u": ".3g", "digits": ".1f"})
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# E4M3 has no infinity: its top exponent holds numbers (max 448), which the IEEE recipe would not give
-# (240) - the 'fn' in ml_dtypes' float8_e4m3fn means finite, NaN only.
+# E4M3 has no infinity (the 'fn' of ml_dtypes' float8_e4m3fn: finite, NaN only): its top exponent holds
+# numbers, up to the largest in the table.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The bits themselves: each row is one format holding $-1/3$, rounded to it: sign (pink), exponent
@@ -131,23 +131,27 @@ i16, i32 = formats.format_info("fp16"), formats.format_info("tf32")
 print("FP16: smallest normal", i16.tiny, "| smallest positive (subnormal)", i16.smallest_subnormal)
 print("TF32: bits used", i32.bits, "| bits stored", i32.storage_bits, "| significant bits", i32.precision,
       "(FP16:", i16.precision, ")")
+top = i16.max + (i16.max - float(np.nextafter(np.float16(i16.max), np.float16(0)))) / 2   # max + half a step
+with np.errstate(over="ignore"):
+    print(f"FP16 rounds to nearest: {top - 1:g} -> {np.float16(top - 1)}, {top:g} -> {np.float16(top)}")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# - FP16's range is lopsided: it overflows above 65504 but reaches down to $2^{-24}$ with subnormals,
-#   1024 times below its smallest normal number.
-# - TF32 uses 1 + 8 + 10 bits of a 32-bit word: it saves no memory and no bandwidth, and its precision
-#   is FP16's (11 significant bits).
+# - FP16's range is lopsided: its largest number is 65504, and rounding to nearest overflows from 65504 plus
+#   half a step (printed), yet it reaches down to $2^{-24}$ with subnormals, 1024 times below its smallest
+#   normal number.
+# - TF32 uses 1 + 8 + 10 bits of a 32-bit word: it saves no memory and no bandwidth; its precision is
+#   FP16's.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rounding FP32 to TF32: who rounds, and how
 #
 # | where | how | source |
 # |---|---|---|
-# | the TF32 format | 1 + 8 + 10 bits of a 32-bit word; what the other 13 hold, and how many fraction bits the hardware reads ("10 or more"), is unspecified | CUDA Math API, `__nv_tf32` |
-# | `wmma::__float_to_tf32` (this lesson's TF32 kernel) | PTX `cvt.rna.tf32.f32`: to nearest, **ties away from zero** | PTX ISA, `cvt`; reproduced bit for bit on the H200 (appendix C) |
-# | a Tensor Core given unconverted FP32 bits | unspecified: not measured here; always convert | CUDA Math API, `__nv_tf32` |
-# | cuBLAS TF32 (`CUBLAS_COMPUTE_32F_FAST_TF32`, `CUPY_TF32=1`) | not documented; the course's check charges it as truncation | cuBLAS documentation, `cublasComputeType_t` |
-# | `helpers.numerics.round_to(x, "tf32")`, and FP16 casts | to nearest, **ties to even**: within FP16's normal range, the same values as FP16 | computed below |
+# | the TF32 format | 1 + 8 + 10 bits of a 32-bit word; the other 13 bits, and how many the hardware reads, unspecified | CUDA Math API, `__nv_tf32` |
+# | `wmma::__float_to_tf32` (this lesson's TF32 kernel) | PTX `cvt.rna.tf32.f32`: to nearest, **ties away from zero** | PTX ISA, `cvt`; bit for bit on the H200 (appendix C) |
+# | a Tensor Core given unconverted FP32 bits | unspecified, not measured here: always convert | CUDA Math API, `__nv_tf32` |
+# | cuBLAS TF32 (`CUBLAS_COMPUTE_32F_FAST_TF32`, `CUPY_TF32=1`) | not documented; the course's check charges it as truncation | cuBLAS documentation |
+# | `helpers.numerics.round_to(x, "tf32")`, FP16 casts | to nearest, **ties to even**: in FP16's normal range, FP16's values | computed below |
 
 # %% slideshow={"slide_type": "-"}
 x = helpers.random_matrix(1000, 1000, seed=7)                  # 10^6 standard-normal values
@@ -166,11 +170,10 @@ with np.errstate(over="ignore"):
     print("1e6 in FP16:", np.float16(1e6), "| in TF32:", helpers.numerics.round_to(np.float32(1e6), "tf32"))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Three statements that sound alike: '13 low bits ignored' (what the format's layout leaves unused; if
-# the hardware simply dropped them, that would be truncation), 'rounds like FP16' (true for ties-to-even
-# rounding inside FP16's normal range), and cvt.rna (what the course's TF32 kernel uses: ties away).
-# They differ only on exact ties whose last kept bit is even (ties to even keeps the value, cvt.rna rounds
-# up in magnitude), which a tie in an input turns into a whole row or column of C.
+# Three statements that sound alike: '13 low bits ignored' (the layout; dropping them would be
+# truncation), 'rounds like FP16' (ties to even, inside FP16's normal range) and cvt.rna (this lesson's
+# TF32 kernel: ties away). The last two differ only on exact ties whose last kept bit is even; a tie in
+# an input changes a whole row or column of C.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Peak speed per format, from the datasheets
@@ -183,17 +186,23 @@ helpers.display.table(lesson.peak_ratio_rows(), ["gpu", "fp32", "tf32", "fp16", 
                                                  "fp16 acc16 / fp16", "source"],
                       fmt={"fp16 / fp32": ".1f", "tf32 / fp32": ".1f", "fp16 acc16 / fp16": ".1f"})
 
+# %% slideshow={"slide_type": "-"}
+half = [r["gpu"] for r in lesson.peak_ratio_rows() if r["fp16 acc16 / fp16"] > 1.5]
+print("FP32 accumulation at half the FP16-accumulate peak:", ", ".join(half), "| the others: equal peaks")
+
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - Of these GPUs, **the 16x and the 8x hold for the A100 only**: ratios of datasheet peaks change from
 #   chip to chip. Tensor Cores have no plain FP32 mode: FP32 inputs go through TF32.
-# - FP16 accumulation has the FP32-accumulate peak on datacenter GPUs; only GeForce parts double it
-#   (last-but-one column). On an H200 it buys no peak speed, only error.
+# - The last-but-one column is the FP16-accumulate peak over the FP32-accumulate one. In this table only the
+#   RTX 4090 (GeForce) runs FP32 accumulation at half its FP16-accumulate rate (printed above); on the
+#   others, the H200 included, the two peaks are equal: FP16 accumulation promises no speed, only error.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The kernels: one loop, four input/accumulator choices
 #
 # `kernels/mixed_precision.cu` holds lesson 02's `wmma_mixed_gemm_kernel` (FP16 in, FP32 accumulator)
-# and three variants that differ only in their fragments:
+# and three variants that differ only in their fragments (a fragment: a warp's tile of $A$, $B$ or $C$,
+# held in its 32 lanes' registers):
 #
 # | kernel | A, B in memory | Tensor Core inputs | accumulator | C | WMMA shape |
 # |---|---|---|---|---|---|
@@ -203,13 +212,25 @@ helpers.display.table(lesson.peak_ratio_rows(), ["gpu", "fp32", "tf32", "fp16", 
 # | `wmma_tf32_gemm_kernel` | FP32 | TF32 | FP32 | FP32 | m16n16k8 |
 #
 # BF16 and TF32 WMMA need sm_80 (Ampere) or newer; the notebook says so if your GPU is older. The TF32
-# and BF16 kernels' source: appendix B.
+# kernel's source: next slide; the BF16 kernel's: appendix B.
+
+# %% slideshow={"slide_type": "subslide"}
+helpers.display.show_kernel("mixed_precision.cu", "wmma_tf32_gemm_kernel")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Three things differ from the FP16 kernel: the `precision::tf32` fragment type, the k-step of 8 (WMMA's
+# only TF32 shape is m16n16k8), and the explicit `__float_to_tf32` on every fragment element after the
+# load. That conversion rounds to nearest with ties away from zero (PTX `cvt.rna.tf32.f32`); the CPU
+# emulation does the same (`helpers.formats.round_tf32_rna`).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Every variant, checked against float64
 #
 # M = 200, K = 72, N = 136, standard-normal FP32 inputs; each kernel gets them in its own format. The
-# tolerance comes from the input format, the accumulator format and K (`helpers.tolerance`).
+# tolerance comes from the input format, the accumulator format and K (`helpers.tolerance`). As in lesson
+# 00, a PASS also needs **the answer-scaled bound** (the same worst case, computed from the partial sums
+# the accumulator really holds) and **the model** (the CPU emulation of the kernel's arithmetic) to agree
+# bit for bit.
 
 # %% slideshow={"slide_type": "-"}
 from helpers.check import encode_inputs             # FP16 values, BF16 bits (uint16), or FP32 for TF32
@@ -229,48 +250,76 @@ for name in ["gemm_fp32_kernel", "wmma_mixed_gemm_kernel", "wmma_fp16acc_gemm_ke
 helpers.display.table(verdicts, list(verdicts[0]), fmt={"tolerance": ".2e"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Ordering of the errors: FP32 lowest; TF32 and FP16 inputs together (same precision); BF16 above them
-# (three fewer fraction bits); the FP16 accumulator above FP16 inputs. The measured numbers, and the
-# proof that the CPU emulation computes exactly what the H200 computed: appendix C. How the BF16
-# kernel takes its inputs (`uint16` bits): appendix B.
+# The measured errors, and the proof that the CPU emulation computes exactly what the H200 computed:
+# appendix C. How the BF16 kernel takes its inputs (`uint16` bits): appendix B.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Speed and error at M = N = K = 1024
+# ## Speed against size
 #
-# The H200 record, every variant of this lesson side by side: time, speed, speed-up over the FP32
-# kernel, relative error against float64 of the FP32 inputs, and of the kernel's own rounded inputs.
+# Every variant at six sizes, each checked against float64 first: measured live on a GPU, the H200
+# record otherwise.
+#
+# **Predict first.** The H200's datasheet gives its FP16 Tensor Cores the same peak with an FP16 or an
+# FP32 accumulator. At n = 4096, how fast is cuBLAS with an FP16 accumulator, as a multiple of cuBLAS
+# with an FP32 one (1 = the same speed)?
 
 # %% slideshow={"slide_type": "-"}
-cols = ["variant", "c", "median_ms", "tflops", "speedup", "rel_err", "own", "passed", "clock"]
-heads = ["variant", "C", "ms (median)", "TFLOP/s", "speedup vs FP32 kernel", "rel. error", "rel. error (own inputs)",
-         "check", "SM clock while timed"]
-fmts = {"median_ms": ".4f", "tflops": ".1f", "speedup": ".1f", "rel_err": ".1e"}
-rows_1024 = [dict(r, variant=r["variant"].replace(" (seed)", "")) for r in lesson.comparison_rows(rec.rows, 1024)]
-print(rec.label)
-display(helpers.display.table(rows_1024, cols, heads, fmts))
-print(f"rounding the exact product of FP16 inputs to an FP16 C, and nothing else (N(0,1), n = 1024, CPU): "
-      f"rel. error {lesson.fp16_output_rounding_error(1024):.1e}")
+guess = ...            # e.g. 1.5: the FP16 accumulator 1.5 times as fast
+
+# %% slideshow={"slide_type": "-"}
+ex.reveal_acc16_speed(guess)           # the H200 record's answer, and the SM clocks it ran at
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+SIZES = [256, 512, 1024, 2048, 4096, 8192]
+sweep = helpers.sweep(list(lesson.VARIANTS), SIZES)   # live on a GPU, the record otherwise
+print(sweep.source, "|", len(sweep.data), "rows | all checks passed:", all(r["passed"] for r in sweep.data))
+
+# %% slideshow={"slide_type": "subslide"}
+fig = lesson.plot_tflops_vs_size(sweep.data, source=sweep.source)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# - The naive WMMA kernel is several times faster than the FP32 kernel, and still far below cuBLAS on
-#   the same formats (lesson 05 closes that gap).
-# - Switching only the accumulator fragment to FP16, or the inputs to BF16, leaves this kernel's speed
-#   about where it was; the FP16 accumulator multiplies the accumulation error, BF16 the input error.
-# - The TF32 WMMA kernel is the slowest Tensor Core variant: 4-byte inputs, twice as many `mma_sync`.
-# - cuBLAS FP16 (`cupy.matmul` on float16) writes FP16 C (column C): most of its "own inputs" error is
-#   that rounding of C (the line under the table). cuBLAS TF32 rounds the FP32 inputs itself,
-#   undocumented: no "own inputs" (n/a).
+# Two bands, set by the implementation: cuBLAS on Tensor Cores, and far below it our naive WMMA kernels,
+# which flatten early (their loads set the pace, lesson 02), under cuBLAS FP32 on CUDA cores. Within a
+# band the formats matter less: the TF32 WMMA kernel is the slowest (4-byte inputs, twice as many
+# `mma_sync`), and the FP16 accumulator moves cuBLAS little (the reveal above).
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Error against size
+#
+# **Predict first.** An FP16 accumulator rounds every partial sum to FP16. From n = 256 to n = 8192 each
+# dot product gets 32 times longer: by what factor does the relative error of the FP16-accumulator WMMA
+# kernel grow?
+
+# %% slideshow={"slide_type": "-"}
+guess = ...            # e.g. 2: twice the error at n = 8192
+
+# %% slideshow={"slide_type": "-"}
+ex.reveal_fp16acc_error_growth(guess)   # the H200 record's answer
+
+# %% slideshow={"slide_type": "subslide"}
+fig = lesson.plot_error_vs_size(sweep.data, source=sweep.source)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# - With an FP32 accumulator the error is flat in n, at the level of the inputs' rounding: FP16 and TF32
+#   inputs together (11 significant bits), BF16 above them (8 bits). FP32 stays lowest.
+# - The FP16 accumulator's error grows with n, and at large n passes BF16's.
 #
 # > **A common claim:** "An FP16 GEMM's error comes from the accumulation." With an FP32 accumulator, on
-# > this N(0,1) data at K = 1024, rounding A and B to FP16 costs far more than all the additions: compare
-# > "rel. error" with "rel. error (own inputs)". On positive data at large K, lesson 04 measures the
-# > accumulation catching up.
+# > this N(0,1) data, rounding A and B to FP16 costs far more than all the additions (the kernel against
+# > its own rounded inputs, below). On positive data at large K, lesson 04 measures the accumulation
+# > catching up.
+
+# %% slideshow={"slide_type": "-"}
+for n in (1024, 8192):
+    r = rec.select(kernel="wmma_mixed_gemm_kernel", m=n, n=n, k=n)[0]
+    print(f"WMMA FP16 in, FP32 acc, n = {n}: rel. error against the FP32 inputs {r['rel_err']:.1e}, "
+          f"against its own FP16 inputs {r['rel_err_acc']:.1e}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Speed vs error, every variant on one chart
 #
-# Up and to the left is better. Recorded on the H200 at M = N = K = 4096 (a live sweep over sizes:
-# appendix D). Markers that would cover each other are drawn side by side around the measured point.
+# Both curves at one size, n = 4096: up and to the left is better. Markers that would cover each other are
+# drawn side by side around the measured point.
 
 # %% slideshow={"slide_type": "-"}
 def speed_vs_error(rows, size, source):
@@ -279,14 +328,12 @@ def speed_vs_error(rows, size, source):
                 color=lesson.VARIANT_COLORS[k], marker=lesson._marker(k)) for k, label in lesson.VARIANTS.items() if k in at]
     return helpers.plots.speed_vs_error_dodged(pts, title=f"Speed vs error at M = N = K = {size}\ncolour: arithmetic; "
                                                f"o our WMMA kernels, s cuBLAS, ^ CUDA cores\n{source}")
-fig = speed_vs_error(rec.rows, 4096, rec.label)
+fig = speed_vs_error(sweep.data, 4096, sweep.source)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Error**: three columns, set by the formats. FP32; 11-bit inputs with an FP32 accumulator (TF32,
-# FP16; cuBLAS FP16 slightly right: FP16 C); several times further right, FP16 accumulation and BF16
-# inputs together, for different reasons (the additions; three fewer input bits). **Speed**: two levels,
-# set by the implementation. cuBLAS on Tensor Cores; over ten times lower, our naive WMMA kernels, slower
-# even than cuBLAS FP32 on CUDA cores. FP16 accumulation buys cuBLAS almost no speed here.
+# The two curves in one picture: the formats set the error (three columns: FP32; 11-bit inputs; FP16
+# accumulation and BF16 inputs together, for different reasons), the implementation sets the speed (two
+# levels: cuBLAS, and our naive kernels).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## FP16 accumulation: the range problem too
@@ -315,8 +362,8 @@ for name in ["wmma_mixed_gemm_kernel", "wmma_fp16acc_gemm_kernel"]:
 # ## TF32 in practice: what switches it on?
 #
 # > **A common claim:** "TF32 needs no code change: set `NVIDIA_TF32_OVERRIDE=1`." NVIDIA documents only
-# > `=0`, which **disables** TF32 in its libraries; CuPy uses TF32 for float32 `matmul` only with
-# > `CUPY_TF32=1` (read once, at the first float32 product).
+# > `=0`, which **disables** TF32 in its libraries; CuPy documents `CUPY_TF32=1` as its switch for
+# > float32 `matmul` (read once, at the first float32 product).
 #
 # The experiment `tf32_env` measures it: a float32 `cupy.matmul` at n = 2048 in fresh processes under
 # each setting, plus explicit cuBLAS calls with the FP32 and FAST_TF32 compute types. The verdict comes
@@ -335,19 +382,21 @@ print(rec.label)
 vt = lesson.tf32_verdict_table(recorded)
 display(helpers.display.table(vt, list(vt[0])))
 print("\n".join(lesson.tf32_conclusions(recorded)))
+for r in (r for r in recorded if r["call"] == "cupy.matmul" and r["CUPY_TF32"] == "unset"):
+    print(f"cupy.matmul, CUPY_TF32 unset, NVIDIA_TF32_OVERRIDE={r['NVIDIA_TF32_OVERRIDE']}: rel. error "
+          f"{r['rel_err']:.2e}, {r['tflops']:.0f} TFLOP/s ({helpers.clocks.clock_text(r)})")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The conclusions under the table are computed from it. On the H200 record: `CUPY_TF32=1` switches
-# `cupy.matmul` to TF32 and leaves explicit FP32-compute calls alone; **`NVIDIA_TF32_OVERRIDE=1` does turn
-# TF32 on**, even for calls that ask for `CUBLAS_COMPUTE_32F`, though no document says so; `=0` vetoes TF32
-# everywhere, as documented. So "FP32 code computes in FP32" is not guaranteed: an undocumented switch can
-# change with the next driver, so before trusting an "FP32" benchmark, look at the environment, or at the
-# error (the FP32 level or the 11-bit level).
+# `cupy.matmul` to TF32 and leaves explicit FP32-compute calls alone; **`NVIDIA_TF32_OVERRIDE=1` alone turns
+# TF32 on too** (the last lines: TF32's error and speed with `CUPY_TF32` unset), even for calls that ask for
+# `CUBLAS_COMPUTE_32F`, though no document says so; `=0` vetoes TF32 everywhere, as documented. So "FP32
+# code computes in FP32" is not guaranteed: before trusting an "FP32" benchmark, look at the environment,
+# or at the error (the FP32 level or the 11-bit level).
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# On a GPU, the first cell prints your GPU's verdicts; where they disagree with the record's, believe
-# yours: they are measured on your driver. The record's driver, CUDA and CuPy versions are in
-# rec.meta['versions']; the raw errors and times are in appendix E.
+# Where your GPU's verdicts (first cell) disagree with the record's, believe yours: they are measured on
+# your driver. The record's versions: rec.meta['versions']; its raw errors and times: appendix E.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The cuBLAS call to make
@@ -358,16 +407,20 @@ print("\n".join(lesson.tf32_conclusions(recorded)))
 # same inputs:
 
 # %% slideshow={"slide_type": "-"}
-for n in (1024, 4096):
-    for k, how in [("cublas_fp16", "cublasGemmEx, CUBLAS_COMPUTE_32F"),
-                   ("cublas_fp16_acc16", "cublasGemmEx, CUBLAS_COMPUTE_16F (Hgemm's arithmetic)")]:
-        r = rec.select(kernel=k, m=n, n=n, k=n)[0]
-        print(f"n={n} {how:52s} {r['tflops']:6.1f} TFLOP/s ({helpers.clocks.clock_text(r)}), "
-              f"rel. error {r['rel_err']:.1e}")
+for n in (1024, 4096, 8192):
+    r = {k: rec.select(kernel=k, m=n, n=n, k=n)[0] for k in ("cublas_fp16", "cublas_fp16_acc16")}
+    for k, how in [("cublas_fp16", "CUBLAS_COMPUTE_32F"), ("cublas_fp16_acc16", "CUBLAS_COMPUTE_16F (Hgemm's)")]:
+        print(f"n={n} {how:28s} {r[k]['tflops']:6.1f} TFLOP/s ({helpers.clocks.clock_text(r[k])}), "
+              f"rel. error {r[k]['rel_err']:.1e}")
+    speed = r["cublas_fp16_acc16"]["tflops"] / r["cublas_fp16"]["tflops"]
+    per_clock = speed * r["cublas_fp16"]["sm_mhz"] / r["cublas_fp16_acc16"]["sm_mhz"]
+    print(f"n={n} FP16 accumulator: x{speed:.3f} the speed, x{per_clock:.3f} per clock (mean SM clocks)")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# On the H200 the FP16-accumulating call buys no speed worth having (equal datasheet peaks) and costs
-# error that grows with $K$ (lesson 04). Use `CUBLAS_COMPUTE_32F`; FP16 output is still possible.
+# On the H200 the FP16-accumulating call was slower at 1024 and a few percent faster at 4096 and 8192,
+# where the two calls ran at different SM clocks under the power cap: per clock it was faster at 4096 and
+# slower at 8192. Little speed, for an error that grows with $K$ (lesson 04). Use `CUBLAS_COMPUTE_32F`;
+# FP16 output is still possible.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Underflow and overflow: what a cast does to gradients
@@ -387,7 +440,8 @@ for n, s in cases:
 fig = helpers.plots.range_histogram(g, names=[n for n, _ in cases], scales=[s for _, s in cases])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# - FP16 loses everything below 2^-25 to zero and keeps few bits down to 2^-14; above 65504 it overflows.
+# - FP16 loses everything below 2^-25 to zero and keeps few bits down to 2^-14; from 65504 plus half a
+#   step (slide "Reading the table") it overflows.
 # - A **loss scale** (here 2^16) shifts the whole window: most small values survive, and more of the
 #   largest overflow. The scale must fit the data.
 #
@@ -423,11 +477,9 @@ runs = {
 fig = helpers.plots.training_curves(runs)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The GradScaler run never overflows with these gradients (its skipped steps and final scale are in
-# the numbers below): its scale only grows, after each run of clean steps. The run that starts at
-# 2^40 shows the other half of the rule: its first steps overflow, are skipped (x marks), and halve
-# the scale until the gradients fit. Curves are running means (the y label says over how many steps);
-# the too-big static run is marked where its loss became inf/NaN.
+# The GradScaler run never overflows here (skipped steps: the table below): its scale only grows. The
+# run started at 2^40 overflows first, skips those steps (x marks) and halves the scale until the
+# gradients fit. Curves are running means; the too-big static run is marked where its loss became inf/NaN.
 
 # %% slideshow={"slide_type": "-"}
 ref_loss = runs["FP32"].final_loss
@@ -435,7 +487,7 @@ def verdict(r):
     if r.diverged:
         return "diverges (inf/NaN weights)"
     q = r.final_loss / ref_loss
-    return "trains like FP32" if q < 2 else ("trains, higher floor" if q < 10 else "stalls")
+    return "trains like FP32" if q < 2 else ("trains, final loss 2-10x FP32's" if q < 10 else "stalls")
 for name, r in runs.items():
     print(f"{name:30s} {verdict(r)}")
 
@@ -452,13 +504,13 @@ helpers.display.table(rows_t, ["run", "final_loss", "vs_fp32", "zero", "skipped_
 #   applied blindly, destroys the weights.
 # - **Dynamic scaling** needs no tuning: started far too high, it skips a few steps, halving each time,
 #   then trains. So it does change the trajectory: skipped updates never happen.
-# - **BF16 needs no scaling**: nothing underflows. Its loss floor sits above FP32's: 8 significant bits
-#   in the forward pass.
+# - **BF16 needs no scaling**: nothing underflows. Its loss floor sits above FP32's (its verdict); whether
+#   the rounding of the forward or of the backward pass sets it, this run does not tell.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The printed numbers (last code cell) come from numpy's float32 matmul and can differ in the last
-# digits between CPUs; the verdicts do not. The stall is about the backward pass: dL/dy is already
-# tiny, and dL/dh = dL/dy W2^T is smaller still, so the first layer's gradients vanish first.
+# The table's numbers come from numpy's float32 matmul and can differ in the last digits between CPUs;
+# the verdicts do not. The first layer's gradients vanish first: dL/dh = dL/dy W2^T is smaller still
+# than the tiny dL/dy.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Where mixed precision is used
@@ -472,13 +524,10 @@ helpers.display.table(rows_t, ["run", "final_loss", "vs_fp32", "zero", "skipped_
 #   inside mixed-precision algorithms such as iterative refinement, which recover FP32 or FP64 accuracy
 #   (Higham & Mary, Acta Numerica 2022).
 #
-# > **A common claim:** "FP8 is only for inference." FP8 trains. Micikevicius et al. ("FP8 formats for
-# > deep learning", 2022, arXiv:2209.05433) matched 16-bit training on models up to 175B parameters with
-# > E4M3 for weights and activations, E5M2 for gradients and per-tensor scales; their runs *simulated*
-# > FP8 (tensors rounded to FP8, the arithmetic done in wider formats). DeepSeek-V3 was trained in FP8 on
-# > Hopper's Tensor Cores (arXiv:2412.19437), with finer scales: one per 1x128 tile of activations and one
-# > per 128x128 block of weights, and partial sums promoted to FP32 every 128 products. Lesson 07 runs FP8
-# > on the H200's Tensor Cores, with both kinds of scales, and measures what its accumulator keeps.
+# > **A common claim:** "FP8 is only for inference." FP8 trains: Micikevicius et al. ("FP8 formats for
+# > deep learning", 2022, arXiv:2209.05433) matched 16-bit training up to 175B parameters in simulated
+# > FP8 (E4M3 forward, E5M2 gradients, per-tensor scales), and DeepSeek-V3 was trained in FP8 on Hopper's
+# > Tensor Cores (arXiv:2412.19437) with per-tile and per-block scales. Lesson 07 runs FP8 on the H200.
 
 # %% slideshow={"slide_type": "-"}
 r = {k: rec.select(kernel=k, m=4096, n=4096, k=4096)[0] for k in ("cublas_fp32", "cublas_tf32", "cublas_fp16")}
@@ -489,16 +538,15 @@ for k in ("cublas_tf32", "cublas_fp16"):
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
-# - A format is range (exponent bits) and precision (fraction bits); compute them, don't memorise them.
-# - TF32 = FP16's precision with FP32's range, stored in 32 bits; BF16 = FP32's range with 8 bits.
-# - The mixed WMMA kernel is several times faster than the FP32 kernel and keeps about FP16's decimal
-#   digits, lost (on zero-mean data, moderate K) when the inputs are rounded; FP16 accumulation loses
-#   more and, on an H200, buys no speed worth having. In cuBLAS, ask for `CUBLAS_COMPUTE_32F`, not
-#   `cublasHgemm`.
-# - TF32 rounding differs by who does it: `__float_to_tf32` rounds ties away from zero, FP16-style
-#   rounding ties to even, cuBLAS does not say.
-# - TF32 is switched on by the library call (`CUPY_TF32=1`, a cuBLAS compute type), and on the H200
-#   record also by `NVIDIA_TF32_OVERRIDE=1`, which even overrides explicit FP32 requests; `=0` turns it off.
+# - A format is range (exponent bits) and precision (fraction bits): compute them, don't memorise them.
+# - TF32 = FP16's precision with FP32's range, in 32 bits; BF16 = FP32's range with 8 significant bits.
+# - The mixed WMMA kernel is faster than the FP32 kernel (several times at large n), and its error is
+#   flat in n at the level of the inputs' rounding (on zero-mean data); an FP16 accumulator's error grows
+#   with n, and on the H200 it bought cuBLAS a few percent of speed at most. In cuBLAS, ask for
+#   `CUBLAS_COMPUTE_32F`, not `cublasHgemm`.
+# - `__float_to_tf32` rounds ties away from zero, FP16-style rounding ties to even, cuBLAS does not say.
+# - TF32 is switched on by the library call (`CUPY_TF32=1`, a cuBLAS compute type) and, on the H200
+#   record, by `NVIDIA_TF32_OVERRIDE=1` alone, even for explicit FP32 requests; `=0` turns it off.
 # - FP16 training needs loss scaling (dynamic: start 2^16, halve and skip on overflow, double after
 #   2000 clean steps); BF16 does not.
 #
@@ -536,8 +584,7 @@ ex.loss_scale_exercise(answer, 1e-9, "fp16")
 # 5. A colleague's "FP32" GEMM benchmark shows a relative error of a few times 1e-4 at n = 2048. What do
 #    you check first?
 # 6. Why does dynamic loss scaling *skip* a step on overflow instead of clipping the gradient?
-# 7. Why is a WMMA kernel that loads its tiles straight from global memory far from cuBLAS?
-# 8. How do you set the tolerance of a test for an FP16 GEMM?
+# 7. How do you set the tolerance of a test for an FP16 GEMM?
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Solutions (try first)
@@ -551,7 +598,7 @@ ex.loss_scale_exercise(2.0 ** 16, 1e-9, "fp16")             # 1e-9 * 2^16 >= 2^-
 print(np.float16(1000) + np.float16(0.25) == np.float16(1000), np.float16(1e-9 * 2 ** 16) >= 2.0 ** -14)
 
 # %% [markdown] slideshow={"slide_type": "-"}
-# <details><summary>Answers to 4-8</summary>
+# <details><summary>Answers to 4-7</summary>
 #
 # 4. Same 10 fraction bits, so the same precision for numbers in FP16's normal range (ties may round
 #    differently); TF32 keeps FP32's exponent, so values above 65504 or below 2^-14 behave differently.
@@ -559,9 +606,7 @@ print(np.float16(1000) + np.float16(0.25) == np.float16(1000), np.float16(1e-9 *
 #    11-bit level is TF32's signature.
 # 6. An inf/NaN gradient carries no usable direction; the step is lost, the scale halves, and the next
 #    step is computed with representable gradients.
-# 7. Every warp reloads its tiles for every `mma_sync`: the loads, not the Tensor Cores, set the pace
-#    (lessons 02 and 05).
-# 8. From the formats and K: input rounding, accumulation and output rounding (`helpers.tolerance`),
+# 7. From the formats and K: input rounding, accumulation and output rounding (`helpers.tolerance`),
 #    tested on positive data too (lesson 04), never a fixed epsilon.
 # </details>
 
@@ -569,9 +614,9 @@ print(np.float16(1000) + np.float16(0.25) == np.float16(1000), np.float16(1e-9 *
 # ## Appendix: details behind the main slides
 #
 # - A. Representable numbers, around 1 and at the bottom of each format's range
-# - B. The TF32 and BF16 kernels, and how BF16 matrices travel
+# - B. The BF16 kernel, and how BF16 matrices travel
 # - C. The measured errors of every variant, and the CPU emulation against the H200
-# - D. A sweep over sizes (live on a GPU)
+# - D. Every variant at n = 1024, with the SM clocks
 # - E. The raw `tf32_env` measurements
 #
 # The last appendix, **Claims checked**, lists the source articles' claims this lesson corrects, with
@@ -593,18 +638,9 @@ for n in ["fp8_e5m2", "fp8_e4m3", "bf16", "fp16", "tf32"]:
     print(f"{n:9s} values in [1, 2]: {v.size:5d}   spacing just above 1: 2^{np.log2(v[1] - v[0]):.0f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### B. The TF32 and BF16 kernels, and how BF16 matrices travel (`uint16` bits)
+# ### B. The BF16 kernel, and how BF16 matrices travel (`uint16` bits)
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.show_kernel("mixed_precision.cu", "wmma_tf32_gemm_kernel")
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# Three things differ from the FP16 kernel: the `precision::tf32` fragment type, the k-step of 8 (WMMA's
-# only TF32 shape is m16n16k8), and the explicit `__float_to_tf32` on every fragment element after the
-# load. That conversion rounds to nearest with ties away from zero (PTX `cvt.rna.tf32.f32`); the CPU
-# emulation does the same (`helpers.formats.round_tf32_rna`).
-
-# %% slideshow={"slide_type": "subslide"}
 helpers.display.show_kernel("mixed_precision.cu", "wmma_bf16_gemm_kernel")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
@@ -659,32 +695,22 @@ print("models in use:", {k: str(helpers.emulate.model_for(k)) for k in ("bf16", 
 # above: a tie in one input changes a whole row or column of C).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### D. A sweep over sizes (live on a GPU)
+# ### D. Every variant at n = 1024, with the SM clocks
 #
-# On a GPU the next cell measures every variant at five sizes (about a minute); without one it
-# returns the recorded rows.
+# Column C is the format of C: cuBLAS FP16 (`cupy.matmul` on float16) writes an FP16 C, and most of its
+# "own inputs" error is that rounding (the line under the table). cuBLAS TF32 rounds the FP32 inputs
+# itself, undocumented: no "own inputs" (n/a).
 
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-SIZES = [256, 512, 1024, 2048, 4096]
-sweep = helpers.sweep(list(lesson.VARIANTS), SIZES)
-print(sweep.source, "|", len(sweep.data), "rows")
-
-# %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]
-fig = lesson.plot_tflops_vs_size(sweep.data, source=sweep.source)
-
-# %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]
-fig = lesson.plot_error_vs_size(sweep.data, source=sweep.source)
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# On the error plot, the FP16-accumulator variants grow with n (their accumulation error grows with
-# K); the FP16/TF32-input variants with FP32 accumulation stay flat at the level of the FP16 rounding
-# of the inputs; FP32 stays lowest, growing slowly with n. Lesson 04 takes error-vs-K apart properly.
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-if sweep.live:
-    fig = speed_vs_error(sweep.data, 4096, sweep.source)
-else:
-    print("no GPU: the recorded chart is the main path's (slide 'Speed vs error, every variant on one chart')")
+# %% slideshow={"slide_type": "-"}
+cols = ["variant", "c", "median_ms", "tflops", "speedup", "rel_err", "own", "passed", "clock"]
+heads = ["variant", "C", "ms (median)", "TFLOP/s", "speedup vs FP32 kernel", "rel. error", "rel. error (own inputs)",
+         "check", "SM clock while timed"]
+fmts = {"median_ms": ".4f", "tflops": ".1f", "speedup": ".1f", "rel_err": ".1e"}
+rows_1024 = [dict(r, variant=r["variant"].replace(" (seed)", "")) for r in lesson.comparison_rows(rec.rows, 1024)]
+print(rec.label)
+display(helpers.display.table(rows_1024, cols, heads, fmts))
+print(f"rounding the exact product of FP16 inputs to an FP16 C, and nothing else (N(0,1), n = 1024, CPU): "
+      f"rel. error {lesson.fp16_output_rounding_error(1024):.1e}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E. The raw `tf32_env` measurements (each in a fresh process, with the SM clock read while it was timed)

@@ -179,3 +179,73 @@ def test_edge_store_sources_explain_the_replay():
 
 def _ceil16(v):
     return -(-v // 16) * 16
+
+
+# --------------------------------------------------------------------------- the error figure, the predictions
+def test_error_figure_draws_each_kernel_and_both_unit_roundoffs():
+    import matplotlib.pyplot as plt
+
+    sw = helpers.sweep(["wmma_gemm_naive", "gemm_fp32_kernel", "cublas_fp16"], [256, 1024, 8192])
+    fig = w.plot_error_vs_size(sw.data, sw.source)
+    ax = fig.axes[0]
+    curves = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == 3]
+    assert len(curves) == 4                               # naive WMMA twice (FP32 and own inputs), FP32, cuBLAS
+    naive = {r["m"]: r for r in sw.data if r["kernel"] == "wmma_gemm_naive"}
+    assert list(curves[1].get_ydata()) == [naive[n]["rel_err_acc"] for n in (256, 1024, 8192)]
+    levels = sorted(ln.get_ydata()[0] for ln in ax.get_lines() if len(set(ln.get_ydata())) == 1 and ln not in curves)
+    assert levels == [2.0 ** -24, 2.0 ** -11]
+    plt.close(fig)
+
+
+def _recorded(kernel, n):
+    return helpers.results.load_latest().select(kernel=kernel, m=n, n=n, k=n)[0]
+
+
+def test_speedup_reveal_judges_a_guess_and_says_how_far_off(capsys):
+    ratio = _recorded("wmma_gemm_naive", 4096)["tflops"] / _recorded("gemm_fp32_kernel", 4096)["tflops"]
+    ex.reveal_speedup(...)
+    out = capsys.readouterr().out
+    assert exercises.last_result is None and "No guess yet" in out and f"{ratio:.2f}" not in out
+    ex.reveal_speedup(ratio * 1.3)
+    assert exercises.last_result is True and f"{ratio:.2f}" in capsys.readouterr().out
+    peaks = helpers.device.peaks_for("NVIDIA H200")
+    ex.reveal_speedup(peaks.fp16 / peaks.fp32)                # the datasheet's ratio: far too high
+    out = capsys.readouterr().out
+    assert exercises.last_result is False and "too high" in out
+    assert f"off by a factor of {peaks.fp16 / peaks.fp32 / ratio:.2f}" in out
+
+
+def test_error_growth_and_tensor_busy_reveals(capsys):
+    growth = _recorded("wmma_gemm_naive", 8192)["rel_err"] / _recorded("wmma_gemm_naive", 256)["rel_err"]
+    ex.reveal_error_growth(growth * 1.4)
+    assert exercises.last_result is True
+    ex.reveal_error_growth(32 ** 0.5)                         # what an accumulation-bound error would do
+    assert exercises.last_result is (32 ** 0.5 / growth <= 1.5)
+    busy = helpers.profile.load_ncu().row("rung1")["tensor_pct"]
+    ex.reveal_tensor_busy(busy / 1.9)
+    assert exercises.last_result is True
+    ex.reveal_tensor_busy(busy * 3)
+    assert exercises.last_result is False and "too high" in capsys.readouterr().out.splitlines()[-1]
+    for absurd in (0, -1, float("nan"), float("-inf"), 10 ** 400, "fast", (1, 2), object()):
+        for reveal in (ex.reveal_speedup, ex.reveal_error_growth, ex.reveal_tensor_busy):
+            reveal(absurd)                                     # a verdict, never an exception
+            out = capsys.readouterr().out
+            assert exercises.last_result is False and out.startswith("[") and out.count("\n") == 1
+
+
+# --------------------------------------------------------------------------- the committed lesson's solutions
+def test_solution_cells_are_stored_empty_and_answer_correctly(capsys):
+    """The committed lesson shows no solution output (stored unrun: nbval runs the cells but compares nothing),
+    so this test runs them and reads their verdicts; the kernel checks need a GPU and say so here."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "02_tensor_cores_wmma.ipynb").read_text())
+    cells = [c for c in nb["cells"] if "solution" in c["metadata"].get("tags", [])]
+    assert cells and all(c["outputs"] == [] and c["execution_count"] is None for c in cells)
+    ns = {}
+    exec("import numpy as np\nimport helpers\nfrom helpers import exercises\nfrom helpers.exercises import wmma as ex", ns)
+    for c in cells:
+        exec("".join(c["source"]), ns)
+    out = capsys.readouterr().out
+    assert out.count("Correct.") == 5 and "Not quite" not in out and "Not accepted" not in out

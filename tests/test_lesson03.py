@@ -166,3 +166,57 @@ def test_the_1024_table_says_which_c_and_which_own_inputs():
     assert rows["cublas_tf32"]["own"] == "n/a" and np.isnan(rows["cublas_tf32"]["rel_err_acc"])
     assert rows["cublas_fp32"]["own"] == f"{rows['cublas_fp32']['rel_err_acc']:.1e}"
     assert 0 < exp.fp16_output_rounding_error(1024) < 2.0 ** -11
+
+
+# --------------------------------------------------------------------------- predictions, revealed from the record
+def _recorded(kernel, n):
+    import helpers
+
+    return helpers.results.load_latest().select(kernel=kernel, m=n, n=n, k=n)[0]
+
+
+def test_acc16_speed_reveal_judges_a_guess_and_says_how_far_off(capsys):
+    ratio = _recorded("cublas_fp16_acc16", 4096)["tflops"] / _recorded("cublas_fp16", 4096)["tflops"]
+    ex.reveal_acc16_speed(...)
+    out = capsys.readouterr().out
+    assert exercises.last_result is None and "No guess yet" in out and f"{ratio:.3f}" not in out   # nothing revealed
+    ex.reveal_acc16_speed(ratio * 1.05)
+    out = capsys.readouterr().out
+    assert exercises.last_result is True and "Correct." in out and f"{ratio:.3f}" in out and "per clock" in out
+    ex.reveal_acc16_speed(2.0)                                 # the GeForce ratio of peaks
+    out = capsys.readouterr().out
+    assert exercises.last_result is False and "Not quite" in out and "too high" in out
+    assert f"off by a factor of {2.0 / ratio:.2f}" in out
+
+
+def test_error_growth_reveal_right_wrong_and_absurd(capsys):
+    growth = _recorded("wmma_fp16acc_gemm_kernel", 8192)["rel_err"] / _recorded("wmma_fp16acc_gemm_kernel", 256)["rel_err"]
+    ex.reveal_fp16acc_error_growth(32 ** 0.5)                 # errors of random sign: the square root of 32
+    assert exercises.last_result is bool(abs(np.log(32 ** 0.5 / growth)) <= np.log(1.5))
+    ex.reveal_fp16acc_error_growth(growth)
+    assert exercises.last_result is True and "exactly it" in capsys.readouterr().out
+    ex.reveal_fp16acc_error_growth(1.0)
+    out = capsys.readouterr().out
+    assert exercises.last_result is False and "too low" in out
+    for absurd in (0, -3, float("nan"), float("inf"), 1e308, "a lot", [5], {"x": 1}):
+        ex.reveal_fp16acc_error_growth(absurd)                # a verdict, never an exception
+        out = capsys.readouterr().out
+        assert exercises.last_result is False and out.startswith("[") and "Traceback" not in out
+
+
+# --------------------------------------------------------------------------- the committed lesson's solutions
+def test_solution_cells_are_stored_empty_and_answer_correctly(capsys):
+    """The committed lesson shows no solution output (stored unrun: nbval runs the cells but compares nothing),
+    so this test runs them and reads their verdicts."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "03_mixed_precision.ipynb").read_text())
+    cells = [c for c in nb["cells"] if "solution" in c["metadata"].get("tags", [])]
+    assert cells and all(c["outputs"] == [] and c["execution_count"] is None for c in cells)
+    ns = {}
+    exec("import numpy as np\nfrom helpers.exercises import mixed as ex", ns)
+    for c in cells:
+        exec("".join(c["source"]), ns)
+    out = capsys.readouterr().out
+    assert out.count("Correct.") == 3 and "Not quite" not in out and "Not accepted" not in out

@@ -8,7 +8,7 @@
 
 Each run executes the notebook in a fresh kernel (that is Restart & Run All) with
 COURSE_DEVICE=cpu through nbclient, and keeps the outputs of every code cell that
-nbval compares (cells not tagged ``nbval-ignore-output``), normalised the way nbval
+nbval compares (cells not tagged ``nbval-ignore-output``, and stored as run), normalised the way nbval
 sees them: the regex sanitizers of tests/nbval_sanitize.cfg applied, and the MIME
 types nbval skips (images, metadata, tracebacks, ...) left out. It then reports
 
@@ -90,6 +90,8 @@ def compared_cells(nb, subs) -> dict[int, list[str]]:
         if c.cell_type != "code":
             continue
         if IGNORE_TAGS & set(c.get("metadata", {}).get("tags", [])):
+            continue
+        if c.get("execution_count", 0) is None:          # stored unrun (a solution cell): nbval compares nothing
             continue
         res[i] = normalise(c.get("outputs", []), subs)
     return res

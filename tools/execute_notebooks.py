@@ -1,8 +1,9 @@
 """Execute the course notebooks (what `make course` and `make notebooks` run).
 
     python tools/execute_notebooks.py            # -> build/notebooks/*.ipynb, build/html/*.html
-    python tools/execute_notebooks.py --inplace  # rewrite notebooks/*.ipynb with fresh outputs
-                                                 # (and touch each paired notebooks/NN_topic.py)
+    python tools/execute_notebooks.py --inplace  # rewrite notebooks/*.ipynb with fresh outputs, solution
+                                                 # cells' outputs left out (strip_solutions), and touch
+                                                 # each paired notebooks/NN_topic.py
 
 Notebooks run with the backend the helpers pick (GPU if one works, else the
 CPU emulation; COURSE_DEVICE forces one). The committed notebooks are never
@@ -38,6 +39,16 @@ def coalesce_streams(nb: nbformat.NotebookNode) -> None:
         cell.outputs = merged
 
 
+def strip_solutions(nb: nbformat.NotebookNode) -> None:
+    """Cells tagged "solution" keep no stored output: the committed lesson shows an exercise, not its answer.
+    They are stored as not run (no execution count), so nbval runs them (an exception fails) but compares no
+    output, and tools/check_determinism.py leaves them out the same way."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "solution" in cell.get("metadata", {}).get("tags", []):
+            cell.outputs = []
+            cell.execution_count = None
+
+
 def execute(path: Path, timeout: int) -> nbformat.NotebookNode:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
@@ -70,6 +81,7 @@ def main(argv=None):
         t0 = time.time()
         nb = execute(p, args.timeout)
         if args.inplace:
+            strip_solutions(nb)
             nbformat.write(nb, p)
             paired = p.with_suffix(".py")          # the lesson's jupytext text (notebooks/jupytext.toml)
             if paired.exists():                    # newer than its notebook again: jupytext in JupyterLab

@@ -123,3 +123,31 @@ def mma_flops_exercise(answer, m: int = 16, n: int = 16, k: int = 16) -> None:
     """FLOPs of one wmma::mma_sync of shape m x n x k (16x16x16 unless given)."""
     check_number(f"mma_sync FLOPs ({m}x{n}x{k})", answer, 2.0 * m * n * k,
                  hint=f"one {m}x{n}x{k} mma_sync is a GEMM with M = {m}, N = {n}, K = {k}; count multiply and add.")
+
+
+def judge_guess(name: str, guess, actual: float, *, within: float, what: str, fmt: str = ".3g",
+                why: str = "") -> None:
+    """The reveal of a prediction: `guess` against `actual` (a positive number, from the record), right when
+    within a factor `within` of it either way; says how far off it was. A placeholder gets what to do, and the
+    value stays hidden until there is a guess; a guess that is not a positive number gets why not."""
+    global last_result, _verdicts
+    if guess is None or guess is Ellipsis:
+        _verdicts += 1
+        last_result = None
+        print(f"[{name}] No guess yet: replace the ... in `guess = ...` above with a number, run that cell, "
+              "then this one: it shows the measured value and how far your guess was from it.")
+        return
+    g = number_answer(name, guess, "a number: your guess (a Python expression such as 3 * 2 works)")
+    if g is None:
+        return
+    if not (math.isfinite(g) and g > 0):
+        _report(name, guess, False, f"{_short(guess)} cannot be it: the answer is a positive, finite number. {why}")
+        return
+    off = max(g / actual, actual / g)
+    ok = off <= within
+    told = f"{what}: {actual:{fmt}}. Your guess, {g:{fmt}}, " + (
+        "is exactly it." if g == actual else f"is off by a factor of {off:.2f} (too {'high' if g > actual else 'low'}; "
+                                             f"within {within:g} counts as right).")
+    _verdicts += 1
+    last_result = ok
+    print(f"[{name}] Correct. {told}" if ok else f"[{name}] Not quite. {told}" + (f" {why}" if why else ""))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from . import check_number, checker
+from . import as_number, check_number, checker, judge_guess
 from ..formats import format_info
 
 
@@ -47,3 +47,38 @@ def loss_scale_exercise(answer, g: float = 1e-9, fmt: str = "fp16") -> None:
                  hint=f"the smallest normal {fmt} number is 2^{format_info(fmt).emin}; "
                       "solve S g >= 2^emin for the smallest power of two S.")
 
+
+
+# --------------------------------------------------------------------------- predictions, revealed from the record
+def _recorded(kernel: str, n: int) -> dict:
+    from ..results import load_latest
+
+    return load_latest().select(kernel=kernel, m=n, n=n, k=n)[0]
+
+
+@checker
+def reveal_acc16_speed(guess, n: int = 4096) -> None:
+    """Prediction: cuBLAS FP16 with an FP16 accumulator, its speed over the FP32-accumulator call's at n (the H200
+    record; the clocks they ran at are printed too)."""
+    from ..clocks import clock_text
+
+    a16, a32 = _recorded("cublas_fp16_acc16", n), _recorded("cublas_fp16", n)
+    ratio = a16["tflops"] / a32["tflops"]
+    judge_guess(f"cuBLAS FP16 acc. / FP32 acc. at n = {n}", guess, ratio, within=1.1, fmt=".3f",
+                what=f"H200 record, {a16['tflops']:.1f} / {a32['tflops']:.1f} TFLOP/s", why=(
+                    "The datasheet's FP16-accumulate and FP32-accumulate peaks: the slide 'Peak speed per format'."))
+    g = as_number(guess)
+    if g is not None and math.isfinite(g) and g > 0:                 # the verdict showed the value: now the clocks
+        per_clock = ratio * a32["sm_mhz"] / a16["sm_mhz"]
+        print(f"  SM clocks while timed: {clock_text(a16)} and {clock_text(a32)}; per clock the ratio is "
+              f"{per_clock:.3f}")
+
+
+@checker
+def reveal_fp16acc_error_growth(guess, lo: int = 256, hi: int = 8192, kernel: str = "wmma_fp16acc_gemm_kernel") -> None:
+    """Prediction: by what factor does the kernel's relative error grow from n = lo to n = hi (the H200 record)?"""
+    a, b = _recorded(kernel, lo)["rel_err"], _recorded(kernel, hi)["rel_err"]
+    judge_guess(f"{kernel} error growth, n = {lo} to {hi}", guess, b / a, within=1.5, fmt=".2f",
+                what=f"H200 record, {a:.2e} at n = {lo} and {b:.2e} at n = {hi}, a growth",
+                why="An FP16 accumulator rounds after each addition, K = n of them; errors of random sign grow "
+                    "like the square root of their number.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _report, check_number, checker
+from . import _report, check_number, checker, judge_guess
 
 KERNEL_SIZES = [(200, 136, 72), (96, 160, 1000)]   # (M, N, K): none is a multiple of 32 in every dim
 TIME_SIZE = 2048
@@ -190,3 +190,43 @@ def solution_source(kernel: str) -> str:
 
     return ("#include <mma.h>\n#include <cuda_fp16.h>\nusing namespace nvcuda;\n\n"
             + kernel_source("wmma_lesson.cu", kernel))
+
+
+# --------------------------------------------------------------------------- predictions, revealed from the record
+def _recorded(kernel: str, n: int) -> dict:
+    from ..results import load_latest
+
+    return load_latest().select(kernel=kernel, m=n, n=n, k=n)[0]
+
+
+@checker
+def reveal_speedup(guess, n: int = 4096) -> None:
+    """Prediction: how many times faster than the FP32 CUDA-core kernel is wmma_gemm_naive at n (the H200 record)?"""
+    w, f = _recorded("wmma_gemm_naive", n), _recorded("gemm_fp32_kernel", n)
+    judge_guess(f"naive WMMA / FP32 kernel at n = {n}", guess, w["tflops"] / f["tflops"], within=1.5,
+                what=f"H200 record, {w['tflops']:.1f} / {f['tflops']:.2f} TFLOP/s", fmt=".2f",
+                why="The datasheet ratio compares the two peaks; this kernel reaches neither (slide 'Why naive "
+                    "WMMA is far from cuBLAS').")
+
+
+@checker
+def reveal_error_growth(guess, lo: int = 256, hi: int = 8192, kernel: str = "wmma_gemm_naive") -> None:
+    """Prediction: by what factor does the kernel's relative error (against float64 of the FP32 inputs) grow from
+    n = lo to n = hi (the H200 record)?"""
+    a, b = _recorded(kernel, lo)["rel_err"], _recorded(kernel, hi)["rel_err"]
+    judge_guess(f"{kernel} error growth, n = {lo} to {hi}", guess, b / a, within=1.5,
+                what=f"H200 record, {a:.2e} at n = {lo} and {b:.2e} at n = {hi}, a growth", fmt=".2f",
+                why="Which rounding dominates: the inputs' (once per element, whatever n is) or the "
+                    "accumulator's (once per addition, K of them)?")
+
+
+@checker
+def reveal_tensor_busy(guess, target: str = "rung1") -> None:
+    """Prediction: the share of cycles (%) the Tensor Cores are busy in wmma_gemm_naive at 4096 (Nsight Compute
+    on the H200)."""
+    from ..profile import load_ncu
+
+    busy = load_ncu().row(target)["tensor_pct"]
+    judge_guess("Tensor pipe busy (%)", guess, busy, within=2.0, what="Nsight Compute on the H200 (%)", fmt=".1f",
+                why="Per mma_sync the warp loads two tiles from global memory: how long does that take next to "
+                    "one Tensor Core instruction?")

@@ -494,6 +494,40 @@ def plot_tile_mapping(M: int, N: int, name: str = "wmma_gemm_naive"):
     return fig
 
 
+def plot_error_vs_size(rows, source: str = ""):
+    """Relative error against square size n (log-log) from sweep rows: wmma_gemm_naive against float64 of the FP32
+    inputs and of its own FP16 inputs, the FP32 kernel and cuBLAS FP16, beside FP16's and FP32's unit roundoff."""
+    import matplotlib.pyplot as plt
+
+    from ..formats import format_info
+    from ..plot_style import _finish, apply_style, size_tick_labels
+    from .sweep import series
+
+    apply_style()
+    fig, ax = plt.subplots(figsize=(12.5, 5.6))
+    sizes = set()
+    for k, y, label, style in [("wmma_gemm_naive", "rel_err", "naive WMMA, against the FP32 inputs", "-"),
+                               ("wmma_gemm_naive", "rel_err_acc", "naive WMMA, against its own FP16 inputs", "--"),
+                               ("gemm_fp32_kernel", "rel_err", "FP32 CUDA-core kernel", "-"),
+                               ("cublas_fp16", "rel_err", "cuBLAS FP16 (writes an FP16 C)", ":")]:
+        n, e = series(rows, k, y)
+        sizes |= set(n)
+        if n:
+            ax.plot(n, e, marker="o", linestyle=style, label=label)
+    for fmt in ("fp16", "fp32"):
+        u = format_info(fmt).u
+        ax.axhline(u, color="0.4", linestyle=":", linewidth=1.2)
+        ax.annotate(f"{fmt.upper()} unit roundoff $2^{{{math.log2(u):.0f}}}$", (0.01, u), xycoords=("axes fraction", "data"),
+                    va="bottom", fontsize=10, color="0.3")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(sorted(sizes), size_tick_labels(sorted(sizes)))
+    ax.minorticks_off()
+    ax.set_xlabel("matrix size n (M = N = K = n)")
+    ax.set_ylabel("relative error against float64")
+    return _finish(ax, "Error of each kernel against size", source, legend_outside=True)
+
+
 def plot_edge_masks(rows: dict):
     """rows: {row label: [case dicts with 'mask', 'm', 'n', 'k']}; one image per case."""
     import matplotlib.pyplot as plt
