@@ -1,4 +1,6 @@
 """helpers.display: kernel source and a rung's changed lines, read from kernels/ (issue 23)."""
+import re
+
 import pytest
 from conftest import sweep
 
@@ -31,22 +33,39 @@ def test_rung_diff_compares_each_rung_with_the_one_before_or_its_base(rung):
     else:
         before = spec.base if spec.base is not None else rung - 1      # rung 19: its base, rung 17
         prev = helpers.kernels.ALL_RUNGS[before]
-        assert f"differ from rung {before} (`{prev.name}`)" in md and "```diff" in md
-        assert f"+++ rung {rung} ({spec.name})" in md
+        assert f"against rung {before} (`{prev.name}`)" in md and '<pre class="course-diff">' in md
+        assert f'<span class="course-diff-file" style="font-weight:bold">+++ rung {rung} ({spec.name})</span>' in md
 
 
 def test_rung_diff_shows_the_padding_change_and_folds_the_body_it_calls():
     md = display.rung_diff(3).data
-    assert "-    tiled_body<RUNG2_PAD>(A, B, C, M, N, K);" in md
-    assert "+    tiled_body<SMEM_PAD>(A, B, C, M, N, K);" in md
+    assert f'<span class="course-diff-del" style="{display.DIFF_STYLES["del"]}">-    tiled_body&lt;RUNG2_PAD&gt;(A, B, C,' in md
+    assert f'<span class="course-diff-add" style="{display.DIFF_STYLES["add"]}">+    tiled_body&lt;SMEM_PAD&gt;(A, B, C,' in md
+    assert "2 lines removed and 2 added against rung 2" in md
     assert "<details><summary><code>tiled_body</code></summary>" in md
     assert "<summary><code>wmma_block_step</code></summary>" in md     # called through tiled_body
 
 
 def test_rung_diff_cuts_long_diffs_and_says_how_to_see_all():
+    """The cut counts diff lines and says so; the changed-line count above it counts only + and - lines, and the
+    full diff holds exactly that many of each."""
     short = display.rung_diff(6, max_lines=10).data
+    whole = display.rung_diff(6, full=True).data
     assert "helpers.display.rung_diff(6, full=True)" in short
-    assert "helpers.display.rung_diff(6, full=True)" not in display.rung_diff(6, full=True).data
+    assert "helpers.display.rung_diff(6, full=True)" not in whole
+    removed, added, total = map(int, re.search(r"(\d+) lines removed and (\d+) added .* a diff of (\d+) lines", whole).groups())
+    assert whole.count('class="course-diff-del"') == removed and whole.count('class="course-diff-add"') == added
+    assert f"the diff's other {total - 10} lines (of {total})" in short
+    assert short.count('class="course-diff-') < whole.count('class="course-diff-')
+
+
+def test_diff_html_colours_added_and_removed_lines_and_escapes_code():
+    out = display.diff_html(["--- a", "+++ b", "@@ -1 +1 @@", "-x<int>", "+y && z", " same"], more="... 3 more")
+    assert out.startswith('<pre class="course-diff"><code>') and out.endswith("</code></pre>")
+    lines = out.removeprefix('<pre class="course-diff"><code>').removesuffix("</code></pre>").split("\n")
+    assert [re.match(r'<span class="course-diff-(\w+)"', ln).group(1) if ln.startswith("<span") else None
+            for ln in lines] == ["file", "file", "hunk", "del", "add", None, "more"]
+    assert "-x&lt;int&gt;" in lines[3] and "+y &amp;&amp; z" in lines[4] and lines[5] == " same"
 
 
 def _documented(x):
