@@ -44,11 +44,16 @@ def kernel_source(filename: str, name: str | None = None, with_header: bool = Fa
     return body
 
 
+# The language code blocks of C++ are marked with: JupyterLab 4 highlights a block marked `c++` (its CodeMirror finds
+# the C++ mode by that name; a block marked `cpp` stays plain text) and so does the slides' Pygments (an alias).
+CPP = "c++"
+
+
 def show_kernel(filename: str, name: str | None = None, with_header: bool = False):
     """Display a kernel as a highlighted code block (Markdown)."""
     from IPython.display import Markdown
 
-    return Markdown(f"`kernels/{filename}`\n\n```cpp\n{kernel_source(filename, name, with_header)}\n```")
+    return Markdown(f"`kernels/{filename}`\n\n```{CPP}\n{kernel_source(filename, name, with_header)}\n```")
 
 
 def python_code(fn, docstring: bool = False):
@@ -260,7 +265,7 @@ def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool 
     more = (f"... the diff's other {len(body) - max_lines} lines (of {len(body)}): "
             f"helpers.display.rung_diff({spec.rung}, full=True)") if cut else None
     if before is None:
-        code = "```cpp\n" + "\n".join(shown + ([more] if more else [])) + "\n```"
+        code = f"```{CPP}\n" + "\n".join(shown + ([more] if more else [])) + "\n```"
     else:
         code = diff_html(shown, more)
     parts = [f"{head}. {note}.", code]
@@ -268,5 +273,5 @@ def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool 
     if called:
         parts.append(f"The {len(called)} device functions rung {spec.rung}'s kernel calls, directly or through "
                      "each other (click one to open): " + " ".join(
-            f"<details><summary><code>{n}</code></summary>\n\n```cpp\n{fns[n]}\n```\n</details>" for n in called))
+            f"<details><summary><code>{n}</code></summary>\n\n```{CPP}\n{fns[n]}\n```\n</details>" for n in called))
     return Markdown("\n\n".join(parts))

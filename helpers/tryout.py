@@ -334,14 +334,14 @@ class TryResult:
     def lines(self) -> list[str]:
         """What show() prints: the one line and the recorded sweep, or the row and any compile log or fault."""
         if not self.live:
-            out = [self.message]
+            out = _wrapped(self.message)
             if self.recorded:
                 knob = _shown_knob(self.recorded)
                 mine = _asked_rows(self.recorded, self.knobs)
                 cells = [dict(_recorded_cells(r, knob), shown=_mark(r, mine)) for r in self.recorded]
                 out += _table(cells, ["shown", "rung", "knob", "value", "check", "ms", "TFLOP/s", "x default",
                                       "clocks"])
-                out += asked_lines(self.recorded, self.knobs)
+                out += [ln for line in asked_lines(self.recorded, self.knobs) for ln in _wrapped(line)]
             return out
         r = self.row
         cells = {"variant": r["variant"], "defines": r["defines"] or "-",
@@ -405,6 +405,14 @@ class TryResult:
             return plots.bars(items, title, self.source, highlight=label[id(default)],
                               yours=label[id(mine[0])] if len(mine) == 1 else None)
         return None
+
+
+def _wrapped(text: str, width: int = 100) -> list[str]:
+    """A sentence as lines of at most `width` characters, broken at spaces: a notebook wraps a longer output line
+    wherever it reaches the window's edge, inside a word too (JupyterLab's word-break: break-all)."""
+    import textwrap
+
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [text]
 
 
 def _fmt(v, spec: str, suffix: str = "") -> str:

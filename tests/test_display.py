@@ -29,7 +29,7 @@ def test_rung_diff_compares_each_rung_with_the_one_before_or_its_base(rung):
     md = display.rung_diff(rung).data
     assert f"**Rung {rung}** (`{spec.name}`" in md
     if rung == 1:
-        assert "its whole kernel" in md and "```cpp" in md
+        assert "its whole kernel" in md and "```c++" in md
     else:
         before = spec.base if spec.base is not None else rung - 1      # rung 19: its base, rung 17
         prev = helpers.kernels.ALL_RUNGS[before]
