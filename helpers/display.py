@@ -233,7 +233,9 @@ def diff_html(lines: list[str], more: str | None = None) -> str:
         out.append(text if kind is None else f'<span class="course-diff-{kind}" style="{DIFF_STYLES[kind]}">{text}</span>')
     if more:
         out.append(f'<span class="course-diff-more" style="{DIFF_STYLES["more"]}">{html.escape(more, quote=False)}</span>')
-    return '<pre class="course-diff"><code>' + "\n".join(out) + "</code></pre>"
+    # a line longer than the output is wide wraps at a space (a notebook's default breaks it inside a word)
+    return ('<pre class="course-diff" style="white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere"><code>'
+            + "\n".join(out) + "</code></pre>")
 
 
 def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool = False):
