@@ -230,7 +230,10 @@ def diff_html(lines: list[str], more: str | None = None) -> str:
     for line in lines:
         kind = diff_kind(line)
         text = html.escape(line, quote=False)
-        out.append(text if kind is None else f'<span class="course-diff-{kind}" style="{DIFF_STYLES[kind]}">{text}</span>')
+        # every line in a span, context lines too: a blank line would end the HTML block for the slides' Markdown
+        # parser (mistune), which then shows the rest of the diff as prose
+        out.append(f'<span class="course-diff-ctx">{text}</span>' if kind is None
+                   else f'<span class="course-diff-{kind}" style="{DIFF_STYLES[kind]}">{text}</span>')
     if more:
         out.append(f'<span class="course-diff-more" style="{DIFF_STYLES["more"]}">{html.escape(more, quote=False)}</span>')
     # a line longer than the output is wide wraps at a space (a notebook's default breaks it inside a word)

@@ -60,12 +60,13 @@ def test_rung_diff_cuts_long_diffs_and_says_how_to_see_all():
 
 
 def test_diff_html_colours_added_and_removed_lines_and_escapes_code():
-    out = display.diff_html(["--- a", "+++ b", "@@ -1 +1 @@", "-x<int>", "+y && z", " same"], more="... 3 more")
+    out = display.diff_html(["--- a", "+++ b", "@@ -1 +1 @@", "-x<int>", "+y && z", " same", " "], more="... 3 more")
     assert out.startswith('<pre class="course-diff" ') and out.endswith("</code></pre>")
     lines = out.split("<code>", 1)[1].removesuffix("</code></pre>").split("\n")
-    assert [re.match(r'<span class="course-diff-(\w+)"', ln).group(1) if ln.startswith("<span") else None
-            for ln in lines] == ["file", "file", "hunk", "del", "add", None, "more"]
-    assert "-x&lt;int&gt;" in lines[3] and "+y &amp;&amp; z" in lines[4] and lines[5] == " same"
+    assert [re.match(r'<span class="course-diff-(\w+)"', ln).group(1) for ln in lines] == [
+        "file", "file", "hunk", "del", "add", "ctx", "ctx", "more"]
+    assert "-x&lt;int&gt;" in lines[3] and "+y &amp;&amp; z" in lines[4] and lines[5].endswith("> same</span>")
+    assert lines[6] == '<span class="course-diff-ctx"> </span>'         # a blank context line is not blank HTML
 
 
 def _documented(x):

@@ -20,7 +20,7 @@ each deck the script fails if any <script>, <link>, <img>, <iframe>, CSS url() o
 it points off the machine (tests/browser/ checks the same in Chromium, request by request).
 
 It also writes build/slides/manifest.json (per deck: title and, per slide, its heading, whether it
-has math, its images, tables and code lines) for the browser test, and build/slides/index.html.
+has math, its images, tables, coloured diffs and code lines) for the browser test, and build/slides/index.html.
 Notebooks come from build/notebooks/ (`make course`); any that are missing or older than their
 source in notebooks/ are executed first with tools/execute_notebooks.py.
 """
@@ -161,11 +161,11 @@ def slide_units(nb) -> list[dict]:
             continue
         if not units or st == "slide":
             h += 1
-            units.append(dict(h=h, v=0, type="slide", heading="", math=False, images=0, tables=0, code_lines=0,
-                              cells=[]))
+            units.append(dict(h=h, v=0, type="slide", heading="", math=False, images=0, tables=0, diffs=0,
+                              diff_lines=0, code_lines=0, cells=[]))
         elif st == "subslide":
             units.append(dict(h=h, v=units[-1]["v"] + 1, type="subslide", heading="", math=False,
-                              images=0, tables=0, code_lines=0, cells=[]))
+                              images=0, tables=0, diffs=0, diff_lines=0, code_lines=0, cells=[]))
         u = units[-1]
         u["cells"].append(cell.get("id", "?"))
         if cell.cell_type == "markdown":
@@ -179,6 +179,8 @@ def slide_units(nb) -> list[dict]:
                 data = out.get("data", {})
                 u["images"] += any(k.startswith("image/") for k in data)
                 u["tables"] += count_tables(str(data.get("text/markdown", "")) + str(data.get("text/html", "")))
+                u["diffs"] += str(data.get("text/markdown", "")).count('<pre class="course-diff"')
+                u["diff_lines"] += str(data.get("text/markdown", "")).count('<span class="course-diff-')
     return units
 
 

@@ -13,7 +13,8 @@
 // and reported). Then, per deck, every slide with a figure or a table: each figure is drawn at no less than
 // MIN_IMAGE_SHARE of the size the deck's CSS allows it (its natural size, at most the slide's width and 600 px
 // tall), so that no figure is shrunk past legibility, and a slide taller than the screen scrolls and shows its
-// "more below" line. Chromium: $CHROMIUM or /usr/bin/chromium, with the flags below and a fresh
+// "more below" line; no code block hides lines in a box of its own; a rung's diff colours its added and
+// removed lines. Chromium: $CHROMIUM or /usr/bin/chromium, with the flags below and a fresh
 // profile (Playwright makes a new --user-data-dir per launch); playwright-core from tools/slides.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -205,13 +206,14 @@ for (const deck of manifest.decks) {
 // Every slide with a figure or a table, opened in one page (Reveal.slide): figures legible, long slides scroll
 // and say so. The smallest share each deck draws a figure at is printed.
 for (const deck of manifest.decks) {
-  const units = deck.units.filter((u) => u.images > 0 || u.tables > 0);
-  test(`deck ${deck.name}: figures legible, long slides say they scroll`, { skip: !units.length && 'no figure or table' }, async () => {
+  const units = deck.units.filter((u) => u.images > 0 || u.tables > 0 || u.diffs > 0);
+  test(`deck ${deck.name}: figures legible, diffs coloured, long slides say they scroll`, { skip: !units.length && 'no figure, table or diff' }, async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
     const page = await context.newPage();
     const problems = [];
     let worst = null;
     let scrolling = 0;
+    let diffs = 0;
     try {
       await page.goto(`${pathToFileURL(path.join(SLIDES, deck.file)).href}#/${units[0].h}/${units[0].v}`, { waitUntil: 'load' });
       await page.waitForSelector('body[data-deck-ready="1"]', { timeout: 30000 });
@@ -241,8 +243,14 @@ for (const deck of manifest.decks) {
           const hint = slide.querySelector(':scope > .course-scroll-hint');
           const hr = hint?.getBoundingClientRect();
           const sr = slide.getBoundingClientRect();
+          const bg = (sel) => [...slide.querySelectorAll(sel)].map((e) => getComputedStyle(e).backgroundColor);
           return {
             imgs,
+            diffAdd: bg('.course-diff-add'),
+            diffDel: bg('.course-diff-del'),
+            diffLines: slide.querySelectorAll('pre.course-diff span[class^="course-diff-"]').length,
+            boxed: [...slide.querySelectorAll('pre, pre code')].filter((c) => c.scrollHeight > c.clientHeight + 2)
+              .map((c) => `${c.tagName.toLowerCase()} showing ${c.clientHeight} of ${c.scrollHeight} px`),
             taller: slide.scrollHeight - R.getConfig().height,
             scroller,
             hintShown: !!hint && getComputedStyle(hint).visibility === 'visible' && hr.height > 0
@@ -254,6 +262,24 @@ for (const deck of manifest.decks) {
           if (!worst || i.share < worst.share) worst = { ...i, where, unit };
           if (i.share < MIN_IMAGE_SHARE) {
             problems.push(`${where}: a ${i.natural.join('x')} figure drawn ${i.drawn} px wide, ${(100 * i.share).toFixed(0)}% of what the slide allows`);
+          }
+        }
+        for (const b of s.boxed) problems.push(`${where}: a code block scrolls on its own (${b})`);
+        if (unit.diffs > 0) {          // a rung's diff: added and removed lines coloured, each in its own colour
+          const clear = (c) => c === 'rgba(0, 0, 0, 0)' || c === 'transparent';
+          if (!s.diffAdd.length && !s.diffDel.length) problems.push(`${where}: no diff lines marked`);
+          if (s.diffLines !== unit.diff_lines) {
+            problems.push(`${where}: ${s.diffLines} of the diff's ${unit.diff_lines} lines inside its block`);
+          }
+          if ([...s.diffAdd, ...s.diffDel].some(clear)) problems.push(`${where}: diff lines without colour`);
+          if (s.diffAdd.length && s.diffDel.length && s.diffAdd[0] === s.diffDel[0]) {
+            problems.push(`${where}: added and removed lines in the same colour`);
+          }
+          diffs += 1;
+          if (diffs === 1) {
+            await page.evaluate(() => window.Reveal.getCurrentSlide().querySelector('.course-diff')
+              ?.scrollIntoView({ block: 'start' }));
+            await page.screenshot({ path: path.join(SHOTS, `${deck.name}-${unit.h}-${unit.v}-diff.png`) });
           }
         }
         if (s.taller > 40) {
@@ -272,7 +298,7 @@ for (const deck of manifest.decks) {
           .find((i) => i.naturalWidth === w)?.scrollIntoView({ block: 'center' }), worst.natural[0]);
         await page.screenshot({ path: path.join(SHOTS, `${deck.name}-${worst.unit.h}-${worst.unit.v}-smallest-figure.png`) });
       }
-      console.log(`${deck.name}: ${units.length} slides with figures or tables, ${scrolling} scroll`
+      console.log(`${deck.name}: ${units.length} slides with figures, tables or diffs, ${scrolling} scroll, ${diffs} diffs coloured`
         + (worst ? `; smallest figure drawn at ${(100 * worst.share).toFixed(0)}% (${worst.where}, ${worst.natural.join('x')} -> ${worst.drawn} px wide)` : ''));
       assert.deepEqual(problems, [], `${deck.name}: figures too small or long slides without a sign that they scroll`);
     } finally {

@@ -186,9 +186,13 @@ test('lesson 05: a kernel listing, a diff, try_kernel with your value, a course 
   const d = await page.evaluate((i) => {
     const cell = window.jupyterapp.shell.currentWidget.content.widgets[i].node;
     const bg = (sel) => [...cell.querySelectorAll(sel)].map((e) => getComputedStyle(e).backgroundColor);
+    const md = window.jupyterapp.shell.currentWidget.content.widgets[i].model.outputs.get(0).data['text/markdown'];
     return { add: bg('.course-diff-add'), del: bg('.course-diff-del'),
+      lines: cell.querySelectorAll('pre.course-diff span[class^="course-diff-"]').length,
+      emitted: md.split('<span class="course-diff-').length - 1,
       text: cell.querySelector('.jp-OutputArea').textContent };
   }, diff);
+  assert.equal(d.lines, d.emitted, 'every line of the diff inside its block');
   assert.ok(d.add.length > 0 && d.del.length > 0, `added ${d.add.length}, removed ${d.del.length} lines marked`);
   assert.ok([...d.add, ...d.del].every((c) => c !== 'rgba(0, 0, 0, 0)' && c !== 'transparent'), 'coloured');
   assert.notEqual(d.add[0], d.del[0], 'added and removed lines in different colours');
