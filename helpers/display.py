@@ -274,9 +274,16 @@ def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool 
     else:
         code = diff_html(shown, more)
     parts = [f"{head}. {note}.", code]
-    called = called_functions(kernel_source(spec.file, spec.name), fns)
+    kernel = kernel_source(spec.file, spec.name)
+    called = called_functions(kernel, fns)
     if called:
+        # a template the kernel instantiates with compile-time switches (`body<true, ...>(`) may call functions in
+        # branches those switches leave out of this rung's build: the list names them too, and says so
+        switched = [n for n in called[:1] if re.search(r"\b" + re.escape(n) + r"\s*<[^;(){}]+>\s*\(", kernel)
+                    and re.search(r"\bif\s*(?:constexpr\s*)?\(", fns[n])]
+        also = (f" (some only from branches of `{switched[0]}` that rung {spec.rung}'s template arguments compile out)"
+                if switched else "")
         parts.append(f"The {len(called)} device functions rung {spec.rung}'s kernel calls, directly or through "
-                     "each other (click one to open): " + " ".join(
+                     f"each other{also} (click one to open): " + " ".join(
             f"<details><summary><code>{n}</code></summary>\n\n```{CPP}\n{fns[n]}\n```\n</details>" for n in called))
     return Markdown("\n\n".join(parts))

@@ -120,3 +120,14 @@ def test_listings_show_the_rungs_as_built():
     assert "hilbert_tile" not in fns and "hilbert" not in fns["tile_of"]
     assert "hilbert_tile" in display.device_functions("hopper_sm90a.cu")
     assert all("hilbert" not in display.rung_code(k) for k in (9, 11, 29, 30))
+
+
+def test_rung_diff_says_when_its_function_list_holds_branches_compiled_out():
+    """Rung 14's kernel instantiates a template with compile-time switches: its list of device functions says that
+    some are called only from branches its template arguments compile out; rung 3's (a template without branches)
+    says nothing of the kind. Both count what they list."""
+    for rung, switched in ((14, True), (3, False)):
+        md = display.rung_diff(rung).data
+        n = int(re.search(r"The (\d+) device functions", md).group(1))
+        assert md.count("<details><summary>") == n
+        assert ("that rung 14's template arguments compile out" in md) is switched
