@@ -173,10 +173,11 @@ test('lesson 05: a kernel listing, a diff, try_kernel with your value, a course 
   // a kernel listing: highlighted as C++ (CodeMirror's token classes inside the code block)
   const listing = await cellIndex('helpers.display.show_kernel(');
   await runCell(listing);
-  const tokens = await page.evaluate((i) => {
-    const cell = window.jupyterapp.shell.currentWidget.content.widgets[i].node;
-    return [...cell.querySelectorAll('.jp-OutputArea pre code span[class]')].length;
-  }, listing);
+  // (the highlighter loads its C++ mode on first use: wait for it, up to 15 s)
+  const count = (i) => window.jupyterapp.shell.currentWidget.content.widgets[i].node
+    .querySelectorAll('.jp-OutputArea pre code span[class]').length;
+  await page.waitForFunction(`(${count})(${listing}) > 20`, null, { timeout: 15000 }).catch(() => {});
+  const tokens = await page.evaluate(`(${count})(${listing})`);
   assert.ok(tokens > 20, `the kernel listing has ${tokens} highlighted tokens`);
   await shot(listing, 'kernel-listing');
 
