@@ -165,6 +165,19 @@ test('every lesson opens trusted', { skip: SKIP }, async () => {
   }
   const status = await page.$eval('[title^="Notebook"][title*="trusted"]', (e) => e.getAttribute('title'));
   assert.match(status, /^Notebook trusted/, status);
+  // lesson 06, the one found "not trusted" when opened fresh: its status bar, as a learner opens it
+  const other = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  try {
+    await other.goto(`${base}/lab/workspaces/lesson06/tree/06_hopper_full_speed.ipynb?token=${TOKEN}&reset`);
+    await other.waitForFunction(() => window.jupyterapp?.shell?.currentWidget?.context?.path
+      === '06_hopper_full_speed.ipynb' && window.jupyterapp.shell.currentWidget.context.isReady, null, { timeout: 60000 });
+    const item = other.locator('[title^="Notebook"][title*="trusted"]');
+    await item.waitFor({ timeout: 30000 });
+    assert.match(await item.getAttribute('title'), /^Notebook trusted: \d+ of \d+ code cells trusted/);
+    await other.screenshot({ path: path.join(SHOTS, 'lesson06-trusted.png') });
+  } finally {
+    await other.close();
+  }
 });
 
 test('lesson 05: a kernel listing, a diff, try_kernel with your value, a course error', { skip: SKIP }, async () => {
