@@ -256,7 +256,7 @@ def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool 
     head = f"**Rung {spec.rung}** (`{spec.name}`, `kernels/{spec.file}`): {spec.idea}"
     if before is None:
         body = new.splitlines()
-        note = f"the first rung: its whole kernel ({len(body)} lines)"
+        note = f"The first rung: its whole kernel ({len(body)} lines)"
     else:
         old = rung_code(before)
         body = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"rung {before.rung} ({before.name})",
@@ -267,7 +267,7 @@ def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool 
                 f"shown as a diff of {len(body)} lines (with a line of context around each change)")
     cut = not full and len(body) > max_lines
     shown = body[:max_lines] if cut else body
-    more = (f"... the diff's other {len(body) - max_lines} lines (of {len(body)}): "
+    more = (f"... the {'kernel' if before is None else 'diff'}'s other {len(body) - max_lines} lines (of {len(body)}): "
             f"helpers.display.rung_diff({spec.rung}, full=True)") if cut else None
     if before is None:
         code = f"```{CPP}\n" + "\n".join(shown + ([more] if more else [])) + "\n```"
