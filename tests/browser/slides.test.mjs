@@ -8,13 +8,14 @@
 // when neither has math), shows every fragment, takes a screenshot under build/screenshots/slides/
 // and asserts: the title (first slide) or heading (middle slide) text; at least one rendered image;
 // MathJax output where the slide has math, with no TeX left unrendered and no MathJax error; code
-// at a readable size; no JavaScript error; no failed load; and that no request left the machine
-// (every request is intercepted: only file:, data:, blob: and localhost pass, the rest is aborted
-// and reported). Then, per deck, every slide with a figure or a table: each figure is drawn at no less than
-// MIN_IMAGE_SHARE of the size the deck's CSS allows it (its natural size, at most the slide's width and 600 px
-// tall), so that no figure is shrunk past legibility, and a slide taller than the screen scrolls and shows its
-// "more below" line; no code block hides lines in a box of its own; a rung's diff colours its added and
-// removed lines. Chromium: $CHROMIUM or /usr/bin/chromium, with the flags below and a fresh
+// at a readable size, its long lines wrapped at spaces (not inside words); no JavaScript error; no
+// failed load; and that no request left the machine (every request is intercepted: only file:,
+// data:, blob: and localhost pass, the rest is aborted and reported). Then, per deck, every slide
+// with a figure, a table or a diff: each figure is drawn at no less than MIN_IMAGE_SHARE of the size
+// the deck's CSS allows it (its natural size, at most the slide's width and 600 px tall), so that no
+// figure is shrunk past legibility; a slide taller than the screen scrolls and shows its "more below"
+// line; no code block hides lines in a box of its own; a rung's diff colours its added and removed
+// lines. Chromium: $CHROMIUM or /usr/bin/chromium, with the flags below and a fresh
 // profile (Playwright makes a new --user-data-dir per launch); playwright-core from tools/slides.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -162,6 +163,7 @@ for (const deck of manifest.decks) {
               rawTex: (visibleText(slide).match(/\$[^$\s][^$]*\$|\\\(|\\\[/g) || []).slice(0, 3),
               codePx: pre ? parseFloat(getComputedStyle(pre).fontSize) * R.getScale() : null,
               overflow: Math.max(0, slide.scrollHeight - R.getConfig().height),
+              breakAll: [...slide.querySelectorAll('pre')].filter((p) => getComputedStyle(p).wordBreak === 'break-all').length,
             };
           });
           const shot = path.join(SHOTS, `${deck.name}-${unit.h}-${unit.v}.png`);
@@ -184,6 +186,7 @@ for (const deck of manifest.decks) {
           assert.equal(s.mathUnrendered, 0, `${where}: ${s.mathUnrendered} TeX expression(s) not typeset`);
           assert.equal(s.mathErrors, 0, `${where}: MathJax errors`);
           assert.deepEqual(s.rawTex, [], `${where}: raw TeX visible`);
+          assert.equal(s.breakAll, 0, `${where}: ${s.breakAll} code or output block(s) break lines inside words`);
           if (s.codePx !== null) {
             assert.ok(s.codePx >= MIN_CODE_PX, `${where}: code at ${s.codePx.toFixed(1)} px on screen`);
           }
