@@ -158,6 +158,10 @@ test('the file browser lists the lessons, not their .py halves or style sheets',
 });
 
 test('every lesson opens trusted', { skip: SKIP }, async () => {
+  // this test starts JupyterLab as `make lab` does: the lessons signed first, tools/jupyter on the config path
+  const recipe = execFileSync('make', ['-n', '-W', '.venv/.installed', 'lab'], { cwd: ROOT, encoding: 'utf8' });
+  assert.match(recipe, /jupyter trust notebooks\/\[0-9\]\[0-9\]_\*\.ipynb/, recipe);
+  assert.match(recipe, new RegExp(`JUPYTER_CONFIG_PATH="${path.join(ROOT, 'tools', 'jupyter')}[^"]*" \\S+jupyter lab`), recipe);
   for (const f of lessons) {
     const nb = (await api(f)).content;
     const untrusted = nb.cells.filter((c) => c.cell_type === 'code' && c.metadata.trusted !== true).length;
