@@ -431,7 +431,7 @@ ex.reveal_shape_slowdown(guess)        # the H200 record's answer
 # per SM, and not with the 32-byte sectors (they would make 32 x 8 slower than 16 x 16, and 8 x 32
 # only 5/4 as slow). The shapes with 2 lines per step do beat 16 x 16, as predicted, but stay below one line per clock:
 # there another limit takes over, which this experiment does not identify. The line count is the
-# model's; what the profiler counted comes next.
+# footprint model's; what the profiler counted comes next.
 #
 # For the 16 x 16 shape used so far that rate means 32 FMAs = 64 FLOPs per 3 lines: 64/3 FLOP per SM
 # per clock, a twelfth of the 256 the FP32 lanes could do. It is the rate seen at power-of-two
@@ -474,7 +474,7 @@ helpers.display.table(rows, ["shape", "lines", "spr", "sectors_per_request", "ms
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # ncu counts sectors and requests; a per-line count of the L1's tag lookups was not among the
-# collected metrics, so 'lines' stays the model's number, one whose sector counts the profiler
+# collected metrics, so 'lines' stays the footprint model's number, one whose sector counts the profiler
 # confirms exactly. The FMA pipe also runs the integer address arithmetic (IMAD), so its busy share
 # is an upper bound on the FFMA share. --clock-control none: the GPU ran at its own clocks.
 
