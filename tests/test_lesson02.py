@@ -270,6 +270,7 @@ def test_wmma_pictures_take_the_kernels_tile():
     assert w.warp_tile("wmma_gemm_naive") == (16, 16, 16)
     fig = w.plot_mma_tile()
     assert "m16n16k16" in fig.axes[0].get_title(loc="left")
+    assert {"A: 16×16, FP16", "C: 16×16, FP32"} <= {t.get_text() for t in fig.axes[0].texts}   # the kernel's formats
     plt.close(fig)
     fig = w.plot_k_loop(64, 64, 64, warp=(1, 2))
     title = fig.axes[0].get_title(loc="left")

@@ -567,6 +567,7 @@ def plot_mma_tile(name: str = "wmma_gemm_naive"):
     as the dot product of a row of A and a column of B, plus C's element."""
     from matplotlib.patches import Rectangle
 
+    from ..kernels import KERNELS
     from ..plots import COLORS
 
     m, n, k = warp_tile(name)
@@ -581,7 +582,9 @@ def plot_mma_tile(name: str = "wmma_gemm_naive"):
     i, j = 3, 10                                              # one element of D, and what it is made of
     for x0, (r, c, w, h) in zip(xs, [(i, j, 1, 1), (i, 0, k, 1), (0, j, 1, k), (i, j, 1, 1)]):
         ax.add_patch(Rectangle((x0 + c, y + r), w, h, facecolor=COLORS[1], alpha=0.85, edgecolor="black"))
-    labels = [f"D: {m}×{n}, FP32", f"A: {m}×{k}, FP16", f"B: {k}×{n}, FP16", f"C: {m}×{n}, FP32"]
+    spec = KERNELS[name]
+    ab, cd = spec.inputs.upper(), spec.acc.upper()
+    labels = [f"D: {m}×{n}, {cd}", f"A: {m}×{k}, {ab}", f"B: {k}×{n}, {ab}", f"C: {m}×{n}, {cd}"]
     for x0, w, lab in zip(xs, [n, k, n, n], labels):
         ax.text(x0 + w / 2, y + max(m, k) + 2.2, lab, ha="center", va="center", fontsize=13)
     for x0, sym in zip([xs[0] + n + gap, xs[1] + k + gap, xs[2] + n + gap], ["=", "×", "+"]):
