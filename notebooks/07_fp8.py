@@ -21,7 +21,8 @@
 # # Tensor Cores, WMMA and mixed precision
 # ## 07 · FP8 on Hopper, measured rather than assumed
 #
-# Hopper's Tensor Cores multiply 8-bit floating-point numbers at twice the FP16 rate. FP8 comes in two
+# NVIDIA's datasheet gives Hopper's Tensor Cores twice the FP16 rate with 8-bit floating-point numbers;
+# cuBLASLt's FP8 GEMM measured here gained less over cuBLAS's FP16 one (printed below). FP8 comes in two
 # formats that split eight bits differently between range and precision, a conversion must decide what
 # to do with numbers too large to fit, and data must be scaled into the narrow window. This lesson takes
 # each apart with numpy before the GPU multiplies anything.
@@ -83,6 +84,11 @@ from helpers.exercises import fp8 as ex
 
 rec = helpers.results.load_latest()      # the committed GPU record: same numbers on every machine
 print("recorded data:", rec.label)
+from helpers.experiments import fp8 as fp8x
+
+tf = {(r["n"], r["kernel"]): r["TFLOP/s"] for r in fp8x.speed_rows(rec.meta["experiments"]["fp8"])}
+print("cuBLASLt FP8 / cuBLAS FP16, timed in the same rounds: " + ", ".join(
+    f"x{tf[n, 'cublaslt_fp8'] / tf[n, 'cublas_fp16']:.2f} at {n}^3" for n in sorted({n for n, _ in tf})))
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 env = helpers.summary()
@@ -287,14 +293,16 @@ print(f"1x128 tiles that miss u: {miss.sum()} of {miss.size} = {(miss & big).sum
 print(f"  each of those {(miss & ~big).sum()} holds a value below {smallest:.0e} that became subnormal or 0: "
       f"{bool(low[miss & ~big].all())}")
 print(f"values that became 0: {zero.sum()}, {zero[big].sum()} of them in the {big.sum()} outlier tiles")
+print(f"E4M3's normal span: largest / smallest normal = {e4.max:g} / 2^{np.log2(e4.tiny):.0f} = {e4.max / e4.tiny:g}"
+      f" = 10^{np.log10(e4.max / e4.tiny):.2f}")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - **Every tile with an outlier misses**: $10^4$ sets its scale, and the smaller values beside it fall
 #   among the subnormals or onto 0 (nearly all the zeros, as printed): per-tensor scaling's loss,
 #   confined to the outlier tiles.
-# - **The other misses have no outlier**: each holds a value more than four powers of ten below its
-#   tile's largest, beyond E4M3's normal span (under 15 powers of two, 4.5 of ten), so even its own
-#   tile's scale leaves it subnormal. Only a wider format could fix that.
+# - **The other misses have no outlier**: each holds a value further below its tile's largest than
+#   E4M3's normal span (printed: about $10^{4.5}$), so even its own tile's scale leaves it subnormal.
+#   Only a wider format could fix that.
 
 # %% slideshow={"slide_type": "fragment"}
 fig = helpers.plots.fp8_error_vs_magnitude(X)
@@ -424,8 +432,9 @@ print("\n".join(fp8x.sass_excerpt("fp8_mma_sync")))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # On Hopper, `mma.sync` with E4M3 inputs is not an FP8 instruction at all: the compiler converts the
-# bytes to FP16 (`F2FP.F16.E4M3.UNPACK_B`), runs two FP16 `HMMA.16816` from a zero accumulator and adds
-# the result to C with an ordinary `FADD`. Exact enough, but at FP16 speed at best.
+# bytes to FP16 (`F2FP.F16.E4M3.UNPACK_B`) and chains two FP16 `HMMA.16816`: the first from a zero
+# accumulator (`RZ`), the second onto the first's result; an ordinary `FADD` then adds that to C. So it can
+# run no faster than FP16 `HMMA` (an inference from the code: no rate was measured).
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Each 32-bit register holds four k; the unpack makes two FP16 pairs, and HMMA.16816 takes pairs
@@ -510,7 +519,7 @@ display(helpers.display.table(rows, list(rows[0]), fmt={c: ".3g" for c in list(r
 # ## What accuracy costs: speed
 #
 # TFLOP/s on the H200 (cold L2, CUDA events, five alternating rounds, the median round), each result
-# checked first, beside cuBLASLt's FP8 GEMM and the dense FP8 peak:
+# checked first, beside cuBLASLt's FP8 GEMM and the datasheet's dense FP8 peak (the clock it assumes: printed):
 
 # %% slideshow={"slide_type": "-"}
 peak = helpers.device.peaks_for(rec.gpu_name).fp8
@@ -519,6 +528,11 @@ display(helpers.display.table(rows, list(rows[0])))
 t4 = {r["kernel"]: r["TFLOP/s"] for r in rows if r["n"] == 4096}
 print(f"4096^3: promotion every 512 runs at x{t4['fp8_promote_512'] / t4['fp8_wgmma_n128']:.2f} the speed of the "
       "same tile without promotion (fp8_wgmma_n128)")
+sms, per8 = rec.meta["gpu"]["sms"], helpers.device.HOPPER_TC_FLOP_PER_CLK_SM["fp8"]
+mhz = next(r["SM MHz"] for r in rows if r["n"] == 4096 and r["kernel"] == "cublaslt_fp8")
+print(f"the FP8 peak, {peak:g} TFLOP/s, assumes {helpers.device.peak_clock_mhz(peak, sms, per8):.0f} MHz "
+      f"({sms} SMs x {per8} FLOP per SM per clock); at the {mhz} MHz cuBLASLt ran at 4096^3 the ceiling is "
+      f"{helpers.device.peak_at_clock(mhz, sms, per8):.0f} TFLOP/s")
 
 # %% slideshow={"slide_type": "subslide"}
 fig = fp8x.plot_cost(data, src)
@@ -543,9 +557,10 @@ helpers.display.table(fp8x.period_rows(data), ["n", "kernel", "build", "tflops",
                       {"tflops": ".0f", "vs_128": ".3f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Yet removing only that wait (`F8_PERIOD=1`) ran no faster ("What else was tried", at the end): the cost was each
-# shared-memory stage held a K-tile too long. The default, `F8_PERIOD=2`, still waits at every K-tile but releases
-# the stage at once, and adds only at a period's end:
+# Yet removing only that wait (`F8_PERIOD=1`) ran no faster ("What else was tried", at the end). The default,
+# `F8_PERIOD=2`, still waits at every K-tile but releases each shared-memory stage at once (before, a stage was held
+# a K-tile longer), and adds only at a period's end: faster for both at $4096^3$ and for `_512` at $8192^3$, not
+# for `_256` at $8192^3$ (Appendix H):
 
 # %% slideshow={"slide_type": "-"}
 k8 = helpers.display.kernel_source("fp8_sm90a.cu")
@@ -565,7 +580,8 @@ helpers.display.table(fp8x.try_period(builds=(0, 2)), ["build", "check", "tflops
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
-# - **E4M3** (largest 448, no infinity) for precision, **E5M2** (FP16's range, inf and NaN) for range.
+# - **E4M3** (largest 448, no infinity) for precision, **E5M2** (FP16's normal range, nearly: largest 57344
+#   against 65504; subnormals stop sooner; inf and NaN) for range.
 # - **Overflow**: numpy makes NaN (E4M3) or inf (E5M2); the GPU's `cvt.rn.satfinite` makes $\pm$max.
 #   A reference must convert the way the kernel does.
 # - **Scaling**, $s = \text{max}/\text{amax}$: one scale per tensor lets a few outliers push the small
@@ -809,7 +825,8 @@ for K in (300, 4096, 8192):
 # - "About 14 bits" (DeepSeek-V3, sec. 3.3.2): exactly 14, cut toward zero, in blocks of 32 products.
 #   cuBLASLt's default FP8 GEMM shows the same errors as promotion every 128 products (their $N_C$) at every K
 #   measured, and costs speed the way promotion does.
-# - "Fewer promotions cost less": only when the kernel lets each stage go at once (slide "A common trap").
+# - "Fewer promotions cost less": only where the kernel lets each stage go at once, and not at every size: every
+#   256 products gained nothing at $8192^3$ (slide "A common trap", Appendix H).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix H: what else was tried
