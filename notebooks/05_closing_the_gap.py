@@ -358,7 +358,8 @@ print(ex.record_lines(6, "LDMATRIX"))
 # - **TMA**: *one* thread asks the copy engine for a whole tile of A and of $B^T$, described by a
 #   *tensor map*; the engine writes it **swizzled** (16-byte chunks permuted within each 128-byte row,
 #   so the rows a read touches fall in different banks: rung 3's padding, done without padding).
-# - **mbarrier**: one per stage; the engine counts the bytes it delivered on it, and the warps wait on
+# - **mbarrier**: one per stage; thread 0 announces the bytes to expect (`expect_tx`,
+#   [glossary](glossary.md#expect-tx)), the engine counts those it delivered on it, and the warps wait on
 #   its [phase bit](glossary.md#phase-bit) (a parity bit that flips each time all the expected bytes are
 #   in) instead of on their own copies.
 # - **wgmma**: a warpgroup (4 warps) multiplies $64 \times 16$ by $16 \times 256$ straight from shared

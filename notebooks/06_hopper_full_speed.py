@@ -222,7 +222,8 @@ sweep(8, "STAGES")
 # - warpgroups 1 and 2, the **consumers**: each multiplies a $64 \times 256$ half of the tile.
 #
 # They meet at a ring of 4 stages. Stage $s$ has two mbarriers: **full[s]** completes when TMA has
-# delivered its bytes, **empty[s]** when all 8 consumer warps are done reading it.
+# delivered the bytes the producer announced (`arrive.expect_tx`, [expect_tx](glossary.md#expect-tx)),
+# **empty[s]** when all 8 consumer warps are done reading it.
 #
 # **Predicted: x1.2 over rung 8**, the drain at every K-tile removed.
 
@@ -737,9 +738,8 @@ ex.check_consumer_registers(answer, producer=56)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # 2. **Bytes a stage expects.** With N = 520, the third tile column (columns 512-767) has only one box
-#    of B that starts inside B. How many bytes must the producer announce with `arrive.expect_tx` (the
-#    arrival that tells a stage's mbarrier how many bytes TMA will deliver, [expect_tx](glossary.md#expect-tx))
-#    for one stage of that tile?
+#    of B that starts inside B. How many bytes must the producer announce with `arrive.expect_tx` for
+#    one stage of that tile?
 
 # %% slideshow={"slide_type": "-"}
 answer = ...
