@@ -69,7 +69,7 @@ PEAKS_TABLE: list[tuple[tuple[str, ...], Peaks]] = [
 HOPPER_TC_FLOP_PER_CLK_SM = {"fp16": 4096, "fp8": 8192}
 
 
-def peak_clock_mhz(peak_tflops: float, sms: int, flop_per_clk_sm: int) -> float:
+def peak_clock_mhz(peak_tflops: float, sms: int, flop_per_clk_sm: int = HOPPER_TC_FLOP_PER_CLK_SM["fp16"]) -> float:
     """The SM clock (MHz) at which `sms` SMs doing `flop_per_clk_sm` each per clock reach `peak_tflops`."""
     return peak_tflops * 1e12 / (sms * flop_per_clk_sm) / 1e6
 
@@ -77,6 +77,14 @@ def peak_clock_mhz(peak_tflops: float, sms: int, flop_per_clk_sm: int) -> float:
 def peak_at_clock(mhz: float, sms: int, flop_per_clk_sm: int) -> float:
     """The Tensor Core ceiling (TFLOP/s) of `sms` SMs at an SM clock of `mhz`."""
     return sms * flop_per_clk_sm * mhz * 1e6 / 1e12
+
+
+def peak_clock_line(peak_tflops: float, sms: int, mhz: float, kind: str = "fp16") -> str:
+    """One line for a lesson: the clock a Hopper datasheet peak of `kind` assumes, and the ceiling at `mhz`."""
+    per = HOPPER_TC_FLOP_PER_CLK_SM[kind]
+    return (f"the {peak_tflops:g} TFLOP/s peak = {sms} SMs x {per} FLOP per SM per clock x "
+            f"{peak_clock_mhz(peak_tflops, sms, per):.0f} MHz; at {mhz:g} MHz the ceiling is "
+            f"{peak_at_clock(mhz, sms, per):.0f} TFLOP/s")
 
 
 def _words(s: str) -> list[str]:

@@ -103,11 +103,8 @@ for n in L.TIMED_SIZES:
 naive, cub = rec.value("wmma_gemm_naive", 4096), L.cublas_beside_rungs(rec, 4096)
 print(f"lesson 2's naive WMMA at 4096: {naive:.1f} TFLOP/s; half of cuBLAS is "
       f"{(cub or {'tflops': rec.value('cublas_fp16', 4096)})['tflops'] / 2 / naive:.1f}x that")
-sms, per_clk = rec.meta["gpu"]["sms"], helpers.device.HOPPER_TC_FLOP_PER_CLK_SM["fp16"]
-peak_mhz = helpers.device.peak_clock_mhz(peak, sms, per_clk)   # the clock the datasheet's peak assumes
-mhz = rec.select(kernel="cublas_fp16", m=4096, n=4096, k=4096)[0]["sm_mhz"]
-print(f"the peak is {sms} SMs x {per_clk} FLOP per SM per clock x {peak_mhz:.0f} MHz; at the {mhz} MHz "
-      f"measured at 4096 the ceiling is {helpers.device.peak_at_clock(mhz, sms, per_clk):.0f} TFLOP/s")
+mhz = rec.select(kernel="cublas_fp16", m=4096, n=4096, k=4096)[0]["sm_mhz"]   # the clock cuBLAS ran at, 4096
+print(helpers.device.peak_clock_line(peak, rec.meta["gpu"]["sms"], mhz))       # the clock the peak assumes
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The goal: a rung at **half of cuBLAS** or better at both sizes, with a correct result, cuBLAS as timed
@@ -418,7 +415,7 @@ fmt = {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops
        "frac_peak": ".2f"}
 cols = ["rung", "idea", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas", "frac_peak", "clock"]
 heads = ["rung", "idea", "predicted gain", "measured gain", "p10-p90 from", "to", "", "TFLOP/s", "x cuBLAS",
-         f"x peak ({peak_mhz:.0f} MHz)", "SM clock while timed"]
+         f"x peak ({helpers.device.peak_clock_mhz(peak, rec.meta['gpu']['sms']):.0f} MHz)", "SM clock while timed"]
 gains_rows = lambda n: [{k: "" if v is None else v for k, v in g.items()} for g in L.gains(data, n)]  # noqa: E731
 helpers.display.table(gains_rows(4096), cols, heads, fmt)
 

@@ -21,8 +21,8 @@
 # # Tensor Cores, WMMA and mixed precision
 # ## 07 · FP8 on Hopper, measured rather than assumed
 #
-# NVIDIA's datasheet gives Hopper's Tensor Cores twice the FP16 rate with 8-bit floating-point numbers;
-# cuBLASLt's FP8 GEMM measured here gained less over cuBLAS's FP16 one (printed below). FP8 comes in two
+# On the datasheet, Hopper's Tensor Cores multiply 8-bit floats at twice the FP16 rate (measured: printed
+# below). FP8 comes in two
 # formats that split eight bits differently between range and precision, a conversion must decide what
 # to do with numbers too large to fit, and data must be scaled into the narrow window. This lesson takes
 # each apart with numpy before the GPU multiplies anything.
@@ -114,8 +114,8 @@ helpers.display.table(rows, ["format", "sign/exp/frac", "max", "tiny", "subnorma
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - **Precision**: one rounding to E4M3 costs up to $u = 2^{-4}$ (6.25%), to E5M2 up to $2^{-3}$:
 #   one decimal digit, give or take. FP16's $u$ is $2^7$ times smaller than E4M3's.
-# - **Range**: E5M2 has FP16's exponent and so FP16's range of normal numbers (with 2 fraction bits
-#   instead of 10, its subnormals stop sooner); E4M3 spans far fewer powers of two.
+# - **Range**: E5M2 has FP16's exponent and so nearly FP16's normal range (its subnormals stop sooner:
+#   2 fraction bits, not 10); E4M3 spans far fewer powers of two.
 #   That is why FP8 data is *scaled* before it is converted.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -432,9 +432,9 @@ print("\n".join(fp8x.sass_excerpt("fp8_mma_sync")))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # On Hopper, `mma.sync` with E4M3 inputs is not an FP8 instruction at all: the compiler converts the
-# bytes to FP16 (`F2FP.F16.E4M3.UNPACK_B`) and chains two FP16 `HMMA.16816`: the first from a zero
-# accumulator (`RZ`), the second onto the first's result; an ordinary `FADD` then adds that to C. So it can
-# run no faster than FP16 `HMMA` (an inference from the code: no rate was measured).
+# bytes to FP16 (`F2FP.F16.E4M3.UNPACK_B`) and chains two FP16 `HMMA.16816` (the first from zero, `RZ`;
+# the second onto the first), then an ordinary `FADD` adds the result to C. So, we infer (no rate was
+# measured), it runs at FP16 speed at best.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Each 32-bit register holds four k; the unpack makes two FP16 pairs, and HMMA.16816 takes pairs
@@ -519,7 +519,7 @@ display(helpers.display.table(rows, list(rows[0]), fmt={c: ".3g" for c in list(r
 # ## What accuracy costs: speed
 #
 # TFLOP/s on the H200 (cold L2, CUDA events, five alternating rounds, the median round), each result
-# checked first, beside cuBLASLt's FP8 GEMM and the datasheet's dense FP8 peak (the clock it assumes: printed):
+# checked first, beside cuBLASLt's FP8 GEMM and the datasheet's dense FP8 peak (and the clock it assumes):
 
 # %% slideshow={"slide_type": "-"}
 peak = helpers.device.peaks_for(rec.gpu_name).fp8
@@ -528,11 +528,8 @@ display(helpers.display.table(rows, list(rows[0])))
 t4 = {r["kernel"]: r["TFLOP/s"] for r in rows if r["n"] == 4096}
 print(f"4096^3: promotion every 512 runs at x{t4['fp8_promote_512'] / t4['fp8_wgmma_n128']:.2f} the speed of the "
       "same tile without promotion (fp8_wgmma_n128)")
-sms, per8 = rec.meta["gpu"]["sms"], helpers.device.HOPPER_TC_FLOP_PER_CLK_SM["fp8"]
-mhz = next(r["SM MHz"] for r in rows if r["n"] == 4096 and r["kernel"] == "cublaslt_fp8")
-print(f"the FP8 peak, {peak:g} TFLOP/s, assumes {helpers.device.peak_clock_mhz(peak, sms, per8):.0f} MHz "
-      f"({sms} SMs x {per8} FLOP per SM per clock); at the {mhz} MHz cuBLASLt ran at 4096^3 the ceiling is "
-      f"{helpers.device.peak_at_clock(mhz, sms, per8):.0f} TFLOP/s")
+mhz = next(r["SM MHz"] for r in rows if r["n"] == 4096 and r["kernel"] == "cublaslt_fp8")   # cuBLASLt's clock
+print("FP8:", helpers.device.peak_clock_line(peak, rec.meta["gpu"]["sms"], mhz, kind="fp8"))
 
 # %% slideshow={"slide_type": "subslide"}
 fig = fp8x.plot_cost(data, src)
@@ -557,10 +554,9 @@ helpers.display.table(fp8x.period_rows(data), ["n", "kernel", "build", "tflops",
                       {"tflops": ".0f", "vs_128": ".3f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Yet removing only that wait (`F8_PERIOD=1`) ran no faster ("What else was tried", at the end). The default,
-# `F8_PERIOD=2`, still waits at every K-tile but releases each shared-memory stage at once (before, a stage was held
-# a K-tile longer), and adds only at a period's end: faster for both at $4096^3$ and for `_512` at $8192^3$, not
-# for `_256` at $8192^3$ (Appendix H):
+# Yet removing only that wait (`F8_PERIOD=1`) ran no faster (Appendix H). The default, `F8_PERIOD=2`, still waits
+# at every K-tile but releases each shared-memory stage at once, a K-tile sooner, and adds only at a period's end:
+# faster at $4096^3$, and at $8192^3$ for `_512` only:
 
 # %% slideshow={"slide_type": "-"}
 k8 = helpers.display.kernel_source("fp8_sm90a.cu")
@@ -580,8 +576,8 @@ helpers.display.table(fp8x.try_period(builds=(0, 2)), ["build", "check", "tflops
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
-# - **E4M3** (largest 448, no infinity) for precision, **E5M2** (FP16's normal range, nearly: largest 57344
-#   against 65504; subnormals stop sooner; inf and NaN) for range.
+# - **E4M3** (largest 448, no infinity) for precision, **E5M2** (nearly FP16's normal range, inf and NaN)
+#   for range.
 # - **Overflow**: numpy makes NaN (E4M3) or inf (E5M2); the GPU's `cvt.rn.satfinite` makes $\pm$max.
 #   A reference must convert the way the kernel does.
 # - **Scaling**, $s = \text{max}/\text{amax}$: one scale per tensor lets a few outliers push the small
@@ -590,8 +586,7 @@ helpers.display.table(fp8x.try_period(builds=(0, 2)), ["build", "check", "tflops
 #   scaled. FP8 trains this way, not everywhere in a model.
 # - On the H200, FP8 `wgmma` adds blocks of 32 products and keeps 14 significant bits, cut toward zero
 #   (a CPU model reproduces it bit for bit); `mma.sync` with FP8 inputs runs as FP16 `HMMA`.
-# - Promotion to FP32 every N_C products (`total[i] += d[i]` after `wgmma_wait<0>()`) bounds the error,
-#   at a speed cost measured here. ptxas's C7517 was a clue, not the cause.
+# - Promotion to FP32 every N_C products bounds the error, at a speed cost measured here. ptxas's C7517 was a clue, not the cause.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
