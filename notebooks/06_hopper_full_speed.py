@@ -356,9 +356,9 @@ sweep(11, "GROUP_M")
 # ## Rung 12: thread-block clusters and TMA multicast
 #
 # A **cluster** is a group of CTAs that the hardware schedules together on one [GPC](glossary.md#gpc) (a
-# group of SMs) and that can reach each other's shared memory. Rung 12 pairs the CTAs on tiles $(2u, n)$ and $(2u + 1, n)$, which need
-# the same 256-column slice of B: each loads its own A and **half** of B, and *multicasts* that half
-# into both CTAs' shared memory. A stage is refilled only when the consumers of **both** CTAs have freed
+# group of SMs) and that can reach each other's shared memory. Rung 12 pairs the CTAs on tiles $(2u, n)$
+# and $(2u + 1, n)$, which need the same 256-column slice of B: each loads its own A and **half** of B,
+# and *multicasts* that half into both CTAs' shared memory. A stage is refilled only when the consumers of **both** CTAs have freed
 # it. **Predicted: x1.03 over rung 11**, from the bytes requested (below). Yet Nsight Compute at $4096^3$
 # counts about as many L2 read [sectors](glossary.md#sector) (32 bytes each) for rung 12 as for rung 11.
 

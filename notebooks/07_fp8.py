@@ -554,9 +554,9 @@ helpers.display.table(fp8x.period_rows(data), ["n", "kernel", "build", "tflops",
                       {"tflops": ".0f", "vs_128": ".3f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Yet removing only that wait (`F8_PERIOD=1`) ran no faster (Appendix H). The default, `F8_PERIOD=2`, still waits
-# at every K-tile but releases each shared-memory stage at once, a K-tile sooner, and adds only at a period's end:
-# faster at $4096^3$, and at $8192^3$ for `_512` only:
+# Yet removing only that wait (`F8_PERIOD=1`) ran no faster. The default, `F8_PERIOD=2`, still waits at every
+# K-tile but releases each shared-memory stage at once, a K-tile sooner, and adds only at a period's end: faster
+# at $4096^3$, and at $8192^3$ for `_512` only (both in Appendix H):
 
 # %% slideshow={"slide_type": "-"}
 k8 = helpers.display.kernel_source("fp8_sm90a.cu")
@@ -586,7 +586,8 @@ helpers.display.table(fp8x.try_period(builds=(0, 2)), ["build", "check", "tflops
 #   scaled. FP8 trains this way, not everywhere in a model.
 # - On the H200, FP8 `wgmma` adds blocks of 32 products and keeps 14 significant bits, cut toward zero
 #   (a CPU model reproduces it bit for bit); `mma.sync` with FP8 inputs runs as FP16 `HMMA`.
-# - Promotion to FP32 every N_C products bounds the error, at a speed cost measured here. ptxas's C7517 was a clue, not the cause.
+# - Promotion to FP32 every N_C products bounds the error, at a speed cost measured here. ptxas's C7517
+#   was a clue, not the cause.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
