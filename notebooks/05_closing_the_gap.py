@@ -112,7 +112,7 @@ print(helpers.device.peak_clock_line(peak, rec.meta["gpu"]["sms"], mhz))       #
 # GPU reached its power limit and lowered its clock (the clock column): compare kernels at the same
 # size and read their clocks (appendix A divides the clock out). The datasheet's peak assumes a clock too
 # (last line; 4096 FLOP per SM per clock: NVIDIA's H100 whitepaper, which a probe in the course's lab,
-# `lab/probes/wgmma_rate.py`, measured on this H200): "x peak" below is against the datasheet's figure.
+# `lab/probes/wgmma_rate.py`, measured on this H200): "x datasheet peak" below is against that figure.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The ladder, and the predictions made before measuring
@@ -415,7 +415,7 @@ fmt = {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops
        "frac_peak": ".2f"}
 cols = ["rung", "idea", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas", "frac_peak", "clock"]
 heads = ["rung", "idea", "predicted gain", "measured gain", "p10-p90 from", "to", "", "TFLOP/s", "x cuBLAS",
-         f"x peak ({helpers.device.peak_clock_mhz(peak, rec.meta['gpu']['sms']):.0f} MHz)", "SM clock while timed"]
+         "x datasheet peak", "SM clock while timed"]
 gains_rows = lambda n: [{k: "" if v is None else v for k, v in g.items()} for g in L.gains(data, n)]  # noqa: E731
 helpers.display.table(gains_rows(4096), cols, heads, fmt)
 
