@@ -279,3 +279,13 @@ def sectors_per_row(row_bytes: int, segment: int = 128, sector: int = 32, rows: 
         start = r * row_bytes
         total += (start + segment - 1) // sector - start // sector + 1
     return total / rows
+
+
+def vec16_copy_map(rows: int, cols: int, threads: int, vec: int = 8) -> list[tuple[int, int, int, int]]:
+    """Rung 4's copy of one rows x cols tile (kernels/ladder.cu, ladder_vec16): each thread moves `vec` halves
+    (16 bytes) per uint4, chunk v = tid, tid + threads, ... at row v // (cols // vec), column (v % (cols // vec)) * vec.
+    Returns (thread, pass, row, first column) for every chunk, in chunk order."""
+    per_row = cols // vec
+    if cols % vec or (rows * per_row) % threads:
+        raise ValueError(f"a {rows} x {cols} tile is not whole chunks of {vec} halves for {threads} threads")
+    return [(v % threads, v // threads, v // per_row, (v % per_row) * vec) for v in range(rows * per_row)]

@@ -127,8 +127,8 @@ for n in L.TIMED_SIZES:
 # **The ladder, and the predictions made before measuring.**
 # Each rung keeps rung 7's arithmetic (FP16 in, FP32 accumulators, K walked in order 16 at a time)
 # and changes one thing. A gain is **as predicted** when the prediction lies inside the timings'
-# spread (p10-p90, both rungs), **missed** outside it, **unresolved** when a predicted gain's spread
-# holds x1.00 too.
+# spread ([p10-p90](glossary.md#p10-p90): 10th to 90th percentile launch time, both rungs), **missed**
+# outside it, **unresolved** when a predicted gain's spread holds x1.00 too.
 
 # %% slideshow={"slide_type": "-"}
 rows = [dict(rung=r.rung, kernel=r.name, idea=r.idea, gain=f"x{r.predicted_gain:g}") for r in HOPPER_RUNGS.values()]
@@ -142,7 +142,8 @@ for n in (4096, 8192):
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Rungs 17-30** (Appendix D) aim where rungs 8-16 fall short (128 rows, sizes off the tile grid): a
-# $64 \times 128$ tile, one consumer warpgroup, a wait hint, descriptors built once (17-24), clusters of 4
+# $64 \times 128$ tile, one consumer warpgroup, a wait hint, [descriptors](glossary.md#descriptor) (where
+# a tile lies in shared memory, for `wgmma`) built once (17-24), clusters of 4
 # (25-26), cuBLAS's $C^T$ orientation (29-30); each even one writes FP32 C. The like-for-like tables take the
 # best of them all.
 
@@ -220,7 +221,8 @@ sweep(8, "STAGES")
 # - warpgroups 1 and 2, the **consumers**: each multiplies a $64 \times 256$ half of the tile.
 #
 # They meet at a ring of 4 stages. Stage $s$ has two mbarriers: **full[s]** completes when TMA has
-# delivered its bytes, **empty[s]** when all 8 consumer warps are done reading it.
+# delivered the bytes announced with [`arrive.expect_tx`](glossary.md#expect-tx), **empty[s]** when all 8
+# consumer warps are done reading it.
 #
 # **Predicted: x1.2 over rung 8**, the drain at every K-tile removed.
 
@@ -353,12 +355,12 @@ sweep(11, "GROUP_M")
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 12: thread-block clusters and TMA multicast
 #
-# A **cluster** is a group of CTAs that the hardware schedules together on one GPC and that can reach
-# each other's shared memory. Rung 12 pairs the CTAs on tiles $(2u, n)$ and $(2u + 1, n)$, which need
-# the same 256-column slice of B: each loads its own A and **half** of B, and *multicasts* that half
-# into both CTAs' shared memory. A stage is refilled only when the consumers of **both** CTAs have freed
+# A **cluster** is a group of CTAs that the hardware schedules together on one [GPC](glossary.md#gpc) (a
+# group of SMs) and that can reach each other's shared memory. Rung 12 pairs the CTAs on tiles $(2u, n)$
+# and $(2u + 1, n)$, which need the same 256-column slice of B: each loads its own A and **half** of B,
+# and *multicasts* that half into both CTAs' shared memory. A stage is refilled only when the consumers of **both** CTAs have freed
 # it. **Predicted: x1.03 over rung 11**, from the bytes requested (below). Yet Nsight Compute at $4096^3$
-# counts about as many L2 read sectors for rung 12 as for rung 11.
+# counts about as many L2 read [sectors](glossary.md#sector) (32 bytes each) for rung 12 as for rung 11.
 
 # %% slideshow={"slide_type": "-"}
 d = analysis.kernel_defines("hopper_sm90a.cu")     # HBM x HBN tiles, HBK per stage, B in BOX_N-column boxes
@@ -367,7 +369,7 @@ a, b = d["HBM"] * d["HBK"] * 2, d["HBK"] * d["HBN"] * 2   # bytes of A and of B 
 print(f"per stage, two tiles: {2 * (a + b) // 1024} KB requested without multicast, "
       f"{(2 * a + b) // 1024} KB with it ({1 - (2 * a + b) / (2 * (a + b)):.0%} less)")
 ncu, ncu_label = H.ncu_rows(None)
-for e in (e for e in ncu if e["rung"] in (11, 12)):
+for e in (e for e in ncu if e["rung"] in (10, 11, 12)):
     c = e["counters"]
     print(f"measured, rung {e['rung']} ({ncu_label}): L2 read sectors {c['l2_read_sectors'] / 1e6:.2f} M, "
           f"L2 hit rate {c['l2_hit_rate_pct']:.1f}%")
@@ -409,10 +411,11 @@ print(f"rung 12 with CLUSTER_M=1: {k1['tflops']:.0f} TFLOP/s at {k1['sm_mhz']} M
 #
 # Up to rung 12 each consumer writes its $64 \times 256$ FP32 slice straight from registers: every
 # store instruction scatters 8 rows of 32 bytes. Rung 13 writes the slice as 8 boxes of $64 \times 32$
-# floats into a swizzled shared-memory buffer, fences the async proxy (`fence.proxy.async`), meets at a
-# warpgroup barrier, and one thread hands the box to TMA, which writes whole 128-byte rows and clips at
-# the edge of C. **Predicted: x1.02 over rung 12.** Nsight Compute counts over twice the wavefronts
-# of a whole-warp model (below). Lesson 7 finds why: shared memory serves these stores per half-warp.
+# floats into a swizzled shared-memory buffer, fences the [async proxy](glossary.md#async-proxy)
+# (`fence.proxy.async`: TMA then sees the threads' stores), meets at a warpgroup barrier, and one thread
+# hands the box to TMA, which writes whole 128-byte rows and clips at the edge of C. **Predicted: x1.02
+# over rung 12.** Nsight Compute counts over twice the [wavefronts](glossary.md#wavefront) (passes over
+# the banks) of a whole-warp model (below); why is not measured here.
 
 # %% slideshow={"slide_type": "-"}
 for sw in (False, True):
@@ -494,7 +497,7 @@ sweep(14, "CLUSTER_M")
 # (`helpers.kernels.split_k_plan`) and makes every (part, tile) a work unit.
 # Each part stores its FP32 sums in a workspace and counts itself in (an atomic add after a fence); the
 # part that arrives **last** adds all of them in part order, $((p_0 + p_1) + p_2) + p_3$, and writes FP16
-# C: the same C at every launch (another sum than rung 14's; the check's model knows which). **Predicted: x1.8 over rung 14 at that shape** (4x the SMs, bounded by
+# C: the same C at every launch (another sum than rung 14's). **Predicted: x1.8 over rung 14 at that shape** (4x the SMs, bounded by
 # streaming B's 128 MiB from DRAM); **x0.98** where the chip is full (no split, no clusters).
 
 # %% slideshow={"slide_type": "-"}
@@ -610,8 +613,11 @@ for n in (4096, 8192):
     if data is not None:
         display(helpers.display.table(H.gains(data, n)[1:], cols, heads, fmt))    # [0]: rung 7, the base
 
-# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-peak = rec.meta["gpu"]["peaks"]["fp16"]
+# %% slideshow={"slide_type": "fragment"}
+peak, mhz = rec.meta["gpu"]["peaks"]["fp16"], max(r.get("sm_mhz") or 0 for r in H.timed_rows(hop, 4096))
+print("dotted line:", helpers.device.peak_clock_line(peak, sms, mhz), "(the highest clock timed at 4096^3)")
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 if data is not None:      # a cuBLAS line that NVML saw throttled is lower than cuBLAS can run: the title says so
     capped = sorted({r["m"] for r in data if r["rung"] == 0 and r["m"] == r["n"] == r["k"] in (4096, 8192)
                      and set(r.get("throttle") or ["none"]) - {"none"}})
@@ -647,7 +653,7 @@ if data is not None:      # shape by shape (a live run times 4096^3 and 8192^3 o
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The same GEMM on other numbers
 #
-# The speed of a GEMM depends on the values it multiplies, not only on its shape. Experiment
+# At $8192^3$, under the power cap, a GEMM's speed depended on the values it multiplied. Experiment
 # `input_values` times cuBLAS (both C types) and rungs 13 and 14 at $8192^3$ on four kinds of FP16
 # inputs, each kernel twice, in turn, clock and throttle reasons beside each timing:
 
@@ -668,7 +674,8 @@ helpers.display.table(rows, cols, heads, dict.fromkeys(cols[1:5], ".0f") | dict.
 # ## What the counters say
 #
 # Nsight Compute (`tools/ncu_counters.py`, one launch per rung at $4096^3$, clocks left alone): how busy
-# the Tensor Cores were, how many bytes came from DRAM, how often L2 had them, beside each rung's TFLOP/s.
+# the [Tensor pipe](glossary.md#tensor-pipe) was, how many bytes came from DRAM, how often L2 had them,
+# beside each rung's TFLOP/s.
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 entries, label = H.ncu_rows(data)
@@ -680,9 +687,8 @@ for e in entries:
     print(f"rung {e['rung']}: top stalls " + ", ".join(f"{s} {v:g}" for s, v in e["top_stalls"][:3]))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The top stall, `barrier`, counts warps waiting at any barrier: in rungs 12-14 the producer's three
-# idle warps wait at the final cluster barrier all kernel long, so it does not say the Tensor Cores
-# starved. Rung 15 has no cluster barrier: its idle producer warps leave early.
+# The top stall, `barrier`, counts waits at any barrier: it says neither that the Tensor Cores starved
+# nor which barrier (rungs 7-8, without idle warps, stall most on it too).
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Before rungs 17-30**, $5000^3$ and 128 rows fall far short. Waves and Nsight Compute:
@@ -767,18 +773,18 @@ ex.check_ring_edit(prediction, edit)
 # - Read B as stored: the 128-byte swizzle, `wgmma`'s transpose bit; TMA boxes past the edge read zeros.
 # - Warp specialisation: a producer, consumers, a ring of mbarriers waited by phase parity, `setmaxnreg`.
 #   At 2 stages rungs 9-15 lose 30% or more.
-# - A persistent grid overlaps one tile's epilogue with the next tile's loads; its tile order decides
-#   how much of A and B L2 serves.
-# - Clusters share B through TMA multicast; a TMA store takes the epilogue off the warps; `stmatrix`
-#   writes FP16 C.
+# - A persistent grid overlaps one tile's epilogue with the next tile's loads; the grouped tile order
+#   left L2's hit rate unchanged at $4096^3$.
+# - Clusters share B through TMA multicast: fewer bytes requested, no fewer L2 sectors read at $4096^3$.
+#   A TMA store takes the epilogue off the warps; `stmatrix` writes FP16 C.
 # - Split-K feeds idle SMs from K, for a whole product or its last wave; parts added in a fixed order
 #   keep C the same at every launch.
-# - Where a row starts matters: rows 16 bytes off a 32-byte sector cost more than a ragged last wave.
+# - Where a row starts matters: at $5000^3$, sector-aligned rows gained more than splitting the last
+#   wave (one shape, one GPU).
 # - A cluster or tile that pays at one shape can cost a wave at another: rungs 25-26 and 29-30 choose per
 #   shape.
 # - Compare like for like: the same C type and inputs, timed in turn, clocks beside; judge the median
 #   round.
-# - Every step was predicted, measured and judged against the timings' spread.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix A: the code of each rung
