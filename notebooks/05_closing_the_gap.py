@@ -356,7 +356,7 @@ print(ex.record_lines(6, "LDMATRIX"))
 #   *tensor map*; the engine writes it **swizzled** (16-byte chunks permuted within each 128-byte row,
 #   so the rows a read touches fall in different banks: rung 3's padding, done without padding).
 # - **mbarrier**: one per stage; thread 0 announces the bytes to expect (`expect_tx`,
-#   [glossary](glossary.md#expect-tx)), the engine counts those it delivered on it, and the warps wait on
+#   [glossary](glossary.md#expect_tx)), the engine counts those it delivered on it, and the warps wait on
 #   its [phase bit](glossary.md#phase-bit) (a parity bit that flips each time all the expected bytes are
 #   in) instead of on their own copies.
 # - **wgmma**: a warpgroup (4 warps) multiplies $64 \times 16$ by $16 \times 256$ straight from shared
@@ -458,7 +458,7 @@ helpers.display.table(rows, ["rung", "predicted", "low", "high", "verdict", "not
 # Nsight Compute ran one launch of every rung at 4096 on the H200 (recorded, read by `helpers.profile`;
 # the bytes at each level: appendix C). A shared-memory [wavefront](glossary.md#wavefront) is one pass
 # through the 32 banks: a conflicted load needs several; `LDSM` is the SASS instruction of `ldmatrix`
-# ([LDSM](glossary.md#ldsm)); the [Tensor pipe](glossary.md#tensor-pipe) is the SM's Tensor Core unit, and
+# ([LDSM](glossary.md#ldmatrix)); the [Tensor pipe](glossary.md#tensor-pipe) is the SM's Tensor Core unit, and
 # "busy" the share of the SM's active cycles it worked.
 
 # %% slideshow={"slide_type": "-"}

@@ -221,7 +221,7 @@ sweep(8, "STAGES")
 # - warpgroups 1 and 2, the **consumers**: each multiplies a $64 \times 256$ half of the tile.
 #
 # They meet at a ring of 4 stages. Stage $s$ has two mbarriers: **full[s]** completes when TMA has
-# delivered the bytes announced with [`arrive.expect_tx`](glossary.md#expect-tx), **empty[s]** when all 8
+# delivered the bytes announced with [`arrive.expect_tx`](glossary.md#expect_tx), **empty[s]** when all 8
 # consumer warps are done reading it.
 #
 # **Predicted: x1.2 over rung 8**, the drain at every K-tile removed.
@@ -355,7 +355,7 @@ sweep(11, "GROUP_M")
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 12: thread-block clusters and TMA multicast
 #
-# A **cluster** is a group of CTAs that the hardware schedules together on one [GPC](glossary.md#gpc) (a
+# A **cluster** is a group of CTAs that the hardware schedules together on one [GPC](glossary.md#GPC) (a
 # group of SMs) and that can reach each other's shared memory. Rung 12 pairs the CTAs on tiles $(2u, n)$
 # and $(2u + 1, n)$, which need the same 256-column slice of B: each loads its own A and **half** of B,
 # and *multicasts* that half into both CTAs' shared memory. A stage is refilled only when the consumers of **both** CTAs have freed
