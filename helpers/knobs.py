@@ -1,6 +1,7 @@
 """The compile-time knobs of the ladder's rungs, as data, and the registry entry a setting of them builds.
 
-``KNOBS`` lists the knobs of rungs 2-6 (kernels/ladder.cu) and 8-30 (kernels/hopper_sm90a.cu): the macro each sets,
+``KNOBS`` lists the knobs of rungs 2-6 (kernels/ladder.cu) and 8-30 (kernels/hopper_rungNN_sm90a.cu for rungs 8-16,
+kernels/hopper_sm90a.cu from 17): the macro each sets,
 its allowed values, its default (the rung as recorded) and what changing it teaches (``knob_table()``: as rows).
 ``validate_knobs`` checks a setting before anything is compiled, and ``variant_entry`` derives the variant's registry
 entry (its shared memory, K multiple, cluster and tile). helpers.tryout compiles and times a variant.
