@@ -71,9 +71,10 @@ _LDMATRIX = Knob("LDMATRIX", "LDMATRIX", (0, 1), 1,
                  "0: every thread loads its own fragment registers (A: 4 32-bit loads per m16 tile, B: 2 16-bit "
                  "loads per register, along a column of Bs)")
 
-# kernels/hopper_sm90a.cu (lesson 6, sm_90a). Not knobs: the K-tile (64 halves: one 128-byte swizzle row, which the
-# boxes, descriptors and swizzle follow), the two consumer warpgroups, the tile order and the epilogue (one
-# template switch per rung).
+# Lesson 6 (sm_90a): each macro is a knob of every rung file that defines it (kernels/hopper_rungNN_sm90a.cu, rungs
+# 8-16) and of kernels/hopper_sm90a.cu (rungs 17 on). Not knobs: the K-tile (64 halves: one 128-byte swizzle row, which
+# the boxes, descriptors and swizzle follow), the two consumer warpgroups, the tile order and the epilogue (what a
+# rung's own code does).
 _HSTAGES = Knob("STAGES", "HSTAGES", (2, 3, 4), 4,
                 "stages of the TMA/mbarrier ring (48 KB of shared memory each): with fewer, the producer can run "
                 "fewer K-tiles ahead of the Tensor Cores")
@@ -190,7 +191,7 @@ def _ladder_launch(spec: GemmKernel, s: dict) -> dict:
 
 
 def _hopper_launch(spec: GemmKernel, s: dict) -> dict:
-    """kernels/hopper_sm90a.cu: HSTAGES stages of 48 KB (+ the epilogue's buffers from rung 13 on), and the cluster."""
+    """Rungs 8-16: HSTAGES stages of 48 KB (+ the epilogue's buffers from rung 13 on), and the cluster."""
     out = {"dyn_smem": s["STAGES"] * HOPPER_STAGE + (HOPPER_SMEM - 4 * HOPPER_STAGE)
            + (HOPPER_STORE_SMEM - HOPPER_SMEM if spec.c_box else 0)}
     if "CLUSTER_M" in s:
