@@ -33,7 +33,7 @@ def test_each_rung_is_one_short_file_with_its_registry_kernel(rung):
     text = (KERNEL_DIR / spec.file).read_text()
     # it stands whole: its own functions, and the one shared header
     assert re.findall(r'#include\s+"([^"]+)"', text) == ["hopper_wgmma.cuh"]
-    assert len(re.findall(r'^extern "C" __global__ void\b[^;]*\{', text, re.M | re.S)) <= 1
+    assert len(re.findall(r'^extern "C" __global__ void\b[^;]*\{', text, re.M | re.S)) == 1
     assert "ws_gemm" not in text
 
 
