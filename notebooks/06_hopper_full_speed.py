@@ -92,12 +92,12 @@ print("the kernels run here, one child process per rung (the measurement below t
       "show the numbers recorded on an H200 and the CPU model of the rungs' arithmetic")
 
 # %% slideshow={"slide_type": "skip"}
-# The rung slides' readers (helpers/experiments: hopper.py, knobs.py): they read kernels/hopper_sm90a.cu and the record.
+# The rung slides' readers (helpers/experiments: hopper.py, knobs.py): they read lesson 6's kernel files and the record.
 import functools, textwrap
 from helpers.experiments import knobs, like_for_like as LL
 
 exps = rec.meta["experiments"]                   # the same on every machine
-hop, switch_lines, verdict_table = exps["hopper"], knobs.switch_lines, H.verdict_table
+hop, verdict_table = exps["hopper"], H.verdict_table
 sweep, measured = functools.partial(knobs.knob_sweep, exps["knobs"]), functools.partial(H.measured, hop)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -246,7 +246,7 @@ fig = helpers.plots.mbarrier_ring(stages=(ring, 2), load=2.0)
 regs_at_entry = 65536 // 384 // 8 * 8
 print(f"at entry: {regs_at_entry} registers x 384 threads = {regs_at_entry * 384}")
 print(f"after setmaxnreg: 40 x 128 + 232 x 256 = {40 * 128 + 232 * 256}: the CTA's pool, not the SM's 65536")
-d = analysis.kernel_defines("hopper_sm90a.cu")     # PRODUCER_REGS; CONSUMER_REGS is the kernel's formula
+d = analysis.kernel_defines(HOPPER_RUNGS[9].file)     # PRODUCER_REGS; CONSUMER_REGS is the kernel's formula
 fig = helpers.plots.register_split(entry=regs_at_entry, threads=384, producer=d["PRODUCER_REGS"],
                                    consumer=(regs_at_entry * 3 - d["PRODUCER_REGS"]) // 2 // 8 * 8)
 
@@ -290,14 +290,10 @@ for M, N, K in H.TIMED:
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 10 in the code, and on the H200
 #
-# Rungs 9-15 are one template, `ws_gemm`, with one switch per rung: the diff is the switch, the second
-# cell the lines it selects.
+# Each rung is one kernel file (`kernels/hopper_rungNN_sm90a.cu`): the diff is every line it changes.
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(10)
-
-# %% slideshow={"slide_type": "-"}
-switch_lines("PERSISTENT")
+helpers.display.rung_diff(10, full=True)
 
 # %% slideshow={"slide_type": "fragment"}
 measured(10)
@@ -334,10 +330,7 @@ fig = helpers.plots.tile_orders(orders, wave=sms, title=f"n = 8192 (64 x 32 tile
 # ### Rung 11 in the code, and on the H200
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(11)
-
-# %% slideshow={"slide_type": "-"}
-switch_lines("ORDER", fn="tile_of")
+helpers.display.rung_diff(11, full=True)
 
 # %% slideshow={"slide_type": "fragment"}
 measured(11)
@@ -363,7 +356,7 @@ sweep(11, "GROUP_M")
 # counts about as many L2 read [sectors](glossary.md#sector) (32 bytes each) for rung 12 as for rung 11.
 
 # %% slideshow={"slide_type": "-"}
-d = analysis.kernel_defines("hopper_sm90a.cu")     # HBM x HBN tiles, HBK per stage, B in BOX_N-column boxes
+d = analysis.kernel_defines(HOPPER_RUNGS[12].file)     # HBM x HBN tiles, HBK per stage, B in BOX_N-column boxes
 fig = helpers.plots.cluster_multicast(bm=d["HBM"], bn=d["HBN"], bk=d["HBK"], box_n=d["BOX_N"], cluster=d["CLUSTER_M"])
 a, b = d["HBM"] * d["HBK"] * 2, d["HBK"] * d["HBN"] * 2   # bytes of A and of B per stage, per tile
 print(f"per stage, two tiles: {2 * (a + b) // 1024} KB requested without multicast, "
@@ -378,10 +371,7 @@ for e in (e for e in ncu if e["rung"] in (10, 11, 12)):
 # ### Rung 12 in the code, and on the H200
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(12)
-
-# %% slideshow={"slide_type": "-"}
-switch_lines("CLUSTER", blocks_only=True)
+helpers.display.rung_diff(12, full=True)
 
 # %% slideshow={"slide_type": "fragment"}
 measured(12)
@@ -397,8 +387,9 @@ helpers.try_kernel(12, CLUSTER_M=4)
 sweep(12, "CLUSTER_M")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# `CLUSTER_M=1` builds rung 11's kernel, yet its timing and rung 11's in the record differ (below), at other
-# clocks: a few percent between separate timings is not resolved either.
+# `CLUSTER_M=1` makes every CTA a cluster of one that loads all of B itself, as rung 11 does, yet its timing and
+# rung 11's in the record differ (below), at other clocks: a few percent between separate timings is not resolved
+# either.
 
 # %% slideshow={"slide_type": "-"}
 k1 = next(r for r in exps["knobs"] if r["rung"] == 12 and r.get("knob") == "CLUSTER_M" and r["value"] == 1)
@@ -430,10 +421,7 @@ if ncu13:
 # ### Rung 13 in the code, and on the H200
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(13)
-
-# %% slideshow={"slide_type": "-"}
-switch_lines("TMA_STORE", blocks_only=True, rung=13)
+helpers.display.rung_diff(13, full=True)
 
 # %% slideshow={"slide_type": "fragment"}
 measured(13)
@@ -471,10 +459,7 @@ print("every element stored by the lane whose accumulators hold it:",
 # ### Rung 14 in the code, and on the H200
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(14)
-
-# %% slideshow={"slide_type": "-"}
-switch_lines("HALF_C", blocks_only=True, rung=14)
+helpers.display.rung_diff(14, full=True)
 
 # %% slideshow={"slide_type": "fragment"}
 measured(14)
@@ -515,10 +500,7 @@ print(f"136 x 264 x 1000 in {helpers.kernels.split_k_plan(136, 264, 1000)[0]} pa
 # ### Rung 15 in the code, and on the H200
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(15)
-
-# %% slideshow={"slide_type": "-"}
-switch_lines("SPLIT_K", blocks_only=True)
+helpers.display.rung_diff(15, full=True)
 
 # %% slideshow={"slide_type": "fragment"}
 measured(15)
@@ -789,21 +771,24 @@ ex.check_ring_edit(prediction, edit)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix A: the code of each rung
 #
-# The kernels' own lines, as the lesson discusses them (kernels/hopper_sm90a.cu). The one-instruction
-# building blocks they share with lesson 7's FP8 kernels (the mbarrier wait that traps instead of
-# hanging, the TMA load, wgmma's fence / commit / wait, `setmaxnreg`) are in kernels/hopper_primitives.cuh.
+# The kernels' own lines, as the lesson discusses them (kernels/hopper_rung08_sm90a.cu to hopper_rung16_sm90a.cu;
+# rungs 17 on: kernels/hopper_sm90a.cu). The one-instruction building blocks they share with lesson 7's FP8
+# kernels (the mbarrier wait that traps instead of hanging, the TMA load, wgmma's fence / commit / wait,
+# `setmaxnreg`) are in kernels/hopper_primitives.cuh; the wgmma descriptors and instruction, `stmatrix` and the
+# FP16 pack that only rungs 8-16 use, in kernels/hopper_wgmma.cuh.
 
 # %% slideshow={"slide_type": "-"}
 from helpers.display import kernel_source, show_kernel
 
-src = kernel_source("hopper_sm90a.cu", as_built=True)     # as the rungs are built
+src = {r: kernel_source(HOPPER_RUNGS[r].file) for r in range(8, 17)}        # rung -> its file
+fn = {r: helpers.display.device_functions(HOPPER_RUNGS[r].file, headers=False) for r in range(8, 17)}
+wg = kernel_source("hopper_wgmma.cuh")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 8: the wgmma descriptors and the kernel
 
 # %% slideshow={"slide_type": "subslide"}
-print(src[src.index("// A, \"K-major\""):src.index("// ----------------------------------------------------------"
-                                                  "----------------- mbarriers")])
+print(wg[wg.index("// A, \"K-major\""):wg.rindex("\n", 0, wg.index("- the MMA"))])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # A descriptor tells `wgmma` where a tile starts and how to step through it: for MN-major B, the
@@ -811,17 +796,18 @@ print(src[src.index("// A, \"K-major\""):src.index("// -------------------------
 # byte offset (SBO) the distance to the next 8 k-rows (1024 bytes).
 
 # %% slideshow={"slide_type": "subslide"}
-show_kernel("hopper_sm90a.cu", "hopper_b_rowmajor")
+show_kernel(HOPPER_RUNGS[8].file, "hopper_b_rowmajor")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 9: the producer and the consumers
 
 # %% slideshow={"slide_type": "subslide"}
-i = src.index("        // ------------------------------------------------------------ producer warpgroup")
-print(src[i:src.index("        // ------------------------------------------------------------ consumer warpgroups")])
+i = src[9].index("        // ------------------------------------------------------------ producer warpgroup")
+print(src[9][i:src[9].index("    } else {", i)])
 
 # %% slideshow={"slide_type": "subslide"}
-print(src[src.index("            int prev = -1;"):src.index("            if constexpr (CT) {")])
+i = src[9].index("        // ------------------------------------------------------------ consumer warpgroups")
+print(src[9][i:src[9].index("#endif", i)])
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The consumer keeps one wgmma group in flight: after committing the group that reads K-tile kt, it
@@ -833,14 +819,14 @@ print(src[src.index("            int prev = -1;"):src.index("            if cons
 # ### Rungs 10 and 11: the tile scheduler
 
 # %% slideshow={"slide_type": "subslide"}
-print(src[src.index("template <int ORDER, int CLUSTER>"):src.index("// The warp-specialised GEMM.")])
+print(fn[10]["tile_of"], fn[11]["tile_of"], sep="\n\n")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 12: each CTA multicasts its half of B
 
 # %% slideshow={"slide_type": "-"}
-i = src.index("                    } else {                                   // my share of the boxes")
-print(src[i:src.index("                    if (++s == STAGES)", i)])
+i = src[12].index("                    constexpr int per")
+print(src[12][i:src[12].index("                    if (++s == HSTAGES)", i)])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **Launching a cluster from Python.** CuPy has no cluster launch option. But a kernel that declares
@@ -860,25 +846,23 @@ for k in (10, 12):
 # ### Rungs 13-14: the epilogue
 
 # %% slideshow={"slide_type": "-"}
-i = src.rindex("\n", 0, src.index("// rungs 13-15: boxes of 64 rows")) + 1
-print(textwrap.dedent(src[i:src.index("                    if constexpr (SN % box_cols != 0)", i)]))
+print(fn[13]["store_slice_tma"], fn[14]["store_slice_tma"], sep="\n\n")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 15: adding the parts
 
 # %% slideshow={"slide_type": "-"}
-i = src.index("            if (SPLIT_K && nparts > 1")
-print(src[i:src.index("            if constexpr (CT) {", i)])
+print(fn[15]["sum_parts"])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 16: which unit is whole, which is a part
 #
 # Producer and consumers call the same `work_of` for every unit they take, so they agree on its tile and
-# its K range without talking to each other; a whole unit takes all of K (`span`).
+# its K range without talking to each other; a whole unit takes all of K.
 
 # %% slideshow={"slide_type": "-"}
-i = src.index("    // work unit t -> its unit of tiles")
-print(src[i:src.index("    // the work units this CTA computes", i)])
+i = src[16].index("    // work unit t -> its unit of tiles")
+print(src[16][i:src[16].index("\n\n", i)])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rungs 17-30: what they add
