@@ -387,9 +387,8 @@ helpers.try_kernel(12, CLUSTER_M=4)
 sweep(12, "CLUSTER_M")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# `CLUSTER_M=1` makes every CTA a cluster of one that loads all of B itself, as rung 11 does, yet its timing and
-# rung 11's in the record differ (below), at other clocks: a few percent between separate timings is not resolved
-# either.
+# `CLUSTER_M=1` makes every CTA a cluster of one that loads all of B itself, as rung 11 does; its recorded timing
+# and rung 11's differ (below), at other clocks: separate timings do not resolve a few percent.
 
 # %% slideshow={"slide_type": "-"}
 k1 = next(r for r in exps["knobs"] if r["rung"] == 12 and r.get("knob") == "CLUSTER_M" and r["value"] == 1)
