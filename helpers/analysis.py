@@ -34,7 +34,7 @@ def intensity(kernel, M: int, N: int, K: int) -> float:
 
 # --------------------------------------------------------------------------- tile order (lesson 6)
 def tile_order(tiles_m: int, tiles_n: int, order: str = "plain", group_m: int = 8, cluster: int = 1) -> list:
-    """The tiles (tm, tn) in the order a persistent kernel of kernels/hopper_sm90a.cu walks them (its tile_of()): work
+    """The tiles (tm, tn) in the order lesson 6's persistent kernels walk them (their tile_of()): work
     unit t = 0, 1, ... is a column of `cluster` tiles (tm = cluster * um + rank); 'plain' takes the units row by row,
     'grouped' takes group_m tile rows at a time, column by column. CTA c of a grid of G takes units c, c + G, ...: the
     first G units are the first wave."""
@@ -206,7 +206,7 @@ def swizzle_128b(rows: int = 8, chunks: int = 8) -> list[list[int]]:
 
 
 def stmatrix_pieces() -> list[list[tuple[int, int]]]:
-    """Replays rung 14's epilogue (kernels/hopper_sm90a.cu, ws_gemm with HALF_C): for each lane, the (row, col) of
+    """Replays rung 14's epilogue (kernels/hopper_rung14_sm90a.cu, store_slice_tma): for each lane, the (row, col) of
     the warp's 16 x 16 piece of C that each of its 8 FP16 values lands on after one stmatrix.x4, in register order.
     Lane l names row l % 8 of matrix m = l / 8 at piece row (m & 1) * 8 + l % 8, column block m >> 1; stmatrix
     (PTX ISA) stores register i of lane l at row l / 4, columns 2 (l % 4), +1 of matrix i."""
@@ -279,3 +279,13 @@ def sectors_per_row(row_bytes: int, segment: int = 128, sector: int = 32, rows: 
         start = r * row_bytes
         total += (start + segment - 1) // sector - start // sector + 1
     return total / rows
+
+
+def vec16_copy_map(rows: int, cols: int, threads: int, vec: int = 8) -> list[tuple[int, int, int, int]]:
+    """Rung 4's copy of one rows x cols tile (kernels/ladder.cu, ladder_vec16): each thread moves `vec` halves
+    (16 bytes) per uint4, chunk v = tid, tid + threads, ... at row v // (cols // vec), column (v % (cols // vec)) * vec.
+    Returns (thread, pass, row, first column) for every chunk, in chunk order."""
+    per_row = cols // vec
+    if cols % vec or (rows * per_row) % threads:
+        raise ValueError(f"a {rows} x {cols} tile is not whole chunks of {vec} halves for {threads} threads")
+    return [(v % threads, v // threads, v // per_row, (v % per_row) * vec) for v in range(rows * per_row)]

@@ -63,6 +63,30 @@ PEAKS_TABLE: list[tuple[tuple[str, ...], Peaks]] = [
 ]
 
 
+# Dense Tensor Core FLOP per SM per clock on Hopper (sm_90): NVIDIA's H100 whitepaper gives each SM twice A100's
+# 1024 dense FP16 FMA per clock (4096 FLOP) and FP8 twice FP16. A datasheet's peak is SMs x this x the clock it
+# assumes, so the same chip at another clock has another ceiling.
+HOPPER_TC_FLOP_PER_CLK_SM = {"fp16": 4096, "fp8": 8192}
+
+
+def peak_clock_mhz(peak_tflops: float, sms: int, flop_per_clk_sm: int = HOPPER_TC_FLOP_PER_CLK_SM["fp16"]) -> float:
+    """The SM clock (MHz) at which `sms` SMs doing `flop_per_clk_sm` each per clock reach `peak_tflops`."""
+    return peak_tflops * 1e12 / (sms * flop_per_clk_sm) / 1e6
+
+
+def peak_at_clock(mhz: float, sms: int, flop_per_clk_sm: int) -> float:
+    """The Tensor Core ceiling (TFLOP/s) of `sms` SMs at an SM clock of `mhz`."""
+    return sms * flop_per_clk_sm * mhz * 1e6 / 1e12
+
+
+def peak_clock_line(peak_tflops: float, sms: int, mhz: float, kind: str = "fp16") -> str:
+    """One line for a lesson: the clock a Hopper datasheet peak of `kind` assumes, and the ceiling at `mhz`."""
+    per = HOPPER_TC_FLOP_PER_CLK_SM[kind]
+    return (f"the {peak_tflops:g} TFLOP/s peak = {sms} SMs x {per} FLOP per SM per clock x "
+            f"{peak_clock_mhz(peak_tflops, sms, per):.0f} MHz; at {mhz:g} MHz the ceiling is "
+            f"{peak_at_clock(mhz, sms, per):.0f} TFLOP/s")
+
+
 def _words(s: str) -> list[str]:
     return re.findall(r"[A-Z0-9]+", s.upper())
 

@@ -162,14 +162,14 @@ def without_switched_code(text: str, off: set[str]) -> str:
     return "".join(out)
 
 
-def device_functions(filename: str, as_built: bool = False) -> dict[str, str]:
-    """{name: source} of the __device__ functions defined in kernels/<filename> and the headers it includes from
-    kernels/, in file order; as_built: without the code the file's lab switches add."""
+def device_functions(filename: str, as_built: bool = False, headers: bool = True) -> dict[str, str]:
+    """{name: source} of the __device__ functions defined in kernels/<filename> and (headers) the headers it includes
+    from kernels/, in file order; as_built: without the code the file's lab switches add."""
     text = (KERNEL_DIR / filename).read_text()
     if as_built:
         text = without_switched_code(text, lab_switches(text))
     out: dict[str, str] = {}
-    for inc in re.findall(r'#include\s+"([^"]+)"', text):
+    for inc in re.findall(r'#include\s+"([^"]+)"', text) if headers else []:
         if (KERNEL_DIR / inc).is_file():
             out.update(device_functions(inc, as_built))
     for m in _DEVICE_FN.finditer(text):
@@ -194,11 +194,11 @@ def called_functions(code: str, functions: dict[str, str]) -> list[str]:
 
 
 def rung_code(key) -> str:
-    """A rung's whole code path as built: its extern "C" kernel, then every device function it calls, so that two
-    rungs can be compared line by line."""
+    """A rung's whole code path as built: its extern "C" kernel, then every device function of its file it calls, so
+    that two rungs can be compared line by line (the primitives of the headers it includes, shown once, left out)."""
     spec = lookup(key)
     kernel = kernel_source(spec.file, spec.name)
-    fns = device_functions(spec.file, as_built=True)
+    fns = device_functions(spec.file, as_built=True, headers=False)
     return "\n\n".join([kernel] + [fns[n] for n in called_functions(kernel, fns)])
 
 

@@ -330,14 +330,20 @@ def _classic_rung(rung: int, name: str, idea: str, gain: float, why: str, **kw) 
                       predicted_gain=gain, why=why, **kw)
 
 
+def hopper_rung_file(rung: int) -> str:
+    """The file of one of lesson 6's main-path rungs (8-16): one complete kernel per file."""
+    return f"hopper_rung{rung:02d}_sm90a.cu"
+
+
 def _hopper_rung(rung: int, name: str, idea: str, gain: float, threads: int = 384, dyn_smem: int = HOPPER_SMEM,
                  emulate: Callable = _fp16_fp32acc, block_tile: tuple = (128, 256),
                  tma_boxes: tuple = ((128, 64), (64, 64)), **kw) -> GemmKernel:
-    """Rungs 8 on (kernels/hopper_sm90a.cu, lesson 6): a 128 x 256 block tile, K-tiles of 64; A and row-major B through
-    TMA tensor maps (TMA fills what lies outside the matrices with zeros, so M, N, K need only be multiples of 8:
-    16-byte rows); FP16 in, FP32 accumulators walking K in order 16 at a time (rung 7's arithmetic); sm_90a only, in
-    a child process."""
-    return GemmKernel(name=name, file=HOPPER_FILE, inputs="fp16", acc="fp32", acc_rounding="truncate",
+    """Rungs 8 on (lesson 6; rungs 8-16 each in its own kernels/hopper_rungNN_sm90a.cu, the others in
+    kernels/hopper_sm90a.cu): a 128 x 256 block tile, K-tiles of 64; A and row-major B through TMA tensor maps (TMA
+    fills what lies outside the matrices with zeros, so M, N, K need only be multiples of 8: 16-byte rows); FP16 in,
+    FP32 accumulators walking K in order 16 at a time (rung 7's arithmetic); sm_90a only, in a child process."""
+    file = hopper_rung_file(rung) if 8 <= rung <= 16 else HOPPER_FILE
+    return GemmKernel(name=name, file=file, inputs="fp16", acc="fp32", acc_rounding="truncate",
                       acc_block=16, emulate=emulate, block=(threads, 1), block_tile=block_tile, tile_mn=8,
                       tile_k=8, min_cc=(9, 0), only_cc=(9, 0), dyn_smem=dyn_smem, tma_boxes=tma_boxes,
                       isolate=True, rung=rung, lesson=6, idea=idea, predicted_gain=gain, **kw)
@@ -405,8 +411,9 @@ KERNELS: dict[str, GemmKernel] = _registry([
                why="Hopper's warpgroup MMA reads A and B from shared memory at a rate mma.sync cannot reach; "
                    "the copy engine fills a 128x256 tile (bytes per FLOP scale with 1/BM + 1/BN: 3/4 of "
                    "128x128's) with one thread"),
-    # Lesson 6: from rung 7 to cuBLAS (kernels/hopper_sm90a.cu, Hopper only), one idea per rung; each kernel's comment
-    # gives the reasoning behind its predicted gain.
+    # Lesson 6: from rung 7 to cuBLAS (Hopper only), one idea per rung: rungs 8-16 one file each
+    # (kernels/hopper_rungNN_sm90a.cu), rungs 17 on in kernels/hopper_sm90a.cu; each kernel's comment gives the
+    # reasoning behind its predicted gain.
     _hopper_rung(8, "hopper_b_rowmajor", "B read as stored (wgmma transpose bit)", 1.3, threads=256),
     _hopper_rung(9, "hopper_warp_specialized", "warp specialisation: producer + 2 consumers, mbarrier ring", 1.2),
     _hopper_rung(10, "hopper_persistent", "persistent grid, tile scheduler (plain order)", 1.04, persistent=True),

@@ -1,6 +1,7 @@
 """The compile-time knobs of the ladder's rungs, as data, and the registry entry a setting of them builds.
 
-``KNOBS`` lists the knobs of rungs 2-6 (kernels/ladder.cu) and 8-30 (kernels/hopper_sm90a.cu): the macro each sets,
+``KNOBS`` lists the knobs of rungs 2-6 (kernels/ladder.cu) and 8-30 (kernels/hopper_rungNN_sm90a.cu for rungs 8-16,
+kernels/hopper_sm90a.cu from 17): the macro each sets,
 its allowed values, its default (the rung as recorded) and what changing it teaches (``knob_table()``: as rows).
 ``validate_knobs`` checks a setting before anything is compiled, and ``variant_entry`` derives the variant's registry
 entry (its shared memory, K multiple, cluster and tile). helpers.tryout compiles and times a variant.
@@ -70,9 +71,10 @@ _LDMATRIX = Knob("LDMATRIX", "LDMATRIX", (0, 1), 1,
                  "0: every thread loads its own fragment registers (A: 4 32-bit loads per m16 tile, B: 2 16-bit "
                  "loads per register, along a column of Bs)")
 
-# kernels/hopper_sm90a.cu (lesson 6, sm_90a). Not knobs: the K-tile (64 halves: one 128-byte swizzle row, which the
-# boxes, descriptors and swizzle follow), the two consumer warpgroups, the tile order and the epilogue (one
-# template switch per rung).
+# Lesson 6 (sm_90a): each macro is a knob of every rung file that defines it (kernels/hopper_rungNN_sm90a.cu, rungs
+# 8-16) and of kernels/hopper_sm90a.cu (rungs 17 on). Not knobs: the K-tile (64 halves: one 128-byte swizzle row, which
+# the boxes, descriptors and swizzle follow), the two consumer warpgroups, the tile order and the epilogue (what a
+# rung's own code does).
 _HSTAGES = Knob("STAGES", "HSTAGES", (2, 3, 4), 4,
                 "stages of the TMA/mbarrier ring (48 KB of shared memory each): with fewer, the producer can run "
                 "fewer K-tiles ahead of the Tensor Cores")
@@ -189,7 +191,7 @@ def _ladder_launch(spec: GemmKernel, s: dict) -> dict:
 
 
 def _hopper_launch(spec: GemmKernel, s: dict) -> dict:
-    """kernels/hopper_sm90a.cu: HSTAGES stages of 48 KB (+ the epilogue's buffers from rung 13 on), and the cluster."""
+    """Rungs 8-16: HSTAGES stages of 48 KB (+ the epilogue's buffers from rung 13 on), and the cluster."""
     out = {"dyn_smem": s["STAGES"] * HOPPER_STAGE + (HOPPER_SMEM - 4 * HOPPER_STAGE)
            + (HOPPER_STORE_SMEM - HOPPER_SMEM if spec.c_box else 0)}
     if "CLUSTER_M" in s:

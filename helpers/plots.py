@@ -17,7 +17,7 @@ from .plots_fp8 import (fp8_error_vs_magnitude, fp8_overflow, fp8_promotion, fp8
 from .plots_hopper import (cluster_multicast, counters_beside, cta_work, mbarrier_ring, register_split,  # noqa: F401
                            ring_schedule, split_k_units, tile_orders)
 from .plots_ladder import (block_warp_tiles, cp_async_pipeline, fragment_owners, smem_banks,  # noqa: F401
-                           swizzle_128b)
+                           swizzle_128b, vec16_copies)
 
 
 def tflops_vs_size(series: dict, *, baselines: dict | None = None, peaks: dict | None = None,

@@ -175,3 +175,47 @@ def fragment_owners(frags, *, title: str = "", xlabel: str = "column (k)", ylabe
                  "2 halves each)", loc="left", fontsize=12)
     fig.tight_layout()
     return fig
+
+
+def vec16_copies(bm: int, bn: int, bk: int, threads: int, pad: int, vec: int = 8):
+    """Rung 4: which thread copies which 16 bytes (`vec` halves, one uint4) of the A tile (bm x bk) and the B tile
+    (bk x bn) into shared memory, from helpers.analysis.vec16_copy_map; coloured by warp, the second pass over
+    the tile (chunk tid + threads) lighter, each row's `pad` halves of padding grey (never copied)."""
+    from .analysis import vec16_copy_map
+    apply_style()
+    colors = COLORS[:7] + ["#999999"]                      # no black: the thread numbers stay readable
+    fig = plt.figure(figsize=(12, 7.4))
+    grid = fig.add_gridspec(2, 2, width_ratios=(1.25, 3.2), height_ratios=(1, 1.1))
+    axes = {"A": fig.add_subplot(grid[:, 0]), "B": fig.add_subplot(grid[0, 1])}
+    for name, rows, cols in (("A", bm, bk), ("B", bk, bn)):
+        ax, per = axes[name], cols // vec
+        for t, p, r, c in vec16_copy_map(rows, cols, threads, vec):
+            ax.add_patch(Rectangle((c, r), vec, 1, facecolor=colors[(t // 32) % len(colors)],
+                                   alpha=0.9 if p == 0 else 0.35, edgecolor="white", linewidth=0.5))
+            if name == "B" and r < 2:                 # B's first two rows: each chunk's thread
+                ax.text(c + vec / 2, r + 0.5, str(t), ha="center", va="center", fontsize=7)
+        ax.add_patch(Rectangle((cols, 0), pad, rows, facecolor="0.9", edgecolor="0.5", hatch="//", linewidth=0.6))
+        ax.set_xlim(0, cols + pad)
+        ax.set_ylim(rows, 0)
+        ax.set_xticks(range(0, cols + pad + 1, vec), [str(x) for x in range(0, cols + pad + 1, vec)], fontsize=8)
+        ticks = range(0, rows + 1, 8 if name == "A" else 2)
+        ax.set_yticks(ticks, [str(y) for y in ticks], fontsize=8)
+        ax.set_xlabel("column (halves)")
+        ax.set_ylabel("row")
+        ax.grid(False)
+        sep = "\n" if name == "A" else " "
+        ax.set_title(f"{name}s: {rows} x {cols} (+{pad} pad);{sep}thread t: row t // {per},{sep}columns {vec}(t % {per})"
+                     f" to {vec}(t % {per}) + {vec - 1};\nthen the same {threads // per} rows lower",
+                     loc="left", fontsize=10)
+    handles = [matplotlib.patches.Patch(color=colors[w % len(colors)], alpha=0.9,
+                                        label=f"warp {w}: threads {32 * w}-{32 * w + 31}")
+               for w in range(threads // 32)]
+    handles += [matplotlib.patches.Patch(color=colors[0], alpha=0.35, label=f"lighter: second pass (chunk tid + {threads})"),
+                matplotlib.patches.Patch(facecolor="0.9", hatch="//", edgecolor="0.5", label="padding, not copied")]
+    leg = fig.add_subplot(grid[1, 1])
+    leg.axis("off")
+    leg.legend(handles=handles, loc="center", ncol=2, fontsize=10, frameon=False)
+    fig.suptitle(f"rung 4: which thread copies which 16 bytes ({vec} halves, one uint4) of a K step's tiles "
+                 f"({threads} threads; numbers in Bs: each chunk's thread)", x=0.01, ha="left", fontsize=12)
+    fig.tight_layout()
+    return fig

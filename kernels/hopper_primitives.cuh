@@ -21,6 +21,7 @@ struct __align__(64) TensorMap { u64 bytes[16]; };   // layout-compatible with C
 // (the host pass and sm_90a see the real code; other targets, which `make kernels-check` also
 // builds, compile the including files' kernels empty)
 
+// The 32-bit shared-memory address of a generic pointer: what PTX's .shared instructions take.
 __device__ __forceinline__ u32 smem_addr(const void* p)
 {
     return static_cast<u32>(__cvta_generic_to_shared(p));
@@ -36,6 +37,7 @@ __device__ __forceinline__ unsigned char* smem_base()
 }
 
 // --------------------------------------------------------------------------- mbarriers
+// A barrier in shared memory whose phase completes after `count` arrivals (and the bytes announced to it).
 __device__ __forceinline__ void mbar_init(u64* bar, u32 count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(count));
@@ -48,6 +50,7 @@ __device__ __forceinline__ void mbar_expect_tx(u64* bar, u32 bytes)
                  :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 
+// One arrival: this thread is done with what the barrier guards (a consumer warp frees a stage).
 __device__ __forceinline__ void mbar_arrive(u64* bar)
 {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(smem_addr(bar)) : "memory");
@@ -98,6 +101,7 @@ __device__ __forceinline__ bool mbar_try(u32 addr, u32 parity)
     return done != 0;
 }
 
+// The GPU's global nanosecond timer, for the wait's time limit.
 __device__ __forceinline__ u64 globaltimer_ns()
 {
     u64 t;
@@ -105,6 +109,7 @@ __device__ __forceinline__ u64 globaltimer_ns()
     return t;
 }
 
+// Wait for the phase of this parity: try once, and only if it is not complete yet, loop with the time limit.
 template <int HOW = MBAR_WAIT>
 __device__ __forceinline__ void mbar_wait(u64* bar, u32 parity)
 {
@@ -134,6 +139,8 @@ __device__ __forceinline__ void tma_store(const TensorMap* map, const void* src,
                  :: "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(smem_addr(src)) : "memory");
 }
 
+// The TMA stores issued so far form one bulk group; wait_read 0: every group has read its shared memory (the
+// buffer may be written again); wait 0: every group has written global memory (before the CTA leaves).
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void bulk_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
 __device__ __forceinline__ void bulk_wait0() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
@@ -151,14 +158,13 @@ __device__ __forceinline__ void store2(float* p, float x, float y)
 // A barrier for the 128 threads of one consumer warpgroup only (ids 1, 2; 0 is __syncthreads).
 __device__ __forceinline__ void warpgroup_bar(int id) { asm volatile("bar.sync %0, 128;\n" :: "r"(id) : "memory"); }
 
+// wgmma: fence (registers and shared memory written before it are visible to the next wgmma), commit (the
+// wgmmas issued so far form one group), wait<N> (at most N groups still running: their accumulators are ready).
 __device__ __forceinline__ void wgmma_fence()  { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wgmma_wait()   { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
 
-// setmaxnreg: a warpgroup lowers (dec) or raises (inc) its registers per thread; the registers one
-// warpgroup gives back are what another can take. Needs a register cap at entry (__launch_bounds__
-// with minBlocks 1) and each role as one branch of one if/else.
 // A wgmma descriptor advanced by adding to its address field (DESC_ADD, F8_DESC_ADD: build options of the
 // kernel files, 0 by default). The descriptor's two 32-bit words are split once (the asm keeps the compiler from
 // rebuilding the low word from the address at every use); adding (byte offset / 16) to the low word then gives the
@@ -179,11 +185,15 @@ __device__ __forceinline__ u64 desc_plus(DescBase b, u32 off16)
     return d;
 }
 
+// setmaxnreg: a warpgroup lowers (dec) or raises (inc) its registers per thread; the registers one
+// warpgroup gives back are what another can take. Needs a register cap at entry (__launch_bounds__
+// with minBlocks 1) and each role as one branch of one if/else.
 template <int R> __device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(R)); }
 template <int R> __device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R)); }
 
 // ---------------------------------------------------------------- clusters (lesson 6's rungs 12 on): a CTA's rank
 // and count, its peers' barriers, multicast loads
+// This CTA's rank in its cluster, the cluster's size, the cluster's index in the grid, and how many clusters.
 __device__ __forceinline__ u32 cluster_rank()
 {
     u32 r;

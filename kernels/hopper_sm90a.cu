@@ -1,27 +1,12 @@
-// hopper_sm90a.cu -- Lesson 6 (Hopper only): from rung 7 to cuBLAS, one idea per rung.
+// hopper_sm90a.cu -- Lesson 6 (Hopper only): rungs 17 to 31, from rung 16 to cuBLAS, one idea per rung.
 //
-// Rung 7 (kernels/ladder_sm90a.cu) feeds wgmma from TMA through mbarriers, but it reads B
-// transposed, drains the Tensor Cores at every K-tile and has no overlap between one tile's
-// epilogue and the next tile's loads. Each kernel here adds ONE idea to the one before:
+// Rungs 8-16 are one complete kernel each, in kernels/hopper_rung08_sm90a.cu .. hopper_rung16_sm90a.cu
+// (B read as stored, warp specialisation, a persistent grid, an L2-aware tile order, clusters with
+// multicast, a TMA-store epilogue, FP16 C, split-K, split-K of the last wave only). The rungs here
+// start from rung 14 (FP16 C) or 13 (FP32 C) and are instances of one templated body, ws_gemm, which
+// still holds the switches of rungs 9-16 (PERSISTENT, ORDER, CLUSTER, TMA_STORE, HALF_C, SPLIT_K,
+// TAIL) that the rungs below build on:
 //
-//   rung  8  hopper_b_rowmajor       B read as it is stored (row-major, "MN-major" for wgmma):
-//                                    TMA boxes of 64 columns and wgmma's transpose bit
-//   rung  9  hopper_warp_specialized a producer warpgroup (TMA only, gives registers away with
-//                                    setmaxnreg) and two consumer warpgroups (wgmma only); a
-//                                    ring of full/empty mbarriers; one wgmma group kept in flight
-//   rung 10  hopper_persistent       one CTA per SM walks the tiles (a tile scheduler, plain order)
-//   rung 11  hopper_grouped          the same walk in groups of 8 tile rows (L2-aware order)
-//   rung 12  hopper_cluster          2-CTA clusters along M; each CTA loads half of the shared
-//                                    B tile and TMA multicasts it to both
-//   rung 13  hopper_tma_store        the epilogue stages C in shared memory and a TMA store
-//                                    writes it, so the consumers return to the Tensor Cores sooner
-//   rung 14  hopper_fp16_store       C written as FP16 (what cupy.matmul writes): converted in
-//                                    registers, stmatrix into shared memory, TMA store
-//   rung 15  hopper_split_k          for problems with fewer tiles than SMs: K split in S parts,
-//                                    each a work unit of its own; the parts of a tile are added
-//                                    in order (a flag per tile), the last one writes FP16 C
-//   rung 16  hopper_tail_split       rung 14's whole waves, then split-K for the last, partial wave
-//                                    only (clusters kept)
 //   rung 17  hopper_skinny           a 64 x 128 tile, 8 stages, no split: for skinny problems
 //                                    (M = 128)
 //   rung 18  hopper_skinny_f32c      rung 17 writing FP32 C (rung 13's epilogue)
@@ -43,10 +28,8 @@
 //   rung 31  hopper_ct_pair_n        cuBLAS's pairs along N: 152 x 256 C^T tiles, a cluster's two side
 //                                    by side sharing A (not in the ladder: slower than rung 29)
 //
-// Rungs 9-31 are one templated body (ws_gemm) with compile-time switches: each rung turns on
-// one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
-// clusters off: they pair tiles along M, and the problems it is for have one tile row; rung 16
-// turns them on again). helpers/kernels.py holds each rung's tile, boxes, cluster and C type.
+// Rungs 17-31 are instances of one templated body (ws_gemm) with compile-time switches.
+// helpers/kernels.py holds each rung's tile, boxes, cluster and C type.
 //
 // Contract (the same for every kernel here):
 //   A: M x K row-major half, B: K x N row-major half, each a TMA tensor map with 128-byte swizzle
@@ -376,66 +359,6 @@ __device__ __forceinline__ void store_rest(const float (&d)[NACC], void* C, int 
 }
 
 #endif
-
-// ============================================================================ rung 8
-// Rung 8 -- B read as it is stored.
-// Adds, over rung 7: no transpose of B. B stays K x N row-major ("MN-major": consecutive n are
-// adjacent); TMA moves it in 4 boxes of 64 k-rows x 64 columns per stage, and wgmma reads it
-// with its transpose bit set (allowed for 16-bit inputs) through an MN-major descriptor. The
-// boxes also replace the launcher's zero padding: TMA fills what lies outside A and B with zeros.
-// Everything else is rung 7: 256 threads = 2 warpgroups of 64 x 256, 4 stages, every K-tile
-// waits for its wgmmas (wait_group 0) and a __syncthreads before thread 0 refills the stage.
-// Predicted: x1.3 over rung 7 timed with its transpose (the transpose was a third of rung 7's time
-// at 4096); no gain over rung 7's kernel alone.
-extern "C" __global__ void __launch_bounds__(256, 1) hopper_b_rowmajor(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_b_rowmajor(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    unsigned char* smem = smem_base();
-    unsigned char* sA = smem;                                  // HSTAGES x (128 rows x 64 k)
-    unsigned char* sB = smem + HSTAGES * A_STAGE_BYTES;        // HSTAGES x 4 boxes of (64 k x 64 columns)
-    u64* full = reinterpret_cast<u64*>(sB + HSTAGES * B_STAGE_BYTES);
-
-    const int tid = threadIdx.x, wg = tid / 128;               // warpgroup wg: rows 64 wg .. 64 wg + 63
-    const int row0 = blockIdx.y * HBM, col0 = blockIdx.x * HBN;
-    const int ktiles = (K + HBK - 1) / HBK;
-
-    if (tid == 0) {
-        for (int s = 0; s < HSTAGES; ++s) mbar_init(&full[s], 1);
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
-    const int nb = b_boxes_in(blockIdx.x, N);                  // boxes of B that start inside B
-    auto load_stage = [&](int s, int kt) {                     // thread 0: ask TMA for K-tile kt
-        mbar_expect_tx(&full[s], A_STAGE_BYTES + nb * B_BOX_BYTES);   // the bytes TMA will deliver
-        tma_load(sA + s * A_STAGE_BYTES, &tmA, &full[s], kt * HBK, row0);
-#pragma unroll
-        for (int c = 0; c < HBN / BOX_N; ++c)
-            if (c < nb)
-                tma_load(sB + s * B_STAGE_BYTES + c * B_BOX_BYTES, &tmB, &full[s], col0 + c * BOX_N, kt * HBK);
-    };
-    if (tid == 0)
-        for (int s = 0; s < HSTAGES && s < ktiles; ++s) load_stage(s, s);
-
-    float d[128];
-#pragma unroll
-    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
-
-    for (int kt = 0; kt < ktiles; ++kt) {
-        const int s = kt % HSTAGES;
-        mbar_wait(&full[s], (kt / HSTAGES) & 1);               // TMA has delivered K-tile kt
-        wgmma_fence();
-        mma_ktile(d, sA + s * A_STAGE_BYTES + wg * 64 * 128, sB + s * B_STAGE_BYTES);
-        wgmma_commit();
-        wgmma_wait<0>();
-        __syncthreads();                                        // both warpgroups are done with stage s
-        if (tid == 0 && kt + HSTAGES < ktiles) load_stage(s, kt + HSTAGES);
-    }
-    store_slice(d, C, M, N, row0 + wg * 64, col0);
-#endif
-}
 
 // ============================================================================ rungs 9-15
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
@@ -888,170 +811,6 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     if (CLUSTER > 1) cluster_sync();                           // no CTA leaves while its peer may write to it
 }
 #endif
-
-// Rung 9 -- warp specialisation.
-// Adds, over rung 8: 3 warpgroups with one job each. Warpgroup 0 is the producer: one thread
-// issues TMA, the warpgroup keeps 40 registers per thread (setmaxnreg.dec) and hands the rest to
-// the two consumer warpgroups (setmaxnreg.inc to 232), which only run wgmma. Producer and
-// consumers meet at a ring of 4 stages, each with a "full" mbarrier (TMA's bytes arrived) and an
-// "empty" one (all 8 consumer warps are done with it), waited with try_wait.parity; the parity
-// flips each time the ring wraps. A consumer keeps one wgmma group in flight (wait_group 1) and
-// frees a stage as soon as the group that read it is done: no __syncthreads, no drain per K-tile.
-// Predicted: x1.2 over rung 8 (the Tensor Cores no longer idle while each K-tile drains).
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) hopper_warp_specialized(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C,
-    int M, int N, int K);
-extern "C" __global__ void hopper_warp_specialized(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<false, ORDER_PLAIN, 1, false>(&tmA, &tmB, nullptr, C, M, N, K);
-#endif
-}
-
-// Rung 10 -- a persistent grid.
-// Adds, over rung 9: one CTA per SM (grid = the number of SMs), each looping over tiles
-// t = blockIdx.x, blockIdx.x + gridDim.x, ... in plain row-major order (the tile scheduler,
-// tile_of). The producer runs ahead into the next tile while the consumers write this one's
-// epilogue, and no CTA is launched, initialised or torn down per tile.
-// Predicted: x1.04 over rung 9.
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) hopper_persistent(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C,
-    int M, int N, int K);
-extern "C" __global__ void hopper_persistent(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_PLAIN, 1, false>(&tmA, &tmB, nullptr, C, M, N, K);
-#endif
-}
-
-// Rung 11 -- an L2-aware tile order.
-// Adds, over rung 10: the scheduler walks the tiles in groups of GROUP_M = 8 tile rows, column
-// by column inside a group (tile_of, ORDER_GROUPED), so the ~132 tiles in flight at one moment
-// span 8 rows of A tiles and ~17 columns of B tiles instead of ~1 row of A and all of B.
-// Predicted: x1.02 over rung 10 (more at 8192, where A and B are 128 MiB each and L2 holds 60 MiB).
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) hopper_grouped(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C,
-    int M, int N, int K);
-extern "C" __global__ void hopper_grouped(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, 1, false>(&tmA, &tmB, nullptr, C, M, N, K);
-#endif
-}
-
-// Rung 12 -- thread-block clusters with TMA multicast.
-// Adds, over rung 11: clusters of 2 CTAs (__cluster_dims__, so a plain launch forms them) on
-// tiles (2u, n) and (2u + 1, n), which need the same 256-column tile of B. Each CTA's producer
-// loads its own A and half of B, and multicasts that half into both CTAs' shared memory: B is
-// read from L2 once per pair instead of twice. A stage is refilled only when the consumers of
-// both CTAs have freed it (they arrive on both CTAs' empty barriers: mapa + a cluster-scope arrive).
-// Predicted: x1.03 over rung 11.
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_cluster(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C,
-    int M, int N, int K);
-extern "C" __global__ void hopper_cluster(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, CLUSTER_M, false>(&tmA, &tmB, nullptr, C, M, N, K);
-#endif
-}
-
-// Rung 13 -- an epilogue through shared memory and TMA stores.
-// Adds, over rung 12: each consumer warpgroup writes its 64 x 256 FP32 slice as 8 boxes of
-// 64 x 32: its threads store a box into a swizzled 8 KB buffer (two per warpgroup, alternating),
-// fence the async proxy, meet at a warpgroup barrier, and one thread hands the box to TMA
-// (cp.async.bulk.tensor ... bulk_group), which clips it to C. Full 128-byte rows go to memory
-// instead of 8 scattered 32-byte pieces per store instruction, and the warps do not wait for them.
-// (stmatrix, the usual partner of a TMA store, moves 16-bit elements: this C is FP32.)
-// Predicted: x1.02 over rung 12.
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_tma_store(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_tma_store(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, CLUSTER_M, true>(&tmA, &tmB, &tmC, C, M, N, K);
-#endif
-}
-
-// Rung 14 -- FP16 C.
-// Adds, over rung 13: C is written as FP16, what cupy.matmul on float16 writes (cuBLAS rounds its
-// FP32 accumulators once, at the end; so does this). Each pair of accumulators is rounded to
-// nearest and packed in one register (cvt.rn.f16x2.f32); stmatrix.x4 stores a warp's 16 x 16
-// piece into the swizzled buffer in one instruction (lane l names row l % 8 of matrix l / 8; the
-// registers already hold the rows in the accumulator's layout); a TMA store writes each box of
-// 64 rows x 64 FP16 columns (128 bytes, the same 8 KB buffers as rung 13). Half of rung 13's
-// bytes of C leave the SM, in half as many boxes.
-// Predicted: x1.03 over rung 13 (half of C's writes saved, and fewer epilogue instructions between two
-// tiles' mainloops).
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_fp16_store(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_fp16_store(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, CLUSTER_M, true, true>(&tmA, &tmB, &tmC, C, M, N, K);
-#endif
-}
-
-// Rung 15 -- split-K, for problems that do not fill the chip.
-// Adds, over rung 14: when a problem has fewer tiles than SMs (M = 128, N = 8192: 32 tiles of
-// 128 x 256 for 132 SMs), K is cut into `splits` parts and every (part, tile) is a work unit of
-// its own, so 4 x 32 = 128 CTAs work instead of 32. Each part stores its FP32 sums in a workspace
-// (`partial`) and counts itself in on the tile's counter (`flags`, atomicAdd after a fence); the
-// part that arrives last adds all parts in part order, ((p0 + p1) + p2) + ..., and writes FP16 C
-// as rung 14 does. The order of the adds is fixed, so C is the same at every launch, whichever
-// part finishes first. The host picks `splits` (helpers.kernels.split_k_plan): 1 for problems
-// that fill the chip, and then this is rung 14 without clusters (they pair tiles along M; the
-// problems split-K is for have one row of tiles).
-// Predicted: x0.98 over rung 14 where the chip is full (4096, 8192: no split, and no multicast);
-// at M = 128, N = K = 8192, x1.8 (4x the SMs at work, bounded by streaming B's 128 MiB from DRAM).
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) hopper_split_k(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K,
-    float* __restrict__ partial, int* __restrict__ flags, int splits);
-extern "C" __global__ void hopper_split_k(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
-    int M, int N, int K, float* __restrict__ partial, int* __restrict__ flags, int splits)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, 1, true, true, true>(&tmA, &tmB, &tmC, C, M, N, K, partial, flags, splits);
-#endif
-}
-
-// Rung 16 -- split only the last wave.
-// Adds, over rung 15: the split is kept for the units that do not fill a whole wave, and clusters come
-// back (rung 14's 2-CTA pairs sharing B). A problem of U units (pairs of tiles) on G clusters runs
-// U / G whole waves and then a last wave of U % G units: at 5000^3, 400 units on 66 clusters are 6 whole
-// waves and 4 units, so 62 of 66 clusters idle through the seventh wave while 4 compute all of K. Here
-// the first dp = 6 x 66 units are whole, as in rung 14, and each of the 4 tail units is cut into
-// `splits` parts of K (helpers.kernels.tail_split_plan: 9 parts of 9 K-tiles at 5000^3), added up by the
-// last part to arrive, in part order, as rung 15 does. Where the last wave is more than half full, or
-// there is no whole wave to keep, the plan gives the same units as rung 14 (no split) or rung 15.
-// Predicted: x0.98 over rung 15 where the plan does not split (4096, 8192, 2048, 8192 x 8192 x 1024: rung
-// 14's units, x1.00 over rung 14); at 5000^3, x1.11 over rung 14 (each CTA's K-tiles: 6 x 79 + 9 = 483 instead of 7 x 79 = 553, plus the
-// last part's reading of 9 parts x 128 KB from L2 and its own store, about 16 K-tiles' time: 553 / 499).
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_tail_split(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K,
-    float* __restrict__ partial, int* __restrict__ flags, int splits, int dp);
-extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
-    int M, int N, int K, float* __restrict__ partial, int* __restrict__ flags, int splits, int dp)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, CLUSTER_M, true, true, true, true>(&tmA, &tmB, &tmC, C, M, N, K, partial, flags,
-                                                                   splits, dp);
-#endif
-}
 
 // The knobs of rungs 17-20 are their own macros, so that another rung's (CLUSTER_M = 4 for rung 14) leaves it compiling.
 #ifndef SKINNY_STAGES

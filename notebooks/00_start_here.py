@@ -62,7 +62,8 @@ else:
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What you will be able to do
 #
-# - explain what a Tensor Core computes, and why one warp-wide `mma_sync` replaces thousands of scalar FMAs;
+# - explain what a Tensor Core computes, and why one `mma_sync`, made by a whole [warp](glossary.md#warp) (32
+#   threads), replaces thousands of scalar FMAs;
 # - write, launch and check a WMMA kernel from a notebook;
 # - choose FP16, BF16 or TF32 inputs and FP32 or FP16 accumulation with the error it costs in view;
 # - measure a GPU kernel honestly (CUDA events, warm-up, median, cold L2) and compare it with cuBLAS and the chip's peak.
@@ -78,12 +79,13 @@ else:
 # | 03 | mixed precision | what do FP16, BF16 and TF32 inputs and an FP16 or FP32 accumulator cost in error, and buy in speed? |
 # | 04 | precision analysis | how does error grow with K, and how does the hardware really add? |
 # | 05 | closing the gap to cuBLAS | which optimisation buys how much, measured one at a time? |
-# | 06 | Hopper at full speed | what takes a `wgmma` kernel the rest of the way to cuBLAS on an H100/H200? |
+# | 06 | Hopper at full speed | what takes a [`wgmma`](glossary.md#wgmma) kernel the rest of the way to cuBLAS on an H100/H200? |
 # | 07 | FP8 on Hopper | what do E4M3 and E5M2 hold, how few bits does Hopper's FP8 accumulator keep, and what does promotion cost? |
 #
 # The kernels live in `kernels/*.cu`, one file per lesson family. The notebooks call them through
 # the small `helpers` package, so each code cell stays short. The course grew out of three source
-# articles; the appendix lists them.
+# articles; the appendix lists them. The [glossary](glossary.md) defines every term the lessons use in
+# a sentence or two; a lesson links a term there where it first uses it.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## How to run it
@@ -163,10 +165,11 @@ print(helpers.tolerance(4096, "fp16", "fp16", block=16, n_checked=4096 * 4096))
 # 1. **the bound**: |C - AB| <= tol x |A||B| element by element, tol from the formats and K (above).
 #    A guarantee, but measured against |A||B|: on zero-mean data that is about sqrt(K) times the answer,
 #    so at large K even C = 0 would pass it;
-# 2. **the answer-scaled bound**: the same worst case, computed from the partial sums the accumulator
-#    really holds (in float64, at every rounding), so it follows the size of the answer;
-# 3. **the model**: the CPU model of the kernel's arithmetic (fitted bit for bit to the H200 in lesson 04)
-#    must agree bit for bit on every element it is compared on: all of them in this lesson; in a
+# 2. **[the answer-scaled bound](glossary.md#answer-scaled-bound)**: the same worst case, computed from the
+#    partial sums the accumulator really holds (in float64, at every rounding), so it follows the size of
+#    the answer;
+# 3. **[the model](glossary.md#the-model)**: the CPU model of the kernel's arithmetic (fitted bit for bit
+#    to the H200 in lesson 04) must agree bit for bit on every element it is compared on: all of them in this lesson; in a
 #    large product on a GPU, all of them where the model also runs on the GPU, else a seeded sample.
 #    The verdict says which ("all ... elements" above; "a sample of ... elements" in some of lesson
 #    01's recorded runs). On a GPU the model was not fitted to, this part is skipped, and the verdict

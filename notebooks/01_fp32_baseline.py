@@ -64,11 +64,12 @@ else:
 # ## What you will learn
 #
 # - what a GEMM computes, its $2MNK$ FLOPs, and how much of its data it could reuse;
-# - how `gemm_fp32_kernel` maps one thread to one element of $C$, and what each warp loads;
+# - how `gemm_fp32_kernel` maps one thread to one element of $C$, and what each [warp](glossary.md#warp)
+#   (32 threads that run together) loads;
 # - how to measure it honestly (float64 check, CUDA events, cold L2, median) and against what (cuBLAS, the FP32 peak);
-# - how to read it on a roofline: ideal traffic vs the traffic it really asks for;
+# - how to read it on a [roofline](glossary.md#roofline): ideal traffic vs the traffic it really asks for;
 # - why $n = 1000$ runs faster than $n = 1024$;
-# - how changing only the block shape changes the speed, and what the profiler (Nsight Compute)
+# - how changing only the block shape changes the speed, and what the profiler ([Nsight Compute](glossary.md#Nsight-Compute))
 #   counted while it ran: neither FMAs nor memory bandwidth are the limit.
 
 # %% slideshow={"slide_type": "-"}
@@ -103,7 +104,8 @@ env = helpers.summary()
 #
 # Look at neighbouring outputs: $C_{ij}$ and $C_{i,j+1}$ both need row $i$ of $A$; $C_{ij}$ and
 # $C_{i+1,j}$ both need column $j$ of $B$. Every $A_{ik}$ is used by $N$ outputs and every $B_{kj}$
-# by $M$. So the *least* a GEMM must move is: read $A$ and $B$ once, write $C$ once. In FP32
+# by $M$. So the *least* a GEMM must move is: read $A$ and $B$ once, write $C$ once. Its best
+# [arithmetic intensity](glossary.md#arithmetic-intensity), FLOPs per byte moved, is then, in FP32
 # (4 bytes) and for square $n$:
 #
 # $$\text{ideal intensity} = \frac{2n^3}{4 \cdot 3n^2} = \frac{n}{6}\ \text{FLOP/byte}$$
@@ -188,6 +190,12 @@ print(f"On the {rec.gpu_name}, the CPU emulation (helpers.emulate.fp32_fma_chain
 #
 # - `cublas_fp32`: cuBLAS SGEMM, FP32 on the same CUDA cores (TF32 off);
 # - `cublas_tf32`: cuBLAS on Tensor Cores with TF32 inputs (lesson 3), for scale.
+#
+# **Predict first.** cuBLAS's FP32 GEMM runs the same FMAs on the same CUDA cores. At $n = 4096$, how
+# many times faster than `gemm_fp32_kernel` is it?
+
+# %% slideshow={"slide_type": "-"}
+guess = ...            # e.g. 2: twice as fast
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 SIZES = [256, 384, 512, 768, 1000, 1024, 1536, 2048, 3000, 4096]
@@ -204,6 +212,9 @@ fig = helpers.plots.tflops_vs_size(
     peaks={"FP32 peak": peaks["fp32"], "TF32 tensor peak": peaks["tf32"]},
     title="FP32 GEMM: naive kernel vs cuBLAS", source=sweep.source)
 fig = helpers.plots.label_every_size(fig)    # 1000 and 1024 both labelled (1000 one row lower)
+
+# %% slideshow={"slide_type": "-"}
+ex.reveal_cublas_ratio(guess)          # the H200 record's answer
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Log scale on both axes. The naive kernel is flat from about 512 on: more work per launch does not
@@ -236,7 +247,8 @@ print("SM clock while timed at 4096:", {k: helpers.clocks.clock_text(rec.select(
 # ### 1000 beats 1024: the stride of a row
 #
 # In the plot, the point at 1000 sits *above* the one at 1024, though 1024 is the larger problem.
-# The recorded rows, with the time per FMA relative to $n = 1000$ and the spread of the timings:
+# The recorded rows, with the time per FMA relative to $n = 1000$ and the spread of the timings
+# ([p10-p90](glossary.md#p10-p90): the 10th to the 90th percentile of the timed launches):
 
 # %% slideshow={"slide_type": "-"}
 row = {r["m"]: r for r in rec.select(kernel="gemm_fp32_kernel")}
@@ -280,7 +292,8 @@ for n in (1000, 1024):
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Roofline: which traffic do we count?
 #
-# A roofline bounds a kernel by $\min(\text{peak FLOP/s},\ \text{bandwidth} \times \text{intensity})$.
+# A roofline bounds a kernel by $\min(\text{peak FLOP/s},\ \text{bandwidth} \times \text{intensity})$;
+# its two roofs meet at the [ridge point](glossary.md#ridge-point), peak FLOP/s over bandwidth.
 # For the naive kernel there are three honest intensities, depending on where the bytes come from:
 #
 # | level | bytes per $2n^3$ FLOPs | intensity |
@@ -329,18 +342,18 @@ _ = fig.axes[0].set_xlabel("arithmetic intensity (FLOP / byte, the bytes counted
 # 16 columns** of $C$. At each step $k$:
 #
 # - its load of $A$ asks for `A[row][k]` for its 2 rows: 16 threads share each address (a *broadcast*);
-# - its load of $B$ asks for `B[k][col]` for 16 consecutive columns: 64 contiguous bytes (*coalesced*),
+# - its load of $B$ asks for `B[k][col]` for 16 consecutive columns: 64 contiguous bytes ([*coalesced*](glossary.md#coalesced)),
 #   the same for both rows.
 #
 # The caches catch the reuse the kernel leaves to them:
 #
 # - a row of $A$ is contiguous, so the following steps of a warp (up to 31) read the rest of the same
-#   128-byte lines of $A$: after the first miss, L1 hits; blocks side by side in $x$ share those rows (L2);
+#   128-byte [cache lines](glossary.md#cache-line) of $A$: after the first miss, L1 hits; blocks side by side in $x$ share those rows (L2);
 # - the 8 warps of a block read the same 16 columns of $B$ at the same $k$ (L1), and every block in
 #   the same column of the grid reads them too (L2).
 #
 # What is left is the cost of *issuing and serving* two load instructions per FMA, each touching a
-# few cache lines: work for each SM's load/store unit and L1, however well the caches hit.
+# few cache lines: work for each [SM](glossary.md#SM)'s load/store unit and L1, however well the caches hit.
 
 # %% slideshow={"slide_type": "-"}
 f = lesson.warp_footprint(16, 16)
@@ -353,22 +366,25 @@ print(f"16x16 block: a warp is {f['warp_rows']} rows x {f['warp_cols']} columns 
 #
 # `gemm_fp32_kernel` indexes with `blockDim`, so it computes the same thing, in the same order, with
 # any block shape: the FLOPs, the results (bit for bit) and the minimum traffic do not change. What
-# changes is *which 32 elements of C a warp owns*, and so how many cache lines each of its two loads
-# touches per step. (Shape = blockDim.x x blockDim.y; x runs along a row of C.)
+# changes is *which 32 elements of C a warp owns*, and so how many cache lines (and 32-byte
+# [sectors](glossary.md#sector), the quarters of a line) each of its two loads touches per step. (Shape = blockDim.x x blockDim.y; x runs along a row of C.)
 #
 # **Prediction**, if the load path is the bottleneck: the time follows the number of lines a warp
 # touches per step, and the block size as such does not matter. So 32 x 8, 64 x 4 and 32 x 32 (warps
 # along a row: 2 lines) beat 16 x 16 (3 lines); 8 x 32 and 4 x 64 lose; 1 x 256 (each warp
 # a column of $C$, its $A$ load uncoalesced) is slower than 16 x 16 by the ratio of their line counts
-# (the table below).
+# (the table below). **Your guess:** at $n = 4096$, how many times longer than with 16 x 16 blocks does
+# the kernel take with 1 x 256 blocks?
 
 # %% slideshow={"slide_type": "-"}
 model = [lesson.warp_footprint(bx, by) for bx, by in lesson.BLOCK_SHAPES]
 helpers.display.table(model, ["shape", "warp_rows", "warp_cols", "a_lines", "b_lines", "lines", "sectors"],
                       ["block", "warp rows", "warp cols", "lines of A", "lines of B", "lines / step", "sectors / step"])
 
+# %% slideshow={"slide_type": "-"}
+guess = ...            # e.g. 2: twice as long
+
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Ask the audience before the next slide: which shape will be fastest, which slowest, and by how much?
 # The 1 x 256 prediction is its line count over 16 x 16's (table). Sectors (32 bytes, what L2 and
 # DRAM move) predict much less difference than lines: the experiment tells which of the two counts.
 
@@ -404,6 +420,9 @@ for n in (2048, 4096):
     t = [r["tflops"] for r in rows if r["n"] == n]
     print(f"n={n}: fastest shape / slowest shape = {max(t) / min(t):.1f}x in TFLOP/s")
 
+# %% slideshow={"slide_type": "-"}
+ex.reveal_shape_slowdown(guess)        # the H200 record's answer
+
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **What it shows.** At these two power-of-two sizes, every shape whose warps touch 3 or more lines
 # per step (16 x 16, 8 x 32, 4 x 64, 1 x 256) runs at almost exactly **one cache line per SM per
@@ -412,7 +431,7 @@ for n in (2048, 4096):
 # per SM, and not with the 32-byte sectors (they would make 32 x 8 slower than 16 x 16, and 8 x 32
 # only 5/4 as slow). The shapes with 2 lines per step do beat 16 x 16, as predicted, but stay below one line per clock:
 # there another limit takes over, which this experiment does not identify. The line count is the
-# model's; what the profiler counted comes next.
+# footprint model's; what the profiler counted comes next.
 #
 # For the 16 x 16 shape used so far that rate means 32 FMAs = 64 FLOPs per 3 lines: 64/3 FLOP per SM
 # per clock, a twelfth of the 256 the FP32 lanes could do. It is the rate seen at power-of-two
@@ -445,7 +464,7 @@ helpers.display.table(rows, ["shape", "lines", "spr", "sectors_per_request", "ms
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - **The footprint model is right**: every load request touched exactly the sectors it predicts.
 # - **The time follows lines, not sectors**: 32 x 8 touches more sectors per load than 16 x 16 and is faster.
-# - **The warps wait on the load path**: the top stall, `long_scoreboard`, is a warp waiting for a
+# - **The warps wait on the load path**: the top [stall](glossary.md#stall), `long_scoreboard`, is a warp waiting for a
 #   global-memory (L1TEX) result; the next, `lg_throttle`, a warp that cannot even issue its load
 #   because the queue of global loads is full.
 #
@@ -455,7 +474,7 @@ helpers.display.table(rows, ["shape", "lines", "spr", "sectors_per_request", "ms
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # ncu counts sectors and requests; a per-line count of the L1's tag lookups was not among the
-# collected metrics, so 'lines' stays the model's number, one whose sector counts the profiler
+# collected metrics, so 'lines' stays the footprint model's number, one whose sector counts the profiler
 # confirms exactly. The FMA pipe also runs the integer address arithmetic (IMAD), so its busy share
 # is an upper bound on the FFMA share. --clock-control none: the GPU ran at its own clocks.
 
@@ -603,7 +622,7 @@ for t in ("fp32_16x16", "fp32_tiled_16", "fp32_tiled_32"):       # Nsight Comput
 # $A$ tile four floats at a time (`LDS.128`), the $B$ tile one float per FMA. Shared memory is the
 # same on-chip SRAM as L1, behind the same load pipeline, so the kernel is still bound by loads, only
 # cheaper ones, far from the FP32 lanes' 256 FLOP per SM per clock. The counters agree: more than one
-# shared-memory wavefront per FMA instruction, and stalls on the tile loads (`long_scoreboard`), the
+# shared-memory [wavefront](glossary.md#wavefront) per FMA instruction, and stalls on the tile loads (`long_scoreboard`), the
 # full shared-memory queue (`mio_throttle`) and the barriers (`barrier`).
 #
 # To go further, each loaded value must feed several FMAs: each thread computes a small block of $C$

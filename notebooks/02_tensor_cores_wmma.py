@@ -21,8 +21,9 @@
 # # Tensor Cores, WMMA and mixed precision
 # ## 02 · Tensor Cores and the WMMA API
 #
-# One warp, one call, one 16 x 16 x 16 matrix product: what a single `mma_sync` does, which lane holds
-# which element, what the machine runs, and how fast and how accurate the simplest WMMA kernel is.
+# One [warp](glossary.md#warp), one call, one 16 x 16 x 16 matrix product: what a single `mma_sync`
+# does, which [lane](glossary.md#lane) holds which element, what the machine runs, and how fast and how
+# accurate the simplest WMMA kernel is.
 #
 # *No GPU? Every cell runs: kernels are emulated with numpy, and the GPU-only measurements are the
 # ones recorded on an NVIDIA H200, labelled as such.*
@@ -64,14 +65,14 @@ else:
 #
 # - what one `wmma::mma_sync` computes, and how many operations that is;
 # - which shapes and types each architecture's Tensor Cores offer through WMMA;
-# - the five WMMA calls, the rules for `ldm` (a matrix's leading dimension: the distance in elements from
+# - the five WMMA calls, the rules for [`ldm`](glossary.md#ldm) (a matrix's leading dimension: the distance in elements from
 #   one row to the next), layouts and alignment, and why no `__syncthreads()` is needed;
 # - how `wmma_gemm_naive` maps blocks and warps to tiles of $C$;
-# - which lane holds which element of a **fragment** (a warp's tile of $A$, $B$ or $C$, spread over its 32
+# - which lane holds which element of a **[fragment](glossary.md#fragment)** (a warp's tile of $A$, $B$ or $C$, spread over its 32
 #   lanes' registers), measured, and how that compares with the documented PTX layout;
-# - what the compiler makes of `mma_sync` on its way from CUDA C++ to **PTX** (a virtual instruction set;
-#   `wmma.mma.sync`) and from PTX to **SASS** (the GPU's machine code, made by the assembler `ptxas`;
-#   `HMMA.16816`);
+# - what the compiler makes of `mma_sync` on its way from CUDA C++ to **[PTX](glossary.md#PTX)** (a virtual
+#   instruction set; `wmma.mma.sync`) and from PTX to **[SASS](glossary.md#SASS)** (the GPU's machine code,
+#   made by the assembler [`ptxas`](glossary.md#ptxas); [`HMMA.16816`](glossary.md#HMMA));
 # - how fast and how accurate the naive kernel is against the FP32 baseline and cuBLAS, and why;
 # - what goes wrong with sizes that are not multiples of 16, and how padding fixes it.
 
@@ -99,6 +100,9 @@ env = helpers.summary()
 #
 # with $A$, $B$ in FP16 and $C$, $D$ in FP32 (or FP16). Each of the $16 \times 16$ elements of $D$ is
 # a dot product of length 16 added to $C$: 16 multiply-adds per element.
+
+# %% slideshow={"slide_type": "-"}
+fig = W.plot_mma_tile()                     # the shapes of wmma_gemm_naive's fragments
 
 # %% slideshow={"slide_type": "-"}
 m = n = k = 16
@@ -142,7 +146,7 @@ print(f"  -> {p.fp16 * 1e12 / flops:.3g} m16n16k16 products per second across th
 #
 # Source: CUDA C++ Programming Guide, *Warp Matrix Functions*: "Element Types and Matrix Sizes" and
 # the sections on alternate floating point, double precision and sub-byte operations. Newer Tensor
-# Core features are **not** in WMMA: FP8 (Ada, Hopper) and Hopper's warp-group `wgmma` (sm_90a) are
+# Core features are **not** in WMMA: FP8 (Ada, Hopper) and Hopper's [warpgroup](glossary.md#warpgroup) (four warps) [`wgmma`](glossary.md#wgmma) (sm_90a) are
 # reached through PTX `mma` / `wgmma` or libraries such as CUTLASS and cuBLAS.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
@@ -202,8 +206,7 @@ for ldm in (8, 16, 24, 40, 48, 64):
 #
 # `__syncthreads()` is about something else: **data shared between warps** through shared memory.
 # In `wmma_gemm_naive` no warp reads anything another warp writes: each reads $A$ and $B$ (read-only)
-# from global memory into its own registers and writes its own tile of $C$. So there is nothing to
-# wait for. Once warps share tiles through shared memory (lesson 5), a barrier between "write the
+# from global memory into its own registers and writes its own tile of $C$. Once warps share tiles through shared memory (lesson 5), a barrier between "write the
 # tile" and "read the tile" becomes necessary again.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -212,9 +215,9 @@ for ldm in (8, 16, 24, 40, 48, 64):
 # One warp per 16×16 tile of $C$; walk $K$ in steps of 16: load an $A$ tile and a $B$ tile from
 # global memory into fragments, `mma_sync`, repeat; store the accumulator once (the code: next slide).
 # It is correct, checked against float64 at sizes that are not multiples of 16 (the helper pads with zeros).
-# As in lesson 00, a PASS needs the error within the tolerance, within **the answer-scaled bound** (the
-# same worst case, from the partial sums the accumulator really holds), and bit for bit equal to **the
-# model** (the CPU emulation of the kernel's arithmetic):
+# As in lesson 00, a PASS needs the error within the tolerance, within **[the answer-scaled bound](glossary.md#answer-scaled-bound)** (the
+# same worst case, from the partial sums the accumulator really holds), and bit for bit equal to **[the
+# model](glossary.md#the-model)** (the CPU emulation of the kernel's arithmetic):
 
 # %% slideshow={"slide_type": "-"}
 spec = helpers.KERNELS["wmma_gemm_naive"]
@@ -226,6 +229,14 @@ for M, N, K in [(200, 136, 72), (33, 17, 49)]:
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.show_kernel("wmma.cu", "wmma_gemm_naive")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### One warp's K loop
+#
+# The loop above, for one warp of a 64×64×64 problem (drawn from the kernel's tile sizes):
+
+# %% slideshow={"slide_type": "-"}
+fig = W.plot_k_loop(64, 64, 64, warp=(1, 2))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Blocks, warps and tiles
@@ -339,7 +350,7 @@ for op in ["wmma.load.a", "wmma.load.b", "wmma.mma", "wmma.store.d"]:
 # The compiler unrolled the K loop and kept a remainder loop, so the PTX holds more than one of each load and mma (the counts above) for a kernel whose source has one of each.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# In the SASS (the instructions the SM runs), each `wmma.mma` became `HMMA.16816` instructions:
+# In the SASS, each `wmma.mma` became `HMMA.16816` instructions:
 
 # %% slideshow={"slide_type": "-"}
 hmma = W.sass_lines(opcode="HMMA")
@@ -349,8 +360,12 @@ n_mma = sum(ln.startswith("wmma.mma") for ln in ptx)
 print(f"{len(hmma)} HMMA in the SASS for {n_mma} wmma.mma in the PTX: {len(hmma) // n_mma} per mma_sync")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# `HMMA.16816` is the hardware's m16n8k16 product: a 16×16×16 `mma_sync` on sm_90 is **two** of them,
-# one for each 8-column half of the tile (the picture above). (Appendix B reads the registers of both.)
+# `HMMA.16816` is the hardware's m16n8k16 product: a 16×16×16 `mma_sync` on sm_90 is **two** of them.
+# Drawn from the dump: both read the same $A$ registers, each its own 8 columns of $B$ and of $D$
+# (which columns: the kernel's final stores; Appendix B counts the registers).
+
+# %% slideshow={"slide_type": "-"}
+fig = W.plot_hmma_split()
 #
 # > **A common claim:** `mma_sync` "corresponds to PTX `mma.sync.aligned.m16n8k16`". The PTX it
 # > produces is `wmma.mma.sync ... m16n16k16`; m16n8k16 appears only after `ptxas`, in the SASS.
@@ -407,7 +422,7 @@ ex.reveal_error_growth(guess)          # the H200 record's answer
 fig = W.plot_error_vs_size(sw.data, sw.source)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# - The naive WMMA kernel's error is flat, near FP16's unit roundoff: rounding $A$ and $B$ to FP16 sets
+# - The naive WMMA kernel's error is flat, near FP16's [unit roundoff](glossary.md#unit-roundoff) (the largest error of one rounding): rounding $A$ and $B$ to FP16 sets
 #   it, once per element, whatever n is.
 # - Against its own FP16 inputs (dashed) only the accumulation's error is left. It grows about in
 #   proportion to n (the Tensor Core truncates its sums, and truncation errors do not cancel), yet stays
@@ -436,9 +451,11 @@ print(f"at {p.fp16} TFLOP/s this ratio needs {p.fp16 * per_step / flops:.0f} TB/
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Where those bytes came from: Nsight Compute on the H200
 #
-# One launch at 4096, hardware counters (`helpers.profile`): the bytes of the sectors (the 32-byte units
-# L1 and L2 move) the warps' loads touched in L1, what L2 served, what DRAM delivered, and how busy the
-# Tensor Cores were. **Predict first:** what share of the cycles (%) are they busy?
+# One launch at 4096, hardware counters read by [Nsight Compute](glossary.md#Nsight-Compute)
+# (`helpers.profile`): the bytes of the [sectors](glossary.md#sector) (the 32-byte units L1 and L2 move)
+# the warps' loads touched in L1, what L2 served, what DRAM delivered, and how busy the Tensor Cores were
+# (the [tensor pipe](glossary.md#tensor-pipe): the share of cycles it was active). **Predict first:** what
+# share of the cycles (%) are they busy?
 
 # %% slideshow={"slide_type": "-"}
 guess = ...            # e.g. 50: busy half the time
@@ -459,7 +476,7 @@ print(f"Tensor pipe busy {r1['tensor_pct']:.1f}% of the cycles; top stalls: {r1[
 # Each fragment load reads 16 of the 32 bytes of every sector it touches, so L1 sees twice the requested
 # bytes; L1 and L2 then catch almost all of it (the 8 warps of a block read the same $B$ tile,
 # neighbouring blocks the same $A$ rows), and DRAM sees a small fraction. What is left is the wait: the
-# top stall, `long_scoreboard`, is a warp waiting for its global loads while the Tensor Cores idle.
+# top [stall](glossary.md#stall), `long_scoreboard`, is a warp waiting for its global loads while the Tensor Cores idle.
 # cuBLAS keeps tiles in shared memory and registers and reuses each loaded element many times; **lesson
 # 5** climbs that ladder one measured step at a time, from this kernel. (A first step, 2×2 fragments per
 # warp: exercise 7 and appendix F.)

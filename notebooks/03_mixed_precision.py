@@ -92,7 +92,7 @@ env = helpers.summary()
 #
 # A binary floating-point number is a sign, an exponent $e$ and a fraction $f$:
 # $x = \pm(1.f)_2 \cdot 2^{e}$. The exponent's bits set the **range**; the fraction's bits set the
-# **precision**. Rounding to nearest makes a relative error of at most the *unit roundoff*
+# **precision**. Rounding to nearest makes a relative error of at most the [*unit roundoff*](glossary.md#unit-roundoff)
 # $u = 2^{-t}$, where $t$ = fraction bits + 1 (numpy's `finfo.eps` is the spacing above 1, $2u$).
 #
 # Below the smallest normal number $2^{e_{min}}$ the hidden leading 1 becomes 0: **subnormals** fill
@@ -201,7 +201,7 @@ print("FP32 accumulation at half the FP16-accumulate peak:", ", ".join(half), "|
 # ## The kernels: one loop, four input/accumulator choices
 #
 # `kernels/mixed_precision.cu` holds lesson 02's `wmma_mixed_gemm_kernel` (FP16 in, FP32 accumulator)
-# and three variants that differ only in their fragments (a fragment: a warp's tile of $A$, $B$ or $C$,
+# and three variants that differ only in their fragments (a [fragment](glossary.md#fragment): a warp's tile of $A$, $B$ or $C$,
 # held in its 32 lanes' registers):
 #
 # | kernel | A, B in memory | Tensor Core inputs | accumulator | C | WMMA shape |
@@ -228,8 +228,8 @@ helpers.display.show_kernel("mixed_precision.cu", "wmma_tf32_gemm_kernel")
 #
 # M = 200, K = 72, N = 136, standard-normal FP32 inputs; each kernel gets them in its own format. The
 # tolerance comes from the input format, the accumulator format and K (`helpers.tolerance`). As in lesson
-# 00, a PASS also needs **the answer-scaled bound** (the same worst case, computed from the partial sums
-# the accumulator really holds) and **the model** (the CPU emulation of the kernel's arithmetic) to agree
+# 00, a PASS also needs **[the answer-scaled bound](glossary.md#answer-scaled-bound)** (the same worst case,
+# computed from the partial sums the accumulator really holds) and **[the model](glossary.md#the-model)** (the CPU emulation of the kernel's arithmetic) to agree
 # bit for bit.
 
 # %% slideshow={"slide_type": "-"}

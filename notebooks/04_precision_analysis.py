@@ -64,7 +64,7 @@ else:
 # - predict how the error of a dot product grows with K for FP16, BF16, TF32 and FP32, and draw
 #   the worst-case and probabilistic bounds over the measurements;
 # - recognise stagnation ("large eats small") and fix it with Kahan or pairwise summation;
-# - say what a tensor core does inside one `mma_sync`: exact products, alignment with a few extra
+# - say what a tensor core does inside one [`mma_sync`](glossary.md#mma_sync): exact products, alignment with a few extra
 #   bits, truncation, one rounding per block, and reproduce it bit for bit on the CPU;
 # - set a test tolerance from K and the formats, and pick FP16 or BF16 for a given job.
 
@@ -74,6 +74,7 @@ import helpers
 from helpers import emulate, numerics
 from helpers.experiments import precision as P
 import helpers.exercises.precision
+from helpers.exercises import precision as ex
 
 env = helpers.summary()
 
@@ -81,7 +82,7 @@ env = helpers.summary()
 # ## Unit roundoff: the one number per format
 #
 # Rounding to nearest in a format with t significant bits makes a relative error of at most
-# u = 2^-t. Directed rounding (truncation) doubles it to 2^(1-t). (`numpy.finfo(...).eps` is 2u.)
+# u = 2^-t, the [unit roundoff](glossary.md#unit-roundoff). Directed rounding (truncation) doubles it to 2^(1-t). (`numpy.finfo(...).eps` is 2u.)
 
 # %% slideshow={"slide_type": "-"}
 for f in ["fp32", "tf32", "fp16", "bf16"]:
@@ -159,6 +160,22 @@ else:
 # - error per element, normalised by (|A||B|)_ij: the scale every bound is stated in;
 # - the reference is the float64 product of the *rounded* inputs: we measure accumulation only;
 # - two data sets: U[0,1) (all products positive: errors add up) and N(0,1) (zero mean: they cancel).
+#
+# **Predict first**, for U[0,1) data and FP16 inputs: (1) from K = 1024 to K = 16384 (16 times longer), by
+# what factor does the FP32 accumulator's error grow? (2) At K = 16384, how many times larger is the FP16
+# accumulator's error than the FP32 accumulator's? (FP16's unit roundoff is $2^{13}$ times FP32's.)
+
+# %% slideshow={"slide_type": "-"}
+guess = ...            # (1) e.g. 4: four times the error at K = 16384
+
+# %% slideshow={"slide_type": "-"}
+ex.reveal_k_growth(guess)                  # the H200 record's answer
+
+# %% slideshow={"slide_type": "-"}
+guess = ...            # (2) e.g. 100: the FP16 accumulator's error 100 times the FP32 one's
+
+# %% slideshow={"slide_type": "-"}
+ex.reveal_acc16_over_acc32(guess)          # the H200 record's answer
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 meas = P.recorded("error_vs_k")
@@ -271,7 +288,7 @@ for K in [1024, 4096, 8192, 16384, 32768, 65536, 131072]:
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The CPU model reproduces these curves
 #
-# The same inputs (regenerated from the same random generator), pushed through the CPU model of each kernel, give the same errors: the
+# The same inputs (regenerated from the same random generator), pushed through the CPU model of each kernel ([the model](glossary.md#the-model)), give the same errors: the
 # model is not a rough approximation but the hardware's arithmetic (bit for bit on the H200: `emulator_match` in appendix A, and lesson 03's `mixed_emulator_probe`).
 # A quick check at small sizes that the model's errors stay within the course's tolerance:
 
@@ -484,11 +501,11 @@ for what, X in [("the kernel's result", C), ("all zeros", np.zeros_like(C))]:
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # So the check (`helpers.check`) adds two tests to the bound:
 #
-# - **answer-scaled**: the same worst case, from the partial sums the accumulator really holds. At every
+# - **[answer-scaled](glossary.md#answer-scaled-bound)**: the same worst case, from the partial sums the accumulator really holds. At every
 #   rounding the error is at most u |s| for the partial sum s (2u |s| when it truncates), plus, on a tensor
 #   core, the bits the alignment drops: at most (b + 1) 2^-23 times the block's largest term, whatever the
 #   number of extra bits. The check computes every partial sum in float64, so the bound follows the answer;
-# - **the model**: the CPU model fitted above must agree bit for bit on every element, on the CPU and on
+# - **[the model](glossary.md#the-model)**: the CPU model fitted above must agree bit for bit on every element, on the CPU and on
 #   the H200 (where the same arithmetic runs on CUDA cores for large products). It sees what no bound
 #   can: an error smaller than rounding could make.
 #

@@ -96,19 +96,23 @@ peak = rec.meta["gpu"]["peaks"]["fp16"]       # dense FP16 Tensor Core peak (dat
 for n in L.TIMED_SIZES:
     t, cub = rec.value("cublas_fp16", n), L.cublas_beside_rungs(rec, n)   # the sweep's; the ladder run's
     clk = helpers.clocks.clock_text(rec.select(kernel="cublas_fp16", m=n, n=n, k=n)[0])
-    print(f"n = {n}: cuBLAS FP16 {t:.0f} TFLOP/s = {t / peak:.2f} of the {peak:g} TFLOP/s peak  [SM clock {clk}]")
+    print(f"n = {n}: cuBLAS FP16 {t:.0f} TFLOP/s = {t / peak:.2f} of the {peak:g} TFLOP/s datasheet peak  [SM clock {clk}]")
     if cub is not None:
         print(f"          beside the rungs: {cub['tflops']:.0f} TFLOP/s, half of it: {cub['tflops'] / 2:.0f} "
               f"TFLOP/s  [SM clock {helpers.clocks.clock_text(cub)}]")
 naive, cub = rec.value("wmma_gemm_naive", 4096), L.cublas_beside_rungs(rec, 4096)
 print(f"lesson 2's naive WMMA at 4096: {naive:.1f} TFLOP/s; half of cuBLAS is "
       f"{(cub or {'tflops': rec.value('cublas_fp16', 4096)})['tflops'] / 2 / naive:.1f}x that")
+mhz = rec.select(kernel="cublas_fp16", m=4096, n=4096, k=4096)[0]["sm_mhz"]   # the clock cuBLAS ran at, 4096
+print(helpers.device.peak_clock_line(peak, rec.meta["gpu"]["sms"], mhz))       # the clock the peak assumes
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The goal: a rung at **half of cuBLAS** or better at both sizes, with a correct result, cuBLAS as timed
 # beside the rungs (the two timings of the same call differ by a few percent between runs). At 8192 the
 # GPU reached its power limit and lowered its clock (the clock column): compare kernels at the same
-# size and read their clocks (appendix A divides the clock out).
+# size and read their clocks (appendix A divides the clock out). The datasheet's peak assumes a clock too
+# (last line; 4096 FLOP per SM per clock: NVIDIA's H100 whitepaper, which a probe in the course's lab,
+# `lab/probes/wgmma_rate.py`, measured on this H200): "x datasheet peak" below is against that figure.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The ladder, and the predictions made before measuring
@@ -258,6 +262,13 @@ tile = 128 * 32                                       # halves per tile of A (an
 print("load+store instructions per thread per K-tile:",
       f"2-byte copies {2 * 2 * tile // 256}, 16-byte copies {2 * 2 * tile // 8 // 256}")
 
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Which thread copies which 16 bytes, drawn from the kernel's `#define`s: consecutive threads take
+# consecutive chunks of a row, so a warp reads whole 64-byte rows of A and 256-byte rows of B.
+
+# %% slideshow={"slide_type": "-"}
+fig = helpers.plots.vec16_copies(d["BM"], d["BN"], d["BK"], d["NTHREADS"], d["SMEM_PAD"])
+
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(4)
 
@@ -344,8 +355,10 @@ print(ex.record_lines(6, "LDMATRIX"))
 # - **TMA**: *one* thread asks the copy engine for a whole tile of A and of $B^T$, described by a
 #   *tensor map*; the engine writes it **swizzled** (16-byte chunks permuted within each 128-byte row,
 #   so the rows a read touches fall in different banks: rung 3's padding, done without padding).
-# - **mbarrier**: one per stage; the engine counts the bytes it delivered on it, and the warps wait on
-#   its phase bit instead of on their own copies.
+# - **mbarrier**: one per stage; thread 0 announces the bytes to expect (`expect_tx`,
+#   [glossary](glossary.md#expect_tx)), the engine counts those it delivered on it, and the warps wait on
+#   its [phase bit](glossary.md#phase-bit) (a parity bit that flips each time all the expected bytes are
+#   in) instead of on their own copies.
 # - **wgmma**: a warpgroup (4 warps) multiplies $64 \times 16$ by $16 \times 256$ straight from shared
 #   memory: no `ldmatrix`, no A or B fragments in registers. **Prediction: 2x rung 6.**
 
@@ -393,13 +406,16 @@ for msg in sorted({r["skipped"] for r in data if "skipped" in r}) + L.errors(dat
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Prediction and outcome, side by side
+#
+# A timing is many launches; its [p10-p90](glossary.md#p10-p90) is the 10th to the 90th percentile of
+# their times. A gain's "p10-p90" columns divide one rung's p10 by the other's p90 and the other way round.
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 fmt = {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops": ".0f", "frac_cublas": ".2f",
        "frac_peak": ".2f"}
 cols = ["rung", "idea", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas", "frac_peak", "clock"]
-heads = ["rung", "idea", "predicted gain", "measured gain", "p10-p90 from", "to", "", "TFLOP/s", "x cuBLAS", "x peak",
-         "SM clock while timed"]
+heads = ["rung", "idea", "predicted gain", "measured gain", "p10-p90 from", "to", "", "TFLOP/s", "x cuBLAS",
+         "x datasheet peak", "SM clock while timed"]
 gains_rows = lambda n: [{k: "" if v is None else v for k, v in g.items()} for g in L.gains(data, n)]  # noqa: E731
 helpers.display.table(gains_rows(4096), cols, heads, fmt)
 
@@ -427,7 +443,7 @@ fig = helpers.plots.ladder(L.timed_by_size(data), peak=peak, source=source, lege
 # A gain is **as predicted** when the prediction lies inside the timings' spread (p10-p90 of both
 # rungs, the "p10-p90" columns above), **missed** outside it, **unresolved** when a predicted gain's
 # spread also holds x1.00. For each miss at 4096, its likely reason (`L.MISS_NOTES` gives one for either
-# direction, stated with the prediction):
+# direction, stated with the prediction; rung 6's says what the profiler found):
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 rows = [dict(g, note=L.MISS_NOTES[g["rung"]][g["direction"]] if g["direction"] else "")
@@ -440,7 +456,10 @@ helpers.display.table(rows, ["rung", "predicted", "low", "high", "verdict", "not
 # ## What the profiler counted: shared memory and the pipes
 #
 # Nsight Compute ran one launch of every rung at 4096 on the H200 (recorded, read by `helpers.profile`;
-# the bytes at each level: appendix C):
+# the bytes at each level: appendix C). A shared-memory [wavefront](glossary.md#wavefront) is one pass
+# through the 32 banks: a conflicted load needs several; `LDSM` is the SASS instruction of `ldmatrix`
+# ([LDSM](glossary.md#ldmatrix)); the [Tensor pipe](glossary.md#tensor-pipe) is the SM's Tensor Core unit, and
+# "busy" the share of the SM's active cycles it worked.
 
 # %% slideshow={"slide_type": "-"}
 prof = helpers.profile.load_ncu()
@@ -580,8 +599,9 @@ print(ex.record_lines(5, "STAGES"))
 #   of the model that was wrong, and the profiler's counters show which part. The knobs show the same
 #   at a smaller scale: several (BK on rung 4, STAGES on rung 5) did not do what a first guess says.
 # - The clock is part of every number: cuBLAS's 8192 dip in this record is the power cap, not the library.
-# - Between rung 7 and cuBLAS (lesson 06): a producer warpgroup feeding consumer warpgroups
-#   (`setmaxnreg`), clusters with TMA multicast, a persistent grid in an L2-friendly tile order.
+# - Between rung 7 and cuBLAS (lesson 06), two steps gained most at $4096^3$: reading B as stored and a
+#   producer warpgroup feeding consumer warpgroups; a persistent grid, an L2-aware tile order and clusters
+#   each changed little there (printed below).
 # - How the predictions fared in the H200's record, judged against the spread of the timings: where
 #   that spread is a fraction of a percent, a predicted gain must be nearly exact to count.
 
@@ -592,6 +612,9 @@ for n in L.TIMED_SIZES:
           f"{sum(x.startswith('missed') for x in v)} missed, {sum(x.startswith('unresolved') for x in v)} unresolved")
     w = [r["p90_ms"] / r["p10_ms"] - 1 for r in L.timed_rows(rec.meta["experiments"]["ladder"], n) if r.get("p10_ms")]
     print(f"         the p10-p90 spread of one timing: {min(w):.1%} to {max(w):.1%} (median {np.median(w):.1%})")
+from helpers.experiments import hopper as H
+print("lesson 06 at 4096^3, each step over the one before: " + ", ".join(
+    f"rung {g['rung']} x{g['measured']:.2f}" for g in H.gains(rec.meta["experiments"]["hopper"], 4096) if 8 <= g["rung"] <= 12))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix: details behind the main slides

@@ -92,12 +92,12 @@ print("the kernels run here, one child process per rung (the measurement below t
       "show the numbers recorded on an H200 and the CPU model of the rungs' arithmetic")
 
 # %% slideshow={"slide_type": "skip"}
-# The rung slides' readers (helpers/experiments: hopper.py, knobs.py): they read kernels/hopper_sm90a.cu and the record.
+# The rung slides' readers (helpers/experiments: hopper.py, knobs.py): they read lesson 6's kernel files and the record.
 import functools, textwrap
 from helpers.experiments import knobs, like_for_like as LL
 
 exps = rec.meta["experiments"]                   # the same on every machine
-hop, switch_lines, verdict_table = exps["hopper"], knobs.switch_lines, H.verdict_table
+hop, verdict_table = exps["hopper"], H.verdict_table
 sweep, measured = functools.partial(knobs.knob_sweep, exps["knobs"]), functools.partial(H.measured, hop)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -127,8 +127,8 @@ for n in L.TIMED_SIZES:
 # **The ladder, and the predictions made before measuring.**
 # Each rung keeps rung 7's arithmetic (FP16 in, FP32 accumulators, K walked in order 16 at a time)
 # and changes one thing. A gain is **as predicted** when the prediction lies inside the timings'
-# spread (p10-p90, both rungs), **missed** outside it, **unresolved** when a predicted gain's spread
-# holds x1.00 too.
+# spread ([p10-p90](glossary.md#p10-p90): 10th to 90th percentile launch time, both rungs), **missed**
+# outside it, **unresolved** when a predicted gain's spread holds x1.00 too.
 
 # %% slideshow={"slide_type": "-"}
 rows = [dict(rung=r.rung, kernel=r.name, idea=r.idea, gain=f"x{r.predicted_gain:g}") for r in HOPPER_RUNGS.values()]
@@ -142,7 +142,8 @@ for n in (4096, 8192):
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Rungs 17-30** (Appendix D) aim where rungs 8-16 fall short (128 rows, sizes off the tile grid): a
-# $64 \times 128$ tile, one consumer warpgroup, a wait hint, descriptors built once (17-24), clusters of 4
+# $64 \times 128$ tile, one consumer warpgroup, a wait hint, [descriptors](glossary.md#descriptor) (where
+# a tile lies in shared memory, for `wgmma`) built once (17-24), clusters of 4
 # (25-26), cuBLAS's $C^T$ orientation (29-30); each even one writes FP32 C. The like-for-like tables take the
 # best of them all.
 
@@ -220,7 +221,8 @@ sweep(8, "STAGES")
 # - warpgroups 1 and 2, the **consumers**: each multiplies a $64 \times 256$ half of the tile.
 #
 # They meet at a ring of 4 stages. Stage $s$ has two mbarriers: **full[s]** completes when TMA has
-# delivered its bytes, **empty[s]** when all 8 consumer warps are done reading it.
+# delivered the bytes announced with [`arrive.expect_tx`](glossary.md#expect_tx), **empty[s]** when all 8
+# consumer warps are done reading it.
 #
 # **Predicted: x1.2 over rung 8**, the drain at every K-tile removed.
 
@@ -244,7 +246,7 @@ fig = helpers.plots.mbarrier_ring(stages=(ring, 2), load=2.0)
 regs_at_entry = 65536 // 384 // 8 * 8
 print(f"at entry: {regs_at_entry} registers x 384 threads = {regs_at_entry * 384}")
 print(f"after setmaxnreg: 40 x 128 + 232 x 256 = {40 * 128 + 232 * 256}: the CTA's pool, not the SM's 65536")
-d = analysis.kernel_defines("hopper_sm90a.cu")     # PRODUCER_REGS; CONSUMER_REGS is the kernel's formula
+d = analysis.kernel_defines(HOPPER_RUNGS[9].file)     # PRODUCER_REGS; CONSUMER_REGS is the kernel's formula
 fig = helpers.plots.register_split(entry=regs_at_entry, threads=384, producer=d["PRODUCER_REGS"],
                                    consumer=(regs_at_entry * 3 - d["PRODUCER_REGS"]) // 2 // 8 * 8)
 
@@ -288,14 +290,10 @@ for M, N, K in H.TIMED:
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 10 in the code, and on the H200
 #
-# Rungs 9-15 are one template, `ws_gemm`, with one switch per rung: the diff is the switch, the second
-# cell the lines it selects.
+# Each rung is one kernel file (`kernels/hopper_rungNN_sm90a.cu`): the diff is every line it changes.
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(10)
-
-# %% slideshow={"slide_type": "-"}
-switch_lines("PERSISTENT")
+helpers.display.rung_diff(10, full=True)
 
 # %% slideshow={"slide_type": "fragment"}
 measured(10)
@@ -332,10 +330,7 @@ fig = helpers.plots.tile_orders(orders, wave=sms, title=f"n = 8192 (64 x 32 tile
 # ### Rung 11 in the code, and on the H200
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(11)
-
-# %% slideshow={"slide_type": "-"}
-switch_lines("ORDER", fn="tile_of")
+helpers.display.rung_diff(11, full=True)
 
 # %% slideshow={"slide_type": "fragment"}
 measured(11)
@@ -353,21 +348,21 @@ sweep(11, "GROUP_M")
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 12: thread-block clusters and TMA multicast
 #
-# A **cluster** is a group of CTAs that the hardware schedules together on one GPC and that can reach
-# each other's shared memory. Rung 12 pairs the CTAs on tiles $(2u, n)$ and $(2u + 1, n)$, which need
-# the same 256-column slice of B: each loads its own A and **half** of B, and *multicasts* that half
-# into both CTAs' shared memory. A stage is refilled only when the consumers of **both** CTAs have freed
+# A **cluster** is a group of CTAs that the hardware schedules together on one [GPC](glossary.md#GPC) (a
+# group of SMs) and that can reach each other's shared memory. Rung 12 pairs the CTAs on tiles $(2u, n)$
+# and $(2u + 1, n)$, which need the same 256-column slice of B: each loads its own A and **half** of B,
+# and *multicasts* that half into both CTAs' shared memory. A stage is refilled only when the consumers of **both** CTAs have freed
 # it. **Predicted: x1.03 over rung 11**, from the bytes requested (below). Yet Nsight Compute at $4096^3$
-# counts about as many L2 read sectors for rung 12 as for rung 11.
+# counts about as many L2 read [sectors](glossary.md#sector) (32 bytes each) for rung 12 as for rung 11.
 
 # %% slideshow={"slide_type": "-"}
-d = analysis.kernel_defines("hopper_sm90a.cu")     # HBM x HBN tiles, HBK per stage, B in BOX_N-column boxes
+d = analysis.kernel_defines(HOPPER_RUNGS[12].file)     # HBM x HBN tiles, HBK per stage, B in BOX_N-column boxes
 fig = helpers.plots.cluster_multicast(bm=d["HBM"], bn=d["HBN"], bk=d["HBK"], box_n=d["BOX_N"], cluster=d["CLUSTER_M"])
 a, b = d["HBM"] * d["HBK"] * 2, d["HBK"] * d["HBN"] * 2   # bytes of A and of B per stage, per tile
 print(f"per stage, two tiles: {2 * (a + b) // 1024} KB requested without multicast, "
       f"{(2 * a + b) // 1024} KB with it ({1 - (2 * a + b) / (2 * (a + b)):.0%} less)")
 ncu, ncu_label = H.ncu_rows(None)
-for e in (e for e in ncu if e["rung"] in (11, 12)):
+for e in (e for e in ncu if e["rung"] in (10, 11, 12)):
     c = e["counters"]
     print(f"measured, rung {e['rung']} ({ncu_label}): L2 read sectors {c['l2_read_sectors'] / 1e6:.2f} M, "
           f"L2 hit rate {c['l2_hit_rate_pct']:.1f}%")
@@ -376,10 +371,7 @@ for e in (e for e in ncu if e["rung"] in (11, 12)):
 # ### Rung 12 in the code, and on the H200
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(12)
-
-# %% slideshow={"slide_type": "-"}
-switch_lines("CLUSTER", blocks_only=True)
+helpers.display.rung_diff(12, full=True)
 
 # %% slideshow={"slide_type": "fragment"}
 measured(12)
@@ -395,8 +387,8 @@ helpers.try_kernel(12, CLUSTER_M=4)
 sweep(12, "CLUSTER_M")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# `CLUSTER_M=1` builds rung 11's kernel, yet its timing and rung 11's in the record differ (below), at other
-# clocks: a few percent between separate timings is not resolved either.
+# `CLUSTER_M=1` makes every CTA a cluster of one that loads all of B itself, as rung 11 does; its recorded timing
+# and rung 11's differ (below), at other clocks: separate timings do not resolve a few percent.
 
 # %% slideshow={"slide_type": "-"}
 k1 = next(r for r in exps["knobs"] if r["rung"] == 12 and r.get("knob") == "CLUSTER_M" and r["value"] == 1)
@@ -409,10 +401,11 @@ print(f"rung 12 with CLUSTER_M=1: {k1['tflops']:.0f} TFLOP/s at {k1['sm_mhz']} M
 #
 # Up to rung 12 each consumer writes its $64 \times 256$ FP32 slice straight from registers: every
 # store instruction scatters 8 rows of 32 bytes. Rung 13 writes the slice as 8 boxes of $64 \times 32$
-# floats into a swizzled shared-memory buffer, fences the async proxy (`fence.proxy.async`), meets at a
-# warpgroup barrier, and one thread hands the box to TMA, which writes whole 128-byte rows and clips at
-# the edge of C. **Predicted: x1.02 over rung 12.** Nsight Compute counts over twice the wavefronts
-# of a whole-warp model (below). Lesson 7 finds why: shared memory serves these stores per half-warp.
+# floats into a swizzled shared-memory buffer, fences the [async proxy](glossary.md#async-proxy)
+# (`fence.proxy.async`: TMA then sees the threads' stores), meets at a warpgroup barrier, and one thread
+# hands the box to TMA, which writes whole 128-byte rows and clips at the edge of C. **Predicted: x1.02
+# over rung 12.** Nsight Compute counts over twice the [wavefronts](glossary.md#wavefront) (passes over
+# the banks) of a whole-warp model (below); why is not measured here.
 
 # %% slideshow={"slide_type": "-"}
 for sw in (False, True):
@@ -427,10 +420,7 @@ if ncu13:
 # ### Rung 13 in the code, and on the H200
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(13)
-
-# %% slideshow={"slide_type": "-"}
-switch_lines("TMA_STORE", blocks_only=True, rung=13)
+helpers.display.rung_diff(13, full=True)
 
 # %% slideshow={"slide_type": "fragment"}
 measured(13)
@@ -468,10 +458,7 @@ print("every element stored by the lane whose accumulators hold it:",
 # ### Rung 14 in the code, and on the H200
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(14)
-
-# %% slideshow={"slide_type": "-"}
-switch_lines("HALF_C", blocks_only=True, rung=14)
+helpers.display.rung_diff(14, full=True)
 
 # %% slideshow={"slide_type": "fragment"}
 measured(14)
@@ -494,7 +481,7 @@ sweep(14, "CLUSTER_M")
 # (`helpers.kernels.split_k_plan`) and makes every (part, tile) a work unit.
 # Each part stores its FP32 sums in a workspace and counts itself in (an atomic add after a fence); the
 # part that arrives **last** adds all of them in part order, $((p_0 + p_1) + p_2) + p_3$, and writes FP16
-# C: the same C at every launch (another sum than rung 14's; the check's model knows which). **Predicted: x1.8 over rung 14 at that shape** (4x the SMs, bounded by
+# C: the same C at every launch (another sum than rung 14's). **Predicted: x1.8 over rung 14 at that shape** (4x the SMs, bounded by
 # streaming B's 128 MiB from DRAM); **x0.98** where the chip is full (no split, no clusters).
 
 # %% slideshow={"slide_type": "-"}
@@ -512,10 +499,7 @@ print(f"136 x 264 x 1000 in {helpers.kernels.split_k_plan(136, 264, 1000)[0]} pa
 # ### Rung 15 in the code, and on the H200
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(15)
-
-# %% slideshow={"slide_type": "-"}
-switch_lines("SPLIT_K", blocks_only=True)
+helpers.display.rung_diff(15, full=True)
 
 # %% slideshow={"slide_type": "fragment"}
 measured(15)
@@ -610,8 +594,11 @@ for n in (4096, 8192):
     if data is not None:
         display(helpers.display.table(H.gains(data, n)[1:], cols, heads, fmt))    # [0]: rung 7, the base
 
-# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-peak = rec.meta["gpu"]["peaks"]["fp16"]
+# %% slideshow={"slide_type": "fragment"}
+peak, mhz = rec.meta["gpu"]["peaks"]["fp16"], max(r.get("sm_mhz") or 0 for r in H.timed_rows(hop, 4096))
+print("dotted line:", helpers.device.peak_clock_line(peak, sms, mhz), "(the highest clock timed at 4096^3)")
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 if data is not None:      # a cuBLAS line that NVML saw throttled is lower than cuBLAS can run: the title says so
     capped = sorted({r["m"] for r in data if r["rung"] == 0 and r["m"] == r["n"] == r["k"] in (4096, 8192)
                      and set(r.get("throttle") or ["none"]) - {"none"}})
@@ -647,7 +634,7 @@ if data is not None:      # shape by shape (a live run times 4096^3 and 8192^3 o
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The same GEMM on other numbers
 #
-# The speed of a GEMM depends on the values it multiplies, not only on its shape. Experiment
+# At $8192^3$, under the power cap, a GEMM's speed depended on the values it multiplied. Experiment
 # `input_values` times cuBLAS (both C types) and rungs 13 and 14 at $8192^3$ on four kinds of FP16
 # inputs, each kernel twice, in turn, clock and throttle reasons beside each timing:
 
@@ -668,7 +655,8 @@ helpers.display.table(rows, cols, heads, dict.fromkeys(cols[1:5], ".0f") | dict.
 # ## What the counters say
 #
 # Nsight Compute (`tools/ncu_counters.py`, one launch per rung at $4096^3$, clocks left alone): how busy
-# the Tensor Cores were, how many bytes came from DRAM, how often L2 had them, beside each rung's TFLOP/s.
+# the [Tensor pipe](glossary.md#tensor-pipe) was, how many bytes came from DRAM, how often L2 had them,
+# beside each rung's TFLOP/s.
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 entries, label = H.ncu_rows(data)
@@ -680,9 +668,8 @@ for e in entries:
     print(f"rung {e['rung']}: top stalls " + ", ".join(f"{s} {v:g}" for s, v in e["top_stalls"][:3]))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The top stall, `barrier`, counts warps waiting at any barrier: in rungs 12-14 the producer's three
-# idle warps wait at the final cluster barrier all kernel long, so it does not say the Tensor Cores
-# starved. Rung 15 has no cluster barrier: its idle producer warps leave early.
+# The top stall, `barrier`, counts waits at any barrier: it says neither that the Tensor Cores starved
+# nor which barrier (rungs 7-8, without idle warps, stall most on it too).
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Before rungs 17-30**, $5000^3$ and 128 rows fall far short. Waves and Nsight Compute:
@@ -767,37 +754,40 @@ ex.check_ring_edit(prediction, edit)
 # - Read B as stored: the 128-byte swizzle, `wgmma`'s transpose bit; TMA boxes past the edge read zeros.
 # - Warp specialisation: a producer, consumers, a ring of mbarriers waited by phase parity, `setmaxnreg`.
 #   At 2 stages rungs 9-15 lose 30% or more.
-# - A persistent grid overlaps one tile's epilogue with the next tile's loads; its tile order decides
-#   how much of A and B L2 serves.
-# - Clusters share B through TMA multicast; a TMA store takes the epilogue off the warps; `stmatrix`
-#   writes FP16 C.
+# - A persistent grid overlaps one tile's epilogue with the next tile's loads; the grouped tile order
+#   left L2's hit rate unchanged at $4096^3$.
+# - Clusters share B through TMA multicast: fewer bytes requested, no fewer L2 sectors read at $4096^3$.
+#   A TMA store takes the epilogue off the warps; `stmatrix` writes FP16 C.
 # - Split-K feeds idle SMs from K, for a whole product or its last wave; parts added in a fixed order
 #   keep C the same at every launch.
-# - Where a row starts matters: rows 16 bytes off a 32-byte sector cost more than a ragged last wave.
+# - Where a row starts matters: at $5000^3$, sector-aligned rows gained more than splitting the last
+#   wave (one shape, one GPU).
 # - A cluster or tile that pays at one shape can cost a wave at another: rungs 25-26 and 29-30 choose per
 #   shape.
 # - Compare like for like: the same C type and inputs, timed in turn, clocks beside; judge the median
 #   round.
-# - Every step was predicted, measured and judged against the timings' spread.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix A: the code of each rung
 #
-# The kernels' own lines, as the lesson discusses them (kernels/hopper_sm90a.cu). The one-instruction
-# building blocks they share with lesson 7's FP8 kernels (the mbarrier wait that traps instead of
-# hanging, the TMA load, wgmma's fence / commit / wait, `setmaxnreg`) are in kernels/hopper_primitives.cuh.
+# The kernels' own lines, as the lesson discusses them (kernels/hopper_rung08_sm90a.cu to hopper_rung16_sm90a.cu;
+# rungs 17 on: kernels/hopper_sm90a.cu). The one-instruction building blocks they share with lesson 7's FP8
+# kernels (the mbarrier wait that traps instead of hanging, the TMA load, wgmma's fence / commit / wait,
+# `setmaxnreg`) are in kernels/hopper_primitives.cuh; the wgmma descriptors and instruction, `stmatrix` and the
+# FP16 pack that only rungs 8-16 use, in kernels/hopper_wgmma.cuh.
 
 # %% slideshow={"slide_type": "-"}
 from helpers.display import kernel_source, show_kernel
 
-src = kernel_source("hopper_sm90a.cu", as_built=True)     # as the rungs are built
+src = {r: kernel_source(HOPPER_RUNGS[r].file) for r in range(8, 17)}        # rung -> its file
+fn = {r: helpers.display.device_functions(HOPPER_RUNGS[r].file, headers=False) for r in range(8, 17)}
+wg = kernel_source("hopper_wgmma.cuh")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 8: the wgmma descriptors and the kernel
 
 # %% slideshow={"slide_type": "subslide"}
-print(src[src.index("// A, \"K-major\""):src.index("// ----------------------------------------------------------"
-                                                  "----------------- mbarriers")])
+print(wg[wg.index("// A, \"K-major\""):wg.rindex("\n", 0, wg.index("- the MMA"))])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # A descriptor tells `wgmma` where a tile starts and how to step through it: for MN-major B, the
@@ -805,17 +795,18 @@ print(src[src.index("// A, \"K-major\""):src.index("// -------------------------
 # byte offset (SBO) the distance to the next 8 k-rows (1024 bytes).
 
 # %% slideshow={"slide_type": "subslide"}
-show_kernel("hopper_sm90a.cu", "hopper_b_rowmajor")
+show_kernel(HOPPER_RUNGS[8].file, "hopper_b_rowmajor")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 9: the producer and the consumers
 
 # %% slideshow={"slide_type": "subslide"}
-i = src.index("        // ------------------------------------------------------------ producer warpgroup")
-print(src[i:src.index("        // ------------------------------------------------------------ consumer warpgroups")])
+i = src[9].index("        // ------------------------------------------------------------ producer warpgroup")
+print(src[9][i:src[9].index("    } else {", i)])
 
 # %% slideshow={"slide_type": "subslide"}
-print(src[src.index("            int prev = -1;"):src.index("            if constexpr (CT) {")])
+i = src[9].index("        // ------------------------------------------------------------ consumer warpgroups")
+print(src[9][i:src[9].index("#endif", i)])
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The consumer keeps one wgmma group in flight: after committing the group that reads K-tile kt, it
@@ -827,14 +818,14 @@ print(src[src.index("            int prev = -1;"):src.index("            if cons
 # ### Rungs 10 and 11: the tile scheduler
 
 # %% slideshow={"slide_type": "subslide"}
-print(src[src.index("template <int ORDER, int CLUSTER>"):src.index("// The warp-specialised GEMM.")])
+print(fn[10]["tile_of"], fn[11]["tile_of"], sep="\n\n")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 12: each CTA multicasts its half of B
 
 # %% slideshow={"slide_type": "-"}
-i = src.index("                    } else {                                   // my share of the boxes")
-print(src[i:src.index("                    if (++s == STAGES)", i)])
+i = src[12].index("                    constexpr int per")
+print(src[12][i:src[12].index("                    if (++s == HSTAGES)", i)])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **Launching a cluster from Python.** CuPy has no cluster launch option. But a kernel that declares
@@ -854,25 +845,23 @@ for k in (10, 12):
 # ### Rungs 13-14: the epilogue
 
 # %% slideshow={"slide_type": "-"}
-i = src.rindex("\n", 0, src.index("// rungs 13-15: boxes of 64 rows")) + 1
-print(textwrap.dedent(src[i:src.index("                    if constexpr (SN % box_cols != 0)", i)]))
+print(fn[13]["store_slice_tma"], fn[14]["store_slice_tma"], sep="\n\n")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 15: adding the parts
 
 # %% slideshow={"slide_type": "-"}
-i = src.index("            if (SPLIT_K && nparts > 1")
-print(src[i:src.index("            if constexpr (CT) {", i)])
+print(fn[15]["sum_parts"])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 16: which unit is whole, which is a part
 #
 # Producer and consumers call the same `work_of` for every unit they take, so they agree on its tile and
-# its K range without talking to each other; a whole unit takes all of K (`span`).
+# its K range without talking to each other; a whole unit takes all of K.
 
 # %% slideshow={"slide_type": "-"}
-i = src.index("    // work unit t -> its unit of tiles")
-print(src[i:src.index("    // the work units this CTA computes", i)])
+i = src[16].index("    // work unit t -> its unit of tiles")
+print(src[16][i:src[16].index("\n\n", i)])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rungs 17-30: what they add

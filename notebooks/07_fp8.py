@@ -21,7 +21,8 @@
 # # Tensor Cores, WMMA and mixed precision
 # ## 07 · FP8 on Hopper, measured rather than assumed
 #
-# Hopper's Tensor Cores multiply 8-bit floating-point numbers at twice the FP16 rate. FP8 comes in two
+# On the datasheet, Hopper's Tensor Cores multiply 8-bit floats at twice the FP16 rate (measured: printed
+# below). FP8 comes in two
 # formats that split eight bits differently between range and precision, a conversion must decide what
 # to do with numbers too large to fit, and data must be scaled into the narrow window. This lesson takes
 # each apart with numpy before the GPU multiplies anything.
@@ -83,6 +84,11 @@ from helpers.exercises import fp8 as ex
 
 rec = helpers.results.load_latest()      # the committed GPU record: same numbers on every machine
 print("recorded data:", rec.label)
+from helpers.experiments import fp8 as fp8x
+
+tf = {(r["n"], r["kernel"]): r["TFLOP/s"] for r in fp8x.speed_rows(rec.meta["experiments"]["fp8"])}
+print("cuBLASLt FP8 / cuBLAS FP16, timed in the same rounds: " + ", ".join(
+    f"x{tf[n, 'cublaslt_fp8'] / tf[n, 'cublas_fp16']:.2f} at {n}^3" for n in sorted({n for n, _ in tf})))
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 env = helpers.summary()
@@ -108,8 +114,8 @@ helpers.display.table(rows, ["format", "sign/exp/frac", "max", "tiny", "subnorma
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - **Precision**: one rounding to E4M3 costs up to $u = 2^{-4}$ (6.25%), to E5M2 up to $2^{-3}$:
 #   one decimal digit, give or take. FP16's $u$ is $2^7$ times smaller than E4M3's.
-# - **Range**: E5M2 has FP16's exponent and so FP16's range of normal numbers (with 2 fraction bits
-#   instead of 10, its subnormals stop sooner); E4M3 spans far fewer powers of two.
+# - **Range**: E5M2 has FP16's exponent and so nearly FP16's normal range (its subnormals stop sooner:
+#   2 fraction bits, not 10); E4M3 spans far fewer powers of two.
 #   That is why FP8 data is *scaled* before it is converted.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -287,14 +293,16 @@ print(f"1x128 tiles that miss u: {miss.sum()} of {miss.size} = {(miss & big).sum
 print(f"  each of those {(miss & ~big).sum()} holds a value below {smallest:.0e} that became subnormal or 0: "
       f"{bool(low[miss & ~big].all())}")
 print(f"values that became 0: {zero.sum()}, {zero[big].sum()} of them in the {big.sum()} outlier tiles")
+print(f"E4M3's normal span: largest / smallest normal = {e4.max:g} / 2^{np.log2(e4.tiny):.0f} = {e4.max / e4.tiny:g}"
+      f" = 10^{np.log10(e4.max / e4.tiny):.2f}")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - **Every tile with an outlier misses**: $10^4$ sets its scale, and the smaller values beside it fall
 #   among the subnormals or onto 0 (nearly all the zeros, as printed): per-tensor scaling's loss,
 #   confined to the outlier tiles.
-# - **The other misses have no outlier**: each holds a value more than four powers of ten below its
-#   tile's largest, beyond E4M3's normal span (under 15 powers of two, 4.5 of ten), so even its own
-#   tile's scale leaves it subnormal. Only a wider format could fix that.
+# - **The other misses have no outlier**: each holds a value further below its tile's largest than
+#   E4M3's normal span (printed: about $10^{4.5}$), so even its own tile's scale leaves it subnormal.
+#   Only a wider format could fix that.
 
 # %% slideshow={"slide_type": "fragment"}
 fig = helpers.plots.fp8_error_vs_magnitude(X)
@@ -424,8 +432,9 @@ print("\n".join(fp8x.sass_excerpt("fp8_mma_sync")))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # On Hopper, `mma.sync` with E4M3 inputs is not an FP8 instruction at all: the compiler converts the
-# bytes to FP16 (`F2FP.F16.E4M3.UNPACK_B`), runs two FP16 `HMMA.16816` from a zero accumulator and adds
-# the result to C with an ordinary `FADD`. Exact enough, but at FP16 speed at best.
+# bytes to FP16 (`F2FP.F16.E4M3.UNPACK_B`) and chains two FP16 `HMMA.16816` (the first from zero, `RZ`;
+# the second onto the first), then an ordinary `FADD` adds the result to C. So, we infer (no rate was
+# measured), it runs at FP16 speed at best.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Each 32-bit register holds four k; the unpack makes two FP16 pairs, and HMMA.16816 takes pairs
@@ -510,7 +519,7 @@ display(helpers.display.table(rows, list(rows[0]), fmt={c: ".3g" for c in list(r
 # ## What accuracy costs: speed
 #
 # TFLOP/s on the H200 (cold L2, CUDA events, five alternating rounds, the median round), each result
-# checked first, beside cuBLASLt's FP8 GEMM and the dense FP8 peak:
+# checked first, beside cuBLASLt's FP8 GEMM and the datasheet's dense FP8 peak (and the clock it assumes):
 
 # %% slideshow={"slide_type": "-"}
 peak = helpers.device.peaks_for(rec.gpu_name).fp8
@@ -519,6 +528,8 @@ display(helpers.display.table(rows, list(rows[0])))
 t4 = {r["kernel"]: r["TFLOP/s"] for r in rows if r["n"] == 4096}
 print(f"4096^3: promotion every 512 runs at x{t4['fp8_promote_512'] / t4['fp8_wgmma_n128']:.2f} the speed of the "
       "same tile without promotion (fp8_wgmma_n128)")
+mhz = next(r["SM MHz"] for r in rows if r["n"] == 4096 and r["kernel"] == "cublaslt_fp8")   # cuBLASLt's clock
+print("FP8:", helpers.device.peak_clock_line(peak, rec.meta["gpu"]["sms"], mhz, kind="fp8"))
 
 # %% slideshow={"slide_type": "subslide"}
 fig = fp8x.plot_cost(data, src)
@@ -543,9 +554,9 @@ helpers.display.table(fp8x.period_rows(data), ["n", "kernel", "build", "tflops",
                       {"tflops": ".0f", "vs_128": ".3f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Yet removing only that wait (`F8_PERIOD=1`) ran no faster ("What else was tried", at the end): the cost was each
-# shared-memory stage held a K-tile too long. The default, `F8_PERIOD=2`, still waits at every K-tile but releases
-# the stage at once, and adds only at a period's end:
+# Yet removing only that wait (`F8_PERIOD=1`) ran no faster. The default, `F8_PERIOD=2`, still waits at every
+# K-tile but releases each shared-memory stage at once, a K-tile sooner, and adds only at a period's end: faster
+# at $4096^3$, and at $8192^3$ for `_512` only (both in Appendix H):
 
 # %% slideshow={"slide_type": "-"}
 k8 = helpers.display.kernel_source("fp8_sm90a.cu")
@@ -565,7 +576,8 @@ helpers.display.table(fp8x.try_period(builds=(0, 2)), ["build", "check", "tflops
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
-# - **E4M3** (largest 448, no infinity) for precision, **E5M2** (FP16's range, inf and NaN) for range.
+# - **E4M3** (largest 448, no infinity) for precision, **E5M2** (nearly FP16's normal range, inf and NaN)
+#   for range.
 # - **Overflow**: numpy makes NaN (E4M3) or inf (E5M2); the GPU's `cvt.rn.satfinite` makes $\pm$max.
 #   A reference must convert the way the kernel does.
 # - **Scaling**, $s = \text{max}/\text{amax}$: one scale per tensor lets a few outliers push the small
@@ -574,8 +586,8 @@ helpers.display.table(fp8x.try_period(builds=(0, 2)), ["build", "check", "tflops
 #   scaled. FP8 trains this way, not everywhere in a model.
 # - On the H200, FP8 `wgmma` adds blocks of 32 products and keeps 14 significant bits, cut toward zero
 #   (a CPU model reproduces it bit for bit); `mma.sync` with FP8 inputs runs as FP16 `HMMA`.
-# - Promotion to FP32 every N_C products (`total[i] += d[i]` after `wgmma_wait<0>()`) bounds the error,
-#   at a speed cost measured here. ptxas's C7517 was a clue, not the cause.
+# - Promotion to FP32 every N_C products bounds the error, at a speed cost measured here. ptxas's C7517
+#   was a clue, not the cause.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
@@ -809,7 +821,8 @@ for K in (300, 4096, 8192):
 # - "About 14 bits" (DeepSeek-V3, sec. 3.3.2): exactly 14, cut toward zero, in blocks of 32 products.
 #   cuBLASLt's default FP8 GEMM shows the same errors as promotion every 128 products (their $N_C$) at every K
 #   measured, and costs speed the way promotion does.
-# - "Fewer promotions cost less": only when the kernel lets each stage go at once (slide "A common trap").
+# - "Fewer promotions cost less": only where the kernel lets each stage go at once, and not at every size: every
+#   256 products gained nothing at $8192^3$ (slide "A common trap", Appendix H).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix H: what else was tried

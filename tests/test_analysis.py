@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import helpers
@@ -162,3 +163,19 @@ def test_split_k_units_fill_the_grid_only_when_split():
     assert one[0] == [(0, 0, 8192)] and four[32] == [(0, 2048, 4096)] and four[127] == [(31, 6144, 8192)]
     assert sorted(k for u in four for t, k0, k1 in u if t == 5 for k in (k0, k1)) == [0, 2048, 2048, 4096, 4096,
                                                                                      6144, 6144, 8192]
+
+
+def test_vec16_copy_map_covers_each_tile_once_as_rung4_indexes_it():
+    d = analysis.kernel_defines("ladder.cu")
+    for rows, cols in ((d["BM"], d["BK"]), (d["BK"], d["BN"])):
+        m = analysis.vec16_copy_map(rows, cols, d["NTHREADS"])
+        covered = np.zeros((rows, cols), dtype=int)
+        for t, p, r, c in m:
+            covered[r, c:c + 8] += 1
+            v = t + p * d["NTHREADS"]                          # the kernel's loop: v = tid, tid + NTHREADS, ...
+            assert (r, c) == (v // (cols // 8), (v % (cols // 8)) * 8)
+        assert (covered == 1).all()
+    t0 = [(r, c) for t, p, r, c in analysis.vec16_copy_map(d["BM"], d["BK"], d["NTHREADS"]) if t == 5]
+    assert t0 == [(1, 8), (65, 8)]                              # thread 5: row 5 // 4, chunk 5 % 4, then 64 rows lower
+    with pytest.raises(ValueError):
+        analysis.vec16_copy_map(128, 30, 256)

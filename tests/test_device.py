@@ -208,3 +208,13 @@ def test_sweep_peaks_are_of_the_gpu_the_rows_come_from(monkeypatch, capsys):
     from helpers.experiments.baseline import implied_clock_hz
 
     assert implied_clock_hz(p["fp32"], 58) is None
+
+
+def test_peak_clock_and_ceiling_are_inverse():
+    from helpers import device
+    per = device.HOPPER_TC_FLOP_PER_CLK_SM["fp16"]
+    mhz = device.peak_clock_mhz(989.4, 132, per)
+    assert 1829 < mhz < 1831                                    # the H100 SXM5 / H200 datasheet's 989.4 TFLOP/s
+    assert abs(device.peak_at_clock(mhz, 132, per) - 989.4) < 1e-9
+    assert device.peak_at_clock(1980, 132, per) > 989.4         # the clock the record ran at gives more
+    assert device.HOPPER_TC_FLOP_PER_CLK_SM["fp8"] == 2 * per

@@ -142,3 +142,29 @@ def test_lines_per_warp_step_at_unaligned_rows():
     for n in (1000, 3000):
         assert (4 * n) % 128 in (32, 96)
         assert exp.lines_per_warp_step(n) == pytest.approx(3.25, abs=0.01)
+
+
+def test_reveals_judge_a_guess_against_the_record(capsys):
+    from helpers import exercises
+
+    rec = helpers.results.load_latest()
+    ratio = rec.value("cublas_fp32", 4096) / rec.value("gemm_fp32_kernel", 4096)
+    ex.reveal_cublas_ratio(...)
+    out = capsys.readouterr().out
+    assert exercises.last_result is None and "No guess yet" in out and f"{ratio:.2f}" not in out
+    ex.reveal_cublas_ratio(ratio * 1.4)
+    assert exercises.last_result is True and f"{ratio:.2f}" in capsys.readouterr().out
+    ex.reveal_cublas_ratio(ratio * 2)
+    assert exercises.last_result is False and "off by a factor of 2.00 (too high" in capsys.readouterr().out
+    rows = {r["shape"]: r for r in exp.shape_table(rec.meta["experiments"]["fp32_block_shapes"], 4096)}
+    slow = rows["1x256"]["median_ms"] / rows["16x16"]["median_ms"]
+    ex.reveal_shape_slowdown(33 / 3)                                        # the line-count model's answer
+    assert exercises.last_result is (max(11 / slow, slow / 11) <= 1.5)
+    assert f"{slow:.2f}" in capsys.readouterr().out
+    ex.reveal_shape_slowdown(slow * 1.6)
+    assert exercises.last_result is False and "too high" in capsys.readouterr().out
+    for absurd in (0, -2, float("nan"), "slow", [3]):
+        for reveal in (ex.reveal_cublas_ratio, ex.reveal_shape_slowdown):
+            reveal(absurd)                                                  # a verdict, never an exception
+            out = capsys.readouterr().out
+            assert exercises.last_result is False and out.startswith("[") and out.count("\n") == 1

@@ -249,3 +249,34 @@ def test_solution_cells_are_stored_empty_and_answer_correctly(capsys):
         exec("".join(c["source"]), ns)
     out = capsys.readouterr().out
     assert out.count("Correct.") == 5 and "Not quite" not in out and "Not accepted" not in out
+
+
+# --------------------------------------------------------------------------- the pictures drawn from the kernel and its SASS
+def test_hmma_split_reads_the_recorded_sass():
+    """One mma_sync of wmma_gemm_naive is two HMMA.16816 in the recorded sm_90 SASS: the same A registers, each its
+    own B registers and its own 8 columns of D (from the kernel's final stores), accumulating in place."""
+    parts = w.hmma_split()
+    assert len(parts) == 2 and all(p["opcode"].startswith("HMMA.16816") for p in parts)
+    assert parts[0]["a"] == parts[1]["a"] and parts[0]["b"] != parts[1]["b"] and parts[0]["d"] != parts[1]["d"]
+    assert sorted(p["cols"] for p in parts) == [(0, 8), (8, 16)]
+    assert all(p["c"] == p["d"] for p in parts)
+    first = [int(p["a"].split("-")[0][1:]) for p in parts]
+    assert all(p["a"] == f"R{f}-R{f + 3}" for p, f in zip(parts, first))      # A: four registers
+
+
+def test_wmma_pictures_take_the_kernels_tile():
+    import matplotlib.pyplot as plt
+
+    assert w.warp_tile("wmma_gemm_naive") == (16, 16, 16)
+    fig = w.plot_mma_tile()
+    assert "m16n16k16" in fig.axes[0].get_title(loc="left")
+    assert {"A: 16×16, FP16", "C: 16×16, FP32"} <= {t.get_text() for t in fig.axes[0].texts}   # the kernel's formats
+    plt.close(fig)
+    fig = w.plot_k_loop(64, 64, 64, warp=(1, 2))
+    title = fig.axes[0].get_title(loc="left")
+    assert "C[16:32, 32:48]" in title and "4 steps of 16" in title
+    plt.close(fig)
+    fig = w.plot_hmma_split()
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert sum(t.startswith("HMMA.16816") for t in texts) == 2
+    plt.close(fig)

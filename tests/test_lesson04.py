@@ -173,3 +173,27 @@ def test_wmma_fp16_accumulator_stalls_at_2_to_the_14_on_uniform_data():
     assert abs(_fp16_acc_median_error(16384, hfma) - (1 - 4 * 2 ** 11 / 16384)) < 0.02
     assert _fp16_acc_median_error(32768) < 0.01 and _fp16_acc_median_error(65536) < 0.01
     assert abs(_fp16_acc_median_error(131072) - (1 - 4 * 2 ** 14 / 131072)) < 0.02
+
+
+def test_reveals_judge_a_guess_against_the_recorded_error_study(capsys):
+    from helpers import exercises
+
+    Ks, cur = P.curves(P.recorded("error_vs_k").data, "uniform")
+    growth = cur["fp16 in, fp32 acc"][Ks.index(16384)] / cur["fp16 in, fp32 acc"][Ks.index(1024)]
+    ratio = cur["fp16 in, fp16 acc"][Ks.index(16384)] / cur["fp16 in, fp32 acc"][Ks.index(16384)]
+    ex.reveal_k_growth(...)
+    out = capsys.readouterr().out
+    assert exercises.last_result is None and "No guess yet" in out and f"{growth:.1f}" not in out
+    ex.reveal_k_growth(growth * 1.4)
+    assert exercises.last_result is True and f"{growth:.1f}" in capsys.readouterr().out
+    ex.reveal_k_growth(4)                                   # sqrt(16): the round-to-nearest guess
+    assert exercises.last_result is (max(4 / growth, growth / 4) <= 1.5)
+    ex.reveal_acc16_over_acc32(ratio / 1.9)
+    assert exercises.last_result is True
+    ex.reveal_acc16_over_acc32(2 ** 13)                     # the ratio of the unit roundoffs
+    assert exercises.last_result is (2 ** 13 / ratio <= 2) and "too high" in capsys.readouterr().out
+    for absurd in (0, -1, float("inf"), "big", (1,)):
+        for reveal in (ex.reveal_k_growth, ex.reveal_acc16_over_acc32):
+            reveal(absurd)
+            out = capsys.readouterr().out
+            assert exercises.last_result is False and out.startswith("[") and out.count("\n") == 1

@@ -436,29 +436,30 @@ def test_hopper_targets_plans_every_target_with_its_candidates():
 
 
 def test_switch_lines_show_the_branch_each_rung_takes():
-    """Rung 13's cell shows the TMA-store path (`} else if (!TMA_STORE) {` opens the chain), with FP32 boxes and no
-    stmatrix; rung 14's shows its stmatrix_x4 branch, not the C^T one of rungs 29-30 (stmatrix_x4_trans)."""
-    t13 = KN.switch_lines("TMA_STORE", blocks_only=True, rung=13).data
+    """switch_lines on ws_gemm (kernels/hopper_sm90a.cu, rungs 17 on): rung 18's TMA-store path (`} else if
+    (!TMA_STORE) {` opens the chain), with FP32 boxes and no stmatrix; rung 17's stmatrix_x4 branch, not the C^T one of
+    rungs 29-30 (stmatrix_x4_trans)."""
+    t13 = KN.switch_lines("TMA_STORE", blocks_only=True, rung=18).data
     body13 = t13.split("```c++\n")[1]
     for s_ in ("} else if (!TMA_STORE) {", "} else if (row < M) {", "store2(", "fence_proxy_async();", "tma_store(tmC",
-               "bulk_commit();", "// (not in rung 13: HALF_C is false)", "// (not in rung 13: !TMA_STORE is false)"):
+               "bulk_commit();", "// (not in rung 18: HALF_C is false)", "// (not in rung 18: !TMA_STORE is false)"):
         assert s_ in body13, s_
     for s_ in ("stmatrix", "store_slice(", "pack_half2"):
         assert s_ not in body13, s_
-    t14 = KN.switch_lines("HALF_C", blocks_only=True, rung=14).data
+    t14 = KN.switch_lines("HALF_C", blocks_only=True, rung=17).data
     body14 = t14.split("```c++\n")[1]
     assert body14.lstrip().startswith("if (HALF_C) {") and "stmatrix_x4(" in body14 and "pack_half2" in body14
     for s_ in ("stmatrix_x4_trans", "CT", "store2(", "..."):
         assert s_ not in body14, s_
-    assert "// (not in rung 14: an earlier branch is taken)" in body14
+    assert "// (not in rung 17: an earlier branch is taken)" in body14
     # without a rung nothing is ruled out: both sides of each switch
     plain = KN.switch_lines("TMA_STORE", blocks_only=True).data
     assert "store_slice(e, C, M, N, row, tn * BN + c0);" in plain and "stmatrix_x4(" in plain
     p = KN.switch_lines("PERSISTENT").data
     assert "if (PERSISTENT) {" in p and "} else {" in p and "step = units;" in p and "static_assert" in p
     assert "if (ORDER == ORDER_PLAIN) {" in KN.switch_lines("ORDER", fn="tile_of").data
-    assert KN.template_settings(13)["HALF_C"] is False and KN.template_settings(14)["HALF_C"] is True
-    assert KN.template_settings(12)["CLUSTER"] == 2 and KN.template_settings(29)["CT"] is True
+    assert KN.template_settings(18)["HALF_C"] is False and KN.template_settings(17)["HALF_C"] is True
+    assert KN.template_settings(25)["CLUSTER"] == 4 and KN.template_settings(29)["CT"] is True
 
 
 def test_decide_reads_switch_conditions():
@@ -473,14 +474,13 @@ def test_decide_reads_switch_conditions():
 
 def test_knob_sweeps_show_their_spread_and_clock():
     """knob_sweep: each value's ratio to the rung as recorded, with the spread both timings' p10 and p90 allow and the
-    SM clock. Rung 12 with CLUSTER_M=1 builds rung 11's kernel (the same ws_gemm arguments), with a p10-p90 range apart
-    from rung 11's as recorded and another clock; rung 8 at 2 stages lies within its spread."""
+    SM clock. Rung 12 with CLUSTER_M=1 (every CTA its own cluster, loading all of B) has a p10-p90 range apart from
+    rung 11's as recorded and another clock; rung 8 at 2 stages lies within its spread."""
     kn = _rec()["knobs"]
     rows = {r["value"]: r for r in KN.knob_rows(kn, 12, "CLUSTER_M")}
     c1 = rows["CLUSTER_M=1"]
     assert f"{c1['ratio']:.2f}" == "0.97" and c1["high"] < 1 and "1965 MHz" in c1["clock"]
     assert rows["CLUSTER_M=2 (as recorded)"]["low"] is None and rows["CLUSTER_M=2 (as recorded)"]["clock"] == "1980 MHz"
-    assert KN.template_settings(11) == dict(KN.template_settings(12), CLUSTER=1)
     r11 = next(r for r in kn if r["rung"] == 11 and r.get("knob") is None)
     r12 = next(r for r in kn if r["rung"] == 12 and (r.get("knob"), r.get("value")) == ("CLUSTER_M", 1))
     assert r12["p10_ms"] > r11["p90_ms"] and r12["sm_mhz"] != r11["sm_mhz"]

@@ -125,3 +125,12 @@ def test_new_keywords_keep_the_old_defaults():
     fig = plots.roofline({"a": (1.0, 1.0)}, peak_tflops=100.0, mem_gbs=1000.0, xlabel="requested", legend_outside=True)
     assert fig.axes[0].get_xlabel() == "requested"
     plt.close("all")
+
+
+def test_vec16_copies_draws_every_chunk():
+    from helpers import analysis
+    d = analysis.kernel_defines("ladder.cu")
+    fig = plots.vec16_copies(d["BM"], d["BN"], d["BK"], d["NTHREADS"], d["SMEM_PAD"])
+    chunks = (d["BM"] * d["BK"] + d["BK"] * d["BN"]) // 8
+    assert sum(len(ax.patches) for ax in fig.axes) == chunks + 2      # every 16-byte chunk, and each tile's padding
+    plt.close(fig)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -94,6 +95,7 @@ def main(argv=None):
             links.append((p.stem, title))
         print(f"executed {p.name} in {time.time() - t0:.0f} s", flush=True)
     if not args.inplace:
+        shutil.copy2(ROOT / "notebooks" / "glossary.md", args.out / "notebooks")   # the lessons link to it
         items = "\n".join(f'<li><a href="{s}.html">{html.escape(t)}</a></li>' for s, t in links)
         (args.out / "html" / "index.html").write_text(
             "<!doctype html><meta charset='utf-8'><title>Tensor Cores course</title>"

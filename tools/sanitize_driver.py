@@ -88,7 +88,7 @@ def _verdict(chk) -> str:
     return chk.verdict() if chk.passed else chk.verdict() + " | " + chk.mismatch_summary().replace("\n", "; ")
 
 
-def _course_kernel(spec, M, N, K, options=()):
+def _course_kernel(spec, M, N, K, options=(), source=None):
     import cupy
 
     from helpers.device import backend
@@ -104,7 +104,7 @@ def _course_kernel(spec, M, N, K, options=()):
         A, B = from_bf16_bits(Ad).astype(np.float32), from_bf16_bits(Bd).astype(np.float32)
     else:
         Ad, Bd = A.astype(spec.in_dtype), B.astype(spec.in_dtype)
-    run, C, _ = launcher(spec, cupy.asarray(Ad), cupy.asarray(Bd), pad=True, options=tuple(options))
+    run, C, _ = launcher(spec, cupy.asarray(Ad), cupy.asarray(Bd), pad=True, options=tuple(options), source=source)
     run()
     cupy.cuda.runtime.deviceSynchronize()
     return _verdict(spec.check(cupy.asnumpy(C)[:M, :N], A, B, backend="GPU"))

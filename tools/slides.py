@@ -20,7 +20,9 @@ each deck the script fails if any <script>, <link>, <img>, <iframe>, CSS url() o
 it points off the machine (tests/browser/ checks the same in Chromium, request by request).
 
 It also writes build/slides/manifest.json (per deck: title and, per slide, its heading, whether it
-has math, its images, tables, coloured diffs and code lines) for the browser test, and build/slides/index.html.
+has math, its images, tables, coloured diffs and code lines) for the browser test, build/slides/index.html,
+and the glossary (notebooks/glossary.md) as glossary.html beside the decks and the pages, where their links to it
+point.
 Notebooks come from build/notebooks/ (`make course`); any that are missing or older than their
 source in notebooks/ are executed first with tools/execute_notebooks.py.
 """
@@ -49,6 +51,39 @@ MATHJAX_PARTS = [
     "extensions", "jax/element", "jax/input/TeX", "jax/output/CommonHTML",
     "fonts/HTML-CSS/TeX/woff", "fonts/HTML-CSS/TeX/otf", "localization/en",
 ]
+
+
+GLOSSARY = ROOT / "notebooks" / "glossary.md"   # the lessons link its terms as glossary.md#term
+
+
+def glossary_anchor(heading: str) -> str:
+    """The id of a glossary heading, made as JupyterLab's Markdown renderer makes it (spaces to '-', case kept):
+    a lesson's link glossary.md#term then works in JupyterLab and in the built pages alike."""
+    return heading.strip().replace(" ", "-")
+
+
+def glossary_html() -> str:
+    """notebooks/glossary.md as one HTML page, each term's heading with its glossary_anchor id."""
+    import mistune
+
+    body = mistune.html(GLOSSARY.read_text())
+    body = re.sub(r"<h3>(.*?)</h3>", lambda m: '<h3 id="{}">{}</h3>'.format(
+        html.escape(glossary_anchor(html.unescape(re.sub(r"<[^>]+>", "", m.group(1))))), m.group(1)), body)
+    return ("<!doctype html><meta charset='utf-8'><title>Glossary: Tensor Cores course</title>\n"
+            "<style>body{font:18px/1.5 sans-serif;max-width:50em;margin:2em auto}h3{margin-bottom:0}</style>\n"
+            + body)
+
+
+def write_glossary(dest: Path) -> Path:
+    """dest/glossary.html, the page the built lessons' glossary links point to (link_glossary)."""
+    path = dest / "glossary.html"
+    path.write_text(glossary_html())
+    return path
+
+
+def link_glossary(body: str) -> str:
+    """A built page's links to glossary.md#term, pointed at the glossary.html written beside it."""
+    return re.sub(r'href="glossary\.md(#[^"]*)?"', lambda m: f'href="glossary.html{m.group(1) or ""}"', body)
 
 
 class AssetError(RuntimeError):
@@ -245,6 +280,7 @@ def export_deck(nb, name: str, out: Path) -> Path:
     course, lesson = notebook_titles(nb)
     nb.metadata["title"] = lesson or course or name  # the page's <title>
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": name}})
+    body = link_glossary(body)
     bad = remote_loads(body)
     if bad:
         raise RuntimeError(f"{name}: the deck would load from the network: {bad[:5]}")
@@ -346,12 +382,14 @@ def build_site(build: Path) -> int:
         body, _ = exporter.from_notebook_node(nb, resources={
             "metadata": {"name": path.stem},
             "course_slides": f"../slides/{slides.name}" if slides.exists() else ""})
+        body = link_glossary(body)
         bad = remote_loads(body)
         if bad and local:
             raise RuntimeError(f"{path.stem}.html would load from the network: {bad[:5]}")
         (site / f"{path.stem}.html").write_text(body)
+    write_glossary(site)
     write_site_index(build)
-    print(f"wrote {len(notebooks)} pages and index.html in {site}"
+    print(f"wrote {len(notebooks)} pages, glossary.html and index.html in {site}"
           + (" (offline: MathJax and RequireJS in html/assets)" if local else ""))
     return 0
 
@@ -397,6 +435,7 @@ def main(argv=None) -> int:
                           slides=len(units), units=units))
         print(f"wrote {deck} ({len(units)} slides, {deck.stat().st_size // 1024} KiB)", flush=True)
     (out / "manifest.json").write_text(json.dumps({"max_code_lines": MAX_CODE_LINES, "decks": decks}, indent=1))
+    write_glossary(out)
     write_index(out, decks)
     if (args.build / "html" / "index.html").exists():
         write_site_index(args.build)  # now with links to the slides

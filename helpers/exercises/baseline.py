@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from . import _report, check_number, checker
+from . import _report, check_number, checker, judge_guess
 
 # sizes the tiled-kernel check runs: an odd cube, and a small lopsided problem for the edges
 TILED_CHECK_SIZES = ((1000, 1000, 1000), (33, 17, 49))
@@ -54,6 +54,37 @@ def lines_exercise(answer, bx: int, by: int) -> None:
     check_number(f"lines per warp ({bx}x{by})", answer, f["lines"], rel=0,
                  hint=f"a warp covers {f['warp_rows']} row(s) x {f['warp_cols']} column(s) of C: one line of A "
                       "per row (rows are K floats apart), and the columns' B elements are contiguous.")
+
+
+# --------------------------------------------------------------------------- predictions, revealed from the record
+@checker
+def reveal_cublas_ratio(guess, n: int = 4096) -> None:
+    """Prediction: how many times faster than gemm_fp32_kernel is cuBLAS's FP32 GEMM at n (the H200 record)?"""
+    from ..results import load_latest
+
+    rec = load_latest()
+    naive, sgemm = rec.value("gemm_fp32_kernel", n), rec.value("cublas_fp32", n)
+    judge_guess(f"cuBLAS FP32 / gemm_fp32_kernel at n = {n}", guess, sgemm / naive, within=1.5, fmt=".2f",
+                what=f"H200 record, {sgemm:.1f} / {naive:.2f} TFLOP/s", why=(
+                    "Both run FP32 FMAs on the same CUDA cores; the naive kernel loads two values from memory per "
+                    "FMA, cuBLAS reuses each loaded value many times from shared memory and registers."))
+
+
+@checker
+def reveal_shape_slowdown(guess, shape: str = "1x256", n: int = 4096) -> None:
+    """Prediction: how many times longer than with 16 x 16 blocks does gemm_fp32_kernel take with `shape` blocks
+    at n (the H200 record of the block-shape experiment)?"""
+    from ..experiments.baseline import shape_table
+    from ..results import load_latest
+
+    data = load_latest().meta["experiments"]["fp32_block_shapes"]
+    rows = {r["shape"]: r for r in shape_table(data, n)}
+    r, base = rows[shape], rows[data["first_shape"]]
+    judge_guess(f"time with {shape} blocks / {data['first_shape']} at n = {n}", guess, r["median_ms"] / base["median_ms"],
+                within=1.5, fmt=".2f", what=f"H200 record, {r['median_ms']:.1f} / {base['median_ms']:.1f} ms",
+                why=f"The table's lines per step: {r['lines']} for {shape}, {base['lines']} for "
+                    f"{data['first_shape']}; if the load path serves a fixed number of lines per clock, the time "
+                    "follows their ratio.")
 
 
 # --------------------------------------------------------------------------- the tiled kernel

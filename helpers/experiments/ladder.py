@@ -269,9 +269,10 @@ MISS_NOTES = {
                  "latency, are now the limit."},
     6: {"better": "the WMMA loads from shared memory were the limit: ldmatrix.x4 issues a quarter of the "
                   "instructions and the compiler schedules the mma.sync freely.",
-        "worse": "WMMA already compiles to ldmatrix-like loads and HMMA.16816 on sm_90, so there was "
-                 "little to gain; the limit is mma.sync's rate on Hopper, which only wgmma lifts."},
-    7: {"better": "mma.sync was capped well below Hopper's Tensor Core rate, and the larger tile and the copy "
+        "worse": "WMMA already compiles to ldmatrix and HMMA.16816 on sm_90, so there was little to gain; the "
+                 "profiler (next slide) finds the Tensor Cores no busier and fixed-latency waits the top stall. "
+                 "What limits rung 6 was not measured: no mma.sync rate is in the record."},
+    7: {"better": "wgmma reads A and B from shared memory with no fragment loads, and the larger tile and the copy "
                   "engine removed most of the remaining load work from the SM.",
         "worse": "the pipeline drains every K-tile (wgmma.wait_group 0 and a __syncthreads before the next "
                  f"copy is issued), the transpose of B is inside the timing, and one block per SM ({WGMMA_SMEM // 1024} KB of "

@@ -402,6 +402,49 @@ def sass_lines(opcode="HMMA") -> list[str]:
             if op.startswith(opcode)]
 
 
+def warp_tile(name: str = "wmma_gemm_naive") -> tuple[int, int, int]:
+    """(rows, columns, K step) of the tile of C one warp computes, from the kernel's launch configuration: its block
+    tile shared by the block's warps (threadIdx.y), and the K it needs a multiple of."""
+    from ..kernels import KERNELS
+
+    spec = KERNELS[name]
+    return spec.block_tile[0] // spec.block[1], spec.block_tile[1], spec.tile_k
+
+
+# 32-bit registers per lane of each operand of mma.m16n8k16 with .f16 inputs and .f32 accumulators (PTX ISA,
+# "Matrix Fragments for mma.m16n8k16 with floating point type": A 8 halves, B 4 halves, C and D 4 floats)
+HMMA_16816_REGS = {"a": 4, "b": 2, "c": 4, "d": 4}
+
+
+def hmma_split(kernel: str = "wmma_gemm_naive") -> list[dict]:
+    """The HMMA instructions of the first mma_sync in the recorded SASS of `kernel`, with their registers (D, A, B,
+    C: each operand's registers, as ranges) and the columns of the tile each one's D holds, read from the
+    kernel's final 64-bit stores of D (STG.E.64 [addr + offset]: offset / 4 bytes = the first column)."""
+    import re
+
+    from ..analysis import sass_instructions
+
+    ins = [(text, op) for k, _, text, op in sass_instructions(build_dir() / "wmma.sm_90.sass") if k == kernel]
+    hmma = [text for text, op in ins if op.startswith("HMMA")]
+    stores = {}                                     # register -> byte offset of its store
+    for text, op in ins:
+        m = re.match(r"STG\.E\.64 .*\[R\d+\.64(?:\+(0x[0-9a-f]+))?\], (R\d+)", text)
+        if m:
+            stores[m.group(2)] = int(m.group(1) or "0", 16)
+    out = []
+    for text in hmma[:2]:
+        op, regs = text.split(None, 1)
+        d, a, b, c = [r.strip().removesuffix(".reuse") for r in regs.split(",")]
+        # D's four registers hold 2 columns x 2 row halves (PTX ISA, m16n8k16 C/D fragment): its first pair's
+        # store gives the first column of this instruction's 8
+        reg = int(d[1:])
+        first = min(stores.get(f"R{reg + i}", 1 << 30) for i in range(4)) // 4
+        out.append({"text": text, "opcode": op, "cols": (first, first + 8),
+                    **{name: f"{r}-R{int(r[1:]) + HMMA_16816_REGS[name] - 1}"
+                       for name, r in (("d", d), ("a", a), ("b", b), ("c", c))}})
+    return out
+
+
 # --------------------------------------------------------------------------- pictures
 def _lane_colors():
     import matplotlib.pyplot as plt
@@ -490,6 +533,142 @@ def plot_tile_mapping(M: int, N: int, name: str = "wmma_gemm_naive"):
     ax.set_title(f"{name}: block dim3{block}, grid dim3{grid}\nblack box = one thread block "
                  f"({block[0] * block[1]} threads); tile wY = the warp with threadIdx.y = Y",
                  loc="left", fontsize=11, pad=12)
+    fig.tight_layout()
+    return fig
+
+
+def _grid_box(ax, x, y, w, h, label, color, alpha=0.25, cells=None, fontsize=12):
+    """A matrix as a box at (x, y) (top left) of w x h, its label inside; cells=(rows, cols) draws its grid."""
+    from matplotlib.patches import Rectangle
+
+    ax.add_patch(Rectangle((x, y), w, h, facecolor=color, alpha=alpha, edgecolor="black", linewidth=1.4))
+    if cells:
+        for i in range(1, cells[0]):
+            ax.plot([x, x + w], [y + i * h / cells[0]] * 2, color="white", linewidth=0.6)
+        for j in range(1, cells[1]):
+            ax.plot([x + j * w / cells[1]] * 2, [y, y + h], color="white", linewidth=0.6)
+    ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=fontsize)
+
+
+def _blank_axes(fig_size):
+    import matplotlib.pyplot as plt
+
+    from ..plots import apply_style
+
+    apply_style()
+    fig, ax = plt.subplots(figsize=fig_size)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig, ax
+
+
+def plot_mma_tile(name: str = "wmma_gemm_naive"):
+    """D = A x B + C for one mma_sync of `name`: the four tiles with their shapes and formats, and one element of D
+    as the dot product of a row of A and a column of B, plus C's element."""
+    from matplotlib.patches import Rectangle
+
+    from ..kernels import KERNELS
+    from ..plots import COLORS
+
+    m, n, k = warp_tile(name)
+    fig, ax = _blank_axes((12.5, 4.4))
+    gap = 5
+    xs = [0, k + 2 * gap, k + n + 4 * gap, k + 2 * n + 6 * gap]        # D = A x B + C, left to right
+    y = 2
+    _grid_box(ax, xs[0], y, n, m, "", COLORS[5], cells=(m, n))
+    _grid_box(ax, xs[1], y, k, m, "", COLORS[0], cells=(m, k))
+    _grid_box(ax, xs[2], y, n, k, "", COLORS[2], cells=(k, n))
+    _grid_box(ax, xs[3], y, n, m, "", COLORS[5], cells=(m, n))
+    i, j = 3, 10                                              # one element of D, and what it is made of
+    for x0, (r, c, w, h) in zip(xs, [(i, j, 1, 1), (i, 0, k, 1), (0, j, 1, k), (i, j, 1, 1)]):
+        ax.add_patch(Rectangle((x0 + c, y + r), w, h, facecolor=COLORS[1], alpha=0.85, edgecolor="black"))
+    spec = KERNELS[name]
+    ab, cd = spec.inputs.upper(), spec.acc.upper()
+    labels = [f"D: {m}×{n}, {cd}", f"A: {m}×{k}, {ab}", f"B: {k}×{n}, {ab}", f"C: {m}×{n}, {cd}"]
+    for x0, w, lab in zip(xs, [n, k, n, n], labels):
+        ax.text(x0 + w / 2, y + max(m, k) + 2.2, lab, ha="center", va="center", fontsize=13)
+    for x0, sym in zip([xs[0] + n + gap, xs[1] + k + gap, xs[2] + n + gap], ["=", "×", "+"]):
+        ax.text(x0, y + m / 2, sym, ha="center", va="center", fontsize=26)
+    ax.set_xlim(-1, xs[3] + n + 1)
+    ax.set_ylim(y + max(m, k) + 4, -3.5)
+    ax.set_title(f"One mma_sync (m{m}n{n}k{k}) of one warp: D[{i}][{j}] = row {i} of A · column {j} of B "
+                 f"+ C[{i}][{j}]: {k} multiply-adds", loc="left", fontsize=13)
+    fig.tight_layout()
+    return fig
+
+
+def plot_k_loop(M: int = 64, N: int = 64, K: int = 64, warp: tuple = (1, 2), name: str = "wmma_gemm_naive"):
+    """The naive kernel's K loop for one warp: its tile of C (row block, column block = `warp`), the strip of A
+    (its 16 rows, all of K) and of B (all of K, its 16 columns) it walks, one 16-wide step per mma_sync."""
+    from matplotlib.patches import Rectangle
+
+    from ..plots import COLORS
+
+    tm, tn, tk = warp_tile(name)
+    r0, c0 = warp[0] * tm, warp[1] * tn
+    steps = K // tk
+    fig, ax = _blank_axes((10, 7.8))
+    gap = 6
+    ax_b, ay_c = K + gap, K + gap                            # B above C, A left of C (the textbook picture)
+    _grid_box(ax, 0, ay_c, K, M, "", "0.85", alpha=0.5)             # A: M x K
+    _grid_box(ax, ax_b, 0, N, K, "", "0.85", alpha=0.5)             # B: K x N
+    _grid_box(ax, ax_b, ay_c, N, M, "", "0.85", alpha=0.5)          # C: M x N
+    shades = [0.35 + 0.5 * s / max(steps - 1, 1) for s in range(steps)]
+    for s in range(steps):
+        ax.add_patch(Rectangle((s * tk, ay_c + r0), tk, tm, facecolor=COLORS[0], alpha=shades[s], edgecolor="black"))
+        ax.text(s * tk + tk / 2, ay_c + r0 + tm / 2, f"k={s * tk}", ha="center", va="center", fontsize=10,
+                color="white")
+        ax.add_patch(Rectangle((ax_b + c0, s * tk), tn, tk, facecolor=COLORS[2], alpha=shades[s], edgecolor="black"))
+        ax.text(ax_b + c0 + tn / 2, s * tk + tk / 2, f"k={s * tk}", ha="center", va="center", fontsize=10,
+                color="white")
+    ax.add_patch(Rectangle((ax_b + c0, ay_c + r0), tn, tm, facecolor=COLORS[1], alpha=0.9, edgecolor="black"))
+    ax.text(ax_b + c0 + tn / 2, ay_c + r0 + tm / 2, "acc", ha="center", va="center", fontsize=10, color="white")
+    ax.text(K / 2, ay_c + M + 3, f"A: {M}×{K}", ha="center", va="center", fontsize=13)
+    ax.text(ax_b + N + 2, K / 2, f"B: {K}×{N}", ha="left", va="center", fontsize=13)
+    ax.text(ax_b + N / 2, ay_c + M + 3, f"C: {M}×{N}", ha="center", va="center", fontsize=13)
+    ax.set_xlim(-1, ax_b + N + 12)
+    ax.set_ylim(ay_c + M + 5, -1)
+    ax.set_title(f"{name}: the warp computing C[{r0}:{r0 + tm}, {c0}:{c0 + tn}] walks K = {K} in {steps} steps "
+                 f"of {tk}.\nStep k loads A[{r0}:{r0 + tm}, k:k+{tk}] and B[k:k+{tk}, {c0}:{c0 + tn}] from global "
+                 f"memory;\nmma_sync adds their product to acc, held in the warp's registers", loc="left",
+                 fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def plot_hmma_split(kernel: str = "wmma_gemm_naive"):
+    """One mma_sync as ptxas compiled it: the tile's two HMMA instructions from the recorded SASS, each one the
+    whole A, half of B's columns and the same half of C/D's, with the registers each reads and writes."""
+    from matplotlib.patches import Rectangle
+
+    from ..plots import COLORS
+
+    m, n, k = warp_tile(kernel)
+    parts = hmma_split(kernel)
+    fig, ax = _blank_axes((12.5, 5.2))
+    gap = 5
+    xs = [0, n + 2 * gap, n + k + 4 * gap]                   # D = A x B (+ C, same registers as D here)
+    y = 3
+    _grid_box(ax, xs[1], y, k, m, f"A: {m}×{k}\nwhole, in both", COLORS[0], alpha=0.35, fontsize=11)
+    for p, color in zip(parts, (COLORS[2], COLORS[4])):
+        c0, c1 = p["cols"]
+        ax.add_patch(Rectangle((xs[0] + c0, y), c1 - c0, m, facecolor=color, alpha=0.55, edgecolor="black"))
+        ax.add_patch(Rectangle((xs[2] + c0, y), c1 - c0, k, facecolor=color, alpha=0.55, edgecolor="black"))
+        ax.text(xs[0] + (c0 + c1) / 2, y + m / 2, f"cols\n{c0}-{c1 - 1}", ha="center", va="center", fontsize=10)
+        ax.text(xs[2] + (c0 + c1) / 2, y + k / 2, f"cols\n{c0}-{c1 - 1}", ha="center", va="center", fontsize=10)
+    ax.text(xs[0] + n / 2, y - 1.5, f"D (and C): {m}×{n}", ha="center", fontsize=12)
+    ax.text(xs[2] + n / 2, y - 1.5, f"B: {k}×{n}", ha="center", fontsize=12)
+    ax.text(xs[0] + n + gap, y + m / 2, "=", ha="center", va="center", fontsize=24)
+    ax.text(xs[1] + k + gap, y + m / 2, "×", ha="center", va="center", fontsize=24)
+    for i, (p, color) in enumerate(zip(parts, (COLORS[2], COLORS[4]))):
+        ax.text(0, y + max(m, k) + 2.5 + 2.6 * i,
+                f"{p['text']}:  D {p['d']} = A {p['a']} × B {p['b']} + C {p['c']}  -> columns "
+                f"{p['cols'][0]}-{p['cols'][1] - 1}", fontsize=11.5, va="center", family="monospace",
+                bbox=dict(facecolor=color, alpha=0.35, edgecolor="none"))
+    ax.set_xlim(-1, xs[2] + n + 1)
+    ax.set_ylim(y + max(m, k) + 2.5 + 2.6 * len(parts), -1.5)
+    ax.set_title(f"One m{m}n{n}k{k} mma_sync in the SASS of {kernel} (sm_90, recorded): "
+                 f"{len(parts)} × {parts[0]['opcode']}", loc="left", fontsize=13)
     fig.tight_layout()
     return fig
 

@@ -1019,8 +1019,7 @@ def tried() -> list[dict]:
             if r["kernel"] == "fp8_promote_128" and r["options"] == "F8_DESC_ADD=1"}
     first = [r for r in period_rows("fp8-period-probe") if r["build"] == 1 and r["n"] == 4096]
     wide9 = [r for r in wide_rows() if r["run"].startswith("9") and r["kernel"] == WIDE_TRIED["kernel"]]
-    period2 = [r for k in ("fp8_promote_256", "fp8_promote_512") for r in pred[f"adds at a period's end, {k}"]
-               if r["n"] == 4096]
+    period2 = {k[-3:]: pred[f"adds at a period's end, {k}"] for k in ("fp8_promote_256", "fp8_promote_512")}
     none = "none written"
     return [
         row("promotion overlapped: the two consumer warpgroups take turns (fp8_promote_pingpong)", None, "no", none,
@@ -1054,8 +1053,8 @@ def tried() -> list[dict]:
             + " (256 and 512)",
             ", ".join(f"{r['kernel'][12:]}: x{r['vs_first']:.3f}" for r in first) + " at 4096^3"),
         row("each stage let go at once, the adds at a period's end (F8_PERIOD=2)", None, "yes",
-            ", ".join(f"{r['idea'][-3:]}: x{r['predicted']:.3f}" for r in period2) + " at 4096^3",
-            ", ".join(f"{r['idea'][-3:]}: x{r['measured']:.3f}" for r in period2) + " at 4096^3"),
+            "; ".join(f"{k}: " + _at((r["n"], r["predicted"]) for r in rs) for k, rs in period2.items()),
+            "; ".join(f"{k}: " + _at((r["n"], r["measured"]) for r in rs) for k, rs in period2.items())),
         row("a time limit for the mbarrier waits (MBAR_WAIT=1)", "a time limit for the waits", "no"),
         row("cuBLASLt's tile width, 128 x 144 (fp8_promote_2acc_144)", "cuBLASLt's width, 128 x 144", "no",
             measured=_at((r["n"], r["measured"]) for r in pred["cuBLASLt's width, 128 x 144"])

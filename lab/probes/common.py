@@ -6,6 +6,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# Rungs 8-16 are one kernel file each in kernels/ since 2026-12-07, without the build switches below; the single
+# templated file they were built from then (rungs 8-31 on ws_gemm, with the switches) is kept whole here, so that a
+# probe that sets a switch on rungs 8-16 still builds what it measured.
+RESEARCH_FILE = ROOT / "lab" / "kernels" / "hopper_sm90a_research.cu"
+RESEARCH_SWITCHES = ("DESC_ADD", "TILE_ORDER", "WG_UNIFORM")
+
+
+def research_source(rung: int, options: tuple = ()) -> str | None:
+    """The frozen ws_gemm file's text where rung `rung` (8-16) is built with one of RESEARCH_SWITCHES among its NVRTC
+    `options` (helpers.launch.launcher's source=), else None: the course's own file."""
+    switched = any(o.startswith("-D") and o[2:].split("=")[0] in RESEARCH_SWITCHES for o in options)
+    return RESEARCH_FILE.read_text() if switched and 8 <= rung <= 16 else None
+
+
 def hopper_missing() -> str | None:
     """None on a Hopper GPU (the GPU backend, compute capability 9.0), else one line saying why not."""
     from helpers.device import backend

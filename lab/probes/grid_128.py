@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from lab.probes.common import hopper_here, int_option, round_rows, run  # noqa: E402  (run as a script: ROOT first)
+from lab.probes.common import hopper_here, int_option, research_source, round_rows, run  # noqa: E402  (run as a script: ROOT first)
 
 ODD = [(1000, 1064, 1000), (257, 520, 136)]
 CTAS = 128
@@ -55,7 +55,8 @@ def main(argv) -> int:
         ref = reference_gemm(A, B)
         for r in rungs:
             kw, sw = variants[1]
-            fn, C, _ = launcher(rung_entry(r), A, B, pad=True, **kw)
+            fn, C, _ = launcher(rung_entry(r), A, B, pad=True, source=research_source(r, kw.get("options", ())),
+                                **kw)
             C.fill(cupy.nan)
             fn()
             chk = rung_entry(r).check(C[:M, :N], A, B, reference=ref, backend="GPU")
@@ -69,7 +70,7 @@ def main(argv) -> int:
         timed = {}
         for r in rungs:
             for kw, sw in variants:
-                fn, C, _ = launcher(rung_entry(r), A, B, **kw)
+                fn, C, _ = launcher(rung_entry(r), A, B, source=research_source(r, kw.get("options", ())), **kw)
                 C.fill(cupy.nan)
                 fn()
                 chk = rung_entry(r).check(C[:n, :n], A, B, reference=ref, backend="GPU")

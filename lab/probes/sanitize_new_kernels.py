@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from lab.probes.common import hopper_here  # noqa: E402  (run as a script: ROOT first)
+from lab.probes.common import hopper_here, research_source  # noqa: E402  (run as a script: ROOT first)
 SPLIT_SIZES = ((40, 24, 1000), (136, 264, 1000))      # one and four tiles, K in 2 parts
 TAIL_SIZES = ((264, 17152, 1000),)                    # rung 16: 132 whole units, then 2 units in 2 parts
 SKINNY_SIZES = ((64, 264, 200), (72, 8200, 136))      # rung 17: a cluster's tile below M; 2 x 65 tiles, the last 8 wide
@@ -32,7 +32,7 @@ def _rung_cases(spec, options: tuple = (), extra: tuple = ()) -> int:
 
     bad, tag = 0, "".join(f" {o}" for o in options)
     for M, N, K in SIZES + (TALL_SIZES if spec.rung >= 27 else SKINNY_SIZES if spec.rung >= 17 else SPLIT_SIZES) + extra:
-        v = _course_kernel(spec, M, N, K, options=options)
+        v = _course_kernel(spec, M, N, K, options=options, source=research_source(spec.rung, options))
         bad += not v.startswith("PASS")
         print(f"@@end {spec.name}{tag} | M={M} N={N} K={K} | {v[:160]}", flush=True)
     return bad

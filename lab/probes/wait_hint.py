@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from lab.probes.common import hopper_here, knob_variant, run  # noqa: E402  (run as a script: ROOT first)
+from lab.probes.common import hopper_here, knob_variant, research_source, run  # noqa: E402  (run as a script: ROOT first)
 PLAN = [((4096, 4096, 4096), (13, 14, 15)), ((5000, 5000, 5000), (16,)), ((128, 8192, 8192), (17, 18))]
 FP8 = ("fp8_wgmma", "fp8_promote_128")
 # set -> (the rows' key, [(value, NVRTC options of the course's rungs, of the FP8 kernels)], the rungs' plan)
@@ -83,7 +83,7 @@ def hopper_rows(shape, rungs, which: str = "hint") -> list[dict]:
             entry = rung_entry(r)
             if knob:                                   # a knob of helpers.tryout: its entry (cluster, grid) too
                 entry, opts, _ = knob_variant(r, {knob: h})
-            run, C, _ = launcher(entry, A, B, options=opts)
+            run, C, _ = launcher(entry, A, B, options=opts, source=research_source(r, opts))
             C.fill(cupy.nan)
             run()
             chk = entry.check(C[:M, :N], A, B, reference=ref, backend="GPU")

@@ -1,4 +1,5 @@
-"""GPU tests for lesson 6 (kernels/hopper_sm90a.cu: helpers.kernels.HOPPER_RUNGS, helpers/experiments/hopper.py).
+"""GPU tests for lesson 6 (kernels/hopper_rungNN_sm90a.cu and hopper_sm90a.cu: helpers.kernels.HOPPER_RUNGS,
+helpers/experiments/hopper.py).
 
 Every rung, in a child process (helpers.isolate: a fault or a hang there cannot break the other tests),
 against float64 at sizes that are not multiples of any tile (TMA's out-of-bounds fill instead of

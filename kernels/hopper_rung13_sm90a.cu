@@ -1,0 +1,220 @@
+// hopper_rung13_sm90a.cu -- Lesson 6, rung 13: an epilogue through shared memory and TMA stores.
+//
+// Adds, over rung 12: each consumer warpgroup writes its 64 x 256 FP32 slice as 8 boxes of
+// 64 x 32: its threads store a box into a swizzled 8 KB buffer (two per warpgroup, alternating),
+// fence the async proxy, meet at a warpgroup barrier, and one thread hands the box to TMA
+// (cp.async.bulk.tensor ... bulk_group), which clips it to C. Full 128-byte rows go to memory
+// instead of 8 scattered 32-byte pieces per store instruction, and the warps do not wait for them.
+// (stmatrix, the usual partner of a TMA store, moves 16-bit elements: this C is FP32.)
+// Predicted: x1.02 over rung 12.
+//
+// Contract: A: M x K row-major half, B: K x N row-major half, each a TMA tensor map with 128-byte
+// swizzle (A's box 128 rows x 64 k, B's 64 k x 64 columns); C: M x N row-major float, also a
+// tensor map (box 64 rows x 32 columns, 128-byte swizzle). M, N, K
+// multiples of 8 (16-byte rows for TMA). One FP32 accumulator per output walks K in order, 16
+// products per wgmma (helpers.emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32")).
+// Needs sm_90a; other targets compile an empty kernel (make kernels-check).
+
+#include "hopper_wgmma.cuh"                   // TMA, mbarriers, wgmma and its descriptors, setmaxnreg
+
+#define HBM 128                               // rows of C per block tile
+#define HBN 256                               // columns of C per block tile
+#define HBK 64                                // K per stage: 64 halves = 128 bytes = one swizzle row
+#define BOX_N 64                              // columns of B per TMA box (128 bytes)
+#ifndef HSTAGES
+#define HSTAGES 4                             // pipeline stages (a knob)
+#endif
+#ifndef PRODUCER_REGS
+#define PRODUCER_REGS 40                      // the producer's registers after setmaxnreg.dec (a knob)
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8                             // tile rows per group of the L2-aware order (a knob)
+#endif
+#ifndef CLUSTER_M
+#define CLUSTER_M 2                           // CTAs per cluster, along M, sharing B (a knob)
+#endif
+// The consumers take what the producer gives away: the CTA's pool is the 168 registers per thread that
+// __launch_bounds__(384, 1) allows at entry, times 384 threads; each consumer gets half of the rest, in
+// steps of 8 (setmaxnreg's unit). 40 -> 232.
+#define CONSUMER_REGS ((168 * 3 - PRODUCER_REGS) / 2 / 8 * 8)
+#define A_STAGE_BYTES (HBM * HBK * 2)         // 16 KB of A per stage
+#define B_BOX_BYTES (HBK * BOX_N * 2)         // 8 KB: one box of B
+#define B_STAGE_BYTES (HBK * HBN * 2)         // 32 KB of B per stage: 4 boxes
+#define STAGE_BYTES (A_STAGE_BYTES + B_STAGE_BYTES)
+#define EPI_COLS 32                           // FP32 columns per TMA store box (128 bytes)
+#define EPI_BOX_FLOATS (64 * EPI_COLS)        // one box of C: 64 rows x 32 floats = 8 KB
+#define EPI_BYTES (2 * 2 * EPI_BOX_FLOATS * 4) // 2 consumer warpgroups x 2 buffers
+static_assert(HSTAGES >= 2 && 2 * HSTAGES * 8 <= 128, "HSTAGES: 2 or more, and full[] + empty[] fit 128 bytes");
+static_assert(PRODUCER_REGS % 8 == 0 && PRODUCER_REGS >= 24 && CONSUMER_REGS <= 256,
+              "setmaxnreg takes multiples of 8 from 24 to 256");
+static_assert((HBN / BOX_N) % CLUSTER_M == 0 && GROUP_M % CLUSTER_M == 0,
+              "CLUSTER_M must divide the 4 boxes of B and GROUP_M");
+
+// __cluster_dims__ exists from sm_90 on; `make kernels-check` also builds this file for sm_80
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
+#define CLUSTER_DIMS
+#else
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER_M, 1, 1)
+#endif
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
+// How many of a tile's 4 boxes of B start inside B (tn: the tile's column): TMA fills the part of a
+// box beyond N with zeros; boxes that start beyond N are not loaded (their columns of C are not written).
+__device__ __forceinline__ int b_boxes_in(int tn, int N)
+{
+    return min(HBN / BOX_N, (N - tn * HBN + BOX_N - 1) / BOX_N);
+}
+
+// The tile scheduler: work unit t -> tile (tm, tn). A unit is a column of CLUSTER_M tiles (the CTAs of
+// a cluster take tiles tm = CLUSTER_M um + rank, which share B); the units are walked GROUP_M tile rows
+// at a time, column by column.
+__device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 rank, int& tm, int& tn)
+{
+    const int group = GROUP_M / CLUSTER_M;                     // unit rows per group
+    const int per_group = group * tiles_n;
+    const int first = (t / per_group) * group;                 // the group's first unit row
+    const int rows = min(units_m - first, group);              // the last group may be shorter
+    const int in = t % per_group;
+    tm = (first + in % rows) * CLUSTER_M + (int)rank;
+    tn = in / rows;
+}
+
+// One K-tile (64 deep) of a warpgroup's 64 x 256 slice: four wgmma k-steps of 16, in K order.
+// a: the slice's 64 rows of the A stage; b: the first box of the B stage.
+__device__ __forceinline__ void mma_ktile(float (&d)[128], const unsigned char* a, const unsigned char* b)
+{
+#pragma unroll
+    for (int ks = 0; ks < HBK / 16; ++ks)
+        wgmma_m64n256k16<1>(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
+}
+
+// Consumer cw's 64 x 256 slice of C, rows row.., columns col0.., as 8 boxes of 64 rows x 32 floats
+// through its two 8 KB buffers (mine). Accumulator layout (PTX ISA, wgmma D fragments): warp w holds
+// rows 16w..16w+15; lane (g = lane/4, t = lane%4) holds, per 8-column block j, d[4j], d[4j+1] at row g,
+// columns 8j+2t, +1, and d[4j+2], d[4j+3] at row g+8. A box row is 128 bytes, stored with the 128-byte
+// swizzle the tensor map expects: 16-byte chunk q of row r sits at chunk q ^ (r % 8), so a warp's 8 rows
+// of 32 bytes spread over all 32 banks instead of hitting the same 8.
+__device__ __forceinline__ void store_slice_tma(const float (&d)[128], float* mine, const TensorMap* tmC, int N,
+                                                int row, int col0, int cw)
+{
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, g = lane / 4, tq = lane % 4;
+    const bool leader = threadIdx.x % 128 == 0;
+#pragma unroll
+    for (int box = 0; box < 256 / EPI_COLS; ++box) {
+        float* buf = mine + (box & 1) * EPI_BOX_FLOATS;        // the two buffers in turn
+#pragma unroll
+        for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
+            const int j = box * (EPI_COLS / 8) + jj;           // 8-column block of the slice
+            const int q = 2 * jj + tq / 2;                     // 16-byte chunk of the box row
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = warp * 16 + g + 8 * h;
+                store2(buf + r * EPI_COLS + ((q ^ (r & 7)) * 4) + (tq & 1) * 2, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            }
+        }
+        fence_proxy_async();                                   // my stores, visible to the copy engine
+        if (leader) bulk_wait_read0();                         // the previous box's store has read its buffer
+        warpgroup_bar(1 + cw);                                 // all 128 threads wrote this box
+        if (leader && col0 + box * EPI_COLS < N) {             // (a box wholly right of C is not stored)
+            tma_store(tmC, buf, col0 + box * EPI_COLS, row);
+            bulk_commit();
+        }
+    }
+}
+#endif
+
+// Grid: one CTA per SM, in clusters of CLUSTER_M; 384 threads; dynamic shared memory HSTAGES x 48 KB + 32 KB + 1152.
+extern "C" __global__ void __launch_bounds__(384, 1) CLUSTER_DIMS hopper_tma_store(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_tma_store(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    unsigned char* smem = smem_base();
+    unsigned char* sA = smem;                                  // HSTAGES x (128 rows x 64 k)
+    unsigned char* sB = smem + HSTAGES * A_STAGE_BYTES;        // HSTAGES x 4 boxes of (64 k x 64 columns)
+    float* sC = reinterpret_cast<float*>(smem + HSTAGES * STAGE_BYTES);   // 2 x 2 boxes of C, 8 KB each
+    u64* full = reinterpret_cast<u64*>(smem + HSTAGES * STAGE_BYTES + EPI_BYTES);
+    u64* empty = full + HSTAGES;                               // full[s]: stage s loaded; empty[s]: stage s free
+
+    const int wg = threadIdx.x / 128;                          // 0: producer; 1, 2: consumers
+    const u32 rank = cluster_rank();                           // this CTA's place in its cluster
+    const int tiles_m = (M + HBM - 1) / HBM, tiles_n = (N + HBN - 1) / HBN, ktiles = (K + HBK - 1) / HBK;
+    const int units_m = (tiles_m + CLUSTER_M - 1) / CLUSTER_M, units = units_m * tiles_n;
+    const int first = (int)cluster_id(), step = (int)cluster_count();   // this cluster's units: first, + step, ...
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < HSTAGES; ++s) {
+            mbar_init(&full[s], 1);                            // the producer's arrive (+ TMA's bytes)
+            mbar_init(&empty[s], 8 * CLUSTER_M);               // one arrive per consumer warp, of every CTA
+        }
+        mbar_init_fence();
+    }
+    if (cluster_size() != CLUSTER_M) __trap();                 // launched without its cluster: stop loudly
+    cluster_sync();                                            // the peer's barriers exist before we touch them
+
+    if (wg == 0) {
+        // ------------------------------------------------------------ producer warpgroup
+        regs_dec<PRODUCER_REGS>();                             // it needs few registers: give them away
+        if (threadIdx.x == 0) {
+            int s = 0;
+            u32 phase = 0;
+            for (int t = first; t < units; t += step) {
+                int tm, tn;
+                tile_of(t, units_m, tiles_n, rank, tm, tn);
+                // a cluster's second tile can lie below M (M has an odd number of tiles): no A then
+                const bool a_in = tm * HBM < M;
+                const int nb = b_boxes_in(tn, N);
+                const u32 bytes = (a_in ? A_STAGE_BYTES : 0) + nb * B_BOX_BYTES;
+                for (int kt = 0; kt < ktiles; ++kt) {
+                    mbar_wait(&empty[s], phase ^ 1);           // every consumer warp (of every CTA) freed stage s
+                    mbar_expect_tx(&full[s], bytes);           // A, and all of B (half of it from the peer)
+                    if (a_in) tma_load(sA + s * A_STAGE_BYTES, &tmA, &full[s], kt * HBK, tm * HBM);
+                    unsigned char* b = sB + s * B_STAGE_BYTES;
+                    constexpr int per = HBN / BOX_N / CLUSTER_M;   // my share of the boxes, to every CTA
+#pragma unroll
+                    for (int c = (int)rank * per; c < ((int)rank + 1) * per; ++c)
+                        if (c < nb)
+                            tma_load_multicast(b + c * B_BOX_BYTES, &tmB, &full[s], tn * HBN + c * BOX_N, kt * HBK,
+                                               (unsigned short)((1u << CLUSTER_M) - 1));
+                    if (++s == HSTAGES) { s = 0; phase ^= 1; }
+                }
+            }
+        }
+    } else {
+        // ------------------------------------------------------------ consumer warpgroups
+        regs_inc<CONSUMER_REGS>();                             // the accumulators + addresses
+        const int cw = wg - 1;                                 // consumer 0 or 1: rows 64 cw .. 64 cw + 63
+        const int lane = threadIdx.x % 32;
+        int s = 0;
+        u32 phase = 0;
+        float d[128];
+        for (int t = first; t < units; t += step) {
+            int tm, tn;
+            tile_of(t, units_m, tiles_n, rank, tm, tn);
+#pragma unroll
+            for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+            int prev = -1;
+            for (int kt = 0; kt < ktiles; ++kt) {
+                mbar_wait(&full[s], phase);                    // TMA has delivered this stage
+                wgmma_fence();
+                mma_ktile(d, sA + s * A_STAGE_BYTES + cw * 64 * 128, sB + s * B_STAGE_BYTES);
+                wgmma_commit();
+                wgmma_wait<1>();                               // the previous K-tile's group is done ...
+                if (prev >= 0 && lane == 0) mbar_arrive_all<CLUSTER_M>(&empty[prev]);   // ... in every CTA
+                prev = s;
+                if (++s == HSTAGES) { s = 0; phase ^= 1; }
+            }
+            wgmma_wait<0>();
+            if (lane == 0) mbar_arrive_all<CLUSTER_M>(&empty[prev]);
+            const int row = tm * HBM + cw * 64;                // the slice's first row of C
+            if (row < M)                                       // (a slice below M has nothing to store)
+                store_slice_tma(d, sC + cw * 2 * EPI_BOX_FLOATS, &tmC, N, row, tn * HBN, cw);
+        }
+        if (threadIdx.x % 128 == 0) bulk_wait0();              // the stores are done before the CTA leaves
+    }
+    cluster_sync();                                            // no CTA leaves while its peer may write to it
+#endif
+}

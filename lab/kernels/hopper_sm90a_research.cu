@@ -1,0 +1,1510 @@
+// hopper_sm90a.cu -- Lesson 6 (Hopper only): from rung 7 to cuBLAS, one idea per rung.
+//
+// Rung 7 (kernels/ladder_sm90a.cu) feeds wgmma from TMA through mbarriers, but it reads B
+// transposed, drains the Tensor Cores at every K-tile and has no overlap between one tile's
+// epilogue and the next tile's loads. Each kernel here adds ONE idea to the one before:
+//
+//   rung  8  hopper_b_rowmajor       B read as it is stored (row-major, "MN-major" for wgmma):
+//                                    TMA boxes of 64 columns and wgmma's transpose bit
+//   rung  9  hopper_warp_specialized a producer warpgroup (TMA only, gives registers away with
+//                                    setmaxnreg) and two consumer warpgroups (wgmma only); a
+//                                    ring of full/empty mbarriers; one wgmma group kept in flight
+//   rung 10  hopper_persistent       one CTA per SM walks the tiles (a tile scheduler, plain order)
+//   rung 11  hopper_grouped          the same walk in groups of 8 tile rows (L2-aware order)
+//   rung 12  hopper_cluster          2-CTA clusters along M; each CTA loads half of the shared
+//                                    B tile and TMA multicasts it to both
+//   rung 13  hopper_tma_store        the epilogue stages C in shared memory and a TMA store
+//                                    writes it, so the consumers return to the Tensor Cores sooner
+//   rung 14  hopper_fp16_store       C written as FP16 (what cupy.matmul writes): converted in
+//                                    registers, stmatrix into shared memory, TMA store
+//   rung 15  hopper_split_k          for problems with fewer tiles than SMs: K split in S parts,
+//                                    each a work unit of its own; the parts of a tile are added
+//                                    in order (a flag per tile), the last one writes FP16 C
+//   rung 16  hopper_tail_split       rung 14's whole waves, then split-K for the last, partial wave
+//                                    only (clusters kept)
+//   rung 17  hopper_skinny           a 64 x 128 tile, 8 stages, no split: for skinny problems
+//                                    (M = 128)
+//   rung 18  hopper_skinny_f32c      rung 17 writing FP32 C (rung 13's epilogue)
+//   rung 19  hopper_skinny_one       rung 17 with one consumer warpgroup (m64n128k16) for the whole tile
+//   rung 20  hopper_skinny_one_f32c  rung 19 writing FP32 C
+//   rung 21  hopper_skinny_hint      rung 19 whose threads wait for a stage with a suspend-time hint
+//   rung 22  hopper_skinny_hint_f32c rung 21 writing FP32 C
+//   rung 23  hopper_skinny_desc      rung 21 whose descriptors are built once and advanced by adds
+//   rung 24  hopper_skinny_desc_f32c rung 23 writing FP32 C
+//   rung 25  hopper_quad_cluster     rung 14 in clusters of 4 where rows start inside a 128-byte line:
+//                                    each CTA loads a quarter of B (chosen per shape)
+//   rung 26  hopper_quad_cluster_f32c rung 25 writing FP32 C
+//   rung 27  hopper_tall_tile        a 256-row tile whose width is chosen per shape, so that the tiles
+//                                    fill whole waves (5000^3); else rung 14's tile (not in the ladder: slower)
+//   rung 28  hopper_tall_tile_f32c   rung 27 writing FP32 C (not in the ladder)
+//   rung 29  hopper_ct_tile          C^T computed where the waves pay for it (160 x 256 tiles of C, pairs
+//                                    along M), rung 25's kernel elsewhere (chosen per shape)
+//   rung 30  hopper_ct_tile_f32c     rung 29 writing FP32 C (rung 26's kernel elsewhere)
+//   rung 31  hopper_ct_pair_n        cuBLAS's pairs along N: 152 x 256 C^T tiles, a cluster's two side
+//                                    by side sharing A (not in the ladder: slower than rung 29)
+//
+// Rungs 9-31 are one templated body (ws_gemm) with compile-time switches: each rung turns on
+// one more switch, so the difference between two rungs is exactly one idea (rung 15 also turns
+// clusters off: they pair tiles along M, and the problems it is for have one tile row; rung 16
+// turns them on again). helpers/kernels.py holds each rung's tile, boxes, cluster and C type.
+//
+// Contract (the same for every kernel here):
+//   A: M x K row-major half, B: K x N row-major half, each a TMA tensor map with 128-byte swizzle
+//   and K-boxes of 64 (A's box as tall as the rung's tile: 128 rows for rungs 8-16 and 25-26,
+//   64 for 17-24, 256 for 27-28, 160 for 29-30, 80 for 31; B's boxes 64 x 64);
+//   C: M x N row-major, float, or half for the odd rungs from 14 on (FP16 C); from rung 13 C
+//   leaves through shared memory and a TMA store (its box: helpers/kernels.py, c_box);
+//   M, N, K: multiples of 8 (TMA needs 16-byte row strides); anything else is allowed: TMA
+//   fills the parts of a box outside the matrix with zeros (and still counts the whole box's
+//   bytes on the mbarrier), and the epilogue writes only elements inside C.
+//   Block tiles: 128 x 256 of C in 4 stages of 48 KB (HSTAGES) for rungs 8-16 and 25-26; 64 x 128 in
+//   8 stages of 24 KB for 17-24; 256 x 152 in 3 stages of 56 KB for 27-28; C^T tiles for 29-31.
+// Arithmetic: every output is one FP32 accumulator that walks K in order, 16 products per
+// wgmma k-step (m64nNk16), exactly as rung 7; the CPU model is
+// helpers.emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32") for every rung here, then
+// (rungs 14-16) rounded to FP16 to nearest. Rung 15 with S parts: each part is that accumulator
+// over its K range from zero, and C = fp16(((p0 + p1) + p2) + ...), FP32 adds to nearest.
+// Rung 16: the same, for the tiles of the split tail units only; every other tile is rung 14's.
+//
+// Needs sm_90a (wgmma, setmaxnreg): NVRTC -arch=sm_90a, or nvcc
+// -gencode=arch=compute_90a,code=sm_90a. Other targets compile empty kernels (make kernels-check).
+
+#include "hopper_primitives.cuh"              // smem_addr, smem_base, mbarriers, tma_load, wgmma fences, setmaxnreg
+#include "wgmma_widths.cuh"                  // wgmma m64nNk16 for widths 128 .. 248 (generated): TILE_N, rungs 27-31's
+
+#define HBM 128                               // rows of C per block tile
+#define HBN 256                               // columns of C per block tile
+#define HBK 64                                // K per pipeline stage: 64 halves = 128 bytes = one swizzle row
+// DESC_ADD, a build option of ws_gemm for rungs 9-22 (0 in every rung as built): 1 builds each consumer's
+// descriptors once and advances them by adds (hopper_primitives.cuh, desc_plus), as rungs 23-24 do.
+#ifndef DESC_ADD
+#define DESC_ADD 0
+#endif
+// TILE_ORDER, a build option of the tile scheduler (0 in every rung as built): 1 walks the units along a Hilbert
+// curve (hilbert_unit) where the grid of units is square with a power-of-two side (128 x 256 tiles in clusters of 2:
+// 16 x 16 units at 4096^3, 32 x 32 at 8192^3), the grouped order elsewhere. The units in flight then form a
+// near-square patch of the grid, which holds fewer bytes of A and B at once than a group of 8 tile rows.
+#ifndef TILE_ORDER
+#define TILE_ORDER 0
+#endif
+#if TILE_ORDER != 0 && TILE_ORDER != 1
+#error "TILE_ORDER is 0 (the grouped order, as recorded) or 1 (Hilbert order where the unit grid allows it)"
+#endif
+// WG_UNIFORM, a build option of ws_gemm (0 in every rung as built): 1 broadcasts the warpgroup index from lane 0
+// (__shfl_sync), so the compiler knows it is the same in every lane and keeps the wgmma descriptors in uniform
+// registers, as lesson 7's fp8 kernels do.
+#ifndef WG_UNIFORM
+#define WG_UNIFORM 0
+#endif
+#ifndef HSTAGES
+#define HSTAGES 4                             // pipeline stages (a knob, see below)
+#endif
+#define BOX_N 64                              // columns of B per TMA box (128 bytes: one swizzle row)
+#define A_STAGE_BYTES (HBM * HBK * 2)         // 16 KB of A per stage
+#define B_BOX_BYTES (HBK * BOX_N * 2)         // 8 KB: one box of B, 64 k-rows x 64 columns
+#define B_STAGE_BYTES (HBK * HBN * 2)         // 32 KB of B per stage: 4 boxes
+#define STAGE_BYTES (A_STAGE_BYTES + B_STAGE_BYTES)
+#define EPI_COLS 32                           // rung 13: FP32 columns per TMA store box (128 bytes)
+#define EPI_BOX_BYTES (64 * EPI_COLS * 4)     // 8 KB: 64 rows x 32 floats
+#define EPI_BYTES (2 * 2 * EPI_BOX_BYTES)     // 2 consumer warpgroups x 2 buffers
+#define EPI_HCOLS 64                          // rungs 14-16: FP16 columns per TMA store box (128 bytes)
+static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the same 8 KB buffer");
+#define CT_EPI_ROWS 32                        // rung 29: rows of C per TMA store box (32 x 64 FP16: 4 KB)
+#define CT_EPI_BOX (CT_EPI_ROWS * 128)
+#define CT_EPI_BYTES (2 * 2 * CT_EPI_BOX)     // 2 consumer warpgroups x 2 buffers of 4 KB
+#define BAR_BYTES 128                         // the mbarriers (2 x HSTAGES x 8 bytes, rounded up)
+#define SMEM_SLACK 1024                       // room to round the base up to 1024 bytes (swizzle atoms)
+#define HOPPER_SMEM (HSTAGES * STAGE_BYTES + SMEM_SLACK + BAR_BYTES)                 // rungs 8-12
+#define HOPPER_STORE_SMEM (HSTAGES * STAGE_BYTES + EPI_BYTES + SMEM_SLACK + BAR_BYTES)  // rungs 13-15
+#define WS_THREADS 384                        // rungs 9-15: 3 warpgroups (1 producer, 2 consumers)
+#ifndef GROUP_M
+#define GROUP_M 8                             // rungs 11 on: tile rows per group of the L2-aware order
+#endif
+#ifndef CLUSTER_M
+#define CLUSTER_M 2                           // rungs 12-14, 16: CTAs per cluster, along M
+#endif
+#ifndef PRODUCER_REGS
+#define PRODUCER_REGS 40                      // rungs with two consumer warpgroups: the producer's registers after setmaxnreg.dec
+#endif
+// The consumers take what the producer gives away: the CTA's pool is the 168 registers per thread that
+// __launch_bounds__(384, 1) allows at entry, times 384 threads; each consumer gets half of the rest, in
+// steps of 8 (setmaxnreg's unit). 40 -> 232.
+#define CONSUMER_REGS ((168 * 3 - PRODUCER_REGS) / 2 / 8 * 8)
+
+// Knobs: compile-time values to change without editing the code (helpers.try_kernel(like, KNOB=value)
+// compiles this file with -DKNOB=value; helpers.tryout.KNOBS lists the values each rung allows and what
+// each teaches, rung by rung: the ranges below are where each macro is used). Every default is the rung as recorded.
+//   HSTAGES        rungs 8-16, 25-26 and 29-31: pipeline stages (4; 48 KB of shared memory each for 128 x 256)
+//   PRODUCER_REGS  rungs 9-18, 25-31: the producer's registers after setmaxnreg.dec (40); CONSUMER_REGS follows
+//   GROUP_M        rungs 11-31: tile rows per group of the L2-aware order (8)
+//   CLUSTER_M      rungs 12-14 and 16: CTAs per cluster sharing B by multicast (2; 1 = no cluster)
+static_assert(HSTAGES >= 2 && 2 * HSTAGES * 8 <= BAR_BYTES, "HSTAGES: 2 or more, and full[] + empty[] fit BAR_BYTES");
+static_assert(PRODUCER_REGS % 8 == 0 && PRODUCER_REGS >= 24 && CONSUMER_REGS <= 256,
+              "setmaxnreg takes multiples of 8 from 24 to 256");
+static_assert((HBN / BOX_N) % CLUSTER_M == 0 && GROUP_M % CLUSTER_M == 0,
+              "CLUSTER_M must divide the 4 boxes of B and GROUP_M");
+
+// __cluster_dims__ exists from sm_90 on; `make kernels-check` also builds this file for sm_80
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
+#define CLUSTER_DIMS
+#else
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER_M, 1, 1)
+#endif
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
+// (the host pass and sm_90a see the real code; other targets compile empty kernels)
+
+// --------------------------------------------------------------------------- small helpers
+// (store2, two floats in one 8-byte store: hopper_primitives.cuh, with the TMA store that lesson 7 uses too)
+
+// How many of a tile's boxes of B (4 of 64 columns; TILE_N: BN / 64 rounded up, the last one partly
+// the next tile's columns) start inside B (tn: the tile's column): TMA fills the part of a box beyond N
+// with zeros, and boxes that start beyond N are not loaded at all (their columns of C are never written,
+// so what the stage holds there does not matter).
+template <int BN = HBN>
+__device__ __forceinline__ int b_boxes_in(int tn, int N)
+{
+    return min((BN + BOX_N - 1) / BOX_N, (N - tn * BN + BOX_N - 1) / BOX_N);
+}
+
+// --------------------------------------------------------------------------- wgmma descriptors
+// Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address >> 4 in
+// bits 0-13, leading-dimension byte offset (LBO) >> 4 in 16-29, stride-dimension byte offset
+// (SBO) >> 4 in 32-45, swizzle mode in 62-63 (1 = 128-byte swizzle).
+__device__ __forceinline__ u64 desc_encode(u32 addr, u32 lbo, u32 sbo)
+{
+    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+// A, "K-major": each row of the tile holds 64 consecutive k (128 bytes, swizzled); 8 rows make
+// a 1024-byte swizzle atom, the next 8 rows are SBO = 1024 bytes further (LBO unused: 16).
+// Stepping 16 along K moves the start address 32 bytes inside the swizzled row (as rung 7).
+__device__ __forceinline__ u64 desc_kmajor(const void* p)
+{
+    return desc_encode(smem_addr(p), 16, 1024);
+}
+
+// B, "MN-major" (row-major B: consecutive n are adjacent): each TMA box is 64 k-rows of 64 n
+// (128 bytes, swizzled). 8 k-rows make a 1024-byte atom: SBO = 1024 bytes to the next 8 k;
+// the next 64 columns are the next box: LBO = B_BOX_BYTES. Stepping 16 along K moves the start
+// 16 rows = 2048 bytes (two whole atoms, so the swizzle phase is unchanged).
+__device__ __forceinline__ u64 desc_mnmajor(const void* p)
+{
+    return desc_encode(smem_addr(p), B_BOX_BYTES, 1024);
+}
+
+// --------------------------------------------------------------------------- mbarriers
+// (all in hopper_primitives.cuh, the arrive on a peer CTA's barrier too)
+
+// ---------------------------------------------------------------- TMA (loads, multicast, the store and its bulk groups:
+// hopper_primitives.cuh, since lesson 7's kernels store through TMA too)
+
+// Two FP32 values rounded to nearest FP16, packed: lo in the low 16 bits (the lower column).
+__device__ __forceinline__ u32 pack_half2(float lo, float hi)
+{
+    u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));   // first source -> upper half
+    return r;
+}
+
+// stmatrix .x4: the warp stores four 8 x 8 matrices of 16-bit values. Lane l supplies the address of
+// row l % 8 of matrix l / 8; register i holds this lane's two elements of matrix i, at row lane / 4,
+// columns 2 (lane % 4), +1: the layout of the wgmma accumulator, so no shuffling is needed.
+__device__ __forceinline__ void stmatrix_x4(void* row_addr, u32 r0, u32 r1, u32 r2, u32 r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                 :: "r"(smem_addr(row_addr)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+
+// The same with .trans (rung 29): each 8 x 8 matrix is stored transposed, so register i's two elements (row lane / 4,
+// columns 2 (lane % 4), +1) land in rows 2 (lane % 4), +1 at column lane / 4: lane l then supplies the address of row
+// l % 8 of the transposed matrix l / 8.
+__device__ __forceinline__ void stmatrix_x4_trans(void* row_addr, u32 r0, u32 r1, u32 r2, u32 r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                 :: "r"(smem_addr(row_addr)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+
+// ---------------------------------------------------------------- warpgroups (clusters, and warpgroup_bar: a barrier of
+// one warpgroup's 128 threads: hopper_primitives.cuh)
+
+// --------------------------------------------------------------------------- the MMA
+// D (64 x 256, FP32, 128 registers per thread) += A (64 x 16, K-major, from desc_a) *
+// B (16 x 256, from desc_b). TRANS_B = 1: B is MN-major (wgmma's transpose bit, 16-bit types only).
+#define D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+              "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u64 desc_b)
+{
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+        "%128, %129, 1, 1, 1, 0, %130;\n"
+        "}\n"
+        : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56),
+          D8(64), D8(72), D8(80), D8(88), D8(96), D8(104), D8(112), D8(120)
+        : "l"(desc_a), "l"(desc_b), "n"(TRANS_B));
+}
+
+// Rung 17: the same instruction 64 columns wide: D (64 x 64, FP32, 32 registers per thread) += A B.
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], u64 desc_a, u64 desc_b)
+{
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "%32, %33, 1, 1, 1, 0, %34;\n"
+        "}\n"
+        : D8(0), D8(8), D8(16), D8(24)
+        : "l"(desc_a), "l"(desc_b), "n"(TRANS_B));
+}
+// Rung 19 and the wgmma-rate probe: 128 columns wide: D (64 x 128, FP32, 64 registers per thread) += A B.
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64 desc_b)
+{
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "%64, %65, 1, 1, 1, 0, %66;\n"
+        "}\n"
+        : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56)
+        : "l"(desc_a), "l"(desc_b), "n"(TRANS_B));
+}
+#undef D8
+
+// One wgmma k-step of 16 on a consumer's slice, by its width: NACC accumulators per thread (64 x NACC * 2 of C).
+template <int NACC>
+__device__ __forceinline__ void wgmma_slice(float (&d)[NACC], u64 desc_a, u64 desc_b)
+{
+    if constexpr (NACC == 128)
+        wgmma_m64n256k16<1>(d, desc_a, desc_b);
+    else if constexpr (NACC == 64)
+        wgmma_m64n128k16<1>(d, desc_a, desc_b);
+    else if constexpr (NACC == 32)
+        wgmma_m64n64k16<1>(d, desc_a, desc_b);
+    else
+        Wgmma<2 * NACC>::template mma<1>(d, desc_a, desc_b);   // TILE_N: the other widths (wgmma_widths.cuh)
+}
+
+// One K-tile (64 deep) of a 64 x 256 slice of C (rung 17: 64 x 64; rung 19: 64 x 128): four wgmma k-steps of
+// 16, in K order, into d. a: the slice's 64 rows of the A stage; b: its first box of the B stage (boxes of 64
+// k-rows x 64 columns).
+template <int NACC>
+__device__ __forceinline__ void mma_ktile(float (&d)[NACC], const unsigned char* a, const unsigned char* b)
+{
+#pragma unroll
+    for (int ks = 0; ks < HBK / 16; ++ks)
+        wgmma_slice(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
+}
+
+// The same K-tile from descriptors built once (DESC_ADD): a0, b0 are the slice's descriptors in stage 0, and
+// a16, b16 how far this stage lies beyond stage 0, in units of 16 bytes; each k-step adds 32 bytes of A (2) and
+// 16 k-rows of B (2048 bytes: 128).
+template <int NACC>
+__device__ __forceinline__ void mma_ktile_at(float (&d)[NACC], DescBase a0, DescBase b0, u32 a16, u32 b16)
+{
+#pragma unroll
+    for (int ks = 0; ks < HBK / 16; ++ks)
+        wgmma_slice(d, desc_plus(a0, a16 + ks * 2), desc_plus(b0, b16 + ks * 128));
+}
+
+// Rung 29 (C^T): one K-tile of a 64-column slice of C, computed as its transpose D' = B^T A^T (64 x BM): wgmma's A is
+// the slice's box of B (64 k-rows x 64 columns, read MN-major: the transpose bit of A), its B is the tile's BM rows of
+// A (K-major, BM = 2 NACC). b: the box in this stage; a: the A stage.
+template <int NACC>
+__device__ __forceinline__ void mma_ktile_ct(float (&d)[NACC], const unsigned char* b, const unsigned char* a)
+{
+#pragma unroll
+    for (int ks = 0; ks < HBK / 16; ++ks)
+        Wgmma<2 * NACC>::template mma<0, 1>(d, desc_mnmajor(b + ks * 16 * 128), desc_kmajor(a + ks * 32));
+}
+
+// Accumulator layout (PTX ISA, wgmma .m64nNk16 D fragments): warp w of the warpgroup holds rows
+// 16w..16w+15 of the 64 x 256 slice; lane (g = lane/4, t = lane%4) holds, for each 8-column
+// block j, d[4j], d[4j+1] at (row g, columns 8j+2t, +1) and d[4j+2], d[4j+3] at (row g+8, same).
+// Written straight from the registers, only inside C (N is a multiple of 8, so c < N covers c+1).
+template <int NACC>
+__device__ __forceinline__ void store_slice(const float (&d)[NACC], float* C, int M, int N, int row0, int col0)
+{
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+    const int r = row0 + warp * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < NACC / 4; ++j) {
+        const int c = col0 + j * 8 + 2 * (lane % 4);
+        if (c < N) {
+            if (r < M) store2(&C[(size_t)r * N + c], d[4 * j], d[4 * j + 1]);
+            if (r + 8 < M) store2(&C[(size_t)(r + 8) * N + c], d[4 * j + 2], d[4 * j + 3]);
+        }
+    }
+}
+
+// TILE_N (rungs 25-26): the columns of a slice past its last whole box of C (a tile width that is no multiple of the box),
+// 8-column blocks j0 .. NACC / 4 - 1, written straight from the registers in store_slice's layout, only inside C
+// (a TMA box there would also write the first columns of the next tile). FP16 (HALF) as the boxes round it.
+template <bool HALF, int NACC>
+__device__ __forceinline__ void store_rest(const float (&d)[NACC], void* C, int M, int N, int row0, int col0, int j0)
+{
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+    const int r = row0 + warp * 16 + lane / 4;
+#pragma unroll
+    for (int j = j0; j < NACC / 4; ++j) {
+        const int c = col0 + j * 8 + 2 * (lane % 4);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const size_t at = (size_t)(r + 8 * h) * N + c;
+            if (c >= N || r + 8 * h >= M) continue;
+            if (HALF)
+                *reinterpret_cast<u32*>(static_cast<unsigned short*>(C) + at) = pack_half2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            else
+                store2(static_cast<float*>(C) + at, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+        }
+    }
+}
+
+#endif
+
+// ============================================================================ rung 8
+// Rung 8 -- B read as it is stored.
+// Adds, over rung 7: no transpose of B. B stays K x N row-major ("MN-major": consecutive n are
+// adjacent); TMA moves it in 4 boxes of 64 k-rows x 64 columns per stage, and wgmma reads it
+// with its transpose bit set (allowed for 16-bit inputs) through an MN-major descriptor. The
+// boxes also replace the launcher's zero padding: TMA fills what lies outside A and B with zeros.
+// Everything else is rung 7: 256 threads = 2 warpgroups of 64 x 256, 4 stages, every K-tile
+// waits for its wgmmas (wait_group 0) and a __syncthreads before thread 0 refills the stage.
+// Predicted: x1.3 over rung 7 timed with its transpose (the transpose was a third of rung 7's time
+// at 4096); no gain over rung 7's kernel alone.
+extern "C" __global__ void __launch_bounds__(256, 1) hopper_b_rowmajor(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_b_rowmajor(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    unsigned char* smem = smem_base();
+    unsigned char* sA = smem;                                  // HSTAGES x (128 rows x 64 k)
+    unsigned char* sB = smem + HSTAGES * A_STAGE_BYTES;        // HSTAGES x 4 boxes of (64 k x 64 columns)
+    u64* full = reinterpret_cast<u64*>(sB + HSTAGES * B_STAGE_BYTES);
+
+    const int tid = threadIdx.x, wg = tid / 128;               // warpgroup wg: rows 64 wg .. 64 wg + 63
+    const int row0 = blockIdx.y * HBM, col0 = blockIdx.x * HBN;
+    const int ktiles = (K + HBK - 1) / HBK;
+
+    if (tid == 0) {
+        for (int s = 0; s < HSTAGES; ++s) mbar_init(&full[s], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int nb = b_boxes_in(blockIdx.x, N);                  // boxes of B that start inside B
+    auto load_stage = [&](int s, int kt) {                     // thread 0: ask TMA for K-tile kt
+        mbar_expect_tx(&full[s], A_STAGE_BYTES + nb * B_BOX_BYTES);   // the bytes TMA will deliver
+        tma_load(sA + s * A_STAGE_BYTES, &tmA, &full[s], kt * HBK, row0);
+#pragma unroll
+        for (int c = 0; c < HBN / BOX_N; ++c)
+            if (c < nb)
+                tma_load(sB + s * B_STAGE_BYTES + c * B_BOX_BYTES, &tmB, &full[s], col0 + c * BOX_N, kt * HBK);
+    };
+    if (tid == 0)
+        for (int s = 0; s < HSTAGES && s < ktiles; ++s) load_stage(s, s);
+
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+
+    for (int kt = 0; kt < ktiles; ++kt) {
+        const int s = kt % HSTAGES;
+        mbar_wait(&full[s], (kt / HSTAGES) & 1);               // TMA has delivered K-tile kt
+        wgmma_fence();
+        mma_ktile(d, sA + s * A_STAGE_BYTES + wg * 64 * 128, sB + s * B_STAGE_BYTES);
+        wgmma_commit();
+        wgmma_wait<0>();
+        __syncthreads();                                        // both warpgroups are done with stage s
+        if (tid == 0 && kt + HSTAGES < ktiles) load_stage(s, kt + HSTAGES);
+    }
+    store_slice(d, C, M, N, row0 + wg * 64, col0);
+#endif
+}
+
+// ============================================================================ rungs 9-15
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
+enum { ORDER_PLAIN = 0, ORDER_GROUPED = 1 };
+
+#if TILE_ORDER == 1
+// Point d of the Hilbert curve that fills an n x n grid (n a power of two), as (x, y): built from the smallest
+// square up, two bits of d per level. At each level the curve visits the four quadrants of a 2s x 2s square in the
+// order (0,0), (0,1), (1,1), (1,0) of (x / s, y / s); in the first it is turned over the diagonal, in the last
+// over the other diagonal, so that each quadrant's path ends next to where the next one's starts.
+__device__ __forceinline__ void hilbert_unit(int n, int d, int& x, int& y)
+{
+    x = y = 0;
+    for (int s = 1; s < n; s *= 2, d /= 4) {
+        const int qx = (d / 2) & 1, qy = (d ^ qx) & 1;          // the quadrant of the 2s x 2s square
+        if (qy == 0) {                                          // quadrants (0,0) and (1,0): turned over
+            if (qx == 1) { x = s - 1 - x; y = s - 1 - y; }
+            const int keep = x; x = y; y = keep;
+        }
+        x += s * qx;
+        y += s * qy;
+    }
+}
+
+// TILE_ORDER=1's scheduler: unit t -> tile (tm, tn) along the Hilbert curve, where the rung walks the grouped order
+// (`grouped`) and the grid of units is square with a power-of-two side; false (nothing set) elsewhere, for tile_of.
+__device__ __forceinline__ bool hilbert_tile(bool grouped, int cluster, int t, int units_m, int tiles_n, u32 rank,
+                                             int& tm, int& tn)
+{
+    if (!grouped || units_m != tiles_n || (units_m & (units_m - 1)) != 0) return false;
+    int um, un;
+    hilbert_unit(units_m, t, un, um);                           // x: the unit column, y: the unit row
+    tm = um * cluster + (int)rank;
+    tn = un;
+    return true;
+}
+#endif
+
+// The tile scheduler: work unit t -> tile (tm, tn). A unit is a CLUSTER x 1 column of tiles
+// (rungs 12-13: the two CTAs of a cluster take tiles tm = 2 um and 2 um + 1, which share B).
+// Plain order walks the units row by row; grouped order walks GROUP_M tile rows column by
+// column, so the tiles being computed at one moment share fewer, more reused A rows and B columns.
+template <int ORDER, int CLUSTER>
+__device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 rank, int& tm, int& tn)
+{
+    int um, un;
+#if TILE_ORDER == 1
+    if (hilbert_tile(ORDER == ORDER_GROUPED, CLUSTER, t, units_m, tiles_n, rank, tm, tn)) return;   // (TILE_ORDER)
+#endif
+    if (ORDER == ORDER_PLAIN) {
+        um = t / tiles_n;
+        un = t % tiles_n;
+    } else {
+        const int group = GROUP_M / CLUSTER;                    // unit rows per group
+        const int per_group = group * tiles_n;
+        const int first = (t / per_group) * group;
+        const int rows = min(units_m - first, group);           // the last group may be shorter
+        const int in = t % per_group;
+        um = first + in % rows;
+        un = in / rows;
+    }
+    tm = um * CLUSTER + (int)rank;
+    tn = un;
+}
+
+// The warp-specialised GEMM. PERSISTENT: one CTA per SM loops over tiles (else one tile per CTA,
+// from blockIdx); ORDER: the scheduler's order; CLUSTER: CTAs per cluster sharing B by multicast;
+// TMA_STORE: the epilogue goes through shared memory and a TMA store; HALF_C: C is FP16 (rungs
+// 14-16; with TMA_STORE); SPLIT_K: K is cut into `splits` parts, each a work unit (rung 15).
+// Work units: t = part * (units of one part) + tile, so the parts of one tile go to different CTAs
+// and run at the same time; no part waits for another (the last to finish adds them up).
+// TAIL (rung 16, with SPLIT_K): only the units past the last whole wave are split. Units t < dp are
+// whole (t is the unit of tiles, all of K); unit dp + u is part u / tail of tail unit dp + u % tail
+// (tail = the units left after dp), so each CTA runs its whole waves and then one part.
+template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE, bool HALF_C = false, bool SPLIT_K = false,
+          bool TAIL = false, int BM = HBM, int BN = HBN, int STAGES = HSTAGES, int WAIT = MBAR_WAIT,
+          int CONSUMERS = 2, int DESC = DESC_ADD, bool CT = false, bool PAIR_N = false>
+__device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC,
+                                        void* __restrict__ Cout, int M, int N, int K,
+                                        float* __restrict__ partial = nullptr, int* __restrict__ flags = nullptr,
+                                        int splits = 1, int dp = 0)
+{
+    static_assert(!HALF_C || TMA_STORE, "the FP16 epilogue is a TMA store");
+    static_assert(!SPLIT_K || (HALF_C && (CLUSTER == 1 || TAIL) && PERSISTENT),
+                  "split-K: rung 14's epilogue; no cluster unless only the tail is split");
+    static_assert(!TAIL || SPLIT_K, "the tail split is a split-K");
+    // The block tile (rung 17: BM x BN = 64 x 128) and what follows from it. A consumer warpgroup owns a
+    // 64-row slice of SN columns: with 128 rows the two consumers take rows 0-63 and 64-127 of all BN
+    // columns; with 64 rows they take columns 0 .. BN/2 - 1 and BN/2 .. BN - 1 of all 64 rows.
+    // TILE_N (rungs 25-26): 128 x BN, BN any multiple of 8 from 128 to 256 (wgmma's widths); B still comes in boxes of 64
+    // columns, NBOX of them, the last one partly the next tile's.
+    // Rung 27: 256 x BN, BN from 128 to 192: each consumer owns 128 rows, two 64-row slices (SUB) of all BN columns,
+    // 2 x BN / 2 accumulators per thread.
+    // Rung 29 (CT): BM x 256, BM 160, 192 or (a knob) 128 (multiples of the epilogue's 32-row boxes), as C^T (cuBLAS's
+    // orientation): each consumer owns 128 columns, two 64-column slices (SUB) of all BM rows, 2 x BM / 2 accumulators
+    // per thread.
+    // Rung 31 (CT, PAIR_N): the C^T tile, BM any multiple of 8, its cluster's two tiles side by side along N, sharing A:
+    // each CTA loads one half of the tile's rows (A_HALF, a multiple of 8 so that each half starts on a 1024-byte
+    // swizzle atom; the second half may reach into the next tile's rows) and multicasts it; each loads its own B.
+    static_assert((!CT && BM == HBM && (BN == HBN || (BN % 8 == 0 && BN >= 128 && BN < HBN && !SPLIT_K)))
+                  || (!CT && BM == 2 * HBM && BN % 8 == 0 && BN >= 128 && BN <= 192 && !SPLIT_K)
+                  || (!CT && BM == 64 && BN == 128 && !SPLIT_K)
+                  || (CT && BN == HBN && BM % (PAIR_N ? 8 : CT_EPI_ROWS) == 0 && BM >= HBM && BM <= 192 && TMA_STORE
+                      && !SPLIT_K && !DESC),
+                  "tiles 128 x 256 (128 x BN, BN = 128 .. 256), 256 x BN (BN = 128 .. 192), 64 x 128, or C^T BM x 256");
+    static_assert(!PAIR_N || (CT && CLUSTER == 2 && HALF_C), "pairs along N: the C^T tile, FP16 C, clusters of 2");
+    constexpr int NBOX = (BN + BOX_N - 1) / BOX_N;
+    constexpr int A_HALF = PAIR_N ? (BM / 2 + 7) / 8 * 8 : BM;          // rows of A each CTA loads (rung 31: 80)
+    constexpr int A_ROWS = PAIR_N ? 2 * A_HALF : BM;                    // rows of A a stage holds
+    constexpr int A_BYTES = A_ROWS * HBK * 2, B_BYTES = NBOX * B_BOX_BYTES, ST_BYTES = A_BYTES + B_BYTES;
+    static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && BM == 64 && BN == 128), "one consumer: the skinny tile only");
+    constexpr int SN = CT ? BN / 2 : BM >= 128 ? BN : BN / CONSUMERS;   // columns a consumer owns (rung 19: all 128)
+    constexpr int SUB = BM == 256 || CT ? 2 : 1;   // slices per consumer: 64-row (rung 27: 2), 64-column (rung 29)
+    constexpr int NACC = CT ? BM / 2 : SN / 2;                 // FP32 accumulators per thread and slice (64 x SN / 128)
+    static_assert(STAGES >= 2 && 2 * STAGES * 8 <= BAR_BYTES, "full[] + empty[] fit BAR_BYTES");
+    float* C = reinterpret_cast<float*>(Cout);
+    unsigned char* smem = smem_base();
+    unsigned char* sA = smem;                                  // STAGES x (BM rows x 64 k)
+    unsigned char* sB = smem + STAGES * A_BYTES;               // STAGES x BN / 64 boxes of (64 k x 64 columns)
+    float* sC = reinterpret_cast<float*>(sB + STAGES * B_BYTES);   // rungs 13-17: 2 x 2 boxes of 8 KB
+    u64* full = reinterpret_cast<u64*>(smem + STAGES * ST_BYTES + (TMA_STORE ? (CT ? CT_EPI_BYTES : EPI_BYTES) : 0));
+    u64* empty = full + STAGES;                                // full[s]: stage s loaded; empty[s]: stage s free
+
+    // 0: producer; 1, 2: consumers (WG_UNIFORM: the same value, read from lane 0 so the compiler sees it is uniform)
+    const int wg = WG_UNIFORM ? __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) : threadIdx.x / 128;
+    const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, ktiles = (K + HBK - 1) / HBK;
+    // units of tiles: a cluster's CTAs take tiles stacked along M (rung 31, PAIR_N: side by side along N)
+    const int units_m = PAIR_N ? tiles_m : (tiles_m + CLUSTER - 1) / CLUSTER;
+    const int units_n = PAIR_N ? (tiles_n + 1) / 2 : tiles_n, part_units = units_m * units_n;
+    const int parts = SPLIT_K ? splits : 1;
+    const int tail = TAIL ? part_units - dp : 0;               // rung 16: the units of the last, partial wave
+    const int units = TAIL ? dp + tail * parts : part_units * parts;
+    const int kper = (ktiles + parts - 1) / parts;             // K-tiles per part (the last may have fewer)
+    // work unit t -> its unit of tiles, its part, how many parts its tile has, its workspace slot
+    auto work_of = [&](int t, int& tile, int& part, int& nparts, int& wslot) {
+        if constexpr (TAIL) {
+            const bool whole = t < dp;
+            tile = whole ? t : dp + (t - dp) % tail;
+            part = whole ? 0 : (t - dp) / tail;
+            nparts = whole ? 1 : parts;
+            wslot = whole ? 0 : (t - dp) % tail;
+        } else {
+            tile = SPLIT_K ? t % part_units : t;
+            part = SPLIT_K ? t / part_units : 0;
+            nparts = parts;
+            wslot = tile;
+        }
+    };
+    // unit of tiles -> this CTA's tile (tm, tn)
+    auto locate = [&](int tile, int& tm, int& tn) {
+        if constexpr (PAIR_N) {
+            tile_of<ORDER, 1>(tile, units_m, units_n, 0, tm, tn);
+            tn = 2 * tn + (int)rank;
+        } else {
+            tile_of<ORDER, CLUSTER>(tile, units_m, tiles_n, rank, tm, tn);
+        }
+    };
+    // the work units this CTA computes: t = first, first + step, ... (< units)
+    int first, step;
+    if (PERSISTENT) {
+        first = CLUSTER > 1 ? (int)cluster_id() : (int)blockIdx.x;
+        step = CLUSTER > 1 ? (int)cluster_count() : (int)gridDim.x;
+    } else {
+        first = blockIdx.y * gridDim.x + blockIdx.x;            // grid = (tiles_n, tiles_m): tile (blockIdx.y, blockIdx.x)
+        step = units;
+    }
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);                            // the producer's arrive (+ TMA's bytes)
+            mbar_init(&empty[s], 4 * CONSUMERS * CLUSTER);     // one arrive per consumer warp, of every CTA
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    if (CLUSTER > 1) {
+        if (cluster_size() != CLUSTER) __trap();               // launched without its cluster: stop loudly
+        cluster_sync();                                        // the peer's barriers exist before we touch them
+    } else {
+        __syncthreads();
+    }
+
+    if (wg == 0) {
+        // ------------------------------------------------------------ producer warpgroup
+        if constexpr (CONSUMERS == 2) regs_dec<PRODUCER_REGS>();   // it needs few registers: give them away
+        if (threadIdx.x == 0) {
+            int s = 0;
+            u32 phase = 0;
+            for (int t = first; t < units; t += step) {
+                int tm, tn, tile, part, nparts, wslot;
+                work_of(t, tile, part, nparts, wslot);
+                locate(tile, tm, tn);
+                const int span = TAIL && nparts == 1 ? ktiles : kper;   // rung 16: a whole unit takes all of K
+                const int k0 = SPLIT_K ? part * kper : 0, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
+                // a cluster's second tile can lie below M (M has an odd number of tiles): no A then
+                const bool a_in = tm * BM < M;
+                // (rung 31: the last pair's second CTA, past N where N has an odd number of tile columns, loads no B;
+                // b_boxes_in would count negative boxes there, and the stage would expect fewer bytes than A's)
+                const int nb = PAIR_N && tn * BN >= N ? 0 : b_boxes_in<BN>(tn, N);
+                // rung 31: the second half of A is loaded only where it starts above M (both CTAs agree on it)
+                const int halves = PAIR_N && tm * BM + A_HALF >= M ? 1 : 2;
+                const u32 bytes = (PAIR_N ? halves * A_HALF * HBK * 2 : a_in ? A_BYTES : 0) + nb * B_BOX_BYTES;
+                for (int kt = k0; kt < k1; ++kt) {
+                    mbar_wait<WAIT>(&empty[s], phase ^ 1);     // every consumer (of every CTA) freed stage s
+                    mbar_expect_tx(&full[s], bytes);           // A, and all of B (rungs 12-13: half from the peer)
+                    if constexpr (PAIR_N) {                    // rung 31: my half of A, to both CTAs
+                        if ((int)rank < halves)
+                            tma_load_multicast(sA + s * A_BYTES + rank * A_HALF * 128, tmA, &full[s], kt * HBK,
+                                               tm * BM + (int)rank * A_HALF, (unsigned short)3);
+                    } else if (a_in) {
+                        tma_load(sA + s * A_BYTES, tmA, &full[s], kt * HBK, tm * BM);
+                    }
+                    unsigned char* b = sB + s * B_BYTES;
+                    if (CLUSTER == 1 || PAIR_N) {                // (rung 31: each CTA its own B)
+#pragma unroll
+                        for (int c = 0; c < NBOX; ++c)
+                            if (c < nb) tma_load(b + c * B_BOX_BYTES, tmB, &full[s], tn * BN + c * BOX_N, kt * HBK);
+                    } else {                                   // my share of the boxes, to every CTA (TILE_N:
+                        // NBOX / CLUSTER need not be whole: CTA r takes boxes r NBOX / CLUSTER .. (r + 1) NBOX / CLUSTER - 1)
+                        constexpr bool EVEN = NBOX % CLUSTER == 0;
+                        constexpr int per = NBOX / CLUSTER;
+                        const int cb = EVEN ? (int)rank * per : (int)rank * NBOX / CLUSTER;
+                        const int ce = EVEN ? ((int)rank + 1) * per : ((int)rank + 1) * NBOX / CLUSTER;
+#pragma unroll
+                        for (int c = cb; c < ce; ++c)
+                            if (c < nb)
+                                tma_load_multicast(b + c * B_BOX_BYTES, tmB, &full[s], tn * BN + c * BOX_N,
+                                                   kt * HBK, (unsigned short)((1u << CLUSTER) - 1));
+                    }
+                    if (++s == STAGES) { s = 0; phase ^= 1; }
+                }
+            }
+        }
+    } else {
+        // ------------------------------------------------------------ consumer warpgroups
+        if constexpr (CONSUMERS == 2) regs_inc<CONSUMER_REGS>();   // the accumulators + addresses (rung 19: 256
+                                                                   // threads, registers enough without setmaxnreg)
+        const int cw = wg - 1;                                 // consumer 0 or 1: its slice of the tile
+        const int r0 = BM >= 128 && !CT ? cw * (BM / 2) : 0, c0 = BM >= 128 && !CT ? 0 : cw * SN;   // its slice's origin
+        const int lane = threadIdx.x % 32;
+        int s = 0, ebox = 0;                                   // ebox: epilogue boxes stored (rung 17)
+        u32 phase = 0;
+        float acc[SUB][NACC];                                  // rung 27: rows r0 .. r0 + 63, then r0 + 64 .. r0 + 127
+        float (&d)[NACC] = acc[0];
+        // DESC (rungs 23-24; the build option DESC_ADD for the others): the slice's descriptors in stage 0, built once
+        const int a_off = BM >= 128 && !CT ? cw * (BM / 2) * 128 : 0;   // bytes into an A stage: row r0's
+        const DescBase da0 = DESC ? desc_split(desc_kmajor(sA + a_off)) : DescBase{0, 0};
+        const DescBase db0 = DESC ? desc_split(desc_mnmajor(sB + c0 / BOX_N * B_BOX_BYTES)) : DescBase{0, 0};
+        // this warp is done reading `stage` (every CTA's barrier: the producers multicast into it)
+        auto release = [&](int stage) { if (lane == 0) mbar_arrive_all<CLUSTER>(&empty[stage]); };
+        for (int t = first; t < units; t += step) {
+            int tm, tn, tile, part, nparts, wslot;
+            work_of(t, tile, part, nparts, wslot);
+            locate(tile, tm, tn);
+            const int span = TAIL && nparts == 1 ? ktiles : kper;
+            const int k0 = part * kper, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
+#pragma unroll
+            for (int h = 0; h < SUB; ++h)
+#pragma unroll
+                for (int i = 0; i < NACC; ++i) acc[h][i] = 0.0f;
+            int prev = -1;
+            for (int kt = k0; kt < k1; ++kt) {
+                mbar_wait<WAIT>(&full[s], phase);              // TMA has delivered this stage
+                wgmma_fence();
+                // the slice's rows of A (r0 x 128 bytes) and its columns of B (rung 17: consumer cw's box);
+                // rung 27: both slices, the second 64 rows (8 KB of A) further, in one group
+#pragma unroll
+                for (int h = 0; h < SUB; ++h) {
+                    if constexpr (CT)                          // rung 29: slice h is box c0 / 64 + h of B
+                        mma_ktile_ct(acc[h], sB + s * B_BYTES + (c0 / BOX_N + h) * B_BOX_BYTES, sA + s * A_BYTES);
+                    else if constexpr (DESC != 0)
+                        mma_ktile_at(acc[h], da0, db0, (u32)(s * A_BYTES + h * 64 * 128) >> 4, (u32)(s * B_BYTES) >> 4);
+                    else
+                        mma_ktile(acc[h], sA + s * A_BYTES + a_off + h * 64 * 128,
+                                  sB + s * B_BYTES + c0 / BOX_N * B_BOX_BYTES);
+                }
+                wgmma_commit();
+                wgmma_wait<1>();                               // the previous K-tile's group is done ...
+                if (prev >= 0) release(prev);                  // ... so its stage can be refilled
+                prev = s;
+                if (++s == STAGES) { s = 0; phase ^= 1; }
+            }
+            wgmma_wait<0>();
+            if (!SPLIT_K || prev >= 0) release(prev);          // (a part can be empty only under split-K)
+            if (SPLIT_K && nparts > 1 && (!TAIL || tm * BM < M)) {   // (rung 16: a cluster's tile below M: nothing)
+                // rung 15: every part stores its FP32 sums in its own slot of `partial`, in the accumulator's
+                // layout (register i of thread x at [i][x]: each warp's 32 floats are one 128-byte line, so
+                // no bounds apply), then counts itself in (a counter per 64-row slice of the tile). The
+                // part that arrives last adds all of them in part order, ((p0 + p1) + p2) + ..., whoever it
+                // is, so C does not depend on which part finished first; it writes C and resets the counter.
+                __shared__ int last_part[2];
+                const int slice = (wslot * CLUSTER + (int)rank) * 2 + cw;   // rung 16: each CTA of a cluster its own
+                const bool leader = threadIdx.x % 128 == 0;
+                const size_t slot = (size_t)128 * 128, lane_off = threadIdx.x % 128;
+                float* base = partial + (size_t)slice * parts * slot + lane_off;   // slot q at base + q * slot
+#pragma unroll
+                for (int i = 0; i < NACC; ++i) __stcg(base + part * slot + i * 128, d[i]);
+                warpgroup_bar(1 + cw);                         // all 128 threads stored their share
+                if (leader) {
+                    __threadfence();                           // the stores, before the count
+                    last_part[cw] = atomicAdd(&flags[slice], 1) == parts - 1;
+                    if (last_part[cw]) __threadfence();        // ... and the others' stores, before our loads
+                }
+                warpgroup_bar(1 + cw);
+                if (!last_part[cw]) continue;                  // another part adds this tile up
+#pragma unroll
+                for (int i = 0; i < NACC; ++i) d[i] = __ldcg(base + i * 128);        // part 0 (ours included:
+                for (int q = 1; q < parts; ++q) {                                    // its slot holds d)
+                    const float* src = base + q * slot;
+#pragma unroll
+                    for (int i = 0; i < NACC; ++i) d[i] += __ldcg(src + i * 128);
+                }
+                if (leader) flags[slice] = 0;                   // ready for the next launch
+            }
+            // rung 27: the consumer's two 64-row slices, one after the other (the others: one)
+#pragma unroll
+            for (int sub = 0; sub < SUB; ++sub) {
+                const float (&e)[NACC] = acc[sub];
+                const int row = tm * BM + r0 + 64 * sub;   // the slice's first row of C
+                if constexpr (CT) {
+                    // rungs 29-30: slice sub is C's columns col .. col + 63 (D' rows), all BM rows of the tile (D'
+                    // columns), stored in steps of SR rows through two 4 KB buffers per consumer: FP16, one box of 32 rows
+                    // x 64 columns a step; FP32 (rung 30), two boxes of 16 rows x 32 columns. Box rows are 128 bytes.
+                    constexpr int SR = HALF_C ? CT_EPI_ROWS : 16, NB = HALF_C ? 1 : 2;   // rows and boxes a step
+                    const int warp = (threadIdx.x % 128) / 32, col = tn * BN + c0 + 64 * sub;
+                    const bool leader = threadIdx.x % 128 == 0;
+                    unsigned char* mine = reinterpret_cast<unsigned char*>(sC) + cw * 2 * CT_EPI_BOX;
+#pragma unroll
+                    for (int b = 0; b < (BM + SR - 1) / SR; ++b) {      // (rung 31: the last step 24 of 32 rows)
+                        unsigned char* buf = mine + (ebox++ & 1) * CT_EPI_BOX;
+                        if constexpr (HALF_C) {
+                            // stmatrix .trans turns each 8 x 8 block of D' into 8 rows of C: lane l addresses row
+                            // 8 (j - 4 b) + l % 8 of the box, where 16-byte chunk 2 warp + (l / 8) % 2 holds its 8 columns
+                            // (warp w owns D' rows, C's columns, 16 w .. 16 w + 15), swizzled as above.
+                            const int m = lane / 8;
+#pragma unroll
+                            for (int p = 0; p < SR / 16; ++p) {
+                                const int j = b * (SR / 8) + 2 * p;              // 8-row block of C (D' columns)
+                                if (j >= BM / 8) continue;                       // (rung 31: past the tile's rows)
+                                const int jh = j + 1 < BM / 8 ? j + 1 : j;       // (its last block has no partner:
+                                const int r = 8 * (2 * p + (m >> 1)) + lane % 8, q = 2 * warp + (m & 1);   // unused rows)
+                                stmatrix_x4_trans(buf + r * 128 + ((q ^ (r & 7)) * 16),
+                                                  pack_half2(e[4 * j], e[4 * j + 1]),
+                                                  pack_half2(e[4 * j + 2], e[4 * j + 3]),
+                                                  pack_half2(e[4 * jh], e[4 * jh + 1]),
+                                                  pack_half2(e[4 * jh + 2], e[4 * jh + 3]));
+                            }
+                        } else {
+                            // FP32: warps 0-1 hold the slice's columns 0-31 (the first box), warps 2-3 columns 32-63.
+                            // Thread (g, t) of warp w holds D' rows 16 w + g (+8) at D' columns 8 j + 2 t, +1: C's rows
+                            // 8 j + 2 t, +1 at one column each, written as single floats with the same swizzle (4 rows x
+                            // 8 columns per store: no bank conflict).
+                            const int g = lane / 4, t = lane % 4;
+                            unsigned char* box = buf + (warp / 2) * (CT_EPI_BOX / 2);
+#pragma unroll
+                            for (int jj = 0; jj < 2; ++jj)
+#pragma unroll
+                                for (int hi = 0; hi < 2; ++hi)
+#pragma unroll
+                                    for (int x = 0; x < 2; ++x) {
+                                        const int j = 2 * b + jj, r = 8 * jj + 2 * t + x;    // C's row in the box
+                                        const int c = 16 * (warp & 1) + 8 * hi + g;          // its column
+                                        unsigned char* at = box + r * 128 + (((c / 4) ^ (r & 7)) * 16) + (c % 4) * 4;
+                                        *reinterpret_cast<float*>(at) = e[4 * j + 2 * hi + x];
+                                    }
+                        }
+                        fence_proxy_async();                       // my stores, visible to the copy engine
+                        if (leader) bulk_wait_read0();             // the previous step's stores have read their buffer
+                        warpgroup_bar(1 + cw);                     // all 128 threads wrote this step
+                        if constexpr (PAIR_N) {                    // rung 31: boxes of 8 rows, none past the tile
+                            if (leader && col < N) {
+#pragma unroll
+                                for (int h8 = 0; h8 < SR / 8; ++h8)
+                                    if (b * SR + 8 * h8 < BM && tm * BM + b * SR + 8 * h8 < M)
+                                        tma_store(tmC, buf + h8 * 8 * 128, col, tm * BM + b * SR + 8 * h8);
+                                bulk_commit();
+                            }
+                        } else if (leader && tm * BM + b * SR < M && (NB > 1 || col < N)) {   // (NB 2: each box below)
+#pragma unroll
+                            for (int h2 = 0; h2 < NB; ++h2)
+                                if (col + h2 * (64 / NB) < N)
+                                    tma_store(tmC, buf + h2 * (CT_EPI_BOX / NB), col + h2 * (64 / NB), tm * BM + b * SR);
+                            bulk_commit();
+                        }
+                    }
+                } else if (!TMA_STORE) {
+                    store_slice(e, C, M, N, row, tn * BN + c0);
+                } else if (row < M) {               // (a slice below M has nothing to store)
+                    // rungs 13-15: boxes of 64 rows x 128 bytes, through two 8 KB buffers per warpgroup.
+                    // A box row is 128 bytes, stored with the 128-byte swizzle the tensor map expects:
+                    // 16-byte chunk q of row r sits at chunk q ^ (r % 8), so a warp's 8 rows of 32 bytes
+                    // spread over all 32 banks instead of hitting the same 8.
+                    const int warp = (threadIdx.x % 128) / 32, g = lane / 4, tq = lane % 4;
+                    const bool leader = threadIdx.x % 128 == 0;
+                    float* mine = sC + cw * 2 * (64 * EPI_COLS);
+                    constexpr int box_cols = HALF_C ? EPI_HCOLS : EPI_COLS;
+                    // A slice of an odd number of boxes (rung 17: one) alternates the two buffers across tiles, so
+                    // that the store still reading the previous tile's buffer is never overwritten; with an even
+                    // number, box & 1 already does (the last box of a tile and the first of the next differ). So
+                    // every box is written, also one right of C (only its store is skipped): a slice that stopped
+                    // there would leave an odd number of boxes, and the next tile's box 0 could overwrite a buffer
+                    // that a store still reads.
+                    constexpr bool ODD_BOXES = (SN / box_cols) % 2 == 1;
+#pragma unroll
+                    for (int box = 0; box < SN / box_cols; ++box) {    // (TILE_N: the whole boxes; the rest below)
+                        float* buf = mine + ((ODD_BOXES ? ebox++ : box) & 1) * (64 * EPI_COLS);
+                        if (HALF_C) {
+                            // rungs 14-16: 64 FP16 columns = 8 chunks of 8; one stmatrix.x4 stores a 16 x 16
+                            // piece (8-column blocks j, j + 1, rows 0-7 and 8-15 of this warp's 16).
+                            const int m = lane / 8, r = warp * 16 + (m & 1) * 8 + lane % 8;
+#pragma unroll
+                            for (int p = 0; p < EPI_HCOLS / 16; ++p) {
+                                const int j = box * (EPI_HCOLS / 8) + 2 * p;     // 8-column block of the slice
+                                const int q = 2 * p + (m >> 1);                  // this lane's row chunk in the box
+                                stmatrix_x4(reinterpret_cast<unsigned char*>(buf) + r * 128 + ((q ^ (r & 7)) * 16),
+                                            pack_half2(e[4 * j], e[4 * j + 1]), pack_half2(e[4 * j + 2], e[4 * j + 3]),
+                                            pack_half2(e[4 * j + 4], e[4 * j + 5]), pack_half2(e[4 * j + 6], e[4 * j + 7]));
+                            }
+                        } else {
+#pragma unroll
+                            for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
+                                const int j = box * (EPI_COLS / 8) + jj;     // 8-column block of the slice
+                                const int q = 2 * jj + tq / 2;               // 16-byte chunk of the box row
+#pragma unroll
+                                for (int h = 0; h < 2; ++h) {
+                                    const int r = warp * 16 + g + 8 * h;
+                                    store2(buf + r * EPI_COLS + ((q ^ (r & 7)) * 4) + (tq & 1) * 2, e[4 * j + 2 * h],
+                                           e[4 * j + 2 * h + 1]);
+                                }
+                            }
+                        }
+                        fence_proxy_async();                       // my stores, visible to the copy engine
+                        if (leader) bulk_wait_read0();             // the previous box's store has read its buffer
+                        warpgroup_bar(1 + cw);                     // all 128 threads wrote this box
+                        if (leader && tn * BN + c0 + box * box_cols < N) {   // (a box wholly right of C is not stored)
+                            tma_store(tmC, buf, tn * BN + c0 + box * box_cols, row);
+                            bulk_commit();
+                        }
+                    }
+                    if constexpr (SN % box_cols != 0)              // TILE_N: the columns past the last whole box
+                        store_rest<HALF_C>(e, Cout, M, N, row, tn * BN + c0, SN / box_cols * box_cols / 8);
+                }
+            }
+        }
+        if (TMA_STORE && SUB == 1 && threadIdx.x % 128 == 0) bulk_wait0();   // stores done before the CTA leaves
+    }
+    // Rung 27: the same wait, after the branches: inside the consumer's branch ptxas (CUDA 13.0) keeps half of the
+    // 2 x 76 accumulators in local memory and serializes the wgmmas (-Xptxas -v: 664 bytes of spill stores).
+    if (TMA_STORE && SUB == 2 && wg > 0 && threadIdx.x % 128 == 0) bulk_wait0();   // (rung 29 too)
+    if (CLUSTER > 1) cluster_sync();                           // no CTA leaves while its peer may write to it
+}
+#endif
+
+// Rung 9 -- warp specialisation.
+// Adds, over rung 8: 3 warpgroups with one job each. Warpgroup 0 is the producer: one thread
+// issues TMA, the warpgroup keeps 40 registers per thread (setmaxnreg.dec) and hands the rest to
+// the two consumer warpgroups (setmaxnreg.inc to 232), which only run wgmma. Producer and
+// consumers meet at a ring of 4 stages, each with a "full" mbarrier (TMA's bytes arrived) and an
+// "empty" one (all 8 consumer warps are done with it), waited with try_wait.parity; the parity
+// flips each time the ring wraps. A consumer keeps one wgmma group in flight (wait_group 1) and
+// frees a stage as soon as the group that read it is done: no __syncthreads, no drain per K-tile.
+// Predicted: x1.2 over rung 8 (the Tensor Cores no longer idle while each K-tile drains).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) hopper_warp_specialized(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C,
+    int M, int N, int K);
+extern "C" __global__ void hopper_warp_specialized(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<false, ORDER_PLAIN, 1, false>(&tmA, &tmB, nullptr, C, M, N, K);
+#endif
+}
+
+// Rung 10 -- a persistent grid.
+// Adds, over rung 9: one CTA per SM (grid = the number of SMs), each looping over tiles
+// t = blockIdx.x, blockIdx.x + gridDim.x, ... in plain row-major order (the tile scheduler,
+// tile_of). The producer runs ahead into the next tile while the consumers write this one's
+// epilogue, and no CTA is launched, initialised or torn down per tile.
+// Predicted: x1.04 over rung 9.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) hopper_persistent(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C,
+    int M, int N, int K);
+extern "C" __global__ void hopper_persistent(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_PLAIN, 1, false>(&tmA, &tmB, nullptr, C, M, N, K);
+#endif
+}
+
+// Rung 11 -- an L2-aware tile order.
+// Adds, over rung 10: the scheduler walks the tiles in groups of GROUP_M = 8 tile rows, column
+// by column inside a group (tile_of, ORDER_GROUPED), so the ~132 tiles in flight at one moment
+// span 8 rows of A tiles and ~17 columns of B tiles instead of ~1 row of A and all of B.
+// Predicted: x1.02 over rung 10 (more at 8192, where A and B are 128 MiB each and L2 holds 60 MiB).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) hopper_grouped(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C,
+    int M, int N, int K);
+extern "C" __global__ void hopper_grouped(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, 1, false>(&tmA, &tmB, nullptr, C, M, N, K);
+#endif
+}
+
+// Rung 12 -- thread-block clusters with TMA multicast.
+// Adds, over rung 11: clusters of 2 CTAs (__cluster_dims__, so a plain launch forms them) on
+// tiles (2u, n) and (2u + 1, n), which need the same 256-column tile of B. Each CTA's producer
+// loads its own A and half of B, and multicasts that half into both CTAs' shared memory: B is
+// read from L2 once per pair instead of twice. A stage is refilled only when the consumers of
+// both CTAs have freed it (they arrive on both CTAs' empty barriers: mapa + a cluster-scope arrive).
+// Predicted: x1.03 over rung 11.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_cluster(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C,
+    int M, int N, int K);
+extern "C" __global__ void hopper_cluster(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, CLUSTER_M, false>(&tmA, &tmB, nullptr, C, M, N, K);
+#endif
+}
+
+// Rung 13 -- an epilogue through shared memory and TMA stores.
+// Adds, over rung 12: each consumer warpgroup writes its 64 x 256 FP32 slice as 8 boxes of
+// 64 x 32: its threads store a box into a swizzled 8 KB buffer (two per warpgroup, alternating),
+// fence the async proxy, meet at a warpgroup barrier, and one thread hands the box to TMA
+// (cp.async.bulk.tensor ... bulk_group), which clips it to C. Full 128-byte rows go to memory
+// instead of 8 scattered 32-byte pieces per store instruction, and the warps do not wait for them.
+// (stmatrix, the usual partner of a TMA store, moves 16-bit elements: this C is FP32.)
+// Predicted: x1.02 over rung 12.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_tma_store(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_tma_store(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, CLUSTER_M, true>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 14 -- FP16 C.
+// Adds, over rung 13: C is written as FP16, what cupy.matmul on float16 writes (cuBLAS rounds its
+// FP32 accumulators once, at the end; so does this). Each pair of accumulators is rounded to
+// nearest and packed in one register (cvt.rn.f16x2.f32); stmatrix.x4 stores a warp's 16 x 16
+// piece into the swizzled buffer in one instruction (lane l names row l % 8 of matrix l / 8; the
+// registers already hold the rows in the accumulator's layout); a TMA store writes each box of
+// 64 rows x 64 FP16 columns (128 bytes, the same 8 KB buffers as rung 13). Half of rung 13's
+// bytes of C leave the SM, in half as many boxes.
+// Predicted: x1.03 over rung 13 (half of C's writes saved, and fewer epilogue instructions between two
+// tiles' mainloops).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_fp16_store(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_fp16_store(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, CLUSTER_M, true, true>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 15 -- split-K, for problems that do not fill the chip.
+// Adds, over rung 14: when a problem has fewer tiles than SMs (M = 128, N = 8192: 32 tiles of
+// 128 x 256 for 132 SMs), K is cut into `splits` parts and every (part, tile) is a work unit of
+// its own, so 4 x 32 = 128 CTAs work instead of 32. Each part stores its FP32 sums in a workspace
+// (`partial`) and counts itself in on the tile's counter (`flags`, atomicAdd after a fence); the
+// part that arrives last adds all parts in part order, ((p0 + p1) + p2) + ..., and writes FP16 C
+// as rung 14 does. The order of the adds is fixed, so C is the same at every launch, whichever
+// part finishes first. The host picks `splits` (helpers.kernels.split_k_plan): 1 for problems
+// that fill the chip, and then this is rung 14 without clusters (they pair tiles along M; the
+// problems split-K is for have one row of tiles).
+// Predicted: x0.98 over rung 14 where the chip is full (4096, 8192: no split, and no multicast);
+// at M = 128, N = K = 8192, x1.8 (4x the SMs at work, bounded by streaming B's 128 MiB from DRAM).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) hopper_split_k(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K,
+    float* __restrict__ partial, int* __restrict__ flags, int splits);
+extern "C" __global__ void hopper_split_k(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K, float* __restrict__ partial, int* __restrict__ flags, int splits)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, 1, true, true, true>(&tmA, &tmB, &tmC, C, M, N, K, partial, flags, splits);
+#endif
+}
+
+// Rung 16 -- split only the last wave.
+// Adds, over rung 15: the split is kept for the units that do not fill a whole wave, and clusters come
+// back (rung 14's 2-CTA pairs sharing B). A problem of U units (pairs of tiles) on G clusters runs
+// U / G whole waves and then a last wave of U % G units: at 5000^3, 400 units on 66 clusters are 6 whole
+// waves and 4 units, so 62 of 66 clusters idle through the seventh wave while 4 compute all of K. Here
+// the first dp = 6 x 66 units are whole, as in rung 14, and each of the 4 tail units is cut into
+// `splits` parts of K (helpers.kernels.tail_split_plan: 9 parts of 9 K-tiles at 5000^3), added up by the
+// last part to arrive, in part order, as rung 15 does. Where the last wave is more than half full, or
+// there is no whole wave to keep, the plan gives the same units as rung 14 (no split) or rung 15.
+// Predicted: x0.98 over rung 15 where the plan does not split (4096, 8192, 2048, 8192 x 8192 x 1024: rung
+// 14's units, x1.00 over rung 14); at 5000^3, x1.11 over rung 14 (each CTA's K-tiles: 6 x 79 + 9 = 483 instead of 7 x 79 = 553, plus the
+// last part's reading of 9 parts x 128 KB from L2 and its own store, about 16 K-tiles' time: 553 / 499).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) CLUSTER_DIMS hopper_tail_split(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K,
+    float* __restrict__ partial, int* __restrict__ flags, int splits, int dp);
+extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K, float* __restrict__ partial, int* __restrict__ flags, int splits, int dp)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, CLUSTER_M, true, true, true, true>(&tmA, &tmB, &tmC, C, M, N, K, partial, flags,
+                                                                   splits, dp);
+#endif
+}
+
+// The knobs of rungs 17-20 are their own macros, so that another rung's (CLUSTER_M = 4 for rung 14) leaves it compiling.
+#ifndef SKINNY_STAGES
+#define SKINNY_STAGES 8                       // rungs 17-20: pipeline stages of 24 KB
+#endif
+#ifndef SKINNY_CLUSTER
+#define SKINNY_CLUSTER 2                      // rungs 17-20: CTAs per cluster along M sharing B (1 or 2: B has 2 boxes)
+#endif
+#ifndef SKINNY_WAIT
+#define SKINNY_WAIT 0                         // rungs 17-20: how a thread waits for a stage (hopper_primitives.cuh: 0, 1, 2)
+#endif
+#ifndef SKINNY_HINT_WAIT
+#define SKINNY_HINT_WAIT 1                    // rungs 21-24: the same, with the hint (1) as they are recorded
+#endif
+#ifndef SKINNY_DESC
+#define SKINNY_DESC 1                         // rungs 23-24: descriptors built once, advanced by adds (0: rebuilt)
+#endif
+#define SKINNY_SMEM (SKINNY_STAGES * (64 * HBK * 2 + HBK * 128 * 2) + EPI_BYTES + SMEM_SLACK + BAR_BYTES)
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
+#define SKINNY_DIMS
+#else
+#define SKINNY_DIMS __cluster_dims__(SKINNY_CLUSTER, 1, 1)
+#endif
+
+// Rung 17 -- a tile for skinny problems.
+// Adds, over rung 14 (not 16: nothing is split): the block tile is 64 x 128 instead of 128 x 256, and the
+// ring has 8 stages of 24 KB instead of 4 of 48 KB. The two consumer warpgroups split the tile's columns
+// (64 x 64 each, wgmma m64n64k16, 32 accumulators per thread) instead of its rows; the 2-CTA clusters
+// still pair tiles along M and multicast B. At M = 128, N = K = 8192 that is 2 x 64 = 128 tiles for 132
+// SMs, each walking all of K: no split, no workspace, no fixup, the same bytes of B streamed once. It has
+// the shape of the kernel cuBLAS runs there (its name, from Nsight Compute: nvjet_sm90_hsh_
+// 128x64_64x8_1x2, a grid of 128 CTAs in clusters of 2, 208 KB of shared memory: 8 stages of 24 KB (a
+// 128 x 64 tile and K-tiles of 64, in cuBLAS's column-major terms, which make it 64 x 128 of our C if the
+// name gives cuBLAS's m first) plus an epilogue buffer.
+// Where the chip is full it does the same work with half the data reuse per byte loaded: each CTA's
+// K-tile is 1 MFLOP for 16 KB from L2 (B halved by multicast), rung 14's 4 MFLOP for 32 KB.
+// Predicted: x0.6 over rung 16 at 4096^3 (bound by L2 bandwidth at twice rung 14's bytes per FLOP); at
+// M = 128, N = K = 8192 (predicted separately), x1.25 over rung 16: cuBLAS's design there.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) SKINNY_DIMS hopper_skinny(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES, SKINNY_WAIT>(
+        &tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 18 -- the skinny tile, writing FP32 C.
+// Adds, over rung 17: C is FP32, stored through rung 13's epilogue (64 x 32 boxes of FP32, two 8 KB buffers
+// per consumer, each slice of 64 columns two boxes) instead of FP16 through stmatrix. The FP32-C rungs 9-13
+// make 32 tiles of 128 x 256 for 132 SMs at M = 128, N = K = 8192, and none of them splits K: this is rung 17's
+// design for the comparison with cuBLAS writing FP32 C there.
+// Predicted: x0.98 over rung 17 (at both 4096^3, where the predicted gains are compared, and M = 128): the
+// same mainloop and B streamed once; C's bytes double (4 MB against 2 MB at M = 128, next to 134 MB of B).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) SKINNY_DIMS hopper_skinny_f32c(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny_f32c(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_WAIT>(
+        &tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 19 -- one consumer warpgroup on the skinny tile.
+// Adds, over rung 17: the 64 x 128 tile is computed by ONE consumer warpgroup (wgmma m64n128k16, 64 accumulators
+// per thread) instead of two that split its columns; 256 threads (the producer warpgroup and the consumer), no
+// setmaxnreg. Each stage is freed by 4 warps of each CTA, not 8, once the one group that read it is done. This is
+// how cuBLAS's kernel at M = 128 runs (one warpgroup issues all 8 m64n64k16 of a stage), and one warpgroup of
+// m64n128k16 with one group in flight keeps the Tensor Cores at their peak (hopper_wgmma_rate below).
+// Arithmetic: rung 17's (one FP32 accumulator per output walking K in order; FP16 C).
+// Predicted: x1.0 over rung 17 at 4096^3 (the same bytes per FLOP); at M = 128, N = K = 8192 (predicted
+// separately), x1.10 over rung 17 (about 0.81x cuBLAS: half the releases and of the issue work per stage; the
+// loads alone already run at cuBLAS's speed).
+extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_one(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny_one(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES, SKINNY_WAIT, 1>(
+        &tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 20 -- rung 19 writing FP32 C.
+// Adds, over rung 19: C in FP32 through rung 13's epilogue (HALF_C off), as rung 18 is rung 17 writing FP32 C: the
+// one consumer stores its 64 x 128 slice as four 64 x 32 boxes. Arithmetic and model: rung 18's (rung 13's).
+// Predicted: x0.98 over rung 19 (twice the bytes of C, as rung 18 over rung 17).
+extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_one_f32c(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny_one_f32c(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_WAIT, 1>(
+        &tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 21 -- rung 19 waiting with a suspend-time hint.
+// Adds, over rung 19: every mbarrier wait (the producer's for a free stage, the consumer's for a full one) is
+// mbarrier.try_wait with a suspend-time hint of 10 ms (kernels/hopper_primitives.cuh, HOW = 1): a waiting thread stays
+// suspended until the phase completes or 10 ms pass, where without the hint the hardware picks that limit (and the
+// loop asks again when it passes); lesson 6's WAIT_HINT knob, set.
+// Predicted: x1.05 over rung 19 at 4096^3 (the same waits per FLOP as at M = 128, but more of the time there is
+// L2's); at M = 128, N = K = 8192 (predicted separately), x1.10 over rung 19: what the WAIT_HINT knob measured on
+// rung 19 there.
+extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_hint(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny_hint(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES, SKINNY_HINT_WAIT,
+            1>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 22 -- rung 21 writing FP32 C.
+// Adds, over rung 20 (its gain is measured over rung 20, the same C): the wait hint, as rung 21 adds it to rung 19.
+// Predicted: x1.05 over rung 20 at 4096^3; at M = 128, N = K = 8192 (predicted separately), x1.08 over rung 20: what
+// the knob measured on rung 20 there.
+extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_hint_f32c(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny_hint_f32c(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_HINT_WAIT,
+            1>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 23 -- rung 21 with its descriptors added, not rebuilt.
+// Adds, over rung 21: each consumer builds its two shared-memory descriptors once, for stage 0 and k-step 0, and
+// reaches stage s, k-step ks by adding to their address field (mma_ktile_at, hopper_primitives.cuh desc_plus), where
+// rungs 8-22 rebuild both from the address before every wgmma (LOP3 / SHF / IMAD, then R2UR moves into uniform
+// registers, among rung 19's most executed instructions; cuBLAS's kernel adds, UIADD3). The sums are the same,
+// bit for bit. Predicted: x1.03 over rung 21 at M = 128, N = K = 8192 and at 4096^3: what the build option DESC_ADD
+// measured on rung 21 at M = 128, and the skinny tile issues as many wgmma per FLOP at both shapes.
+extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_desc(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny_desc(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES, SKINNY_HINT_WAIT,
+            1, SKINNY_DESC>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 24 -- rung 23 writing FP32 C.
+// Adds, over rung 22 (its gain is measured over rung 22, the same C): the added descriptors, as rung 23 adds them to
+// rung 21. Predicted: x1.03 over rung 22 at both shapes (DESC_ADD on rung 20 at M = 128).
+extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_desc_f32c(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_skinny_desc_f32c(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_HINT_WAIT,
+            1, SKINNY_DESC>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// QUAD_CLUSTER: rungs 25-26's CTAs per cluster (a knob; 4 as recorded, 2 gives rungs 14 and 13 back)
+#ifndef QUAD_CLUSTER
+#define QUAD_CLUSTER 4
+#endif
+// TILE_N: rungs 25-26's tile width (a knob; 256 as recorded): any multiple of 8 from 128 to 256, wgmma's widths
+// (kernels/wgmma_widths.cuh). B still comes in boxes of 64 columns (a 152-wide tile loads 3, the last partly the next
+// tile's), and C's columns past the last whole box of C are stored from the registers (store_rest). A width chosen
+// per problem fills the waves better (at 5000^3 128 x 152 tiles in clusters of 2 make 10 whole waves of 66), but a
+// narrower tile asks L2 for more box rows per FLOP, and the 152-wide one loads 192 columns of B: it is a knob to try,
+// not a rung.
+#ifndef TILE_N
+#define TILE_N 256                            // HBN: rungs 25-26 as recorded
+#endif
+static_assert(TILE_N % 8 == 0 && TILE_N >= 128 && TILE_N <= HBN, "TILE_N: a multiple of 8 from 128 to 256");
+static_assert((HBN / BOX_N) % QUAD_CLUSTER == 0, "QUAD_CLUSTER must divide the 4 boxes of B");
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
+#define QUAD_DIMS
+#else
+#define QUAD_DIMS __cluster_dims__(QUAD_CLUSTER, 1, 1)
+#endif
+// Rung 25 -- clusters of 4 where rows start inside a 128-byte line, chosen per shape.
+// Adds, over rungs 14 and 13: four CTAs on four tiles stacked along M share their B tile, and each loads one of its
+// four boxes and multicasts it to all four (rung 12 did this with two CTAs and two boxes each). A CTA then asks L2 for
+// 128 + 64 box rows of 128 bytes per K-tile instead of 128 + 128. At 5000^3 a row of 10000 bytes starts 16 bytes into
+// a 128-byte line, so each box row costs two L2 requests: there the saved requests pay. But the driver fits fewer
+// clusters of 4 at once than clusters of 2 (not every GPC's SMs divide into fours), so the same tiles can take one
+// more wave. The launcher therefore builds each problem its own way (helpers.kernels.quad_choice): clusters of 4 where
+// a row of A or B starts inside a 128-byte line and they take no more waves than clusters of 2; else
+// QUAD_CLUSTER = 2, which is rung 14's (13's) template call. The sums are rungs 14's and 13's, bit for bit.
+// Predicted: x1.0 over rung 14 (13) where it is rung 14's build, x1.12 at 5000^3.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) QUAD_DIMS hopper_quad_cluster(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_quad_cluster(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && GROUP_M >= QUAD_CLUSTER
+    ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true, true, false, false, HBM, TILE_N>(&tmA, &tmB, &tmC, C, M, N, K);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    __trap();                                  // GROUP_M below the cluster: no whole unit row per group
+#endif
+}
+
+// Rung 26 -- rung 25 writing FP32 C (rung 13's epilogue). Predicted: x1.0 over rung 13, x1.12 at 5000^3, as rung 25.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) QUAD_DIMS hopper_quad_cluster_f32c(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_quad_cluster_f32c(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && GROUP_M >= QUAD_CLUSTER
+    ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true, false, false, false, HBM, TILE_N>(&tmA, &tmB, &tmC, C, M, N, K);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    __trap();                                  // GROUP_M below the cluster: no whole unit row per group
+#endif
+}
+
+// TALL_M, TALL_N: rungs 27-28's tile (256 x 152 as built by default; the launcher chooses per problem,
+// helpers.kernels.tall_choice): 256 rows and a width from 128 to 192 in steps of 8, or TALL_M = 128, TALL_N = 256,
+// which is rung 14's (13's) template call. TALL_STAGES: as many stages as fit in 227 KB beside the epilogue's
+// 32 KB: 3 of 56 KB (256 rows of A, 3 boxes of B), 4 where B is 2 boxes (TALL_N = 128) or the tile is rung 14's.
+#ifndef TALL_M
+#define TALL_M 256
+#endif
+#ifndef TALL_N
+#define TALL_N 152
+#endif
+#ifndef TALL_STAGES
+#define TALL_STAGES (TALL_M == 128 || TALL_N <= 128 ? 4 : 3)
+#endif
+static_assert((TALL_M == 256 && TALL_N % 8 == 0 && TALL_N >= 128 && TALL_N <= 192) || (TALL_M == 128 && TALL_N == 256),
+              "TALL_M x TALL_N: 256 x (128 .. 192, a multiple of 8), or 128 x 256");
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
+#define TALL_DIMS
+#else
+#define TALL_DIMS __cluster_dims__(2, 1, 1)
+#endif
+// Rung 27 -- a 256-row tile, its width chosen per shape (not in the ladder: slower than rung 25 where it differs).
+// Adds, over rung 14: where 128 x 256 tiles leave the last wave mostly empty, a tile of 256 rows and a width w
+// chosen so that the tiles fill whole waves. At 5000^3 rung 14's 40 x 20 tiles are 400 units of 2 for 66 clusters:
+// 6.06 waves, run as 7 (83% of the work the chip could do in that time is useful); 256 x 152 tiles are 20 x 33 =
+// 330 units, 5 whole waves (97%), the tile cuBLAS picks there (its 256x152 kernel computes C^T, so its tile is 152
+// rows of C by 256 columns). Each consumer warpgroup owns 128 rows: two 64-row slices, 2 x 76 accumulators per thread;
+// B's 152 columns come in 3 boxes of 64, one from one CTA of the pair and two from the other. 3 stages of 56 KB fit.
+// Per K-tile a CTA asks L2 for 256 + 96 box rows for 256 x 152 outputs (110 outputs per row) against rung 14's
+// 128 + 128 for 128 x 256 (128 per row): where L2 limits, the tall tile loses some of what the waves give, and rows
+// that start inside a line cost it most (256 rows of A per K-tile, each two requests); a ring of 3 stages costs more.
+// Elsewhere the launcher builds rung 14's tile (TALL_M = 128, TALL_N = 256), where the tall one saves under 10% of the
+// waves x tile area (helpers.kernels.tall_choice). The sums are rung 14's, bit for bit (the same K order per output).
+// Predicted: x1.05 over rung 25 at 5000^3 (the waves give x1.18, L2 takes back some); x1.00 over rung 14 where it
+// builds rung 14's tile.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_tall_tile(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_tall_tile(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, 2, true, true, false, false, TALL_M, TALL_N, TALL_STAGES>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 28 -- rung 27 writing FP32 C (rung 13's epilogue, boxes of 32 columns: 152 = 4 boxes + 24 columns from the
+// registers). Predicted: x1.05 over rung 26 at 5000^3, x1.00 over rung 13 where it builds rung 13's tile.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_tall_tile_f32c(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_tall_tile_f32c(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, 2, true, false, false, false, TALL_M, TALL_N, TALL_STAGES>(&tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// CT_M: rung 29's tile rows: a multiple of 32 (its epilogue's boxes) above 128 whose 4 stages fit in 227 KB: 160.
+// (A knob may give 128: rung 14's tile and ring computed as C^T, cuBLAS's kernel at 4096^3, the orientation alone.)
+#ifndef CT_M
+#define CT_M 160
+#endif
+#define CT_SMEM (HSTAGES * (CT_M * HBK * 2 + B_STAGE_BYTES) + CT_EPI_BYTES + SMEM_SLACK + BAR_BYTES)
+static_assert(CT_SMEM <= 227 * 1024, "CT_M: 4 stages of CT_M rows of A and 256 columns of B, beside the 16 KB epilogue");
+// Rung 29 -- cuBLAS's tile orientation: C^T, 160 x 256, chosen per shape.
+// Adds, over rung 14: a tile of 160 rows of C by 256 columns, computed as its transpose, D' = B^T A^T, because wgmma's
+// M is 64 rows per instruction and 160 is no multiple of 64, while its N may be any multiple of 8. wgmma's A is then a
+// box of B (64 k-rows x 64 columns, MN-major: wgmma's transpose bit for A), its B the tile's 160 rows of A (K-major);
+// each consumer owns 128 columns of C, two 64-column slices, 2 x 80 accumulators per thread (rung 27's slice loop).
+// The epilogue stores D' transposed (stmatrix .trans) in boxes of 32 rows x 64 columns. A stage is 160 rows of A
+// (20 KB, no padding: K is the swizzled dimension) and 4 boxes of B (32 KB): 4 stages fit beside a 16 KB epilogue,
+// where rung 27's 256 x 152 fitted 3. Clusters of 2 along M share B by multicast, as rung 14.
+// At 5000^3: 32 x 20 tiles = 320 units of 2 for 66 clusters, 5 waves (4.85 of work), each tile 1.25 of rung 14's:
+// 6.25 tile-times where rung 25 takes 7 (7 waves of 30 clusters of 4); per K-tile a CTA asks L2 for 160 + 128 box rows
+// for 160 x 256 outputs (142 outputs per row) against rung 25's 128 + 64 for 128 x 256 (171). Where its tiles waste a
+// wave (4096^3) it loses, so the launcher builds this tile only where the wave model gives it x1.05 or more over rung
+// 25, else rung 25's own kernel (helpers.launch.orientation_build).
+// Predicted: x1.0 over rung 25 where it builds rung 25's kernel, x1.05 at 5000^3 (x1.12 from the waves, less some for
+// the box rows), x1.07 at 5496^3.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_tile(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_ct_tile(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, 2, true, true, false, false, CT_M, HBN, HSTAGES, MBAR_WAIT, 2, 0, true>(
+        &tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Rung 30 -- rung 29 writing FP32 C, chosen per shape as rung 29. The same mainloop; the epilogue writes single
+// floats (no stmatrix for 32-bit values) into boxes of 16 rows x 32 columns, two per step, in the same 16 KB.
+// Predicted: x1.0 over rung 26 where it builds rung 26's kernel, x1.05 at 5000^3 (the same waves and mainloop as
+// rung 29; both FP32 epilogues write twice the bytes of the FP16 ones).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_tile_f32c(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_ct_tile_f32c(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, 2, true, false, false, false, CT_M, HBN, HSTAGES, MBAR_WAIT, 2, 0, true>(
+        &tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// CTN_M: rung 31's tile rows, a multiple of 8 (cuBLAS's 152 at 5000^3); a stage holds 2 x 80 rows of A (CT_SMEM's 160).
+#ifndef CTN_M
+#define CTN_M 152
+#endif
+static_assert((CTN_M / 2 + 7) / 8 * 8 * 2 <= 160, "CTN_M: a stage holds at most 160 rows of A (CT_SMEM)");
+// Rung 31 -- the C^T tile in pairs along N, sharing A (not in the ladder: slower than rung 29). cuBLAS's tile
+// at 5000^3: 152 x 256, computed as C^T as rung 29's, but a cluster's two CTAs take tiles side by side along N: each
+// loads 80 of the tile's rows of A (a half that starts on a 1024-byte swizzle atom; the second reaches 8 rows into the
+// next tile) and multicasts it to both, and each loads all of its own B. C leaves in boxes of 8 rows (152 is no
+// multiple of 32: a 32-row box would write the next tile's rows). Where N has an odd number of tile columns, the last
+// pair's second CTA lies past N and loads no boxes of B.
+// At 5000^3: 33 x 20 tiles = 330 units of 2 for 66 clusters, 5 whole waves, each tile 1.19 of rung 14's: 5.94
+// tile-times where rung 29 takes 6.25 (x1.05); but a CTA asks L2 for 80 + 256 box rows per K-tile for 152 x 256
+// outputs (116 outputs per row) against rung 29's 160 + 128 (142), so some of it goes. At 4096^3 216 units (4 waves of
+// 1.19) against rung 29's 208 (4 of 1.25): x1.05 from the waves; at 5496^3 407 units (7 waves) against 396 (6): x0.90.
+// Predicted, over rung 29 (its C^T tile forced): x1.03 at 5000^3 and 4096^3, x0.88 at 5496^3.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_pair_n(
+    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
+extern "C" __global__ void hopper_ct_pair_n(const __grid_constant__ TensorMap tmA,
+    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
+    int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ws_gemm<true, ORDER_GROUPED, 2, true, true, false, false, CTN_M, HBN, HSTAGES, MBAR_WAIT, 2, 0, true, true>(
+        &tmA, &tmB, &tmC, C, M, N, K);
+#endif
+}
+
+// Not a rung: how many clocks one K-tile of wgmma takes in one
+// SM, by the instruction's width N (64, 128, 256) and by how many warpgroups issue at once. Each warpgroup of the
+// block (blockDim.x = 128 x warpgroups) runs `iters` K-tiles of four m64nNk16 k-steps on the same 64 x 64 tile of
+// A and 64 x N of B in shared memory (zeros), each K-tile a commit group, then waits as the rungs' consumers do
+// (`depth` = 1: one group left in flight) or drains (`depth` = 0). Thread 0 of warpgroup w writes the loop's
+// clocks to out[blockIdx.x * warpgroups + w]. No TMA and no barrier between warpgroups: the Tensor Cores and the
+// shared-memory reads they make, alone. Dynamic shared memory: 8 KB of A, N / 64 boxes of 8 KB, 1 KB to align.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+template <int NACC>
+__device__ __forceinline__ void wgmma_rate(long long* out, int iters, int depth)
+{
+    unsigned char* a = smem_base();                        // 64 rows x 64 k (8 KB, 128-byte swizzle)
+    unsigned char* b = a + 8192;                           // N / 64 boxes of 64 k x 64 columns
+    uint4* z = reinterpret_cast<uint4*>(a);
+    for (int i = threadIdx.x; i < (8192 + NACC / 32 * B_BOX_BYTES) / 16; i += blockDim.x) z[i] = make_uint4(0, 0, 0, 0);
+    fence_proxy_async();                                   // the zeros, visible to wgmma's reads
+    __syncthreads();
+    float d[NACC];
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) d[i] = 0.0f;
+    const long long t0 = clock64();
+    for (int it = 0; it < iters; ++it) {
+        wgmma_fence();
+        mma_ktile(d, a, b);
+        wgmma_commit();
+        if (depth) wgmma_wait<1>(); else wgmma_wait<0>();
+    }
+    wgmma_wait<0>();
+    const long long t1 = clock64();
+    float keep = 0.0f;                                     // use d, so no wgmma is optimised away
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) keep += d[i];
+    if (threadIdx.x % 128 == 0) out[blockIdx.x * (blockDim.x / 128) + threadIdx.x / 128] = t1 - t0 + (keep != 0.0f);
+}
+#endif
+extern "C" __global__ void __launch_bounds__(384, 1) hopper_wgmma_rate_n64(long long* out, int iters, int depth);
+extern "C" __global__ void hopper_wgmma_rate_n64(long long* out, int iters, int depth)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    wgmma_rate<32>(out, iters, depth);
+#endif
+}
+extern "C" __global__ void __launch_bounds__(384, 1) hopper_wgmma_rate_n128(long long* out, int iters, int depth);
+extern "C" __global__ void hopper_wgmma_rate_n128(long long* out, int iters, int depth)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    wgmma_rate<64>(out, iters, depth);
+#endif
+}
+extern "C" __global__ void __launch_bounds__(384, 1) hopper_wgmma_rate_n256(long long* out, int iters, int depth);
+extern "C" __global__ void hopper_wgmma_rate_n256(long long* out, int iters, int depth)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    wgmma_rate<128>(out, iters, depth);
+#endif
+}
+
+// Not a rung: does a plain launch (cuLaunchKernel, what CuPy does) form the clusters that
+// __cluster_dims__ asks for? Block b writes (cluster size << 16) | (its rank << 8) | cluster id % 256.
+extern "C" __global__ void CLUSTER_DIMS hopper_cluster_probe(int* out);
+extern "C" __global__ void hopper_cluster_probe(int* out)
+{
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+    u32 size, rank, id;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(size));
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(id));
+    if (threadIdx.x == 0) out[blockIdx.x] = (int)((size << 16) | (rank << 8) | (id & 255));
+#endif
+}
+
