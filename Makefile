@@ -10,10 +10,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 900
 
-.PHONY: course test unit nbval lab lab-test tried record gpu-check notebooks kernels-check clean help
+.PHONY: course test unit nbval lab lab-screenshots lab-test tried record gpu-check notebooks kernels-check clean help
 
 help:
-	@echo "make course | test (= unit + nbval) | lab | record | gpu-check | sanitize | determinism | notebooks | kernels-check | slides | slides-test | slides-pdf | clean"
+	@echo "make course | test (= unit + nbval) | lab | lab-screenshots | record | gpu-check | sanitize | determinism | notebooks | kernels-check | slides | slides-test | slides-pdf | clean"
 
 # GPU targets run with the course's .venv, unless a Python is given on the command line (make gpu-check
 # PY=python3): then no .venv is made, so they work offline with a Python that has CuPy already.
@@ -58,9 +58,22 @@ lab-test: $(STAMP)
 tried: $(STAMP)
 	$(PY) lab/tried.py
 
-# as root (containers, cloud machines) JupyterLab refuses to start without --allow-root: given here
+# JupyterLab on notebooks/ with the course's settings (tools/jupyter/: the file browser lists the lessons' notebooks,
+# not their .py halves nor the slides' style sheets; SHOW_ALL=1 lists everything). The lessons are signed for this
+# user first (jupyter trust), so a fresh clone's notebooks open trusted. As root (containers, cloud machines)
+# JupyterLab refuses to start without --allow-root: given here.
+LAB_CONFIG := $(if $(SHOW_ALL),,JUPYTER_CONFIG_PATH="$(CURDIR)/tools/jupyter$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))")
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(VENV)/bin/jupyter trust notebooks/[0-9][0-9]_*.ipynb >/dev/null
+	$(LAB_CONFIG) $(VENV)/bin/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
+
+# JupyterLab in headless Chromium on the CPU backend (tests/lab_browser/): the file browser, trust, and lesson 05's
+# kernel listing, diff, try_kernel with a learner's value and a course error, checked in the page, screenshots in
+# build/screenshots/lab/. Without node or Chromium it says so and passes.
+lab-screenshots: $(STAMP)
+	@if ! command -v node >/dev/null || [ ! -x "$${CHROMIUM:-/usr/bin/chromium}" ]; then \
+		echo "lab-screenshots: skipped: needs node and Chromium (apt-get install nodejs npm chromium)"; \
+	else $(MAKE) --no-print-directory $(SLIDES_NPM) && node --test tests/lab_browser/; fi
 
 # GPU only: measure every kernel and cuBLAS baseline, write results/<gpu>.json
 record: $(VENV_UNLESS_PY)

@@ -44,11 +44,16 @@ def kernel_source(filename: str, name: str | None = None, with_header: bool = Fa
     return body
 
 
+# The language code blocks of C++ are marked with: JupyterLab 4 highlights a block marked `c++` (its CodeMirror finds
+# the C++ mode by that name; a block marked `cpp` stays plain text) and so does the slides' Pygments (an alias).
+CPP = "c++"
+
+
 def show_kernel(filename: str, name: str | None = None, with_header: bool = False):
     """Display a kernel as a highlighted code block (Markdown)."""
     from IPython.display import Markdown
 
-    return Markdown(f"`kernels/{filename}`\n\n```cpp\n{kernel_source(filename, name, with_header)}\n```")
+    return Markdown(f"`kernels/{filename}`\n\n```{CPP}\n{kernel_source(filename, name, with_header)}\n```")
 
 
 def python_code(fn, docstring: bool = False):
@@ -197,10 +202,49 @@ def rung_code(key) -> str:
     return "\n\n".join([kernel] + [fns[n] for n in called_functions(kernel, fns)])
 
 
+# a diff's lines as coloured HTML: JupyterLab's Markdown renderer and the slides (nbconvert) both pass raw HTML
+# through, and JupyterLab's sanitizer keeps `class` and `style`, so the colours show everywhere (a ```diff block is
+# coloured by neither: JupyterLab's highlighter styles only the @@ lines)
+DIFF_STYLES = {
+    "add": "background-color:#e6ffec;color:#116329",
+    "del": "background-color:#ffebe9;color:#82071e",
+    "hunk": "color:#6639ba",
+    "file": "font-weight:bold",
+    "more": "color:#57606a;font-style:italic",
+}
+
+
+def diff_kind(line: str) -> str | None:
+    """How a unified diff's line is coloured: file header, hunk header, added, removed, or None (context)."""
+    if line.startswith(("+++ ", "--- ")):
+        return "file"
+    return {"@": "hunk", "+": "add", "-": "del"}.get(line[:1])
+
+
+def diff_html(lines: list[str], more: str | None = None) -> str:
+    """A unified diff as an HTML <pre> block whose added and removed lines are coloured (class course-diff-add,
+    course-diff-del, with inline colours); `more`: a last line saying what was left out."""
+    import html
+
+    out = []
+    for line in lines:
+        kind = diff_kind(line)
+        text = html.escape(line, quote=False)
+        # every line in a span, context lines too: a blank line would end the HTML block for the slides' Markdown
+        # parser (mistune), which then shows the rest of the diff as prose
+        out.append(f'<span class="course-diff-ctx">{text}</span>' if kind is None
+                   else f'<span class="course-diff-{kind}" style="{DIFF_STYLES[kind]}">{text}</span>')
+    if more:
+        out.append(f'<span class="course-diff-more" style="{DIFF_STYLES["more"]}">{html.escape(more, quote=False)}</span>')
+    # a line longer than the output is wide wraps at a space (a notebook's default breaks it inside a word)
+    return ('<pre class="course-diff" style="white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere"><code>'
+            + "\n".join(out) + "</code></pre>")
+
+
 def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool = False):
     """The lines a rung changes against the rung before it (its `base`, or `prev`): a unified diff of the two code
-    paths (rung_code), then the device functions it calls, each folded under its name. Cut at max_lines unless
-    full=True."""
+    paths (rung_code), added and removed lines coloured, then the device functions its kernel calls, each folded
+    under its name. Cut at max_lines diff lines unless full=True."""
     from IPython.display import Markdown
 
     spec = lookup(key)
@@ -211,19 +255,35 @@ def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool 
     new = rung_code(spec)
     head = f"**Rung {spec.rung}** (`{spec.name}`, `kernels/{spec.file}`): {spec.idea}"
     if before is None:
-        body, note = new.splitlines(), "the first rung: its whole kernel"
+        body = new.splitlines()
+        note = f"The first rung: its whole kernel ({len(body)} lines)"
     else:
         old = rung_code(before)
-        diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"rung {before.rung} ({before.name})",
+        body = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"rung {before.rung} ({before.name})",
                                          f"rung {spec.rung} ({spec.name})", n=context, lineterm=""))
-        changed = sum(1 for d in diff if d[:1] in "+-" and not d.startswith(("+++", "---")))
-        body, note = diff, f"{changed} lines differ from rung {before.rung} (`{before.name}`)"
-    shown = body if full or len(body) <= max_lines else body[:max_lines] + [
-        f"... {len(body) - max_lines} more lines: helpers.display.rung_diff({spec.rung}, full=True)"]
-    lang = "cpp" if before is None else "diff"
-    parts = [f"{head}. {note}.", f"```{lang}\n" + "\n".join(shown) + "\n```"]
-    called = called_functions(kernel_source(spec.file, spec.name), fns)
+        removed = sum(1 for d in body if diff_kind(d) == "del")
+        added = sum(1 for d in body if diff_kind(d) == "add")
+        note = (f"{removed} lines removed and {added} added against rung {before.rung} (`{before.name}`), "
+                f"shown as a diff of {len(body)} lines (with a line of context around each change)")
+    cut = not full and len(body) > max_lines
+    shown = body[:max_lines] if cut else body
+    more = (f"... the {'kernel' if before is None else 'diff'}'s other {len(body) - max_lines} lines (of {len(body)}): "
+            f"helpers.display.rung_diff({spec.rung}, full=True)") if cut else None
+    if before is None:
+        code = f"```{CPP}\n" + "\n".join(shown + ([more] if more else [])) + "\n```"
+    else:
+        code = diff_html(shown, more)
+    parts = [f"{head}. {note}.", code]
+    kernel = kernel_source(spec.file, spec.name)
+    called = called_functions(kernel, fns)
     if called:
-        parts.append("Device functions it calls (click to open): " + " ".join(
-            f"<details><summary><code>{n}</code></summary>\n\n```cpp\n{fns[n]}\n```\n</details>" for n in called))
+        # a template the kernel instantiates with compile-time switches (`body<true, ...>(`) may call functions in
+        # branches those switches leave out of this rung's build: the list names them too, and says so
+        switched = [n for n in called[:1] if re.search(r"\b" + re.escape(n) + r"\s*<[^;(){}]+>\s*\(", kernel)
+                    and re.search(r"\bif\s*(?:constexpr\s*)?\(", fns[n])]
+        also = (f" (some only from branches of `{switched[0]}` that rung {spec.rung}'s template arguments compile out)"
+                if switched else "")
+        parts.append(f"The {len(called)} device functions rung {spec.rung}'s kernel calls, directly or through "
+                     f"each other{also} (click one to open): " + " ".join(
+            f"<details><summary><code>{n}</code></summary>\n\n```{CPP}\n{fns[n]}\n```\n</details>" for n in called))
     return Markdown("\n\n".join(parts))

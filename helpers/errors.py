@@ -11,7 +11,14 @@ class CourseError(Exception):
 
     def _render_traceback_(self) -> list[str]:
         """What IPython shows in a notebook: the message and its fix, not the traceback (`%tb` prints that)."""
-        return [f"\x1b[31m{type(self).__name__}\x1b[0m: {self}", "(the traceback: run %tb in a new cell)"]
+        import textwrap
+
+        name = type(self).__name__
+        # lines of at most 100 characters, broken at spaces (a notebook breaks a longer one inside a word)
+        lines = [part for line in f"{name}: {self}".splitlines()
+                 for part in textwrap.wrap(line, 100, break_long_words=False, break_on_hyphens=False) or [""]]
+        lines[0] = f"\x1b[31m{name}\x1b[0m" + lines[0][len(name):]
+        return lines + ["(the traceback: run %tb in a new cell)"]
 
 
 class InputError(CourseError, ValueError):

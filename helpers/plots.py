@@ -158,19 +158,26 @@ def speed_vs_error_dodged(points, *, title: str = ""):
     return fig
 
 
-def bars(items: list, title: str, source: str, highlight: str | None = None):
-    """A small horizontal bar plot: items [(label, TFLOP/s, (low, high) or None)]."""
+def bars(items: list, title: str, source: str, highlight: str | None = None, yours: str | None = None):
+    """A small horizontal bar plot: items [(label, TFLOP/s, (low, high) or None)]; the bar labelled `highlight` in
+    the second colour, the one labelled `yours` (the value a learner asked for) in the third, hatched, its label
+    bold."""
     apply_style()
     fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.42 * len(items)))
     ys = np.arange(len(items))[::-1]
     for y, (lbl, v, rng) in zip(ys, items):
-        color = COLORS[1] if lbl == highlight else COLORS[0] if not lbl.startswith("cuBLAS") else "0.55"
-        ax.barh(y, v, color=color, height=0.65)
+        color = (COLORS[2] if lbl == yours else COLORS[1] if lbl == highlight
+                 else COLORS[0] if not lbl.startswith("cuBLAS") else "0.55")
+        ax.barh(y, v, color=color, height=0.65, hatch="//" if lbl == yours else None,
+                edgecolor="white" if lbl == yours else None)
         if rng:
             ax.plot(rng, [y, y], color="0.15", linewidth=1.4)
         ax.annotate(f"{v:.0f}", (max(v, rng[1]) if rng else v, y), xytext=(4, 0), textcoords="offset points",
                     va="center", fontsize=11)
     ax.set_yticks(ys, [i[0] for i in items], fontsize=11)
+    for tick in ax.get_yticklabels():
+        if tick.get_text() == yours:
+            tick.set_fontweight("bold")
     ax.set_xlabel("TFLOP/s (median; whiskers p10-p90)")
     ax.grid(axis="y", visible=False)
     ax.set_xlim(0, max(max(i[1], i[2][1] if i[2] else 0) for i in items) * 1.15)

@@ -334,11 +334,14 @@ class TryResult:
     def lines(self) -> list[str]:
         """What show() prints: the one line and the recorded sweep, or the row and any compile log or fault."""
         if not self.live:
-            out = [self.message]
+            out = _wrapped(self.message)
             if self.recorded:
                 knob = _shown_knob(self.recorded)
-                out += _table([_recorded_cells(r, knob) for r in self.recorded],
-                              ["rung", "knob", "value", "check", "ms", "TFLOP/s", "x default", "clocks"])
+                mine = _asked_rows(self.recorded, self.knobs)
+                cells = [dict(_recorded_cells(r, knob), shown=_mark(r, mine)) for r in self.recorded]
+                out += _table(cells, ["shown", "rung", "knob", "value", "check", "ms", "TFLOP/s", "x default",
+                                      "clocks"])
+                out += [ln for line in asked_lines(self.recorded, self.knobs) for ln in _wrapped(line)]
             return out
         r = self.row
         cells = {"variant": r["variant"], "defines": r["defines"] or "-",
@@ -392,13 +395,24 @@ class TryResult:
             if not timed:
                 return None
             knob = _shown_knob(timed)
-            items = [(_value_label(r, knob), r["tflops"], _tflops_range(r)) for r in timed]
+            mine = _asked_rows(timed, self.knobs)
+            label = {id(r): _value_label(r, knob) + (" (yours)" if any(m is r for m in mine) else "") for r in timed}
+            items = [(label[id(r)], r["tflops"], _tflops_range(r)) for r in timed]
             n = timed[0].get("m", TIMING_SIZE)
             title = (f"rung {timed[0]['rung']} ({timed[0]['kernel']}): "
                      + (f"{knob}" if knob else "its knobs, one at a time") + f" at {n}^3 (recorded)")
-            return plots.bars(items, title, self.source,
-                              highlight=_value_label(next((r for r in timed if r.get("knob") is None), timed[0]), knob))
+            default = next((r for r in timed if r.get("knob") is None), timed[0])
+            return plots.bars(items, title, self.source, highlight=label[id(default)],
+                              yours=label[id(mine[0])] if len(mine) == 1 else None)
         return None
+
+
+def _wrapped(text: str, width: int = 100) -> list[str]:
+    """A sentence as lines of at most `width` characters, broken at spaces: a notebook wraps a longer output line
+    wherever it reaches the window's edge, inside a word too (JupyterLab's word-break: break-all)."""
+    import textwrap
+
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [text]
 
 
 def _fmt(v, spec: str, suffix: str = "") -> str:
@@ -455,6 +469,61 @@ def _recorded_cells(r: dict, knob=None) -> dict:
             "check": "skipped" if r.get("skipped") else ("PASS" if r.get("passed") else "FAIL"),
             "ms": _fmt(r.get("ms"), ".4f"), "TFLOP/s": _fmt(r.get("tflops"), ".1f"),
             "x default": _fmt(r.get("vs_default"), ".3f", "x"), "clocks": clock_text(r) if r.get("ms") else "-"}
+
+
+def _asked_rows(rows: list[dict], given: dict) -> list[dict]:
+    """The recorded rows of the values a learner asked for: a knob's row at that value, or the row as recorded when
+    the value is the one it was recorded with."""
+    out = []
+    for knob, value in (given or {}).items():
+        for r in rows:
+            if (r.get("knob") == knob and r.get("value") == value) or (
+                    r.get("knob") is None and (r.get("settings") or {}).get(knob) == value and not _forcing(r, knob)):
+                out.append(r)
+                break
+    return out
+
+
+def _mark(r: dict, mine: list[dict]) -> str:
+    if any(m is r for m in mine):
+        return "yours, default" if r.get("knob") is None else "yours"
+    return "default" if r.get("knob") is None else ""
+
+
+def asked_lines(rows: list[dict], given: dict) -> list[str]:
+    """One line per knob a learner asked for: what the recorded run found for that value against the rung as
+    recorded, judged by the course's rule (timing.verdict: a predicted "no change", 1.00, against the spread the
+    p10 and p90 timings of both allow), or that the value was not recorded."""
+    from .timing import verdict
+
+    default = next((r for r in rows if r.get("knob") is None), None)
+    out = []
+    for knob, value in (given or {}).items():
+        r = next(iter(_asked_rows(rows, {knob: value})), None)
+        if r is None:
+            recorded = sorted({x["value"] for x in rows if x.get("knob") == knob}, key=str)
+            out.append(f"Your {knob}={value} was not recorded"
+                       + (f" (recorded: {', '.join(map(str, recorded))}), so there is no number for it here."
+                          if recorded else ", so there is no number for it here."))
+        elif r is default:
+            out.append(f"Your {knob}={value} is the rung as recorded (the default row).")
+        elif r.get("skipped") or not (default and r.get("ms") and default.get("ms")):
+            out.append(f"Your {knob}={value} was recorded but not timed (check: "
+                       f"{'skipped' if r.get('skipped') else 'FAIL' if not r.get('passed') else 'no timing'}).")
+        else:
+            ratio = default["ms"] / r["ms"]
+            low = default.get("p10_ms", default["ms"]) / r.get("p90_ms", r["ms"])
+            high = default.get("p90_ms", default["ms"]) / r.get("p10_ms", r["ms"])
+            said = {"as predicted": "no difference the spread can resolve",
+                    "missed: faster than predicted": "faster than the default, beyond the spread",
+                    "missed: slower than predicted": "slower than the default, beyond the spread"}[
+                verdict(1.0, low, high, above="faster", below="slower")]
+            digits = 3      # enough digits that the spread's ends show on which side of x1 they lie
+            while digits < 6 and any((round(x, digits) == 1.0) != (x == 1.0) for x in (low, high)):
+                digits += 1
+            out.append(f"Your {knob}={value}, as recorded: x{ratio:.3f} the default's speed "
+                       f"(spread x{low:.{digits}f} to x{high:.{digits}f}): {said}.")
+    return out
 
 
 def _tflops_range(t: dict):

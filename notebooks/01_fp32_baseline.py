@@ -521,7 +521,7 @@ ex.lines_exercise(answer, 2, 128)
 # Write `gemm_tiled` so that each block of TILE x TILE threads (TILE = 16) computes a TILE x TILE
 # piece of $C$, staging TILE x TILE tiles of $A$ and $B$ in `__shared__` arrays:
 #
-# ```cpp
+# ```c++
 # extern "C" __global__ void gemm_tiled(const float* A, const float* B, float* C, int M, int N, int K)
 # // launched with block = (16, 16), grid = (ceil(N / 16), ceil(M / 16)); row-major; ANY M, N, K
 # ```

@@ -155,7 +155,7 @@ print(f"  -> {p.fp16 * 1e12 / flops:.3g} m16n16k16 products per second across th
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The WMMA API in five calls
 #
-# ```cpp
+# ```c++
 # #include <mma.h>
 # using namespace nvcuda;
 # wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;   // A tile, per warp

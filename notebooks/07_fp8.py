@@ -479,7 +479,7 @@ fig = helpers.plots.fp8_promotion(ncs, a1[0], b1[:, 0])
 
 # %% slideshow={"slide_type": "-"}
 from IPython.display import Markdown
-display(Markdown("```cpp\n" + fp8x.promotion_loop("fp8_promote_128") + "\n```"))   # what fp8_gemm<128, 128> compiles
+display(Markdown("```c++\n" + fp8x.promotion_loop("fp8_promote_128") + "\n```"))   # what fp8_gemm<128, 128> compiles
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # `fp8_promote_128` is `fp8_gemm<128, 128>`: the template argument `NC` is the interval. Read `fresh`:
@@ -728,7 +728,7 @@ fig = helpers.plots.number_lines(names=("fp8_e5m2", "fp8_e4m3", "bf16"))
 # %% slideshow={"slide_type": "-"}
 kernel = helpers.display.kernel_source("fp8_sm90a.cu", "fp8_promote_128")
 fns = helpers.display.device_functions("fp8_sm90a.cu")                     # {name: source}
-display(Markdown("```cpp\n" + kernel + "\n\n" + fns["fp8_gemm"] + "\n```"))
+display(Markdown("```c++\n" + kernel + "\n\n" + fns["fp8_gemm"] + "\n```"))
 print("fp8_gemm calls:", ", ".join(n for n in helpers.display.called_functions(kernel, fns) if n != "fp8_gemm"))
 
 # %% [markdown] slideshow={"slide_type": "slide"}

@@ -393,3 +393,14 @@ def test_a_course_error_shows_in_a_notebook_as_its_message_and_fix():
         assert "ZeroDivisionError" in out.stdout + out.stderr and "Traceback" in out.stdout + out.stderr
     finally:
         InteractiveShell.clear_instance()      # later tests see no IPython shell, as under plain pytest
+
+
+def test_a_course_errors_rendered_lines_are_short_and_keep_every_word():
+    """A notebook breaks an output line longer than its width inside a word: the rendered message comes in lines of
+    at most 100 characters, broken at spaces, with every word of the message in order and the fix on its own line."""
+    err = InputError("PAD=4 is not a value rung 3 allows: " + "word " * 40 + "end.", "pass PAD= one of 0, 8, 16; "
+                     + "because " * 30 + "done.")
+    lines = err._render_traceback_()
+    assert all(len(ln) <= 100 for ln in lines[1:]) and len(lines[0]) <= 100 + len("\x1b[31m\x1b[0m")
+    assert " ".join(lines[:-1]).split() == f"\x1b[31mInputError\x1b[0m: {err}".split()
+    assert any(ln.startswith("Fix: pass PAD=") for ln in lines) and lines[-1].startswith("(the traceback")

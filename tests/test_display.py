@@ -1,4 +1,6 @@
 """helpers.display: kernel source and a rung's changed lines, read from kernels/ (issue 23)."""
+import re
+
 import pytest
 from conftest import sweep
 
@@ -27,26 +29,44 @@ def test_rung_diff_compares_each_rung_with_the_one_before_or_its_base(rung):
     md = display.rung_diff(rung).data
     assert f"**Rung {rung}** (`{spec.name}`" in md
     if rung == 1:
-        assert "its whole kernel" in md and "```cpp" in md
+        assert "its whole kernel" in md and "```c++" in md
     else:
         before = spec.base if spec.base is not None else rung - 1      # rung 19: its base, rung 17
         prev = helpers.kernels.ALL_RUNGS[before]
-        assert f"differ from rung {before} (`{prev.name}`)" in md and "```diff" in md
-        assert f"+++ rung {rung} ({spec.name})" in md
+        assert f"against rung {before} (`{prev.name}`)" in md and '<pre class="course-diff" ' in md
+        assert f'<span class="course-diff-file" style="font-weight:bold">+++ rung {rung} ({spec.name})</span>' in md
 
 
 def test_rung_diff_shows_the_padding_change_and_folds_the_body_it_calls():
     md = display.rung_diff(3).data
-    assert "-    tiled_body<RUNG2_PAD>(A, B, C, M, N, K);" in md
-    assert "+    tiled_body<SMEM_PAD>(A, B, C, M, N, K);" in md
+    assert f'<span class="course-diff-del" style="{display.DIFF_STYLES["del"]}">-    tiled_body&lt;RUNG2_PAD&gt;(A, B, C,' in md
+    assert f'<span class="course-diff-add" style="{display.DIFF_STYLES["add"]}">+    tiled_body&lt;SMEM_PAD&gt;(A, B, C,' in md
+    assert "2 lines removed and 2 added against rung 2" in md
     assert "<details><summary><code>tiled_body</code></summary>" in md
     assert "<summary><code>wmma_block_step</code></summary>" in md     # called through tiled_body
 
 
 def test_rung_diff_cuts_long_diffs_and_says_how_to_see_all():
+    """The cut counts diff lines and says so; the changed-line count above it counts only + and - lines, and the
+    full diff holds exactly that many of each."""
     short = display.rung_diff(6, max_lines=10).data
+    whole = display.rung_diff(6, full=True).data
     assert "helpers.display.rung_diff(6, full=True)" in short
-    assert "helpers.display.rung_diff(6, full=True)" not in display.rung_diff(6, full=True).data
+    assert "helpers.display.rung_diff(6, full=True)" not in whole
+    removed, added, total = map(int, re.search(r"(\d+) lines removed and (\d+) added .* a diff of (\d+) lines", whole).groups())
+    assert whole.count('class="course-diff-del"') == removed and whole.count('class="course-diff-add"') == added
+    assert f"the diff's other {total - 10} lines (of {total})" in short
+    assert short.count('class="course-diff-') < whole.count('class="course-diff-')
+
+
+def test_diff_html_colours_added_and_removed_lines_and_escapes_code():
+    out = display.diff_html(["--- a", "+++ b", "@@ -1 +1 @@", "-x<int>", "+y && z", " same", " "], more="... 3 more")
+    assert out.startswith('<pre class="course-diff" ') and out.endswith("</code></pre>")
+    lines = out.split("<code>", 1)[1].removesuffix("</code></pre>").split("\n")
+    assert [re.match(r'<span class="course-diff-(\w+)"', ln).group(1) for ln in lines] == [
+        "file", "file", "hunk", "del", "add", "ctx", "ctx", "more"]
+    assert "-x&lt;int&gt;" in lines[3] and "+y &amp;&amp; z" in lines[4] and lines[5].endswith("> same</span>")
+    assert lines[6] == '<span class="course-diff-ctx"> </span>'         # a blank context line is not blank HTML
 
 
 def _documented(x):
@@ -100,3 +120,14 @@ def test_listings_show_the_rungs_as_built():
     assert "hilbert_tile" not in fns and "hilbert" not in fns["tile_of"]
     assert "hilbert_tile" in display.device_functions("hopper_sm90a.cu")
     assert all("hilbert" not in display.rung_code(k) for k in (9, 11, 29, 30))
+
+
+def test_rung_diff_says_when_its_function_list_holds_branches_compiled_out():
+    """Rung 17's kernel instantiates ws_gemm, a template with compile-time switches: its list of device functions
+    says that some are called only from branches its template arguments compile out; rung 14's (a kernel file of its
+    own) and rung 3's (a template without branches) say nothing of the kind. Each counts what it lists."""
+    for rung, switched in ((17, True), (14, False), (3, False)):
+        md = display.rung_diff(rung).data
+        n = int(re.search(r"The (\d+) device functions", md).group(1))
+        assert md.count("<details><summary>") == n
+        assert (f"that rung {rung}'s template arguments compile out" in md) is switched

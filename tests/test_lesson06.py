@@ -440,14 +440,14 @@ def test_switch_lines_show_the_branch_each_rung_takes():
     (!TMA_STORE) {` opens the chain), with FP32 boxes and no stmatrix; rung 17's stmatrix_x4 branch, not the C^T one of
     rungs 29-30 (stmatrix_x4_trans)."""
     t13 = KN.switch_lines("TMA_STORE", blocks_only=True, rung=18).data
-    body13 = t13.split("```cpp\n")[1]
+    body13 = t13.split("```c++\n")[1]
     for s_ in ("} else if (!TMA_STORE) {", "} else if (row < M) {", "store2(", "fence_proxy_async();", "tma_store(tmC",
                "bulk_commit();", "// (not in rung 18: HALF_C is false)", "// (not in rung 18: !TMA_STORE is false)"):
         assert s_ in body13, s_
     for s_ in ("stmatrix", "store_slice(", "pack_half2"):
         assert s_ not in body13, s_
     t14 = KN.switch_lines("HALF_C", blocks_only=True, rung=17).data
-    body14 = t14.split("```cpp\n")[1]
+    body14 = t14.split("```c++\n")[1]
     assert body14.lstrip().startswith("if (HALF_C) {") and "stmatrix_x4(" in body14 and "pack_half2" in body14
     for s_ in ("stmatrix_x4_trans", "CT", "store2(", "..."):
         assert s_ not in body14, s_

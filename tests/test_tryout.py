@@ -233,7 +233,8 @@ def test_without_a_gpu_one_line_and_no_recording_yet(capsys, monkeypatch, tmp_pa
     assert not r.live and r.passed is None and r.row["ms"] is None and r.recorded == []
     r.show()
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 1, out
+    assert all(len(ln) <= 100 for ln in out), out                     # one sentence, wrapped at spaces
+    out = [" ".join(out)]
     assert out[0].startswith("no GPU here (CPU backend), so nothing is compiled or timed; no recording of the sweep "
                              "of STAGES of ladder_cp_async exists yet")
     assert "python -m helpers.record --update-experiments knobs" in out[0]
@@ -246,6 +247,9 @@ def test_without_a_gpu_the_recorded_sweep_of_that_knob(capsys, monkeypatch, tmp_
     assert [(x["knob"], x["value"]) for x in r.recorded] == [(None, None), ("STAGES", 2), ("STAGES", 3)]
     r.show()
     lines = capsys.readouterr().out.strip().splitlines()
+    assert all(len(ln) <= 100 for ln in lines if "|" not in ln), lines
+    head = next(i for i, ln in enumerate(lines) if "|" in ln)          # the message's lines, then the table
+    lines = [" ".join(lines[:head])] + lines[head:]
     assert lines[0] == ("no GPU here (CPU backend), so nothing is compiled or timed: showing the sweep of STAGES "
                         f"of ladder_cp_async recorded on {r.source}, at 4096^3.")      # the size the rows were timed at
     assert r.source.startswith("NVIDIA H200, recorded ")
@@ -256,7 +260,8 @@ def test_without_a_gpu_the_recorded_sweep_of_that_knob(capsys, monkeypatch, tmp_
     knob_runs = [u["date"][:10] for u in rec.meta["updates"] if "knobs" in u["experiments"]]
     assert rec.written("knobs") == knob_runs[-1] != rec.date and r.source == f"NVIDIA H200, recorded {knob_runs[-1]}"
     assert rec.written("no such experiment") == rec.date
-    assert lines[1].split(" | ")[:3] == ["rung", "knob         ", "value"] and len(lines) == 2 + 1 + 3
+    assert lines[1].split(" | ")[:4] == ["shown  ", "rung", "knob         ", "value"]
+    assert lines[6].startswith("Your STAGES=2, as recorded: ")
     assert "(as recorded)" in lines[3] and "STAGES" in lines[4]
     fig = r.figure()
     assert fig is not None and len(fig.axes[0].patches) == 3
@@ -294,10 +299,47 @@ def test_without_a_gpu_a_timing_size_the_sweep_was_not_recorded_at_is_said(capsy
 
 
 def _row_as_recorded(r, capsys) -> list[str]:
-    """The cells of the '(as recorded)' row that a TryResult's show() prints."""
+    """The cells of the '(as recorded)' row that a TryResult's show() prints, without the "shown" column."""
     r.show()
     lines = capsys.readouterr().out.strip().splitlines()
-    return next(x for x in lines if "(as recorded)" in x).split("|")
+    return next(x for x in lines if "(as recorded)" in x).split("|")[1:]
+
+
+def rows_of(rung, **knobs):
+    return helpers.try_kernel(rung, **knobs).recorded
+
+
+def test_without_a_gpu_the_learners_value_is_marked_and_judged(capsys, monkeypatch, tmp_path, no_cupy):
+    """The row and the bar of the value a learner asked for are marked beside the default's, and one line says what
+    the record found for it, judged by timing.verdict against the spread the p10 and p90 timings allow: STAGES=3 at
+    x0.875 with a spread of x0.716 to x1.069 resolves no difference; STAGES=2 (x0.75, spread x0.614 to x0.917) is
+    slower; a value not recorded, or the default's own value, is said so."""
+    _record_with(monkeypatch, tmp_path, _synthetic_rows())
+    cases = {3: "x0.875 the default's speed (spread x0.716 to x1.069): no difference the spread can resolve.",
+             2: "x0.750 the default's speed (spread x0.614 to x0.917): slower than the default, beyond the spread."}
+    for value, said in cases.items():
+        r = helpers.try_kernel(5, STAGES=value)
+        r.show()
+        lines = capsys.readouterr().out.strip().splitlines()
+        head = next(i for i, ln in enumerate(lines) if "|" in ln)
+        tail = next(i for i in range(len(lines) - 1, -1, -1) if "|" in lines[i]) + 1
+        lines = [" ".join(lines[:head])] + lines[head:tail] + [" ".join(lines[tail:])]
+        marked = {ln.split("|")[0].strip(): ln.split("|")[3].strip() for ln in lines[3:6]}
+        assert marked == {"default": "4", "yours": str(value), "": str(5 - value)}, lines
+        assert lines[-1] == f"Your STAGES={value}, as recorded: {said}"
+        ticks = {t.get_text(): t.get_fontweight() for t in r.figure().axes[0].get_yticklabels()}
+        assert ticks[f"STAGES={value} (yours)"] == "bold" and ticks["STAGES=4 (as recorded)"] == "normal"
+    assert tryout.asked_lines(rows_of(5, STAGES=4), {"STAGES": 4}) == [
+        "Your STAGES=4 is the rung as recorded (the default row)."]
+    assert tryout.asked_lines(rows_of(5, STAGES=6), {"STAGES": 6}) == [
+        "Your STAGES=6 was not recorded (recorded: 2, 3), so there is no number for it here."]
+    # a ratio whose spread ends just below 1: enough digits that the printed spread excludes x1
+    rows = _synthetic_rows()
+    rows[1].update(p90_ms=0.25 * 1.00005, p10_ms=0.25 * 0.99)
+    rows[3].update(ms=0.25 * 1.005, p10_ms=0.25 * 1.0001, p90_ms=0.25 * 1.01)
+    _record_with(monkeypatch, tmp_path, rows)
+    assert tryout.asked_lines(rows_of(5, STAGES=3), {"STAGES": 3})[0].endswith(
+        "(spread x0.98020 to x0.99995): slower than the default, beyond the spread.")
 
 def test_a_knob_the_launcher_chooses_shows_what_it_chose_as_recorded(capsys, no_cupy):
     """Rungs 25-26's CLUSTER_M, left out, is the launcher's choice per shape (helpers.kernels.quad_choice): at 4096^3
@@ -343,7 +385,7 @@ def test_on_a_gpu_that_cannot_run_the_rung_one_line_before_any_gpu_work(capsys, 
     _record_with(monkeypatch, tmp_path, _synthetic_rows())
     r = helpers.try_kernel(5, STAGES=3)
     r.show()
-    line = capsys.readouterr().out.splitlines()[0]
+    line = " ".join(capsys.readouterr().out.split("\nshown ")[0].split("\n"))       # the sentence, wrapped at spaces
     assert line.startswith("rung 5 (ladder_cp_async) skipped: ") and "7.5" in line, line      # helpers.kernels' words
     assert ": showing the sweep of STAGES of ladder_cp_async recorded on NVIDIA H200, recorded " in line, line
     with pytest.raises(InputError):                 # validation still comes first

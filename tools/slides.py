@@ -20,8 +20,9 @@ each deck the script fails if any <script>, <link>, <img>, <iframe>, CSS url() o
 it points off the machine (tests/browser/ checks the same in Chromium, request by request).
 
 It also writes build/slides/manifest.json (per deck: title and, per slide, its heading, whether it
-has math, images and code lines) for the browser test, build/slides/index.html, and the glossary
-(notebooks/glossary.md) as glossary.html beside the decks and the pages, where their links to it point.
+has math, its images, tables, coloured diffs and code lines) for the browser test, build/slides/index.html,
+and the glossary (notebooks/glossary.md) as glossary.html beside the decks and the pages, where their links to it
+point.
 Notebooks come from build/notebooks/ (`make course`); any that are missing or older than their
 source in notebooks/ are executed first with tools/execute_notebooks.py.
 """
@@ -176,6 +177,11 @@ def plain_heading(markdown: str) -> str:
     return ""
 
 
+def count_tables(markdown: str) -> int:
+    """Markdown tables (a header row's |---| line) and HTML tables in a cell's text."""
+    return len(re.findall(r"^\s*\|?\s*:?-{3,}:?\s*\|", markdown, re.M)) + markdown.count("<table")
+
+
 def slide_units(nb) -> list[dict]:
     """One entry per reveal.js slide (a notebook `slide` or `subslide`), in order, with its
     position (h, v), its cells and what it shows. Mirrors nbconvert's _RevealMetadataPreprocessor:
@@ -190,21 +196,26 @@ def slide_units(nb) -> list[dict]:
             continue
         if not units or st == "slide":
             h += 1
-            units.append(dict(h=h, v=0, type="slide", heading="", math=False, images=0, code_lines=0, cells=[]))
+            units.append(dict(h=h, v=0, type="slide", heading="", math=False, images=0, tables=0, diffs=0,
+                              diff_lines=0, code_lines=0, cells=[]))
         elif st == "subslide":
             units.append(dict(h=h, v=units[-1]["v"] + 1, type="subslide", heading="", math=False,
-                              images=0, code_lines=0, cells=[]))
+                              images=0, tables=0, diffs=0, diff_lines=0, code_lines=0, cells=[]))
         u = units[-1]
         u["cells"].append(cell.get("id", "?"))
         if cell.cell_type == "markdown":
             u["heading"] = u["heading"] or plain_heading(cell.source)
             u["math"] = u["math"] or has_math(cell.source)
             u["images"] += len(re.findall(r"!\[[^\]]*\]\(|<img\b", cell.source))
+            u["tables"] += count_tables(cell.source)
         elif cell.cell_type == "code":
             u["code_lines"] += len(cell.source.rstrip().splitlines())
             for out in cell.get("outputs", []):
                 data = out.get("data", {})
                 u["images"] += any(k.startswith("image/") for k in data)
+                u["tables"] += count_tables(str(data.get("text/markdown", "")) + str(data.get("text/html", "")))
+                u["diffs"] += str(data.get("text/markdown", "")).count('<pre class="course-diff"')
+                u["diff_lines"] += str(data.get("text/markdown", "")).count('<span class="course-diff-')
     return units
 
 

@@ -379,4 +379,4 @@ def switch_lines(switch: str, fn: str = "ws_gemm", blocks_only: bool = False, ru
     for n, (a, b) in enumerate(spans):
         out += (["    ..."] if n else []) + [shown[k] for k in sorted(shown) if a <= k <= b]
     how = f" in rung {rung}" if rung is not None else ""
-    return Markdown(f"The lines of `{fn}` that `{switch}` selects{how}:\n```cpp\n" + "\n".join(out) + "\n```")
+    return Markdown(f"The lines of `{fn}` that `{switch}` selects{how}:\n```c++\n" + "\n".join(out) + "\n```")

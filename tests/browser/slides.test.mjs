@@ -8,9 +8,14 @@
 // when neither has math), shows every fragment, takes a screenshot under build/screenshots/slides/
 // and asserts: the title (first slide) or heading (middle slide) text; at least one rendered image;
 // MathJax output where the slide has math, with no TeX left unrendered and no MathJax error; code
-// at a readable size; no JavaScript error; no failed load; and that no request left the machine
-// (every request is intercepted: only file:, data:, blob: and localhost pass, the rest is aborted
-// and reported). Chromium: $CHROMIUM or /usr/bin/chromium, with the flags below and a fresh
+// at a readable size, its long lines wrapped at spaces (not inside words); no JavaScript error; no
+// failed load; and that no request left the machine (every request is intercepted: only file:,
+// data:, blob: and localhost pass, the rest is aborted and reported). Then, per deck, every slide
+// with a figure, a table or a diff: each figure is drawn at no less than MIN_IMAGE_SHARE of the size
+// the deck's CSS allows it (its natural size, at most the slide's width and 600 px tall), so that no
+// figure is shrunk past legibility; a slide taller than the screen scrolls and shows its "more below"
+// line; no code block hides lines in a box of its own; a rung's diff colours its added and removed
+// lines. Chromium: $CHROMIUM or /usr/bin/chromium, with the flags below and a fresh
 // profile (Playwright makes a new --user-data-dir per launch); playwright-core from tools/slides.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -30,6 +35,7 @@ const EXECUTABLE = process.env.CHROMIUM || '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const MIN_CODE_PX = 14; // code font size on screen at 1280x720, after reveal.js scales the slide
+const MIN_IMAGE_SHARE = 0.7; // a figure's drawn width over the width the deck's CSS allows it
 
 if (!fs.existsSync(MANIFEST)) {
   throw new Error(`${MANIFEST} not found: run \`make slides\` first`);
@@ -157,6 +163,7 @@ for (const deck of manifest.decks) {
               rawTex: (visibleText(slide).match(/\$[^$\s][^$]*\$|\\\(|\\\[/g) || []).slice(0, 3),
               codePx: pre ? parseFloat(getComputedStyle(pre).fontSize) * R.getScale() : null,
               overflow: Math.max(0, slide.scrollHeight - R.getConfig().height),
+              breakAll: [...slide.querySelectorAll('pre')].filter((p) => getComputedStyle(p).wordBreak === 'break-all').length,
             };
           });
           const shot = path.join(SHOTS, `${deck.name}-${unit.h}-${unit.v}.png`);
@@ -179,6 +186,7 @@ for (const deck of manifest.decks) {
           assert.equal(s.mathUnrendered, 0, `${where}: ${s.mathUnrendered} TeX expression(s) not typeset`);
           assert.equal(s.mathErrors, 0, `${where}: MathJax errors`);
           assert.deepEqual(s.rawTex, [], `${where}: raw TeX visible`);
+          assert.equal(s.breakAll, 0, `${where}: ${s.breakAll} code or output block(s) break lines inside words`);
           if (s.codePx !== null) {
             assert.ok(s.codePx >= MIN_CODE_PX, `${where}: code at ${s.codePx.toFixed(1)} px on screen`);
           }
@@ -192,6 +200,110 @@ for (const deck of manifest.decks) {
       assert.deepEqual([...new Set(offMachine)], [], `${deck.name}: requests that would leave the machine`);
       assert.deepEqual(failed, [], `${deck.name}: local loads that failed`);
       assert.deepEqual(errors, [], `${deck.name}: JavaScript errors`);
+    } finally {
+      await context.close();
+    }
+  });
+}
+
+// Every slide with a figure or a table, opened in one page (Reveal.slide): figures legible, long slides scroll
+// and say so. The smallest share each deck draws a figure at is printed.
+for (const deck of manifest.decks) {
+  const units = deck.units.filter((u) => u.images > 0 || u.tables > 0 || u.diffs > 0);
+  test(`deck ${deck.name}: figures legible, diffs coloured, long slides say they scroll`, { skip: !units.length && 'no figure, table or diff' }, async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
+    const page = await context.newPage();
+    const problems = [];
+    let worst = null;
+    let scrolling = 0;
+    let diffs = 0;
+    try {
+      await page.goto(`${pathToFileURL(path.join(SLIDES, deck.file)).href}#/${units[0].h}/${units[0].v}`, { waitUntil: 'load' });
+      await page.waitForSelector('body[data-deck-ready="1"]', { timeout: 30000 });
+      for (const unit of units) {
+        if (unit !== units[0]) {
+          await page.evaluate(([h, v]) => window.Reveal.slide(h, v), [unit.h, unit.v]);
+          await page.waitForSelector('body[data-deck-ready="1"]', { timeout: 30000 });
+        }
+        await page.evaluate(async () => {
+          while (window.Reveal.availableFragments().next) window.Reveal.nextFragment();
+          await Promise.all([...window.Reveal.getCurrentSlide().querySelectorAll('img')]
+            .map((i) => (i.complete ? null : new Promise((r) => { i.onload = r; i.onerror = r; }))));
+        });
+        const s = await page.evaluate((share) => {
+          const R = window.Reveal;
+          const slide = R.getCurrentSlide();
+          const scale = R.getScale();
+          const width = R.getConfig().width;
+          const imgs = [...slide.querySelectorAll('.jp-OutputArea img, .jp-RenderedMarkdown img')]
+            .filter((img) => img.naturalWidth > 0)
+            .map((img) => {
+              const allowed = Math.min(img.naturalWidth, width, img.naturalWidth * 600 / img.naturalHeight);
+              const drawn = img.getBoundingClientRect().width / scale;
+              return { natural: [img.naturalWidth, img.naturalHeight], drawn: Math.round(drawn), share: drawn / allowed };
+            });
+          const scroller = slide.scrollHeight > slide.clientHeight + 4 && getComputedStyle(slide).overflowY === 'scroll';
+          const hint = slide.querySelector(':scope > .course-scroll-hint');
+          const hr = hint?.getBoundingClientRect();
+          const sr = slide.getBoundingClientRect();
+          const bg = (sel) => [...slide.querySelectorAll(sel)].map((e) => getComputedStyle(e).backgroundColor);
+          return {
+            imgs,
+            diffAdd: bg('.course-diff-add'),
+            diffDel: bg('.course-diff-del'),
+            diffLines: slide.querySelectorAll('pre.course-diff span[class^="course-diff-"]').length,
+            boxed: [...slide.querySelectorAll('pre, pre code')].filter((c) => c.scrollHeight > c.clientHeight + 2)
+              .map((c) => `${c.tagName.toLowerCase()} showing ${c.clientHeight} of ${c.scrollHeight} px`),
+            taller: slide.scrollHeight - R.getConfig().height,
+            scroller,
+            hintShown: !!hint && getComputedStyle(hint).visibility === 'visible' && hr.height > 0
+              && hr.bottom <= sr.bottom + 1 && hr.top >= sr.top,
+          };
+        }, MIN_IMAGE_SHARE);
+        const where = `${deck.name} slide ${unit.h}/${unit.v}`;
+        for (const i of s.imgs) {
+          if (!worst || i.share < worst.share) worst = { ...i, where, unit };
+          if (i.share < MIN_IMAGE_SHARE) {
+            problems.push(`${where}: a ${i.natural.join('x')} figure drawn ${i.drawn} px wide, ${(100 * i.share).toFixed(0)}% of what the slide allows`);
+          }
+        }
+        for (const b of s.boxed) problems.push(`${where}: a code block scrolls on its own (${b})`);
+        if (unit.diffs > 0) {          // a rung's diff: added and removed lines coloured, each in its own colour
+          const clear = (c) => c === 'rgba(0, 0, 0, 0)' || c === 'transparent';
+          if (!s.diffAdd.length && !s.diffDel.length) problems.push(`${where}: no diff lines marked`);
+          if (s.diffLines !== unit.diff_lines) {
+            problems.push(`${where}: ${s.diffLines} of the diff's ${unit.diff_lines} lines inside its block`);
+          }
+          if ([...s.diffAdd, ...s.diffDel].some(clear)) problems.push(`${where}: diff lines without colour`);
+          if (s.diffAdd.length && s.diffDel.length && s.diffAdd[0] === s.diffDel[0]) {
+            problems.push(`${where}: added and removed lines in the same colour`);
+          }
+          diffs += 1;
+          if (diffs === 1) {
+            await page.evaluate(() => window.Reveal.getCurrentSlide().querySelector('.course-diff')
+              ?.scrollIntoView({ block: 'start' }));
+            await page.screenshot({ path: path.join(SHOTS, `${deck.name}-${unit.h}-${unit.v}-diff.png`) });
+          }
+        }
+        if (s.taller > 40) {
+          scrolling += 1;
+          if (!s.scroller) problems.push(`${where}: ${s.taller} px taller than the slide but does not scroll`);
+          else if (!s.hintShown) problems.push(`${where}: scrolls, but shows no "more below" line`);
+          if (s.scroller && scrolling === 1) {      // the first slide that scrolls: its "more below" line
+            await page.screenshot({ path: path.join(SHOTS, `${deck.name}-${unit.h}-${unit.v}-scrolls.png`) });
+          }
+        }
+      }
+      if (worst) {      // the slide whose figure is drawn smallest
+        await page.evaluate(([h, v]) => window.Reveal.slide(h, v), [worst.unit.h, worst.unit.v]);
+        await page.waitForSelector('body[data-deck-ready="1"]', { timeout: 30000 });
+        await page.evaluate((w) => [...window.Reveal.getCurrentSlide().querySelectorAll('img')]
+          .find((i) => i.naturalWidth === w)?.scrollIntoView({ block: 'center' }), worst.natural[0]);
+        await page.screenshot({ path: path.join(SHOTS, `${deck.name}-${worst.unit.h}-${worst.unit.v}-smallest-figure.png`) });
+      }
+      console.log(`${deck.name}: ${units.length} slides with figures, tables or diffs, ${scrolling} scroll, ${diffs} diffs coloured`
+        + (worst ? `; smallest figure drawn at ${(100 * worst.share).toFixed(0)}% (${worst.where}, ${worst.natural.join('x')} -> ${worst.drawn} px wide)` : ''));
+      assert.deepEqual(problems, [], `${deck.name}: figures too small or long slides without a sign that they scroll`);
     } finally {
       await context.close();
     }
