@@ -463,3 +463,29 @@ def prediction_points(rows: list[dict], rungs=range(8, 17), sizes=(4096, 8192)) 
                 out.append({key: g[key] for key in ("rung", "shape", "predicted", "measured", "low", "high",
                                                      "verdict")})
     return out
+
+
+def measure_or_load(rec, live: dict = LIVE) -> tuple[list[dict], str]:
+    """Lesson 6's one measurement: on a Hopper GPU, experiment `hopper` run live with `live` (its time estimate printed
+    first); elsewhere the record `rec`'s full run. Prints where the rows come from, how many checks passed and any
+    skip or error; returns (rows, source)."""
+    from ..device import backend
+    from ..errors import ResultsError
+    from . import run_or_load
+
+    b = backend()
+    if b.is_gpu and ALL_RUNGS[8].unsupported(b.gpu.cc) is None:
+        print(f"estimated: about {LIVE_SECONDS} s (rungs {live['rungs'][0]}-{live['rungs'][-1]}, "
+              f"{len(live['timed'])} timed shapes, each rung in its own child process)")
+    try:
+        out = run_or_load("hopper", **live)
+        data, source = out.data, out.source
+        print(source)
+    except ResultsError as e:
+        data, source = rec.meta["experiments"]["hopper"], rec.label
+        print(f"not measured: {e.problem} The rungs below show the record.")
+    checked = [r for r in data if r["rung"] >= 7 and "passed" in r]
+    print(f"{sum(r['passed'] for r in checked)} of {len(checked)} checked launches passed")
+    for msg in sorted({r["skipped"] for r in data if "skipped" in r}) + errors(data):
+        print(msg)
+    return data, source
