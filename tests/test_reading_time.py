@@ -20,7 +20,7 @@ RT = _tool()
 
 # Lessons over the budget today, each with its reading time by the tool when this list was written; their
 # prose is being shortened elsewhere. Remove a lesson from here when it fits.
-OVER_TODAY = {"05_closing_the_gap": "48 minutes: 14 figures and 417 lines of output before its appendix"}
+OVER_TODAY = {"05_closing_the_gap": "51 minutes: 16 figures and 417 lines of output before its appendix"}
 
 
 def _md(text, **meta):
