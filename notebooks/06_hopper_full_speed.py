@@ -172,7 +172,7 @@ d = analysis.kernel_defines(HOPPER_RUNGS[8].file)      # the kernel's own box si
 fig = helpers.plots.operand_majors(bk=d["HBK"], box_n=d["BOX_N"])
 
 # %% slideshow={"slide_type": "fragment"}
-guess = None  # your speed-up of rung 8 over rung 7 at 4096^3, e.g. 1.2
+guess = ...  # your speed-up of rung 8 over rung 7 at 4096^3, e.g. 1.2
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(8)
@@ -217,7 +217,7 @@ ring = helpers.tryout.KNOBS[9]["STAGES"].default          # the kernel's HSTAGES
 fig = helpers.plots.mbarrier_ring(stages=(ring, 2), load=2.0)
 
 # %% slideshow={"slide_type": "fragment"}
-guess = None  # your speed-up of rung 9 over rung 8 at 4096^3, e.g. 1.2
+guess = ...  # your speed-up of rung 9 over rung 8 at 4096^3, e.g. 1.2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The producer's loop and the consumers' loop, as they run:
@@ -263,7 +263,7 @@ for M, N, K in H.TIMED[:4]:
           f"{busy:.0%} of the CTAs busy")
 
 # %% slideshow={"slide_type": "fragment"}
-guess = None  # your speed-up of rung 10 over rung 9 at 4096^3, e.g. 1.2
+guess = ...  # your speed-up of rung 10 over rung 9 at 4096^3, e.g. 1.2
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(10)
@@ -295,7 +295,7 @@ fig = helpers.plots.tile_orders(orders, wave=sms, title=f"n = 8192 (64 x 32 tile
                                 f"of {sms} CTAs (darkest: the first); the top 24 tile rows", rows=24, outline_first=True)
 
 # %% slideshow={"slide_type": "fragment"}
-guess = None  # your speed-up of rung 11 over rung 10 at 4096^3, e.g. 1.2
+guess = ...  # your speed-up of rung 11 over rung 10 at 4096^3, e.g. 1.2
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(11, full=True)
@@ -327,7 +327,7 @@ d = analysis.kernel_defines(HOPPER_RUNGS[12].file)     # HBM x HBN tiles, HBK pe
 fig = helpers.plots.cluster_multicast(bm=d["HBM"], bn=d["HBN"], bk=d["HBK"], box_n=d["BOX_N"], cluster=d["CLUSTER_M"])
 
 # %% slideshow={"slide_type": "fragment"}
-guess = None  # your speed-up of rung 12 over rung 11 at 4096^3, e.g. 1.2
+guess = ...  # your speed-up of rung 12 over rung 11 at 4096^3, e.g. 1.2
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(12)
@@ -370,7 +370,7 @@ d = analysis.kernel_defines(HOPPER_RUNGS[13].file)     # EPI_COLS floats per box
 fig = helpers.plots.epilogue_path(box_rows=64, box_cols=d["EPI_COLS"], elem_bytes=4, slice_cols=d["HBN"])
 
 # %% slideshow={"slide_type": "fragment"}
-guess = None  # your speed-up of rung 13 over rung 12 at 4096^3, e.g. 1.2
+guess = ...  # your speed-up of rung 13 over rung 12 at 4096^3, e.g. 1.2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The epilogue path as it runs: the consumer's call, and the function that stores the boxes.
@@ -405,7 +405,7 @@ print(f"model, with the 128-byte swizzle: {analysis.epilogue_store_wavefronts(Tr
 # over rung 13.**
 
 # %% slideshow={"slide_type": "fragment"}
-guess = None  # your speed-up of rung 14 over rung 13 at 4096^3, e.g. 1.2
+guess = ...  # your speed-up of rung 14 over rung 13 at 4096^3, e.g. 1.2
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(14)
@@ -438,7 +438,7 @@ fig = helpers.plots.split_k_units({"rung 14": analysis.split_k_units(128, 8192, 
                                   K=8192, title="M = 128, N = K = 8192: the K range each CTA multiplies")
 
 # %% slideshow={"slide_type": "fragment"}
-guess = None  # your speed-up of rung 15 over rung 14 at 128 x 8192 x 8192, e.g. 1.2
+guess = ...  # your speed-up of rung 15 over rung 14 at 128 x 8192 x 8192, e.g. 1.2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The reduction as it runs: the consumer's call after its K range, and the function that adds the parts.
@@ -479,7 +479,7 @@ work = {"rung 14": analysis.tail_split_work(*shape, sms, None, 1),
 fig = helpers.plots.cta_work(work, K=shape[2], title="5000^3: the K-tiles each CTA multiplies, in order")
 
 # %% slideshow={"slide_type": "fragment"}
-guess = None  # your speed-up of rung 16 over rung 14 at 5000^3, e.g. 1.2
+guess = ...  # your speed-up of rung 16 over rung 14 at 5000^3, e.g. 1.2
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(16)

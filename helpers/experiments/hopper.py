@@ -447,7 +447,8 @@ def rung_line(rows: list[dict], rung: int, shape=None) -> str:
     if g is None:
         return f"rung {rung}: {check}; not timed at that shape in this run"
     return (f"rung {rung}: {check}; at {g['shape']}: {g['tflops']:.0f} TFLOP/s, x{g['measured']:.2f} over rung "
-            f"{g['over']} (p10-p90: x{g['low']:.2f} to x{g['high']:.2f}), SM clock {g['clock']}")
+            f"{g['over']} (p10-p90: x{g['low']:.2f} to x{g['high']:.2f}; predicted x{g['predicted']:g}: "
+            f"{g['verdict']}), SM clock {g['clock']}")
 
 
 def prediction_points(rows: list[dict], rungs=range(8, 17), sizes=(4096, 8192)) -> list[dict]:
