@@ -262,7 +262,8 @@ def rung_regions(key, regions, functions=()):
     fns = device_functions(spec.file, as_built=True)
     parts = [f"**Rung {spec.rung}** (`{spec.name}`, `kernels/{spec.file}`): {spec.idea}."]
     for r in regions:
-        parts.append(f"*The {r}* (`// [region: {r}]` in the file):\n\n```cpp\n{kernel_region(spec.file, r)}\n```")
+        parts.append(f"Region `{r}` of the file (between its `// [region: {r}]` markers):\n\n"
+                     f"```cpp\n{kernel_region(spec.file, r)}\n```")
     for f in functions:
         parts.append(f"*`{f}`*, which it calls:\n\n```cpp\n{fns[f]}\n```")
     whole = strip_region_marks(rung_code(spec))
