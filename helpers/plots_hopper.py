@@ -420,7 +420,7 @@ def epilogue_path(*, box_rows: int, box_cols: int, elem_bytes: int, slice_cols: 
     ax.set_xlabel("byte of the 128-byte row (16-byte chunks)")
     ax.set_yticks(range(show_rows), [f"row {r}" for r in range(show_rows)], fontsize=8)
     ax.grid(False)
-    ax.set_title(f"2. shared memory, box 0: chunk c of row r\nat chunk c XOR (r mod 8): the swizzle",
+    ax.set_title("2. shared memory, box 0: chunk c of row r\nat chunk c XOR (r mod 8): the swizzle",
                  loc="left", fontsize=11)
     ax = axes[2]
     ax.add_patch(Rectangle((0, 0), slice_cols, box_rows, facecolor="0.92", edgecolor="0.5"))

@@ -79,7 +79,7 @@ import helpers
 from helpers import analysis
 from helpers.exercises import hopper as ex
 from helpers.experiments import hopper as H
-from helpers.kernels import HOPPER_RUNGS, hopper_ladder
+from helpers.kernels import HOPPER_RUNGS
 rec = helpers.results.load_latest()          # the recorded GPU measurements
 print("recorded data:", rec.label)
 
