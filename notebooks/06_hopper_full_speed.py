@@ -147,13 +147,13 @@ helpers.display.table(rows, ["rung", "kernel", "idea", "gain"], ["rung", "kernel
 #
 # <details><summary>How the minute is estimated (click to open)</summary>
 #
-# The whole ladder, 24 rungs at two sizes, took 157 s on an H100: each rung runs in a child process that starts
-# CUDA, compiles its kernel, checks it and times it beside cuBLAS. A timing is at most 100 launches of under
-# 2 ms each, so most of a rung's share is the start, the compile and the checks; the live run keeps 10 of the 24
-# rungs, so about 10 / 24 of that time, plus the extra shapes of rungs 15-16 (`H.LIVE_SECONDS` holds the
-# estimate the cell prints). The first run on a machine compiles every kernel; later runs read the compiled
-# kernels from a disk cache. Appendix D's check compiles rungs 17-30 (under a minute the first time) and
-# Appendix F's `try_kernel` one variant (about 15 s).
+# From the time the whole ladder (24 rungs at two sizes) took on an H100: each rung runs in a child process
+# that starts CUDA, compiles its kernel, checks it and times it beside cuBLAS. A timing is at most 100 launches
+# of a few milliseconds at most, so most of a rung's share is the start, the compile and the checks; the live
+# run keeps 10 of the 24 rungs, so about 10 / 24 of that time, plus the extra shapes of rungs 15-16
+# (`H.LIVE_SECONDS` holds the estimate the cell prints). The first run on a machine compiles every kernel;
+# later runs read them from a disk cache. Appendix D's check compiles rungs 17-30 (under a minute the first
+# time) and Appendix F's `try_kernel` one variant.
 # </details>
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
@@ -876,8 +876,8 @@ for shape in ((5000,) * 3, (128, 8192, 8192)):
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix F: change a rung yourself
 #
-# `helpers.try_kernel(rung, KNOB=value)` compiles, checks and times a rung with one knob changed; on a Hopper
-# GPU the next cell takes about 15 seconds. Predict first: does it slow rung 9 to leave the producer only 24
+# `helpers.try_kernel(rung, KNOB=value)` compiles, checks and times a rung with one knob changed (on a Hopper
+# GPU, seconds). Predict first: does it slow rung 9 to leave the producer only 24
 # registers, when the kernel's time is the consumers'?
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
