@@ -287,3 +287,46 @@ def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool 
                      f"each other{also} (click one to open): " + " ".join(
             f"<details><summary><code>{n}</code></summary>\n\n```{CPP}\n{fns[n]}\n```\n</details>" for n in called))
     return Markdown("\n\n".join(parts))
+
+
+_REGION_MARK = re.compile(r"^\s*// \[(?:end )?region: [^\]]+\]\s*$")
+
+
+def kernel_region(filename: str, region: str) -> str:
+    """The lines of kernels/<filename> between its comment markers `// [region: <region>]` and
+    `// [end region: <region>]` (markers of other regions inside left out), dedented: a piece of a kernel as it
+    runs, printed from the file itself."""
+    lines = (KERNEL_DIR / filename).read_text().splitlines()
+    start, end = f"// [region: {region}]", f"// [end region: {region}]"
+    try:
+        i = next(k for k, line in enumerate(lines) if line.strip() == start)
+        j = next(k for k in range(i + 1, len(lines)) if lines[k].strip() == end)
+    except StopIteration:
+        raise KeyError(f"no region {region!r} (markers {start!r} ... {end!r}) in kernels/{filename}") from None
+    body = [line for line in lines[i + 1:j] if not _REGION_MARK.match(line)]
+    cut = min((len(x) - len(x.lstrip()) for x in body if x.strip() and not x.startswith("#")), default=0)
+    return "\n".join(x if x.startswith("#") else x[cut:] for x in body)      # (#pragma stays at column 0)
+
+
+def strip_region_marks(text: str) -> str:
+    """`text` without its `// [region: ...]` marker lines."""
+    return "\n".join(line for line in text.splitlines() if not _REGION_MARK.match(line))
+
+
+def rung_regions(key, regions, functions=()):
+    """A rung's code as it runs, beside its number: the marked `regions` of its kernel file (kernel_region) and the
+    device `functions` they call, each whole, then the rung's complete code path folded beneath (Markdown)."""
+    from IPython.display import Markdown
+
+    spec = lookup(key)
+    fns = device_functions(spec.file, as_built=True)
+    parts = [f"**Rung {spec.rung}** (`{spec.name}`, `kernels/{spec.file}`): {spec.idea}."]
+    for r in regions:
+        parts.append(f"Region `{r}` of the file (between its `// [region: {r}]` markers):\n\n"
+                     f"```cpp\n{kernel_region(spec.file, r)}\n```")
+    for f in functions:
+        parts.append(f"*`{f}`*, which it calls:\n\n```cpp\n{fns[f]}\n```")
+    whole = strip_region_marks(rung_code(spec))
+    parts.append(f"<details><summary>The whole kernel, {len(whole.splitlines())} lines (click to open)</summary>\n\n"
+                 f"```cpp\n{whole}\n```\n</details>")
+    return Markdown("\n\n".join(parts))

@@ -16,6 +16,8 @@ from .plots_fp8 import (fp8_error_vs_magnitude, fp8_overflow, fp8_promotion, fp8
                         fp8_values)
 from .plots_hopper import (cluster_multicast, counters_beside, cta_work, mbarrier_ring, register_split,  # noqa: F401
                            ring_schedule, split_k_units, tile_orders)
+from .plots_hopper import (epilogue_path, hopper_kernel, operand_majors, prediction_judged,  # noqa: F401
+                           predicted_vs_measured, tma_ring_flow)
 from .plots_ladder import (block_warp_tiles, cp_async_pipeline, fragment_owners, smem_banks,  # noqa: F401
                            swizzle_128b, vec16_copies)
 

@@ -254,3 +254,258 @@ def cta_work(grids: dict, *, K: int, title: str = ""):
         fig.suptitle(title, x=0.01, ha="left", fontsize=12)
     fig.tight_layout()
     return fig
+
+
+# --------------------------------------------------------------------------- block diagrams (drawn, not measured)
+def _box(ax, x, y, w, h, text, color, *, alpha=0.85, fontsize=10, text_color="k", lw=1.0, fill=True):
+    ax.add_patch(Rectangle((x, y), w, h, facecolor=color if fill else "none", alpha=alpha if fill else 1.0,
+                           edgecolor="k" if fill else color, linewidth=lw))
+    if text:
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=fontsize, color=text_color)
+
+
+def _arrow(ax, a, b, text="", color="0.25", *, style="-|>", ls="-", fontsize=9, rad=0.0, offset=(0, 0)):
+    ax.add_patch(FancyArrowPatch(a, b, arrowstyle=style, mutation_scale=12, color=color, linewidth=1.4,
+                                 linestyle=ls, connectionstyle=f"arc3,rad={rad}"))
+    if text:
+        ax.text((a[0] + b[0]) / 2 + offset[0], (a[1] + b[1]) / 2 + offset[1], text, ha="center", va="center",
+                fontsize=fontsize, color=color, bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1))
+
+
+def tma_ring_flow(*, bm: int, bn: int, bk: int, stages: int, threads: int):
+    """Lesson 5's rung 7: where the data goes. Tiles of A (bm x bk) and B^T (bn x bk) in global memory, copied by
+    TMA (one thread asks) into a ring of `stages` stages of shared memory, each with an mbarrier the copy engine
+    counts its bytes on; the warpgroups wait on it and `wgmma` reads the stage straight into accumulators."""
+    apply_style()
+    fig, ax = plt.subplots(figsize=(12, 4.6))
+    a_bytes, b_bytes = bm * bk * 2, bn * bk * 2
+    _box(ax, 0.0, 2.6, 2.2, 1.1, f"A in global memory\ntile {bm} x {bk}", COLORS[1])
+    _box(ax, 0.0, 0.6, 2.2, 1.1, f"$B^T$ in global memory\ntile {bn} x {bk}", COLORS[2])
+    _box(ax, 3.0, 1.55, 1.7, 1.2, "TMA\n(copy engine)", COLORS[5])
+    _arrow(ax, (2.2, 3.15), (3.0, 2.4))
+    _arrow(ax, (2.2, 1.15), (3.0, 1.9))
+    ax.text(3.85, 3.25, "thread 0: expect_tx\n+ one copy per tile", ha="center", fontsize=9)
+    x0, w = 5.4, 1.05
+    for s in range(stages):
+        x = x0 + s * (w + 0.15)
+        _box(ax, x, 2.15, w, 1.3, f"A\n{a_bytes // 1024} KB", COLORS[1], alpha=0.55, fontsize=9)
+        _box(ax, x, 0.55, w, 1.5, f"$B^T$\n{b_bytes // 1024} KB", COLORS[2], alpha=0.55, fontsize=9)
+        _box(ax, x, 3.55, w, 0.45, f"mbar[{s}]", "0.85", fontsize=9)
+        ax.text(x + w / 2, 0.3, f"stage {s}", ha="center", fontsize=9)
+    ring_end = x0 + stages * (w + 0.15) - 0.15
+    ax.text((x0 + ring_end) / 2, 4.35, f"shared memory: a ring of {stages} stages, swizzled 128-byte rows",
+            ha="center", fontsize=10)
+    _arrow(ax, (4.7, 2.15), (x0, 2.15), "bytes", COLORS[5])
+    _box(ax, ring_end + 0.8, 1.3, 2.3, 1.7, f"{threads // 128} warpgroups\nwgmma 64 x {bn} x 16\n"
+         "reads A, $B^T$ from\nshared memory", COLORS[0], text_color="white")
+    _box(ax, ring_end + 3.6, 1.3, 1.9, 1.7, f"accumulators\nin registers\n{bm} x {bn} FP32", COLORS[3],
+         alpha=0.6)
+    _arrow(ax, (ring_end, 1.9), (ring_end + 0.8, 1.9))
+    _arrow(ax, (ring_end + 3.1, 2.15), (ring_end + 3.6, 2.15))
+    _arrow(ax, (ring_end + 1.95, 3.0), (ring_end, 3.78), "wait: phase bit", "0.3", ls="--", rad=0.3,
+           offset=(0.6, 0.3))
+    ax.set_xlim(-0.1, ring_end + 5.6)
+    ax.set_ylim(0.0, 4.7)
+    ax.axis("off")
+    ax.set_title(f"rung 7: TMA fills a stage ({(a_bytes + b_bytes) // 1024} KB) and counts its bytes on the stage's "
+                 "mbarrier; the warpgroups wait on it, then wgmma reads the stage", loc="left", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def operand_majors(*, bk: int, box_n: int, show: int = 8):
+    """Rung 8: one TMA box of B (bk k-rows x box_n columns, FP16: one 128-byte row per k) in shared memory, as rung 7
+    stores it (B^T, K-major: a 128-byte row holds bk values of k for one column n) and as rung 8 does (B as stored,
+    MN-major: a row holds box_n columns n for one k). Only the first `show` rows and columns are drawn; the arrows
+    follow consecutive addresses."""
+    apply_style()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.2))
+    for ax, (title, row_is_k) in zip(axes, [(f"rung 7: $B^T$, K-major\n(a transpose first): a 128-byte row = {bk} "
+                                             "values of k, one column n", False),
+                                            (f"rung 8: B as stored, MN-major\n(wgmma's transpose bit): a 128-byte "
+                                             f"row = {box_n} columns n, one k", True)]):
+        for r in range(show):
+            for c in range(show):
+                k, n = (r, c) if row_is_k else (c, r)
+                ax.add_patch(Rectangle((c, r), 1, 1, facecolor=COLORS[2] if row_is_k else COLORS[1],
+                                       alpha=0.25 + 0.6 * (r == 0), edgecolor="white"))
+                ax.text(c + 0.5, r + 0.5, f"k{k}\nn{n}", ha="center", va="center", fontsize=7.5)
+            ax.add_patch(FancyArrowPatch((0.1, r + 0.85), (show - 0.1, r + 0.85), arrowstyle="-|>",
+                                         mutation_scale=9, color="0.3", linewidth=0.8))
+        ax.set_xlim(0, show)
+        ax.set_ylim(show, -0.6)
+        ax.text(0, -0.2, "address ->  (row 0 darker; each row continues to 128 bytes)", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks(range(show), [f"row {r}" for r in range(show)], fontsize=9)
+        ax.grid(False)
+        ax.set_title(title, loc="left", fontsize=11)
+    fig.suptitle("one wgmma k-step reads 16 values of k: along a row (K-major) or down 16 rows (MN-major)",
+                 x=0.01, ha="left", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def hopper_kernel(*, stages: int, bm: int, bn: int, bk: int, box_n: int, producer_regs: int, consumer_regs: int,
+                  consumers: int = 2):
+    """Rung 9, the whole kernel as blocks: the producer warpgroup (one thread issues TMA), the ring of `stages`
+    stages with their full[] and empty[] mbarriers, the consumer warpgroups (wgmma on their 64-row slices) and the
+    epilogue (registers to C). Arrows: who waits on which barrier, who arrives on it."""
+    apply_style()
+    fig, ax = plt.subplots(figsize=(13, 6.2))
+    slab = bm // consumers
+    stage_kb = (bm * bk + bk * bn) * 2 // 1024
+    _box(ax, 0.0, 4.6, 2.4, 1.2, f"A, B in global memory\n(TMA boxes: A {bm} x {bk},\nB {bk} x {box_n})", "0.85")
+    _box(ax, 0.0, 1.6, 2.4, 2.2, f"producer\nwarpgroup 0\n(128 threads,\n{producer_regs} registers each)\n"
+         "thread 0 issues TMA", COLORS[5])
+    _arrow(ax, (1.2, 4.6), (1.2, 3.8), "", "0.4")
+    x0, w = 3.4, 1.2
+    for s in range(stages):
+        x = x0 + s * (w + 0.2)
+        _box(ax, x, 2.0, w, 1.6, f"stage {s}\n{stage_kb} KB\nA + B", COLORS[2], alpha=0.45, fontsize=9)
+        _box(ax, x, 3.75, w, 0.45, f"full[{s}]", COLORS[5], alpha=0.5, fontsize=9)
+        _box(ax, x, 1.35, w, 0.45, f"empty[{s}]", COLORS[3], alpha=0.5, fontsize=9)
+    ring_end = x0 + stages * (w + 0.2) - 0.2
+    ax.text((x0 + ring_end) / 2, 4.5, f"shared memory: a ring of {stages} stages", ha="center", fontsize=11)
+    _arrow(ax, (2.4, 3.2), (x0, 3.2), "TMA load\n+ expect_tx", COLORS[5], offset=(0, 0.35))
+    _arrow(ax, (x0, 1.57), (2.4, 2.0), "wait: free?", COLORS[3], ls="--", offset=(0, -0.35))
+    cx = ring_end + 1.0
+    for c in range(consumers):
+        y = 3.3 - c * 2.0
+        _box(ax, cx, y, 2.6, 1.6, f"consumer warpgroup {c + 1}\n({consumer_regs} registers each)\nwgmma on rows "
+             f"{c * slab}-{c * slab + slab - 1}\n{slab} x {bn} FP32 accumulators", COLORS[0], text_color="white",
+             fontsize=9)
+    _arrow(ax, (ring_end, 3.97), (cx, 4.1), "wait: loaded?", COLORS[5], ls="--", offset=(0, 0.3))
+    _arrow(ax, (cx, 1.9), (ring_end, 1.57), "arrive: done\n(8 warps)", COLORS[3], offset=(0, -0.45))
+    _box(ax, cx + 3.3, 2.1, 2.2, 1.6, "epilogue\nregisters -> C\n(global memory)", COLORS[1], fontsize=10)
+    _arrow(ax, (cx + 2.6, 4.1), (cx + 3.3, 3.3))
+    _arrow(ax, (cx + 2.6, 2.1), (cx + 3.3, 2.5))
+    ax.set_xlim(-0.1, cx + 5.7)
+    ax.set_ylim(0.9, 6.0)
+    ax.axis("off")
+    ax.set_title(f"rung 9: one CTA of {128 * (consumers + 1)} threads computes a {bm} x {bn} tile of C, {bk} of K "
+                 "per stage\nsolid: data; dashed: a wait on an mbarrier", loc="left", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def epilogue_path(*, box_rows: int, box_cols: int, elem_bytes: int, slice_cols: int, show_rows: int = 8):
+    """Rung 13's epilogue: a consumer's 64-row slice of FP32 accumulators (registers) is written box by box
+    (box_rows x box_cols elements, 128-byte rows) into a shared-memory buffer with the 128-byte swizzle (16-byte
+    chunk q of row r at chunk q XOR r mod 8; the first `show_rows` rows drawn), then one thread hands the box to a
+    TMA store, which writes whole rows of C and clips at its edge."""
+    apply_style()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.8), gridspec_kw={"width_ratios": [1.1, 1.3, 1.2]})
+    chunks = box_cols * elem_bytes // 16
+    boxes = slice_cols // box_cols
+    ax = axes[0]
+    for b in range(boxes):
+        ax.add_patch(Rectangle((b, 0), 1, box_rows, facecolor=COLORS[b % 2], alpha=0.45 + 0.4 * (b == 0),
+                               edgecolor="white"))
+        ax.text(b + 0.5, box_rows / 2, f"box {b}", rotation=90, ha="center", va="center", fontsize=9)
+    ax.set_xlim(0, boxes)
+    ax.set_ylim(box_rows, 0)
+    ax.set_xticks([])
+    ax.set_ylabel("row of the slice")
+    ax.set_title(f"1. registers: a {box_rows} x {slice_cols} slice,\n{boxes} boxes of {box_rows} x {box_cols}",
+                 loc="left", fontsize=11)
+    ax = axes[1]
+    for r in range(show_rows):
+        for q in range(chunks):
+            pos = q ^ (r % 8)
+            ax.add_patch(Rectangle((pos, r), 1, 1, facecolor=COLORS[q % len(COLORS)], alpha=0.75, edgecolor="white"))
+            ax.text(pos + 0.5, r + 0.5, f"c{q}", ha="center", va="center", fontsize=8)
+    ax.set_xlim(0, chunks)
+    ax.set_ylim(show_rows, 0)
+    ax.set_xticks(range(chunks), [f"{16 * i}" for i in range(chunks)], fontsize=8)
+    ax.set_xlabel("byte of the 128-byte row (16-byte chunks)")
+    ax.set_yticks(range(show_rows), [f"row {r}" for r in range(show_rows)], fontsize=8)
+    ax.grid(False)
+    ax.set_title("2. shared memory, box 0: chunk c of row r\nat chunk c XOR (r mod 8): the swizzle",
+                 loc="left", fontsize=11)
+    ax = axes[2]
+    ax.add_patch(Rectangle((0, 0), slice_cols, box_rows, facecolor="0.92", edgecolor="0.5"))
+    ax.add_patch(Rectangle((0, 0), box_cols, box_rows, facecolor=COLORS[0], alpha=0.85, edgecolor="k"))
+    ax.add_patch(Rectangle((slice_cols * 0.8, 0), slice_cols * 0.2, box_rows, facecolor="none", edgecolor="r",
+                           hatch="//", linewidth=0.8))
+    ax.text(slice_cols * 0.9, box_rows / 2, "beyond N:\nnot written", ha="center", va="center", fontsize=9,
+            color="r")
+    ax.set_xlim(0, slice_cols)
+    ax.set_ylim(box_rows, 0)
+    ax.set_xlabel("column of C")
+    ax.set_yticks([])
+    ax.set_title(f"3. C in global memory: one thread's TMA store\nwrites box 0 as {box_rows} rows of "
+                 f"{box_cols * elem_bytes} bytes", loc="left", fontsize=11)
+    fig.tight_layout()
+    for a, b in ((axes[0], axes[1]), (axes[1], axes[2])):
+        fig.add_artist(FancyArrowPatch((a.get_position().x1 + 0.005, 0.5), (b.get_position().x0 - 0.04, 0.5),
+                                       transform=fig.transFigure, arrowstyle="-|>", mutation_scale=14, color="0.3"))
+    return fig
+
+
+# --------------------------------------------------------------------------- predictions
+def prediction_judged(base: dict, rung: dict, predicted: float, *, base_label: str, rung_label: str, source: str):
+    """How a prediction is judged, on one real pair of timings: each timing's launches as p10, median and p90
+    (base, rung: dicts with p10_ms, median_ms, p90_ms); the measured gain (median over median) and its spread
+    [base p10 / rung p90, base p90 / rung p10]; the prediction inside or outside; the verdict (helpers.timing)."""
+    from .timing import verdict
+
+    apply_style()
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 3.6), gridspec_kw={"width_ratios": [1, 1.2]})
+    for y, (t, lab, col) in enumerate(((base, base_label, COLORS[5]), (rung, rung_label, COLORS[0]))):
+        ax0.plot([t["p10_ms"], t["p90_ms"]], [y, y], color=col, linewidth=8, solid_capstyle="butt", alpha=0.6)
+        ax0.plot([t["median_ms"]], [y], "|", color="k", markersize=22, markeredgewidth=2)
+        ax0.text(t["p90_ms"], y + 0.28, "p10 - median - p90", fontsize=8, ha="right")
+    ax0.set_yticks([0, 1], [base_label, rung_label])
+    ax0.set_ylim(-0.6, 1.7)
+    ax0.set_xlabel("time per launch (ms)")
+    ax0.set_title("1. each timing: many launches", loc="left", fontsize=11)
+    mid = base["median_ms"] / rung["median_ms"]
+    low, high = base["p10_ms"] / rung["p90_ms"], base["p90_ms"] / rung["p10_ms"]
+    v = verdict(predicted, low, high)
+    ax1.axvspan(low, high, color=COLORS[0], alpha=0.25, label=f"spread: {low:.3f} to {high:.3f}")
+    ax1.axvline(mid, color=COLORS[0], linewidth=2.2, label=f"measured gain x{mid:.3f} (median / median)")
+    ax1.axvline(predicted, color=COLORS[1], linewidth=2.2, linestyle="--", label=f"predicted x{predicted:g}")
+    ax1.axvline(1.0, color="0.5", linewidth=1.0, linestyle=":", label="x1.00: no change")
+    lo, hi = min(low, predicted, 1.0), max(high, predicted, 1.0)
+    pad = 0.15 * (hi - lo) + 1e-3
+    ax1.set_xlim(lo - pad, hi + pad)
+    ax1.set_yticks([])
+    ax1.set_xlabel(f"gain of {rung_label} over {base_label}")
+    ax1.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    ax1.set_title(f"2. verdict: {v}", loc="left", fontsize=11)
+    fig.suptitle(f"how a prediction is judged ({source})", x=0.01, ha="left", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+VERDICT_COLORS = {"as predicted": COLORS[2], "missed": COLORS[3], "unresolved": "0.55"}
+
+
+def predicted_vs_measured(points: list[dict], *, source: str, title: str = ""):
+    """Every rung's predicted gain against its measured gain (with the p10-p90 spread), one column per rung, a point
+    per shape (helpers.experiments.hopper.prediction_points); coloured by the verdict."""
+    apply_style()
+    rungs = sorted({p["rung"] for p in points})
+    shapes = list(dict.fromkeys(p["shape"] for p in points))
+    fig, ax = plt.subplots(figsize=(12, 4.8))
+    width = 0.6 / max(1, len(shapes))
+    lo = min(min(p["low"], p["predicted"]) for p in points)
+    seen = set()
+    for p in points:
+        x = rungs.index(p["rung"]) + (shapes.index(p["shape"]) - (len(shapes) - 1) / 2) * width
+        kind = p["verdict"].split(":")[0]
+        col = VERDICT_COLORS.get(kind, "0.3")
+        ax.plot([x, x], [p["low"], p["high"]], color=col, linewidth=6, alpha=0.45, solid_capstyle="butt")
+        ax.plot([x], [p["measured"]], "o", color=col, markersize=7, label=None if kind in seen else kind)
+        seen.add(kind)
+        ax.plot([x - width * 0.45, x + width * 0.45], [p["predicted"]] * 2, color="k", linewidth=1.6)
+        ax.text(x, lo - 0.1, p["shape"], ha="center", va="bottom", fontsize=8, rotation=90)
+    ax.plot([], [], color="k", linewidth=1.6, label="predicted")
+    ax.axhline(1.0, color="0.5", linestyle=":", linewidth=1)
+    ax.set_xticks(range(len(rungs)), [f"rung {r}" for r in rungs])
+    ax.set_ylabel("gain over the rung before\n(at their own shape, 15-16: over 14)", fontsize=10)
+    ax.set_ylim(lo - 0.12, max(max(p["high"], p["predicted"]) for p in points) + 0.05)
+    ax.legend(loc="upper right", fontsize=9, title="measured (dot: median; bar: p10-p90 spread)", title_fontsize=9)
+    ax.set_title(title or f"predicted (black) against measured, every rung ({source})", loc="left", fontsize=12)
+    fig.tight_layout()
+    return fig

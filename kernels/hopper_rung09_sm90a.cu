@@ -104,6 +104,7 @@ extern "C" __global__ void hopper_warp_specialized(const __grid_constant__ Tenso
 
     if (wg == 0) {
         // ------------------------------------------------------------ producer warpgroup
+        // [region: producer]
         regs_dec<PRODUCER_REGS>();                             // it needs few registers: give them away
         if (threadIdx.x == 0) {
             int s = 0;
@@ -121,8 +122,10 @@ extern "C" __global__ void hopper_warp_specialized(const __grid_constant__ Tenso
                 if (++s == HSTAGES) { s = 0; phase ^= 1; }
             }
         }
+        // [end region: producer]
     } else {
         // ------------------------------------------------------------ consumer warpgroups
+        // [region: consumer]
         regs_inc<CONSUMER_REGS>();                             // the accumulators + addresses
         const int cw = wg - 1;                                 // consumer 0 or 1: rows 64 cw .. 64 cw + 63
         const int lane = threadIdx.x % 32;
@@ -145,6 +148,7 @@ extern "C" __global__ void hopper_warp_specialized(const __grid_constant__ Tenso
         wgmma_wait<0>();
         if (lane == 0) mbar_arrive(&empty[prev]);
         store_slice(d, C, M, N, tm * HBM + cw * 64, tn * HBN);
+        // [end region: consumer]
     }
 #endif
 }

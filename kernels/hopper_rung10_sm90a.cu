@@ -109,6 +109,7 @@ extern "C" __global__ void hopper_persistent(const __grid_constant__ TensorMap t
 
     if (wg == 0) {
         // ------------------------------------------------------------ producer warpgroup
+        // [region: producer]
         regs_dec<PRODUCER_REGS>();                             // it needs few registers: give them away
         if (threadIdx.x == 0) {
             int s = 0;
@@ -130,8 +131,10 @@ extern "C" __global__ void hopper_persistent(const __grid_constant__ TensorMap t
                 }
             }
         }
+        // [end region: producer]
     } else {
         // ------------------------------------------------------------ consumer warpgroups
+        // [region: consumer]
         regs_inc<CONSUMER_REGS>();                             // the accumulators + addresses
         const int cw = wg - 1;                                 // consumer 0 or 1: rows 64 cw .. 64 cw + 63
         const int lane = threadIdx.x % 32;
@@ -158,6 +161,7 @@ extern "C" __global__ void hopper_persistent(const __grid_constant__ TensorMap t
             if (lane == 0) mbar_arrive(&empty[prev]);
             store_slice(d, C, M, N, tm * HBM + cw * 64, tn * HBN);
         }
+        // [end region: consumer]
     }
 #endif
 }

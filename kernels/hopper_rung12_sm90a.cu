@@ -135,6 +135,7 @@ extern "C" __global__ void hopper_cluster(const __grid_constant__ TensorMap tmA,
 
     if (wg == 0) {
         // ------------------------------------------------------------ producer warpgroup
+        // [region: producer]
         regs_dec<PRODUCER_REGS>();                             // it needs few registers: give them away
         if (threadIdx.x == 0) {
             int s = 0;
@@ -161,8 +162,10 @@ extern "C" __global__ void hopper_cluster(const __grid_constant__ TensorMap tmA,
                 }
             }
         }
+        // [end region: producer]
     } else {
         // ------------------------------------------------------------ consumer warpgroups
+        // [region: consumer]
         regs_inc<CONSUMER_REGS>();                             // the accumulators + addresses
         const int cw = wg - 1;                                 // consumer 0 or 1: rows 64 cw .. 64 cw + 63
         const int lane = threadIdx.x % 32;
@@ -189,6 +192,7 @@ extern "C" __global__ void hopper_cluster(const __grid_constant__ TensorMap tmA,
             if (lane == 0) mbar_arrive_all<CLUSTER_M>(&empty[prev]);
             store_slice(d, C, M, N, tm * HBM + cw * 64, tn * HBN);
         }
+        // [end region: consumer]
     }
     cluster_sync();                                            // no CTA leaves while its peer may write to it
 #endif

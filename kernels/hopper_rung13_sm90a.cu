@@ -157,6 +157,7 @@ extern "C" __global__ void hopper_tma_store(const __grid_constant__ TensorMap tm
 
     if (wg == 0) {
         // ------------------------------------------------------------ producer warpgroup
+        // [region: producer]
         regs_dec<PRODUCER_REGS>();                             // it needs few registers: give them away
         if (threadIdx.x == 0) {
             int s = 0;
@@ -183,8 +184,10 @@ extern "C" __global__ void hopper_tma_store(const __grid_constant__ TensorMap tm
                 }
             }
         }
+        // [end region: producer]
     } else {
         // ------------------------------------------------------------ consumer warpgroups
+        // [region: consumer]
         regs_inc<CONSUMER_REGS>();                             // the accumulators + addresses
         const int cw = wg - 1;                                 // consumer 0 or 1: rows 64 cw .. 64 cw + 63
         const int lane = threadIdx.x % 32;
@@ -209,11 +212,14 @@ extern "C" __global__ void hopper_tma_store(const __grid_constant__ TensorMap tm
             }
             wgmma_wait<0>();
             if (lane == 0) mbar_arrive_all<CLUSTER_M>(&empty[prev]);
+            // [region: epilogue]
             const int row = tm * HBM + cw * 64;                // the slice's first row of C
             if (row < M)                                       // (a slice below M has nothing to store)
                 store_slice_tma(d, sC + cw * 2 * EPI_BOX_FLOATS, &tmC, N, row, tn * HBN, cw);
+            // [end region: epilogue]
         }
         if (threadIdx.x % 128 == 0) bulk_wait0();              // the stores are done before the CTA leaves
+        // [end region: consumer]
     }
     cluster_sync();                                            // no CTA leaves while its peer may write to it
 #endif

@@ -181,6 +181,7 @@ extern "C" __global__ void hopper_split_k(const __grid_constant__ TensorMap tmA,
 
     if (wg == 0) {
         // ------------------------------------------------------------ producer warpgroup
+        // [region: producer]
         regs_dec<PRODUCER_REGS>();                             // it needs few registers: give them away
         if (threadIdx.x == 0) {
             int s = 0;
@@ -203,8 +204,10 @@ extern "C" __global__ void hopper_split_k(const __grid_constant__ TensorMap tmA,
                 }
             }
         }
+        // [end region: producer]
     } else {
         // ------------------------------------------------------------ consumer warpgroups
+        // [region: consumer]
         regs_inc<CONSUMER_REGS>();                             // the accumulators + addresses
         const int cw = wg - 1;                                 // consumer 0 or 1: rows 64 cw .. 64 cw + 63
         const int lane = threadIdx.x % 32;
@@ -230,13 +233,18 @@ extern "C" __global__ void hopper_split_k(const __grid_constant__ TensorMap tmA,
             }
             wgmma_wait<0>();
             if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);   // (a part can be empty)
+            // [region: split-k]
             if (splits > 1 && !sum_parts(d, partial, flags, (t % tiles) * 2 + cw, part, splits, cw))
                 continue;                                      // another part writes this tile
+            // [end region: split-k]
+            // [region: epilogue]
             const int row = tm * HBM + cw * 64;                // the slice's first row of C
             if (row < M)                                       // (a slice below M has nothing to store)
                 store_slice_tma(d, sC + cw * 2 * EPI_BOX_BYTES, &tmC, N, row, tn * HBN, cw);
+            // [end region: epilogue]
         }
         if (threadIdx.x % 128 == 0) bulk_wait0();              // the stores are done before the CTA leaves
+        // [end region: consumer]
     }
 #endif
 }

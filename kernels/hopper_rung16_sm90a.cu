@@ -207,6 +207,7 @@ extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap t
 
     if (wg == 0) {
         // ------------------------------------------------------------ producer warpgroup
+        // [region: producer]
         regs_dec<PRODUCER_REGS>();                             // it needs few registers: give them away
         if (threadIdx.x == 0) {
             int s = 0;
@@ -235,8 +236,10 @@ extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap t
                 }
             }
         }
+        // [end region: producer]
     } else {
         // ------------------------------------------------------------ consumer warpgroups
+        // [region: consumer]
         regs_inc<CONSUMER_REGS>();                             // the accumulators + addresses
         const int cw = wg - 1;                                 // consumer 0 or 1: rows 64 cw .. 64 cw + 63
         const int lane = threadIdx.x % 32;
@@ -264,14 +267,19 @@ extern "C" __global__ void hopper_tail_split(const __grid_constant__ TensorMap t
             wgmma_wait<0>();
             if (prev >= 0 && lane == 0) mbar_arrive_all<CLUSTER_M>(&empty[prev]);   // (a part can be empty)
             // (a cluster's tile below M has nothing to add up); each CTA of a cluster its own counters
+            // [region: split-k]
             if (nparts > 1 && tm * HBM < M
                 && !sum_parts(d, partial, flags, (wslot * CLUSTER_M + (int)rank) * 2 + cw, part, splits, cw))
                 continue;                                      // another part writes this tile
+            // [end region: split-k]
+            // [region: epilogue]
             const int row = tm * HBM + cw * 64;                // the slice's first row of C
             if (row < M)                                       // (a slice below M has nothing to store)
                 store_slice_tma(d, sC + cw * 2 * EPI_BOX_BYTES, &tmC, N, row, tn * HBN, cw);
+            // [end region: epilogue]
         }
         if (threadIdx.x % 128 == 0) bulk_wait0();              // the stores are done before the CTA leaves
+        // [end region: consumer]
     }
     cluster_sync();                                            // no CTA leaves while its peer may write to it
 #endif

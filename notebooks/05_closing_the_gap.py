@@ -370,6 +370,16 @@ print(f"requested traffic at n = 4096: {analysis.intensity(r7, 4096, 4096, 4096)
       f"(rung 6: {analysis.intensity(RUNGS[6], 4096, 4096, 4096):.0f})")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
+# Where the data goes, drawn from the kernel's tile sizes: one thread asks TMA for a stage, the copy engine
+# counts the bytes it delivers on that stage's mbarrier, and `wgmma` reads the stage straight from shared
+# memory once the barrier's phase completes.
+
+# %% slideshow={"slide_type": "-"}
+bm, bn = r7.block_tile
+stages = r7.dyn_smem // ((bm + bn) * r7.tile_k * 2)   # as many stages of A and B^T as the shared memory holds
+fig = helpers.plots.tma_ring_flow(bm=bm, bn=bn, bk=r7.tile_k, stages=stages, threads=r7.block[0])
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
 # The swizzle, drawn: chunk 0 of eight consecutive rows (dark) lands in eight different groups of banks.
 
 # %% slideshow={"slide_type": "-"}
@@ -442,8 +452,16 @@ fig = helpers.plots.ladder(L.timed_by_size(data), peak=peak, source=source, lege
 # A prediction is a model of where the time goes; a miss says which part of the model was wrong.
 # A gain is **as predicted** when the prediction lies inside the timings' spread (p10-p90 of both
 # rungs, the "p10-p90" columns above), **missed** outside it, **unresolved** when a predicted gain's
-# spread also holds x1.00. For each miss at 4096, its likely reason (`L.MISS_NOTES` gives one for either
-# direction, stated with the prediction; rung 6's says what the profiler found):
+# spread also holds x1.00. One prediction judged, drawn from the record: rung 7 over rung 6 at $8192^3$.
+
+# %% slideshow={"slide_type": "-"}
+by_rung = {r["rung"]: r for r in L.timed_rows(rec.meta["experiments"]["ladder"], 8192)}
+fig = helpers.plots.prediction_judged(by_rung[6], by_rung[7], RUNGS[7].predicted_gain, base_label="rung 6",
+                                      rung_label="rung 7", source=rec.label)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# For each miss at 4096, its likely reason (`L.MISS_NOTES` gives one for either direction, stated with the
+# prediction; rung 6's says what the profiler found):
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 rows = [dict(g, note=L.MISS_NOTES[g["rung"]][g["direction"]] if g["direction"] else "")

@@ -61,17 +61,16 @@ else:
     print("helpers is not importable here; install the course, then restart",
           "the kernel:", "pip install -e /path/to/a/clone/of/the/course")
 
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What you will learn
 #
-# - read B as it is stored: K-major and MN-major operands, the 128-byte swizzle, `wgmma`'s transpose bit;
+# - K-major and MN-major operands, `wgmma`'s transpose bit;
 # - warp specialisation: producer and consumer warpgroups, `setmaxnreg`, a ring of mbarriers;
-# - a persistent grid with a tile scheduler, and why the tile order matters for L2;
-# - thread-block clusters and TMA multicast;
+# - a persistent grid, the tile order and L2; thread-block clusters and TMA multicast;
 # - an epilogue through shared memory and a TMA store, in FP32 and in FP16 (`stmatrix`);
-# - split-K where tiles are fewer than SMs, or for the last wave only, added up in a fixed order;
-# - comparing like for like: the same C type and inputs, clocks beside each timing;
-# - how to change a rung yourself (`helpers.try_kernel`).
+# - split-K, added up in a fixed order; comparing like for like;
+# - how to change a rung yourself (`helpers.try_kernel`, Appendix F).
 
 # %% slideshow={"slide_type": "-"}
 import numpy as np
@@ -80,32 +79,40 @@ import helpers
 from helpers import analysis
 from helpers.exercises import hopper as ex
 from helpers.experiments import hopper as H
-from helpers.kernels import HOPPER_RUNGS, hopper_ladder
+from helpers.kernels import HOPPER_RUNGS
 rec = helpers.results.load_latest()          # the recorded GPU measurements
 print("recorded data:", rec.label)
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 env, b = helpers.summary(), helpers.backend()
 why = HOPPER_RUNGS[8].unsupported(b.gpu.cc) if b.is_gpu else "this is the CPU backend"
-print("the kernels run here, one child process per rung (the measurement below takes minutes)" if why is None else
+print("the kernels run here, one child process per rung (the measurement below takes about a minute)" if why is None else
       f"lesson 6's kernels are sm_90a code and do not run here ({why.removeprefix('it needs ')}): the cells "
       "show the numbers recorded on an H200 and the CPU model of the rungs' arithmetic")
 
-# %% slideshow={"slide_type": "skip"}
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 # The rung slides' readers (helpers/experiments: hopper.py, knobs.py): they read lesson 6's kernel files and the record.
-import functools, textwrap
+import functools
 from helpers.experiments import knobs, like_for_like as LL
 
 exps = rec.meta["experiments"]                   # the same on every machine
 hop, verdict_table = exps["hopper"], H.verdict_table
-sweep, measured = functools.partial(knobs.knob_sweep, exps["knobs"]), functools.partial(H.measured, hop)
+sweep = functools.partial(knobs.knob_sweep, exps["knobs"])
+ncu, ncu_label = H.ncu_rows(None)                # Nsight Compute at 4096^3, one launch per rung
+counters = {e["rung"]: e["counters"] for e in ncu}
+sms = rec.meta["gpu"]["sms"]                     # the recorded GPU's SMs: one CTA each
+
+
+def tensor_busy(k):
+    """Nsight Compute's Tensor pipe busy for rung k and the rung before it, at 4096^3."""
+    print(f"Tensor pipe busy ({ncu_label}): rung {k - 1} {counters[k - 1]['tensor_pipe_pct']:.0f}%, "
+          f"rung {k} {counters[k]['tensor_pipe_pct']:.0f}%")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Where lesson 5 ended
 #
 # The yardstick is the same: cuBLAS FP16 (`cupy.matmul` on float16: FP16 inputs, FP32 accumulation),
-# timed by the same harness (CUDA events, L2 emptied before every launch by reading a buffer four times its
-# size, clocks and power recorded).
+# timed by the same harness (CUDA events, L2 emptied before every launch, clocks and power recorded).
 # From the record of lesson 5's ladder:
 
 # %% slideshow={"slide_type": "-"}
@@ -121,410 +128,348 @@ for n in L.TIMED_SIZES:
 # **The goal of this lesson:** cuBLAS's speed, like for like: the best rung writing FP16 C against cuBLAS
 # writing FP16 C, and the same for FP32 C, in one run, with every rung correct: **1.00x** at $4096^3$ and
 # $8192^3$, **0.95x** at $2048^3$, at a short K and at a size off the tile grid, **0.90x** for 128 rows.
-# The gap between "rung 7" and "its kernel alone" is rung 7's transpose of B: rung 8 removes it.
+# Each rung keeps rung 7's arithmetic (FP16 in, FP32 accumulators, K walked in order 16 at a time) and
+# changes one thing; its gain was predicted before it was measured:
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **The ladder, and the predictions made before measuring.**
-# Each rung keeps rung 7's arithmetic (FP16 in, FP32 accumulators, K walked in order 16 at a time)
-# and changes one thing. A gain is **as predicted** when the prediction lies inside the timings'
-# spread ([p10-p90](glossary.md#p10-p90): 10th to 90th percentile launch time, both rungs), **missed**
-# outside it, **unresolved** when a predicted gain's spread holds x1.00 too.
-
-# %% slideshow={"slide_type": "-"}
-rows = [dict(rung=r.rung, kernel=r.name, idea=r.idea, gain=f"x{r.predicted_gain:g}") for r in HOPPER_RUNGS.values()]
-display(helpers.display.table(rows, ["rung", "kernel", "idea", "gain"], ["rung", "kernel", "adds", "predicted gain"]))
-path = H.gain_path(last := max(r["rung"] for r in H.timed_rows(hop, 4096)))   # the last rung recorded
-chain = np.prod([HOPPER_RUNGS[k].predicted_gain for k in path])
-for n in (4096, 8192):
-    r7, got = (next(r for r in rows_ if r["rung"] == k)["tflops"] for rows_, k in ((L.timed_rows(lad, n), 7),
-                                                                                     (H.timed_rows(hop, n), last)))
-    print(f"n = {n}: rung {last} predicted {r7 * chain:.0f} TFLOP/s (rung 7 x the gains of {path}), recorded {got:.0f}")
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **Rungs 17-30** (Appendix D) aim where rungs 8-16 fall short (128 rows, sizes off the tile grid): a
-# $64 \times 128$ tile, one consumer warpgroup, a wait hint, [descriptors](glossary.md#descriptor) (where
-# a tile lies in shared memory, for `wgmma`) built once (17-24), clusters of 4
-# (25-26), cuBLAS's $C^T$ orientation (29-30); each even one writes FP32 C. The like-for-like tables take the
-# best of them all.
+# %% slideshow={"slide_type": "subslide"}
+rows = [dict(rung=r.rung, kernel=r.name, idea=r.idea, gain=f"x{r.predicted_gain:g}")
+        for r in HOPPER_RUNGS.values() if r.rung <= 16]
+helpers.display.table(rows, ["rung", "kernel", "idea", "gain"], ["rung", "kernel", "adds", "predicted gain"])
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## One check for every rung
+# ## The measurement, once for every rung
 #
-# The new rungs need no zero padding: a TMA box that reaches past the edge of A or B is filled with
-# zeros by the copy engine, and the epilogue writes only elements inside C. Only the rows must be
-# 16-byte multiples (M, N, K multiples of 8: the launcher pads to that). Every rung is checked against
-# float64 and against the CPU model of its arithmetic (`helpers.emulate.tensor_core_gemm`, rung 7's):
+# On a Hopper GPU the next cell checks rungs 7-16 against float64 and their CPU model, then times each right
+# after cuBLAS at $4096^3$ (rungs 15-16 at their own shapes too): about a minute, printed first. Elsewhere it
+# loads the record of the full run. A gain is judged as in lesson 5: **as predicted** inside the
+# [p10-p90](glossary.md#p10-p90) spread of both rungs' launches, **missed** outside, **unresolved** when that
+# spread holds x1.00 too.
+#
+# <details><summary>How the minute is estimated (click to open)</summary>
+#
+# From the time the whole ladder (24 rungs at two sizes) took on an H100: each rung runs in a child process
+# that starts CUDA, compiles its kernel, checks it and times it beside cuBLAS. A timing is at most 100 launches
+# of a few milliseconds at most, so most of a rung's share is the start, the compile and the checks; the live
+# run keeps 10 of the 24 rungs, so about 10 / 24 of that time, plus the extra shapes of rungs 15-16
+# (`H.LIVE_SECONDS` holds the estimate the cell prints). The first run on a machine compiles every kernel;
+# later runs read them from a disk cache. Appendix D's check compiles rungs 17-30 (under a minute the first
+# time) and Appendix F's `try_kernel` one variant.
+# </details>
 
-# %% slideshow={"slide_type": "-"}
-M, N, K = 257, 520, 136                       # multiples of nothing the kernels tile by
-A = helpers.random_matrix(M, K, seed=1).astype(np.float16)
-B = helpers.random_matrix(K, N, seed=2).astype(np.float16)
-print(f"M, N, K = {M}, {N}, {K}")
-verdict_table(helpers.launch.verdicts(HOPPER_RUNGS.values(), A, B))
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+data, source = H.measure_or_load(rec)      # prints its time estimate first on a Hopper GPU, then what it found
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 8: B read as it is stored
 #
-# `wgmma` reads a tile from shared memory in one of two layouts. **K-major**: consecutive elements
-# of a row of the tile run along K (A row-major is K-major; so is $B^T$). **MN-major**: they run along
-# M or N, as in B stored row-major ($K \times N$). For FP16, `wgmma` reads MN-major B when its
-# *transpose bit* is set, so rung 8 drops rung 7's transpose and loads B as it is: boxes of 64 k-rows
-# by 64 columns (128 bytes per row). TMA writes each 128-byte row as eight 16-byte chunks, chunk $q$ of
-# row $r$ at position $q \oplus (r \bmod 8)$ (the **128-byte swizzle**), so eight rows that a warp
-# reads at one column sit in eight groups of banks (`analysis.swizzle_128b`, the descriptors' formula):
+# `wgmma` reads a tile from shared memory **K-major** (consecutive addresses run along K, as in $B^T$) or
+# **MN-major** (along N, as in B stored row-major), the latter when its *transpose bit* is set. Rung 8 drops
+# rung 7's transpose and loads B as it is, in TMA boxes of 64 k-rows by 64 columns. **Predicted: x1.3 over
+# rung 7**: rung 7 spent about a third of its time at $4096^3$ transposing B.
 
 # %% slideshow={"slide_type": "-"}
-fig = helpers.plots.swizzle_128b(analysis.swizzle_128b())
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **Predicted: x1.3 over rung 7.** Rung 7 spent about a third of its time at $4096^3$ transposing B;
-# if `wgmma` reads MN-major B at the same rate, rung 8 runs at rung 7's kernel-alone speed.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Rung 8 in the code, and on the H200
-
-# %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(8)
+d = analysis.kernel_defines(HOPPER_RUNGS[8].file)      # the kernel's own box sizes
+fig = helpers.plots.operand_majors(bk=d["HBK"], box_n=d["BOX_N"])
 
 # %% slideshow={"slide_type": "fragment"}
-measured(8)
+guess = ...  # your speed-up of rung 8 over rung 7 at 4096^3, e.g. 1.2
+
+# %% slideshow={"slide_type": "subslide"}
+helpers.display.rung_diff(8)
+
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(H.rung_line(data, 8), "|", source)
+
+# %% slideshow={"slide_type": "fragment"}
+ex.reveal_gain(guess, 8)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Missed both ways: the miss is the prediction's.** x1.3 was one figure for two sizes, but rung 7's kernel
-# alone (without its transpose of B) stood at a different gain at each; rung 8 runs close to each:
+# **Why.** The prediction was one figure for two sizes, but rung 7's kernel alone (without its transpose)
+# stood at a different gain at each; rung 8 runs close to each:
 
 # %% slideshow={"slide_type": "-"}
 for n in (4096, 8192):
     g8 = next(g for g in H.gains(hop, n) if g["rung"] == 8)
     print(f"n = {n}: rung 7's kernel alone x{H.kernel_alone_gain(lad, n):.2f} over rung 7; rung 8 x{g8['measured']:.2f}")
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **Try it.** Rung 8 still waits for every K-tile's `wgmma` to finish before thread 0 refills a stage.
-# Predict before you run: with a ring of 2 stages instead of 4, does it slow down a little or a lot?
-# Below, the H200's sweep, each ratio with its p10-p90 spread and clock: a difference within the spread
-# is not resolved.
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.try_kernel(8, STAGES=2)
-
-# %% slideshow={"slide_type": "-"}
-sweep(8, "STAGES")
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 9: warp specialisation
 #
 # Rung 8 drains the Tensor Cores at every K-tile: all threads wait for their `wgmma`, meet at
-# `__syncthreads()`, and only then does thread 0 ask TMA for the next stage. Rung 9 gives each
-# **warpgroup** (4 warps, 128 threads) one job:
-#
-# - warpgroup 0, the **producer**: one thread issues TMA copies, nothing else;
-# - warpgroups 1 and 2, the **consumers**: each multiplies a $64 \times 256$ half of the tile.
-#
-# They meet at a ring of 4 stages. Stage $s$ has two mbarriers: **full[s]** completes when TMA has
-# delivered the bytes announced with [`arrive.expect_tx`](glossary.md#expect_tx), **empty[s]** when all 8
-# consumer warps are done reading it.
-#
-# **Predicted: x1.2 over rung 8**, the drain at every K-tile removed.
+# `__syncthreads()`, and only then does thread 0 refill a stage. Rung 9 gives each **warpgroup** (4 warps)
+# one job: a **producer** issues TMA copies, two **consumers** multiply, and they meet at a ring of stages,
+# each with two mbarriers: **full[s]** completes when TMA has delivered the bytes announced with
+# [`arrive.expect_tx`](glossary.md#expect_tx), **empty[s]** when all 8 consumer warps are done reading it.
+# **Predicted: x1.2 over rung 8**, the drain removed. The whole kernel, from its own constants:
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **The ring over time.** An mbarrier's *phase* completes when its count of arrivals (and, for TMA, bytes) is reached; a waiter
-# asks "has the phase with parity $p$ completed?" (`mbarrier.try_wait.parity`). K-tile $k$ uses stage
-# $k \bmod 4$ in lap $\lfloor k/4 \rfloor$, waited with parity lap mod 2 (`p0`, `p1` below). A model, with a
-# TMA load assumed to take two K-tiles of `wgmma` time (not a measurement), for the kernel's ring and a
-# shallower one:
+# %% slideshow={"slide_type": "-"}
+d = analysis.kernel_defines(HOPPER_RUNGS[9].file)      # CONSUMER_REGS is the kernel's formula of PRODUCER_REGS
+fig = helpers.plots.hopper_kernel(stages=d["HSTAGES"], bm=d["HBM"], bn=d["HBN"], bk=d["HBK"], box_n=d["BOX_N"],
+                                  producer_regs=d["PRODUCER_REGS"], consumer_regs=(168 * 3 - d["PRODUCER_REGS"]) // 2 // 8 * 8)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **The ring over time.** K-tile $k$ uses stage $k \bmod 4$ in lap $\lfloor k/4 \rfloor$; a waiter asks
+# whether the barrier's phase with parity lap mod 2 has completed (`mbarrier.try_wait.parity`; `p0`, `p1`
+# below). A model, with a TMA load assumed to take two K-tiles of `wgmma` time (not a measurement):
 
 # %% slideshow={"slide_type": "-"}
 ring = helpers.tryout.KNOBS[9]["STAGES"].default          # the kernel's HSTAGES
 fig = helpers.plots.mbarrier_ring(stages=(ring, 2), load=2.0)
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **setmaxnreg.** At launch, 384 threads under `__launch_bounds__(384, 1)` get at most 168 registers
-# each. The producer gives most back (`setmaxnreg.dec` to 40) and the consumers, which hold 128 FP32
-# accumulators each, take them (`setmaxnreg.inc` to 232), inside the CTA's own pool:
-
-# %% slideshow={"slide_type": "-"}
-regs_at_entry = 65536 // 384 // 8 * 8
-print(f"at entry: {regs_at_entry} registers x 384 threads = {regs_at_entry * 384}")
-print(f"after setmaxnreg: 40 x 128 + 232 x 256 = {40 * 128 + 232 * 256}: the CTA's pool, not the SM's 65536")
-d = analysis.kernel_defines(HOPPER_RUNGS[9].file)     # PRODUCER_REGS; CONSUMER_REGS is the kernel's formula
-fig = helpers.plots.register_split(entry=regs_at_entry, threads=384, producer=d["PRODUCER_REGS"],
-                                   consumer=(regs_at_entry * 3 - d["PRODUCER_REGS"]) // 2 // 8 * 8)
+# %% slideshow={"slide_type": "fragment"}
+guess = ...  # your speed-up of rung 9 over rung 8 at 4096^3, e.g. 1.2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Rung 9 in the code, and on the H200
+# The producer's loop and the consumers' loop, as they run:
+#
+# <details><summary>setmaxnreg, and when a consumer frees a stage (click to open)</summary>
+#
+# At launch, 384 threads under `__launch_bounds__(384, 1)` get at most 168 registers each. The producer gives
+# most back (`setmaxnreg.dec` to 40) and the consumers, which hold 128 FP32 accumulators each, take them
+# (`setmaxnreg.inc` to 232), inside the CTA's own pool (Appendix B draws it). The consumer keeps one wgmma group
+# in flight: after committing the group that reads K-tile kt, it waits until at most one group is pending
+# (`wgmma.wait_group 1`), i.e. until the group of K-tile kt-1 is done, and only then frees kt-1's stage. Every
+# warp's lane 0 arrives on empty[] (8 arrivals per stage), after its own wait.
+# </details>
 
 # %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(9)
+helpers.display.rung_regions(9, ["producer", "consumer"])
+
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(H.rung_line(data, 9), "|", source)
 
 # %% slideshow={"slide_type": "fragment"}
-measured(9)
+ex.reveal_gain(guess, 9)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Try it.** The producer keeps 40 registers. Predict before you run: does it slow the kernel to leave
-# the producer only 24, when the kernel's time is the consumers'?
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.try_kernel(9, PRODUCER_REGS=24)
+# **Why.** The Tensor Cores no longer wait for the copies at every K-tile; the profiler sees them busier:
 
 # %% slideshow={"slide_type": "-"}
-sweep(9, "PRODUCER_REGS")
+tensor_busy(9)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 10: a persistent grid
 #
-# A **persistent grid** launches only as many CTAs as fit on the GPU at once (one per SM: the H200's
-# 132) and lets each loop over tiles: CTA $c$ takes tiles $c, c + 132, c + 264, \dots$ (the *tile
-# scheduler*, `tile_of`). The producer runs ahead into the next tile while the consumers store this
-# one, and no CTA is set up per tile. The price: the last wave may be partly empty.
-#
+# A **persistent grid** launches only as many CTAs as fit on the GPU at once (one per SM) and lets each loop
+# over tiles: CTA $c$ takes tiles $c$, $c + $ SMs, ... (the *tile scheduler*, `tile_of`). The producer runs
+# ahead into the next tile while the consumers store this one; the price: the last wave may be partly empty.
 # **Predicted: x1.04 over rung 9,** from fast.cu's worklog (an H100, BF16), which reports this step at
 # $8192^3$ as 635 to 658 TFLOP/s (+3.6%), with three consumer warpgroups and another tile shape.
 
 # %% slideshow={"slide_type": "-"}
-sms = rec.meta["gpu"]["sms"]                  # the recorded GPU's SMs: one CTA each
-for M, N, K in H.TIMED:
+for M, N, K in H.TIMED[:4]:
     w, busy = ex.waves(M, N, sms=sms)
-    print(f"{M} x {N} x {K}: {-(-M // 128) * -(-N // 256):5d} tiles of 128 x 256 = {w:3d} wave(s) of {sms} CTAs, "
+    print(f"{M} x {N} x {K}: {-(-M // 128) * -(-N // 256):4d} tiles of 128 x 256 = {w:2d} wave(s) of {sms} CTAs, "
           f"{busy:.0%} of the CTAs busy")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Rung 10 in the code, and on the H200
-#
-# Each rung is one kernel file (`kernels/hopper_rungNN_sm90a.cu`): the diff is every line it changes.
+# %% slideshow={"slide_type": "fragment"}
+guess = ...  # your speed-up of rung 10 over rung 9 at 4096^3, e.g. 1.2
 
-# %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(10, full=True)
+# %% slideshow={"slide_type": "subslide"}
+helpers.display.rung_diff(10)
+
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(H.rung_line(data, 10), "|", source)
 
 # %% slideshow={"slide_type": "fragment"}
-measured(10)
+ex.reveal_gain(guess, 10)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Try it.** The persistent producer runs ahead into the next tile. Predict before you run: does it
-# still need all 4 stages, or does a ring of 3 do as well?
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.try_kernel(10, STAGES=3)
+# **Why.** At $4096^3$ the tiles make few waves (above), the last one ragged, and a tile's epilogue is a small
+# part of its time: little to hide. The Tensor pipe:
 
 # %% slideshow={"slide_type": "-"}
-sweep(10, "STAGES")
+tensor_busy(10)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 11: an L2-aware tile order
 #
-# The 132 tiles in flight at one moment all read slices of A and B at about the same K. In plain order
-# they are a few rows of tiles: a few hundred rows of A, but **all** of B. Grouped order walks 8 tile
-# rows column by column, so the wave shares fewer, more reused slices that L2 can hold. **Predicted:
-# x1.02 over rung 10**, more at 8192 (A and B 128 MiB each) than at 4096.
+# The tiles in flight at one moment all read slices of A and B at about the same K. In plain order they are
+# a few rows of tiles: a few hundred rows of A, but **all** of B. Grouped order walks 8 tile rows column by
+# column, so the wave shares fewer, more reused slices (Appendix E counts them). **Predicted: x1.02 over
+# rung 10**, more at 8192 than at 4096.
 
 # %% slideshow={"slide_type": "-"}
-print(f"L2 of the {rec.gpu_name}: {rec.meta['gpu']['l2_bytes'] / 2**20:.0f} MiB")
-for order in ("plain", "grouped"):
-    w = analysis.wave_footprint(analysis.tile_order(64, 32, order)[:sms])
-    print(f"{order:8s} order, n = 8192: the first wave reads {w['a_rows']} rows of A and {w['b_cols']} "
-          f"columns of B: {w['distinct_per_k'] / 1e3:.1f} KB per unit of K")
-orders = {f"{o} order": analysis.tile_order(64, 32, o) for o in ("plain", "grouped")}
+orders = {f"{o} order": analysis.tile_order(64, 32, o) for o in ("plain", "grouped")}   # n = 8192: 64 x 32 tiles
 fig = helpers.plots.tile_orders(orders, wave=sms, title=f"n = 8192 (64 x 32 tiles of 128 x 256): the first three waves "
                                 f"of {sms} CTAs (darkest: the first); the top 24 tile rows", rows=24, outline_first=True)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Rung 11 in the code, and on the H200
+# %% slideshow={"slide_type": "fragment"}
+guess = ...  # your speed-up of rung 11 over rung 10 at 4096^3, e.g. 1.2
 
-# %% slideshow={"slide_type": "-"}
+# %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(11, full=True)
 
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(H.rung_line(data, 11), "|", source)
+
 # %% slideshow={"slide_type": "fragment"}
-measured(11)
+ex.reveal_gain(guess, 11)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Try it.** `GROUP_M` is the number of tile rows per group. Predict before you run: at $4096^3$
-# (32 tile rows), is a group of 2 rows slower than 8?
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.try_kernel(11, GROUP_M=2)
+# **Why.** The footprint shrinks, but at $4096^3$ L2 already served A and B as often in plain order:
 
 # %% slideshow={"slide_type": "-"}
-sweep(11, "GROUP_M")
+print(f"L2 hit rate ({ncu_label}): rung 10 {counters[10]['l2_hit_rate_pct']:.1f}%, "
+      f"rung 11 {counters[11]['l2_hit_rate_pct']:.1f}%")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 12: thread-block clusters and TMA multicast
 #
 # A **cluster** is a group of CTAs that the hardware schedules together on one [GPC](glossary.md#GPC) (a
-# group of SMs) and that can reach each other's shared memory. Rung 12 pairs the CTAs on tiles $(2u, n)$
-# and $(2u + 1, n)$, which need the same 256-column slice of B: each loads its own A and **half** of B,
-# and *multicasts* that half into both CTAs' shared memory. A stage is refilled only when the consumers of **both** CTAs have freed
-# it. **Predicted: x1.03 over rung 11**, from the bytes requested (below). Yet Nsight Compute at $4096^3$
-# counts about as many L2 read [sectors](glossary.md#sector) (32 bytes each) for rung 12 as for rung 11.
+# group of SMs) and that can reach each other's shared memory. Rung 12 pairs the CTAs on tiles $(2u, n)$ and
+# $(2u + 1, n)$, which need the same slice of B: each loads its own A and **half** of B, and *multicasts* that
+# half into both CTAs; a stage is refilled only when the consumers of **both** have freed it. **Predicted:
+# x1.03 over rung 11**, from the bytes requested:
 
 # %% slideshow={"slide_type": "-"}
 d = analysis.kernel_defines(HOPPER_RUNGS[12].file)     # HBM x HBN tiles, HBK per stage, B in BOX_N-column boxes
 fig = helpers.plots.cluster_multicast(bm=d["HBM"], bn=d["HBN"], bk=d["HBK"], box_n=d["BOX_N"], cluster=d["CLUSTER_M"])
-a, b = d["HBM"] * d["HBK"] * 2, d["HBK"] * d["HBN"] * 2   # bytes of A and of B per stage, per tile
-print(f"per stage, two tiles: {2 * (a + b) // 1024} KB requested without multicast, "
-      f"{(2 * a + b) // 1024} KB with it ({1 - (2 * a + b) / (2 * (a + b)):.0%} less)")
-ncu, ncu_label = H.ncu_rows(None)
-for e in (e for e in ncu if e["rung"] in (10, 11, 12)):
-    c = e["counters"]
-    print(f"measured, rung {e['rung']} ({ncu_label}): L2 read sectors {c['l2_read_sectors'] / 1e6:.2f} M, "
-          f"L2 hit rate {c['l2_hit_rate_pct']:.1f}%")
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Rung 12 in the code, and on the H200
-
-# %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(12, full=True)
 
 # %% slideshow={"slide_type": "fragment"}
-measured(12)
+guess = ...  # your speed-up of rung 12 over rung 11 at 4096^3, e.g. 1.2
+
+# %% slideshow={"slide_type": "subslide"}
+helpers.display.rung_diff(12)
+
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(H.rung_line(data, 12), "|", source)
+
+# %% slideshow={"slide_type": "fragment"}
+ex.reveal_gain(guess, 12)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Try it.** Clusters of 4 would cut the B bytes requested per tile further (each CTA loads a
-# quarter). Predict before you run: faster or slower than pairs?
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.try_kernel(12, CLUSTER_M=4)
+# **Why.** Fewer bytes are requested, by design; yet Nsight Compute counts about as many L2 read
+# [sectors](glossary.md#sector) (32 bytes each) for rung 12 as for rung 11:
+#
+# <details><summary>Launching a cluster from Python (click to open)</summary>
+#
+# CuPy has no cluster launch option. But a kernel that declares its cluster shape at compile time
+# (`__cluster_dims__(2, 1, 1)`) forms clusters under a plain `cuLaunchKernel`, which is what CuPy calls.
+# `helpers.launch` does that, and falls back to the driver's `cuLaunchKernelEx` with the cluster named (through
+# `cuda-bindings`, like the tensor maps) should the driver refuse; the kernel traps if it finds itself outside a
+# cluster of two. Appendix A prints how the measured run launched its clusters.
+# </details>
 
 # %% slideshow={"slide_type": "-"}
-sweep(12, "CLUSTER_M")
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# `CLUSTER_M=1` makes every CTA a cluster of one that loads all of B itself, as rung 11 does; its recorded timing
-# and rung 11's differ (below), at other clocks: separate timings do not resolve a few percent.
-
-# %% slideshow={"slide_type": "-"}
-k1 = next(r for r in exps["knobs"] if r["rung"] == 12 and r.get("knob") == "CLUSTER_M" and r["value"] == 1)
-r11 = next(r for r in H.timed_rows(hop, 4096) if r["rung"] == 11)
-print(f"rung 12 with CLUSTER_M=1: {k1['tflops']:.0f} TFLOP/s at {k1['sm_mhz']} MHz; "
-      f"rung 11 as recorded: {r11['tflops']:.0f} TFLOP/s at {r11['sm_mhz']} MHz")
+for k in (10, 11, 12):
+    print(f"rung {k} ({ncu_label}): L2 read sectors {counters[k]['l2_read_sectors'] / 1e6:.2f} M, "
+          f"L2 hit rate {counters[k]['l2_hit_rate_pct']:.1f}%")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 13: the epilogue through shared memory and a TMA store
 #
-# Up to rung 12 each consumer writes its $64 \times 256$ FP32 slice straight from registers: every
-# store instruction scatters 8 rows of 32 bytes. Rung 13 writes the slice as 8 boxes of $64 \times 32$
-# floats into a swizzled shared-memory buffer, fences the [async proxy](glossary.md#async-proxy)
-# (`fence.proxy.async`: TMA then sees the threads' stores), meets at a warpgroup barrier, and one thread
-# hands the box to TMA, which writes whole 128-byte rows and clips at the edge of C. **Predicted: x1.02
-# over rung 12.** Nsight Compute counts over twice the [wavefronts](glossary.md#wavefront) (passes over
-# the banks) of a whole-warp model (below); why is not measured here.
+# Up to rung 12 each consumer writes its $64 \times 256$ FP32 slice straight from registers: every store
+# instruction scatters 8 rows of 32 bytes. Rung 13 writes the slice box by box into a swizzled shared-memory
+# buffer, fences the [async proxy](glossary.md#async-proxy) (`fence.proxy.async`: TMA then sees the threads'
+# stores), meets at a warpgroup barrier, and one thread hands the box to TMA, which writes whole 128-byte
+# rows and clips at the edge of C. **Predicted: x1.02 over rung 12.**
 
 # %% slideshow={"slide_type": "-"}
-for sw in (False, True):
-    print(f"model, {'with' if sw else 'without'} the 128-byte swizzle: one float2 store of a warp takes "
-          f"{analysis.epilogue_store_wavefronts(sw)} shared-memory wavefronts (256 bytes need at least 2)")
-ncu13 = {e["rung"]: e["counters"] for e in H.ncu_rows(None)[0]}.get(13)
-if ncu13:
-    print(f"measured ({H.ncu_rows(None)[1]}): {ncu13['smem_store_wavefronts'] / ncu13['smem_store_instructions']:.1f}"
-          f" wavefronts per shared-memory store instruction, {ncu13['smem_store_bank_conflicts']:,.0f} store bank conflicts")
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Rung 13 in the code, and on the H200
-
-# %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(13, full=True)
+d = analysis.kernel_defines(HOPPER_RUNGS[13].file)     # EPI_COLS floats per box row: 128 bytes
+fig = helpers.plots.epilogue_path(box_rows=64, box_cols=d["EPI_COLS"], elem_bytes=4, slice_cols=d["HBN"])
 
 # %% slideshow={"slide_type": "fragment"}
-measured(13)
+guess = ...  # your speed-up of rung 13 over rung 12 at 4096^3, e.g. 1.2
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **Try it.** Rung 12's multicast gained nothing at $4096^3$. Predict before you run: with the new
-# epilogue, does turning the clusters off (`CLUSTER_M=1`) cost anything?
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.try_kernel(13, CLUSTER_M=1)
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The epilogue path as it runs: the consumer's call, and the function that stores the boxes.
 
 # %% slideshow={"slide_type": "-"}
-sweep(13, "CLUSTER_M")
+helpers.display.rung_regions(13, ["epilogue"], ["store_slice_tma"])
+
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(H.rung_line(data, 13), "|", source)
+
+# %% slideshow={"slide_type": "fragment"}
+ex.reveal_gain(guess, 13)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Why.** The stores leave the warps' hands, and the Tensor pipe gets busier. The shared-memory stores take
+# more [wavefronts](glossary.md#wavefront) (passes over the banks) than a whole-warp model says; why is not
+# measured here:
+
+# %% slideshow={"slide_type": "-"}
+tensor_busy(13)
+print(f"model, with the 128-byte swizzle: {analysis.epilogue_store_wavefronts(True)} wavefronts per float2 store "
+      f"of a warp; measured: {counters[13]['smem_store_wavefronts'] / counters[13]['smem_store_instructions']:.1f}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 14: FP16 C, as `cupy.matmul` writes it
 #
 # cuBLAS on float16 returns FP16 C: it rounds its FP32 accumulators once, at the end, and writes half the
-# bytes rungs 8-13 write. From here on each rung is compared with the cuBLAS call that writes **its** C
-# type (`helpers.cublas.same_c`: `cupy.matmul` for FP16 C, `cublasGemmEx` for FP32 C). Rung 14 rounds
-# each pair of accumulators to nearest and packs it into one register (`cvt.rn.f16x2.f32`), and one
-# `stmatrix.x4` per warp stores a $16 \times 16$ piece into the swizzled buffer: lane $l$ names row
-# $l \bmod 8$ of matrix $l / 8$, and each lane's registers already hold what `stmatrix` expects there
-# (below). A TMA store writes boxes of $64 \times 64$ halves.
-# **Predicted: x1.03 over rung 13.**
-
-# %% slideshow={"slide_type": "-"}
-pieces = analysis.stmatrix_pieces()
-fig = helpers.plots.fragment_owners(pieces, xlabel="column (n)", legend="register {i}: 8 x 8 matrix {i}",
-                                    title="rung 14: one warp's 16 x 16 piece of C, the lane that stores each element")
-print("every element stored by the lane whose accumulators hold it:",
-      all(analysis.accumulator_owner(r, c) == lane for lane, cs in enumerate(pieces) for r, c in cs))
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Rung 14 in the code, and on the H200
-
-# %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(14, full=True)
+# bytes. From here on each rung is compared with the cuBLAS call that writes **its** C type
+# (`helpers.cublas.same_c`). Rung 14 rounds each pair of accumulators into one register
+# (`cvt.rn.f16x2.f32`), and one `stmatrix.x4` per warp stores a $16 \times 16$ piece into the swizzled
+# buffer; each lane already holds what `stmatrix` expects of it (Appendix A draws it). **Predicted: x1.03
+# over rung 13.**
 
 # %% slideshow={"slide_type": "fragment"}
-measured(14)
+guess = ...  # your speed-up of rung 14 over rung 13 at 4096^3, e.g. 1.2
+
+# %% slideshow={"slide_type": "subslide"}
+helpers.display.rung_diff(14)
+
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(H.rung_line(data, 14), "|", source)
+
+# %% slideshow={"slide_type": "fragment"}
+ex.reveal_gain(guess, 14)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Try it.** Four CTAs per cluster cost rung 13 speed. Predict before you run: with half the bytes of
-# C, does rung 14 lose as much?
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.try_kernel(14, CLUSTER_M=4)
+# **Why.** Half the bytes of C, one store instruction per $16 \times 16$ piece:
 
 # %% slideshow={"slide_type": "-"}
-sweep(14, "CLUSTER_M")
+tensor_busy(14)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 15: split-K, for products that do not fill the chip
 #
-# 128 tokens through an $8192 \times 8192$ weight ($M = 128$, $N = K = 8192$) make 32 tiles for 132 SMs:
-# rungs 8-14 leave most SMs idle. Rung 15 cuts K into parts when there are fewer tiles than SMs
-# (`helpers.kernels.split_k_plan`) and makes every (part, tile) a work unit.
-# Each part stores its FP32 sums in a workspace and counts itself in (an atomic add after a fence); the
-# part that arrives **last** adds all of them in part order, $((p_0 + p_1) + p_2) + p_3$, and writes FP16
-# C: the same C at every launch (another sum than rung 14's). **Predicted: x1.8 over rung 14 at that shape** (4x the SMs, bounded by
-# streaming B's 128 MiB from DRAM); **x0.98** where the chip is full (no split, no clusters).
+# 128 tokens through an $8192 \times 8192$ weight ($M = 128$, $N = K = 8192$) make 32 tiles: rungs 8-14
+# leave most SMs idle. Rung 15 cuts K into parts when there are fewer tiles than SMs
+# (`helpers.kernels.split_k_plan`); each part stores its FP32 sums in a workspace and counts itself in, and
+# the part that arrives **last** adds all of them in part order and writes C: the same C at every launch.
+# **Predicted: x1.8 over rung 14 at that shape** (4x the SMs, bounded by streaming B from DRAM).
 
 # %% slideshow={"slide_type": "-"}
 s128 = helpers.kernels.split_k_plan(128, 8192, 8192)[0]
 fig = helpers.plots.split_k_units({"rung 14": analysis.split_k_units(128, 8192, 8192, sms, 1),
                                    f"rung 15, {s128} parts": analysis.split_k_units(128, 8192, 8192, sms, s128)},
                                   K=8192, title="M = 128, N = K = 8192: the K range each CTA multiplies")
+
+# %% slideshow={"slide_type": "fragment"}
+guess = ...  # your speed-up of rung 15 over rung 14 at 128 x 8192 x 8192, e.g. 1.2
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The reduction as it runs: the consumer's call after its K range, and the function that adds the parts.
+
+# %% slideshow={"slide_type": "-"}
+helpers.display.rung_regions(15, ["split-k"], ["sum_parts"])
+
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(H.rung_line(data, 15), "|", source)
+
+# %% slideshow={"slide_type": "fragment"}
+ex.reveal_gain(guess, 15)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Why** less than predicted: the Tensor Cores and DRAM of the busy SMs run well below peak at this shape
+# (Appendix E). The sum is another order than rung 14's, fixed:
+
+# %% slideshow={"slide_type": "-"}
 A, B = (helpers.random_matrix(*s, seed=i).astype(np.float16) for i, s in enumerate(((136, 1000), (1000, 264))))
 C15 = helpers.gemm(15, A, B)
 print(f"136 x 264 x 1000 in {helpers.kernels.split_k_plan(136, 264, 1000)[0]} parts: "
       f"{np.count_nonzero(C15 != helpers.gemm(14, A, B))} of {C15.size} elements differ from rung 14's sum; "
       f"{HOPPER_RUNGS[15].check(C15, A, B).verdict().split(': ', 1)[1]}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Rung 15 in the code, and on the H200
-
-# %% slideshow={"slide_type": "-"}
-helpers.display.rung_diff(15, full=True)
-
-# %% slideshow={"slide_type": "fragment"}
-measured(15)
-
-# %% slideshow={"slide_type": "-"}
-H.gain_table(hop, 15, (128, 8192, 8192), predicted=1.8)
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **Try it.** With 24 registers for the producer, rungs 9-14 each lost at most 2% at $4096^3$ (their
-# recorded sweeps). Predict before you run: does rung 15 lose more?
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.try_kernel(15, PRODUCER_REGS=24)
-
-# %% slideshow={"slide_type": "-"}
-sweep(15, "PRODUCER_REGS")
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 16: split only the last wave
 #
-# At $5000^3$ rung 14's 400 units (a cluster's two tiles each) make six whole waves on 66 clusters and a
-# seventh of 4 units: 62 clusters idle. Rung 16 keeps rung 14, clusters included, for the whole
-# waves and cuts only the last wave's units into parts of K, added up as rung 15 adds them
-# (`helpers.kernels.tail_split_plan`). **Predicted: x1.11 over rung 14 at $5000^3$** (the busiest CTA's
-# K-tiles, below, plus the last part's reads); no change where nothing splits.
+# At $5000^3$ rung 14's units (a cluster's two tiles each) make whole waves and a last, nearly empty one.
+# Rung 16 keeps rung 14 for the whole waves and cuts only the last wave's units into parts of K, added up as
+# rung 15 adds them (`helpers.kernels.tail_split_plan`). **Predicted: x1.11 over rung 14 at $5000^3$** (the
+# busiest CTA's K-tiles, below, plus the last part's reads); no change where nothing splits.
 
 # %% slideshow={"slide_type": "-"}
 shape = (5000, 5000, 5000)
@@ -532,85 +477,52 @@ dp, parts, _ = helpers.kernels.tail_split_plan(*shape)
 work = {"rung 14": analysis.tail_split_work(*shape, sms, None, 1),
         f"rung 16, {parts} parts": analysis.tail_split_work(*shape, sms, dp, parts)}
 fig = helpers.plots.cta_work(work, K=shape[2], title="5000^3: the K-tiles each CTA multiplies, in order")
+
+# %% slideshow={"slide_type": "fragment"}
+guess = ...  # your speed-up of rung 16 over rung 14 at 5000^3, e.g. 1.2
+
+# %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(16)
 
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(H.rung_line(data, 16), "|", source)
+
 # %% slideshow={"slide_type": "fragment"}
-H.gain_table(hop, 16, shape, predicted=1.11, base=14)
+ex.reveal_gain(guess, 16)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Try it.** Predict, then run: rung 16 with 3 stages.
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.try_kernel(16, STAGES=3)
-
-# %% slideshow={"slide_type": "-"}
-sweep(16, "STAGES")
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **Missed.** The number of parts hardly matters; whole waves cost more at 5000 than at 4096. A row of
-# 5000 halves is 10000 bytes, so every other row starts inside a 32-byte sector and the 128-byte row of a
-# TMA box touches 5 sectors. The same product read from wider buffers (only row addresses change):
-
-# %% slideshow={"slide_type": "-"}
-ts = rec.meta["experiments"]["tail_split"]
-print("rung 16 at 5000^3,", H.parts_sweep(ts))
-print("rung 14, L2 sectors read per tile and K-tile:", H.l2_sectors_per_ktile("rung14"))
-helpers.display.table(H.alignment_rows(ts["row_alignment"]), ["row_bytes", "sectors", "rung 14", "rung 14 MHz", "rung 16", "rung 16 MHz"],
-                      ["bytes per row", "sectors per box row", "rung 14, TFLOP/s", "MHz", "rung 16, TFLOP/s", "MHz"],
-                      {"rung 14": ".0f", "rung 16": ".0f"})
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## The measurement
+# **Why** less: the number of parts hardly matters, and whole waves cost more at 5000 than at 4096.
 #
-# Experiment `hopper` checks every rung at odd sizes and at every timed shape, then times it right after
-# cuBLAS writing FP16 C and FP32 C, on the same matrices in the same process. On a
-# Hopper GPU this cell runs it live at 4096 and 8192 (minutes); elsewhere it loads the record.
+# <details><summary>Rows that start inside a sector (click to open)</summary>
+#
+# A row of 5000 halves is 10000 bytes, so every other row starts inside a 32-byte sector, and the 128-byte row
+# of a TMA box touches 5 sectors instead of 4. Appendix E times the same product read from wider buffers
+# (only the row addresses change; one shape, one GPU): sector-aligned rows gained more than splitting the last
+# wave.
+# </details>
 
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-try:
-    out = helpers.run_or_load("hopper", **H.LIVE)
-    data, source = out.data, out.source
-    print(source)
-except helpers.errors.ResultsError as e:
-    data, source = None, None
-    print(f"not recorded yet: {e.problem} The tables and plots below say so too.")
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-if data is not None:
-    checked = [r for r in data if r["rung"] >= 7 and "passed" in r]
-    print(f"{sum(r['passed'] for r in checked)} of {len(checked)} checked launches passed")
-    for msg in sorted({r["skipped"] for r in data if "skipped" in r}) + H.errors(data):
-        print(msg)
+# %% slideshow={"slide_type": "-"}
+print("rung 16 at 5000^3,", H.parts_sweep(exps["tail_split"]))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Prediction and outcome, side by side
+# ## Prediction and outcome, every rung
+#
+# Each rung's predicted gain (black) against its measured one (the dot: median launch; the bar: the p10-p90
+# spread), at $4096^3$ and $8192^3$ and, for rungs 15 and 16, at their own shapes; the colour is the verdict:
 
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-fmt = {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops": ".0f", "frac_cublas": ".2f"}
-cols = ["rung", "over", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas"]
-heads = ["rung", "over rung", "predicted gain", "measured gain", "p10-p90 from", "to", "", "TFLOP/s", "x cuBLAS, same C"]
-for n in (4096, 8192):
-    print(f"n = {n}:" if data is not None else "not recorded yet")
-    if data is not None:
-        display(helpers.display.table(H.gains(data, n)[1:], cols, heads, fmt))    # [0]: rung 7, the base
+# %% slideshow={"slide_type": "-"}
+fig = helpers.plots.predicted_vs_measured(H.prediction_points(hop), source=rec.label)
 
-# %% slideshow={"slide_type": "fragment"}
-peak, mhz = rec.meta["gpu"]["peaks"]["fp16"], max(r.get("sm_mhz") or 0 for r in H.timed_rows(hop, 4096))
-print("dotted line:", helpers.device.peak_clock_line(peak, sms, mhz), "(the highest clock timed at 4096^3)")
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-if data is not None:      # a cuBLAS line that NVML saw throttled is lower than cuBLAS can run: the title says so
-    capped = sorted({r["m"] for r in data if r["rung"] == 0 and r["m"] == r["n"] == r["k"] in (4096, 8192)
-                     and set(r.get("throttle") or ["none"]) - {"none"}})
-    note = f"; cuBLAS power-capped at n = {', '.join(map(str, capped))}" if capped else ""
-    fig = helpers.plots.ladder(L.timed_by_size(data, (4096, 8192)), peak=peak, source=source + note,
-                               legend_outside=True)
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The two big steps were reading B as stored and warp specialisation; at $8192^3$, under the power cap, most
+# spreads hold x1.00: one timing cannot resolve a few percent there.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Like for like, at every shape
 #
 # Under the power cap the clock moves, so one cuBLAS timing can run slow. Experiment `hopper_targets` times
-# each goal's best rungs and cuBLAS (same C) in turn, seven rounds; the median round's ratio decides:
+# each goal's best rungs (17-30 included, Appendix D) and cuBLAS (same C) in turn, seven rounds; the median
+# round's ratio decides:
 
 # %% slideshow={"slide_type": "-"}
 targets = rec.meta["experiments"]["hopper_targets"]
@@ -621,82 +533,16 @@ print(f"met {sum(r['met'] is True for r in h2h)} of {len(h2h)} goals; missed: "
       + "; ".join(f"{r['shape']} with {r['C']} C, by {r['short']:.3f}" for r in h2h if r["met"] is False))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Misses this small are within what a second run moves (the lab times the goals again). The record's speeds:
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-if data is not None:      # shape by shape (a live run times 4096^3 and 8192^3 only)
-    display(helpers.display.table(H.shape_table(data), ["shape", "cublas_fp16c", "tflops_fp16c", "cublas_fp32c",
-                                                        "tflops_fp32c"],
-                                  ["M x N x K", "cuBLAS, FP16 C", "best rung, FP16 C", "cuBLAS, FP32 C",
-                                   "best rung, FP32 C"], dict.fromkeys(["cublas_fp16c", "tflops_fp16c",
-                                                                        "cublas_fp32c", "tflops_fp32c"], ".0f")))
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### The same GEMM on other numbers
-#
-# At $8192^3$, under the power cap, a GEMM's speed depended on the values it multiplied. Experiment
-# `input_values` times cuBLAS (both C types) and rungs 13 and 14 at $8192^3$ on four kinds of FP16
-# inputs, each kernel twice, in turn, clock and throttle reasons beside each timing:
-
-# %% slideshow={"slide_type": "-"}
-iv = rec.meta["experiments"]["input_values"]
-rows = [dict(r, what=LL.INPUT_KINDS[r["inputs"]], clock="{}-{} MHz".format(*r["sm_mhz"])) for r in LL.input_table(iv)]
-cols = ["what", "cublas_fp16", "rung 14", "cublas_fp16_f32c", "rung 13", "rung 14 / cuBLAS same C",
-        "rung 13 / cuBLAS same C", "clock"]
-heads = ["inputs", "cuBLAS FP16 C", "rung 14", "cuBLAS FP32 C", "rung 13", "14 / cuBLAS", "13 / cuBLAS", "SM clock"]
-helpers.display.table(rows, cols, heads, dict.fromkeys(cols[1:5], ".0f") | dict.fromkeys(cols[5:7], ".2f"))
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# NVML reported the software power cap throttling the clock during most of these timings, and the clock
-# was higher with E4M3-valued and zero inputs (why the power differs is not measured here). So time
-# kernels on the same inputs, in the same run, with the clocks.
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## What the counters say
-#
-# Nsight Compute (`tools/ncu_counters.py`, one launch per rung at $4096^3$, clocks left alone): how busy
-# the [Tensor pipe](glossary.md#tensor-pipe) was, how many bytes came from DRAM, how often L2 had them,
-# beside each rung's TFLOP/s.
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-entries, label = H.ncu_rows(data)
-if entries:
-    fig = helpers.plots.counters_beside(entries, H.NCU_METRICS, source=label, tick_fontsize=10)
-else:
-    print(label)
-for e in entries:
-    print(f"rung {e['rung']}: top stalls " + ", ".join(f"{s} {v:g}" for s, v in e["top_stalls"][:3]))
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The top stall, `barrier`, counts waits at any barrier: it says neither that the Tensor Cores starved
-# nor which barrier (rungs 7-8, without idle warps, stall most on it too).
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **Before rungs 17-30**, $5000^3$ and 128 rows fall far short. Waves and Nsight Compute:
-
-# %% slideshow={"slide_type": "-"}
-for shape in ((5000,) * 3, (128, 8192, 8192)):
-    (w, busy), parts = ex.waves(shape[0], shape[1], sms=sms), helpers.kernels.split_k_plan(*shape)[0]
-    print(f"{'x'.join(map(str, shape))}: {w} wave(s) of {sms} CTAs, {busy:.0%} busy; rung 15: {parts} part(s) of K")
-    for t, e in ((t, H.ncu_at(t, shape)) for t in ("rung14", "rung15", "rung16")):
-        c = (e or {}).get("counters", {})     # rung 16 at 128 rows: its Tensor pipe counts wgmma on tiles below M
-        print(f"  {t}: {c['duration_ns'] / 1e3:.0f} us, Tensor pipe {c['tensor_pipe_pct']:.0f}%, DRAM "
-              f"{c['dram_throughput_pct']:.0f}% of peak, L2 sectors {c['l2_read_sectors'] / 1e6:.0f} M, "
-              f"top stall {e['top_stalls'][0][0]}" if e else t)
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# At $5000^3$ rung 15, without clusters, reads more L2 sectors than rung 14 and keeps the Tensor Cores
-# less busy. At 128 rows it keeps 128 SMs at work, but their Tensor Cores and DRAM run well below peak;
-# the top stall, a wait for memory results (`long_scoreboard`), does not tell stage waits from loads of
-# the parts' sums. cuBLAS splits nothing at 128 rows; rungs 17-24 copy its kernel. Clusters of 4 help at
-# $5000^3$ (Appendix D).
+# Misses this small are within what a second run moves (the lab times the goals again). At $8192^3$, under
+# the power cap, a GEMM's speed depended even on the values it multiplied (Appendix E): time kernels on the
+# same inputs, in the same run, with the clocks.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Check your understanding
 #
 # 1. **Registers.** If the producer warpgroup kept 56 registers per thread instead of 40, how many could
 #    each consumer thread take (two consumer warpgroups, multiples of 8)? The pool is the CTA's: what the
-#    launch gave it (above), not the SM's 65536; a split that asks for more makes `setmaxnreg.inc` wait
+#    launch gave it (Appendix B), not the SM's 65536; a split that asks for more makes `setmaxnreg.inc` wait
 #    forever.
 
 # %% slideshow={"slide_type": "-"}
@@ -748,33 +594,26 @@ prediction = 2 / 3   # rung 9's ring picture at STAGES = 2: the Tensor Cores bus
 edit = {"STAGES": 2}
 ex.check_ring_edit(prediction, edit)
 
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
-# - Read B as stored: the 128-byte swizzle, `wgmma`'s transpose bit; TMA boxes past the edge read zeros.
-# - Warp specialisation: a producer, consumers, a ring of mbarriers waited by phase parity, `setmaxnreg`.
-#   At 2 stages rungs 9-15 lose 30% or more.
-# - A persistent grid overlaps one tile's epilogue with the next tile's loads; the grouped tile order
-#   left L2's hit rate unchanged at $4096^3$.
-# - Clusters share B through TMA multicast: fewer bytes requested, no fewer L2 sectors read at $4096^3$.
-#   A TMA store takes the epilogue off the warps; `stmatrix` writes FP16 C.
-# - Split-K feeds idle SMs from K, for a whole product or its last wave; parts added in a fixed order
-#   keep C the same at every launch.
-# - Where a row starts matters: at $5000^3$, sector-aligned rows gained more than splitting the last
-#   wave (one shape, one GPU).
-# - A cluster or tile that pays at one shape can cost a wave at another: rungs 25-26 and 29-30 choose per
-#   shape.
-# - Compare like for like: the same C type and inputs, timed in turn, clocks beside; judge the median
-#   round.
+# - Reading B as stored and warp specialisation (a producer, consumers, a ring of mbarriers waited by phase
+#   parity) were the big steps; a persistent grid, a grouped tile order and clusters changed little at
+#   $4096^3$: fewer bytes requested, no fewer L2 sectors read.
+# - A TMA store takes the epilogue off the warps; `stmatrix` writes FP16 C.
+# - Split-K feeds idle SMs from K, for a whole product or its last wave; parts added in a fixed order keep C
+#   the same at every launch. Where a row starts matters too (at $5000^3$, one shape, one GPU).
+# - Compare like for like: the same C type and inputs, timed in turn, clocks beside; judge the median round.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix A: the code of each rung
 #
-# The kernels' own lines, as the lesson discusses them (kernels/hopper_rung08_sm90a.cu to hopper_rung16_sm90a.cu;
-# rungs 17 on: kernels/hopper_sm90a.cu). The one-instruction building blocks they share with lesson 7's FP8
-# kernels (the mbarrier wait that traps instead of hanging, the TMA load, wgmma's fence / commit / wait,
-# `setmaxnreg`) are in kernels/hopper_primitives.cuh; the wgmma descriptors and instruction, `stmatrix` and the
-# FP16 pack that only rungs 8-16 use, in kernels/hopper_wgmma.cuh.
+# The kernels' own lines (kernels/hopper_rung08_sm90a.cu to hopper_rung16_sm90a.cu; rungs 17 on:
+# kernels/hopper_sm90a.cu). The one-instruction building blocks they share with lesson 7's FP8 kernels (the
+# mbarrier wait that traps instead of hanging, the TMA load, wgmma's fence / commit / wait, `setmaxnreg`) are
+# in kernels/hopper_primitives.cuh; the wgmma descriptors and instruction, `stmatrix` and the FP16 pack that
+# only rungs 8-16 use, in kernels/hopper_wgmma.cuh.
 
 # %% slideshow={"slide_type": "-"}
 from helpers.display import kernel_source, show_kernel
@@ -790,29 +629,15 @@ wg = kernel_source("hopper_wgmma.cuh")
 print(wg[wg.index("// A, \"K-major\""):wg.rindex("\n", 0, wg.index("- the MMA"))])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# A descriptor tells `wgmma` where a tile starts and how to step through it: for MN-major B, the
-# leading byte offset (LBO) is the distance to the next 64 columns (the next box, 8 KB) and the stride
-# byte offset (SBO) the distance to the next 8 k-rows (1024 bytes).
+# For MN-major B, the leading byte offset (LBO) is the distance to the next 64 columns (the next box, 8 KB),
+# the stride byte offset (SBO) to the next 8 k-rows (1024 bytes). The 128-byte swizzle puts chunk $q$ of row
+# $r$ at $q \oplus (r \bmod 8)$:
+
+# %% slideshow={"slide_type": "-"}
+fig = helpers.plots.swizzle_128b(analysis.swizzle_128b())
 
 # %% slideshow={"slide_type": "subslide"}
 show_kernel(HOPPER_RUNGS[8].file, "hopper_b_rowmajor")
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Rung 9: the producer and the consumers
-
-# %% slideshow={"slide_type": "subslide"}
-i = src[9].index("        // ------------------------------------------------------------ producer warpgroup")
-print(src[9][i:src[9].index("    } else {", i)])
-
-# %% slideshow={"slide_type": "subslide"}
-i = src[9].index("        // ------------------------------------------------------------ consumer warpgroups")
-print(src[9][i:src[9].index("#endif", i)])
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The consumer keeps one wgmma group in flight: after committing the group that reads K-tile kt, it
-# waits until at most one group is pending (wgmma.wait_group 1), i.e. until the group of K-tile kt-1
-# is done, and only then frees kt-1's stage. Every warp's lane 0 arrives on empty[] (8 arrivals per
-# stage), after its own wait.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rungs 10 and 11: the tile scheduler
@@ -828,12 +653,7 @@ i = src[12].index("                    constexpr int per")
 print(src[12][i:src[12].index("                    if (++s == HSTAGES)", i)])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **Launching a cluster from Python.** CuPy has no cluster launch option. But a kernel that declares
-# its cluster shape at compile time (`__cluster_dims__(2, 1, 1)`) forms clusters under a plain
-# `cuLaunchKernel`, which is what CuPy calls. `helpers.launch` does that, and falls back to the
-# driver's `cuLaunchKernelEx` with the cluster named (through `cuda-bindings`, like the tensor maps) should
-# the driver refuse; the kernel traps if it finds itself outside a cluster of two. How the measured run
-# sized its grids and launched its clusters:
+# How the measured run sized its grids and launched its clusters (rung 12's slide says how):
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 for k in (10, 12):
@@ -842,22 +662,25 @@ for k in (10, 12):
                            if row else "not recorded yet"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Rungs 13-14: the epilogue
+# ### Rung 14: the FP16 epilogue
+#
+# Lane $l$ names row $l \bmod 8$ of matrix $l / 8$ for `stmatrix.x4`, and each lane's registers already hold
+# what `stmatrix` stores there:
 
 # %% slideshow={"slide_type": "-"}
-print(fn[13]["store_slice_tma"], fn[14]["store_slice_tma"], sep="\n\n")
+pieces = analysis.stmatrix_pieces()
+fig = helpers.plots.fragment_owners(pieces, xlabel="column (n)", legend="register {i}: 8 x 8 matrix {i}",
+                                    title="rung 14: one warp's 16 x 16 piece of C, the lane that stores each element")
+print("every element stored by the lane whose accumulators hold it:",
+      all(analysis.accumulator_owner(r, c) == lane for lane, cs in enumerate(pieces) for r, c in cs))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Rung 15: adding the parts
-
-# %% slideshow={"slide_type": "-"}
-print(fn[15]["sum_parts"])
+# %% slideshow={"slide_type": "subslide"}
+print(fn[14]["store_slice_tma"])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rung 16: which unit is whole, which is a part
 #
-# Producer and consumers call the same `work_of` for every unit they take, so they agree on its tile and
-# its K range without talking to each other; a whole unit takes all of K.
+# Producer and consumers call the same `work_of`, so they agree on each unit's tile and K range.
 
 # %% slideshow={"slide_type": "-"}
 i = src[16].index("    // work unit t -> its unit of tiles")
@@ -892,12 +715,23 @@ helpers.display.python_code(helpers.kernels.quad_choice)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix B: registers, shared memory, spills
 #
+# **setmaxnreg** (rung 9) moves registers between warpgroups inside the CTA's own pool:
+
+# %% slideshow={"slide_type": "-"}
+regs_at_entry = 65536 // 384 // 8 * 8
+print(f"at entry: {regs_at_entry} registers x 384 threads = {regs_at_entry * 384}")
+print(f"after setmaxnreg: 40 x 128 + 232 x 256 = {40 * 128 + 232 * 256}: the CTA's pool, not the SM's 65536")
+d = analysis.kernel_defines(HOPPER_RUNGS[9].file)     # PRODUCER_REGS; CONSUMER_REGS is the kernel's formula
+fig = helpers.plots.register_split(entry=regs_at_entry, threads=384, producer=d["PRODUCER_REGS"],
+                                   consumer=(regs_at_entry * 3 - d["PRODUCER_REGS"]) // 2 // 8 * 8)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # As the driver reports them for the compiled kernels. For every rung with two consumer warpgroups (384
 # threads: rungs 9-18, 25-26 and 29-30) the registers are the count at entry: `setmaxnreg` moves them
 # between warpgroups afterwards. Rungs 19-24, with one consumer warpgroup, do not use it.
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-res = [r for r in L.timed_rows(data, 4096) if r["rung"] >= 7] if data else []
+res = [r for r in L.timed_rows(data, 4096) if r["rung"] >= 7]
 helpers.display.table(res, ["rung", "kernel", "regs", "smem", "spills"],
                       ["rung", "kernel", "registers / thread", "shared memory / block (bytes)", "spills (bytes)"])
 
@@ -908,11 +742,8 @@ print("the most a block may opt in to on Hopper:", 227 * 1024)   # CUDA C++ Prog
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix C: on other GPUs
 #
-# `wgmma` exists only on sm_90a: not on Ampere, Ada, nor on Blackwell (the data-center Blackwell's
-# Tensor Cores take `tcgen05.mma` instead), and code built for an arch-specific target such as sm_90a runs on that
-# architecture only. (`setmaxnreg` needs an arch-specific target too, but has one on Blackwell:
-# sm_100a and others, libcu++'s `cuda::ptx` reference.) Every rung of this lesson is skipped on other
-# GPUs with a message, and the lesson shows the recorded H200 numbers:
+# `wgmma` exists only on sm_90a (data-center Blackwell takes `tcgen05.mma` instead), and sm_90a code runs on
+# that architecture only. Every rung of this lesson is skipped elsewhere with a message:
 
 # %% slideshow={"slide_type": "-"}
 for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("L40S", (8, 9)), ("H200", (9, 0)), ("B200", (10, 0))]:
@@ -924,24 +755,157 @@ for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("L40S", (8, 9)), ("H20
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix D: rungs 17-30
 #
-# Each adds one idea where rungs 8-16 fall short, at 128 rows or at sizes off the tile grid (the kernels'
-# comments say why; `helpers.try_kernel` runs them like the others); each even rung writes FP32 C. Rungs 25-26
-# and 29-30 choose their build per problem, so where their idea does not pay they run rung 14's (13's) or rung
-# 25's (26's) kernel. **The best rung per shape** is the correct rung with the highest ratio to cuBLAS writing
-# the same C in experiment `hopper` (`H.best_rung`). For each goal, experiment `hopper_targets` times that
-# rung, the fastest by its own TFLOP/s and the highest rung, in alternating rounds with cuBLAS, and keeps the
-# best median ratio: the last column says where each rung won.
+# Each adds one idea where rungs 8-16 fall short (128 rows, sizes off the tile grid): a $64 \times 128$ tile,
+# [descriptors](glossary.md#descriptor) built once (17-24), clusters of 4 (25-26), cuBLAS's $C^T$ orientation
+# (29-30); each even rung writes FP32 C. The last column: where each was the best rung, like for like.
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(LL.later_rungs(exps["hopper_targets"]), ["rung", "kernel", "adds", "C", "best_at"],
                       ["rung", "kernel", "adds", "C", "best at (goal, C)"])
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **One check for every rung**, against float64 and the CPU model, off every tile grid: TMA fills a box past
+# the edge with zeros, so no padding (on a Hopper GPU this compiles rungs 17-30: under a minute).
+
+# %% slideshow={"slide_type": "-"}
+M, N, K = 257, 520, 136                       # multiples of nothing the kernels tile by
+A = helpers.random_matrix(M, K, seed=1).astype(np.float16)
+B = helpers.random_matrix(K, N, seed=2).astype(np.float16)
+print(f"M, N, K = {M}, {N}, {K}")
+verdict_table(helpers.launch.verdicts(HOPPER_RUNGS.values(), A, B))
+
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Appendix E: what else was tried
+# ## Appendix E: the measurement in full
 #
-# Each idea was predicted before it ran, then checked and timed on the H200 beside the kernel without it
-# (ratios: with the idea over without). The probes, their logs and the story are in the lab beside the course
-# (`lab/notebooks/06_hopper_research.py`).
+# The record's gains at both sizes, with TFLOP/s and the ratio to cuBLAS writing the same C:
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+fmt = {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops": ".0f", "frac_cublas": ".2f"}
+cols = ["rung", "over", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas"]
+heads = ["rung", "over rung", "predicted gain", "measured gain", "p10-p90 from", "to", "", "TFLOP/s", "x cuBLAS, same C"]
+for n in (4096, 8192):
+    print(f"n = {n}:")
+    display(helpers.display.table(H.gains(hop, n)[1:], cols, heads, fmt))    # [0]: rung 7, the base
+
+# %% slideshow={"slide_type": "subslide"}
+peak, mhz = rec.meta["gpu"]["peaks"]["fp16"], max(r.get("sm_mhz") or 0 for r in H.timed_rows(hop, 4096))
+print("dotted line:", helpers.device.peak_clock_line(peak, sms, mhz), "(the highest clock timed at 4096^3)")
+capped = sorted({r["m"] for r in hop if r["rung"] == 0 and r["m"] == r["n"] == r["k"] in (4096, 8192)
+                 and set(r.get("throttle") or ["none"]) - {"none"}})
+note = f"; cuBLAS power-capped at n = {', '.join(map(str, capped))}" if capped else ""
+fig = helpers.plots.ladder(L.timed_by_size(hop, (4096, 8192)), peak=peak, source=rec.label + note, legend_outside=True)
+
+# %% slideshow={"slide_type": "subslide"}
+display(helpers.display.table(H.shape_table(hop), ["shape", "cublas_fp16c", "tflops_fp16c", "cublas_fp32c",
+                                                   "tflops_fp32c"],
+                              ["M x N x K", "cuBLAS, FP16 C", "best rung, FP16 C", "cuBLAS, FP32 C",
+                               "best rung, FP32 C"], dict.fromkeys(["cublas_fp16c", "tflops_fp16c",
+                                                                    "cublas_fp32c", "tflops_fp32c"], ".0f")))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **The first wave's footprint (rung 11)**, and L2's size:
+
+# %% slideshow={"slide_type": "-"}
+print(f"L2 of the {rec.gpu_name}: {rec.meta['gpu']['l2_bytes'] / 2**20:.0f} MiB")
+for order in ("plain", "grouped"):
+    w = analysis.wave_footprint(analysis.tile_order(64, 32, order)[:sms])
+    print(f"{order:8s} order, n = 8192: the first wave reads {w['a_rows']} rows of A and {w['b_cols']} "
+          f"columns of B: {w['distinct_per_k'] / 1e3:.1f} KB per unit of K")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Rows off a sector (rung 16).** Rung 14 at $5000^3$ reads more L2 sectors per K-tile than at 4096, and the
+# same product read from wider buffers (only row addresses change) runs faster:
+
+# %% slideshow={"slide_type": "-"}
+ts = exps["tail_split"]
+print("rung 14, L2 sectors read per tile and K-tile:", H.l2_sectors_per_ktile("rung14"))
+helpers.display.table(H.alignment_rows(ts["row_alignment"]), ["row_bytes", "sectors", "rung 14", "rung 14 MHz", "rung 16", "rung 16 MHz"],
+                      ["bytes per row", "sectors per box row", "rung 14, TFLOP/s", "MHz", "rung 16, TFLOP/s", "MHz"],
+                      {"rung 14": ".0f", "rung 16": ".0f"})
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### The same GEMM on other numbers
+#
+# At $8192^3$, under the power cap, a GEMM's speed depended on the values it multiplied. Experiment
+# `input_values` times cuBLAS (both C types) and rungs 13 and 14 at $8192^3$ on four kinds of FP16
+# inputs, each kernel twice, in turn, clock and throttle reasons beside each timing:
+
+# %% slideshow={"slide_type": "-"}
+iv = rec.meta["experiments"]["input_values"]
+rows = [dict(r, what=LL.INPUT_KINDS[r["inputs"]], clock="{}-{} MHz".format(*r["sm_mhz"])) for r in LL.input_table(iv)]
+cols = ["what", "cublas_fp16", "rung 14", "cublas_fp16_f32c", "rung 13", "rung 14 / cuBLAS same C",
+        "rung 13 / cuBLAS same C", "clock"]
+heads = ["inputs", "cuBLAS FP16 C", "rung 14", "cuBLAS FP32 C", "rung 13", "14 / cuBLAS", "13 / cuBLAS", "SM clock"]
+helpers.display.table(rows, cols, heads, dict.fromkeys(cols[1:5], ".0f") | dict.fromkeys(cols[5:7], ".2f"))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# NVML reported the software power cap throttling the clock during most of these timings, and the clock
+# was higher with E4M3-valued and zero inputs (why the power differs is not measured here).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What the counters say
+#
+# Nsight Compute (`tools/ncu_counters.py`, one launch per rung at $4096^3$): the
+# [Tensor pipe](glossary.md#tensor-pipe), DRAM and L2 beside each rung's TFLOP/s. The top stall, `barrier`,
+# counts waits at any barrier (rungs 7-8 stall most on it too).
+
+# %% slideshow={"slide_type": "-"}
+if ncu:
+    fig = helpers.plots.counters_beside(ncu, H.NCU_METRICS, source=ncu_label, tick_fontsize=10)
+for e in ncu:
+    print(f"rung {e['rung']}: top stalls " + ", ".join(f"{s} {v:g}" for s, v in e["top_stalls"][:3]))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Before rungs 17-30**, $5000^3$ and 128 rows fall far short. Waves and Nsight Compute:
+
+# %% slideshow={"slide_type": "-"}
+for shape in ((5000,) * 3, (128, 8192, 8192)):
+    (w, busy), parts = ex.waves(shape[0], shape[1], sms=sms), helpers.kernels.split_k_plan(*shape)[0]
+    print(f"{'x'.join(map(str, shape))}: {w} wave(s) of {sms} CTAs, {busy:.0%} busy; rung 15: {parts} part(s) of K")
+    for t, e in ((t, H.ncu_at(t, shape)) for t in ("rung14", "rung15", "rung16")):
+        c = (e or {}).get("counters", {})     # rung 16 at 128 rows: its Tensor pipe counts wgmma on tiles below M
+        print(f"  {t}: {c['duration_ns'] / 1e3:.0f} us, Tensor pipe {c['tensor_pipe_pct']:.0f}%, DRAM "
+              f"{c['dram_throughput_pct']:.0f}% of peak, L2 sectors {c['l2_read_sectors'] / 1e6:.0f} M, "
+              f"top stall {e['top_stalls'][0][0]}" if e else t)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# At 128 rows rung 15 keeps 128 SMs at work, but their Tensor Cores and DRAM run well below peak; the top
+# stall (`long_scoreboard`) does not tell stage waits from loads of the parts' sums. cuBLAS splits nothing at
+# 128 rows; rungs 17-24 copy its kernel.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Appendix F: change a rung yourself
+#
+# `helpers.try_kernel(rung, KNOB=value)` compiles, checks and times a rung with one knob changed (on a Hopper
+# GPU, seconds). Predict first: does it slow rung 9 to leave the producer only 24
+# registers, when the kernel's time is the consumers'?
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(9, PRODUCER_REGS=24)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The H200's sweeps of one knob per rung, each ratio with its p10-p90 spread and clock (predict each first):
+
+# %% slideshow={"slide_type": "-"}
+for k, knob in ((8, "STAGES"), (9, "PRODUCER_REGS"), (10, "STAGES"), (11, "GROUP_M"), (12, "CLUSTER_M"),
+                (13, "CLUSTER_M"), (14, "CLUSTER_M"), (15, "PRODUCER_REGS"), (16, "STAGES")):
+    display(sweep(k, knob))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# `CLUSTER_M=1` makes every CTA of rung 12 a cluster of one that loads all of B itself, as rung 11 does; its
+# recorded timing and rung 11's differ, at other clocks: separate timings do not resolve a few percent.
+
+# %% slideshow={"slide_type": "-"}
+k1 = next(r for r in exps["knobs"] if r["rung"] == 12 and r.get("knob") == "CLUSTER_M" and r["value"] == 1)
+r11 = next(r for r in H.timed_rows(hop, 4096) if r["rung"] == 11)
+print(f"rung 12 with CLUSTER_M=1: {k1['tflops']:.0f} TFLOP/s at {k1['sm_mhz']} MHz; "
+      f"rung 11 as recorded: {r11['tflops']:.0f} TFLOP/s at {r11['sm_mhz']} MHz")
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Appendix G: what else was tried
+#
+# Each idea predicted, checked and timed on the H200 beside the kernel without it (ratio: with over without);
+# the probes are in the lab (`lab/notebooks/06_hopper_research.py`).
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.tried_table("06")

@@ -131,3 +131,18 @@ def test_rung_diff_says_when_its_function_list_holds_branches_compiled_out():
         n = int(re.search(r"The (\d+) device functions", md).group(1))
         assert md.count("<details><summary>") == n
         assert (f"that rung {rung}'s template arguments compile out" in md) is switched
+
+
+def test_kernel_region_prints_the_marked_lines_of_a_rung_file():
+    from helpers.display import kernel_region, rung_regions
+
+    prod = kernel_region("hopper_rung09_sm90a.cu", "producer")
+    assert "tma_load(" in prod and "wgmma" not in prod and "[region" not in prod
+    assert prod.splitlines()[0] == prod.splitlines()[0].lstrip()          # dedented
+    cons = kernel_region("hopper_rung09_sm90a.cu", "consumer")
+    assert "mbar_wait(&full[s], phase)" in cons and "tma_load(" not in cons
+    assert "sum_parts(" in kernel_region("hopper_rung15_sm90a.cu", "split-k")
+    with pytest.raises(KeyError):
+        kernel_region("hopper_rung08_sm90a.cu", "producer")
+    md = rung_regions(13, ["epilogue"], ["store_slice_tma"]).data
+    assert "tma_store(" in md and "<details>" in md and "[region" not in md.split("<details>")[1]

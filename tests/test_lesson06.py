@@ -488,3 +488,57 @@ def test_knob_sweeps_show_their_spread_and_clock():
     assert s8["low"] < 1 < s8["high"] and s8["ratio"] < 1               # within the spread: not resolved
     t = KN.knob_sweep(kn, 12, "CLUSTER_M").data
     assert "| CLUSTER_M=1 | 0.97 | 0.94 | 0.98 | 1965 MHz, sw power cap | yes |" in t and "None" not in t
+
+
+def test_rung_slides_read_their_gain_where_the_rung_is_judged():
+    import helpers
+    from helpers.experiments import hopper as H
+
+    hop = helpers.results.load_latest().meta["experiments"]["hopper"]
+    g9 = H.rung_gain(hop, 9)
+    assert (g9["shape"], g9["over"]) == ("4096^3", 8)
+    r9, r8 = (next(r for r in H.timed_rows(hop, 4096) if r["rung"] == k) for k in (9, 8))
+    assert g9["measured"] == pytest.approx(r9["tflops"] / r8["tflops"], abs=1e-3)
+    g15 = H.rung_gain(hop, 15)
+    assert (g15["shape"], g15["over"], g15["predicted"]) == ("128x8192x8192", 14, H.OWN_SHAPE[15][1])
+    line = H.rung_line(hop, 9)
+    assert line.startswith("rung 9: PASS at ") and f"x{g9['measured']:.2f} over rung 8" in line
+    bad = [dict(r, passed=False) if r.get("rung") == 9 and r.get("m") == 257 else r for r in hop]
+    assert "FAIL at 257x520x136" in H.rung_line(bad, 9)
+    assert H.rung_line([r for r in hop if r.get("rung") != 12], 12) == "rung 12: not in this run"
+
+
+def test_prediction_points_cover_rungs_8_to_16_at_both_sizes_and_their_own_shapes():
+    import helpers
+    from helpers.experiments import hopper as H
+
+    pts = H.prediction_points(helpers.results.load_latest().meta["experiments"]["hopper"])
+    assert {(p["rung"], p["shape"]) for p in pts} == ({(k, s) for k in range(8, 17) for s in ("4096^3", "8192^3")}
+                                                      | {(15, "128x8192x8192"), (16, "5000^3")})
+    assert all(p["low"] <= p["measured"] <= p["high"] for p in pts)
+
+
+def test_the_live_measurement_is_the_records_subset_and_loads_it_on_the_cpu(capsys):
+    import helpers
+    from helpers.experiments import hopper as H
+
+    assert set(H.LIVE["rungs"]) == set(range(7, 17)) and all(tuple(s) in H.TIMED for s in H.LIVE["timed"])
+    rec = helpers.results.load_latest()
+    data, source = H.measure_or_load(rec)
+    out = capsys.readouterr().out
+    assert data == rec.meta["experiments"]["hopper"] and source.startswith(rec.label)
+    assert "checked launches passed" in out and "estimated" not in out
+
+
+def test_reveal_gain_judges_a_guess_against_the_recorded_gain(capsys):
+    import helpers
+    from helpers.exercises import hopper as ex
+    from helpers.experiments import hopper as H
+
+    g = H.rung_gain(helpers.results.load_latest().meta["experiments"]["hopper"], 8)["measured"]
+    ex.reveal_gain(g * 1.04, 8)
+    assert "Correct." in capsys.readouterr().out
+    ex.reveal_gain(g * 1.2, 8)
+    assert "Not quite." in capsys.readouterr().out
+    ex.reveal_gain(None, 8)
+    assert "No guess yet" in capsys.readouterr().out

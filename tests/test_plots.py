@@ -134,3 +134,53 @@ def test_vec16_copies_draws_every_chunk():
     chunks = (d["BM"] * d["BK"] + d["BK"] * d["BN"]) // 8
     assert sum(len(ax.patches) for ax in fig.axes) == chunks + 2      # every 16-byte chunk, and each tile's padding
     plt.close(fig)
+
+
+def test_lesson6_block_diagrams_are_drawn_from_the_constants_given():
+    fig = plots.hopper_kernel(stages=3, bm=128, bn=256, bk=64, box_n=64, producer_regs=40, consumer_regs=232)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert [t for t in texts if t.startswith("stage ")] == ["stage 0\n48 KB\nA + B", "stage 1\n48 KB\nA + B",
+                                                             "stage 2\n48 KB\nA + B"]
+    assert {"full[2]", "empty[2]"} <= set(texts) and not any("full[3]" in t for t in texts)
+    assert any("232 registers" in t for t in texts) and any("40 registers" in t for t in texts)
+    fig = plots.tma_ring_flow(bm=128, bn=256, bk=64, stages=4, threads=256)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "mbar[3]" in texts and "A\n16 KB" in texts and "$B^T$\n32 KB" in texts
+    assert "48 KB" in fig.axes[0].get_title(loc="left")
+
+
+def test_epilogue_path_draws_the_swizzle_of_the_box():
+    fig = plots.epilogue_path(box_rows=64, box_cols=32, elem_bytes=4, slice_cols=256, show_rows=8)
+    ax = fig.axes[1]
+    where = {(round(t.get_position()[1] - 0.5), t.get_text()): round(t.get_position()[0] - 0.5) for t in ax.texts}
+    assert where[(3, "c0")] == 3 and where[(5, "c2")] == 2 ^ 5         # chunk q of row r at q XOR r
+    assert "8 boxes of 64 x 32" in fig.axes[0].get_title(loc="left")
+
+
+def test_operand_majors_labels_k_along_rows_only_for_k_major():
+    fig = plots.operand_majors(bk=64, box_n=64, show=4)
+    first_row = lambda ax: [t.get_text() for t in ax.texts if abs(t.get_position()[1] - 0.5) < 1e-9]  # noqa: E731
+    assert first_row(fig.axes[0]) == ["k0\nn0", "k1\nn0", "k2\nn0", "k3\nn0"]
+    assert first_row(fig.axes[1]) == ["k0\nn0", "k0\nn1", "k0\nn2", "k0\nn3"]
+
+
+def test_prediction_judged_gives_the_courses_verdict():
+    base = {"p10_ms": 2.0, "median_ms": 2.1, "p90_ms": 2.2}
+    fast = {"p10_ms": 0.95, "median_ms": 1.0, "p90_ms": 1.05}
+    fig = plots.prediction_judged(base, fast, 2.0, base_label="a", rung_label="b", source=SOURCE)
+    assert fig.axes[1].get_title(loc="left") == "2. verdict: as predicted" and SOURCE in fig._suptitle.get_text()
+    fig = plots.prediction_judged(base, fast, 3.0, base_label="a", rung_label="b", source=SOURCE)
+    assert fig.axes[1].get_title(loc="left") == "2. verdict: missed: worse than predicted"
+
+
+def test_predicted_vs_measured_draws_one_column_per_rung_and_colours_by_verdict():
+    pts = [dict(rung=8, shape="4096^3", predicted=1.3, measured=1.47, low=1.45, high=1.49,
+                verdict="missed: better than predicted"),
+           dict(rung=9, shape="4096^3", predicted=1.2, measured=1.14, low=1.0, high=1.25, verdict="as predicted"),
+           dict(rung=9, shape="8192^3", predicted=1.2, measured=1.1, low=0.9, high=1.3,
+                verdict="unresolved: the spread holds no gain too")]
+    fig = plots.predicted_vs_measured(pts, source=SOURCE)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["rung 8", "rung 9"]
+    assert {t.get_text() for t in ax.get_legend().get_texts()} >= {"missed", "as predicted", "unresolved", "predicted"}
+    assert SOURCE in _title(fig)

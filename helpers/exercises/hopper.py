@@ -131,3 +131,18 @@ def check_ring_edit(prediction, edit=..., like=11, knob: str = "STAGES", value: 
             "of the consumers: does that hide the time a TMA load takes?")
     if ok:
         print(f"[{name}] {got[0].upper()}{got[1:]}.")
+
+
+@checker
+def reveal_gain(guess, rung: int) -> None:
+    """Prediction: rung `rung`'s speed-up over the rung before it (rungs 15-16: over rung 14 at their own shape), as
+    recorded (helpers.experiments.hopper.rung_gain); right within 5% either way."""
+    from ..experiments.hopper import rung_gain
+    from ..results import load_latest
+    from . import judge_guess
+
+    rec = load_latest()
+    g = rung_gain(rec.meta["experiments"]["hopper"], rung)
+    judge_guess(f"rung {rung}", guess, g["measured"], within=1.05, fmt=".2f",
+                what=f"{rec.label}: rung {rung} over rung {g['over']} at {g['shape']}, the median launch's gain "
+                     f"(p10-p90: {g['low']:.2f} to {g['high']:.2f}; the prediction was {g['predicted']:g})")

@@ -25,7 +25,15 @@ SHAPES = ((8192, 28672, 4096), (128, 8192, 8192), (8192, 8192, 1024), (5000, 500
 TIMED = tuple((n, n, n) for n in SQUARE) + SHAPES
 ODD_SIZES = ((1000, 1064, 1000), (257, 520, 136), (40, 24, 56))   # not multiples of 8 tiles, 64, nor 16
 TRY_TIMED = ((4096, 4096, 4096), (8192, 8192, 8192))
-LIVE = {"timed": TRY_TIMED, "odd_sizes": ODD_SIZES[:1]}   # what the lesson runs live on a Hopper GPU (minutes)
+RUNGS = tuple(hopper_ladder())                        # 7 (where lesson 6 starts), then 8-30
+# What lesson 6 runs live on a Hopper GPU: its main path's rungs (7-16), checked at one odd size, timed at 4096^3
+# and at rungs 15's and 16's own shapes. Estimate: the whole ladder (24 rungs, each a child process that compiles,
+# checks, then times beside cuBLAS at two sizes) took 157 s in a run of this lesson on an H100 80GB HBM3, 6.5 s a
+# rung, most of it the child's start, the compile and the checks (a timing is at most 100 launches of under
+# 2 ms); 10 rungs: about 70 s.
+LIVE = {"timed": (TRY_TIMED[0], (128, 8192, 8192), (5000, 5000, 5000)), "odd_sizes": ODD_SIZES[:1],
+        "rungs": RUNGS[:10]}
+LIVE_SECONDS = 70                                     # the estimate the lesson announces (above)
 # The goals, like for like: the best rung writing C in a type over cuBLAS writing the same C type
 TARGETS = {(4096, 4096, 4096): 1.00, (8192, 8192, 8192): 1.00, (2048, 2048, 2048): 0.95,
            (8192, 8192, 1024): 0.95, (5000, 5000, 5000): 0.95, (7000, 7000, 7000): 0.95, (128, 8192, 8192): 0.90}
@@ -193,8 +201,8 @@ def shapes_for(r, timed=TIMED) -> list[tuple]:
 
 
 @experiment("hopper", only_cc=(9, 0), needs="wgmma, TMA and clusters, on a Hopper GPU")
-def hopper(timed=TIMED, odd_sizes=ODD_SIZES, timeout: int = 600):
-    """Lesson 6's ladder: cuBLAS FP16 at every timed shape (rung 0), then each rung in its own child process."""
+def hopper(timed=TIMED, odd_sizes=ODD_SIZES, rungs=RUNGS, timeout: int = 600):
+    """Lesson 6's ladder: cuBLAS FP16 at every timed shape (rung 0), then each of `rungs` in its own child process."""
     import cupy
 
     from ..device import require_gpu
@@ -210,6 +218,8 @@ def hopper(timed=TIMED, odd_sizes=ODD_SIZES, timeout: int = 600):
         del A, B
         cupy.get_default_memory_pool().free_all_blocks()
     for k, r in hopper_ladder().items():
+        if k not in rungs:
+            continue
         msg = r.skip_message(gpu.cc)
         if msg:
             rows += [dict(_row_head(r, *s), skipped=msg) for s in list(odd_sizes) + list(timed)]
@@ -398,3 +408,86 @@ def alignment_rows(rows: list[dict]) -> list[dict]:
         row[name] = r["tflops"]
         row[f"{name} MHz"] = _mhz(r)
     return [out[b] for b in sorted(out)]
+
+
+# --------------------------------------------------------------------------- the rung slides and the lesson's chart
+# Rungs 15 and 16 aim at a shape of their own: their prediction there, over the rung they are compared with.
+OWN_SHAPE = {15: ((128, 8192, 8192), 1.8, 14), 16: ((5000, 5000, 5000), 1.11, 14)}
+
+
+def shape_name(shape) -> str:
+    M, N, K = shape
+    return f"{M}^3" if M == N == K else f"{M}x{N}x{K}"
+
+
+def rung_gain(rows: list[dict], rung: int, shape=None) -> dict | None:
+    """Rung `rung`'s gain where its slide judges it: at its own shape over its own base (OWN_SHAPE), else at 4096^3
+    over the rung before; gain_at's dict (measured, low, high, verdict, tflops, clock) with `shape` added."""
+    own = OWN_SHAPE.get(rung)
+    if shape is None:
+        shape = own[0] if own else TRY_TIMED[0]
+    if own and tuple(shape) == own[0]:
+        g = gain_at(rows, rung, shape, predicted=own[1], base=own[2])
+        g = g and dict(g, over=own[2])
+    else:
+        g = gain_at(rows, rung, shape)
+    return g and dict(g, shape=shape_name(shape))
+
+
+def rung_line(rows: list[dict], rung: int, shape=None) -> str:
+    """One line for a rung's slide: its checks (float64 and the CPU model, every size checked in `rows`), then at
+    the slide's shape its TFLOP/s, its gain over the rung before with the p10-p90 spread, and the SM clock."""
+    mine = [r for r in rows if r.get("rung") == rung and "passed" in r]
+    if not mine:
+        return f"rung {rung}: not in this run"
+    bad = [r for r in mine if not r["passed"]]
+    model = all(r.get("model") == "identical" for r in mine)
+    check = (f"PASS at {len(mine)} sizes" + (", bit-identical to the CPU model" if model else "")
+             if not bad else f"FAIL at {', '.join(shape_name((r['m'], r['n'], r['k'])) for r in bad)}")
+    g = rung_gain(rows, rung, shape)
+    if g is None:
+        return f"rung {rung}: {check}; not timed at that shape in this run"
+    return (f"rung {rung}: {check}; at {g['shape']}: {g['tflops']:.0f} TFLOP/s, x{g['measured']:.2f} over rung "
+            f"{g['over']} (p10-p90: x{g['low']:.2f} to x{g['high']:.2f}; predicted x{g['predicted']:g}: "
+            f"{g['verdict']}), SM clock {g['clock']}")
+
+
+def prediction_points(rows: list[dict], rungs=range(8, 17), sizes=(4096, 8192)) -> list[dict]:
+    """What the lesson's predicted-against-measured chart draws: for each rung, its gain at each of `sizes` (n^3) over
+    the rung before (the registry's prediction), and at its own shape for rungs 15-16 (OWN_SHAPE): rung, shape,
+    predicted, measured, low, high, verdict."""
+    out = []
+    for k in rungs:
+        shapes = [(n, n, n) for n in sizes] + ([OWN_SHAPE[k][0]] if k in OWN_SHAPE else [])
+        for s in shapes:
+            g = rung_gain(rows, k, s)
+            if g is not None and g.get("low") is not None:
+                out.append({key: g[key] for key in ("rung", "shape", "predicted", "measured", "low", "high",
+                                                     "verdict")})
+    return out
+
+
+def measure_or_load(rec, live: dict = LIVE) -> tuple[list[dict], str]:
+    """Lesson 6's one measurement: on a Hopper GPU, experiment `hopper` run live with `live` (its time estimate printed
+    first); elsewhere the record `rec`'s full run. Prints where the rows come from, how many checks passed and any
+    skip or error; returns (rows, source)."""
+    from ..device import backend
+    from ..errors import ResultsError
+    from . import run_or_load
+
+    b = backend()
+    if b.is_gpu and ALL_RUNGS[8].unsupported(b.gpu.cc) is None:
+        print(f"estimated: about {LIVE_SECONDS} s (rungs {live['rungs'][0]}-{live['rungs'][-1]}, "
+              f"{len(live['timed'])} timed shapes, each rung in its own child process)")
+    try:
+        out = run_or_load("hopper", **live)
+        data, source = out.data, out.source
+        print(source)
+    except ResultsError as e:
+        data, source = rec.meta["experiments"]["hopper"], rec.label
+        print(f"not measured: {e.problem} The rungs below show the record.")
+    checked = [r for r in data if r["rung"] >= 7 and "passed" in r]
+    print(f"{sum(r['passed'] for r in checked)} of {len(checked)} checked launches passed")
+    for msg in sorted({r["skipped"] for r in data if "skipped" in r}) + errors(data):
+        print(msg)
+    return data, source
