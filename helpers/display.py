@@ -323,10 +323,10 @@ def rung_regions(key, regions, functions=()):
     parts = [f"**Rung {spec.rung}** (`{spec.name}`, `kernels/{spec.file}`): {spec.idea}."]
     for r in regions:
         parts.append(f"Region `{r}` of the file (between its `// [region: {r}]` markers):\n\n"
-                     f"```cpp\n{kernel_region(spec.file, r)}\n```")
+                     f"```c++\n{kernel_region(spec.file, r)}\n```")
     for f in functions:
-        parts.append(f"*`{f}`*, which it calls:\n\n```cpp\n{fns[f]}\n```")
+        parts.append(f"*`{f}`*, which it calls:\n\n```c++\n{fns[f]}\n```")
     whole = strip_region_marks(rung_code(spec))
     parts.append(f"<details><summary>The whole kernel, {len(whole.splitlines())} lines (click to open)</summary>\n\n"
-                 f"```cpp\n{whole}\n```\n</details>")
+                 f"```c++\n{whole}\n```\n</details>")
     return Markdown("\n\n".join(parts))

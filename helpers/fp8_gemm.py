@@ -1,5 +1,6 @@
 """FP8 (E4M3) GEMM for lesson 7: the kernels of kernels/fp8*.cu, their CPU models and check, and
-cuBLASLt's FP8 GEMM.
+cuBLASLt's FP8 GEMM. The wgmma kernels lesson 7 teaches are kernels/fp8_wgmma_sm90a.cu (no promotion) and
+kernels/fp8_promote_sm90a.cu (promotion every N_C products); its appendix's are in kernels/fp8_sm90a.cu.
 
 CuPy has no float8 dtype: an FP8 matrix travels as a uint8 array of its E4M3 bytes (``encode_e4m3``).
 The kernels take B transposed (Bt, N x K): wgmma reads 8-bit operands only K-major. ``matmul`` runs a
@@ -37,7 +38,7 @@ class Fp8Kernel:
 
     @property
     def wgmma(self) -> bool:
-        return self.file == "fp8_sm90a.cu"
+        return self.file.endswith("_sm90a.cu")
 
     @property
     def smem(self) -> int:
@@ -54,7 +55,7 @@ class Fp8Kernel:
         return min(self.ctas, sms) if self.ctas else sms
 
     def smem_for(self, stages: int) -> int:
-        """Dynamic shared memory with `stages` stages (F8_SMEM, + F8_EPI_BYTES for tstore, in kernels/fp8_sm90a.cu)."""
+        """Dynamic shared memory with `stages` stages (F8_SMEM in the kernel's file, + F8_EPI_BYTES for tstore)."""
         if not self.wgmma:
             return 0
         return stages * (128 * 128 + self.bn * 128) + 1024 + 128 + (F8_EPI_BYTES if self.tstore else 0)
@@ -62,9 +63,10 @@ class Fp8Kernel:
 
 FP8_KERNELS = {k.name: k for k in [
     Fp8Kernel("fp8_mma_sync", "fp8.cu", 8, 0, (8, 9), "mma.sync m16n8k32, one warp per 16 x 8 tile, no reuse"),
-    Fp8Kernel("fp8_wgmma", "fp8_sm90a.cu", 256, 0, (9, 0), "wgmma m64n256k32, 128 x 256 tiles (lesson 6's rung 11)"),
-    Fp8Kernel("fp8_wgmma_n128", "fp8_sm90a.cu", 128, 0, (9, 0), "the same with 128 x 128 tiles"),
-] + [Fp8Kernel(f"fp8_promote_{nc}", "fp8_sm90a.cu", 128, nc, (9, 0),
+    Fp8Kernel("fp8_wgmma", "fp8_wgmma_sm90a.cu", 256, 0, (9, 0),
+              "wgmma m64n256k32, 128 x 256 tiles (lesson 6's rung 11)"),
+    Fp8Kernel("fp8_wgmma_n128", "fp8_wgmma_sm90a.cu", 128, 0, (9, 0), "the same with 128 x 128 tiles"),
+] + [Fp8Kernel(f"fp8_promote_{nc}", "fp8_promote_sm90a.cu", 128, nc, (9, 0),
                f"128 x 128 tiles, partial sums promoted to FP32 every {nc} products") for nc in PROMOTE_NC]
   + [Fp8Kernel("fp8_promote_2acc_lean", "fp8_sm90a.cu", 128, 128, (9, 0),
                "promotion every 128 products with two partial sums per warpgroup (K-tile kt - 1's is added while "
@@ -149,12 +151,14 @@ def _operand_shape(A8, Bt8) -> tuple[int, int, int]:
     return M, N, K
 
 
-def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = (), ctas: int | None = None):
+def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = (), ctas: int | None = None,
+             source: str | None = None):
     """(run, C): a function that launches FP8 kernel `name` on A8 (M x K) and Bt8 (N x K), CuPy uint8 E4M3
     bytes, and its NaN-filled FP32 output C (M x N, N padded to 8). Everything but the launch is done here
     (checks, zero padding, tensor maps), so timing run() times the kernel alone.
     stages: the wgmma kernels' ring (-DF8_STAGES), up to what fits in 227 KB. options: more NVRTC options
-    (-D switches). ctas: the most CTAs of a wgmma kernel's persistent grid (default: the entry's)."""
+    (-D switches). ctas: the most CTAs of a wgmma kernel's persistent grid (default: the entry's). source: an edited
+    copy of the wgmma kernel's file to build instead of it (helpers.compile.get_arch_kernel)."""
     from .compile import get_arch_kernel, get_kernel
     from .device import require_gpu
 
@@ -167,6 +171,10 @@ def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = (),
         raise InputError(f"{name} cannot run {stages} stages.",
                          "stages applies to the wgmma kernels: 2 up to what fits in 227 KB of shared memory "
                          "(7 with 128 x 128 tiles, 4 with 128 x 256).")
+    unknown = unknown_macros(spec, options, source)
+    if unknown:                                     # a switch the file does not have would be ignored: say so
+        raise InputError(f"{', '.join(unknown)}: not a macro of kernels/{spec.file}, so {name} would build without "
+                         "it.", "pass only the file's own knobs (its #ifndef macros), or source= a copy that has it.")
     if ctas is not None and (not spec.wgmma or isinstance(ctas, bool) or not isinstance(ctas, (int, np.integer))
                              or ctas < 1):
         raise InputError(f"ctas={ctas!r}: the persistent grid's size is a whole number >= 1, for a wgmma kernel.",
@@ -188,7 +196,8 @@ def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = (),
     if spec.wgmma:
         from .hopper import tensor_map_2d
 
-        kern = get_arch_kernel(spec.file, name, (9, 0), options=spec.build_options(stages) + tuple(options))
+        kern = get_arch_kernel(spec.file, name, (9, 0), source=source,
+                               options=spec.build_options(stages) + tuple(options))
         smem = spec.smem_for(stages)
         if kern.max_dynamic_shared_size_bytes < smem:
             kern.max_dynamic_shared_size_bytes = smem
@@ -209,6 +218,20 @@ def launcher(name: str, A8, Bt8, stages: int | None = None, options: tuple = (),
         def run():
             kern(grid, (128,), args)
     return run, C
+
+
+def unknown_macros(spec: Fp8Kernel, options: tuple = (), source: str | None = None) -> list[str]:
+    """The macros that `options` (-DNAME or -DNAME=V) set and that neither the kernel's file (or `source`) nor the
+    headers of kernels/ use (comments left out)."""
+    import re
+
+    from .compile import KERNEL_DIR
+
+    text = source if source is not None else (KERNEL_DIR / spec.file).read_text()
+    text += "".join(h.read_text() for h in sorted(KERNEL_DIR.glob("*.cuh")))
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
+    names = [o[2:].split("=")[0] for o in options if isinstance(o, str) and o.startswith("-D")]
+    return [n for n in names if not re.search(rf"\b{re.escape(n)}\b", text)]
 
 
 def persistent_grid(spec: Fp8Kernel, M: int, Np: int, sms: int) -> int:

@@ -1,26 +1,18 @@
-// fp8_sm90a.cu -- Lesson 7 (Hopper only): an FP8 GEMM on the Tensor Cores, and what accuracy costs.
+// fp8_sm90a.cu -- Lesson 7's appendix (Hopper only): the FP8 kernels beyond the two the lesson teaches.
 //
-// The kernels take E4M3 inputs (1 sign, 4 exponent, 3 fraction bits; the bytes of ml_dtypes'
-// float8_e4m3fn) and write an FP32 C. They are lesson 6's warp-specialised, persistent kernel
-// (rung 11: a TMA producer warpgroup, two wgmma consumer warpgroups, a ring of full/empty
-// mbarriers, one CTA per SM walking the tiles in groups of 8 tile rows; 128 CTAs where the registry sets
-// `ctas`, helpers/fp8_gemm.py) with three changes:
+// kernels/fp8_wgmma_sm90a.cu (no promotion) and kernels/fp8_promote_sm90a.cu (promotion to FP32 every N_C
+// products) are the kernels lesson 7's main path reads; this file holds the ones its appendices and the lab
+// time: the same kernel (lesson 6's rung 11 with FP8 wgmma, E4M3 A and Bt, FP32 C) as one template whose
+// parameters choose how the consumers promote and store:
 //
 //   1. wgmma's FP8 form, m64nNk32: 32 products per instruction instead of 16. A K-tile of 128
 //      E4M3 values is 128 bytes, one swizzle row, as 64 halves were: the shared-memory layouts,
 //      descriptors and TMA boxes are the FP16 ones, measured in bytes.
 //   2. Both operands K-major. wgmma's transpose bit exists only for 16-bit inputs, so B comes in
 //      transposed: Bt is N x K row-major (the "TN" layout cuBLASLt also asks of FP8).
-//   3. (fp8_promote_*) promotion: the Tensor Cores accumulate N_C products of each output, then the
-//      partial sum is added to an FP32 total on the CUDA cores (an ordinary FP32 add, rounded to
-//      nearest) and the Tensor Cores start again from zero (wgmma's scale-d = 0). This is the fix
-//      of DeepSeek-V3's report (arXiv:2412.19437, sec. 3.3.2) for the few bits Hopper's FP8
-//      accumulator keeps. Lesson 7 measures those bits and what promotion costs in speed.
+//   3. promotion: the Tensor Cores accumulate N_C products of each output, then the partial sum is added
+//      to an FP32 total on the CUDA cores and the Tensor Cores start again from zero (wgmma's scale-d = 0).
 //
-//   fp8_wgmma        block tile 128 x 256, no promotion (the fast one)
-//   fp8_wgmma_n128   block tile 128 x 128, no promotion (the same tile as the promoting kernels)
-//   fp8_promote_NC   block tile 128 x 128, promotion every NC = 32, 64, 128, 256, 512 products
-//                    (128 x 256 would need 128 + 128 accumulator registers per thread)
 //   fp8_promote_pingpong  promotion every 128 products, overlapped with the Tensor Cores: the two
 //                    consumer warpgroups issue their wgmmas in turn, so one adds its partial sum to its
 //                    total while the other's wgmmas run (the same sums as fp8_promote_128, bit for bit)
@@ -172,24 +164,6 @@ __device__ __forceinline__ void store2_shared(u32 addr, float x, float y)   // t
 // measured.
 #ifndef F8_UNIFORM
 #define F8_UNIFORM 0
-#endif
-// F8_PERIOD: how fp8_promote_256 and _512 end a K-tile (2 by default). With 0 their K loop decides at run time,
-// K-tile by K-tile, whether this one ends a promotion period: one that does not keeps its group of wgmmas in flight
-// (wgmma_wait<1>) and lets the stage before go; one that does waits for all (wgmma_wait<0>) and adds. Where the two
-// paths meet, ptxas cannot tell whether a group still writes the accumulators, and it injects a wait for all of them
-// (its message C7517, "warpgroup.wait is injected ... to allow use of registers defined by GMMA"): every K-tile then
-// waits as fp8_promote_128's does, yet a K-tile that does not promote lets its stage go only after the next K-tile's
-// wgmmas, so the producer has one stage less to fill ahead. With 2 every K-tile waits for its group and lets its
-// stage go at once, as fp8_promote_128's do, and only a period's last K-tile adds: fp8_promote_128 with fewer adds.
-// The same wgmmas in the same order either way: C bit for bit the same. Lesson 7 ("A common trap") compares the two.
-#ifndef F8_PERIOD
-#define F8_PERIOD 2
-#endif
-#if F8_PERIOD == 1
-#error "F8_PERIOD is 0 (the period decided at run time) or 2 (the default); this file has no build 1"
-#endif
-#if F8_PERIOD != 0 && F8_PERIOD != 1 && F8_PERIOD != 2
-#error "F8_PERIOD is 0 (the period decided at run time) or 2 (the default)"
 #endif
 // F8_PAIR=1 (two K-tiles per stage) and F8_FLOW=2 (only a tile's first K-tile issued before its store) name builds
 // the lab's probes tried (lab/README.md) that this file does not hold: they are refused rather than built as
@@ -538,20 +512,6 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
                 sa1 = sa + (size_t)min(srow + 8, M - 1) * ktiles;     // a valid address; those rows of C are
                 sbt = sb + (size_t)tn * ktiles;                        // never stored
             }
-            if constexpr (F8_PERIOD == 2 && PSTAGES > 1 && !SCALED && !OVERLAP && !TWO) {
-                // F8_PERIOD=2: fp8_promote_128's stage (wait for the group, let the stage go), the add only at a
-                // period's last stage (and at the last K-tile)
-                for (int kt = 0; kt < ktiles; ++kt) {
-                    issue_stage(d, s, phase, cw, kt % PSTAGES == 0);   // stage s into d, from zero at a period's start
-                    wgmma_wait<0>();
-                    release(s);
-                    if ((kt + 1) % PSTAGES == 0 || kt == ktiles - 1) {
-#pragma unroll
-                        for (int i = 0; i < NREG; ++i) total[i] += d[i];
-                    }
-                    if (++s == F8_STAGES) { s = 0; phase ^= 1; }
-                }
-            } else
             for (int kt = 0; kt < ktiles; ++kt) {
                 [[maybe_unused]] float a0, a1, bs;
                 if constexpr (SCALED) {
@@ -637,15 +597,6 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
 }
 #endif
 
-// The fast kernel: 128 x 256 tiles, the Tensor Cores accumulate all of K.
-extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    fp8_gemm<256, 0>(&tmA, &tmB, C, M, N, K);
-#endif
-}
-
 // fp8_wgmma with C through shared memory and TMA stores (store_slice_tma): the tile's stores run on while the next
 // tile's wgmmas start, where fp8_wgmma's consumers store from registers, 64 float2 stores a thread, with the Tensor
 // Cores idle. cuBLASLt's FP8 kernels keep about 20 KB of shared memory past their stages, room for such a buffer.
@@ -656,42 +607,6 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma_store(cons
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     fp8_gemm<256, 0, false, false, false, F8_DESC_ADD, true, true>(&tmA, &tmB, C, M, N, K, &tmC);
-#endif
-}
-
-// The same with 128 x 128 tiles: the baseline the promoting kernels are timed against.
-extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_wgmma_n128(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    fp8_gemm<128, 0>(&tmA, &tmB, C, M, N, K);
-#endif
-}
-
-// Promotion to FP32 every 32 products of each output (every wgmma k-step).
-extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_32(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    fp8_gemm<128, 32>(&tmA, &tmB, C, M, N, K);
-#endif
-}
-
-// Promotion every 64 products.
-extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_64(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    fp8_gemm<128, 64>(&tmA, &tmB, C, M, N, K);
-#endif
-}
-
-// Promotion every 128 products (one K-tile; DeepSeek-V3's N_C).
-extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_128(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    fp8_gemm<128, 128>(&tmA, &tmB, C, M, N, K);
 #endif
 }
 
@@ -726,25 +641,6 @@ extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_2acc_lea
     fp8_gemm<128, 128, false, false, true, 1, false, true>(&tmA, &tmB, C, M, N, K);
 #endif
 }
-
-// Promotion every 256 products.
-extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_256(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    fp8_gemm<128, 256>(&tmA, &tmB, C, M, N, K);
-#endif
-}
-
-// Promotion every 512 products.
-extern "C" __global__ void __launch_bounds__(F8_THREADS, 1) fp8_promote_512(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, float* __restrict__ C, int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    fp8_gemm<128, 512>(&tmA, &tmB, C, M, N, K);
-#endif
-}
-
 
 // DeepSeek-V3's recipe (arXiv:2412.19437, sec. 3.3.2): FP8 inputs with fine-grained scales, applied where
 // the partial sums are promoted. Activations A carry one scale per 1 x 128 tile (per row, per 128 of K),

@@ -1,5 +1,5 @@
 // hopper_primitives.cuh -- the Hopper building blocks that lessons 6 and 7 share
-// (included by kernels/hopper_sm90a.cu and kernels/fp8_sm90a.cu).
+// (included by kernels/hopper_sm90a.cu, kernels/fp8_sm90a.cu and, through hopper_wgmma.cuh, the rung files).
 //
 // Each is one PTX instruction (or a short loop of one) in an inline function: shared-memory
 // addresses, the dynamic shared memory aligned for the 128-byte swizzle, mbarriers (init, the

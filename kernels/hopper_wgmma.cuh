@@ -1,8 +1,9 @@
 // hopper_wgmma.cuh -- the primitives lesson 6's rungs share, shown once: everything in
 // hopper_primitives.cuh (shared-memory addresses, mbarriers, TMA loads, multicast and stores, fences,
-// wgmma's fence / commit / wait, setmaxnreg, clusters), plus what only the FP16 rungs use: the wgmma
-// shared-memory descriptors, the m64n256k16 instruction, and the FP16 epilogue's pack and stmatrix.
-// Each rung file (kernels/hopper_rungNN_sm90a.cu) includes this header and nothing else of the course.
+// wgmma's fence / commit / wait, setmaxnreg, clusters), plus the wgmma shared-memory descriptors, the FP16
+// m64n256k16 instruction, and the FP16 epilogue's pack and stmatrix.
+// Each rung file (lesson 5's kernels/ladder_sm90a.cu, lesson 6's kernels/hopper_rungNN_sm90a.cu) includes this
+// header and nothing else of the course; lesson 7's FP8 files include it through fp8_wgmma.cuh.
 
 #pragma once
 

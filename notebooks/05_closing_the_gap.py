@@ -794,7 +794,8 @@ for name in ("ladder.sm_90.sass", "ladder_sm90a.sm_90a.sass"):
 
 # %% slideshow={"slide_type": "-"}
 src7 = helpers.display.kernel_source("ladder_sm90a.cu", "ladder_wgmma_tma")
-print(src7[src7.index("    for (int kt = 0"):src7.index("    // Accumulator layout")])
+print(src7[src7.index("    for (int kt = 0"):src7.index("    store_slice(")])
+print(helpers.display.device_functions("ladder_sm90a.cu", headers=False)["mma_ktile"])
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The main loop: wait on the stage's mbarrier, fence, four wgmma (K = 64 in steps of 16: the

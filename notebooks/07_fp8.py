@@ -360,8 +360,9 @@ for label, (ga, gb) in {"per tensor": (None, None), "1x128 tiles, 128x128 blocks
 #
 # - `fp8_mma_sync` (kernels/fp8.cu): one `mma.sync.m16n8k32.e4m3` per 32 products, from sm_89; slow
 #   (no shared memory, no reuse).
-# - `fp8_wgmma` (kernels/fp8_sm90a.cu): lesson 6's rung 11 with `wgmma.m64n256k32.e4m3` (8-bit operands
-#   are K-major only: B arrives transposed); `fp8_promote_NC` promotes every N_C products.
+# - `fp8_wgmma` (kernels/fp8_wgmma_sm90a.cu): lesson 6's rung 11 with `wgmma.m64n256k32.e4m3` (8-bit operands
+#   are K-major only: B arrives transposed); `fp8_promote_NC` (kernels/fp8_promote_sm90a.cu) promotes every N_C
+#   products.
 #
 # Each is checked: bounds, and bit equality with its CPU model.
 
@@ -475,14 +476,14 @@ fig = helpers.plots.fp8_promotion(ncs, a1[0], b1[:, 0])
 # Promoting more often keeps the partial sum small, at a wait and 64 FP32 adds per thread each time.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### The promotion loop, from `kernels/fp8_sm90a.cu`
+# ### The promotion loop, from `kernels/fp8_promote_sm90a.cu`
 
 # %% slideshow={"slide_type": "-"}
 from IPython.display import Markdown
-display(Markdown("```c++\n" + fp8x.promotion_loop("fp8_promote_128") + "\n```"))   # what fp8_gemm<128, 128> compiles
+display(Markdown("```c++\n" + fp8x.promotion_loop("fp8_promote_128") + "\n```"))   # what fp8_gemm<128> compiles
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# `fp8_promote_128` is `fp8_gemm<128, 128>`: the template argument `NC` is the interval. Read `fresh`:
+# `fp8_promote_128` is `fp8_gemm<128>`: the template argument `NC` is the interval. Read `fresh`:
 # a period's first k-step passes accumulate = 0 to `wgmma` (scale-d: start from zero). Read `promote`:
 # at a period's last K-tile, `wgmma_wait<0>()` waits for all of the Tensor Cores' work, then
 # `total[i] += d[i]` is the promotion, 64 FP32 adds per thread. Below 128 (not shown) it promotes
@@ -544,7 +545,7 @@ helpers.plots.separate_point_labels(fig.axes[0])     # two points lie on each ot
 # ### A common trap: the compiler's clue
 #
 # Built with a K loop that decides at run time whether a K-tile ends a promotion period (`F8_PERIOD=0` in
-# `kernels/fp8_sm90a.cu`), `fp8_promote_256` and `_512` make ptxas report (`-Xptxas -v`): `(C7517) warpgroup.wait
+# `kernels/fp8_promote_sm90a.cu`), `fp8_promote_256` and `_512` make ptxas report (`-Xptxas -v`): `(C7517) warpgroup.wait
 # is injected ... to allow use of registers defined by GMMA`: every K-tile then waits for all `wgmma`s. And
 # `fp8_promote_256` ran *slower* than every 128 at both sizes (ratios within one run of the record):
 
@@ -559,11 +560,11 @@ helpers.display.table(fp8x.period_rows(data), ["n", "kernel", "build", "tflops",
 # at $4096^3$, and at $8192^3$ for `_512` only (both in Appendix H):
 
 # %% slideshow={"slide_type": "-"}
-k8 = helpers.display.kernel_source("fp8_sm90a.cu")
-i = k8.index("            if constexpr (F8_PERIOD == 2")
-print(k8[i:k8.index("            } else\n", i)])
-print("C7517 reports in the recorded build of kernels/fp8_sm90a.cu:",
-      (helpers.results.RESULTS_DIR / "build-nvidia-h200" / "fp8_sm90a.ptxas.txt").read_text().count("C7517"))
+kp = helpers.display.kernel_source("fp8_promote_sm90a.cu")
+i = kp.index("            if constexpr (F8_PERIOD == 2")
+print(kp[i:kp.index("            } else if constexpr (EVERY >= KSTEPS) {", i)])
+print("C7517 reports in the recorded build of kernels/fp8_promote_sm90a.cu:",
+      (helpers.results.RESULTS_DIR / "build-nvidia-h200" / "fp8_promote_sm90a.ptxas.txt").read_text().count("C7517"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # A compiler's warning is a clue, not a measurement. **Try it** on a Hopper GPU (elsewhere: the record's rows):
@@ -720,16 +721,18 @@ fig = helpers.plots.number_lines(names=("fp8_e5m2", "fp8_e4m3", "bf16"))
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix E: the promoting kernel, whole
 #
-# `fp8_promote_128` and the device function it calls, `fp8_gemm` (read from `kernels/fp8_sm90a.cu`;
-# the loop slide showed its promotion lines). The functions `fp8_gemm` calls in turn are the course's
-# Hopper primitives (`kernels/hopper_primitives.cuh`) and the FP8 `wgmma` wrapper, listed by name
-# (with the ones those call):
+# `fp8_promote_128` and the device functions of its file it calls, `fp8_gemm` and `store_slice` (read from
+# `kernels/fp8_promote_sm90a.cu`; the loop slide showed its promotion loop). The functions they call in turn are
+# the course's Hopper primitives (`kernels/hopper_primitives.cuh`, `hopper_wgmma.cuh`) and the FP8 `wgmma`
+# wrapper (`kernels/fp8_wgmma.cuh`), listed by name (with the ones those call):
 
 # %% slideshow={"slide_type": "-"}
-kernel = helpers.display.kernel_source("fp8_sm90a.cu", "fp8_promote_128")
-fns = helpers.display.device_functions("fp8_sm90a.cu")                     # {name: source}
-display(Markdown("```c++\n" + kernel + "\n\n" + fns["fp8_gemm"] + "\n```"))
-print("fp8_gemm calls:", ", ".join(n for n in helpers.display.called_functions(kernel, fns) if n != "fp8_gemm"))
+kernel = helpers.display.kernel_source("fp8_promote_sm90a.cu", "fp8_promote_128")
+own = helpers.display.device_functions("fp8_promote_sm90a.cu", headers=False)   # {name: source}, this file's
+fns = helpers.display.device_functions("fp8_promote_sm90a.cu")                  # and the headers'
+display(Markdown("```c++\n" + "\n\n".join([kernel] + [own[n] for n in helpers.display.called_functions(kernel, own)])
+                 + "\n```"))
+print("they call:", ", ".join(n for n in helpers.display.called_functions(kernel, fns) if n not in own))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix F: DeepSeek's recipe in one kernel
@@ -742,6 +745,7 @@ print("fp8_gemm calls:", ", ".join(n for n in helpers.display.called_functions(k
 # %% slideshow={"slide_type": "-"}
 from helpers.experiments import fp8_scaled as bsx
 
+k8 = helpers.display.kernel_source("fp8_sm90a.cu")                   # the appendix's kernels
 i = k8.index("                        if constexpr (SCALED) {\n")
 print(k8[i:k8.index("                        } else {", i)])
 chk = bsx.block_scaled_check_rows(data)

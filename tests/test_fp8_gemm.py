@@ -144,7 +144,7 @@ def test_recorded_gpu_conversion_is_saturating():
 
 
 def test_the_ring_depth_of_the_wgmma_kernels_is_a_probe_knob():
-    """helpers.fp8_gemm.launcher(stages=...) (lab/probes/fp8_stages.py): F8_STAGES is 4 in kernels/fp8_sm90a.cu
+    """helpers.fp8_gemm.launcher(stages=...) (lab/probes/fp8_stages.py): F8_STAGES is 4 in each wgmma kernel's file
     unless -DF8_STAGES says otherwise; the shared memory follows it; a depth that does not fit in 227 KB, or a
     kernel without a ring (mma.sync), is refused before any GPU is needed, with the fix."""
     import re
@@ -153,8 +153,9 @@ def test_the_ring_depth_of_the_wgmma_kernels_is_a_probe_knob():
     from helpers.errors import InputError
     from helpers.fp8_gemm import FP8_KERNELS, launcher
 
-    src = (Path(__file__).resolve().parents[1] / "kernels" / "fp8_sm90a.cu").read_text()
-    assert re.search(r"#ifndef F8_STAGES\n#define F8_STAGES 4\b", src)
+    for f in ("fp8_sm90a.cu", "fp8_wgmma_sm90a.cu", "fp8_promote_sm90a.cu"):
+        src = (Path(__file__).resolve().parents[1] / "kernels" / f).read_text()
+        assert re.search(r"#ifndef F8_STAGES\n#define F8_STAGES 4\b", src), f
     n128, n256 = FP8_KERNELS["fp8_promote_128"], FP8_KERNELS["fp8_wgmma"]
     assert n128.smem == n128.smem_for(4) == 4 * 32 * 1024 + 1152 and n256.smem == 4 * 48 * 1024 + 1152
     assert n128.smem_for(7) <= 227 * 1024 < n128.smem_for(8) and n256.smem_for(4) <= 227 * 1024 < n256.smem_for(5)
@@ -206,7 +207,7 @@ def test_the_descriptor_add_switch_reaches_the_same_descriptors():
                               str(root / "kernels" / "fp8_sm90a.cu"), "-o", "-"], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr[-2000:]
         ptx[opts] = out.stdout
-    entry = lambda t: t[t.index(".entry fp8_promote_128("):t.index(".entry", t.index(".entry fp8_promote_128(") + 9)]  # noqa: E731
+    entry = lambda t: t[t.index(".entry fp8_promote_2acc("):t.index(".entry", t.index(".entry fp8_promote_2acc(") + 9)]  # noqa: E731
     assert entry(ptx[()]) != entry(ptx[("-DF8_DESC_ADD=1",)])
     import re
 
@@ -248,20 +249,23 @@ def test_the_persistent_grid_is_one_cta_per_sm_and_no_more_than_the_tiles():
     assert F.persistent_grid(F.FP8_KERNELS["fp8_wgmma"], 256, 512, 132) == 4           # 2 x 2 tiles of 128 x 256
 
 def test_the_store_kernels_are_their_base_kernels_with_the_tma_store():
-    """fp8_wgmma_store is fp8_wgmma's template call with TSTORE = true and UNIFORM = true and the map of C, its
-    registry entry fp8_wgmma's plus the 32 KB of C buffers (inside 227 KB), and the launcher passes it a map of C."""
+    """fp8_wgmma_store is fp8_wgmma's template call (fp8_gemm<256, 0>, kernels/fp8_wgmma_sm90a.cu's fp8_gemm<256>)
+    with TSTORE = true and UNIFORM = true and the map of C, its registry entry fp8_wgmma's plus the 32 KB of C buffers
+    (inside 227 KB), and the launcher passes it a map of C."""
     import re
     from pathlib import Path
 
     root = Path(F.__file__).parent.parent
     src = (root / "kernels" / "fp8_sm90a.cu").read_text()
     call = lambda n: re.search(r"fp8_gemm<([^>]*)>\(([^;]*)\);", src[src.index(f"1) {n}("):])   # noqa: E731
+    base_src = (root / "kernels" / "fp8_wgmma_sm90a.cu").read_text()
+    base_call = lambda n: re.search(r"fp8_gemm<([^>]*)>\(([^;]*)\);", base_src[base_src.index(f"1) {n}("):])   # noqa: E731
     for new, base in (("fp8_wgmma_store", "fp8_wgmma"),):
         targs = [x.strip() for x in call(new).group(1).split(",")]
-        bargs = [x.strip() for x in call(base).group(1).split(",")]
+        bargs = [x.strip() for x in base_call(base).group(1).split(",")] + ["0"]             # NC = 0: no promotion
         defaults = ["false", "false", "false", "F8_DESC_ADD"]          # OVERLAP, SCALED, TWO, DESC
         assert targs == bargs + defaults[len(bargs) - 2:] + ["true", "true"], (new, targs, bargs)   # TSTORE, UNIFORM
-        assert call(new).group(2).endswith(", &tmC") and call(base).group(2) == "&tmA, &tmB, C, M, N, K"
+        assert call(new).group(2).endswith(", &tmC") and base_call(base).group(2) == "&tmA, &tmB, C, M, N, K"
         n, b = F.FP8_KERNELS[new], F.FP8_KERNELS[base]
         assert (n.bn, n.nc, n.stages, n.tstore, b.tstore) == (b.bn, b.nc, b.stages, True, False)
         assert n.smem == b.smem + F.F8_EPI_BYTES <= 227 * 1024
@@ -299,9 +303,9 @@ def test_launcher_refuses_a_grid_it_cannot_use(kernel, ctas):
 @full_only                   # nvcc builds: pytest --full (make gpu-check)
 def test_the_period_switch_removes_the_wait_ptxas_injects_into_promote_256_and_512(tmp_path):
     """Lesson 7's trap: with F8_PERIOD=0 (the period decided at run time) ptxas injects a warpgroup.wait (its message
-    C7517) into fp8_promote_256 and fp8_promote_512 and no other kernel of the file; with 2 (the default:
-    fp8_promote_128's stage, the adds at a period's end) into none. Any other value stops with an #error naming the
-    two builds."""
+    C7517) into fp8_promote_256 and fp8_promote_512 and no other kernel of kernels/fp8_promote_sm90a.cu; with 2 (the
+    default: fp8_promote_128's stage, the adds at a period's end) into none. Any other value stops the build with a
+    message naming the two builds."""
     import re
     import shutil
     import subprocess
@@ -309,7 +313,7 @@ def test_the_period_switch_removes_the_wait_ptxas_injects_into_promote_256_and_5
 
     from helpers.compile import KERNEL_DIR
 
-    src = (KERNEL_DIR / "fp8_sm90a.cu").read_text()
+    src = (KERNEL_DIR / "fp8_promote_sm90a.cu").read_text()
     assert re.search(r"#ifndef F8_PERIOD\n#define F8_PERIOD 2\n", src)
     nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
     if nvcc is None:
@@ -318,7 +322,7 @@ def test_the_period_switch_removes_the_wait_ptxas_injects_into_promote_256_and_5
     def build(opt):
         return subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-o",
                                str(tmp_path / "k.cubin"), "-Xptxas", "-v", opt, f"-I{KERNEL_DIR}",
-                               str(KERNEL_DIR / "fp8_sm90a.cu")], capture_output=True, text=True, timeout=600)
+                               str(KERNEL_DIR / "fp8_promote_sm90a.cu")], capture_output=True, text=True, timeout=600)
 
     for opt in ("-DF8_PERIOD=1", "-DF8_PERIOD=3"):      # neither is a build of the file
         p = build(opt)
@@ -412,5 +416,19 @@ def test_the_extra_l2_probe_loads_a_second_box_of_a(tmp_path):
                 for q in parts if q.startswith(".visible .entry")}
 
     plain, extra = (loads(build("-DF8_STAGES=6", f"-DF8_EXTRA_L2={v}")[1]) for v in (0, 1))
-    assert plain.keys() == extra.keys() and len(plain) > 10
+    assert plain.keys() == extra.keys() and len(plain) == 5        # the kernels of the appendix file
     assert all(extra[k] == plain[k] + 1 for k in plain), (plain, extra)
+
+
+def test_launcher_refuses_a_switch_the_kernels_file_does_not_have():
+    """A -D option a kernel's file never uses would build the kernel without it, silently: the launcher refuses it
+    before any GPU is asked for. Knobs of the file (F8_STAGES, F8_PERIOD) and of the shared headers (MBAR_WAIT) pass;
+    a research switch passes where the file has it (the appendix's kernels) or with source= a copy that has it."""
+    A8 = np.zeros((64, 128), np.uint8)
+    with pytest.raises(InputError, match="F8_DESC_ADD: not a macro of kernels/fp8_promote_sm90a.cu"):
+        F.launcher("fp8_promote_128", A8, A8, options=("-DF8_DESC_ADD=1",))
+    K = F.FP8_KERNELS
+    assert F.unknown_macros(K["fp8_promote_256"], ("-DF8_PERIOD=0", "-DF8_STAGES=6", "-DMBAR_WAIT=1")) == []
+    assert F.unknown_macros(K["fp8_wgmma"], ("-DF8_PERIOD=0", "-DF8_UNIFORM=1")) == ["F8_PERIOD", "F8_UNIFORM"]
+    assert F.unknown_macros(K["fp8_promote_2acc_lean"], ("-DF8_DESC_ADD=1", "-DF8_FLOW=1")) == []
+    assert F.unknown_macros(K["fp8_wgmma"], ("-DF8_UNIFORM=1",), source="#if F8_UNIFORM\n#endif\n") == []

@@ -89,7 +89,7 @@ def test_registry_matches_kernel_constants():
 
 
 def test_rung7_constants():
-    bm, bn, bk, st = (_define(n, LADDER7) for n in ("BM7", "BN7", "BK7", "ST7"))
+    bm, bn, bk, st = (_define(n, LADDER7) for n in ("HBM", "HBN", "HBK", "HSTAGES"))
     r = K.RUNGS[7]
     assert (r.block_tile, r.tile_k, r.tile_mn) == ((bm, bn), bk, max(bm, bn))
     assert r.tma_boxes == ((bm, bk), (bn, bk)) and r.b_transposed and r.only_cc == (9, 0)

@@ -261,33 +261,32 @@ def test_exercise_4_asks_for_what_no_cell_prints(fp8_data, capsys):
 
 
 def test_the_promotion_loop_is_fp8_promote_128s():
-    """The slide 'The promotion loop' shows fp8x.promotion_loop("fp8_promote_128"): lines of kernels/fp8_sm90a.cu in
-    the file's order, only those fp8_gemm<128, 128> compiles: the interval's constants, one declaration each of d and
-    total (the plain consumers', not the OVERLAP branch's `float d[NREG], total[NREG];`), fresh and promote, the wait
-    for all and the promotion adds; none of SCALED's scale loads and multiply-adds, nor the NC < 128 branch."""
+    """The slide 'The promotion loop' shows fp8x.promotion_loop("fp8_promote_128"): the interval's constants, the
+    accumulators, then the consumer's K loop of kernels/fp8_promote_sm90a.cu whole, line for line as the file has it
+    (the branch fp8_gemm<128> compiles): fresh and promote, the wait for all and the promotion adds; not the branch
+    of the intervals below 128 nor F8_PERIOD's of 256 and 512. Other kernels are refused."""
     from helpers.compile import KERNEL_DIR
 
     text = fp8x.promotion_loop("fp8_promote_128")
-    shown = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    assert len(shown) <= 40
-    src = [ln.strip() for ln in (KERNEL_DIR / "fp8_sm90a.cu").read_text().splitlines()]
-    at = 0
-    for ln in shown[4:]:                                                      # after the constants and declarations
-        at = src.index(ln, at) + 1 if ln != "}" else at                      # each a line of the file, in order
-    assert all(ln in src for ln in shown)
-    assert shown[:2] == ["constexpr int EVERY = NC / 32;                             // k-steps per promotion (0: never)",
-                         "constexpr int PSTAGES = EVERY >= KSTEPS ? EVERY / KSTEPS : 1; // NC >= 128: stages per "
-                         "promotion"]
-    assert sum(ln.startswith("float d[NREG]") for ln in shown) == 1 and sum("float total[" in ln for ln in shown) == 1
-    assert "float d[NREG], total[NREG];" not in text
-    for needed in ("wgmma_wait<0>();", "for (int i = 0; i < (NC ? NREG : 1); ++i) total[i] += d[i];", "const bool fresh",
-                   "const bool promote", "release(s);", "wgmma_e4m3(d, desc_a(a, s, ks), desc_b(b, s, ks), !fresh);"):
+    shown = text.splitlines()
+    src = (KERNEL_DIR / "fp8_promote_sm90a.cu").read_text().splitlines()
+    loop = shown[4:]
+    assert loop[0] == "for (int kt = 0; kt < ktiles; ++kt) {" and loop[-1] == "}" and len(loop) <= 40
+    at = next(i for i, ln in enumerate(src) if ln.strip() == loop[0] and "EVERY >= KSTEPS" in src[i - 2])
+    pad = src[at].index("for")
+    dedent = [ln[pad:] if ln.startswith(" " * pad) else ln for ln in src[at:at + len(loop)]]   # (#pragma: column 0)
+    assert dedent == loop                                                      # the file's lines, whole, in order
+    assert [ln.split("//")[0].strip() for ln in shown[:4]] == [
+        "constexpr int EVERY = NC / 32;", "constexpr int PSTAGES = EVERY >= KSTEPS ? EVERY / KSTEPS : 1;",
+        "float d[NREG];", "float total[NREG];"]
+    for needed in ("wgmma_wait<0>();", "for (int i = 0; i < NREG; ++i) total[i] += d[i];", "const bool fresh",
+                   "const bool promote", "release(s);", "!fresh);"):
         assert needed in text, needed
-    for absent in ("SCALED", "__ldg", "__fmul_rn", "__fadd_rn", "EVERY ? EVERY", "F8_PERIOD", "} else\n"):
+    for absent in ("ks += EVERY", "j != 0", "F8_PERIOD == 2", "else if"):
         assert absent not in text, absent
     assert text.count("{") == text.count("}")                                 # whole blocks
-    for kernel in ("fp8_promote_256", "fp8_promote_pingpong", "fp8_block_scaled", "fp8_wgmma"):
-        with pytest.raises(ValueError):
+    for kernel in ("fp8_promote_256", "fp8_promote_64", "fp8_wgmma"):
+        with pytest.raises((ValueError, KeyError)):
             fp8x.promotion_loop(kernel)
 
 
@@ -385,15 +384,15 @@ def test_claims_of_the_speed_slide(fp8_data):
 def test_claims_of_the_trap_slide(fp8_data):
     """'A common trap': in the record's run of the F8_PERIOD=0 build, fp8_promote_256 was slower than every 128 at
     both sizes (each ratio within one run); in the F8_PERIOD=2 build's, faster at 4096^3; the recorded build of
-    kernels/fp8_sm90a.cu has no C7517 report, and the loop printed is the F8_PERIOD=2 one."""
+    kernels/fp8_promote_sm90a.cu has no C7517 report, and the loop printed is the F8_PERIOD=2 one."""
     rows = {(r["n"], r["kernel"], r["build"]): r["vs_128"] for r in fp8x.period_rows(fp8_data)}
     assert rows[4096, "fp8_promote_256", 0] < 1 and rows[8192, "fp8_promote_256", 0] < 1
     assert rows[4096, "fp8_promote_256", 2] > 1 and rows[4096, "fp8_promote_512", 2] > 1
-    report = helpers.results.RESULTS_DIR / "build-nvidia-h200" / "fp8_sm90a.ptxas.txt"
+    report = helpers.results.RESULTS_DIR / "build-nvidia-h200" / "fp8_promote_sm90a.ptxas.txt"
     assert "C7517" not in report.read_text() and "fp8_promote_256" in report.read_text()
-    k8 = helpers.display.kernel_source("fp8_sm90a.cu")
-    i = k8.index("            if constexpr (F8_PERIOD == 2")
-    loop = k8[i:k8.index("            } else\n", i)]
+    kp = helpers.display.kernel_source("fp8_promote_sm90a.cu")
+    i = kp.index("            if constexpr (F8_PERIOD == 2")
+    loop = kp[i:kp.index("            } else if constexpr (EVERY >= KSTEPS) {", i)]
     assert "wgmma_wait<0>();\n                    release(s);" in loop and "total[i] += d[i]" in loop
 
 

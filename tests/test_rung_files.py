@@ -1,4 +1,5 @@
-"""Lesson 6's rungs 8-16, one kernel file each: short enough to read whole, each a small step from the one before.
+"""Lesson 6's rungs 8-16, one kernel file each, and lesson 5's rung 7 before them (kernels/ladder_sm90a.cu): short
+enough to read whole, each a small step from the one before.
 
 What a learner reads of a rung is its code path as helpers.display.rung_code shows it: the extern "C" kernel and every
 device function of its file that it calls (the shared primitives of kernels/hopper_wgmma.cuh, shown once, left
@@ -14,6 +15,7 @@ from helpers.compile import KERNEL_DIR
 from helpers.kernels import ALL_RUNGS, hopper_rung_file
 
 RUNGS = range(8, 17)
+HOPPER_RUNGS = range(7, 17)           # rung 7 shares the header, so the step 7 -> 8 is measured too
 MAX_LINES, MAX_CHANGED, MAX_MEDIAN = 350, 120, 60
 
 
@@ -37,13 +39,30 @@ def test_each_rung_is_one_short_file_with_its_registry_kernel(rung):
     assert "ws_gemm" not in text
 
 
+def test_rung7_is_one_short_kernel_on_the_shared_header():
+    spec = ALL_RUNGS[7]
+    code = display.rung_code(7)
+    assert code.startswith('extern "C" __global__ void') and f" {spec.name}(" in code.splitlines()[0]
+    assert len(code.splitlines()) <= MAX_LINES
+    text = (KERNEL_DIR / spec.file).read_text()
+    assert re.findall(r'#include\s+"([^"]+)"', text) == ["hopper_wgmma.cuh"]
+    assert len(re.findall(r'^extern "C" __global__ void\b[^;]*\{', text, re.M | re.S)) == 1
+    # its own primitives are gone: every device function it defines is one the learner reads in its code path
+    own = display.device_functions(spec.file, headers=False)
+    assert own and set(own) <= set(display.called_functions(code, own))
+    assert all("__CUDA_ARCH" in ln for ln in text.splitlines() if ln.strip().startswith("#if"))
+    assert not re.findall(r"template\s*<", text)
+
+
 def test_consecutive_rungs_differ_by_one_idea():
-    codes = {r: display.rung_code(r) for r in RUNGS}
-    changed = {r: _changed(codes[r - 1], codes[r]) for r in RUNGS[1:]}
+    codes = {r: display.rung_code(r) for r in HOPPER_RUNGS}
+    changed = {r: _changed(codes[r - 1], codes[r]) for r in HOPPER_RUNGS[1:]}
     assert all(0 < n <= MAX_CHANGED for n in changed.values()), changed
     assert statistics.median(changed.values()) <= MAX_MEDIAN, changed
     # and rung_diff reports the same count a learner sees
-    assert f"{changed[12]} lines differ from rung 11" in display.rung_diff(12).data
+    for r in (8, 12):
+        m = re.search(r"(\d+) lines removed and (\d+) added against rung (\d+)", display.rung_diff(r).data)
+        assert m and int(m[1]) + int(m[2]) == changed[r] and int(m[3]) == r - 1
 
 
 def test_the_diff_counter_sees_a_bloated_rung():

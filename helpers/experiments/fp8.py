@@ -1,4 +1,4 @@
-"""Lesson 7's measurements and their readers (kernels/fp8.cu, kernels/fp8_sm90a.cu).
+"""Lesson 7's measurements and their readers (kernels/fp8.cu, kernels/fp8_*sm90a.cu).
 
 Experiment ``fp8`` (``python -m helpers.record --update-experiments fp8``): the designed probes through every
 FP8 kernel, seeded products compared with the CPU model, error against K beside cuBLASLt's FP8 GEMM, speed,
@@ -394,52 +394,24 @@ def sass_excerpt(kernel: str = "fp8_mma_sync", patterns=("F2FP", "HMMA", "FADD")
 
 
 def promotion_loop(kernel: str = "fp8_promote_128") -> str:
-    """fp8_promote_128's promotion loop as lines of kernels/fp8_sm90a.cu, in order: the interval's constants,
-    the accumulators and the K loop, keeping only what fp8_gemm<128, 128> compiles (no SCALED scales, no
-    NC < 128 branch)."""
+    """fp8_promote_128's promotion loop, whole, as kernels/fp8_promote_sm90a.cu has it: the interval's constants,
+    the accumulators and the consumer's K loop that fp8_gemm<128> compiles (the branch for NC >= 128 of one K-tile
+    or more per promotion; F8_PERIOD's branch is for 256 and 512, the other for NC < 128)."""
     import re
 
     from ..display import block_end, device_functions, kernel_source
 
-    call = re.search(r"\bfp8_gemm\s*<([^>]*)>\s*\(", kernel_source("fp8_sm90a.cu", kernel))
-    if not call or [a.strip() for a in call.group(1).split(",")] != ["128", "128"]:
-        raise ValueError(f"{kernel} is not fp8_gemm<128, 128>: promotion_loop shows fp8_promote_128's loop only")
-    lines = device_functions("fp8_sm90a.cu")["fp8_gemm"].splitlines()
+    call = re.search(r"\bfp8_gemm\s*<([^>]*)>\s*\(", kernel_source("fp8_promote_sm90a.cu", kernel))
+    if not call or call.group(1).strip() != "128":
+        raise ValueError(f"{kernel} is not fp8_gemm<128>: promotion_loop shows fp8_promote_128's loop only")
+    lines = device_functions("fp8_promote_sm90a.cu", headers=False)["fp8_gemm"].splitlines()
     strip = [ln.strip() for ln in lines]
-
-    def first(pred, start=0) -> int:
-        return next(i for i in range(start, len(lines)) if pred(i))
-
     consts = [s for s in strip if s.startswith(("constexpr int EVERY =", "constexpr int PSTAGES ="))]
-    cons = first(lambda i: strip[i].endswith("// ---------------- consumers"))
-    decls = [strip[first(lambda i: strip[i].startswith(p), cons)] for p in ("float d[NREG];", "float total[")]
-    start = first(lambda i: strip[i] == "for (int kt = 0; kt < ktiles; ++kt) {" and strip[i - 1] == "} else", cons)
-
-    def kept(i: int, end: int) -> list[str]:                           # lines[i:end] as fp8_gemm<128, 128> has them
-        out = []
-        while i < end:
-            s = strip[i]
-            if s.startswith("[[maybe_unused]] float a0, a1, bs;"):       # SCALED's scales
-                i += 1
-            elif s == "if constexpr (SCALED) {":
-                close = block_end(lines, i)
-                if strip[close] == "} else {":                           # keep the else: the plain promotion
-                    other = block_end(lines, close)
-                    out += [ln[4:] if ln.startswith("    ") else ln for ln in kept(close + 1, other)]
-                    i = other + 1
-                else:
-                    i = close + 1
-            elif s == "if (NC == 0 || EVERY >= KSTEPS) {":               # NC >= 128: this branch, not the else
-                close = block_end(lines, i)
-                out += [lines[i], *kept(i + 1, close), lines[close].replace("} else {", "}")]
-                i = block_end(lines, close) + 1
-            else:
-                out.append(lines[i])
-                i += 1
-        return out
-
+    decls = [s for s in strip if s.startswith(("float d[NREG];", "float total[NREG];"))]
+    branch = strip.index("} else if constexpr (EVERY >= KSTEPS) {")
+    start = branch + 1 + (not strip[branch + 1].startswith("for ("))      # past the branch's comment line
     pad = len(lines[start]) - len(lines[start].lstrip())
-    shown = [ln[pad:] if ln.startswith(" " * pad) else ln for ln in kept(start, block_end(lines, start) + 1)]
+    shown = [ln[pad:] if ln.startswith(" " * pad) else ln for ln in lines[start:block_end(lines, start) + 1]]
     return "\n".join(consts + decls + shown)
 
 

@@ -20,6 +20,25 @@ def research_source(rung: int, options: tuple = ()) -> str | None:
     return RESEARCH_FILE.read_text() if switched and 8 <= rung <= 16 else None
 
 
+# Lesson 7's main-path kernels (fp8_wgmma, fp8_wgmma_n128, fp8_promote_NC) are clean files in kernels/ since
+# 2026-12-07 (fp8_wgmma_sm90a.cu, fp8_promote_sm90a.cu), without the build switches below; the file they were built
+# from until then (every FP8 kernel on one template, with the switches) is kept whole here, so that a probe that sets
+# a switch on one of them still builds what it measured. The appendix's kernels (kernels/fp8_sm90a.cu) keep theirs.
+FP8_RESEARCH_FILE = ROOT / "lab" / "kernels" / "fp8_sm90a_research.cu"
+FP8_RESEARCH_SWITCHES = ("F8_DESC_ADD", "F8_UNIFORM", "F8_FLOW", "F8_STORE_SPREAD", "F8_EXTRA_L2", "F8_PAIR")
+
+
+def fp8_research_source(name: str, options: tuple = ()) -> str | None:
+    """The frozen FP8 file's text where kernel `name`, one of lesson 7's main path (not in kernels/fp8_sm90a.cu), is
+    built with one of FP8_RESEARCH_SWITCHES among its NVRTC `options` (helpers.fp8_gemm.launcher's source=), else
+    None: the course's own file."""
+    from helpers.fp8_gemm import FP8_KERNELS
+
+    spec = FP8_KERNELS.get(name)
+    switched = any(o.startswith("-D") and o[2:].split("=")[0] in FP8_RESEARCH_SWITCHES for o in options)
+    return FP8_RESEARCH_FILE.read_text() if switched and spec and spec.wgmma and spec.file != "fp8_sm90a.cu" else None
+
+
 def hopper_missing() -> str | None:
     """None on a Hopper GPU (the GPU backend, compute capability 9.0), else one line saying why not."""
     from helpers.device import backend

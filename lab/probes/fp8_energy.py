@@ -37,7 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from lab.probes.common import hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
+from lab.probes.common import fp8_research_source, hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
 KERNELS = ("fp8_promote_2acc_lean", "fp8_wgmma_store")        # lesson 7's goal kernels; cuBLASLt's two beside them
 from lab.labkit.fp8 import (ENERGY_PREDICTED, EXTRA_L2_PREDICTED, PAIR_ENERGY_PREDICTED,  # noqa: E402,F401
                             SPLIT_PREDICTED)
@@ -147,7 +147,7 @@ def main(argv) -> int:
         gA, gB = cupy.asarray(A), cupy.asarray(B)
         for k in kernels:
             name, opts, stages = build_of(k)
-            fn, C = launcher(name, A8, Bt8, stages=stages, options=opts)
+            fn, C = launcher(name, A8, Bt8, stages=stages, options=opts, source=fp8_research_source(name, opts))
             fn()
             chk = check_fp8(name, C, gA, gB, backend="GPU")
             failed |= not chk.passed

@@ -82,7 +82,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from lab.probes.common import hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
+from lab.probes.common import fp8_research_source, hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
 VARIANTS = [("fp8_wgmma", 4, ())] + [(k, s, ()) for k in ("fp8_wgmma_n128", "fp8_promote_128") for s in (4, 5, 6, 7)]
 DESC = [(k, 4, o) for k in ("fp8_promote_128", "fp8_wgmma") for o in ((), ("-DF8_DESC_ADD=1",))]
 # --two: fp8_promote_2acc (two partial sums per warpgroup) beside fp8_promote_128 and the tiles without promotion
@@ -164,8 +164,8 @@ def main(argv) -> int:
 
     def launch(k, st, opts, A8, Bt8):     # launcher, with a pseudo-option ctas=N taken out as its ctas; without it,
         n = [int(o[5:]) for o in opts if o.startswith("ctas=")]      # one CTA per SM, as every run before session 19
-        return launcher(k, A8, Bt8, stages=st, options=tuple(o for o in opts if not o.startswith("ctas=")),
-                        ctas=n[0] if n else sms)
+        o = tuple(o for o in opts if not o.startswith("ctas="))
+        return launcher(k, A8, Bt8, stages=st, options=o, ctas=n[0] if n else sms, source=fp8_research_source(k, o))
     rounds, sizes = int_option(argv, "--rounds", ROUNDS, one=True), int_option(argv, "--sizes", SIZES)
     import lab.labkit.fp8  # noqa: F401  (registers the kernels that lost, e.g. fp8_promote_pingpong, fp8_promote_2acc)
     from helpers.fp8_gemm import FP8_KERNELS

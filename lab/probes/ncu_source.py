@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from lab.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
+from lab.probes.common import fp8_research_source, hopper_here, run  # noqa: E402  (run as a script: ROOT first)
 # target -> (the kernel ncu samples, the shape); --set fp8: the FP8 kernels of issue 26 at 4096^3
 SETS = {"m128": {"rung17_hint": ("hopper_skinny", (128, 8192, 8192)), "cublas_fp16c": ("regex:nvjet", (128, 8192, 8192)),
                  "rung19": ("hopper_skinny_one", (128, 8192, 8192))},
@@ -60,7 +60,8 @@ def launch(target: str) -> None:
         A, B = random_inputs(M, N, K, "normal", M)
         A8, Bt8 = cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy()))
         run = (cublaslt_fp8(A8, Bt8, False)[0] if target.startswith("cublaslt")
-               else fp8_launcher(TARGETS[target][0], A8, Bt8, options=OPTIONS.get(target, ()))[0])
+               else fp8_launcher(TARGETS[target][0], A8, Bt8, options=OPTIONS.get(target, ()),
+                                 source=fp8_research_source(TARGETS[target][0], OPTIONS.get(target, ())))[0])
     else:
         from helpers.experiments.ladder import _inputs
 

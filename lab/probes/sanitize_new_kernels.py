@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from lab.probes.common import hopper_here, research_source  # noqa: E402  (run as a script: ROOT first)
+from lab.probes.common import fp8_research_source, hopper_here, research_source  # noqa: E402  (run as a script: ROOT first)
 SPLIT_SIZES = ((40, 24, 1000), (136, 264, 1000))      # one and four tiles, K in 2 parts
 TAIL_SIZES = ((264, 17152, 1000),)                    # rung 16: 132 whole units, then 2 units in 2 parts
 SKINNY_SIZES = ((64, 264, 200), (72, 8200, 136))      # rung 17: a cluster's tile below M; 2 x 65 tiles, the last 8 wide
@@ -46,7 +46,8 @@ def _fp8_option(name: str, M: int, N: int, K: int, options: tuple) -> str:
     from helpers.fp8_gemm import encode_e4m3, launcher
 
     A, B = random_inputs(M, N, K, "normal", 7)
-    run, C = launcher(name, cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())), options=options)
+    run, C = launcher(name, cupy.asarray(encode_e4m3(A)), cupy.asarray(encode_e4m3(B.T.copy())), options=options,
+                      source=fp8_research_source(name, options))
     run()
     from sanitize_driver import _verdict
 

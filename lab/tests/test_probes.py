@@ -401,3 +401,20 @@ def test_energy_counter_is_none_without_nvml(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "pynvml", NoCounter)
     assert mod.energy_j() is None
+
+
+def test_fp8_switched_builds_of_the_lessons_kernels_build_the_frozen_file():
+    """Lesson 7's main-path kernels left the switches in 2026-12 (kernels/fp8_wgmma_sm90a.cu, fp8_promote_sm90a.cu):
+    a probe that sets one on them builds the frozen file, whose text has the switch; the knobs the lesson keeps, and
+    the appendix's kernels (kernels/fp8_sm90a.cu keeps its switches), build the course's own file."""
+    sys.path.insert(0, str(ROOT))
+    from helpers.fp8_gemm import FP8_KERNELS, unknown_macros
+    from lab.probes.common import fp8_research_source
+
+    src = fp8_research_source("fp8_promote_128", ("-DF8_DESC_ADD=1",))
+    assert src is not None and "#ifndef F8_DESC_ADD" in src and "fp8_promote_128(" in src
+    assert not unknown_macros(FP8_KERNELS["fp8_promote_128"], ("-DF8_DESC_ADD=1",), source=src)
+    assert fp8_research_source("fp8_wgmma", ("-DF8_UNIFORM=1",)) is not None
+    assert fp8_research_source("fp8_promote_256", ("-DF8_PERIOD=0",)) is None
+    assert fp8_research_source("fp8_promote_2acc_lean", ("-DF8_FLOW=1",)) is None
+    assert fp8_research_source("fp8_promote_128") is None

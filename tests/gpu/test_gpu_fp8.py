@@ -36,7 +36,7 @@ def test_fp8_kernel_correct(kernel, shape):
 @pytest.mark.parametrize("shape", [(40, 24, 100), (264, 136, 840), (520, 264, 1100), (1000, 1064, 1000)])
 @pytest.mark.parametrize("kernel", ["fp8_promote_256", "fp8_promote_512"])
 def test_the_period_switch_leaves_the_sums_bit_for_bit(kernel, shape):
-    """F8_PERIOD=2 (kernels/fp8_sm90a.cu: the adds at a period's end only, the default) writes the first record's
+    """F8_PERIOD=2 (kernels/fp8_promote_sm90a.cu: the adds at a period's end only, the default) writes the first record's
     build's (F8_PERIOD=0) C bit for bit (F8_PERIOD=1, which also did, left the file: commit 17ad692), with 1, 7, 9 and 8 K-tiles (whole periods, and a last, shorter one), each
     output NaN-poisoned first."""
     import cupy

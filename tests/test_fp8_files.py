@@ -1,0 +1,72 @@
+"""Lesson 7's FP8 kernels, as the main path reads them: kernels/fp8_wgmma_sm90a.cu (no promotion) and
+kernels/fp8_promote_sm90a.cu (promotion every N_C products), each a whole kernel short enough to read top to bottom,
+with the limits lesson 6's rung files keep (tests/test_rung_files.py): the code path of each kernel (its extern "C"
+function and every device function of its file it calls; the shared headers, shown once, left out) at most 350 lines,
+no template over 4 parameters, no research switch, the knobs lesson 7 turns as #ifndef macros. The appendix's kernels
+stay in kernels/fp8_sm90a.cu."""
+import difflib
+import re
+
+import pytest
+
+from helpers import display
+from helpers.compile import KERNEL_DIR
+from helpers.fp8_gemm import FP8_KERNELS
+
+MAIN = {k: s for k, s in FP8_KERNELS.items() if s.wgmma and s.file != "fp8_sm90a.cu"}
+FILES = sorted({s.file for s in MAIN.values()})
+KNOBS = {"F8_STAGES": 4, "F8_PERIOD": 2}      # helpers.fp8_gemm.launcher(stages=), helpers.experiments.fp8.try_period
+MAX_LINES, MAX_CHANGED = 350, 120
+
+
+def code_path(kernel: str) -> str:
+    """The kernel and the device functions of its own file it calls, in order of first call."""
+    f = MAIN[kernel].file
+    src = display.kernel_source(f, kernel)
+    own = display.device_functions(f, headers=False)
+    return "\n\n".join([src] + [own[n] for n in display.called_functions(src, own)])
+
+
+def test_the_main_path_kernels_are_the_lessons_two_files():
+    assert FILES == ["fp8_promote_sm90a.cu", "fp8_wgmma_sm90a.cu"]
+    assert set(MAIN) == {"fp8_wgmma", "fp8_wgmma_n128", *(f"fp8_promote_{nc}" for nc in (32, 64, 128, 256, 512))}
+    defined = {}
+    for f in KERNEL_DIR.glob("*.cu"):             # each kernel name is defined in one file of kernels/ only
+        for name in re.findall(r'^extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(', f.read_text(),
+                               re.M):
+            defined.setdefault(name, []).append(f.name)
+    for k, s in MAIN.items():
+        assert defined[k] == [s.file], (k, defined.get(k))
+
+
+@pytest.mark.parametrize("kernel", sorted(MAIN))
+def test_each_kernel_reads_top_to_bottom(kernel):
+    code = code_path(kernel)
+    assert code.startswith('extern "C" __global__ void') and f" {kernel}(" in code.splitlines()[0]
+    assert "fp8_gemm" in code and "store_slice" in code            # the whole GEMM and its epilogue, not a fragment
+    assert len(code.splitlines()) <= MAX_LINES, (kernel, len(code.splitlines()))
+
+
+@pytest.mark.parametrize("filename", FILES)
+def test_no_research_switch_and_only_small_templates(filename):
+    text = (KERNEL_DIR / filename).read_text()
+    assert re.findall(r'#include\s+"([^"]+)"', text) == ["fp8_wgmma.cuh"]
+    for line in (ln.strip() for ln in text.splitlines()):
+        if line.startswith("#ifndef"):                     # a knob's default: #ifndef X / #define X default
+            assert line.split()[1] in KNOBS, line
+        elif line.startswith("#if"):                       # only the architecture decides what is compiled
+            assert "__CUDA_ARCH" in line, line
+    for name in re.findall(r"^#ifndef (\w+)", text, re.M):
+        assert re.search(rf"^#ifndef {name}\n#define {name} {KNOBS[name]}\b", text, re.M), name
+    assert not display.lab_switches(text)
+    header = (KERNEL_DIR / "fp8_wgmma.cuh").read_text()
+    for params in re.findall(r"template\s*<([^>]*)>", text + header):
+        assert len(params.split(",")) <= 4, params
+
+
+def test_promotion_is_a_small_step_from_the_kernel_without_it():
+    """fp8_promote_128 against fp8_wgmma_n128 (the same 128 x 128 tile): the lines promotion changes, as a
+    unified diff counts them, stay within a rung step's 120."""
+    a, b = code_path("fp8_wgmma_n128").splitlines(), code_path("fp8_promote_128").splitlines()
+    changed = sum(1 for d in difflib.unified_diff(a, b, lineterm="") if d[:1] in "+-" and not d.startswith(("+++", "---")))
+    assert 0 < changed <= MAX_CHANGED, changed
