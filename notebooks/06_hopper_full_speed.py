@@ -61,7 +61,6 @@ else:
     print("helpers is not importable here; install the course, then restart",
           "the kernel:", "pip install -e /path/to/a/clone/of/the/course")
 
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What you will learn
 #
