@@ -108,7 +108,8 @@ print(helpers.device.peak_clock_line(peak, rec.meta["gpu"]["sms"], mhz))       #
 # reached its power limit and lowered its clock (Appendix A): compare kernels at the same size and read
 # their clocks. The datasheet's peak assumes a clock too (last line; 4096 FLOP per SM per clock: NVIDIA's
 # H100 whitepaper, measured on this H200 by the lab's `lab/probes/wgmma_rate.py`).
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Every rung keeps rung 1's arithmetic and changes one thing. Its predicted gain over the rung before, and
 # why, are in the kernel registry (`helpers/kernels.py`):
 
@@ -143,8 +144,8 @@ helpers.display.table(rungs, ["rung", "kernel", "idea", "gain", "why", "cc"],
 #
 # <details><summary>How the time is estimated (click to open)</summary>
 #
-# `L.LIVE_SECONDS` is the time this cell took in a run of the lesson on an H100 80GB HBM3 (the lab's
-# `lab/logs/nbval-00-05-07-nvidia-h100-80gb-hbm3.log`), rounded up. The cell also prints how much of it the
+# `L.LIVE_SECONDS` is the time this cell took in a run of the lesson on an H100 80GB HBM3, rounded up (its
+# comment in `helpers/experiments/ladder.py` names the log). The cell also prints how much of it the
 # launches are, from the record's own times: each timing's median times its launches (3 warm-ups and up
 # to 100 timed). The rest is the checks against float64, compiling the kernels (read from a disk cache
 # after the first run on a machine) and rung 7's child process, which the record does not time.
@@ -592,7 +593,7 @@ print(f"M, N, K = {M}, {N}, {K}" + (f"; every rung: {rows[0]['check']}" if same 
 helpers.display.table(rows, ["rung", "result", "kernel"] + ([] if same else ["check"]) + ["padded"],
                       ["rung", "result", "kernel"] + ([] if same else ["what the check found"]) + ["padded to (M, N, K)"])
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Without the padding a rung refuses a size that is not a multiple of its tile:
 
 # %% slideshow={"slide_type": "-"}
@@ -668,7 +669,7 @@ helpers.display.table(rows, ["rung", "model_gb", "l1_load_gb", "l2_read_gb", "dr
 #   $A$'s 80-byte rows, bytes 128-143 fall on the banks of bytes 0-15: two wavefronts instead of one, for
 #   half of the copies.
 
-# %% slideshow={"slide_type": "-"}
+# %% slideshow={"slide_type": "subslide"}
 rows = [dict(prof.row(f"rung{k}"), rung=k) for k in RUNGS]
 print(prof.label)
 cols = ["rung", "smem_load_wavefronts", "conflicts_per_load_wavefront", "ldsm", "tensor_pct", "occupancy_pct", "stalls"]
