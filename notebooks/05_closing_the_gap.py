@@ -145,10 +145,10 @@ helpers.display.table(rungs, ["rung", "kernel", "idea", "gain", "why", "cc"],
 # <details><summary>How the time is estimated (click to open)</summary>
 #
 # `L.LIVE_SECONDS` is the time this cell took in a run of the lesson on an H100 80GB HBM3, rounded up (its
-# comment in `helpers/experiments/ladder.py` names the log). The cell also prints how much of it the
-# launches are, from the record's own times: each timing's median times its launches (3 warm-ups and up
-# to 100 timed). The rest is the checks against float64, compiling the kernels (read from a disk cache
-# after the first run on a machine) and rung 7's child process, which the record does not time.
+# comment in `helpers/experiments/ladder.py` names the log); in that run the kernels had been compiled before.
+# The cell also prints how much of it the launches are, from the record's own times: each timing's median
+# times its launches (3 warm-ups and up to 100 timed). The rest is the checks against float64 and rung 7's
+# child process; a machine's first run also compiles the kernels, which are kept on disk after that.
 # </details>
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
@@ -504,7 +504,7 @@ ex.check_blocks_per_sm(min(65536 // (128 * 256), (228 * 1024) // (RUNGS[5].dyn_s
 prediction = ...        # speed of rung 5 with 2 stages / speed with 4
 src = helpers.tryout.source_of(5, replace={"#define STAGES 4": "#define STAGES 4"})   # edit the new text
 
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+# %% slideshow={"slide_type": "-"}
 ex.check_stages_prediction(prediction, source=src)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}

@@ -352,3 +352,21 @@ def test_reveals_judge_the_guess_against_the_record(capsys):
     assert "Correct." in capsys.readouterr().out
     ex.reveal_knob(1.0, 4, "BK", 3)                              # no such run: the checker says so
     assert "Not accepted" in capsys.readouterr().out
+
+
+def test_measure_or_load_on_a_gpu_says_how_long_before_it_runs(capsys, monkeypatch):
+    from helpers import experiments
+
+    rec = helpers.results.load_latest()
+    _fake_h200(monkeypatch)
+    said = []
+
+    def fake_run(name, **kw):
+        said.append(capsys.readouterr().out)                   # what was printed before the run started
+        return experiments.Outcome(_timed_rows(), True, "measured live on NVIDIA H200")
+
+    monkeypatch.setattr(experiments, "run_or_load", fake_run)
+    data, source = L.measure_or_load(rec)
+    assert said and said[0].startswith(f"estimated: about {L.LIVE_SECONDS} s")
+    assert f"launches alone take {L.launch_seconds(rec.meta['experiments']['ladder']):.0f} s" in said[0]
+    assert source == "measured live on NVIDIA H200" and "7 of 7 checked launches passed" in capsys.readouterr().out

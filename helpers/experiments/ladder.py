@@ -293,8 +293,9 @@ def errors(rows: list[dict]) -> list[str]:
 # --------------------------------------------------------------------------- the rung slides and the lesson's chart
 # The lesson's one live measurement (experiment ``ladder``: every rung checked at four sizes, timed at two beside
 # cuBLAS) took 32.8 s in an nbval run of the lesson on an NVIDIA H100 80GB HBM3 (lab/logs/nbval-00-05-07-nvidia-h100-
-# 80gb-hbm3.log), its kernels compiled from a disk cache. The launches themselves are a few seconds of it
-# (launch_seconds); the rest is the checks against float64, the compiles, and rung 7's child process.
+# 80gb-hbm3.log), in which an earlier cell had compiled the rungs' kernels. The launches themselves are a few seconds
+# of it (launch_seconds); the rest is the checks against float64 and rung 7's child process. A machine's first run
+# also compiles the kernels (CuPy and helpers.compile keep them on disk after that).
 LIVE_SECONDS = 35
 
 
@@ -318,8 +319,9 @@ def measure_or_load(rec) -> tuple[list[dict], str]:
     b = backend()
     if b.is_gpu and unsupported("ladder", b.gpu) is None:
         recorded = rec.meta["experiments"]["ladder"]
-        print(f"estimated: about {LIVE_SECONDS} s (7 rungs checked at 4 sizes, timed at 2 beside cuBLAS; the "
-              f"record's launches alone take {launch_seconds(recorded):.0f} s)")
+        print(f"estimated: about {LIVE_SECONDS} s, more on this machine's first run, which compiles the kernels "
+              f"(7 rungs checked at 4 sizes, timed at 2 beside cuBLAS; the record's launches alone take "
+              f"{launch_seconds(recorded):.0f} s)")
     out = run_or_load("ladder")
     data, source = out.data, out.source
     print(source)
