@@ -530,6 +530,9 @@ peak = helpers.device.peaks_for(rec.gpu_name).fp8
 rows = fp8x.speed_rows(data, peak)             # the record's latest timing of every kernel (fp8x.speed_of)
 display(helpers.display.table(rows, list(rows[0])))
 t4 = {r["kernel"]: r["TFLOP/s"] for r in rows if r["n"] == 4096}
+tf = {(r["n"], r["kernel"]): r["TFLOP/s"] for r in rows}
+print("cuBLASLt FP8 / cuBLAS FP16: " + ", ".join(f"x{tf[n, 'cublaslt_fp8'] / tf[n, 'cublas_fp16']:.2f} at {n}^3"
+                                                for n in sorted({n for n, _ in tf})))
 print(f"4096^3: promotion every 512 runs at x{t4['fp8_promote_512'] / t4['fp8_wgmma_n128']:.2f} the speed of the "
       "same tile without promotion (fp8_wgmma_n128)")
 mhz = next(r["SM MHz"] for r in rows if r["n"] == 4096 and r["kernel"] == "cublaslt_fp8")   # cuBLASLt's clock
