@@ -1,5 +1,6 @@
 """Lesson 5 exercises: a block tile's traffic, a pipeline's shared memory, blocks per SM, and rung 5 with fewer
-stages (predict, edit, run, compare: live on a GPU, against the recorded knob sweep elsewhere).
+stages (predict, edit, run, compare: live on a GPU, against the recorded knob sweep elsewhere); and the reveals of
+the learner's guesses, each judged against the record (reveal_gain for a rung, reveal_knob for a knob's value).
 """
 from __future__ import annotations
 

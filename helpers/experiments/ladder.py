@@ -3,7 +3,8 @@
 Experiment ``ladder``: every rung (helpers.kernels.RUNGS, one idea each with its predicted gain) checked at
 4096, 8192 and two sizes off every tile, then timed at 4096 and 8192 beside cuBLAS FP16; rungs marked
 ``isolate`` run in a child process, so a fault cannot take the others' results with it. Reading the rows
-needs no GPU: ``timed_rows``, ``gains``, ``roofline_points``, ``errors`` and ``MISS_NOTES``.
+needs no GPU: ``timed_rows``, ``gains``, ``roofline_points``, ``errors`` and ``MISS_NOTES``; the lesson's rung
+slides call ``measure_or_load`` (once), ``rung_line``, ``counter_line`` and ``prediction_points`` (its chart).
 """
 from __future__ import annotations
 
