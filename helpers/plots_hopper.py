@@ -481,9 +481,10 @@ def prediction_judged(base: dict, rung: dict, predicted: float, *, base_label: s
 VERDICT_COLORS = {"as predicted": COLORS[2], "missed": COLORS[3], "unresolved": "0.55"}
 
 
-def predicted_vs_measured(points: list[dict], *, source: str, title: str = ""):
+def predicted_vs_measured(points: list[dict], *, source: str, title: str = "",
+                          ylabel: str = "gain over the rung before\n(at their own shape, 15-16: over 14)"):
     """Every rung's predicted gain against its measured gain (with the p10-p90 spread), one column per rung, a point
-    per shape (helpers.experiments.hopper.prediction_points); coloured by the verdict."""
+    per shape (prediction_points of helpers.experiments.hopper or .ladder); coloured by the verdict."""
     apply_style()
     rungs = sorted({p["rung"] for p in points})
     shapes = list(dict.fromkeys(p["shape"] for p in points))
@@ -503,7 +504,7 @@ def predicted_vs_measured(points: list[dict], *, source: str, title: str = ""):
     ax.plot([], [], color="k", linewidth=1.6, label="predicted")
     ax.axhline(1.0, color="0.5", linestyle=":", linewidth=1)
     ax.set_xticks(range(len(rungs)), [f"rung {r}" for r in rungs])
-    ax.set_ylabel("gain over the rung before\n(at their own shape, 15-16: over 14)", fontsize=10)
+    ax.set_ylabel(ylabel, fontsize=10)
     ax.set_ylim(lo - 0.12, max(max(p["high"], p["predicted"]) for p in points) + 0.05)
     ax.legend(loc="upper right", fontsize=9, title="measured (dot: median; bar: p10-p90 spread)", title_fontsize=9)
     ax.set_title(title or f"predicted (black) against measured, every rung ({source})", loc="left", fontsize=12)

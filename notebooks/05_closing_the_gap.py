@@ -22,13 +22,13 @@
 # ## 05 · Closing the gap to cuBLAS: a measured ladder of Tensor Core GEMMs
 #
 # Lesson 2's WMMA kernel is correct and uses the Tensor Cores, yet cuBLAS is many times faster. Here we
-# climb towards cuBLAS one rung at a time: each rung adds **one** idea, states its predicted gain
-# **before** it is measured, shows the lines of code it changes, and lets you turn its knobs.
+# climb towards cuBLAS one rung at a time: each rung adds **one** idea to how A and B reach the Tensor
+# Cores, its gain was predicted before it was measured, and you guess it too before you see it.
 #
 # - why a Tensor Core GEMM is limited by data movement long before the Tensor Cores are busy;
 # - block tiling, padding against bank conflicts, 16-byte copies, a `cp.async` pipeline,
 #   `ldmatrix` + `mma.sync`, and Hopper's `wgmma` fed by TMA;
-# - how to predict each step's effect, and how to read a miss with the profiler's counters.
+# - how a prediction is judged against timings that spread, and how the profiler's counters explain a miss.
 #
 # *No GPU? Every cell runs: the kernels are emulated with numpy, and the timings are the ones
 # recorded on an NVIDIA H200, labelled as such.*
@@ -74,22 +74,19 @@ from helpers.experiments import ladder as L
 from helpers.kernels import RUNGS
 
 rec = helpers.results.load_latest()          # the recorded GPU measurements
+prof = helpers.profile.load_ncu()            # Nsight Compute, one launch of every rung at 4096^3 (recorded)
 print("recorded data:", rec.label)
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 env = helpers.summary()
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The summary depends on the machine; the recorded-data line does not.
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The yardstick: cuBLAS FP16 and the Tensor Core peak
 #
 # The target is cuBLAS on the same problem: FP16 inputs, FP32 accumulation (`cupy.matmul` on float16),
-# square $M = N = K = n$, with one difference: `cupy.matmul` writes C in FP16, the rungs write it in
-# FP32, so cuBLAS writes half as many output bytes (lesson 06 compares like for like, the same C).
-# From the record: cuBLAS in the sweep of `make record`, then timed again by the `ladder` experiment
-# beside the rungs, the timing this lesson's verdict divides by:
+# square $M = N = K = n$; `cupy.matmul` writes C in FP16, the rungs in FP32 (lesson 06 compares like for
+# like). From the record: cuBLAS in the sweep of `make record`, then timed again beside the rungs, the
+# timing this lesson divides by:
 
 # %% slideshow={"slide_type": "-"}
 peak = rec.meta["gpu"]["peaks"]["fp16"]       # dense FP16 Tensor Core peak (datasheet)
@@ -107,19 +104,14 @@ mhz = rec.select(kernel="cublas_fp16", m=4096, n=4096, k=4096)[0]["sm_mhz"]   # 
 print(helpers.device.peak_clock_line(peak, rec.meta["gpu"]["sms"], mhz))       # the clock the peak assumes
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# The goal: a rung at **half of cuBLAS** or better at both sizes, with a correct result, cuBLAS as timed
-# beside the rungs (the two timings of the same call differ by a few percent between runs). At 8192 the
-# GPU reached its power limit and lowered its clock (the clock column): compare kernels at the same
-# size and read their clocks (appendix A divides the clock out). The datasheet's peak assumes a clock too
-# (last line; 4096 FLOP per SM per clock: NVIDIA's H100 whitepaper, which a probe in the course's lab,
-# `lab/probes/wgmma_rate.py`, measured on this H200): "x datasheet peak" below is against that figure.
+# The goal: a rung at **half of cuBLAS** or better at both sizes, with a correct result. At 8192 the GPU
+# reached its power limit and lowered its clock (Appendix A): compare kernels at the same size and read
+# their clocks. The datasheet's peak assumes a clock too (last line; 4096 FLOP per SM per clock: NVIDIA's
+# H100 whitepaper, measured on this H200 by the lab's `lab/probes/wgmma_rate.py`).
 
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## The ladder, and the predictions made before measuring
-#
-# Every rung keeps rung 1's arithmetic and changes one thing about how data reaches the Tensor
-# Cores. Its predicted gain over the rung before, and the reason for it, are in the kernel registry
-# (`helpers/kernels.py`).
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Every rung keeps rung 1's arithmetic and changes one thing. Its predicted gain over the rung before, and
+# why, are in the kernel registry (`helpers/kernels.py`):
 
 # %% slideshow={"slide_type": "-"}
 rungs = [dict(rung=r.rung, kernel=r.name, idea=r.idea, gain=f"x{r.predicted_gain:g}", why=r.why,
@@ -127,41 +119,47 @@ rungs = [dict(rung=r.rung, kernel=r.name, idea=r.idea, gain=f"x{r.predicted_gain
 helpers.display.table(rungs, ["rung", "kernel", "idea", "gain", "why", "cc"],
                       ["rung", "kernel", "adds", "predicted gain", "because", "needs"])
 
-# %% slideshow={"slide_type": "-"}
-chain = np.prod([r.predicted_gain for r in RUNGS.values()])
-print(f"predicted: the last rung is {chain:.1f}x rung 1")
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## The measurement, once for every rung
+#
+# On a GPU the next cell runs experiment `ladder`: every rung checked against float64 and its CPU model at
+# 4096, 8192 and two sizes off every tile (the launcher zero-pads to the tiles and crops C),
+# then timed at 4096 and 8192 right after cuBLAS (CUDA events, L2 emptied before each launch, the median
+# of many launches, the SM clock read meanwhile). It prints how long it will take first; elsewhere it
+# loads the H200's record. A gain is **as predicted** when the prediction lies inside the
+# [p10-p90](glossary.md#p10-p90) spread of both rungs' launches, **missed** outside it, **unresolved**
+# when that spread holds x1.00 too (drawn at the end of the lesson).
+#
+# <details><summary>One check for every rung (click to open)</summary>
+#
+# - **Sizes.** Rungs 2-6 move whole $128 \times 128$ tiles of $C$ and 32-deep slices of $K$ (rung 7:
+#   $128 \times 256$ and 64), with no bounds checks inside the kernels. The launcher **zero-pads**
+#   $M, N$ to multiples of the tile and $K$ to a multiple of its depth (`helpers.gemm(..., pad=True)`),
+#   then crops $C$. Zero rows and columns add exact zeros to every dot product.
+# - **Arithmetic.** Every rung keeps one FP32 accumulator per output and walks $K$ in order, 16 at a
+#   time: WMMA's m16n16k16 becomes two `HMMA.16816` on sm_90 (lesson 02), as rung 6's `mma.sync.m16n8k16`
+#   does. So one CPU emulation serves rungs 1-6 (`helpers.emulate.tensor_core_gemm`); that rung 7's
+#   `wgmma` rounds the same way is checked by the GPU tests.
+# </details>
+#
+# <details><summary>How the time is estimated (click to open)</summary>
+#
+# `L.LIVE_SECONDS` is the time this cell took in a run of the lesson on an H100 80GB HBM3, rounded up (its
+# comment in `helpers/experiments/ladder.py` names the log); in that run the kernels had been compiled before.
+# The cell also prints how much of it the launches are, from the record's own times: each timing's median
+# times its launches (3 warm-ups and up to 100 timed). The rest is the checks against float64 and rung 7's
+# child process; a machine's first run also compiles the kernels, which are kept on disk after that.
+# </details>
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# **One check for every rung.** Rungs 1-6 compute the same sums in the same order (one FP32
-# accumulator per output, $K$ walked 16 at a time), so one CPU emulation checks them all; the launcher
-# zero-pads $M, N, K$ to the tiles and crops $C$ (appendix B). Every rung at a size that is no tile multiple:
-
-# %% slideshow={"slide_type": "-"}
-M, N, K = 200, 136, 72                       # not multiples of 16, nor of the 128 x 128 x 32 tile
-A = helpers.random_matrix(M, K, seed=1).astype(np.float16)
-B = helpers.random_matrix(K, N, seed=2).astype(np.float16)
-import re
-
-rows = []                                    # gemm(pad=True) + check, every rung: one row each
-for line in helpers.launch.verdicts(RUNGS.values(), A, B):
-    m = re.match(r"(\d+) (PASS|FAIL) (\S+) M=\S+ N=\S+ K=\S+: (.*?) \| padded to (.*)$", line)
-    rows.append(dict(rung=m[1], result=m[2], kernel=m[3], check=m[4], padded=m[5]) if m else dict(check=line))
-same = len({r["check"] for r in rows}) == 1             # one check text for all: say it once
-print(f"M, N, K = {M}, {N}, {K}" + (f"; every rung: {rows[0]['check']}" if same else ""))
-helpers.display.table(rows, ["rung", "result", "kernel"] + ([] if same else ["check"]) + ["padded"],
-                      ["rung", "result", "kernel"] + ([] if same else ["what the check found"]) + ["padded to (M, N, K)"])
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# On the CPU backend this runs the emulation; on a GPU it runs the kernels. Either way the verdict
-# table is identical. The GPU tests run every rung at four odd sizes, and the recorded experiment checks
-# 4096, 8192 and two odd sizes.
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+data, source = L.measure_or_load(rec)      # prints its time estimate first on a GPU, then what it found
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 1: lesson 2's naive WMMA
 #
 # One warp per $16 \times 16$ tile of $C$; each K step loads a $16 \times 16$ tile of A and of B
 # from global memory, and no two warps share one. So every column of tiles re-reads all of A, every
-# row all of B. Count the bytes the warps request (`helpers.analysis`, lesson 02's traffic model):
+# row all of B. The bytes the warps request (`helpers.analysis`, lesson 02's traffic model):
 
 # %% slideshow={"slide_type": "-"}
 n = 4096
@@ -174,157 +172,163 @@ print(f"ridge point of the roofline: {peak * 1e3 / hbm:.0f} FLOP/byte; "
       f"L2 of the {rec.gpu_name}: {rec.meta['gpu']['l2_bytes'] / 2**20:.0f} MiB")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# L1 and L2 catch much of this traffic, so DRAM sees far less; still, rung 1 asks for far more bytes
-# per FLOP than a Tensor Core GEMM can afford. Rung 2 cuts the requests by the ratio printed:
-# (1/16 + 1/16) against (1/128 + 1/128) per FLOP.
+# L1 and L2 catch much of this traffic, yet rung 1 asks for far more bytes per FLOP than a Tensor Core
+# GEMM can afford. Its kernel, and where it stands:
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(1)
 
-# %% slideshow={"slide_type": "-"}
-print(ex.record_lines(1))
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(L.rung_line(data, 1), "|", source)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 2: a block tile in shared memory
 #
-# 256 threads copy a $128 \times 32$ slice of A and a $32 \times 128$ slice of B into shared memory;
-# then 8 warps, $2 \times 4$, each multiply a $64 \times 32$ sub-tile: $4 \times 2$ fragments, every
-# A fragment used twice and every B fragment four times from registers.
-# **Prediction: 3x rung 1**, because the blocks request 8x fewer bytes per FLOP (the table above).
-# The picture is drawn from the kernel's own `#define`s (`kernels/ladder.cu`):
+# 256 threads copy a $128 \times 32$ slice of A and a $32 \times 128$ slice of B into shared memory; then
+# 8 warps, $2 \times 4$, each multiply a $64 \times 32$ sub-tile from it: every A fragment used twice and
+# every B fragment four times. **Predicted: x3 over rung 1**: the blocks request 8x fewer bytes per FLOP
+# (above). Drawn from the kernel's own `#define`s (`kernels/ladder.cu`):
 
 # %% slideshow={"slide_type": "-"}
 d = analysis.kernel_defines("ladder.cu")              # BM, BN, BK, WM, WN as the kernel compiles them
 fig = helpers.plots.block_warp_tiles(d["BM"], d["BN"], d["WM"], d["WN"], bk=d["BK"])
 
+# %% slideshow={"slide_type": "fragment"}
+guess = ...  # your speed-up of rung 2 over rung 1 at 4096^3, e.g. 1.2
+
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(2)
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **Try it.** `BK` is the depth of the K slice. A 64-deep slice halves the barriers per $K$: predict
-# first, faster or slower, and by how much? Then run the cell (on the CPU: the H200's recorded sweep).
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(L.rung_line(data, 2), "|", source)
 
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.try_kernel(2, BK=64)
+# %% slideshow={"slide_type": "fragment"}
+ex.reveal_gain(guess, 2)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Why** less: L2 serves far fewer bytes, but the warps still wait on global loads most, and new limits
+# came in: bank conflicts on the fragment loads (rung 3), 2-byte copies (rung 4), and no overlap of copies
+# and math (rung 5). Nsight Compute:
 
 # %% slideshow={"slide_type": "-"}
-print(ex.record_lines(2, "BK"))
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Rungs 2 and 3 share one templated body (tiled_body, folded under the diff): the only difference is
-# PAD, so the before/after of the padding is a clean experiment. The copies are one half (2 bytes) per
-# thread per instruction. BK=64 doubles the static shared memory (and the bank conflicts of rung 2's
-# unpadded rows stay).
+print(L.counter_line(prof, 2))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 3: padding against bank conflicts
 #
-# Shared memory has 32 banks of 4 bytes. A fragment load reads 16 bytes from each of 8 rows at once:
-# 128 bytes, all 32 banks, if the rows start on different banks. That depends only on the **row
-# stride**. **Prediction: 1.5x rung 2** (the conflicts slow only the fragment loads, a part of each step):
-
-# %% slideshow={"slide_type": "-"}
-rows = [analysis.smem_conflicts(0), analysis.smem_conflicts(8)]
-helpers.display.table(rows, ["pad_halves", "A_row_bytes", "A_ways", "B_row_bytes", "B_ways"],
-                      ["pad (halves)", "As row (bytes)", "As: busiest bank hit", "Bs row (bytes)",
-                       "Bs: busiest bank hit"])
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# Without padding, Bs rows are 256 bytes apart: all 8 rows start in bank 0 and the load replays 8
-# times. Eight halves (16 bytes) at the end of **each row** shift each row by 4 banks: conflict-free.
-# (An extra *row* would leave the stride, and every bank, unchanged.) The banks each row's 16 bytes hit:
+# Shared memory has 32 banks of 4 bytes. A fragment load reads 16 bytes from each of 8 rows at once,
+# conflict-free only if the rows start on different banks: that depends on the **row stride** alone. Rung
+# 2's B rows are 256 bytes apart, so all 8 start in bank 0; eight halves at the end of **each row** shift
+# each row by 4 banks (an extra *row* would change nothing). **Predicted: x1.5 over rung 2** (the
+# conflicts slow only the fragment loads). The banks each row's 16 bytes hit:
 
 # %% slideshow={"slide_type": "-"}
 fig = helpers.plots.smem_banks({f"Bs, PAD={p}": (d["BN"] + p) * 2 for p in (0, d["SMEM_PAD"])})
 
+# %% slideshow={"slide_type": "fragment"}
+guess = ...  # your speed-up of rung 3 over rung 2 at 4096^3, e.g. 1.2
+
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(3)
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **Try it.** If 8 halves remove the conflicts, are 16 better still? Predict with the bank count
-# (`analysis.smem_conflicts(16)`), then run.
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(L.rung_line(data, 3), "|", source)
 
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.try_kernel(3, PAD=16)
+# %% slideshow={"slide_type": "fragment"}
+ex.reveal_gain(guess, 3)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Why** less: the shared-load [wavefronts](glossary.md#wavefront) (passes over the 32 banks) fell by the
+# ratio the bank model predicts, but the fragment loads were only part of each step; global loads still
+# stall the warps most (`long_scoreboard`).
 
 # %% slideshow={"slide_type": "-"}
-print(ex.record_lines(3, "PAD"))
+ways = analysis.smem_conflicts(0)               # per step a warp loads 4 A fragments (4-way) and 2 B (8-way)
+print(f"shared-load wavefronts, rung 2 / rung 3: {prof.row('rung2')['smem_load_wavefronts'] / prof.row('rung3')['smem_load_wavefronts']:.2f}; "
+      f"the bank-conflict model: {(4 * ways['A_ways'] + 2 * ways['B_ways']) / 6:.2f}")
+print(L.counter_line(prof, 3))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 4: 16-byte copies
 #
-# Rung 3 copies a $128 \times 32$ tile of A with 4096 two-byte loads and stores. One `uint4` moves 8
-# halves: the same bytes in an eighth of the instructions. It needs 16-byte aligned addresses, which
-# the padding to the tile and the padded rows (80 and 272 bytes) guarantee. **Prediction: 1.3x rung 3.**
+# Rung 3 copies each $128 \times 32$ tile with 2-byte loads and stores. One `uint4` moves 8 halves: the
+# same bytes in an eighth of the instructions, given 16-byte aligned addresses (the padded rows, 80 and
+# 272 bytes, keep them). Which thread copies which 16 bytes, from the kernel's `#define`s: consecutive
+# threads take consecutive chunks of a row. **Predicted: x1.3 over rung 3.**
 
 # %% slideshow={"slide_type": "-"}
 tile = 128 * 32                                       # halves per tile of A (and of B)
 print("load+store instructions per thread per K-tile:",
       f"2-byte copies {2 * 2 * tile // 256}, 16-byte copies {2 * 2 * tile // 8 // 256}")
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# Which thread copies which 16 bytes, drawn from the kernel's `#define`s: consecutive threads take
-# consecutive chunks of a row, so a warp reads whole 64-byte rows of A and 256-byte rows of B.
-
-# %% slideshow={"slide_type": "-"}
 fig = helpers.plots.vec16_copies(d["BM"], d["BN"], d["BK"], d["NTHREADS"], d["SMEM_PAD"])
+
+# %% slideshow={"slide_type": "fragment"}
+guess = ...  # your speed-up of rung 4 over rung 3 at 4096^3, e.g. 1.2
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(4)
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **Try it.** On rung 2, `BK=64` was slower. Predict rung 4 with `BK=64` (twice the bytes per copy
-# round, half the barriers), then run.
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(L.rung_line(data, 4), "|", source)
 
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.try_kernel(4, BK=64)
+# %% slideshow={"slide_type": "fragment"}
+ex.reveal_gain(guess, 4)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Why** more: issuing the copies was a larger share of each step than assumed; with an eighth of the
+# global load instructions the Tensor pipe got busier. The 16-byte stores into padded rows do conflict
+# (Appendix D), a cost the fewer instructions outweigh.
 
 # %% slideshow={"slide_type": "-"}
-print(ex.record_lines(4, "BK"))
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Rung 4 with BK=64 nearly doubles, rung 2 with BK=64 slows down. One reading, which no counter in the
-# record tests: with 16-byte copies the copy phase is short, so the two barriers per K-tile are a large
-# part of each step and BK=64 halves them; rung 2's 2-byte copies and conflicting rows stay the cost.
+print(L.counter_line(prof, 4))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 5: a `cp.async` pipeline
 #
 # Rungs 2-4 copy a tile, wait at `__syncthreads()`, multiply, wait again. `cp.async` (sm_80+) copies
 # global to shared memory **without registers and without blocking the thread**: with 4 stages, the
-# copies of K-tiles $k+1 \dots k+3$ are in flight while the warps multiply tile $k$ (top panel, drawn
-# from the kernel's knobs). **Prediction: 1.6x rung 4.** Four stages need 74 KB: above 48 KB, so the
-# launcher opts in first (`kernel.max_dynamic_shared_size_bytes`).
+# copies of K-tiles $k+1 \dots k+3$ are in flight while the warps multiply tile $k$ (top panel, from the
+# kernel's knobs). **Predicted: x1.6 over rung 4.** Four stages need more shared memory than a block gets
+# by default, so the launcher opts in first.
+#
+# <details><summary>The order in the loop (click to open)</summary>
+#
+# Wait for tile kt, barrier (everyone's copies have landed **and** everyone is done reading tile kt-1),
+# then reuse tile kt-1's stage for tile kt+3. Issuing the copy before the barrier would overwrite a stage
+# another warp may still be reading.
+# </details>
 
 # %% slideshow={"slide_type": "-"}
 k5 = helpers.tryout.validate_knobs(5, {})[1]          # rung 5's knobs as recorded: STAGES 4, WAIT_GROUP 2
 fig = helpers.plots.cp_async_pipeline([(k5["STAGES"], k5["WAIT_GROUP"]), (k5["STAGES"], 0)])
 print(f"dynamic shared memory: {RUNGS[5].dyn_smem} bytes; default limit {helpers.launch.DEFAULT_SMEM_LIMIT}")
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The order in the loop matters: wait for tile kt, barrier (everyone's copies have landed AND
-# everyone is done reading tile kt-1), then reuse tile kt-1's stage for tile kt+3. Issuing the copy
-# before the barrier would overwrite a stage another warp may still be reading.
+# %% slideshow={"slide_type": "fragment"}
+guess = ...  # your speed-up of rung 5 over rung 4 at 4096^3, e.g. 1.2
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(5)
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **Try it.** `WAIT_GROUP=0` waits for *every* copy in flight at each step (bottom panel): one copy
-# overlaps the math instead of three. Predict the speed, then run.
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(L.rung_line(data, 5), "|", source)
 
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.try_kernel(5, WAIT_GROUP=0)
+# %% slideshow={"slide_type": "fragment"}
+ex.reveal_gain(guess, 5)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Why** more: rung 4's warps spent most of their time waiting for global loads (`long_scoreboard`);
+# with the copies in flight behind the math, that wait left the top of the list and each instruction
+# issued sooner.
 
 # %% slideshow={"slide_type": "-"}
-print(ex.record_lines(5, "WAIT_GROUP"))
+print(L.counter_line(prof, 5))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 6: `ldmatrix` + `mma.sync m16n8k16`
 #
 # WMMA hides which lane holds which element. PTX documents it for `mma.sync`, and `ldmatrix` loads
 # four $8 \times 8$ matrices from shared memory straight into that layout (`.trans` transposes B on
-# the way). **Prediction: 1.3x rung 5.** The lane addressing, replayed against lesson 2's PTX layout:
+# the way). **Predicted: x1.3 over rung 5.** The lane addressing, replayed against lesson 2's PTX layout:
 
 # %% slideshow={"slide_type": "-"}
 from helpers.experiments import wmma as W
@@ -336,43 +340,46 @@ print("A fragments from ldmatrix.x4 match PTX:", a_ok)
 print("B fragments of both n8 tiles from ldmatrix.x4.trans match PTX:", b_ok)
 fig = helpers.plots.fragment_owners(analysis.ldmatrix_fragments("a"))       # the layout WMMA hides, drawn
 
+# %% slideshow={"slide_type": "fragment"}
+guess = ...  # your speed-up of rung 6 over rung 5 at 4096^3, e.g. 1.2
+
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(6)
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **Try it.** `LDMATRIX=0` loads every fragment register with ordinary shared-memory loads. Predict
-# how much `ldmatrix` is worth, then run.
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(L.rung_line(data, 6), "|", source)
 
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.try_kernel(6, LDMATRIX=0)
+# %% slideshow={"slide_type": "fragment"}
+ex.reveal_gain(guess, 6)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Why** no gain: WMMA's `load_matrix_sync` already compiled to `LDSM` ([ldmatrix](glossary.md#ldmatrix))
+# on sm_90, so rung 6 executes as many and the [Tensor pipe](glossary.md#tensor-pipe) is no busier. What
+# limits rung 6 was not measured: no `mma.sync` rate is in the record.
 
 # %% slideshow={"slide_type": "-"}
-print(ex.record_lines(6, "LDMATRIX"))
+print(L.counter_line(prof, 6))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 7 (Hopper only): `wgmma` fed by TMA through mbarriers
 #
 # - **TMA**: *one* thread asks the copy engine for a whole tile of A and of $B^T$, described by a
 #   *tensor map*; the engine writes it **swizzled** (16-byte chunks permuted within each 128-byte row,
-#   so the rows a read touches fall in different banks: rung 3's padding, done without padding).
+#   so the rows a read touches fall in different banks: rung 3's padding without padding).
 # - **mbarrier**: one per stage; thread 0 announces the bytes to expect (`expect_tx`,
-#   [glossary](glossary.md#expect_tx)), the engine counts those it delivered on it, and the warps wait on
-#   its [phase bit](glossary.md#phase-bit) (a parity bit that flips each time all the expected bytes are
-#   in) instead of on their own copies.
+#   [glossary](glossary.md#expect_tx)), the engine counts those it delivers on it, and the warps wait on
+#   its [phase bit](glossary.md#phase-bit) (a parity bit that flips each time all the expected bytes are in).
 # - **wgmma**: a warpgroup (4 warps) multiplies $64 \times 16$ by $16 \times 256$ straight from shared
-#   memory: no `ldmatrix`, no A or B fragments in registers. **Prediction: 2x rung 6.**
+#   memory: no `ldmatrix`, no A or B fragments in registers. **Predicted: x2 over rung 6.**
 
 # %% slideshow={"slide_type": "-"}
 r7 = RUNGS[7]                                # the registry entry (also when a GPU cannot run it)
-print(f"block tile {r7.block_tile}, K-tile {r7.tile_k}, {r7.block[0]} threads = 2 warpgroups")
-print(f"dynamic shared memory {r7.dyn_smem} bytes ({r7.dyn_smem / 1024:.0f} KB): one block per SM")
-print(f"requested traffic at n = 4096: {analysis.intensity(r7, 4096, 4096, 4096):.0f} FLOP/byte "
-      f"(rung 6: {analysis.intensity(RUNGS[6], 4096, 4096, 4096):.0f})")
+print(f"block tile {r7.block_tile}, K-tile {r7.tile_k}, {r7.block[0]} threads = 2 warpgroups, "
+      f"{r7.dyn_smem / 1024:.0f} KB of dynamic shared memory: one block per SM")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Where the data goes, drawn from the kernel's tile sizes: one thread asks TMA for a stage, the copy engine
-# counts the bytes it delivers on that stage's mbarrier, and `wgmma` reads the stage straight from shared
-# memory once the barrier's phase completes.
+# counts the bytes it delivers on that stage's mbarrier, and `wgmma` reads the stage once its phase completes.
 
 # %% slideshow={"slide_type": "-"}
 bm, bn = r7.block_tile
@@ -385,74 +392,50 @@ fig = helpers.plots.tma_ring_flow(bm=bm, bn=bn, bk=r7.tile_k, stages=stages, thr
 # %% slideshow={"slide_type": "-"}
 fig = helpers.plots.swizzle_128b(analysis.swizzle_128b())
 
+# %% slideshow={"slide_type": "fragment"}
+guess = ...  # your speed-up of rung 7 over rung 6 at 4096^3, e.g. 1.2
+
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.rung_diff(7)
 
-# %% slideshow={"slide_type": "-"}
-print(ex.record_lines(7))
+# %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
+print(L.rung_line(data, 7), "|", source)
+
+# %% slideshow={"slide_type": "fragment"}
+ex.reveal_gain(guess, 7)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Rung 7 has no knobs: lesson 06 rebuilds it with stages, warp specialisation and clusters you can
-# turn. How it is compiled and launched from Python (sm_90a, tensor maps, a child process): appendix F.
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## The measurement
+# **Why** less at 4096: the Tensor pipe is busier than ever, but the warps wait most at the barrier that
+# drains the pipeline every K-tile, and the launcher's transpose of B is inside the timing (lesson 06
+# removes both; Appendix G prints its main loop).
 #
-# The experiment `ladder` checks every rung against float64 at 4096, 8192 and two odd sizes, then
-# times it at 4096 and 8192 (CUDA events, L2 flushed before each launch, median of many, the SM clock
-# read while it runs) next to cuBLAS. On a GPU this cell runs it live; on the CPU it loads the H200 record.
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-out = helpers.run_or_load("ladder")
-data, source = out.data, out.source
-print(source)
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-checked = [r for r in data if r["rung"] >= 1 and "passed" in r]
-print(f"{sum(r['passed'] for r in checked)} of {len(checked)} checked launches passed "
-      f"(sizes: {sorted({(r['m'], r['n'], r['k']) for r in checked})})")
-for msg in sorted({r["skipped"] for r in data if "skipped" in r}) + L.errors(data):
-    print(msg)
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## Prediction and outcome, side by side
+# <details><summary>Three practical hurdles of rung 7, and what the course does (click to open)</summary>
 #
-# A timing is many launches; its [p10-p90](glossary.md#p10-p90) is the 10th to the 90th percentile of
-# their times. A gain's "p10-p90" columns divide one rung's p10 by the other's p90 and the other way round.
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-fmt = {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops": ".0f", "frac_cublas": ".2f",
-       "frac_peak": ".2f"}
-cols = ["rung", "idea", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas", "frac_peak", "clock"]
-heads = ["rung", "idea", "predicted gain", "measured gain", "p10-p90 from", "to", "", "TFLOP/s", "x cuBLAS",
-         "x datasheet peak", "SM clock while timed"]
-gains_rows = lambda n: [{k: "" if v is None else v for k, v in g.items()} for g in L.gains(data, n)]  # noqa: E731
-helpers.display.table(gains_rows(4096), cols, heads, fmt)
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-helpers.display.table(gains_rows(8192), cols, heads, fmt)      # the clock column: which rungs ran power-capped
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-for n in L.TIMED_SIZES:
-    cub, *rs = L.timed_rows(data, n)            # cuBLAS (rung 0), timed beside the rungs, then the rungs
-    row = max(rs, key=lambda r: r["tflops"])
-    print(f"n = {n}: best rung {row['rung']} at {row['frac_cublas']:.2f}x cuBLAS ({cub['tflops']:.0f} TFLOP/s beside "
-          f"the rungs; target 0.50x {'met' if row['frac_cublas'] >= 0.5 else 'missed'}); last rung / rung 1: "
-          f"measured {rs[-1]['tflops'] / rs[0]['tflops']:.1f}x, predicted {chain:.1f}x")
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## The ladder
+# `wgmma` exists only on sm_90a, and CuPy's `RawModule(code=...)` always adds `-arch=sm_90`, so
+# the helper compiles with NVRTC for `sm_90a` and loads the cubin; the tensor map comes from the driver's
+# `cuTensorMapEncodeTiled` (through `cuda-bindings`), passed by value; `wgmma` reads both operands K-major, so
+# the launcher transposes B first, **inside** the timed run. A wrong tensor map or barrier hangs or faults the
+# GPU: this rung is measured in a child process.
+# </details>
 
 # %% slideshow={"slide_type": "-"}
-fig = helpers.plots.ladder(L.timed_by_size(data), peak=peak, source=source, legend_outside=True)
+print(L.counter_line(prof, 7))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Reading the misses
+# ## Prediction and outcome, every rung
 #
-# A prediction is a model of where the time goes; a miss says which part of the model was wrong.
-# A gain is **as predicted** when the prediction lies inside the timings' spread (p10-p90 of both
-# rungs, the "p10-p90" columns above), **missed** outside it, **unresolved** when a predicted gain's
-# spread also holds x1.00. One prediction judged, drawn from the record: rung 7 over rung 6 at $8192^3$.
+# Each rung's predicted gain (black) against its measured one (the dot: the median launch; the bar: the
+# p10-p90 spread), at $4096^3$ and $8192^3$; the colour is the verdict:
+
+# %% slideshow={"slide_type": "-"}
+fig = helpers.plots.predicted_vs_measured(L.prediction_points(data), source=source, ylabel="gain over the rung before")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### How a prediction is judged
+#
+# One timing is many launches; its p10-p90 is the 10th to the 90th percentile of their times. The gain's
+# spread divides one rung's p10 by the other's p90 and the other way round; the prediction is judged
+# against that spread. Drawn from the record, rung 7 over rung 6 at $8192^3$:
 
 # %% slideshow={"slide_type": "-"}
 by_rung = {r["rung"]: r for r in L.timed_rows(rec.meta["experiments"]["ladder"], 8192)}
@@ -460,84 +443,18 @@ fig = helpers.plots.prediction_judged(by_rung[6], by_rung[7], RUNGS[7].predicted
                                       rung_label="rung 7", source=rec.label)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# For each miss at 4096, its likely reason (`L.MISS_NOTES` gives one for either direction, stated with the
-# prediction; rung 6's says what the profiler found):
+# Where the spread is a fraction of a percent, a predicted gain must be nearly exact to count. A miss is
+# still worth having: it says which part of the model was wrong, and the counters on each rung's slide
+# say which. How far the ladder got:
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-rows = [dict(g, note=L.MISS_NOTES[g["rung"]][g["direction"]] if g["direction"] else "")
-        for g in L.gains(data, 4096)[1:]]
-helpers.display.table(rows, ["rung", "predicted", "low", "high", "verdict", "note"],
-                      ["rung", "predicted", "p10-p90 from", "to", "verdict", "likely reason"],
-                      {"predicted": "g", "low": ".2f", "high": ".2f"})
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## What the profiler counted: shared memory and the pipes
-#
-# Nsight Compute ran one launch of every rung at 4096 on the H200 (recorded, read by `helpers.profile`;
-# the bytes at each level: appendix C). A shared-memory [wavefront](glossary.md#wavefront) is one pass
-# through the 32 banks: a conflicted load needs several; `LDSM` is the SASS instruction of `ldmatrix`
-# ([LDSM](glossary.md#ldmatrix)); the [Tensor pipe](glossary.md#tensor-pipe) is the SM's Tensor Core unit, and
-# "busy" the share of the SM's active cycles it worked.
-
-# %% slideshow={"slide_type": "-"}
-prof = helpers.profile.load_ncu()
-rows = [dict(prof.row(f"rung{k}"), rung=k) for k in RUNGS]
-ways = analysis.smem_conflicts(0)               # per step a warp loads 4 A fragments (4-way) and 2 B (8-way)
-print(f"{prof.label}\nshared-load wavefronts, rung 2 / rung 3: "
-      f"{rows[1]['smem_load_wavefronts'] / rows[2]['smem_load_wavefronts']:.2f}; "
-      f"the bank-conflict model predicts {(4 * ways['A_ways'] + 2 * ways['B_ways']) / 6:.2f}")
-cols = ["rung", "smem_load_wavefronts", "conflicts_per_load_wavefront", "ldsm", "tensor_pct", "occupancy_pct", "stalls"]
-helpers.display.table(rows, cols, ["rung", "shared loads (wavefronts)", "bank conflicts per wavefront",
-                                   "LDSM (ldmatrix) executed", "Tensor pipe busy %", "occupancy %",
-                                   "top stalls (cycles per instruction)"],
-                      fmt={"smem_load_wavefronts": ".3g", "conflicts_per_load_wavefront": ".2f", "ldsm": ".3g",
-                           "tensor_pct": ".1f", "occupancy_pct": ".0f"})
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# - **Rung 2 to 3**: the ratio of shared-load wavefronts is what the bank-conflict model predicts
-#   (printed), and the padding removes the conflicts.
-# - **Rung 5 to 6, the miss**: the `ldmatrix` count is the *same*: WMMA's `load_matrix_sync` already
-#   compiled to `LDSM` on sm_90, so rung 6 issues no fewer loads and the Tensor pipe is no busier.
-# - **Rung 7**: the busiest Tensor pipe, from one block per SM, whose warps wait mostly at the barrier
-#   that drains the pipeline every K-tile: what warp specialisation (lesson 06) removes.
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Stall columns: cycles a warp spent, per issued instruction, waiting for that reason (Nsight Compute's
-# smsp__average_warps_issue_stalled_*): long_scoreboard = a global-memory result, short_scoreboard = a
-# shared-memory result, mio_throttle = the shared-memory instruction queue, barrier = __syncthreads,
-# math_pipe_throttle = the Tensor pipe busy, wait = fixed-latency dependencies. gmma pipe utilisation
-# was not collected by this ncu; the tensor-pipe total includes it. Rung 4's 16-byte stores into the
-# padded rows conflict (appendix C) - a cost the 8x fewer instructions outweigh.
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## All rungs on a roofline
-#
-# Arithmetic intensity here is FLOPs per byte the blocks *request* (the traffic model above, not the
-# DRAM traffic), and the roof is HBM bandwidth. A point above the slanted roof is one whose requests
-# were served partly by L2.
-
-# %% slideshow={"slide_type": "-"}
-gpu = rec.meta["gpu"]["peaks"]
-fig = helpers.plots.roofline(L.roofline_points(data, 4096), peak_tflops=gpu["fp16"], mem_gbs=gpu["mem_gbs"],
-                             title="Ladder rungs at n = 4096 (intensity: requested bytes)", source=source,
-                             xlabel="arithmetic intensity (FLOP / byte the blocks request)", legend_outside=True)
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## Registers, shared memory, spills
-#
-# What each kernel costs per thread and per block, as the driver reports it for the kernel the timed
-# run compiled (CuPy's NVRTC, at run time). Registers and shared memory decide how many blocks fit on
-# one SM (exercise 3).
-
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-res = [r for r in L.timed_rows(data, 4096) if r["rung"] >= 1]
-helpers.display.table(res, ["rung", "kernel", "regs", "smem", "spills"],
-                      ["rung", "kernel", "registers / thread", "shared memory / block (bytes)",
-                       "local memory (spills, bytes)"])
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The ptxas reports of a second, offline build of the same files (nvcc) and what the compiler emitted
-# per rung (SASS opcode counts) are in appendix E.
+chain = np.prod([r.predicted_gain for r in RUNGS.values()])
+for n in L.TIMED_SIZES:
+    cub, *rs = L.timed_rows(data, n)            # cuBLAS (rung 0), timed beside the rungs, then the rungs
+    row = max(rs, key=lambda r: r["tflops"])
+    print(f"n = {n}: best rung {row['rung']} at {row['frac_cublas']:.2f}x cuBLAS ({cub['tflops']:.0f} TFLOP/s beside "
+          f"the rungs; target 0.50x {'met' if row['frac_cublas'] >= 0.5 else 'missed'}); last rung / rung 1: "
+          f"measured {rs[-1]['tflops'] / rs[0]['tflops']:.1f}x, predicted {chain:.1f}x")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
@@ -576,18 +493,16 @@ ex.check_blocks_per_sm(min(65536 // (128 * 256), (228 * 1024) // (RUNGS[5].dyn_s
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # 4. **Edit a kernel: rung 5 with two stages.** With `STAGES 2` only one copy is in flight while the
-#    warps multiply (draw it: `helpers.plots.cp_async_pipeline([(2, 0)])`).
-#    **Predict** its speed as a fraction of rung 5 as recorded (0.5 = half as fast). **Edit** a copy of
-#    the kernel's source in the cell: `source_of(5, replace={old: new})` reads `kernels/ladder.cu` and
-#    replaces the line `old` by `new`; change the new text (the second string) to `#define STAGES 2`.
-#    Leave the file itself as it is: the cell looks for `#define STAGES 4` in it. **Run** it with
-#    `helpers.try_kernel`, then **compare**: the checker times your edit on a GPU (and rejects one that
-#    computes wrong results); without a GPU it compares your prediction with the recorded run.
+#    warps multiply (draw it: `helpers.plots.cp_async_pipeline([(2, 0)])`). **Predict** its speed as a
+#    fraction of rung 5 as recorded (0.5 = half as fast). **Edit** a copy of the kernel's source:
+#    `source_of(5, replace={old: new})` reads `kernels/ladder.cu` and replaces the line `old` by `new`;
+#    change the new text (the second string) to `#define STAGES 2`. **Compare**: on a GPU the checker
+#    compiles, checks and times your edit (a few seconds); elsewhere it compares your prediction with the
+#    recorded run.
 
-# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+# %% slideshow={"slide_type": "-"}
 prediction = ...        # speed of rung 5 with 2 stages / speed with 4
 src = helpers.tryout.source_of(5, replace={"#define STAGES 4": "#define STAGES 4"})   # edit the new text
-helpers.try_kernel(5, source=src)
 
 # %% slideshow={"slide_type": "-"}
 ex.check_stages_prediction(prediction, source=src)
@@ -601,27 +516,20 @@ ex.check_stages_prediction(prediction, source=src)
 src = helpers.tryout.source_of(5, replace={"#define STAGES 4": "#define STAGES 2"})
 ex.check_stages_prediction(0.95, source=src)
 
-# %% slideshow={"slide_type": "-"}
-print(ex.record_lines(5, "STAGES"))
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
-# - A Tensor Core GEMM is a data-movement problem: each rung changed only how A and B reach the
-#   Tensor Cores, never the arithmetic, so one emulation and one tolerance check all of them.
-# - Block tiling cuts the bytes requested per FLOP; padding removes bank conflicts (pad each row,
-#   not an extra row); 16-byte copies cut instructions; `cp.async` overlaps copies with math;
-#   `ldmatrix` + `mma.sync` expose the register layout WMMA hides; `wgmma` + TMA take the loads
-#   out of the registers altogether.
-# - Predictions before measurements turn a benchmark into an experiment: a miss points at the part
-#   of the model that was wrong, and the profiler's counters show which part. The knobs show the same
-#   at a smaller scale: several (BK on rung 4, STAGES on rung 5) did not do what a first guess says.
+# - A Tensor Core GEMM is a data-movement problem: each rung changed only how A and B reach the Tensor
+#   Cores, never the arithmetic, so one emulation and one tolerance check all of them.
+# - Block tiling cuts the bytes requested per FLOP; padding removes bank conflicts (pad each row, not an
+#   extra row); 16-byte copies cut instructions; `cp.async` overlaps copies with math; `ldmatrix` +
+#   `mma.sync` expose the register layout WMMA hides; `wgmma` + TMA take the loads out of the registers.
+# - A prediction made before measuring turns a benchmark into an experiment: a miss points at the part of
+#   the model that was wrong, and the profiler's counters show which part.
 # - The clock is part of every number: cuBLAS's 8192 dip in this record is the power cap, not the library.
 # - Between rung 7 and cuBLAS (lesson 06), two steps gained most at $4096^3$: reading B as stored and a
 #   producer warpgroup feeding consumer warpgroups; a persistent grid, an L2-aware tile order and clusters
-#   each changed little there (printed below).
-# - How the predictions fared in the H200's record, judged against the spread of the timings: where
-#   that spread is a fraction of a percent, a predicted gain must be nearly exact to count.
+#   each changed little there (printed below, with how this lesson's predictions fared).
 
 # %% slideshow={"slide_type": "-"}
 for n in L.TIMED_SIZES:
@@ -637,15 +545,9 @@ print("lesson 06 at 4096^3, each step over the one before: " + ", ".join(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix: details behind the main slides
 #
-# - A. The power cap: why cuBLAS is slower at 8192
-# - B. One check for every rung
-# - C. What the profiler counted: the bytes
-# - D. The kernels of rungs 2, 4, 5 and 6, and why 8 halves of padding
-# - E. Registers and instructions
-# - F. Rung 7: its main loop and three practical hurdles
-# - G. On older GPUs
-# - H. Claims checked: the seed article's practical notes
-# - I. Every knob of rungs 2-6
+# A. The power cap · B. One check for every rung · C. The measurement in full · D. What the profiler
+# counted · E. The kernels · F. Registers and instructions · G. Rung 7's main loop ·
+# H. On older GPUs · I. The seed article's practical notes · J. Change a rung yourself
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A. The power cap: why cuBLAS is slower at 8192
@@ -665,31 +567,33 @@ helpers.display.table(rows, ["where", "m", "tflops", "sm_mhz", "sm_mhz_min", "po
                        "°C", "clock held down by", "TFLOP/s per GHz"], fmt={"tflops": ".0f", "per_ghz": ".0f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# At 4096 the GPU ran at its full clock with no reason to slow down. At 6144 and 8192 the driver
-# reported **`sw power cap`**: the GPU reached its power limit and lowered the SM clock to stay under
-# it. Divide the clock out (last column) and 8192 is no slower per cycle than 4096: the dip is the
-# clock, not cuBLAS. The course keeps its timing method (cold L2, median of many launches) and shows
-# the clock beside every number instead: compare kernels at the same size, and read their clocks.
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Locking the clocks (nvidia-smi --lock-gpu-clocks, admin only) would give flat numbers, but at a clock
-# the GPU does not run at in practice. NVML's power reading is an average over a window and can lag a
-# burst; the clock and the reason the driver gives are the direct evidence.
+# At 4096 the GPU ran at its full clock. At 6144 and 8192 the driver reported **`sw power cap`**: the GPU
+# reached its power limit and lowered the SM clock. Divide the clock out (last column) and 8192 is no
+# slower per cycle than 4096: the dip is the clock, not cuBLAS. Locking the clocks (admin only) would give
+# flat numbers, at a clock the GPU does not run at in practice.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### B. One check for every rung
 #
-# - **Sizes.** Rungs 2-6 move whole $128 \times 128$ tiles of $C$ and 32-deep slices of $K$ (rung 7:
-#   $128 \times 256$ and 64), with no bounds checks inside the kernels. The launcher **zero-pads**
-#   $M, N$ to multiples of the tile and $K$ to a multiple of its depth (`helpers.gemm(..., pad=True)`),
-#   then crops $C$. Zero rows and columns add exact zeros to every dot product.
-# - **Arithmetic.** Every rung keeps one FP32 accumulator per output and walks $K$ in order, 16 at a
-#   time, with the same Tensor Core instruction: WMMA's m16n16k16 becomes two `HMMA.16816` on sm_90
-#   (lesson 02), as rung 6's `mma.sync.m16n8k16` does. So rungs 1-6 compute the *same sums in the same
-#   order*, and one CPU emulation serves them all (`helpers.emulate.tensor_core_gemm(inputs='fp16',
-#   acc='fp32')`). That rung 7's `wgmma` rounds the same way is an assumption, which the GPU tests
-#   check against the emulation.
-#
+# Every rung at a size that is no tile multiple (on the CPU backend, the emulation; the measurement's
+# slide says why one check serves them all):
+
+# %% slideshow={"slide_type": "-"}
+M, N, K = 200, 136, 72                       # not multiples of 16, nor of the 128 x 128 x 32 tile
+A = helpers.random_matrix(M, K, seed=1).astype(np.float16)
+B = helpers.random_matrix(K, N, seed=2).astype(np.float16)
+import re
+
+rows = []                                    # gemm(pad=True) + check, every rung: one row each
+for line in helpers.launch.verdicts(RUNGS.values(), A, B):
+    m = re.match(r"(\d+) (PASS|FAIL) (\S+) M=\S+ N=\S+ K=\S+: (.*?) \| padded to (.*)$", line)
+    rows.append(dict(rung=m[1], result=m[2], kernel=m[3], check=m[4], padded=m[5]) if m else dict(check=line))
+same = len({r["check"] for r in rows}) == 1             # one check text for all: say it once
+print(f"M, N, K = {M}, {N}, {K}" + (f"; every rung: {rows[0]['check']}" if same else ""))
+helpers.display.table(rows, ["rung", "result", "kernel"] + ([] if same else ["check"]) + ["padded"],
+                      ["rung", "result", "kernel"] + ([] if same else ["what the check found"]) + ["padded to (M, N, K)"])
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Without the padding a rung refuses a size that is not a multiple of its tile:
 
 # %% slideshow={"slide_type": "-"}
@@ -700,10 +604,53 @@ except helpers.CourseError as e:
     print(e)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### C. What the profiler counted: the bytes
+# ### C. The measurement in full
 #
-# Bytes at each level of one launch of every rung at 4096 (`make gpu-check STAGES=ncu`), beside the
-# traffic model:
+# Every gain at both sizes, with TFLOP/s, the ratio to cuBLAS timed beside the rungs and to the datasheet
+# peak, and the SM clock (at 8192, which rungs ran power-capped):
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+from IPython.display import display
+
+fmt = {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops": ".0f", "frac_cublas": ".2f",
+       "frac_peak": ".2f"}
+cols = ["rung", "idea", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas", "frac_peak", "clock"]
+heads = ["rung", "idea", "predicted gain", "measured gain", "p10-p90 from", "to", "", "TFLOP/s", "x cuBLAS",
+         "x datasheet peak", "SM clock while timed"]
+for n in L.TIMED_SIZES:
+    print(f"n = {n}:")
+    display(helpers.display.table([{k: "" if v is None else v for k, v in g.items()} for g in L.gains(data, n)],
+                                  cols, heads, fmt))
+
+# %% slideshow={"slide_type": "subslide"}
+fig = helpers.plots.ladder(L.timed_by_size(data), peak=peak, source=source, legend_outside=True)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# For each miss at 4096, a likely reason (`L.MISS_NOTES` holds one for either direction, written with the
+# prediction):
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+rows = [dict(g, note=L.MISS_NOTES[g["rung"]][g["direction"]] if g["direction"] else "")
+        for g in L.gains(data, 4096)[1:]]
+helpers.display.table(rows, ["rung", "predicted", "low", "high", "verdict", "note"],
+                      ["rung", "predicted", "p10-p90 from", "to", "verdict", "likely reason"],
+                      {"predicted": "g", "low": ".2f", "high": ".2f"})
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **A roofline.** Intensity here is FLOPs per byte the blocks *request* (the traffic model, not the DRAM
+# traffic); the roof is HBM bandwidth, and a point above the slanted roof was served partly by L2.
+
+# %% slideshow={"slide_type": "-"}
+gpu = rec.meta["gpu"]["peaks"]
+fig = helpers.plots.roofline(L.roofline_points(data, 4096), peak_tflops=gpu["fp16"], mem_gbs=gpu["mem_gbs"],
+                             title="Ladder rungs at n = 4096 (intensity: requested bytes)", source=source,
+                             xlabel="arithmetic intensity (FLOP / byte the blocks request)", legend_outside=True)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### D. What the profiler counted
+#
+# Nsight Compute, one launch of every rung at 4096 (`make gpu-check STAGES=ncu`): the bytes at each level
+# beside the traffic model, then shared memory and the pipes.
 
 # %% slideshow={"slide_type": "-"}
 n = prof.size[0]
@@ -716,17 +663,30 @@ helpers.display.table(rows, ["rung", "model_gb", "l1_load_gb", "l2_read_gb", "dr
                       | {"l2_hit_pct": ".0f", "smem_store_conflicts": ".3g"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# - Rungs 2-4 move the model's bytes through L1 (their L1 column is the model's $A$ and $B$). Rungs 5-6
-#   copy with `cp.async.cg`, which caches in L2 only; rung 7's TMA copies bypass L1 altogether. From
-#   rung 2 on, DRAM reads barely change: L2 holds the rest. Rung 1's loads touch twice the requested
-#   bytes in sectors (lesson 02), and L1 serves the 8 warps of a block that read the same $B$ tile.
-# - **Shared-store conflicts.** Rung 3's padding is for the fragment *loads*. Rung 4 stores 16 bytes
-#   per thread, 8 lanes (128 bytes) per wavefront: into $A$'s 80-byte rows (64 bytes of data) 8 lanes
-#   write bytes 0-63 and 80-143 of the tile, and bytes 128-143 fall on the banks of bytes 0-15: two
-#   wavefronts instead of one, for half of the copies. The 8x fewer instructions outweigh that cost.
+# - Rungs 2-4 move the model's bytes through L1; rungs 5-6 copy with `cp.async.cg`, which caches in L2
+#   only; rung 7's TMA copies bypass L1. From rung 2 on, DRAM reads barely change: L2 holds the rest.
+# - **Shared-store conflicts.** Rung 4 stores 16 bytes per thread, 8 lanes (128 bytes) per wavefront: into
+#   $A$'s 80-byte rows, bytes 128-143 fall on the banks of bytes 0-15: two wavefronts instead of one, for
+#   half of the copies.
+
+# %% slideshow={"slide_type": "subslide"}
+rows = [dict(prof.row(f"rung{k}"), rung=k) for k in RUNGS]
+print(prof.label)
+cols = ["rung", "smem_load_wavefronts", "conflicts_per_load_wavefront", "ldsm", "tensor_pct", "occupancy_pct", "stalls"]
+helpers.display.table(rows, cols, ["rung", "shared loads (wavefronts)", "bank conflicts per wavefront",
+                                   "LDSM (ldmatrix) executed", "Tensor pipe busy %", "occupancy %",
+                                   "top stalls (cycles per instruction)"],
+                      fmt={"smem_load_wavefronts": ".3g", "conflicts_per_load_wavefront": ".2f", "ldsm": ".3g",
+                           "tensor_pct": ".1f", "occupancy_pct": ".0f"})
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Stalls: cycles a warp spent, per issued instruction, waiting for that reason: long_scoreboard = a
+# global-memory result, short_scoreboard = a shared-memory result, mio_throttle = the shared-memory
+# instruction queue, barrier = a barrier, math_pipe_throttle = the Tensor pipe busy, wait = fixed-latency
+# dependencies.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### D. The kernels of rungs 2, 4, 5 and 6 (`kernels/ladder.cu`)
+# ### E. The kernels of rungs 2, 4, 5 and 6 (`kernels/ladder.cu`)
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.show_kernel("ladder.cu", "ladder_smem_tiled", with_header=False)
@@ -741,7 +701,7 @@ helpers.display.show_kernel("ladder.cu", "ladder_cp_async")
 helpers.display.show_kernel("ladder.cu", "ladder_mma_sync")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The templated body of rungs 2 and 3:
+# The templated body of rungs 2 and 3 (their only difference is PAD):
 
 # %% slideshow={"slide_type": "-"}
 src = helpers.display.kernel_source("ladder.cu")
@@ -749,8 +709,8 @@ body = src[src.index("template <int PAD>"):src.index("// Rung 2 --")]
 print(body[:1600])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Why 8 halves of padding and not fewer: the padding must also keep WMMA's rules (lesson 2): `ldm` a
-# multiple of 8 halves and every fragment pointer 32-byte aligned.
+# Why 8 halves of padding and not fewer: it must also keep WMMA's rules (lesson 2): `ldm` a multiple of 8
+# halves and every fragment pointer 32-byte aligned.
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(analysis.pad_options(), ["pad_halves", "A_ways", "B_ways", "ldm_ok", "aligned_32B", "legal"],
@@ -758,11 +718,19 @@ helpers.display.table(analysis.pad_options(), ["pad_halves", "A_ways", "B_ways",
                        "usable with WMMA"])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### E. Registers and instructions
+# ### F. Registers and instructions
 #
-# The ptxas reports of `tools/kernel_dumps.sh` (nvcc, offline, `-arch=sm_90`; `sm_90a` for rung 7), a
-# second build of the same files beside the one the timed run used (CuPy's NVRTC, whose counts the
-# main table shows):
+# As the driver reports them for the kernels the timed run compiled (CuPy's NVRTC); registers and shared
+# memory decide how many blocks fit on one SM (exercise 3):
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+res = [r for r in L.timed_rows(data, 4096) if r["rung"] >= 1]
+helpers.display.table(res, ["rung", "kernel", "regs", "smem", "spills"],
+                      ["rung", "kernel", "registers / thread", "shared memory / block (bytes)",
+                       "local memory (spills, bytes)"])
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The ptxas reports of `tools/kernel_dumps.sh` (nvcc, offline, `-arch=sm_90`; `sm_90a` for rung 7):
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 build = helpers.results.RESULTS_DIR / "build-nvidia-h200"
@@ -773,15 +741,12 @@ for name in ("ladder.ptxas.txt", "ladder_sm90a.ptxas.txt"):
         print(f"no recorded ptxas report {name} yet")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# What the compiler emitted for each rung (static counts from the recorded SASS): the copies
-# (`LDG`+`STS`, then `LDGSTS` = cp.async, then `UTMALDG` = TMA), the shared-memory reads (`LDS`,
-# `LDSM` = ldmatrix) and the Tensor Core instructions (`HMMA` = mma.sync, `HGMMA` = wgmma). Lines
-# predicated `@!PT` (never executed: `PT` is always true) are left out. Rungs 2-6 read their
-# fragments with `LDSM` only.
+# What the compiler emitted for each rung (static counts from the recorded SASS): the copies (`LDG`+`STS`,
+# then `LDGSTS` = cp.async, then `UTMALDG` = TMA), the shared-memory reads (`LDS`, `LDSM` = ldmatrix) and
+# the Tensor Core instructions (`HMMA` = mma.sync, `HGMMA` = wgmma). Lines predicated `@!PT` (never
+# executed) are left out.
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
-from IPython.display import display
-
 for name in ("ladder.sm_90.sass", "ladder_sm90a.sm_90a.sass"):
     if (build / name).is_file():
         counts = analysis.sass_opcode_counts(build / name)
@@ -790,37 +755,23 @@ for name in ("ladder.sm_90.sass", "ladder_sm90a.sm_90a.sass"):
         print(f"no recorded SASS {name} yet")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### F. Rung 7: its main loop (`kernels/ladder_sm90a.cu`) and three practical hurdles
+# ### G. Rung 7: its main loop (`kernels/ladder_sm90a.cu`)
 
 # %% slideshow={"slide_type": "-"}
 src7 = helpers.display.kernel_source("ladder_sm90a.cu", "ladder_wgmma_tma")
 print(src7[src7.index("    for (int kt = 0"):src7.index("    store_slice(")])
 print(helpers.display.device_functions("ladder_sm90a.cu", headers=False)["mma_ktile"])
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The main loop: wait on the stage's mbarrier, fence, four wgmma (K = 64 in steps of 16: the
-# descriptor's start address moves 32 bytes inside the swizzled row), commit, wait for them, barrier,
-# and thread 0 re-arms the stage's barrier and asks TMA for the tile 4 steps ahead.
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Wait on the stage's mbarrier, fence, four wgmma (K = 64 in steps of 16: the descriptor's start address
+# moves 32 bytes inside the swizzled row), commit, wait for them, barrier; thread 0 re-arms the stage's
+# barrier and asks TMA for the tile 4 steps ahead.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **Three practical hurdles, and what the course does.**
-# `wgmma` exists only on sm_90a, and CuPy's `RawModule(code=...)` always adds its own `-arch=sm_90`:
-# the helper compiles with NVRTC for `sm_90a` itself and loads the cubin with `RawModule(path=...)`.
-# The tensor map comes from the driver's `cuTensorMapEncodeTiled` (through NVIDIA's `cuda-bindings`) and
-# is passed by value. This kernel's `wgmma` reads both operands **K-major**: A (row-major, $M \times K$)
-# already is, B ($K \times N$, row-major) is not, so the launcher transposes B first, **inside** the
-# timed run. And because a wrong tensor map or barrier hangs or faults the GPU, this rung is measured
-# in a child process.
+# ### H. On older GPUs
 #
-# *Phase* of an mbarrier: it completes a phase when the expected arrivals and bytes are in, and flips a
-# parity bit; waiters test that bit (`try_wait.parity`), and each reuse of the stage is the next phase.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### G. On older GPUs
-#
-# Rungs 1-4 need WMMA (sm_70+); rungs 5-6 need `cp.async` and `ldmatrix`/`mma.sync m16n8k16`
-# (sm_80+); rung 7 needs sm_90a, which only Hopper has. On any other GPU the lesson skips those rungs
-# with a message, and `try_kernel` runs the rungs it can:
+# Rungs 1-4 need WMMA (sm_70+); rungs 5-6 `cp.async` and `mma.sync m16n8k16` (sm_80+); rung 7 sm_90a,
+# which only Hopper has. Elsewhere the lesson skips those rungs with a message:
 
 # %% slideshow={"slide_type": "-"}
 for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("H200", (9, 0)), ("B200", (10, 0))]:
@@ -829,30 +780,90 @@ for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("H200", (9, 0)), ("B20
           f"of {len(RUNGS)} rungs", *skipped, sep="\n  ")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### H. Claims checked: the seed article's practical notes
+# ### I. The seed article's practical notes, checked
 #
-# The lesson follows seed 001's "practical notes" (tiling through shared memory, bank-conflict padding,
-# prefetching), a paragraph each, measured nowhere.
-#
-# - **"Pad one extra row"** when allocating the shared array (在分配共享内存数组时多垫一行数据). An extra
-#   *row* leaves the row stride, and so every bank, unchanged; the padding has to go at the end of
-#   *each row* (extra columns):
+# **"Pad one extra row"** (在分配共享内存数组时多垫一行数据): an extra *row* leaves the row stride, and
+# every bank, unchanged; the padding goes at the end of *each row*. Its **prefetch into registers**:
+# `cp.async` (rung 5) skips the registers entirely.
 
 # %% slideshow={"slide_type": "-"}
 stride = 128 * 2                                  # Bs row in bytes, as allocated [32][128]
 print("Bs[33][128] (one extra row):       busiest bank hit", analysis.bank_ways(stride), "times")
 print("Bs[32][128 + 8] (8 extra columns): busiest bank hit", analysis.bank_ways(stride + 8 * 2), "times")
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# - **Prefetch into registers.** The seed suggests loading the next tile into registers while the
-#   current one is multiplied; `cp.async` (rung 5) skips the registers entirely, and the recorded
-#   sweep shows how little depth the H200 needed (`STAGES`, exercise 4).
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### J. Change a rung yourself
+#
+# `helpers.try_kernel(rung, KNOB=value)` compiles, checks and times a rung with one knob changed (on a GPU,
+# seconds; elsewhere it shows the H200's recorded sweep). Guess each first, as a speed over the rung as it is.
+#
+# **Rung 2, `BK=64`**: a 64-deep K slice halves the barriers per $K$.
+
+# %% slideshow={"slide_type": "-"}
+guess = ...  # rung 2 with BK=64 over rung 2, e.g. 1.1
+
+# %% slideshow={"slide_type": "-"}
+ex.reveal_knob(guess, 2, "BK", 64)
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(2, BK=64)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### I. Every knob of rungs 2-6
-#
-# What `helpers.try_kernel(rung, KNOB=value)` accepts, the rung as recorded (the default), and what
-# each knob teaches; `helpers.run_or_load("knobs")` holds the H200's sweep of every value.
+# **Rung 3, `PAD=16`**: if 8 halves remove the conflicts, are 16 better still (`analysis.smem_conflicts(16)`)?
+
+# %% slideshow={"slide_type": "-"}
+guess = ...  # rung 3 with PAD=16 over rung 3
+
+# %% slideshow={"slide_type": "-"}
+ex.reveal_knob(guess, 3, "PAD", 16)
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(3, PAD=16)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Rung 4, `BK=64`**: twice the bytes per copy round, half the barriers. Is it slower, as on rung 2?
+
+# %% slideshow={"slide_type": "-"}
+guess = ...  # rung 4 with BK=64 over rung 4
+
+# %% slideshow={"slide_type": "-"}
+ex.reveal_knob(guess, 4, "BK", 64)
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(4, BK=64)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# One reading, which no counter in the record tests: with 16-byte copies the copy phase is short, so the
+# two barriers per K-tile are a large part of each step; rung 2's 2-byte copies stay its cost.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Rung 5, `WAIT_GROUP=0`**: wait for *every* copy in flight at each step (the pipeline picture's bottom
+# panel): one copy overlaps the math instead of three.
+
+# %% slideshow={"slide_type": "-"}
+guess = ...  # rung 5 with WAIT_GROUP=0 over rung 5
+
+# %% slideshow={"slide_type": "-"}
+ex.reveal_knob(guess, 5, "WAIT_GROUP", 0)
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(5, WAIT_GROUP=0)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Rung 6, `LDMATRIX=0`**: every fragment register loaded with ordinary shared-memory loads.
+
+# %% slideshow={"slide_type": "-"}
+guess = ...  # rung 6 with LDMATRIX=0 over rung 6
+
+# %% slideshow={"slide_type": "-"}
+ex.reveal_knob(guess, 6, "LDMATRIX", 0)
+
+# %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
+helpers.try_kernel(6, LDMATRIX=0)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Every knob of rungs 2-6, the rung as recorded (the default), and what each teaches
+# (`helpers.run_or_load("knobs")` holds the H200's sweep of every value):
 
 # %% slideshow={"slide_type": "-"}
 knobs = [r for r in helpers.tryout.knob_table() if r["rung"] <= 6]

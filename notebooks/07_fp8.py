@@ -21,8 +21,8 @@
 # # Tensor Cores, WMMA and mixed precision
 # ## 07 · FP8 on Hopper, measured rather than assumed
 #
-# On the datasheet, Hopper's Tensor Cores multiply 8-bit floats at twice the FP16 rate (measured: printed
-# below). FP8 comes in two
+# On the datasheet, Hopper's Tensor Cores multiply 8-bit floats at twice the FP16 rate (how fast they ran
+# is yours to guess, then see). FP8 comes in two
 # formats that split eight bits differently between range and precision, a conversion must decide what
 # to do with numbers too large to fit, and data must be scaled into the narrow window. This lesson takes
 # each apart with numpy before the GPU multiplies anything.
@@ -84,17 +84,9 @@ from helpers.exercises import fp8 as ex
 
 rec = helpers.results.load_latest()      # the committed GPU record: same numbers on every machine
 print("recorded data:", rec.label)
-from helpers.experiments import fp8 as fp8x
-
-tf = {(r["n"], r["kernel"]): r["TFLOP/s"] for r in fp8x.speed_rows(rec.meta["experiments"]["fp8"])}
-print("cuBLASLt FP8 / cuBLAS FP16, timed in the same rounds: " + ", ".join(
-    f"x{tf[n, 'cublaslt_fp8'] / tf[n, 'cublas_fp16']:.2f} at {n}^3" for n in sorted({n for n, _ in tf})))
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 env = helpers.summary()
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# `rec` is the record committed with the course; the summary says which backend runs here.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Two 8-bit formats
@@ -216,10 +208,6 @@ fig = helpers.plots.fp8_overflow()
 # ("values that overflow are then saturated to the maximum representable value", sec. 2). A CPU reference
 # that converts with `astype` disagrees with a kernel exactly where values overflow.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Saturation is the PTX ISA's .satfinite, checked byte for byte on the H200 (fp8_convert); inside the
-# range both conversions round to nearest even.
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Scaling: moving the data into the window
 #
@@ -270,10 +258,6 @@ helpers.display.table(report, ["format", "scheme", "scales", "flushed to zero", 
 #   128x128 blocks sit in between: here most blocks hold an outlier.
 # - The **matrix error** hardly moves: the large values dominate a norm.
 # - **E5M2** has the range even per tensor, at twice E4M3's $u$ on every value.
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Made-up data (a fixed generator). Ask: with amax $10^4$, which values does per-tensor scaling flush
-# to zero? (Exercise 3.)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Which values lose precision
@@ -492,6 +476,16 @@ display(Markdown("```c++\n" + fp8x.promotion_loop("fp8_promote_128") + "\n```"))
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Error against K: with and without promotion
 #
+# **Your guess first**: at K = 4096 on U[0,1) inputs, how many times larger is the median error of `wgmma`
+# without promotion than promoting every 128 products?
+
+# %% slideshow={"slide_type": "fragment"}
+guess = ...  # fp8_wgmma's median relative error over fp8_promote_128's, e.g. 3
+
+# %% slideshow={"slide_type": "fragment"}
+ex.reveal_promotion_gain(guess)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
 # Random 256 x 256 outputs, K up to 65536, every kernel and cuBLASLt's FP8 GEMM (with and without its
 # fast-accumulation switch), against float64. CuPy has no cuBLASLt: `helpers.fp8_gemm.cublaslt_fp8`
 # calls it through nvmath-python or PyTorch's `torch._scaled_mm`:
@@ -519,6 +513,15 @@ display(helpers.display.table(rows, list(rows[0]), fmt={c: ".3g" for c in list(r
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What accuracy costs: speed
 #
+# **Your guess first**: how many times faster than cuBLAS FP16 did cuBLASLt's FP8 GEMM run at $4096^3$?
+
+# %% slideshow={"slide_type": "fragment"}
+guess = ...  # cuBLASLt FP8 over cuBLAS FP16 at 4096^3, e.g. 1.2
+
+# %% slideshow={"slide_type": "fragment"}
+ex.reveal_fp8_speed(guess)
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
 # TFLOP/s on the H200 (cold L2, CUDA events, five alternating rounds, the median round), each result
 # checked first, beside cuBLASLt's FP8 GEMM and the datasheet's dense FP8 peak (and the clock it assumes):
 
@@ -527,6 +530,9 @@ peak = helpers.device.peaks_for(rec.gpu_name).fp8
 rows = fp8x.speed_rows(data, peak)             # the record's latest timing of every kernel (fp8x.speed_of)
 display(helpers.display.table(rows, list(rows[0])))
 t4 = {r["kernel"]: r["TFLOP/s"] for r in rows if r["n"] == 4096}
+tf = {(r["n"], r["kernel"]): r["TFLOP/s"] for r in rows}
+print("cuBLASLt FP8 / cuBLAS FP16: " + ", ".join(f"x{tf[n, 'cublaslt_fp8'] / tf[n, 'cublas_fp16']:.2f} at {n}^3"
+                                                for n in sorted({n for n, _ in tf})))
 print(f"4096^3: promotion every 512 runs at x{t4['fp8_promote_512'] / t4['fp8_wgmma_n128']:.2f} the speed of the "
       "same tile without promotion (fp8_wgmma_n128)")
 mhz = next(r["SM MHz"] for r in rows if r["n"] == 4096 and r["kernel"] == "cublaslt_fp8")   # cuBLASLt's clock

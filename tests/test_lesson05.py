@@ -275,3 +275,98 @@ def test_sass_opcode_counts_leave_out_never_executed_lines():
     counts = analysis.sass_opcode_counts(build / "ladder.sm_90.sass")
     assert all(c["LDS"] == 0 and c["LDSM"] > 0 for c in counts.values())
     assert analysis.sass_opcode_counts(build / "ladder_sm90a.sm_90a.sass")["ladder_wgmma_tma"]["LDSM"] == 0
+
+
+# --------------------------------------------------------------------------- the rung slides, the reveals, the chart
+def _timed_rows():
+    """_rows with a p10-p90 spread of 1% and a passed check bit-identical to the model at every rung."""
+    rows = _rows()
+    for r in rows:
+        ms = 1.0 / r["tflops"]
+        r.update(median_ms=ms, p10_ms=ms * 0.99, p90_ms=ms * 1.01, reps=10, sm_mhz=1980)
+        if r["rung"]:
+            r.update(passed=True, model="identical")
+    return rows
+
+
+def test_rung_line_says_the_check_the_gain_and_the_verdict():
+    rows = _timed_rows()
+    line = L.rung_line(rows, 3, 64)
+    assert line.startswith("rung 3: PASS at 1 sizes, bit-identical to the CPU model; at 64^3: ")
+    assert "x1.50 over rung 2" in line and "predicted x1.5: as predicted" in line and "1980 MHz" in line
+    assert "over rung" not in L.rung_line(rows, 1, 64)                     # the first rung has no rung before
+    rows[3]["passed"] = False
+    assert "FAIL at 64x64x64" in L.rung_line(rows, 3, 64)
+    assert L.rung_line(rows, 3, 128).endswith("not timed at 128^3 in this run")
+    assert L.rung_line([r for r in rows if r["rung"] != 5], 5, 64) == "rung 5: not in this run"
+
+
+def test_prediction_points_are_the_chart_of_rungs_2_to_7():
+    pts = L.prediction_points(_timed_rows(), sizes=(64,))
+    assert [p["rung"] for p in pts] == [2, 3, 4, 5, 6, 7]
+    assert all(p["shape"] == "64^3" and p["verdict"] == "as predicted" and p["low"] < p["measured"] < p["high"]
+               for p in pts)
+    fig = helpers.plots.predicted_vs_measured(pts, source="test", ylabel="gain over the rung before")
+    assert fig.axes[0].get_ylabel() == "gain over the rung before"
+
+
+def test_launch_seconds_adds_each_timings_launches():
+    rows = [{"median_ms": 2.0, "reps": 97}, {"median_ms": 1.0, "reps": 7, "median_ms_kernel_only": 0.5},
+            {"median_ms": None}, {"rung": 0}]
+    assert L.launch_seconds(rows) == pytest.approx((2.0 * 100 + 1.0 * 10 + 0.5 * 10) / 1e3)
+
+
+def test_counter_line_compares_a_rung_with_the_one_before():
+    class Prof:
+        def row(self, target):
+            k = int(target.removeprefix("rung"))
+            return {"ldsm": 100.0 * k, "tensor_pct": 10.0 * k, "top_stalls": [[f"stall{k}", 1.0]]}
+
+    assert L.counter_line(Prof(), 6) == ("rung 5 -> rung 6, LDSM (ldmatrix) executed: 500 -> 600; Tensor pipe busy: "
+                                         "50% -> 60%; top stall: stall5 -> stall6")
+    assert "Tensor pipe busy (%): 60 -> 70; top stall" in L.counter_line(Prof(), 7)     # not said twice
+
+
+def test_measure_or_load_on_the_cpu_shows_the_record(capsys):
+    rec = helpers.results.load_latest()
+    data, source = L.measure_or_load(rec)
+    out = capsys.readouterr().out
+    assert data == rec.meta["experiments"]["ladder"] and source in out and "estimated" not in out
+    assert "checked launches passed" in out
+
+
+def test_reveals_judge_the_guess_against_the_record(capsys):
+    rec = helpers.results.load_latest()
+    g = L.rung_gain(rec.meta["experiments"]["ladder"], 4)
+    ex.reveal_gain(..., 4)
+    assert "No guess yet" in capsys.readouterr().out and exercises.last_result is None
+    ex.reveal_gain(g["measured"], 4)
+    assert "Correct." in capsys.readouterr().out and exercises.last_result is True
+    ex.reveal_gain(g["measured"] * 1.2, 4)
+    out = capsys.readouterr().out
+    assert "Not quite" in out and "too high" in out and f"{g['measured']:.2f}" in out
+    rows, _ = ex.recorded_knob(4, "BK")
+    default = next(r for r in rows if r.get("knob") is None)
+    bk64 = next(r for r in rows if r.get("knob") == "BK" and r["value"] == 64)
+    ex.reveal_knob(default["ms"] / bk64["ms"], 4, "BK", 64)
+    assert "Correct." in capsys.readouterr().out
+    ex.reveal_knob(1.0, 4, "BK", 3)                              # no such run: the checker says so
+    assert "Not accepted" in capsys.readouterr().out
+
+
+def test_measure_or_load_on_a_gpu_says_how_long_before_it_runs(capsys, monkeypatch):
+    from helpers import experiments
+
+    rec = helpers.results.load_latest()
+    _fake_h200(monkeypatch)
+    said = []
+
+    def fake_run(name, **kw):
+        said.append(capsys.readouterr().out)                   # what was printed before the run started
+        return experiments.Outcome(_timed_rows(), True, "measured live on NVIDIA H200")
+
+    monkeypatch.setattr(experiments, "run_or_load", fake_run)
+    data, source = L.measure_or_load(rec)
+    assert said and said[0].startswith(f"estimated: about {L.LIVE_SECONDS} s")
+    assert f"launches alone take {L.launch_seconds(rec.meta['experiments']['ladder']):.0f} s" in said[0]
+    assert source == "measured live on NVIDIA H200" and "7 of 7 checked launches passed" in capsys.readouterr().out

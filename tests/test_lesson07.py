@@ -438,3 +438,29 @@ def test_what_else_was_tried_reads_the_labs_rows():
     rows = helpers.results.tried("07")
     assert rows and all(set(r) >= {"idea", "predicted", "measured", "kept"} and r["kept"] in ("yes", "no")
                         for r in rows)
+
+
+def test_the_reveals_judge_the_guess_against_the_record(capsys):
+    """The lesson's two guesses: FP8 over FP16 speed, and the error without promotion over promote-128's."""
+    from helpers import exercises
+    from helpers.exercises import fp8 as ex7
+    from helpers.experiments import fp8 as fp8x
+
+    data = helpers.results.load_latest().meta["experiments"]["fp8"]
+    tf = {r["kernel"]: r["TFLOP/s"] for r in fp8x.speed_rows(data) if r["n"] == 4096}
+    speed = tf["cublaslt_fp8"] / tf["cublas_fp16"]
+    ex7.reveal_fp8_speed(...)
+    assert "No guess yet" in capsys.readouterr().out and exercises.last_result is None
+    ex7.reveal_fp8_speed(speed * 1.05)
+    assert "Correct." in capsys.readouterr().out and exercises.last_result is True
+    ex7.reveal_fp8_speed(2)
+    out = capsys.readouterr().out
+    assert "Not quite" in out and "too high" in out and f"{speed:.2f}" in out
+    med = {r["kernel"]: r["median rel. error"] for r in fp8x.sweep_rows(data, 4096, "uniform01")}
+    ratio = med["fp8_wgmma"] / med["fp8_promote_128"]
+    ex7.reveal_promotion_gain(ratio / 1.9)
+    assert "Correct." in capsys.readouterr().out
+    ex7.reveal_promotion_gain(ratio / 3)
+    assert "too low" in capsys.readouterr().out and exercises.last_result is False
+    ex7.reveal_promotion_gain(-1)
+    assert "positive" in capsys.readouterr().out

@@ -18,11 +18,6 @@ def _tool():
 
 RT = _tool()
 
-# Lessons over the budget today, each with its reading time by the tool when this list was written; their
-# prose is being shortened elsewhere. Remove a lesson from here when it fits.
-OVER_TODAY = {"05_closing_the_gap": "51 minutes: 16 figures and 417 lines of output before its appendix"}
-
-
 def _md(text, **meta):
     return {"cell_type": "markdown", "source": text, "metadata": meta}
 
@@ -60,9 +55,7 @@ def test_html_tables_count_their_rows():
 
 
 @pytest.mark.parametrize("path", RT.lessons(), ids=lambda p: p.stem)
-def test_main_path_reads_in_at_most_40_minutes(path, request):
-    if path.stem in OVER_TODAY:
-        request.applymarker(pytest.mark.xfail(reason=f"over the budget today: {OVER_TODAY[path.stem]}", strict=False))
+def test_main_path_reads_in_at_most_40_minutes(path):
     r = RT.reading_time(path)
     assert r["minutes"] <= RT.BUDGET_MINUTES, f"{path.name}: {r}"
 

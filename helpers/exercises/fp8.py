@@ -230,3 +230,43 @@ def check_promotion_run(C, nc, A, B) -> None:
             "the result of never promoting (fp8_wgmma_n128)" if got == 0 else f"the result of fp8_promote_{got}")
     _report(name, C, False, f"this C is {what}. Set nc, rerun the matmul with f\"fp8_promote_{{nc}}\", and pass "
                             "the C it returned.")
+
+
+# --------------------------------------------------------------------------- the reveals of the learner's guesses
+@checker
+def reveal_fp8_speed(guess, n: int = 4096) -> None:
+    """Prediction: cuBLASLt's FP8 GEMM over cuBLAS FP16 at n^3, timed in the same rounds (the record's ``fp8``
+    experiment, helpers.experiments.fp8.speed_rows); right within 10% either way."""
+    from ..device import peaks_for
+    from ..experiments.fp8 import speed_rows
+    from ..results import load_latest
+    from . import judge_guess
+
+    rec = load_latest()
+    tf = {r["kernel"]: r["TFLOP/s"] for r in speed_rows(rec.meta["experiments"]["fp8"]) if r["n"] == n}
+    peaks = peaks_for(rec.gpu_name)
+    judge_guess("FP8 over FP16", guess, tf["cublaslt_fp8"] / tf["cublas_fp16"], within=1.10, fmt=".2f",
+                what=f"{rec.label}: cuBLASLt FP8 ({tf['cublaslt_fp8']:.0f} TFLOP/s) over cuBLAS FP16 "
+                     f"({tf['cublas_fp16']:.0f} TFLOP/s) at {n}^3, timed in the same rounds (the datasheet's peaks: "
+                     f"x{peaks.fp8 / peaks.fp16:.2f})",
+                why="A datasheet's rate is a peak of the Tensor Cores alone; a whole GEMM also loads, stores and "
+                    "waits (the table below gives each kernel's clock).")
+
+
+@checker
+def reveal_promotion_gain(guess, K: int = 4096, dist: str = "uniform01", nc: int = 128) -> None:
+    """Prediction: how many times larger `wgmma`'s median relative error without promotion (fp8_wgmma) is than
+    with promotion every `nc` products, at K on `dist` inputs (the record's error sweep); right within a
+    factor of 2 either way."""
+    from ..experiments.fp8 import sweep_rows
+    from ..results import load_latest
+    from . import judge_guess
+
+    rec = load_latest()
+    med = {r["kernel"]: r["median rel. error"] for r in sweep_rows(rec.meta["experiments"]["fp8"], K, dist)}
+    a, b = med["fp8_wgmma"], med[f"fp8_promote_{nc}"]
+    judge_guess("error without promotion", guess, a / b, within=2.0, fmt=".3g",
+                what=f"{rec.label}: median relative error at K = {K} on {dist} inputs, fp8_wgmma {a:.2g} over "
+                     f"fp8_promote_{nc} {b:.2g}",
+                why="On positive data every cut toward zero goes the same way, and without promotion the sum "
+                    "being cut grows with K.")

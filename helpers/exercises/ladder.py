@@ -1,5 +1,6 @@
 """Lesson 5 exercises: a block tile's traffic, a pipeline's shared memory, blocks per SM, and rung 5 with fewer
-stages (predict, edit, run, compare: live on a GPU, against the recorded knob sweep elsewhere).
+stages (predict, edit, run, compare: live on a GPU, against the recorded knob sweep elsewhere); and the reveals of
+the learner's guesses, each judged against the record (reveal_gain for a rung, reveal_knob for a knob's value).
 """
 from __future__ import annotations
 
@@ -163,3 +164,39 @@ def _judge(name: str, p: float, speed: float, lo: float, hi: float, how: str) ->
     _report(name, p, ok, f"you predicted {p:.2f}x; the {how} run went at {speed:.2f}x (p10-p90 {lo:.2f}-{hi:.2f}), "
                          f"so it was not as much {way} as you thought: how many copies must be in flight to hide "
                          "their latency (rung 5's pipeline picture)?")
+
+
+# --------------------------------------------------------------------------- the reveals of the learner's guesses
+GUESS_WITHIN = 1.05     # a guess within 5% of the recorded ratio, either way, counts as right (as in lesson 6)
+
+
+@checker
+def reveal_gain(guess, rung: int, n: int = 4096) -> None:
+    """Prediction: rung `rung`'s speed-up over the rung before it at n^3, as recorded (the ``ladder`` experiment,
+    helpers.experiments.ladder.rung_gain); right within GUESS_WITHIN either way."""
+    from ..experiments.ladder import rung_gain
+    from ..results import load_latest
+    from . import judge_guess
+
+    rec = load_latest()
+    g = rung_gain(rec.meta["experiments"]["ladder"], rung, n)
+    judge_guess(f"rung {rung}", guess, g["measured"], within=GUESS_WITHIN, fmt=".2f",
+                what=f"{rec.label}: rung {rung} over rung {g['over']} at {g['shape']}, the median launch's gain "
+                     f"(p10-p90: {g['low']:.2f} to {g['high']:.2f}; the prediction was {g['predicted']:g})")
+
+
+@checker
+def reveal_knob(guess, rung: int, knob: str, value: int) -> None:
+    """Prediction: the speed of rung `rung` with `knob`=`value` over the rung as recorded (the ``knobs``
+    experiment at 4096^3); right within GUESS_WITHIN either way."""
+    from . import judge_guess
+
+    rows, label = recorded_knob(rung, knob)
+    default = next((r for r in rows if r.get("knob") is None), None)
+    row = next((r for r in rows if r.get("knob") == knob and r.get("value") == value and r.get("ms")), None)
+    if default is None or row is None:
+        raise LookupError(f"the record has no run of rung {rung} with {knob}={value} ({label})")
+    speed, lo, hi = _speed_range(row, default)
+    judge_guess(f"rung {rung}, {knob}={value}", guess, speed, within=GUESS_WITHIN, fmt=".2f",
+                what=f"{label}: rung {rung} with {knob}={value} over the rung as it is, the median launch's "
+                     f"ratio (p10-p90: {lo:.2f} to {hi:.2f})")

@@ -3,7 +3,8 @@
 Experiment ``ladder``: every rung (helpers.kernels.RUNGS, one idea each with its predicted gain) checked at
 4096, 8192 and two sizes off every tile, then timed at 4096 and 8192 beside cuBLAS FP16; rungs marked
 ``isolate`` run in a child process, so a fault cannot take the others' results with it. Reading the rows
-needs no GPU: ``timed_rows``, ``gains``, ``roofline_points``, ``errors`` and ``MISS_NOTES``.
+needs no GPU: ``timed_rows``, ``gains``, ``roofline_points``, ``errors`` and ``MISS_NOTES``; the lesson's rung
+slides call ``measure_or_load`` (once), ``rung_line``, ``counter_line`` and ``prediction_points`` (its chart).
 """
 from __future__ import annotations
 
@@ -288,3 +289,109 @@ def errors(rows: list[dict]) -> list[str]:
             last = [ln for ln in str(r["error"]).strip().splitlines() if ln.strip()][-1:] or ["?"]
             out[r["rung"]] = f"rung {r['rung']} ({r['kernel']}) could not be measured: {last[0][:300]}"
     return list(out.values())
+
+
+# --------------------------------------------------------------------------- the rung slides and the lesson's chart
+# The lesson's one live measurement (experiment ``ladder``: every rung checked at four sizes, timed at two beside
+# cuBLAS) took 32.8 s in an nbval run of the lesson on an NVIDIA H100 80GB HBM3 (lab/logs/nbval-00-05-07-nvidia-h100-
+# 80gb-hbm3.log), in which an earlier cell had compiled the rungs' kernels. The launches themselves are a few seconds
+# of it (launch_seconds); the rest is the checks against float64 and rung 7's child process. A machine's first run
+# also compiles the kernels (CuPy and helpers.compile keep them on disk after that).
+LIVE_SECONDS = 35
+
+
+def launch_seconds(rows: list[dict]) -> float:
+    """Seconds the timed launches of `rows` take by their own per-launch times: each timing's median times its
+    launches (3 warm-ups and the timed ones; rung 7 also timed without its transpose of B)."""
+    ms = 0.0
+    for r in rows:
+        if r.get("median_ms") and r.get("reps"):
+            ms += r["median_ms"] * (r["reps"] + 3) + (r.get("median_ms_kernel_only") or 0) * (r["reps"] + 3)
+    return ms / 1e3
+
+
+def measure_or_load(rec) -> tuple[list[dict], str]:
+    """Lesson 5's one measurement: on a GPU that runs it, experiment ``ladder`` live (its time estimate printed
+    first); elsewhere the record's run. Prints where the rows come from, how many checks passed and any skip or
+    error; returns (rows, source)."""
+    from ..device import backend
+    from . import run_or_load, unsupported
+
+    b = backend()
+    if b.is_gpu and unsupported("ladder", b.gpu) is None:
+        recorded = rec.meta["experiments"]["ladder"]
+        print(f"estimated: about {LIVE_SECONDS} s, more on this machine's first run, which compiles the kernels "
+              f"(7 rungs checked at 4 sizes, timed at 2 beside cuBLAS; the record's launches alone take "
+              f"{launch_seconds(recorded):.0f} s)")
+    out = run_or_load("ladder")
+    data, source = out.data, out.source
+    print(source)
+    checked = [r for r in data if r["rung"] >= 1 and "passed" in r]
+    print(f"{sum(r['passed'] for r in checked)} of {len(checked)} checked launches passed "
+          f"(sizes: {', '.join('x'.join(map(str, s)) for s in sorted({(r['m'], r['n'], r['k']) for r in checked}))})")
+    for msg in sorted({r["skipped"] for r in data if "skipped" in r}) + errors(data):
+        print(msg)
+    return data, source
+
+
+def rung_gain(rows: list[dict], rung: int, n: int = 4096) -> dict | None:
+    """Rung `rung`'s entry of gains(rows, n) (its gain over the rung before, the p10-p90 spread, the verdict),
+    with `shape` added; None where it was not timed."""
+    g = next((x for x in gains(rows, n) if x["rung"] == rung), None)
+    return g and dict(g, shape=f"{n}^3")
+
+
+def rung_line(rows: list[dict], rung: int, n: int = 4096) -> str:
+    """One line for a rung's slide: its checks against float64 and the CPU model (every size checked in `rows`),
+    then at n^3 its TFLOP/s, its gain over the rung before with the p10-p90 spread and the verdict, and the clock."""
+    mine = [r for r in rows if r.get("rung") == rung and "passed" in r]
+    if not mine:
+        return f"rung {rung}: not in this run"
+    bad = [r for r in mine if not r["passed"]]
+    model = all(r.get("model") == "identical" for r in mine)
+    check = (f"PASS at {len(mine)} sizes" + (", bit-identical to the CPU model" if model else "")
+             if not bad else f"FAIL at {', '.join(shape_key(r['m'], r['n'], r['k']) for r in bad)}")
+    g = rung_gain(rows, rung, n)
+    if g is None:
+        return f"rung {rung}: {check}; not timed at {n}^3 in this run"
+    if g["over"] is None:
+        return f"rung {rung}: {check}; at {g['shape']}: {g['tflops']:.1f} TFLOP/s, SM clock {g['clock']}"
+    return (f"rung {rung}: {check}; at {g['shape']}: {g['tflops']:.0f} TFLOP/s, x{g['measured']:.2f} over rung "
+            f"{g['over']} (p10-p90: x{g['low']:.2f} to x{g['high']:.2f}; predicted x{g['predicted']:g}: "
+            f"{g['verdict']}), SM clock {g['clock']}")
+
+
+def prediction_points(rows: list[dict], rungs=range(2, 8), sizes=TIMED_SIZES) -> list[dict]:
+    """What the lesson's predicted-against-measured chart (helpers.plots.predicted_vs_measured) draws: each rung's
+    gain over the rung before at each of `sizes` (n^3): rung, shape, predicted, measured, low, high, verdict."""
+    out = []
+    for k in rungs:
+        for n in sizes:
+            g = rung_gain(rows, k, n)
+            if g is not None and g.get("low") is not None:
+                out.append({key: g[key] for key in ("rung", "shape", "predicted", "measured", "low", "high",
+                                                     "verdict")})
+    return out
+
+
+# Per rung, the Nsight Compute counter that tells its change apart (its field in helpers.profile's rows, a name).
+COUNTER_OF = {2: ("l2_read_gb", "L2 read (GB)"), 3: ("smem_load_wavefronts", "shared-load wavefronts"),
+              4: ("l1_requests", "global load instructions (L1 requests)"),
+              5: ("cycles_per_issue", "cycles per issued instruction"), 6: ("ldsm", "LDSM (ldmatrix) executed"),
+              7: ("tensor_pct", "Tensor pipe busy (%)")}
+
+
+def counter_line(prof, rung: int) -> str:
+    """Nsight Compute on rung `rung` and the rung before it (helpers.profile.load_ncu()): the counter of COUNTER_OF,
+    the Tensor pipe busy and the top stall of each; one line."""
+    a, b = prof.row(f"rung{rung - 1}"), prof.row(f"rung{rung}")
+    key, name = COUNTER_OF[rung]
+
+    def num(x):
+        return f"{x:.3g}" if x is not None else "-"
+
+    parts = [f"{name}: {num(a.get(key))} -> {num(b.get(key))}"]
+    if key != "tensor_pct":
+        parts.append(f"Tensor pipe busy: {a['tensor_pct']:.0f}% -> {b['tensor_pct']:.0f}%")
+    parts.append(f"top stall: {a['top_stalls'][0][0]} -> {b['top_stalls'][0][0]}")
+    return f"rung {rung - 1} -> rung {rung}, " + "; ".join(parts)
