@@ -406,3 +406,43 @@ def test_the_extra_l2_probe_loads_a_second_box_of_a(tmp_path):
         _nvcc_build(tmp_path, "-DF8_STAGES=6", f"-DF8_EXTRA_L2={v}")[1]).items()} for v in (0, 1))
     assert plain.keys() == extra.keys() and len(plain) == 12        # every FP8 kernel of the frozen file
     assert all(extra[k] == plain[k] + 1 for k in plain), (plain, extra)
+
+
+@pytest.mark.skipif("LAB_NVCC" not in os.environ, reason="nvcc builds of the whole file: LAB_NVCC=1 make lab-test")
+def test_the_courses_fp8_kernels_compile_to_the_research_builds(tmp_path):
+    """Every FP8 wgmma kernel of the course (kernels/fp8_*_sm90a.cu, as the registry builds it: F8_STAGES 4, or 6
+    for the lean kernel) compiles with nvcc for sm_90a to the same SASS as the same kernel of the frozen research file,
+    the build the record measured: cuobjdump -sass of each function, addresses and spacing aside, byte for byte."""
+    import re
+    import shutil
+
+    from helpers.fp8_gemm import FP8_KERNELS
+    from helpers.fp8_scaled import SCALED_KERNELS
+
+    nvcc = shutil.which("nvcc")
+    cuobjdump = os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump")
+    if nvcc is None or cuobjdump is None:
+        pytest.skip("needs nvcc and cuobjdump (CUOBJDUMP=/path/to/cuobjdump)")
+
+    def sass(src: Path, opts: tuple) -> dict:
+        out = tmp_path / f"{src.stem}{len(opts)}.cubin"
+        subprocess.run([nvcc, "-std=c++17", "-arch=sm_90a", "-cubin", *opts, f"-I{ROOT / 'kernels'}", "-o", str(out),
+                        str(src)], check=True, capture_output=True, timeout=600)
+        text = subprocess.run([cuobjdump, "-sass", str(out)], check=True, capture_output=True, text=True).stdout
+        funcs = re.split(r"\n\s*Function : (\w+)\n", text)[1:]
+        return {name: [" ".join(ln.split()) for ln in body.splitlines() if ln.strip()]
+                for name, body in zip(funcs[::2], funcs[1::2])}
+
+    research = ROOT / "lab" / "kernels" / "fp8_sm90a_research.cu"
+    built, checked = {}, set()
+    for name, spec in {**FP8_KERNELS, **SCALED_KERNELS}.items():
+        if not spec.wgmma or name in lk.LOST_KERNELS:
+            continue
+        opts = spec.build_options()
+        for src in (research, ROOT / "kernels" / spec.file):
+            if (src, opts) not in built:
+                built[src, opts] = sass(src, opts)
+        mine, theirs = built[ROOT / "kernels" / spec.file, opts][name], built[research, opts][name]
+        assert len(theirs) > 1000 and mine == theirs, (name, spec.file, opts)
+        checked.add(name)
+    assert {"fp8_wgmma_store", "fp8_promote_2acc_lean", "fp8_block_scaled", "fp8_promote_128"} <= checked
