@@ -249,9 +249,9 @@ def tensor_core_gemm(A, B, *, inputs: str = "fp16", acc: str = "fp32",
 
 
 # --------------------------------------------------------------------------- FP8 (lesson 7)
-# Fitted in lesson 7 to raw H200 outputs of kernels/fp8_sm90a.cu: wgmma with E4M3 inputs adds blocks of 32
-# products (one k-step) plus the accumulator, aligned to the largest exponent with 14 bits kept, and cuts the sum
-# toward zero to 14 significant bits: the FP32 register holds an "e8m13" value.
+# Fitted in lesson 7 to raw H200 outputs of its wgmma kernels (kernels/fp8_*_sm90a.cu): wgmma with E4M3 inputs
+# adds blocks of 32 products (one k-step) plus the accumulator, aligned to the largest exponent with 14 bits kept,
+# and cuts the sum toward zero to 14 significant bits: the FP32 register holds an "e8m13" value.
 FP8_WGMMA_MODEL = TensorCoreModel(32, -10, "H200 FP8 wgmma, fitted in lesson 7", result_bits=14)
 
 
@@ -267,7 +267,8 @@ def _as_fp8_values(X, what: str) -> np.ndarray:
 
 
 def fp8_wgmma_gemm(A, B, *, nc: int = 0, threads: int | None = None) -> np.ndarray:
-    """C = A B as kernels/fp8_sm90a.cu computes it (A, B: E4M3 values; B is K x N here).
+    """C = A B as lesson 7's wgmma kernels (kernels/fp8_*_sm90a.cu) compute it (A, B: E4M3 values; B is K x N
+    here).
     nc = 0: the Tensor Cores accumulate all of K (fp8_wgmma, fp8_wgmma_n128); nc > 0: partial sums of
     nc products, each from zero, added to an FP32 total with round-to-nearest (fp8_promote_<nc>)."""
     A, B = _as_fp8_values(A, "A"), _as_fp8_values(B, "B")

@@ -1,6 +1,7 @@
 """FP8 (E4M3) GEMM for lesson 7: the kernels of kernels/fp8*.cu, their CPU models and check, and
 cuBLASLt's FP8 GEMM. The wgmma kernels lesson 7 teaches are kernels/fp8_wgmma_sm90a.cu (no promotion) and
-kernels/fp8_promote_sm90a.cu (promotion every N_C products); its appendix's are in kernels/fp8_sm90a.cu.
+kernels/fp8_promote_sm90a.cu (promotion every N_C products); its appendix's each have a file of their own
+(fp8_wgmma_store_sm90a.cu, fp8_promote_2acc_lean_sm90a.cu, fp8_block_scaled_sm90a.cu).
 
 CuPy has no float8 dtype: an FP8 matrix travels as a uint8 array of its E4M3 bytes (``encode_e4m3``).
 The kernels take B transposed (Bt, N x K): wgmma reads 8-bit operands only K-major. ``matmul`` runs a
@@ -68,11 +69,11 @@ FP8_KERNELS = {k.name: k for k in [
     Fp8Kernel("fp8_wgmma_n128", "fp8_wgmma_sm90a.cu", 128, 0, (9, 0), "the same with 128 x 128 tiles"),
 ] + [Fp8Kernel(f"fp8_promote_{nc}", "fp8_promote_sm90a.cu", 128, nc, (9, 0),
                f"128 x 128 tiles, partial sums promoted to FP32 every {nc} products") for nc in PROMOTE_NC]
-  + [Fp8Kernel("fp8_promote_2acc_lean", "fp8_sm90a.cu", 128, 128, (9, 0),
+  + [Fp8Kernel("fp8_promote_2acc_lean", "fp8_promote_2acc_lean_sm90a.cu", 128, 128, (9, 0),
                "promotion every 128 products with two partial sums per warpgroup (K-tile kt - 1's is added while "
                "K-tile kt's wgmmas run), descriptors advanced by adds, a ring of 6 stages, on 128 CTAs", stages=6,
                ctas=128),
-     Fp8Kernel("fp8_wgmma_store", "fp8_sm90a.cu", 256, 0, (9, 0),
+     Fp8Kernel("fp8_wgmma_store", "fp8_wgmma_store_sm90a.cu", 256, 0, (9, 0),
                "fp8_wgmma with C stored through shared memory and TMA, overlapping the next tile, on 128 CTAs",
                tstore=True, ctas=128)]}
 

@@ -1,7 +1,7 @@
 """Block-scaled FP8 GEMM (lesson 7): DeepSeek-V3's recipe (arXiv:2412.19437, sec. 3.3.2) in one kernel.
 
 Activations are scaled per 1 x 128 tile (sa), weights per 128 x 128 block (sb); fp8_block_scaled
-(kernels/fp8_sm90a.cu) applies both where fp8_promote_128 promotes each K-tile's partial sum (one K-tile of
+(kernels/fp8_block_scaled_sm90a.cu) applies both where fp8_promote_128 promotes each K-tile's partial sum (one K-tile of
 128 is one scale block). Here: its launcher, its bit-exact models (CPU and GPU), its check, and front ends
 that take real data.
 """
@@ -16,7 +16,7 @@ from .fp8_gemm import (Fp8Kernel, _operand_shape, _real_values, decode_e4m3, enc
                        require_runs_here, why_not_here)
 
 SCALE_BLOCK = 128              # K per scale block = K per promotion = F8_BK; N per weight block = BN
-BLOCK_SCALED = Fp8Kernel("fp8_block_scaled", "fp8_sm90a.cu", 128, 128, (9, 0),
+BLOCK_SCALED = Fp8Kernel("fp8_block_scaled", "fp8_block_scaled_sm90a.cu", 128, 128, (9, 0),
                          "fp8_promote_128 with DeepSeek-V3's scales at promotion: 1 x 128 activation tiles, "
                          "128 x 128 weight blocks")
 SCALED_KERNELS = {BLOCK_SCALED.name: BLOCK_SCALED}

@@ -5,7 +5,7 @@
 // (32 products per output per instruction, FP32 accumulator in registers), reading its fragments
 // straight from global memory: no shared memory, no reuse. It is slow on purpose; it shows the
 // fragment layout of an 8-bit MMA, and lets lesson 7 compare this instruction's accumulation with
-// wgmma's (kernels/fp8_sm90a.cu) on the same GPU.
+// wgmma's (kernels/fp8_wgmma_sm90a.cu) on the same GPU.
 //
 // Inputs are E4M3 bytes (ml_dtypes float8_e4m3fn). A: M x K row-major. B comes transposed,
 // Bt: N x K row-major ("col" in the instruction's name: B's columns are contiguous in k).

@@ -96,8 +96,8 @@ __device__ __forceinline__ void fp8_gemm(const TensorMap* tmA, const TensorMap* 
     if (wg == 0) {                                             // ---------------- producer
         regs_dec<40>();
         if (threadIdx.x == 0) {
-            int s = 0;
             u32 phase = 0;
+            int s = 0;
             for (int t = blockIdx.x; t < units; t += gridDim.x) {
                 int tm, tn;
                 tile_of(t, tm, tn);

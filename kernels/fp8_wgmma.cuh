@@ -1,6 +1,6 @@
 // fp8_wgmma.cuh -- what lesson 7's FP8 kernels add to lesson 6's primitives (hopper_wgmma.cuh): the FP8 wgmma,
 // m64nNk32 with E4M3 inputs, in the two widths the kernels use. Everything else (TMA, mbarriers, the K-major
-// descriptor, fences, setmaxnreg) is lesson 6's. Included by kernels/fp8_wgmma_sm90a.cu and fp8_promote_sm90a.cu.
+// descriptor, fences, setmaxnreg) is lesson 6's. Included by each kernels/fp8_*_sm90a.cu.
 
 #pragma once
 

@@ -1,5 +1,5 @@
 // hopper_primitives.cuh -- the Hopper building blocks that lessons 6 and 7 share
-// (included by kernels/hopper_sm90a.cu, kernels/fp8_sm90a.cu and, through hopper_wgmma.cuh, the rung files).
+// (included by kernels/hopper_sm90a.cu and, through hopper_wgmma.cuh, the rung files and the FP8 files).
 //
 // Each is one PTX instruction (or a short loop of one) in an inline function: shared-memory
 // addresses, the dynamic shared memory aligned for the 128-byte swizzle, mbarriers (init, the
@@ -165,8 +165,8 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
 template <int N>
 __device__ __forceinline__ void wgmma_wait()   { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
 
-// A wgmma descriptor advanced by adding to its address field (DESC_ADD, F8_DESC_ADD: build options of the
-// kernel files, 0 by default). The descriptor's two 32-bit words are split once (the asm keeps the compiler from
+// A wgmma descriptor advanced by adding to its address field (DESC_ADD, a build option, 0 by default; always in
+// fp8_promote_2acc_lean_sm90a.cu). The descriptor's two 32-bit words are split once (the asm keeps the compiler from
 // rebuilding the low word from the address at every use); adding (byte offset / 16) to the low word then gives the
 // descriptor of the address that many bytes further: its field, address bits 4-17, cannot carry out, because
 // shared-memory addresses stay below 2^18 bytes. cuBLAS's kernels do this in uniform registers (UIADD3) between

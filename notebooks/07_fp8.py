@@ -751,9 +751,9 @@ print("they call:", ", ".join(n for n in helpers.display.called_functions(kernel
 # %% slideshow={"slide_type": "-"}
 from helpers.experiments import fp8_scaled as bsx
 
-k8 = helpers.display.kernel_source("fp8_sm90a.cu")                   # the appendix's kernels
-i = k8.index("                        if constexpr (SCALED) {\n")
-print(k8[i:k8.index("                        } else {", i)])
+kb = helpers.display.kernel_source("fp8_block_scaled_sm90a.cu")      # the block-scaled kernel's file
+i = kb.index("                // the partial sum of this K-tile")
+print(kb[i:kb.index("                release(s);", i)])
 chk = bsx.block_scaled_check_rows(data)
 print(f"{sum(r['check'] == 'pass' for r in chk)} of {len(chk)} H200 checks passed; elements unlike the model:",
       sum(r["differ from model"] for r in chk))

@@ -1,4 +1,4 @@
-"""DeepSeek-V3's recipe: fp8_block_scaled (kernels/fp8_sm90a.cu) and its front ends in
+"""DeepSeek-V3's recipe: fp8_block_scaled (kernels/fp8_block_scaled_sm90a.cu) and its front ends in
 helpers.fp8_scaled, on the CPU. The model against a direct re-implementation and against float64 within a bound
 derived from E4M3's precision; the check rejecting wrong results; block scaling against per-tensor scaling;
 bad input; and the lesson's readers of the recorded rows. (On a GPU: tests/gpu/test_gpu_fp8.py.)"""
@@ -400,7 +400,7 @@ def test_readers_say_what_to_run_when_nothing_is_recorded():
 def test_the_kernel_is_in_the_source_and_not_in_fp8_kernels():
     from helpers.paths import kernel_dir
 
-    src = (kernel_dir() / "fp8_sm90a.cu").read_text()
+    src = (kernel_dir() / S.BLOCK_SCALED.file).read_text()
     assert 'fp8_block_scaled(const __grid_constant__ TensorMap tmA' in src
     assert "__fmul_rn(d[4 * j], s0)" in src and "__fadd_rn(total[4 * j]" in src
     assert S.BLOCK_SCALED.name not in F.FP8_KERNELS and S.SCALED_KERNELS["fp8_block_scaled"].nc == 128

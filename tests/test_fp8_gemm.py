@@ -153,7 +153,7 @@ def test_the_ring_depth_of_the_wgmma_kernels_is_a_probe_knob():
     from helpers.errors import InputError
     from helpers.fp8_gemm import FP8_KERNELS, launcher
 
-    for f in ("fp8_sm90a.cu", "fp8_wgmma_sm90a.cu", "fp8_promote_sm90a.cu"):
+    for f in sorted({s.file for s in FP8_KERNELS.values() if s.wgmma}):
         src = (Path(__file__).resolve().parents[1] / "kernels" / f).read_text()
         assert re.search(r"#ifndef F8_STAGES\n#define F8_STAGES 4\b", src), f
     n128, n256 = FP8_KERNELS["fp8_promote_128"], FP8_KERNELS["fp8_wgmma"]
@@ -166,23 +166,20 @@ def test_the_ring_depth_of_the_wgmma_kernels_is_a_probe_knob():
 
 
 @full_only                   # nvcc builds: pytest --full (make gpu-check)
-def test_the_descriptor_add_switch_reaches_the_same_descriptors():
-    """F8_DESC_ADD (kernels/fp8_sm90a.cu, a probe switch, 0 by default): stage s, k-step ks's descriptor built by
-    adding (s * STAGE + 32 ks) / 16 to the low word of stage 0's equals desc_kmajor of the address itself, for both
+def test_the_lean_kernels_added_descriptors_are_the_descriptors_of_the_address():
+    """fp8_promote_2acc_lean builds its descriptors once and reaches stage s, k-step ks by adding (s * STAGE + 32 ks)
+    / 16 to the low word of stage 0's (desc_split, desc_plus): that equals desc_kmajor of the address itself, for both
     operands, both consumers, every stage that fits in 227 KB and both tile widths (the address field cannot carry:
     shared addresses stay below 2^18), including from any base the dynamic shared memory may start at (1024-byte
-    aligned); with nvcc, the switch compiles for sm_90a and changes the promoting kernel's PTX, and the default build
-    stays what it was without the switch's code."""
+    aligned); with nvcc, only the lean kernel's PTX splits a descriptor, the other FP8 kernels rebuild theirs."""
     import re
     import shutil
     import subprocess
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    src = (root / "kernels" / "fp8_sm90a.cu").read_text()
-    assert re.search(r"#ifndef F8_DESC_ADD\n#define F8_DESC_ADD 0\n", src)
 
-    def desc_kmajor(addr):                        # the kernel's encoding, in Python
+    def desc_kmajor(addr):                        # the kernels' encoding (hopper_wgmma.cuh), in Python
         return ((addr & 0x3FFFF) >> 4) | ((16 >> 4) << 16) | ((1024 >> 4) << 32) | (1 << 62)
 
     def desc_plus(d0, off16):                     # desc_split + desc_plus: the low word plus the offset, mod 2^32
@@ -201,36 +198,26 @@ def test_the_descriptor_add_switch_reaches_the_same_descriptors():
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         return
-    ptx = {}
-    for opts in ((), ("-DF8_DESC_ADD=1",)):
-        out = subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-ptx", *opts,
-                              str(root / "kernels" / "fp8_sm90a.cu"), "-o", "-"], capture_output=True, text=True)
+    split = set()
+    for f in sorted({s.file for s in F.FP8_KERNELS.values() if s.wgmma}):
+        out = subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-ptx",
+                              f"-I{root / 'kernels'}", str(root / "kernels" / f), "-o", "-"], capture_output=True,
+                             text=True)
         assert out.returncode == 0, out.stderr[-2000:]
-        ptx[opts] = out.stdout
-    entry = lambda t: t[t.index(".entry fp8_promote_2acc("):t.index(".entry", t.index(".entry fp8_promote_2acc(") + 9)]  # noqa: E731
-    assert entry(ptx[()]) != entry(ptx[("-DF8_DESC_ADD=1",)])
-    import re
-
-    split = {n for n, body in re.findall(r"\.entry (\w+)\((.*?)\n\}\n", ptx[()], re.S) if "mov.b64 {" in body}
-    assert split == {"fp8_promote_2acc_lean"}          # as built, only the lean kernel adds (DESC = 1)
-    assert "mov.b64 {" in entry(ptx[("-DF8_DESC_ADD=1",)])
+        for entry in re.split(r"\n(?=\.visible \.entry )", out.stdout)[1:]:     # one kernel's PTX each
+            if "mov.b64 {" in entry:
+                split.add(re.match(r"\.visible \.entry (\w+)", entry).group(1))
+    assert split == {"fp8_promote_2acc_lean"}
 
 
-def test_the_lean_two_sum_kernel_is_the_two_sum_kernel_with_added_descriptors():
-    """fp8_promote_2acc_lean: fp8_promote_2acc's template call with DESC = 1 and UNIFORM = true (the warpgroup index
-    broadcast from lane 0), nothing else, and 6 stages in its registry entry (build_options: -DF8_STAGES=6; shared
-    memory smem_for(6), inside 227 KB)."""
-    import re
-    from pathlib import Path
-
+def test_the_lean_two_sum_kernel_builds_with_six_stages():
+    """fp8_promote_2acc_lean's registry entry: 128 x 128 tiles, promotion every 128 products, 6 stages
+    (build_options: -DF8_STAGES=6; shared memory smem_for(6), inside 227 KB)."""
     lean = F.FP8_KERNELS["fp8_promote_2acc_lean"]
     assert (lean.bn, lean.nc, lean.stages) == (128, 128, 6)
     assert lean.build_options() == ("-DF8_STAGES=6",) and lean.smem == lean.smem_for(6) <= 227 * 1024
     assert lean.build_options(4) == ()
-    src = (Path(F.__file__).parent.parent / "kernels" / "fp8_sm90a.cu").read_text()
-    call = lambda n: re.search(r"fp8_gemm<([^>]*)>", src[src.index(f"void __launch_bounds__(F8_THREADS, 1) {n}("):]).group(1)   # noqa: E731
-    assert [x.strip() for x in call("fp8_promote_2acc_lean").split(",")] == \
-        [x.strip() for x in call("fp8_promote_2acc").split(",")] + ["1", "false", "true"]   # DESC; TSTORE, UNIFORM
+
 
 def test_the_registry_runs_two_kernels_on_128_ctas_and_never_more_than_the_sms():
     """Fp8Kernel.grid_ctas: one CTA per SM, but 128 for fp8_wgmma_store and fp8_promote_2acc_lean, and never more CTAs
@@ -248,28 +235,20 @@ def test_the_persistent_grid_is_one_cta_per_sm_and_no_more_than_the_tiles():
     assert F.persistent_grid(lean, 4096, 4096, 132) == 132 and F.persistent_grid(lean, 128, 384, 132) == 3
     assert F.persistent_grid(F.FP8_KERNELS["fp8_wgmma"], 256, 512, 132) == 4           # 2 x 2 tiles of 128 x 256
 
-def test_the_store_kernels_are_their_base_kernels_with_the_tma_store():
-    """fp8_wgmma_store is fp8_wgmma's template call (fp8_gemm<256, 0>, kernels/fp8_wgmma_sm90a.cu's fp8_gemm<256>)
-    with TSTORE = true and UNIFORM = true and the map of C, its registry entry fp8_wgmma's plus the 32 KB of C buffers
-    (inside 227 KB), and the launcher passes it a map of C."""
+def test_the_store_kernel_is_its_base_kernel_with_the_tma_stores_buffers():
+    """fp8_wgmma_store's registry entry is fp8_wgmma's (tile, no promotion, stages) plus the 32 KB of C buffers of its
+    file's F8_EPI_BYTES (inside 227 KB), and the launcher passes it a map of C."""
+    import math
     import re
     from pathlib import Path
 
     root = Path(F.__file__).parent.parent
-    src = (root / "kernels" / "fp8_sm90a.cu").read_text()
-    call = lambda n: re.search(r"fp8_gemm<([^>]*)>\(([^;]*)\);", src[src.index(f"1) {n}("):])   # noqa: E731
-    base_src = (root / "kernels" / "fp8_wgmma_sm90a.cu").read_text()
-    base_call = lambda n: re.search(r"fp8_gemm<([^>]*)>\(([^;]*)\);", base_src[base_src.index(f"1) {n}("):])   # noqa: E731
-    for new, base in (("fp8_wgmma_store", "fp8_wgmma"),):
-        targs = [x.strip() for x in call(new).group(1).split(",")]
-        bargs = [x.strip() for x in base_call(base).group(1).split(",")] + ["0"]             # NC = 0: no promotion
-        defaults = ["false", "false", "false", "F8_DESC_ADD"]          # OVERLAP, SCALED, TWO, DESC
-        assert targs == bargs + defaults[len(bargs) - 2:] + ["true", "true"], (new, targs, bargs)   # TSTORE, UNIFORM
-        assert call(new).group(2).endswith(", &tmC") and base_call(base).group(2) == "&tmA, &tmB, C, M, N, K"
-        n, b = F.FP8_KERNELS[new], F.FP8_KERNELS[base]
-        assert (n.bn, n.nc, n.stages, n.tstore, b.tstore) == (b.bn, b.nc, b.stages, True, False)
-        assert n.smem == b.smem + F.F8_EPI_BYTES <= 227 * 1024
-    assert F.F8_EPI_BYTES == 32 * 1024 and "#define F8_EPI_BYTES (2 * 2 * 64 * 32 * 4)" in src
+    src = (root / "kernels" / F.FP8_KERNELS["fp8_wgmma_store"].file).read_text()
+    n, b = F.FP8_KERNELS["fp8_wgmma_store"], F.FP8_KERNELS["fp8_wgmma"]
+    assert (n.bn, n.nc, n.stages, n.tstore, b.tstore) == (b.bn, b.nc, b.stages, True, False)
+    assert n.smem == b.smem + F.F8_EPI_BYTES <= 227 * 1024
+    epi = re.search(r"^#define F8_EPI_BYTES \(([\d *]+)\)", src, re.M).group(1)
+    assert F.F8_EPI_BYTES == 32 * 1024 == math.prod(int(x) for x in epi.split("*"))
     launcher = Path(F.__file__).read_text()
     assert "if spec.tstore:" in launcher and "tensor_map_2d(C, 64, 32)" in launcher
 
@@ -351,84 +330,16 @@ def test_try_period_refuses_builds_that_do_not_exist_and_shows_the_record_withou
     only = X.period_rows({"speed": load_latest().meta["experiments"]["fp8"]["speed"]})  # a record of one timing
     assert {r["build"] for r in only} == {2}
 
-@full_only                   # nvcc builds: pytest --full (make gpu-check)
-def test_the_pair_switch_is_refused(tmp_path):
-    """F8_PAIR=1 (two K-tiles per stage) is not a build of kernels/fp8_sm90a.cu: building it stops with an #error that
-    says so; building with 0 works."""
-    import shutil
-    import subprocess
-    from pathlib import Path
-
-    from helpers.compile import KERNEL_DIR
-
-    assert "#ifndef F8_PAIR" not in (KERNEL_DIR / "fp8_sm90a.cu").read_text()
-    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
-    if nvcc is None:
-        pytest.skip("no nvcc on this machine")
-
-    def build(*opts):
-        return subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-ptx", "-o",
-                               str(tmp_path / "k.ptx"), *opts, f"-I{KERNEL_DIR}", str(KERNEL_DIR / "fp8_sm90a.cu")],
-                              capture_output=True, text=True, timeout=600)
-
-    p = build("-DF8_STAGES=6", "-DF8_PAIR=1")
-    assert p.returncode != 0 and "F8_PAIR=1 (two K-tiles per stage) is not a build of this file" in p.stderr
-    assert build("-DF8_STAGES=6", "-DF8_PAIR=0").returncode == 0
-
-
-@full_only                   # nvcc builds: pytest --full (make gpu-check)
-def test_the_extra_l2_probe_loads_a_second_box_of_a(tmp_path):
-    """F8_EXTRA_L2, a build switch that prices L2 reads: 0 by default; with 1 the lean kernel compiles without spills
-    or a stack frame and every kernel of the file issues one TMA load more per K-tile (the copy of A's box) and
-    nothing else changes in the count; any other value stops with an #error."""
-    import re
-    import shutil
-    import subprocess
-    from pathlib import Path
-
-    from helpers.compile import KERNEL_DIR
-
-    src = (KERNEL_DIR / "fp8_sm90a.cu").read_text()
-    assert re.search(r"#ifndef F8_EXTRA_L2\n#define F8_EXTRA_L2 0\n", src)
-    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
-    if nvcc is None:
-        pytest.skip("no nvcc on this machine")
-
-    def build(*opts, what="-ptx"):
-        out = tmp_path / ("k.ptx" if what == "-ptx" else "k.cubin")
-        p = subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", what, "-o", str(out),
-                            "-Xptxas", "-v", *opts, f"-I{KERNEL_DIR}", str(KERNEL_DIR / "fp8_sm90a.cu")],
-                           capture_output=True, text=True, timeout=600)
-        return p, (out.read_text() if what == "-ptx" and p.returncode == 0 else "")
-
-    p, _ = build("-DF8_EXTRA_L2=2")
-    assert p.returncode != 0 and "F8_EXTRA_L2 is 0" in p.stderr
-    p, _ = build("-DF8_STAGES=6", "-DF8_EXTRA_L2=1", what="-cubin")
-    out = p.stdout + p.stderr
-    assert p.returncode == 0 and "warning" not in out.lower() and "performance loss" not in out.lower(), out
-    entries = dict(re.findall(r"Compiling entry function '(\w+)'.*?(\d+ bytes stack frame, \d+ bytes spill stores, "
-                              r"\d+ bytes spill loads)", out, re.S))
-    assert entries["fp8_promote_2acc_lean"] == "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads", out
-
-    def loads(ptx):
-        parts = re.split(r"\n(?=\.visible \.entry )", ptx)
-        return {re.match(r"\.visible \.entry (\w+)", q).group(1): q.count("cp.async.bulk.tensor")
-                for q in parts if q.startswith(".visible .entry")}
-
-    plain, extra = (loads(build("-DF8_STAGES=6", f"-DF8_EXTRA_L2={v}")[1]) for v in (0, 1))
-    assert plain.keys() == extra.keys() and len(plain) == 5        # the kernels of the appendix file
-    assert all(extra[k] == plain[k] + 1 for k in plain), (plain, extra)
-
-
 def test_launcher_refuses_a_switch_the_kernels_file_does_not_have():
     """A -D option a kernel's file never uses would build the kernel without it, silently: the launcher refuses it
     before any GPU is asked for. Knobs of the file (F8_STAGES, F8_PERIOD) and of the shared headers (MBAR_WAIT) pass;
-    a research switch passes where the file has it (the appendix's kernels) or with source= a copy that has it."""
+    a research switch (the lab's) passes only with source= a copy that has it."""
     A8 = np.zeros((64, 128), np.uint8)
     with pytest.raises(InputError, match="F8_DESC_ADD: not a macro of kernels/fp8_promote_sm90a.cu"):
         F.launcher("fp8_promote_128", A8, A8, options=("-DF8_DESC_ADD=1",))
     K = F.FP8_KERNELS
     assert F.unknown_macros(K["fp8_promote_256"], ("-DF8_PERIOD=0", "-DF8_STAGES=6", "-DMBAR_WAIT=1")) == []
     assert F.unknown_macros(K["fp8_wgmma"], ("-DF8_PERIOD=0", "-DF8_UNIFORM=1")) == ["F8_PERIOD", "F8_UNIFORM"]
-    assert F.unknown_macros(K["fp8_promote_2acc_lean"], ("-DF8_DESC_ADD=1", "-DF8_FLOW=1")) == []
+    assert F.unknown_macros(K["fp8_promote_2acc_lean"], ("-DF8_DESC_ADD=1", "-DF8_FLOW=1", "-DF8_STAGES=6")) == \
+        ["F8_DESC_ADD", "F8_FLOW"]
     assert F.unknown_macros(K["fp8_wgmma"], ("-DF8_UNIFORM=1",), source="#if F8_UNIFORM\n#endif\n") == []

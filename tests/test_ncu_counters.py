@@ -76,18 +76,23 @@ def test_counters_and_top_stalls():
     assert c["top_stalls"] == [["long_scoreboard", 9.0], ["wait", 4.0], ["barrier", 3.0]]   # 'selected' is no stall
 
 
-def test_a_probe_switch_build_is_a_target():
-    """fp8_wgmma_store_spread: fp8_wgmma_store built with the probe switch F8_STORE_SPREAD=1 (the build lesson 7 timed in
-    session 17 without counters); the switch exists in the kernel file, and the launch passes the target's options on."""
+def test_every_fp8_target_builds_from_its_kernels_own_file():
+    """Lesson 7's targets are the course's FP8 kernels as the record builds them: one per wgmma kernel of the registry
+    and the block-scaled kernel, none with a -D option its kernel's file lacks (the launcher would refuse the build),
+    and the launch passes a target's options on."""
     import inspect
 
     import tools.ncu_counters as T
+    from helpers.fp8_gemm import FP8_KERNELS, unknown_macros
 
-    t = T.targets()["fp8_wgmma_store_spread"]
-    assert t["kernel"] == "fp8_wgmma_store" and t["options"] == ["-DF8_STORE_SPREAD=1"] and t["fp8"]
-    assert "#ifndef F8_STORE_SPREAD" in (T.ROOT / "kernels" / "fp8_sm90a.cu").read_text()
+    t = T.targets()
+    fp8 = {tid: v for tid, v in t.items() if v.get("fp8")}
+    assert set(fp8) == {k for k, s in FP8_KERNELS.items() if s.wgmma}
+    assert all(v["kernel"] == tid for tid, v in fp8.items())
+    assert [tid for tid, v in t.items() if v.get("fp8_scaled")] == ["fp8_block_scaled"]
+    for tid, v in fp8.items():
+        assert not unknown_macros(FP8_KERNELS[v["kernel"]], tuple(v.get("options", ()))), tid
     assert 'options=tuple(t.get("options", ()))' in inspect.getsource(T.launch)
-    assert "options" not in T.targets()["fp8_wgmma_store"]
 
 
 def test_the_canary_is_a_target_whose_kernel_a_small_launch_runs():

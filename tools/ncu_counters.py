@@ -125,18 +125,6 @@ def targets() -> dict[str, dict]:
     for k in FP8_KERNELS.values():                # lesson 7's wgmma kernels (FP8 E4M3 inputs)
         if k.wgmma:
             out[k.name] = {"kernel": k.name, "lesson": 7, "what": k.what, "fp8": True}
-    # a build with a probe switch (kernels/fp8_sm90a.cu), to count what the switch changes: F8_STORE_SPREAD's
-    # stores to shared memory, which lesson 7's half-warp model says take half the passes (session 17: timed, not counted)
-    out["fp8_wgmma_store_spread"] = {"kernel": "fp8_wgmma_store", "lesson": 7, "fp8": True,
-                                     "what": "fp8_wgmma_store built with -DF8_STORE_SPREAD=1",
-                                     "options": ["-DF8_STORE_SPREAD=1"]}
-    # (session 29: target fp8_promote_2acc_lean_pair, the lean kernel built with -DF8_PAIR=1, counted in
-    # results/logs/ncu-fp8-pair-8192; the switch left the kernel file after its runs, so the target is in commit 2a049e0)
-    # session 29: the energy probe F8_EXTRA_L2=1 (A's box loaded twice per K-tile), to count the L2 sectors it adds
-    # (lab/labkit/fp8.py, EXTRA_L2_PREDICTED)
-    out["fp8_promote_2acc_lean_extra_l2"] = {"kernel": "fp8_promote_2acc_lean", "lesson": 7, "fp8": True,
-                                             "what": "fp8_promote_2acc_lean built with -DF8_EXTRA_L2=1",
-                                             "options": ["-DF8_EXTRA_L2=1"]}
     from helpers.fp8_scaled import SCALED_KERNELS
 
     for k in SCALED_KERNELS.values():             # lesson 7's block-scaled kernel: E4M3 bytes and two scale arrays

@@ -9,6 +9,7 @@ The research notebook lab/notebooks/07_fp8_research.py tells the story."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,14 +23,30 @@ from helpers.timing import round_ratio, verdict
 
 from .logs import load_log, log_path, row_ratio
 
+# The FP8 file every FP8 kernel was built from until 2026-12-07 (every kernel on one template, with the research
+# switches), frozen; as the course's helpers name a kernel file: relative to kernels/.
+RESEARCH_FILE = "../lab/kernels/fp8_sm90a_research.cu"
+
+
+@dataclass(frozen=True)
+class LabFp8Kernel(Fp8Kernel):
+    """An FP8 wgmma kernel that only the lab's frozen file holds (RESEARCH_FILE): launched as the course launches its
+    own (helpers.fp8_gemm.launcher), built from that file."""
+
+    @property
+    def wgmma(self) -> bool:
+        return True
+
+
 # The kernels that lost their race and that no course path needs: the course's registry leaves them out; importing
 # labkit.fp8 puts them back, so that the probes (and the record's rows of them) still name a kernel that launches.
 LOST_KERNELS = {k.name: k for k in [
-    Fp8Kernel("fp8_promote_pingpong", "fp8_sm90a.cu", 128, 128, (9, 0),
-              "fp8_promote_128 with the consumer warpgroups taking turns: one promotes while the other's wgmmas run"),
-    Fp8Kernel("fp8_promote_2acc", "fp8_sm90a.cu", 128, 128, (9, 0),
-              "fp8_promote_128 with two partial sums per warpgroup: K-tile kt - 1's is added while K-tile kt's "
-              "wgmmas run")]}
+    LabFp8Kernel("fp8_promote_pingpong", RESEARCH_FILE, 128, 128, (9, 0),
+                 "fp8_promote_128 with the consumer warpgroups taking turns: one promotes while the other's wgmmas "
+                 "run"),
+    LabFp8Kernel("fp8_promote_2acc", RESEARCH_FILE, 128, 128, (9, 0),
+                 "fp8_promote_128 with two partial sums per warpgroup: K-tile kt - 1's is added while K-tile kt's "
+                 "wgmmas run")]}
 FP8_KERNELS.update(LOST_KERNELS)
 
 
@@ -499,9 +516,9 @@ def goal_rows(rows: list[dict], predicted: dict | None = None) -> list[dict]:
 
 def store_chunks(spread: bool, jj: int = 0) -> list[list[int]]:
     """The 16-byte chunks of the 128-byte box row that each half-warp's 16 lanes write in store_slice_tma's step jj
-    (kernels/fp8_sm90a.cu; the same for both of a lane's rows, g and g + 8): lane (g = lane / 4, tq = lane % 4) writes
-    8 bytes of chunk q ^ g, q = 2 jj + tq / 2, or with F8_STORE_SPREAD (`spread`) and tq = 2, 3, of chunk
-    (2 (jj ^ 2) + tq / 2) ^ g. One list per half-warp."""
+    (lab/kernels/fp8_sm90a_research.cu; the same for both of a lane's rows, g and g + 8): lane (g = lane / 4,
+    tq = lane % 4) writes 8 bytes of chunk q ^ g, q = 2 jj + tq / 2, or with F8_STORE_SPREAD (`spread`) and tq = 2, 3,
+    of chunk (2 (jj ^ 2) + tq / 2) ^ g. One list per half-warp."""
     out = []
     for half in (0, 1):
         row = []
@@ -689,7 +706,7 @@ def wide_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
 WAIT_PREDICTED = {4096: 1.00, 8192: 1.01}
 
 
-# F8_PAIR (kernels/fp8_sm90a.cu) for fp8_promote_2acc_lean (session 29, lab/probes/fp8_stages.py --pair,
+# F8_PAIR (then in kernels/fp8_sm90a.cu) for fp8_promote_2acc_lean (session 29, lab/probes/fp8_stages.py --pair,
 # lab/logs/fp8-pair-probe-<gpu>.json): 0 as recorded (a stage per K-tile), 1 two K-tiles per stage, so that a
 # consumer waits, releases and steps the ring once per pair. Counted offline before any GPU ran it (nvcc 13 -arch=sm_90a
 # -DF8_STAGES=6, cuobjdump -sass, the consumer's steady loop of two K-tiles without the mbarrier wait's retry path): 221
@@ -711,8 +728,8 @@ PAIR_TRIED = {"switch": "F8_PAIR=1", "kernel": "fp8_promote_2acc_lean", "commit"
               "energy": "fp8-energy-pair", "ncu": "ncu-fp8-pair-8192", "flag": "--pair"}
 
 
-# F8_EXTRA_L2 (kernels/fp8_sm90a.cu; session 29, pending its first run): fp8_promote_2acc_lean with each K-tile's box of
-# A loaded twice into the same place: every K-tile then asks L2 for 48 KB instead of 32 KB and writes as much into
+# F8_EXTRA_L2 (lab/kernels/fp8_sm90a_research.cu; session 29, pending its first run): fp8_promote_2acc_lean with
+# each K-tile's box of A loaded twice into the same place: every K-tile then asks L2 for 48 KB instead of 32 KB and writes as much into
 # shared memory, with the same wgmmas, adds and instructions but the producer's one TMA load. It prices moving a byte
 # from L2 into shared memory, the cost the promoting kernel pays more of than cuBLASLt's default (x1.16 the L2 read
 # sectors at 8192^3). Predicted before any GPU ran it, the switched build over the recorded build (both 6 stages):
@@ -1081,7 +1098,7 @@ def check_two_sum_registers(answer, bn: int = 256) -> None:
 
 # --------------------------------------------------------------------------- F8_FLOW's schedule, as a model
 def stream_schedule(flow: bool, ktiles: int = 4, tiles: int = 2, store: float = 1.0, add: float = 0.25) -> dict:
-    """A model of one consumer warpgroup of lesson 7's two-sum kernel (kernels/fp8_sm90a.cu, TWO), in units of one
+    """A model of one consumer warpgroup of lesson 7's two-sum kernel (fp8_sm90a_research.cu, TWO), in units of one
     K-tile's wgmma time: it issues K-tile i (no time), then waits for K-tile i - 1's group, adds it (`add`) and, at a
     tile's last K-tile, stores C (`store`, an assumed cost, not a measurement). A group starts when issued and the one
     before it is done. As built (flow False) a tile's last K-tile is waited for and stored before the next tile's first

@@ -47,8 +47,8 @@ from labkit.logs import LOGS  # noqa: E402
 rec = helpers.results.load_latest()
 data = rec.meta["experiments"]["fp8"]
 peak = helpers.device.peaks_for(rec.gpu_name).fp8
-src8 = helpers.display.kernel_source("fp8_sm90a.cu")
-fns = helpers.display.device_functions("fp8_sm90a.cu")
+src8 = helpers.display.kernel_source(lk.RESEARCH_FILE)    # every FP8 kernel as the research built it
+fns = helpers.display.device_functions(lk.RESEARCH_FILE)
 print("record:", rec.label)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -269,7 +269,7 @@ helpers.display.table(lt, ["shape", "C", "tile", "k_tile", "stages", "cluster", 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # cuBLASLt picks a different kernel per accumulation and size, all in clusters of 2. The FP8 kernels
 # in the record use one 128-row tile, no clusters and 4 stages, but for `fp8_promote_2acc_lean`'s 6
-# (`F8_STAGES` in kernels/fp8_sm90a.cu): the names say where a faster kernel would start.
+# (`F8_STAGES` in the kernels' files): the names say where a faster kernel would start.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A deeper ring?
@@ -334,7 +334,7 @@ for t in ("fp8_promote_128", "cublaslt_fp8_default"):
 # the producer warpgroup to the consumers:
 
 # %% slideshow={"slide_type": "-"}
-producer, consumer = 40, 232                       # regs_dec<40>, regs_inc<232> in kernels/fp8_sm90a.cu
+producer, consumer = 40, 232                       # regs_dec<40>, regs_inc<232> in the FP8 kernels
 print(f"{producer} x 128 + {consumer} x 256 = {producer * 128 + consumer * 256} of the SM's 65536; "
       f"the consumers need {3 * 128 // 2} for two partial sums and the total")
 i = src8.index("            for (int kt = 0; kt < ktiles; kt += 2)")
@@ -601,7 +601,7 @@ helpers.display.table(lk.goal_rows(data["speed_128"]["rows"]),
 #
 # Each consumer of the promoting kernel ends a tile by waiting for its last `wgmma` group, adding it, and
 # storing its 64 x 128 sums: its Tensor Core work stops meanwhile. The probe switch `F8_FLOW=1` (in
-# `kernels/fp8_sm90a.cu`) makes the K-tiles of all of a CTA's tiles one stream, so the next tile's first
+# `lab/kernels/fp8_sm90a_research.cu`) makes the K-tiles of all of a CTA's tiles one stream, so the next tile's first
 # K-tile is issued before the store. The same sums in the same order. In a model of one consumer:
 
 # %% slideshow={"slide_type": "-"}

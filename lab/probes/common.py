@@ -20,23 +20,24 @@ def research_source(rung: int, options: tuple = ()) -> str | None:
     return RESEARCH_FILE.read_text() if switched and 8 <= rung <= 16 else None
 
 
-# Lesson 7's main-path kernels (fp8_wgmma, fp8_wgmma_n128, fp8_promote_NC) are clean files in kernels/ since
-# 2026-12-07 (fp8_wgmma_sm90a.cu, fp8_promote_sm90a.cu), without the build switches below; the file they were built
-# from until then (every FP8 kernel on one template, with the switches) is kept whole here, so that a probe that sets
-# a switch on one of them still builds what it measured. The appendix's kernels (kernels/fp8_sm90a.cu) keep theirs.
+# Lesson 7's FP8 kernels are clean files in kernels/ since 2026-12-07 (the main path's fp8_wgmma_sm90a.cu and
+# fp8_promote_sm90a.cu, the same day the appendix's fp8_wgmma_store_sm90a.cu, fp8_promote_2acc_lean_sm90a.cu and
+# fp8_block_scaled_sm90a.cu), without the build switches below; the file they were built from until then (every FP8
+# kernel on one template, with the switches) is kept whole here, so that a probe that sets a switch on one of them
+# still builds what it measured. The kernels that lost (labkit.fp8.LOST_KERNELS) are built from it always.
 FP8_RESEARCH_FILE = ROOT / "lab" / "kernels" / "fp8_sm90a_research.cu"
 FP8_RESEARCH_SWITCHES = ("F8_DESC_ADD", "F8_UNIFORM", "F8_FLOW", "F8_STORE_SPREAD", "F8_EXTRA_L2", "F8_PAIR")
 
 
 def fp8_research_source(name: str, options: tuple = ()) -> str | None:
-    """The frozen FP8 file's text where kernel `name`, one of lesson 7's main path (not in kernels/fp8_sm90a.cu), is
-    built with one of FP8_RESEARCH_SWITCHES among its NVRTC `options` (helpers.fp8_gemm.launcher's source=), else
-    None: the course's own file."""
+    """The frozen FP8 file's text where wgmma kernel `name` is built with one of FP8_RESEARCH_SWITCHES among its NVRTC
+    `options` (helpers.fp8_gemm.launcher's source=), else None: the kernel's own file (the frozen one for the kernels
+    that lost)."""
     from helpers.fp8_gemm import FP8_KERNELS
 
     spec = FP8_KERNELS.get(name)
     switched = any(o.startswith("-D") and o[2:].split("=")[0] in FP8_RESEARCH_SWITCHES for o in options)
-    return FP8_RESEARCH_FILE.read_text() if switched and spec and spec.wgmma and spec.file != "fp8_sm90a.cu" else None
+    return FP8_RESEARCH_FILE.read_text() if switched and spec and spec.wgmma else None
 
 
 def hopper_missing() -> str | None:

@@ -21,8 +21,8 @@ K-tile) and the overlapped promotion (fp8_promote_2acc_lean). Predicted before i
 GEMM over fp8_wgmma's at 8192^3, each the inverse of its speed ratio in the record (every kernel at the cap: joules =
 watts x time).
 
-A name may carry probe switches of kernels/fp8_sm90a.cu and a ring size after colons, built for that entry alone
-(`NAME:-DF8_EXTRA_L2=1`, the energy probe of L2 reads, predicted in EXTRA_L2_PREDICTED; `NAME:stages=7`, a deeper
+A name may carry probe switches (those of lab/kernels/fp8_sm90a_research.cu) and a ring size after colons, built for
+that entry alone (`NAME:-DF8_EXTRA_L2=1`, the energy probe of L2 reads, predicted in EXTRA_L2_PREDICTED; `NAME:stages=7`, a deeper
 ring). First (session 29:
 `--kernels fp8_promote_2acc_lean,fp8_promote_2acc_lean:-DF8_PAIR=1`, the lean kernel with two K-tiles per stage beside
 it as recorded; predicted before it ran, `PAIR_ENERGY_PREDICTED` in lab/labkit/fp8.py: x0.986 the joules per

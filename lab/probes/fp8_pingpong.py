@@ -42,7 +42,7 @@ def main(argv) -> int:
     t0 = time.time()
     out = {"kernels": names, "resources": {}}
     for k in names:
-        kern = get_arch_kernel("fp8_sm90a.cu", k, (9, 0), options=FP8_KERNELS[k].build_options())
+        kern = get_arch_kernel(FP8_KERNELS[k].file, k, (9, 0), options=FP8_KERNELS[k].build_options())
         out["resources"][k] = {"regs": int(kern.num_regs), "spills": int(kern.local_size_bytes), "smem": FP8_KERNELS[k].smem}
     out["probes"] = X.run_probes(names)
     out["match_1024"] = X.run_match_1024(names)

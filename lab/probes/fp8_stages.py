@@ -1,6 +1,6 @@
 """A device probe (issue 26): does a deeper ring close the FP8 kernels' gap to cuBLASLt? cuBLASLt's kernel for
 default accumulation at 4096^3 (Nsight Compute, experiments.fp8.cublaslt_kernels) takes the course's 128 x 128
-tile with K-tiles of 128 in 6 stages, where the course's kernels have 4 (F8_STAGES in kernels/fp8_sm90a.cu).
+tile with K-tiles of 128 in 6 stages, where the course's kernels have 4 (F8_STAGES in the kernels' files).
 fp8_wgmma_n128 and fp8_promote_128 (128 x 128 tiles: 32 KB a stage) are compiled with -DF8_STAGES=4 to 7, each
 checked (helpers.experiments.fp8.check_fp8: the bounds and the CPU model, every element, on the GPU) at an odd
 shape and at every timed size, then timed in alternating rounds beside cuBLASLt with default and with fast
@@ -39,8 +39,8 @@ With --uniform (session 20): fp8_wgmma_store and fp8_promote_2acc_lean on 128 CT
 F8_UNIFORM=1 (the warpgroup index broadcast from lane 0, so that ptxas keeps the wgmma descriptors in uniform
 registers), checked at the odd shapes of --two and --store. Its run (tree e3397d3) made both kernels pass UNIFORM =
 true (a template argument), so today its two builds of each kernel are the same code.
-With --period (session 26): fp8_promote_256 and fp8_promote_512 built with the switch F8_PERIOD (kernels/fp8_sm90a.cu)
-0 (the first record's build, into which ptxas injects a warpgroup.wait) and 2 (the default), beside fp8_promote_128
+With --period (session 26): fp8_promote_256 and fp8_promote_512 built with the switch F8_PERIOD
+(kernels/fp8_promote_sm90a.cu) 0 (the first record's build, into which ptxas injects a warpgroup.wait) and 2 (the default), beside fp8_promote_128
 and fp8_wgmma_n128, on one CTA per SM as the record's rows, checked at the odd shapes of --two and --store and at
 264 x 136 x 840 (7 K-tiles: a last period of 3 stages at 512, of 1 at 256). Its first run (tree 4d6d0c7, no option
 then meaning 0) timed F8_PERIOD=1 (a period at a time: no injected wait), predicted x1.08 over 0 at 4096^3 for both and
@@ -82,7 +82,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from lab.probes.common import fp8_research_source, hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
+from lab.probes.common import FP8_RESEARCH_FILE, fp8_research_source, hopper_here, int_option, run  # noqa: E402  (run as a script: ROOT first)
 VARIANTS = [("fp8_wgmma", 4, ())] + [(k, s, ()) for k in ("fp8_wgmma_n128", "fp8_promote_128") for s in (4, 5, 6, 7)]
 DESC = [(k, 4, o) for k in ("fp8_promote_128", "fp8_wgmma") for o in ((), ("-DF8_DESC_ADD=1",))]
 # --two: fp8_promote_2acc (two partial sums per warpgroup) beside fp8_promote_128 and the tiles without promotion
@@ -174,8 +174,8 @@ def main(argv) -> int:
         print("--wide: fp8_promote_2acc_144 left the course (session 27); run this probe in a checkout of commit 3a670f9",
               file=sys.stderr)
         return 2
-    if "--pair" in argv and "#ifndef F8_PAIR" not in (ROOT / "kernels" / "fp8_sm90a.cu").read_text():
-        print("--pair: F8_PAIR left kernels/fp8_sm90a.cu after its runs (session 29); run this probe in a checkout of "
+    if "--pair" in argv and "#ifndef F8_PAIR" not in FP8_RESEARCH_FILE.read_text():
+        print("--pair: F8_PAIR left the FP8 kernels' file after its runs (session 29); run this probe in a checkout of "
               "commit 2a049e0", file=sys.stderr)
         return 2
     variants = (DESC if "--desc" in argv else TWO if "--two" in argv else SPREAD if "--spread" in argv

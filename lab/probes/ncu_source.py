@@ -40,7 +40,7 @@ SETS = {"m128": {"rung17_hint": ("hopper_skinny", (128, 8192, 8192)), "cublas_fp
                 # ptxas injects, C7517)
                 "fp8_promote_256": ("fp8_promote_256", (4096,) * 3),
                 "fp8_promote_256_first": ("fp8_promote_256", (4096,) * 3)}}
-# NVRTC switches of a target's build (the probe switch F8_FLOW of kernels/fp8_sm90a.cu)
+# NVRTC switches of a target's build (the probe switch F8_FLOW of lab/kernels/fp8_sm90a_research.cu)
 OPTIONS = {"fp8_lean_flow": ("-DF8_FLOW=1",), "fp8_lean_flow2": ("-DF8_FLOW=2",), "fp8_lean_uniform": ("-DF8_UNIFORM=1",),
            "fp8_store_uniform": ("-DF8_UNIFORM=1",), "fp8_promote_256_first": ("-DF8_PERIOD=0",)}
 TARGETS = {t: v for s in SETS.values() for t, v in s.items()}
@@ -121,7 +121,7 @@ def summary(source_csv: str) -> dict:
     top = sorted(data, key=lambda r: -num(r["Warp Stall Sampling (All Samples)"]))[:5]
     # mbarrier waits: each SYNCS.PHASECHK ... TRYWAIT that runs (executions > 0) and is followed by its branch (the
     # spin: a warp that finds the phase not yet complete is sampled on that branch, waiting for the TRYWAIT's
-    # predicate): its operand, executions and the share of samples on the pair. In kernels/fp8_sm90a.cu the one
+    # predicate): its operand, executions and the share of samples on the pair. In the FP8 kernels the one
     # executed most is the consumers' wait for a full stage, the next the producer's wait for an empty one.
     waits = []
     for i, r in enumerate(data[:-1]):

@@ -343,3 +343,106 @@ def test_stream_schedule_hides_the_store_behind_the_next_tiles_first_k_tile():
     assert flow["busy"] > built["busy"] and lk.stream_schedule(True, store=0.5)["mma"][5][0] == 5.0
     fig = lk.k_tile_stream()
     assert len(fig.axes) == 2 and "busy 84%" in fig.axes[1].get_title(loc="left")
+
+
+# --------------------------------------------------------------------------- the frozen file's switches
+def _nvcc_build(tmp_path, *opts, what="-ptx"):
+    """nvcc of lab/kernels/fp8_sm90a_research.cu for sm_90a with `opts`: (the process, the PTX text or "")."""
+    import shutil
+
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
+    if nvcc is None:
+        pytest.skip("no nvcc on this machine")
+    out = tmp_path / ("k.ptx" if what == "-ptx" else "k.cubin")
+    p = subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", what, "-o", str(out), "-Xptxas",
+                        "-v", *opts, f"-I{ROOT / 'kernels'}", str(ROOT / "lab" / "kernels" / "fp8_sm90a_research.cu")],
+                       capture_output=True, text=True, timeout=600)
+    return p, (out.read_text() if what == "-ptx" and p.returncode == 0 else "")
+
+
+def _entries(ptx: str) -> dict:
+    """{kernel: its PTX} of a PTX file."""
+    import re
+
+    parts = re.split(r"\n(?=\.visible \.entry )", ptx)
+    return {re.match(r"\.visible \.entry (\w+)", q).group(1): q for q in parts if q.startswith(".visible .entry")}
+
+
+@pytest.mark.skipif("LAB_NVCC" not in os.environ, reason="nvcc builds of the whole file: LAB_NVCC=1 make lab-test")
+def test_the_descriptor_add_switch_changes_the_two_sum_kernel_only_where_asked(tmp_path):
+    """F8_DESC_ADD (0 by default): the frozen file's default build splits a descriptor (desc_split's mov.b64 {..})
+    in fp8_promote_2acc_lean alone, which passes DESC = 1 itself; with -DF8_DESC_ADD=1 fp8_promote_2acc does too."""
+    ptx = {o: _entries(_nvcc_build(tmp_path, *o)[1]) for o in ((), ("-DF8_DESC_ADD=1",))}
+    assert {n for n, body in ptx[()].items() if "mov.b64 {" in body} == {"fp8_promote_2acc_lean"}
+    assert "mov.b64 {" in ptx[("-DF8_DESC_ADD=1",)]["fp8_promote_2acc"]
+
+
+@pytest.mark.skipif("LAB_NVCC" not in os.environ, reason="nvcc builds of the whole file: LAB_NVCC=1 make lab-test")
+def test_the_pair_switch_is_refused(tmp_path):
+    """F8_PAIR=1 (two K-tiles per stage) is not a build of the frozen file: building it stops with an #error that says
+    so; building with 0 works."""
+    assert "#ifndef F8_PAIR" not in (ROOT / "lab" / "kernels" / "fp8_sm90a_research.cu").read_text()
+    p, _ = _nvcc_build(tmp_path, "-DF8_STAGES=6", "-DF8_PAIR=1")
+    assert p.returncode != 0 and "F8_PAIR=1 (two K-tiles per stage) is not a build of this file" in p.stderr
+    assert _nvcc_build(tmp_path, "-DF8_STAGES=6", "-DF8_PAIR=0")[0].returncode == 0
+
+
+@pytest.mark.skipif("LAB_NVCC" not in os.environ, reason="nvcc builds of the whole file: LAB_NVCC=1 make lab-test")
+def test_the_extra_l2_probe_loads_a_second_box_of_a(tmp_path):
+    """F8_EXTRA_L2, a build switch that prices L2 reads: any value but 0 and 1 stops with an #error; with 1 the lean
+    kernel compiles without spills or a stack frame and every kernel of the file issues one TMA load more per K-tile
+    (the copy of A's box) and nothing else changes in the count."""
+    import re
+
+    p, _ = _nvcc_build(tmp_path, "-DF8_EXTRA_L2=2")
+    assert p.returncode != 0 and "F8_EXTRA_L2 is 0" in p.stderr
+    p, _ = _nvcc_build(tmp_path, "-DF8_STAGES=6", "-DF8_EXTRA_L2=1", what="-cubin")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0 and "warning" not in out.lower() and "performance loss" not in out.lower(), out
+    entries = dict(re.findall(r"Compiling entry function '(\w+)'.*?(\d+ bytes stack frame, \d+ bytes spill stores, "
+                              r"\d+ bytes spill loads)", out, re.S))
+    assert entries["fp8_promote_2acc_lean"] == "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads", out
+    plain, extra = ({k: v.count("cp.async.bulk.tensor") for k, v in _entries(
+        _nvcc_build(tmp_path, "-DF8_STAGES=6", f"-DF8_EXTRA_L2={v}")[1]).items()} for v in (0, 1))
+    assert plain.keys() == extra.keys() and len(plain) == 12        # every FP8 kernel of the frozen file
+    assert all(extra[k] == plain[k] + 1 for k in plain), (plain, extra)
+
+
+@pytest.mark.skipif("LAB_NVCC" not in os.environ, reason="nvcc builds of the whole file: LAB_NVCC=1 make lab-test")
+def test_the_courses_fp8_kernels_compile_to_the_research_builds(tmp_path):
+    """Every FP8 wgmma kernel of the course (kernels/fp8_*_sm90a.cu, as the registry builds it: F8_STAGES 4, or 6
+    for the lean kernel) compiles with nvcc for sm_90a to the same SASS as the same kernel of the frozen research file,
+    the build the record measured: cuobjdump -sass of each function, addresses and spacing aside, byte for byte."""
+    import re
+    import shutil
+
+    from helpers.fp8_gemm import FP8_KERNELS
+    from helpers.fp8_scaled import SCALED_KERNELS
+
+    nvcc = shutil.which("nvcc")
+    cuobjdump = os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump")
+    if nvcc is None or cuobjdump is None:
+        pytest.skip("needs nvcc and cuobjdump (CUOBJDUMP=/path/to/cuobjdump)")
+
+    def sass(src: Path, opts: tuple) -> dict:
+        out = tmp_path / f"{src.stem}{len(opts)}.cubin"
+        subprocess.run([nvcc, "-std=c++17", "-arch=sm_90a", "-cubin", *opts, f"-I{ROOT / 'kernels'}", "-o", str(out),
+                        str(src)], check=True, capture_output=True, timeout=600)
+        text = subprocess.run([cuobjdump, "-sass", str(out)], check=True, capture_output=True, text=True).stdout
+        funcs = re.split(r"\n\s*Function : (\w+)\n", text)[1:]
+        return {name: [" ".join(ln.split()) for ln in body.splitlines() if ln.strip()]
+                for name, body in zip(funcs[::2], funcs[1::2])}
+
+    research = ROOT / "lab" / "kernels" / "fp8_sm90a_research.cu"
+    built, checked = {}, set()
+    for name, spec in {**FP8_KERNELS, **SCALED_KERNELS}.items():
+        if not spec.wgmma or name in lk.LOST_KERNELS:
+            continue
+        opts = spec.build_options()
+        for src in (research, ROOT / "kernels" / spec.file):
+            if (src, opts) not in built:
+                built[src, opts] = sass(src, opts)
+        mine, theirs = built[ROOT / "kernels" / spec.file, opts][name], built[research, opts][name]
+        assert len(theirs) > 1000 and mine == theirs, (name, spec.file, opts)
+        checked.add(name)
+    assert {"fp8_wgmma_store", "fp8_promote_2acc_lean", "fp8_block_scaled", "fp8_promote_128"} <= checked

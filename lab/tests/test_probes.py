@@ -403,10 +403,9 @@ def test_energy_counter_is_none_without_nvml(monkeypatch):
     assert mod.energy_j() is None
 
 
-def test_fp8_switched_builds_of_the_lessons_kernels_build_the_frozen_file():
-    """Lesson 7's main-path kernels left the switches in 2026-12 (kernels/fp8_wgmma_sm90a.cu, fp8_promote_sm90a.cu):
-    a probe that sets one on them builds the frozen file, whose text has the switch; the knobs the lesson keeps, and
-    the appendix's kernels (kernels/fp8_sm90a.cu keeps its switches), build the course's own file."""
+def test_fp8_switched_builds_of_the_courses_kernels_build_the_frozen_file():
+    """Lesson 7's FP8 kernels left the switches in 2026-12 (kernels/fp8_*_sm90a.cu): a probe that sets one on any of
+    them builds the frozen file, whose text has the switch; the knobs the lesson keeps build the course's own file."""
     sys.path.insert(0, str(ROOT))
     from helpers.fp8_gemm import FP8_KERNELS, unknown_macros
     from lab.probes.common import fp8_research_source
@@ -416,5 +415,8 @@ def test_fp8_switched_builds_of_the_lessons_kernels_build_the_frozen_file():
     assert not unknown_macros(FP8_KERNELS["fp8_promote_128"], ("-DF8_DESC_ADD=1",), source=src)
     assert fp8_research_source("fp8_wgmma", ("-DF8_UNIFORM=1",)) is not None
     assert fp8_research_source("fp8_promote_256", ("-DF8_PERIOD=0",)) is None
-    assert fp8_research_source("fp8_promote_2acc_lean", ("-DF8_FLOW=1",)) is None
+    for name, switch in (("fp8_promote_2acc_lean", "-DF8_FLOW=1"), ("fp8_wgmma_store", "-DF8_STORE_SPREAD=1")):
+        assert unknown_macros(FP8_KERNELS[name], (switch,))                  # the course's file has no such switch
+        src = fp8_research_source(name, (switch,))
+        assert src is not None and f"{name}(" in src and not unknown_macros(FP8_KERNELS[name], (switch,), source=src)
     assert fp8_research_source("fp8_promote_128") is None
