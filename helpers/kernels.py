@@ -330,8 +330,12 @@ def _classic_rung(rung: int, name: str, idea: str, gain: float, why: str, **kw) 
                       predicted_gain=gain, why=why, **kw)
 
 
+# Lesson 6's rungs that are one complete kernel per file (kernels/hopper_rungNN_sm90a.cu)
+RUNG_FILES = (*range(8, 25),)
+
+
 def hopper_rung_file(rung: int) -> str:
-    """The file of one of lesson 6's main-path rungs (8-16): one complete kernel per file."""
+    """The file of one of lesson 6's rungs (RUNG_FILES): one complete kernel per file."""
     return f"hopper_rung{rung:02d}_sm90a.cu"
 
 
@@ -342,7 +346,7 @@ def _hopper_rung(rung: int, name: str, idea: str, gain: float, threads: int = 38
     kernels/hopper_sm90a.cu): a 128 x 256 block tile, K-tiles of 64; A and row-major B through TMA tensor maps (TMA
     fills what lies outside the matrices with zeros, so M, N, K need only be multiples of 8: 16-byte rows); FP16 in,
     FP32 accumulators walking K in order 16 at a time (rung 7's arithmetic); sm_90a only, in a child process."""
-    file = hopper_rung_file(rung) if 8 <= rung <= 16 else HOPPER_FILE
+    file = hopper_rung_file(rung) if rung in RUNG_FILES else HOPPER_FILE
     return GemmKernel(name=name, file=file, inputs="fp16", acc="fp32", acc_rounding="truncate",
                       acc_block=16, emulate=emulate, block=(threads, 1), block_tile=block_tile, tile_mn=8,
                       tile_k=8, min_cc=(9, 0), only_cc=(9, 0), dyn_smem=dyn_smem, tma_boxes=tma_boxes,

@@ -9,6 +9,8 @@
 // tensor map (box 64 rows x 32 columns, 128-byte swizzle). M, N, K
 // multiples of 8 (16-byte rows for TMA). One FP32 accumulator per output walks K in order, 16
 // products per wgmma (helpers.emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32")).
+// The epilogue is rung 13's (the accumulator layout, the swizzle: its store_slice_tma), written out in the
+// kernel body.
 // Needs sm_90a; other targets compile an empty kernel (make kernels-check).
 
 #include "hopper_wgmma.cuh"                   // TMA, mbarriers, wgmma and its descriptors, setmaxnreg
@@ -20,9 +22,11 @@
 #ifndef SKINNY_STAGES
 #define SKINNY_STAGES 8                       // pipeline stages of 24 KB (a knob)
 #endif
+#define HSTAGES SKINNY_STAGES                 // (named HSTAGES below, as in rungs 8-16)
 #ifndef SKINNY_CLUSTER
 #define SKINNY_CLUSTER 2                      // CTAs per cluster, along M, sharing B (a knob: 1 or 2, B has 2 boxes)
 #endif
+#define CLUSTER_M SKINNY_CLUSTER               // (named CLUSTER_M below, as in rungs 12-16)
 #ifndef SKINNY_WAIT
 #define SKINNY_WAIT 0                         // how a thread waits for a stage (a knob: hopper_primitives.cuh, 0 1 2)
 #endif
@@ -52,42 +56,19 @@ __device__ __forceinline__ int b_boxes_in(int tn, int N)
     return min(HBN / BOX_N, (N - tn * HBN + BOX_N - 1) / BOX_N);
 }
 
-// The tile scheduler: work unit t -> tile (tm, tn). A unit is a column of SKINNY_CLUSTER tiles (the CTAs
-// of a cluster take tiles tm = SKINNY_CLUSTER um + rank, which share B); the units are walked GROUP_M tile
-// rows at a time, column by column.
+// The tile scheduler: work unit t -> tile (tm, tn). A unit is a column of CLUSTER_M tiles (the CTAs of
+// a cluster take tiles tm = CLUSTER_M um + rank, which share B); the units are walked GROUP_M tile rows
+// at a time, column by column.
 __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 rank, int& tm, int& tn)
 {
-    int um, un;
-    const int group = GROUP_M / SKINNY_CLUSTER;                // unit rows per group
+    const int group = GROUP_M / CLUSTER_M;                     // unit rows per group
     const int per_group = group * tiles_n;
     const int first = (t / per_group) * group;                 // the group's first unit row
     const int rows = min(units_m - first, group);              // the last group may be shorter
     const int in = t % per_group;
-    um = first + in % rows;
-    un = in / rows;
-    tm = um * SKINNY_CLUSTER + (int)rank;
-    tn = un;
+    tm = (first + in % rows) * CLUSTER_M + (int)rank;
+    tn = in / rows;
 }
-
-// D (64 x 128, FP32, 64 registers per thread) += A (64 x 16, K-major) * B (16 x 128, MN-major: the
-// transpose bit): wgmma 128 columns wide.
-#define D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
-              "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64 desc_b)
-{
-    asm volatile(
-        "{\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-        "%64, %65, 1, 1, 1, 0, %66;\n"
-        "}\n"
-        : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56)
-        : "l"(desc_a), "l"(desc_b), "n"(1));
-}
-#undef D8
 
 // One K-tile (64 deep) of the 64 x 128 tile: four wgmma k-steps of 16, in K order.
 // a: the tile's 64 rows of the A stage; b: the first box of the B stage.
@@ -95,7 +76,7 @@ __device__ __forceinline__ void mma_ktile(float (&d)[64], const unsigned char* a
 {
 #pragma unroll
     for (int ks = 0; ks < HBK / 16; ++ks)
-        wgmma_m64n128k16(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
+        wgmma_m64n128k16<1>(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
 }
 
 #endif
@@ -111,29 +92,29 @@ extern "C" __global__ void hopper_skinny_one_f32c(const __grid_constant__ Tensor
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     unsigned char* smem = smem_base();
-    unsigned char* sA = smem;                                  // SKINNY_STAGES x (64 rows x 64 k)
-    unsigned char* sB = smem + SKINNY_STAGES * A_STAGE_BYTES;  // SKINNY_STAGES x 2 boxes of (64 k x 64 columns)
-    float* sC = reinterpret_cast<float*>(sB + SKINNY_STAGES * B_STAGE_BYTES);   // 2 x 2 boxes of C, 8 KB each
-    u64* full = reinterpret_cast<u64*>(smem + SKINNY_STAGES * STAGE_BYTES + EPI_BYTES);
-    u64* empty = full + SKINNY_STAGES;                         // full[s]: stage s loaded; empty[s]: stage s free
+    unsigned char* sA = smem;                                  // HSTAGES x (64 rows x 64 k)
+    unsigned char* sB = smem + HSTAGES * A_STAGE_BYTES;        // HSTAGES x 2 boxes of (64 k x 64 columns)
+    float* sC = reinterpret_cast<float*>(sB + HSTAGES * B_STAGE_BYTES);   // 2 x 2 boxes of C, 8 KB each
+    u64* full = reinterpret_cast<u64*>(smem + HSTAGES * STAGE_BYTES + EPI_BYTES);
+    u64* empty = full + HSTAGES;                               // full[s]: stage s loaded; empty[s]: stage s free
 
     const int wg = threadIdx.x / 128;                          // 0: producer; 1: the consumer
-    const u32 rank = SKINNY_CLUSTER > 1 ? cluster_rank() : 0;  // this CTA's place in its cluster
+    const u32 rank = CLUSTER_M > 1 ? cluster_rank() : 0;       // this CTA's place in its cluster
     const int tiles_m = (M + HBM - 1) / HBM, tiles_n = (N + HBN - 1) / HBN, ktiles = (K + HBK - 1) / HBK;
-    const int units_m = (tiles_m + SKINNY_CLUSTER - 1) / SKINNY_CLUSTER, units = units_m * tiles_n;
+    const int units_m = (tiles_m + CLUSTER_M - 1) / CLUSTER_M, units = units_m * tiles_n;
     // this cluster's units: first, + step, ...
-    const int first = SKINNY_CLUSTER > 1 ? (int)cluster_id() : (int)blockIdx.x;
-    const int step = SKINNY_CLUSTER > 1 ? (int)cluster_count() : (int)gridDim.x;
+    const int first = CLUSTER_M > 1 ? (int)cluster_id() : (int)blockIdx.x;
+    const int step = CLUSTER_M > 1 ? (int)cluster_count() : (int)gridDim.x;
 
     if (threadIdx.x == 0) {
-        for (int s = 0; s < SKINNY_STAGES; ++s) {
+        for (int s = 0; s < HSTAGES; ++s) {
             mbar_init(&full[s], 1);                            // the producer's arrive (+ TMA's bytes)
-            mbar_init(&empty[s], 4 * SKINNY_CLUSTER);          // one arrive per consumer warp, of every CTA
+            mbar_init(&empty[s], 4 * CLUSTER_M);               // one arrive per consumer warp, of every CTA
         }
         mbar_init_fence();
     }
-    if (SKINNY_CLUSTER > 1) {
-        if (cluster_size() != SKINNY_CLUSTER) __trap();        // launched without its cluster: stop loudly
+    if (CLUSTER_M > 1) {
+        if (cluster_size() != CLUSTER_M) __trap();             // launched without its cluster: stop loudly
         cluster_sync();                                        // the peer's barriers exist before we touch them
     } else {
         __syncthreads();
@@ -157,19 +138,19 @@ extern "C" __global__ void hopper_skinny_one_f32c(const __grid_constant__ Tensor
                     mbar_expect_tx(&full[s], bytes);           // A, and all of B (half of it from the peer)
                     if (a_in) tma_load(sA + s * A_STAGE_BYTES, &tmA, &full[s], kt * HBK, tm * HBM);
                     unsigned char* b = sB + s * B_STAGE_BYTES;
-                    if (SKINNY_CLUSTER == 1) {                 // both boxes
+                    if (CLUSTER_M == 1) {                      // both boxes
 #pragma unroll
                         for (int c = 0; c < HBN / BOX_N; ++c)
                             if (c < nb) tma_load(b + c * B_BOX_BYTES, &tmB, &full[s], tn * HBN + c * BOX_N, kt * HBK);
                     } else {
-                        constexpr int per = HBN / BOX_N / SKINNY_CLUSTER;   // my share of the boxes, to every CTA
+                        constexpr int per = HBN / BOX_N / CLUSTER_M;   // my share of the boxes, to every CTA
 #pragma unroll
                         for (int c = (int)rank * per; c < ((int)rank + 1) * per; ++c)
                             if (c < nb)
                                 tma_load_multicast(b + c * B_BOX_BYTES, &tmB, &full[s], tn * HBN + c * BOX_N, kt * HBK,
-                                                   (unsigned short)((1u << SKINNY_CLUSTER) - 1));
+                                                   (unsigned short)((1u << CLUSTER_M) - 1));
                     }
-                    if (++s == SKINNY_STAGES) { s = 0; phase ^= 1; }
+                    if (++s == HSTAGES) { s = 0; phase ^= 1; }
                 }
             }
         }
@@ -195,18 +176,13 @@ extern "C" __global__ void hopper_skinny_one_f32c(const __grid_constant__ Tensor
                 mma_ktile(d, sA + s * A_STAGE_BYTES, sB + s * B_STAGE_BYTES + c0 / BOX_N * B_BOX_BYTES);
                 wgmma_commit();
                 wgmma_wait<1>();                               // the previous K-tile's group is done ...
-                if (prev >= 0 && lane == 0) mbar_arrive_all<SKINNY_CLUSTER>(&empty[prev]);   // ... in every CTA
+                if (prev >= 0 && lane == 0) mbar_arrive_all<CLUSTER_M>(&empty[prev]);   // ... in every CTA
                 prev = s;
-                if (++s == SKINNY_STAGES) { s = 0; phase ^= 1; }
+                if (++s == HSTAGES) { s = 0; phase ^= 1; }
             }
             wgmma_wait<0>();
-            if (lane == 0) mbar_arrive_all<SKINNY_CLUSTER>(&empty[prev]);
+            if (lane == 0) mbar_arrive_all<CLUSTER_M>(&empty[prev]);
             // [region: epilogue]
-            // The tile goes out as 4 boxes of 64 rows x 32 floats through the consumer's two 8 KB buffers, in
-            // turn. Accumulator layout (PTX ISA, wgmma D fragments): warp w holds rows 16w..16w+15; lane (g =
-            // lane/4, t = lane%4) holds, per 8-column block j, d[4j], d[4j+1] at row g, columns 8j+2t, +1, and
-            // d[4j+2], d[4j+3] at row g+8. A box row is 128 bytes, stored with the 128-byte swizzle the tensor map
-            // expects: 16-byte chunk q of row r sits at chunk q ^ (r % 8).
             const int row = tm * HBM;                          // the tile's first row of C
             if (row < M) {                                     // (a tile below M has nothing to store)
                 const int warp = (threadIdx.x % 128) / 32, g = lane / 4, tq = lane % 4;
@@ -240,6 +216,6 @@ extern "C" __global__ void hopper_skinny_one_f32c(const __grid_constant__ Tensor
         if (threadIdx.x % 128 == 0) bulk_wait0();              // the stores are done before the CTA leaves
         // [end region: consumer]
     }
-    if (SKINNY_CLUSTER > 1) cluster_sync();                    // no CTA leaves while its peer may write to it
+    if (CLUSTER_M > 1) cluster_sync();                         // no CTA leaves while its peer may write to it
 #endif
 }
