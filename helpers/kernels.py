@@ -331,7 +331,7 @@ def _classic_rung(rung: int, name: str, idea: str, gain: float, why: str, **kw) 
 
 
 # Lesson 6's rungs that are one complete kernel per file (kernels/hopper_rungNN_sm90a.cu)
-RUNG_FILES = (*range(8, 27),)
+RUNG_FILES = (*range(8, 27), 29, 30)
 
 
 def hopper_rung_file(rung: int) -> str:
