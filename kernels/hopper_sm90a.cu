@@ -58,27 +58,6 @@
 #define HBM 128                               // rows of C per block tile
 #define HBN 256                               // columns of C per block tile
 #define HBK 64                                // K per pipeline stage: 64 halves = 128 bytes = one swizzle row
-// DESC_ADD, a build option of ws_gemm for rungs 9-22 (0 in every rung as built): 1 builds each consumer's
-// descriptors once and advances them by adds (hopper_primitives.cuh, desc_plus), as rungs 23-24 do.
-#ifndef DESC_ADD
-#define DESC_ADD 0
-#endif
-// TILE_ORDER, a build option of the tile scheduler (0 in every rung as built): 1 walks the units along a Hilbert
-// curve (hilbert_unit) where the grid of units is square with a power-of-two side (128 x 256 tiles in clusters of 2:
-// 16 x 16 units at 4096^3, 32 x 32 at 8192^3), the grouped order elsewhere. The units in flight then form a
-// near-square patch of the grid, which holds fewer bytes of A and B at once than a group of 8 tile rows.
-#ifndef TILE_ORDER
-#define TILE_ORDER 0
-#endif
-#if TILE_ORDER != 0 && TILE_ORDER != 1
-#error "TILE_ORDER is 0 (the grouped order, as recorded) or 1 (Hilbert order where the unit grid allows it)"
-#endif
-// WG_UNIFORM, a build option of ws_gemm (0 in every rung as built): 1 broadcasts the warpgroup index from lane 0
-// (__shfl_sync), so the compiler knows it is the same in every lane and keeps the wgmma descriptors in uniform
-// registers, as lesson 7's fp8 kernels do.
-#ifndef WG_UNIFORM
-#define WG_UNIFORM 0
-#endif
 #ifndef HSTAGES
 #define HSTAGES 4                             // pipeline stages (a knob, see below)
 #endif
@@ -294,17 +273,6 @@ __device__ __forceinline__ void mma_ktile(float (&d)[NACC], const unsigned char*
         wgmma_slice(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
 }
 
-// The same K-tile from descriptors built once (DESC_ADD): a0, b0 are the slice's descriptors in stage 0, and
-// a16, b16 how far this stage lies beyond stage 0, in units of 16 bytes; each k-step adds 32 bytes of A (2) and
-// 16 k-rows of B (2048 bytes: 128).
-template <int NACC>
-__device__ __forceinline__ void mma_ktile_at(float (&d)[NACC], DescBase a0, DescBase b0, u32 a16, u32 b16)
-{
-#pragma unroll
-    for (int ks = 0; ks < HBK / 16; ++ks)
-        wgmma_slice(d, desc_plus(a0, a16 + ks * 2), desc_plus(b0, b16 + ks * 128));
-}
-
 // Rung 29 (C^T): one K-tile of a 64-column slice of C, computed as its transpose D' = B^T A^T (64 x BM): wgmma's A is
 // the slice's box of B (64 k-rows x 64 columns, read MN-major: the transpose bit of A), its B is the tile's BM rows of
 // A (K-major, BM = 2 NACC). b: the box in this stage; a: the A stage.
@@ -364,38 +332,6 @@ __device__ __forceinline__ void store_rest(const float (&d)[NACC], void* C, int 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
 enum { ORDER_PLAIN = 0, ORDER_GROUPED = 1 };
 
-#if TILE_ORDER == 1
-// Point d of the Hilbert curve that fills an n x n grid (n a power of two), as (x, y): built from the smallest
-// square up, two bits of d per level. At each level the curve visits the four quadrants of a 2s x 2s square in the
-// order (0,0), (0,1), (1,1), (1,0) of (x / s, y / s); in the first it is turned over the diagonal, in the last
-// over the other diagonal, so that each quadrant's path ends next to where the next one's starts.
-__device__ __forceinline__ void hilbert_unit(int n, int d, int& x, int& y)
-{
-    x = y = 0;
-    for (int s = 1; s < n; s *= 2, d /= 4) {
-        const int qx = (d / 2) & 1, qy = (d ^ qx) & 1;          // the quadrant of the 2s x 2s square
-        if (qy == 0) {                                          // quadrants (0,0) and (1,0): turned over
-            if (qx == 1) { x = s - 1 - x; y = s - 1 - y; }
-            const int keep = x; x = y; y = keep;
-        }
-        x += s * qx;
-        y += s * qy;
-    }
-}
-
-// TILE_ORDER=1's scheduler: unit t -> tile (tm, tn) along the Hilbert curve, where the rung walks the grouped order
-// (`grouped`) and the grid of units is square with a power-of-two side; false (nothing set) elsewhere, for tile_of.
-__device__ __forceinline__ bool hilbert_tile(bool grouped, int cluster, int t, int units_m, int tiles_n, u32 rank,
-                                             int& tm, int& tn)
-{
-    if (!grouped || units_m != tiles_n || (units_m & (units_m - 1)) != 0) return false;
-    int um, un;
-    hilbert_unit(units_m, t, un, um);                           // x: the unit column, y: the unit row
-    tm = um * cluster + (int)rank;
-    tn = un;
-    return true;
-}
-#endif
 
 // The tile scheduler: work unit t -> tile (tm, tn). A unit is a CLUSTER x 1 column of tiles
 // (rungs 12-13: the two CTAs of a cluster take tiles tm = 2 um and 2 um + 1, which share B).
@@ -405,9 +341,6 @@ template <int ORDER, int CLUSTER>
 __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 rank, int& tm, int& tn)
 {
     int um, un;
-#if TILE_ORDER == 1
-    if (hilbert_tile(ORDER == ORDER_GROUPED, CLUSTER, t, units_m, tiles_n, rank, tm, tn)) return;   // (TILE_ORDER)
-#endif
     if (ORDER == ORDER_PLAIN) {
         um = t / tiles_n;
         un = t % tiles_n;
@@ -435,7 +368,7 @@ __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 ran
 // (tail = the units left after dp), so each CTA runs its whole waves and then one part.
 template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE, bool HALF_C = false, bool SPLIT_K = false,
           bool TAIL = false, int BM = HBM, int BN = HBN, int STAGES = HSTAGES, int WAIT = MBAR_WAIT,
-          int CONSUMERS = 2, int DESC = DESC_ADD, bool CT = false, bool PAIR_N = false>
+          int CONSUMERS = 2, bool CT = false, bool PAIR_N = false>
 __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC,
                                         void* __restrict__ Cout, int M, int N, int K,
                                         float* __restrict__ partial = nullptr, int* __restrict__ flags = nullptr,
@@ -462,7 +395,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                   || (!CT && BM == 2 * HBM && BN % 8 == 0 && BN >= 128 && BN <= 192 && !SPLIT_K)
                   || (!CT && BM == 64 && BN == 128 && !SPLIT_K)
                   || (CT && BN == HBN && BM % (PAIR_N ? 8 : CT_EPI_ROWS) == 0 && BM >= HBM && BM <= 192 && TMA_STORE
-                      && !SPLIT_K && !DESC),
+                      && !SPLIT_K),
                   "tiles 128 x 256 (128 x BN, BN = 128 .. 256), 256 x BN (BN = 128 .. 192), 64 x 128, or C^T BM x 256");
     static_assert(!PAIR_N || (CT && CLUSTER == 2 && HALF_C), "pairs along N: the C^T tile, FP16 C, clusters of 2");
     constexpr int NBOX = (BN + BOX_N - 1) / BOX_N;
@@ -482,8 +415,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     u64* full = reinterpret_cast<u64*>(smem + STAGES * ST_BYTES + (TMA_STORE ? (CT ? CT_EPI_BYTES : EPI_BYTES) : 0));
     u64* empty = full + STAGES;                                // full[s]: stage s loaded; empty[s]: stage s free
 
-    // 0: producer; 1, 2: consumers (WG_UNIFORM: the same value, read from lane 0 so the compiler sees it is uniform)
-    const int wg = WG_UNIFORM ? __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) : threadIdx.x / 128;
+    const int wg = threadIdx.x / 128;                          // 0: producer; 1, 2: consumers
     const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, ktiles = (K + HBK - 1) / HBK;
     // units of tiles: a cluster's CTAs take tiles stacked along M (rung 31, PAIR_N: side by side along N)
@@ -603,10 +535,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         u32 phase = 0;
         float acc[SUB][NACC];                                  // rung 27: rows r0 .. r0 + 63, then r0 + 64 .. r0 + 127
         float (&d)[NACC] = acc[0];
-        // DESC (rungs 23-24; the build option DESC_ADD for the others): the slice's descriptors in stage 0, built once
         const int a_off = BM >= 128 && !CT ? cw * (BM / 2) * 128 : 0;   // bytes into an A stage: row r0's
-        const DescBase da0 = DESC ? desc_split(desc_kmajor(sA + a_off)) : DescBase{0, 0};
-        const DescBase db0 = DESC ? desc_split(desc_mnmajor(sB + c0 / BOX_N * B_BOX_BYTES)) : DescBase{0, 0};
         // this warp is done reading `stage` (every CTA's barrier: the producers multicast into it)
         auto release = [&](int stage) { if (lane == 0) mbar_arrive_all<CLUSTER>(&empty[stage]); };
         for (int t = first; t < units; t += step) {
@@ -629,8 +558,6 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 for (int h = 0; h < SUB; ++h) {
                     if constexpr (CT)                          // rung 29: slice h is box c0 / 64 + h of B
                         mma_ktile_ct(acc[h], sB + s * B_BYTES + (c0 / BOX_N + h) * B_BOX_BYTES, sA + s * A_BYTES);
-                    else if constexpr (DESC != 0)
-                        mma_ktile_at(acc[h], da0, db0, (u32)(s * A_BYTES + h * 64 * 128) >> 4, (u32)(s * B_BYTES) >> 4);
                     else
                         mma_ktile(acc[h], sA + s * A_BYTES + a_off + h * 64 * 128,
                                   sB + s * B_BYTES + c0 / BOX_N * B_BOX_BYTES);
@@ -896,7 +823,7 @@ extern "C" __global__ void hopper_ct_pair_n(const __grid_constant__ TensorMap tm
     int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, 2, true, true, false, false, CTN_M, HBN, HSTAGES, MBAR_WAIT, 2, 0, true, true>(
+    ws_gemm<true, ORDER_GROUPED, 2, true, true, false, false, CTN_M, HBN, HSTAGES, MBAR_WAIT, 2, true, true>(
         &tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }
