@@ -366,18 +366,11 @@ __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 ran
 // TAIL (rung 16, with SPLIT_K): only the units past the last whole wave are split. Units t < dp are
 // whole (t is the unit of tiles, all of K); unit dp + u is part u / tail of tail unit dp + u % tail
 // (tail = the units left after dp), so each CTA runs its whole waves and then one part.
-template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE, bool HALF_C = false, bool SPLIT_K = false,
-          bool TAIL = false, int BM = HBM, int BN = HBN, int STAGES = HSTAGES, int WAIT = MBAR_WAIT,
-          int CONSUMERS = 2, bool CT = false, bool PAIR_N = false>
+template <bool HALF_C, int BM, int BN, int STAGES, bool CT = false, bool PAIR_N = false>
 __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC,
-                                        void* __restrict__ Cout, int M, int N, int K,
-                                        float* __restrict__ partial = nullptr, int* __restrict__ flags = nullptr,
-                                        int splits = 1, int dp = 0)
+                                        void* __restrict__ Cout, int M, int N, int K)
 {
-    static_assert(!HALF_C || TMA_STORE, "the FP16 epilogue is a TMA store");
-    static_assert(!SPLIT_K || (HALF_C && (CLUSTER == 1 || TAIL) && PERSISTENT),
-                  "split-K: rung 14's epilogue; no cluster unless only the tail is split");
-    static_assert(!TAIL || SPLIT_K, "the tail split is a split-K");
+    constexpr int ORDER = ORDER_GROUPED, CLUSTER = 2, WAIT = MBAR_WAIT;
     // The block tile (rung 17: BM x BN = 64 x 128) and what follows from it. A consumer warpgroup owns a
     // 64-row slice of SN columns: with 128 rows the two consumers take rows 0-63 and 64-127 of all BN
     // columns; with 64 rows they take columns 0 .. BN/2 - 1 and BN/2 .. BN - 1 of all 64 rows.
@@ -391,28 +384,24 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     // Rung 31 (CT, PAIR_N): the C^T tile, BM any multiple of 8, its cluster's two tiles side by side along N, sharing A:
     // each CTA loads one half of the tile's rows (A_HALF, a multiple of 8 so that each half starts on a 1024-byte
     // swizzle atom; the second half may reach into the next tile's rows) and multicasts it; each loads its own B.
-    static_assert((!CT && BM == HBM && (BN == HBN || (BN % 8 == 0 && BN >= 128 && BN < HBN && !SPLIT_K)))
-                  || (!CT && BM == 2 * HBM && BN % 8 == 0 && BN >= 128 && BN <= 192 && !SPLIT_K)
-                  || (!CT && BM == 64 && BN == 128 && !SPLIT_K)
-                  || (CT && BN == HBN && BM % (PAIR_N ? 8 : CT_EPI_ROWS) == 0 && BM >= HBM && BM <= 192 && TMA_STORE
-                      && !SPLIT_K),
-                  "tiles 128 x 256 (128 x BN, BN = 128 .. 256), 256 x BN (BN = 128 .. 192), 64 x 128, or C^T BM x 256");
+    static_assert((!CT && BM == HBM && BN == HBN)
+                  || (!CT && BM == 2 * HBM && BN % 8 == 0 && BN >= 128 && BN <= 192)
+                  || (CT && BN == HBN && BM % (PAIR_N ? 8 : CT_EPI_ROWS) == 0 && BM >= HBM && BM <= 192),
+                  "tiles 128 x 256, 256 x BN (BN = 128 .. 192), or C^T BM x 256");
     static_assert(!PAIR_N || (CT && CLUSTER == 2 && HALF_C), "pairs along N: the C^T tile, FP16 C, clusters of 2");
     constexpr int NBOX = (BN + BOX_N - 1) / BOX_N;
     constexpr int A_HALF = PAIR_N ? (BM / 2 + 7) / 8 * 8 : BM;          // rows of A each CTA loads (rung 31: 80)
     constexpr int A_ROWS = PAIR_N ? 2 * A_HALF : BM;                    // rows of A a stage holds
     constexpr int A_BYTES = A_ROWS * HBK * 2, B_BYTES = NBOX * B_BOX_BYTES, ST_BYTES = A_BYTES + B_BYTES;
-    static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && BM == 64 && BN == 128), "one consumer: the skinny tile only");
-    constexpr int SN = CT ? BN / 2 : BM >= 128 ? BN : BN / CONSUMERS;   // columns a consumer owns (rung 19: all 128)
+    constexpr int SN = CT ? BN / 2 : BN;                       // columns a consumer owns
     constexpr int SUB = BM == 256 || CT ? 2 : 1;   // slices per consumer: 64-row (rung 27: 2), 64-column (rung 29)
     constexpr int NACC = CT ? BM / 2 : SN / 2;                 // FP32 accumulators per thread and slice (64 x SN / 128)
     static_assert(STAGES >= 2 && 2 * STAGES * 8 <= BAR_BYTES, "full[] + empty[] fit BAR_BYTES");
-    float* C = reinterpret_cast<float*>(Cout);
     unsigned char* smem = smem_base();
     unsigned char* sA = smem;                                  // STAGES x (BM rows x 64 k)
     unsigned char* sB = smem + STAGES * A_BYTES;               // STAGES x BN / 64 boxes of (64 k x 64 columns)
     float* sC = reinterpret_cast<float*>(sB + STAGES * B_BYTES);   // rungs 13-17: 2 x 2 boxes of 8 KB
-    u64* full = reinterpret_cast<u64*>(smem + STAGES * ST_BYTES + (TMA_STORE ? (CT ? CT_EPI_BYTES : EPI_BYTES) : 0));
+    u64* full = reinterpret_cast<u64*>(smem + STAGES * ST_BYTES + (CT ? CT_EPI_BYTES : EPI_BYTES));
     u64* empty = full + STAGES;                                // full[s]: stage s loaded; empty[s]: stage s free
 
     const int wg = threadIdx.x / 128;                          // 0: producer; 1, 2: consumers
@@ -420,26 +409,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, ktiles = (K + HBK - 1) / HBK;
     // units of tiles: a cluster's CTAs take tiles stacked along M (rung 31, PAIR_N: side by side along N)
     const int units_m = PAIR_N ? tiles_m : (tiles_m + CLUSTER - 1) / CLUSTER;
-    const int units_n = PAIR_N ? (tiles_n + 1) / 2 : tiles_n, part_units = units_m * units_n;
-    const int parts = SPLIT_K ? splits : 1;
-    const int tail = TAIL ? part_units - dp : 0;               // rung 16: the units of the last, partial wave
-    const int units = TAIL ? dp + tail * parts : part_units * parts;
-    const int kper = (ktiles + parts - 1) / parts;             // K-tiles per part (the last may have fewer)
-    // work unit t -> its unit of tiles, its part, how many parts its tile has, its workspace slot
-    auto work_of = [&](int t, int& tile, int& part, int& nparts, int& wslot) {
-        if constexpr (TAIL) {
-            const bool whole = t < dp;
-            tile = whole ? t : dp + (t - dp) % tail;
-            part = whole ? 0 : (t - dp) / tail;
-            nparts = whole ? 1 : parts;
-            wslot = whole ? 0 : (t - dp) % tail;
-        } else {
-            tile = SPLIT_K ? t % part_units : t;
-            part = SPLIT_K ? t / part_units : 0;
-            nparts = parts;
-            wslot = tile;
-        }
-    };
+    const int units_n = PAIR_N ? (tiles_n + 1) / 2 : tiles_n, units = units_m * units_n;
     // unit of tiles -> this CTA's tile (tm, tn)
     auto locate = [&](int tile, int& tm, int& tn) {
         if constexpr (PAIR_N) {
@@ -451,18 +421,13 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     };
     // the work units this CTA computes: t = first, first + step, ... (< units)
     int first, step;
-    if (PERSISTENT) {
-        first = CLUSTER > 1 ? (int)cluster_id() : (int)blockIdx.x;
-        step = CLUSTER > 1 ? (int)cluster_count() : (int)gridDim.x;
-    } else {
-        first = blockIdx.y * gridDim.x + blockIdx.x;            // grid = (tiles_n, tiles_m): tile (blockIdx.y, blockIdx.x)
-        step = units;
-    }
+    first = CLUSTER > 1 ? (int)cluster_id() : (int)blockIdx.x;
+    step = CLUSTER > 1 ? (int)cluster_count() : (int)gridDim.x;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);                            // the producer's arrive (+ TMA's bytes)
-            mbar_init(&empty[s], 4 * CONSUMERS * CLUSTER);     // one arrive per consumer warp, of every CTA
+            mbar_init(&empty[s], 8 * CLUSTER);                 // one arrive per consumer warp, of every CTA
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -475,16 +440,14 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
 
     if (wg == 0) {
         // ------------------------------------------------------------ producer warpgroup
-        if constexpr (CONSUMERS == 2) regs_dec<PRODUCER_REGS>();   // it needs few registers: give them away
+        regs_dec<PRODUCER_REGS>();                             // it needs few registers: give them away
         if (threadIdx.x == 0) {
             int s = 0;
             u32 phase = 0;
             for (int t = first; t < units; t += step) {
-                int tm, tn, tile, part, nparts, wslot;
-                work_of(t, tile, part, nparts, wslot);
-                locate(tile, tm, tn);
-                const int span = TAIL && nparts == 1 ? ktiles : kper;   // rung 16: a whole unit takes all of K
-                const int k0 = SPLIT_K ? part * kper : 0, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
+                int tm, tn;
+                locate(t, tm, tn);
+                const int k0 = 0, k1 = ktiles;
                 // a cluster's second tile can lie below M (M has an odd number of tiles): no A then
                 const bool a_in = tm * BM < M;
                 // (rung 31: the last pair's second CTA, past N where N has an odd number of tile columns, loads no B;
@@ -526,8 +489,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         }
     } else {
         // ------------------------------------------------------------ consumer warpgroups
-        if constexpr (CONSUMERS == 2) regs_inc<CONSUMER_REGS>();   // the accumulators + addresses (rung 19: 256
-                                                                   // threads, registers enough without setmaxnreg)
+        regs_inc<CONSUMER_REGS>();                             // the accumulators + addresses
         const int cw = wg - 1;                                 // consumer 0 or 1: its slice of the tile
         const int r0 = BM >= 128 && !CT ? cw * (BM / 2) : 0, c0 = BM >= 128 && !CT ? 0 : cw * SN;   // its slice's origin
         const int lane = threadIdx.x % 32;
@@ -539,11 +501,9 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         // this warp is done reading `stage` (every CTA's barrier: the producers multicast into it)
         auto release = [&](int stage) { if (lane == 0) mbar_arrive_all<CLUSTER>(&empty[stage]); };
         for (int t = first; t < units; t += step) {
-            int tm, tn, tile, part, nparts, wslot;
-            work_of(t, tile, part, nparts, wslot);
-            locate(tile, tm, tn);
-            const int span = TAIL && nparts == 1 ? ktiles : kper;
-            const int k0 = part * kper, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
+            int tm, tn;
+            locate(t, tm, tn);
+            const int k0 = 0, k1 = ktiles;
 #pragma unroll
             for (int h = 0; h < SUB; ++h)
 #pragma unroll
@@ -569,37 +529,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 if (++s == STAGES) { s = 0; phase ^= 1; }
             }
             wgmma_wait<0>();
-            if (!SPLIT_K || prev >= 0) release(prev);          // (a part can be empty only under split-K)
-            if (SPLIT_K && nparts > 1 && (!TAIL || tm * BM < M)) {   // (rung 16: a cluster's tile below M: nothing)
-                // rung 15: every part stores its FP32 sums in its own slot of `partial`, in the accumulator's
-                // layout (register i of thread x at [i][x]: each warp's 32 floats are one 128-byte line, so
-                // no bounds apply), then counts itself in (a counter per 64-row slice of the tile). The
-                // part that arrives last adds all of them in part order, ((p0 + p1) + p2) + ..., whoever it
-                // is, so C does not depend on which part finished first; it writes C and resets the counter.
-                __shared__ int last_part[2];
-                const int slice = (wslot * CLUSTER + (int)rank) * 2 + cw;   // rung 16: each CTA of a cluster its own
-                const bool leader = threadIdx.x % 128 == 0;
-                const size_t slot = (size_t)128 * 128, lane_off = threadIdx.x % 128;
-                float* base = partial + (size_t)slice * parts * slot + lane_off;   // slot q at base + q * slot
-#pragma unroll
-                for (int i = 0; i < NACC; ++i) __stcg(base + part * slot + i * 128, d[i]);
-                warpgroup_bar(1 + cw);                         // all 128 threads stored their share
-                if (leader) {
-                    __threadfence();                           // the stores, before the count
-                    last_part[cw] = atomicAdd(&flags[slice], 1) == parts - 1;
-                    if (last_part[cw]) __threadfence();        // ... and the others' stores, before our loads
-                }
-                warpgroup_bar(1 + cw);
-                if (!last_part[cw]) continue;                  // another part adds this tile up
-#pragma unroll
-                for (int i = 0; i < NACC; ++i) d[i] = __ldcg(base + i * 128);        // part 0 (ours included:
-                for (int q = 1; q < parts; ++q) {                                    // its slot holds d)
-                    const float* src = base + q * slot;
-#pragma unroll
-                    for (int i = 0; i < NACC; ++i) d[i] += __ldcg(src + i * 128);
-                }
-                if (leader) flags[slice] = 0;                   // ready for the next launch
-            }
+            release(prev);
             // rung 27: the consumer's two 64-row slices, one after the other (the others: one)
 #pragma unroll
             for (int sub = 0; sub < SUB; ++sub) {
@@ -671,8 +601,6 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                             bulk_commit();
                         }
                     }
-                } else if (!TMA_STORE) {
-                    store_slice(e, C, M, N, row, tn * BN + c0);
                 } else if (row < M) {               // (a slice below M has nothing to store)
                     // rungs 13-15: boxes of 64 rows x 128 bytes, through two 8 KB buffers per warpgroup.
                     // A box row is 128 bytes, stored with the 128-byte swizzle the tensor map expects:
@@ -730,11 +658,11 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 }
             }
         }
-        if (TMA_STORE && SUB == 1 && threadIdx.x % 128 == 0) bulk_wait0();   // stores done before the CTA leaves
+        if (SUB == 1 && threadIdx.x % 128 == 0) bulk_wait0();   // stores done before the CTA leaves
     }
     // Rung 27: the same wait, after the branches: inside the consumer's branch ptxas (CUDA 13.0) keeps half of the
     // 2 x 76 accumulators in local memory and serializes the wgmmas (-Xptxas -v: 664 bytes of spill stores).
-    if (TMA_STORE && SUB == 2 && wg > 0 && threadIdx.x % 128 == 0) bulk_wait0();   // (rung 29 too)
+    if (SUB == 2 && wg > 0 && threadIdx.x % 128 == 0) bulk_wait0();   // (rung 29 too)
     if (CLUSTER > 1) cluster_sync();                           // no CTA leaves while its peer may write to it
 }
 #endif
@@ -781,7 +709,7 @@ extern "C" __global__ void hopper_tall_tile(const __grid_constant__ TensorMap tm
     int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, 2, true, true, false, false, TALL_M, TALL_N, TALL_STAGES>(&tmA, &tmB, &tmC, C, M, N, K);
+    ws_gemm<true, TALL_M, TALL_N, TALL_STAGES>(&tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }
 
@@ -795,7 +723,7 @@ extern "C" __global__ void hopper_tall_tile_f32c(const __grid_constant__ TensorM
     int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, 2, true, false, false, false, TALL_M, TALL_N, TALL_STAGES>(&tmA, &tmB, &tmC, C, M, N, K);
+    ws_gemm<false, TALL_M, TALL_N, TALL_STAGES>(&tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }
 
@@ -823,7 +751,7 @@ extern "C" __global__ void hopper_ct_pair_n(const __grid_constant__ TensorMap tm
     int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, 2, true, true, false, false, CTN_M, HBN, HSTAGES, MBAR_WAIT, 2, true, true>(
+    ws_gemm<true, CTN_M, HBN, HSTAGES, true, true>(
         &tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }
