@@ -1,59 +1,33 @@
-// hopper_sm90a.cu -- Lesson 6 (Hopper only): rungs 17 to 31, from rung 16 to cuBLAS, one idea per rung.
+// hopper_sm90a.cu -- Lesson 6 (Hopper only): the kernels outside the ladder, which the lab measures.
 //
-// Rungs 8-16 are one complete kernel each, in kernels/hopper_rung08_sm90a.cu .. hopper_rung16_sm90a.cu
-// (B read as stored, warp specialisation, a persistent grid, an L2-aware tile order, clusters with
-// multicast, a TMA-store epilogue, FP16 C, split-K, split-K of the last wave only). The rungs here
-// start from rung 14 (FP16 C) or 13 (FP32 C) and are instances of one templated body, ws_gemm, which
-// still holds the switches of rungs 9-16 (PERSISTENT, ORDER, CLUSTER, TMA_STORE, HALF_C, SPLIT_K,
-// TAIL) that the rungs below build on:
+// Every rung of the ladder is one complete kernel in a file of its own (kernels/hopper_rungNN_sm90a.cu, rungs
+// 8-26, 29 and 30). What is left here are rungs measured slower than the ladder's (the lab registers them,
+// lab/labkit/rungs.py) and two probes, on one templated body, ws_gemm:
 //
-//   rung 17  hopper_skinny           a 64 x 128 tile, 8 stages, no split: for skinny problems
-//                                    (M = 128)
-//   rung 18  hopper_skinny_f32c      rung 17 writing FP32 C (rung 13's epilogue)
-//   rung 19  hopper_skinny_one       rung 17 with one consumer warpgroup (m64n128k16) for the whole tile
-//   rung 20  hopper_skinny_one_f32c  rung 19 writing FP32 C
-//   rung 21  hopper_skinny_hint      rung 19 whose threads wait for a stage with a suspend-time hint
-//   rung 22  hopper_skinny_hint_f32c rung 21 writing FP32 C
-//   rung 23  hopper_skinny_desc      rung 21 whose descriptors are built once and advanced by adds
-//   rung 24  hopper_skinny_desc_f32c rung 23 writing FP32 C
-//   rung 25  hopper_quad_cluster     rung 14 in clusters of 4 where rows start inside a 128-byte line:
-//                                    each CTA loads a quarter of B (chosen per shape)
-//   rung 26  hopper_quad_cluster_f32c rung 25 writing FP32 C
 //   rung 27  hopper_tall_tile        a 256-row tile whose width is chosen per shape, so that the tiles
-//                                    fill whole waves (5000^3); else rung 14's tile (not in the ladder: slower)
-//   rung 28  hopper_tall_tile_f32c   rung 27 writing FP32 C (not in the ladder)
-//   rung 29  hopper_ct_tile          C^T computed where the waves pay for it (160 x 256 tiles of C, pairs
-//                                    along M), rung 25's kernel elsewhere (chosen per shape)
-//   rung 30  hopper_ct_tile_f32c     rung 29 writing FP32 C (rung 26's kernel elsewhere)
+//                                    fill whole waves (5000^3); else rung 14's tile (slower than rung 25)
+//   rung 28  hopper_tall_tile_f32c   rung 27 writing FP32 C
 //   rung 31  hopper_ct_pair_n        cuBLAS's pairs along N: 152 x 256 C^T tiles, a cluster's two side
-//                                    by side sharing A (not in the ladder: slower than rung 29)
+//                                    by side sharing A (slower than rung 29)
+//   hopper_wgmma_rate_n64/n128/n256  how many clocks a K-tile of wgmma takes (no TMA, no barriers)
+//   hopper_cluster_probe             whether a plain launch forms the clusters __cluster_dims__ asks for
 //
-// Rungs 17-31 are instances of one templated body (ws_gemm) with compile-time switches.
-// helpers/kernels.py holds each rung's tile, boxes, cluster and C type.
-//
-// Contract (the same for every kernel here):
+// Contract (rungs 27, 28, 31):
 //   A: M x K row-major half, B: K x N row-major half, each a TMA tensor map with 128-byte swizzle
-//   and K-boxes of 64 (A's box as tall as the rung's tile: 128 rows for rungs 8-16 and 25-26,
-//   64 for 17-24, 256 for 27-28, 160 for 29-30, 80 for 31; B's boxes 64 x 64);
-//   C: M x N row-major, float, or half for the odd rungs from 14 on (FP16 C); from rung 13 C
-//   leaves through shared memory and a TMA store (its box: helpers/kernels.py, c_box);
-//   M, N, K: multiples of 8 (TMA needs 16-byte row strides); anything else is allowed: TMA
-//   fills the parts of a box outside the matrix with zeros (and still counts the whole box's
-//   bytes on the mbarrier), and the epilogue writes only elements inside C.
-//   Block tiles: 128 x 256 of C in 4 stages of 48 KB (HSTAGES) for rungs 8-16 and 25-26; 64 x 128 in
-//   8 stages of 24 KB for 17-24; 256 x 152 in 3 stages of 56 KB for 27-28; C^T tiles for 29-31.
-// Arithmetic: every output is one FP32 accumulator that walks K in order, 16 products per
-// wgmma k-step (m64nNk16), exactly as rung 7; the CPU model is
-// helpers.emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32") for every rung here, then
-// (rungs 14-16) rounded to FP16 to nearest. Rung 15 with S parts: each part is that accumulator
-// over its K range from zero, and C = fp16(((p0 + p1) + p2) + ...), FP32 adds to nearest.
-// Rung 16: the same, for the tiles of the split tail units only; every other tile is rung 14's.
+//   and K-boxes of 64 (A's box as tall as the tile: 256 rows for rungs 27-28, 80 for 31; B's boxes 64 x 64);
+//   C: M x N row-major, half (rungs 27 and 31) or float (rung 28), leaving through shared memory and a TMA
+//   store; M, N, K: multiples of 8 (TMA needs 16-byte row strides); TMA fills the parts of a box outside the
+//   matrix with zeros (and still counts the whole box's bytes on the mbarrier), and the epilogue writes only
+//   elements inside C.
+// Arithmetic: every output is one FP32 accumulator that walks K in order, 16 products per wgmma k-step
+// (m64nNk16), exactly as rung 7 (helpers.emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32")), then
+// rounded to FP16 to nearest where C is half.
 //
 // Needs sm_90a (wgmma, setmaxnreg): NVRTC -arch=sm_90a, or nvcc
 // -gencode=arch=compute_90a,code=sm_90a. Other targets compile empty kernels (make kernels-check).
 
 #include "hopper_primitives.cuh"              // smem_addr, smem_base, mbarriers, tma_load, wgmma fences, setmaxnreg
-#include "wgmma_widths.cuh"                  // wgmma m64nNk16 for widths 128 .. 248 (generated): TILE_N, rungs 27-31's
+#include "wgmma_widths.cuh"                  // wgmma m64nNk16 for widths 128 .. 248 (generated): rungs 27-31's
 
 #define HBM 128                               // rows of C per block tile
 #define HBN 256                               // columns of C per block tile
@@ -76,30 +50,23 @@ static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the s
 #define CT_EPI_BYTES (2 * 2 * CT_EPI_BOX)     // 2 consumer warpgroups x 2 buffers of 4 KB
 #define BAR_BYTES 128                         // the mbarriers (2 x HSTAGES x 8 bytes, rounded up)
 #define SMEM_SLACK 1024                       // room to round the base up to 1024 bytes (swizzle atoms)
-#define HOPPER_SMEM (HSTAGES * STAGE_BYTES + SMEM_SLACK + BAR_BYTES)                 // rungs 8-12
-#define HOPPER_STORE_SMEM (HSTAGES * STAGE_BYTES + EPI_BYTES + SMEM_SLACK + BAR_BYTES)  // rungs 13-15
-#define WS_THREADS 384                        // rungs 9-15: 3 warpgroups (1 producer, 2 consumers)
+#define WS_THREADS 384                        // 3 warpgroups (1 producer, 2 consumers)
 #ifndef GROUP_M
-#define GROUP_M 8                             // rungs 11 on: tile rows per group of the L2-aware order
+#define GROUP_M 8                             // tile rows per group of the L2-aware order
 #endif
 #ifndef CLUSTER_M
-#define CLUSTER_M 2                           // rungs 12-14, 16: CTAs per cluster, along M
+#define CLUSTER_M 2                           // hopper_cluster_probe's CTAs per cluster
 #endif
 #ifndef PRODUCER_REGS
-#define PRODUCER_REGS 40                      // rungs with two consumer warpgroups: the producer's registers after setmaxnreg.dec
+#define PRODUCER_REGS 40                      // the producer's registers after setmaxnreg.dec
 #endif
 // The consumers take what the producer gives away: the CTA's pool is the 168 registers per thread that
 // __launch_bounds__(384, 1) allows at entry, times 384 threads; each consumer gets half of the rest, in
 // steps of 8 (setmaxnreg's unit). 40 -> 232.
 #define CONSUMER_REGS ((168 * 3 - PRODUCER_REGS) / 2 / 8 * 8)
 
-// Knobs: compile-time values to change without editing the code (helpers.try_kernel(like, KNOB=value)
-// compiles this file with -DKNOB=value; helpers.tryout.KNOBS lists the values each rung allows and what
-// each teaches, rung by rung: the ranges below are where each macro is used). Every default is the rung as recorded.
-//   HSTAGES        rungs 8-16, 25-26 and 29-31: pipeline stages (4; 48 KB of shared memory each for 128 x 256)
-//   PRODUCER_REGS  rungs 9-18, 25-31: the producer's registers after setmaxnreg.dec (40); CONSUMER_REGS follows
-//   GROUP_M        rungs 11-31: tile rows per group of the L2-aware order (8)
-//   CLUSTER_M      rungs 12-14 and 16: CTAs per cluster sharing B by multicast (2; 1 = no cluster)
+// Build options (-DNAME=value; every default is the build the lab measured): HSTAGES (rung 31's stages), PRODUCER_REGS
+// (CONSUMER_REGS follows), GROUP_M, CLUSTER_M (the cluster probe's), and TALL_M, TALL_N, TALL_STAGES, CTN_M below.
 static_assert(HSTAGES >= 2 && 2 * HSTAGES * 8 <= BAR_BYTES, "HSTAGES: 2 or more, and full[] + empty[] fit BAR_BYTES");
 static_assert(PRODUCER_REGS % 8 == 0 && PRODUCER_REGS >= 24 && CONSUMER_REGS <= 256,
               "setmaxnreg takes multiples of 8 from 24 to 256");
@@ -284,27 +251,8 @@ __device__ __forceinline__ void mma_ktile_ct(float (&d)[NACC], const unsigned ch
         Wgmma<2 * NACC>::template mma<0, 1>(d, desc_mnmajor(b + ks * 16 * 128), desc_kmajor(a + ks * 32));
 }
 
-// Accumulator layout (PTX ISA, wgmma .m64nNk16 D fragments): warp w of the warpgroup holds rows
-// 16w..16w+15 of the 64 x 256 slice; lane (g = lane/4, t = lane%4) holds, for each 8-column
-// block j, d[4j], d[4j+1] at (row g, columns 8j+2t, +1) and d[4j+2], d[4j+3] at (row g+8, same).
-// Written straight from the registers, only inside C (N is a multiple of 8, so c < N covers c+1).
-template <int NACC>
-__device__ __forceinline__ void store_slice(const float (&d)[NACC], float* C, int M, int N, int row0, int col0)
-{
-    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
-    const int r = row0 + warp * 16 + lane / 4;
-#pragma unroll
-    for (int j = 0; j < NACC / 4; ++j) {
-        const int c = col0 + j * 8 + 2 * (lane % 4);
-        if (c < N) {
-            if (r < M) store2(&C[(size_t)r * N + c], d[4 * j], d[4 * j + 1]);
-            if (r + 8 < M) store2(&C[(size_t)(r + 8) * N + c], d[4 * j + 2], d[4 * j + 3]);
-        }
-    }
-}
-
-// TILE_N (rungs 25-26): the columns of a slice past its last whole box of C (a tile width that is no multiple of the box),
-// 8-column blocks j0 .. NACC / 4 - 1, written straight from the registers in store_slice's layout, only inside C
+// Rungs 27-28 (a width that is no multiple of the box): the columns of a slice past its last whole box of C,
+// 8-column blocks j0 .. NACC / 4 - 1, written straight from the registers (the accumulator's layout), only inside C
 // (a TMA box there would also write the first columns of the next tile). FP16 (HALF) as the boxes round it.
 template <bool HALF, int NACC>
 __device__ __forceinline__ void store_rest(const float (&d)[NACC], void* C, int M, int N, int row0, int col0, int j0)
@@ -328,49 +276,32 @@ __device__ __forceinline__ void store_rest(const float (&d)[NACC], void* C, int 
 
 #endif
 
-// ============================================================================ rungs 9-15
+// ============================================================================ ws_gemm
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
-enum { ORDER_PLAIN = 0, ORDER_GROUPED = 1 };
-
-
-// The tile scheduler: work unit t -> tile (tm, tn). A unit is a CLUSTER x 1 column of tiles
-// (rungs 12-13: the two CTAs of a cluster take tiles tm = 2 um and 2 um + 1, which share B).
-// Plain order walks the units row by row; grouped order walks GROUP_M tile rows column by
-// column, so the tiles being computed at one moment share fewer, more reused A rows and B columns.
-template <int ORDER, int CLUSTER>
+// The tile scheduler: work unit t -> tile (tm, tn). A unit is a CLUSTER x 1 column of tiles (the CTAs of a
+// cluster take tiles tm = CLUSTER um + rank, which share B); the units are walked GROUP_M tile rows at a time,
+// column by column (rung 11's order).
+template <int CLUSTER>
 __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 rank, int& tm, int& tn)
 {
-    int um, un;
-    if (ORDER == ORDER_PLAIN) {
-        um = t / tiles_n;
-        un = t % tiles_n;
-    } else {
-        const int group = GROUP_M / CLUSTER;                    // unit rows per group
-        const int per_group = group * tiles_n;
-        const int first = (t / per_group) * group;
-        const int rows = min(units_m - first, group);           // the last group may be shorter
-        const int in = t % per_group;
-        um = first + in % rows;
-        un = in / rows;
-    }
-    tm = um * CLUSTER + (int)rank;
-    tn = un;
+    const int group = GROUP_M / CLUSTER;                        // unit rows per group
+    const int per_group = group * tiles_n;
+    const int first = (t / per_group) * group;
+    const int rows = min(units_m - first, group);               // the last group may be shorter
+    const int in = t % per_group;
+    tm = (first + in % rows) * CLUSTER + (int)rank;
+    tn = in / rows;
 }
 
-// The warp-specialised GEMM. PERSISTENT: one CTA per SM loops over tiles (else one tile per CTA,
-// from blockIdx); ORDER: the scheduler's order; CLUSTER: CTAs per cluster sharing B by multicast;
-// TMA_STORE: the epilogue goes through shared memory and a TMA store; HALF_C: C is FP16 (rungs
-// 14-16; with TMA_STORE); SPLIT_K: K is cut into `splits` parts, each a work unit (rung 15).
-// Work units: t = part * (units of one part) + tile, so the parts of one tile go to different CTAs
-// and run at the same time; no part waits for another (the last to finish adds them up).
-// TAIL (rung 16, with SPLIT_K): only the units past the last whole wave are split. Units t < dp are
-// whole (t is the unit of tiles, all of K); unit dp + u is part u / tail of tail unit dp + u % tail
-// (tail = the units left after dp), so each CTA runs its whole waves and then one part.
+// The warp-specialised GEMM of rungs 27, 28 and 31 (rung 14's kernel with their tiles): a persistent grid in
+// clusters of 2 whose CTAs share B (rung 31: A) by multicast, the grouped tile order, the epilogue through shared
+// memory and TMA stores. HALF_C: C is FP16; BM x BN: the tile; STAGES: the ring; CT: the tile computed as C^T
+// (rung 29's orientation); PAIR_N: a cluster's two tiles side by side along N.
 template <bool HALF_C, int BM, int BN, int STAGES, bool CT = false, bool PAIR_N = false>
 __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC,
                                         void* __restrict__ Cout, int M, int N, int K)
 {
-    constexpr int ORDER = ORDER_GROUPED, CLUSTER = 2, WAIT = MBAR_WAIT;
+    constexpr int CLUSTER = 2, WAIT = MBAR_WAIT;
     // The block tile (rung 17: BM x BN = 64 x 128) and what follows from it. A consumer warpgroup owns a
     // 64-row slice of SN columns: with 128 rows the two consumers take rows 0-63 and 64-127 of all BN
     // columns; with 64 rows they take columns 0 .. BN/2 - 1 and BN/2 .. BN - 1 of all 64 rows.
@@ -413,10 +344,10 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     // unit of tiles -> this CTA's tile (tm, tn)
     auto locate = [&](int tile, int& tm, int& tn) {
         if constexpr (PAIR_N) {
-            tile_of<ORDER, 1>(tile, units_m, units_n, 0, tm, tn);
+            tile_of<1>(tile, units_m, units_n, 0, tm, tn);
             tn = 2 * tn + (int)rank;
         } else {
-            tile_of<ORDER, CLUSTER>(tile, units_m, tiles_n, rank, tm, tn);
+            tile_of<CLUSTER>(tile, units_m, tiles_n, rank, tm, tn);
         }
     };
     // the work units this CTA computes: t = first, first + step, ... (< units)
