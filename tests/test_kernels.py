@@ -169,7 +169,6 @@ def test_check_is_check_gemm_with_the_entrys_formats(monkeypatch):
 
 # --------------------------------------------------------------------------- lesson 6's rungs (kernels/hopper_rungNN_sm90a.cu)
 HOPPER_CU = KERNEL_DIR / "hopper_sm90a.cu"
-HSRC = HOPPER_CU.read_text()
 
 
 def _hdefine(name):
@@ -229,18 +228,6 @@ def test_lesson6_constants_match_the_kernel_file():
             continue
         assert r.tma_boxes[0] == (bm, bk) and r.tma_boxes[1] == (bk, box)
         assert r.dyn_smem == (K.HOPPER_STORE_SMEM if r.c_box else K.HOPPER_SMEM)
-
-
-def _kernel_comment(name, src=HSRC):
-    """The comment block right above a kernel's first declaration."""
-    i = src.index(f" {name}(")
-    block = src[:src.rfind("\n", 0, src.rfind("extern", 0, i))]
-    lines = []
-    for ln in reversed(block.splitlines()):
-        if not ln.startswith("//"):
-            break
-        lines.append(ln)
-    return "\n".join(reversed(lines))
 
 
 def test_each_kernel_says_its_one_idea_and_the_registrys_prediction():
