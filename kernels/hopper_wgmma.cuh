@@ -4,7 +4,8 @@
 // m64n256k16 instruction (and its 128- and 64-column forms for the skinny tile of rungs 17-24), and the FP16
 // epilogue's pack and stmatrix.
 // Each rung file (lesson 5's kernels/ladder_sm90a.cu, lesson 6's kernels/hopper_rungNN_sm90a.cu) includes this
-// header and nothing else of the course; lesson 7's FP8 files include it through fp8_wgmma.cuh.
+// header and nothing else of the course but, for rungs 25-30's tiles, the generated wgmma_widths.cuh; lesson 7's
+// FP8 files include it through fp8_wgmma.cuh.
 
 #pragma once
 
