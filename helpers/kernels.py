@@ -297,14 +297,15 @@ WGMMA_SMEM = 4 * (128 * 64 + 256 * 64) * 2 + 1024 + 64    # LADDER7_SMEM in kern
 
 HOPPER_FILE = "hopper_sm90a.cu"
 HOPPER_STAGE = (128 * 64 + 64 * 256) * 2                  # bytes of A and B per pipeline stage (48 KB)
-HOPPER_SMEM = 4 * HOPPER_STAGE + 1024 + 128               # HOPPER_SMEM in kernels/hopper_sm90a.cu: 4 stages
-HOPPER_STORE_SMEM = HOPPER_SMEM + 2 * 2 * 64 * 32 * 4     # HOPPER_STORE_SMEM: + 2 x 2 C boxes of 64 x 32 FP32
+HOPPER_SMEM = 4 * HOPPER_STAGE + 1024 + 128               # rungs 8-12: 4 stages, slack and barriers
+HOPPER_STORE_SMEM = HOPPER_SMEM + 2 * 2 * 64 * 32 * 4     # rungs 13 on: + 2 x 2 C boxes of 64 x 32 FP32
 SKINNY_STAGE = (64 * 64 + 64 * 128) * 2                   # rung 17: A and B per stage of a 64 x 128 tile (24 KB)
-SKINNY_STAGES = 8                                        # SKINNY_STAGES in kernels/hopper_sm90a.cu
+SKINNY_STAGES = 8                                        # SKINNY_STAGES in kernels/hopper_rung17_sm90a.cu ..
 
 
 def skinny_smem(stages: int = SKINNY_STAGES) -> int:
-    """SKINNY_SMEM in kernels/hopper_sm90a.cu: the ring, rung 13's epilogue buffers, slack and barriers."""
+    """Dynamic shared memory of rungs 17-24 with `stages` stages: the ring, rung 13's epilogue buffers, slack and
+    barriers."""
     return stages * SKINNY_STAGE + (HOPPER_STORE_SMEM - 4 * HOPPER_STAGE)
 
 
@@ -330,19 +331,24 @@ def _classic_rung(rung: int, name: str, idea: str, gain: float, why: str, **kw) 
                       predicted_gain=gain, why=why, **kw)
 
 
+# Lesson 6's rungs, one complete kernel per file (kernels/hopper_rungNN_sm90a.cu); kernels/hopper_sm90a.cu (HOPPER_FILE)
+# keeps the lab's rungs 27, 28 and 31 (lab/labkit/rungs.py) and two probes
+RUNG_FILES = (*range(8, 27), 29, 30)
+
+
 def hopper_rung_file(rung: int) -> str:
-    """The file of one of lesson 6's main-path rungs (8-16): one complete kernel per file."""
+    """The file of one of lesson 6's rungs (RUNG_FILES): one complete kernel per file."""
     return f"hopper_rung{rung:02d}_sm90a.cu"
 
 
 def _hopper_rung(rung: int, name: str, idea: str, gain: float, threads: int = 384, dyn_smem: int = HOPPER_SMEM,
                  emulate: Callable = _fp16_fp32acc, block_tile: tuple = (128, 256),
                  tma_boxes: tuple = ((128, 64), (64, 64)), **kw) -> GemmKernel:
-    """Rungs 8 on (lesson 6; rungs 8-16 each in its own kernels/hopper_rungNN_sm90a.cu, the others in
+    """Rungs 8 on (lesson 6; each rung of RUNG_FILES in its own kernels/hopper_rungNN_sm90a.cu, the lab's in
     kernels/hopper_sm90a.cu): a 128 x 256 block tile, K-tiles of 64; A and row-major B through TMA tensor maps (TMA
     fills what lies outside the matrices with zeros, so M, N, K need only be multiples of 8: 16-byte rows); FP16 in,
     FP32 accumulators walking K in order 16 at a time (rung 7's arithmetic); sm_90a only, in a child process."""
-    file = hopper_rung_file(rung) if 8 <= rung <= 16 else HOPPER_FILE
+    file = hopper_rung_file(rung) if rung in RUNG_FILES else HOPPER_FILE
     return GemmKernel(name=name, file=file, inputs="fp16", acc="fp32", acc_rounding="truncate",
                       acc_block=16, emulate=emulate, block=(threads, 1), block_tile=block_tile, tile_mn=8,
                       tile_k=8, min_cc=(9, 0), only_cc=(9, 0), dyn_smem=dyn_smem, tma_boxes=tma_boxes,
@@ -411,8 +417,8 @@ KERNELS: dict[str, GemmKernel] = _registry([
                why="Hopper's warpgroup MMA reads A and B from shared memory at a rate mma.sync cannot reach; "
                    "the copy engine fills a 128x256 tile (bytes per FLOP scale with 1/BM + 1/BN: 3/4 of "
                    "128x128's) with one thread"),
-    # Lesson 6: from rung 7 to cuBLAS (Hopper only), one idea per rung: rungs 8-16 one file each
-    # (kernels/hopper_rungNN_sm90a.cu), rungs 17 on in kernels/hopper_sm90a.cu; each kernel's comment gives the
+    # Lesson 6: from rung 7 to cuBLAS (Hopper only), one idea per rung, one file each
+    # (kernels/hopper_rungNN_sm90a.cu); each kernel's comment gives the
     # reasoning behind its predicted gain.
     _hopper_rung(8, "hopper_b_rowmajor", "B read as stored (wgmma transpose bit)", 1.3, threads=256),
     _hopper_rung(9, "hopper_warp_specialized", "warp specialisation: producer + 2 consumers, mbarrier ring", 1.2),

@@ -1,7 +1,7 @@
 """The compile-time knobs of the ladder's rungs, as data, and the registry entry a setting of them builds.
 
-``KNOBS`` lists the knobs of rungs 2-6 (kernels/ladder.cu) and 8-30 (kernels/hopper_rungNN_sm90a.cu for rungs 8-16,
-kernels/hopper_sm90a.cu from 17): the macro each sets,
+``KNOBS`` lists the knobs of rungs 2-6 (kernels/ladder.cu) and 8-30 (kernels/hopper_rungNN_sm90a.cu): the macro each
+sets,
 its allowed values, its default (the rung as recorded) and what changing it teaches (``knob_table()``: as rows).
 ``validate_knobs`` checks a setting before anything is compiled, and ``variant_entry`` derives the variant's registry
 entry (its shared memory, K multiple, cluster and tile). helpers.tryout compiles and times a variant.
@@ -72,7 +72,7 @@ _LDMATRIX = Knob("LDMATRIX", "LDMATRIX", (0, 1), 1,
                  "loads per register, along a column of Bs)")
 
 # Lesson 6 (sm_90a): each macro is a knob of every rung file that defines it (kernels/hopper_rungNN_sm90a.cu, rungs
-# 8-16) and of kernels/hopper_sm90a.cu (rungs 17 on). Not knobs: the K-tile (64 halves: one 128-byte swizzle row, which
+# 8-30). Not knobs: the K-tile (64 halves: one 128-byte swizzle row, which
 # the boxes, descriptors and swizzle follow), the two consumer warpgroups, the tile order and the epilogue (what a
 # rung's own code does).
 _HSTAGES = Knob("STAGES", "HSTAGES", (2, 3, 4), 4,

@@ -235,6 +235,12 @@ def kernel_resources(key, source: str | None = None, options: tuple = ()) -> dic
             "smem": int(k.shared_size_bytes) + int(spec.dyn_smem), "spills": int(k.local_size_bytes)}
 
 
+def source_with(source: str | None, spec: GemmKernel) -> str | None:
+    """`source` where it defines spec's kernel, else None (spec's own file): a per-shape build may be another rung's
+    kernel (rung 29's orientation_build builds rung 25's), which an edited copy of the asked rung's file lacks."""
+    return source if source is None or re.search(rf"\b{spec.name}\s*\(", source) else None
+
+
 def per_shape_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_bytes: int, source: str | None = None,
                     options: tuple = ()) -> tuple:
     """(entry, NVRTC options) of rung 25 or 26 for an M x N problem whose rows of A and B are a_row_bytes and
@@ -256,16 +262,17 @@ def orientation_build(spec: GemmKernel, M: int, N: int, a_row_bytes: int, b_row_
     options = tuple(options)
     base = entry_for_options(ALL_RUNGS[spec.base], options)     # a variant's knobs apply to rung 25's (26's) build too
     pair, pair_opts = per_shape_pair(base, options)
+    base_source = source_with(source, base)                     # an edited rung 29 (30) file has no rung 25 (26)
     # a GROUP_M that is no multiple of 4 (rung 29's knob allows 2) leaves rung 25 no clusters of 4: its kernel would
     # trap (a group must hold whole units of 4 tile rows), so only its clusters of 2 are weighed and built
     groups = [int(m[1]) for o in options if (m := re.fullmatch(r"-DGROUP_M=(\d+)", o))]
     quad = not groups or groups[-1] % 4 == 0
-    fits = lambda: (resident_blocks(base, source, options)[0] // 4 if quad else None,        # noqa: E731
-                    resident_blocks(pair, source, pair_opts)[0] // 2,
+    fits = lambda: (resident_blocks(base, base_source, options)[0] // 4 if quad else None,   # noqa: E731
+                    resident_blocks(pair, base_source, pair_opts)[0] // 2,
                     resident_blocks(spec, source, options)[0] // 2)
     if ct_waves_ratio(M, N, a_row_bytes, b_row_bytes, fits, spec.block_tile[0]) >= CT_GAIN:
         return spec, options
-    return per_shape_build(base, M, N, a_row_bytes, b_row_bytes, source, options) if quad else (pair, pair_opts)
+    return per_shape_build(base, M, N, a_row_bytes, b_row_bytes, base_source, options) if quad else (pair, pair_opts)
 
 
 def per_shape_pair(spec: GemmKernel, options: tuple = ()) -> tuple:
@@ -312,7 +319,8 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
                              f"{c}-CTA clusters.", "leave ctas out (as many CTAs as fit at once), or pass e.g. "
                              "ctas=128 with a persistent rung.")
     spec, A, B, (M, N, K), (Mp, Np, Kp) = prepare(key, A, B, pad)
-    spec, options = build_for(spec, Mp, Np, A.shape[1] * A.itemsize, B.strides[0], source, options)  # A: contiguous
+    built, options = build_for(spec, Mp, Np, A.shape[1] * A.itemsize, B.strides[0], source, options)  # A: contiguous
+    source, spec = source_with(source, built), built   # (rung 29 building rung 25's kernel: from its own file)
     var = _variant(source, options)
     kern = gpu_kernel(spec, **var)
     C = cupy.full((Mp, Np), np.nan, dtype=spec.out_dtype)

@@ -1,84 +1,37 @@
-// hopper_sm90a.cu -- Lesson 6 (Hopper only): rungs 17 to 31, from rung 16 to cuBLAS, one idea per rung.
+// hopper_sm90a.cu -- Lesson 6 (Hopper only): the kernels outside the ladder, which the lab measures.
 //
-// Rungs 8-16 are one complete kernel each, in kernels/hopper_rung08_sm90a.cu .. hopper_rung16_sm90a.cu
-// (B read as stored, warp specialisation, a persistent grid, an L2-aware tile order, clusters with
-// multicast, a TMA-store epilogue, FP16 C, split-K, split-K of the last wave only). The rungs here
-// start from rung 14 (FP16 C) or 13 (FP32 C) and are instances of one templated body, ws_gemm, which
-// still holds the switches of rungs 9-16 (PERSISTENT, ORDER, CLUSTER, TMA_STORE, HALF_C, SPLIT_K,
-// TAIL) that the rungs below build on:
+// Every rung of the ladder is one complete kernel in a file of its own (kernels/hopper_rungNN_sm90a.cu, rungs
+// 8-26, 29 and 30). What is left here are rungs measured slower than the ladder's (the lab registers them,
+// lab/labkit/rungs.py) and two probes, on one templated body, ws_gemm:
 //
-//   rung 17  hopper_skinny           a 64 x 128 tile, 8 stages, no split: for skinny problems
-//                                    (M = 128)
-//   rung 18  hopper_skinny_f32c      rung 17 writing FP32 C (rung 13's epilogue)
-//   rung 19  hopper_skinny_one       rung 17 with one consumer warpgroup (m64n128k16) for the whole tile
-//   rung 20  hopper_skinny_one_f32c  rung 19 writing FP32 C
-//   rung 21  hopper_skinny_hint      rung 19 whose threads wait for a stage with a suspend-time hint
-//   rung 22  hopper_skinny_hint_f32c rung 21 writing FP32 C
-//   rung 23  hopper_skinny_desc      rung 21 whose descriptors are built once and advanced by adds
-//   rung 24  hopper_skinny_desc_f32c rung 23 writing FP32 C
-//   rung 25  hopper_quad_cluster     rung 14 in clusters of 4 where rows start inside a 128-byte line:
-//                                    each CTA loads a quarter of B (chosen per shape)
-//   rung 26  hopper_quad_cluster_f32c rung 25 writing FP32 C
 //   rung 27  hopper_tall_tile        a 256-row tile whose width is chosen per shape, so that the tiles
-//                                    fill whole waves (5000^3); else rung 14's tile (not in the ladder: slower)
-//   rung 28  hopper_tall_tile_f32c   rung 27 writing FP32 C (not in the ladder)
-//   rung 29  hopper_ct_tile          C^T computed where the waves pay for it (160 x 256 tiles of C, pairs
-//                                    along M), rung 25's kernel elsewhere (chosen per shape)
-//   rung 30  hopper_ct_tile_f32c     rung 29 writing FP32 C (rung 26's kernel elsewhere)
+//                                    fill whole waves (5000^3); else rung 14's tile (slower than rung 25)
+//   rung 28  hopper_tall_tile_f32c   rung 27 writing FP32 C
 //   rung 31  hopper_ct_pair_n        cuBLAS's pairs along N: 152 x 256 C^T tiles, a cluster's two side
-//                                    by side sharing A (not in the ladder: slower than rung 29)
+//                                    by side sharing A (slower than rung 29)
+//   hopper_wgmma_rate_n64/n128/n256  how many clocks a K-tile of wgmma takes (no TMA, no barriers)
+//   hopper_cluster_probe             whether a plain launch forms the clusters __cluster_dims__ asks for
 //
-// Rungs 17-31 are instances of one templated body (ws_gemm) with compile-time switches.
-// helpers/kernels.py holds each rung's tile, boxes, cluster and C type.
-//
-// Contract (the same for every kernel here):
+// Contract (rungs 27, 28, 31):
 //   A: M x K row-major half, B: K x N row-major half, each a TMA tensor map with 128-byte swizzle
-//   and K-boxes of 64 (A's box as tall as the rung's tile: 128 rows for rungs 8-16 and 25-26,
-//   64 for 17-24, 256 for 27-28, 160 for 29-30, 80 for 31; B's boxes 64 x 64);
-//   C: M x N row-major, float, or half for the odd rungs from 14 on (FP16 C); from rung 13 C
-//   leaves through shared memory and a TMA store (its box: helpers/kernels.py, c_box);
-//   M, N, K: multiples of 8 (TMA needs 16-byte row strides); anything else is allowed: TMA
-//   fills the parts of a box outside the matrix with zeros (and still counts the whole box's
-//   bytes on the mbarrier), and the epilogue writes only elements inside C.
-//   Block tiles: 128 x 256 of C in 4 stages of 48 KB (HSTAGES) for rungs 8-16 and 25-26; 64 x 128 in
-//   8 stages of 24 KB for 17-24; 256 x 152 in 3 stages of 56 KB for 27-28; C^T tiles for 29-31.
-// Arithmetic: every output is one FP32 accumulator that walks K in order, 16 products per
-// wgmma k-step (m64nNk16), exactly as rung 7; the CPU model is
-// helpers.emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32") for every rung here, then
-// (rungs 14-16) rounded to FP16 to nearest. Rung 15 with S parts: each part is that accumulator
-// over its K range from zero, and C = fp16(((p0 + p1) + p2) + ...), FP32 adds to nearest.
-// Rung 16: the same, for the tiles of the split tail units only; every other tile is rung 14's.
+//   and K-boxes of 64 (A's box as tall as the tile: 256 rows for rungs 27-28, 80 for 31; B's boxes 64 x 64);
+//   C: M x N row-major, half (rungs 27 and 31) or float (rung 28), leaving through shared memory and a TMA
+//   store; M, N, K: multiples of 8 (TMA needs 16-byte row strides); TMA fills the parts of a box outside the
+//   matrix with zeros (and still counts the whole box's bytes on the mbarrier), and the epilogue writes only
+//   elements inside C.
+// Arithmetic: every output is one FP32 accumulator that walks K in order, 16 products per wgmma k-step
+// (m64nNk16), exactly as rung 7 (helpers.emulate.tensor_core_gemm(A, B, inputs="fp16", acc="fp32")), then
+// rounded to FP16 to nearest where C is half.
 //
 // Needs sm_90a (wgmma, setmaxnreg): NVRTC -arch=sm_90a, or nvcc
 // -gencode=arch=compute_90a,code=sm_90a. Other targets compile empty kernels (make kernels-check).
 
 #include "hopper_primitives.cuh"              // smem_addr, smem_base, mbarriers, tma_load, wgmma fences, setmaxnreg
-#include "wgmma_widths.cuh"                  // wgmma m64nNk16 for widths 128 .. 248 (generated): TILE_N, rungs 27-31's
+#include "wgmma_widths.cuh"                  // wgmma m64nNk16 for widths 128 .. 248 (generated): rungs 27-31's
 
 #define HBM 128                               // rows of C per block tile
 #define HBN 256                               // columns of C per block tile
 #define HBK 64                                // K per pipeline stage: 64 halves = 128 bytes = one swizzle row
-// DESC_ADD, a build option of ws_gemm for rungs 9-22 (0 in every rung as built): 1 builds each consumer's
-// descriptors once and advances them by adds (hopper_primitives.cuh, desc_plus), as rungs 23-24 do.
-#ifndef DESC_ADD
-#define DESC_ADD 0
-#endif
-// TILE_ORDER, a build option of the tile scheduler (0 in every rung as built): 1 walks the units along a Hilbert
-// curve (hilbert_unit) where the grid of units is square with a power-of-two side (128 x 256 tiles in clusters of 2:
-// 16 x 16 units at 4096^3, 32 x 32 at 8192^3), the grouped order elsewhere. The units in flight then form a
-// near-square patch of the grid, which holds fewer bytes of A and B at once than a group of 8 tile rows.
-#ifndef TILE_ORDER
-#define TILE_ORDER 0
-#endif
-#if TILE_ORDER != 0 && TILE_ORDER != 1
-#error "TILE_ORDER is 0 (the grouped order, as recorded) or 1 (Hilbert order where the unit grid allows it)"
-#endif
-// WG_UNIFORM, a build option of ws_gemm (0 in every rung as built): 1 broadcasts the warpgroup index from lane 0
-// (__shfl_sync), so the compiler knows it is the same in every lane and keeps the wgmma descriptors in uniform
-// registers, as lesson 7's fp8 kernels do.
-#ifndef WG_UNIFORM
-#define WG_UNIFORM 0
-#endif
 #ifndef HSTAGES
 #define HSTAGES 4                             // pipeline stages (a knob, see below)
 #endif
@@ -97,30 +50,23 @@ static_assert(64 * EPI_HCOLS * 2 == EPI_BOX_BYTES, "an FP16 box of C fills the s
 #define CT_EPI_BYTES (2 * 2 * CT_EPI_BOX)     // 2 consumer warpgroups x 2 buffers of 4 KB
 #define BAR_BYTES 128                         // the mbarriers (2 x HSTAGES x 8 bytes, rounded up)
 #define SMEM_SLACK 1024                       // room to round the base up to 1024 bytes (swizzle atoms)
-#define HOPPER_SMEM (HSTAGES * STAGE_BYTES + SMEM_SLACK + BAR_BYTES)                 // rungs 8-12
-#define HOPPER_STORE_SMEM (HSTAGES * STAGE_BYTES + EPI_BYTES + SMEM_SLACK + BAR_BYTES)  // rungs 13-15
-#define WS_THREADS 384                        // rungs 9-15: 3 warpgroups (1 producer, 2 consumers)
+#define WS_THREADS 384                        // 3 warpgroups (1 producer, 2 consumers)
 #ifndef GROUP_M
-#define GROUP_M 8                             // rungs 11 on: tile rows per group of the L2-aware order
+#define GROUP_M 8                             // tile rows per group of the L2-aware order
 #endif
 #ifndef CLUSTER_M
-#define CLUSTER_M 2                           // rungs 12-14, 16: CTAs per cluster, along M
+#define CLUSTER_M 2                           // hopper_cluster_probe's CTAs per cluster
 #endif
 #ifndef PRODUCER_REGS
-#define PRODUCER_REGS 40                      // rungs with two consumer warpgroups: the producer's registers after setmaxnreg.dec
+#define PRODUCER_REGS 40                      // the producer's registers after setmaxnreg.dec
 #endif
 // The consumers take what the producer gives away: the CTA's pool is the 168 registers per thread that
 // __launch_bounds__(384, 1) allows at entry, times 384 threads; each consumer gets half of the rest, in
 // steps of 8 (setmaxnreg's unit). 40 -> 232.
 #define CONSUMER_REGS ((168 * 3 - PRODUCER_REGS) / 2 / 8 * 8)
 
-// Knobs: compile-time values to change without editing the code (helpers.try_kernel(like, KNOB=value)
-// compiles this file with -DKNOB=value; helpers.tryout.KNOBS lists the values each rung allows and what
-// each teaches, rung by rung: the ranges below are where each macro is used). Every default is the rung as recorded.
-//   HSTAGES        rungs 8-16, 25-26 and 29-31: pipeline stages (4; 48 KB of shared memory each for 128 x 256)
-//   PRODUCER_REGS  rungs 9-18, 25-31: the producer's registers after setmaxnreg.dec (40); CONSUMER_REGS follows
-//   GROUP_M        rungs 11-31: tile rows per group of the L2-aware order (8)
-//   CLUSTER_M      rungs 12-14 and 16: CTAs per cluster sharing B by multicast (2; 1 = no cluster)
+// Build options (-DNAME=value; every default is the build the lab measured): HSTAGES (rung 31's stages), PRODUCER_REGS
+// (CONSUMER_REGS follows), GROUP_M, CLUSTER_M (the cluster probe's), and TALL_M, TALL_N, TALL_STAGES, CTN_M below.
 static_assert(HSTAGES >= 2 && 2 * HSTAGES * 8 <= BAR_BYTES, "HSTAGES: 2 or more, and full[] + empty[] fit BAR_BYTES");
 static_assert(PRODUCER_REGS % 8 == 0 && PRODUCER_REGS >= 24 && CONSUMER_REGS <= 256,
               "setmaxnreg takes multiples of 8 from 24 to 256");
@@ -294,17 +240,6 @@ __device__ __forceinline__ void mma_ktile(float (&d)[NACC], const unsigned char*
         wgmma_slice(d, desc_kmajor(a + ks * 32), desc_mnmajor(b + ks * 16 * 128));
 }
 
-// The same K-tile from descriptors built once (DESC_ADD): a0, b0 are the slice's descriptors in stage 0, and
-// a16, b16 how far this stage lies beyond stage 0, in units of 16 bytes; each k-step adds 32 bytes of A (2) and
-// 16 k-rows of B (2048 bytes: 128).
-template <int NACC>
-__device__ __forceinline__ void mma_ktile_at(float (&d)[NACC], DescBase a0, DescBase b0, u32 a16, u32 b16)
-{
-#pragma unroll
-    for (int ks = 0; ks < HBK / 16; ++ks)
-        wgmma_slice(d, desc_plus(a0, a16 + ks * 2), desc_plus(b0, b16 + ks * 128));
-}
-
 // Rung 29 (C^T): one K-tile of a 64-column slice of C, computed as its transpose D' = B^T A^T (64 x BM): wgmma's A is
 // the slice's box of B (64 k-rows x 64 columns, read MN-major: the transpose bit of A), its B is the tile's BM rows of
 // A (K-major, BM = 2 NACC). b: the box in this stage; a: the A stage.
@@ -316,27 +251,8 @@ __device__ __forceinline__ void mma_ktile_ct(float (&d)[NACC], const unsigned ch
         Wgmma<2 * NACC>::template mma<0, 1>(d, desc_mnmajor(b + ks * 16 * 128), desc_kmajor(a + ks * 32));
 }
 
-// Accumulator layout (PTX ISA, wgmma .m64nNk16 D fragments): warp w of the warpgroup holds rows
-// 16w..16w+15 of the 64 x 256 slice; lane (g = lane/4, t = lane%4) holds, for each 8-column
-// block j, d[4j], d[4j+1] at (row g, columns 8j+2t, +1) and d[4j+2], d[4j+3] at (row g+8, same).
-// Written straight from the registers, only inside C (N is a multiple of 8, so c < N covers c+1).
-template <int NACC>
-__device__ __forceinline__ void store_slice(const float (&d)[NACC], float* C, int M, int N, int row0, int col0)
-{
-    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
-    const int r = row0 + warp * 16 + lane / 4;
-#pragma unroll
-    for (int j = 0; j < NACC / 4; ++j) {
-        const int c = col0 + j * 8 + 2 * (lane % 4);
-        if (c < N) {
-            if (r < M) store2(&C[(size_t)r * N + c], d[4 * j], d[4 * j + 1]);
-            if (r + 8 < M) store2(&C[(size_t)(r + 8) * N + c], d[4 * j + 2], d[4 * j + 3]);
-        }
-    }
-}
-
-// TILE_N (rungs 25-26): the columns of a slice past its last whole box of C (a tile width that is no multiple of the box),
-// 8-column blocks j0 .. NACC / 4 - 1, written straight from the registers in store_slice's layout, only inside C
+// Rungs 27-28 (a width that is no multiple of the box): the columns of a slice past its last whole box of C,
+// 8-column blocks j0 .. NACC / 4 - 1, written straight from the registers (the accumulator's layout), only inside C
 // (a TMA box there would also write the first columns of the next tile). FP16 (HALF) as the boxes round it.
 template <bool HALF, int NACC>
 __device__ __forceinline__ void store_rest(const float (&d)[NACC], void* C, int M, int N, int row0, int col0, int j0)
@@ -360,91 +276,32 @@ __device__ __forceinline__ void store_rest(const float (&d)[NACC], void* C, int 
 
 #endif
 
-// ============================================================================ rungs 9-15
+// ============================================================================ ws_gemm
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
-enum { ORDER_PLAIN = 0, ORDER_GROUPED = 1 };
-
-#if TILE_ORDER == 1
-// Point d of the Hilbert curve that fills an n x n grid (n a power of two), as (x, y): built from the smallest
-// square up, two bits of d per level. At each level the curve visits the four quadrants of a 2s x 2s square in the
-// order (0,0), (0,1), (1,1), (1,0) of (x / s, y / s); in the first it is turned over the diagonal, in the last
-// over the other diagonal, so that each quadrant's path ends next to where the next one's starts.
-__device__ __forceinline__ void hilbert_unit(int n, int d, int& x, int& y)
-{
-    x = y = 0;
-    for (int s = 1; s < n; s *= 2, d /= 4) {
-        const int qx = (d / 2) & 1, qy = (d ^ qx) & 1;          // the quadrant of the 2s x 2s square
-        if (qy == 0) {                                          // quadrants (0,0) and (1,0): turned over
-            if (qx == 1) { x = s - 1 - x; y = s - 1 - y; }
-            const int keep = x; x = y; y = keep;
-        }
-        x += s * qx;
-        y += s * qy;
-    }
-}
-
-// TILE_ORDER=1's scheduler: unit t -> tile (tm, tn) along the Hilbert curve, where the rung walks the grouped order
-// (`grouped`) and the grid of units is square with a power-of-two side; false (nothing set) elsewhere, for tile_of.
-__device__ __forceinline__ bool hilbert_tile(bool grouped, int cluster, int t, int units_m, int tiles_n, u32 rank,
-                                             int& tm, int& tn)
-{
-    if (!grouped || units_m != tiles_n || (units_m & (units_m - 1)) != 0) return false;
-    int um, un;
-    hilbert_unit(units_m, t, un, um);                           // x: the unit column, y: the unit row
-    tm = um * cluster + (int)rank;
-    tn = un;
-    return true;
-}
-#endif
-
-// The tile scheduler: work unit t -> tile (tm, tn). A unit is a CLUSTER x 1 column of tiles
-// (rungs 12-13: the two CTAs of a cluster take tiles tm = 2 um and 2 um + 1, which share B).
-// Plain order walks the units row by row; grouped order walks GROUP_M tile rows column by
-// column, so the tiles being computed at one moment share fewer, more reused A rows and B columns.
-template <int ORDER, int CLUSTER>
+// The tile scheduler: work unit t -> tile (tm, tn). A unit is a CLUSTER x 1 column of tiles (the CTAs of a
+// cluster take tiles tm = CLUSTER um + rank, which share B); the units are walked GROUP_M tile rows at a time,
+// column by column (rung 11's order).
+template <int CLUSTER>
 __device__ __forceinline__ void tile_of(int t, int units_m, int tiles_n, u32 rank, int& tm, int& tn)
 {
-    int um, un;
-#if TILE_ORDER == 1
-    if (hilbert_tile(ORDER == ORDER_GROUPED, CLUSTER, t, units_m, tiles_n, rank, tm, tn)) return;   // (TILE_ORDER)
-#endif
-    if (ORDER == ORDER_PLAIN) {
-        um = t / tiles_n;
-        un = t % tiles_n;
-    } else {
-        const int group = GROUP_M / CLUSTER;                    // unit rows per group
-        const int per_group = group * tiles_n;
-        const int first = (t / per_group) * group;
-        const int rows = min(units_m - first, group);           // the last group may be shorter
-        const int in = t % per_group;
-        um = first + in % rows;
-        un = in / rows;
-    }
-    tm = um * CLUSTER + (int)rank;
-    tn = un;
+    const int group = GROUP_M / CLUSTER;                        // unit rows per group
+    const int per_group = group * tiles_n;
+    const int first = (t / per_group) * group;
+    const int rows = min(units_m - first, group);               // the last group may be shorter
+    const int in = t % per_group;
+    tm = (first + in % rows) * CLUSTER + (int)rank;
+    tn = in / rows;
 }
 
-// The warp-specialised GEMM. PERSISTENT: one CTA per SM loops over tiles (else one tile per CTA,
-// from blockIdx); ORDER: the scheduler's order; CLUSTER: CTAs per cluster sharing B by multicast;
-// TMA_STORE: the epilogue goes through shared memory and a TMA store; HALF_C: C is FP16 (rungs
-// 14-16; with TMA_STORE); SPLIT_K: K is cut into `splits` parts, each a work unit (rung 15).
-// Work units: t = part * (units of one part) + tile, so the parts of one tile go to different CTAs
-// and run at the same time; no part waits for another (the last to finish adds them up).
-// TAIL (rung 16, with SPLIT_K): only the units past the last whole wave are split. Units t < dp are
-// whole (t is the unit of tiles, all of K); unit dp + u is part u / tail of tail unit dp + u % tail
-// (tail = the units left after dp), so each CTA runs its whole waves and then one part.
-template <bool PERSISTENT, int ORDER, int CLUSTER, bool TMA_STORE, bool HALF_C = false, bool SPLIT_K = false,
-          bool TAIL = false, int BM = HBM, int BN = HBN, int STAGES = HSTAGES, int WAIT = MBAR_WAIT,
-          int CONSUMERS = 2, int DESC = DESC_ADD, bool CT = false, bool PAIR_N = false>
+// The warp-specialised GEMM of rungs 27, 28 and 31 (rung 14's kernel with their tiles): a persistent grid in
+// clusters of 2 whose CTAs share B (rung 31: A) by multicast, the grouped tile order, the epilogue through shared
+// memory and TMA stores. HALF_C: C is FP16; BM x BN: the tile; STAGES: the ring; CT: the tile computed as C^T
+// (rung 29's orientation); PAIR_N: a cluster's two tiles side by side along N.
+template <bool HALF_C, int BM, int BN, int STAGES, bool CT = false, bool PAIR_N = false>
 __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC,
-                                        void* __restrict__ Cout, int M, int N, int K,
-                                        float* __restrict__ partial = nullptr, int* __restrict__ flags = nullptr,
-                                        int splits = 1, int dp = 0)
+                                        void* __restrict__ Cout, int M, int N, int K)
 {
-    static_assert(!HALF_C || TMA_STORE, "the FP16 epilogue is a TMA store");
-    static_assert(!SPLIT_K || (HALF_C && (CLUSTER == 1 || TAIL) && PERSISTENT),
-                  "split-K: rung 14's epilogue; no cluster unless only the tail is split");
-    static_assert(!TAIL || SPLIT_K, "the tail split is a split-K");
+    constexpr int CLUSTER = 2, WAIT = MBAR_WAIT;
     // The block tile (rung 17: BM x BN = 64 x 128) and what follows from it. A consumer warpgroup owns a
     // 64-row slice of SN columns: with 128 rows the two consumers take rows 0-63 and 64-127 of all BN
     // columns; with 64 rows they take columns 0 .. BN/2 - 1 and BN/2 .. BN - 1 of all 64 rows.
@@ -458,79 +315,50 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
     // Rung 31 (CT, PAIR_N): the C^T tile, BM any multiple of 8, its cluster's two tiles side by side along N, sharing A:
     // each CTA loads one half of the tile's rows (A_HALF, a multiple of 8 so that each half starts on a 1024-byte
     // swizzle atom; the second half may reach into the next tile's rows) and multicasts it; each loads its own B.
-    static_assert((!CT && BM == HBM && (BN == HBN || (BN % 8 == 0 && BN >= 128 && BN < HBN && !SPLIT_K)))
-                  || (!CT && BM == 2 * HBM && BN % 8 == 0 && BN >= 128 && BN <= 192 && !SPLIT_K)
-                  || (!CT && BM == 64 && BN == 128 && !SPLIT_K)
-                  || (CT && BN == HBN && BM % (PAIR_N ? 8 : CT_EPI_ROWS) == 0 && BM >= HBM && BM <= 192 && TMA_STORE
-                      && !SPLIT_K && !DESC),
-                  "tiles 128 x 256 (128 x BN, BN = 128 .. 256), 256 x BN (BN = 128 .. 192), 64 x 128, or C^T BM x 256");
+    static_assert((!CT && BM == HBM && BN == HBN)
+                  || (!CT && BM == 2 * HBM && BN % 8 == 0 && BN >= 128 && BN <= 192)
+                  || (CT && BN == HBN && BM % (PAIR_N ? 8 : CT_EPI_ROWS) == 0 && BM >= HBM && BM <= 192),
+                  "tiles 128 x 256, 256 x BN (BN = 128 .. 192), or C^T BM x 256");
     static_assert(!PAIR_N || (CT && CLUSTER == 2 && HALF_C), "pairs along N: the C^T tile, FP16 C, clusters of 2");
     constexpr int NBOX = (BN + BOX_N - 1) / BOX_N;
     constexpr int A_HALF = PAIR_N ? (BM / 2 + 7) / 8 * 8 : BM;          // rows of A each CTA loads (rung 31: 80)
     constexpr int A_ROWS = PAIR_N ? 2 * A_HALF : BM;                    // rows of A a stage holds
     constexpr int A_BYTES = A_ROWS * HBK * 2, B_BYTES = NBOX * B_BOX_BYTES, ST_BYTES = A_BYTES + B_BYTES;
-    static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && BM == 64 && BN == 128), "one consumer: the skinny tile only");
-    constexpr int SN = CT ? BN / 2 : BM >= 128 ? BN : BN / CONSUMERS;   // columns a consumer owns (rung 19: all 128)
+    constexpr int SN = CT ? BN / 2 : BN;                       // columns a consumer owns
     constexpr int SUB = BM == 256 || CT ? 2 : 1;   // slices per consumer: 64-row (rung 27: 2), 64-column (rung 29)
     constexpr int NACC = CT ? BM / 2 : SN / 2;                 // FP32 accumulators per thread and slice (64 x SN / 128)
     static_assert(STAGES >= 2 && 2 * STAGES * 8 <= BAR_BYTES, "full[] + empty[] fit BAR_BYTES");
-    float* C = reinterpret_cast<float*>(Cout);
     unsigned char* smem = smem_base();
     unsigned char* sA = smem;                                  // STAGES x (BM rows x 64 k)
     unsigned char* sB = smem + STAGES * A_BYTES;               // STAGES x BN / 64 boxes of (64 k x 64 columns)
     float* sC = reinterpret_cast<float*>(sB + STAGES * B_BYTES);   // rungs 13-17: 2 x 2 boxes of 8 KB
-    u64* full = reinterpret_cast<u64*>(smem + STAGES * ST_BYTES + (TMA_STORE ? (CT ? CT_EPI_BYTES : EPI_BYTES) : 0));
+    u64* full = reinterpret_cast<u64*>(smem + STAGES * ST_BYTES + (CT ? CT_EPI_BYTES : EPI_BYTES));
     u64* empty = full + STAGES;                                // full[s]: stage s loaded; empty[s]: stage s free
 
-    // 0: producer; 1, 2: consumers (WG_UNIFORM: the same value, read from lane 0 so the compiler sees it is uniform)
-    const int wg = WG_UNIFORM ? __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) : threadIdx.x / 128;
+    const int wg = threadIdx.x / 128;                          // 0: producer; 1, 2: consumers
     const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, ktiles = (K + HBK - 1) / HBK;
     // units of tiles: a cluster's CTAs take tiles stacked along M (rung 31, PAIR_N: side by side along N)
     const int units_m = PAIR_N ? tiles_m : (tiles_m + CLUSTER - 1) / CLUSTER;
-    const int units_n = PAIR_N ? (tiles_n + 1) / 2 : tiles_n, part_units = units_m * units_n;
-    const int parts = SPLIT_K ? splits : 1;
-    const int tail = TAIL ? part_units - dp : 0;               // rung 16: the units of the last, partial wave
-    const int units = TAIL ? dp + tail * parts : part_units * parts;
-    const int kper = (ktiles + parts - 1) / parts;             // K-tiles per part (the last may have fewer)
-    // work unit t -> its unit of tiles, its part, how many parts its tile has, its workspace slot
-    auto work_of = [&](int t, int& tile, int& part, int& nparts, int& wslot) {
-        if constexpr (TAIL) {
-            const bool whole = t < dp;
-            tile = whole ? t : dp + (t - dp) % tail;
-            part = whole ? 0 : (t - dp) / tail;
-            nparts = whole ? 1 : parts;
-            wslot = whole ? 0 : (t - dp) % tail;
-        } else {
-            tile = SPLIT_K ? t % part_units : t;
-            part = SPLIT_K ? t / part_units : 0;
-            nparts = parts;
-            wslot = tile;
-        }
-    };
+    const int units_n = PAIR_N ? (tiles_n + 1) / 2 : tiles_n, units = units_m * units_n;
     // unit of tiles -> this CTA's tile (tm, tn)
     auto locate = [&](int tile, int& tm, int& tn) {
         if constexpr (PAIR_N) {
-            tile_of<ORDER, 1>(tile, units_m, units_n, 0, tm, tn);
+            tile_of<1>(tile, units_m, units_n, 0, tm, tn);
             tn = 2 * tn + (int)rank;
         } else {
-            tile_of<ORDER, CLUSTER>(tile, units_m, tiles_n, rank, tm, tn);
+            tile_of<CLUSTER>(tile, units_m, tiles_n, rank, tm, tn);
         }
     };
     // the work units this CTA computes: t = first, first + step, ... (< units)
     int first, step;
-    if (PERSISTENT) {
-        first = CLUSTER > 1 ? (int)cluster_id() : (int)blockIdx.x;
-        step = CLUSTER > 1 ? (int)cluster_count() : (int)gridDim.x;
-    } else {
-        first = blockIdx.y * gridDim.x + blockIdx.x;            // grid = (tiles_n, tiles_m): tile (blockIdx.y, blockIdx.x)
-        step = units;
-    }
+    first = CLUSTER > 1 ? (int)cluster_id() : (int)blockIdx.x;
+    step = CLUSTER > 1 ? (int)cluster_count() : (int)gridDim.x;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);                            // the producer's arrive (+ TMA's bytes)
-            mbar_init(&empty[s], 4 * CONSUMERS * CLUSTER);     // one arrive per consumer warp, of every CTA
+            mbar_init(&empty[s], 8 * CLUSTER);                 // one arrive per consumer warp, of every CTA
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -543,16 +371,14 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
 
     if (wg == 0) {
         // ------------------------------------------------------------ producer warpgroup
-        if constexpr (CONSUMERS == 2) regs_dec<PRODUCER_REGS>();   // it needs few registers: give them away
+        regs_dec<PRODUCER_REGS>();                             // it needs few registers: give them away
         if (threadIdx.x == 0) {
             int s = 0;
             u32 phase = 0;
             for (int t = first; t < units; t += step) {
-                int tm, tn, tile, part, nparts, wslot;
-                work_of(t, tile, part, nparts, wslot);
-                locate(tile, tm, tn);
-                const int span = TAIL && nparts == 1 ? ktiles : kper;   // rung 16: a whole unit takes all of K
-                const int k0 = SPLIT_K ? part * kper : 0, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
+                int tm, tn;
+                locate(t, tm, tn);
+                const int k0 = 0, k1 = ktiles;
                 // a cluster's second tile can lie below M (M has an odd number of tiles): no A then
                 const bool a_in = tm * BM < M;
                 // (rung 31: the last pair's second CTA, past N where N has an odd number of tile columns, loads no B;
@@ -594,8 +420,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         }
     } else {
         // ------------------------------------------------------------ consumer warpgroups
-        if constexpr (CONSUMERS == 2) regs_inc<CONSUMER_REGS>();   // the accumulators + addresses (rung 19: 256
-                                                                   // threads, registers enough without setmaxnreg)
+        regs_inc<CONSUMER_REGS>();                             // the accumulators + addresses
         const int cw = wg - 1;                                 // consumer 0 or 1: its slice of the tile
         const int r0 = BM >= 128 && !CT ? cw * (BM / 2) : 0, c0 = BM >= 128 && !CT ? 0 : cw * SN;   // its slice's origin
         const int lane = threadIdx.x % 32;
@@ -603,18 +428,13 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
         u32 phase = 0;
         float acc[SUB][NACC];                                  // rung 27: rows r0 .. r0 + 63, then r0 + 64 .. r0 + 127
         float (&d)[NACC] = acc[0];
-        // DESC (rungs 23-24; the build option DESC_ADD for the others): the slice's descriptors in stage 0, built once
         const int a_off = BM >= 128 && !CT ? cw * (BM / 2) * 128 : 0;   // bytes into an A stage: row r0's
-        const DescBase da0 = DESC ? desc_split(desc_kmajor(sA + a_off)) : DescBase{0, 0};
-        const DescBase db0 = DESC ? desc_split(desc_mnmajor(sB + c0 / BOX_N * B_BOX_BYTES)) : DescBase{0, 0};
         // this warp is done reading `stage` (every CTA's barrier: the producers multicast into it)
         auto release = [&](int stage) { if (lane == 0) mbar_arrive_all<CLUSTER>(&empty[stage]); };
         for (int t = first; t < units; t += step) {
-            int tm, tn, tile, part, nparts, wslot;
-            work_of(t, tile, part, nparts, wslot);
-            locate(tile, tm, tn);
-            const int span = TAIL && nparts == 1 ? ktiles : kper;
-            const int k0 = part * kper, k1 = SPLIT_K ? min(ktiles, k0 + span) : ktiles;
+            int tm, tn;
+            locate(t, tm, tn);
+            const int k0 = 0, k1 = ktiles;
 #pragma unroll
             for (int h = 0; h < SUB; ++h)
 #pragma unroll
@@ -629,8 +449,6 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 for (int h = 0; h < SUB; ++h) {
                     if constexpr (CT)                          // rung 29: slice h is box c0 / 64 + h of B
                         mma_ktile_ct(acc[h], sB + s * B_BYTES + (c0 / BOX_N + h) * B_BOX_BYTES, sA + s * A_BYTES);
-                    else if constexpr (DESC != 0)
-                        mma_ktile_at(acc[h], da0, db0, (u32)(s * A_BYTES + h * 64 * 128) >> 4, (u32)(s * B_BYTES) >> 4);
                     else
                         mma_ktile(acc[h], sA + s * A_BYTES + a_off + h * 64 * 128,
                                   sB + s * B_BYTES + c0 / BOX_N * B_BOX_BYTES);
@@ -642,37 +460,7 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 if (++s == STAGES) { s = 0; phase ^= 1; }
             }
             wgmma_wait<0>();
-            if (!SPLIT_K || prev >= 0) release(prev);          // (a part can be empty only under split-K)
-            if (SPLIT_K && nparts > 1 && (!TAIL || tm * BM < M)) {   // (rung 16: a cluster's tile below M: nothing)
-                // rung 15: every part stores its FP32 sums in its own slot of `partial`, in the accumulator's
-                // layout (register i of thread x at [i][x]: each warp's 32 floats are one 128-byte line, so
-                // no bounds apply), then counts itself in (a counter per 64-row slice of the tile). The
-                // part that arrives last adds all of them in part order, ((p0 + p1) + p2) + ..., whoever it
-                // is, so C does not depend on which part finished first; it writes C and resets the counter.
-                __shared__ int last_part[2];
-                const int slice = (wslot * CLUSTER + (int)rank) * 2 + cw;   // rung 16: each CTA of a cluster its own
-                const bool leader = threadIdx.x % 128 == 0;
-                const size_t slot = (size_t)128 * 128, lane_off = threadIdx.x % 128;
-                float* base = partial + (size_t)slice * parts * slot + lane_off;   // slot q at base + q * slot
-#pragma unroll
-                for (int i = 0; i < NACC; ++i) __stcg(base + part * slot + i * 128, d[i]);
-                warpgroup_bar(1 + cw);                         // all 128 threads stored their share
-                if (leader) {
-                    __threadfence();                           // the stores, before the count
-                    last_part[cw] = atomicAdd(&flags[slice], 1) == parts - 1;
-                    if (last_part[cw]) __threadfence();        // ... and the others' stores, before our loads
-                }
-                warpgroup_bar(1 + cw);
-                if (!last_part[cw]) continue;                  // another part adds this tile up
-#pragma unroll
-                for (int i = 0; i < NACC; ++i) d[i] = __ldcg(base + i * 128);        // part 0 (ours included:
-                for (int q = 1; q < parts; ++q) {                                    // its slot holds d)
-                    const float* src = base + q * slot;
-#pragma unroll
-                    for (int i = 0; i < NACC; ++i) d[i] += __ldcg(src + i * 128);
-                }
-                if (leader) flags[slice] = 0;                   // ready for the next launch
-            }
+            release(prev);
             // rung 27: the consumer's two 64-row slices, one after the other (the others: one)
 #pragma unroll
             for (int sub = 0; sub < SUB; ++sub) {
@@ -744,8 +532,6 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                             bulk_commit();
                         }
                     }
-                } else if (!TMA_STORE) {
-                    store_slice(e, C, M, N, row, tn * BN + c0);
                 } else if (row < M) {               // (a slice below M has nothing to store)
                     // rungs 13-15: boxes of 64 rows x 128 bytes, through two 8 KB buffers per warpgroup.
                     // A box row is 128 bytes, stored with the 128-byte swizzle the tensor map expects:
@@ -803,257 +589,14 @@ __device__ __forceinline__ void ws_gemm(const TensorMap* tmA, const TensorMap* t
                 }
             }
         }
-        if (TMA_STORE && SUB == 1 && threadIdx.x % 128 == 0) bulk_wait0();   // stores done before the CTA leaves
+        if (SUB == 1 && threadIdx.x % 128 == 0) bulk_wait0();   // stores done before the CTA leaves
     }
     // Rung 27: the same wait, after the branches: inside the consumer's branch ptxas (CUDA 13.0) keeps half of the
     // 2 x 76 accumulators in local memory and serializes the wgmmas (-Xptxas -v: 664 bytes of spill stores).
-    if (TMA_STORE && SUB == 2 && wg > 0 && threadIdx.x % 128 == 0) bulk_wait0();   // (rung 29 too)
+    if (SUB == 2 && wg > 0 && threadIdx.x % 128 == 0) bulk_wait0();   // (rung 29 too)
     if (CLUSTER > 1) cluster_sync();                           // no CTA leaves while its peer may write to it
 }
 #endif
-
-// The knobs of rungs 17-20 are their own macros, so that another rung's (CLUSTER_M = 4 for rung 14) leaves it compiling.
-#ifndef SKINNY_STAGES
-#define SKINNY_STAGES 8                       // rungs 17-20: pipeline stages of 24 KB
-#endif
-#ifndef SKINNY_CLUSTER
-#define SKINNY_CLUSTER 2                      // rungs 17-20: CTAs per cluster along M sharing B (1 or 2: B has 2 boxes)
-#endif
-#ifndef SKINNY_WAIT
-#define SKINNY_WAIT 0                         // rungs 17-20: how a thread waits for a stage (hopper_primitives.cuh: 0, 1, 2)
-#endif
-#ifndef SKINNY_HINT_WAIT
-#define SKINNY_HINT_WAIT 1                    // rungs 21-24: the same, with the hint (1) as they are recorded
-#endif
-#ifndef SKINNY_DESC
-#define SKINNY_DESC 1                         // rungs 23-24: descriptors built once, advanced by adds (0: rebuilt)
-#endif
-#define SKINNY_SMEM (SKINNY_STAGES * (64 * HBK * 2 + HBK * 128 * 2) + EPI_BYTES + SMEM_SLACK + BAR_BYTES)
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
-#define SKINNY_DIMS
-#else
-#define SKINNY_DIMS __cluster_dims__(SKINNY_CLUSTER, 1, 1)
-#endif
-
-// Rung 17 -- a tile for skinny problems.
-// Adds, over rung 14 (not 16: nothing is split): the block tile is 64 x 128 instead of 128 x 256, and the
-// ring has 8 stages of 24 KB instead of 4 of 48 KB. The two consumer warpgroups split the tile's columns
-// (64 x 64 each, wgmma m64n64k16, 32 accumulators per thread) instead of its rows; the 2-CTA clusters
-// still pair tiles along M and multicast B. At M = 128, N = K = 8192 that is 2 x 64 = 128 tiles for 132
-// SMs, each walking all of K: no split, no workspace, no fixup, the same bytes of B streamed once. It has
-// the shape of the kernel cuBLAS runs there (its name, from Nsight Compute: nvjet_sm90_hsh_
-// 128x64_64x8_1x2, a grid of 128 CTAs in clusters of 2, 208 KB of shared memory: 8 stages of 24 KB (a
-// 128 x 64 tile and K-tiles of 64, in cuBLAS's column-major terms, which make it 64 x 128 of our C if the
-// name gives cuBLAS's m first) plus an epilogue buffer.
-// Where the chip is full it does the same work with half the data reuse per byte loaded: each CTA's
-// K-tile is 1 MFLOP for 16 KB from L2 (B halved by multicast), rung 14's 4 MFLOP for 32 KB.
-// Predicted: x0.6 over rung 16 at 4096^3 (bound by L2 bandwidth at twice rung 14's bytes per FLOP); at
-// M = 128, N = K = 8192 (predicted separately), x1.25 over rung 16: cuBLAS's design there.
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) SKINNY_DIMS hopper_skinny(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_skinny(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES, SKINNY_WAIT>(
-        &tmA, &tmB, &tmC, C, M, N, K);
-#endif
-}
-
-// Rung 18 -- the skinny tile, writing FP32 C.
-// Adds, over rung 17: C is FP32, stored through rung 13's epilogue (64 x 32 boxes of FP32, two 8 KB buffers
-// per consumer, each slice of 64 columns two boxes) instead of FP16 through stmatrix. The FP32-C rungs 9-13
-// make 32 tiles of 128 x 256 for 132 SMs at M = 128, N = K = 8192, and none of them splits K: this is rung 17's
-// design for the comparison with cuBLAS writing FP32 C there.
-// Predicted: x0.98 over rung 17 (at both 4096^3, where the predicted gains are compared, and M = 128): the
-// same mainloop and B streamed once; C's bytes double (4 MB against 2 MB at M = 128, next to 134 MB of B).
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) SKINNY_DIMS hopper_skinny_f32c(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_skinny_f32c(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_WAIT>(
-        &tmA, &tmB, &tmC, C, M, N, K);
-#endif
-}
-
-// Rung 19 -- one consumer warpgroup on the skinny tile.
-// Adds, over rung 17: the 64 x 128 tile is computed by ONE consumer warpgroup (wgmma m64n128k16, 64 accumulators
-// per thread) instead of two that split its columns; 256 threads (the producer warpgroup and the consumer), no
-// setmaxnreg. Each stage is freed by 4 warps of each CTA, not 8, once the one group that read it is done. This is
-// how cuBLAS's kernel at M = 128 runs (one warpgroup issues all 8 m64n64k16 of a stage), and one warpgroup of
-// m64n128k16 with one group in flight keeps the Tensor Cores at their peak (hopper_wgmma_rate below).
-// Arithmetic: rung 17's (one FP32 accumulator per output walking K in order; FP16 C).
-// Predicted: x1.0 over rung 17 at 4096^3 (the same bytes per FLOP); at M = 128, N = K = 8192 (predicted
-// separately), x1.10 over rung 17 (about 0.81x cuBLAS: half the releases and of the issue work per stage; the
-// loads alone already run at cuBLAS's speed).
-extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_one(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_skinny_one(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES, SKINNY_WAIT, 1>(
-        &tmA, &tmB, &tmC, C, M, N, K);
-#endif
-}
-
-// Rung 20 -- rung 19 writing FP32 C.
-// Adds, over rung 19: C in FP32 through rung 13's epilogue (HALF_C off), as rung 18 is rung 17 writing FP32 C: the
-// one consumer stores its 64 x 128 slice as four 64 x 32 boxes. Arithmetic and model: rung 18's (rung 13's).
-// Predicted: x0.98 over rung 19 (twice the bytes of C, as rung 18 over rung 17).
-extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_one_f32c(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_skinny_one_f32c(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_WAIT, 1>(
-        &tmA, &tmB, &tmC, C, M, N, K);
-#endif
-}
-
-// Rung 21 -- rung 19 waiting with a suspend-time hint.
-// Adds, over rung 19: every mbarrier wait (the producer's for a free stage, the consumer's for a full one) is
-// mbarrier.try_wait with a suspend-time hint of 10 ms (kernels/hopper_primitives.cuh, HOW = 1): a waiting thread stays
-// suspended until the phase completes or 10 ms pass, where without the hint the hardware picks that limit (and the
-// loop asks again when it passes); lesson 6's WAIT_HINT knob, set.
-// Predicted: x1.05 over rung 19 at 4096^3 (the same waits per FLOP as at M = 128, but more of the time there is
-// L2's); at M = 128, N = K = 8192 (predicted separately), x1.10 over rung 19: what the WAIT_HINT knob measured on
-// rung 19 there.
-extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_hint(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_skinny_hint(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES, SKINNY_HINT_WAIT,
-            1>(&tmA, &tmB, &tmC, C, M, N, K);
-#endif
-}
-
-// Rung 22 -- rung 21 writing FP32 C.
-// Adds, over rung 20 (its gain is measured over rung 20, the same C): the wait hint, as rung 21 adds it to rung 19.
-// Predicted: x1.05 over rung 20 at 4096^3; at M = 128, N = K = 8192 (predicted separately), x1.08 over rung 20: what
-// the knob measured on rung 20 there.
-extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_hint_f32c(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_skinny_hint_f32c(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_HINT_WAIT,
-            1>(&tmA, &tmB, &tmC, C, M, N, K);
-#endif
-}
-
-// Rung 23 -- rung 21 with its descriptors added, not rebuilt.
-// Adds, over rung 21: each consumer builds its two shared-memory descriptors once, for stage 0 and k-step 0, and
-// reaches stage s, k-step ks by adding to their address field (mma_ktile_at, hopper_primitives.cuh desc_plus), where
-// rungs 8-22 rebuild both from the address before every wgmma (LOP3 / SHF / IMAD, then R2UR moves into uniform
-// registers, among rung 19's most executed instructions; cuBLAS's kernel adds, UIADD3). The sums are the same,
-// bit for bit. Predicted: x1.03 over rung 21 at M = 128, N = K = 8192 and at 4096^3: what the build option DESC_ADD
-// measured on rung 21 at M = 128, and the skinny tile issues as many wgmma per FLOP at both shapes.
-extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_desc(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_skinny_desc(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, true, false, false, 64, 128, SKINNY_STAGES, SKINNY_HINT_WAIT,
-            1, SKINNY_DESC>(&tmA, &tmB, &tmC, C, M, N, K);
-#endif
-}
-
-// Rung 24 -- rung 23 writing FP32 C.
-// Adds, over rung 22 (its gain is measured over rung 22, the same C): the added descriptors, as rung 23 adds them to
-// rung 21. Predicted: x1.03 over rung 22 at both shapes (DESC_ADD on rung 20 at M = 128).
-extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS hopper_skinny_desc_f32c(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_skinny_desc_f32c(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, SKINNY_CLUSTER, true, false, false, false, 64, 128, SKINNY_STAGES, SKINNY_HINT_WAIT,
-            1, SKINNY_DESC>(&tmA, &tmB, &tmC, C, M, N, K);
-#endif
-}
-
-// QUAD_CLUSTER: rungs 25-26's CTAs per cluster (a knob; 4 as recorded, 2 gives rungs 14 and 13 back)
-#ifndef QUAD_CLUSTER
-#define QUAD_CLUSTER 4
-#endif
-// TILE_N: rungs 25-26's tile width (a knob; 256 as recorded): any multiple of 8 from 128 to 256, wgmma's widths
-// (kernels/wgmma_widths.cuh). B still comes in boxes of 64 columns (a 152-wide tile loads 3, the last partly the next
-// tile's), and C's columns past the last whole box of C are stored from the registers (store_rest). A width chosen
-// per problem fills the waves better (at 5000^3 128 x 152 tiles in clusters of 2 make 10 whole waves of 66), but a
-// narrower tile asks L2 for more box rows per FLOP, and the 152-wide one loads 192 columns of B: it is a knob to try,
-// not a rung.
-#ifndef TILE_N
-#define TILE_N 256                            // HBN: rungs 25-26 as recorded
-#endif
-static_assert(TILE_N % 8 == 0 && TILE_N >= 128 && TILE_N <= HBN, "TILE_N: a multiple of 8 from 128 to 256");
-static_assert((HBN / BOX_N) % QUAD_CLUSTER == 0, "QUAD_CLUSTER must divide the 4 boxes of B");
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
-#define QUAD_DIMS
-#else
-#define QUAD_DIMS __cluster_dims__(QUAD_CLUSTER, 1, 1)
-#endif
-// Rung 25 -- clusters of 4 where rows start inside a 128-byte line, chosen per shape.
-// Adds, over rungs 14 and 13: four CTAs on four tiles stacked along M share their B tile, and each loads one of its
-// four boxes and multicasts it to all four (rung 12 did this with two CTAs and two boxes each). A CTA then asks L2 for
-// 128 + 64 box rows of 128 bytes per K-tile instead of 128 + 128. At 5000^3 a row of 10000 bytes starts 16 bytes into
-// a 128-byte line, so each box row costs two L2 requests: there the saved requests pay. But the driver fits fewer
-// clusters of 4 at once than clusters of 2 (not every GPC's SMs divide into fours), so the same tiles can take one
-// more wave. The launcher therefore builds each problem its own way (helpers.kernels.quad_choice): clusters of 4 where
-// a row of A or B starts inside a 128-byte line and they take no more waves than clusters of 2; else
-// QUAD_CLUSTER = 2, which is rung 14's (13's) template call. The sums are rungs 14's and 13's, bit for bit.
-// Predicted: x1.0 over rung 14 (13) where it is rung 14's build, x1.12 at 5000^3.
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) QUAD_DIMS hopper_quad_cluster(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_quad_cluster(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && GROUP_M >= QUAD_CLUSTER
-    ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true, true, false, false, HBM, TILE_N>(&tmA, &tmB, &tmC, C, M, N, K);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    __trap();                                  // GROUP_M below the cluster: no whole unit row per group
-#endif
-}
-
-// Rung 26 -- rung 25 writing FP32 C (rung 13's epilogue). Predicted: x1.0 over rung 13, x1.12 at 5000^3, as rung 25.
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) QUAD_DIMS hopper_quad_cluster_f32c(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_quad_cluster_f32c(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && GROUP_M >= QUAD_CLUSTER
-    ws_gemm<true, ORDER_GROUPED, QUAD_CLUSTER, true, false, false, false, HBM, TILE_N>(&tmA, &tmB, &tmC, C, M, N, K);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    __trap();                                  // GROUP_M below the cluster: no whole unit row per group
-#endif
-}
 
 // TALL_M, TALL_N: rungs 27-28's tile (256 x 152 as built by default; the launcher chooses per problem,
 // helpers.kernels.tall_choice): 256 rows and a width from 128 to 192 in steps of 8, or TALL_M = 128, TALL_N = 256,
@@ -1097,7 +640,7 @@ extern "C" __global__ void hopper_tall_tile(const __grid_constant__ TensorMap tm
     int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, 2, true, true, false, false, TALL_M, TALL_N, TALL_STAGES>(&tmA, &tmB, &tmC, C, M, N, K);
+    ws_gemm<true, TALL_M, TALL_N, TALL_STAGES>(&tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }
 
@@ -1111,59 +654,7 @@ extern "C" __global__ void hopper_tall_tile_f32c(const __grid_constant__ TensorM
     int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, 2, true, false, false, false, TALL_M, TALL_N, TALL_STAGES>(&tmA, &tmB, &tmC, C, M, N, K);
-#endif
-}
-
-// CT_M: rung 29's tile rows: a multiple of 32 (its epilogue's boxes) above 128 whose 4 stages fit in 227 KB: 160.
-// (A knob may give 128: rung 14's tile and ring computed as C^T, cuBLAS's kernel at 4096^3, the orientation alone.)
-#ifndef CT_M
-#define CT_M 160
-#endif
-#define CT_SMEM (HSTAGES * (CT_M * HBK * 2 + B_STAGE_BYTES) + CT_EPI_BYTES + SMEM_SLACK + BAR_BYTES)
-static_assert(CT_SMEM <= 227 * 1024, "CT_M: 4 stages of CT_M rows of A and 256 columns of B, beside the 16 KB epilogue");
-// Rung 29 -- cuBLAS's tile orientation: C^T, 160 x 256, chosen per shape.
-// Adds, over rung 14: a tile of 160 rows of C by 256 columns, computed as its transpose, D' = B^T A^T, because wgmma's
-// M is 64 rows per instruction and 160 is no multiple of 64, while its N may be any multiple of 8. wgmma's A is then a
-// box of B (64 k-rows x 64 columns, MN-major: wgmma's transpose bit for A), its B the tile's 160 rows of A (K-major);
-// each consumer owns 128 columns of C, two 64-column slices, 2 x 80 accumulators per thread (rung 27's slice loop).
-// The epilogue stores D' transposed (stmatrix .trans) in boxes of 32 rows x 64 columns. A stage is 160 rows of A
-// (20 KB, no padding: K is the swizzled dimension) and 4 boxes of B (32 KB): 4 stages fit beside a 16 KB epilogue,
-// where rung 27's 256 x 152 fitted 3. Clusters of 2 along M share B by multicast, as rung 14.
-// At 5000^3: 32 x 20 tiles = 320 units of 2 for 66 clusters, 5 waves (4.85 of work), each tile 1.25 of rung 14's:
-// 6.25 tile-times where rung 25 takes 7 (7 waves of 30 clusters of 4); per K-tile a CTA asks L2 for 160 + 128 box rows
-// for 160 x 256 outputs (142 outputs per row) against rung 25's 128 + 64 for 128 x 256 (171). Where its tiles waste a
-// wave (4096^3) it loses, so the launcher builds this tile only where the wave model gives it x1.05 or more over rung
-// 25, else rung 25's own kernel (helpers.launch.orientation_build).
-// Predicted: x1.0 over rung 25 where it builds rung 25's kernel, x1.05 at 5000^3 (x1.12 from the waves, less some for
-// the box rows), x1.07 at 5496^3.
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_tile(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_ct_tile(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, 2, true, true, false, false, CT_M, HBN, HSTAGES, MBAR_WAIT, 2, 0, true>(
-        &tmA, &tmB, &tmC, C, M, N, K);
-#endif
-}
-
-// Rung 30 -- rung 29 writing FP32 C, chosen per shape as rung 29. The same mainloop; the epilogue writes single
-// floats (no stmatrix for 32-bit values) into boxes of 16 rows x 32 columns, two per step, in the same 16 KB.
-// Predicted: x1.0 over rung 26 where it builds rung 26's kernel, x1.05 at 5000^3 (the same waves and mainloop as
-// rung 29; both FP32 epilogues write twice the bytes of the FP16 ones).
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) TALL_DIMS hopper_ct_tile_f32c(
-    const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-    const __grid_constant__ TensorMap tmC, float* __restrict__ C, int M, int N, int K);
-extern "C" __global__ void hopper_ct_tile_f32c(const __grid_constant__ TensorMap tmA,
-    const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC, float* __restrict__ C,
-    int M, int N, int K)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, 2, true, false, false, false, CT_M, HBN, HSTAGES, MBAR_WAIT, 2, 0, true>(
-        &tmA, &tmB, &tmC, C, M, N, K);
+    ws_gemm<false, TALL_M, TALL_N, TALL_STAGES>(&tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }
 
@@ -1191,7 +682,7 @@ extern "C" __global__ void hopper_ct_pair_n(const __grid_constant__ TensorMap tm
     int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ws_gemm<true, ORDER_GROUPED, 2, true, true, false, false, CTN_M, HBN, HSTAGES, MBAR_WAIT, 2, 0, true, true>(
+    ws_gemm<true, CTN_M, HBN, HSTAGES, true, true>(
         &tmA, &tmB, &tmC, C, M, N, K);
 #endif
 }

@@ -1,9 +1,11 @@
 // hopper_wgmma.cuh -- the primitives lesson 6's rungs share, shown once: everything in
 // hopper_primitives.cuh (shared-memory addresses, mbarriers, TMA loads, multicast and stores, fences,
 // wgmma's fence / commit / wait, setmaxnreg, clusters), plus the wgmma shared-memory descriptors, the FP16
-// m64n256k16 instruction, and the FP16 epilogue's pack and stmatrix.
+// m64n256k16 instruction (and its 128- and 64-column forms for the skinny tile of rungs 17-24), and the FP16
+// epilogue's pack and stmatrix.
 // Each rung file (lesson 5's kernels/ladder_sm90a.cu, lesson 6's kernels/hopper_rungNN_sm90a.cu) includes this
-// header and nothing else of the course; lesson 7's FP8 files include it through fp8_wgmma.cuh.
+// header and nothing else of the course but, for rungs 25-30's tiles, the generated wgmma_widths.cuh; lesson 7's
+// FP8 files include it through fp8_wgmma.cuh.
 
 #pragma once
 
@@ -68,6 +70,39 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u6
         "}\n"
         : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56),
           WG_D8(64), WG_D8(72), WG_D8(80), WG_D8(88), WG_D8(96), WG_D8(104), WG_D8(112), WG_D8(120)
+        : "l"(desc_a), "l"(desc_b), "n"(TRANS_B));
+}
+
+// The same instruction 128 columns wide (the skinny tile's one consumer, rungs 19-24): D is 64 x 128, 64 registers
+// per thread.
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64 desc_b)
+{
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "%64, %65, 1, 1, 1, 0, %66;\n"
+        "}\n"
+        : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56)
+        : "l"(desc_a), "l"(desc_b), "n"(TRANS_B));
+}
+
+// ... and 64 columns wide (the skinny tile's two consumers, rungs 17-18): D is 64 x 64, 32 registers per thread.
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], u64 desc_a, u64 desc_b)
+{
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "%32, %33, 1, 1, 1, 0, %34;\n"
+        "}\n"
+        : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24)
         : "l"(desc_a), "l"(desc_b), "n"(TRANS_B));
 }
 #undef WG_D8

@@ -608,11 +608,11 @@ ex.check_ring_edit(prediction, edit)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix A: the code of each rung
 #
-# The kernels' own lines (kernels/hopper_rung08_sm90a.cu to hopper_rung16_sm90a.cu; rungs 17 on:
-# kernels/hopper_sm90a.cu). The one-instruction building blocks they share with lesson 7's FP8 kernels (the
-# mbarrier wait that traps instead of hanging, the TMA load, wgmma's fence / commit / wait, `setmaxnreg`) are
-# in kernels/hopper_primitives.cuh; the wgmma descriptors and instruction, `stmatrix` and the FP16 pack that
-# only rungs 8-16 use, in kernels/hopper_wgmma.cuh.
+# The kernels' own lines (kernels/hopper_rung08_sm90a.cu to hopper_rung30_sm90a.cu, one rung each). The
+# one-instruction building blocks they share with lesson 7's FP8 kernels (the mbarrier wait that traps instead
+# of hanging, the TMA load, wgmma's fence / commit / wait, `setmaxnreg`) are in kernels/hopper_primitives.cuh;
+# the wgmma descriptors and instruction, `stmatrix` and the FP16 pack that only the rungs use, in
+# kernels/hopper_wgmma.cuh.
 
 # %% slideshow={"slide_type": "-"}
 from helpers.display import kernel_source, show_kernel
@@ -701,8 +701,8 @@ print(prim[prim.index("    if constexpr (HOW == 1) {"):prim.index("    } else if
 # transpose, $D' = B^T A^T$:
 
 # %% slideshow={"slide_type": "-"}
-fns = helpers.display.device_functions("hopper_sm90a.cu", as_built=True)
-print(fns["mma_ktile_at"], fns["mma_ktile_ct"], sep="\n\n")
+fns = {r: helpers.display.device_functions(HOPPER_RUNGS[r].file, headers=False) for r in (23, 29)}
+print(fns[23]["mma_ktile_at"], fns[29]["mma_ktile_ct"], sep="\n\n")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Rungs 25-26 build clusters of 4 or of 2 per problem, before compiling (rungs 29-30 choose their tile the

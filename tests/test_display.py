@@ -112,21 +112,18 @@ def test_listings_show_the_rungs_as_built():
     assert display.without_switched_code(text, set()) == text
     knob = "#ifndef SMEM_PAD\n#define SMEM_PAD 0\n#endif\n"             # a knob of helpers.tryout, #defined 0 here
     assert display.lab_switches(knob) == set()
-    raw, built = (display.kernel_source("hopper_sm90a.cu", as_built=b) for b in (False, True))
-    assert "#if TILE_ORDER == 1" in raw and "hilbert_unit" in raw
-    assert "TILE_ORDER == 1" not in built and "void tile_of(" in built
-    assert "hilbert_tile(" not in built and "void hilbert_unit(" not in built     # (the switch's comment names them)
-    fns = display.device_functions("hopper_sm90a.cu", as_built=True)
-    assert "hilbert_tile" not in fns and "hilbert" not in fns["tile_of"]
-    assert "hilbert_tile" in display.device_functions("hopper_sm90a.cu")
+    # the course's kernels keep no lab switch (the research file with them is the lab's, lab/kernels/)
+    assert display.lab_switches(display.kernel_source("hopper_sm90a.cu")) == set()
+    assert all(not display.lab_switches(display.kernel_source(f"hopper_rung{k:02d}_sm90a.cu")) for k in (11, 21, 29))
     assert all("hilbert" not in display.rung_code(k) for k in (9, 11, 29, 30))
 
 
 def test_rung_diff_says_when_its_function_list_holds_branches_compiled_out():
-    """Rung 17's kernel instantiates ws_gemm, a template with compile-time switches: its list of device functions
-    says that some are called only from branches its template arguments compile out; rung 14's (a kernel file of its
-    own) and rung 3's (a template without branches) say nothing of the kind. Each counts what it lists."""
-    for rung, switched in ((17, True), (14, False), (3, False)):
+    """A rung whose kernel instantiated ws_gemm (a template with compile-time switches) listed device functions called
+    only from branches its template arguments compiled out, and said so; every rung of lesson 6 is a kernel file of its
+    own now (rung 17, rung 25 with its TILE_N branches, rung 14), and rung 3's a template without branches: none says
+    so. Each counts what it lists."""
+    for rung, switched in ((17, False), (25, False), (14, False), (3, False)):
         md = display.rung_diff(rung).data
         n = int(re.search(r"The (\d+) device functions", md).group(1))
         assert md.count("<details><summary>") == n

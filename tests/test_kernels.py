@@ -11,6 +11,7 @@ from conftest import full_only
 import helpers
 import helpers.numerics
 from helpers import CourseError, UnknownKernelError
+from helpers import display
 from helpers import kernels as K
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
@@ -166,9 +167,8 @@ def test_check_is_check_gemm_with_the_entrys_formats(monkeypatch):
     assert seen[1]["acc_rounding"] == "truncate" and seen[0]["acc_rounding"] == "nearest"
 
 
-# --------------------------------------------------------------------------- lesson 6's rungs (kernels/hopper_sm90a.cu)
+# --------------------------------------------------------------------------- lesson 6's rungs (kernels/hopper_rungNN_sm90a.cu)
 HOPPER_CU = KERNEL_DIR / "hopper_sm90a.cu"
-HSRC = HOPPER_CU.read_text()
 
 
 def _hdefine(name):
@@ -180,7 +180,7 @@ def test_lesson6_rungs_are_registry_entries_one_idea_each():
     assert list(K.hopper_ladder()) == [7, *range(8, 27), 29, 30] and K.hopper_ladder()[7] is K.RUNGS[7]
     for r in K.HOPPER_RUNGS.values():
         assert r is K.KERNELS[r.name] and r.lesson == 6
-        assert r.file == (f"hopper_rung{r.rung:02d}_sm90a.cu" if r.rung <= 16 else "hopper_sm90a.cu")
+        assert r.file == f"hopper_rung{r.rung:02d}_sm90a.cu"
         # rung 17 is for skinny shapes: where the chip is full (4096^3, what predicted_gain is at) it predicts a loss
         assert r.idea and (0.95 <= r.predicted_gain <= 2.0 if r.rung != 17 else r.predicted_gain == 0.6)
         assert r.only_cc == (9, 0) and r.isolate and not r.b_transposed and not r.sweep
@@ -230,36 +230,18 @@ def test_lesson6_constants_match_the_kernel_file():
         assert r.dyn_smem == (K.HOPPER_STORE_SMEM if r.c_box else K.HOPPER_SMEM)
 
 
-def _kernel_comment(name, src=HSRC):
-    """The comment block right above a kernel's first declaration."""
-    i = src.index(f" {name}(")
-    block = src[:src.rfind("\n", 0, src.rfind("extern", 0, i))]
-    lines = []
-    for ln in reversed(block.splitlines()):
-        if not ln.startswith("//"):
-            break
-        lines.append(ln)
-    return "\n".join(reversed(lines))
-
-
 def test_each_kernel_says_its_one_idea_and_the_registrys_prediction():
     for r in K.HOPPER_RUNGS.values():
         src = (KERNEL_DIR / r.file).read_text()
-        if r.rung <= 16:          # one kernel per file: the file's leading comment says the idea and the prediction
-            c = src[:src.index("\n\n")]
-            assert c.startswith(f"// {r.file} -- Lesson 6, rung {r.rung}: "), (r.name, c[:80])
-        else:
-            c = _kernel_comment(r.name)
-            c = c[c.index("// Rung "):] if "// Rung " in c else c
-            assert c.startswith(f"// Rung {r.rung} -- "), (r.name, c[:80])
+        c = src[:src.index("\n\n")]         # one kernel per file: its leading comment says the idea and the prediction
+        assert c.startswith(f"// {r.file} -- Lesson 6, rung {r.rung}: "), (r.name, c[:80])
         m = re.search(r"Predicted: x([\d.]+) over rung (\d+)", c)
         assert m and float(m.group(1)) == r.predicted_gain, (r.name, c)
         assert int(m.group(2)) == (16 if r.rung == 17 else r.base or r.rung - 1), (r.name, c)   # rung 17: on 16
         assert re.search(rf'extern "C" __global__ void {r.name}\(', src)
-        bounds = ("__launch_bounds__(256, 1)" if r.block == (256, 1) else
-                  "__launch_bounds__(384, 1)" if r.rung <= 16 else "__launch_bounds__(WS_THREADS, 1)")
+        bounds = "__launch_bounds__(256, 1)" if r.block == (256, 1) else "__launch_bounds__(384, 1)"
         decl = src[src.index(f"{bounds}", src.index(c)):src.index(f" {r.name}(")]
-        assert any(d in decl for d in ("CLUSTER_DIMS", "SKINNY_DIMS", "QUAD_DIMS", "TALL_DIMS")) == (r.cluster is not None), r.name
+        assert ("CLUSTER_DIMS" in decl) == (r.cluster is not None), r.name
 
 
 def test_hopper_file_compiles_for_sm90a_without_spills(tmp_path):
@@ -292,99 +274,87 @@ def test_hopper_file_compiles_for_sm90a_without_spills(tmp_path):
                 assert int(regs) <= 168, (name, regs)
 
 
-def test_rung_18_is_rung_17_writing_fp32_c():
-    """Rung 18 (hopper_skinny_f32c) left helpers.kernels.PENDING after its first GPU run: a rung of lesson 6's
-    registry, reached by rung_entry like the others; rung_entry refuses a rung that exists in neither. It is rung
-    17's kernel with HALF_C off: rung 13's FP32 epilogue, arithmetic and model."""
-    r = K.ALL_RUNGS[18]
-    assert 18 not in K.PENDING and K.KERNELS["hopper_skinny_f32c"] is r and K.HOPPER_RUNGS[18] is r
-    assert K.rung_entry(18) is r
-    with pytest.raises(KeyError):
-        K.rung_entry(99)                      # neither a rung nor pending
-    c = _kernel_comment(r.name)
-    c = c[c.index("// Rung "):]
-    assert c.startswith("// Rung 18 -- ") and "Not yet run on a GPU" not in c
+def _rung_src(k):
+    return (KERNEL_DIR / K.ALL_RUNGS[k].file).read_text()
+
+
+def _rung_define(name, k):
+    return _define(name, KERNEL_DIR / K.ALL_RUNGS[k].file)
+
+
+def _predicted(k):
+    """(gain, over rung) of a rung file's leading comment."""
+    c = _rung_src(k)
+    c = c[:c.index("\n\n")].replace("\n// ", " ")
     m = re.search(r"Predicted: x([\d.]+) over rung (\d+)", c)
-    assert m and float(m.group(1)) == r.predicted_gain and int(m.group(2)) == 17
-    args = lambda name: [a.strip() for a in re.search(r"ws_gemm<([^>]*)>",  # noqa: E731
-                                                      helpers.display.kernel_source("hopper_sm90a.cu", name)).group(1).split(",")]
-    a17, a18 = args("hopper_skinny"), args(r.name)
-    assert a18[4] == "false" and a17[4] == "true" and a18[:4] + a18[5:] == a17[:4] + a17[5:]   # HALF_C only
-    r13, r17 = K.ALL_RUNGS[13], K.ALL_RUNGS[17]
-    assert r.emulate is r13.emulate and r.out_dtype == "float32" and r.c_box == r13.c_box == (64, 32)
-    assert (r.block_tile, r.tma_boxes, r.cluster, r.dyn_smem) == (r17.block_tile, r17.tma_boxes, r17.cluster,
-                                                                    r17.dyn_smem)
-    assert f'extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) SKINNY_DIMS {r.name}(' in HSRC
+    return float(m.group(1)), int(m.group(2))
 
 
 def test_rung_17_is_the_skinny_tile():
-    """Rung 17 (hopper_skinny) left helpers.kernels.PENDING after its first GPU run: a rung of lesson 6's
-    registry, reached by rung_entry like the others."""
+    """Rung 17 (hopper_skinny), reached by rung_entry like the others: a 64 x 128 tile in 8 stages of 24 KB (its own
+    knobs SKINNY_STAGES and SKINNY_CLUSTER, named HSTAGES and CLUSTER_M in its code), two consumers splitting the
+    tile's columns (wgmma 64 wide), rung 14's arithmetic and FP16 C; predicted over rung 16."""
     r = K.ALL_RUNGS[17]
     assert 17 not in K.PENDING and K.KERNELS["hopper_skinny"] is r and K.HOPPER_RUNGS[17] is r
     assert K.rung_entry(17) is r
-    c = _kernel_comment(r.name)
-    c = c[c.index("// Rung "):]
-    assert c.startswith("// Rung 17 -- ") and "Not yet run on a GPU" not in c
-    m = re.search(r"Predicted: x([\d.]+) over rung (\d+)", c)
-    assert m and float(m.group(1)) == r.predicted_gain and int(m.group(2)) == 16
-    # its tile and ring, as the file builds them
-    body = helpers.display.kernel_source("hopper_sm90a.cu", r.name)
-    args = [a.strip() for a in re.search(r"ws_gemm<([^>]*)>", body).group(1).split(",")]
-    assert args[-4:] == ["64", "128", "SKINNY_STAGES", "SKINNY_WAIT"] and args[2] == "SKINNY_CLUSTER"
-    assert _hdefine("SKINNY_WAIT") == 0          # the WAIT_HINT knob's default: the rung as recorded
-    st = _hdefine("SKINNY_STAGES")
-    assert (st, _hdefine("SKINNY_CLUSTER")) == (K.SKINNY_STAGES, 2) == (8, 2)
+    with pytest.raises(KeyError):
+        K.rung_entry(99)                      # neither a rung nor pending
+    assert _predicted(17) == (r.predicted_gain, 16)
+    src = _rung_src(17)
+    assert (_rung_define("HBM", 17), _rung_define("HBN", 17)) == r.block_tile == (64, 128)
+    assert "#define HSTAGES SKINNY_STAGES" in src and "#define CLUSTER_M SKINNY_CLUSTER" in src
+    assert _rung_define("SKINNY_WAIT", 17) == 0          # the WAIT_HINT knob's default: the rung as recorded
+    st = _rung_define("SKINNY_STAGES", 17)
+    assert (st, _rung_define("SKINNY_CLUSTER", 17)) == (K.SKINNY_STAGES, 2) == (8, 2)
     assert K.SKINNY_STAGE == (64 * 64 + 64 * 128) * 2
-    assert r.dyn_smem == st * K.SKINNY_STAGE + 2 * 2 * 64 * 32 * 4 + _hdefine("SMEM_SLACK") + _hdefine("BAR_BYTES")
-    assert r.dyn_smem <= 227 * 1024 and _hdefine("BAR_BYTES") >= 2 * st * 8
-    assert r.block_tile == (64, 128) and r.tma_boxes == ((64, 64), (64, 64)) and r.cluster == (2, 1, 1)
-    # rung 14's arithmetic: one FP32 accumulator per output walking K in order, FP16 C; the tile changes nothing
+    assert r.dyn_smem == st * K.SKINNY_STAGE + 2 * 2 * 64 * 32 * 4 + 1024 + 128 <= 227 * 1024
+    assert "wgmma_m64n64k16<1>(" in src and "float d[32];" in src and "8 * CLUSTER_M" in src
+    assert r.tma_boxes == ((64, 64), (64, 64)) and r.cluster == (2, 1, 1)
     assert r.emulate is K.ALL_RUNGS[14].emulate and r.out_dtype == "float16"
 
 
+def test_rung_18_is_rung_17_writing_fp32_c():
+    """Rung 18 (hopper_skinny_f32c): rung 17's file with rung 13's FP32 epilogue (boxes of 64 x 32 floats), its
+    arithmetic and model; the same ring, tile and cluster."""
+    r, r13, r17 = K.ALL_RUNGS[18], K.ALL_RUNGS[13], K.ALL_RUNGS[17]
+    assert K.rung_entry(18) is r and K.KERNELS["hopper_skinny_f32c"] is r
+    assert _predicted(18) == (r.predicted_gain, 17)
+    assert r.emulate is r13.emulate and r.out_dtype == "float32" and r.c_box == r13.c_box == (64, 32)
+    assert (r.block_tile, r.tma_boxes, r.cluster, r.dyn_smem) == (r17.block_tile, r17.tma_boxes, r17.cluster,
+                                                                    r17.dyn_smem)
+    src = _rung_src(18)
+    assert "store2(buf + r * EPI_COLS" in src and "stmatrix" not in display.rung_code(18)
+    assert f"void __launch_bounds__(384, 1) CLUSTER_DIMS {r.name}(" in src
+
+
 def test_rung_19_is_rung_17_with_one_consumer_warpgroup():
-    """Rung 19 (hopper_skinny_one): rung 17's template call with one consumer warpgroup (the last template argument,
-    1) in 256 threads; its arithmetic and model are rung 17's; its comment's prediction is the registry's."""
-    assert K.rung_entry(19) is K.ALL_RUNGS[19] is K.KERNELS["hopper_skinny_one"]
+    """Rung 19 (hopper_skinny_one): rung 17 with one consumer warpgroup (wgmma 128 wide, 64 accumulators) in 256
+    threads, no setmaxnreg, 4 arrivals per CTA on a stage's empty barrier; its arithmetic and model are rung 17's."""
     r, r17 = K.rung_entry(19), K.ALL_RUNGS[17]
-    assert r.name == "hopper_skinny_one" and r.block == (256, 1) and r.rung == 19 and r.lesson == 6
+    assert r is K.ALL_RUNGS[19] is K.KERNELS["hopper_skinny_one"]
+    assert r.block == (256, 1) and r.rung == 19 and r.lesson == 6 and r.base == 17
     assert (r.emulate, r.out_dtype, r.block_tile, r.tma_boxes, r.c_box, r.cluster, r.dyn_smem) == \
         (r17.emulate, r17.out_dtype, r17.block_tile, r17.tma_boxes, r17.c_box, r17.cluster, r17.dyn_smem)
-    assert f'extern "C" __global__ void __launch_bounds__(256, 1) SKINNY_DIMS {r.name}(' in HSRC
-    body = helpers.display.kernel_source("hopper_sm90a.cu", r.name)
-    args = [a.strip() for a in re.search(r"ws_gemm<([^>]*)>", body).group(1).split(",")]
-    a17 = [a.strip() for a in re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source(
-        "hopper_sm90a.cu", r17.name)).group(1).split(",")]
-    assert args == a17 + ["1"]
-    c = _kernel_comment(r.name)
-    c = c[c.index("// Rung "):]
-    m = re.search(r"Predicted: x([\d.]+) over rung (\d+)", c)
-    assert m and float(m.group(1)) == r.predicted_gain == 1.0 and int(m.group(2)) == 17 and r.base == 17
-    # the template: one consumer only with the skinny tile; its empty barrier counts 4 warps per consumer and CTA
-    assert 'static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && BM == 64 && BN == 128)' in HSRC
-    assert "mbar_init(&empty[s], 4 * CONSUMERS * CLUSTER);" in HSRC
+    src, code = _rung_src(19), display.rung_code(19)
+    assert f"void __launch_bounds__(256, 1) CLUSTER_DIMS {r.name}(" in src
+    assert "wgmma_m64n128k16<1>(" in code and "float d[64];" in code and "4 * CLUSTER_M" in code
+    assert "regs_dec" not in code and "regs_inc" not in code
+    assert _predicted(19) == (r.predicted_gain, 17) and r.predicted_gain == 1.0
 
 
 def test_rung_20_is_rung_19_writing_fp32_c():
-    """Rung 20 (hopper_skinny_one_f32c): rung 19's template call with HALF_C off, as rung 18 is rung 17's;
-    rung 18's epilogue boxes, arithmetic and model; 256 threads."""
+    """Rung 20 (hopper_skinny_one_f32c): rung 19 with rung 18's FP32 epilogue (4 boxes of 64 x 32 floats); 256
+    threads."""
     r, r18, r19 = K.rung_entry(20), K.ALL_RUNGS[18], K.rung_entry(19)
     assert r is K.ALL_RUNGS[20] and r.name == "hopper_skinny_one_f32c" and r.block == (256, 1) and r.base is None
     assert (r.emulate, r.out_dtype, r.c_box) == (r18.emulate, "float32", (64, 32)) and r.dyn_smem == r19.dyn_smem
-    a = {n: [x.strip() for x in re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source(
-        "hopper_sm90a.cu", n)).group(1).split(",")] for n in (r.name, r19.name)}
-    assert a[r.name][4] == "false" and a[r19.name][4] == "true" and a[r.name][:4] + a[r.name][5:] == \
-        a[r19.name][:4] + a[r19.name][5:]
-    c = _kernel_comment(r.name)
-    c = c[c.index("// Rung "):]
-    m = re.search(r"Predicted: x([\d.]+) over rung (\d+)", c)
-    assert c.startswith("// Rung 20 -- ") and m and float(m.group(1)) == r.predicted_gain and int(m.group(2)) == 19
+    assert "for (int box = 0; box < 128 / EPI_COLS; ++box)" in _rung_src(20)
+    assert _predicted(20) == (r.predicted_gain, 19)
 
 
 def test_rungs_21_and_22_are_rungs_19_and_20_with_the_wait_hint():
-    """Rungs 21-22: rungs 19-20's template calls with SKINNY_HINT_WAIT (default 1, the suspend-time hint) where 19-20
-    pass SKINNY_WAIT (default 0), nothing else; their gains are predicted over 19 and 20 (base), where the chip is full
+    """Rungs 21-22: rungs 19-20 waiting with SKINNY_HINT_WAIT (default 1, the suspend-time hint) where 19-20 wait with
+    SKINNY_WAIT (default 0), nothing else; their gains are predicted over 19 and 20 (base), where the chip is full
     and separately at M = 128; their launch and model are 19-20's."""
     assert 21 not in K.PENDING and 22 not in K.PENDING and K.rung_entry(21) is K.ALL_RUNGS[21]
     for k, base, m128 in ((21, 19, "1.10"), (22, 20, "1.08")):
@@ -392,31 +362,27 @@ def test_rungs_21_and_22_are_rungs_19_and_20_with_the_wait_hint():
         assert r is K.KERNELS[r.name] and r.base == base and r.predicted_gain == 1.05 and r.lesson == 6
         assert (r.emulate, r.out_dtype, r.block, r.block_tile, r.tma_boxes, r.c_box, r.cluster, r.dyn_smem) == \
             (b.emulate, b.out_dtype, b.block, b.block_tile, b.tma_boxes, b.c_box, b.cluster, b.dyn_smem)
-        args = {n: [x.strip() for x in re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source(
-            "hopper_sm90a.cu", n)).group(1).split(",")] for n in (r.name, b.name)}
-        assert args[b.name][10] == "SKINNY_WAIT" and args[r.name][10] == "SKINNY_HINT_WAIT"
-        assert args[r.name][:10] + args[r.name][11:] == args[b.name][:10] + args[b.name][11:]
-        c = _kernel_comment(r.name)
-        c = c[c.index("// Rung "):].replace("\n// ", " ")
-        m = re.search(r"Predicted: x([\d.]+) over rung (\d+) at 4096\^3", c)
-        assert c.startswith(f"// Rung {k} -- ") and m and float(m.group(1)) == r.predicted_gain and int(m.group(2)) == base
-        assert f"(predicted separately), x{m128} over rung {base}" in c
-    assert _hdefine("SKINNY_HINT_WAIT") == 1 and _hdefine("SKINNY_WAIT") == 0
+        code, bcode = display.rung_code(k), display.rung_code(base)
+        assert code.count("mbar_wait<SKINNY_HINT_WAIT>(") == bcode.count("mbar_wait<SKINNY_WAIT>(") == 2
+        norm = lambda t: re.sub(r"\s+", " ", t.replace(r.name, "K").replace(b.name, "K"))   # noqa: E731
+        assert norm(code.replace("SKINNY_HINT_WAIT", "SKINNY_WAIT")) == norm(bcode)
+        c = _rung_src(k)
+        c = c[:c.index("\n\n")].replace("\n// ", " ")
+        assert _predicted(k) == (r.predicted_gain, base) and f"(predicted separately), x{m128} over rung {base}" in c
+    assert _rung_define("SKINNY_HINT_WAIT", 21) == 1 and _rung_define("SKINNY_WAIT", 19) == 0
 
 
 @full_only                   # nvcc builds: pytest --full (make gpu-check)
-def test_the_desc_add_probe_switch_reaches_the_same_descriptors_and_leaves_the_rungs_as_recorded():
-    """DESC_ADD (kernels/hopper_sm90a.cu, a build option of ws_gemm, 0 by default) and hopper_primitives.cuh's
-    desc_plus: stage s, k-step ks of a consumer's slice reached by adding to the low word of stage 0's descriptor is
-    the descriptor of that address, for A (K-major, 32 bytes a k-step) and B (MN-major, 16 k-rows of 128 bytes a
-    k-step), both tiles (128 x 256 in 4 stages, rungs 9-16; 64 x 128 in 8, rungs 17-22), both consumers' slices, from
-    any 1024-byte-aligned base that leaves the ring below 2^18 bytes. With nvcc: it compiles for sm_90a and changes
-    the rungs' PTX, and the default build has no trace of it."""
+def test_added_descriptors_reach_the_same_descriptors_and_only_rungs_23_24_add():
+    """Rungs 23-24's added descriptors (hopper_primitives.cuh's desc_split and desc_plus): stage s, k-step ks of the
+    tile reached by adding to the low word of stage 0's descriptor is the descriptor of that address, for A (K-major,
+    32 bytes a k-step) and B (MN-major, 16 k-rows of 128 bytes a k-step), both tiles (128 x 256 in 4 stages, 64 x 128
+    in 8), both consumers' slices, from any 1024-byte-aligned base that leaves the ring below 2^18 bytes. With nvcc:
+    SKINNY_DESC=1 (the default) splits the descriptors in rung 23's PTX, SKINNY_DESC=0 does not."""
     import shutil
     import subprocess
 
-    assert _hdefine("DESC_ADD") == 0
-    box = _hdefine("BOX_N") * 64 * 2                                  # B_BOX_BYTES: 64 k-rows x 64 columns x 2 bytes
+    box = 64 * 64 * 2                                                 # B_BOX_BYTES: 64 k-rows x 64 columns x 2 bytes
 
     def encode(addr, lbo):                                            # desc_encode, in Python
         return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16) | ((1024 >> 4) << 32) | (1 << 62)
@@ -443,40 +409,33 @@ def test_the_desc_add_probe_switch_reaches_the_same_descriptors_and_leaves_the_r
     if nvcc is None:
         return
     ptx = {}
-    for opts in ((), ("-DDESC_ADD=1",)):
-        out = subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-ptx", *opts, str(HOPPER_CU),
-                              "-o", "-"], capture_output=True, text=True)
+    for opts in ((), ("-DSKINNY_DESC=0",)):
+        out = subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-ptx", *opts,
+                              str(KERNEL_DIR / K.ALL_RUNGS[23].file), "-o", "-"], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr[-2000:]
         ptx[opts] = out.stdout
-    entries = lambda t: dict(re.findall(r"\.entry (\w+)\((.*?)\n\}\n", t, re.S))   # noqa: E731
-    split = {n for n, body in entries(ptx[()]).items() if "mov.b64 {" in body}
-    assert split == {"hopper_skinny_desc", "hopper_skinny_desc_f32c"}   # as recorded, only rungs 23-24 add (SKINNY_DESC)
-    assert ptx[("-DDESC_ADD=1",)].count("mov.b64 {") >= 12            # two descriptors split per consumer, every rung
+    assert "mov.b64 {" in ptx[()] and "mov.b64 {" not in ptx[("-DSKINNY_DESC=0",)]
 
 
 def test_rungs_23_and_24_are_rungs_21_and_22_with_added_descriptors():
-    """Rungs 23-24: rungs 21-22's template calls with one more argument, SKINNY_DESC (default 1: descriptors built
-    once and advanced by adds, the code path of the build option DESC_ADD), nothing else; predicted x1.03 over rungs 21
-    and 22; their launch and model are 21-22's; the other rungs build DESC = DESC_ADD, 0."""
-    src = helpers.display.kernel_source("hopper_sm90a.cu")
+    """Rungs 23-24: rungs 21-22 with SKINNY_DESC (default 1: descriptors built once and advanced by adds, mma_ktile_at;
+    0: rebuilt, rungs 21-22's mma_ktile), nothing else; predicted x1.03 over rungs 21 and 22; their launch and model
+    are 21-22's."""
     for k, base in ((23, 21), (24, 22)):
         r, b = K.ALL_RUNGS[k], K.ALL_RUNGS[base]
         assert r.base == base and r.predicted_gain == 1.03 and r is K.KERNELS[r.name] and r.timed_shapes == b.timed_shapes
         assert (r.emulate, r.out_dtype, r.block, r.block_tile, r.tma_boxes, r.c_box, r.cluster, r.dyn_smem) == \
             (b.emulate, b.out_dtype, b.block, b.block_tile, b.tma_boxes, b.c_box, b.cluster, b.dyn_smem)
-        call = {n: [x.strip() for x in re.search(r"ws_gemm<([^>]*)>", src[src.index(f"void {n}(const"):]).group(1)
-                    .split(",")] for n in (r.name, b.name)}
-        assert call[r.name] == call[b.name] + ["SKINNY_DESC"]
-        c = src[src.index(f"// Rung {k} -- "):src.index(f"void __launch_bounds__(256, 1) SKINNY_DIMS {r.name}(")]
-        assert f"Predicted: x{r.predicted_gain:.2f} over rung {base}" in c
-    assert "#define SKINNY_DESC 1" in src and "int CONSUMERS = 2, int DESC = DESC_ADD, bool CT = false, bool PAIR_N = false>" in src
-    assert "#define DESC_ADD 0" in src
+        code = display.rung_code(k)
+        assert "if (SKINNY_DESC)" in code and "mma_ktile_at(d, da0, db0," in code and "mma_ktile(d, sA" in code
+        assert "desc_plus(" in code and "mma_ktile_at" not in display.rung_code(base)
+        assert _predicted(k) == (r.predicted_gain, base) and _rung_define("SKINNY_DESC", k) == 1
 
 
 def test_rungs_25_and_26_are_rungs_14_and_13_in_clusters_of_four():
-    """Rungs 25-26: rungs 14 and 13's template calls with QUAD_CLUSTER (default 4) where they pass CLUSTER_M (default
-    2), declared with QUAD_DIMS; their entries are 14's and 13's but for the cluster (4, 1, 1); the sums are theirs
-    (same model)."""
+    """Rungs 25-26: rungs 14 and 13 with QUAD_CLUSTER (default 4, named CLUSTER_M in the code) where they have
+    CLUSTER_M (default 2), and the TILE_N knob (default 256); their entries are 14's and 13's but for the cluster
+    (4, 1, 1); the sums are theirs (same model)."""
     assert 25 not in K.PENDING and K.rung_entry(25) is K.KERNELS["hopper_quad_cluster"] is K.HOPPER_RUNGS[25]
     for k, base in ((25, 14), (26, 13)):
         r, b = K.ALL_RUNGS[k], K.ALL_RUNGS[base]
@@ -484,16 +443,10 @@ def test_rungs_25_and_26_are_rungs_14_and_13_in_clusters_of_four():
         assert r.per_shape and not b.per_shape
         assert (r.emulate, r.out_dtype, r.block, r.block_tile, r.tma_boxes, r.c_box, r.dyn_smem, r.persistent) == \
             (b.emulate, b.out_dtype, b.block, b.block_tile, b.tma_boxes, b.c_box, b.dyn_smem, b.persistent)
-        # rung 14's (13's) template call, as it was before rungs 8-16 got a file each, with QUAD_CLUSTER for CLUSTER_M
-        call = re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source("hopper_sm90a.cu", r.name)).group(1)
-        args = [x.strip() for x in call.split(",")]
-        assert args[:5] == ["true", "ORDER_GROUPED", "QUAD_CLUSTER", "true", "true" if k == 25 else "false"]
-        # the TILE_N knob names the template's next four parameters: their defaults as built
-        assert args[-4:] == ["false", "false", "HBM", "TILE_N"]
-        assert f"QUAD_DIMS {r.name}(" in helpers.display.kernel_source("hopper_sm90a.cu")
-    assert _hdefine("QUAD_CLUSTER") == 4 and _hdefine("CLUSTER_M") == 2
-    src = helpers.display.kernel_source("hopper_sm90a.cu")
-    assert "#define TILE_N 256 " in src and "bool SPLIT_K = false,\n          bool TAIL = false, int BM = HBM, int BN = HBN" in src
+        src = _rung_src(k)
+        assert (_rung_define("QUAD_CLUSTER", k), _rung_define("TILE_N", k), _rung_define("CLUSTER_M", base)) == (4, 256, 2)
+        assert "#define CLUSTER_M QUAD_CLUSTER" in src and "#define HBN TILE_N" in src
+        assert f"CLUSTER_DIMS {r.name}(" in src and _predicted(k) == (1.0, base)
 
 
 def test_quad_choice_takes_clusters_of_four_only_where_rows_start_inside_a_line_and_no_wave_is_added():
@@ -552,39 +505,38 @@ def test_wgmma_widths_header_is_what_its_generator_writes():
 
 
 def test_rung_29_has_the_kernels_tile_and_its_reasoning_computed():
-    """Rung 29 (hopper_ct_tile): the entry's tile, boxes and shared memory are
-    the kernel's (CT_M, CT_SMEM: 4 stages fit in 227 KB, where 256 x 152 fitted 3), its template call passes CT after
-    rung 14's arguments; every number of its reasoning is computed here: 5000^3 in 320 units of 2 (5 waves of 66
-    clusters, 4.85 of work) against rung 25's 200 units of 4 (7 waves of 30), 6.25 tile-times against 7 (x1.12), 142
-    outputs per box row against 171; the forced tile's prediction, x1.08, in its reasoning, the kernel comment and the
-    probe; the registry's gain the chooser's x1.00 where it builds rung 25's kernel (the ladder's 4096^3 and 8192^3)."""
+    """Rung 29 (hopper_ct_tile): the entry's tile, boxes and shared memory are the kernel's (CT_M, 4 stages fit in
+    227 KB, where 256 x 152 fitted 3), computed as C^T (mma_ktile_ct: wgmma's A a box of B, read MN-major); every
+    number of its reasoning is computed here: 5000^3 in 320 units of 2 (5 waves of 66 clusters, 4.85 of work) against
+    rung 25's 200 units of 4 (7 waves of 30), 6.25 tile-times against 7 (x1.12), 142 outputs per box row against 171;
+    the forced tile's prediction, x1.08, in the probe; the registry's gain the chooser's x1.00 where it builds rung
+    25's kernel (the ladder's 4096^3 and 8192^3)."""
     from lab.probes.ct_tile import CT_PREDICTED
 
     r, b = K.ALL_RUNGS[29], K.ALL_RUNGS[14]
     assert 29 not in K.PENDING and K.rung_entry(29) is r is K.KERNELS["hopper_ct_tile"] is K.HOPPER_RUNGS[29]
     assert r.base == 25 and r.per_shape == "orientation"
     assert (r.emulate, r.out_dtype, r.cluster) == (b.emulate, b.out_dtype, b.cluster)
-    assert _hdefine("CT_M") == K.CT_M == 160 and _hdefine("CT_EPI_ROWS") == 32
+    assert _rung_define("CT_M", 29) == K.CT_M == 160 and _rung_define("EPI_ROWS", 29) == 32
     assert (r.block_tile, r.tma_boxes, r.c_box) == ((160, 256), ((160, 64), (64, 64)), (32, 64))
     assert r.dyn_smem == K.ct_smem() == 4 * (160 * 128 + 256 * 128) + 16384 + 1024 + 128 <= 227 * 1024
     assert K.ct_smem(192) > 227 * 1024
-    call = re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source("hopper_sm90a.cu", r.name)).group(1)
-    assert [x.strip() for x in call.split(",")] == ["true", "ORDER_GROUPED", "2", "true", "true", "false", "false",
-                                                     "CT_M", "HBN", "HSTAGES", "MBAR_WAIT", "2", "0", "true"]
+    code = display.rung_code(29)
+    assert "Wgmma<2 * NACC>::template mma<0, 1>(d, desc_mnmajor(b" in code and "stmatrix_x4_trans(" in code
     units = -(-math.ceil(5000 / 160) // 2) * math.ceil(5000 / 256)
     assert (units, -(-units // 66), f"{units / 66:.2f}") == (320, 5, "4.85")
     assert (K.cluster_waves(5000, 5000, 4, 30), -(-math.ceil(5000 / 128) // 4) * math.ceil(5000 / 256)) == (7, 200)
     assert (5 * 160 / 128, f"{7 / (5 * 160 / 128):.2f}") == (6.25, "1.12")
     assert (round(160 * 256 / (160 + 128)), round(128 * 256 / (128 + 64))) == (142, 171)
     assert CT_PREDICTED[5000] == 1.08 and r.predicted_gain == 1.0 and K.ct_waves(5000, 5000, 66) == 5
+    assert _predicted(29) == (1.0, 25)
 
 
 def test_rung_30_is_rung_29_writing_fp32_c():
-    """Rung 30 (hopper_ct_tile_f32c): rung 29's template call with FP32 C (HALF_C false), its entry rung 29's
-    but for C (FP32, boxes of 16 rows x 32 columns: 128-byte rows, two per 64-column slice) and the model rung 26's;
-    the epilogue's steps of 16 rows fit the 160-row tile; predicted x1.05 over rung 26 in the registry, the comment
-    and the probe (--f32c) before any run (the registry's gain, as rung 29's, the chooser's x1.00 where it builds
-    rung 26's kernel)."""
+    """Rung 30 (hopper_ct_tile_f32c): rung 29's mainloop with FP32 C, its entry rung 29's but for C (FP32, boxes of
+    16 rows x 32 columns: 128-byte rows, two per 64-column slice) and the model rung 26's; the epilogue's steps of 16
+    rows fit the 160-row tile; predicted x1.05 over rung 26 in the probe (--f32c) before any run (the registry's gain,
+    as rung 29's, the chooser's x1.00 where it builds rung 26's kernel)."""
     from lab.probes.ct_tile import F32C_PREDICTED
 
     r, r29, r26 = K.ALL_RUNGS[30], K.ALL_RUNGS[29], K.ALL_RUNGS[26]
@@ -592,11 +544,10 @@ def test_rung_30_is_rung_29_writing_fp32_c():
     assert (r.block_tile, r.tma_boxes, r.dyn_smem, r.cluster) == (r29.block_tile, r29.tma_boxes, r29.dyn_smem,
                                                                   r29.cluster)
     assert r.c_box == (16, 32) and 32 * 4 == 128 and K.CT_M % 16 == 0 and 2 * 16 * 128 * 2 * 2 == K.CT_EPI_BYTES
-    calls = {n: [x.strip() for x in re.search(r"ws_gemm<([^>]*)>", helpers.display.kernel_source(
-        "hopper_sm90a.cu", n)).group(1).split(",")] for n in (r.name, r29.name)}
-    assert calls[r.name][4] == "false" and calls[r29.name][4] == "true"
-    assert calls[r.name][:4] + calls[r.name][5:] == calls[r29.name][:4] + calls[r29.name][5:]
-    assert F32C_PREDICTED[5000] == 1.05 and r.predicted_gain == 1.0
+    code, code29 = display.rung_code(30), display.rung_code(29)
+    main = lambda c: c[c.index("    if (wg == 0) {"):c.index("// [region: epilogue]")]   # noqa: E731
+    assert main(code) == main(code29) and "stmatrix" not in code and _rung_define("EPI_ROWS", 30) == 16
+    assert F32C_PREDICTED[5000] == 1.05 and r.predicted_gain == 1.0 and _predicted(30) == (1.0, 26)
 
 
 def test_recorded_compiler_output_is_of_the_kernels_as_they_are():

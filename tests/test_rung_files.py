@@ -1,5 +1,5 @@
-"""Lesson 6's rungs 8-16, one kernel file each, and lesson 5's rung 7 before them (kernels/ladder_sm90a.cu): short
-enough to read whole, each a small step from the one before.
+"""Lesson 6's rungs 8-30, one kernel file each, and lesson 5's rung 7 before them (kernels/ladder_sm90a.cu): short
+enough to read whole, each a small step from the rung it builds on (the one before, or the registry's base).
 
 What a learner reads of a rung is its code path as helpers.display.rung_code shows it: the extern "C" kernel and every
 device function of its file that it calls (the shared primitives of kernels/hopper_wgmma.cuh, shown once, left
@@ -12,11 +12,21 @@ import pytest
 
 from helpers import display, knobs
 from helpers.compile import KERNEL_DIR
-from helpers.kernels import ALL_RUNGS, hopper_rung_file
+from helpers.kernels import ALL_RUNGS, HOPPER_RUNGS, RUNG_FILES, hopper_rung_file
 
-RUNGS = range(8, 17)
-HOPPER_RUNGS = range(7, 17)           # rung 7 shares the header, so the step 7 -> 8 is measured too
+RUNGS = RUNG_FILES
 MAX_LINES, MAX_CHANGED, MAX_MEDIAN = 350, 120, 60
+# Rung 17 is measured against rung 14, the kernel its code builds on: rung 16 adds split-K of the last wave (a split-K
+# function and region, a work-unit map) that the skinny tile drops again, so the step 16 -> 17 removes rung 16's idea
+# as well as adding its own (its predicted gain is still over rung 16, the rung before it on the ladder).
+BUILDS_ON = {17: 14}
+# The headers a rung file may include: the shared one, and the generated wgmma widths (rungs 25-30's tiles)
+HEADERS = ("hopper_wgmma.cuh", "wgmma_widths.cuh")
+
+
+def _base(rung: int) -> int:
+    """The rung a rung's code is compared with: BUILDS_ON, else the registry's base, else the rung before."""
+    return BUILDS_ON.get(rung) or ALL_RUNGS[rung].base or rung - 1
 
 
 def _changed(a: str, b: str) -> int:
@@ -33,8 +43,9 @@ def test_each_rung_is_one_short_file_with_its_registry_kernel(rung):
     assert code.startswith('extern "C" __global__ void') and f" {spec.name}(" in code.splitlines()[0]
     assert len(code.splitlines()) <= MAX_LINES, (rung, len(code.splitlines()))
     text = (KERNEL_DIR / spec.file).read_text()
-    # it stands whole: its own functions, and the one shared header
-    assert re.findall(r'#include\s+"([^"]+)"', text) == ["hopper_wgmma.cuh"]
+    # it stands whole: its own functions, and the shared header (and the generated wgmma widths)
+    includes = re.findall(r'#include\s+"([^"]+)"', text)
+    assert includes[0] == "hopper_wgmma.cuh" and set(includes) <= set(HEADERS), includes
     assert len(re.findall(r'^extern "C" __global__ void\b[^;]*\{', text, re.M | re.S)) == 1
     assert "ws_gemm" not in text
 
@@ -54,15 +65,19 @@ def test_rung7_is_one_short_kernel_on_the_shared_header():
     assert not re.findall(r"template\s*<", text)
 
 
+def test_every_lesson6_rung_is_a_rung_file():
+    assert set(HOPPER_RUNGS) == set(RUNG_FILES)
+
+
 def test_consecutive_rungs_differ_by_one_idea():
-    codes = {r: display.rung_code(r) for r in HOPPER_RUNGS}
-    changed = {r: _changed(codes[r - 1], codes[r]) for r in HOPPER_RUNGS[1:]}
+    codes = {r: display.rung_code(r) for r in (7, *RUNGS)}
+    changed = {r: _changed(codes[_base(r)], codes[r]) for r in RUNGS}
     assert all(0 < n <= MAX_CHANGED for n in changed.values()), changed
     assert statistics.median(changed.values()) <= MAX_MEDIAN, changed
     # and rung_diff reports the same count a learner sees
-    for r in (8, 12):
+    for r in (8, 12, 21):
         m = re.search(r"(\d+) lines removed and (\d+) added against rung (\d+)", display.rung_diff(r).data)
-        assert m and int(m[1]) + int(m[2]) == changed[r] and int(m[3]) == r - 1
+        assert m and int(m[1]) + int(m[2]) == changed[r] and int(m[3]) == _base(r)
 
 
 def test_the_diff_counter_sees_a_bloated_rung():

@@ -54,7 +54,7 @@ def no_cupy(monkeypatch):
 def test_every_knob_has_its_macro_in_the_file_with_the_recorded_default():
     for r, table in tryout.KNOBS.items():
         spec = ALL_RUNGS[r]
-        assert spec.file == ("ladder.cu" if r <= 6 else f"hopper_rung{r:02d}_sm90a.cu" if r <= 16 else "hopper_sm90a.cu")
+        assert spec.file == ("ladder.cu" if r <= 6 else f"hopper_rung{r:02d}_sm90a.cu")
         src = (ROOT / "kernels" / spec.file).read_text()
         settings = tryout._resolve(spec, {})
         for name, k in table.items():
@@ -63,7 +63,7 @@ def test_every_knob_has_its_macro_in_the_file_with_the_recorded_default():
                 assert re.search(rf"^#define {k.define} {k.default}\b", src, re.M), (r, name)
             assert settings[name] in k.allowed(settings)
     assert "#define WAIT_GROUP (STAGES - 2)" in LADDER.read_text()
-    assert "#define CONSUMER_REGS ((168 * 3 - PRODUCER_REGS) / 2 / 8 * 8)" in src      # hopper_sm90a.cu: 40 -> 232
+    assert "#define CONSUMER_REGS ((168 * 3 - PRODUCER_REGS) / 2 / 8 * 8)" in src      # rung 30's file: 40 -> 232
     assert tryout._resolve(ALL_RUNGS[5], {})["WAIT_GROUP"] == 2
     assert tryout._resolve(ALL_RUNGS[5], {"STAGES": 3})["WAIT_GROUP"] == 1
     # rung 2 is the unpadded body, rungs 3-6 the padded one
@@ -189,7 +189,7 @@ def test_source_of_is_the_file_and_replace_edits_one_place():
     with pytest.raises(InputError, match="occurs 0 times"):
         tryout.source_of(5, replace={"no such line": ""})
     assert "wgmma" in tryout.source_of(9) and "tile_of(t, tiles_n, tm, tn)" in tryout.source_of("hopper_persistent")
-    assert tryout.source_of(17) == (ROOT / "kernels" / "hopper_sm90a.cu").read_text()
+    assert tryout.source_of(17) == (ROOT / "kernels" / "hopper_rung17_sm90a.cu").read_text()
 
 
 def test_a_source_without_the_kernel_is_refused_on_every_backend():
@@ -628,12 +628,11 @@ def test_every_knob_value_compiles_and_changes_exactly_its_rungs(tmp_path):
 @pytest.mark.skipif(NVCC is None, reason="no nvcc on this machine")
 def test_every_hopper_knob_value_compiles_for_sm90a_and_changes_exactly_its_rungs(tmp_path):
     """Lesson 6's files, nvcc -ptx for sm_90a (their only real target): the same, for lesson 6's rungs, file by file
-    (rungs 8-16 one file each, rungs 17 on kernels/hopper_sm90a.cu). Without --full: a knob many rungs offer
+    (one file per rung). Without --full: a knob many rungs offer
     (HSTAGES), one that some rungs read without offering it (GROUP_M), and the C^T tile's default, which forces a
     build of the same code (CT_M=160)."""
     keep = ("HSTAGES=3", "GROUP_M=4", "CT_M=160")
-    groups = [(ROOT / "kernels" / f"hopper_rung{r:02d}_sm90a.cu", [r]) for r in range(8, 17)]
-    groups.append((ROOT / "kernels" / "hopper_sm90a.cu", [r for r in tryout.KNOBS if r >= 17]))
+    groups = [(ROOT / "kernels" / f"hopper_rung{r:02d}_sm90a.cu", [r]) for r in tryout.KNOBS if r >= 8]
     for path, rungs in groups:
         sub = tmp_path / path.stem
         sub.mkdir()

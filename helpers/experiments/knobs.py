@@ -4,7 +4,7 @@ Experiment ``knobs`` (``make record``): every rung with knobs measured as record
 each knob, one knob at a time: compiled with ``-D<macro>=<value>``, checked at a size that is no tile multiple and at
 the timed size, then timed at 4096^3 next to cuBLAS FP16. The Hopper rungs run in one child process per rung.
 Readers (no GPU): ``knob_sweep`` (one knob's recorded sweep as a table) and ``switch_lines`` (the lines of
-kernels/hopper_sm90a.cu's ws_gemm, rungs 17 on, that a template switch selects).
+kernels/hopper_sm90a.cu's ws_gemm, the lab's rungs 27, 28 and 31, that a template switch selects).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import re
 from ..tryout import DEFAULT_SIZE, KNOBS, SEED
 from . import experiment
 
-RUNGS_SWEPT = tuple(KNOBS)         # 2-6: kernels/ladder.cu; 8-16: kernels/hopper_rungNN_sm90a.cu; 17 on: hopper_sm90a.cu
+RUNGS_SWEPT = tuple(KNOBS)         # 2-6: kernels/ladder.cu; 8-30: kernels/hopper_rungNN_sm90a.cu
 TIMING_SIZE = 4096
 
 

@@ -6,18 +6,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# Rungs 8-16 are one kernel file each in kernels/ since 2026-12-07, without the build switches below; the single
-# templated file they were built from then (rungs 8-31 on ws_gemm, with the switches) is kept whole here, so that a
-# probe that sets a switch on rungs 8-16 still builds what it measured.
+# Rungs 8-16 are one kernel file each in kernels/ since 2026-12-07, and so are rungs 17-26, 29 and 30 (later the same
+# day), without the build switches below, which kernels/hopper_sm90a.cu (rungs 27, 28, 31) has no more either; the
+# single templated file they were all built from (rungs 8-31 on ws_gemm, with the switches) is kept whole here, so
+# that a probe that sets a switch on any of rungs 8-31 still builds what it measured.
 RESEARCH_FILE = ROOT / "lab" / "kernels" / "hopper_sm90a_research.cu"
 RESEARCH_SWITCHES = ("DESC_ADD", "TILE_ORDER", "WG_UNIFORM")
 
 
 def research_source(rung: int, options: tuple = ()) -> str | None:
-    """The frozen ws_gemm file's text where rung `rung` (8-16) is built with one of RESEARCH_SWITCHES among its NVRTC
+    """The frozen ws_gemm file's text where rung `rung` (8-31) is built with one of RESEARCH_SWITCHES among its NVRTC
     `options` (helpers.launch.launcher's source=), else None: the course's own file."""
     switched = any(o.startswith("-D") and o[2:].split("=")[0] in RESEARCH_SWITCHES for o in options)
-    return RESEARCH_FILE.read_text() if switched and 8 <= rung <= 16 else None
+    return RESEARCH_FILE.read_text() if switched and 8 <= rung <= 31 else None
 
 
 # Lesson 7's FP8 kernels are clean files in kernels/ since 2026-12-07 (the main path's fp8_wgmma_sm90a.cu and

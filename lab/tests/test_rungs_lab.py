@@ -31,7 +31,7 @@ def _template_call(name, text=HSRC):
     return [x.strip() for x in call.split(",")]
 
 
-# rungs 13-14's template calls, as they were before rungs 8-16 got a file each in kernels/ (2026-12-07)
+# the rungs' template calls, as they were before rungs 8-26, 29 and 30 got a file each in kernels/ (2026-12-07)
 RESEARCH_SRC = (ROOT / "lab" / "kernels" / "hopper_sm90a_research.cu").read_text()
 
 
@@ -57,18 +57,20 @@ def test_tall_choice_builds_the_256_row_tile_only_where_it_saves_a_tenth_of_the_
 
 
 def test_rungs_27_and_28_are_rung_14s_and_13s_template_call_with_the_tall_tile():
-    """Rungs 27-28's kernels pass TALL_M, TALL_N, TALL_STAGES as the template's block tile and stages after rung 14's
-    (13's) arguments with the cluster of 2 spelt out, so TALL_M=128 TALL_N=256 (4 stages: HSTAGES) is rung 14's (13's)
-    kernel. The entry is the 256 x 152 build (A's box 256 rows)."""
+    """Rungs 27-28's kernels pass TALL_M, TALL_N, TALL_STAGES as the template's block tile and stages, with rung 14's
+    (13's) C (ws_gemm, since 2026-12-07, keeps only rung 14's persistent grouped clusters of 2 with a TMA store, the
+    template arguments rung 14's (13's) call passed, as the research file shows), so TALL_M=128 TALL_N=256 (4 stages:
+    HSTAGES) is rung 14's (13's) kernel. The entry is the 256 x 152 build (A's box 256 rows)."""
     for k, base in ((27, 14), (28, 13)):
         r, b = LR.PENDING[k], K.ALL_RUNGS[base]
         assert r.per_shape == "tile" and r.base == {27: 25, 28: 26}[k]
         assert (r.emulate, r.out_dtype, r.c_box, r.cluster) == (b.emulate, b.out_dtype, b.c_box, b.cluster)
         assert (r.block_tile, r.tma_boxes, r.dyn_smem) == ((256, 152), ((256, 64), (64, 64)), LR.tall_smem(152))
         args, base_args = _template_call(r.name), _template_call(b.name, RESEARCH_SRC)
-        assert args[2] == "2" and base_args[2] == "CLUSTER_M" and _hdefine("CLUSTER_M") == 2
-        base_args = base_args[:2] + base_args[3:]
-        assert args[:2] + args[3:] == base_args + ["false"] * (6 - len(base_args)) + ["TALL_M", "TALL_N", "TALL_STAGES"]
+        assert base_args[:4] == ["true", "ORDER_GROUPED", "CLUSTER_M", "true"] and _hdefine("CLUSTER_M") == 2
+        assert "constexpr int CLUSTER = 2, WAIT = MBAR_WAIT;" in HSRC
+        assert args == [{27: "true", 28: "false"}[k], "TALL_M", "TALL_N", "TALL_STAGES"]
+        assert (base_args + ["false"])[4] == args[0]
         assert f"TALL_DIMS {r.name}(" in HSRC
     assert _hdefine("HSTAGES") == 4 and "#define TALL_STAGES (TALL_M == 128 || TALL_N <= 128 ? 4 : 3)" in HSRC
 
@@ -130,8 +132,9 @@ def test_rung_31_has_the_kernels_tile_and_its_reasoning_computed():
     assert _hdefine("CTN_M") == LR.CTN_M == 152 and half == 80 and half * 128 % 1024 == 0 and 2 * half <= K.CT_M
     assert (r.block_tile, r.tma_boxes, r.c_box) == ((152, 256), ((80, 64), (64, 64)), (8, 64))
     assert r.dyn_smem == r29.dyn_smem == K.ct_smem(160) and 152 % 32 and 152 % 8 == 0
-    call, call29 = _template_call(r.name), _template_call(r29.name)
-    assert call == [*call29[:7], "CTN_M", *call29[8:], "true"] and call29[7] == "CT_M"
+    call, call29 = _template_call(r.name), _template_call(r29.name, RESEARCH_SRC)   # rung 29 as ws_gemm built it
+    assert call29[7] == "CT_M" and call29[4] == call29[-1] == "true"                 # FP16 C, the C^T tile
+    assert call == ["true", "CTN_M", "HBN", "HSTAGES", "true", "true"]
     units = math.ceil(5000 / 152) * math.ceil(math.ceil(5000 / 256) / 2)
     assert (math.ceil(5000 / 152), math.ceil(5000 / 256), units, -(-units // 66)) == (33, 20, 330, 5)
     assert (f"{5 * 152 / 128:.2f}", f"{6.25 / (5 * 152 / 128):.2f}") == ("5.94", "1.05")
@@ -154,8 +157,8 @@ def test_rung_31s_pairs_along_n_cover_every_tile_and_row_once():
     from lab.probes.ct_tile import ODD
 
     flat = " ".join(HSRC.split())
-    for line in ("const int units_n = PAIR_N ? (tiles_n + 1) / 2 : tiles_n, part_units = units_m * units_n;",
-                 "tile_of<ORDER, 1>(tile, units_m, units_n, 0, tm, tn); tn = 2 * tn + (int)rank;",
+    for line in ("const int units_n = PAIR_N ? (tiles_n + 1) / 2 : tiles_n, units = units_m * units_n;",
+                 "tile_of<1>(tile, units_m, units_n, 0, tm, tn); tn = 2 * tn + (int)rank;",
                  "const int halves = PAIR_N && tm * BM + A_HALF >= M ? 1 : 2;", "if ((int)rank < halves)",
                  "if (b * SR + 8 * h8 < BM && tm * BM + b * SR + 8 * h8 < M)",
                  "const int nb = PAIR_N && tn * BN >= N ? 0 : b_boxes_in<BN>(tn, N);"):
@@ -231,13 +234,14 @@ def test_hilbert_order_walks_neighbours_and_falls_back_to_grouped():
 
 
 def test_the_kernels_hilbert_unit_is_the_model(tmp_path):
-    """kernels/hopper_sm90a.cu's hilbert_unit, its own text compiled for the host (g++), gives the points of
-    hilbert_point for every d of 16 x 16 and 32 x 32, the grids of units at 4096^3 and 8192^3."""
+    """The research file's hilbert_unit (TILE_ORDER=1, lab/kernels/hopper_sm90a_research.cu), its own text compiled
+    for the host (g++), gives the points of hilbert_point for every d of 16 x 16 and 32 x 32, the grids of units at
+    4096^3 and 8192^3."""
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         pytest.skip("no host C++ compiler (g++) on this machine")
-    start = HSRC.index("__device__ __forceinline__ void hilbert_unit(")
-    body = HSRC[start:HSRC.index("\n}\n", start) + 3].replace("__device__ __forceinline__ ", "static ")
+    start = RESEARCH_SRC.index("__device__ __forceinline__ void hilbert_unit(")
+    body = RESEARCH_SRC[start:RESEARCH_SRC.index("\n}\n", start) + 3].replace("__device__ __forceinline__ ", "static ")
     prog = tmp_path / "h.cpp"
     prog.write_text(body + "#include <cstdio>\nint main() { for (int n = 16; n <= 32; n *= 2) for (int d = 0; "
                     "d < n * n; ++d) { int x, y; hilbert_unit(n, d, x, y); std::printf(\"%d %d %d %d\\n\", n, d, x, y); } }\n")

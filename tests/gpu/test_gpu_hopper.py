@@ -1,4 +1,4 @@
-"""GPU tests for lesson 6 (kernels/hopper_rungNN_sm90a.cu and hopper_sm90a.cu: helpers.kernels.HOPPER_RUNGS,
+"""GPU tests for lesson 6 (kernels/hopper_rungNN_sm90a.cu: helpers.kernels.HOPPER_RUNGS,
 helpers/experiments/hopper.py).
 
 Every rung, in a child process (helpers.isolate: a fault or a hang there cannot break the other tests),

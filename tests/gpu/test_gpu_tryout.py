@@ -177,7 +177,7 @@ def test_hopper_rungs_as_edited_sources(k):
     (13, {"STAGES": 3}, (2, 1, 1)),
 ])
 def test_hopper_knob_variants_pass_with_their_launch_settings(k, knobs, cluster):
-    """sm_90a knobs (kernels/hopper_sm90a.cu), in a child process: stages change the dynamic shared memory,
+    """sm_90a knobs (kernels/hopper_rungNN_sm90a.cu), in a child process: stages change the dynamic shared memory,
     CLUSTER_M the cluster the launcher forms (none for 1)."""
     from helpers.kernels import HOPPER_SMEM, HOPPER_STAGE, HOPPER_STORE_SMEM
 
@@ -194,7 +194,7 @@ def test_hopper_knob_variants_pass_with_their_launch_settings(k, knobs, cluster)
 @pytest.mark.parametrize("k", [17, 18, 19, 20])
 @pytest.mark.parametrize("knobs, cluster", [({"STAGES": 4}, (2, 1, 1)), ({"CLUSTER_M": 1}, None)])
 def test_skinny_knobs_pass_with_their_own_ring_and_cluster(k, knobs, cluster):
-    """The knobs of rungs 17-20 (SKINNY_STAGES, SKINNY_CLUSTER in kernels/hopper_sm90a.cu): their ring of 24 KB
+    """The knobs of rungs 17-20 (SKINNY_STAGES, SKINNY_CLUSTER in their files): their ring of 24 KB
     stages (helpers.kernels.skinny_smem) and the cluster the launcher forms (none for 1), checked and timed."""
     from helpers.kernels import skinny_smem
 
