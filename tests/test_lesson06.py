@@ -435,28 +435,6 @@ def test_hopper_targets_plans_every_target_with_its_candidates():
     assert exp["rounds"] == LL.TARGET_ROUNDS and len(exp["cells"]) == 2 * len(H.TARGETS)
 
 
-def test_switch_lines_show_both_sides_of_a_switch():
-    """switch_lines on ws_gemm (kernels/hopper_sm90a.cu, the lab's rungs 27, 28 and 31; every rung of the ladder is a
-    file of its own, with no template switch): HALF_C's chains, the FP16 side (stmatrix, stmatrix .trans for the C^T
-    tile) and the FP32 side (store2) both shown where no rung rules one out; CT's epilogue chain."""
-    body = KN.switch_lines("HALF_C", blocks_only=True).data.split("```c++\n")[1]
-    for s_ in ("if constexpr (HALF_C) {", "stmatrix_x4_trans(", "stmatrix_x4(", "pack_half2", "store2("):
-        assert s_ in body, s_
-    assert "// (not in rung" not in body
-    ct = KN.switch_lines("CT", blocks_only=True).data
-    assert "if constexpr (CT) {" in ct and "stmatrix_x4_trans(" in ct
-
-
-def test_decide_reads_switch_conditions():
-    s = {"CT": False, "TMA_STORE": True, "CLUSTER": 2, "PAIR_N": False, "BM": 128}
-    assert KN._decide("!TMA_STORE", s) is False and KN._decide("CT", s) is False and KN._decide(None, s) is True
-    assert KN._decide("CLUSTER == 1 || PAIR_N", s) is False and KN._decide("CLUSTER > 1", s) is True
-    assert KN._decide("BM >= 128 && !CT", s) is True and KN._decide("BM / 2 == 64", s) is True
-    assert KN._decide("row < M", s) is None and KN._decide("TMA_STORE && row < M", s) is None
-    assert KN._decide("CT && row < M", s) is False and KN._decide("TMA_STORE || row < M", s) is True
-    assert KN._decide("threadIdx.x % 128 == 0", s) is None and KN._decide("(int)x", s) is None
-
-
 def test_knob_sweeps_show_their_spread_and_clock():
     """knob_sweep: each value's ratio to the rung as recorded, with the spread both timings' p10 and p90 allow and the
     SM clock. Rung 12 with CLUSTER_M=1 (every CTA its own cluster, loading all of B) has a p10-p90 range apart from

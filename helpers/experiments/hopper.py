@@ -322,37 +322,10 @@ def gain_at(rows: list[dict], rung: int, shape, predicted: float | None = None, 
     return g
 
 
-def gain_table(rows: list[dict], rung: int, shape, predicted: float | None = None, base: int | None = None):
-    """gain_at as a one-row table, with the rung's TFLOP/s and its ratio to cuBLAS writing the same C."""
-    from ..display import table
-
-    g = gain_at(rows, rung, shape, predicted, base)
-    if g is None:
-        return table([{"shape": "x".join(map(str, shape)), "verdict": "not recorded"}], ["shape", "verdict"])
-    over = f" over rung {base}" if base is not None else ""
-    return table([dict(g, shape="x".join(map(str, shape)))],
-                 ["shape", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas"],
-                 ["M x N x K", f"predicted gain{over}", f"measured gain{over}", "p10-p90 from", "to", "", "TFLOP/s",
-                  "x cuBLAS (same C)"],
-                 {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops": ".0f",
-                  "frac_cublas": ".2f"})
-
-
 def kernel_alone_gain(ladder: list[dict], n: int) -> float:
     """Rung 7's kernel alone (without its transpose of B) over rung 7 as timed, at n^3 (lesson 5's ladder rows)."""
     r7 = next(r for r in timed_rows(ladder, n) if r["rung"] == 7)
     return r7["tflops_kernel_only"] / r7["tflops"]
-
-
-def measured(rows: list[dict], rung: int, sizes=(4096, 8192)):
-    """A table of the rung's recorded gain over the rung before it at each of `sizes` (n^3), its prediction and the
-    verdict on the spread both rungs' p10 and p90 timings allow."""
-    from ..display import table
-
-    out = [dict(next(x for x in gains(rows, n) if x["rung"] == rung), n=n) for n in sizes]
-    return table(out, ["n", "predicted", "measured", "low", "high", "verdict"],
-                 ["n", "predicted", "measured", "p10-p90 from", "to", "verdict"],
-                 {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f"})
 
 
 def shape_table(rows: list[dict], shapes=TIMED) -> list[dict]:
