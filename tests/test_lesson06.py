@@ -367,13 +367,6 @@ def test_rung_16_arithmetic_is_rung_14_outside_the_split_tiles_and_its_check_rej
     assert (helpers.gemm(16, a, b) == helpers.gemm(15, a, b)).all()
 
 
-def test_a_rungs_predicted_speed_multiplies_the_gains_on_its_path():
-    """H.gain_path: the predicted TFLOP/s of the last rung is rung 7's times the gains on its path, each over its base
-    or the rung before: rung 20's path skips rung 18 (rung 19's gain is over 17), rung 18's includes every rung."""
-    assert H.gain_path(18) == list(range(8, 19)) and H.gain_path(8) == [8]
-    assert H.gain_path(20) == [*range(8, 18), 19, 20]
-
-
 def test_the_record_times_the_skinny_rungs_at_their_three_shapes():
     """H.shapes_for: the big-tile rungs (8-16, 25-26) at every timed shape; rungs 17-24 at M = 128, 4096^3 and 8192^3 only
     (each a shape of TIMED, so their gains and like-for-like ratios are read from the same rows as before)."""

@@ -291,15 +291,6 @@ def l2_sectors_per_ktile(target: str, sizes=(4096, 5000)) -> dict:
     return out
 
 
-def gain_path(rung: int) -> list[int]:
-    """The rungs whose predicted gains lead from rung 7 to `rung`: each over its `base` or the rung before it."""
-    path, k = [], rung
-    while k != 7:
-        path.append(k)
-        k = ALL_RUNGS[k].base if ALL_RUNGS[k].base is not None else k - 1
-    return path[::-1]
-
-
 def gain_at(rows: list[dict], rung: int, shape, predicted: float | None = None, base: int | None = None) -> dict | None:
     """Rung `rung`'s recorded gain over the rung before it (or `base`) at `shape`, its p10-p90 range and the verdict
     against `predicted` (default: the registry's)."""
