@@ -11,16 +11,13 @@ import textwrap
 
 from .compile import KERNEL_DIR
 from .kernels import ALL_RUNGS, lookup
-from .knobs import KNOBS
 from .results import tried
 
 
-def kernel_source(filename: str, name: str | None = None, with_header: bool = False, as_built: bool = False) -> str:
+def kernel_source(filename: str, name: str | None = None, with_header: bool = False) -> str:
     """The text of kernels/<filename>, or of one kernel in it (from `extern "C"` to its closing brace); with_header:
-    with the file's leading comment block; as_built: without the code the file's lab switches add."""
+    with the file's leading comment block."""
     text = (KERNEL_DIR / filename).read_text()
-    if as_built:
-        text = without_switched_code(text, lab_switches(text))
     if name is None:
         return text
     # a definition, not a declaration: the name's parameter list is followed by the body, not by ';'
@@ -131,47 +128,14 @@ def block_end(lines: list[str], i: int) -> int:
     return len(lines) - 1
 
 
-def lab_switches(text: str) -> set[str]:
-    """The lab's switches in a kernel file's text: macros defined as 0 unless told otherwise (`#ifndef X` /
-    `#define X 0`) that no knob sets. The rungs are built with each of them 0."""
-    knobs = {k.define for rung in KNOBS.values() for k in rung.values()}
-    return {x for x in re.findall(r"^#ifndef (\w+)\s*\n#define \1 0\b", text, re.M) if x not in knobs}
-
-
-def without_switched_code(text: str, off: set[str]) -> str:
-    """`text` without each `#if X` or `#if X == 1` block (to its `#endif`) for X in `off`; blocks with an #else or
-    #elif are kept whole."""
-    lines, out, i = text.splitlines(keepends=True), [], 0
-    head = re.compile(r"#if\s+(\w+)(?:\s*==\s*1)?\s*$")
-    while i < len(lines):
-        m = head.match(lines[i].strip())
-        if m and m.group(1) in off:
-            depth, j, branch = 0, i, False
-            for j in range(i, len(lines)):
-                t = lines[j].strip()
-                depth += t.startswith("#if")
-                branch |= depth == 1 and t.startswith(("#else", "#elif"))
-                depth -= t.startswith("#endif")
-                if depth == 0:
-                    break
-            if not branch:
-                i = j + 1
-                continue
-        out.append(lines[i])
-        i += 1
-    return "".join(out)
-
-
-def device_functions(filename: str, as_built: bool = False, headers: bool = True) -> dict[str, str]:
+def device_functions(filename: str, headers: bool = True) -> dict[str, str]:
     """{name: source} of the __device__ functions defined in kernels/<filename> and (headers) the headers it includes
-    from kernels/, in file order; as_built: without the code the file's lab switches add."""
+    from kernels/, in file order."""
     text = (KERNEL_DIR / filename).read_text()
-    if as_built:
-        text = without_switched_code(text, lab_switches(text))
     out: dict[str, str] = {}
     for inc in re.findall(r'#include\s+"([^"]+)"', text) if headers else []:
         if (KERNEL_DIR / inc).is_file():
-            out.update(device_functions(inc, as_built))
+            out.update(device_functions(inc))
     for m in _DEVICE_FN.finditer(text):
         body = _block_from(text, m.start())
         if ";" in body[:body.find("{")] if "{" in body else True:      # a declaration, not a definition
@@ -198,7 +162,7 @@ def rung_code(key) -> str:
     that two rungs can be compared line by line (the primitives of the headers it includes, shown once, left out)."""
     spec = lookup(key)
     kernel = kernel_source(spec.file, spec.name)
-    fns = device_functions(spec.file, as_built=True, headers=False)
+    fns = device_functions(spec.file, headers=False)
     return "\n\n".join([kernel] + [fns[n] for n in called_functions(kernel, fns)])
 
 
@@ -251,7 +215,7 @@ def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool 
     if spec.rung is None:
         raise KeyError(f"{spec.name} is not a rung of a ladder")
     before = lookup(prev) if prev is not None else ALL_RUNGS.get(spec.base if spec.base is not None else spec.rung - 1)
-    fns = device_functions(spec.file, as_built=True)
+    fns = device_functions(spec.file)
     new = rung_code(spec)
     head = f"**Rung {spec.rung}** (`{spec.name}`, `kernels/{spec.file}`): {spec.idea}"
     if before is None:
@@ -277,14 +241,8 @@ def rung_diff(key, prev=None, context: int = 1, max_lines: int = 40, full: bool 
     kernel = kernel_source(spec.file, spec.name)
     called = called_functions(kernel, fns)
     if called:
-        # a template the kernel instantiates with compile-time switches (`body<true, ...>(`) may call functions in
-        # branches those switches leave out of this rung's build: the list names them too, and says so
-        switched = [n for n in called[:1] if re.search(r"\b" + re.escape(n) + r"\s*<[^;(){}]+>\s*\(", kernel)
-                    and re.search(r"\bif\s*(?:constexpr\s*)?\(", fns[n])]
-        also = (f" (some only from branches of `{switched[0]}` that rung {spec.rung}'s template arguments compile out)"
-                if switched else "")
         parts.append(f"The {len(called)} device functions rung {spec.rung}'s kernel calls, directly or through "
-                     f"each other{also} (click one to open): " + " ".join(
+                     f"each other (click one to open): " + " ".join(
             f"<details><summary><code>{n}</code></summary>\n\n```{CPP}\n{fns[n]}\n```\n</details>" for n in called))
     return Markdown("\n\n".join(parts))
 
@@ -319,7 +277,7 @@ def rung_regions(key, regions, functions=()):
     from IPython.display import Markdown
 
     spec = lookup(key)
-    fns = device_functions(spec.file, as_built=True)
+    fns = device_functions(spec.file)
     parts = [f"**Rung {spec.rung}** (`{spec.name}`, `kernels/{spec.file}`): {spec.idea}."]
     for r in regions:
         parts.append(f"Region `{r}` of the file (between its `// [region: {r}]` markers):\n\n"

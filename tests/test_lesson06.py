@@ -367,13 +367,6 @@ def test_rung_16_arithmetic_is_rung_14_outside_the_split_tiles_and_its_check_rej
     assert (helpers.gemm(16, a, b) == helpers.gemm(15, a, b)).all()
 
 
-def test_a_rungs_predicted_speed_multiplies_the_gains_on_its_path():
-    """H.gain_path: the predicted TFLOP/s of the last rung is rung 7's times the gains on its path, each over its base
-    or the rung before: rung 20's path skips rung 18 (rung 19's gain is over 17), rung 18's includes every rung."""
-    assert H.gain_path(18) == list(range(8, 19)) and H.gain_path(8) == [8]
-    assert H.gain_path(20) == [*range(8, 18), 19, 20]
-
-
 def test_the_record_times_the_skinny_rungs_at_their_three_shapes():
     """H.shapes_for: the big-tile rungs (8-16, 25-26) at every timed shape; rungs 17-24 at M = 128, 4096^3 and 8192^3 only
     (each a shape of TIMED, so their gains and like-for-like ratios are read from the same rows as before)."""
@@ -433,28 +426,6 @@ def test_hopper_targets_plans_every_target_with_its_candidates():
             assert all(rung_entry(k).out_dtype == c for k in cand), (shape, c, cand)
     exp = _rec()["hopper_targets"]
     assert exp["rounds"] == LL.TARGET_ROUNDS and len(exp["cells"]) == 2 * len(H.TARGETS)
-
-
-def test_switch_lines_show_both_sides_of_a_switch():
-    """switch_lines on ws_gemm (kernels/hopper_sm90a.cu, the lab's rungs 27, 28 and 31; every rung of the ladder is a
-    file of its own, with no template switch): HALF_C's chains, the FP16 side (stmatrix, stmatrix .trans for the C^T
-    tile) and the FP32 side (store2) both shown where no rung rules one out; CT's epilogue chain."""
-    body = KN.switch_lines("HALF_C", blocks_only=True).data.split("```c++\n")[1]
-    for s_ in ("if constexpr (HALF_C) {", "stmatrix_x4_trans(", "stmatrix_x4(", "pack_half2", "store2("):
-        assert s_ in body, s_
-    assert "// (not in rung" not in body
-    ct = KN.switch_lines("CT", blocks_only=True).data
-    assert "if constexpr (CT) {" in ct and "stmatrix_x4_trans(" in ct
-
-
-def test_decide_reads_switch_conditions():
-    s = {"CT": False, "TMA_STORE": True, "CLUSTER": 2, "PAIR_N": False, "BM": 128}
-    assert KN._decide("!TMA_STORE", s) is False and KN._decide("CT", s) is False and KN._decide(None, s) is True
-    assert KN._decide("CLUSTER == 1 || PAIR_N", s) is False and KN._decide("CLUSTER > 1", s) is True
-    assert KN._decide("BM >= 128 && !CT", s) is True and KN._decide("BM / 2 == 64", s) is True
-    assert KN._decide("row < M", s) is None and KN._decide("TMA_STORE && row < M", s) is None
-    assert KN._decide("CT && row < M", s) is False and KN._decide("TMA_STORE || row < M", s) is True
-    assert KN._decide("threadIdx.x % 128 == 0", s) is None and KN._decide("(int)x", s) is None
 
 
 def test_knob_sweeps_show_their_spread_and_clock():

@@ -60,38 +60,6 @@ def _speed_range(row: dict, default: dict) -> tuple[float, float, float]:
     return speed, min(lo, speed), max(hi, speed)
 
 
-def record_lines(rung: int, knob: str | None = None, n: int = 4096) -> str:
-    """What the H200 record says about a rung, in at most two lines: its measured gain beside the prediction
-    and, with `knob`, the speed of each recorded value of that knob over the rung as recorded."""
-    from ..experiments.ladder import gains
-    from ..results import load_latest
-
-    rec = load_latest()
-    g = {x["rung"]: x for x in gains(rec.meta["experiments"]["ladder"], n)}.get(rung)
-    if g is None:
-        out = [f"rung {rung}: not in the ladder record at n = {n}."]
-    elif rung == 1:
-        out = [f"Recorded ({rec.label}), n = {n}: rung 1 runs at {g['tflops']:.1f} TFLOP/s, "
-               f"{g['frac_cublas']:.2f}x cuBLAS: the starting point."]
-    else:
-        out = [f"Recorded ({rec.label}), n = {n}: rung {rung} runs at {g['measured']:.2f}x rung {rung - 1} "
-               f"(predicted {g['predicted']:g}x): {g['verdict']}."]
-    if knob:
-        rows, label = recorded_knob(rung, knob)
-        default = next((r for r in rows if r.get("knob") is None), None)
-        if not rows or default is None:
-            out.append(f"{knob}: {label}.")
-        else:
-            cells = []
-            for r in rows:
-                v = (r.get("settings") or {}).get(knob) if r.get("knob") is None else r["value"]
-                cells.append(f"{v}{' (as is)' if r.get('knob') is None else ''}: "
-                             + ("skipped" if r.get("skipped") else f"{default['ms'] / r['ms']:.2f}x"))
-            vals = sorted(cells, key=lambda c: int(c.split(":")[0].split()[0]))
-            out.append(f"{knob}, speed over rung {rung} as recorded: " + " | ".join(vals))
-    return "\n".join(out)
-
-
 STAGES_TOL = 0.05       # a prediction may miss the measured p10-p90 range of the speed by this much
 
 

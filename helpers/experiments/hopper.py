@@ -17,6 +17,7 @@ from ..kernels import ALL_RUNGS, hopper_ladder, rung_entry
 from ..timing import verdict
 from . import experiment
 from .ladder import _inputs, _row_head, _rung_row, errors, gains, timed_rows  # noqa: F401  (re-exported)
+from .ladder import chart_points, say_run, slide_line
 
 SQUARE = (2048, 4096, 6144, 8192)
 # transformer-like products: an MLP up-projection, 128 tokens through an 8192 x 8192 weight (a 128 x 256 tile leaves
@@ -290,15 +291,6 @@ def l2_sectors_per_ktile(target: str, sizes=(4096, 5000)) -> dict:
     return out
 
 
-def gain_path(rung: int) -> list[int]:
-    """The rungs whose predicted gains lead from rung 7 to `rung`: each over its `base` or the rung before it."""
-    path, k = [], rung
-    while k != 7:
-        path.append(k)
-        k = ALL_RUNGS[k].base if ALL_RUNGS[k].base is not None else k - 1
-    return path[::-1]
-
-
 def gain_at(rows: list[dict], rung: int, shape, predicted: float | None = None, base: int | None = None) -> dict | None:
     """Rung `rung`'s recorded gain over the rung before it (or `base`) at `shape`, its p10-p90 range and the verdict
     against `predicted` (default: the registry's)."""
@@ -322,37 +314,10 @@ def gain_at(rows: list[dict], rung: int, shape, predicted: float | None = None, 
     return g
 
 
-def gain_table(rows: list[dict], rung: int, shape, predicted: float | None = None, base: int | None = None):
-    """gain_at as a one-row table, with the rung's TFLOP/s and its ratio to cuBLAS writing the same C."""
-    from ..display import table
-
-    g = gain_at(rows, rung, shape, predicted, base)
-    if g is None:
-        return table([{"shape": "x".join(map(str, shape)), "verdict": "not recorded"}], ["shape", "verdict"])
-    over = f" over rung {base}" if base is not None else ""
-    return table([dict(g, shape="x".join(map(str, shape)))],
-                 ["shape", "predicted", "measured", "low", "high", "verdict", "tflops", "frac_cublas"],
-                 ["M x N x K", f"predicted gain{over}", f"measured gain{over}", "p10-p90 from", "to", "", "TFLOP/s",
-                  "x cuBLAS (same C)"],
-                 {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f", "tflops": ".0f",
-                  "frac_cublas": ".2f"})
-
-
 def kernel_alone_gain(ladder: list[dict], n: int) -> float:
     """Rung 7's kernel alone (without its transpose of B) over rung 7 as timed, at n^3 (lesson 5's ladder rows)."""
     r7 = next(r for r in timed_rows(ladder, n) if r["rung"] == 7)
     return r7["tflops_kernel_only"] / r7["tflops"]
-
-
-def measured(rows: list[dict], rung: int, sizes=(4096, 8192)):
-    """A table of the rung's recorded gain over the rung before it at each of `sizes` (n^3), its prediction and the
-    verdict on the spread both rungs' p10 and p90 timings allow."""
-    from ..display import table
-
-    out = [dict(next(x for x in gains(rows, n) if x["rung"] == rung), n=n) for n in sizes]
-    return table(out, ["n", "predicted", "measured", "low", "high", "verdict"],
-                 ["n", "predicted", "measured", "p10-p90 from", "to", "verdict"],
-                 {"predicted": "g", "measured": ".2f", "low": ".2f", "high": ".2f"})
 
 
 def shape_table(rows: list[dict], shapes=TIMED) -> list[dict]:
@@ -435,36 +400,17 @@ def rung_gain(rows: list[dict], rung: int, shape=None) -> dict | None:
 
 
 def rung_line(rows: list[dict], rung: int, shape=None) -> str:
-    """One line for a rung's slide: its checks (float64 and the CPU model, every size checked in `rows`), then at
-    the slide's shape its TFLOP/s, its gain over the rung before with the p10-p90 spread, and the SM clock."""
-    mine = [r for r in rows if r.get("rung") == rung and "passed" in r]
-    if not mine:
-        return f"rung {rung}: not in this run"
-    bad = [r for r in mine if not r["passed"]]
-    model = all(r.get("model") == "identical" for r in mine)
-    check = (f"PASS at {len(mine)} sizes" + (", bit-identical to the CPU model" if model else "")
-             if not bad else f"FAIL at {', '.join(shape_name((r['m'], r['n'], r['k'])) for r in bad)}")
-    g = rung_gain(rows, rung, shape)
-    if g is None:
-        return f"rung {rung}: {check}; not timed at that shape in this run"
-    return (f"rung {rung}: {check}; at {g['shape']}: {g['tflops']:.0f} TFLOP/s, x{g['measured']:.2f} over rung "
-            f"{g['over']} (p10-p90: x{g['low']:.2f} to x{g['high']:.2f}; predicted x{g['predicted']:g}: "
-            f"{g['verdict']}), SM clock {g['clock']}")
+    """One line for a rung's slide (ladder.slide_line): its checks, then at the slide's shape (rung_gain) its gain."""
+    return slide_line(rows, rung, rung_gain(rows, rung, shape), lambda r: shape_name((r["m"], r["n"], r["k"])),
+                      "that shape")
 
 
 def prediction_points(rows: list[dict], rungs=range(8, 17), sizes=(4096, 8192)) -> list[dict]:
-    """What the lesson's predicted-against-measured chart draws: for each rung, its gain at each of `sizes` (n^3) over
-    the rung before (the registry's prediction), and at its own shape for rungs 15-16 (OWN_SHAPE): rung, shape,
-    predicted, measured, low, high, verdict."""
-    out = []
-    for k in rungs:
-        shapes = [(n, n, n) for n in sizes] + ([OWN_SHAPE[k][0]] if k in OWN_SHAPE else [])
-        for s in shapes:
-            g = rung_gain(rows, k, s)
-            if g is not None and g.get("low") is not None:
-                out.append({key: g[key] for key in ("rung", "shape", "predicted", "measured", "low", "high",
-                                                     "verdict")})
-    return out
+    """What the lesson's predicted-against-measured chart draws (ladder.chart_points): for each rung, its gain at each
+    of `sizes` (n^3) over the rung before (the registry's prediction), and at its own shape for rungs 15-16
+    (OWN_SHAPE)."""
+    return chart_points(rung_gain(rows, k, s) for k in rungs
+                        for s in [(n, n, n) for n in sizes] + ([OWN_SHAPE[k][0]] if k in OWN_SHAPE else []))
 
 
 def measure_or_load(rec, live: dict = LIVE) -> tuple[list[dict], str]:
@@ -481,13 +427,9 @@ def measure_or_load(rec, live: dict = LIVE) -> tuple[list[dict], str]:
               f"{len(live['timed'])} timed shapes, each rung in its own child process)")
     try:
         out = run_or_load("hopper", **live)
-        data, source = out.data, out.source
-        print(source)
+        data, source, note = out.data, out.source, None
     except ResultsError as e:
         data, source = rec.meta["experiments"]["hopper"], rec.label
-        print(f"not measured: {e.problem} The rungs below show the record.")
-    checked = [r for r in data if r["rung"] >= 7 and "passed" in r]
-    print(f"{sum(r['passed'] for r in checked)} of {len(checked)} checked launches passed")
-    for msg in sorted({r["skipped"] for r in data if "skipped" in r}) + errors(data):
-        print(msg)
+        note = f"not measured: {e.problem} The rungs below show the record."
+    say_run(data, note or source, first_rung=7)
     return data, source

@@ -1,15 +1,13 @@
-"""Lessons 5 and 6: what each compile-time knob and template switch of a rung does.
+"""Lessons 5 and 6: what each compile-time knob of a rung does.
 
 Experiment ``knobs`` (``make record``): every rung with knobs measured as recorded, then with each other value of
 each knob, one knob at a time: compiled with ``-D<macro>=<value>``, checked at a size that is no tile multiple and at
 the timed size, then timed at 4096^3 next to cuBLAS FP16. The Hopper rungs run in one child process per rung.
-Readers (no GPU): ``knob_sweep`` (one knob's recorded sweep as a table) and ``switch_lines`` (the lines of
-kernels/hopper_sm90a.cu's ws_gemm, the lab's rungs 27, 28 and 31, that a template switch selects).
+Reader (no GPU): ``knob_sweep`` (one knob's recorded sweep as a table).
 """
 from __future__ import annotations
 
 import os
-import re
 
 from ..tryout import DEFAULT_SIZE, KNOBS, SEED
 from . import experiment
@@ -249,134 +247,3 @@ def knob_sweep(rows: list[dict], rung: int, knob: str):
     return table(shown, ["value", "ratio", "low", "high", "clock", "passed"],
                  [f"rung {rung}, {n}^3", "x as recorded", "p10-p90 from", "to", "SM clock", "correct"],
                  {"ratio": ".2f", "low": ".2f", "high": ".2f"})
-
-
-# --------------------------------------------------------------------------- the lines a template switch selects
-_BRANCH = re.compile(r"^\s*(?P<close>\}\s*else\s*)?(?:if\s*(?:constexpr\s*)?\((?P<cond>.*)\))?\s*\{\s*(?://.*)?$")
-_OPS = {"Lt": "__lt__", "LtE": "__le__", "Gt": "__gt__", "GtE": "__ge__", "Eq": "__eq__", "NotEq": "__ne__",
-        "Add": "__add__", "Sub": "__sub__", "Mult": "__mul__", "Mod": "__mod__", "Div": "__floordiv__"}
-
-
-def _branch(line: str):
-    """(condition or None for a plain else, opens after a closing brace?) for a line opening an if / else block."""
-    m = _BRANCH.match(line)
-    return None if not m or (m["cond"] is None and not m["close"]) else (m["cond"], bool(m["close"]))
-
-
-def _decide(cond: str | None, settings: dict):
-    """True, False or None (undecidable from `settings`) for a C++ if-condition of names, numbers, !, &&, ||,
-    comparisons and integer arithmetic; an else (None) is True."""
-    import ast
-
-    if cond is None:
-        return True
-    try:
-        tree = ast.parse(re.sub(r"!(?!=)", " not ", cond.replace("&&", " and ").replace("||", " or ")).strip(),
-                         mode="eval").body
-    except SyntaxError:
-        return None
-
-    def ev(n):
-        if isinstance(n, ast.Constant) and isinstance(n.value, int):
-            return n.value
-        if isinstance(n, ast.Name):
-            return settings.get(n.id, {"true": True, "false": False}.get(n.id))
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
-            v = ev(n.operand)
-            return None if v is None else not v
-        if isinstance(n, ast.BoolOp):
-            vs, want = [ev(v) for v in n.values], isinstance(n.op, ast.Or)   # or: one True decides; and: one False
-            if any(v is not None and bool(v) == want for v in vs):
-                return want
-            return None if None in vs else not want
-        if isinstance(n, ast.BinOp) and type(n.op).__name__ in _OPS:
-            a, b = ev(n.left), ev(n.right)
-            return None if a is None or b is None else getattr(int(a), _OPS[type(n.op).__name__])(int(b))
-        if isinstance(n, ast.Compare) and all(type(o).__name__ in _OPS for o in n.ops):
-            vs = [ev(x) for x in (n.left, *n.comparators)]
-            return None if None in vs else all(getattr(int(a), _OPS[type(o).__name__])(int(b))
-                                               for a, o, b in zip(vs, n.ops, vs[1:]))
-        return None
-
-    return ev(tree)
-
-
-def template_settings(rung: int, fn: str = "ws_gemm") -> dict:
-    """The template arguments rung `rung`'s kernel gives device function `fn` (bools, ints, the file's #defines)."""
-    from ..analysis import kernel_defines
-    from ..display import device_functions, kernel_source
-    from ..kernels import ALL_RUNGS
-
-    spec = ALL_RUNGS[rung]
-    head = re.match(r"\s*template\s*<([^>]*)>", device_functions(spec.file)[fn])[1]
-    params = [re.match(r"\s*\w+\s+(\w+)\s*(?:=\s*(.+?))?\s*$", p).groups() for p in head.split(",")]
-    args = [a.strip() for a in re.search(rf"\b{fn}\s*<([^>]*)>\s*\(", kernel_source(spec.file, spec.name))[1].split(",")]
-    defines, out = kernel_defines(spec.file), {}
-    for k, (name, default) in enumerate(params):
-        v = args[k] if k < len(args) else default
-        v = {"true": True, "false": False}.get(v, defines.get(v, int(v) if v and v.isdigit() else None))
-        if v is not None:
-            out[name] = v
-    return out
-
-
-def switch_lines(switch: str, fn: str = "ws_gemm", blocks_only: bool = False, rung: int | None = None):
-    """The lines of `fn` (kernels/hopper_sm90a.cu) that template switch `switch` selects, as Markdown: every if-chain
-    testing it, every other block opened by a line naming it and, unless `blocks_only`, every line naming it. With
-    `rung`, a branch its template arguments rule out is shown by its first line and a comment."""
-    from IPython.display import Markdown
-
-    from ..display import block_end, code_only, device_functions
-
-    lines = device_functions("hopper_sm90a.cu", as_built=True)[fn].splitlines()
-    settings = template_settings(rung, fn) if rung is not None else {}
-    names = re.compile(rf"\b{switch}\b")
-    shown: dict[float, str] = {}                      # line number -> its text (k + 0.5: what stands for a branch)
-    picked: list[tuple[int, int]] = []
-
-    def walk(lo: int, hi: int) -> None:
-        i = lo
-        while i < hi:
-            b = _branch(lines[i])
-            if b is None or b[1]:                      # not the first line of an if-chain
-                shown[i] = lines[i]
-                opens = code_only(lines[i]).count("{") - code_only(lines[i]).count("}")
-                if names.search(lines[i]) and (opens > 0 or not blocks_only):
-                    picked.append((i, block_end(lines, i) if opens > 0 else i))
-                i += 1
-                continue
-            heads, j = [i], block_end(lines, i)       # the chain's branches (first lines), then its last line
-            while _branch(lines[j]) is not None and _branch(lines[j])[1]:
-                heads.append(j)
-                j = block_end(lines, j)
-            conds = [_branch(lines[h])[0] for h in heads]
-            first = next((k for k, c in enumerate(conds) if c is not None and names.search(c)), None)
-            taken = False
-            for k, (h, c) in enumerate(zip(heads, conds)):
-                v = _decide(c, settings)
-                shown[h], pad = lines[h], re.match(r"\s*", lines[h])[0] + "    "
-                if taken or v is False:
-                    why = "an earlier branch is taken" if taken else f"{c} is false"
-                    shown[h + 0.5] = f"{pad}// (not in rung {rung}: {why})"
-                elif first is not None and k < first:
-                    shown[h + 0.5] = f"{pad}// ..."
-                else:
-                    walk(h + 1, heads[k + 1] if k + 1 < len(heads) else j)
-                taken = taken or v is True
-            shown[j] = lines[j]
-            if first is not None:
-                picked.append((i, j))
-            i = j + 1
-
-    walk(3, len(lines))                                # (lines 0-2: the template's parameter list)
-    spans: list[list[int]] = []
-    for a, b in sorted(picked):
-        if spans and a <= spans[-1][1] + 1:
-            spans[-1][1] = max(spans[-1][1], b)
-        else:
-            spans.append([a, b])
-    out = []
-    for n, (a, b) in enumerate(spans):
-        out += (["    ..."] if n else []) + [shown[k] for k in sorted(shown) if a <= k <= b]
-    how = f" in rung {rung}" if rung is not None else ""
-    return Markdown(f"The lines of `{fn}` that `{switch}` selects{how}:\n```c++\n" + "\n".join(out) + "\n```")

@@ -4,7 +4,8 @@ Experiment ``ladder``: every rung (helpers.kernels.RUNGS, one idea each with its
 4096, 8192 and two sizes off every tile, then timed at 4096 and 8192 beside cuBLAS FP16; rungs marked
 ``isolate`` run in a child process, so a fault cannot take the others' results with it. Reading the rows
 needs no GPU: ``timed_rows``, ``gains``, ``roofline_points``, ``errors`` and ``MISS_NOTES``; the lesson's rung
-slides call ``measure_or_load`` (once), ``rung_line``, ``counter_line`` and ``prediction_points`` (its chart).
+slides call ``measure_or_load`` (once), ``rung_line``, ``counter_line`` and ``prediction_points`` (its chart), which
+format their lines and points with ``say_run``, ``slide_line`` and ``chart_points`` (lesson 6's rung slides too).
 """
 from __future__ import annotations
 
@@ -291,6 +292,49 @@ def errors(rows: list[dict]) -> list[str]:
     return list(out.values())
 
 
+# --------------------------------------------------------------------------- a rung slide's lines (lessons 5 and 6)
+def say_run(data: list[dict], source: str, first_rung: int, sizes: bool = False) -> None:
+    """Print what a lesson's one measurement found: where the rows come from, how many checked launches of rungs
+    from `first_rung` on passed (with `sizes`: at which sizes), then any skip or error."""
+    checked = [r for r in data if r["rung"] >= first_rung and "passed" in r]
+    at = sorted({(r["m"], r["n"], r["k"]) for r in checked})
+    print(source)
+    print(f"{sum(r['passed'] for r in checked)} of {len(checked)} checked launches passed"
+          + (f" (sizes: {', '.join('x'.join(map(str, s)) for s in at)})" if sizes else ""))
+    for msg in sorted({r["skipped"] for r in data if "skipped" in r}) + errors(data):
+        print(msg)
+
+
+def slide_line(rows: list[dict], rung: int, g: dict | None, name, where: str) -> str:
+    """One line for a rung's slide: its checks against float64 and the CPU model (every size checked in `rows`; a
+    failed check's shape named by name(row)), then from its gain `g` (a rung_gain of lesson 5 or 6, None where it was
+    not timed `where`) its TFLOP/s, its gain over the rung before with the p10-p90 spread and the verdict, and the
+    SM clock."""
+    mine = [r for r in rows if r.get("rung") == rung and "passed" in r]
+    if not mine:
+        return f"rung {rung}: not in this run"
+    bad = [r for r in mine if not r["passed"]]
+    model = all(r.get("model") == "identical" for r in mine)
+    check = (f"PASS at {len(mine)} sizes" + (", bit-identical to the CPU model" if model else "")
+             if not bad else f"FAIL at {', '.join(name(r) for r in bad)}")
+    if g is None:
+        return f"rung {rung}: {check}; not timed at {where} in this run"
+    if g["over"] is None:
+        return f"rung {rung}: {check}; at {g['shape']}: {g['tflops']:.1f} TFLOP/s, SM clock {g['clock']}"
+    return (f"rung {rung}: {check}; at {g['shape']}: {g['tflops']:.0f} TFLOP/s, x{g['measured']:.2f} over rung "
+            f"{g['over']} (p10-p90: x{g['low']:.2f} to x{g['high']:.2f}; predicted x{g['predicted']:g}: "
+            f"{g['verdict']}), SM clock {g['clock']}")
+
+
+POINT_KEYS = ("rung", "shape", "predicted", "measured", "low", "high", "verdict")
+
+
+def chart_points(gs) -> list[dict]:
+    """The points of a predicted-against-measured chart (helpers.plots.predicted_vs_measured): POINT_KEYS of each
+    rung_gain in `gs` that was timed with a spread."""
+    return [{key: g[key] for key in POINT_KEYS} for g in gs if g is not None and g.get("low") is not None]
+
+
 # --------------------------------------------------------------------------- the rung slides and the lesson's chart
 # The lesson's one live measurement (experiment ``ladder``: every rung checked at four sizes, timed at two beside
 # cuBLAS) took 32.8 s in an nbval run of the lesson on an NVIDIA H100 80GB HBM3 (lab/logs/nbval-00-05-07-nvidia-h100-
@@ -324,14 +368,8 @@ def measure_or_load(rec) -> tuple[list[dict], str]:
               f"(7 rungs checked at 4 sizes, timed at 2 beside cuBLAS; the record's launches alone take "
               f"{launch_seconds(recorded):.0f} s)")
     out = run_or_load("ladder")
-    data, source = out.data, out.source
-    print(source)
-    checked = [r for r in data if r["rung"] >= 1 and "passed" in r]
-    print(f"{sum(r['passed'] for r in checked)} of {len(checked)} checked launches passed "
-          f"(sizes: {', '.join('x'.join(map(str, s)) for s in sorted({(r['m'], r['n'], r['k']) for r in checked}))})")
-    for msg in sorted({r["skipped"] for r in data if "skipped" in r}) + errors(data):
-        print(msg)
-    return data, source
+    say_run(out.data, out.source, first_rung=1, sizes=True)
+    return out.data, out.source
 
 
 def rung_gain(rows: list[dict], rung: int, n: int = 4096) -> dict | None:
@@ -342,36 +380,14 @@ def rung_gain(rows: list[dict], rung: int, n: int = 4096) -> dict | None:
 
 
 def rung_line(rows: list[dict], rung: int, n: int = 4096) -> str:
-    """One line for a rung's slide: its checks against float64 and the CPU model (every size checked in `rows`),
-    then at n^3 its TFLOP/s, its gain over the rung before with the p10-p90 spread and the verdict, and the clock."""
-    mine = [r for r in rows if r.get("rung") == rung and "passed" in r]
-    if not mine:
-        return f"rung {rung}: not in this run"
-    bad = [r for r in mine if not r["passed"]]
-    model = all(r.get("model") == "identical" for r in mine)
-    check = (f"PASS at {len(mine)} sizes" + (", bit-identical to the CPU model" if model else "")
-             if not bad else f"FAIL at {', '.join(shape_key(r['m'], r['n'], r['k']) for r in bad)}")
-    g = rung_gain(rows, rung, n)
-    if g is None:
-        return f"rung {rung}: {check}; not timed at {n}^3 in this run"
-    if g["over"] is None:
-        return f"rung {rung}: {check}; at {g['shape']}: {g['tflops']:.1f} TFLOP/s, SM clock {g['clock']}"
-    return (f"rung {rung}: {check}; at {g['shape']}: {g['tflops']:.0f} TFLOP/s, x{g['measured']:.2f} over rung "
-            f"{g['over']} (p10-p90: x{g['low']:.2f} to x{g['high']:.2f}; predicted x{g['predicted']:g}: "
-            f"{g['verdict']}), SM clock {g['clock']}")
+    """One line for a rung's slide (slide_line): its checks, then at n^3 its gain over the rung before."""
+    return slide_line(rows, rung, rung_gain(rows, rung, n), lambda r: shape_key(r["m"], r["n"], r["k"]), f"{n}^3")
 
 
 def prediction_points(rows: list[dict], rungs=range(2, 8), sizes=TIMED_SIZES) -> list[dict]:
     """What the lesson's predicted-against-measured chart (helpers.plots.predicted_vs_measured) draws: each rung's
-    gain over the rung before at each of `sizes` (n^3): rung, shape, predicted, measured, low, high, verdict."""
-    out = []
-    for k in rungs:
-        for n in sizes:
-            g = rung_gain(rows, k, n)
-            if g is not None and g.get("low") is not None:
-                out.append({key: g[key] for key in ("rung", "shape", "predicted", "measured", "low", "high",
-                                                     "verdict")})
-    return out
+    gain over the rung before at each of `sizes` (n^3), as chart_points."""
+    return chart_points(rung_gain(rows, k, n) for k in rungs for n in sizes)
 
 
 # Per rung, the Nsight Compute counter that tells its change apart (its field in helpers.profile's rows, a name).

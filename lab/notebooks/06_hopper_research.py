@@ -40,10 +40,10 @@ except NameError:                                # run as a script: print each t
             print(getattr(o, "data", o))
 
 import helpers  # noqa: E402
-from helpers.display import kernel_source  # noqa: E402
 from helpers.experiments import hopper as H, knobs  # noqa: E402
 from helpers.kernels import HOPPER_RUNGS  # noqa: E402
 import labkit.hopper as LK  # noqa: E402
+import labkit.listings  # noqa: E402
 import labkit.logs  # noqa: E402
 import labkit.hopper_plots as LP  # noqa: E402
 import labkit.rungs as LR  # noqa: E402
@@ -51,9 +51,9 @@ import labkit.rungs as LR  # noqa: E402
 rec = helpers.results.load_latest()
 exps, sms = labkit.logs.experiments(rec), rec.meta["gpu"]["sms"]
 hop = exps["hopper"]
-switch_lines, sweep = knobs.switch_lines, functools.partial(knobs.knob_sweep, exps["knobs"])
+switch_lines, sweep = labkit.listings.switch_lines, functools.partial(knobs.knob_sweep, exps["knobs"])
 miss_note = functools.partial(LK.miss_note, hop, ladder=exps["ladder"], sms=sms)
-src = kernel_source("hopper_sm90a.cu", as_built=True)
+src = labkit.listings.research_source()      # lab/kernels/hopper_sm90a_research.cu as its rungs were built
 print("record:", rec.label)
 
 # %% [markdown]
@@ -258,7 +258,7 @@ helpers.display.table(cut, ["what", "us", "cublas_over", "correct", "mhz"],
 # hint, 2 a spin on `test_wait`):
 
 # %%
-prim = kernel_source("hopper_primitives.cuh")
+prim = helpers.display.kernel_source("hopper_primitives.cuh")
 print(prim[prim.index("    if constexpr (HOW == 1) {"):prim.index("    } else if constexpr (HOW == 2) {")])
 helpers.display.table(LK.hint_rows(pa), ["kernel", "shape", "off", "on", "gain", "passed", "mhz", "ref", "on_vs_ref"],
                       ["kernel", "M x N x K", "TFLOP/s, no hint", "with the hint", "gain", "correct", "SM clock, MHz",
