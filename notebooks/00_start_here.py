@@ -130,7 +130,7 @@ for name in ["gemm_fp32_kernel", "wmma_gemm_naive", "wmma_mixed_gemm_kernel"]:
     spec = helpers.KERNELS[name]
     C = helpers.gemm(name, A.astype(spec.in_dtype), B.astype(spec.in_dtype), pad=True)
     checks[name] = spec.check(C, A, B)
-    print(checks[name].verdict())
+    print(helpers.wrap(checks[name].verdict()))
 
 # %% [markdown] slideshow={"slide_type": "-"}
 # The measured errors themselves (the GPU and the CPU emulation can differ in the last digits):

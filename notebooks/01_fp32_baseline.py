@@ -160,8 +160,8 @@ A = helpers.random_matrix(M, K, seed=11)
 B = helpers.random_matrix(K, N, seed=12)
 C = helpers.gemm_fp32(A, B)                  # the GPU kernel, or its numpy emulation
 chk = helpers.KERNELS["gemm_fp32_kernel"].check(C, A, B)
-print(chk.verdict())
-print(chk.tol)
+print(helpers.wrap(chk.verdict()))
+print(helpers.wrap(chk.tol))
 lam = helpers.numerics.confidence_lambda(K, M * N)          # the tolerance's default false alarm, 1e-6
 print(f"sqrt(K) = {K ** 0.5:.1f}; the probabilistic bound's confidence factor lambda = {lam:.1f}")
 

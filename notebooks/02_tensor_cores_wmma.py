@@ -225,7 +225,7 @@ for M, N, K in [(200, 136, 72), (33, 17, 49)]:
     A = helpers.random_matrix(M, K, seed=M)
     B = helpers.random_matrix(K, N, seed=N)
     C = helpers.wmma_gemm_naive(A.astype(np.float16), B.astype(np.float16), pad=True)
-    print(spec.check(C, A, B).verdict())
+    print(helpers.wrap(spec.check(C, A, B).verdict()))
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.show_kernel("wmma.cu", "wmma_gemm_naive")
@@ -499,7 +499,7 @@ except helpers.InputError as err:
 
 # %% slideshow={"slide_type": "-"}
 C = helpers.wmma_gemm_naive(A, B, pad=True)
-print(C.shape, spec.check(C, A, B).verdict())
+print(helpers.wrap(f"{C.shape} {spec.check(C, A, B).verdict()}"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The tolerance is far below the first check's (both printed): there $A$ and $B$ were FP32 and their

@@ -348,7 +348,7 @@ A_o, B_o = lesson.overflow_inputs()
 for name in ["wmma_mixed_gemm_kernel", "wmma_fp16acc_gemm_kernel"]:
     C = helpers.gemm(name, A_o.astype(np.float16), B_o.astype(np.float16))
     n_bad = int(np.sum(~np.isfinite(np.asarray(C, dtype=np.float64))))
-    print(helpers.KERNELS[name].check(C, A_o, B_o).verdict(), f"| non-finite: {n_bad} of {C.size}")
+    print(helpers.wrap(f"{helpers.KERNELS[name].check(C, A_o, B_o).verdict()} | non-finite: {n_bad} of {C.size}"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Once a running sum is inf it stays inf: inf minus anything finite is inf. The FP32 accumulator never

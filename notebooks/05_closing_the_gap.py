@@ -179,7 +179,7 @@ print(f"ridge point of the roofline: {peak * 1e3 / hbm:.0f} FLOP/byte; "
 helpers.display.rung_diff(1)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(L.rung_line(data, 1), "|", source)
+print(helpers.wrap(f"{L.rung_line(data, 1)} | {source}"))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 2: a block tile in shared memory
@@ -200,7 +200,7 @@ guess = ...  # your speed-up of rung 2 over rung 1 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(2)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(L.rung_line(data, 2), "|", source)
+print(helpers.wrap(f"{L.rung_line(data, 2)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 2)
@@ -232,7 +232,7 @@ guess = ...  # your speed-up of rung 3 over rung 2 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(3)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(L.rung_line(data, 3), "|", source)
+print(helpers.wrap(f"{L.rung_line(data, 3)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 3)
@@ -269,7 +269,7 @@ guess = ...  # your speed-up of rung 4 over rung 3 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(4)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(L.rung_line(data, 4), "|", source)
+print(helpers.wrap(f"{L.rung_line(data, 4)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 4)
@@ -310,7 +310,7 @@ guess = ...  # your speed-up of rung 5 over rung 4 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(5)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(L.rung_line(data, 5), "|", source)
+print(helpers.wrap(f"{L.rung_line(data, 5)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 5)
@@ -347,7 +347,7 @@ guess = ...  # your speed-up of rung 6 over rung 5 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(6)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(L.rung_line(data, 6), "|", source)
+print(helpers.wrap(f"{L.rung_line(data, 6)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 6)
@@ -399,7 +399,7 @@ guess = ...  # your speed-up of rung 7 over rung 6 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(7)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(L.rung_line(data, 7), "|", source)
+print(helpers.wrap(f"{L.rung_line(data, 7)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 7)
@@ -776,8 +776,8 @@ print(helpers.display.device_functions("ladder_sm90a.cu", headers=False)["mma_kt
 # %% slideshow={"slide_type": "-"}
 for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("H200", (9, 0)), ("B200", (10, 0))]:
     skipped = [r.skip_message(cc) for r in RUNGS.values() if r.skip_message(cc)]
-    print(f"{name} (cc {cc[0]}.{cc[1]}): runs {len(RUNGS) - len(skipped)} "
-          f"of {len(RUNGS)} rungs", *skipped, sep="\n  ")
+    print(helpers.wrap("\n  ".join([f"{name} (cc {cc[0]}.{cc[1]}): runs {len(RUNGS) - len(skipped)} "
+                                     f"of {len(RUNGS)} rungs", *skipped])))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### I. The seed article's practical notes, checked

@@ -177,7 +177,7 @@ guess = ...  # your speed-up of rung 8 over rung 7 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(8)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 8), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 8)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 8)
@@ -235,7 +235,7 @@ guess = ...  # your speed-up of rung 9 over rung 8 at 4096^3, e.g. 1.2
 helpers.display.rung_regions(9, ["producer", "consumer"])
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 9), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 9)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 9)
@@ -268,7 +268,7 @@ guess = ...  # your speed-up of rung 10 over rung 9 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(10)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 10), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 10)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 10)
@@ -300,7 +300,7 @@ guess = ...  # your speed-up of rung 11 over rung 10 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(11, full=True)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 11), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 11)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 11)
@@ -332,7 +332,7 @@ guess = ...  # your speed-up of rung 12 over rung 11 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(12)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 12), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 12)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 12)
@@ -378,7 +378,7 @@ guess = ...  # your speed-up of rung 13 over rung 12 at 4096^3, e.g. 1.2
 helpers.display.rung_regions(13, ["epilogue"], ["store_slice_tma"])
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 13), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 13)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 13)
@@ -410,7 +410,7 @@ guess = ...  # your speed-up of rung 14 over rung 13 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(14)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 14), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 14)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 14)
@@ -446,7 +446,7 @@ guess = ...  # your speed-up of rung 15 over rung 14 at 128 x 8192 x 8192, e.g. 
 helpers.display.rung_regions(15, ["split-k"], ["sum_parts"])
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 15), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 15)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 15)
@@ -484,7 +484,7 @@ guess = ...  # your speed-up of rung 16 over rung 14 at 5000^3, e.g. 1.2
 helpers.display.rung_diff(16)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 16), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 16)} | {source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 16)
@@ -747,8 +747,8 @@ print("the most a block may opt in to on Hopper:", 227 * 1024)   # CUDA C++ Prog
 # %% slideshow={"slide_type": "-"}
 for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("L40S", (8, 9)), ("H200", (9, 0)), ("B200", (10, 0))]:
     skipped = [r.skip_message(cc) for r in HOPPER_RUNGS.values() if r.skip_message(cc)]
-    print(f"{name} (cc {cc[0]}.{cc[1]}): runs {len(HOPPER_RUNGS) - len(skipped)} of {len(HOPPER_RUNGS)} rungs",
-          *skipped[:1], sep="\n  ")
+    print(helpers.wrap("\n  ".join([f"{name} (cc {cc[0]}.{cc[1]}): runs {len(HOPPER_RUNGS) - len(skipped)} "
+                                     f"of {len(HOPPER_RUNGS)} rungs", *skipped[:1]])))
 
 
 # %% [markdown] slideshow={"slide_type": "slide"}

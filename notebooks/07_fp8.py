@@ -357,7 +357,7 @@ from helpers.experiments import fp8 as fp8x
 A, B = fp8x.random_inputs(257, 520, 136, "normal", seed=1)     # sizes that are no tile multiples
 for kernel in ["fp8_mma_sync", "fp8_wgmma", "fp8_promote_128"]:
     C, where = fp8_gemm.matmul(kernel, A, B)
-    print(f"{kernel:16s} {where}\n    {fp8x.check_fp8(kernel, C, A, B).verdict()}")
+    print(f"{kernel:16s} {where}\n" + helpers.wrap(f"    {fp8x.check_fp8(kernel, C, A, B).verdict()}"))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Without an H200 this runs the CPU models, and the verdict says the model was compared with itself.
