@@ -421,8 +421,8 @@ def _fmt(v, spec: str, suffix: str = "") -> str:
 
 def _table(rows: list[dict], cols: list[str]) -> list[str]:
     w = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in cols}
-    return [" | ".join(f"{c:<{w[c]}}" for c in cols), "-+-".join("-" * w[c] for c in cols)] + \
-        [" | ".join(f"{str(r.get(c, '')):<{w[c]}}" for c in cols) for r in rows]
+    return [" | ".join(f"{c:<{w[c]}}" for c in cols).rstrip(), "-+-".join("-" * w[c] for c in cols)] + \
+        [" | ".join(f"{str(r.get(c, '')):<{w[c]}}" for c in cols).rstrip() for r in rows]
 
 
 def _shown_knob(rows: list[dict]):

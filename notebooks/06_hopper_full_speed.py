@@ -85,9 +85,10 @@ print("recorded data:", rec.label)
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 env, b = helpers.summary(), helpers.backend()
 why = HOPPER_RUNGS[8].unsupported(b.gpu.cc) if b.is_gpu else "this is the CPU backend"
-print("the kernels run here, one child process per rung (the measurement below takes about a minute)" if why is None else
-      f"lesson 6's kernels are sm_90a code and do not run here ({why.removeprefix('it needs ')}): the cells "
-      "show the numbers recorded on an H200 and the CPU model of the rungs' arithmetic")
+print(helpers.wrap(
+    "the kernels run here, one child process per rung (the measurement below takes about a minute)" if why is None else
+    f"lesson 6's kernels are sm_90a code and do not run here ({why.removeprefix('it needs ')}): the cells "
+    "show the numbers recorded on an H200 and the CPU model of the rungs' arithmetic"))
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 # The rung slides' readers (helpers/experiments: hopper.py, knobs.py): they read lesson 6's kernel files and the record.
@@ -352,8 +353,8 @@ ex.reveal_gain(guess, 12)
 
 # %% slideshow={"slide_type": "-"}
 for k in (10, 11, 12):
-    print(f"rung {k} ({ncu_label}): L2 read sectors {counters[k]['l2_read_sectors'] / 1e6:.2f} M, "
-          f"L2 hit rate {counters[k]['l2_hit_rate_pct']:.1f}%")
+    print(f"rung {k}: L2 read sectors {counters[k]['l2_read_sectors'] / 1e6:.2f} M, "
+          f"L2 hit rate {counters[k]['l2_hit_rate_pct']:.1f}%  ({ncu_label})")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 13: the epilogue through shared memory and a TMA store
@@ -458,9 +459,9 @@ ex.reveal_gain(guess, 15)
 # %% slideshow={"slide_type": "-"}
 A, B = (helpers.random_matrix(*s, seed=i).astype(np.float16) for i, s in enumerate(((136, 1000), (1000, 264))))
 C15 = helpers.gemm(15, A, B)
-print(f"136 x 264 x 1000 in {helpers.kernels.split_k_plan(136, 264, 1000)[0]} parts: "
-      f"{np.count_nonzero(C15 != helpers.gemm(14, A, B))} of {C15.size} elements differ from rung 14's sum; "
-      f"{HOPPER_RUNGS[15].check(C15, A, B).verdict().split(': ', 1)[1]}")
+print(helpers.wrap(f"136 x 264 x 1000 in {helpers.kernels.split_k_plan(136, 264, 1000)[0]} parts: "
+                   f"{np.count_nonzero(C15 != helpers.gemm(14, A, B))} of {C15.size} elements differ from rung 14's "
+                   f"sum; {HOPPER_RUNGS[15].check(C15, A, B).verdict().split(': ', 1)[1]}"))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 16: split only the last wave
@@ -501,7 +502,7 @@ ex.reveal_gain(guess, 16)
 # </details>
 
 # %% slideshow={"slide_type": "-"}
-print("rung 16 at 5000^3,", H.parts_sweep(exps["tail_split"]))
+print(helpers.wrap(f"rung 16 at 5000^3, {H.parts_sweep(exps['tail_split'])}"))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Prediction and outcome, every rung
@@ -528,8 +529,8 @@ targets = rec.meta["experiments"]["hopper_targets"]
 print(f"{rec.gpu_name}, recorded {rec.written('hopper_targets')}")
 display(LL.head_to_head_table(targets))
 h2h = LL.head_to_head(targets)
-print(f"met {sum(r['met'] is True for r in h2h)} of {len(h2h)} goals; missed: "
-      + "; ".join(f"{r['shape']} with {r['C']} C, by {r['short']:.3f}" for r in h2h if r["met"] is False))
+print(helpers.wrap(f"met {sum(r['met'] is True for r in h2h)} of {len(h2h)} goals; missed: "
+                   + "; ".join(f"{r['shape']} with {r['C']} C, by {r['short']:.3f}" for r in h2h if r["met"] is False)))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Misses this small are within what a second run moves (the lab times the goals again). At $8192^3$, under
@@ -735,7 +736,9 @@ helpers.display.table(res, ["rung", "kernel", "regs", "smem", "spills"],
                       ["rung", "kernel", "registers / thread", "shared memory / block (bytes)", "spills (bytes)"])
 
 # %% slideshow={"slide_type": "-"}
-print("dynamic shared memory per block:", {r.rung: r.dyn_smem for r in HOPPER_RUNGS.values()})
+print("dynamic shared memory per block:")
+for size in sorted({r.dyn_smem for r in HOPPER_RUNGS.values()}):
+    print(helpers.wrap(f"  {size} bytes: rungs {', '.join(str(r.rung) for r in HOPPER_RUNGS.values() if r.dyn_smem == size)}"))
 print("the most a block may opt in to on Hopper:", 227 * 1024)   # CUDA C++ Programming Guide, cc 9.0: 227 KB
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -788,7 +791,7 @@ for n in (4096, 8192):
 
 # %% slideshow={"slide_type": "subslide"}
 peak, mhz = rec.meta["gpu"]["peaks"]["fp16"], max(r.get("sm_mhz") or 0 for r in H.timed_rows(hop, 4096))
-print("dotted line:", helpers.device.peak_clock_line(peak, sms, mhz), "(the highest clock timed at 4096^3)")
+print(helpers.wrap(f"dotted line: {helpers.device.peak_clock_line(peak, sms, mhz)} (the highest clock timed at 4096^3)"))
 capped = sorted({r["m"] for r in hop if r["rung"] == 0 and r["m"] == r["n"] == r["k"] in (4096, 8192)
                  and set(r.get("throttle") or ["none"]) - {"none"}})
 note = f"; cuBLAS power-capped at n = {', '.join(map(str, capped))}" if capped else ""
@@ -808,7 +811,7 @@ display(helpers.display.table(H.shape_table(hop), ["shape", "cublas_fp16c", "tfl
 print(f"L2 of the {rec.gpu_name}: {rec.meta['gpu']['l2_bytes'] / 2**20:.0f} MiB")
 for order in ("plain", "grouped"):
     w = analysis.wave_footprint(analysis.tile_order(64, 32, order)[:sms])
-    print(f"{order:8s} order, n = 8192: the first wave reads {w['a_rows']} rows of A and {w['b_cols']} "
+    print(f"{order:8s} order, n = 8192: the first wave reads {w['a_rows']} rows of A, {w['b_cols']} "
           f"columns of B: {w['distinct_per_k'] / 1e3:.1f} KB per unit of K")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
