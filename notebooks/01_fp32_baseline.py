@@ -393,7 +393,8 @@ guess = ...            # e.g. 2: twice as long
 shapes = helpers.run_or_load("fp32_block_shapes")     # live on a GPU (about 10 s), recorded otherwise
 print(shapes.source)
 for c in shapes.data["checks"]:
-    print(f"{c['shape']:>6}: {c['verdict']}; identical to {shapes.data['first_shape']}: {c['identical_to_first']}")
+    print(helpers.wrap(f"{c['shape']:>6}: {c['verdict']}; identical to {shapes.data['first_shape']}: "
+                       f"{c['identical_to_first']}", indent=" " * 6))
 
 # %% slideshow={"slide_type": "subslide"}
 sms = g.sms if g else rec.meta["gpu"]["sms"]
@@ -592,7 +593,7 @@ _ = fig.axes[0].set_ylabel("effective GB/s")
 # %% slideshow={"slide_type": "-"}
 tiled = rec.meta["experiments"]["fp32_tiled_solution"]
 for c in tiled["checks"]:
-    print(f"{c['verdict']}; bit-identical to gemm_fp32_kernel: {c['identical_to_naive']}")
+    print(helpers.wrap(f"{c['verdict']}; bit-identical to gemm_fp32_kernel: {c['identical_to_naive']}"))
 naive_ms = {r["n"]: r["median_ms"] for r in tiled["rows"] if r["tile"] is None}
 rows = [dict(r, speedup=naive_ms[r["n"]] / r["median_ms"], tile=r["tile"] or "-") for r in tiled["rows"]]
 helpers.display.table(helpers.clocks.with_clock(rows), ["n", "kernel", "tile", "median_ms", "tflops", "speedup", "clock"],

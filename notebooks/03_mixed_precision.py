@@ -188,7 +188,7 @@ helpers.display.table(lesson.peak_ratio_rows(), ["gpu", "fp32", "tf32", "fp16", 
 
 # %% slideshow={"slide_type": "-"}
 half = [r["gpu"] for r in lesson.peak_ratio_rows() if r["fp16 acc16 / fp16"] > 1.5]
-print("FP32 accumulation at half the FP16-accumulate peak:", ", ".join(half), "\nthe others: equal peaks")
+print(f"FP32 accumulation at half the FP16-accumulate peak: {', '.join(half)}\nthe others: equal peaks")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - Of these GPUs, **the 16x and the 8x hold for the A100 only**: ratios of datasheet peaks change from
@@ -410,8 +410,8 @@ for r in (r for r in recorded if r["call"] == "cupy.matmul" and r["CUPY_TF32"] =
 for n in (1024, 4096, 8192):
     r = {k: rec.select(kernel=k, m=n, n=n, k=n)[0] for k in ("cublas_fp16", "cublas_fp16_acc16")}
     for k, how in [("cublas_fp16", "CUBLAS_COMPUTE_32F"), ("cublas_fp16_acc16", "CUBLAS_COMPUTE_16F (Hgemm's)")]:
-        print(f"n={n} {how:28s} {r[k]['tflops']:6.1f} TFLOP/s, rel. error {r[k]['rel_err']:.1e} "
-              f"({helpers.clocks.clock_text(r[k])})")
+        print(helpers.wrap(f"n={n} {how:28s} {r[k]['tflops']:6.1f} TFLOP/s, rel. error {r[k]['rel_err']:.1e} "
+                           f"({helpers.clocks.clock_text(r[k])})"))
     speed = r["cublas_fp16_acc16"]["tflops"] / r["cublas_fp16"]["tflops"]
     per_clock = speed * r["cublas_fp16"]["sm_mhz"] / r["cublas_fp16_acc16"]["sm_mhz"]
     print(f"n={n} FP16 accumulator: x{speed:.3f} the speed, x{per_clock:.3f} per clock (mean SM clocks)")

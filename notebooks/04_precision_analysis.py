@@ -247,8 +247,8 @@ shares = {}                         # the measured input share per K, kept for t
 for fmt in ("fp16", "bf16"):
     share = shares[fmt] = [P.input_rounding_error(k, "uniform", fmt) for k in Ks]
     u_in = numerics.unit_roundoff(fmt)
-    print(helpers.wrap(f"{fmt} input rounding alone: {share[0]:.1e} at K={Ks[0]}, {share[-1]:.1e} at K={Ks[-1]}; "
-                       f"log-log slope {slope(Ks, share):.2f} (bound (1 + u_in)^2 - 1 = {(1 + u_in) ** 2 - 1:.1e})"))
+    print(f"{fmt} input rounding alone: {share[0]:.1e} at K={Ks[0]}, {share[-1]:.1e} at K={Ks[-1]}; "
+          f"log-log slope {slope(Ks, share):.2f}\n  (bound (1 + u_in)^2 - 1 = {(1 + u_in) ** 2 - 1:.1e})")
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 for name in P.ARITHMETICS:
@@ -357,7 +357,7 @@ def verdict(c, value):
     return ", ".join(hits) if hits else "none of the hypotheses"
 
 for c in cases[:8] + [c for c in cases if "extra bits" in c["name"] and c["fmt"] == "fp16"]:
-    print(helpers.wrap(f"{c['name']:45s} model: {P.emulate_probe(c)!r:22} -> {verdict(c, P.emulate_probe(c))}"))
+    print(helpers.wrap(f"{c['name']:44s} model: {P.emulate_probe(c)!r:20} -> {verdict(c, P.emulate_probe(c))}"))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # These are the CPU model's answers with the H200 parameters; the next cell shows the H200's own.

@@ -178,7 +178,7 @@ guess = ...  # your speed-up of rung 8 over rung 7 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(8)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 8)} | {source}"))
+print(helpers.wrap(f"{H.rung_line(data, 8)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 8)
@@ -236,7 +236,7 @@ guess = ...  # your speed-up of rung 9 over rung 8 at 4096^3, e.g. 1.2
 helpers.display.rung_regions(9, ["producer", "consumer"])
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 9)} | {source}"))
+print(helpers.wrap(f"{H.rung_line(data, 9)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 9)
@@ -269,7 +269,7 @@ guess = ...  # your speed-up of rung 10 over rung 9 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(10)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 10)} | {source}"))
+print(helpers.wrap(f"{H.rung_line(data, 10)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 10)
@@ -301,7 +301,7 @@ guess = ...  # your speed-up of rung 11 over rung 10 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(11, full=True)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 11)} | {source}"))
+print(helpers.wrap(f"{H.rung_line(data, 11)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 11)
@@ -333,7 +333,7 @@ guess = ...  # your speed-up of rung 12 over rung 11 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(12)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 12)} | {source}"))
+print(helpers.wrap(f"{H.rung_line(data, 12)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 12)
@@ -352,9 +352,10 @@ ex.reveal_gain(guess, 12)
 # </details>
 
 # %% slideshow={"slide_type": "-"}
+print(ncu_label)
 for k in (10, 11, 12):
     print(f"rung {k}: L2 read sectors {counters[k]['l2_read_sectors'] / 1e6:.2f} M, "
-          f"L2 hit rate {counters[k]['l2_hit_rate_pct']:.1f}%  ({ncu_label})")
+          f"L2 hit rate {counters[k]['l2_hit_rate_pct']:.1f}%")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 13: the epilogue through shared memory and a TMA store
@@ -379,7 +380,7 @@ guess = ...  # your speed-up of rung 13 over rung 12 at 4096^3, e.g. 1.2
 helpers.display.rung_regions(13, ["epilogue"], ["store_slice_tma"])
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 13)} | {source}"))
+print(helpers.wrap(f"{H.rung_line(data, 13)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 13)
@@ -411,7 +412,7 @@ guess = ...  # your speed-up of rung 14 over rung 13 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(14)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 14)} | {source}"))
+print(helpers.wrap(f"{H.rung_line(data, 14)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 14)
@@ -447,7 +448,7 @@ guess = ...  # your speed-up of rung 15 over rung 14 at 128 x 8192 x 8192, e.g. 
 helpers.display.rung_regions(15, ["split-k"], ["sum_parts"])
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 15)} | {source}"))
+print(helpers.wrap(f"{H.rung_line(data, 15)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 15)
@@ -485,7 +486,7 @@ guess = ...  # your speed-up of rung 16 over rung 14 at 5000^3, e.g. 1.2
 helpers.display.rung_diff(16)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 16)} | {source}"))
+print(helpers.wrap(f"{H.rung_line(data, 16)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 16)
@@ -811,8 +812,8 @@ display(helpers.display.table(H.shape_table(hop), ["shape", "cublas_fp16c", "tfl
 print(f"L2 of the {rec.gpu_name}: {rec.meta['gpu']['l2_bytes'] / 2**20:.0f} MiB")
 for order in ("plain", "grouped"):
     w = analysis.wave_footprint(analysis.tile_order(64, 32, order)[:sms])
-    print(f"{order:8s} order, n = 8192: the first wave reads {w['a_rows']} rows of A, {w['b_cols']} "
-          f"columns of B: {w['distinct_per_k'] / 1e3:.1f} KB per unit of K")
+    print(f"{order:8s} order, n = 8192: the first wave reads {w['a_rows']} rows of A and {w['b_cols']} "
+          f"columns of B:\n{'':15s}{w['distinct_per_k'] / 1e3:.1f} KB per unit of K")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **Rows off a sector (rung 16).** Rung 14 at $5000^3$ reads more L2 sectors per K-tile than at 4096, and the
