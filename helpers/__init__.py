@@ -34,7 +34,7 @@ _NAMES = {
     "try_kernel": "tryout",
     **{e: "errors" for e in ("ArchitectureError", "CourseError", "DriverMismatchError", "GPUContextLostError",
                              "GPUOutOfMemoryError", "HeaderNotFoundError", "InputError", "KernelCompileError",
-                             "MissingPackageError", "NoGPUError", "ResultsError", "UnknownKernelError")},
+                             "MissingPackageError", "NoGPUError", "ResultsError", "UnknownKernelError", "wrap")},
 }
 
 __all__ = sorted(_NAMES)

@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from . import device
-from .errors import InputError
+from .errors import InputError, wrap
 from .formats import from_bf16_bits, to_bf16_bits
 from .mutations import local_mutations, wrong_results  # noqa: F401  (helpers.check.wrong_results: lesson 0)
 from .numerics import (FORMATS, Tolerance, _xp, abs_product, align_unit, componentwise_error, fmt, rel_fro_error,
@@ -279,7 +279,8 @@ class Check:
         return ""
 
     def verdict(self) -> str:
-        """One line without measured numbers: identical on every backend where the check passes."""
+        """One line without measured numbers: identical on every backend where the check passes (a lesson prints
+        it through helpers.wrap)."""
         M, N, K = self.shape
         if self.passed:
             size = " and the answer-scaled bound" if self.size_applies else ""
@@ -332,7 +333,7 @@ class Check:
             s += f", error / answer-scaled bound {self.size_ratio:.2g}"
         if not self.passed:
             s += "".join(f"\n  {ln}" for ln in self.mismatch_summary().splitlines())
-        return s
+        return wrap(s)
 
     __repr__ = __str__
 

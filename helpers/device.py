@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .errors import (DRIVER_MISMATCH, DRIVER_MISMATCH_FIX, CourseError, DriverMismatchError, NoGPUError,
+from .errors import (wrap, DRIVER_MISMATCH, DRIVER_MISMATCH_FIX, CourseError, DriverMismatchError, NoGPUError,
                      is_driver_mismatch)
 
 ENV_VAR = "COURSE_DEVICE"
@@ -292,5 +292,5 @@ def summary(file=None) -> dict:
     rows["host"] = f"Python {platform.python_version()}, numpy {np.__version__}"
     width = max(map(len, rows))
     for k, v in rows.items():
-        print(f"{k:<{width}} : {v}", file=file)
+        print(wrap(f"{k:<{width}} : {v}", indent=" " * (width + 3)), file=file)
     return rows

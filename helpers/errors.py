@@ -1,4 +1,21 @@
-"""The course's error types (all ``CourseError``): each message says what went wrong, then ``Fix:`` what to do."""
+"""The course's error types (all ``CourseError``): each message says what went wrong, then ``Fix:`` what to do.
+Also `wrap`, the one line-wrapper of the course's printed sentences."""
+
+LINE = 100   # the widest line a lesson prints: JupyterLab at 1,400 px with the file browser open breaks a longer
+             # one inside a word
+
+
+def wrap(text: str, width: int = LINE, indent: str = "  ") -> str:
+    """`text` with every line over `width` characters broken at spaces; continuation lines start with `indent`
+    after the line's own leading spaces (a word longer than a line stays whole)."""
+    import textwrap
+
+    def lines(line: str) -> list[str]:
+        lead = line[:len(line) - len(line.lstrip(" "))]
+        return textwrap.wrap(line, width, subsequent_indent=lead + indent, break_long_words=False,
+                             break_on_hyphens=False) or [line]
+
+    return "\n".join(part for line in str(text).splitlines() for part in lines(line))
 
 
 class CourseError(Exception):
@@ -11,12 +28,8 @@ class CourseError(Exception):
 
     def _render_traceback_(self) -> list[str]:
         """What IPython shows in a notebook: the message and its fix, not the traceback (`%tb` prints that)."""
-        import textwrap
-
         name = type(self).__name__
-        # lines of at most 100 characters, broken at spaces (a notebook breaks a longer one inside a word)
-        lines = [part for line in f"{name}: {self}".splitlines()
-                 for part in textwrap.wrap(line, 100, break_long_words=False, break_on_hyphens=False) or [""]]
+        lines = [part for line in f"{name}: {self}".splitlines() for part in wrap(line, indent="").splitlines()]
         lines[0] = f"\x1b[31m{name}\x1b[0m" + lines[0][len(name):]
         return lines + ["(the traceback: run %tb in a new cell)"]
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import ml_dtypes   # bfloat16 and the FP8 formats for numpy
 import numpy as np
 
-from .errors import InputError, UnknownFormatError
+from .errors import InputError, UnknownFormatError, wrap
 
 
 @dataclass(frozen=True)
@@ -227,7 +227,7 @@ class Tolerance:
         return self.value
 
     def __str__(self):
-        return (f"tol = {self.value:.2e} (K={self.K}, block {self.block}: inputs {self.inputs} {self.in_term:.1e}, "
+        return wrap(f"tol = {self.value:.2e} (K={self.K}, block {self.block}: inputs {self.inputs} {self.in_term:.1e}, "
                 f"{self.acc} accumulation {self.acc_term:.1e} [{self.acc_bound}], "
                 f"output {self.output} {self.out_term:.1e})")
 

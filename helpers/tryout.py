@@ -21,6 +21,7 @@ from . import isolate as _iso
 from .clocks import clock_text
 from .compile import KERNEL_DIR
 from .cublas import BASELINES
+from .errors import wrap
 from .errors import (CONTEXT_LOST_FIX, ArchitectureError, CourseError, GPUContextLostError, InputError,
                      KernelCompileError, ResultsError, translate_gpu_error)
 from .formats import to_bf16_bits
@@ -410,9 +411,7 @@ class TryResult:
 def _wrapped(text: str, width: int = 100) -> list[str]:
     """A sentence as lines of at most `width` characters, broken at spaces: a notebook wraps a longer output line
     wherever it reaches the window's edge, inside a word too (JupyterLab's word-break: break-all)."""
-    import textwrap
-
-    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [text]
+    return wrap(" ".join(text.split("\n")), width, indent="").splitlines() or [text]
 
 
 def _fmt(v, spec: str, suffix: str = "") -> str:
@@ -421,8 +420,8 @@ def _fmt(v, spec: str, suffix: str = "") -> str:
 
 def _table(rows: list[dict], cols: list[str]) -> list[str]:
     w = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in cols}
-    return [" | ".join(f"{c:<{w[c]}}" for c in cols), "-+-".join("-" * w[c] for c in cols)] + \
-        [" | ".join(f"{str(r.get(c, '')):<{w[c]}}" for c in cols) for r in rows]
+    return [" | ".join(f"{c:<{w[c]}}" for c in cols).rstrip(), "-+-".join("-" * w[c] for c in cols)] + \
+        [" | ".join(f"{str(r.get(c, '')):<{w[c]}}" for c in cols).rstrip() for r in rows]
 
 
 def _shown_knob(rows: list[dict]):

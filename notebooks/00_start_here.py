@@ -130,7 +130,7 @@ for name in ["gemm_fp32_kernel", "wmma_gemm_naive", "wmma_mixed_gemm_kernel"]:
     spec = helpers.KERNELS[name]
     C = helpers.gemm(name, A.astype(spec.in_dtype), B.astype(spec.in_dtype), pad=True)
     checks[name] = spec.check(C, A, B)
-    print(checks[name].verdict())
+    print(helpers.wrap(checks[name].verdict()))
 
 # %% [markdown] slideshow={"slide_type": "-"}
 # The measured errors themselves (the GPU and the CPU emulation can differ in the last digits):
@@ -198,7 +198,7 @@ for what, W in {"the kernel's own result": C, **wrong}.items():
 try:
     helpers.wmma_mixed(A.astype(np.float16), B.astype(np.float16))
 except helpers.InputError as err:
-    print(err)
+    print(helpers.wrap(err))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Recorded measurements
@@ -208,7 +208,7 @@ except helpers.InputError as err:
 
 # %% slideshow={"slide_type": "-"}
 rec = helpers.results.load_latest()
-print(rec.label, "|", rec.meta["versions"])
+print(helpers.wrap(f"{rec.label} | " + ", ".join(f"{k} {v}" for k, v in rec.meta["versions"].items())))
 rows = helpers.clocks.with_clock(rec.select(m=4096, n=4096, k=4096))
 helpers.display.table(rows, ["kernel", "dtype_in", "acc", "median_ms", "tflops", "clock", "rel_err"],
                       ["kernel", "inputs", "accumulate", "ms (median)", "TFLOP/s", "SM clock while timed", "rel. error"],
@@ -249,7 +249,7 @@ wmma = helpers.KERNELS["wmma_gemm_naive"]
 for n in (1000, 1024, 2048, 3000, 4096):
     pad = wmma.padded(n, n, n)[0]
     print(f"n = {n}: FP32 kernel {tf['gemm_fp32_kernel'][n]:.2f} TFLOP/s | naive WMMA {tf['wmma_gemm_naive'][n]:.1f} "
-          f"TFLOP/s" + (f", run at n = {pad} (zero-padded to whole 16 x 16 tiles)" if pad != n else ""))
+          f"TFLOP/s" + (f",\n  run at n = {pad} (zero-padded to whole 16 x 16 tiles)" if pad != n else ""))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Lesson 01 explains the FP32 kernel's point: at n = 1024 its rows are a power of two of bytes long,

@@ -115,8 +115,8 @@ env = helpers.summary()
 # %% slideshow={"slide_type": "-"}
 for n in (256, 1024, 4096):
     d = lesson.intensity(n)
-    print(f"n={n:5d}: {d['flops'] / 1e9:9.2f} GFLOP, least traffic {d['ideal_bytes'] / 2**20:6.1f} MiB, "
-          f"each input element used {n} times, ideal intensity {d['ideal']:7.1f} FLOP/byte")
+    print(f"n={n:4d}: {d['flops'] / 1e9:6.2f} GFLOP, each input element used {n:4d} times\n"
+          f"        least traffic {d['ideal_bytes'] / 2**20:5.1f} MiB, ideal intensity {d['ideal']:5.1f} FLOP/byte")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The ideal intensity grows with n: a big GEMM could be compute bound on any GPU. Keep n/6 in mind;
@@ -160,8 +160,8 @@ A = helpers.random_matrix(M, K, seed=11)
 B = helpers.random_matrix(K, N, seed=12)
 C = helpers.gemm_fp32(A, B)                  # the GPU kernel, or its numpy emulation
 chk = helpers.KERNELS["gemm_fp32_kernel"].check(C, A, B)
-print(chk.verdict())
-print(chk.tol)
+print(helpers.wrap(chk.verdict()))
+print(helpers.wrap(chk.tol))
 lam = helpers.numerics.confidence_lambda(K, M * N)          # the tolerance's default false alarm, 1e-6
 print(f"sqrt(K) = {K ** 0.5:.1f}; the probabilistic bound's confidence factor lambda = {lam:.1f}")
 
@@ -170,8 +170,8 @@ print(chk)        # the measured error (depends on the backend)
 
 # %% slideshow={"slide_type": "-"}
 probe = rec.meta["extras"]["emulator_probe"]
-print(f"On the {rec.gpu_name}, the CPU emulation (helpers.emulate.fp32_fma_chain) reproduced "
-      f"{probe['gemm_fp32_kernel']:.0%} of the kernel's outputs bit for bit at M, N, K = {probe['shape']}.")
+print(helpers.wrap(f"On the {rec.gpu_name}, the CPU emulation (helpers.emulate.fp32_fma_chain) reproduced "
+                   f"{probe['gemm_fp32_kernel']:.0%} of the kernel's outputs bit for bit at M, N, K = {probe['shape']}."))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The tolerance already is Higham & Mary's probabilistic bound: roundings to nearest partly cancel,
@@ -228,14 +228,15 @@ ex.reveal_cublas_ratio(guess)          # the H200 record's answer
 p = rec.meta["gpu"]["peaks"]
 for n in (1024, 4096):
     naive, sgemm, tf32 = (rec.value(k, n) for k in NAMES)
-    print(f"n={n}: gemm_fp32_kernel {naive:.2f} TFLOP/s = {naive / p['fp32']:.1%} of the FP32 peak "
-          f"({p['fp32']:g}); cuBLAS FP32 {sgemm:.1f} ({sgemm / p['fp32']:.0%}), {sgemm / naive:.1f}x the naive "
-          f"kernel; cuBLAS TF32 {tf32:.0f}")
+    print(helpers.wrap(f"n={n}: gemm_fp32_kernel {naive:.2f} TFLOP/s = {naive / p['fp32']:.1%} of the FP32 peak "
+                       f"({p['fp32']:g}); cuBLAS FP32 {sgemm:.1f} ({sgemm / p['fp32']:.0%}), {sgemm / naive:.1f}x "
+                       f"the naive kernel; cuBLAS TF32 {tf32:.0f}"))
 sizes, t = rec.series("gemm_fp32_kernel")
 more = " and ".join(str(n) for n in sizes if n not in SIZES)       # recorded, but not in the sweep above
 print(f"naive kernel over all {len(sizes)} recorded sizes (the sweep's {len(SIZES)}, {more}): "
       f"{min(t):.2f} to {max(t):.2f} TFLOP/s")
-print("SM clock while timed at 4096:", {k: helpers.clocks.clock_text(rec.select(kernel=k, m=4096)[0]) for k in NAMES})
+print("SM clock while timed at 4096:",
+      ", ".join(f"{k} {helpers.clocks.clock_text(rec.select(kernel=k, m=4096)[0])}" for k in NAMES))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # cuBLAS reaches a large share of the FP32 peak (printed above) on the **same CUDA cores**, so the
@@ -357,9 +358,9 @@ _ = fig.axes[0].set_xlabel("arithmetic intensity (FLOP / byte, the bytes counted
 
 # %% slideshow={"slide_type": "-"}
 f = lesson.warp_footprint(16, 16)
-print(f"16x16 block: a warp is {f['warp_rows']} rows x {f['warp_cols']} columns of C; per step k it touches "
-      f"{f['a_lines']} line(s) of A and {f['b_lines']} of B ({f['sectors']} sectors of 32 bytes) "
-      f"for {f['fmas']} FMAs, of which {f['useful_bytes']} bytes are distinct")
+print(helpers.wrap(f"16x16 block: a warp is {f['warp_rows']} rows x {f['warp_cols']} columns of C; per step k it "
+                   f"touches {f['a_lines']} line(s) of A and {f['b_lines']} of B ({f['sectors']} sectors of 32 bytes) "
+                   f"for {f['fmas']} FMAs, of which {f['useful_bytes']} bytes are distinct"))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Experiment: change only the block shape
@@ -392,7 +393,8 @@ guess = ...            # e.g. 2: twice as long
 shapes = helpers.run_or_load("fp32_block_shapes")     # live on a GPU (about 10 s), recorded otherwise
 print(shapes.source)
 for c in shapes.data["checks"]:
-    print(f"{c['shape']:>6}: {c['verdict']}; identical to {shapes.data['first_shape']}: {c['identical_to_first']}")
+    print(helpers.wrap(f"{c['shape']:>6}: {c['verdict']}; identical to {shapes.data['first_shape']}: "
+                       f"{c['identical_to_first']}", indent=" " * 6))
 
 # %% slideshow={"slide_type": "subslide"}
 sms = g.sms if g else rec.meta["gpu"]["sms"]
@@ -591,7 +593,7 @@ _ = fig.axes[0].set_ylabel("effective GB/s")
 # %% slideshow={"slide_type": "-"}
 tiled = rec.meta["experiments"]["fp32_tiled_solution"]
 for c in tiled["checks"]:
-    print(f"{c['verdict']}; bit-identical to gemm_fp32_kernel: {c['identical_to_naive']}")
+    print(helpers.wrap(f"{c['verdict']}; bit-identical to gemm_fp32_kernel: {c['identical_to_naive']}"))
 naive_ms = {r["n"]: r["median_ms"] for r in tiled["rows"] if r["tile"] is None}
 rows = [dict(r, speedup=naive_ms[r["n"]] / r["median_ms"], tile=r["tile"] or "-") for r in tiled["rows"]]
 helpers.display.table(helpers.clocks.with_clock(rows), ["n", "kernel", "tile", "median_ms", "tflops", "speedup", "clock"],
@@ -614,8 +616,8 @@ for r in (r for r in tiled["rows"] if r["n"] == 4096):
           f"{r['tflops'] * 1e12 / (rec_sms * r['sm_mhz'] * 1e6):.1f} FLOP per SM per clock of 256")
 for t in ("fp32_16x16", "fp32_tiled_16", "fp32_tiled_32"):       # Nsight Compute, recorded
     r = prof.row(t)
-    print(f"{r['what']:25s} shared-memory wavefronts per FMA instruction "
-          f"{r['smem_load_wavefronts'] / (4096**3 / 32):.2f}; top stalls {r['stalls']}")
+    print(helpers.wrap(f"{r['what']:25s} shared-memory wavefronts per FMA instruction "
+                       f"{r['smem_load_wavefronts'] / (4096**3 / 32):.2f}; top stalls {r['stalls']}", indent=" " * 26))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Global loads almost vanish, but the inner loop still loads from shared memory for every FMA: the
@@ -687,8 +689,8 @@ print(f"  top stalls: {r16['stalls']}")
 nn = 1024
 tf = s_row["tflops"]                                   # the source's TFLOP/s, rounded to two decimals
 lo, hi = ((tf + d) * 1e3 / (nn / 6) for d in (-0.005, 0.005))      # the GB/s every unrounded value implies
-print(f"{tf} TFLOP/s (rounded) implies {lo:.3f} to {hi:.3f} GB/s of minimum traffic; the source reports "
-      f"{s_row['gbs']}: inside = {lo <= s_row['gbs'] <= hi}")
+print(helpers.wrap(f"{tf} TFLOP/s (rounded) implies {lo:.3f} to {hi:.3f} GB/s of minimum traffic; the source "
+                   f"reports {s_row['gbs']}: inside = {lo <= s_row['gbs'] <= hi}"))
 print(f"implied intensity {s_row['tflops'] * 1e3 / s_row['gbs']:.1f} FLOP/byte vs n/6 = {nn / 6:.1f}")
 print(f"implied time per launch: {12 * nn**2 / (s_row['gbs'] * 1e9) * 1e3:.3f} ms")
 
@@ -711,9 +713,10 @@ got = {"RTX 4090": s_row["tflops"], "H200": h_row["tflops"]}
 for gname in sms2:
     clk = lesson.implied_clock_hz(peak[gname], sms2[gname])
     line_rate = 64 / 3 * sms2[gname] * clk / 1e12        # TFLOP/s at one line per SM per clock, 16 x 16 blocks
-    print(f"{gname}: {sms2[gname]} SMs x {clk / 1e9:.2f} GHz; FP32 peak {peak[gname]:g}; one line per SM per clock "
-          f"= {line_rate:.2f} TFLOP/s; measured at 1024: {got[gname]:.2f} ({got[gname] / line_rate:.2f} lines per SM "
-          f"per clock at that clock, {got[gname] / peak[gname]:.1%} of the FP32 peak)")
+    print(helpers.wrap(f"{gname}: {sms2[gname]} SMs x {clk / 1e9:.2f} GHz; FP32 peak {peak[gname]:g}; one line per SM "
+                       f"per clock = {line_rate:.2f} TFLOP/s; measured at 1024: {got[gname]:.2f} "
+                       f"({got[gname] / line_rate:.2f} lines per SM per clock at that clock, "
+                       f"{got[gname] / peak[gname]:.1%} of the FP32 peak)"))
 print(f"H200 SM clock recorded while timed at 1024: {helpers.clocks.clock_text(h_row)}; RTX 4090: not reported")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -757,10 +760,11 @@ helpers.display.table(rows, ["n", "tflops", "clock", "lines", "per3", "per_lay"]
 tm = {(r["n"], r["l2"]): r for r in rec.meta["experiments"]["fp32_timing_method"]["rows"]}
 for n in sorted({k[0] for k in tm}):
     course, seedway = tm[(n, "flushed")], tm[(n, "warm")]
-    print(f"n={n}: L2 flushed, median {course['tflops_median']:.2f} TFLOP/s ({helpers.clocks.clock_text(course)}); "
-          f"warm L2, mean {seedway['tflops_mean']:.2f} TFLOP/s ({helpers.clocks.clock_text(seedway)}); "
-          f"difference {seedway['tflops_mean'] / course['tflops_median'] - 1:+.1%}")
-print(*lesson.timing_agreement_lines(rec.meta["extras"].get("timing_agreement")), sep="\n")
+    print(helpers.wrap(f"n={n}: L2 flushed, median {course['tflops_median']:.2f} TFLOP/s "
+                       f"({helpers.clocks.clock_text(course)}); warm L2, mean {seedway['tflops_mean']:.2f} TFLOP/s "
+                       f"({helpers.clocks.clock_text(seedway)}); difference "
+                       f"{seedway['tflops_mean'] / course['tflops_median'] - 1:+.1%}"))
+print(helpers.wrap("\n".join(lesson.timing_agreement_lines(rec.meta["extras"].get("timing_agreement")))))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The method changes the H200's number too little to explain the gap. With one number from the seed,

@@ -109,7 +109,7 @@ m = n = k = 16
 multiply_adds = m * n * k
 flops = 2 * multiply_adds                   # a multiply and an add
 print(f"one m16n16k16 mma_sync: {multiply_adds} multiply-adds = {flops} FLOPs")
-print(f"the same work on CUDA cores: {multiply_adds} FMAs = {multiply_adds // 32} warp-wide FFMA instructions "
+print(f"the same work on CUDA cores: {multiply_adds} FMAs = {multiply_adds // 32} warp-wide FFMA instructions\n"
       f"(each does one FMA in each of the 32 lanes)")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
@@ -225,7 +225,7 @@ for M, N, K in [(200, 136, 72), (33, 17, 49)]:
     A = helpers.random_matrix(M, K, seed=M)
     B = helpers.random_matrix(K, N, seed=N)
     C = helpers.wmma_gemm_naive(A.astype(np.float16), B.astype(np.float16), pad=True)
-    print(spec.check(C, A, B).verdict())
+    print(helpers.wrap(spec.check(C, A, B).verdict()))
 
 # %% slideshow={"slide_type": "subslide"}
 helpers.display.show_kernel("wmma.cu", "wmma_gemm_naive")
@@ -296,7 +296,8 @@ fig = W.plot_fragment_maps({"matrix_a, row_major": d["matrix_a"], "matrix_b, row
 # %% slideshow={"slide_type": "-"}
 ptx_a = W.ptx_fragment_layout("a")
 for lane in (0, 1, 4, 31):
-    print(f"lane {lane:2d}: " + "  ".join(f"a{i}=A[{r}][{c}]" for i, (r, c) in enumerate(ptx_a[lane])))
+    regs = [f"a{i}=A[{r}][{c}]" for i, (r, c) in enumerate(ptx_a[lane])]
+    print(f"lane {lane:2d}: " + "  ".join(regs[:4]) + "\n         " + "  ".join(regs[4:]))
 
 # %% slideshow={"slide_type": "subslide"}
 fig = W.plot_fragment_maps({"A (m16n8k16)": ptx_a, "B: two n=8 halves": W.ptx_wmma_b_layout(),
@@ -442,11 +443,12 @@ print(f"per mma_sync: {per_step} bytes loaded for {flops} FLOPs -> {flops / per_
 n = 4096
 req = helpers.analysis.traffic_bytes(spec, n, n, n)   # A and B per warp tile, plus the store of C
 least = 2 * n * n * 2 + n * n * 4                     # read A and B once, write C once
-print(f"n = {n}: the warps request {req / 1e9:.1f} GB ({helpers.analysis.intensity(spec, n, n, n):.1f} FLOP/byte); "
-      f"reading A and B once and writing C once would be {least / 1e6:.0f} MB ({req / least:.0f}x less)")
+print(helpers.wrap(f"n = {n}: the warps request {req / 1e9:.1f} GB ({helpers.analysis.intensity(spec, n, n, n):.1f} "
+                   f"FLOP/byte); reading A and B once and writing C once would be {least / 1e6:.0f} MB "
+                   f"({req / least:.0f}x less)"))
 p = helpers.device.peaks_for("NVIDIA H200")
-print(f"at {p.fp16} TFLOP/s this ratio needs {p.fp16 * per_step / flops:.0f} TB/s of loads; HBM gives "
-      f"{p.mem_gbs / 1000} TB/s; the ridge point is {p.fp16 * 1e3 / p.mem_gbs:.0f} FLOP/byte")
+print(helpers.wrap(f"at {p.fp16} TFLOP/s this ratio needs {p.fp16 * per_step / flops:.0f} TB/s of loads; HBM gives "
+                   f"{p.mem_gbs / 1000} TB/s; the ridge point is {p.fp16 * 1e3 / p.mem_gbs:.0f} FLOP/byte"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Where those bytes came from: Nsight Compute on the H200
@@ -468,7 +470,7 @@ prof = helpers.profile.load_ncu()
 r1 = prof.row("rung1")
 print(prof.label)
 print(f"requested (model) {req / 1e9:.1f} GB | L1: sectors touched {r1['l1_load_gb']:.1f} GB "
-      f"({r1['sectors_per_request']:.0f} sectors per load, hit rate {r1['l1_hit_pct']:.0f}%) | "
+      f"({r1['sectors_per_request']:.0f} sectors per load, hit rate {r1['l1_hit_pct']:.0f}%)\n"
       f"L2 served {r1['l2_read_gb']:.1f} GB | DRAM read {r1['dram_read_gb']:.2f} GB")
 print(f"Tensor pipe busy {r1['tensor_pct']:.1f}% of the cycles; top stalls: {r1['stalls']}")
 
@@ -492,14 +494,14 @@ B = helpers.random_matrix(48, 40, seed=2).astype(np.float16)
 try:
     helpers.wmma_gemm_naive(A, B)
 except helpers.InputError as err:
-    print(err)
+    print(helpers.wrap(err))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **The fix: pad.** `pad=True` zero-pads to multiples of 16 (zeros add nothing to the dot products) and crops the result. (What happens without the refusal and without padding: appendix D.)
 
 # %% slideshow={"slide_type": "-"}
 C = helpers.wmma_gemm_naive(A, B, pad=True)
-print(C.shape, spec.check(C, A, B).verdict())
+print(helpers.wrap(f"{C.shape} {spec.check(C, A, B).verdict()}"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The tolerance is far below the first check's (both printed): there $A$ and $B$ were FP32 and their
@@ -700,9 +702,9 @@ fig = W.plot_edge_masks({gpu_label: edge.data, "CPU replay of the same loads and
 
 # %% slideshow={"slide_type": "-"}
 for case in replay:
-    print(f"M={case['m']} N={case['n']} K={case['k']}: {case['n_nan'] + case['n_wrong']} of {case['m'] * case['n']} "
-          f"elements wrong ({case['n_nan']} NaN, {case['n_wrong']} finite but wrong), "
-          f"{case['writes_past_end']} stores landed past the end of C")
+    print(helpers.wrap(f"M={case['m']} N={case['n']} K={case['k']}: {case['n_nan'] + case['n_wrong']} of "
+                       f"{case['m'] * case['n']} elements wrong ({case['n_nan']} NaN, {case['n_wrong']} finite but "
+                       f"wrong), {case['writes_past_end']} stores landed past the end of C"))
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 for case in edge.data:
@@ -717,9 +719,10 @@ for case in edge.data:
 # %% slideshow={"slide_type": "subslide"}
 for M, N, K in W.EDGE_CASES:                # where the replayed stores land, and which of M, N, K sent them there
     s = W.edge_store_sources(M, N, K)
-    print(f"M={M} N={N} K={K}: {s['past_end_rows']} stores past the end from the tile rows {M}-{s['mp'] - 1}, "
-          f"{s['past_end_wrap_only']} only through the column wrap; {s['wrapped_inside']} elements of C hit by "
-          f"wrapped columns; {s['b_rows_past_end']} rows of B read past its end")
+    print(helpers.wrap(f"M={M} N={N} K={K}: {s['past_end_rows']} stores past the end from the tile rows "
+                       f"{M}-{s['mp'] - 1}, {s['past_end_wrap_only']} only through the column wrap; "
+                       f"{s['wrapped_inside']} elements of C hit by wrapped columns; {s['b_rows_past_end']} rows "
+                       f"of B read past its end"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E. Alignment: the helper checks it too
@@ -735,7 +738,7 @@ if helpers.backend().is_gpu:
     try:
         helpers.wmma_mixed(view, cupy.zeros((16, 16), dtype=cupy.float16))
     except helpers.InputError as err:
-        print(err)
+        print(helpers.wrap(err))
 else:
     print("CPU backend: no CuPy arrays here; the size rule above is checked the same way on every backend.")
 

@@ -161,8 +161,8 @@ print("ties to even: TF32 == FP16 wherever |x| >= FP16's smallest normal:", np.a
 bits = x.view(np.uint32)                                       # FP32 bits: TF32 keeps the top 19
 ties = (bits & 0x1FFF) == 0x1000                               # the 13 dropped bits: exactly half a step
 even = ((bits >> 13) & 1) == 0                                 # the last kept bit is 0
-print(f"exact ties: {int(ties.sum())} of {x.size}; ties away (cvt.rna) and ties to even differ on "
-      f"{int((rna != rne).sum())}: the ties with an even last kept bit ({int((ties & even).sum())})")
+print(helpers.wrap(f"exact ties: {int(ties.sum())} of {x.size}; ties away (cvt.rna) and ties to even differ on "
+                   f"{int((rna != rne).sum())}: the ties with an even last kept bit ({int((ties & even).sum())})"))
 tie = np.array([1 + 2.0 ** -11], dtype=np.float32)             # halfway between 1 and 1 + 2^-10
 print(f"1 + 2^-11 -> ties to even {float(helpers.numerics.round_to(tie, 'tf32')[0])!r}, "
       f"ties away {float(formats.round_tf32_rna(tie)[0])!r}")
@@ -188,7 +188,7 @@ helpers.display.table(lesson.peak_ratio_rows(), ["gpu", "fp32", "tf32", "fp16", 
 
 # %% slideshow={"slide_type": "-"}
 half = [r["gpu"] for r in lesson.peak_ratio_rows() if r["fp16 acc16 / fp16"] > 1.5]
-print("FP32 accumulation at half the FP16-accumulate peak:", ", ".join(half), "| the others: equal peaks")
+print(f"FP32 accumulation at half the FP16-accumulate peak: {', '.join(half)}\nthe others: equal peaks")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - Of these GPUs, **the 16x and the 8x hold for the A100 only**: ratios of datasheet peaks change from
@@ -313,7 +313,7 @@ fig = lesson.plot_error_vs_size(sweep.data, source=sweep.source)
 for n in (1024, 8192):
     r = rec.select(kernel="wmma_mixed_gemm_kernel", m=n, n=n, k=n)[0]
     print(f"WMMA FP16 in, FP32 acc, n = {n}: rel. error against the FP32 inputs {r['rel_err']:.1e}, "
-          f"against its own FP16 inputs {r['rel_err_acc']:.1e}")
+          f"against its own\n  FP16 inputs {r['rel_err_acc']:.1e}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Speed vs error, every variant on one chart
@@ -348,7 +348,7 @@ A_o, B_o = lesson.overflow_inputs()
 for name in ["wmma_mixed_gemm_kernel", "wmma_fp16acc_gemm_kernel"]:
     C = helpers.gemm(name, A_o.astype(np.float16), B_o.astype(np.float16))
     n_bad = int(np.sum(~np.isfinite(np.asarray(C, dtype=np.float64))))
-    print(helpers.KERNELS[name].check(C, A_o, B_o).verdict(), f"| non-finite: {n_bad} of {C.size}")
+    print(helpers.wrap(f"{helpers.KERNELS[name].check(C, A_o, B_o).verdict()} | non-finite: {n_bad} of {C.size}"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Once a running sum is inf it stays inf: inf minus anything finite is inf. The FP32 accumulator never
@@ -381,10 +381,10 @@ recorded = rec.meta["experiments"]["tf32_env"]     # the record's verdicts: the 
 print(rec.label)
 vt = lesson.tf32_verdict_table(recorded)
 display(helpers.display.table(vt, list(vt[0])))
-print("\n".join(lesson.tf32_conclusions(recorded)))
+print(helpers.wrap("\n".join(lesson.tf32_conclusions(recorded))))
 for r in (r for r in recorded if r["call"] == "cupy.matmul" and r["CUPY_TF32"] == "unset"):
-    print(f"cupy.matmul, CUPY_TF32 unset, NVIDIA_TF32_OVERRIDE={r['NVIDIA_TF32_OVERRIDE']}: rel. error "
-          f"{r['rel_err']:.2e}, {r['tflops']:.0f} TFLOP/s ({helpers.clocks.clock_text(r)})")
+    print(helpers.wrap(f"cupy.matmul, CUPY_TF32 unset, NVIDIA_TF32_OVERRIDE={r['NVIDIA_TF32_OVERRIDE']}: rel. error "
+                       f"{r['rel_err']:.2e}, {r['tflops']:.0f} TFLOP/s ({helpers.clocks.clock_text(r)})"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The conclusions under the table are computed from it. On the H200 record: `CUPY_TF32=1` switches
@@ -410,8 +410,8 @@ for r in (r for r in recorded if r["call"] == "cupy.matmul" and r["CUPY_TF32"] =
 for n in (1024, 4096, 8192):
     r = {k: rec.select(kernel=k, m=n, n=n, k=n)[0] for k in ("cublas_fp16", "cublas_fp16_acc16")}
     for k, how in [("cublas_fp16", "CUBLAS_COMPUTE_32F"), ("cublas_fp16_acc16", "CUBLAS_COMPUTE_16F (Hgemm's)")]:
-        print(f"n={n} {how:28s} {r[k]['tflops']:6.1f} TFLOP/s ({helpers.clocks.clock_text(r[k])}), "
-              f"rel. error {r[k]['rel_err']:.1e}")
+        print(helpers.wrap(f"n={n} {how:28s} {r[k]['tflops']:6.1f} TFLOP/s, rel. error {r[k]['rel_err']:.1e} "
+                           f"({helpers.clocks.clock_text(r[k])})"))
     speed = r["cublas_fp16_acc16"]["tflops"] / r["cublas_fp16"]["tflops"]
     per_clock = speed * r["cublas_fp16"]["sm_mhz"] / r["cublas_fp16_acc16"]["sm_mhz"]
     print(f"n={n} FP16 accumulator: x{speed:.3f} the speed, x{per_clock:.3f} per clock (mean SM clocks)")
@@ -461,7 +461,7 @@ fig = helpers.plots.range_histogram(g, names=[n for n, _ in cases], scales=[s fo
 #   inf/NaN is skipped and S is halved; after 2000 clean steps S is doubled.
 
 # %% slideshow={"slide_type": "-"}
-print("GradScaler rule:", training.GRADSCALER_DEFAULTS)
+print("GradScaler rule:", ", ".join(f"{k} {v:g}" for k, v in training.GRADSCALER_DEFAULTS.items()))
 print(f"loss weight: 2^{np.log2(training.Task().loss_weight):.0f}")
 runs = {
     "FP32": training.train("fp32"),
@@ -533,7 +533,8 @@ helpers.display.table(rows_t, ["run", "final_loss", "vs_fp32", "zero", "skipped_
 r = {k: rec.select(kernel=k, m=4096, n=4096, k=4096)[0] for k in ("cublas_fp32", "cublas_tf32", "cublas_fp16")}
 for k in ("cublas_tf32", "cublas_fp16"):
     print(f"{k} at 4096: {r[k]['tflops'] / r['cublas_fp32']['tflops']:.1f}x cuBLAS FP32's speed, relative error "
-          f"{r[k]['rel_err']:.1e} against FP32's {r['cublas_fp32']['rel_err']:.1e}  ({rec.label})")
+          f"{r[k]['rel_err']:.1e} against FP32's {r['cublas_fp32']['rel_err']:.1e}")
+print(f"({rec.label})")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
@@ -654,14 +655,15 @@ B = helpers.random_matrix(72, 136, seed=1)     # K x N
 try:
     helpers.gemm("wmma_bf16_gemm_kernel", A, B, pad=True)
 except helpers.InputError as err:
-    print(err)
+    print(helpers.wrap(err))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### C. The measured errors, and the CPU emulation against the H200
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 for chk in checks.values():
-    print(f"{chk.name:26s} componentwise {chk.comp_err:.1e}  relative {chk.rel_err:.1e}  ({chk.tol})")
+    print(f"{chk.name:26s} componentwise {chk.comp_err:.1e}  relative {chk.rel_err:.1e}")
+    print(helpers.wrap(f"  {chk.tol}".replace("\n  ", " "), indent="    "))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The measured errors depend on the backend only in the last digits; the verdicts (main path) are
@@ -684,7 +686,9 @@ for k in ["wmma_bf16_gemm_kernel", "wmma_tf32_gemm_kernel"]:
     print(f"{k:24s} best: {best} ({res[best]:.1%} identical) | {others}")
 rne = probe["wmma_tf32_gemm_kernel"]["identical"]["b4_e2_rne"]
 print(f"inputs rounded to TF32 with ties to even (b4_e2_rne): {1 - rne:.1%} of the TF32 kernel's elements differ")
-print("models in use:", {k: str(helpers.emulate.model_for(k)) for k in ("bf16", "tf32")})
+print("models in use:")
+for k in ("bf16", "tf32"):
+    print(helpers.wrap(f"  {k}: {helpers.emulate.model_for(k)}"))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # b16_e2 = 16 products per rounding with 2 extra alignment bits, as for FP16 (lesson 04 measures it).
@@ -709,8 +713,8 @@ fmts = {"median_ms": ".4f", "tflops": ".1f", "speedup": ".1f", "rel_err": ".1e"}
 rows_1024 = [dict(r, variant=r["variant"].replace(" (seed)", "")) for r in lesson.comparison_rows(rec.rows, 1024)]
 print(rec.label)
 display(helpers.display.table(rows_1024, cols, heads, fmts))
-print(f"rounding the exact product of FP16 inputs to an FP16 C, and nothing else (N(0,1), n = 1024, CPU): "
-      f"rel. error {lesson.fp16_output_rounding_error(1024):.1e}")
+print(helpers.wrap(f"rounding the exact product of FP16 inputs to an FP16 C, and nothing else (N(0,1), n = 1024, "
+                   f"CPU): rel. error {lesson.fp16_output_rounding_error(1024):.1e}"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E. The raw `tf32_env` measurements (each in a fresh process, with the SM clock read while it was timed)
@@ -777,15 +781,15 @@ for r in lesson.peak_ratio_rows(("A100", "H100", "H200", "V100", "T4", "RTX 4090
 for n in (1024, 4096, 8192):
     f32, t32, f16 = (rec.select(kernel=k, m=n, n=n, k=n)[0] for k in ("cublas_fp32", "cublas_tf32", "cublas_fp16"))
     print(f"n={n}: FP16 Tensor Cores / FP32 CUDA cores {f16['tflops'] / f32['tflops']:4.1f}x, TF32 / FP32 "
-          f"{t32['tflops'] / f32['tflops']:4.1f}x  (SM clocks: {helpers.clocks.clock_text(f32)} | "
-          f"{helpers.clocks.clock_text(t32)} | {helpers.clocks.clock_text(f16)})")
+          f"{t32['tflops'] / f32['tflops']:4.1f}x\n  SM clocks: {helpers.clocks.clock_text(f32)} | "
+          f"{helpers.clocks.clock_text(t32)} | {helpers.clocks.clock_text(f16)}")
 
 # %% slideshow={"slide_type": "-"}
 ref = helpers.results.load_reference("seed_rtx4090")
 mixed_1024 = ref.value("wmma_mixed_gemm_kernel", 1024)
 fp32_1024 = ref.value("gemm_fp32_kernel", 1024)
-print(f"seed 000 on the RTX 4090 ({ref.meta['source_short']}): FP32 kernel {fp32_1024} TFLOP/s, "
-      f"mixed WMMA {mixed_1024} TFLOP/s -> {mixed_1024 / fp32_1024:.1f}x")
+print(helpers.wrap(f"seed 000 on the RTX 4090 ({ref.meta['source_short']}): FP32 kernel {fp32_1024} TFLOP/s, "
+                   f"mixed WMMA {mixed_1024} TFLOP/s -> {mixed_1024 / fp32_1024:.1f}x"))
 h = {r["variant"]: r for r in lesson.comparison_rows(rec.rows, 1024)}
 print(f"H200 record: {h['WMMA FP16 in, FP32 acc (seed)']['speedup']:.1f}x; "
       f"cuBLAS FP16 {h['cuBLAS FP16 in, FP32 acc']['speedup']:.0f}x the FP32 kernel")

@@ -145,8 +145,9 @@ rec = P.recorded("tc_probes")
 if rec is None:
     print("no recording of tc_probes yet: run `make record` on a GPU")
 else:
+    print(rec.source)
     for r in rec.data["stagnation"]:
-        print(f"K = {r['k']:6d}: fp16 acc {r['fp16_acc']:g}, fp32 acc {r['fp32_acc']:g}   ({rec.source})")
+        print(f"K = {r['k']:6d}: fp16 acc {r['fp16_acc']:g}, fp32 acc {r['fp32_acc']:g}")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The recorded lines show the same numbers from the H200: the block of 16 is a hardware property.
@@ -247,7 +248,7 @@ for fmt in ("fp16", "bf16"):
     share = shares[fmt] = [P.input_rounding_error(k, "uniform", fmt) for k in Ks]
     u_in = numerics.unit_roundoff(fmt)
     print(f"{fmt} input rounding alone: {share[0]:.1e} at K={Ks[0]}, {share[-1]:.1e} at K={Ks[-1]}; "
-          f"log-log slope {slope(Ks, share):.2f} (bound (1 + u_in)^2 - 1 = {(1 + u_in) ** 2 - 1:.1e})")
+          f"log-log slope {slope(Ks, share):.2f}\n  (bound (1 + u_in)^2 - 1 = {(1 + u_in) ** 2 - 1:.1e})")
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 for name in P.ARITHMETICS:
@@ -338,7 +339,7 @@ for r in emu_rows:
 
 # %% slideshow={"slide_type": "-"}
 for f in ("fp16", "bf16", "tf32"):
-    print(f"{f}: {emulate.model_for(f)}")
+    print(helpers.wrap(f"{f}: {emulate.model_for(f)}"))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## A probe: one `mma_sync` that asks one question
@@ -356,7 +357,7 @@ def verdict(c, value):
     return ", ".join(hits) if hits else "none of the hypotheses"
 
 for c in cases[:8] + [c for c in cases if "extra bits" in c["name"] and c["fmt"] == "fp16"]:
-    print(f"{c['name']:45s} model: {P.emulate_probe(c)!r:22} -> {verdict(c, P.emulate_probe(c))}")
+    print(helpers.wrap(f"{c['name']:44s} model: {P.emulate_probe(c)!r:20} -> {verdict(c, P.emulate_probe(c))}"))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # These are the CPU model's answers with the H200 parameters; the next cell shows the H200's own.
@@ -366,10 +367,10 @@ if rec is None:
     print("no recording of tc_probes yet")
 else:
     agree = sum(c["measured"] == P.emulate_probe(c) for c in rec.data["probes"])
-    print(f"{rec.source}: the GPU agrees with the model on {agree} of {len(rec.data['probes'])} probes")
+    print(helpers.wrap(f"{rec.source}: the GPU agrees with the model on {agree} of {len(rec.data['probes'])} probes"))
     for c in rec.data["probes"]:
         if c["measured"] != P.emulate_probe(c):
-            print(f"  differs: {c['name']}: GPU {c['measured']!r}, model {P.emulate_probe(c)!r}")
+            print(helpers.wrap(f"  differs: {c['name']}: GPU {c['measured']!r}, model {P.emulate_probe(c)!r}"))
 
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -425,7 +426,7 @@ rec_h = helpers.results.load_latest()
 t32, f32 = (rec_h.select(kernel=k, m=4096, n=4096, k=4096)[0] for k in ("cublas_tf32", "cublas_fp32"))
 print(f"unit roundoff: TF32 {u19:.1e}, FP32 {u32:.1e} ({u19 / u32:.0f}x)")
 print(f"cuBLAS at 4096, relative error: TF32 {t32['rel_err']:.1e}, FP32 {f32['rel_err']:.1e} "
-      f"({t32['rel_err'] / f32['rel_err']:.0f}x)  [{rec_h.label}]")
+      f"({t32['rel_err'] / f32['rel_err']:.0f}x)\n  [{rec_h.label}]")
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 r16 = {x["k"]: x["total_median"] for x in rows if x["dist"] == "uniform" and x["arithmetic"] == "fp16 in, fp32 acc"}
@@ -599,8 +600,10 @@ ours = emulate.tensor_core_gemm(A, B)
 textbook = emulate.tensor_core_gemm(A, B, model=emulate.TensorCoreModel(16, 2, "textbook",
                                                                            normalised_products=True))
 print(f"textbook model differs from the H200 model on {np.mean(ours != textbook):.1%} of the elements")
-print("probe 'products aligned before normalisation':",
-      [c["expect"] for c in cases if c["name"] == "fp16: products aligned before normalisation"][0])
+expect = [c["expect"] for c in cases if c["name"] == "fp16: products aligned before normalisation"][0]
+print("probe 'products aligned before normalisation':")
+for hypothesis, value in expect.items():
+    print(f"  {hypothesis}: {value!r}")
 
 # %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]
 m = P.recorded("emulator_match")
@@ -608,8 +611,8 @@ if m is None:
     print("no recording of emulator_match yet")
 else:
     d = m.data
-    print(f"{m.source}: {d['shape']} product, {d['identical']:.4%} of elements bit-identical to "
-          f"{emulate.model_for('fp16')}, largest difference {d['max_ulp']} ulp")
+    print(helpers.wrap(f"{m.source}: {d['shape']} product, {d['identical']:.4%} of elements bit-identical to "
+                       f"{emulate.model_for('fp16')}, largest difference {d['max_ulp']} ulp"))
     for name, frac in d.get("candidates", {}).items():
         print(f"  {name:45s} {frac:8.2%} identical")
 
@@ -634,7 +637,8 @@ if m is not None and "sample" in m.data:
 # %% slideshow={"slide_type": "-"}
 for model in [emulate.V100_MODEL, emulate.A100_MODEL, emulate.DEFAULT_TC_MODEL]:
     sim = [{**c, "measured": P.emulate_probe(c, model)} for c in cases if c["fmt"] == "fp16"]
-    print(f"{model.source:40s}", measured_parameters(sim, "fp16"))
+    params = ", ".join(f"{k} {v}" for k, v in measured_parameters(sim, "fp16").items())
+    print(helpers.wrap(f"{model.source}: {params}"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ## Appendix C: Claims checked

@@ -93,15 +93,16 @@ peak = rec.meta["gpu"]["peaks"]["fp16"]       # dense FP16 Tensor Core peak (dat
 for n in L.TIMED_SIZES:
     t, cub = rec.value("cublas_fp16", n), L.cublas_beside_rungs(rec, n)   # the sweep's; the ladder run's
     clk = helpers.clocks.clock_text(rec.select(kernel="cublas_fp16", m=n, n=n, k=n)[0])
-    print(f"n = {n}: cuBLAS FP16 {t:.0f} TFLOP/s = {t / peak:.2f} of the {peak:g} TFLOP/s datasheet peak  [SM clock {clk}]")
+    print(f"n = {n}: cuBLAS FP16 {t:.0f} TFLOP/s = {t / peak:.2f} of the {peak:g} TFLOP/s datasheet peak\n"
+          f"          [SM clock {clk}]")
     if cub is not None:
         print(f"          beside the rungs: {cub['tflops']:.0f} TFLOP/s, half of it: {cub['tflops'] / 2:.0f} "
-              f"TFLOP/s  [SM clock {helpers.clocks.clock_text(cub)}]")
+              f"TFLOP/s\n          [SM clock {helpers.clocks.clock_text(cub)}]")
 naive, cub = rec.value("wmma_gemm_naive", 4096), L.cublas_beside_rungs(rec, 4096)
 print(f"lesson 2's naive WMMA at 4096: {naive:.1f} TFLOP/s; half of cuBLAS is "
       f"{(cub or {'tflops': rec.value('cublas_fp16', 4096)})['tflops'] / 2 / naive:.1f}x that")
 mhz = rec.select(kernel="cublas_fp16", m=4096, n=4096, k=4096)[0]["sm_mhz"]   # the clock cuBLAS ran at, 4096
-print(helpers.device.peak_clock_line(peak, rec.meta["gpu"]["sms"], mhz))       # the clock the peak assumes
+print(helpers.wrap(helpers.device.peak_clock_line(peak, rec.meta["gpu"]["sms"], mhz)))       # the clock the peak assumes
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The goal: a rung at **half of cuBLAS** or better at both sizes, with a correct result. At 8192 the GPU
@@ -165,8 +166,8 @@ data, source = L.measure_or_load(rec)      # prints its time estimate first on a
 n = 4096
 for r in (RUNGS[1], RUNGS[2]):
     print(f"rung {r.rung}: tiles of C that share their loads {r.traffic_tile}, requested traffic "
-          f"{analysis.traffic_bytes(r, n, n, n) / 1e9:.1f} GB, "
-          f"intensity {analysis.intensity(r, n, n, n):.1f} FLOP/byte")
+          f"{analysis.traffic_bytes(r, n, n, n) / 1e9:.1f} GB,\n"
+          f"        intensity {analysis.intensity(r, n, n, n):.1f} FLOP/byte")
 hbm = rec.meta["gpu"]["peaks"]["mem_gbs"]
 print(f"ridge point of the roofline: {peak * 1e3 / hbm:.0f} FLOP/byte; "
       f"L2 of the {rec.gpu_name}: {rec.meta['gpu']['l2_bytes'] / 2**20:.0f} MiB")
@@ -179,7 +180,7 @@ print(f"ridge point of the roofline: {peak * 1e3 / hbm:.0f} FLOP/byte; "
 helpers.display.rung_diff(1)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(L.rung_line(data, 1), "|", source)
+print(helpers.wrap(f"{L.rung_line(data, 1)}\n{source}"))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 2: a block tile in shared memory
@@ -200,7 +201,7 @@ guess = ...  # your speed-up of rung 2 over rung 1 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(2)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(L.rung_line(data, 2), "|", source)
+print(helpers.wrap(f"{L.rung_line(data, 2)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 2)
@@ -211,7 +212,7 @@ ex.reveal_gain(guess, 2)
 # and math (rung 5). Nsight Compute:
 
 # %% slideshow={"slide_type": "-"}
-print(L.counter_line(prof, 2))
+print(helpers.wrap(L.counter_line(prof, 2)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 3: padding against bank conflicts
@@ -232,7 +233,7 @@ guess = ...  # your speed-up of rung 3 over rung 2 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(3)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(L.rung_line(data, 3), "|", source)
+print(helpers.wrap(f"{L.rung_line(data, 3)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 3)
@@ -246,7 +247,7 @@ ex.reveal_gain(guess, 3)
 ways = analysis.smem_conflicts(0)               # per step a warp loads 4 A fragments (4-way) and 2 B (8-way)
 print(f"shared-load wavefronts, rung 2 / rung 3: {prof.row('rung2')['smem_load_wavefronts'] / prof.row('rung3')['smem_load_wavefronts']:.2f}; "
       f"the bank-conflict model: {(4 * ways['A_ways'] + 2 * ways['B_ways']) / 6:.2f}")
-print(L.counter_line(prof, 3))
+print(helpers.wrap(L.counter_line(prof, 3)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 4: 16-byte copies
@@ -269,7 +270,7 @@ guess = ...  # your speed-up of rung 4 over rung 3 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(4)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(L.rung_line(data, 4), "|", source)
+print(helpers.wrap(f"{L.rung_line(data, 4)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 4)
@@ -280,7 +281,7 @@ ex.reveal_gain(guess, 4)
 # (Appendix D), a cost the fewer instructions outweigh.
 
 # %% slideshow={"slide_type": "-"}
-print(L.counter_line(prof, 4))
+print(helpers.wrap(L.counter_line(prof, 4)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 5: a `cp.async` pipeline
@@ -310,7 +311,7 @@ guess = ...  # your speed-up of rung 5 over rung 4 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(5)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(L.rung_line(data, 5), "|", source)
+print(helpers.wrap(f"{L.rung_line(data, 5)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 5)
@@ -321,7 +322,7 @@ ex.reveal_gain(guess, 5)
 # issued sooner.
 
 # %% slideshow={"slide_type": "-"}
-print(L.counter_line(prof, 5))
+print(helpers.wrap(L.counter_line(prof, 5)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 6: `ldmatrix` + `mma.sync m16n8k16`
@@ -347,7 +348,7 @@ guess = ...  # your speed-up of rung 6 over rung 5 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(6)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(L.rung_line(data, 6), "|", source)
+print(helpers.wrap(f"{L.rung_line(data, 6)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 6)
@@ -358,7 +359,7 @@ ex.reveal_gain(guess, 6)
 # limits rung 6 was not measured: no `mma.sync` rate is in the record.
 
 # %% slideshow={"slide_type": "-"}
-print(L.counter_line(prof, 6))
+print(helpers.wrap(L.counter_line(prof, 6)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 7 (Hopper only): `wgmma` fed by TMA through mbarriers
@@ -374,8 +375,8 @@ print(L.counter_line(prof, 6))
 
 # %% slideshow={"slide_type": "-"}
 r7 = RUNGS[7]                                # the registry entry (also when a GPU cannot run it)
-print(f"block tile {r7.block_tile}, K-tile {r7.tile_k}, {r7.block[0]} threads = 2 warpgroups, "
-      f"{r7.dyn_smem / 1024:.0f} KB of dynamic shared memory: one block per SM")
+print(helpers.wrap(f"block tile {r7.block_tile}, K-tile {r7.tile_k}, {r7.block[0]} threads = 2 warpgroups, "
+                   f"{r7.dyn_smem / 1024:.0f} KB of dynamic shared memory: one block per SM"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Where the data goes, drawn from the kernel's tile sizes: one thread asks TMA for a stage, the copy engine
@@ -399,7 +400,7 @@ guess = ...  # your speed-up of rung 7 over rung 6 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(7)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(L.rung_line(data, 7), "|", source)
+print(helpers.wrap(f"{L.rung_line(data, 7)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 7)
@@ -419,7 +420,7 @@ ex.reveal_gain(guess, 7)
 # </details>
 
 # %% slideshow={"slide_type": "-"}
-print(L.counter_line(prof, 7))
+print(helpers.wrap(L.counter_line(prof, 7)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Prediction and outcome, every rung
@@ -452,9 +453,10 @@ chain = np.prod([r.predicted_gain for r in RUNGS.values()])
 for n in L.TIMED_SIZES:
     cub, *rs = L.timed_rows(data, n)            # cuBLAS (rung 0), timed beside the rungs, then the rungs
     row = max(rs, key=lambda r: r["tflops"])
-    print(f"n = {n}: best rung {row['rung']} at {row['frac_cublas']:.2f}x cuBLAS ({cub['tflops']:.0f} TFLOP/s beside "
-          f"the rungs; target 0.50x {'met' if row['frac_cublas'] >= 0.5 else 'missed'}); last rung / rung 1: "
-          f"measured {rs[-1]['tflops'] / rs[0]['tflops']:.1f}x, predicted {chain:.1f}x")
+    print(helpers.wrap(f"n = {n}: best rung {row['rung']} at {row['frac_cublas']:.2f}x cuBLAS ({cub['tflops']:.0f} "
+                       f"TFLOP/s beside the rungs; target 0.50x {'met' if row['frac_cublas'] >= 0.5 else 'missed'}); "
+                       f"last rung / rung 1: measured {rs[-1]['tflops'] / rs[0]['tflops']:.1f}x, "
+                       f"predicted {chain:.1f}x"))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
@@ -539,8 +541,8 @@ for n in L.TIMED_SIZES:
     w = [r["p90_ms"] / r["p10_ms"] - 1 for r in L.timed_rows(rec.meta["experiments"]["ladder"], n) if r.get("p10_ms")]
     print(f"         the p10-p90 spread of one timing: {min(w):.1%} to {max(w):.1%} (median {np.median(w):.1%})")
 from helpers.experiments import hopper as H
-print("lesson 06 at 4096^3, each step over the one before: " + ", ".join(
-    f"rung {g['rung']} x{g['measured']:.2f}" for g in H.gains(rec.meta["experiments"]["hopper"], 4096) if 8 <= g["rung"] <= 12))
+print(helpers.wrap("lesson 06 at 4096^3, each step over the one before: " + ", ".join(
+    f"rung {g['rung']} x{g['measured']:.2f}" for g in H.gains(rec.meta["experiments"]["hopper"], 4096) if 8 <= g["rung"] <= 12)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix: details behind the main slides
@@ -589,7 +591,7 @@ for line in helpers.launch.verdicts(RUNGS.values(), A, B):
     m = re.match(r"(\d+) (PASS|FAIL) (\S+) M=\S+ N=\S+ K=\S+: (.*?) \| padded to (.*)$", line)
     rows.append(dict(rung=m[1], result=m[2], kernel=m[3], check=m[4], padded=m[5]) if m else dict(check=line))
 same = len({r["check"] for r in rows}) == 1             # one check text for all: say it once
-print(f"M, N, K = {M}, {N}, {K}" + (f"; every rung: {rows[0]['check']}" if same else ""))
+print(helpers.wrap(f"M, N, K = {M}, {N}, {K}" + (f"; every rung: {rows[0]['check']}" if same else "")))
 helpers.display.table(rows, ["rung", "result", "kernel"] + ([] if same else ["check"]) + ["padded"],
                       ["rung", "result", "kernel"] + ([] if same else ["what the check found"]) + ["padded to (M, N, K)"])
 
@@ -601,7 +603,7 @@ bad = np.ones((64, 64), dtype=np.float16)      # the rung's input type, a size t
 try:
     helpers.gemm("ladder_smem_tiled", bad, bad)
 except helpers.CourseError as e:
-    print(e)
+    print(helpers.wrap(e))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### C. The measurement in full
@@ -776,8 +778,8 @@ print(helpers.display.device_functions("ladder_sm90a.cu", headers=False)["mma_kt
 # %% slideshow={"slide_type": "-"}
 for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("H200", (9, 0)), ("B200", (10, 0))]:
     skipped = [r.skip_message(cc) for r in RUNGS.values() if r.skip_message(cc)]
-    print(f"{name} (cc {cc[0]}.{cc[1]}): runs {len(RUNGS) - len(skipped)} "
-          f"of {len(RUNGS)} rungs", *skipped, sep="\n  ")
+    print(helpers.wrap("\n  ".join([f"{name} (cc {cc[0]}.{cc[1]}): runs {len(RUNGS) - len(skipped)} "
+                                     f"of {len(RUNGS)} rungs", *skipped])))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### I. The seed article's practical notes, checked

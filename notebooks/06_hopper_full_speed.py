@@ -85,9 +85,10 @@ print("recorded data:", rec.label)
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 env, b = helpers.summary(), helpers.backend()
 why = HOPPER_RUNGS[8].unsupported(b.gpu.cc) if b.is_gpu else "this is the CPU backend"
-print("the kernels run here, one child process per rung (the measurement below takes about a minute)" if why is None else
-      f"lesson 6's kernels are sm_90a code and do not run here ({why.removeprefix('it needs ')}): the cells "
-      "show the numbers recorded on an H200 and the CPU model of the rungs' arithmetic")
+print(helpers.wrap(
+    "the kernels run here, one child process per rung (the measurement below takes about a minute)" if why is None else
+    f"lesson 6's kernels are sm_90a code and do not run here ({why.removeprefix('it needs ')}): the cells "
+    "show the numbers recorded on an H200 and the CPU model of the rungs' arithmetic"))
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 # The rung slides' readers (helpers/experiments: hopper.py, knobs.py): they read lesson 6's kernel files and the record.
@@ -177,7 +178,7 @@ guess = ...  # your speed-up of rung 8 over rung 7 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(8)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 8), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 8)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 8)
@@ -235,7 +236,7 @@ guess = ...  # your speed-up of rung 9 over rung 8 at 4096^3, e.g. 1.2
 helpers.display.rung_regions(9, ["producer", "consumer"])
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 9), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 9)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 9)
@@ -268,7 +269,7 @@ guess = ...  # your speed-up of rung 10 over rung 9 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(10)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 10), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 10)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 10)
@@ -300,7 +301,7 @@ guess = ...  # your speed-up of rung 11 over rung 10 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(11, full=True)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 11), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 11)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 11)
@@ -332,7 +333,7 @@ guess = ...  # your speed-up of rung 12 over rung 11 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(12)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 12), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 12)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 12)
@@ -351,8 +352,9 @@ ex.reveal_gain(guess, 12)
 # </details>
 
 # %% slideshow={"slide_type": "-"}
+print(ncu_label)
 for k in (10, 11, 12):
-    print(f"rung {k} ({ncu_label}): L2 read sectors {counters[k]['l2_read_sectors'] / 1e6:.2f} M, "
+    print(f"rung {k}: L2 read sectors {counters[k]['l2_read_sectors'] / 1e6:.2f} M, "
           f"L2 hit rate {counters[k]['l2_hit_rate_pct']:.1f}%")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -378,7 +380,7 @@ guess = ...  # your speed-up of rung 13 over rung 12 at 4096^3, e.g. 1.2
 helpers.display.rung_regions(13, ["epilogue"], ["store_slice_tma"])
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 13), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 13)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 13)
@@ -410,7 +412,7 @@ guess = ...  # your speed-up of rung 14 over rung 13 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(14)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 14), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 14)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 14)
@@ -446,7 +448,7 @@ guess = ...  # your speed-up of rung 15 over rung 14 at 128 x 8192 x 8192, e.g. 
 helpers.display.rung_regions(15, ["split-k"], ["sum_parts"])
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 15), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 15)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 15)
@@ -458,9 +460,9 @@ ex.reveal_gain(guess, 15)
 # %% slideshow={"slide_type": "-"}
 A, B = (helpers.random_matrix(*s, seed=i).astype(np.float16) for i, s in enumerate(((136, 1000), (1000, 264))))
 C15 = helpers.gemm(15, A, B)
-print(f"136 x 264 x 1000 in {helpers.kernels.split_k_plan(136, 264, 1000)[0]} parts: "
-      f"{np.count_nonzero(C15 != helpers.gemm(14, A, B))} of {C15.size} elements differ from rung 14's sum; "
-      f"{HOPPER_RUNGS[15].check(C15, A, B).verdict().split(': ', 1)[1]}")
+print(helpers.wrap(f"136 x 264 x 1000 in {helpers.kernels.split_k_plan(136, 264, 1000)[0]} parts: "
+                   f"{np.count_nonzero(C15 != helpers.gemm(14, A, B))} of {C15.size} elements differ from rung 14's "
+                   f"sum; {HOPPER_RUNGS[15].check(C15, A, B).verdict().split(': ', 1)[1]}"))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 16: split only the last wave
@@ -484,7 +486,7 @@ guess = ...  # your speed-up of rung 16 over rung 14 at 5000^3, e.g. 1.2
 helpers.display.rung_diff(16)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(H.rung_line(data, 16), "|", source)
+print(helpers.wrap(f"{H.rung_line(data, 16)}\n{source}"))
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 16)
@@ -501,7 +503,7 @@ ex.reveal_gain(guess, 16)
 # </details>
 
 # %% slideshow={"slide_type": "-"}
-print("rung 16 at 5000^3,", H.parts_sweep(exps["tail_split"]))
+print(helpers.wrap(f"rung 16 at 5000^3, {H.parts_sweep(exps['tail_split'])}"))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Prediction and outcome, every rung
@@ -528,8 +530,8 @@ targets = rec.meta["experiments"]["hopper_targets"]
 print(f"{rec.gpu_name}, recorded {rec.written('hopper_targets')}")
 display(LL.head_to_head_table(targets))
 h2h = LL.head_to_head(targets)
-print(f"met {sum(r['met'] is True for r in h2h)} of {len(h2h)} goals; missed: "
-      + "; ".join(f"{r['shape']} with {r['C']} C, by {r['short']:.3f}" for r in h2h if r["met"] is False))
+print(helpers.wrap(f"met {sum(r['met'] is True for r in h2h)} of {len(h2h)} goals; missed: "
+                   + "; ".join(f"{r['shape']} with {r['C']} C, by {r['short']:.3f}" for r in h2h if r["met"] is False)))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Misses this small are within what a second run moves (the lab times the goals again). At $8192^3$, under
@@ -735,7 +737,9 @@ helpers.display.table(res, ["rung", "kernel", "regs", "smem", "spills"],
                       ["rung", "kernel", "registers / thread", "shared memory / block (bytes)", "spills (bytes)"])
 
 # %% slideshow={"slide_type": "-"}
-print("dynamic shared memory per block:", {r.rung: r.dyn_smem for r in HOPPER_RUNGS.values()})
+print("dynamic shared memory per block:")
+for size in sorted({r.dyn_smem for r in HOPPER_RUNGS.values()}):
+    print(helpers.wrap(f"  {size} bytes: rungs {', '.join(str(r.rung) for r in HOPPER_RUNGS.values() if r.dyn_smem == size)}"))
 print("the most a block may opt in to on Hopper:", 227 * 1024)   # CUDA C++ Programming Guide, cc 9.0: 227 KB
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -747,8 +751,8 @@ print("the most a block may opt in to on Hopper:", 227 * 1024)   # CUDA C++ Prog
 # %% slideshow={"slide_type": "-"}
 for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("L40S", (8, 9)), ("H200", (9, 0)), ("B200", (10, 0))]:
     skipped = [r.skip_message(cc) for r in HOPPER_RUNGS.values() if r.skip_message(cc)]
-    print(f"{name} (cc {cc[0]}.{cc[1]}): runs {len(HOPPER_RUNGS) - len(skipped)} of {len(HOPPER_RUNGS)} rungs",
-          *skipped[:1], sep="\n  ")
+    print(helpers.wrap("\n  ".join([f"{name} (cc {cc[0]}.{cc[1]}): runs {len(HOPPER_RUNGS) - len(skipped)} "
+                                     f"of {len(HOPPER_RUNGS)} rungs", *skipped[:1]])))
 
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -788,7 +792,7 @@ for n in (4096, 8192):
 
 # %% slideshow={"slide_type": "subslide"}
 peak, mhz = rec.meta["gpu"]["peaks"]["fp16"], max(r.get("sm_mhz") or 0 for r in H.timed_rows(hop, 4096))
-print("dotted line:", helpers.device.peak_clock_line(peak, sms, mhz), "(the highest clock timed at 4096^3)")
+print(helpers.wrap(f"dotted line: {helpers.device.peak_clock_line(peak, sms, mhz)} (the highest clock timed at 4096^3)"))
 capped = sorted({r["m"] for r in hop if r["rung"] == 0 and r["m"] == r["n"] == r["k"] in (4096, 8192)
                  and set(r.get("throttle") or ["none"]) - {"none"}})
 note = f"; cuBLAS power-capped at n = {', '.join(map(str, capped))}" if capped else ""
@@ -809,7 +813,7 @@ print(f"L2 of the {rec.gpu_name}: {rec.meta['gpu']['l2_bytes'] / 2**20:.0f} MiB"
 for order in ("plain", "grouped"):
     w = analysis.wave_footprint(analysis.tile_order(64, 32, order)[:sms])
     print(f"{order:8s} order, n = 8192: the first wave reads {w['a_rows']} rows of A and {w['b_cols']} "
-          f"columns of B: {w['distinct_per_k'] / 1e3:.1f} KB per unit of K")
+          f"columns of B:\n{'':15s}{w['distinct_per_k'] / 1e3:.1f} KB per unit of K")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **Rows off a sector (rung 16).** Rung 14 at $5000^3$ reads more L2 sectors per K-tile than at 4096, and the

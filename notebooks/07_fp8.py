@@ -193,8 +193,10 @@ helpers.display.table(fp8.overflow_rows(probe), ["x", "fp8_e4m3 satfinite", "fp8
 conv = rec.meta["experiments"]["fp8_convert"]
 for name in ("fp8_e4m3", "fp8_e5m2"):
     c = conv[name]
-    print(f"{name}: the GPU's cvt.rn.satfinite differs from fp8.saturating_cast on {c['differ_from_saturating_cast']} "
-          f"of {conv['values']} values, from numpy's cast on {c['differ_from_numpy_cast']}; GPU gives {c['gpu_of']}")
+    gives = ", ".join(f"{x} -> {y}" for x, y in c["gpu_of"].items())
+    print(helpers.wrap(f"{name}: the GPU's cvt.rn.satfinite differs from fp8.saturating_cast on "
+                       f"{c['differ_from_saturating_cast']} of {conv['values']} values, from numpy's cast on "
+                       f"{c['differ_from_numpy_cast']}; GPU gives {gives}"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Both conversions, drawn
@@ -315,7 +317,7 @@ for label, (ga, gb) in {"per tensor": (None, None), "1x128 tiles, 128x128 blocks
     same = np.abs(C - a.dequantize() @ w.dequantize()).max() / np.abs(C).max()
     rows = np.linalg.norm(C - R, axis=1) / np.linalg.norm(R, axis=1)
     agree = "agrees with the dequantized product to within 1e-14" if same < 1e-14 else f"differs by {same:.0e}"
-    print(f"{label:28s} group by group {agree}; "
+    print(f"{label:28s} group by group {agree};\n{'':28s} "
           f"error of C's rows: median {np.median(rows):.3f}, worst {rows.max():.3f}")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
@@ -357,7 +359,7 @@ from helpers.experiments import fp8 as fp8x
 A, B = fp8x.random_inputs(257, 520, 136, "normal", seed=1)     # sizes that are no tile multiples
 for kernel in ["fp8_mma_sync", "fp8_wgmma", "fp8_promote_128"]:
     C, where = fp8_gemm.matmul(kernel, A, B)
-    print(f"{kernel:16s} {where}\n    {fp8x.check_fp8(kernel, C, A, B).verdict()}")
+    print(f"{kernel:16s} {where}\n" + helpers.wrap(f"    {fp8x.check_fp8(kernel, C, A, B).verdict()}"))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Without an H200 this runs the CPU models, and the verdict says the model was compared with itself.
@@ -373,8 +375,8 @@ for kernel in ["fp8_mma_sync", "fp8_wgmma", "fp8_promote_128"]:
 data = rec.meta["experiments"]["fp8"]
 rows = fp8x.gap_rows(data)[8:17]
 display(helpers.display.table(rows, list(rows[0])))
-print("bits kept next to the large term: wgmma", fp8x.bits_kept(data, "fp8_wgmma"),
-      "| mma.sync", fp8x.bits_kept(data, "fp8_mma_sync"), "(all of FP32's: its result cannot show more)")
+print(helpers.wrap(f"bits kept next to the large term: wgmma {fp8x.bits_kept(data, 'fp8_wgmma')} | mma.sync "
+                   f"{fp8x.bits_kept(data, 'fp8_mma_sync')} (all of FP32's: its result cannot show more)"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # `wgmma` keeps **14 bits** counted from the leading bit of the largest term (that bit and the 13
@@ -389,7 +391,7 @@ print("bits kept next to the large term: wgmma", fp8x.bits_kept(data, "fp8_wgmma
 # bits of every output of the recorded random products says it is not:
 
 # %% slideshow={"slide_type": "-"}
-print(fp8x.max_significant_bits(data))
+print(helpers.wrap(", ".join(f"{k} {v}" for k, v in fp8x.max_significant_bits(data).items())))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # No `wgmma` output without promotion has more than 14 significant bits: the running sum lives in an
@@ -403,8 +405,8 @@ print(fp8x.max_significant_bits(data))
 # the tiny term survives only where a new block begins (the big pair has cancelled by then).
 
 # %% slideshow={"slide_type": "-"}
-print("wgmma:    the tiny term survives at i =", fp8x.block_survivors(data, "fp8_wgmma"))
-print("mma.sync: the tiny term survives at i =", fp8x.block_survivors(data, "fp8_mma_sync"))
+print(helpers.wrap(f"wgmma:    the tiny term survives at i = {fp8x.block_survivors(data, 'fp8_wgmma')}"))
+print(helpers.wrap(f"mma.sync: the tiny term survives at i = {fp8x.block_survivors(data, 'fp8_mma_sync')}"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # `wgmma` adds blocks of **32** products: one k-step of `m64nNk32`. `mma.sync` shows a stranger
@@ -533,10 +535,10 @@ t4 = {r["kernel"]: r["TFLOP/s"] for r in rows if r["n"] == 4096}
 tf = {(r["n"], r["kernel"]): r["TFLOP/s"] for r in rows}
 print("cuBLASLt FP8 / cuBLAS FP16: " + ", ".join(f"x{tf[n, 'cublaslt_fp8'] / tf[n, 'cublas_fp16']:.2f} at {n}^3"
                                                 for n in sorted({n for n, _ in tf})))
-print(f"4096^3: promotion every 512 runs at x{t4['fp8_promote_512'] / t4['fp8_wgmma_n128']:.2f} the speed of the "
-      "same tile without promotion (fp8_wgmma_n128)")
+print(helpers.wrap(f"4096^3: promotion every 512 runs at x{t4['fp8_promote_512'] / t4['fp8_wgmma_n128']:.2f} the "
+                   "speed of the same tile without promotion (fp8_wgmma_n128)"))
 mhz = next(r["SM MHz"] for r in rows if r["n"] == 4096 and r["kernel"] == "cublaslt_fp8")   # cuBLASLt's clock
-print("FP8:", helpers.device.peak_clock_line(peak, rec.meta["gpu"]["sms"], mhz, kind="fp8"))
+print(helpers.wrap("FP8: " + helpers.device.peak_clock_line(peak, rec.meta["gpu"]["sms"], mhz, kind="fp8")))
 
 # %% slideshow={"slide_type": "subslide"}
 fig = fp8x.plot_cost(data, src)
@@ -738,7 +740,7 @@ own = helpers.display.device_functions("fp8_promote_sm90a.cu", headers=False)   
 fns = helpers.display.device_functions("fp8_promote_sm90a.cu")                  # and the headers'
 display(Markdown("```c++\n" + "\n\n".join([kernel] + [own[n] for n in helpers.display.called_functions(kernel, own)])
                  + "\n```"))
-print("they call:", ", ".join(n for n in helpers.display.called_functions(kernel, fns) if n not in own))
+print(helpers.wrap("they call: " + ", ".join(n for n in helpers.display.called_functions(kernel, fns) if n not in own)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix F: DeepSeek's recipe in one kernel
@@ -788,7 +790,7 @@ from helpers import fp8_scaled
 A, B = fp8_scaled.scaling_inputs("outlier activations", 128, 128, 512, seed=1)
 for name, fn in (("per tensor", fp8_scaled.per_tensor_matmul), ("block-scaled", fp8_scaled.block_scaled_matmul)):
     C, where = fn(A, B)
-    print(f"{name}: median relative error {np.median(np.abs(C - A @ B) / np.abs(A @ B)):.2g} ({where})")
+    print(helpers.wrap(f"{name}: median relative error {np.median(np.abs(C - A @ B) / np.abs(A @ B)):.2g} ({where})"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Can the check fail?

@@ -103,6 +103,11 @@ def _knob_record(monkeypatch, tmp_path, stages2_ms=2.0):
 def _edit(stages=2):
     return helpers.tryout.source_of(5, replace={"#define STAGES 4": f"#define STAGES {stages}"})
 
+def _verdicts(out: str) -> list[str]:
+    """The printed verdicts, each as one line of single spaces (helpers.wrap goes on in indented lines)."""
+    return [" ".join(v.split()) for v in out.strip().split("\n[") if v.strip()]
+
+
 
 def test_stages_checker_judges_the_prediction_against_the_record(capsys, monkeypatch, tmp_path):
     _knob_record(monkeypatch, tmp_path)                     # STAGES=2 recorded at 0.5x (0.49-0.51)
@@ -116,7 +121,7 @@ def test_stages_checker_judges_the_prediction_against_the_record(capsys, monkeyp
     for wrong in (0.97, 0.3, 2):
         ex.check_stages_prediction(wrong)
         assert exercises.last_result is False, wrong
-    out = capsys.readouterr().out.splitlines()
+    out = _verdicts(capsys.readouterr().out)
     assert len(out) == 3 and all("Not quite" in ln and "0.50x (p10-p90 0.49-0.51)" in ln for ln in out)
     ex.check_stages_prediction(0.8, stages=3)               # another recorded value: 1 / 1.25
     assert exercises.last_result is True
@@ -128,14 +133,15 @@ def test_stages_checker_refuses_wrong_types_and_values(capsys, monkeypatch, tmp_
     _knob_record(monkeypatch, tmp_path)
     ex.check_stages_prediction("fast")
     assert exercises.last_result is False
-    assert "expects your predicted speed as a fraction" in capsys.readouterr().out
+    assert "expects your predicted speed as a fraction" in _verdicts(capsys.readouterr().out)[0]
     ex.check_stages_prediction([0.5])
     assert exercises.last_result is False
     ex.check_stages_prediction(0.5, source=42)              # a source that is not text
-    out = capsys.readouterr().out
+    out = " ".join(_verdicts(capsys.readouterr().out))
     assert exercises.last_result is False and "Not accepted" in out and "not a string of CUDA code" in out
     ex.check_stages_prediction(0.5, stages=9)               # a value the knob does not allow
-    assert exercises.last_result is False and "STAGES is one of 2, 3, 4, 5, 6" in capsys.readouterr().out
+    said = " ".join(_verdicts(capsys.readouterr().out))
+    assert exercises.last_result is False and "STAGES is one of 2, 3, 4, 5, 6" in said
     ex.check_stages_prediction(0.5, source=helpers.tryout.source_of(5))   # the file unchanged
     assert exercises.last_result is False and "unchanged" in capsys.readouterr().out
 
@@ -190,12 +196,13 @@ def test_stages_checker_on_a_gpu_runs_the_edit_and_rejects_a_wrong_one(capsys, m
     assert calls[-1][:2] == ("ladder_cp_async", _edit(2)) and exercises.last_result is True
     assert out == ["[rung 5 with STAGES=2, measured 0.80x] Correct."]
     ex.check_stages_prediction(0.5, source=_edit(2))
-    assert exercises.last_result is False and "the live run went at 0.80x" in capsys.readouterr().out
+    said = " ".join(_verdicts(capsys.readouterr().out))
+    assert exercises.last_result is False and "the live run went at 0.80x" in said
     barrier = "__syncthreads();               // ... everyone's have"
     assert barrier in _edit(2)
     wrong = _edit(2).replace(barrier, "// (barrier removed) everyone's have", 1)   # the (mocked) check fails it
     ex.check_stages_prediction(0.8, source=wrong)
-    out = capsys.readouterr().out
+    out = " ".join(_verdicts(capsys.readouterr().out))
     assert exercises.last_result is False and "Not quite" in out and "does not pass the check" in out
     assert "first wrong block tile" in out
     ex.check_stages_prediction(0.8)                               # the knob, live

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from ..errors import wrap
+
 last_result: bool | None = None
 _verdicts = 0                    # verdict lines printed so far (a checker that fails after its verdict adds none)
 
@@ -21,10 +23,10 @@ def _report(name: str, answer, ok: bool, hint: str) -> None:
     global last_result, _verdicts
     _verdicts += 1
     if answer is None or answer is Ellipsis:
-        print(f"[{name}] Not answered yet: replace the placeholder with your answer and run the cell.")
+        print(wrap(f"[{name}] Not answered yet: replace the placeholder with your answer and run the cell."))
         last_result = None
         return
-    print(f"[{name}] Correct." if ok else f"[{name}] Not quite. Hint: {hint}")
+    print(wrap(f"[{name}] Correct." if ok else f"[{name}] Not quite. Hint: {hint}"))
     last_result = ok
 
 
@@ -41,7 +43,7 @@ def not_a_number(name: str, answer, expects: str = "a number (a Python expressio
     """The verdict for an answer that is not a number: says what the checker expects."""
     global last_result, _verdicts
     _verdicts += 1
-    print(f"[{name}] This checker expects {expects}, not {type(answer).__name__} {_short(answer)}.")
+    print(wrap(f"[{name}] This checker expects {expects}, not {type(answer).__name__} {_short(answer)}."))
     last_result = False
 
 
@@ -99,11 +101,12 @@ def checker(fn):
             if len(why) > 300:
                 why = why[:297] + "..."
             if _verdicts > before:              # the verdict was given; something after it failed
-                print(f"[{label}] (after the verdict) the checker stopped: {why}")
+                print(wrap(f"[{label}] (after the verdict) the checker stopped: {why}"))
                 return None
             _verdicts += 1
-            print(f"[{label}] Not accepted: the checker could not use what it was given ({why}). "
-                  "Hint: pass your answer first (a number), and the cell's other arguments as the notebook has them.")
+            print(wrap(f"[{label}] Not accepted: the checker could not use what it was given ({why}). "
+                       "Hint: pass your answer first (a number), and the cell's other arguments as the notebook has "
+                       "them."))
             last_result = False
             return None
 
@@ -134,8 +137,8 @@ def judge_guess(name: str, guess, actual: float, *, within: float, what: str, fm
     if guess is None or guess is Ellipsis:
         _verdicts += 1
         last_result = None
-        print(f"[{name}] No guess yet: replace the ... in `guess = ...` above with a number, run that cell, "
-              "then this one: it shows the measured value and how far your guess was from it.")
+        print(wrap(f"[{name}] No guess yet: replace the ... in `guess = ...` above with a number, run that cell, "
+                   "then this one: it shows the measured value and how far your guess was from it."))
         return
     g = number_answer(name, guess, "a number: your guess (a Python expression such as 3 * 2 works)")
     if g is None:
@@ -150,4 +153,4 @@ def judge_guess(name: str, guess, actual: float, *, within: float, what: str, fm
                                              f"within {within:g} counts as right).")
     _verdicts += 1
     last_result = ok
-    print(f"[{name}] Correct. {told}" if ok else f"[{name}] Not quite. {told}" + (f" {why}" if why else ""))
+    print(wrap(f"[{name}] Correct. {told}" if ok else f"[{name}] Not quite. {told}" + (f" {why}" if why else "")))

@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 
+from ..errors import wrap
 from . import _report, check_number, checker, judge_guess
 
 # sizes the tiled-kernel check runs: an odd cube, and a small lopsided problem for the edges
@@ -227,7 +228,7 @@ def _check_on_gpu(src, name, tile, check_sizes, time_sizes, label):
     last_tiled = {"checks": [c.verdict() for c in checks], "timings": timings}
     _report(label, src, True, "")
     for c in checks:
-        print("  " + c.verdict())
+        print(wrap("  " + c.verdict()))
     for t in timings:
         y, r = t["yours"], t["gemm_fp32_kernel"]
         print(f"  n={t['n']}: yours {y['median_ms']:.4g} ms ({y['tflops']:.3g} TFLOP/s), gemm_fp32_kernel "

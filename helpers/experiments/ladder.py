@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import wrap
 from ..kernels import ALL_RUNGS, RUNGS, WGMMA_SMEM
 from . import experiment
 
@@ -299,10 +300,10 @@ def say_run(data: list[dict], source: str, first_rung: int, sizes: bool = False)
     checked = [r for r in data if r["rung"] >= first_rung and "passed" in r]
     at = sorted({(r["m"], r["n"], r["k"]) for r in checked})
     print(source)
-    print(f"{sum(r['passed'] for r in checked)} of {len(checked)} checked launches passed"
-          + (f" (sizes: {', '.join('x'.join(map(str, s)) for s in at)})" if sizes else ""))
+    print(wrap(f"{sum(r['passed'] for r in checked)} of {len(checked)} checked launches passed"
+               + (f" (sizes: {', '.join('x'.join(map(str, s)) for s in at)})" if sizes else "")))
     for msg in sorted({r["skipped"] for r in data if "skipped" in r}) + errors(data):
-        print(msg)
+        print(wrap(msg))
 
 
 def slide_line(rows: list[dict], rung: int, g: dict | None, name, where: str) -> str:
