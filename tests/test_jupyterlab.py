@@ -83,4 +83,5 @@ def test_every_exercise_answered_with_text_says_what_it_expects(checker, sizes, 
     checker("n/6", *sizes)                           # never raises
     out = capsys.readouterr().out
     assert "expects a number" in out and "'n/6'" in out and exercises.last_result is False, out
-    assert len(out.strip().splitlines()) == 1
+    lines = out.strip().splitlines()
+    assert sum(not ln.startswith(" ") for ln in lines) == 1 and all(len(ln) <= 100 for ln in lines)   # one message, wrapped
