@@ -760,8 +760,9 @@ for name in ("ladder.sm_90.sass", "ladder_sm90a.sm_90a.sass"):
 # ### G. Rung 7: its main loop (`kernels/ladder_sm90a.cu`)
 
 # %% slideshow={"slide_type": "-"}
+import textwrap
 src7 = helpers.display.kernel_source("ladder_sm90a.cu", "ladder_wgmma_tma")
-print(src7[src7.index("    for (int kt = 0"):src7.index("    store_slice(")])
+print(textwrap.dedent(src7[src7.index("    for (int kt = 0"):src7.index("    store_slice(")]))
 print(helpers.display.device_functions("ladder_sm90a.cu", headers=False)["mma_ktile"])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}

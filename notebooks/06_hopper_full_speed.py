@@ -650,8 +650,9 @@ print(fn[10]["tile_of"], fn[11]["tile_of"], sep="\n\n")
 # ### Rung 12: each CTA multicasts its half of B
 
 # %% slideshow={"slide_type": "-"}
+import textwrap
 i = src[12].index("                    constexpr int per")
-print(src[12][i:src[12].index("                    if (++s == HSTAGES)", i)])
+print(textwrap.dedent(src[12][i:src[12].index("                    if (++s == HSTAGES)", i)]))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # How the measured run sized its grids and launched its clusters (rung 12's slide says how):

@@ -568,9 +568,10 @@ helpers.display.table(fp8x.period_rows(data), ["n", "kernel", "build", "tflops",
 # at $4096^3$, and at $8192^3$ for `_512` only (both in Appendix H):
 
 # %% slideshow={"slide_type": "-"}
+import textwrap
 kp = helpers.display.kernel_source("fp8_promote_sm90a.cu")
 i = kp.index("            if constexpr (F8_PERIOD == 2")
-print(kp[i:kp.index("            } else if constexpr (EVERY >= KSTEPS) {", i)])
+print(textwrap.dedent(kp[i:kp.index("            } else if constexpr (EVERY >= KSTEPS) {", i)]))
 print("C7517 reports in the recorded build of kernels/fp8_promote_sm90a.cu:",
       (helpers.results.RESULTS_DIR / "build-nvidia-h200" / "fp8_promote_sm90a.ptxas.txt").read_text().count("C7517"))
 
@@ -753,9 +754,10 @@ print(helpers.wrap("they call: " + ", ".join(n for n in helpers.display.called_f
 # %% slideshow={"slide_type": "-"}
 from helpers.experiments import fp8_scaled as bsx
 
+import textwrap
 kb = helpers.display.kernel_source("fp8_block_scaled_sm90a.cu")      # the block-scaled kernel's file
 i = kb.index("                // the partial sum of this K-tile")
-print(kb[i:kb.index("                release(s);", i)])
+print(textwrap.dedent(kb[i:kb.index("                release(s);", i)]))
 chk = bsx.block_scaled_check_rows(data)
 print(f"{sum(r['check'] == 'pass' for r in chk)} of {len(chk)} H200 checks passed; elements unlike the model:",
       sum(r["differ from model"] for r in chk))
