@@ -180,7 +180,7 @@ print(f"ridge point of the roofline: {peak * 1e3 / hbm:.0f} FLOP/byte; "
 helpers.display.rung_diff(1)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{L.rung_line(data, 1)}\n{source}"))
+print(L.rung_line(data, 1), source, sep="\n")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Rung 2: a block tile in shared memory
@@ -201,7 +201,7 @@ guess = ...  # your speed-up of rung 2 over rung 1 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(2)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{L.rung_line(data, 2)}\n{source}"))
+print(L.rung_line(data, 2), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 2)
@@ -233,7 +233,7 @@ guess = ...  # your speed-up of rung 3 over rung 2 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(3)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{L.rung_line(data, 3)}\n{source}"))
+print(L.rung_line(data, 3), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 3)
@@ -270,7 +270,7 @@ guess = ...  # your speed-up of rung 4 over rung 3 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(4)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{L.rung_line(data, 4)}\n{source}"))
+print(L.rung_line(data, 4), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 4)
@@ -311,7 +311,7 @@ guess = ...  # your speed-up of rung 5 over rung 4 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(5)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{L.rung_line(data, 5)}\n{source}"))
+print(L.rung_line(data, 5), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 5)
@@ -348,7 +348,7 @@ guess = ...  # your speed-up of rung 6 over rung 5 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(6)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{L.rung_line(data, 6)}\n{source}"))
+print(L.rung_line(data, 6), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 6)
@@ -400,7 +400,7 @@ guess = ...  # your speed-up of rung 7 over rung 6 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(7)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{L.rung_line(data, 7)}\n{source}"))
+print(L.rung_line(data, 7), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 7)

@@ -178,7 +178,7 @@ guess = ...  # your speed-up of rung 8 over rung 7 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(8)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 8)}\n{source}"))
+print(H.rung_line(data, 8), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 8)
@@ -236,7 +236,7 @@ guess = ...  # your speed-up of rung 9 over rung 8 at 4096^3, e.g. 1.2
 helpers.display.rung_regions(9, ["producer", "consumer"])
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 9)}\n{source}"))
+print(H.rung_line(data, 9), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 9)
@@ -269,7 +269,7 @@ guess = ...  # your speed-up of rung 10 over rung 9 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(10)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 10)}\n{source}"))
+print(H.rung_line(data, 10), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 10)
@@ -301,7 +301,7 @@ guess = ...  # your speed-up of rung 11 over rung 10 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(11, full=True)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 11)}\n{source}"))
+print(H.rung_line(data, 11), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 11)
@@ -333,7 +333,7 @@ guess = ...  # your speed-up of rung 12 over rung 11 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(12)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 12)}\n{source}"))
+print(H.rung_line(data, 12), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 12)
@@ -380,7 +380,7 @@ guess = ...  # your speed-up of rung 13 over rung 12 at 4096^3, e.g. 1.2
 helpers.display.rung_regions(13, ["epilogue"], ["store_slice_tma"])
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 13)}\n{source}"))
+print(H.rung_line(data, 13), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 13)
@@ -412,7 +412,7 @@ guess = ...  # your speed-up of rung 14 over rung 13 at 4096^3, e.g. 1.2
 helpers.display.rung_diff(14)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 14)}\n{source}"))
+print(H.rung_line(data, 14), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 14)
@@ -448,7 +448,7 @@ guess = ...  # your speed-up of rung 15 over rung 14 at 128 x 8192 x 8192, e.g. 
 helpers.display.rung_regions(15, ["split-k"], ["sum_parts"])
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 15)}\n{source}"))
+print(H.rung_line(data, 15), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 15)
@@ -486,7 +486,7 @@ guess = ...  # your speed-up of rung 16 over rung 14 at 5000^3, e.g. 1.2
 helpers.display.rung_diff(16)
 
 # %% slideshow={"slide_type": "fragment"} tags=["nbval-ignore-output"]
-print(helpers.wrap(f"{H.rung_line(data, 16)}\n{source}"))
+print(H.rung_line(data, 16), source, sep="\n")
 
 # %% slideshow={"slide_type": "fragment"}
 ex.reveal_gain(guess, 16)

@@ -310,7 +310,11 @@ def slide_line(rows: list[dict], rung: int, g: dict | None, name, where: str) ->
     """One line for a rung's slide: its checks against float64 and the CPU model (every size checked in `rows`; a
     failed check's shape named by name(row)), then from its gain `g` (a rung_gain of lesson 5 or 6, None where it was
     not timed `where`) its TFLOP/s, its gain over the rung before with the p10-p90 spread and the verdict, and the
-    SM clock."""
+    SM clock; wrapped at helpers.errors.LINE characters."""
+    return wrap(_slide_text(rows, rung, g, name, where))
+
+
+def _slide_text(rows: list[dict], rung: int, g: dict | None, name, where: str) -> str:
     mine = [r for r in rows if r.get("rung") == rung and "passed" in r]
     if not mine:
         return f"rung {rung}: not in this run"
