@@ -139,10 +139,7 @@ def reveal_gain(guess, rung: int) -> None:
     recorded (helpers.experiments.hopper.rung_gain); right within 5% either way."""
     from ..experiments.hopper import rung_gain
     from ..results import load_latest
-    from . import judge_guess
+    from .ladder import judge_gain
 
     rec = load_latest()
-    g = rung_gain(rec.meta["experiments"]["hopper"], rung)
-    judge_guess(f"rung {rung}", guess, g["measured"], within=1.05, fmt=".2f",
-                what=f"{rec.label}: rung {rung} over rung {g['over']} at {g['shape']}, the median launch's gain "
-                     f"(p10-p90: {g['low']:.2f} to {g['high']:.2f}; the prediction was {g['predicted']:g})")
+    judge_gain(guess, rung, rung_gain(rec.meta["experiments"]["hopper"], rung), rec.label)

@@ -135,7 +135,7 @@ def _judge(name: str, p: float, speed: float, lo: float, hi: float, how: str) ->
 
 
 # --------------------------------------------------------------------------- the reveals of the learner's guesses
-GUESS_WITHIN = 1.05     # a guess within 5% of the recorded ratio, either way, counts as right (as in lesson 6)
+GUESS_WITHIN = 1.05     # a guess within 5% of the recorded ratio, either way, counts as right (lessons 5 and 6)
 
 
 @checker
@@ -144,12 +144,18 @@ def reveal_gain(guess, rung: int, n: int = 4096) -> None:
     helpers.experiments.ladder.rung_gain); right within GUESS_WITHIN either way."""
     from ..experiments.ladder import rung_gain
     from ..results import load_latest
-    from . import judge_guess
 
     rec = load_latest()
-    g = rung_gain(rec.meta["experiments"]["ladder"], rung, n)
+    judge_gain(guess, rung, rung_gain(rec.meta["experiments"]["ladder"], rung, n), rec.label)
+
+
+def judge_gain(guess, rung: int, g: dict, label: str) -> None:
+    """A guess of rung `rung`'s speed-up judged against its recorded gain `g` (a rung_gain of lesson 5 or 6), right
+    within GUESS_WITHIN either way; says what was measured, its spread and the lesson's own prediction."""
+    from . import judge_guess
+
     judge_guess(f"rung {rung}", guess, g["measured"], within=GUESS_WITHIN, fmt=".2f",
-                what=f"{rec.label}: rung {rung} over rung {g['over']} at {g['shape']}, the median launch's gain "
+                what=f"{label}: rung {rung} over rung {g['over']} at {g['shape']}, the median launch's gain "
                      f"(p10-p90: {g['low']:.2f} to {g['high']:.2f}; the prediction was {g['predicted']:g})")
 
 
