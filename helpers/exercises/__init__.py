@@ -149,8 +149,9 @@ def judge_guess(name: str, guess, actual: float, *, within: float, what: str, fm
     off = max(g / actual, actual / g)
     ok = off <= within
     told = f"{what}: {actual:{fmt}}. Your guess, {g:{fmt}}, " + (
-        "is exactly it." if g == actual else f"is off by a factor of {off:.2f} (too {'high' if g > actual else 'low'}; "
-                                             f"within {within:g} counts as right).")
+        "is exactly it." if g == actual else
+        f"matches it to the digits shown (within {within:g} counts as right)." if f"{off:.2f}" == "1.00" else
+        f"is off by a factor of {off:.2f} (too {'high' if g > actual else 'low'}; within {within:g} counts as right).")
     _verdicts += 1
     last_result = ok
     print(wrap(f"[{name}] Correct. {told}" if ok else f"[{name}] Not quite. {told}" + (f" {why}" if why else "")))
