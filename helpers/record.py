@@ -25,7 +25,7 @@ from .experiments.sweep import left_out, measure_size, series, sweep  # noqa: F4
 from .kernels import KERNELS
 from .launch import launcher
 from .memory import cap_sizes, release
-from .results import RESULTS_DIR, SCHEMA, load_record, write_json
+from .results import COURSE_RECORD, RESULTS_DIR, SCHEMA, load_record, write_json
 from .timing import DEFAULT_FLUSH, FLUSH_TEXT, benchmark
 
 DEFAULT_SIZES = [256, 384, 512, 768, 1000, 1024, 1536, 2048, 3000, 4096, 6144, 8192]
@@ -204,6 +204,9 @@ def main(argv=None):
     }
     path = write_json(meta, gpu.slug, args.out)
     print(f"wrote {path} ({len(rows)} records, {meta['seconds']} s); failed checks: {failed or 'none'}")
+    if path.stem != COURSE_RECORD:
+        print(f"The lessons keep reading the course's record ({COURSE_RECORD}.json); `export COURSE_RECORD="
+              f"{path.stem}` before starting JupyterLab makes them read this one.")
     return 1 if failed else 0
 
 

@@ -1,8 +1,9 @@
 """Recorded GPU measurements: read, validate, select, and write.
 
-``make record`` writes ``results/<gpu-slug>.json`` on a GPU; without one the lessons show the newest such file,
-labelled with its GPU and date. ``results/reference/`` holds published figures (the seed article's RTX 4090
-numbers), each with its source.
+``make record`` writes ``results/<gpu-slug>.json`` on a GPU. The lessons read one of them, the same on every
+machine (``load_latest``): the course's record, ``results/nvidia-h200.json``, unless ``COURSE_RECORD`` names
+another; ``load_all`` gives every record, for tables that put GPUs side by side. ``results/reference/`` holds
+published figures (the seed article's RTX 4090 numbers), each with its source.
 """
 from __future__ import annotations
 
@@ -193,8 +194,12 @@ def list_records(directory=None) -> list[Path]:
     return sorted(p for p in _folder(directory).glob("*.json") if not any(p.match(pat) for pat in NOT_RECORDS))
 
 
-def load_latest(directory=None, gpu: str | None = None) -> Record:
-    """The newest GPU record in `directory` (default: the results folder), of a GPU whose name contains `gpu`."""
+COURSE_RECORD = "nvidia-h200"     # the record the lessons' committed outputs were made from
+
+
+def load_all(directory=None, gpu: str | None = None) -> list[Record]:
+    """Every GPU record in `directory` (default: the results folder) of a GPU whose name contains `gpu`, oldest
+    first."""
     directory = _folder(directory)
     if gpu is not None and not isinstance(gpu, str):
         raise InputError(f"gpu={gpu!r}: the GPU to pick is given by (part of) its name.",
@@ -210,10 +215,34 @@ def load_latest(directory=None, gpu: str | None = None) -> Record:
         r = load_record(p)
         if r.meta["kind"] == "gpu-record" and (gpu is None or gpu.lower() in r.gpu_name.lower()):
             recs.append(r)
+    return sorted(recs, key=lambda r: r.meta["date"])
+
+
+def load_latest(directory=None, gpu: str | None = None) -> Record:
+    """The record the lessons read. With `gpu`: the newest record of a GPU whose name contains it. Without: the
+    record whose file name (without .json) the environment variable COURSE_RECORD gives, else the course's own
+    (COURSE_RECORD, results/nvidia-h200.json) where the folder has it, else the newest. Which record a lesson
+    shows thus never depends on which records were written last: a new GPU's record joins the side-by-side
+    tables (load_all) and replaces the course's only when asked."""
+    recs = load_all(directory, gpu)
+    where = _folder(directory)
     if not recs:
-        raise ResultsError(f"no recorded GPU results in {directory}"
+        raise ResultsError(f"no recorded GPU results in {where}"
                            + (f" for a GPU matching {gpu!r}" if gpu else "") + ".", _FIX)
-    return max(recs, key=lambda r: r.meta["date"])
+    if gpu is None:
+        wanted = os.environ.get("COURSE_RECORD")
+        if wanted:
+            named = [r for r in recs if r.path.stem == wanted.removesuffix(".json")]
+            if not named:
+                raise ResultsError(f"COURSE_RECORD={wanted!r}: no record {wanted.removesuffix('.json')}.json in "
+                                   f"{where} (there are: {', '.join(r.path.name for r in recs)}).",
+                                   "set COURSE_RECORD to one of those names without .json, or unset it to read "
+                                   f"the course's record ({COURSE_RECORD}.json).")
+            return named[0]
+        course = [r for r in recs if r.path.stem == COURSE_RECORD]
+        if course:
+            return course[0]
+    return recs[-1]
 
 
 def load_reference(name: str = "seed_rtx4090") -> Record:

@@ -188,6 +188,27 @@ def test_results_dir_set_after_import_is_honoured(own_results):
     assert out.source.startswith("Test GPU, recorded 2030-01-01") and len(out.data) == 1
 
 
+def test_lessons_read_the_course_record_even_when_a_newer_one_exists(tmp_path, monkeypatch):
+    """A second GPU's record, written later, joins load_all but does not change what load_latest (the lessons) reads;
+    COURSE_RECORD picks another record by file name, and a name that is not there is an error that lists them."""
+    monkeypatch.delenv("COURSE_RECORD", raising=False)
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    (tmp_path / f"{hr.COURSE_RECORD}.json").write_text(json.dumps(_record(gpu={"name": "Course GPU"})))
+    (tmp_path / "newer-gpu.json").write_text(json.dumps(_record(gpu={"name": "Newer GPU"}, date="2031-01-01")))
+    assert helpers.results.load_latest().gpu_name == "Course GPU"
+    assert [r.gpu_name for r in helpers.results.load_all()] == ["Course GPU", "Newer GPU"]
+    assert helpers.results.load_latest(gpu="newer").gpu_name == "Newer GPU"
+    monkeypatch.setenv("COURSE_RECORD", "newer-gpu")
+    assert helpers.results.load_latest().gpu_name == "Newer GPU"
+    monkeypatch.setenv("COURSE_RECORD", "other-gpu")
+    with pytest.raises(ResultsError) as info:
+        helpers.results.load_latest()
+    assert "newer-gpu.json" in str(info.value) and "COURSE_RECORD" in str(info.value)
+    monkeypatch.delenv("COURSE_RECORD")
+    (tmp_path / f"{hr.COURSE_RECORD}.json").unlink()        # without the course's record: the newest
+    assert helpers.results.load_latest().gpu_name == "Newer GPU"
+
+
 def test_results_dir_that_does_not_exist_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path / "nowhere"))
     with pytest.raises(ResultsError) as info:
