@@ -20,7 +20,7 @@ from . import clocks, emulate
 from .cublas import BASELINES
 from .device import require_gpu
 from .experiments import load_all as load_experiments
-from .experiments import unsupported
+from .experiments import RECORDING, unsupported
 from .experiments.sweep import left_out, measure_size, series, sweep  # noqa: F401  (helpers.record.sweep)
 from .kernels import KERNELS
 from .launch import launcher
@@ -118,7 +118,7 @@ def update_experiments(gpu, names, out: Path) -> int:
         if name in EXTRAS:
             meta.setdefault("extras", {})[name] = EXTRAS[name]()
         else:
-            meta.setdefault("experiments", {})[name] = registry[name]()
+            meta.setdefault("experiments", {})[name] = RECORDING[name] = registry[name]()
         print(f"  done in {time.time() - t1:.1f} s", flush=True)
     meta.setdefault("updates", []).append({
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -176,7 +176,7 @@ def main(argv=None):
             continue
         t1 = time.time()
         print(f"experiment {name}", flush=True)
-        experiments[name] = fn()
+        experiments[name] = RECORDING[name] = fn()
         print(f"  done in {time.time() - t1:.1f} s", flush=True)
     failed = [f"{r['kernel']}@{r['m']}" for r in rows if not r["passed"]]
     meta = {

@@ -428,6 +428,30 @@ def test_hopper_targets_plans_every_target_with_its_candidates():
     assert exp["rounds"] == LL.TARGET_ROUNDS and len(exp["cells"]) == 2 * len(H.TARGETS)
 
 
+def test_hopper_targets_in_a_first_record_plans_from_the_rows_just_measured(tmp_path, monkeypatch):
+    """On a Hopper GPU with no record yet, `make record` measures `hopper` before `hopper_targets`: the targets take
+    their candidates from those rows (helpers.experiments.RECORDING) instead of failing for want of a file; with
+    neither, the experiment says which to run first."""
+    import types
+
+    import helpers.device
+    import helpers.isolate
+    from helpers.experiments import RECORDING
+
+    hopper = _rec()["hopper"]
+    monkeypatch.setattr(helpers.device, "require_gpu", lambda what: types.SimpleNamespace(slug="new-hopper"))
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))               # no new-hopper.json there
+    plans = []
+    monkeypatch.setattr(helpers.isolate, "run_isolated", lambda target, plan, *a, **k: plans.append(plan) or [])
+    monkeypatch.setitem(RECORDING, "hopper", hopper)
+    out = LL.hopper_targets()
+    assert out["cells"] == [] and "error" not in out and len(plans[0]) == 2 * len(H.TARGETS)
+    assert [p[3] for p in plans[0]] == [LL.target_candidates(hopper, tuple(p[0]), p[1]) for p in plans[0]]
+    monkeypatch.delitem(RECORDING, "hopper")
+    out = LL.hopper_targets()
+    assert out["cells"] == [] and "--update-experiments hopper" in out["error"] and len(plans) == 1
+
+
 def test_knob_sweeps_show_their_spread_and_clock():
     """knob_sweep: each value's ratio to the rung as recorded, with the spread both timings' p10 and p90 allow and the
     SM clock. Rung 12 with CLUSTER_M=1 (every CTA its own cluster, loading all of B) has a p10-p90 range apart from

@@ -16,6 +16,9 @@ from ..device import backend
 from ..errors import ResultsError, gpu_errors
 
 REGISTRY: dict[str, Callable[[], Any]] = {}
+# The experiments a `make record` in progress has measured so far (helpers.record fills it as each finishes), so
+# that one experiment can build on another's data before the record file exists (hopper_targets on `hopper`).
+RECORDING: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)

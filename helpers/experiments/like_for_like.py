@@ -91,9 +91,13 @@ def hopper_targets(timeout: int = 540, rounds: int = TARGET_ROUNDS):
     from ..paths import results_dir
     from ..results import load_record
 
+    from . import RECORDING
+
     gpu = require_gpu("hopper_targets")
     path = results_dir() / f"{gpu.slug}.json"
-    rows = load_record(path).meta.get("experiments", {}).get("hopper") if path.exists() else None
+    # the `hopper` rows of the record being written (a first `make record` on this GPU), else of its record file
+    rows = RECORDING.get("hopper") or (load_record(path).meta.get("experiments", {}).get("hopper")
+                                       if path.exists() else None)
     if not rows:
         return {"rounds": rounds, "cells": [], "error": f"{path} holds no `hopper` experiment to choose the rungs "
                 "from: run `python -m helpers.record --update-experiments hopper` first"}
