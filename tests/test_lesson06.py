@@ -522,3 +522,26 @@ def test_reveal_gain_judges_a_guess_against_the_recorded_gain(capsys):
     assert "Not quite." in capsys.readouterr().out
     ex.reveal_gain(None, 8)
     assert "No guess yet" in capsys.readouterr().out
+
+
+def test_head_to_head_by_gpu_puts_each_record_in_its_own_column():
+    """Two records side by side: one row per goal, one column per GPU with its own best rung and ratio; a record
+    without hopper_targets adds no column."""
+    import copy
+
+    h200 = helpers.results.load_latest()
+    h100 = copy.deepcopy(h200)
+    h100.meta["gpu"]["name"] = "NVIDIA H100 80GB HBM3"
+    cell = h100.meta["experiments"]["hopper_targets"]["cells"][0]
+    for t in cell["timed"]:                                   # cuBLAS twice as fast as every rung in every round
+        if t["what"] == "cuBLAS":
+            t["round_ms"] = [ms / 2 for ms in t["round_ms"]]
+    bare = copy.deepcopy(h200)
+    bare.meta["gpu"]["name"] = "NVIDIA A100"
+    del bare.meta["experiments"]["hopper_targets"]
+    rows = LL.head_to_head_by_gpu([h200, h100, bare])
+    own = LL.head_to_head(h200.meta["experiments"]["hopper_targets"])
+    assert len(rows) == len(own) and all("A100" not in r for r in rows)
+    assert rows[1]["H200"] == rows[1]["H100 80GB HBM3"] and rows[1]["H200"].startswith(f"{own[1]['ratio']:.3f}")
+    assert rows[0]["H200"] != rows[0]["H100 80GB HBM3"] and rows[0]["H100 80GB HBM3"].endswith("missed)")
+    assert "H100 80GB HBM3: x cuBLAS" in LL.head_to_head_by_gpu_table([h200, h100]).data

@@ -149,6 +149,39 @@ def head_to_head_table(exp: dict):
                   "correct", "met", "short by"], {"ratio": ".3f", "short": ".3f"})
 
 
+
+def gpu_short(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'H100 80GB HBM3': a column heading."""
+    return name.removeprefix("NVIDIA ").strip()
+
+
+def head_to_head_by_gpu(records) -> list[dict]:
+    """head_to_head of every record that has `hopper_targets`, side by side: per goal (shape, C, goal) one column per
+    GPU, its best rung's median ratio to cuBLAS (same C) and whether it met the goal."""
+    rows, order = {}, []
+    for rec in records:
+        exp = rec.meta.get("experiments", {}).get("hopper_targets")
+        if not exp:
+            continue
+        gpu = gpu_short(rec.gpu_name)
+        for r in head_to_head(exp):
+            key = (r["shape"], r["C"], r["goal"])
+            if key not in rows:
+                rows[key] = {"shape": r["shape"], "C": r["C"], "goal": r["goal"]}
+                order.append(key)
+            rows[key][gpu] = ("-" if r["ratio"] is None else
+                              f"{r['ratio']:.3f} (rung {r['rung']}, {'met' if r['met'] else 'missed'})")
+    return [rows[k] for k in order]
+
+
+def head_to_head_by_gpu_table(records):
+    """head_to_head_by_gpu as a table, one column per GPU."""
+    from ..display import table
+
+    rows = head_to_head_by_gpu(records)
+    gpus = [k for k in dict.fromkeys(k for r in rows for k in r) if k not in ("shape", "C", "goal")]
+    return table(rows, ["shape", "C", "goal", *gpus], ["M x N x K", "C", "goal", *(f"{g}: x cuBLAS" for g in gpus)])
+
 # --------------------------------------------------------------------------- experiment input_values
 INPUT_KINDS = {"normal": "N(0,1), rounded to FP16 (every other timing in the course)",
                "uniform": "U(-1,1), rounded to FP16",
