@@ -1,8 +1,8 @@
 // hopper_cluster_probe_sm90a.cu -- Lesson 6 (Hopper only): does a plain launch form thread-block clusters?
 //
-// Rungs 12 on declare their cluster size in the kernel, __cluster_dims__(2, 1, 1), and CuPy launches them
-// with a plain cuLaunchKernel, which has no field for a cluster. This kernel asks the hardware what it got:
-// each block writes, for itself,
+// The rungs that use clusters (from rung 12 on) declare the cluster size in the kernel, with __cluster_dims__,
+// and CuPy launches them with a plain cuLaunchKernel, which has no field for a cluster. This kernel, declared
+// with clusters of 2, asks the hardware what it got: each block writes, for itself,
 //
 //     out[blockIdx.x] = (cluster size << 16) | (its rank in the cluster << 8) | (cluster id % 256)
 //
@@ -14,12 +14,12 @@
 // has no cluster attribute and an empty body.
 
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
-#define PROBE_CLUSTER_DIMS
+#define CLUSTER_DIMS
 #else
-#define PROBE_CLUSTER_DIMS __cluster_dims__(2, 1, 1)   // 2 blocks per cluster, along x
+#define CLUSTER_DIMS __cluster_dims__(2, 1, 1)         // 2 blocks per cluster, along x
 #endif
 
-extern "C" __global__ void PROBE_CLUSTER_DIMS hopper_cluster_probe(int* out)
+extern "C" __global__ void CLUSTER_DIMS hopper_cluster_probe(int* out)
 {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
     unsigned size, rank, id;

@@ -77,7 +77,7 @@ def dry_run() -> int:
     research = (KERNEL_DIR / LR.RESEARCH_FILE).resolve()
     text = research.read_text()
     probe = (KERNEL_DIR / CLUSTER_FILE).read_text()
-    assert "__cluster_dims__(2, 1, 1)" in probe and "void PROBE_CLUSTER_DIMS hopper_cluster_probe(int* out)" in probe
+    assert "__cluster_dims__(2, 1, 1)" in probe and "void CLUSTER_DIMS hopper_cluster_probe(int* out)" in probe
     assert f'"{CLUSTER_FILE}", "hopper_cluster_probe"' in inspect.getsource(H.cluster_probe)
     assert not (KERNEL_DIR / "hopper_sm90a.cu").exists()
     _say(f"cluster probe: kernels/{CLUSTER_FILE}, launched plainly and with cuLaunchKernelEx (8 blocks of 32)")
