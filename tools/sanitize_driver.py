@@ -288,18 +288,13 @@ def _report_text(r: dict) -> str:
     return r["text"] + (f" (in {r['function']})" if r["function"] else "")
 
 
-# Kernels the sources still define for the lab's probes but no lesson runs (lab/probes/sanitize_new_kernels.py
-# covers them): lost FP8 variants whose code the kept kernels share, and lesson 6's rungs outside the ladder.
-LAB_ONLY = ("fp8_promote_pingpong", "fp8_promote_2acc", "hopper_tall_tile", "hopper_tall_tile_f32c", "hopper_ct_pair_n")
-
-
 def kernels_in_sources() -> list[str]:
-    """Every extern "C" kernel of kernels/*.cu that a lesson can run (LAB_ONLY left out)."""
+    """Every extern "C" kernel of kernels/*.cu."""
     names = []
     for f in sorted((ROOT / "kernels").glob("*.cu")):
         names += re.findall(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?'
                             r'(?:CLUSTER_DIMS\s+)?(\w+)\s*\(', f.read_text())
-    return [k for k in dict.fromkeys(names) if k not in LAB_ONLY]     # a declaration and its definition count once
+    return list(dict.fromkeys(names))                  # a declaration and its definition count once
 
 
 def summarize(logdir: Path, out_dir: Path = ROOT / "results") -> Path:
