@@ -60,9 +60,6 @@ def cases() -> list[tuple[str, str, object]]:
             out.append((name, f"M={M} N={N} K={K}", (lambda n=name, M=M, N=N, K=K: _variant(n, M, N, K))))
     out.append(("wmma_fragment_probe", "one warp", _fragment_probe))
     out.append(("hopper_cluster_probe", "8 blocks in clusters of 2", _cluster_probe))
-    for n in (64, 128, 256):                                    # lab/probes/wgmma_rate.py's kernels
-        out.append((f"hopper_wgmma_rate_n{n}", "2 blocks of 1 and 3 warpgroups, 8 K-tiles, both depths",
-                    (lambda n=n: _wgmma_rate(n))))
     from helpers.experiments.precision import _PROBE_KERNELS
 
     for (fmt, acc), (kname, _cc) in _PROBE_KERNELS.items():
@@ -182,19 +179,6 @@ def _fragment_probe():
 
     d = wmma_fragment_maps()
     return f"elements per lane {d['num_elements']}"
-
-
-def _wgmma_rate(n: int) -> str:
-    """The wgmma-rate probe kernel, small: 2 blocks of 1 and of 3 warpgroups, 8 K-tiles, one group in flight and
-    drained; it reads only its own shared memory and writes one clock count per warpgroup."""
-    from helpers.device import require_gpu
-    from lab.probes.wgmma_rate import rate_clocks
-
-    gpu = require_gpu("wgmma rate")
-    if tuple(gpu.cc) != (9, 0):
-        return f"skipped: sm_90a code, this GPU is sm_{gpu.cc[0]}{gpu.cc[1]}"
-    counts = [int(c) for wg in (1, 3) for depth in (1, 0) for c in rate_clocks(n, 2, wg, 8, depth)[0]]
-    return f"clock counts all positive: {all(c > 0 for c in counts)}"
 
 
 def _cluster_probe():
