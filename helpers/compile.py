@@ -265,7 +265,8 @@ def cubin_key(filename: str, arch: str, src: str, options: tuple[str, ...], nvrt
     return f"{filename.split('.')[0]}-{arch}-{h.hexdigest()[:32]}.cubin"
 
 
-CUBIN_CACHE_FILES = 200     # the newest kept (a full build of kernels/hopper_sm90a.cu is about 450 KB: 90 MB at most)
+# The newest kept: a kernels/ file builds to 20-100 KB, a templated file of 28 kernels to 450 KB (90 MB at most)
+CUBIN_CACHE_FILES = 200
 
 
 def _prune(folder: Path, keep: int | None = None) -> None:
@@ -326,7 +327,7 @@ def arch_cubin(filename: str, arch: str, source: str | None = None, options: tup
     """The path of kernels/<filename> (or `source`) compiled by NVRTC for `arch` ('sm_90a') with extra
     `options`; nothing is loaded into the GPU, so a sweep may compile its variants in threads first.
     Kept per process and on disk (cubin_cache_dir, keyed by cubin_key): lesson 6 checks each rung in a child
-    process, and compiling kernels/hopper_sm90a.cu takes seconds. A folder that cannot be written only costs
+    process, and compiling a rung's file takes seconds. A folder that cannot be written only costs
     the reuse."""
     key = (filename, arch, source, tuple(options))
     if key in _ARCH_CUBINS:

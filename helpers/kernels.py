@@ -295,7 +295,6 @@ PIPE_SMEM = ladder_smem_bytes(stages=4)                   # rungs 5-6: STAGES = 
 WGMMA_SMEM = 4 * (128 * 64 + 256 * 64) * 2 + 1024 + 64    # LADDER7_SMEM in kernels/ladder_sm90a.cu
 
 
-HOPPER_FILE = "hopper_sm90a.cu"
 HOPPER_STAGE = (128 * 64 + 64 * 256) * 2                  # bytes of A and B per pipeline stage (48 KB)
 HOPPER_SMEM = 4 * HOPPER_STAGE + 1024 + 128               # rungs 8-12: 4 stages, slack and barriers
 HOPPER_STORE_SMEM = HOPPER_SMEM + 2 * 2 * 64 * 32 * 4     # rungs 13 on: + 2 x 2 C boxes of 64 x 32 FP32
@@ -331,8 +330,7 @@ def _classic_rung(rung: int, name: str, idea: str, gain: float, why: str, **kw) 
                       predicted_gain=gain, why=why, **kw)
 
 
-# Lesson 6's rungs, one complete kernel per file (kernels/hopper_rungNN_sm90a.cu); kernels/hopper_sm90a.cu (HOPPER_FILE)
-# keeps the lab's rungs 27, 28 and 31 (lab/labkit/rungs.py) and two probes
+# Lesson 6's rungs, one complete kernel per file (kernels/hopper_rungNN_sm90a.cu)
 RUNG_FILES = (*range(8, 27), 29, 30)
 
 
@@ -343,16 +341,15 @@ def hopper_rung_file(rung: int) -> str:
 
 def _hopper_rung(rung: int, name: str, idea: str, gain: float, threads: int = 384, dyn_smem: int = HOPPER_SMEM,
                  emulate: Callable = _fp16_fp32acc, block_tile: tuple = (128, 256),
-                 tma_boxes: tuple = ((128, 64), (64, 64)), **kw) -> GemmKernel:
-    """Rungs 8 on (lesson 6; each rung of RUNG_FILES in its own kernels/hopper_rungNN_sm90a.cu, the lab's in
-    kernels/hopper_sm90a.cu): a 128 x 256 block tile, K-tiles of 64; A and row-major B through TMA tensor maps (TMA
-    fills what lies outside the matrices with zeros, so M, N, K need only be multiples of 8: 16-byte rows); FP16 in,
-    FP32 accumulators walking K in order 16 at a time (rung 7's arithmetic); sm_90a only, in a child process."""
-    file = hopper_rung_file(rung) if rung in RUNG_FILES else HOPPER_FILE
-    return GemmKernel(name=name, file=file, inputs="fp16", acc="fp32", acc_rounding="truncate",
-                      acc_block=16, emulate=emulate, block=(threads, 1), block_tile=block_tile, tile_mn=8,
-                      tile_k=8, min_cc=(9, 0), only_cc=(9, 0), dyn_smem=dyn_smem, tma_boxes=tma_boxes,
-                      isolate=True, rung=rung, lesson=6, idea=idea, predicted_gain=gain, **kw)
+                 tma_boxes: tuple = ((128, 64), (64, 64)), file: str = "", **kw) -> GemmKernel:
+    """Rungs 8 on (lesson 6; each rung in its own kernels/hopper_rungNN_sm90a.cu, or `file`, relative to kernels/):
+    a 128 x 256 block tile, K-tiles of 64; A and row-major B through TMA tensor maps (TMA fills what lies outside the
+    matrices with zeros, so M, N, K need only be multiples of 8: 16-byte rows); FP16 in, FP32 accumulators walking K
+    in order 16 at a time (rung 7's arithmetic); sm_90a only, in a child process."""
+    return GemmKernel(name=name, file=file or hopper_rung_file(rung), inputs="fp16", acc="fp32",
+                      acc_rounding="truncate", acc_block=16, emulate=emulate, block=(threads, 1),
+                      block_tile=block_tile, tile_mn=8, tile_k=8, min_cc=(9, 0), only_cc=(9, 0), dyn_smem=dyn_smem,
+                      tma_boxes=tma_boxes, isolate=True, rung=rung, lesson=6, idea=idea, predicted_gain=gain, **kw)
 
 
 def _skinny_rung(rung: int, name: str, idea: str, gain: float, c_box: tuple = (64, 32), **kw) -> GemmKernel:

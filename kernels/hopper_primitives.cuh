@@ -1,5 +1,5 @@
 // hopper_primitives.cuh -- the Hopper building blocks that lessons 6 and 7 share
-// (included by kernels/hopper_sm90a.cu and, through hopper_wgmma.cuh, the rung files and the FP8 files).
+// (included, through hopper_wgmma.cuh, by the rung files and the FP8 files).
 //
 // Each is one PTX instruction (or a short loop of one) in an inline function: shared-memory
 // addresses, the dynamic shared memory aligned for the 128-byte swizzle, mbarriers (init, the
@@ -67,7 +67,7 @@ __device__ __forceinline__ void mbar_arrive(u64* bar)
 // How a thread waits (HOW): 0 try_wait with no time hint: the thread is suspended until the phase completes or a
 // time limit the hardware chooses passes, then the loop asks again (how every kernel waits, but rungs 21-24);
 // 1 try_wait with a suspend-time hint of 10 ms: the same, with that limit instead (rungs 21-24 as recorded, and the
-// WAIT_HINT knob of rungs 17-24, kernels/hopper_sm90a.cu); 2 test_wait, which never suspends: a spin. MBAR_WAIT, a
+// WAIT_HINT knob of rungs 17-24); 2 test_wait, which never suspends: a spin. MBAR_WAIT, a
 // build option (0 by default), changes the default for every kernel of a build.
 #ifndef MBAR_WAIT
 #define MBAR_WAIT 0

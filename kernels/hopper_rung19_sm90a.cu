@@ -4,7 +4,7 @@
 // per thread) instead of two that split its columns; 256 threads (the producer warpgroup and the consumer), no
 // setmaxnreg. Each stage is freed by 4 warps of each CTA, not 8, once the one group that read it is done. This is
 // how cuBLAS's kernel at M = 128 runs (one warpgroup issues all 8 m64n64k16 of a stage), and one warpgroup of
-// m64n128k16 with one group in flight keeps the Tensor Cores at their peak (the hopper_wgmma_rate kernels, kernels/hopper_sm90a.cu).
+// m64n128k16 with one group in flight keeps the Tensor Cores at their peak (measured by lab/probes/wgmma_rate.py).
 // Arithmetic: rung 17's (one FP32 accumulator per output walking K in order; FP16 C).
 // Predicted: x1.0 over rung 17 at 4096^3 (the same bytes per FLOP); at M = 128, N = K = 8192 (predicted
 // separately), x1.10 over rung 17 (about 0.81x cuBLAS: half the releases and of the issue work per stage; the

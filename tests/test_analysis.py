@@ -111,7 +111,7 @@ def test_sass_opcode_counts_skip_never_executed_padding(tmp_path):
     assert all(counts[k]["LDS"] == 0 for k in counts)                   # rungs 2-6 read fragments with LDSM
 
 
-# --------------------------------------------------------------------------- the tile order (lesson 6: kernels/hopper_sm90a.cu's tile_of)
+# --------------------------------------------------------------------------- the tile order (lesson 6: the rung files' tile_of)
 @pytest.mark.parametrize("order", ["plain", "grouped"])
 @pytest.mark.parametrize("cluster", [1, 2])
 def test_tile_order_visits_every_tile_once(order, cluster, subtests):

@@ -168,7 +168,7 @@ def test_check_is_check_gemm_with_the_entrys_formats(monkeypatch):
 
 
 # --------------------------------------------------------------------------- lesson 6's rungs (kernels/hopper_rungNN_sm90a.cu)
-HOPPER_CU = KERNEL_DIR / "hopper_sm90a.cu"
+HOPPER_CU = KERNEL_DIR / K.hopper_rung_file(13)     # rungs 9-16's tile and ring, and from rung 13 on their C buffers
 
 
 def _hdefine(name):
@@ -218,11 +218,13 @@ def test_lesson6_constants_match_the_kernel_file():
     assert bk * 2 == 128 and box * 2 == 128 and epi * 4 == 128       # one 128-byte swizzle row per box row
     stage = (bm * bk + bk * bn) * 2
     assert K.HOPPER_STAGE == stage
-    assert K.HOPPER_SMEM == st * stage + _hdefine("SMEM_SLACK") + _hdefine("BAR_BYTES")
+    # the ring, then 1024 bytes to align its start (smem_base: the swizzle's 1024-byte atoms) and 128 for the barriers
+    src, prim = HOPPER_CU.read_text(), (KERNEL_DIR / "hopper_primitives.cuh").read_text()
+    assert "2 * HSTAGES * 8 <= 128" in src and "(1024 - (base & 1023)) & 1023" in prim   # full[] and empty[] fit
+    assert K.HOPPER_SMEM == st * stage + 1024 + 128
     assert K.HOPPER_STORE_SMEM == K.HOPPER_SMEM + 2 * 2 * 64 * epi * 4
     assert K.HOPPER_STORE_SMEM <= 227 * 1024                   # the most a block may opt in to on sm_90
-    assert _hdefine("BAR_BYTES") >= 2 * st * 8                   # full[] and empty[]
-    assert _hdefine("WS_THREADS") == 384 and _hdefine("CLUSTER_M") == 2 and _hdefine("GROUP_M") == 8
+    assert "__launch_bounds__(384, 1)" in src and _hdefine("CLUSTER_M") == 2 and _hdefine("GROUP_M") == 8
     for r in K.HOPPER_RUNGS.values():
         if r.rung >= 17:                                         # their own tile and ring (test_rung_17_... below)
             continue
@@ -272,6 +274,33 @@ def test_hopper_file_compiles_for_sm90a_without_spills(tmp_path):
             spec = K.KERNELS.get(name)
             if spec is not None and spec.block[0] == 384:
                 assert int(regs) <= 168, (name, regs)
+
+
+def test_the_cluster_probe_builds_a_kernel_its_file_defines(monkeypatch):
+    """helpers.experiments.hopper.cluster_probe (GPU only) asks for a kernel that its kernels/ file defines, for sm_90a,
+    declaring the clusters of 2 whose sizes and ranks it then checks (and none below sm_90, where clusters do not
+    exist)."""
+    import types
+
+    import helpers.compile
+    import helpers.device
+    from helpers.experiments import hopper as H
+
+    class Asked(Exception):
+        pass
+
+    def ask(filename, name, cc, **kw):
+        raise Asked(filename, name, cc)
+
+    monkeypatch.setattr(helpers.device, "require_gpu", lambda what: types.SimpleNamespace(cc=(9, 0)))
+    monkeypatch.setattr(helpers.compile, "get_arch_kernel", ask)
+    with pytest.raises(Asked) as ei:
+        H.cluster_probe()
+    filename, name, cc = ei.value.args
+    text = (KERNEL_DIR / filename).read_text()
+    assert cc == (9, 0) and filename.endswith("_sm90a.cu")
+    assert re.search(rf'^extern "C" __global__ void (\w+ )?{name}\(int\* out\)$', text, re.M)
+    assert "__cluster_dims__(2, 1, 1)" in text and "__CUDA_ARCH__ < 900" in text
 
 
 def _rung_src(k):
@@ -500,8 +529,8 @@ def test_wgmma_widths_header_is_what_its_generator_writes():
         # operands after the descriptors: scale-d, scale-a, scale-b, then the transpose bits of A and of B
         assert f'"%{n // 2}, %{n // 2 + 1}, 1, 1, 1, %{n // 2 + 3}, %{n // 2 + 2};' in block
         assert block.count('"n"(TRANS_B), "n"(TRANS_A)') == 1 and "int TRANS_B, int TRANS_A = 0" in block
-    src = (KERNEL_DIR / "hopper_sm90a.cu").read_text()
-    assert "Wgmma<2 * NACC>::template mma<1>" in src and "Wgmma<2 * NACC>::template mma<0, 1>" in src
+    # its users: rungs 25-26 (B MN-major) and the C^T rungs 29-30 (A MN-major)
+    assert "Wgmma<2 * NACC>::template mma<1>" in _rung_src(25) and "Wgmma<2 * NACC>::template mma<0, 1>" in _rung_src(29)
 
 
 def test_rung_29_has_the_kernels_tile_and_its_reasoning_computed():

@@ -171,15 +171,21 @@ def test_ncu_rows_reads_the_newest_file_with_lesson6_rungs(tmp_path):
 
 def test_consumer_registers_fit_the_ctas_pool_as_the_kernel_computes_them():
     """Issue 24: setmaxnreg shares out the CTA's pool (168 x 384 = 64512 registers), not the SM's 65536:
-    for every producer count the split fits the pool and equals kernels/hopper_sm90a.cu's CONSUMER_REGS
-    ((168 * 3 - PRODUCER_REGS) / 2 / 8 * 8). The SM-based formula gave 232 for 48, which would not fit."""
+    for every producer count the split fits the pool and equals CONSUMER_REGS of rung 9's file (the first with a
+    producer warpgroup). The SM-based formula gave 232 for 48, which would not fit."""
+    import re
+
+    from helpers.compile import KERNEL_DIR
     from helpers.exercises import hopper as hx
 
+    src = (KERNEL_DIR / K.HOPPER_RUNGS[9].file).read_text()
+    formula = re.search(r"^#define CONSUMER_REGS (\(.*\))", src, re.M).group(1)     # C's integer arithmetic:
+    assert set(formula) <= set("()0123456789 +-*/PRODUCER_GS")                      # / of positive ints is //
     assert hx.CTA_POOL == 168 * 384 == 64512
     for producer in range(24, 129, 8):
         c = hx.consumer_registers(producer)
         assert producer * 128 + 2 * 128 * c <= hx.CTA_POOL
-        assert c == (168 * 3 - producer) // 2 // 8 * 8
+        assert c == eval(formula.replace("/", "//"), {"PRODUCER_REGS": producer}) == (168 * 3 - producer) // 2 // 8 * 8
     assert hx.consumer_registers(48) == 224 and (65536 - 48 * 128) // 256 // 8 * 8 == 232
 
 

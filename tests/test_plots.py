@@ -113,7 +113,7 @@ def test_idea_pictures_are_drawn_from_the_kernels_parameters():
     fig = plots.smem_banks({"PAD=0": 256, "PAD=8": 272})
     assert "8-way" in fig.axes[0].get_title(loc="left") and "conflict-free" in fig.axes[1].get_title(loc="left")
     assert isinstance(plots.swizzle_128b(analysis.swizzle_128b()), Figure)
-    h = analysis.kernel_defines("hopper_sm90a.cu")
+    h = analysis.kernel_defines("hopper_rung12_sm90a.cu")      # the rung that adds clusters
     fig = plots.cluster_multicast(bm=h["HBM"], bn=h["HBN"], bk=h["HBK"], box_n=h["BOX_N"], cluster=h["CLUSTER_M"])
     assert "96 KB without multicast, 64 KB with it" in fig.axes[0].get_title(loc="left")
     plt.close("all")

@@ -221,7 +221,8 @@ def test_lesson06_says_where_its_numbers_come_from(gpu):
 def test_no_sm90a_code_is_compiled_here(gpu):
     """helpers.compile.get_arch_kernel itself refuses, in one line and before NVRTC or CuPy, to compile
     sm_90a code for a GPU that is not 9.0 (a `cc >= (9, 0)` slip elsewhere would be caught here)."""
-    for filename, name in [("ladder_sm90a.cu", "ladder_wgmma_tma"), ("hopper_sm90a.cu", "hopper_cluster_probe"),
+    for filename, name in [("ladder_sm90a.cu", "ladder_wgmma_tma"),
+                           ("hopper_cluster_probe_sm90a.cu", "hopper_cluster_probe"),
                            ("fp8_wgmma_sm90a.cu", "fp8_wgmma")]:
         with pytest.raises(ArchitectureError) as ei:
             REAL_GET_ARCH_KERNEL(filename, name, (9, 0))

@@ -60,9 +60,6 @@ def cases() -> list[tuple[str, str, object]]:
             out.append((name, f"M={M} N={N} K={K}", (lambda n=name, M=M, N=N, K=K: _variant(n, M, N, K))))
     out.append(("wmma_fragment_probe", "one warp", _fragment_probe))
     out.append(("hopper_cluster_probe", "8 blocks in clusters of 2", _cluster_probe))
-    for n in (64, 128, 256):                                    # lab/probes/wgmma_rate.py's kernels
-        out.append((f"hopper_wgmma_rate_n{n}", "2 blocks of 1 and 3 warpgroups, 8 K-tiles, both depths",
-                    (lambda n=n: _wgmma_rate(n))))
     from helpers.experiments.precision import _PROBE_KERNELS
 
     for (fmt, acc), (kname, _cc) in _PROBE_KERNELS.items():
@@ -184,19 +181,6 @@ def _fragment_probe():
     return f"elements per lane {d['num_elements']}"
 
 
-def _wgmma_rate(n: int) -> str:
-    """The wgmma-rate probe kernel, small: 2 blocks of 1 and of 3 warpgroups, 8 K-tiles, one group in flight and
-    drained; it reads only its own shared memory and writes one clock count per warpgroup."""
-    from helpers.device import require_gpu
-    from lab.probes.wgmma_rate import rate_clocks
-
-    gpu = require_gpu("wgmma rate")
-    if tuple(gpu.cc) != (9, 0):
-        return f"skipped: sm_90a code, this GPU is sm_{gpu.cc[0]}{gpu.cc[1]}"
-    counts = [int(c) for wg in (1, 3) for depth in (1, 0) for c in rate_clocks(n, 2, wg, 8, depth)[0]]
-    return f"clock counts all positive: {all(c > 0 for c in counts)}"
-
-
 def _cluster_probe():
     from helpers.experiments.hopper import cluster_probe
 
@@ -288,18 +272,13 @@ def _report_text(r: dict) -> str:
     return r["text"] + (f" (in {r['function']})" if r["function"] else "")
 
 
-# Kernels the sources still define for the lab's probes but no lesson runs (lab/probes/sanitize_new_kernels.py
-# covers them): lost FP8 variants whose code the kept kernels share, and lesson 6's rungs outside the ladder.
-LAB_ONLY = ("fp8_promote_pingpong", "fp8_promote_2acc", "hopper_tall_tile", "hopper_tall_tile_f32c", "hopper_ct_pair_n")
-
-
 def kernels_in_sources() -> list[str]:
-    """Every extern "C" kernel of kernels/*.cu that a lesson can run (LAB_ONLY left out)."""
+    """Every extern "C" kernel of kernels/*.cu."""
     names = []
     for f in sorted((ROOT / "kernels").glob("*.cu")):
         names += re.findall(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?'
                             r'(?:CLUSTER_DIMS\s+)?(\w+)\s*\(', f.read_text())
-    return [k for k in dict.fromkeys(names) if k not in LAB_ONLY]     # a declaration and its definition count once
+    return list(dict.fromkeys(names))                  # a declaration and its definition count once
 
 
 def summarize(logdir: Path, out_dir: Path = ROOT / "results") -> Path:

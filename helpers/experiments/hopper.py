@@ -174,7 +174,7 @@ def cluster_probe(launch_ex: bool = False) -> dict:
     gpu = require_gpu("cluster probe")
     if gpu.cc != (9, 0):
         return {"skipped": f"sm_90a code; this GPU is {gpu.cc[0]}.{gpu.cc[1]}"}
-    kern = get_arch_kernel("hopper_sm90a.cu", "hopper_cluster_probe", (9, 0), check_empty=False)
+    kern = get_arch_kernel("hopper_cluster_probe_sm90a.cu", "hopper_cluster_probe", (9, 0), check_empty=False)
     out = cupy.full(8, -1, dtype=cupy.int32)
     result = {}
     try:

@@ -310,15 +310,16 @@ SUPERSEDED_NOTES = {
 
 
 # --------------------------------------------------------------------------- the rung slides' readers
-# Lesson 6's rung slides show the lines a template switch selects (kernels/hopper_sm90a.cu, read, not pasted), the
+# Lesson 6's rung slides show the lines a template switch selects (lab/kernels/hopper_sm90a_research.cu, read, not pasted), the
 # recorded gain beside its prediction and the note for a miss, the check's verdicts and a knob's recorded sweep.
 def wave_facts(shape, sms: int = 132) -> dict:
     """Rungs 9-16's 128 x 256 tiles at `shape` (M, N, ...) on `sms` CTAs: {"tiles", "waves", "last" (tiles in the
     last wave), "busy" (the share of the CTA slots of all waves that hold a tile), "sms"}."""
     from helpers.analysis import kernel_defines
     from helpers.exercises.hopper import waves
+    from helpers.kernels import hopper_rung_file
 
-    d = kernel_defines("hopper_sm90a.cu")
+    d = kernel_defines(hopper_rung_file(9))                  # rungs 9-16 share rung 9's tile
     w, busy = waves(shape[0], shape[1], sms, d["HBM"], d["HBN"])
     tiles = round(busy * w * sms)
     return {"tiles": tiles, "waves": w, "last": tiles - (w - 1) * sms, "busy": busy, "sms": sms}
@@ -438,7 +439,7 @@ def order_rows(gpu_slug: str = "nvidia-h200", directory=None) -> list[dict]:
             for r in _switch_rows(log, "group_m", 8, 16, ORDER_PREDICTED)]
 
 
-# TILE_ORDER=1 (kernels/hopper_sm90a.cu, issue 25, session 31): the units along a Hilbert curve where their grid is
+# TILE_ORDER=1 (lab/kernels/hopper_sm90a_research.cu, issue 25, session 31): the units along a Hilbert curve where their grid is
 # square with a power-of-two side. Predicted before any GPU ran it (the kernel's comment): over the rung as recorded,
 # rungs 29 and 30, the best rungs where the targets at 4096^3 (FP32 C) and 8192^3 (FP16 C) were missed twice.
 HILBERT_PREDICTED = {4096: 1.00, 8192: 1.005}

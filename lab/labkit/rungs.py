@@ -1,7 +1,8 @@
 """Lesson 6's kernel code outside the ladder: rungs 27-28 (a 256-row tile whose width is chosen per shape) and rung 31
-(the C^T tile 152 rows high, in pairs along N sharing A), kernels of kernels/hopper_sm90a.cu that measured slower than
-the rungs they were built to beat (lab/README.md; their reasoning and predictions are the kernels' comments), and the
-Hilbert tile order of the TILE_ORDER switch.
+(the C^T tile 152 rows high, in pairs along N sharing A), kernels of the lab's frozen research file
+(lab/kernels/hopper_sm90a_research.cu, RESEARCH_FILE) that measured slower than the rungs they were built to beat
+(lab/README.md; their reasoning and predictions are the kernels' comments), and the Hilbert tile order of the
+TILE_ORDER switch.
 
 Importing this module registers them in helpers.kernels.PENDING (helpers.kernels.rung_entry reaches them) and rungs
 27-28's per-shape build in helpers.launch.PER_SHAPE, so that the probes build and launch them as the course launches
@@ -17,7 +18,12 @@ from helpers import launch
 from helpers.analysis import tile_order
 from helpers.experiments.hopper import rung_rows  # noqa: F401  (for run_isolated: the child registers the rungs)
 
-# Rungs 27-28: a 256-row tile whose width is chosen per problem (TALL_M, TALL_N in kernels/hopper_sm90a.cu). Widths:
+# The templated file rungs 8-31 were built from until 2026-12-07, frozen; as the course's helpers name a kernel file:
+# relative to kernels/. Rungs 27, 28 and 31 are built from it (as every probe that sets a research switch builds the
+# others): their code there is what kernels/hopper_sm90a.cu held until 2026-12-07 (the same SASS, nvcc 13, sm_90a).
+RESEARCH_FILE = "../lab/kernels/hopper_sm90a_research.cu"
+
+# Rungs 27-28: a 256-row tile whose width is chosen per problem (TALL_M, TALL_N in RESEARCH_FILE). Widths:
 # multiples of 8 from 128 to 192 (two 64-row slices of 192 columns are 192 accumulators a consumer thread; ptxas fits
 # them in setmaxnreg's 232 without spilling).
 TALL_WIDTHS = tuple(range(128, 193, 8))
@@ -92,20 +98,21 @@ PENDING: dict[int, K.GemmKernel] = {
     27: K._hopper_rung(27, "hopper_tall_tile", "a 256-row tile, its width chosen per shape", 1.05, output="fp16",
                        emulate=_fp16c, persistent=True, cluster=(2, 1, 1), block_tile=(256, 152),
                        tma_boxes=((256, 64), (64, 64)), c_box=(64, 64), dyn_smem=tall_smem(152), base=25,
-                       per_shape="tile"),
+                       per_shape="tile", file=RESEARCH_FILE),
     28: K._hopper_rung(28, "hopper_tall_tile_f32c", "rung 27 writing FP32 C (rung 13's epilogue)", 1.05,
                        persistent=True, cluster=(2, 1, 1), block_tile=(256, 152), tma_boxes=((256, 64), (64, 64)),
-                       c_box=(64, 32), dyn_smem=tall_smem(152), base=26, per_shape="tile"),
+                       c_box=(64, 32), dyn_smem=tall_smem(152), base=26, per_shape="tile", file=RESEARCH_FILE),
     31: K._hopper_rung(31, "hopper_ct_pair_n", "the C^T tile 152 rows high, in pairs along N sharing A", 1.03,
                        output="fp16", emulate=_fp16c, persistent=True, cluster=(2, 1, 1), block_tile=(CTN_M, 256),
-                       tma_boxes=((80, 64), (64, 64)), c_box=(8, 64), dyn_smem=K.ct_smem(160), base=29),
+                       tma_boxes=((80, 64), (64, 64)), c_box=(8, 64), dyn_smem=K.ct_smem(160), base=29,
+                       file=RESEARCH_FILE),
 }
 assert not set(PENDING) & set(K.ALL_RUNGS) and all(k.name not in K.KERNELS for k in PENDING.values())
 
 
 def hilbert_point(n: int, d: int) -> tuple[int, int]:
     """Point d (0 <= d < n * n) of the Hilbert curve that fills an n x n grid, n a power of two, as (x, y): the
-    arithmetic of hilbert_unit in kernels/hopper_sm90a.cu (built with TILE_ORDER=1). Consecutive points are
+    arithmetic of hilbert_unit in RESEARCH_FILE (built with TILE_ORDER=1). Consecutive points are
     neighbours, and every quarter of the curve fills one quadrant."""
     if n < 1 or n & (n - 1) or not 0 <= d < n * n:
         raise ValueError(f"hilbert_point needs a power-of-two n and 0 <= d < n * n (got n={n}, d={d})")
@@ -125,7 +132,7 @@ def hilbert_point(n: int, d: int) -> tuple[int, int]:
 
 
 def hilbert_order(tiles_m: int, tiles_n: int, group_m: int = 8, cluster: int = 1) -> list:
-    """The tiles in the order of TILE_ORDER=1 (kernels/hopper_sm90a.cu's hilbert_tile): the units (columns of
+    """The tiles in the order of TILE_ORDER=1 (RESEARCH_FILE's hilbert_tile): the units (columns of
     `cluster` tiles) along a Hilbert curve where their grid is square with a power-of-two side, else
     helpers.analysis.tile_order's grouped order."""
     units_m = -(-tiles_m // cluster)

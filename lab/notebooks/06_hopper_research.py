@@ -662,7 +662,7 @@ helpers.display.table(LK.tile_n_rows(),
 # Each consumer warpgroup owns two 64-row slices, so `ws_gemm` gains a loop over them:
 
 # %%
-fn = helpers.display.device_functions("hopper_sm90a.cu")["ws_gemm"].splitlines()
+fn = labkit.listings.research_functions()["ws_gemm"].splitlines()
 print("\n".join(line for line in fn if re.search(r"\bSUB\b|acc\[h\]|rung 27", line)))
 
 # %%
@@ -724,7 +724,7 @@ helpers.display.table(LK.tall_tile_rows(), ["n", "build", "predicted", "ratio", 
 
 # %%
 fig = LP.transposed_tile()
-print(helpers.display.device_functions("hopper_sm90a.cu")["mma_ktile_ct"])
+print(labkit.listings.research_functions()["mma_ktile_ct"])
 
 # %% [markdown]
 # The epilogue turns each 8 x 8 block of $D'$ back into 8 rows of C (`stmatrix` with `.trans`). Where does it pay?

@@ -54,12 +54,14 @@ def model(r, A, B):
 
 def launch(r, A, B, old):
     """(run, C) for rung r's new file or (old) the old source, on A and B (NumPy or CuPy). The old source goes by the
-    old file's name for every rung, so NVRTC compiles it once (the cubin cache keys on file name and text)."""
+    research file's name (lab.labkit.rungs.RESEARCH_FILE) for every rung, so NVRTC compiles it once (the cubin cache
+    keys on file name and text)."""
     import dataclasses
 
     import cupy
     from helpers.launch import launcher
-    spec = dataclasses.replace(entry(r), file="hopper_sm90a.cu") if old else entry(r)
+    from lab.labkit.rungs import RESEARCH_FILE
+    spec = dataclasses.replace(entry(r), file=RESEARCH_FILE) if old else entry(r)
     run, C, _ = launcher(spec, cupy.asarray(A), cupy.asarray(B), source=OLD if old else None)
     return run, C
 

@@ -7,9 +7,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 # Rungs 8-16 are one kernel file each in kernels/ since 2026-12-07, and so are rungs 17-26, 29 and 30 (later the same
-# day), without the build switches below, which kernels/hopper_sm90a.cu (rungs 27, 28, 31) has no more either; the
-# single templated file they were all built from (rungs 8-31 on ws_gemm, with the switches) is kept whole here, so
-# that a probe that sets a switch on any of rungs 8-31 still builds what it measured.
+# day), without the build switches below; the single templated file they were all built from (rungs 8-31 on ws_gemm,
+# with the switches) is kept whole here, so that a probe that sets a switch on any of rungs 8-31 still builds what it
+# measured. Rungs 27, 28 and 31 are always built from it (lab/labkit/rungs.py, RESEARCH_FILE).
 RESEARCH_FILE = ROOT / "lab" / "kernels" / "hopper_sm90a_research.cu"
 RESEARCH_SWITCHES = ("DESC_ADD", "TILE_ORDER", "WG_UNIFORM")
 

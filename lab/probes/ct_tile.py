@@ -1,5 +1,6 @@
 """A device probe (issue 25, session 22): rung 29, cuBLAS's orientation, before its first GPU run.
-Rung 29 (kernels/hopper_sm90a.cu, hopper_ct_tile; helpers.kernels.PENDING[29]) computes a 160 x 256 tile of C as its
+Rung 29 (hopper_ct_tile, then in the templated file lab/kernels/hopper_sm90a_research.cu keeps, and in
+helpers.kernels.PENDING[29]; kernels/hopper_rung29_sm90a.cu since 2026-12-07) computes a 160 x 256 tile of C as its
 transpose, D' = B^T A^T, so that 4 stages fit in shared memory (the tall-tile probe found a ring of 3 stages costing
 14-16%). Here:
 

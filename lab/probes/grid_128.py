@@ -9,7 +9,7 @@ rows, 4 units of 2 tile rows in clusters of 2, x 16 tile columns at 4096: 64 uni
    CUDA events, clocks) beside cuBLAS writing the rung's C type (helpers.cublas.same_c).
 
 With --switch NAME=V (session 20): instead of 128 CTAs, each rung as recorded and built with the NVRTC option -DNAME=V
-(a probe switch of kernels/hopper_sm90a.cu, e.g. DESC_ADD=1), checked and timed the same way; rows carry `switch`.
+(a research switch of lab/kernels/hopper_sm90a_research.cu, e.g. DESC_ADD=1), checked and timed the same way; rows carry `switch`.
 
     python3 lab/probes/grid_128.py OUT.json [--rounds N] [--sizes 4096,8192] [--switch NAME=V] [RUNG ...]
                                                                                         (a Hopper GPU; default 13 14)"""

@@ -1,4 +1,4 @@
-"""One GPU run for lesson 6's kernels (kernels/hopper_sm90a.cu): compile, check and time every rung next to
+"""One GPU run for lesson 6's kernels (kernels/hopper_rungNN_sm90a.cu): compile, check and time every rung next to
 cuBLAS FP16, each rung in its own child process, and say clearly what failed.
 
     python3 lab/probes/hopper_try.py OUT.json [--rungs 7 8 9 10 11 12 13] [--timeout 60] [--budget 330]

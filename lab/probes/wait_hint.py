@@ -14,7 +14,7 @@ group_m, cluster_m). With --order (session 25), GROUP_M 8 and 16 for the best ru
 there (lab/logs/ncu-targets-*), and a wave spanning 16 rows of A tiles and ~8 columns of B tiles holds fewer
 bytes of A and B than one of 8 x ~16 (a B tile's panel is twice an A tile's). Predicted before it ran: x1.005 at
 4096^3 (the knob sweeps' GROUP_M=16 rows: x1.001 to x1.012), x1.01 at 8192^3 (fewer DRAM bytes, less power under
-the cap). With --hilbert (session 31), the probe switch TILE_ORDER (kernels/hopper_sm90a.cu: the units along a
+the cap). With --hilbert (session 31), the probe switch TILE_ORDER (lab/kernels/hopper_sm90a_research.cu: the units along a
 Hilbert curve where their grid is square with a power-of-two side) for rungs 29 and 30 at 4096^3 and 8192^3, in 7
 rounds; its prediction is in the kernel's comment and lab/labkit/hopper.py's HILBERT_PREDICTED, its log
 lab/logs/hilbert-order-<gpu>.json (hopper.hilbert_rows). (--prefetch timed the probe switch L2_PREFETCH, the

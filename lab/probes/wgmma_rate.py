@@ -1,6 +1,6 @@
 """A device probe (issue 25): do the Tensor Cores keep up with rung 17's narrow wgmma?
 
-The kernels hopper_wgmma_rate_n64/n128/n256 (kernels/hopper_sm90a.cu) run K-tiles of four m64nNk16 k-steps from
+The kernels hopper_wgmma_rate_n64/n128/n256 (lab/kernels/hopper_sm90a_research.cu) run K-tiles of four m64nNk16 k-steps from
 shared memory (zeros), one block per SM, and count clocks: per K-tile in one SM, by the width N and by how many
 warpgroups issue at once, each with one group left in flight as the rungs' consumers keep it (and drained, for
 comparison). Stored as experiments.pipeline_apart.rates.
@@ -30,9 +30,10 @@ def rate_clocks(n: int, blocks: int, warpgroups: int, iters: int, depth: int):
 
     from helpers.compile import get_arch_kernel
     from helpers.device import require_gpu
+    from lab.labkit.rungs import RESEARCH_FILE
 
     gpu = require_gpu("wgmma rate")
-    kern = get_arch_kernel("hopper_sm90a.cu", f"hopper_wgmma_rate_n{n}", gpu.cc, check_empty=False)
+    kern = get_arch_kernel(RESEARCH_FILE, f"hopper_wgmma_rate_n{n}", gpu.cc, check_empty=False)
     clocks = cupy.zeros(blocks * warpgroups, dtype=cupy.int64)
     args = (clocks, cupy.int32(iters), cupy.int32(depth))
     kern((blocks,), (128 * warpgroups,), args, shared_mem=RATE_SMEM)        # warm-up

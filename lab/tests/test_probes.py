@@ -20,7 +20,8 @@ def test_there_are_probes():
                                         "wait_hint.py", "ncu_source.py", "ncu_row_alignment.py", "tile_n.py",
                                         "tall_tile.py", "ct_tile.py", "record_cost.py", "knob_rows.py", "fp8_energy.py",
                                         "hopper_try.py", "check_model_probe.py", "nvmath_fp8_probe.py",
-                                        "targets_elsewhere.py", "clean_rungs.py", "clean_fp8.py"}
+                                        "targets_elsewhere.py", "clean_rungs.py", "clean_fp8.py",
+                                        "hopper_lab_kernels.py"}
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.stem)

@@ -17,7 +17,9 @@ from helpers import kernels as K
 import labkit.rungs as LR
 
 ROOT = Path(__file__).resolve().parents[2]
-HOPPER_CU = ROOT / "kernels" / "hopper_sm90a.cu"
+# the file rungs 27, 28 and 31 are built from (LR.RESEARCH_FILE, relative to kernels/): the templated file rungs 8-31
+# were built from until 2026-12-07, frozen
+HOPPER_CU = (ROOT / "kernels" / LR.RESEARCH_FILE).resolve()
 HSRC = HOPPER_CU.read_text()
 
 
@@ -31,13 +33,14 @@ def _template_call(name, text=HSRC):
     return [x.strip() for x in call.split(",")]
 
 
-# the rungs' template calls, as they were before rungs 8-26, 29 and 30 got a file each in kernels/ (2026-12-07)
-RESEARCH_SRC = (ROOT / "lab" / "kernels" / "hopper_sm90a_research.cu").read_text()
 
 
 def test_the_rungs_outside_the_ladder_are_registered_for_the_probes():
     assert set(K.PENDING) == {27, 28, 31} and not set(K.PENDING) & set(K.ALL_RUNGS)
     assert all(K.rung_entry(k) == LR.PENDING[k] for k in (27, 28, 31))      # (lab.labkit.rungs registers them too)
+    assert HOPPER_CU == ROOT / "lab" / "kernels" / "hopper_sm90a_research.cu"
+    for k, r in LR.PENDING.items():                  # built from the lab's file, which defines each kernel
+        assert r.file == LR.RESEARCH_FILE and f'extern "C" __global__ void {r.name}(const' in HSRC, k
     assert helpers.launch.PER_SHAPE["tile"][1].__qualname__ == "tall_build"
 
 
@@ -57,22 +60,24 @@ def test_tall_choice_builds_the_256_row_tile_only_where_it_saves_a_tenth_of_the_
 
 
 def test_rungs_27_and_28_are_rung_14s_and_13s_template_call_with_the_tall_tile():
-    """Rungs 27-28's kernels pass TALL_M, TALL_N, TALL_STAGES as the template's block tile and stages, with rung 14's
-    (13's) C (ws_gemm, since 2026-12-07, keeps only rung 14's persistent grouped clusters of 2 with a TMA store, the
-    template arguments rung 14's (13's) call passed, as the research file shows), so TALL_M=128 TALL_N=256 (4 stages:
-    HSTAGES) is rung 14's (13's) kernel. The entry is the 256 x 152 build (A's box 256 rows)."""
+    """Rungs 27-28's kernels are rung 14's (13's) template call (persistent, grouped, clusters of 2, a TMA store; FP16
+    C for 27, FP32 for 28) with TALL_M, TALL_N, TALL_STAGES as the block tile and stages, whose defaults in ws_gemm are
+    HBM x HBN and HSTAGES: so TALL_M=128 TALL_N=256 (4 stages) is rung 14's (13's) kernel. The entry is the 256 x 152
+    build (A's box 256 rows)."""
+    assert "int BM = HBM, int BN = HBN, int STAGES = HSTAGES," in HSRC
+    assert (_hdefine("HBM"), _hdefine("HBN"), _hdefine("HSTAGES"), _hdefine("CLUSTER_M")) == (128, 256, 4, 2)
     for k, base in ((27, 14), (28, 13)):
         r, b = LR.PENDING[k], K.ALL_RUNGS[base]
         assert r.per_shape == "tile" and r.base == {27: 25, 28: 26}[k]
         assert (r.emulate, r.out_dtype, r.c_box, r.cluster) == (b.emulate, b.out_dtype, b.c_box, b.cluster)
         assert (r.block_tile, r.tma_boxes, r.dyn_smem) == ((256, 152), ((256, 64), (64, 64)), LR.tall_smem(152))
-        args, base_args = _template_call(r.name), _template_call(b.name, RESEARCH_SRC)
-        assert base_args[:4] == ["true", "ORDER_GROUPED", "CLUSTER_M", "true"] and _hdefine("CLUSTER_M") == 2
-        assert "constexpr int CLUSTER = 2, WAIT = MBAR_WAIT;" in HSRC
-        assert args == [{27: "true", 28: "false"}[k], "TALL_M", "TALL_N", "TALL_STAGES"]
-        assert (base_args + ["false"])[4] == args[0]
+        args, base_args = _template_call(r.name), _template_call(b.name)
+        assert base_args[:4] == ["true", "ORDER_GROUPED", "CLUSTER_M", "true"]
+        half = {27: "true", 28: "false"}[k]
+        assert (base_args + ["false"])[4] == half
+        assert args == ["true", "ORDER_GROUPED", "2", "true", half, "false", "false", "TALL_M", "TALL_N", "TALL_STAGES"]
         assert f"TALL_DIMS {r.name}(" in HSRC
-    assert _hdefine("HSTAGES") == 4 and "#define TALL_STAGES (TALL_M == 128 || TALL_N <= 128 ? 4 : 3)" in HSRC
+    assert "#define TALL_STAGES (TALL_M == 128 || TALL_N <= 128 ? 4 : 3)" in HSRC
 
 
 def test_build_for_rung_27_builds_the_tall_tile_where_tall_choice_takes_it(monkeypatch):
@@ -103,7 +108,8 @@ def test_tall_tile_compiles_at_its_widths_without_spills_or_serialized_wgmma(tmp
         pytest.skip("no nvcc on this machine")
     for width in (128, 152, 192):
         p = subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-o",
-                            str(tmp_path / "k.cubin"), "-Xptxas", "-v", f"-DTALL_N={width}", str(HOPPER_CU)],
+                            str(tmp_path / "k.cubin"), "-Xptxas", "-v", f"-I{ROOT / 'kernels'}", f"-DTALL_N={width}",
+                            str(HOPPER_CU)],
                            capture_output=True, text=True, timeout=300)
         out = p.stdout + p.stderr
         assert p.returncode == 0 and "performance loss" not in out.lower(), out
@@ -132,9 +138,9 @@ def test_rung_31_has_the_kernels_tile_and_its_reasoning_computed():
     assert _hdefine("CTN_M") == LR.CTN_M == 152 and half == 80 and half * 128 % 1024 == 0 and 2 * half <= K.CT_M
     assert (r.block_tile, r.tma_boxes, r.c_box) == ((152, 256), ((80, 64), (64, 64)), (8, 64))
     assert r.dyn_smem == r29.dyn_smem == K.ct_smem(160) and 152 % 32 and 152 % 8 == 0
-    call, call29 = _template_call(r.name), _template_call(r29.name, RESEARCH_SRC)   # rung 29 as ws_gemm built it
+    call, call29 = _template_call(r.name), _template_call(r29.name)                 # rung 29 as ws_gemm built it
     assert call29[7] == "CT_M" and call29[4] == call29[-1] == "true"                 # FP16 C, the C^T tile
-    assert call == ["true", "CTN_M", "HBN", "HSTAGES", "true", "true"]
+    assert call == call29[:7] + ["CTN_M"] + call29[8:] + ["true"]                    # ... CTN_M rows high, PAIR_N
     units = math.ceil(5000 / 152) * math.ceil(math.ceil(5000 / 256) / 2)
     assert (math.ceil(5000 / 152), math.ceil(5000 / 256), units, -(-units // 66)) == (33, 20, 330, 5)
     assert (f"{5 * 152 / 128:.2f}", f"{6.25 / (5 * 152 / 128):.2f}") == ("5.94", "1.05")
@@ -157,8 +163,8 @@ def test_rung_31s_pairs_along_n_cover_every_tile_and_row_once():
     from lab.probes.ct_tile import ODD
 
     flat = " ".join(HSRC.split())
-    for line in ("const int units_n = PAIR_N ? (tiles_n + 1) / 2 : tiles_n, units = units_m * units_n;",
-                 "tile_of<1>(tile, units_m, units_n, 0, tm, tn); tn = 2 * tn + (int)rank;",
+    for line in ("const int units_n = PAIR_N ? (tiles_n + 1) / 2 : tiles_n, part_units = units_m * units_n;",
+                 "tile_of<ORDER, 1>(tile, units_m, units_n, 0, tm, tn); tn = 2 * tn + (int)rank;",
                  "const int halves = PAIR_N && tm * BM + A_HALF >= M ? 1 : 2;", "if ((int)rank < halves)",
                  "if (b * SR + 8 * h8 < BM && tm * BM + b * SR + 8 * h8 < M)",
                  "const int nb = PAIR_N && tn * BN >= N ? 0 : b_boxes_in<BN>(tn, N);"):
@@ -240,8 +246,8 @@ def test_the_kernels_hilbert_unit_is_the_model(tmp_path):
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         pytest.skip("no host C++ compiler (g++) on this machine")
-    start = RESEARCH_SRC.index("__device__ __forceinline__ void hilbert_unit(")
-    body = RESEARCH_SRC[start:RESEARCH_SRC.index("\n}\n", start) + 3].replace("__device__ __forceinline__ ", "static ")
+    start = HSRC.index("__device__ __forceinline__ void hilbert_unit(")
+    body = HSRC[start:HSRC.index("\n}\n", start) + 3].replace("__device__ __forceinline__ ", "static ")
     prog = tmp_path / "h.cpp"
     prog.write_text(body + "#include <cstdio>\nint main() { for (int n = 16; n <= 32; n *= 2) for (int d = 0; "
                     "d < n * n; ++d) { int x, y; hilbert_unit(n, d, x, y); std::printf(\"%d %d %d %d\\n\", n, d, x, y); } }\n")
