@@ -134,7 +134,7 @@ def split_k_repeat(sizes, rung: int = 15) -> list[dict]:
 def test_split_k_is_correct_deterministic_and_resets_its_flags():
     r = HOPPER_RUNGS[15]
     _runnable(r)
-    out = isolate.run_isolated("tests.test_gpu_hopper:split_k_repeat", [list(s) for s in SPLIT_SIZES])
+    out = isolate.run_isolated("tests.gpu.test_gpu_hopper:split_k_repeat", [list(s) for s in SPLIT_SIZES])
     assert isinstance(out, list), out.get("error")
     assert [e["splits"] for e in out] == [5, 4, 2]
     for e in out:
@@ -150,7 +150,7 @@ TAIL_SIZES = [(5000, 5000, 5000), (264, 17152, 1000), (40, 24, 1000)]   # 9 part
 def test_tail_split_is_correct_deterministic_and_resets_its_flags():
     r = HOPPER_RUNGS[16]
     _runnable(r)
-    out = isolate.run_isolated("tests.test_gpu_hopper:split_k_repeat", [list(s) for s in TAIL_SIZES], 16)
+    out = isolate.run_isolated("tests.gpu.test_gpu_hopper:split_k_repeat", [list(s) for s in TAIL_SIZES], 16)
     assert isinstance(out, list), out.get("error")
     assert [e["splits"] for e in out] == [9, 2, 2]
     for e in out:
@@ -190,7 +190,7 @@ def test_rungs_25_and_26_build_per_shape(k):
 
     _runnable(rung_entry(k))
     shapes = [(1000, 1064, 1000), (4096, 4096, 4096), (5000, 5000, 5000), (7000, 7000, 7000)]
-    out = isolate.run_isolated("tests.test_gpu_hopper:_per_shape_grids", k, [list(s) for s in shapes], timeout=300)
+    out = isolate.run_isolated("tests.gpu.test_gpu_hopper:_per_shape_grids", k, [list(s) for s in shapes], timeout=300)
     assert isinstance(out, list), out
     quad, rows = out[0]["quad"], out[1:]
     assert all(x["passed"] and x["model"] == "identical" for x in rows), rows
@@ -213,7 +213,7 @@ def test_rungs_25_and_26_knobs_keep_or_force_the_cluster(k):
     n4, n5 = [4096] * 3, [5000] * 3
     got = {}
     for knobs, shapes in (({"STAGES": 3}, [n5, n4]), ({"CLUSTER_M": 4}, [n4]), ({"CLUSTER_M": 2}, [n5])):
-        out = isolate.run_isolated("tests.test_gpu_hopper:_per_shape_grids", k, shapes, knobs, timeout=300)
+        out = isolate.run_isolated("tests.gpu.test_gpu_hopper:_per_shape_grids", k, shapes, knobs, timeout=300)
         assert isinstance(out, list), out
         assert all(x["passed"] and x["model"] == "identical" for x in out[1:]), (knobs, out)
         got.update({(tuple(knobs.items()), x["shape"][0]): x["grid"][0] for x in out[1:]})
