@@ -4,11 +4,14 @@
 
 The sweep's checked and timed rows at each size, every registered experiment and two extras (an independent
 timer, the emulator's bit-for-bit match) go into ``results/<gpu-slug>.json`` with the GPU, versions and date.
+A record takes minutes; what it has measured is saved as it goes (``results/<gpu-slug>.partial.json``), and
+``--resume`` goes on from there after a run was stopped (Ctrl-C, a time limit).
 """
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import json
 import platform
 import sys
 import time
@@ -131,6 +134,28 @@ def update_experiments(gpu, names, out: Path) -> int:
     return 0
 
 
+PARTIAL = ".partial.json"      # a record in progress: results/<gpu>.partial.json (no lesson reads it)
+
+
+def resume_state(progress: Path, plan: dict) -> dict | None:
+    """The record in progress in `progress`, if it was started on this GPU with the same sizes, seed and experiments
+    (`plan`); else None (said why), and the record starts over."""
+    if not progress.exists():
+        print(f"nothing to resume: no {progress}; starting the record from the beginning", flush=True)
+        return None
+    try:
+        state = json.loads(progress.read_text())
+    except ValueError as exc:
+        print(f"{progress} is not readable JSON ({exc}); starting the record from the beginning", flush=True)
+        return None
+    differs = [k for k in plan if state.get(k) != plan[k]]
+    if differs:
+        print(f"{progress} was started with other settings ({', '.join(f'{k}={state.get(k)!r}' for k in differs)}); "
+              "starting the record from the beginning", flush=True)
+        return None
+    return state
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=None)
@@ -139,6 +164,9 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--only-experiments", nargs="*", default=None,
                     help="run only these experiments (default: all)")
+    ap.add_argument("--resume", action="store_true",
+                    help=f"go on with the record that a run stopped part way left in <out>/<gpu>{PARTIAL} "
+                         "(it is saved after the sizes and after each experiment)")
     ap.add_argument("--update-experiments", nargs="+", default=None, metavar="NAME",
                     help="run only these experiments (or extras: timing_agreement, emulator_probe) and add "
                          "them to this GPU's existing record, leaving its other measurements as they are "
@@ -153,23 +181,44 @@ def main(argv=None):
         return update_experiments(gpu, args.update_experiments, Path(args.out))
     sizes = args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     t0 = time.time()
-    rows = []
-    kept, note = cap_sizes(sizes, what="make record")
-    if note:
-        print(note, flush=True)
-    _, skipped = left_out(list(KERNELS) + list(BASELINES), gpu)
-    if skipped:
-        print(skipped, flush=True)
-    for i, n in enumerate(sizes):
-        if n not in kept:
-            continue
-        print(f"n = {n}", flush=True)
-        rows += measure_size(n, n, n, args.seed + i)
-        release()
-    extras = {name: fn() for name, fn in EXTRAS.items()}
-    experiments = {}
+    plan = {"gpu": gpu.name, "sizes": sizes, "seed": args.seed, "only_experiments": args.only_experiments}
+    progress = Path(args.out) / f"{gpu.slug}{PARTIAL}"
+    state = resume_state(progress, plan) if args.resume else None
+    if state is None:
+        state = {**plan, "rows": None, "extras": None, "experiments": {}, "seconds": 0.0}
+    else:
+        print(f"resuming {progress}: the sizes {'done' if state['rows'] is not None else 'to measure'}; "
+              f"experiments done: {', '.join(state['experiments']) or 'none'}", flush=True)
+    spent = state["seconds"]
+
+    def save():
+        """The record so far, in <gpu>.partial.json (replaced whole, never half-written): `--resume` goes on from it."""
+        state["seconds"] = round(spent + time.time() - t0, 1)
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        tmp = progress.with_name(progress.name + ".tmp")
+        tmp.write_text(json.dumps(state, indent=1) + "\n")
+        tmp.replace(progress)
+
+    if state["rows"] is None:
+        rows = []
+        kept, note = cap_sizes(sizes, what="make record")
+        if note:
+            print(note, flush=True)
+        _, skipped = left_out(list(KERNELS) + list(BASELINES), gpu)
+        if skipped:
+            print(skipped, flush=True)
+        for i, n in enumerate(sizes):
+            if n not in kept:
+                continue
+            print(f"n = {n}", flush=True)
+            rows += measure_size(n, n, n, args.seed + i)
+            release()
+        state["rows"], state["extras"] = rows, {name: fn() for name, fn in EXTRAS.items()}
+        save()
+    rows, extras, experiments = state["rows"], state["extras"], state["experiments"]
+    RECORDING.update(experiments)
     for name, fn in sorted(load_experiments().items()):
-        if args.only_experiments and name not in args.only_experiments:
+        if args.only_experiments and name not in args.only_experiments or name in experiments:
             continue
         if unsupported(name, gpu):
             print(f"{unsupported(name, gpu)}: not recorded here", flush=True)
@@ -178,6 +227,8 @@ def main(argv=None):
         print(f"experiment {name}", flush=True)
         experiments[name] = RECORDING[name] = fn()
         print(f"  done in {time.time() - t1:.1f} s", flush=True)
+        save()
+    experiments = {name: experiments[name] for name in sorted(experiments)}
     failed = [f"{r['kernel']}@{r['m']}" for r in rows if not r["passed"]]
     meta = {
         "schema": SCHEMA,
@@ -196,13 +247,14 @@ def main(argv=None):
                    "the float64 product of the FP32 inputs, rel_err_acc against the product of the "
                    "kernel's own (rounded) inputs"),
         "flush": DEFAULT_FLUSH,
-        "seconds": round(time.time() - t0, 1),
+        "seconds": round(spent + time.time() - t0, 1),
         "failed_checks": failed,
         "records": rows,
         "extras": extras,
         "experiments": experiments,
     }
     path = write_json(meta, gpu.slug, args.out)
+    progress.unlink(missing_ok=True)
     print(f"wrote {path} ({len(rows)} records, {meta['seconds']} s); failed checks: {failed or 'none'}")
     if path.stem != COURSE_RECORD:
         print(f"The lessons keep reading the course's record ({COURSE_RECORD}.json); `export COURSE_RECORD="

@@ -186,7 +186,7 @@ def write_json(data: dict, name: str, directory=None) -> Path:
 
 
 # results/*.json that are not measurement records: Nsight Compute counters and "What else was tried" rows
-NOT_RECORDS = ("ncu-*.json", "tried.json")
+NOT_RECORDS = ("ncu-*.json", "tried.json", "*.partial.json")     # (and a record in progress, helpers.record)
 
 
 def list_records(directory=None) -> list[Path]:

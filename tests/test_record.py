@@ -7,7 +7,7 @@ import types
 
 import numpy as np
 
-from helpers import clocks, record
+from helpers import clocks, record, results
 from helpers.timing import Timing
 
 CLOCKS = {"sm_mhz": 1980, "mem_mhz": 3201, "sm_mhz_min": 1980, "power_w": 420.0, "power_w_max": 421.0,
@@ -47,3 +47,65 @@ def test_timing_agreement_without_nvml_still_records(monkeypatch):
 
 def test_extras_can_be_updated_by_name():
     assert set(record.EXTRAS) == {"timing_agreement", "emulator_probe"}
+
+
+# --------------------------------------------------------------------------- a record stopped part way, resumed
+def _fake_record_run(monkeypatch, calls, stop_at=None):
+    """make record on a fake GPU: two sizes, two extras and three experiments that log their calls; the experiment
+    named `stop_at` interrupts the run as a timeout would."""
+    from helpers.device import GPUInfo
+
+    gpu = GPUInfo("Fake GPU", (9, 0), 132, 50 << 20, 80 << 30, None, "13.0", "13.0", "13.0", "14.0", None)
+    monkeypatch.setattr(record, "require_gpu", lambda what: gpu)
+    monkeypatch.setattr(record, "measure_size", lambda m, n, k, seed: calls.append(f"n={n}") or [
+        {"kernel": "k", "m": m, "n": n, "k": k, "dtype_in": "fp32", "acc": "fp32", "median_ms": 1.0, "tflops": 1.0,
+         "rel_err": 1e-7, "passed": True}])
+    monkeypatch.setattr(record, "cap_sizes", lambda sizes, what: (sizes, ""))
+    monkeypatch.setattr(record, "left_out", lambda names, gpu: ([], ""))
+    monkeypatch.setattr(record, "release", lambda: None)
+    monkeypatch.setitem(record.EXTRAS, "timing_agreement", lambda: calls.append("extra") or {"x": 1})
+    monkeypatch.setitem(record.EXTRAS, "emulator_probe", lambda: {"y": 2})
+
+    def exp(name):
+        def fn():
+            calls.append(name)
+            if name == stop_at:
+                raise KeyboardInterrupt
+            return {"seen": sorted(record.RECORDING)}       # what earlier experiments left for this one
+        return fn
+    monkeypatch.setattr(record, "load_experiments", lambda: {n: exp(n) for n in ("alpha", "beta", "gamma")})
+    monkeypatch.setattr(record, "unsupported", lambda name, gpu: None)
+    monkeypatch.setattr(record, "RECORDING", {})
+
+
+def test_a_record_stopped_part_way_resumes_where_it_stopped(tmp_path, monkeypatch):
+    import json
+
+    import pytest
+
+    calls = []
+    _fake_record_run(monkeypatch, calls, stop_at="beta")
+    with pytest.raises(KeyboardInterrupt):
+        record.main(["--sizes", "64", "128", "--out", str(tmp_path)])
+    assert calls == ["n=64", "n=128", "extra", "alpha", "beta"] and not (tmp_path / "fake-gpu.json").exists()
+    saved = json.loads((tmp_path / "fake-gpu.partial.json").read_text())
+    assert list(saved["experiments"]) == ["alpha"] and len(saved["rows"]) == 2
+    assert results.list_records(tmp_path) == []                      # a record in progress is no record
+
+    calls.clear()
+    _fake_record_run(monkeypatch, calls)
+    assert record.main(["--sizes", "64", "128", "--out", str(tmp_path), "--resume"]) == 0
+    assert calls == ["beta", "gamma"]                                # the sizes and alpha are not measured again
+    rec = record.load_record(tmp_path / "fake-gpu.json")
+    assert list(rec.meta["experiments"]) == ["alpha", "beta", "gamma"] and len(rec.rows) == 2
+    assert rec.meta["experiments"]["beta"] == {"seen": ["alpha"]}   # alpha's data reached beta, as in one run
+    assert not (tmp_path / "fake-gpu.partial.json").exists()
+
+    calls.clear()                                # other sizes than the saved run's: the record starts over
+    _fake_record_run(monkeypatch, calls, stop_at="beta")
+    with pytest.raises(KeyboardInterrupt):
+        record.main(["--sizes", "64", "--out", str(tmp_path)])
+    _fake_record_run(monkeypatch, calls)
+    calls.clear()
+    assert record.main(["--sizes", "64", "128", "--out", str(tmp_path), "--resume"]) == 0
+    assert calls[:3] == ["n=64", "n=128", "extra"]
