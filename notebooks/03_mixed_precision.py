@@ -256,8 +256,8 @@ helpers.display.table(verdicts, list(verdicts[0]), fmt={"tolerance": ".2e"})
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Speed against size
 #
-# Every variant at six sizes, each checked against float64 first: measured live on a GPU, the H200
-# record otherwise.
+# Every variant at six sizes, each checked against float64 first: measured live on a GPU (the cell takes
+# under a minute on an H100, longer on smaller GPUs), the H200 record otherwise.
 #
 # **Predict first.** The H200's datasheet gives its FP16 Tensor Cores the same peak with an FP16 or an
 # FP32 accumulator. At n = 4096, how fast is cuBLAS with an FP16 accumulator, as a multiple of cuBLAS
