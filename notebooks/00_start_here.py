@@ -82,7 +82,8 @@ else:
 # | 06 | Hopper at full speed | what takes a [`wgmma`](glossary.md#wgmma) kernel the rest of the way to cuBLAS on an H100/H200? |
 # | 07 | FP8 on Hopper | what do E4M3 and E5M2 hold, how few bits does Hopper's FP8 accumulator keep, and what does promotion cost? |
 #
-# The kernels live in `kernels/*.cu`, one file per lesson family. The notebooks call them through
+# The kernels live in `kernels/` (`*.cu`, with shared `*.cuh` headers): one file per lesson family, and one
+# per rung for lesson 06's Hopper rungs. The notebooks call them through
 # the small `helpers` package, so each code cell stays short. The course grew out of three source
 # articles; the appendix lists them. The [glossary](glossary.md) defines every term the lessons use in
 # a sentence or two; a lesson links a term there where it first uses it.
@@ -140,7 +141,7 @@ for chk in checks.values():     # backend-dependent digits: not compared by the 
     print(chk, end="\n\n")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The FP32 kernel's error (printed above) is a few units of FP32 rounding (unit roundoff 6e-8). The WMMA kernels' error is below FP16's unit roundoff (4.9e-4): almost all of it is the rounding of the inputs to FP16, not the accumulation.
+# The FP32 kernel's error (printed above) is a few units of FP32 rounding (unit roundoff $2^{-24}$). The WMMA kernels' error is below FP16's unit roundoff ($2^{-11}$): almost all of it is the rounding of the inputs to FP16, not the accumulation.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Where each tolerance comes from

@@ -129,7 +129,7 @@ helpers.display.table(rungs, ["rung", "kernel", "idea", "gain", "why", "cc"],
 # of many launches, the SM clock read meanwhile). It prints how long it will take first; elsewhere it
 # loads the H200's record. A gain is **as predicted** when the prediction lies inside the
 # [p10-p90](glossary.md#p10-p90) spread of both rungs' launches, **missed** outside it, **unresolved**
-# when that spread holds x1.00 too (drawn at the end of the lesson).
+# when that spread holds x1.00 too (drawn after rung 7).
 #
 # <details><summary>One check for every rung (click to open)</summary>
 #
@@ -187,7 +187,7 @@ print(L.rung_line(data, 1), source, sep="\n")
 #
 # 256 threads copy a $128 \times 32$ slice of A and a $32 \times 128$ slice of B into shared memory; then
 # 8 warps, $2 \times 4$, each multiply a $64 \times 32$ sub-tile from it: every A fragment used twice and
-# every B fragment four times. **Predicted: x3 over rung 1**: the blocks request 8x fewer bytes per FLOP
+# every B fragment four times. **Predicted: x3 over rung 1**: the blocks request far fewer bytes per FLOP
 # (above). Drawn from the kernel's own `#define`s (`kernels/ladder.cu`):
 
 # %% slideshow={"slide_type": "-"}
@@ -209,7 +209,8 @@ ex.reveal_gain(guess, 2)
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why** less: L2 serves far fewer bytes, but the warps still wait on global loads most, and new limits
 # came in: bank conflicts on the fragment loads (rung 3), 2-byte copies (rung 4), and no overlap of copies
-# and math (rung 5). Nsight Compute:
+# and math (rung 5). Nsight Compute (its [stall](glossary.md#stall) reasons and the
+# [Tensor pipe](glossary.md#tensor-pipe) are defined in Appendix D):
 
 # %% slideshow={"slide_type": "-"}
 print(helpers.wrap(L.counter_line(prof, 2)))
@@ -549,7 +550,7 @@ print(helpers.wrap("lesson 06 at 4096^3, each step over the one before: " + ", "
 #
 # A. The power cap · B. One check for every rung · C. The measurement in full · D. What the profiler
 # counted · E. The kernels · F. Registers and instructions · G. Rung 7's main loop ·
-# H. On older GPUs · I. The seed article's practical notes · J. Change a rung yourself
+# H. On older GPUs · I. Seed 001's practical notes · J. Change a rung yourself
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A. The power cap: why cuBLAS is slower at 8192
@@ -666,7 +667,8 @@ helpers.display.table(rows, ["rung", "model_gb", "l1_load_gb", "l2_read_gb", "dr
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - Rungs 2-4 move the model's bytes through L1; rungs 5-6 copy with `cp.async.cg`, which caches in L2
-#   only; rung 7's TMA copies bypass L1. From rung 2 on, DRAM reads barely change: L2 holds the rest.
+#   only (its sectors still pass through L1, which counts them, but do not stay there); rung 7's TMA copies
+#   bypass L1. From rung 2 on, DRAM reads barely change: L2 holds the rest.
 # - **Shared-store conflicts.** Rung 4 stores 16 bytes per thread, 8 lanes (128 bytes) per wavefront: into
 #   $A$'s 80-byte rows, bytes 128-143 fall on the banks of bytes 0-15: two wavefronts instead of one, for
 #   half of the copies.
@@ -783,7 +785,7 @@ for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("H200", (9, 0)), ("B20
                                      f"of {len(RUNGS)} rungs", *skipped])))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### I. The seed article's practical notes, checked
+# ### I. Seed 001's practical notes, checked
 #
 # **"Pad one extra row"** (在分配共享内存数组时多垫一行数据): an extra *row* leaves the row stride, and
 # every bank, unchanged; the padding goes at the end of *each row*. Its **prefetch into registers**:

@@ -23,8 +23,7 @@
 #
 # Lesson 5 ended at rung 7: `wgmma` fed by TMA through mbarriers. Here are nine more rungs, each adding
 # **one** idea, its gain predicted **before** it is measured, checked against float64 at sizes off its
-# tiles; change any and run it again. The last three compare like for like with cuBLAS and reach the
-# shapes a full-chip tiling misses.
+# tiles; change any and run it again. The last three reach the shapes a full-chip tiling misses.
 #
 # *No Hopper GPU? Every cell runs: the rungs' arithmetic is emulated with numpy, and the timings are
 # those recorded on an NVIDIA H200, labelled as such.*
@@ -67,7 +66,7 @@ else:
 # - K-major and MN-major operands, `wgmma`'s transpose bit;
 # - warp specialisation: producer and consumer warpgroups, `setmaxnreg`, a ring of mbarriers;
 # - a persistent grid, the tile order and L2; thread-block clusters and TMA multicast;
-# - an epilogue through shared memory and a TMA store, in FP32 and in FP16 (`stmatrix`);
+# - an [epilogue](glossary.md#epilogue) through shared memory and a TMA store, in FP32 and in FP16 (`stmatrix`);
 # - split-K, added up in a fixed order; comparing like for like;
 # - how to change a rung yourself (`helpers.try_kernel`, Appendix F).
 
@@ -147,11 +146,10 @@ helpers.display.table(rows, ["rung", "kernel", "idea", "gain"], ["rung", "kernel
 #
 # <details><summary>How the minute is estimated (click to open)</summary>
 #
-# From the time the whole ladder (24 rungs at two sizes) took on an H100: each rung runs in a child process
-# that starts CUDA, compiles its kernel, checks it and times it beside cuBLAS. A timing is at most 100 launches
-# of a few milliseconds at most, so most of a rung's share is the start, the compile and the checks; the live
-# run keeps 10 of the 24 rungs, so about 10 / 24 of that time, plus the extra shapes of rungs 15-16
-# (`H.LIVE_SECONDS` holds the estimate the cell prints). The first run on a machine compiles every kernel;
+# From the time this live run took in a run of the lesson on an H100 (`H.LIVE_SECONDS` holds the estimate
+# the cell prints, its comment the run): each rung runs in a child process that starts CUDA, compiles its
+# kernel, checks it and times it beside cuBLAS. A timing is at most 100 launches of a few milliseconds, so
+# most of a rung's share is the start, the compile and the checks. The first run on a machine compiles every kernel;
 # later runs read them from a disk cache. Appendix D's check compiles rungs 17-30 (under a minute the first
 # time) and Appendix F's `try_kernel` one variant.
 # </details>
@@ -226,7 +224,7 @@ guess = ...  # your speed-up of rung 9 over rung 8 at 4096^3, e.g. 1.2
 #
 # At launch, 384 threads under `__launch_bounds__(384, 1)` get at most 168 registers each. The producer gives
 # most back (`setmaxnreg.dec` to 40) and the consumers, which hold 128 FP32 accumulators each, take them
-# (`setmaxnreg.inc` to 232), inside the CTA's own pool (Appendix B draws it). The consumer keeps one wgmma group
+# (`setmaxnreg.inc` to 232), inside the [CTA](glossary.md#CTA)'s own pool (Appendix B draws it). The consumer keeps one wgmma group
 # in flight: after committing the group that reads K-tile kt, it waits until at most one group is pending
 # (`wgmma.wait_group 1`), i.e. until the group of K-tile kt-1 is done, and only then frees kt-1's stage. Every
 # warp's lane 0 arrives on empty[] (8 arrivals per stage), after its own wait.
@@ -252,9 +250,10 @@ tensor_busy(9)
 #
 # A **persistent grid** launches only as many CTAs as fit on the GPU at once (one per SM) and lets each loop
 # over tiles: CTA $c$ takes tiles $c$, $c + $ SMs, ... (the *tile scheduler*, `tile_of`). The producer runs
-# ahead into the next tile while the consumers store this one; the price: the last wave may be partly empty.
-# **Predicted: x1.04 over rung 9,** from fast.cu's worklog (an H100, BF16), which reports this step at
-# $8192^3$ as 635 to 658 TFLOP/s (+3.6%), with three consumer warpgroups and another tile shape.
+# ahead into the next tile while the consumers store this one; the price: the last [wave](glossary.md#wave)
+# may be partly empty. **Predicted: x1.04 over rung 9,** from fast.cu's worklog (P. Shankhdhar,
+# github.com/pranjalssh/fast.cu; an H100, BF16): this step at $8192^3$, 635 to 658 TFLOP/s (+3.6%), with
+# three consumer warpgroups and another tile shape.
 
 # %% slideshow={"slide_type": "-"}
 for M, N, K in H.TIMED[:4]:
@@ -521,9 +520,9 @@ fig = helpers.plots.predicted_vs_measured(H.prediction_points(hop), source=rec.l
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Like for like, at every shape
 #
-# Under the power cap the clock moves, so one cuBLAS timing can run slow. Experiment `hopper_targets` times
-# each goal's best rungs (17-30 included, Appendix D) and cuBLAS (same C) in turn, seven rounds; the median
-# round's ratio decides:
+# Under the power cap the clock moves, so one timing can run slow. Experiment `hopper_targets` times each
+# goal's best rungs (17-30 included, Appendix D) and cuBLAS (same C) in turn, seven rounds; the median round's
+# ratio decides:
 
 # %% slideshow={"slide_type": "-"}
 targets = rec.meta["experiments"]["hopper_targets"]
@@ -534,7 +533,7 @@ print(helpers.wrap(f"met {sum(r['met'] is True for r in h2h)} of {len(h2h)} goal
                    + "; ".join(f"{r['shape']} with {r['C']} C, by {r['short']:.3f}" for r in h2h if r["met"] is False)))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Misses this small are within what a second run moves (the lab times the goals again). At $8192^3$, under
+# One timing cannot resolve misses of a few percent (see the spreads at $8192^3$). At $8192^3$, under
 # the power cap, a GEMM's speed depended even on the values it multiplied (Appendix E): time kernels on the
 # same inputs, in the same run, with the clocks.
 
@@ -568,15 +567,15 @@ answer = 128 * 64 * 2 + 1 * 64 * 64 * 2
 ex.check_stage_bytes(answer, N=520, tn=2)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# 3. **Waves.** How many waves of 132 CTAs does the persistent grid need at $n = 6144$?
+# 3. **Waves.** How many waves of 132 CTAs does the persistent grid need at $n = 5120$?
 
 # %% slideshow={"slide_type": "-"}
 answer = ...
-ex.check_waves(answer, n=6144)
+ex.check_waves(answer, n=5120)
 
 # %% slideshow={"slide_type": "-"} tags=["solution"]
-answer = -(-(6144 // 128) * (6144 // 256) // 132)
-ex.check_waves(answer, n=6144)
+answer = -(-(5120 // 128) * (5120 // 256) // 132)
+ex.check_waves(answer, n=5120)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # 4. **Edit the ring.** Predict how fast rung 11 runs with a ring of **2** stages, as a fraction of
@@ -601,7 +600,7 @@ ex.check_ring_edit(prediction, edit)
 #
 # - Reading B as stored and warp specialisation (a producer, consumers, a ring of mbarriers waited by phase
 #   parity) were the big steps; a persistent grid, a grouped tile order and clusters changed little at
-#   $4096^3$: fewer bytes requested, no fewer L2 sectors read.
+#   $4096^3$ (the grouped order read fewer L2 sectors; clusters, fewer bytes requested).
 # - A TMA store takes the epilogue off the warps; `stmatrix` writes FP16 C.
 # - Split-K feeds idle SMs from K, for a whole product or its last wave; parts added in a fixed order keep C
 #   the same at every launch. Where a row starts matters too (at $5000^3$, one shape, one GPU).
@@ -613,8 +612,8 @@ ex.check_ring_edit(prediction, edit)
 # The kernels' own lines (kernels/hopper_rung08_sm90a.cu to hopper_rung30_sm90a.cu, one rung each). The
 # one-instruction building blocks they share with lesson 7's FP8 kernels (the mbarrier wait that traps instead
 # of hanging, the TMA load, wgmma's fence / commit / wait, `setmaxnreg`) are in kernels/hopper_primitives.cuh;
-# the wgmma descriptors and instruction, `stmatrix` and the FP16 pack that only the rungs use, in
-# kernels/hopper_wgmma.cuh.
+# the wgmma descriptors (lesson 7's FP8 kernels use them too, through kernels/fp8_wgmma.cuh), the FP16 wgmma
+# instruction, `stmatrix` and the FP16 pack, in kernels/hopper_wgmma.cuh.
 
 # %% slideshow={"slide_type": "-"}
 from helpers.display import kernel_source, show_kernel
@@ -761,7 +760,8 @@ for name, cc in [("Tesla T4", (7, 5)), ("A100", (8, 0)), ("L40S", (8, 9)), ("H20
 #
 # Each adds one idea where rungs 8-16 fall short (128 rows, sizes off the tile grid): a $64 \times 128$ tile,
 # [descriptors](glossary.md#descriptor) built once (17-24), clusters of 4 (25-26), cuBLAS's $C^T$ orientation
-# (29-30); each even rung writes FP32 C. The last column: where each was the best rung, like for like.
+# (29-30); each even rung writes FP32 C (27-28, a 256-row tile, measured slower and stayed in the lab:
+# Appendix G). The last column: where each was the best rung, like for like.
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.table(LL.later_rungs(exps["hopper_targets"]), ["rung", "kernel", "adds", "C", "best_at"],
@@ -832,7 +832,7 @@ helpers.display.table(H.alignment_rows(ts["row_alignment"]), ["row_bytes", "sect
 #
 # At $8192^3$, under the power cap, a GEMM's speed depended on the values it multiplied. Experiment
 # `input_values` times cuBLAS (both C types) and rungs 13 and 14 at $8192^3$ on four kinds of FP16
-# inputs, each kernel twice, in turn, clock and throttle reasons beside each timing:
+# inputs, each kernel twice, in turn, the SM clock beside each timing:
 
 # %% slideshow={"slide_type": "-"}
 iv = rec.meta["experiments"]["input_values"]
@@ -840,11 +840,13 @@ rows = [dict(r, what=LL.INPUT_KINDS[r["inputs"]], clock="{}-{} MHz".format(*r["s
 cols = ["what", "cublas_fp16", "rung 14", "cublas_fp16_f32c", "rung 13", "rung 14 / cuBLAS same C",
         "rung 13 / cuBLAS same C", "clock"]
 heads = ["inputs", "cuBLAS FP16 C", "rung 14", "cuBLAS FP32 C", "rung 13", "14 / cuBLAS", "13 / cuBLAS", "SM clock"]
-helpers.display.table(rows, cols, heads, dict.fromkeys(cols[1:5], ".0f") | dict.fromkeys(cols[5:7], ".2f"))
+display(helpers.display.table(rows, cols, heads, dict.fromkeys(cols[1:5], ".0f") | dict.fromkeys(cols[5:7], ".2f")))
+capped = sum("sw power cap" in r["throttle"] for r in iv)
+print(f"timings during which NVML reported the software power cap throttling the clock: {capped} of {len(iv)}")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# NVML reported the software power cap throttling the clock during most of these timings, and the clock
-# was higher with E4M3-valued and zero inputs (why the power differs is not measured here).
+# The power cap throttled the clock during most of these timings (printed above), and the clock was higher
+# with E4M3-valued and zero inputs (why the power differs is not measured here).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What the counters say
@@ -875,7 +877,7 @@ for shape in ((5000,) * 3, (128, 8192, 8192)):
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # At 128 rows rung 15 keeps 128 SMs at work, but their Tensor Cores and DRAM run well below peak; the top
 # stall (`long_scoreboard`) does not tell stage waits from loads of the parts' sums. cuBLAS splits nothing at
-# 128 rows; rungs 17-24 copy its kernel.
+# 128 rows (the kernel names it runs per shape: `lab/probes/cublas_kernels.py`); rungs 17-24 copy its tile.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix F: change a rung yourself
@@ -908,7 +910,8 @@ print(f"rung 12 with CLUSTER_M=1: {k1['tflops']:.0f} TFLOP/s at {k1['sm_mhz']} M
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix G: what else was tried
 #
-# Each idea predicted, checked and timed on the H200 beside the kernel without it (ratio: with over without);
+# Each idea checked and timed on the H200 beside the kernel without it (ratio: with over without), predicted
+# where a prediction was written first;
 # the probes are in the lab (`lab/notebooks/06_hopper_research.py`).
 
 # %% slideshow={"slide_type": "-"}

@@ -63,7 +63,8 @@ else:
           "the kernel:", "pip install -e /path/to/a/clone/of/the/course")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The first half needs no GPU: formats, conversion and scaling, every number from ml_dtypes.
+# The first half needs no GPU: formats, conversion and scaling, computed with numpy and ml_dtypes (one table
+# shows the H200's recorded conversions).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What you will learn
@@ -257,7 +258,7 @@ helpers.display.table(report, ["format", "scheme", "scales", "flushed to zero", 
 # - **E4M3, per tensor**: the outliers set the scale: thousands of values become 0, a quarter turn
 #   subnormal, and no 1x128 tile keeps all of its values to $u$.
 # - **1x128 tiles**: nearly every tile keeps its values within $u$ (next slide: the few that do not);
-#   128x128 blocks sit in between: here most blocks hold an outlier.
+#   128x128 blocks sit in between.
 # - The **matrix error** hardly moves: the large values dominate a norm.
 # - **E5M2** has the range even per tensor, at twice E4M3's $u$ on every value.
 
@@ -342,7 +343,7 @@ for label, (ga, gb) in {"per tensor": (None, None), "1x128 tiles, 128x128 blocks
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## An FP8 GEMM on the H200
 #
-# Two kernels multiply E4M3 matrices here, both with an FP32 result:
+# Three kernels multiply E4M3 matrices here, all with an FP32 result:
 #
 # - `fp8_mma_sync` (kernels/fp8.cu): one `mma.sync.m16n8k32.e4m3` per 32 products, from sm_89; slow
 #   (no shared memory, no reuse).
@@ -362,7 +363,8 @@ for kernel in ["fp8_mma_sync", "fp8_wgmma", "fp8_promote_128"]:
     print(f"{kernel:16s} {where}\n" + helpers.wrap(f"    {fp8x.check_fp8(kernel, C, A, B).verdict()}"))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Without an H200 this runs the CPU models, and the verdict says the model was compared with itself.
+# Without an H200 this runs the CPU models (the line above each verdict says so), so the model is compared
+# with itself.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## How many bits does the accumulator keep?
@@ -380,8 +382,8 @@ print(helpers.wrap(f"bits kept next to the large term: wgmma {fp8x.bits_kept(dat
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # `wgmma` keeps **14 bits** counted from the leading bit of the largest term (that bit and the 13
-# below it: $2^{16}$ keeps $2^{3}$ and drops $2^{2}$), and drops the rest (the `gap_neg_frac` probes
-# show it cuts toward zero). DeepSeek-V3's report says "around 14 bits": it is exactly 14 on the H200.
+# below it: $2^{16}$ keeps $2^{3}$ and drops $2^{2}$), and drops the rest (toward zero: the record's
+# probes with a negative small term, `fp8x.gap_rows(data, "gap_neg_frac")`, show it). DeepSeek-V3's report says "around 14 bits": it is exactly 14 on the H200.
 # `mma.sync` keeps everything an FP32 result can show.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
@@ -525,7 +527,9 @@ ex.reveal_fp8_speed(guess)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # TFLOP/s on the H200 (cold L2, CUDA events, five alternating rounds, the median round), each result
-# checked first, beside cuBLASLt's FP8 GEMM and the datasheet's dense FP8 peak (and the clock it assumes):
+# checked first, beside cuBLASLt's FP8 GEMM and the datasheet's dense FP8 peak (and the clock it assumes).
+# The kernels not introduced yet are Appendix H's; every kernel, cuBLAS FP16 included, multiplies the same
+# E4M3-valued inputs, which cuBLAS FP16 runs faster than lesson 05's N(0,1) ones (lesson 06, Appendix E):
 
 # %% slideshow={"slide_type": "-"}
 peak = helpers.device.peaks_for(rec.gpu_name).fp8
@@ -565,7 +569,8 @@ helpers.display.table(fp8x.period_rows(data), ["n", "kernel", "build", "tflops",
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Yet removing only that wait (`F8_PERIOD=1`) ran no faster. The default, `F8_PERIOD=2`, still waits at every
 # K-tile but releases each shared-memory stage at once, a K-tile sooner, and adds only at a period's end: faster
-# at $4096^3$, and at $8192^3$ for `_512` only (both in Appendix H):
+# at $4096^3$, and at $8192^3$ for `_512` only (both in Appendix H; compare the ratios, not the TFLOP/s columns:
+# each build ran at its own clocks):
 
 # %% slideshow={"slide_type": "-"}
 import textwrap
@@ -603,16 +608,16 @@ helpers.display.table(fp8x.try_period(builds=(0, 2)), ["build", "check", "tflops
 # ## Exercises
 #
 # 1. **E4M3's largest number.** Its bits are `0.1111.110` and its exponent bias is 7. What is it?
-# 2. **Overflow.** What does 500 become in E4M3 with numpy's cast, and with the GPU's `cvt.rn.satfinite`?
+# 2. **Overflow.** What does -600 become in E4M3 with numpy's cast, and with the GPU's `cvt.rn.satfinite`?
 #    (Answer with a number, `float("nan")` or `float("inf")`.)
 
 # %% slideshow={"slide_type": "-"}
 answer = ...            # E4M3's largest number
 ex.check_e4m3_max(answer)
-answer = ...            # 500 through numpy's cast
-ex.check_cast(answer, value=500.0, fmt="fp8_e4m3", saturate=False)
-answer = ...            # 500 through cvt.rn.satfinite
-ex.check_cast(answer, value=500.0, fmt="fp8_e4m3", saturate=True)
+answer = ...            # -600 through numpy's cast
+ex.check_cast(answer, value=-600.0, fmt="fp8_e4m3", saturate=False)
+answer = ...            # -600 through cvt.rn.satfinite
+ex.check_cast(answer, value=-600.0, fmt="fp8_e4m3", saturate=True)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # 3. **Scale and loss.** A tensor's largest magnitude is $10^4$. Which scale does per-tensor scaling
@@ -657,8 +662,8 @@ ex.check_promotion_run(C6, nc, A6, B6)
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution"]
 answer = (1 + 6 / 8) * 2.0 ** (15 - 7)
 ex.check_e4m3_max(answer)
-ex.check_cast(float("nan"), value=500.0, fmt="fp8_e4m3", saturate=False)
-ex.check_cast(448.0, value=500.0, fmt="fp8_e4m3", saturate=True)
+ex.check_cast(float("nan"), value=-600.0, fmt="fp8_e4m3", saturate=False)
+ex.check_cast(-448.0, value=-600.0, fmt="fp8_e4m3", saturate=True)
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution"]
 scale = 448 / 1e4
@@ -810,7 +815,8 @@ helpers.display.table(rej, ["C", "bound alone", "whole check"], ["C at " + rej[0
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # One element one unit up stays inside the bound: only the model, bit for bit, catches it. The bound grows with
 # K: each of K products can be cut by up to $u = 2^{-13}$ of the running sum, so the bound on all the cuts,
-# $Ku / (1 - Ku)$, is 1 at $K = 2^{12}$ and infinite at $K = 2^{13}$:
+# $Ku / (1 - Ku)$, is 1 at $K = 2^{12}$ (a little more with the inputs' rounding, below) and infinite at
+# $K = 2^{13}$:
 
 # %% slideshow={"slide_type": "-"}
 for K in (300, 4096, 8192):
@@ -828,7 +834,8 @@ for K in (300, 4096, 8192):
 #   "Does FP8 train?"). Micikevicius et al. (arXiv:2209.05433) matched 16-bit training with unchanged
 #   hyperparameters, in simulated FP8 (values clipped to FP8, arithmetic in FP16 or BF16; their sec. 4);
 #   DeepSeek-V3 (arXiv:2412.19437, sec. 3.3 and appendix B.1) compared FP8 with BF16 training at about 16B and
-#   230B parameters, with a relative loss error below 0.25%. Lesson 03's misconception 8 points here.
+#   230B parameters, with a relative loss error below 0.25%. Lesson 03's "A common claim" box on the slide
+#   "Where mixed precision is used" points here.
 # - "Tensor Cores accumulate FP8 products in FP32": on the H200 `wgmma` keeps 14 significant bits, measured
 #   here bit for bit; the FP32 register is a container, not the precision.
 # - "mma.sync with FP8 inputs uses FP8 Tensor Cores": on Hopper it is FP16 `HMMA` after a conversion.
@@ -842,8 +849,8 @@ for K in (300, 4096, 8192):
 # ## Appendix H: what else was tried
 #
 # Two more of the course's FP8 kernels, `fp8_wgmma_store` (no promotion) and `fp8_promote_2acc_lean` (promotion
-# every 128 products, overlapped), came out of a race with cuBLASLt's FP8 GEMM. Most ideas were predicted before they ran; each was
-# timed beside the build it changes (in alternating rounds: the median of the round-by-round ratios):
+# every 128 products, overlapped), aim at cuBLASLt's FP8 speed. Each idea was timed beside the build it changes
+# (in alternating rounds: the median of the round-by-round ratios):
 
 # %% slideshow={"slide_type": "-"}
 helpers.display.tried_table("07")

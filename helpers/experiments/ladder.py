@@ -273,7 +273,7 @@ MISS_NOTES = {
     6: {"better": "the WMMA loads from shared memory were the limit: ldmatrix.x4 issues a quarter of the "
                   "instructions and the compiler schedules the mma.sync freely.",
         "worse": "WMMA already compiles to ldmatrix and HMMA.16816 on sm_90, so there was little to gain; the "
-                 "profiler (next slide) finds the Tensor Cores no busier and fixed-latency waits the top stall. "
+                 "profiler (Appendix D) finds the Tensor Cores no busier and fixed-latency waits the top stall. "
                  "What limits rung 6 was not measured: no mma.sync rate is in the record."},
     7: {"better": "wgmma reads A and B from shared memory with no fragment loads, and the larger tile and the copy "
                   "engine removed most of the remaining load work from the SM.",

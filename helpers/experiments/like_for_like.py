@@ -185,7 +185,7 @@ def head_to_head_by_gpu_table(records):
 # --------------------------------------------------------------------------- experiment input_values
 INPUT_KINDS = {"normal": "N(0,1), rounded to FP16 (every other timing in the course)",
                "uniform": "U(-1,1), rounded to FP16",
-               "e4m3": "N(0,1) rounded to E4M3, then held as FP16 (lesson 7's inputs: 3 significand bits)",
+               "e4m3": "N(0,1) rounded to E4M3, then held as FP16 (lesson 7's inputs: 3 fraction bits)",
                "zeros": "all zeros"}
 INPUT_RUNGS = (13, 14)                     # the fastest FP32-C and FP16-C rungs where the chip is full
 
