@@ -19,7 +19,7 @@ for tool in memcheck racecheck synccheck; do
   for probe in "clean_rungs.py sanitize $RUNGS" "clean_fp8.py sanitize"; do
     log="$OUT/clean_sanitize_${tool}_${probe%%.py*}.log"
     "$CS" --tool "$tool" --print-limit 20 --report-api-errors no python3 lab/probes/$probe > "$log" 2>&1 || fail=1
-    echo "$tool ${probe%% *}: $(grep -c '@@case.*PASS' "$log") passed; $(grep 'ERROR SUMMARY' "$log")" | tee -a "$OUT/clean_files.txt"
+    echo "$tool ${probe%% *}: $(grep -c '@@case.*PASS' "$log") passed; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log")" | tee -a "$OUT/clean_files.txt"
   done
 done
 for probe in "clean_rungs.py time $RUNGS" "clean_fp8.py time"; do
