@@ -21,11 +21,10 @@
 # # Tensor Cores, WMMA and mixed precision
 # ## 07 · FP8 on Hopper, measured rather than assumed
 #
-# On the datasheet, Hopper's Tensor Cores multiply 8-bit floats at twice the FP16 rate (how fast they ran
-# is yours to guess, then see). FP8 comes in two
-# formats that split eight bits differently between range and precision, a conversion must decide what
-# to do with numbers too large to fit, and data must be scaled into the narrow window. This lesson takes
-# each apart with numpy before the GPU multiplies anything.
+# On the datasheet, Hopper's Tensor Cores multiply 8-bit floats at twice the FP16 rate (how fast they run:
+# your guess first). FP8 comes in two formats that split eight bits differently between range and
+# precision, a conversion must decide what to do with numbers too large to fit, and data must be scaled
+# into the narrow window. This lesson takes each apart with numpy first.
 #
 # *No GPU? Every cell runs: the formats come from `ml_dtypes`, and GPU numbers are the ones recorded
 # on an NVIDIA H200, labelled as such.*
@@ -63,17 +62,17 @@ else:
           "the kernel:", "pip install -e /path/to/a/clone/of/the/course")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The first half needs no GPU: formats, conversion and scaling, computed with numpy and ml_dtypes (one table
-# shows the H200's recorded conversions).
+# The first half needs no GPU: formats, conversion and scaling, with numpy and ml_dtypes (and the H200's
+# recorded conversions).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What you will learn
 #
 # - read E4M3 and E5M2 from their bits: range, unit roundoff, subnormals, special values;
 # - what a conversion does with a number too large for it, in numpy and on the GPU;
-# - why FP8 data is scaled, and why 1x128 tiles keep the small values per-tensor scales lose;
+# - why FP8 data is scaled, and why 1x128 tiles keep small values that per-tensor scales lose;
 # - why such scales force the sum out of the Tensor Core: promotion to FP32 every $N_C$ products;
-# - what is known about training with FP8.
+# - what is known of FP8 training.
 
 # %% slideshow={"slide_type": "-"}
 import numpy as np
@@ -215,10 +214,10 @@ fig = helpers.plots.fp8_overflow()
 # ## Scaling: moving the data into the window
 #
 # E4M3 spans under 18 powers of two, subnormals included (the binades column above). Values of order
-# $10^{-3}$ (gradients often are), cast as they are, land among the subnormals or on zero. The remedy
+# $10^{-3}$ (gradients often are), cast as is, land among the subnormals or on zero. The remedy
 # is a **scale**: multiply by $s = \text{max} / \text{amax}$ before the cast, so that the largest
-# magnitude (amax) lands on 448, and divide by $s$ afterwards (a GEMM multiplies its result by $1/s$ of
-# each operand).
+# magnitude (amax) lands on 448, and divide by $s$ afterwards (a GEMM scales its result by each operand's
+# $1/s$).
 
 # %% slideshow={"slide_type": "-"}
 g = 1e-3 * helpers.random_matrix(256, 1024, seed=3, dtype=np.float64)   # small values, like gradients
@@ -305,8 +304,8 @@ fig = helpers.plots.fp8_error_vs_magnitude(X)
 #
 # $$C_{ij} = \sum_{g} \frac{1}{s^A_{i,g}\, s^B_{g,j}} \sum_{k \in g} q^A_{ik}\, q^B_{kj}$$
 #
-# A Tensor Core computes the inner sum; FP8 `wgmma` cannot apply the factor, which changes from group to
-# group, so each group's partial sum leaves the accumulator to be scaled and added in FP32 (DeepSeek-V3:
+# A Tensor Core computes the inner sum; FP8 `wgmma` cannot apply the factor, which changes per group, so
+# each group's partial sum leaves the accumulator to be scaled and added in FP32 (DeepSeek-V3:
 # every $N_C = 128$ elements, 4 `wgmma`s). `fp8.grouped_matmul` is that sum, exactly (float64):
 
 # %% slideshow={"slide_type": "-"}
@@ -334,7 +333,7 @@ for label, (ga, gb) in {"per tensor": (None, None), "1x128 tiles, 128x128 blocks
 #
 # - **FP8 formats train.** Micikevicius et al. trained CNNs, RNNs and Transformers up to 175B parameters
 #   with every GEMM input rounded to FP8 (E4M3 forward, E5M2 gradients, per-tensor scales), matching
-#   16-bit training, in simulated arithmetic (FP8 values, 16-bit math).
+#   16-bit training in simulation (FP8 values, 16-bit math).
 # - **FP8 GEMMs train a frontier model.** DeepSeek-V3 (sec. 3.3) was pre-trained with FP8 GEMMs on H800
 #   GPUs: E4M3 everywhere, 1x128 / 128x128 scales, FP32 promotion every 128 elements.
 # - **Where the claim has a point**: FP8 needs scales and a wide accumulator, and DeepSeek-V3 keeps the
@@ -363,8 +362,7 @@ for kernel in ["fp8_mma_sync", "fp8_wgmma", "fp8_promote_128"]:
     print(f"{kernel:16s} {where}\n" + helpers.wrap(f"    {fp8x.check_fp8(kernel, C, A, B).verdict()}"))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Without an H200 this runs the CPU models (the line above each verdict says so), so the model is compared
-# with itself.
+# Without an H200 this runs the CPU models, so each verdict compares the model with itself.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## How many bits does the accumulator keep?
@@ -528,8 +526,8 @@ ex.reveal_fp8_speed(guess)
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # TFLOP/s on the H200 (cold L2, CUDA events, five alternating rounds, the median round), each result
 # checked first, beside cuBLASLt's FP8 GEMM and the datasheet's dense FP8 peak (and the clock it assumes).
-# The kernels not introduced yet are Appendix H's; every kernel, cuBLAS FP16 included, multiplies the same
-# E4M3-valued inputs, which cuBLAS FP16 runs faster than lesson 05's N(0,1) ones (lesson 06, Appendix E):
+# Kernels not introduced yet are Appendix H's. All multiply E4M3-valued inputs, which cuBLAS FP16 runs faster
+# than N(0,1) ones (lesson 06, Appendix E):
 
 # %% slideshow={"slide_type": "-"}
 peak = helpers.device.peaks_for(rec.gpu_name).fp8
@@ -569,8 +567,7 @@ helpers.display.table(fp8x.period_rows(data), ["n", "kernel", "build", "tflops",
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Yet removing only that wait (`F8_PERIOD=1`) ran no faster. The default, `F8_PERIOD=2`, still waits at every
 # K-tile but releases each shared-memory stage at once, a K-tile sooner, and adds only at a period's end: faster
-# at $4096^3$, and at $8192^3$ for `_512` only (both in Appendix H; compare the ratios, not the TFLOP/s columns:
-# each build ran at its own clocks):
+# at $4096^3$, and at $8192^3$ for `_512` only (Appendix H; compare ratios: each build ran at its own clocks):
 
 # %% slideshow={"slide_type": "-"}
 import textwrap
@@ -596,13 +593,12 @@ helpers.display.table(fp8x.try_period(builds=(0, 2)), ["build", "check", "tflops
 # - **Overflow**: numpy makes NaN (E4M3) or inf (E5M2); the GPU's `cvt.rn.satfinite` makes $\pm$max.
 #   A reference must convert the way the kernel does.
 # - **Scaling**, $s = \text{max}/\text{amax}$: one scale per tensor lets a few outliers push the small
-#   values to zero; one per 1x128 tile keeps them (128x128 blocks, DeepSeek-V3's for weights, lost over
-#   two thirds as many here), and every 128-element partial sum must then leave the Tensor Core to be
-#   scaled. FP8 trains this way, not everywhere in a model.
+#   values to zero; one per 1x128 tile keeps them (128x128 blocks lost over two thirds as many here), and
+#   every 128-element partial sum must then leave the Tensor Core to be scaled.
 # - On the H200, FP8 `wgmma` adds blocks of 32 products and keeps 14 significant bits, cut toward zero
 #   (a CPU model reproduces it bit for bit); `mma.sync` with FP8 inputs runs as FP16 `HMMA`.
-# - Promotion to FP32 every N_C products bounds the error, at a speed cost measured here. ptxas's C7517
-#   was a clue, not the cause.
+# - Promotion to FP32 every N_C products bounds the error, at a measured speed cost; ptxas's C7517 was a
+#   clue, not the cause.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
