@@ -266,8 +266,9 @@ for n in (1000, 1024):
     print(f"n={n}: the lines of A[row][k] for a block's 16 rows fill {len(slots)} of the 32 line slots of a 4 KiB window")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# The gaps are far wider than the spread of the timings, at the same clock, and the slow sizes are
-# the ones whose rows are a power of two of bytes. A cache picks the set of a line, and the memory
+# The gaps are far wider than the spread of the timings, at the same clock; here the slow sizes have rows
+# of a power of two of bytes (appendix A: 768 and 1536 are slow too: what matters is how many low
+# address bits the rows share). A cache picks the set of a line, and the memory
 # system its L2 slice, from bits of its address.
 # With 4096-byte rows, the addresses a block's warps read at one $k$ (rows of $A$) and over successive
 # $k$ (rows of $B$) share their low 12 bits (one line slot of 32, the last line above), so they crowd
@@ -428,15 +429,14 @@ ex.reveal_shape_slowdown(guess)        # the H200 record's answer
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **What it shows.** At these two power-of-two sizes, every shape whose warps touch 3 or more lines
 # per step (16 x 16, 8 x 32, 4 x 64, 1 x 256) runs at almost exactly **one cache line per SM per
-# clock** (last column, at the SM clock recorded beside each timing): the time is the line count, over the whole range of speeds
-# printed under the table. The data agree with a load path that looks up one 128-byte line per clock
+# clock** (last column, at the SM clock recorded beside each timing): the time is the line count. The data agree with a load path that looks up one 128-byte line per clock
 # per SM, and not with the 32-byte sectors (they would make 32 x 8 slower than 16 x 16, and 8 x 32
 # only 5/4 as slow). The shapes with 2 lines per step do beat 16 x 16, as predicted, but stay below one line per clock:
-# there another limit takes over, which this experiment does not identify. The line count is the
-# footprint model's; what the profiler counted comes next.
+# there another limit takes over, which this experiment does not identify. The profiler's counts come
+# next.
 #
 # For the 16 x 16 shape used so far that rate means 32 FMAs = 64 FLOPs per 3 lines: 64/3 FLOP per SM
-# per clock, a twelfth of the 256 the FP32 lanes could do. It is the rate seen at power-of-two
+# per clock, a twelfth of the 256 the FP32 lanes could do (128 lanes x 2 FLOP: the H100 whitepaper). It is the rate seen at power-of-two
 # strides, not a hard limit: at 1000 and 3000 the H200 runs faster (appendix "Claims checked").
 
 # %% [markdown] slideshow={"slide_type": "notes"}

@@ -73,8 +73,8 @@ else:
 # - what the compiler makes of `mma_sync` on its way from CUDA C++ to **[PTX](glossary.md#PTX)** (a virtual
 #   instruction set; `wmma.mma.sync`) and from PTX to **[SASS](glossary.md#SASS)** (the GPU's machine code,
 #   made by the assembler [`ptxas`](glossary.md#ptxas); [`HMMA.16816`](glossary.md#HMMA));
-# - how fast and how accurate the naive kernel is against the FP32 baseline and cuBLAS, and why;
-# - what goes wrong with sizes that are not multiples of 16, and how padding fixes it.
+# - the naive kernel's speed and accuracy against the FP32 baseline and cuBLAS, and why;
+# - what goes wrong at sizes that are not multiples of 16, and how padding fixes it.
 
 # %% slideshow={"slide_type": "-"}
 import numpy as np
@@ -136,7 +136,7 @@ print(f"  -> {p.fp16 * 1e12 / flops:.3g} m16n16k16 products per second across th
 # | architecture | sm | $A$, $B$ types | accumulator | shapes $m \times n \times k$ |
 # |---|---|---|---|---|
 # | Volta (V100) | 7.0 | `__half` | `float` or `__half` | 16×16×16, 32×8×16, 8×32×16 |
-# | Turing (T4, RTX 20) | 7.5 (7.2: Xavier) | + `signed char`, `unsigned char` | `int` | same three shapes |
+# | Turing (T4, RTX 20); the Volta-based Xavier | 7.5; 7.2 | + `signed char`, `unsigned char` | `int` | same three shapes |
 # |  | 7.5 | experimental: `precision::u4`, `s4`; `precision::b1` | `int` | 8×8×32; 8×8×128 |
 # | Ampere (A100, RTX 30) | 8.0, 8.6 | + `__nv_bfloat16` | `float` | same three shapes |
 # |  | 8.0+ | + `precision::tf32` | `float` | 16×16×8 |
@@ -205,9 +205,9 @@ for ldm in (8, 16, 24, 40, 48, 64):
 # **warp-collective**, so the warp needs no extra barrier between loading a fragment and using it.
 #
 # `__syncthreads()` is about something else: **data shared between warps** through shared memory.
-# In `wmma_gemm_naive` no warp reads anything another warp writes: each reads $A$ and $B$ (read-only)
-# from global memory into its own registers and writes its own tile of $C$. Once warps share tiles through shared memory (lesson 5), a barrier between "write the
-# tile" and "read the tile" becomes necessary again.
+# In `wmma_gemm_naive` no warp reads anything another warp writes: each loads $A$ and $B$ into its own
+# registers and writes its own tile of $C$. Once warps share tiles through shared
+# memory (lesson 5), a barrier between writing a tile and reading it is needed again.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The naive kernel: `wmma_gemm_naive`
@@ -277,7 +277,7 @@ fig = W.plot_fragment_maps({"matrix_a, row_major": d["matrix_a"], "matrix_b, row
                            maps.source)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Read a colour band: lanes 0-3 (one PTX 'group') share a hue. A bold number would mark an element that several lanes hold; a lane that holds the same element twice counts once.
+# Read a colour band: lanes 0-3 (one 'group' of the PTX layout, next slide) share a hue. A bold number would mark an element that several lanes hold; a lane that holds the same element twice counts once.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The documented layout: PTX `mma.sync.m16n8k16`
@@ -335,7 +335,7 @@ print("matrix_b loaded from row-major and from column-major storage: same owners
 # `nvcc -arch=sm_90` compiled `kernels/wmma.cu` on the H200 (`results/build-nvidia-h200/`) in two steps:
 #
 # ```text
-# CUDA C++  --nvcc-->  PTX (virtual ISA, any GPU)  --ptxas-->  SASS (machine code of sm_90)
+# CUDA C++  --nvcc-->  PTX (virtual ISA: sm_90 and later)  --ptxas-->  SASS (machine code of sm_90)
 # wmma::mma_sync       wmma.mma.sync ... m16n16k16            HMMA.16816 instructions
 # ```
 #
@@ -367,7 +367,8 @@ print(f"{len(hmma)} HMMA in the SASS for {n_mma} wmma.mma in the PTX: {len(hmma)
 
 # %% slideshow={"slide_type": "-"}
 fig = W.plot_hmma_split()
-#
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
 # > **A common claim:** `mma_sync` "corresponds to PTX `mma.sync.aligned.m16n8k16`". The PTX it
 # > produces is `wmma.mma.sync ... m16n16k16`; m16n8k16 appears only after `ptxas`, in the SASS.
 
@@ -480,8 +481,8 @@ print(f"Tensor pipe busy {r1['tensor_pct']:.1f}% of the cycles; top stalls: {r1[
 # neighbouring blocks the same $A$ rows), and DRAM sees a small fraction. What is left is the wait: the
 # top [stall](glossary.md#stall), `long_scoreboard`, is a warp waiting for its global loads while the Tensor Cores idle.
 # cuBLAS keeps tiles in shared memory and registers and reuses each loaded element many times; **lesson
-# 5** climbs that ladder one measured step at a time, from this kernel. (A first step, 2×2 fragments per
-# warp: exercise 7 and appendix F.)
+# 5** climbs that ladder from this kernel, one measured step at a time. (A first step: exercise 7,
+# appendix F.)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Sizes that are not multiples of 16
@@ -510,12 +511,10 @@ print(helpers.wrap(f"{C.shape} {spec.check(C, A, B).verdict()}"))
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Common misconceptions
 #
-# - **"`mma_sync` is one hardware instruction."** On sm_90 it is two `HMMA.16816`; on other
-#   architectures the split can differ.
 # - **"Lane *l* holds row *l* of the tile."** No documented rule says so; the measured map is
-#   interleaved, and may differ on another GPU. Use PTX `mma` when the layout matters.
+#   interleaved, and may differ on another GPU: use PTX `mma` when the layout matters.
 # - **"Tensor Cores make any GEMM fast."** The naive kernel keeps them busy a small fraction of the
-#   time; its loads set the pace.
+#   time: its loads set the pace.
 # - **"Sizes that are not multiples of 16 just lose a little at the edge."** Without padding or guards
 #   the kernel writes wrong values *inside* $C$ and past its end (appendix D).
 
@@ -591,7 +590,7 @@ ex.check_2x2_kernel(answer)
 # ### Solutions (open the hidden cells; try first)
 #
 # Questions 1-5; then the kernels from `kernels/wmma_lesson.cu`, each checked (on a GPU): in 6 the
-# tile of $B^T$ starts at `Bt + col * K + k`, with `ldm = K`.
+# tile of $B^T$ starts at `Bt + tile_col * K + k`, with `ldm = K`.
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution"]
 exercises.mma_flops_exercise(2 * 8 * 8 * 4, 8, 8, 4)

@@ -130,7 +130,7 @@ fig = helpers.plots.bit_layouts(value=-1 / 3)
 i16, i32 = formats.format_info("fp16"), formats.format_info("tf32")
 print("FP16: smallest normal", i16.tiny, "| smallest positive (subnormal)", i16.smallest_subnormal)
 print("TF32: bits used", i32.bits, "| bits stored", i32.storage_bits, "| significant bits", i32.precision,
-      "(FP16:", i16.precision, ")")
+      f"(FP16: {i16.precision})")
 top = i16.max + (i16.max - float(np.nextafter(np.float16(i16.max), np.float16(0)))) / 2   # max + half a step
 with np.errstate(over="ignore"):
     print(f"FP16 rounds to nearest: {top - 1:g} -> {np.float16(top - 1)}, {top:g} -> {np.float16(top)}")
@@ -200,9 +200,9 @@ print(f"FP32 accumulation at half the FP16-accumulate peak: {', '.join(half)}\nt
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The kernels: one loop, four input/accumulator choices
 #
-# `kernels/mixed_precision.cu` holds lesson 02's `wmma_mixed_gemm_kernel` (FP16 in, FP32 accumulator)
-# and three variants that differ only in their fragments (a [fragment](glossary.md#fragment): a warp's tile of $A$, $B$ or $C$,
-# held in its 32 lanes' registers):
+# `kernels/mixed_precision.cu` holds the seed's `wmma_mixed_gemm_kernel` (FP16 in, FP32 accumulator: the
+# same loop as lesson 02's `wmma_gemm_naive`) and three variants that differ in their
+# [fragment](glossary.md#fragment) types (and, for TF32, a k-step of 8 and a conversion):
 #
 # | kernel | A, B in memory | Tensor Core inputs | accumulator | C | WMMA shape |
 # |---|---|---|---|---|---|
@@ -281,7 +281,7 @@ fig = lesson.plot_tflops_vs_size(sweep.data, source=sweep.source)
 # Two bands, set by the implementation: cuBLAS on Tensor Cores, and far below it our naive WMMA kernels,
 # which flatten early (their loads set the pace, lesson 02), under cuBLAS FP32 on CUDA cores. Within a
 # band the formats matter less: the TF32 WMMA kernel is the slowest (4-byte inputs, twice as many
-# `mma_sync`), and the FP16 accumulator moves cuBLAS little (the reveal above).
+# `mma_sync`), and the FP16 accumulator moves cuBLAS little (printed on the slide "The cuBLAS call to make").
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Error against size
@@ -361,9 +361,10 @@ for name in ["wmma_mixed_gemm_kernel", "wmma_fp16acc_gemm_kernel"]:
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## TF32 in practice: what switches it on?
 #
-# > **A common claim:** "TF32 needs no code change: set `NVIDIA_TF32_OVERRIDE=1`." NVIDIA documents only
-# > `=0`, which **disables** TF32 in its libraries; CuPy documents `CUPY_TF32=1` as its switch for
-# > float32 `matmul` (read once, at the first float32 product).
+# > **A common claim:** "TF32 needs no code change: set `NVIDIA_TF32_OVERRIDE=1`." Undocumented: NVIDIA
+# > documents only `=0`, which **disables** TF32; on the recorded driver the claim holds, even for calls
+# > that ask for FP32 compute (below). CuPy's documented switch is `CUPY_TF32=1` (read once, at the first
+# > float32 product).
 #
 # The experiment `tf32_env` measures it: a float32 `cupy.matmul` at n = 2048 in fresh processes under
 # each setting, plus explicit cuBLAS calls with the FP32 and FAST_TF32 compute types. The verdict comes
@@ -396,7 +397,7 @@ for r in (r for r in recorded if r["call"] == "cupy.matmul" and r["CUPY_TF32"] =
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Where your GPU's verdicts (first cell) disagree with the record's, believe yours: they are measured on
-# your driver. The record's versions: rec.meta['versions']; its raw errors and times: appendix E.
+# your driver. The record's versions: `rec.meta["versions"]`; its raw errors and times: appendix E.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The cuBLAS call to make
@@ -451,7 +452,8 @@ fig = helpers.plots.range_histogram(g, names=[n for n, _ in cases], scales=[s fo
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Loss scaling on a small network, FP16 arithmetic emulated in numpy
 #
-# `helpers/training.py`: a 16-32-1 tanh network learns a teacher network, FP32 master weights, and
+# `helpers/training.py`: a 16-32-1 tanh network learns a teacher network, FP32 master weights (an FP32
+# copy of the weights, which every update writes to), and
 # every matrix product and element-wise result rounded to FP16 (or BF16), as a tensor-core training
 # step does. A small loss weight (printed below) makes the gradients small, as for a loss averaged over
 # many terms; the learning rate compensates, so FP32 training does not depend on it.
@@ -509,8 +511,7 @@ helpers.display.table(rows_t, ["run", "final_loss", "vs_fp32", "zero", "skipped_
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The table's numbers come from numpy's float32 matmul and can differ in the last digits between CPUs;
-# the verdicts do not. The first layer's gradients vanish first: dL/dh = dL/dy W2^T is smaller still
-# than the tiny dL/dy.
+# the verdicts do not.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Where mixed precision is used
@@ -797,12 +798,13 @@ print(f"H200 record: {h['WMMA FP16 in, FP32 acc (seed)']['speedup']:.1f}x; "
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Seed 000 stops at the speed-up. The error columns are the point of this lesson: the speed-up is paid
 # for in decimal digits, almost all of them lost when A and B are rounded to FP16. The FP16-accumulator
-# overflow slide is seed 000's 'large number eats small numbers' taken to its end.
+# overflow slide shows seed 000's warning about FP16's range; its 'large numbers eat small numbers'
+# (swamping) is measured in lesson 04.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### TF32 switches, and the cuBLAS call (seed 002, sec. 4.1 and 5.4)
+# ### TF32 switches, and the cuBLAS call (seed 002, sec. 4.1, 4.3 and 5.4)
 #
-# - Seed 002: TF32 needs no code change, "set the environment variable NVIDIA_TF32_OVERRIDE=1" (or
+# - Seed 002 (sec. 4.3): TF32 needs no code change, "set the environment variable NVIDIA_TF32_OVERRIDE=1" (or
 #   compile with "-arch=sm_80 -ftz=true"). NVIDIA documents only `NVIDIA_TF32_OVERRIDE=0`, as a switch
 #   that disables TF32 (NVIDIA developer blog, "Accelerating AI Training with NVIDIA TF32 Tensor Cores",
 #   2020); no NVIDIA document we found gives `=1` the power to enable it. The `tf32_env` measurement

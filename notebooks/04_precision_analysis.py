@@ -101,7 +101,7 @@ for f in ["fp32", "tf32", "fp16", "bf16"]:
 # %% slideshow={"slide_type": "-"}
 for fmt, step in [("fp16", 1.0), ("bf16", 1.0), ("fp16", 0.1)]:
     print(f"summing {step} in {fmt}: stops at {P.stagnation_point(fmt, step):g}")
-for fmt in ["fp16", "bf16", "fp32"]:   # 1 + 1 is lost once the spacing is 2: at 2^t = 1/u
+for fmt in ["fp16", "bf16", "fp32"]:   # adding 1 is lost once the spacing is 2: at 2^t = 1/u
     print(f"{fmt}: predicted 2^{numerics.fmt(fmt).precision} = {2 ** numerics.fmt(fmt).precision}")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
@@ -204,7 +204,7 @@ helpers.plots.mark_zero_floor(fig.axes[0], floor)      # drawn on a line marked 
 
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# A point on the bottom line marked "0" is an error of exactly zero (BF16 at the smallest K: the slopes cell prints it); the N(0,1) plot draws its zeros the same way. Read the curves from the top: FP16 accumulation stays far below its bound (rounding to nearest lets errors cancel). The three FP32-accumulating WMMA curves sit together, at large K far above the FP32 FMA chain (at K = 16 close to it; BF16 below it up to K = 64), and under their tolerance lines (BF16's is FP16's: same accumulator, same block). The rounding term alone, gamma_{K/16}(2u), would sit below TF32's median at large K: TF32 rounds every 4 products, and the alignment term is most of the tolerance. Truncation makes every error the same sign, so the curves grow almost as fast as the worst case: that is why the tolerance for them is worst-case, not probabilistic.
+# A point on the bottom line marked "0" is an error of exactly zero (BF16 at the smallest K: the slopes cell prints it); the N(0,1) plot draws its zeros the same way. Read the curves from the top: FP16 accumulation stays far below its bound (rounding to nearest lets errors cancel). The three FP32-accumulating WMMA curves sit together, at large K far above the FP32 FMA chain (at K = 16 close to it; BF16 below it up to K = 64), and under their tolerance lines (BF16's is FP16's: same accumulator, same block). A bound that assumed FP16's block of 16, $\gamma_{K/16}(2u)$, would sit below TF32's median at large K: TF32 rounds every 4 products. In every tolerance line the alignment term, $\gamma_K(2^{-23})$, is the larger part. Truncation makes every error the same sign, so the curves grow almost as fast as the worst case: that is why the tolerance for them is worst-case, not probabilistic.
 
 # %% slideshow={"slide_type": "-"}
 def slope(ks, v):
@@ -403,7 +403,8 @@ for fmt in ["fp16", "bf16", "tf32"]:
 # ## Non-monotonic: a bigger input can give a smaller sum
 #
 # Raising c from 1 - 2^-24 to 1 moves the alignment up one place, and fifteen tiny products fall off
-# the bottom. The tensor-core sum goes *down*. (Mikaitis studies this for multi-term adders.)
+# the bottom. The tensor-core sum goes *down*. (M. Mikaitis, "Monotonicity of Multi-Term Floating-Point
+# Adders", IEEE Transactions on Computers, 2024, arXiv:2304.01407, proves it can happen in such adders.)
 
 # %% slideshow={"slide_type": "-"}
 for c in [x for x in cases if x["name"].startswith("fp16: monotonicity") and "1.49e-08" in x["name"]]:
@@ -557,8 +558,8 @@ for name in ["wmma_gemm_naive", *(kernel for *_, kernel in P.ARITHMETICS.values(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
 #
-# 1. Through WMMA with an FP16 accumulator (16 products per rounding), a sum of ones stops growing at
-#    what value?
+# 1. Through WMMA with an FP16 accumulator (16 products per rounding), a sum of halves (0.5 each) stops
+#    growing at what value?
 # 2. Predict the H200's answer (FP16 inputs, FP32 accumulator): c = 1, a = [2^-24] * 4,
 #    b = [1, 1/2, 1/4, 1/4]. (Exact: 1 + 2^-23.)
 # 3. What is the largest K (a multiple of 16) for which `helpers.tolerance(K, "fp16", "fp16", block=16,
@@ -567,7 +568,7 @@ for name in ["wmma_gemm_naive", *(kernel for *_, kernel in P.ARITHMETICS.values(
 # Replace each `...` with your answer and run the cell.
 
 # %% slideshow={"slide_type": "-"}
-answer = ...            # the value where the sum of ones stops
+answer = ...            # the value where the sum of halves stops
 helpers.exercises.precision.fp16_block_stagnation_exercise(answer)
 answer = ...            # D[0][0] on the H200
 helpers.exercises.precision.probe_exercise(answer)
@@ -578,7 +579,7 @@ helpers.exercises.precision.tolerance_exercise(answer)
 # **Solutions** (try first; open the hidden cell):
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "-"} tags=["solution"]
-helpers.exercises.precision.fp16_block_stagnation_exercise(32768)
+helpers.exercises.precision.fp16_block_stagnation_exercise(16384)
 # window down to 2^-25: 2^-24 + 2^-25 survive, the two 2^-26 are dropped; 1 + 1.5 * 2^-24 truncates to 1
 helpers.exercises.precision.probe_exercise(1.0)
 K = 16

@@ -8,14 +8,14 @@ from . import check_number, checker, judge_guess
 
 @checker
 def fp16_block_stagnation_exercise(answer) -> None:
-    """Summing ones through WMMA with an FP16 accumulator (16 products per rounding): where does it stop?"""
+    """Summing halves through WMMA with an FP16 accumulator (16 products per rounding): where does it stop?"""
     from ..emulate import tensor_core_gemm
 
     K = 1 << 16
-    expected = float(tensor_core_gemm(np.ones((1, K)), np.ones((K, 1)), acc="fp16")[0, 0])
-    check_number("FP16 accumulator, blocks of 16 ones", answer, expected,
-                 hint="each mma_sync adds 16 to an FP16 sum: find the first value whose FP16 spacing is 32, "
-                      "where x + 16 is a tie that rounds to even.")
+    expected = float(tensor_core_gemm(np.full((1, K), 0.5), np.ones((K, 1)), acc="fp16")[0, 0])
+    check_number("FP16 accumulator, blocks of 16 halves", answer, expected,
+                 hint="each mma_sync adds 16 x 0.5 = 8 to an FP16 sum: find the first value whose FP16 spacing "
+                      "is 16, where x + 8 is a tie that rounds to even.")
 
 
 @checker
