@@ -181,10 +181,11 @@ def verdict(predicted: float, low: float, high: float, above: str = "better", be
 
 def alternating(timed: dict, flops: float, rounds: int = 3) -> dict:
     """Each launch function of `timed` (key -> fn) benchmarked in turn, `rounds` rounds (a drifting clock touches
-    every entry alike): {key: {"ms", "sm_mhz", "power_w", "throttle"}}, one value per round."""
+    every entry alike), the order reversed every other round (a, b, then b, a: no entry always runs first, after
+    the same neighbour): {key: {"ms", "sm_mhz", "power_w", "throttle"}}, one value per round, in round order."""
     out = {key: {"ms": [], "sm_mhz": [], "power_w": [], "throttle": []} for key in timed}
-    for _ in range(rounds):
-        for key, fn in timed.items():
+    for i in range(rounds):
+        for key, fn in (list(timed.items()) if i % 2 == 0 else list(timed.items())[::-1]):
             t = benchmark(fn, flops=flops)
             c = t.clocks or {}
             out[key]["ms"].append(t.median_ms)

@@ -78,3 +78,17 @@ def test_an_unresolved_loss_is_not_called_a_gain():
     assert verdict(0.97, 0.959, 1.010) == "unresolved: the spread holds no change too"
     assert verdict(1.03, 0.99, 1.04) == "unresolved: the spread holds no gain too"
     assert verdict(1.03, 0.99, 1.04, change="change") == "unresolved: the spread holds no change too"
+
+
+def test_alternating_reverses_the_order_every_other_round(monkeypatch):
+    """No entry always runs first: a, b, c then c, b, a, and so on; each entry keeps its rounds in round order."""
+    import types
+
+    from helpers import timing
+
+    calls = []
+    monkeypatch.setattr(timing, "benchmark", lambda fn, flops: types.SimpleNamespace(median_ms=fn(), clocks={}))
+    timed = {k: (lambda k=k: calls.append(k) or float(len(calls))) for k in "abc"}
+    out = timing.alternating(timed, flops=1.0, rounds=3)
+    assert calls == list("abccbaabc")
+    assert out["a"]["ms"] == [1.0, 6.0, 7.0] and out["c"]["ms"] == [3.0, 4.0, 9.0]

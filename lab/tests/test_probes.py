@@ -97,8 +97,8 @@ def test_ncu_source_summary_reads_a_sass_page_and_the_stored_one_says_one_warpgr
 
 def test_probes_share_the_hopper_check_and_the_rounds(monkeypatch):
     """lab/probes/common.py: every probe checks for a Hopper GPU through hopper_here (none repeats the check), and
-    alternating() (helpers.timing's, which experiment hopper_targets uses too) times each entry once per round, in
-    order, keeping each round's median, clock, power and throttle reasons."""
+    alternating() (helpers.timing's, which experiment hopper_targets uses too) times each entry once per round, the
+    order reversed every other round, keeping each round's median, clock, power and throttle reasons."""
     sys.path.insert(0, str(ROOT))
     from lab.probes import common
 
@@ -118,7 +118,7 @@ def test_probes_share_the_hopper_check_and_the_rounds(monkeypatch):
     monkeypatch.setattr(helpers.timing, "benchmark", lambda fn, flops: T(fn()))
     timed = {"a": lambda: calls.append("a") or 1.0, "b": lambda: calls.append("b") or 2.0}
     out = common.alternating(timed, flops=1.0, rounds=3)
-    assert calls == ["a", "b"] * 3
+    assert calls == ["a", "b", "b", "a", "a", "b"]
     assert out["a"] == {"ms": [1.0] * 3, "sm_mhz": [1980] * 3, "power_w": [500.0] * 3, "throttle": [["none"]] * 3}
     assert out["b"]["ms"] == [2.0] * 3 and common.alternating.__doc__.startswith("helpers.timing.alternating")
 
