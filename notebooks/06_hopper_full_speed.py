@@ -832,6 +832,19 @@ helpers.display.table(H.alignment_rows(ts["row_alignment"]), ["row_bytes", "sect
                       {"rung 14": ".0f", "rung 16": ".0f"})
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# **The goals on every Hopper GPU with a record**, side by side (each GPU's best rung and its median ratio to
+# cuBLAS writing the same C, from its own alternating rounds):
+
+# %% slideshow={"slide_type": "-"}
+recs = [r for r in helpers.results.load_all() if "hopper_targets" in r.meta.get("experiments", {})]
+if len(recs) > 1:
+    display(LL.head_to_head_by_gpu_table(recs))
+else:
+    who = f"Only the {recs[0].gpu_name} has" if recs else "No GPU has"
+    print(helpers.wrap(f"{who} a record of the goals in results/; `make record` on another Hopper GPU adds its "
+                       "column here."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The same GEMM on other numbers
 #
 # At $8192^3$, under the power cap, a GEMM's speed depended on the values it multiplied. Experiment
