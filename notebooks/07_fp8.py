@@ -851,5 +851,14 @@ for K in (300, 4096, 8192):
 # %% slideshow={"slide_type": "-"}
 helpers.display.tried_table("07")
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **The speed goals on every GPU with a record**: each kernel beside cuBLASLt's FP8 GEMM (default accumulation)
+# in alternating rounds, the median of the round-by-round ratios; the goal for the promoting kernel is x1.00:
+
+# %% slideshow={"slide_type": "-"}
+goals = fp8x.goals_by_gpu(helpers.results.load_all())
+gpus = [k for k in dict.fromkeys(k for r in goals for k in r) if k not in ("n", "kernel")]
+helpers.display.table(goals, ["n", "kernel", *gpus], ["n", "kernel", *(f"{g}: x cuBLASLt FP8" for g in gpus)])
+
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The whole story, with every probe's tables, is the lab's notebook `lab/notebooks/07_fp8_research.py`.

@@ -464,3 +464,28 @@ def test_the_reveals_judge_the_guess_against_the_record(capsys):
     assert "too low" in capsys.readouterr().out and exercises.last_result is False
     ex7.reveal_promotion_gain(-1)
     assert "positive" in capsys.readouterr().out
+
+
+def test_fp8_goals_side_by_side_one_column_per_gpu():
+    """goals_by_gpu: per size and goal kernel, each record's median round-by-round ratio to cuBLASLt in its own
+    column; a record whose cuBLASLt ran twice as long per round shows the kernels twice as fast; a record without
+    speed_goals adds no column."""
+    import copy
+
+    from helpers.experiments import fp8 as X
+
+    h200 = helpers.results.load_latest()
+    other = copy.deepcopy(h200)
+    other.meta["gpu"]["name"] = "NVIDIA H100 80GB HBM3"
+    for r in other.meta["experiments"]["fp8"]["speed_goals"]["rows"]:
+        if r["kernel"] == "cublaslt_fp8":
+            r["round_ms"] = [2 * ms for ms in r["round_ms"]]
+    bare = copy.deepcopy(h200)
+    bare.meta["gpu"]["name"] = "NVIDIA A100"
+    del bare.meta["experiments"]["fp8"]["speed_goals"]
+    rows = X.goals_by_gpu([h200, other, bare])
+    assert [(r["n"], r["kernel"]) for r in rows] == [(n, k) for n in (4096, 8192) for k in X.GOAL_KERNELS]
+    assert all(set(r) == {"n", "kernel", "H200", "H100 80GB HBM3"} for r in rows)
+    for r in rows:
+        one, two = (float(r[g].split()[0][1:]) for g in ("H200", "H100 80GB HBM3"))
+        assert abs(two - 2 * one) < 2e-3 and r["H100 80GB HBM3"].endswith("(9 of 9 rounds faster)")

@@ -324,6 +324,32 @@ def speed_rows(data: dict, peak: float | None = None, rows: list[dict] | None = 
     return out
 
 
+
+
+GOAL_KERNELS = ("fp8_promote_2acc_lean", "fp8_wgmma_store")     # the FP8 speed goals' kernels (Appendix H)
+
+
+def goals_by_gpu(records, kernels=GOAL_KERNELS) -> list[dict]:
+    """The FP8 speed goals of every record that holds them (`fp8`'s `speed_goals`: alternating rounds) side by side:
+    per size and kernel, one column per GPU (its name without 'NVIDIA '), the median of the round-by-round ratios
+    of cuBLASLt's FP8 time to the kernel's (above 1: the kernel faster)."""
+    from ..timing import round_ratio
+
+    out = {}
+    for rec in records:
+        goals = rec.meta.get("experiments", {}).get("fp8", {}).get("speed_goals")
+        if not goals:
+            continue
+        gpu = rec.gpu_name.removeprefix("NVIDIA ").strip()
+        t = {(r["kernel"], r["n"]): r for r in goals["rows"] if r.get("round_ms")}
+        for (k, n), r in t.items():
+            lt = t.get(("cublaslt_fp8", n))
+            if k in kernels and lt:
+                rr = round_ratio(r["round_ms"], lt["round_ms"])
+                out.setdefault((n, kernels.index(k)), {"n": n, "kernel": k})[gpu] = \
+                    f"x{rr['ratio']:.3f} ({rr['won']} of {rr['rounds']} rounds faster)"
+    return [out[key] for key in sorted(out)]
+
 def period_rows(data: dict) -> list[dict]:
     """fp8_promote_256 and _512 in each build the record timed (F8_PERIOD 0 in `speed`, 2 in `speed_period`),
     each over fp8_promote_128 in the same run."""
