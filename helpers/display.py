@@ -83,6 +83,13 @@ def table(rows: list[dict], columns: list[str], headers: list[str] | None = None
     return Markdown("\n".join(lines))
 
 
+def gpu_columns_table(rows: list[dict], keys: list[str], heads: list[str], what: str):
+    """A table of rows that hold, beside their `keys`, one value per GPU (the remaining keys, in first-seen order):
+    one column per GPU, headed "<GPU>: <what>"."""
+    gpus = [k for k in dict.fromkeys(k for r in rows for k in r) if k not in keys]
+    return table(rows, [*keys, *gpus], [*heads, *(f"{g}: {what}" for g in gpus)])
+
+
 def tried_table(lesson: str):
     """A lesson's "What else was tried" table: one line per idea, read from results/tried.json."""
     return table(tried(lesson), ["idea", "predicted", "measured", "kept"], ["idea", "predicted", "measured", "kept"])

@@ -65,7 +65,7 @@ class TensorCoreModel:
 
 # Fitted to the H200's raw WMMA outputs in lesson 4: block 16, 2 extra bits, products aligned before
 # normalisation: Khattak & Mikaitis's H100 and B200 models (fma = 16, neab = 2, denorm_prd = 1 in
-# models/H100TC.m and B200TC.m of github.com/north-numerical-computing/MATLAB-tensor-core, commit b12b5a7).
+# models/H100TC.m and B200TC.m of github.com/north-numerical-computing/MATLAB-tensor-core, as of 2026-08-19).
 DEFAULT_TC_MODEL = TensorCoreModel(16, 2, "H200, fitted in lesson 4; block and extra bits as in Khattak & "
                                           "Mikaitis's H100 and B200 model code")
 # TF32 (m16n16k8): the H200 rounds after every 4 products (lesson 4), as Fasi et al. report for A100.

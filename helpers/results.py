@@ -51,6 +51,11 @@ class Record:
         return self.meta["gpu"]["name"]
 
     @property
+    def gpu_short(self) -> str:
+        """'NVIDIA H100 80GB HBM3' -> 'H100 80GB HBM3': a column heading where records stand side by side."""
+        return self.gpu_name.removeprefix("NVIDIA ").strip()
+
+    @property
     def date(self) -> str:
         return self.meta["date"][:10]
 

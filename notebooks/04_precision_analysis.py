@@ -332,7 +332,7 @@ for r in emu_rows:
 # | H200 | measured in this lesson (below) | | | `tc_probes`, `emulator_match`, lesson 03's `mixed_emulator_probe` |
 #
 # "K & M code": the MATLAB models published with Khattak & Mikaitis's paper,
-# github.com/north-numerical-computing/MATLAB-tensor-core, `models/`, commit b12b5a7 (2026-08-19),
+# github.com/north-numerical-computing/MATLAB-tensor-core, `models/` as of 2026-08-19,
 # parameters `fma` (b) and `neab` (e). What the H200 measured, as the models
 # the course fitted to it (below; the probes that measure them follow): FP16 and BF16 as in their
 # H100 and B200 code, **TF32 with a block of 4 (printed below), not their 8**: the A100's.

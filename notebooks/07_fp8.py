@@ -857,8 +857,7 @@ helpers.display.tried_table("07")
 
 # %% slideshow={"slide_type": "-"}
 goals = fp8x.goals_by_gpu(helpers.results.load_all())
-gpus = [k for k in dict.fromkeys(k for r in goals for k in r) if k not in ("n", "kernel")]
-helpers.display.table(goals, ["n", "kernel", *gpus], ["n", "kernel", *(f"{g}: x cuBLASLt FP8" for g in gpus)])
+helpers.display.gpu_columns_table(goals, ["n", "kernel"], ["n", "kernel"], "x cuBLASLt FP8")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The whole story, with every probe's tables, is the lab's notebook `lab/notebooks/07_fp8_research.py`.

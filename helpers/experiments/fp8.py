@@ -340,7 +340,7 @@ def goals_by_gpu(records, kernels=GOAL_KERNELS) -> list[dict]:
         goals = rec.meta.get("experiments", {}).get("fp8", {}).get("speed_goals")
         if not goals:
             continue
-        gpu = rec.gpu_name.removeprefix("NVIDIA ").strip()
+        gpu = rec.gpu_short
         t = {(r["kernel"], r["n"]): r for r in goals["rows"] if r.get("round_ms")}
         for (k, n), r in t.items():
             lt = t.get(("cublaslt_fp8", n))

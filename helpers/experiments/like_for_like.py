@@ -150,11 +150,6 @@ def head_to_head_table(exp: dict):
 
 
 
-def gpu_short(name: str) -> str:
-    """'NVIDIA H100 80GB HBM3' -> 'H100 80GB HBM3': a column heading."""
-    return name.removeprefix("NVIDIA ").strip()
-
-
 def head_to_head_by_gpu(records) -> list[dict]:
     """head_to_head of every record that has `hopper_targets`, side by side: per goal (shape, C, goal) one column per
     GPU, its best rung's median ratio to cuBLAS (same C) and whether it met the goal."""
@@ -163,7 +158,7 @@ def head_to_head_by_gpu(records) -> list[dict]:
         exp = rec.meta.get("experiments", {}).get("hopper_targets")
         if not exp:
             continue
-        gpu = gpu_short(rec.gpu_name)
+        gpu = rec.gpu_short
         for r in head_to_head(exp):
             key = (r["shape"], r["C"], r["goal"])
             if key not in rows:
@@ -176,11 +171,11 @@ def head_to_head_by_gpu(records) -> list[dict]:
 
 def head_to_head_by_gpu_table(records):
     """head_to_head_by_gpu as a table, one column per GPU."""
-    from ..display import table
+    from ..display import gpu_columns_table
 
-    rows = head_to_head_by_gpu(records)
-    gpus = [k for k in dict.fromkeys(k for r in rows for k in r) if k not in ("shape", "C", "goal")]
-    return table(rows, ["shape", "C", "goal", *gpus], ["M x N x K", "C", "goal", *(f"{g}: x cuBLAS" for g in gpus)])
+    return gpu_columns_table(head_to_head_by_gpu(records), ["shape", "C", "goal"], ["M x N x K", "C", "goal"],
+                             "x cuBLAS")
+
 
 # --------------------------------------------------------------------------- experiment input_values
 INPUT_KINDS = {"normal": "N(0,1), rounded to FP16 (every other timing in the course)",
