@@ -421,3 +421,17 @@ def test_fp8_switched_builds_of_the_courses_kernels_build_the_frozen_file():
         src = fp8_research_source(name, (switch,))
         assert src is not None and f"{name}(" in src and not unknown_macros(FP8_KERNELS[name], (switch,), source=src)
     assert fp8_research_source("fp8_promote_128") is None
+
+
+def test_targets_elsewhere_adds_rungs_where_rows_start_inside_a_line_and_only_for_their_c_type():
+    """lab/probes/targets_elsewhere.py --add-rungs 25,26: rung 25 (FP16 C) joins the FP16-C cells and rung 26 (FP32 C)
+    the FP32-C cells of the shapes whose rows start inside a 128-byte line (7000^3; 4104 x 8200 x 2056, where only
+    A's rows do); 8192^3 keeps its candidates, or is left out with --misaligned-only."""
+    sys.path.insert(0, str(ROOT))
+    from lab.probes.targets_elsewhere import add_rungs, misaligned
+
+    plan = [[[8192, 8192, 8192], "float16", 1.0, [29]], [[7000, 7000, 7000], "float16", 0.95, [16, 29]],
+            [[7000, 7000, 7000], "float32", 0.95, [13, 30]], [[4104, 8200, 2056], "float32", 0.97, [13, 26]]]
+    assert [misaligned(c[0]) for c in plan] == [False, True, True, True]
+    assert [c[3] for c in add_rungs(plan, (25, 26), False)] == [[29], [16, 29, 25], [13, 30, 26], [13, 26]]
+    assert [c[0] for c in add_rungs(plan, (25, 26), True)] == [[7000] * 3, [7000] * 3, [4104, 8200, 2056]]
