@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import inspect
 import json
 import platform
 import sys
@@ -156,6 +157,22 @@ def resume_state(progress: Path, plan: dict) -> dict | None:
     return state
 
 
+def going_on(name: str, fn, state: dict, save) -> dict:
+    """The keyword arguments that let a long experiment save its rows part way (it takes `done` and `checkpoint`):
+    its rows so far go into the record in progress under `unfinished`, and a resumed record hands them back."""
+    if "checkpoint" not in inspect.signature(fn).parameters:
+        return {}
+    unfinished = state.setdefault("unfinished", {})
+
+    def checkpoint(rows):
+        unfinished[name] = rows
+        save()
+
+    if unfinished.get(name):
+        print(f"  going on from the {len(unfinished[name])} rows a stopped run measured", flush=True)
+    return {"done": unfinished.get(name), "checkpoint": checkpoint}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=None)
@@ -225,7 +242,8 @@ def main(argv=None):
             continue
         t1 = time.time()
         print(f"experiment {name}", flush=True)
-        experiments[name] = RECORDING[name] = fn()
+        experiments[name] = RECORDING[name] = fn(**going_on(name, fn, state, save))
+        state.get("unfinished", {}).pop(name, None)
         print(f"  done in {time.time() - t1:.1f} s", flush=True)
         save()
     experiments = {name: experiments[name] for name in sorted(experiments)}

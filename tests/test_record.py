@@ -109,3 +109,68 @@ def test_a_record_stopped_part_way_resumes_where_it_stopped(tmp_path, monkeypatc
     calls.clear()
     assert record.main(["--sizes", "64", "128", "--out", str(tmp_path), "--resume"]) == 0
     assert calls[:3] == ["n=64", "n=128", "extra"]
+
+
+def test_a_long_experiment_resumes_from_its_last_checkpoint(tmp_path, monkeypatch):
+    """An experiment that takes `done` and `checkpoint` (the Hopper ladder, one child process per rung) saves its
+    rows as it goes; a record stopped inside it goes on from the last saved row, not from the experiment's start."""
+    import json
+
+    import pytest
+
+    calls = []
+    _fake_record_run(monkeypatch, calls)
+    measured = []
+
+    def ladder(done=None, checkpoint=None, stop_after=None):
+        rows = list(done or [])
+        for rung in (1, 2, 3):
+            if any(r["rung"] == rung for r in rows):
+                continue
+            measured.append(rung)
+            rows.append({"rung": rung})
+            checkpoint(rows)
+            if rung == stop_after:
+                raise KeyboardInterrupt
+        return rows
+
+    monkeypatch.setattr(record, "load_experiments",
+                        lambda: {"ladder": lambda done=None, checkpoint=None: ladder(done, checkpoint, 2)})
+    with pytest.raises(KeyboardInterrupt):
+        record.main(["--sizes", "64", "--out", str(tmp_path)])
+    saved = json.loads((tmp_path / "fake-gpu.partial.json").read_text())
+    assert saved["unfinished"] == {"ladder": [{"rung": 1}, {"rung": 2}]} and saved["experiments"] == {}
+
+    monkeypatch.setattr(record, "load_experiments",
+                        lambda: {"ladder": lambda done=None, checkpoint=None: ladder(done, checkpoint)})
+    assert record.main(["--sizes", "64", "--out", str(tmp_path), "--resume"]) == 0
+    assert measured == [1, 2, 3]                                    # rungs 1 and 2 not measured again
+    rec = record.load_record(tmp_path / "fake-gpu.json")
+    assert rec.meta["experiments"]["ladder"] == [{"rung": 1}, {"rung": 2}, {"rung": 3}]
+    assert "unfinished" not in rec.meta
+
+
+def test_the_hopper_ladder_skips_the_rungs_a_stopped_run_measured(monkeypatch):
+    """helpers.experiments.hopper.hopper with `done`: cuBLAS's rows and the rungs found there are not measured
+    again, the others are, and each new rung is checkpointed."""
+    from helpers.device import GPUInfo
+    from helpers.experiments import hopper as hx
+
+    gpu = GPUInfo("Fake GPU", (9, 0), 132, 50 << 20, 80 << 30, None, "13.0", "13.0", "13.0", "14.0", None)
+    monkeypatch.setattr("helpers.device.require_gpu", lambda what: gpu)
+    children = []
+    monkeypatch.setattr("helpers.isolate.run_isolated",
+                        lambda target, k, *a, **kw: children.append(k) or [{"rung": k, "m": 1}])
+    monkeypatch.setattr("helpers.experiments.ladder.cublas_row",
+                        lambda *a: pytest_fail("cuBLAS measured again"))
+    saves = []
+    done = [{"rung": 0, "m": 4096}, {"rung": 7, "m": 1}, {"rung": 8, "m": 1}]
+    rows = hx.hopper(rungs=(7, 8, 9, 10), done=done, checkpoint=lambda r: saves.append(len(r)))
+    assert children == [9, 10] and [r["rung"] for r in rows] == [0, 7, 8, 9, 10]
+    assert saves == [4, 5] and done == [{"rung": 0, "m": 4096}, {"rung": 7, "m": 1}, {"rung": 8, "m": 1}]
+
+
+def pytest_fail(msg):
+    import pytest
+
+    pytest.fail(msg)

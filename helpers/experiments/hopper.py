@@ -201,8 +201,13 @@ def shapes_for(r, timed=TIMED) -> list[tuple]:
 
 
 @experiment("hopper", only_cc=(9, 0), needs="wgmma, TMA and clusters, on a Hopper GPU")
-def hopper(timed=TIMED, odd_sizes=ODD_SIZES, rungs=RUNGS, timeout: int = 600):
-    """Lesson 6's ladder: cuBLAS FP16 at every timed shape (rung 0), then each of `rungs` in its own child process."""
+def hopper(timed=TIMED, odd_sizes=ODD_SIZES, rungs=RUNGS, timeout: int = 600, done=None, checkpoint=None):
+    """Lesson 6's ladder: cuBLAS FP16 at every timed shape (rung 0), then each of `rungs` in its own child process.
+
+    It takes minutes, so it can go on where a stopped run left off: `done` holds the rows that run measured (a rung
+    found there is not measured again: each rung's row carries its own cuBLAS timing, taken beside it), and
+    `checkpoint(rows)` is called with the rows so far after cuBLAS's and after each rung's (`make record` saves
+    them, and `--resume` passes them back)."""
     import cupy
 
     from ..device import require_gpu
@@ -211,14 +216,18 @@ def hopper(timed=TIMED, odd_sizes=ODD_SIZES, rungs=RUNGS, timeout: int = 600):
 
     gpu = require_gpu("hopper")
     peak = gpu.peaks.fp16 if gpu.peaks else None
-    rows = []
-    for i, (M, N, K) in enumerate(timed):
-        A, B = _inputs(len(odd_sizes) + i, M, N, K)    # the same inputs rung_rows uses for this shape
-        rows.append(cublas_row(A, B, peak))
-        del A, B
-        cupy.get_default_memory_pool().free_all_blocks()
+    rows = list(done or [])
+    measured = {row.get("rung") for row in rows}
+    if 0 not in measured:
+        for i, (M, N, K) in enumerate(timed):
+            A, B = _inputs(len(odd_sizes) + i, M, N, K)    # the same inputs rung_rows uses for this shape
+            rows.append(cublas_row(A, B, peak))
+            del A, B
+            cupy.get_default_memory_pool().free_all_blocks()
+        if checkpoint:
+            checkpoint(rows)
     for k, r in hopper_ladder().items():
-        if k not in rungs:
+        if k not in rungs or k in measured:
             continue
         msg = r.skip_message(gpu.cc)
         if msg:
@@ -227,6 +236,8 @@ def hopper(timed=TIMED, odd_sizes=ODD_SIZES, rungs=RUNGS, timeout: int = 600):
         out = run_isolated("helpers.experiments.hopper:rung_rows", k, [list(s) for s in shapes_for(r, timed)],
                            [list(s) for s in odd_sizes], timeout=timeout)
         rows += [dict(_row_head(r, 0, 0, 0), **out)] if isinstance(out, dict) else out
+        if checkpoint:
+            checkpoint(rows)
     return rows
 
 
