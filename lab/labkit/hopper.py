@@ -1058,7 +1058,39 @@ def tried(rec=None) -> list[dict]:
     add("the warpgroup index in uniform registers (rungs 13-15)",
         ", ".join(f"{_p(p)} at {n}^3" for n, p in WG_UNIFORM_PREDICTED.items()),
         ", ".join(f"{_x([r['ratio'] for r in wg if r['n'] == n])} at {n}^3" for n in WG_UNIFORM_PREDICTED), "no")
+
+    quad = quad_h100_rows()
+    if quad:
+        pred = load_log(*QUAD_H100_LOG)["predicted"]["gain over the best other candidate"]
+        add("clusters of 4 on the H100 where rows start inside a line (rungs 25-26 against the record's choice)",
+            ", ".join(f"{_p(pred[s])} at {s.split('x')[0]}^3" for s in pred) + " (H100)",
+            ", ".join(f"{_x([r['gain'] for r in quad if r['shape'] == s])} at {s.split('x')[0]}^3" for s in pred),
+            "no")
     return rows
+
+
+QUAD_H100_LOG = ("targets-quad", "lab/probes/targets_elsewhere.py OUT.json --add-rungs 25,26 --misaligned-only",
+                 "nvidia-h100-80gb-hbm3")
+
+
+def quad_h100_rows(directory=None) -> list[dict]:
+    """lab/probes/targets_elsewhere.py --add-rungs 25,26 on the H100, per shape and C type: the added rung's median
+    round-by-round ratio to cuBLAS over the best other candidate's (`gain`, above 1: the cluster of 4 faster); [] where
+    the log is not kept."""
+    try:
+        log = load_log(*QUAD_H100_LOG[:2], QUAD_H100_LOG[2], directory)
+    except LogMissing:
+        return []
+    out = []
+    for cell in log["cells"]:
+        t = {x["what"]: x for x in cell["timed"]}
+        ratio = {w: round_ratio(x["round_ms"], t["cuBLAS"]["round_ms"])["ratio"] for w, x in t.items() if w != "cuBLAS"}
+        added = [w for w in ratio if w in ("rung 25", "rung 26")]
+        others = [v for w, v in ratio.items() if w not in added]
+        for w in added:
+            out.append({"shape": "x".join(map(str, cell["shape"])), "C": C_TAGS.get(cell["c_dtype"], cell["c_dtype"]),
+                        "rung": w, "ratio": ratio[w], "best_other": max(others), "gain": ratio[w] / max(others)})
+    return out
 
 
 def sampling_rows(summary: dict, targets, top: int = 4) -> list[dict]:
