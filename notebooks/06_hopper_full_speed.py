@@ -833,12 +833,20 @@ helpers.display.table(H.alignment_rows(ts["row_alignment"]), ["row_bytes", "sect
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **The goals on every Hopper GPU with a record**, side by side (each GPU's best rung and its median ratio to
-# cuBLAS writing the same C, from its own alternating rounds):
+# cuBLAS writing the same C, from its own alternating rounds), and where they differ most (why has not yet
+# been read from the counters):
 
 # %% slideshow={"slide_type": "-"}
 recs = [r for r in helpers.results.load_all() if "hopper_targets" in r.meta.get("experiments", {})]
 if len(recs) > 1:
     display(LL.head_to_head_by_gpu_table(recs))
+    print("where the GPUs differ most:")
+    for g in LL.widest_gaps(recs):
+        print(f"  {g['shape']}, {g['C']} C: " + ", ".join(f"{k} {v:.2f}" for k, v in g.items() if k not in
+                                                          ("shape", "C", "gap")))
+    print("DRAM bandwidth (memory clock x bus width, in each record): " + ", ".join(
+        f"{r.gpu_short} {r.meta['gpu']['mem_bw_gbs'] / 1e3:.2f} TB/s" for r in recs))
+    print(f"rows start inside a 128-byte line at 7000^3: {helpers.kernels.starts_inside_line(2 * 7000, 2 * 7000)}")
 else:
     who = f"Only the {recs[0].gpu_name} has" if recs else "No GPU has"
     print(helpers.wrap(f"{who} a record of the goals in results/; `make record` on another Hopper GPU adds its "

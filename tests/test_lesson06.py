@@ -551,3 +551,22 @@ def test_head_to_head_by_gpu_puts_each_record_in_its_own_column():
     assert rows[1]["H200"] == rows[1]["H100 80GB HBM3"] and rows[1]["H200"].startswith(f"{own[1]['ratio']:.3f}")
     assert rows[0]["H200"] != rows[0]["H100 80GB HBM3"] and rows[0]["H100 80GB HBM3"].endswith("missed)")
     assert "H100 80GB HBM3: x cuBLAS" in LL.head_to_head_by_gpu_table([h200, h100]).data
+
+
+def test_widest_gaps_ranks_the_goals_where_two_gpus_differ_most():
+    """A copy of the record with cuBLAS twice as fast in one goal's rounds: that goal comes first, its gap the
+    difference of the two ratios (half the ratio), the others' gap 0; with one record there is nothing to rank."""
+    import copy
+
+    h200 = helpers.results.load_latest()
+    other = copy.deepcopy(h200)
+    other.meta["gpu"]["name"] = "NVIDIA H100 80GB HBM3"
+    cell = other.meta["experiments"]["hopper_targets"]["cells"][3]
+    for t in cell["timed"]:
+        if t["what"] == "cuBLAS":
+            t["round_ms"] = [ms / 2 for ms in t["round_ms"]]
+    own = LL.head_to_head(h200.meta["experiments"]["hopper_targets"])
+    first, second = LL.widest_gaps([h200, other], top=2)
+    assert (first["shape"], first["C"]) == (own[3]["shape"], own[3]["C"])
+    assert first["gap"] == pytest.approx(first["H200"] / 2, rel=0.02) and second["gap"] == 0
+    assert LL.widest_gaps([h200]) == []

@@ -169,6 +169,19 @@ def head_to_head_by_gpu(records) -> list[dict]:
     return [rows[k] for k in order]
 
 
+def widest_gaps(records, top: int = 3) -> list[dict]:
+    """The `top` goals whose best ratios to cuBLAS differ most between two GPUs with `hopper_targets` (the first two
+    such records): shape, C, both GPUs' ratios and their difference, widest first."""
+    recs = [r for r in records if r.meta.get("experiments", {}).get("hopper_targets")][:2]
+    if len(recs) < 2:
+        return []
+    a, b = ({(r["shape"], r["C"]): r["ratio"] for r in head_to_head(rec.meta["experiments"]["hopper_targets"])}
+            for rec in recs)
+    rows = [{"shape": s, "C": c, recs[0].gpu_short: a[s, c], recs[1].gpu_short: b[s, c], "gap": a[s, c] - b[s, c]}
+            for s, c in a if (s, c) in b and a[s, c] is not None and b[s, c] is not None]
+    return sorted(rows, key=lambda r: -abs(r["gap"]))[:top]
+
+
 def head_to_head_by_gpu_table(records):
     """head_to_head_by_gpu as a table, one column per GPU."""
     from ..display import gpu_columns_table
