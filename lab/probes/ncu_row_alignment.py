@@ -4,9 +4,16 @@ than with rows of 10112 (128-byte aligned), and cuBLAS 3% slower. Here each of t
 FP16 C) is profiled at both strides: the first launch of its kernel inside that probe (the checked launch), with
 tools/ncu_counters.py's metrics (L2 sectors and requests, DRAM bytes, tensor pipe, warp stalls), clocks left alone.
 
-With --no-cublas, the rungs alone (a rung still pending its first record, e.g. 27, too).
+With --no-cublas, the rungs alone (a rung still pending its first record, e.g. 27, too). With --shape, another
+product than 5000^3 (row_alignment.py's option).
 
-    python3 lab/probes/ncu_row_alignment.py OUT.json [--pads 0,56] [--rungs 16] [--no-cublas]   (a Hopper GPU and ncu)"""
+On the H100 at 7000^3 (rows of 14000 bytes, 16 into a sector; pad 40: 14080 bytes, 128-byte aligned), where the
+rungs reach 0.84-0.85 of cuBLAS and the H200's reach 0.98-0.99, predicted before the run: rung 29 reads about 1.1x
+the L2 sectors at pad 0 that it reads at pad 40 and runs at least 8% longer; cuBLAS's time changes by at most 3%;
+at pad 0 rung 29 reads at least 1.1x cuBLAS's bytes from DRAM (the H100 has 0.70x the H200's DRAM bandwidth).
+
+    python3 lab/probes/ncu_row_alignment.py OUT.json [--pads 0,56] [--rungs 16] [--shape MxNxK] [--no-cublas]
+                                                                                        (a Hopper GPU and ncu)"""
 import json
 import os
 import subprocess
@@ -33,6 +40,8 @@ def main(argv) -> int:
     args = list(argv)
     pads = _option(args, "--pads", "0,56")
     rungs = [int(v) for v in _option(args, "--rungs", "16").split(",")]
+    shape = _option(args, "--shape", "5000x5000x5000")
+    K = int(shape.split("x")[2])
     ncu = NC.find_ncu()
     if ncu is None:
         print("no ncu", file=sys.stderr)
@@ -47,7 +56,7 @@ def main(argv) -> int:
             cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name", kernel,
                    "--launch-count", "1", "--metrics", ",".join(metrics), "--force-overwrite", "--export", str(rep),
                    sys.executable, str(ROOT / "lab/probes/row_alignment.py"), str(work / "probe.json"),
-                   "--pads", pad, "--rungs", ",".join(map(str, rungs))]
+                   "--pads", pad, "--rungs", ",".join(map(str, rungs)), "--shape", shape]
             p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, COURSE_DEVICE="gpu"),
                                cwd=ROOT, timeout=300)
             q = subprocess.run([ncu, "--import", f"{rep}.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"],
@@ -58,7 +67,7 @@ def main(argv) -> int:
                 print(what, pad, "no report:", (p.stdout + p.stderr)[-400:], file=sys.stderr, flush=True)
                 continue
             vals = {m: NC.number(rows[0].get(m)) for m in metrics}
-            entry = {"what": what, "pad": int(pad), "row_bytes": 2 * (5000 + int(pad)),
+            entry = {"what": what, "pad": int(pad), "shape": shape, "row_bytes": 2 * (K + int(pad)),
                      "kernel_name": rows[0].get("Kernel Name", ""), **NC.counters(vals)}
             out.append(entry)
             c = entry["counters"]
