@@ -44,7 +44,7 @@ def main(argv) -> int:
     M, N, K = shape
     import cupy
 
-    import helpers.hopper as HH
+    import helpers.launch as HL
     from helpers.cublas import CUBLAS_COMPUTE_32F, gemm_ex, same_c
     from helpers.kernels import rung_entry
     from helpers.launch import launcher
@@ -53,7 +53,7 @@ def main(argv) -> int:
     rng = cupy.random.default_rng(9)
     A = rng.standard_normal((M, K), dtype=cupy.float32).astype(cupy.float16)
     B = rng.standard_normal((K, N), dtype=cupy.float32).astype(cupy.float16)
-    plain = HH.tensor_map_2d
+    plain = HL.tensor_map_2d             # the name the launcher looks up: the probe swaps it for `mapped`
     rows, bad = [], 0
 
     def keep(row, chk, t):
@@ -84,7 +84,7 @@ def main(argv) -> int:
 
         base = {"pad": pad, "ld": N + pad, "a_row_bytes": 2 * (K + pad), "b_row_bytes": 2 * (N + pad),
                 "row_bytes": 2 * (N + pad), "row_mod_32": (2 * (N + pad)) % 32, "row_mod_128": (2 * (N + pad)) % 128}
-        HH.tensor_map_2d = mapped
+        HL.tensor_map_2d = mapped
         try:
             for k in rungs:
                 r, opts = rung_entry(k), ()
@@ -101,7 +101,7 @@ def main(argv) -> int:
                 chk = r.check(C[:M, :N], A, B, backend="GPU")
                 keep({"rung": k, "kernel": r.name, "knobs": knobs, **base}, chk, benchmark(run, flops=2.0 * M * N * K))
         finally:
-            HH.tensor_map_2d = plain
+            HL.tensor_map_2d = plain
         C = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
         run = functools.partial(gemm_ex, Aw[:, :K], Bw[:, :N], compute=CUBLAS_COMPUTE_32F, C=C)   # lda, ldb: wide
         run()

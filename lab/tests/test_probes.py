@@ -435,3 +435,19 @@ def test_targets_elsewhere_adds_rungs_where_rows_start_inside_a_line_and_only_fo
     assert [misaligned(c[0]) for c in plan] == [False, True, True, True]
     assert [c[3] for c in add_rungs(plan, (25, 26), False)] == [[29], [16, 29, 25], [13, 30, 26], [13, 26]]
     assert [c[0] for c in add_rungs(plan, (25, 26), True)] == [[7000] * 3, [7000] * 3, [4104, 8200, 2056]]
+
+
+def test_row_alignment_swaps_the_tensor_map_builder_the_launcher_calls():
+    """lab/probes/row_alignment.py maps A and B into wider buffers by replacing helpers.launch.tensor_map_2d: the
+    launcher must look that name up in its own module at call time (a probe that patched helpers.hopper's name
+    instead saw no call, and refused every rung as 'probe invalid')."""
+    import ast
+
+    import helpers.launch as HL
+
+    src = (ROOT / "lab" / "probes" / "row_alignment.py").read_text()
+    targets = {ast.unparse(n.targets[0]) for n in ast.walk(ast.parse(src))
+               if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]).endswith("tensor_map_2d")}
+    assert targets == {"HL.tensor_map_2d"} and "import helpers.launch as HL" in src
+    assert "tensor_map_2d" in HL.launcher.__code__.co_names or any(
+        "tensor_map_2d" in c.co_names for c in HL.launcher.__code__.co_consts if hasattr(c, "co_names"))
