@@ -842,11 +842,12 @@ if len(recs) > 1:
     display(LL.head_to_head_by_gpu_table(recs))
     print("where the GPUs differ most:")
     for g in LL.widest_gaps(recs):
+        M, N, K = map(int, g["shape"].split("x"))
+        inside = "rows start inside a line" if helpers.kernels.starts_inside_line(2 * K, 2 * N) else "aligned rows"
         print(f"  {g['shape']}, {g['C']} C: " + ", ".join(f"{k} {v:.2f}" for k, v in g.items() if k not in
-                                                          ("shape", "C", "gap")))
+                                                          ("shape", "C", "gap")) + f" ({inside})")
     print("DRAM bandwidth (memory clock x bus width, in each record): " + ", ".join(
         f"{r.gpu_short} {r.meta['gpu']['mem_bw_gbs'] / 1e3:.2f} TB/s" for r in recs))
-    print(f"rows start inside a 128-byte line at 7000^3: {helpers.kernels.starts_inside_line(2 * 7000, 2 * 7000)}")
 else:
     who = f"Only the {recs[0].gpu_name} has" if recs else "No GPU has"
     print(helpers.wrap(f"{who} a record of the goals in results/; `make record` on another Hopper GPU adds its "

@@ -153,6 +153,8 @@ def test_a_long_experiment_resumes_from_its_last_checkpoint(tmp_path, monkeypatc
 def test_the_hopper_ladder_skips_the_rungs_a_stopped_run_measured(monkeypatch):
     """helpers.experiments.hopper.hopper with `done`: cuBLAS's rows and the rungs found there are not measured
     again, the others are, and each new rung is checkpointed."""
+    import pytest
+
     from helpers.device import GPUInfo
     from helpers.experiments import hopper as hx
 
@@ -161,16 +163,12 @@ def test_the_hopper_ladder_skips_the_rungs_a_stopped_run_measured(monkeypatch):
     children = []
     monkeypatch.setattr("helpers.isolate.run_isolated",
                         lambda target, k, *a, **kw: children.append(k) or [{"rung": k, "m": 1}])
-    monkeypatch.setattr("helpers.experiments.ladder.cublas_row",
-                        lambda *a: pytest_fail("cuBLAS measured again"))
+    def cublas_row(*a):
+        pytest.fail("cuBLAS measured again")
+
+    monkeypatch.setattr("helpers.experiments.ladder.cublas_row", cublas_row)
     saves = []
     done = [{"rung": 0, "m": 4096}, {"rung": 7, "m": 1}, {"rung": 8, "m": 1}]
     rows = hx.hopper(rungs=(7, 8, 9, 10), done=done, checkpoint=lambda r: saves.append(len(r)))
     assert children == [9, 10] and [r["rung"] for r in rows] == [0, 7, 8, 9, 10]
     assert saves == [4, 5] and done == [{"rung": 0, "m": 4096}, {"rung": 7, "m": 1}, {"rung": 8, "m": 1}]
-
-
-def pytest_fail(msg):
-    import pytest
-
-    pytest.fail(msg)

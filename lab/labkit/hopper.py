@@ -1059,13 +1059,13 @@ def tried(rec=None) -> list[dict]:
         ", ".join(f"{_p(p)} at {n}^3" for n, p in WG_UNIFORM_PREDICTED.items()),
         ", ".join(f"{_x([r['ratio'] for r in wg if r['n'] == n])} at {n}^3" for n in WG_UNIFORM_PREDICTED), "no")
 
-    quad = quad_h100_rows()
+    quad = quad_h100()
     if quad:
-        pred = load_log(*QUAD_H100_LOG)["predicted"]["gain over the best other candidate"]
+        pred = quad["predicted"]
         add("clusters of 4 on the H100 where rows start inside a line (rungs 25-26 against the record's choice)",
             ", ".join(f"{_p(pred[s])} at {s.split('x')[0]}^3" for s in pred) + " (H100)",
-            ", ".join(f"{_x([r['gain'] for r in quad if r['shape'] == s])} at {s.split('x')[0]}^3" for s in pred),
-            "no")
+            ", ".join(f"{_x([r['gain'] for r in quad['rows'] if r['shape'] == s])} at {s.split('x')[0]}^3"
+                      for s in pred), "no")
     return rows
 
 
@@ -1073,24 +1073,23 @@ QUAD_H100_LOG = ("targets-quad", "lab/probes/targets_elsewhere.py OUT.json --add
                  "nvidia-h100-80gb-hbm3")
 
 
-def quad_h100_rows(directory=None) -> list[dict]:
-    """lab/probes/targets_elsewhere.py --add-rungs 25,26 on the H100, per shape and C type: the added rung's median
-    round-by-round ratio to cuBLAS over the best other candidate's (`gain`, above 1: the cluster of 4 faster); [] where
-    the log is not kept."""
+def quad_h100(directory=None) -> dict | None:
+    """lab/probes/targets_elsewhere.py --add-rungs 25,26 on the H100: its prediction (the gain over the best other
+    candidate, per shape) and per shape and C type the added rung's median round-by-round ratio to cuBLAS over the
+    best other candidate's (`gain`, above 1: the cluster of 4 faster); None where the log is not kept."""
     try:
-        log = load_log(*QUAD_H100_LOG[:2], QUAD_H100_LOG[2], directory)
+        log = load_log(*QUAD_H100_LOG, directory)
     except LogMissing:
-        return []
-    out = []
+        return None
+    rows = []
     for cell in log["cells"]:
         t = {x["what"]: x for x in cell["timed"]}
         ratio = {w: round_ratio(x["round_ms"], t["cuBLAS"]["round_ms"])["ratio"] for w, x in t.items() if w != "cuBLAS"}
-        added = [w for w in ratio if w in ("rung 25", "rung 26")]
-        others = [v for w, v in ratio.items() if w not in added]
-        for w in added:
-            out.append({"shape": "x".join(map(str, cell["shape"])), "C": C_TAGS.get(cell["c_dtype"], cell["c_dtype"]),
-                        "rung": w, "ratio": ratio[w], "best_other": max(others), "gain": ratio[w] / max(others)})
-    return out
+        best_other = max(v for w, v in ratio.items() if w not in ("rung 25", "rung 26"))
+        rows += [{"shape": "x".join(map(str, cell["shape"])), "c_dtype": cell["c_dtype"], "rung": w,
+                  "ratio": ratio[w], "best_other": best_other, "gain": ratio[w] / best_other}
+                 for w in ratio if w in ("rung 25", "rung 26")]
+    return {"predicted": log.get("predicted", {}).get("gain over the best other candidate", {}), "rows": rows}
 
 
 def sampling_rows(summary: dict, targets, top: int = 4) -> list[dict]:

@@ -207,14 +207,17 @@ def test_consumer_slices_draws_each_consumers_part_of_the_tile():
 
 
 def test_the_h100_cluster_of_4_rows_divide_by_the_best_other_candidate(tmp_path):
-    """quad_h100_rows: each added rung's median round ratio to cuBLAS over the best other candidate's, per cell;
-    nothing where the log is not kept."""
-    assert LK.quad_h100_rows(directory=tmp_path) == []
+    """quad_h100: each added rung's median round ratio to cuBLAS over the best other candidate's, per cell, and the
+    log's prediction; None where the log is not kept."""
+    assert LK.quad_h100(directory=tmp_path) is None
     cell = {"shape": [7000, 7000, 7000], "c_dtype": "float16", "timed": [
         {"what": "cuBLAS", "round_ms": [1.0, 1.0, 1.0]},
         {"what": "rung 16", "round_ms": [1.25, 1.25, 1.25]},        # ratio 0.8
         {"what": "rung 29", "round_ms": [2.0, 2.0, 2.0]},           # ratio 0.5
         {"what": "rung 25", "round_ms": [1.0 / 0.84] * 3}]}         # ratio 0.84
-    (tmp_path / "targets-quad-nvidia-h100-80gb-hbm3.json").write_text(json.dumps({"cells": [cell]}))
-    (row,) = LK.quad_h100_rows(directory=tmp_path)
+    pred = {"gain over the best other candidate": {"7000x7000x7000": 1.05}}
+    (tmp_path / "targets-quad-nvidia-h100-80gb-hbm3.json").write_text(json.dumps({"cells": [cell], "predicted": pred}))
+    out = LK.quad_h100(directory=tmp_path)
+    (row,) = out["rows"]
     assert row["rung"] == "rung 25" and row["shape"] == "7000x7000x7000" and row["gain"] == pytest.approx(1.05)
+    assert out["predicted"] == {"7000x7000x7000": 1.05}
