@@ -169,6 +169,7 @@ extern "C" __global__ void hopper_split_k(const __grid_constant__ TensorMap tmA,
     const int tiles_m = (M + HBM - 1) / HBM, tiles_n = (N + HBN - 1) / HBN, ktiles = (K + HBK - 1) / HBK;
     const int tiles = tiles_m * tiles_n, units = tiles * splits;   // work unit t: part t / tiles of tile t % tiles
     const int kper = (ktiles + splits - 1) / splits;           // K-tiles per part (the last may have fewer)
+    const int first = blockIdx.x, step = gridDim.x;            // this CTA's units: first, + step, ...
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < HSTAGES; ++s) {
@@ -186,16 +187,19 @@ extern "C" __global__ void hopper_split_k(const __grid_constant__ TensorMap tmA,
         if (threadIdx.x == 0) {
             int s = 0;
             u32 phase = 0;
-            for (int t = blockIdx.x; t < units; t += gridDim.x) {
+            for (int t = first; t < units; t += step) {
                 int tm, tn;
-                const int part = t / tiles, k0 = part * kper, k1 = min(ktiles, k0 + kper);
-                tile_of(t % tiles, tiles_m, tiles_n, tm, tn);
+                const int tile = t % tiles, part = t / tiles;
+                tile_of(tile, tiles_m, tiles_n, tm, tn);
+                const int k0 = part * kper, k1 = min(ktiles, k0 + kper);
+                // what TMA loads: A's box and the boxes of B that start inside the matrices
+                const bool a_in = tm * HBM < M;
                 const int nb = b_boxes_in(tn, N);
-                const u32 bytes = A_STAGE_BYTES + nb * B_BOX_BYTES;
+                const u32 bytes = (a_in ? A_STAGE_BYTES : 0) + nb * B_BOX_BYTES;
                 for (int kt = k0; kt < k1; ++kt) {             // this part's K-tiles
                     mbar_wait(&empty[s], phase ^ 1);           // every consumer warp freed stage s
                     mbar_expect_tx(&full[s], bytes);           // the bytes TMA will deliver
-                    tma_load(sA + s * A_STAGE_BYTES, &tmA, &full[s], kt * HBK, tm * HBM);
+                    if (a_in) tma_load(sA + s * A_STAGE_BYTES, &tmA, &full[s], kt * HBK, tm * HBM);
                     unsigned char* b = sB + s * B_STAGE_BYTES;
 #pragma unroll
                     for (int c = 0; c < HBN / BOX_N; ++c)
@@ -214,10 +218,11 @@ extern "C" __global__ void hopper_split_k(const __grid_constant__ TensorMap tmA,
         int s = 0;
         u32 phase = 0;
         float d[128];
-        for (int t = blockIdx.x; t < units; t += gridDim.x) {
+        for (int t = first; t < units; t += step) {
             int tm, tn;
-            const int part = t / tiles, k0 = part * kper, k1 = min(ktiles, k0 + kper);
-            tile_of(t % tiles, tiles_m, tiles_n, tm, tn);
+            const int tile = t % tiles, part = t / tiles;
+            tile_of(tile, tiles_m, tiles_n, tm, tn);
+            const int k0 = part * kper, k1 = min(ktiles, k0 + kper);
 #pragma unroll
             for (int i = 0; i < 128; ++i) d[i] = 0.0f;
             int prev = -1;
@@ -234,7 +239,7 @@ extern "C" __global__ void hopper_split_k(const __grid_constant__ TensorMap tmA,
             wgmma_wait<0>();
             if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);   // (a part can be empty)
             // [region: split-k]
-            if (splits > 1 && !sum_parts(d, partial, flags, (t % tiles) * 2 + cw, part, splits, cw))
+            if (splits > 1 && !sum_parts(d, partial, flags, tile * 2 + cw, part, splits, cw))
                 continue;                                      // another part writes this tile
             // [end region: split-k]
             // [region: epilogue]
