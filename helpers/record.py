@@ -5,7 +5,8 @@
 The sweep's checked and timed rows at each size, every registered experiment and two extras (an independent
 timer, the emulator's bit-for-bit match) go into ``results/<gpu-slug>.json`` with the GPU, versions and date.
 A record takes minutes; what it has measured is saved as it goes (``results/<gpu-slug>.partial.json``), and
-``--resume`` goes on from there after a run was stopped (Ctrl-C, a time limit).
+``--resume`` goes on from there after a run was stopped (Ctrl-C, a time limit); so does
+``--update-experiments NAME ... --resume`` (``results/<gpu-slug>.update.partial.json``).
 """
 from __future__ import annotations
 
@@ -101,8 +102,10 @@ def emulator_probe(M=128, N=128, K=1024, seed=11, log=print):
 EXTRAS = {"timing_agreement": timing_agreement, "emulator_probe": emulator_probe}
 
 
-def update_experiments(gpu, names, out: Path) -> int:
-    """Re-run some experiments (or extras) into the existing record of this GPU (same GPU name required)."""
+def update_experiments(gpu, names, out: Path, resume: bool = False) -> int:
+    """Re-run some experiments (or extras) into the existing record of this GPU (same GPU name required). Each one
+    finished is saved in <gpu>.update.partial.json (a long one, rung by rung: going_on); with `resume`, a run
+    stopped part way goes on from there."""
     path = out / f"{gpu.slug}.json"
     rec = load_record(path)
     if rec.gpu_name != gpu.name:
@@ -115,15 +118,31 @@ def update_experiments(gpu, names, out: Path) -> int:
         print(f"unknown experiments {unknown}; known: {sorted(registry)}, extras {sorted(EXTRAS)}",
               file=sys.stderr)
         return 2
+    progress = out / f"{gpu.slug}.update{PARTIAL}"
+    plan = {"gpu": gpu.name, "update": list(names)}
+    state = (resume_state(progress, plan) if resume else None) or {**plan, "done": {}}
+
+    def save():
+        tmp = progress.with_name(progress.name + ".tmp")
+        tmp.write_text(json.dumps(state, indent=1) + "\n")
+        tmp.replace(progress)
+
     meta = rec.meta
     for name in names:
-        t1 = time.time()
-        print(f"experiment {name}", flush=True)
-        if name in EXTRAS:
-            meta.setdefault("extras", {})[name] = EXTRAS[name]()
+        if name in state["done"]:
+            print(f"experiment {name}: measured by the stopped run", flush=True)
         else:
-            meta.setdefault("experiments", {})[name] = RECORDING[name] = registry[name]()
-        print(f"  done in {time.time() - t1:.1f} s", flush=True)
+            t1 = time.time()
+            print(f"experiment {name}", flush=True)
+            fn = EXTRAS.get(name) or registry[name]
+            state["done"][name] = fn(**going_on(name, fn, state, save))
+            state.get("unfinished", {}).pop(name, None)
+            save()
+            print(f"  done in {time.time() - t1:.1f} s", flush=True)
+        if name in EXTRAS:
+            meta.setdefault("extras", {})[name] = state["done"][name]
+        else:
+            meta.setdefault("experiments", {})[name] = RECORDING[name] = state["done"][name]
     meta.setdefault("updates", []).append({
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "experiments": names,
@@ -131,6 +150,7 @@ def update_experiments(gpu, names, out: Path) -> int:
         "versions": {"driver_cuda": gpu.driver, "cuda_runtime": gpu.runtime, "cupy": gpu.cupy,
                      "numpy": np.__version__}})
     write_json(meta, gpu.slug, out)
+    progress.unlink(missing_ok=True)
     print(f"updated {path}: experiments {names}")
     return 0
 
@@ -183,7 +203,8 @@ def main(argv=None):
                     help="run only these experiments (default: all)")
     ap.add_argument("--resume", action="store_true",
                     help=f"go on with the record that a run stopped part way left in <out>/<gpu>{PARTIAL} "
-                         "(it is saved after the sizes and after each experiment)")
+                         "(it is saved after the sizes and after each experiment); with --update-experiments, "
+                         f"the update that a stopped run left in <out>/<gpu>.update{PARTIAL}")
     ap.add_argument("--update-experiments", nargs="+", default=None, metavar="NAME",
                     help="run only these experiments (or extras: timing_agreement, emulator_probe) and add "
                          "them to this GPU's existing record, leaving its other measurements as they are "
@@ -195,7 +216,7 @@ def main(argv=None):
         print(exc, file=sys.stderr)
         return 2
     if args.update_experiments:
-        return update_experiments(gpu, args.update_experiments, Path(args.out))
+        return update_experiments(gpu, args.update_experiments, Path(args.out), args.resume)
     sizes = args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     t0 = time.time()
     plan = {"gpu": gpu.name, "sizes": sizes, "seed": args.seed, "only_experiments": args.only_experiments}

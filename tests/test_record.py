@@ -172,3 +172,50 @@ def test_the_hopper_ladder_skips_the_rungs_a_stopped_run_measured(monkeypatch):
     rows = hx.hopper(rungs=(7, 8, 9, 10), done=done, checkpoint=lambda r: saves.append(len(r)))
     assert children == [9, 10] and [r["rung"] for r in rows] == [0, 7, 8, 9, 10]
     assert saves == [4, 5] and done == [{"rung": 0, "m": 4096}, {"rung": 7, "m": 1}, {"rung": 8, "m": 1}]
+
+
+def test_an_update_stopped_part_way_resumes_where_it_stopped(tmp_path, monkeypatch):
+    """--update-experiments saves each experiment it finishes (and a long one's rows) beside the record; with
+    --resume a stopped update measures only what is left, then writes the record and removes its progress file."""
+    import json
+
+    import pytest
+
+    calls = []
+    _fake_record_run(monkeypatch, calls)
+    assert record.main(["--sizes", "64", "--out", str(tmp_path)]) == 0
+    before = record.load_record(tmp_path / "fake-gpu.json").meta
+    measured = []
+
+    def ladder(done=None, checkpoint=None, stop_after=None):
+        rows = list(done or [])
+        for rung in (1, 2, 3):
+            if any(r["rung"] == rung for r in rows):
+                continue
+            measured.append(rung)
+            rows.append({"rung": rung})
+            checkpoint(rows)
+            if rung == stop_after:
+                raise KeyboardInterrupt
+        return rows
+
+    exps = {"alpha": lambda: calls.append("alpha2") or {"new": True},
+            "ladder": lambda done=None, checkpoint=None: ladder(done, checkpoint, 2)}
+    monkeypatch.setattr(record, "load_experiments", lambda: exps)
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        record.main(["--update-experiments", "alpha", "ladder", "--out", str(tmp_path)])
+    saved = json.loads((tmp_path / "fake-gpu.update.partial.json").read_text())
+    assert saved["done"] == {"alpha": {"new": True}} and saved["unfinished"] == {"ladder": [{"rung": 1}, {"rung": 2}]}
+    assert record.load_record(tmp_path / "fake-gpu.json").meta == before       # the record is untouched so far
+
+    exps["ladder"] = lambda done=None, checkpoint=None: ladder(done, checkpoint)
+    calls.clear()
+    assert record.main(["--update-experiments", "alpha", "ladder", "--out", str(tmp_path), "--resume"]) == 0
+    assert calls == [] and measured == [1, 2, 3]                   # alpha and rungs 1-2 not measured again
+    meta = record.load_record(tmp_path / "fake-gpu.json").meta
+    assert meta["experiments"]["alpha"] == {"new": True}
+    assert meta["experiments"]["ladder"] == [{"rung": 1}, {"rung": 2}, {"rung": 3}]
+    assert meta["experiments"]["beta"] == before["experiments"]["beta"]   # the others left as they were
+    assert meta["updates"][-1]["experiments"] == ["alpha", "ladder"]
+    assert not (tmp_path / "fake-gpu.update.partial.json").exists()
