@@ -336,6 +336,24 @@ def test_determinism_normalises_like_nbval():
     assert list(det.compared_cells(nb, subs)) == [1]
 
 
+def test_determinism_lets_nbval_stand_only_for_the_machine_as_it_is():
+    """make determinism --nbval-ran (CI) leaves out a setting only where numpy and OpenBLAS run under it exactly as
+    without it (nbval ran that); every other setting keeps a run of its own, and the runs never drop below one each."""
+    det = _load_tool("check_determinism")
+    as_is = det.probe_machine({})
+    assert as_is and as_is["core"] and as_is["threads"] >= 1 and as_is["numpy"]
+    same = f"OPENBLAS_CORETYPE={as_is['core']}"
+    other = "OPENBLAS_CORETYPE=Prescott"               # SSE kernels: no machine of today picks them
+    assert det.is_machine_as_is(det.parse_settings(same), as_is)
+    assert not det.is_machine_as_is(det.parse_settings(other), as_is)
+    assert not det.is_machine_as_is(det.parse_settings(same + ",OMP_NUM_THREADS=1"), as_is)   # unprobed variable
+    assert not det.is_machine_as_is({}, as_is) and not det.is_machine_as_is(det.parse_settings(same), None)
+    assert det.without_nbval_run(["A=1", same, other], 4, as_is) == (["A=1", other], 3, [same])
+    assert det.without_nbval_run(["A=1", other], 4, as_is) == (["A=1", other], 4, [])
+    assert det.without_nbval_run(["A=1", "B=2", "C=3", same], 2, as_is) == (["A=1", "B=2", "C=3"], 3, [same])
+    assert det.without_nbval_run([same], 1, as_is) == ([], 1, [same])
+
+
 def test_exercise_answered_with_text_says_what_it_expects(capsys):
     from helpers import exercises
 

@@ -5,6 +5,9 @@
     python tools/check_determinism.py --jobs 2        # notebooks in parallel (one kernel each)
     python tools/check_determinism.py --settings OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=1
                                                       # run k under the k-th setting (cycled)
+    python tools/check_determinism.py --nbval-ran --keep build/executed
+                                                      # nbval's run counts as one (see below); the
+                                                      # notebooks of run 1 kept for make course
 
 Each run executes the notebook in a fresh kernel (that is Restart & Run All) with
 COURSE_DEVICE=cpu through nbclient, and keeps the outputs of every code cell that
@@ -20,6 +23,17 @@ types nbval skips (images, metadata, tracebacks, ...) left out. It then reports
 the runs), so that one command proves the outputs do not depend on the BLAS kernel OpenBLAS picks
 for the CPU (``OPENBLAS_CORETYPE``) or on the thread count (``OPENBLAS_NUM_THREADS=1``). Each run
 reports the OpenBLAS core that its kernel really used, so a setting that did not take is visible.
+
+``--nbval-ran`` says that nbval has run every notebook as this machine is and compared it with the
+committed outputs in the same job (CI: make test beside make determinism; nbval normalises as above
+and compares the same cells). Where the helpers pick the CPU backend as the machine is (no GPU),
+that run counts as one of the ``--runs``: a setting under which numpy and OpenBLAS run exactly as
+they do without it (the same OpenBLAS core, BLAS thread count and numpy loops, probed in a child
+process) is not run again, and the runs go down by one, never below one per remaining setting.
+Without such a setting nothing changes.
+
+``--keep DIR`` writes each notebook as executed in its first run to DIR/NN_topic.ipynb, so that
+``make course COURSE_EXECUTED=DIR`` builds the site from them instead of executing every notebook again.
 
 Exit status 0 when all runs agree with each other and with the committed outputs,
 1 otherwise. `make determinism` runs it.
@@ -117,6 +131,74 @@ print(f"{_core}, numpy loops {_simd}")
 """
 
 
+# The machine as numpy sees it under an environment: OpenBLAS core, BLAS threads and every numpy CPU feature
+# (NPY_DISABLE_CPU_FEATURES switches some off). Run in a child process (probe_machine).
+_MACHINE_PROBE = """
+import ctypes, json, numpy
+from numpy._core._multiarray_umath import __cpu_features__ as features
+lib = [l for l in open("/proc/self/maps").read().split() if "openblas" in l and ".so" in l]
+core = threads = None
+if lib:
+    lib = ctypes.CDLL(lib[0])
+    for n in ("scipy_openblas_get_corename64_", "openblas_get_corename64_", "openblas_get_corename"):
+        if hasattr(lib, n):
+            getattr(lib, n).restype = ctypes.c_char_p
+            core = getattr(lib, n)().decode()
+            break
+    for n in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads"):
+        if hasattr(lib, n):
+            threads = getattr(lib, n)()
+            break
+print(json.dumps({"core": core, "threads": threads, "numpy": sorted(k for k, v in features.items() if v)}))
+"""
+# the variables the probe sees the effect of: a setting with any other variable is never taken for the machine as is
+_PROBED = {"OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "NPY_DISABLE_CPU_FEATURES"}
+
+
+def probe_machine(env: dict[str, str]) -> dict | None:
+    """{core, threads, numpy features} of a Python started with `env` added; None if it cannot say."""
+    import json
+    import subprocess
+
+    full = {**os.environ, **env}
+    try:
+        out = subprocess.run([sys.executable, "-c", _MACHINE_PROBE], env=full, capture_output=True, text=True,
+                             timeout=120, check=True).stdout
+        found = json.loads(out.strip().splitlines()[-1])
+    except (subprocess.SubprocessError, OSError, ValueError, IndexError):
+        return None
+    return found if found.get("core") and found.get("threads") else None
+
+
+def backend_as_is() -> str | None:
+    """The backend the helpers pick in this environment ('cpu' or 'gpu'), as nbval's kernel saw it."""
+    import subprocess
+
+    try:
+        return subprocess.run([sys.executable, "-c", "import helpers.device as d; print(d.backend().name)"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120, check=True).stdout.split()[-1]
+    except (subprocess.SubprocessError, OSError, IndexError):
+        return None
+
+
+def is_machine_as_is(setting: dict[str, str], as_is: dict | None) -> bool:
+    """Whether numpy and OpenBLAS run under `setting` exactly as they do without it (as_is: probe_machine({}))."""
+    if as_is is None or not setting or set(setting) - _PROBED:
+        return False
+    return probe_machine(setting) == as_is
+
+
+def without_nbval_run(settings: list[str], runs: int, as_is: dict | None) -> tuple[list[str], int, list[str]]:
+    """(settings still to run, runs still to make, settings nbval's run stands for): nbval's run as the machine
+    is stands for every setting that leaves the machine as it is and, if there is one, counts as one of the runs;
+    every other setting still gets a run of its own."""
+    by_nbval = [s for s in settings if is_machine_as_is(parse_settings(s), as_is)]
+    if not by_nbval:
+        return settings, runs, []
+    rest = [s for s in settings if s not in by_nbval]
+    return rest, max(runs - 1, len(rest), 1), by_nbval
+
+
 # what the CPU must have for an OpenBLAS core (the kernels use these instructions: a CPU without them
 # would stop with an illegal instruction, not give other digits)
 _CORE_NEEDS = {"haswell": "avx2", "zen": "avx2", "skylakex": "avx512f", "cooperlake": "avx512_bf16",
@@ -147,9 +229,9 @@ def parse_settings(text: str) -> dict[str, str]:
 
 
 def execute_once(path: str, timeout: int, env: dict[str, str] | None = None
-                 ) -> tuple[dict[int, list[str]], float, str | None, str]:
+                 ) -> tuple[dict[int, list[str]], float, str | None, str, nbformat.NotebookNode]:
     """Run the notebook in a fresh kernel on the CPU backend, with `env` added to the kernel's
-    environment; (compared outputs, seconds, error, OpenBLAS core the kernel used)."""
+    environment; (compared outputs, seconds, error, OpenBLAS core the kernel used, the executed notebook)."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
@@ -179,7 +261,7 @@ def execute_once(path: str, timeout: int, env: dict[str, str] | None = None
     probe = nb.cells.pop()
     assert len(nb.cells) == n_cells
     core = "".join(_text(o.get("text", "")) for o in probe.get("outputs", []) if o.get("output_type") == "stream")
-    return compared_cells(nb, sanitizers()), time.time() - t0, err, core.strip() or "not run"
+    return compared_cells(nb, sanitizers()), time.time() - t0, err, core.strip() or "not run", nb
 
 
 def _diff(a: list[str], b: list[str], la: str, lb: str, limit: int = 12) -> str:
@@ -193,9 +275,11 @@ def cell_label(nb, i: int) -> str:
     return f"cell {i} (id {nb.cells[i].get('id', '?')}): {src[0][:70] if src else '(empty)'}"
 
 
-def check_notebook(path: Path, runs: int, timeout: int, log=print, settings: list[str] | None = None) -> list[str]:
+def check_notebook(path: Path, runs: int, timeout: int, log=print, settings: list[str] | None = None,
+                   keep: Path | None = None) -> list[str]:
     """Problems found for one notebook (empty: deterministic and matching the committed outputs).
-    settings: one 'NAME=VALUE,...' string per run (cycled); None or '' runs on the machine as it is."""
+    settings: one 'NAME=VALUE,...' string per run (cycled); None or '' runs on the machine as it is.
+    keep: a folder to write the notebook as executed in run 1 to (when that run raised nothing)."""
     committed_nb = nbformat.read(path, as_version=4)
     subs = sanitizers()
     committed = compared_cells(committed_nb, subs)
@@ -203,11 +287,14 @@ def check_notebook(path: Path, runs: int, timeout: int, log=print, settings: lis
     results, labels = [], []
     for k in range(runs):
         setting = settings[k % len(settings)]
-        cells, secs, err, core = execute_once(str(path), timeout, parse_settings(setting))
+        cells, secs, err, core, executed = execute_once(str(path), timeout, parse_settings(setting))
         label = f"run {k + 1} ({setting or 'as the machine is'}; OpenBLAS core {core})"
         log(f"  {path.name} {label}: {secs:.0f} s{', ERROR ' + err if err else ''}")
         if err:
             return [f"{path.name} {label}: a cell raised: {err}"]
+        if keep is not None and k == 0:
+            keep.mkdir(parents=True, exist_ok=True)
+            nbformat.write(executed, keep / path.name)
         results.append(cells)
         labels.append(label)
     problems = []
@@ -225,9 +312,9 @@ def check_notebook(path: Path, runs: int, timeout: int, log=print, settings: lis
 
 
 def _job(args):
-    path, runs, timeout, settings = args
+    path, runs, timeout, settings, keep = args
     lines: list[str] = []
-    problems = check_notebook(Path(path), runs, timeout, log=lines.append, settings=settings)
+    problems = check_notebook(Path(path), runs, timeout, log=lines.append, settings=settings, keep=keep)
     return path, lines, problems
 
 
@@ -239,6 +326,10 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="notebooks executed in parallel")
     ap.add_argument("--settings", nargs="*", default=[],
                     help="environment of each run, NAME=VALUE[,NAME=VALUE] (cycled over the runs; '' = as is)")
+    ap.add_argument("--nbval-ran", action="store_true",
+                    help="nbval has compared a run as this machine is with the committed outputs (make test): it "
+                         "counts as one of the runs, and a setting that leaves the machine as it is is not run again")
+    ap.add_argument("--keep", type=Path, help="write each notebook as executed in run 1 to this folder")
     args = ap.parse_args(argv)
     runnable = []
     for s in args.settings:
@@ -249,12 +340,21 @@ def main(argv=None) -> int:
             runnable.append(s)
     if args.settings and not runnable:
         print("no setting can run on this CPU: the runs use the machine as it is")
+    by_nbval = []
+    if args.nbval_ran and runnable and backend_as_is() != "cpu":
+        print("--nbval-ran: nbval's run was not on the CPU backend here: every setting runs")
+    elif args.nbval_ran and runnable:
+        as_is = probe_machine({})
+        runnable, args.runs, by_nbval = without_nbval_run(runnable, args.runs, as_is)
+        for s in by_nbval:
+            print(f"setting {s!r} skipped: it leaves this machine as it is (OpenBLAS {as_is['core']}, "
+                  f"{as_is['threads']} BLAS threads, numpy's loops unchanged), the run nbval has checked")
     args.settings = runnable
     os.environ["COURSE_DEVICE"] = "cpu"
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     t0 = time.time()
     all_problems: list[str] = []
-    jobs = [(str(p), args.runs, args.timeout, args.settings) for p in paths]
+    jobs = [(str(p), args.runs, args.timeout, args.settings, args.keep) for p in paths]
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as ex:
             outcomes = list(ex.map(_job, jobs))
@@ -272,7 +372,8 @@ def main(argv=None) -> int:
               flush=True)
         all_problems += problems
     where = f", settings {' | '.join(s or 'as is' for s in args.settings)}" if args.settings else ""
-    print(f"\n{len(paths)} notebooks, {args.runs} runs each, COURSE_DEVICE=cpu{where}, {time.time() - t0:.0f} s")
+    nbval = f" (and nbval's run as the machine is: {' | '.join(by_nbval)})" if by_nbval else ""
+    print(f"\n{len(paths)} notebooks, {args.runs} runs each{nbval}, COURSE_DEVICE=cpu{where}, {time.time() - t0:.0f} s")
     if all_problems:
         print(f"{len(all_problems)} problem(s):")
         for p in all_problems:
