@@ -32,8 +32,10 @@ $(STAMP): requirements.txt pyproject.toml
 SLIDES_NPM := tools/slides/node_modules/.package-lock.json
 PAGE_ASSETS := $(if $(shell command -v npm 2>/dev/null),$(SLIDES_NPM))
 
+# COURSE_EXECUTED=DIR takes the notebooks as executed already in DIR instead of executing them again: CI passes the
+# first run of make determinism (DETERMINISM_ARGS="--keep DIR"), whose compared outputs equal the committed ones.
 course: $(STAMP) $(PAGE_ASSETS)
-	$(PY) tools/execute_notebooks.py --out build
+	$(PY) tools/execute_notebooks.py --out build $(if $(COURSE_EXECUTED),--executed $(COURSE_EXECUTED))
 	$(PY) tools/slides.py --site
 
 test: unit nbval
@@ -124,17 +126,18 @@ slides-pdf: slides
 
 .PHONY: slides slides-test slides-pdf
 
-# Reliability (issues 9 and 22): Restart & Run All four times on the CPU backend, each run on another
-# machine as numpy sees it: OpenBLAS's Haswell (AVX2) kernels with numpy's AVX-512 loops off, its Prescott
-# (SSE) kernels with AVX2 off too, its SkylakeX (AVX-512) kernels, and one BLAS thread. Every compared
-# output must be identical in every run and equal to the committed one; a setting this CPU cannot run is
-# skipped with a line. DETERMINISM_SETTINGS overrides the list.
+# Reliability: Restart & Run All four times on the CPU backend, each run on another machine as numpy sees it:
+# OpenBLAS's Haswell (AVX2) kernels with numpy's AVX-512 loops off, its Prescott (SSE) kernels with AVX2 off too,
+# its SkylakeX (AVX-512) kernels, and one BLAS thread. Every compared output must be identical in every run and
+# equal to the committed one; a setting this CPU cannot run is skipped with a line. DETERMINISM_SETTINGS overrides
+# the list; DETERMINISM_ARGS adds options of tools/check_determinism.py (CI: --nbval-ran, so that make test's nbval
+# run, as this machine is, stands for a setting that leaves the machine as it is; --keep DIR for make course).
 NPY_NO_V4 := X86_V4 AVX512_ICL AVX512_SPR
 DETERMINISM_SETTINGS ?= "OPENBLAS_CORETYPE=Haswell,NPY_DISABLE_CPU_FEATURES=$(NPY_NO_V4)" \
 	"OPENBLAS_CORETYPE=Prescott,NPY_DISABLE_CPU_FEATURES=X86_V3 $(NPY_NO_V4)" \
 	"OPENBLAS_CORETYPE=SkylakeX" "OPENBLAS_NUM_THREADS=1"
 determinism: $(STAMP)
-	$(PY) tools/check_determinism.py --runs 4 --jobs 2 --settings $(DETERMINISM_SETTINGS)
+	$(PY) tools/check_determinism.py --runs 4 --jobs 2 --settings $(DETERMINISM_SETTINGS) $(DETERMINISM_ARGS)
 
 # GPU only: every kernel under compute-sanitizer memcheck, racecheck and synccheck at small and odd
 # sizes; writes results/sanitize-<gpu>.txt (SANITIZE_PY=... CS=/path/to/compute-sanitizer to override)

@@ -354,6 +354,35 @@ def test_determinism_lets_nbval_stand_only_for_the_machine_as_it_is():
     assert det.without_nbval_run([same], 1, as_is) == ([], 1, [same])
 
 
+def test_make_course_takes_executed_notebooks_only_with_the_same_cells(tmp_path):
+    """make course COURSE_EXECUTED=DIR (CI: make determinism's first run, --keep DIR) publishes those notebooks
+    instead of executing them again, streams joined as after an execution; a copy whose cells differ from the
+    lesson's, or with a code cell not run, is refused."""
+    import nbformat
+
+    ex = _load_tool("execute_notebooks")
+    src = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# T"), nbformat.v4.new_code_cell("print(1)")])
+    (tmp_path / "src").mkdir()
+    (tmp_path / "run").mkdir()
+    nbformat.write(src, tmp_path / "src" / "00_x.ipynb")
+    run = nbformat.from_dict(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# T"),
+                                                            nbformat.v4.new_code_cell("print(1)")]))
+    run.cells[1].execution_count = 1
+    run.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="1"),
+                            nbformat.v4.new_output("stream", name="stdout", text="\n")]
+    nbformat.write(run, tmp_path / "run" / "00_x.ipynb")
+    nb = ex.execute(tmp_path / "src" / "00_x.ipynb", 60, tmp_path / "run")
+    assert [o["text"] for o in nb.cells[1].outputs] == ["1\n"]
+    run.cells[1].execution_count = None
+    nbformat.write(run, tmp_path / "run" / "00_x.ipynb")
+    with pytest.raises(SystemExit, match="not executed"):
+        ex.execute(tmp_path / "src" / "00_x.ipynb", 60, tmp_path / "run")
+    run.cells[1].source = "print(2)"
+    nbformat.write(run, tmp_path / "run" / "00_x.ipynb")
+    with pytest.raises(SystemExit, match="not those of"):
+        ex.execute(tmp_path / "src" / "00_x.ipynb", 60, tmp_path / "run")
+
+
 def test_exercise_answered_with_text_says_what_it_expects(capsys):
     from helpers import exercises
 

@@ -4,6 +4,9 @@
     python tools/execute_notebooks.py --inplace  # rewrite notebooks/*.ipynb with fresh outputs, solution
                                                  # cells' outputs left out (strip_solutions), and touch
                                                  # each paired notebooks/NN_topic.py
+    python tools/execute_notebooks.py --executed build/executed
+                                                 # -> build/ as above, from notebooks executed already
+                                                 # (tools/check_determinism.py --keep: its first run)
 
 Notebooks run with the backend the helpers pick (GPU if one works, else the
 CPU emulation; COURSE_DEVICE forces one). The committed notebooks are never
@@ -50,11 +53,21 @@ def strip_solutions(nb: nbformat.NotebookNode) -> None:
             cell.execution_count = None
 
 
-def execute(path: Path, timeout: int) -> nbformat.NotebookNode:
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                            resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
+def execute(path: Path, timeout: int, executed: Path | None = None) -> nbformat.NotebookNode:
+    """The notebook executed in a fresh kernel; or, given `executed` (a folder), its copy there as executed
+    already, which must have the same cells as the source."""
+    if executed is not None:
+        nb = nbformat.read(executed / path.name, as_version=4)
+        source = nbformat.read(path, as_version=4)
+        if [(c.cell_type, c.source) for c in nb.cells] != [(c.cell_type, c.source) for c in source.cells]:
+            raise SystemExit(f"{executed / path.name}: its cells are not those of {path}: execute it again")
+        if any(c.cell_type == "code" and c.source.strip() and c.execution_count is None for c in nb.cells):
+            raise SystemExit(f"{executed / path.name}: a code cell was not executed")
+    else:
+        nb = nbformat.read(path, as_version=4)
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                                resources={"metadata": {"path": str(path.parent)}})
+        client.execute()
     coalesce_streams(nb)
     return nb
 
@@ -72,7 +85,11 @@ def main(argv=None):
     ap.add_argument("--inplace", action="store_true")
     ap.add_argument("--out", type=Path, default=ROOT / "build")
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--executed", type=Path,
+                    help="take each notebook as executed already in this folder instead of executing it")
     args = ap.parse_args(argv)
+    if args.executed and args.inplace:
+        ap.error("--executed writes build/, not the committed notebooks: leave out --inplace")
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     if not args.inplace:
         (args.out / "notebooks").mkdir(parents=True, exist_ok=True)
@@ -80,7 +97,7 @@ def main(argv=None):
     links = []
     for p in paths:
         t0 = time.time()
-        nb = execute(p, args.timeout)
+        nb = execute(p, args.timeout, args.executed)
         if args.inplace:
             strip_solutions(nb)
             nbformat.write(nb, p)
@@ -93,7 +110,8 @@ def main(argv=None):
             write_html(nb, args.out / "html" / f"{p.stem}.html")
             title = next((c.source.splitlines()[0].lstrip("# ") for c in nb.cells if c.cell_type == "markdown"), p.stem)
             links.append((p.stem, title))
-        print(f"executed {p.name} in {time.time() - t0:.0f} s", flush=True)
+        print(f"took {p.name} as executed in {args.executed}/" if args.executed
+              else f"executed {p.name} in {time.time() - t0:.0f} s", flush=True)
     if not args.inplace:
         shutil.copy2(ROOT / "notebooks" / "glossary.md", args.out / "notebooks")   # the lessons link to it
         items = "\n".join(f'<li><a href="{s}.html">{html.escape(t)}</a></li>' for s, t in links)
