@@ -32,10 +32,12 @@ $(STAMP): requirements.txt pyproject.toml
 SLIDES_NPM := tools/slides/node_modules/.package-lock.json
 PAGE_ASSETS := $(if $(shell command -v npm 2>/dev/null),$(SLIDES_NPM))
 
-# COURSE_EXECUTED=DIR takes the notebooks as executed already in DIR instead of executing them again: CI passes the
-# first run of make determinism (DETERMINISM_ARGS="--keep DIR"), whose compared outputs equal the committed ones.
+# The executed notebooks go to build/notebooks/, then tools/slides.py --site writes every page of build/html/ and its
+# index from them. COURSE_EXECUTED=DIR takes the notebooks as executed already in DIR instead of executing them again:
+# CI passes the first run of make determinism (DETERMINISM_ARGS="--keep DIR"), whose compared outputs equal the
+# committed ones.
 course: $(STAMP) $(PAGE_ASSETS)
-	$(PY) tools/execute_notebooks.py --out build $(if $(COURSE_EXECUTED),--executed $(COURSE_EXECUTED))
+	$(PY) tools/execute_notebooks.py --out build --no-html $(if $(COURSE_EXECUTED),--executed $(COURSE_EXECUTED))
 	$(PY) tools/slides.py --site
 
 test: unit nbval

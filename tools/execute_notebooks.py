@@ -7,6 +7,8 @@
     python tools/execute_notebooks.py --executed build/executed
                                                  # -> build/ as above, from notebooks executed already
                                                  # (tools/check_determinism.py --keep: its first run)
+    python tools/execute_notebooks.py --no-html  # build/notebooks only (make course: tools/slides.py --site
+                                                 # then writes every page of build/html and its index)
 
 Notebooks run with the backend the helpers pick (GPU if one works, else the
 CPU emulation; COURSE_DEVICE forces one). The committed notebooks are never
@@ -87,12 +89,15 @@ def main(argv=None):
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--executed", type=Path,
                     help="take each notebook as executed already in this folder instead of executing it")
+    ap.add_argument("--no-html", action="store_true", help="write no build/html (tools/slides.py --site writes it)")
     args = ap.parse_args(argv)
     if args.executed and args.inplace:
         ap.error("--executed writes build/, not the committed notebooks: leave out --inplace")
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    html_out = not args.inplace and not args.no_html
     if not args.inplace:
         (args.out / "notebooks").mkdir(parents=True, exist_ok=True)
+    if html_out:
         (args.out / "html").mkdir(parents=True, exist_ok=True)
     links = []
     for p in paths:
@@ -107,18 +112,22 @@ def main(argv=None):
                                                    # the pair when their cells differ)
         else:
             nbformat.write(nb, args.out / "notebooks" / p.name)
-            write_html(nb, args.out / "html" / f"{p.stem}.html")
+            if html_out:
+                write_html(nb, args.out / "html" / f"{p.stem}.html")
             title = next((c.source.splitlines()[0].lstrip("# ") for c in nb.cells if c.cell_type == "markdown"), p.stem)
             links.append((p.stem, title))
         print(f"took {p.name} as executed in {args.executed}/" if args.executed
               else f"executed {p.name} in {time.time() - t0:.0f} s", flush=True)
     if not args.inplace:
         shutil.copy2(ROOT / "notebooks" / "glossary.md", args.out / "notebooks")   # the lessons link to it
+    if html_out:
         items = "\n".join(f'<li><a href="{s}.html">{html.escape(t)}</a></li>' for s, t in links)
         (args.out / "html" / "index.html").write_text(
             "<!doctype html><meta charset='utf-8'><title>Tensor Cores course</title>"
             f"<h1>Tensor Cores, WMMA and mixed precision</h1><ol>{items}</ol>\n")
         print(f"wrote {args.out}/notebooks and {args.out}/html (index.html)")
+    elif not args.inplace:
+        print(f"wrote {args.out}/notebooks")
     return 0
 
 
