@@ -1,4 +1,5 @@
-"""CPU tests for lesson 2's helpers (helpers/experiments/wmma.py, helpers/exercises/wmma.py)."""
+"""CPU tests for lesson 2's helpers (helpers/experiments/wmma.py with wmma_ptx.py and wmma_plots.py,
+helpers/exercises/wmma.py)."""
 import numpy as np
 import pytest
 

@@ -143,7 +143,7 @@ def check_2x2_kernel(source) -> None:
 @checker
 def lane_of_a_exercise(answer, row: int = 9, col: int = 6) -> None:
     """Which lane holds A[row][col] in the documented PTX mma.m16n8k16 A fragment?"""
-    from ..experiments.wmma import ptx_fragment_layout
+    from ..experiments.wmma_ptx import ptx_fragment_layout
 
     lanes = [lane for lane, cells in enumerate(ptx_fragment_layout("a")) if (row, col) in cells]
     check_number(f"lane holding A[{row}][{col}]", answer, lanes[0],
@@ -175,7 +175,7 @@ def two_by_two_bytes_per_flop_exercise(answer) -> None:
 def hmma_per_tile_exercise(answer, K: int) -> None:
     """HMMA instructions one warp of wmma_gemm_naive executes for its 16x16 tile of C at K (a multiple of 16),
     counted per wmma.mma in the recorded sm_90 build."""
-    from ..experiments.wmma import ptx_lines, sass_lines
+    from ..experiments.wmma_ptx import ptx_lines, sass_lines
 
     n_mma = sum(1 for ln in ptx_lines() if ln.startswith("wmma.mma"))
     n_hmma = len(sass_lines(opcode="HMMA"))

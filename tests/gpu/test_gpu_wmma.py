@@ -1,4 +1,4 @@
-"""GPU tests for lesson 2 (kernels/wmma_lesson.cu, helpers/experiments/wmma.py, exercises).
+"""GPU tests for lesson 2 (kernels/wmma_lesson.cu, helpers/experiments/wmma.py and wmma_ptx.py, exercises).
 
 Run with COURSE_DEVICE=gpu on a machine with a CUDA GPU; skipped elsewhere.
 """
