@@ -9,7 +9,8 @@ core          errors, paths; device (backend, GPU, peak rates); compile (NVRTC, 
               knobs); hopper (TMA maps); isolate (a child process); launch (gemm); clocks, timing, memory;
               cublas; results, profile (recorded measurements and Nsight Compute counters); fp8_gemm,
               fp8_scaled, training
-presentation  plot_style, plots (plots_ladder, plots_hopper, plots_fp8); display; tryout (try_kernel)
+presentation  plot_style, plots (plots_ladder, plots_hopper, plots_fp8); display; tryout (try_kernel),
+              tryout_sweep (the recorded knob sweep it shows without a GPU)
 lesson        experiments/ (a lesson's GPU measurements, live or recorded: run_or_load, the sweep),
 families      exercises/ (self-checking exercises)
 the command   record (`make record`)

@@ -12,7 +12,8 @@ PKG = ROOT / "helpers"
 CORE = {"errors", "paths", "device", "compile", "kernels", "hopper", "isolate", "launch", "knobs", "numerics",
         "emulate", "check", "mutations", "timing", "clocks", "memory", "cublas", "results", "profile", "analysis",
         "formats", "fp8", "fp8_gemm", "fp8_scaled", "training", "model_gpu"}
-PRESENTATION = {"plot_style", "plots", "plots_ladder", "plots_hopper", "plots_fp8", "display", "tryout"}
+PRESENTATION = {"plot_style", "plots", "plots_ladder", "plots_hopper", "plots_fp8", "display", "tryout",
+                "tryout_sweep"}
 
 
 def layer(mod: str) -> int:
