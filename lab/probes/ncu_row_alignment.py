@@ -64,7 +64,9 @@ def main(argv) -> int:
             rows, _ = NC.parse_raw_csv(q.stdout)
             if not rows:
                 bad += 1
-                print(what, pad, "no report:", (p.stdout + p.stderr)[-400:], file=sys.stderr, flush=True)
+                said = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith("==")]   # ncu's own lines
+                print(what, pad, "no report:", "\n".join(said[-12:]) or (p.stdout + p.stderr)[-400:],
+                      file=sys.stderr, flush=True)
                 continue
             vals = {m: NC.number(rows[0].get(m)) for m in metrics}
             entry = {"what": what, "pad": int(pad), "shape": shape, "row_bytes": 2 * (K + int(pad)),
