@@ -192,7 +192,8 @@ extern "C" __global__ void hopper_split_k(const __grid_constant__ TensorMap tmA,
                 const int tile = t % tiles, part = t / tiles;
                 tile_of(tile, tiles_m, tiles_n, tm, tn);
                 const int k0 = part * kper, k1 = min(ktiles, k0 + kper);
-                // what TMA loads: A's box and the boxes of B that start inside the matrices
+                // what TMA loads: A's box and the boxes of B that start inside the matrices (without clusters
+                // every tile starts inside A: the test is rung 14's, kept so that this rung adds split-K only)
                 const bool a_in = tm * HBM < M;
                 const int nb = b_boxes_in(tn, N);
                 const u32 bytes = (a_in ? A_STAGE_BYTES : 0) + nb * B_BOX_BYTES;
