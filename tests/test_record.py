@@ -78,6 +78,23 @@ def _fake_record_run(monkeypatch, calls, stop_at=None):
     monkeypatch.setattr(record, "RECORDING", {})
 
 
+def _fake_ladder(measured: list):
+    """A long experiment as the Hopper ladder is one: rungs 1-3, each row saved through `checkpoint` as it is
+    measured (its rung appended to `measured`), the rungs in `done` skipped; it stops after rung `stop_after`."""
+    def ladder(done=None, checkpoint=None, stop_after=None):
+        rows = list(done or [])
+        for rung in (1, 2, 3):
+            if any(r["rung"] == rung for r in rows):
+                continue
+            measured.append(rung)
+            rows.append({"rung": rung})
+            checkpoint(rows)
+            if rung == stop_after:
+                raise KeyboardInterrupt
+        return rows
+    return ladder
+
+
 def test_a_record_stopped_part_way_resumes_where_it_stopped(tmp_path, monkeypatch):
     import json
 
@@ -121,18 +138,7 @@ def test_a_long_experiment_resumes_from_its_last_checkpoint(tmp_path, monkeypatc
     calls = []
     _fake_record_run(monkeypatch, calls)
     measured = []
-
-    def ladder(done=None, checkpoint=None, stop_after=None):
-        rows = list(done or [])
-        for rung in (1, 2, 3):
-            if any(r["rung"] == rung for r in rows):
-                continue
-            measured.append(rung)
-            rows.append({"rung": rung})
-            checkpoint(rows)
-            if rung == stop_after:
-                raise KeyboardInterrupt
-        return rows
+    ladder = _fake_ladder(measured)
 
     monkeypatch.setattr(record, "load_experiments",
                         lambda: {"ladder": lambda done=None, checkpoint=None: ladder(done, checkpoint, 2)})
@@ -186,18 +192,7 @@ def test_an_update_stopped_part_way_resumes_where_it_stopped(tmp_path, monkeypat
     assert record.main(["--sizes", "64", "--out", str(tmp_path)]) == 0
     before = record.load_record(tmp_path / "fake-gpu.json").meta
     measured = []
-
-    def ladder(done=None, checkpoint=None, stop_after=None):
-        rows = list(done or [])
-        for rung in (1, 2, 3):
-            if any(r["rung"] == rung for r in rows):
-                continue
-            measured.append(rung)
-            rows.append({"rung": rung})
-            checkpoint(rows)
-            if rung == stop_after:
-                raise KeyboardInterrupt
-        return rows
+    ladder = _fake_ladder(measured)
 
     exps = {"alpha": lambda: calls.append("alpha2") or {"new": True},
             "ladder": lambda done=None, checkpoint=None: ladder(done, checkpoint, 2)}
