@@ -5,7 +5,8 @@ FP16 C) is profiled at both strides: the first launch of its kernel inside that 
 tools/ncu_counters.py's metrics (L2 sectors and requests, DRAM bytes, tensor pipe, warp stalls), clocks left alone.
 
 With --no-cublas, the rungs alone (a rung still pending its first record, e.g. 27, too). With --shape, another
-product than 5000^3 (row_alignment.py's option).
+product than 5000^3 (row_alignment.py's option). A rung that chooses its build per shape is profiled as the kernel
+it builds there: at 7000^3 rung 29 builds rung 25's (its C^T tile takes more waves there), hopper_quad_cluster.
 
 On the H100 at 7000^3 (rows of 14000 bytes, 16 into a sector; pad 40: 14080 bytes, 128-byte aligned), where the
 rungs reach 0.84-0.85 of cuBLAS and the H200's reach 0.98-0.99, predicted before the run: rung 29 reads about 1.1x
@@ -36,12 +37,13 @@ def main(argv) -> int:
     import ncu_counters as NC
 
     from helpers.kernels import rung_entry
+    from helpers.launch import build_for
 
     args = list(argv)
     pads = _option(args, "--pads", "0,56")
     rungs = [int(v) for v in _option(args, "--rungs", "16").split(",")]
     shape = _option(args, "--shape", "5000x5000x5000")
-    K = int(shape.split("x")[2])
+    M, N, K = (int(v) for v in shape.split("x"))
     ncu = NC.find_ncu()
     if ncu is None:
         print("no ncu", file=sys.stderr)
@@ -51,7 +53,10 @@ def main(argv) -> int:
     work = Path(tempfile.mkdtemp())
     for pad in pads.split(","):
         cublas = [] if "--no-cublas" in args else [("regex:nvjet", "cuBLAS FP16 C")]
-        for kernel, what in [(rung_entry(r).name, f"rung {r}") for r in rungs] + cublas:
+        # the kernel each rung's launcher builds for this shape (rungs 25-26 and 29-30 choose per shape, from the rows
+        # of A and B as row_alignment.py passes them: K and N halves apart at every pad, so one build for all pads)
+        built = [(build_for(rung_entry(r), M, N, 2 * K, 2 * N)[0].name, f"rung {r}") for r in rungs]
+        for kernel, what in built + cublas:
             rep = work / f"{what.replace(' ', '_')}_{pad}"
             cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name", kernel,
                    "--launch-count", "1", "--metrics", ",".join(metrics), "--force-overwrite", "--export", str(rep),

@@ -63,8 +63,8 @@ def main(argv) -> int:
                     "clocks": t.clocks})
         bad += not chk.passed
         rows.append(row)
-        print({x: row.get(x) for x in ("rung", "kernel", "pad", "a_row_bytes", "b_row_bytes", "passed", "model",
-                                       "median_ms", "tflops")}, (t.clocks or {}).get("sm_mhz"), file=sys.stderr,
+        print({x: row.get(x) for x in ("rung", "kernel", "built", "pad", "a_row_bytes", "b_row_bytes", "passed",
+                                       "model", "median_ms", "tflops")}, (t.clocks or {}).get("sm_mhz"), file=sys.stderr,
               flush=True)
 
     for pad in pads:
@@ -99,7 +99,9 @@ def main(argv) -> int:
                 C.fill(cupy.nan)
                 run()
                 chk = r.check(C[:M, :N], A, B, backend="GPU")
-                keep({"rung": k, "kernel": r.name, "knobs": knobs, **base}, chk, benchmark(run, flops=2.0 * M * N * K))
+                built = HL.build_for(r, M, N, 2 * K, 2 * N, options=opts)[0].name   # what the launcher chose
+                keep({"rung": k, "kernel": r.name, "built": built, "knobs": knobs, **base}, chk,
+                     benchmark(run, flops=2.0 * M * N * K))
         finally:
             HL.tensor_map_2d = plain
         C = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
