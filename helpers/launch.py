@@ -362,6 +362,8 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
             kern(grid, spec.block, args, shared_mem=spec.dyn_smem)
 
     kernel_only.grid = grid
+    # what runs: the entry's own kernel, or the build it chose for this shape (rungs 25-26, 29-30: build_for)
+    kernel_only.built = (spec.name, math.prod(spec.cluster) if spec.cluster else 1)   # (kernel, CTAs per cluster)
     if not spec.b_transposed:
         kernel_only.keep = (A, B, C, *extra)    # tensor maps point into these: keep them alive
         return kernel_only, C, (M, N)
@@ -371,7 +373,7 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
         kernel_only()
 
     run.kernel_only = kernel_only
-    run.grid = grid
+    run.grid, run.built = grid, kernel_only.built
     run.keep = (A, B, Bt)           # tensor maps point into these: keep them alive
     return run, C, (M, N)
 

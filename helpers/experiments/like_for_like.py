@@ -58,8 +58,8 @@ def target_rounds(plan: list, rounds: int = TARGET_ROUNDS) -> list[dict]:
                 C.fill(cupy.nan)
                 fn()
                 chk = r.check(C[:M, :N], A, B, reference=ref, backend="GPU")
-                cell["checks"].append({"rung": k, "passed": bool(chk.passed), "model": chk.model,
-                                       "verdict": chk.verdict()[:300]})
+                cell["checks"].append({"rung": k, "built": fn.built[0], "cluster": fn.built[1],
+                                       "passed": bool(chk.passed), "model": chk.model, "verdict": chk.verdict()[:300]})
                 if chk.passed:
                     timed[f"rung {k}"] = fn
             del ref
