@@ -413,6 +413,14 @@ def test_head_to_head_judges_the_median_of_round_by_round_ratios():
     assert LL.head_to_head({"cells": [_h2h_cell({15: [1.0]}, [1.0], model="differs")]})[0]["checked"] is False
     md = LL.head_to_head_table(exp).data              # the lesson's table: met as yes / no, short by 0.010
     assert "| 15 | 0.990 | 1 of 3 |" in md and "| no | 0.010 |" in md and "| yes |  |" in md
+    assert "kernel it built here" not in md and a["ran"] == ""    # no check says what was built: no column
+    # a best rung whose launcher built another rung's kernel for the shape says which, in a column of its own
+    exp["cells"][0]["checks"][0].update(built="hopper_quad_cluster", cluster=4)   # rung 15's check, as recorded
+    exp["cells"][1]["checks"][0].update(built=LL.rung_entry(13).name, cluster=2)  # its own kernel: nothing to say
+    a, b = LL.head_to_head(exp)
+    assert a["ran"] == "hopper_quad_cluster, clusters of 4" and b["ran"] == ""
+    md = LL.head_to_head_table(exp).data
+    assert "kernel it built here" in md and "| 15 | hopper_quad_cluster, clusters of 4 | 0.990 |" in md
     lost = dict(_h2h_cell({}, []), timed=[], error="CUDARuntimeError: an illegal memory access")
     r = LL.head_to_head({"cells": [lost]})[0]
     assert r["met"] is None and r["rung"] is None and r["error"].startswith("CUDARuntimeError")

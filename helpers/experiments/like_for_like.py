@@ -112,7 +112,8 @@ def hopper_targets(timeout: int = 540, rounds: int = TARGET_ROUNDS):
 def head_to_head(exp: dict) -> list[dict]:
     """Experiment `hopper_targets` read: per goal the candidate with the highest median round-by-round ratio to
     cuBLAS (`low`, `high`: its extreme rounds; `won`: rounds it was faster), both TFLOP/s, the SM clocks, `met`,
-    `short`; `checked`: every candidate bit-identical to its model."""
+    `short`; `checked`: every candidate bit-identical to its model; `ran`: the kernel the best rung's launcher built
+    for the shape where it is not the rung's own (rungs 25-26 and 29-30 choose per shape), else ""."""
     out = []
     for cell in exp.get("cells", []):
         shape = tuple(cell["shape"])
@@ -120,7 +121,7 @@ def head_to_head(exp: dict) -> list[dict]:
                "goal": cell["goal"], "rung": None, "ratio": None, "low": None, "high": None, "won": "",
                "tflops": None, "cublas": None, "mhz": "", "met": None, "short": None,
                "checked": all(c["passed"] and c["model"] == "identical" for c in cell["checks"]),
-               "error": cell.get("error", "")}
+               "error": cell.get("error", ""), "ran": ""}
         t = {x["what"]: x for x in cell["timed"]}
         cub, best = t.get("cuBLAS"), None
         for what, x in t.items():
@@ -134,6 +135,9 @@ def head_to_head(exp: dict) -> list[dict]:
                        won=f"{rr['won']} of {rr['rounds']}", tflops=x["tflops"], cublas=cub["tflops"],
                        mhz=f"{clock_span(x['sm_mhz'])} / {clock_span(cub['sm_mhz'])}", met=med >= cell["goal"],
                        short=None if med >= cell["goal"] else round(cell["goal"] - med, 3))
+            chk = next((c for c in cell["checks"] if c["rung"] == row["rung"]), {})
+            if chk.get("built") and chk["built"] != rung_entry(row["rung"]).name:   # the check names what ran
+                row["ran"] = f"{chk['built']}, clusters of {chk['cluster']}"
         out.append(row)
     return out
 
@@ -144,9 +148,12 @@ def head_to_head_table(exp: dict):
 
     rows = [dict(x, met={True: "yes", False: "no"}.get(x["met"], "-"), short=x["short"] or "")
             for x in head_to_head(exp)]
-    return table(rows, ["shape", "C", "goal", "rung", "ratio", "won", "mhz", "checked", "met", "short"],
-                 ["M x N x K", "C", "goal", "best rung", "x cuBLAS, same C", "rounds faster", "MHz, rung / cuBLAS",
-                  "correct", "met", "short by"], {"ratio": ".3f", "short": ".3f"})
+    ran = any(x["ran"] for x in rows)               # a column only where a best rung ran another rung's kernel
+    return table(rows, ["shape", "C", "goal", "rung"] + ["ran"] * ran
+                 + ["ratio", "won", "mhz", "checked", "met", "short"],
+                 ["M x N x K", "C", "goal", "best rung"] + ["kernel it built here"] * ran
+                 + ["x cuBLAS, same C", "rounds faster", "MHz, rung / cuBLAS", "correct", "met", "short by"],
+                 {"ratio": ".3f", "short": ".3f"})
 
 
 
