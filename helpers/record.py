@@ -123,9 +123,7 @@ def update_experiments(gpu, names, out: Path, resume: bool = False) -> int:
     state = (resume_state(progress, plan) if resume else None) or {**plan, "done": {}}
 
     def save():
-        tmp = progress.with_name(progress.name + ".tmp")
-        tmp.write_text(json.dumps(state, indent=1) + "\n")
-        tmp.replace(progress)
+        save_progress(progress, state)
 
     meta = rec.meta
     for name in names:
@@ -156,6 +154,14 @@ def update_experiments(gpu, names, out: Path, resume: bool = False) -> int:
 
 
 PARTIAL = ".partial.json"      # a record in progress: results/<gpu>.partial.json (no lesson reads it)
+
+
+def save_progress(progress: Path, state: dict) -> None:
+    """A record (or update) in progress written to `progress` whole: a stop mid-write leaves the last one."""
+    progress.parent.mkdir(parents=True, exist_ok=True)
+    tmp = progress.with_name(progress.name + ".tmp")
+    tmp.write_text(json.dumps(state, indent=1) + "\n")
+    tmp.replace(progress)
 
 
 def resume_state(progress: Path, plan: dict) -> dict | None:
@@ -232,10 +238,7 @@ def main(argv=None):
     def save():
         """The record so far, in <gpu>.partial.json (replaced whole, never half-written): `--resume` goes on from it."""
         state["seconds"] = round(spent + time.time() - t0, 1)
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        tmp = progress.with_name(progress.name + ".tmp")
-        tmp.write_text(json.dumps(state, indent=1) + "\n")
-        tmp.replace(progress)
+        save_progress(progress, state)
 
     if state["rows"] is None:
         rows = []

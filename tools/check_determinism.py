@@ -111,19 +111,27 @@ def compared_cells(nb, subs) -> dict[int, list[str]]:
     return res
 
 
-# run in the notebook's kernel after the lesson: which OpenBLAS core and thread count numpy used
-_PROBE = """
+# Python that finds the OpenBLAS numpy loaded and defines _blas(names, restype): the first of those functions the
+# library has, called (None without OpenBLAS or without any of them). Both probes below start with it.
+_OPENBLAS = """
 import ctypes as _c, numpy as _np
-_core = "unknown"
 _libs = [_l for _l in open("/proc/self/maps").read().split() if "openblas" in _l and ".so" in _l]
-if _libs:
-    _lib = _c.CDLL(_libs[0])
-    for _n in ("scipy_openblas_get_corename64_", "openblas_get_corename64_", "openblas_get_corename"):
-        if hasattr(_lib, _n):
-            _f = getattr(_lib, _n)
-            _f.restype = _c.c_char_p
-            _core = _f().decode()
-            break
+_lib = _c.CDLL(_libs[0]) if _libs else None
+def _blas(names, restype=None):
+    for _n in names:
+        if _lib is not None and hasattr(_lib, _n):
+            _fn = getattr(_lib, _n)
+            if restype is not None:
+                _fn.restype = restype
+            return _fn()
+    return None
+_CORE_FNS = ("scipy_openblas_get_corename64_", "openblas_get_corename64_", "openblas_get_corename")
+_THREAD_FNS = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads")
+"""
+
+# run in the notebook's kernel after the lesson: which OpenBLAS core and thread count numpy used
+_PROBE = _OPENBLAS + """
+_core = (_blas(_CORE_FNS, _c.c_char_p) or b"unknown").decode()
 from numpy._core._multiarray_umath import __cpu_features__ as _f
 _simd = ("AVX-512" if _f.get("X86_V4", _f.get("AVX512_SKX")) else "AVX2" if _f.get("X86_V3", _f.get("AVX2"))
          else "SSE")
@@ -133,23 +141,12 @@ print(f"{_core}, numpy loops {_simd}")
 
 # The machine as numpy sees it under an environment: OpenBLAS core, BLAS threads and every numpy CPU feature
 # (NPY_DISABLE_CPU_FEATURES switches some off). Run in a child process (probe_machine).
-_MACHINE_PROBE = """
-import ctypes, json, numpy
+_MACHINE_PROBE = _OPENBLAS + """
+import json
 from numpy._core._multiarray_umath import __cpu_features__ as features
-lib = [l for l in open("/proc/self/maps").read().split() if "openblas" in l and ".so" in l]
-core = threads = None
-if lib:
-    lib = ctypes.CDLL(lib[0])
-    for n in ("scipy_openblas_get_corename64_", "openblas_get_corename64_", "openblas_get_corename"):
-        if hasattr(lib, n):
-            getattr(lib, n).restype = ctypes.c_char_p
-            core = getattr(lib, n)().decode()
-            break
-    for n in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads"):
-        if hasattr(lib, n):
-            threads = getattr(lib, n)()
-            break
-print(json.dumps({"core": core, "threads": threads, "numpy": sorted(k for k, v in features.items() if v)}))
+core = _blas(_CORE_FNS, _c.c_char_p)
+print(json.dumps({"core": core and core.decode(), "threads": _blas(_THREAD_FNS),
+                  "numpy": sorted(k for k, v in features.items() if v)}))
 """
 # the variables the probe sees the effect of: a setting with any other variable is never taken for the machine as is
 _PROBED = {"OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "NPY_DISABLE_CPU_FEATURES"}
