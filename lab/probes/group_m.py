@@ -1,0 +1,80 @@
+"""A device probe (issue 60): does the order of a wave's tiles decide rung 25's time where rows start inside a
+128-byte line? On the H100 at 7000^3 (rows of 14000 bytes), Nsight Compute found the kernel rung 29 builds there
+(rung 25's, hopper_quad_cluster) reading 2.60 GB from DRAM against 0.98 GB with 128-byte aligned rows, while cuBLAS
+read 0.78 GB at both (lab/logs/ncu-row-alignment-7000-nvidia-h100.log). GROUP_M sets how many tile rows a wave
+walks before the next column: it trades rows of A against columns of B that a wave touches.
+
+Rung 25 with GROUP_M in GROUPS (clusters of 4 forced, as the launcher builds it at 7000^3), rung 25 as its launcher
+builds it and the rungs --beside names (default 14: clusters of 2), each checked (float64 and the model where the
+knobs are forced) and then timed in alternating rounds (lab.probes.common.alternating: cold L2, CUDA events, clocks)
+beside cuBLAS writing FP16 C, at each shape.
+
+Predicted before the run (H100): GROUP_M=16 (a wave of 132 tiles of 128x256 covers about 2048 rows of A + 2112 columns
+of B, against 1024 + 4224 at GROUP_M=8) at least 8% faster at 7000^3; GROUP_M=4 (512 + 8448) at least 5% slower.
+
+    python3 lab/probes/group_m.py OUT.json [--shapes 7000x7000x7000,...] [--groups 4,8,16] [--rounds 5] [--beside 14]
+                                                                            (a Hopper GPU, COURSE_DEVICE=gpu)"""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from lab.probes.common import hopper_here, knob_variant, round_rows, run  # noqa: E402  (run as a script: ROOT first)
+from lab.probes.row_alignment import _option  # noqa: E402
+
+
+def main(argv) -> int:
+    if not hopper_here():
+        return 2
+    args = list(argv)
+    shapes = [[int(v) for v in s.split("x")] for s in _option(args, "--shapes", "7000x7000x7000").split(",")]
+    groups = [int(v) for v in _option(args, "--groups", "4,8,16").split(",")]
+    rounds = int(_option(args, "--rounds", "5"))
+    beside = [int(v) for v in _option(args, "--beside", "14").split(",") if v]
+    import cupy
+
+    from helpers.cublas import same_c
+    from helpers.experiments.ladder import _inputs
+    from helpers.kernels import rung_entry
+    from helpers.launch import build_for, launcher
+    from helpers.numerics import reference_gemm
+    from helpers.timing import gemm_flops
+
+    spec = rung_entry(25)
+    out, bad = [], 0
+    for shape in shapes:
+        M, N, K = shape
+        A, B = _inputs(70, M, N, K)
+        ref = reference_gemm(A, B)
+        timed, heads = {}, {}
+        for g in groups:
+            entry, opts, _ = knob_variant(25, {"GROUP_M": g, "CLUSTER_M": 4})
+            fn, C, _ = launcher(entry, A, B, options=opts)
+            C.fill(cupy.nan)
+            fn()
+            chk = spec.check(C[:M, :N], A, B, reference=ref, backend="GPU")
+            bad += not (chk.passed and chk.model == "identical")
+            heads[f"G{g}"] = {"what": f"rung 25 GROUP_M={g} CLUSTER_M=4", "passed": bool(chk.passed), "model": chk.model}
+            timed[f"G{g}"] = fn
+        for r in (25, *beside):                 # rung 25 as its launcher builds it, and the rungs asked for beside it
+            fn, C, _ = launcher(rung_entry(r), A, B)
+            heads[f"r{r}"] = {"what": f"rung {r} as built: {build_for(rung_entry(r), M, N, 2 * K, 2 * N)[0].name}"}
+            timed[f"r{r}"] = fn
+        Cc, cub = cupy.empty((M, N), dtype=cupy.float16), same_c("float16")
+        heads["cublas"] = {"what": "cuBLAS, FP16 C"}
+        timed["cublas"] = lambda cub=cub, A=A, B=B, Cc=Cc: cub.run(A, B, Cc)
+        rows = round_rows(timed, gemm_flops(M, N, K), rounds, lambda k: {"shape": shape, **heads[k]})
+        cb = next(r for r in rows if r["what"].startswith("cuBLAS"))["round_ms"]
+        for r in rows:
+            ratios = sorted(b / a for a, b in zip(r["round_ms"], cb))
+            r["vs_cublas"] = ratios[len(ratios) // 2]
+            print(shape, r["what"], f"{r['median_ms']:.4f} ms", f"x{r['vs_cublas']:.3f} of cuBLAS",
+                  r.get("passed", ""), r.get("model", ""), file=sys.stderr, flush=True)
+        out += rows
+        Path(argv[0]).write_text(json.dumps({"rows": out}, indent=1))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    run(main, __doc__)
