@@ -4,7 +4,7 @@
 read 0.78 GB at both (lab/logs/ncu-row-alignment-7000-nvidia-h100.log). GROUP_M sets how many tile rows a wave
 walks before the next column: it trades rows of A against columns of B that a wave touches.
 
-Rung 25 with GROUP_M in GROUPS (clusters of 4 forced, as the launcher builds it at 7000^3), rung 25 as its launcher
+Rung 25 with GROUP_M in GROUPS (clusters of 4 forced; at 7000^3 the launcher builds clusters of 2), rung 25 as its launcher
 builds it and the rungs --beside names (default 14: clusters of 2), each checked (float64 and the model where the
 knobs are forced) and then timed in alternating rounds (lab.probes.common.alternating: cold L2, CUDA events, clocks)
 beside cuBLAS writing FP16 C, at each shape.
@@ -59,7 +59,8 @@ def main(argv) -> int:
             timed[f"G{g}"] = fn
         for r in (25, *beside):                 # rung 25 as its launcher builds it, and the rungs asked for beside it
             fn, C, _ = launcher(rung_entry(r), A, B)
-            heads[f"r{r}"] = {"what": f"rung {r} as built: {build_for(rung_entry(r), M, N, 2 * K, 2 * N)[0].name}"}
+            built = build_for(rung_entry(r), M, N, 2 * K, 2 * N)[0]
+            heads[f"r{r}"] = {"what": f"rung {r} as built: {built.name}, clusters of {(built.cluster or (1,))[0]}"}
             timed[f"r{r}"] = fn
         Cc, cub = cupy.empty((M, N), dtype=cupy.float16), same_c("float16")
         heads["cublas"] = {"what": "cuBLAS, FP16 C"}
