@@ -12,6 +12,11 @@ beside cuBLAS writing FP16 C, at each shape.
 Predicted before the run (H100): GROUP_M=16 (a wave of 132 tiles of 128x256 covers about 2048 rows of A + 2112 columns
 of B, against 1024 + 4224 at GROUP_M=8) at least 8% faster at 7000^3; GROUP_M=4 (512 + 8448) at least 5% slower.
 
+Second run, predicted before it (H100): where rows start inside a line and the wave model makes the launcher build
+clusters of 2 (7000^3, 6000^3, 6008^3, 4104 x 8200 x 2056: 14, 10, 10 and 10 waves of clusters of 4 against 12, 9, 9
+and 9 of clusters of 2), clusters of 4 forced run at least 1.05x faster than the build; at 3000^3, where the build is
+clusters of 4 already, within 2% of it.
+
     python3 lab/probes/group_m.py OUT.json [--shapes 7000x7000x7000,...] [--groups 4,8,16] [--rounds 5] [--beside 14]
                                                                             (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import json
