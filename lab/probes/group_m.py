@@ -15,9 +15,16 @@ of B, against 1024 + 4224 at GROUP_M=8) at least 8% faster at 7000^3; GROUP_M=4 
 Second run, predicted before it (H100): where rows start inside a line and the wave model makes the launcher build
 clusters of 2 (7000^3, 6000^3, 6008^3, 4104 x 8200 x 2056: 14, 10, 10 and 10 waves of clusters of 4 against 12, 9, 9
 and 9 of clusters of 2), clusters of 4 forced run at least 1.05x faster than the build; at 3000^3, where the build is
-clusters of 4 already, within 2% of it.
+clusters of 4 already, within 2% of it. (Measured: x1.08-1.10 at 7000^3, x1.06-1.09 at 6008^3, x1.03 at 4104 x 8200
+x 2056, x0.98-1.00 at 6000^3, the same at 3000^3: lab/README.md.)
 
-    python3 lab/probes/group_m.py OUT.json [--shapes 7000x7000x7000,...] [--groups 4,8,16] [--rounds 5] [--beside 14]
+For the H200, predicted before its run (same four shapes, --groups 8): clusters of 4 forced at least 3% slower than the
+build at 7000^3 (14 waves against 12, and the H200's 1.4x DRAM bandwidth hides most of what clusters of 2 cost the
+H100 where rows start inside a sector: its record has x0.98 of cuBLAS there), within 3% of it at 6008^3 and
+4104 x 8200 x 2056 (10 waves against 9).
+
+    python3 lab/probes/group_m.py OUT.json [--shapes 7000x7000x7000,...] [--groups 4,8,16] [--rounds 5] [--rung 25]
+                                   [--beside 14]   (--rung 26: FP32 C, beside rung 13 by default)
                                                                             (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import json
 import sys
@@ -36,7 +43,8 @@ def main(argv) -> int:
     shapes = [[int(v) for v in s.split("x")] for s in _option(args, "--shapes", "7000x7000x7000").split(",")]
     groups = [int(v) for v in _option(args, "--groups", "4,8,16").split(",")]
     rounds = int(_option(args, "--rounds", "5"))
-    beside = [int(v) for v in _option(args, "--beside", "14").split(",") if v]
+    rung = int(_option(args, "--rung", "25"))             # 25 (FP16 C) or 26 (FP32 C)
+    beside = [int(v) for v in _option(args, "--beside", "14" if rung == 25 else "13").split(",") if v]
     import cupy
 
     from helpers.cublas import same_c
@@ -46,7 +54,7 @@ def main(argv) -> int:
     from helpers.numerics import reference_gemm
     from helpers.timing import gemm_flops
 
-    spec = rung_entry(25)
+    spec = rung_entry(rung)
     out, bad = [], 0
     for shape in shapes:
         M, N, K = shape
@@ -54,21 +62,21 @@ def main(argv) -> int:
         ref = reference_gemm(A, B)
         timed, heads = {}, {}
         for g in groups:
-            entry, opts, _ = knob_variant(25, {"GROUP_M": g, "CLUSTER_M": 4})
+            entry, opts, _ = knob_variant(rung, {"GROUP_M": g, "CLUSTER_M": 4})
             fn, C, _ = launcher(entry, A, B, options=opts)
             C.fill(cupy.nan)
             fn()
             chk = spec.check(C[:M, :N], A, B, reference=ref, backend="GPU")
             bad += not (chk.passed and chk.model == "identical")
-            heads[f"G{g}"] = {"what": f"rung 25 GROUP_M={g} CLUSTER_M=4", "passed": bool(chk.passed), "model": chk.model}
+            heads[f"G{g}"] = {"what": f"rung {rung} GROUP_M={g} CLUSTER_M=4", "passed": bool(chk.passed), "model": chk.model}
             timed[f"G{g}"] = fn
-        for r in (25, *beside):                 # rung 25 as its launcher builds it, and the rungs asked for beside it
+        for r in (rung, *beside):               # the rung as its launcher builds it, and the rungs asked for beside it
             fn, C, _ = launcher(rung_entry(r), A, B)
             built = build_for(rung_entry(r), M, N, 2 * K, 2 * N)[0]
             heads[f"r{r}"] = {"what": f"rung {r} as built: {built.name}, clusters of {(built.cluster or (1,))[0]}"}
             timed[f"r{r}"] = fn
-        Cc, cub = cupy.empty((M, N), dtype=cupy.float16), same_c("float16")
-        heads["cublas"] = {"what": "cuBLAS, FP16 C"}
+        Cc, cub = cupy.empty((M, N), dtype=spec.out_dtype), same_c(spec.out_dtype)
+        heads["cublas"] = {"what": f"cuBLAS, {'FP16' if spec.out_dtype == 'float16' else 'FP32'} C"}
         timed["cublas"] = lambda cub=cub, A=A, B=B, Cc=Cc: cub.run(A, B, Cc)
         rows = round_rows(timed, gemm_flops(M, N, K), rounds, lambda k: {"shape": shape, **heads[k]})
         cb = next(r for r in rows if r["what"].startswith("cuBLAS"))["round_ms"]

@@ -13,7 +13,13 @@ rungs reach 0.84-0.85 of cuBLAS and the H200's reach 0.98-0.99, predicted before
 the L2 sectors at pad 0 that it reads at pad 40 and runs at least 8% longer; cuBLAS's time changes by at most 3%;
 at pad 0 rung 29 reads at least 1.1x cuBLAS's bytes from DRAM (the H100 has 0.70x the H200's DRAM bandwidth).
 
+With --knobs (e.g. CLUSTER_M=4), the rungs as helpers.try_kernel builds them with those knobs (row_alignment.py's
+option). Predicted before its first run (H100, 7000^3, rung 25 with CLUSTER_M=4, pads 0 and 40): clusters of 4,
+which ran 1.08-1.10x faster than clusters of 2 there (logs/group-m-shapes*), read at most 1.5x the DRAM bytes at pad
+0 that they read at pad 40 (clusters of 2: 2.65x).
+
     python3 lab/probes/ncu_row_alignment.py OUT.json [--pads 0,56] [--rungs 16] [--shape MxNxK] [--no-cublas]
+                                                     [--knobs K=V,...]
                                                                                         (a Hopper GPU and ncu)"""
 import json
 import os
@@ -25,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
-from lab.probes.common import hopper_here, run  # noqa: E402  (run as a script: ROOT first)
+from lab.probes.common import hopper_here, knob_variant, run  # noqa: E402  (run as a script: ROOT first)
 from lab.probes.row_alignment import _option  # noqa: E402
 
 NOT_ON_H200 = {"sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"}   # ncu 2025 refused it
@@ -43,6 +49,7 @@ def main(argv) -> int:
     pads = _option(args, "--pads", "0,56")
     rungs = [int(v) for v in _option(args, "--rungs", "16").split(",")]
     shape = _option(args, "--shape", "5000x5000x5000")
+    knobs = _option(args, "--knobs", "")          # e.g. CLUSTER_M=4: the rungs as helpers.try_kernel builds them
     M, N, K = (int(v) for v in shape.split("x"))
     ncu = NC.find_ncu()
     if ncu is None:
@@ -55,13 +62,15 @@ def main(argv) -> int:
         cublas = [] if "--no-cublas" in args else [("regex:nvjet", "cuBLAS FP16 C")]
         # the kernel each rung's launcher builds for this shape (rungs 25-26 and 29-30 choose per shape, from the rows
         # of A and B as row_alignment.py passes them: K and N halves apart at every pad, so one build for all pads)
-        built = [(build_for(rung_entry(r), M, N, 2 * K, 2 * N)[0].name, f"rung {r}") for r in rungs]
+        built = [(knob_variant(r, {k: int(v) for k, v in (kv.split("=") for kv in knobs.split(","))})[0].name if knobs
+                  else build_for(rung_entry(r), M, N, 2 * K, 2 * N)[0].name, f"rung {r}") for r in rungs]
         for kernel, what in built + cublas:
             rep = work / f"{what.replace(' ', '_')}_{pad}"
             cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name", kernel,
                    "--launch-count", "1", "--metrics", ",".join(metrics), "--force-overwrite", "--export", str(rep),
                    sys.executable, str(ROOT / "lab/probes/row_alignment.py"), str(work / "probe.json"),
-                   "--pads", pad, "--rungs", ",".join(map(str, rungs)), "--shape", shape]
+                   "--pads", pad, "--rungs", ",".join(map(str, rungs)), "--shape", shape,
+                   *(["--knobs", knobs] if knobs else [])]
             p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, COURSE_DEVICE="gpu"),
                                cwd=ROOT, timeout=300)
             q = subprocess.run([ncu, "--import", f"{rep}.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"],
@@ -74,7 +83,7 @@ def main(argv) -> int:
                       file=sys.stderr, flush=True)
                 continue
             vals = {m: NC.number(rows[0].get(m)) for m in metrics}
-            entry = {"what": what, "pad": int(pad), "shape": shape, "row_bytes": 2 * (K + int(pad)),
+            entry = {"what": what, "pad": int(pad), "shape": shape, "knobs": knobs, "row_bytes": 2 * (K + int(pad)),
                      "kernel_name": rows[0].get("Kernel Name", ""), **NC.counters(vals)}
             out.append(entry)
             c = entry["counters"]
