@@ -18,13 +18,17 @@ and 9 of clusters of 2), clusters of 4 forced run at least 1.05x faster than the
 clusters of 4 already, within 2% of it. (Measured: x1.08-1.10 at 7000^3, x1.06-1.09 at 6008^3, x1.03 at 4104 x 8200
 x 2056, x0.98-1.00 at 6000^3, the same at 3000^3: lab/README.md.)
 
+--ct adds rung 29 (with --rung 26: rung 30) with its C^T tile forced (CT_M=160): the rule for clusters of 4 also
+decides what rungs 29-30 weigh their C^T tile against (helpers.kernels.ct_waves_ratio: at 7000^3 the wave model gives
+the C^T tile x0.96 over rung 25's clusters of 2 and x1.12 over its clusters of 4), so a new rule needs all three timed.
+
 For the H200, predicted before its run (same four shapes, --groups 8): clusters of 4 forced at least 3% slower than the
 build at 7000^3 (14 waves against 12, and the H200's 1.4x DRAM bandwidth hides most of what clusters of 2 cost the
 H100 where rows start inside a sector: its record has x0.98 of cuBLAS there), within 3% of it at 6008^3 and
 4104 x 8200 x 2056 (10 waves against 9).
 
     python3 lab/probes/group_m.py OUT.json [--shapes 7000x7000x7000,...] [--groups 4,8,16] [--rounds 5] [--rung 25]
-                                   [--beside 14]   (--rung 26: FP32 C, beside rung 13 by default)
+                                   [--beside 14] [--ct]   (--rung 26: FP32 C, beside rung 13 by default)
                                                                             (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import json
 import sys
@@ -45,6 +49,7 @@ def main(argv) -> int:
     rounds = int(_option(args, "--rounds", "5"))
     rung = int(_option(args, "--rung", "25"))             # 25 (FP16 C) or 26 (FP32 C)
     beside = [int(v) for v in _option(args, "--beside", "14" if rung == 25 else "13").split(",") if v]
+    ct = [rung + 4] if "--ct" in args else []            # rung 29 (30) with its C^T tile forced (CT_M=160)
     import cupy
 
     from helpers.cublas import same_c
@@ -61,15 +66,18 @@ def main(argv) -> int:
         A, B = _inputs(70, M, N, K)
         ref = reference_gemm(A, B)
         timed, heads = {}, {}
-        for g in groups:
-            entry, opts, _ = knob_variant(rung, {"GROUP_M": g, "CLUSTER_M": 4})
+        forced = [(f"G{g}", rung, {"GROUP_M": g, "CLUSTER_M": 4}) for g in groups] + [(f"ct{r}", r, {"CT_M": 160})
+                                                                                      for r in ct]
+        for key, r, knobs in forced:
+            entry, opts, _ = knob_variant(r, knobs)
             fn, C, _ = launcher(entry, A, B, options=opts)
             C.fill(cupy.nan)
             fn()
-            chk = spec.check(C[:M, :N], A, B, reference=ref, backend="GPU")
+            chk = rung_entry(r).check(C[:M, :N], A, B, reference=ref, backend="GPU")
             bad += not (chk.passed and chk.model == "identical")
-            heads[f"G{g}"] = {"what": f"rung {rung} GROUP_M={g} CLUSTER_M=4", "passed": bool(chk.passed), "model": chk.model}
-            timed[f"G{g}"] = fn
+            said = " ".join(f"{k}={v}" for k, v in knobs.items())
+            heads[key] = {"what": f"rung {r} {said} ({entry.name})", "passed": bool(chk.passed), "model": chk.model}
+            timed[key] = fn
         for r in (rung, *beside):               # the rung as its launcher builds it, and the rungs asked for beside it
             fn, C, _ = launcher(rung_entry(r), A, B)
             built = build_for(rung_entry(r), M, N, 2 * K, 2 * N)[0]
