@@ -57,17 +57,17 @@ def main(argv) -> int:
     from helpers.kernels import rung_entry
     from helpers.launch import build_for, launcher
     from helpers.numerics import reference_gemm
-    from helpers.timing import gemm_flops
+    from helpers.timing import gemm_flops, round_ratio
 
     spec = rung_entry(rung)
+    forced = [(f"G{g}", rung, {"GROUP_M": g, "CLUSTER_M": 4}) for g in groups] + [(f"ct{r}", r, {"CT_M": 160})
+                                                                                  for r in ct]
     out, bad = [], 0
     for shape in shapes:
         M, N, K = shape
         A, B = _inputs(70, M, N, K)
         ref = reference_gemm(A, B)
         timed, heads = {}, {}
-        forced = [(f"G{g}", rung, {"GROUP_M": g, "CLUSTER_M": 4}) for g in groups] + [(f"ct{r}", r, {"CT_M": 160})
-                                                                                      for r in ct]
         for key, r, knobs in forced:
             entry, opts, _ = knob_variant(r, knobs)
             fn, C, _ = launcher(entry, A, B, options=opts)
@@ -89,8 +89,7 @@ def main(argv) -> int:
         rows = round_rows(timed, gemm_flops(M, N, K), rounds, lambda k: {"shape": shape, **heads[k]})
         cb = next(r for r in rows if r["what"].startswith("cuBLAS"))["round_ms"]
         for r in rows:
-            ratios = sorted(b / a for a, b in zip(r["round_ms"], cb))
-            r["vs_cublas"] = ratios[len(ratios) // 2]
+            r["vs_cublas"] = round_ratio(r["round_ms"], cb)["ratio"]     # the median of round-by-round ratios
             print(shape, r["what"], f"{r['median_ms']:.4f} ms", f"x{r['vs_cublas']:.3f} of cuBLAS",
                   r.get("passed", ""), r.get("model", ""), file=sys.stderr, flush=True)
         out += rows

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 from lab.probes.common import hopper_here, knob_variant, run  # noqa: E402  (run as a script: ROOT first)
-from lab.probes.row_alignment import _option  # noqa: E402
+from lab.probes.row_alignment import _option, knob_values  # noqa: E402
 
 NOT_ON_H200 = {"sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"}   # ncu 2025 refused it
 
@@ -62,7 +62,7 @@ def main(argv) -> int:
         cublas = [] if "--no-cublas" in args else [("regex:nvjet", "cuBLAS FP16 C")]
         # the kernel each rung's launcher builds for this shape (rungs 25-26 and 29-30 choose per shape, from the rows
         # of A and B as row_alignment.py passes them: K and N halves apart at every pad, so one build for all pads)
-        built = [(knob_variant(r, {k: int(v) for k, v in (kv.split("=") for kv in knobs.split(","))})[0].name if knobs
+        built = [(knob_variant(r, knob_values(knobs))[0].name if knobs
                   else build_for(rung_entry(r), M, N, 2 * K, 2 * N)[0].name, f"rung {r}") for r in rungs]
         for kernel, what in built + cublas:
             rep = work / f"{what.replace(' ', '_')}_{pad}"

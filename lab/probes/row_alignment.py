@@ -32,6 +32,11 @@ def _option(args: list, name: str, default: str) -> str:
     return default
 
 
+def knob_values(text: str) -> dict:
+    """--knobs K=V,K2=V2 as {K: int(V)} (empty text: none)."""
+    return {k: int(v) for k, v in (kv.split("=") for kv in text.split(",") if kv)}
+
+
 def main(argv) -> int:
     if not hopper_here():
         return 2
@@ -39,8 +44,7 @@ def main(argv) -> int:
     shape = [int(v) for v in _option(args, "--shape", "5000x5000x5000").split("x")]
     pads = [int(v) for v in _option(args, "--pads", "0,8,56").split(",")]
     rungs = [int(v) for v in _option(args, "--rungs", "14,16").split(",")]
-    knobs = dict(kv.split("=") for kv in _option(args, "--knobs", "").split(",") if kv)   # e.g. CLUSTER_M=4
-    knobs = {k: int(v) for k, v in knobs.items()}
+    knobs = knob_values(_option(args, "--knobs", ""))   # e.g. CLUSTER_M=4
     M, N, K = shape
     import cupy
 
