@@ -421,6 +421,8 @@ def test_head_to_head_judges_the_median_of_round_by_round_ratios():
     assert a["ran"] == "hopper_quad_cluster, clusters of 4" and b["ran"] == ""
     md = LL.head_to_head_table(exp).data
     assert "kernel it built here" in md and "| 15 | hopper_quad_cluster, clusters of 4 | 0.990 |" in md
+    exp["cells"][1]["checks"][0].update(cluster=1)    # its own kernel in clusters of another size: said too
+    assert LL.head_to_head(exp)[1]["ran"] == f"{LL.rung_entry(13).name}, clusters of 1"
     lost = dict(_h2h_cell({}, []), timed=[], error="CUDARuntimeError: an illegal memory access")
     r = LL.head_to_head({"cells": [lost]})[0]
     assert r["met"] is None and r["rung"] is None and r["error"].startswith("CUDARuntimeError")

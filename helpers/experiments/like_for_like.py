@@ -5,6 +5,7 @@ round-by-round ratios reaches it.
 """
 from __future__ import annotations
 
+import math
 import statistics
 
 import numpy as np
@@ -112,8 +113,8 @@ def hopper_targets(timeout: int = 540, rounds: int = TARGET_ROUNDS):
 def head_to_head(exp: dict) -> list[dict]:
     """Experiment `hopper_targets` read: per goal the candidate with the highest median round-by-round ratio to
     cuBLAS (`low`, `high`: its extreme rounds; `won`: rounds it was faster), both TFLOP/s, the SM clocks, `met`,
-    `short`; `checked`: every candidate bit-identical to its model; `ran`: the kernel the best rung's launcher built
-    for the shape where it is not the rung's own (rungs 25-26 and 29-30 choose per shape), else ""."""
+    `short`; `checked`: every candidate bit-identical to its model; `ran`: the kernel and cluster size the best rung's
+    launcher built for the shape where they are not the rung's own (rungs 25-26 and 29-30 choose per shape), else ""."""
     out = []
     for cell in exp.get("cells", []):
         shape = tuple(cell["shape"])
@@ -135,8 +136,10 @@ def head_to_head(exp: dict) -> list[dict]:
                        won=f"{rr['won']} of {rr['rounds']}", tflops=x["tflops"], cublas=cub["tflops"],
                        mhz=f"{clock_span(x['sm_mhz'])} / {clock_span(cub['sm_mhz'])}", met=med >= cell["goal"],
                        short=None if med >= cell["goal"] else round(cell["goal"] - med, 3))
-            chk = next((c for c in cell["checks"] if c["rung"] == row["rung"]), {})
-            if chk.get("built") and chk["built"] != rung_entry(row["rung"]).name:   # the check names what ran
+            chk, own = next((c for c in cell["checks"] if c["rung"] == row["rung"]), {}), rung_entry(row["rung"])
+            # the check names what ran: another kernel, or the rung's own in clusters of another size (rung 25 in
+            # clusters of 2 is rung 14's build)
+            if chk.get("built") and (chk["built"], chk["cluster"]) != (own.name, math.prod(own.cluster or (1,))):
                 row["ran"] = f"{chk['built']}, clusters of {chk['cluster']}"
         out.append(row)
     return out
