@@ -16,8 +16,8 @@ from typing import Callable
 import numpy as np
 
 from .errors import InputError
-from .kernels import (ALL_RUNGS, HOPPER_SMEM, HOPPER_STAGE, HOPPER_STORE_SMEM, GemmKernel, ct_smem, ladder_smem_bytes,
-                      lookup, skinny_smem, tile_n_smem)
+from .kernels import (ALL_RUNGS, CT_GAIN, HOPPER_SMEM, HOPPER_STAGE, HOPPER_STORE_SMEM, GemmKernel, ct_smem,
+                      ladder_smem_bytes, lookup, skinny_smem, tile_n_smem)
 
 # the most dynamic shared memory a block may opt in to on any GPU the course runs (sm_90: 227 KB; a GPU's own,
 # lower limit is checked before a launch)
@@ -136,8 +136,8 @@ _CT_M = Knob("CT_M", "CT_M", lambda s: (128, 160, 192) if s["STAGES"] <= 3 else 
              "rows of C per C^T tile, a multiple of 32 (the epilogue's boxes) from 128: 192 makes fewer, taller tiles "
              "but only 3 stages fit beside the epilogue; 128 is rung 14's tile and ring computed as C^T (the "
              "orientation alone). Left out, the launcher chooses per problem (helpers.launch.orientation_build): the "
-             "160-row C^T tile where the wave model gives it x1.05 or more over rung 25 (26), else rung 25's (26's) "
-             "own build; given, the C^T tile is used at every size",
+             f"160-row C^T tile where the wave model gives it x{CT_GAIN} or more over rung 25 (26), else rung 25's "
+             "(26's) own build; given, the C^T tile is used at every size",
              depends="STAGES", rule="128 or 160, or 192 with STAGES 2 or 3", forces=True)
 
 # rung -> {knob name: Knob}, in the order they are resolved (WAIT_GROUP after STAGES, GROUP_M after CLUSTER_M)

@@ -833,8 +833,8 @@ helpers.display.table(H.alignment_rows(ts["row_alignment"]), ["row_bytes", "sect
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **The goals on every Hopper GPU with a record**, side by side (each GPU's best rung and its median ratio to
-# cuBLAS writing the same C, from its own alternating rounds), and where they differ most (why has not yet
-# been read from the counters):
+# cuBLAS writing the same C, from its own alternating rounds), and where they differ most (the H100's
+# counters there: `lab/README.md`, "The H100"):
 
 # %% slideshow={"slide_type": "-"}
 recs = [r for r in helpers.results.load_all() if "hopper_targets" in r.meta.get("experiments", {})]
@@ -930,11 +930,11 @@ for k, knob in ((8, "STAGES"), (9, "PRODUCER_REGS"), (10, "STAGES"), (11, "GROUP
 # %% slideshow={"slide_type": "-"}
 k1 = next(r for r in exps["knobs"] if r["rung"] == 12 and r.get("knob") == "CLUSTER_M" and r["value"] == 1)
 g12 = H.rung_gain(hop, 12)
-print(f"rung 12 with CLUSTER_M=1: x{k1['vs_default']:.2f} of rung 12 as built (timed in the same process); "
-      f"rung 12 over rung 11: x{g12['measured']:.2f} (the ladder's rounds)\n"
-      f"so rung 12's code with nothing shared runs about x{k1['vs_default'] * g12['measured']:.2f} of rung 11: "
-      + ("the pairs' shared B pays for what the cluster's code costs, no more"
-         if k1["vs_default"] < 0.98 and g12["measured"] < 1.02 else "read the two ratios above"))
+print(f"rung 12 with CLUSTER_M=1: x{k1['vs_default']:.2f} of rung 12 as built (timed in the same process)")
+print(f"rung 12 over rung 11: x{g12['measured']:.2f} (the ladder's rounds)")
+print(helpers.wrap(f"so rung 12's code with nothing shared runs about x{k1['vs_default'] * g12['measured']:.2f} of "
+                   "rung 11: " + ("the pairs' shared B pays for what the cluster's code costs, no more"
+                                  if k1["vs_default"] < 0.98 and g12["measured"] < 1.02 else "read the ratios above")))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix G: what else was tried

@@ -181,7 +181,7 @@ def test_the_record_says_which_flush_timed_each_experiment():
     from labkit.logs import flush
 
     rec = results.load_latest(gpu="NVIDIA H200")
-    assert flush(rec, "hopper") == "read" and flush(rec, "ladder") == "write" and flush(rec) == "write"
+    assert flush(rec, "hopper") == "read" and flush(rec, "tail_split") == "write" and flush(rec) == "write"
     assert flush(rec, "flush_method") == "both" and flush(rec, "fp8") == "write"
     fake = results.Record(rec.path, {"flush": "read", "updates": [{"experiments": ["a"]}]}, [])
     assert flush(fake, "a") == "write" and flush(fake, "b") == "read" and flush(fake) == "read"
