@@ -87,6 +87,11 @@ class GemmKernel:
         return OUT_DTYPES[self.output]
 
     @property
+    def cluster_ctas(self) -> int:
+        """CTAs per cluster (1 without clusters)."""
+        return math.prod(self.cluster) if self.cluster else 1
+
+    @property
     def traffic_tile(self) -> tuple:
         """The tile of C that loads its rows of A and columns of B once (helpers.analysis.traffic_bytes)."""
         return tuple(self.load_tile or self.block_tile)

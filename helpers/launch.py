@@ -174,7 +174,7 @@ def resident_blocks(key, source: str | None = None, options: tuple = ()) -> tupl
     gpu = device.require_gpu(f"kernel {spec.name}")
     n, why = gpu.sms, f"one block per SM ({gpu.sms} SMs)"
     if spec.cluster is not None:
-        c = int(np.prod(spec.cluster))
+        c = spec.cluster_ctas
         n = gpu.sms // c * c
         fit = max_active_clusters(gpu_kernel(spec, **var), spec.block, spec.dyn_smem, spec.cluster,
                                   grid=(n, 1, 1))
@@ -309,7 +309,7 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
 
     spec0 = lookup(key)
     if ctas is not None:
-        c = int(np.prod(spec0.cluster)) if spec0.cluster is not None else 1
+        c = spec0.cluster_ctas
         if not spec0.persistent:
             raise InputError(f"ctas={ctas!r}: {spec0.name} is not persistent; its grid is one CTA per tile.",
                              "leave ctas out, or pass it with a persistent rung (10 and later).")
@@ -363,7 +363,7 @@ def launcher(key, A, B, pad: bool = False, *, source: str | None = None, options
 
     kernel_only.grid = grid
     # what runs: the entry's own kernel, or the build it chose for this shape (rungs 25-26, 29-30: build_for)
-    kernel_only.built = (spec.name, math.prod(spec.cluster) if spec.cluster else 1)   # (kernel, CTAs per cluster)
+    kernel_only.built = (spec.name, spec.cluster_ctas)   # (kernel, CTAs per cluster)
     if not spec.b_transposed:
         kernel_only.keep = (A, B, C, *extra)    # tensor maps point into these: keep them alive
         return kernel_only, C, (M, N)

@@ -201,6 +201,7 @@ def test_lesson6_rungs_are_registry_entries_one_idea_each():
     assert all(R[k].block == (384, 1) for k in (*range(9, 19), 25, 26, 29, 30))
     assert [k for k in R if R[k].persistent] == [*range(10, 27), 29, 30]
     assert [k for k in R if R[k].cluster] == [12, 13, 14, *range(16, 27), 29, 30] and R[12].cluster == (2, 1, 1)
+    assert (R[8].cluster_ctas, R[12].cluster_ctas, R[25].cluster_ctas) == (1, 2, 4)     # CTAs per cluster
     assert [k for k in R if R[k].c_box] == [*range(13, 27), 29, 30]
     assert (R[29].c_box, R[30].c_box) == ((32, 64), (16, 32))      # the C^T epilogue's boxes: 32 rows FP16, 16 FP32
     assert R[13].c_box == R[18].c_box == R[20].c_box == R[22].c_box == R[24].c_box == R[26].c_box == (64, 32)

@@ -486,6 +486,8 @@ def test_knob_sweeps_show_their_spread_and_clock():
     own = rows["CLUSTER_M=2 (as recorded)"]
     assert own["low"] is None and own["high"] is None and own["clock"] == clock_text(base)
     assert list(rows) == ["CLUSTER_M=1", "CLUSTER_M=2 (as recorded)", "CLUSTER_M=4"]
+    s8 = {r["value"]: r for r in KN.knob_rows(kn, 8, "STAGES")}["STAGES=2"]
+    assert s8["low"] <= s8["ratio"] <= s8["high"]                       # every value gets its spread
     t = KN.knob_sweep(kn, 12, "CLUSTER_M").data
     assert (f"| CLUSTER_M=1 | {c1['ratio']:.2f} | {c1['low']:.2f} | {c1['high']:.2f} | {c1['clock']} | yes |" in t
             and "None" not in t and t.startswith("| rung 12, 4096^3 |"))

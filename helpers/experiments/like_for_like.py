@@ -5,7 +5,6 @@ round-by-round ratios reaches it.
 """
 from __future__ import annotations
 
-import math
 import statistics
 
 import numpy as np
@@ -139,7 +138,7 @@ def head_to_head(exp: dict) -> list[dict]:
             chk, own = next((c for c in cell["checks"] if c["rung"] == row["rung"]), {}), rung_entry(row["rung"])
             # the check names what ran: another kernel, or the rung's own in clusters of another size (rung 25 in
             # clusters of 2 is rung 14's build)
-            if chk.get("built") and (chk["built"], chk["cluster"]) != (own.name, math.prod(own.cluster or (1,))):
+            if chk.get("built") and (chk["built"], chk["cluster"]) != (own.name, own.cluster_ctas):
                 row["ran"] = f"{chk['built']}, clusters of {chk['cluster']}"
         out.append(row)
     return out

@@ -7,7 +7,6 @@ padding), bit for bit against the CPU model on a small product, with no spills; 
 clusters that __cluster_dims__ asks for, and so does the fallback, cuLaunchKernelEx (cuda-bindings), with
 which the clustered rungs are correct too. Run with COURSE_DEVICE=gpu on a Hopper GPU; skipped elsewhere.
 """
-import math
 import os
 
 import numpy as np
@@ -238,7 +237,7 @@ def test_target_rounds_checks_then_times_in_turn():
         assert not cell.get("error") and cell["shape"] == shape and cell["c_dtype"] == c
         assert [x["rung"] for x in cell["checks"]] == rungs and all(x["passed"] for x in cell["checks"])
         assert [(x["built"], x["cluster"]) for x in cell["checks"]] == \
-            [(HOPPER_RUNGS[k].name, math.prod(HOPPER_RUNGS[k].cluster or (1,))) for k in rungs]   # no per-shape build
+            [(HOPPER_RUNGS[k].name, HOPPER_RUNGS[k].cluster_ctas) for k in rungs]   # no per-shape build
         assert {x["what"] for x in cell["timed"]} == {f"rung {rungs[0]}", "cuBLAS"}
         assert all(len(x["round_ms"]) == 2 and all(m > 0 for m in x["round_ms"]) for x in cell["timed"])
     rows = LL.head_to_head({"cells": cells})
