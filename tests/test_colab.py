@@ -32,6 +32,12 @@ def colab():
     return mod
 
 
+def _stdout(cell) -> str:
+    """A cell's printed text. The kernel may send one print's text in several stream messages (or two prints
+    in one), so the outputs are joined before they are read as lines."""
+    return "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
+
+
 def _first_markdown(nb):
     return next(c for c in nb.cells if c.cell_type == "markdown")
 
@@ -296,8 +302,8 @@ def test_lesson01_runs_from_an_uploaded_wheel_in_a_simulated_colab(colab, course
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
     assert not errors, errors[0].get("evalue")
     setup = next(c for c in nb.cells if colab._is_setup(c))
-    assert [o.get("name") for o in setup.outputs] == ["stdout"], setup.outputs
-    assert setup.outputs[0]["text"] == f"Colab: installed the course (helpers, kernels, recorded results) from {whl.name}\n"
-    out = nb.cells[-1].outputs[0]["text"].splitlines()
+    assert {o.get("name") for o in setup.outputs} == {"stdout"}, setup.outputs
+    assert _stdout(setup) == f"Colab: installed the course (helpers, kernels, recorded results) from {whl.name}\n"
+    out = _stdout(nb.cells[-1]).splitlines()
     assert out[0].startswith(str(site)), out                     # from the installed wheel, not the clone
     assert out[1] == str(site / "helpers" / "_data" / "kernels")

@@ -60,7 +60,7 @@ def test_a_lesson_copied_alone_runs_from_the_installed_package(wheel, tmp_path):
     finally:
         os.environ.clear()
         os.environ.update(old)
-    out = nb.cells[-1].outputs[0]["text"].splitlines()
+    out = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("name") == "stdout").splitlines()
     assert out[0].startswith(str(site)), out           # helpers imported from the installed package
     assert out[1] == str(site / "helpers" / "_data" / "kernels")
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
