@@ -21,7 +21,7 @@ def test_there_are_probes():
                                         "tall_tile.py", "ct_tile.py", "record_cost.py", "knob_rows.py", "fp8_energy.py",
                                         "hopper_try.py", "check_model_probe.py", "nvmath_fp8_probe.py",
                                         "targets_elsewhere.py", "clean_rungs.py", "clean_fp8.py",
-                                        "hopper_lab_kernels.py", "group_m.py"}
+                                        "hopper_lab_kernels.py", "group_m.py", "l2_promotion.py"}
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.stem)
