@@ -22,9 +22,10 @@ first), then all timed in alternating rounds beside cuBLAS writing the same C (l
 L2, CUDA events, clocks and power beside each round).
 
 Predicted before any run (H100, rung 25, FP16 C): at 7000^3 and 6008^3 (rows of 14000 and 12016 bytes, 16 bytes
-into a sector) L2_128B at least 5% faster than L2_256B, and NONE within 3% of L2_128B; at 4096^3 and 8192^3 (rows
-in whole lines) every promotion within 2% of L2_256B. On the H200, every promotion within 3% of L2_256B at every
-shape (its record already has 7000^3 at x0.98-0.99 of cuBLAS with L2_256B).
+into a sector) L2_128B at least 5% faster than L2_256B, and NONE within 3% of L2_128B; at 5000^3 (rows of 10000
+bytes; a wave's rows and columns, about 10 + 42 MB, just over L2) L2_128B at least 3% faster; at 4096^3 (rows in
+whole lines) every promotion within 2% of L2_256B. On the H200, every promotion within 3% of L2_256B at every shape
+(its record already has 7000^3 at x0.98-0.99 of cuBLAS with L2_256B).
 
     python3 lab/probes/l2_promotion.py OUT.json [--shapes 7000x7000x7000,...] [--promotions NONE,L2_128B,L2_256B]
                                                 [--rounds 5] [--rung 25]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
@@ -38,7 +39,7 @@ from lab.probes.common import hopper_here, round_rows, run  # noqa: E402  (run a
 from lab.probes.row_alignment import _option  # noqa: E402
 
 PROMOTIONS = ("NONE", "L2_64B", "L2_128B", "L2_256B")
-SHAPES = "7000x7000x7000,6008x6008x6008,4096x4096x4096,8192x8192x8192"
+SHAPES = "7000x7000x7000,6008x6008x6008,5000x5000x5000,4096x4096x4096"
 
 
 def promotion_in(args, index: int, promotion: str) -> tuple:
