@@ -939,8 +939,8 @@ print(helpers.wrap(f"so rung 12's code with nothing shared runs about x{k1['vs_d
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix G: what else was tried
 #
-# Each idea checked and timed on the H200 beside the kernel without it (ratio: with over without), predicted
-# where a prediction was written first;
+# Each idea checked and timed beside the kernel without it (ratio: with over without), on the H200 unless its
+# row names the H100, predicted where a prediction was written first;
 # the probes are in the lab (`lab/notebooks/06_hopper_research.py`).
 
 # %% slideshow={"slide_type": "-"}

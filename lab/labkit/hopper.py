@@ -1062,11 +1062,53 @@ def tried(rec=None) -> list[dict]:
     quad = quad_h100()
     if quad:
         pred = quad["predicted"]
-        add("clusters of 4 on the H100 where rows start inside a line (rungs 25-26 against the record's choice)",
+        add("rungs 25-26 as built (pairs at 7000^3 and 6008^3, clusters of 4 at 3000^3) beside the H200 record's "
+            "choice, on the H100",
             ", ".join(f"{_p(pred[s])} at {s.split('x')[0]}^3" for s in pred) + " (H100)",
             ", ".join(f"{_x([r['gain'] for r in quad['rows'] if r['shape'] == s])} at {s.split('x')[0]}^3"
                       for s in pred), "no")
+
+    forced = quad_forced()
+    if forced:
+        add("clusters of 4 forced where rows start inside a line and the launcher builds pairs (rung 25, both GPUs)",
+            "; ".join(f"{gpu}: " + ", ".join(f"{said} at {', '.join(map(_shape, shapes))}" for said, shapes in
+                                             QUAD_FORCED_PREDICTED[gpu]) for gpu in forced),
+            "; ".join(f"{gpu}: " + ", ".join(f"{_x(v)} at {_shape(s)}" for s, v in forced[gpu].items())
+                      for gpu in forced), "no")
     return rows
+
+
+# lab/probes/group_m.py's predictions (its docstring, written before each GPU's run): clusters of 4 forced over the
+# launcher's build (pairs) where rows start inside a line
+QUAD_FORCED_PREDICTED = {
+    "H100": [("x1.05 or more", [(7000, 7000, 7000), (6008, 6008, 6008), (6000, 6000, 6000), (4104, 8200, 2056)])],
+    "H200": [("x0.97 or less", [(7000, 7000, 7000)]), ("x0.97 to x1.03", [(6008, 6008, 6008), (4104, 8200, 2056)])]}
+QUAD_FORCED_LOGS = {"H100": [("group-m-shapes", "nvidia-h100"), ("group-m-shapes-repeat", "nvidia-h100")],
+                    "H200": [("group-m-ct", "nvidia-h200")]}
+QUAD_FORCED_COMMAND = "lab/probes/group_m.py OUT.json --shapes 7000x7000x7000,... --groups 8 --rounds 5"
+
+
+def quad_forced(directory=None) -> dict | None:
+    """lab/probes/group_m.py's runs of rung 25 in clusters of 4 forced (GROUP_M=8) beside rung 25 as its launcher
+    builds it, per GPU: {gpu: {shape: [forced over built, the median of round-by-round ratios, one per run]}}, at
+    the shapes where the build is clusters of 2; None where a log is not kept."""
+    out = {}
+    try:
+        for gpu, logs in QUAD_FORCED_LOGS.items():
+            ratios = {}
+            for name, slug in logs:
+                rows = load_log(name, QUAD_FORCED_COMMAND, slug, directory)["rows"]
+                for r in rows:
+                    if not r["what"].startswith("rung 25 GROUP_M=8 CLUSTER_M=4"):
+                        continue
+                    built = next(b for b in rows if b["shape"] == r["shape"] and b["what"].startswith("rung 25 as built"))
+                    if built["what"].endswith("clusters of 2"):
+                        ratios.setdefault(tuple(r["shape"]), []).append(row_ratio(r, built))
+            order = [s for _, shapes in QUAD_FORCED_PREDICTED[gpu] for s in shapes]
+            out[gpu] = dict(sorted(ratios.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+    except LogMissing:
+        return None
+    return out
 
 
 QUAD_H100_LOG = ("targets-quad", "lab/probes/targets_elsewhere.py OUT.json --add-rungs 25,26 --misaligned-only",

@@ -27,7 +27,9 @@ build at 7000^3 (14 waves against 12, and the H200's 1.4x DRAM bandwidth hides m
 H100 where rows start inside a sector: its record has x0.98 of cuBLAS there), within 3% of it at 6008^3 and
 4104 x 8200 x 2056 (10 waves against 9). (Measured, FP16 C: x0.91 at 7000^3, held; x0.96 at 6008^3, missed by
 0.6%; x0.97 at 4104 x 8200 x 2056, held; x0.98 at 6000^3. The C^T tile forced: x0.97, x1.03, x1.05 and x1.04 of the
-build; FP32 C (rung 30 over rung 26's build): x0.98, x1.02, x1.03, x1.01: logs/group-m-ct-*-nvidia-h200.*)
+build; FP32 C (rung 30 over rung 26's build): x0.98, x1.02, x1.03, x1.01: logs/group-m-ct-*-nvidia-h200.*; each
+the quotient of two median ratios to cuBLAS. Round by round against the build: clusters of 4 x0.94, x0.93 (the miss then 3.6%),
+x0.99, x0.97; the C^T tile x0.99, x1.03, x1.05, x1.04.)
 
 For the H100's --ct run, predicted before it (same four shapes): the C^T tile forced at least 2% faster than the
 build at 6008^3, 4104 x 8200 x 2056 and 6000^3, as on the H200, and slower than clusters of 4 forced at 7000^3 (its

@@ -221,3 +221,26 @@ def test_the_h100_cluster_of_4_rows_divide_by_the_best_other_candidate(tmp_path)
     (row,) = out["rows"]
     assert row["rung"] == "rung 25" and row["shape"] == "7000x7000x7000" and row["gain"] == pytest.approx(1.05)
     assert out["predicted"] == {"7000x7000x7000": 1.05}
+
+
+def test_clusters_of_4_forced_read_against_the_build_where_it_is_pairs(tmp_path):
+    """quad_forced: per GPU and shape, forced over built as the median of round-by-round ratios (one per run), only
+    where the launcher built pairs; a missing log gives None."""
+    def rows(shape, forced_ms, built_ms, cluster):
+        base = {"shape": list(shape), "passed": True, "model": "identical"}
+        return [dict(base, what="rung 25 GROUP_M=8 CLUSTER_M=4", round_ms=forced_ms, tflops=1.0),
+                dict(base, what=f"rung 25 as built: hopper_quad_cluster, clusters of {cluster}", round_ms=built_ms,
+                     tflops=1.0),
+                dict(base, what="cuBLAS, FP16 C", round_ms=[1.0] * len(forced_ms), tflops=1.0)]
+
+    s7, s3 = (7000, 7000, 7000), (3000, 3000, 3000)
+    logs = {"group-m-shapes-nvidia-h100": rows(s7, [1.0, 1.0, 1.0], [1.1, 1.2, 0.9], 2) + rows(s3, [1.0], [2.0], 4),
+            "group-m-shapes-repeat-nvidia-h100": rows(s7, [2.0, 2.0, 2.0], [2.0, 2.0, 2.0], 2),
+            "group-m-ct-nvidia-h200": rows(s7, [1.0, 1.0, 1.0], [0.9, 0.9, 0.9], 2)}
+    for name, r in logs.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps({"rows": r}))
+    got = LK.quad_forced(directory=tmp_path)
+    assert got["H100"] == {s7: [pytest.approx(1.1), pytest.approx(1.0)]}        # 3000^3 built clusters of 4: left out
+    assert got["H200"] == {s7: [pytest.approx(0.9)]}
+    (tmp_path / "group-m-ct-nvidia-h200.json").unlink()
+    assert LK.quad_forced(directory=tmp_path) is None
