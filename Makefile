@@ -55,12 +55,14 @@ nbval: $(STAMP)
 	PYTHONDONTWRITEBYTECODE=1 $(PY) -m pytest $(NBVAL) notebooks -q -p no:cacheprovider
 
 # The lab (lab/README.md): the research behind the lessons, outside the course's package. Its tests, and the
-# summary file the lessons' "What else was tried" tables read (results/tried.json, from the lab's logs).
+# summary files the lessons read (results/tried.json for the "What else was tried" tables, results/limits.json for
+# what the counters say limits a goal still missed), written from the lab's logs.
 lab-test: $(STAMP)
 	PYTHONDONTWRITEBYTECODE=1 $(PY) -m pytest lab/tests -q -p no:cacheprovider
 
 tried: $(STAMP)
 	$(PY) lab/tried.py
+	$(PY) lab/limits.py
 
 # JupyterLab on notebooks/ with the course's settings (tools/jupyter/: the file browser lists the lessons' notebooks,
 # not their .py halves nor the slides' style sheets; SHOW_ALL=1 lists everything). The lessons are signed for this

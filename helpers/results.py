@@ -191,7 +191,7 @@ def write_json(data: dict, name: str, directory=None) -> Path:
 
 
 # results/*.json that are not measurement records: Nsight Compute counters and "What else was tried" rows
-NOT_RECORDS = ("ncu-*.json", "tried.json", "*.partial.json")     # (and a record in progress, helpers.record)
+NOT_RECORDS = ("ncu-*.json", "tried.json", "limits.json", "*.partial.json")     # (and a record in progress, helpers.record)
 
 
 def list_records(directory=None) -> list[Path]:
@@ -256,18 +256,31 @@ def load_reference(name: str = "seed_rtx4090") -> Record:
 
 
 TRIED_SCHEMA = "tensor-core-course/tried/1"
+LIMITS_SCHEMA = "tensor-core-course/limits/1"
+
+
+def _lab_summary(name: str, schema: str, lesson: str, directory=None):
+    """Lesson `lesson`'s part of results/<name>.json, a summary the lab writes (`python lab/<name>.py`) with `schema`;
+    ResultsError naming the fix where the file is missing, of another kind, or has nothing for the lesson."""
+    path = _folder(directory) / f"{name}.json"
+    fix = f"restore the committed file with `git checkout -- results/{name}.json`, or run `python lab/{name}.py`."
+    data = _read_json(path, str(path), fix)
+    if not isinstance(data, dict) or data.get("schema") != schema:
+        raise ResultsError(f"{path} is not a {schema} file.", fix)
+    lessons = data.get("lessons", {})
+    if lesson not in lessons:
+        raise ResultsError(f"{path} has nothing for lesson {lesson!r} (it has {', '.join(sorted(lessons)) or 'none'}).",
+                           fix)
+    return lessons[lesson]
 
 
 def tried(lesson: str, directory=None) -> list[dict]:
     """The rows of a lesson's "What else was tried" table (results/tried.json, written by `python lab/tried.py`):
     per idea its `idea`, `predicted`, `measured`, `kept` and `where` (the lab notebook with the whole story)."""
-    path = _folder(directory) / "tried.json"
-    fix = "restore the committed file with `git checkout -- results/tried.json`, or run `python lab/tried.py`."
-    data = _read_json(path, str(path), fix)
-    if not isinstance(data, dict) or data.get("schema") != TRIED_SCHEMA:
-        raise ResultsError(f"{path} is not a {TRIED_SCHEMA} file.", fix)
-    lessons = data.get("lessons", {})
-    if lesson not in lessons:
-        raise ResultsError(f"{path} has no rows for lesson {lesson!r} (it has {', '.join(sorted(lessons)) or 'none'}).",
-                           fix)
-    return lessons[lesson]
+    return _lab_summary("tried", TRIED_SCHEMA, lesson, directory)
+
+
+def limits(lesson: str, directory=None) -> dict:
+    """What the counters say limits the goals a lesson still misses (results/limits.json, written by `python
+    lab/limits.py` from Nsight Compute runs): per finding its GPU, date, ncu version, shape, command and rows."""
+    return _lab_summary("limits", LIMITS_SCHEMA, lesson, directory)

@@ -832,9 +832,8 @@ helpers.display.table(H.alignment_rows(ts["row_alignment"]), ["row_bytes", "sect
                       {"rung 14": ".0f", "rung 16": ".0f"})
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **The goals on every Hopper GPU with a record**, side by side (each GPU's best rung and its median ratio to
-# cuBLAS writing the same C, from its own alternating rounds), and where they differ most (the H100's
-# counters there: `lab/README.md`, "The H100"):
+# **The goals on every Hopper GPU with a record** (each GPU's best rung, its median ratio to cuBLAS with the
+# same C), and where they differ most:
 
 # %% slideshow={"slide_type": "-"}
 recs = [r for r in helpers.results.load_all() if "hopper_targets" in r.meta.get("experiments", {})]
@@ -854,11 +853,31 @@ else:
                        "column here."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# **What the widest gap costs** (Nsight Compute; each kernel also with rows padded to whole lines):
+
+# %% slideshow={"slide_type": "-"}
+lim = helpers.results.limits("06")["row_alignment"]
+print(f"{lim['gpu']}, {lim['date']}, {'x'.join(map(str, lim['shape']))}, one launch each, clocks left alone")
+display(helpers.display.table(lim["rows"], ["who", "row_bytes", "us", "sm_mhz", "dram_read_gb", "l2_hit_pct",
+                                            "tensor_pct", "top_stall"],
+                              ["kernel", "bytes per row", "us", "SM MHz", "DRAM read, GB", "L2 hits, %",
+                               "Tensor pipe, %", "top stall"], {"dram_read_gb": ".2f"}))
+print("rows inside a sector, over padded rows:")
+for who in dict.fromkeys(r["who"] for r in lim["rows"]):
+    inside, padded = sorted((r for r in lim["rows"] if r["who"] == who), key=lambda r: r["row_bytes"])
+    print(f"  {who}: x{inside['dram_read_gb'] / padded['dram_read_gb']:.2f} the DRAM reads, "
+          f"x{inside['us'] / padded['us']:.2f} the time")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Only the rung's kernel pays: far more DRAM reads, a wait on memory (`long_scoreboard`) on top, an idler
+# Tensor pipe; cuBLAS reads as with padded rows. Fixes tried: `lab/README.md`, "The H100".
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The same GEMM on other numbers
 #
-# At $8192^3$, under the power cap, a GEMM's speed depended on the values it multiplied. Experiment
-# `input_values` times cuBLAS (both C types) and rungs 13 and 14 at $8192^3$ on four kinds of FP16
-# inputs, each kernel twice, in turn, the SM clock beside each timing:
+# Under the power cap, a GEMM's speed can depend on its values. Experiment `input_values` times cuBLAS
+# (both C types) and rungs 13-14 at $8192^3$ on four kinds of FP16 inputs, each twice in turn, with the
+# SM clock:
 
 # %% slideshow={"slide_type": "-"}
 iv = rec.meta["experiments"]["input_values"]
@@ -871,8 +890,8 @@ capped = sum("sw power cap" in r["throttle"] for r in iv)
 print(f"timings during which NVML reported the software power cap throttling the clock: {capped} of {len(iv)}")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# The power cap throttled the clock during most of these timings (printed above), and the clock was higher
-# with E4M3-valued and zero inputs (why the power differs is not measured here).
+# The power cap throttled most of these timings (above); the clock ran higher with E4M3-valued and zero
+# inputs (why the power differs is not measured).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What the counters say
@@ -901,9 +920,9 @@ for shape in ((5000,) * 3, (128, 8192, 8192)):
               f"top stall {e['top_stalls'][0][0]}" if e else t)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# At 128 rows rung 15 keeps 128 SMs at work, but their Tensor Cores and DRAM run well below peak; the top
-# stall (`long_scoreboard`) does not tell stage waits from loads of the parts' sums. cuBLAS splits nothing at
-# 128 rows (the kernel names it runs per shape: `lab/probes/cublas_kernels.py`); rungs 17-24 copy its tile.
+# At 128 rows rung 15 keeps 128 SMs busy, but their Tensor Cores and DRAM run well below peak; the top
+# stall (`long_scoreboard`) does not tell stage waits from loads of the parts' sums. cuBLAS splits nothing
+# there (its kernels per shape: `lab/probes/cublas_kernels.py`); rungs 17-24 copy its tile.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Appendix F: change a rung yourself

@@ -130,6 +130,32 @@ def test_what_else_was_tried_is_a_short_table_of_ideas():
     assert md.splitlines()[0] == "| idea | predicted | measured | kept |" and len(md.splitlines()) == len(rows) + 2
 
 
+def test_the_widest_gap_table_pairs_each_kernel_with_its_padded_rows():
+    """results/limits.json (written by the lab from Nsight Compute logs) as Appendix E reads it: each kernel once with
+    rows 16 bytes into a sector and once padded to whole 128-byte lines, at the shape of the H100's widest gap; the
+    rung's kernel reads DRAM more with rows inside a sector, by more than cuBLAS's does (the lesson's reading)."""
+    lim = helpers.results.limits("06")["row_alignment"]
+    M, N, K_ = lim["shape"]
+    pairs = {}
+    for r in lim["rows"]:
+        pairs.setdefault(r["who"], {})[r["row_bytes"]] = r
+    assert len(pairs) == 2 and all(set(p) == {2 * N, 2 * N + 80} for p in pairs.values())
+    assert (2 * N) % 32 == 16 and (2 * N + 80) % 128 == 0
+    rise = {who: p[2 * N]["dram_read_gb"] / p[2 * N + 80]["dram_read_gb"] for who, p in pairs.items()}
+    assert rise["cuBLAS"] < 1.1 < min(v for who, v in rise.items() if who != "cuBLAS")
+
+
+def test_a_missing_or_foreign_limits_file_names_the_fix(tmp_path):
+    with pytest.raises(helpers.errors.ResultsError, match="python lab/limits.py"):
+        helpers.results.limits("06", directory=tmp_path)
+    (tmp_path / "limits.json").write_text(json.dumps({"schema": helpers.results.TRIED_SCHEMA, "lessons": {}}))
+    with pytest.raises(helpers.errors.ResultsError, match="is not a tensor-core-course/limits/1 file"):
+        helpers.results.limits("06", directory=tmp_path)
+    (tmp_path / "limits.json").write_text(json.dumps({"schema": helpers.results.LIMITS_SCHEMA, "lessons": {"07": {}}}))
+    with pytest.raises(helpers.errors.ResultsError, match="nothing for lesson '06' \\(it has 07\\)"):
+        helpers.results.limits("06", directory=tmp_path)
+
+
 def test_the_rung_8_cell_reads_rung_7s_kernel_alone_from_lesson_5s_record():
     ladder, hop = _rec()["ladder"], _rec()["hopper"]
     for n in (4096, 8192):

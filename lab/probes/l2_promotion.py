@@ -13,8 +13,9 @@ of 16 pairs of a row and a K-tile. Where L2 holds what a wave reads (aligned row
 extra bytes are the next K-tile's or the neighbouring CTA's and are used; where a persistent kernel's CTAs drift
 apart in K and the rows and columns in flight exceed L2 (7000^3: about 14 MB of A and 59 MB of B for a wave of 128 x
 256 tiles in GROUP_M=8 order, against 50 MB of L2), what was fetched around a miss may be evicted before it is read.
-Nsight Compute found rung 25's kernel (in clusters of 4) reading 2.60 GB from DRAM at 7000^3 against 0.98 GB with
-rows of 14080 bytes, while cuBLAS read 0.78 GB at both (lab/logs/ncu-row-alignment-7000-quad-nvidia-h100.*).
+Nsight Compute found rung 25's kernel (in clusters of 2, as built there) reading 2.60 GB from DRAM at 7000^3 against
+0.98 GB with rows of 14080 bytes, while cuBLAS read 0.78 GB at both (lab/logs/ncu-row-alignment-7000-quad-
+nvidia-h100.*).
 
 Each shape: the rung as its launcher builds it (default 25, FP16 C; --rung 26: FP32 C) with each promotion in
 --promotions (NONE, L2_64B, L2_128B, L2_256B), each checked against float64 and the model (C poisoned with NaN

@@ -244,3 +244,18 @@ def test_clusters_of_4_forced_read_against_the_build_where_it_is_pairs(tmp_path)
     assert got["H200"] == {s7: [pytest.approx(0.9)]}
     (tmp_path / "group-m-ct-nvidia-h200.json").unlink()
     assert LK.quad_forced(directory=tmp_path) is None
+
+
+def test_the_limits_file_is_what_the_logs_give():
+    """results/limits.json holds what labkit.limits computes from the Nsight Compute logs (run `python lab/limits.py`
+    after changing one), and the course reads it as the lab wrote it."""
+    from labkit import limits
+
+    import helpers.results
+
+    built = limits.build()
+    assert json.loads((ROOT / "results" / "limits.json").read_text()) == built, "run python lab/limits.py"
+    assert helpers.results.limits("06") == built["lessons"]["06"]
+    rows = built["lessons"]["06"]["row_alignment"]["rows"]
+    assert [r["row_bytes"] for r in rows] == [14000, 14080, 14000, 14080]
+    assert rows[0]["kernel"] == rows[1]["kernel"] == "hopper_quad_cluster" and rows[2]["kernel"].startswith("nvjet")
