@@ -26,7 +26,7 @@ Predicted before any run (H100, rung 25, FP16 C): at 7000^3 and 6008^3 (rows of 
 into a sector) L2_128B at least 5% faster than L2_256B, and NONE within 3% of L2_128B; at 5000^3 (rows of 10000
 bytes; a wave's rows and columns, about 10 + 42 MB, just over L2) L2_128B at least 3% faster; at 4096^3 (rows in
 whole lines) every promotion within 2% of L2_256B. On the H200, every promotion within 3% of L2_256B at every shape
-(its record already has 7000^3 at x0.98-0.99 of cuBLAS with L2_256B).
+(its record has 7000^3 at x0.99 of cuBLAS, both C types, with L2_256B).
 
     python3 lab/probes/l2_promotion.py OUT.json [--shapes 7000x7000x7000,...] [--promotions NONE,L2_128B,L2_256B]
                                                 [--rounds 5] [--rung 25]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
