@@ -190,7 +190,8 @@ def write_json(data: dict, name: str, directory=None) -> Path:
     return path
 
 
-# results/*.json that are not measurement records: Nsight Compute counters and "What else was tried" rows
+# results/*.json that are not measurement records: Nsight Compute counters, and the lab's summaries ("What else
+# was tried" rows, what limits a goal still missed)
 NOT_RECORDS = ("ncu-*.json", "tried.json", "limits.json", "*.partial.json")     # (and a record in progress, helpers.record)
 
 
