@@ -17,6 +17,18 @@ COMMAND = "lab/probes/ncu_row_alignment.py OUT.json --pads 0,40 --rungs 29 --sha
 # (log, GPU slug, which of its rows): the rung's kernel, then cuBLAS's
 ROW_ALIGNMENT_LOGS = (("ncu-row-alignment-7000-quad", "nvidia-h100", "rung 29"),
                       ("ncu-row-alignment-7000", "nvidia-h100", "cuBLAS FP16 C"))
+# the same day's timings on the H100 that name the cluster the launcher built at each shape (lab/probes/group_m.py)
+BUILD_LOG = ("group-m-shapes", "nvidia-h100", "lab/probes/group_m.py OUT.json --shapes 7000x7000x7000,... --groups 8")
+
+
+def built_cluster(kernel: str, shape: list[int]) -> int:
+    """CTAs per cluster of `kernel` as the launcher built it at `shape` on the H100 (BUILD_LOG's 'as built' rows)."""
+    name, slug, made_by = BUILD_LOG
+    for r in load_log(name, made_by, slug)["rows"]:
+        what = r["what"]
+        if r["shape"] == list(shape) and " as built: " in what and what.split(": ")[1].startswith(kernel + ","):
+            return int(what.rsplit("clusters of ", 1)[1])
+    raise ValueError(f"{name}: no 'as built' row of {kernel} at {shape}")
 
 
 def _header(name: str, slug: str) -> dict:
@@ -39,15 +51,19 @@ def row_alignment() -> dict:
             if r["what"] != what or not c:
                 continue
             stall, share = r["top_stalls"][0]
-            rows.append({"who": "cuBLAS" if what.startswith("cuBLAS") else "rung 25's kernel (clusters of 2)",
+            shape = [int(v) for v in r["shape"].split("x")]
+            who = "cuBLAS" if what.startswith("cuBLAS") else \
+                f"rung 25's kernel (clusters of {built_cluster(r['kernel_name'], shape)})"
+            rows.append({"who": who, "shape": shape,
                          "kernel": r["kernel_name"], "row_bytes": r["row_bytes"],
                          "us": round(c["duration_ns"] / 1e3), "sm_mhz": round(c["sm_clock_hz"] / 1e6),
                          "dram_read_gb": round(c["dram_read_bytes"] / 1e9, 2),
                          "l2_hit_pct": round(c["l2_hit_rate_pct"]), "tensor_pct": round(c["tensor_pipe_pct"]),
                          "top_stall": f"{stall} {share:.1f}"})
-    if len({(h["gpu"], h["date"]) for h in heads}) != 1:
-        raise ValueError(f"the row-alignment logs come from different runs: {heads}")
-    return {**heads[0], "shape": [7000, 7000, 7000], "command": "python3 " + COMMAND, "rows": rows}
+    shapes = {tuple(r.pop("shape")) for r in rows}
+    if len({(h["gpu"], h["date"]) for h in heads}) != 1 or len(shapes) != 1:
+        raise ValueError(f"the row-alignment logs come from different runs or shapes: {heads}, {shapes}")
+    return {**heads[0], "shape": list(shapes.pop()), "command": "python3 " + COMMAND, "rows": rows}
 
 
 def build() -> dict:
