@@ -11,7 +11,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 HISTORY = re.compile(
     r"\bsessions?\s+\d+|\bissues?\s+#?\d+|\b(?:commits?|tree)\s+`?[0-9a-f]{7,40}\b|\bprobe[- ]switch"
-    r"|\bfirst record\b|\bbefore any GPU ran\b", re.I)
+    r"|\bfirst record\b|\bbefore any GPU ran\b|\b(?:until|since|in|before) this session\b"
+    r"|\b(?:until|since) 20\d\d-\d\d-\d\d\b", re.I)
 
 
 def product_files() -> list[Path]:
@@ -31,7 +32,8 @@ def history_lines(text: str) -> list[str]:
 
 def test_the_pattern_finds_history():
     for line in ("as measured in session 27", "see issue 26", "kept in commit 1bcb7f2 only", "a probe switch",
-                 "the first record's kernel", "Written before any GPU ran it"):
+                 "the first record's kernel", "Written before any GPU ran it", "the default until this session",
+                 "until 2026-12-02 a memset"):
         assert history_lines(line), line
     for line in ("the GPU, its date and versions", "python -m helpers.record --update-experiments hopper",
                  "0x7fffffff", "rung 26: clusters of 4",

@@ -88,7 +88,7 @@ def setup_source(repo: str | None, package: str | None = None) -> str:
     """The setup cell: nothing to do where helpers imports; on Colab, pip install a course wheel found
     next to the notebook, in the current folder or in /content (else the archive, when there is an
     address; else print how to get a wheel there); elsewhere, print the command that installs it."""
-    archive = repr(archive_url(repo)) if repo else "None  # the repository has no public address yet"
+    archive = repr(archive_url(repo)) if repo else "None  # no Repository address in pyproject.toml"
     how = ('f"pip install {ARCHIVE}"' if repo
            else '"pip install -e /path/to/a/clone/of/the/course"')
     wheels = f"{wheel_prefix(package or package_name())}-*.whl"
@@ -117,7 +117,7 @@ elif COLAB:  # a course wheel beside the lesson, here or in /content; else the a
     else:
         print("Colab: the course is not installed here. 1. Get its wheel,",
               "{wheels}: run `pip wheel . --no-deps` in a clone of the",
-              "course, or take a release's. 2. Upload it into Colab's Files pane",
+              "course. 2. Upload it into Colab's Files pane",
               "(/content) or next to this lesson, then run this cell again.")
 else:
     print("helpers is not importable here; install the course, then restart",
@@ -168,7 +168,7 @@ def apply(nb, lesson: str, repo: str | None) -> bool:
 
 def readme_block(repo: str | None) -> str:
     upload = ("open a lesson notebook in Colab (File > Upload notebook) and upload the course's wheel into its "
-              "Files pane (`/content`): the wheel from `pip wheel . --no-deps` in a clone, or a release's `.whl`. "
+              "Files pane (`/content`): the wheel from `pip wheel . --no-deps` in a clone. "
               "The lesson's first code cell finds the wheel (next to the notebook, in the current folder or in "
               "`/content`), installs it and says so in one line; without one it prints these two steps. The GPU "
               "backend uses Colab's CuPy; what a T4 runs is in \"What runs where\". `tests/test_colab.py` runs "
