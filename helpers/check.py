@@ -269,7 +269,8 @@ class Check:
     def __bool__(self):
         return self.passed
 
-    def _model_phrase(self) -> str:
+    def model_phrase(self) -> str:
+        """What the comparison with the model found, as the verdict's phrase ("; bit-identical to the model ...")."""
         if self.model == "identical":
             what = f"all {self.model_cells}" if self.model_cells == self.shape[0] * self.shape[1] \
                 else f"a sample of {self.model_cells}"
@@ -285,7 +286,7 @@ class Check:
         if self.passed:
             size = " and the answer-scaled bound" if self.size_applies else ""
             return (f"PASS {self.name} M={M} N={N} K={K}: error within tolerance {self.tol.value:.2e}{size}"
-                    f"{self._model_phrase()}")
+                    f"{self.model_phrase()}")
         why = []
         if self.n_nan:
             why.append(f"{self.n_nan} NaN")

@@ -1,4 +1,5 @@
 """CPU unit tests of lesson 1's helpers: the traffic model and the exercise checkers."""
+import numpy as np
 import pytest
 
 import helpers
@@ -169,3 +170,33 @@ def test_reveals_judge_a_guess_against_the_record(capsys):
             out = capsys.readouterr().out
             one = sum(not ln.startswith(" ") for ln in out.splitlines()) == 1      # one verdict, perhaps wrapped
             assert exercises.last_result is False and out.startswith("[") and one
+
+
+def test_tiled_problem_tells_another_summation_order_from_a_wrong_value():
+    """A tiled kernel that adds a partial sum per tile is within the tolerance but not bit-identical to the
+    sequential FMA chain: the learner is told so, not sent hunting for wrong indices; a wrong element gets the
+    'wrong values' advice, a clean run no problem, a write past C or a NaN their own advice."""
+    from helpers.experiments.baseline import _check
+
+    M, N, K, T = 33, 17, 49, 16
+    rng = np.random.default_rng(7)
+    A = rng.uniform(-1, 1, (M, K)).astype(np.float32)
+    B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    chain = helpers.emulate.Arithmetic("fp32")(A, B)      # gemm_fp32_kernel's: one fmaf per product, K in order
+    tiles = np.zeros((M, N), np.float32)
+    for t in range(0, K, T):                              # a partial sum per tile, then added
+        part = np.zeros((M, N), np.float32)
+        for k in range(t, min(K, t + T)):
+            part = (part.astype(np.float64) + np.outer(A[:, k], B[k]).astype(np.float64)).astype(np.float32)
+        tiles = tiles + part
+    ok, reordered = _check(chain, A, B, "chain"), _check(tiles, A, B, "tiles")
+    assert ok.passed and ex.tiled_problem(ok) is None
+    assert not reordered.passed and reordered.bound_ok and reordered.size_ok
+    assert "another order" in ex.tiled_problem(reordered)
+    wrong = chain.copy()
+    wrong[5, 3] += 0.5
+    assert "wrong values" in ex.tiled_problem(_check(wrong, A, B, "wrong"))
+    nan = chain.copy()
+    nan[0, 0] = np.nan
+    assert "NaN" in ex.tiled_problem(_check(nan, A, B, "nan"))
+    assert "past the end of C" in ex.tiled_problem(ok, wrote_past_c=True)

@@ -125,7 +125,7 @@ def test_speed_vs_error_chart_shows_every_marker():
 
     rows = helpers.results.load_latest().rows
     at = {r["kernel"]: r for r in rows if r["m"] == r["n"] == r["k"] == 4096}
-    pts = [dict(x=at[k]["rel_err"], y=at[k]["tflops"], label=lab, color=exp.VARIANT_COLORS[k], marker=exp._marker(k))
+    pts = [dict(x=at[k]["rel_err"], y=at[k]["tflops"], label=lab, color=exp.VARIANT_COLORS[k], marker=exp.marker(k))
            for k, lab in exp.VARIANTS.items() if k in at]
     assert len(pts) >= 8
     fig = plots.speed_vs_error_dodged(pts)

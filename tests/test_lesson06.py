@@ -613,3 +613,15 @@ def test_widest_gaps_ranks_the_goals_where_two_gpus_differ_most():
     assert (first["shape"], first["C"]) == (own[3]["shape"], own[3]["C"])
     assert first["gap"] == pytest.approx(first["H200"] / 2, rel=0.02) and second["gap"] == 0
     assert LL.widest_gaps([h200]) == []
+
+
+def test_overview_names_where_rungs_15_and_16_aim():
+    """The overview table's last column: rungs 15 and 16 at their own shape, over their own base, as OWN_SHAPE
+    holds them (their 4096^3 gain, where nothing splits, is not their prediction); nothing for the other rungs."""
+    from helpers.experiments import hopper as H
+
+    for rung, (shape, gain, base) in H.OWN_SHAPE.items():
+        goal = H.own_shape_goal(rung)
+        assert goal.startswith(f"x{gain:g} at ") and H.shape_name(shape) in goal and goal.endswith(f"rung {base}")
+    assert H.own_shape_goal(15) == "x1.8 at 128x8192x8192 over rung 14"
+    assert all(H.own_shape_goal(r) == "" for r in range(8, 15))

@@ -262,7 +262,7 @@ def test_exercise_4_asks_for_what_no_cell_prints(fp8_data, capsys):
 
 def test_the_promotion_loop_is_fp8_promote_128s():
     """The slide 'The promotion loop' shows fp8x.promotion_loop("fp8_promote_128"): the interval's constants, the
-    accumulators, then the consumer's K loop of kernels/fp8_promote_sm90a.cu whole, line for line as the file has it
+    accumulators and their zeroing at each output tile, then the consumer's K loop of kernels/fp8_promote_sm90a.cu whole, line for line as the file has it
     (the branch fp8_gemm<128> compiles): fresh and promote, the wait for all and the promotion adds; not the branch
     of the intervals below 128 nor F8_PERIOD's of 256 and 512. Other kernels are refused."""
     from helpers.compile import KERNEL_DIR
@@ -270,7 +270,9 @@ def test_the_promotion_loop_is_fp8_promote_128s():
     text = fp8x.promotion_loop("fp8_promote_128")
     shown = text.splitlines()
     src = (KERNEL_DIR / "fp8_promote_sm90a.cu").read_text().splitlines()
-    loop = shown[4:]
+    loop = shown[7:]
+    assert shown[5:7] == ["for (int i = 0; i < NREG; ++i) total[i] = 0.0f;", "int prev = -1;"]   # zeroed per tile
+    assert all(any(ln.strip() == init for ln in src) for init in shown[5:7])
     assert loop[0] == "for (int kt = 0; kt < ktiles; ++kt) {" and loop[-1] == "}" and len(loop) <= 40
     at = next(i for i, ln in enumerate(src) if ln.strip() == loop[0] and "EVERY >= KSTEPS" in src[i - 2])
     pad = src[at].index("for")

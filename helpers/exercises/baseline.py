@@ -165,18 +165,26 @@ def _run_checked(kern, M, N, K, tile, seed, name):
     kern(grid, (tile, tile), (A, B, C, np.int32(M), np.int32(N), np.int32(K)))
     cupy.cuda.get_current_stream().synchronize()
     chk = _check(C, A0, B0, f"{name} TILE={tile}")
-    problem = None
-    if not bool(cupy.isnan(cbuf[M * N:]).all()):
-        problem = ("it wrote past the end of C: guard the store with `if (row < M && col < N)`.")
-    elif chk.n_nan:
-        problem = (f"{chk.n_nan} elements of C are NaN. The checker places NaN right after A, B and C: "
-                   "your kernel read past the end of A or B (the loads of the last, partial tile need "
-                   "`row < M && t + tx < K` for A and `t + ty < K && col < N` for B, else 0.0f), or it "
-                   "never wrote those elements.")
-    elif not chk.passed:
-        problem = ("wrong values. Check the indices of the tile loads and both __syncthreads() "
-                   "(one after filling the tiles, one before overwriting them).")
-    return chk, problem
+    return chk, tiled_problem(chk, wrote_past_c=not bool(cupy.isnan(cbuf[M * N:]).all()))
+
+
+def tiled_problem(chk, wrote_past_c: bool = False) -> str | None:
+    """What to tell the learner about a checked run of their tiled kernel (None: nothing wrong)."""
+    if wrote_past_c:
+        return "it wrote past the end of C: guard the store with `if (row < M && col < N)`."
+    if chk.n_nan:
+        return (f"{chk.n_nan} elements of C are NaN. The checker places NaN right after A, B and C: "
+                "your kernel read past the end of A or B (the loads of the last, partial tile need "
+                "`row < M && t + tx < K` for A and `t + ty < K && col < N` for B, else 0.0f), or it "
+                "never wrote those elements.")
+    if chk.passed:
+        return None
+    if chk.bound_ok and chk.size_ok:          # within the tolerance: only the model disagrees
+        return ("every element is within the tolerance, but not bit-identical to gemm_fp32_kernel's arithmetic: "
+                "your kernel adds the products in another order (a partial sum per tile, say). The exercise "
+                "asks for one fmaf per product into one accumulator, K in order, as gemm_fp32_kernel does.")
+    return ("wrong values. Check the indices of the tile loads and both __syncthreads() "
+            "(one after filling the tiles, one before overwriting them).")
 
 
 def _gpu_failure(label, src, exc, what):

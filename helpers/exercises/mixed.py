@@ -80,5 +80,5 @@ def reveal_fp16acc_error_growth(guess, lo: int = 256, hi: int = 8192, kernel: st
     a, b = _recorded(kernel, lo)["rel_err"], _recorded(kernel, hi)["rel_err"]
     judge_guess(f"{kernel} error growth, n = {lo} to {hi}", guess, b / a, within=1.5, fmt=".2f",
                 what=f"H200 record, {a:.2e} at n = {lo} and {b:.2e} at n = {hi}, a growth",
-                why="An FP16 accumulator rounds after each addition, K = n of them; errors of random sign grow "
-                    "like the square root of their number.")
+                why="An FP16 accumulator rounds once per mma_sync, after every 16 products: K / 16 roundings; errors "
+                    "of random sign grow like the square root of their number.")

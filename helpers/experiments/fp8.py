@@ -421,7 +421,7 @@ def sass_excerpt(kernel: str = "fp8_mma_sync", patterns=("F2FP", "HMMA", "FADD")
 
 def promotion_loop(kernel: str = "fp8_promote_128") -> str:
     """fp8_promote_128's promotion loop, whole, as kernels/fp8_promote_sm90a.cu has it: the interval's constants,
-    the accumulators and the consumer's K loop that fp8_gemm<128> compiles (the branch for NC >= 128 of one K-tile
+    the accumulators, their zeroing at each output tile, and the consumer's K loop that fp8_gemm<128> compiles (the branch for NC >= 128 of one K-tile
     or more per promotion; F8_PERIOD's branch is for 256 and 512, the other for NC < 128)."""
     import re
 
@@ -434,11 +434,12 @@ def promotion_loop(kernel: str = "fp8_promote_128") -> str:
     strip = [ln.strip() for ln in lines]
     consts = [s for s in strip if s.startswith(("constexpr int EVERY =", "constexpr int PSTAGES ="))]
     decls = [s for s in strip if s.startswith(("float d[NREG];", "float total[NREG];"))]
+    inits = [s for s in strip if s in ("for (int i = 0; i < NREG; ++i) total[i] = 0.0f;", "int prev = -1;")]
     branch = strip.index("} else if constexpr (EVERY >= KSTEPS) {")
     start = branch + 1 + (not strip[branch + 1].startswith("for ("))      # past the branch's comment line
     pad = len(lines[start]) - len(lines[start].lstrip())
     shown = [ln[pad:] if ln.startswith(" " * pad) else ln for ln in lines[start:block_end(lines, start) + 1]]
-    return "\n".join(consts + decls + shown)
+    return "\n".join(consts + decls + ["// at each output tile, before its K loop:"] + inits + shown)
 
 
 def plot_error_vs_k(data: dict, source: str, dists=("normal", "uniform01")):

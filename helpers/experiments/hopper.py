@@ -390,6 +390,14 @@ def alignment_rows(rows: list[dict]) -> list[dict]:
 OWN_SHAPE = {15: ((128, 8192, 8192), 1.8, 14), 16: ((5000, 5000, 5000), 1.11, 14)}
 
 
+def own_shape_goal(rung: int) -> str:
+    """Rung 15's or 16's prediction at its own shape, as the lesson's overview table prints it ('' for others)."""
+    if rung not in OWN_SHAPE:
+        return ""
+    shape, gain, base = OWN_SHAPE[rung]
+    return f"x{gain:g} at {shape_name(shape)} over rung {base}"
+
+
 def shape_name(shape) -> str:
     M, N, K = shape
     return f"{M}^3" if M == N == K else f"{M}x{N}x{K}"

@@ -221,7 +221,7 @@ def fp16_output_rounding_error(n: int = 1024, seed: int = 0) -> float:
     return rel_fro_error(C.astype(np.float16), C)
 
 
-# colour = arithmetic (inputs and accumulator), marker = implementation (see _marker)
+# colour = arithmetic (inputs and accumulator), marker = implementation (see marker)
 _ARITH_COLOR = {"fp32": "#0072B2", "fp16/fp32": "#D55E00", "fp16/fp16": "#009E73", "bf16/fp32": "#CC79A7",
                 "tf32/fp32": "#E69F00"}
 VARIANT_COLORS = {
@@ -233,7 +233,8 @@ VARIANT_COLORS = {
 }
 
 
-def _marker(kernel: str) -> str:
+def marker(kernel: str) -> str:
+    """A variant's marker in lesson 3's charts: a square for cuBLAS, a triangle for the FP32 kernel, else a dot."""
     return "s" if kernel.startswith("cublas") else ("^" if kernel == "gemm_fp32_kernel" else "o")
 
 
@@ -251,7 +252,7 @@ def _plot_variants(rows, y: str, ylabel: str, title: str):
         n, v = series(rows, k, y)
         if n:
             sizes |= set(n)
-            ax.plot(n, v, marker=_marker(k), color=VARIANT_COLORS[k], label=label,
+            ax.plot(n, v, marker=marker(k), color=VARIANT_COLORS[k], label=label,
                     linestyle="--" if k.startswith("cublas") else "-")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
