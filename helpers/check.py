@@ -11,7 +11,8 @@
    largest term (Fasi, Higham, Mikaitis & Pranesh, PeerJ CS 2021). The partial sums are computed in
    float64, so the bound follows the answer and rejects zeros, sign flips, transposes and permutations.
 3. **The model**: the CPU model of the kernel's arithmetic (helpers.emulate) computes the same products in
-   the same order; where it is exact (the CPU backend, and GPUs in MODEL_FITTED_CC) C must equal it on every
+   the same order; where it is exact (the CPU backend, GPUs in MODEL_FITTED_CC, and an FP32 FMA chain on every
+   GPU: IEEE's fused multiply-add) C must equal it on every
    element: numpy for numpy arrays, the GPU's CUDA cores for CuPy arrays (helpers.model_gpu), so 8192^3
    products are compared in full too. It catches one wrong element, a copied row, a wrong edge tile or the
    wrong format, which no bound can tell from rounding. (A model given as a plain function is compared on a
@@ -339,11 +340,14 @@ class Check:
     __repr__ = __str__
 
 
-def _model_expected_exact(fitted: bool | None) -> tuple[bool, str]:
+def _model_expected_exact(fitted: bool | None, ieee_chain: bool = False) -> tuple[bool, str]:
+    """Whether the model must agree bit for bit here, and if not why. An FP32 FMA chain (block 1, rounding to
+    nearest) is IEEE 754's fused multiply-add in K order, the same on every GPU; a Tensor Core's addition is fitted
+    to the GPUs in MODEL_FITTED_CC."""
     if fitted is not None:
         return fitted, "" if fitted else "the model is fitted to other hardware"
     b = device.backend()
-    if not b.is_gpu:
+    if not b.is_gpu or ieee_chain:
         return True, ""
     cc = tuple(b.gpu.cc)
     if cc in MODEL_FITTED_CC:
@@ -400,7 +404,8 @@ def _parts(C, A, B, *, inputs, acc, output, acc_rounding, input_rounding, block,
         Av = Bv = None
     exact = Av is not None and all(bool(xp.all(xp.asarray(V, dtype=xp.float64) == xp.asarray(D, dtype=xp.float64)))
                                    for V, D in ((Av, Ad), (Bv, Bd)))
-    fitted_hw, fit_reason = _model_expected_exact(fitted)
+    fitted_hw, fit_reason = _model_expected_exact(
+        fitted, ieee_chain=block == 1 and inputs == acc == "fp32" and acc_rounding == "nearest")
     blk = block if fitted_hw else min(block, SMALLEST_BLOCK)
 
     # part 1: the a-priori bound, against the product of A and B as given

@@ -175,8 +175,8 @@ print(helpers.tolerance(4096, "fp16", "fp16", block=16, n_checked=4096 * 4096))
 #    to the H200 in lesson 04) must agree bit for bit on every element it is compared on: all of them in this lesson; in a
 #    large product on a GPU, all of them where the model also runs on the GPU, else a seeded sample.
 #    The verdict says which ("all ... elements" above; "a sample of ... elements" in some of lesson
-#    01's recorded runs). On a GPU the model was not fitted to, this part is skipped, and the verdict
-#    says so.
+#    01's recorded runs). On a GPU the Tensor Core model was not fitted to, this part is skipped for the
+#    Tensor Core kernels (an FP32 FMA chain is IEEE's on every GPU), and the verdict says so.
 
 # %% slideshow={"slide_type": "subslide"}
 C = helpers.gemm("wmma_mixed_gemm_kernel", A.astype(np.float16), B.astype(np.float16), pad=True)

@@ -252,3 +252,25 @@ def test_local_mutations_of_large_products_fail(name, m, n, k, dist):
         W[i, j] = np.nextafter(W[i, j], np.asarray(np.inf, dtype=W.dtype))
         bad = spec.check(W, Ak, Bk, backend="CPU", model=model)
         assert not bad.passed and bad.model_mismatch == 1 and bad.model_first[:2] == (i, j)
+
+
+def test_an_fp32_fma_chain_is_compared_with_its_model_on_every_gpu(monkeypatch):
+    """On a GPU the Tensor Core model was not fitted to (an RTX 4090, sm_89), a WMMA kernel's check skips the model
+    and says why, but the FP32 FMA chain's check still compares it (IEEE fused multiply-adds in K order are the same
+    on every GPU): a result one element off is rejected by the model there."""
+    D = helpers.device
+    gpu = D.GPUInfo("NVIDIA GeForce RTX 4090", (8, 9), 128, 1, 1, None, "", "", "", "", D.peaks_for("RTX 4090"))
+    monkeypatch.setattr(D, "backend", lambda: D.Backend("gpu", "found", gpu))
+    A = helpers.random_matrix(33, 49, seed=5)
+    B = helpers.random_matrix(49, 17, seed=6)
+    fp32 = helpers.KERNELS["gemm_fp32_kernel"]
+    C = emulate.Arithmetic("fp32")(A, B)
+    assert fp32.check(C, A, B).model == "identical"
+    off = C.copy()
+    off[3, 4] = np.nextafter(off[3, 4], np.float32(np.inf))          # one ulp: within every bound
+    bad = fp32.check(off, A, B)
+    assert not bad.passed and bad.bound_ok and bad.model == "differs"
+    wmma = helpers.KERNELS["wmma_mixed_gemm_kernel"]
+    A16, B16 = A.astype(np.float16), B.astype(np.float16)
+    chk = wmma.check(emulate.tensor_core_gemm(A16, B16), A, B)
+    assert chk.model == "skipped" and "sm_89" in chk.model_reason
