@@ -34,6 +34,13 @@ assert NO_STORE_GUARD != SOLUTION
 # broken on purpose: the second __syncthreads() is gone (a race; may or may not show) and the
 # first one too (the static check catches it)
 NO_SYNC = SOLUTION.replace("__syncthreads();", "")
+# correct, but in another order: a partial sum per tile, added to the total after the tile
+PARTIAL_SUMS = SOLUTION.replace("float acc = 0.0f;", "float acc = 0.0f, part;").replace(
+    "        __syncthreads();                       // the tiles are complete",
+    "        __syncthreads();                       // the tiles are complete\n        part = 0.0f;").replace(
+    "            acc = fmaf(As[ty][k], Bs[k][tx], acc);\n",
+    "            part = fmaf(As[ty][k], Bs[k][tx], part);\n        acc += part;\n")
+assert PARTIAL_SUMS != SOLUTION
 
 
 def _inputs(m, n, k, seed):
@@ -104,6 +111,13 @@ def test_exercise_checker_rejects_unguarded_store(capsys):
     out = capsys.readouterr().out
     assert "Not quite" in out and "past the end of C" in out, out
     assert helpers.exercises.last_result is False
+
+
+@gpu
+def test_exercise_checker_tells_another_summation_order_from_wrong_values(capsys):
+    ex.check_tiled_kernel(TILE_DEFINE + PARTIAL_SUMS, name="gemm_fp32_tiled", time_sizes=())
+    out = capsys.readouterr().out
+    assert "Not quite" in out and "another order" in out and "wrong values" not in out, out
 
 
 @gpu
