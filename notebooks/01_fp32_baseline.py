@@ -751,8 +751,8 @@ helpers.display.table(rows, ["n", "tflops", "clock", "lines", "per3", "per_lay"]
 # The lanes per SM are the same, so the FP32 peaks, and the one-line-per-clock rates, differ by SMs x
 # clock: the peaks alone would put the 4090 ahead by that factor. It is ahead by less (printed two
 # slides back), below one line per clock at the clock its peak assumes, a clock the seed does not say
-# it ran at. Is the rest *method*? The seed averages 100 back-to-back launches, so its 12 MiB of
-# matrices stay in L2; the record flushes L2 before every launch and takes the median. The H200, timed
+# it ran at. Is the rest *method*? The seed averages 100 iterations (back to back, we assume), so its
+# 12 MiB of matrices would stay in L2; the record flushes L2 before every launch and takes the median. The H200, timed
 # both ways (experiment `fp32_timing_method`), and the harness checked against an independent timer
 # (triton's `do_bench`), each with its SM clock:
 
