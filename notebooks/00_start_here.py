@@ -156,6 +156,8 @@ for chk in checks.values():     # backend-dependent digits: not compared by the 
 # can cancel: the third line's bound is the probabilistic one.
 
 # %% slideshow={"slide_type": "-"}
+# n_checked: how many elements the check compares (a probabilistic bound must hold for all of them);
+# inputs_rounded_in_reference: A and B already are in the kernel's format, so no input term
 print(helpers.tolerance(72, "fp32", "fp32", n_checked=200 * 136, inputs_rounded_in_reference=True))
 print(helpers.tolerance(72, "fp16", "fp32", acc_rounding="truncate", block=16, n_checked=200 * 136))
 print(helpers.tolerance(4096, "fp16", "fp16", block=16, n_checked=4096 * 4096))
