@@ -565,9 +565,9 @@ ex.two_by_two_bytes_per_flop_exercise(answer)
 #
 # Write `wmma_gemm_bcol`: the same product, but $B$ arrives column-major, element $(k, n)$ at
 # `Bt[n * K + k]` ($B^T$ stored row-major). Change the fragment's layout tag, the pointer to the
-# tile's first element, and `ldm`; store with `wmma::mem_row_major`. The checker compiles your source
-# with NVRTC, runs it on sizes that are not multiples of 16 (padded), checks it against float64, and
-# times it (GPU only). The starting point:
+# tile's first element, and `ldm`; store with `wmma::mem_row_major`. On a GPU the checker compiles,
+# runs (sizes off the 16 grid, padded), checks and times your kernel; without one it replays your load
+# of B with numpy. The starting point:
 
 # %% slideshow={"slide_type": "-"}
 print(ex.BCOL_STARTER)

@@ -121,6 +121,10 @@ def test_padded_fp16_inputs_leave_no_input_term():
 def test_kernel_checkers_without_gpu(capsys):
     ex.check_bcol_kernel(None)
     assert exercises.last_result is None and "Not answered yet" in capsys.readouterr().out
+    ex.check_bcol_kernel(ex.solution_source("wmma_gemm_bcol"))      # the CPU replay of the B load: no verdict
+    assert exercises.last_result is None and "numpy replay" in capsys.readouterr().out
+    ex.check_bcol_kernel(ex.BCOL_STARTER)
+    assert exercises.last_result is False and "Not quite" in capsys.readouterr().out
     ex.check_2x2_kernel(ex.solution_source("wmma_gemm_2x2"))
     assert exercises.last_result is None and "needs a CUDA GPU" in capsys.readouterr().out
 
@@ -283,3 +287,24 @@ def test_wmma_pictures_take_the_kernels_tile():
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert sum(t.startswith("HMMA.16816") for t in texts) == 2
     plt.close(fig)
+
+
+def test_bcol_replay_accepts_the_solution_and_rejects_each_mistake():
+    """Exercise 6 without a GPU: the replay of the B load passes the solution (also written &Bt[...] or with the
+    cast dropped) and fails the starter and each one-part mistake (layout tag, pointer, ldm), naming the first
+    element read from the wrong place; an expression it cannot read is said, not guessed."""
+    sol = ex.solution_source("wmma_gemm_bcol")
+    load = "Bt + (size_t)tile_col * K + k, K"
+    assert load in sol
+    for ok in (sol, sol.replace(load, "&Bt[tile_col * K + k], K"), sol.replace(load, "Bt + k + tile_col * K, K")):
+        assert ex.bcol_replay(ok) is None
+    assert "row_major fragment" in ex.bcol_replay(ex.BCOL_STARTER)
+    wrong = {"layout": sol.replace("col_major> b", "row_major> b"),
+             "pointer": sol.replace(load, "Bt + (size_t)k * N + tile_col, K"),
+             "off by one tile": sol.replace(load, "Bt + (size_t)tile_col * K + k + 16, K"),
+             "ldm": sol.replace(load, "Bt + (size_t)tile_col * K + k, N")}
+    for what, src in wrong.items():
+        got = ex.bcol_replay(src)
+        assert got and "is read from Bt[" in got, what
+    assert "cannot read" in ex.bcol_replay(sol.replace(load, "Bt + offset(tile_col, k), K"))
+    assert "no `wmma::fragment<wmma::matrix_b" in ex.bcol_replay(sol.replace("wmma::matrix_b", "wmma::matrix_a"))
