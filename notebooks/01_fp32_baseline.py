@@ -200,7 +200,7 @@ guess = ...            # e.g. 2: twice as fast
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 SIZES = [256, 384, 512, 768, 1000, 1024, 1536, 2048, 3000, 4096]
 NAMES = ["gemm_fp32_kernel", "cublas_fp32", "cublas_tf32"]
-sweep = helpers.sweep(NAMES, SIZES)        # live on a GPU (about half a minute), recorded otherwise
+sweep = helpers.sweep(NAMES, SIZES)        # live on a GPU (seconds on an H100), recorded otherwise
 print(sweep.source, "|", len(sweep.data), "rows, all checks passed:", all(r["passed"] for r in sweep.data))
 
 # %% slideshow={"slide_type": "subslide"}
@@ -389,7 +389,7 @@ guess = ...            # e.g. 2: twice as long
 # DRAM move) predict much less difference than lines: the experiment tells which of the two counts.
 
 # %% slideshow={"slide_type": "subslide"} tags=["nbval-ignore-output"]
-shapes = helpers.run_or_load("fp32_block_shapes")     # live on a GPU (about 10 s), recorded otherwise
+shapes = helpers.run_or_load("fp32_block_shapes")     # live on a GPU (seconds on an H100), recorded otherwise
 print(shapes.source)
 for c in shapes.data["checks"]:
     print(helpers.wrap(f"{c['shape']:>6}: {c['verdict']}; identical to {shapes.data['first_shape']}: "
