@@ -6,8 +6,8 @@
 // mbarriers, one CTA per SM walking the tiles in groups of 8 tile rows) with two changes:
 //
 //   1. wgmma's FP8 form, m64nNk32: 32 products per instruction instead of 16. A K-tile of 128
-//      E4M3 values is 128 bytes, one swizzle row, as 64 halves were: the shared-memory layouts,
-//      descriptors and TMA boxes are the FP16 ones, measured in bytes.
+//      E4M3 values is 128 bytes, one swizzle row, as 64 halves were: A's layout, descriptor and TMA
+//      box are rung 11's, measured in bytes; B's are K-major like A's (rung 7's, point 2).
 //   2. Both operands K-major. wgmma's transpose bit exists only for 16-bit inputs, so B comes in
 //      transposed: Bt is N x K row-major (the "TN" layout cuBLASLt also asks of FP8).
 //

@@ -66,8 +66,8 @@ __device__ __forceinline__ void mbar_arrive(u64* bar)
 
 // How a thread waits (HOW): 0 try_wait with no time hint: the thread is suspended until the phase completes or a
 // time limit the hardware chooses passes, then the loop asks again (how every kernel waits, but rungs 21-24);
-// 1 try_wait with a suspend-time hint of 10 ms: the same, with that limit instead (rungs 21-24 as recorded, and the
-// WAIT_HINT knob of rungs 17-24); 2 test_wait, which never suspends: a spin. MBAR_WAIT, a
+// 1 try_wait with a suspend-time hint of 10 ms: the same, with that limit instead (rungs 21-24 by default: macro
+// SKINNY_HINT_WAIT; macro SKINNY_WAIT of rungs 17-20; the WAIT_HINT knob of both); 2 test_wait, which never suspends: a spin. MBAR_WAIT, a
 // build option (0 by default), changes the default for every kernel of a build.
 #ifndef MBAR_WAIT
 #define MBAR_WAIT 0
@@ -158,15 +158,17 @@ __device__ __forceinline__ void store2(float* p, float x, float y)
 // A barrier for the 128 threads of one consumer warpgroup only (ids 1, 2; 0 is __syncthreads).
 __device__ __forceinline__ void warpgroup_bar(int id) { asm volatile("bar.sync %0, 128;\n" :: "r"(id) : "memory"); }
 
-// wgmma: fence (registers and shared memory written before it are visible to the next wgmma), commit (the
-// wgmmas issued so far form one group), wait<N> (at most N groups still running: their accumulators are ready).
+// wgmma: fence (register writes before it, accumulators included, are ordered before the next wgmma; shared memory
+// written by ordinary stores would also need fence.proxy.async, while TMA's writes are ordered by the mbarrier),
+// commit (the wgmmas issued so far form one group), wait<N> (at most N groups still running: their accumulators are
+// ready).
 __device__ __forceinline__ void wgmma_fence()  { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wgmma_wait()   { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
 
-// A wgmma descriptor advanced by adding to its address field (DESC_ADD, a build option, 0 by default; always in
-// fp8_promote_2acc_lean_sm90a.cu). The descriptor's two 32-bit words are split once (the asm keeps the compiler from
+// A wgmma descriptor advanced by adding to its address field (rungs 23-24: macro SKINNY_DESC, the DESC_ADD knob, 1 by
+// default; always in fp8_promote_2acc_lean_sm90a.cu). The descriptor's two 32-bit words are split once (the asm keeps the compiler from
 // rebuilding the low word from the address at every use); adding (byte offset / 16) to the low word then gives the
 // descriptor of the address that many bytes further: its field, address bits 4-17, cannot carry out, because
 // shared-memory addresses stay below 2^18 bytes. cuBLAS's kernels do this in uniform registers (UIADD3) between

@@ -2,8 +2,10 @@
 //
 // Adds, over rung 10: the scheduler walks the tiles in groups of GROUP_M = 8 tile rows, column
 // by column inside a group (tile_of), so the ~132 tiles in flight at one moment span 8 rows of
-// A tiles and ~17 columns of B tiles instead of ~1 row of A and all of B.
-// Predicted: x1.02 over rung 10 (more at 8192, where A and B are 128 MiB each and L2 holds 60 MiB).
+// A tiles and ~17 columns of B tiles; in plain order, at 8192 (32 columns of tiles), ~4 rows of A
+// and all of B. At 4096 (16 columns) the two orders differ little.
+// Predicted: x1.02 over rung 10 (more at 8192, where A and B are 128 MiB each and L2 holds 60 MiB
+// on the H200, 50 MiB on the H100).
 //
 // Contract: A: M x K row-major half, B: K x N row-major half, each a TMA tensor map with 128-byte
 // swizzle (A's box 128 rows x 64 k, B's 64 k x 64 columns); C: M x N row-major float. M, N, K

@@ -4,7 +4,7 @@
 // tiles (2u, n) and (2u + 1, n), which need the same 256-column tile of B. Each CTA's producer
 // loads its own A and half of B, and multicasts that half into both CTAs' shared memory: B is
 // read from L2 once per pair instead of twice. A stage is refilled only when the consumers of
-// both CTAs have freed it (they arrive on both CTAs' empty barriers: mapa + a cluster-scope arrive).
+// both CTAs have freed it (they arrive on both CTAs' empty barriers: mapa + a remote arrive).
 // The scheduler hands out units of CLUSTER_M tiles stacked along M, one per cluster.
 // Predicted: x1.03 over rung 11.
 //

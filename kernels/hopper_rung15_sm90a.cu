@@ -3,7 +3,8 @@
 // Adds, over rung 14: when a problem has fewer tiles than SMs (M = 128, N = 8192: 32 tiles of
 // 128 x 256 for 132 SMs), K is cut into `splits` parts and every (part, tile) is a work unit of
 // its own, so 4 x 32 = 128 CTAs work instead of 32. Each part stores its FP32 sums in a workspace
-// (`partial`) and counts itself in on the tile's counter (`flags`, atomicAdd after a fence); the
+// (`partial`) and counts itself in on its slice's counter (`flags`: one per 64-row slice, two per tile;
+// atomicAdd after a fence); the
 // part that arrives last adds all parts in part order, ((p0 + p1) + p2) + ..., and writes FP16 C
 // as rung 14 does. The order of the adds is fixed, so C is the same at every launch, whichever
 // part finishes first. The host picks `splits` (helpers.kernels.split_k_plan): 1 for problems
@@ -148,7 +149,8 @@ __device__ __forceinline__ void store_slice_tma(const float (&d)[128], unsigned 
 }
 #endif
 
-// Grid: one CTA per SM; 384 threads; dynamic shared memory HSTAGES x 48 KB + 32 KB + 1152.
+// Grid: one CTA per SM; 384 threads; dynamic shared memory HSTAGES x 48 KB + 32 KB + 1152 (and last_part's
+// static 8 bytes, which ptxas places in a 1 KB slot of their own).
 extern "C" __global__ void __launch_bounds__(384, 1) hopper_split_k(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K,

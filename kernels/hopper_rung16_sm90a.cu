@@ -5,13 +5,14 @@
 // U / G whole waves and then a last wave of U % G units: at 5000^3, 400 units on 66 clusters are 6 whole
 // waves and 4 units, so 62 of 66 clusters idle through the seventh wave while 4 compute all of K. Here
 // the first dp = 6 x 66 units are whole, as in rung 14, and each of the 4 tail units is cut into
-// `splits` parts of K (helpers.kernels.tail_split_plan: 9 parts of 9 K-tiles at 5000^3), added up by the
+// `splits` parts of K (helpers.kernels.tail_split_plan: 9 parts of 9 K-tiles at 5000^3, the last 7), added up by the
 // last part to arrive, in part order, as rung 15 does. Where the last wave is more than half full, or
 // there is no whole wave to keep, the plan gives the same units as rung 14 (no split) or rung 15.
 // Work units: t < dp is whole unit t (all of K); unit dp + u is part u / tail of tail unit dp + u % tail
 // (tail = the units left after dp), so each cluster runs its whole waves and then one part.
 // Predicted: x0.98 over rung 15 where the plan does not split (4096, 8192, 2048, 8192 x 8192 x 1024: rung
-// 14's units, x1.00 over rung 14); at 5000^3, x1.11 over rung 14 (each CTA's K-tiles: 6 x 79 + 9 = 483
+// 14's units; the figure repeats rung 15's x0.98 over rung 14, though rung 14's units make it nearer x1.02 over
+// rung 15); at 5000^3, x1.11 over rung 14 (each CTA's K-tiles: 6 x 79 + 9 = 483
 // instead of 7 x 79 = 553, plus the last part's reading of 9 parts x 128 KB from L2 and its own store,
 // about 16 K-tiles' time: 553 / 499).
 //
@@ -162,7 +163,8 @@ __device__ __forceinline__ void store_slice_tma(const float (&d)[128], unsigned 
 }
 #endif
 
-// Grid: one CTA per SM, in clusters of CLUSTER_M; 384 threads; dynamic shared memory HSTAGES x 48 KB + 32 KB + 1152.
+// Grid: one CTA per SM, in clusters of CLUSTER_M; 384 threads; dynamic shared memory HSTAGES x 48 KB + 32 KB + 1152
+// (and last_part's static 8 bytes, which ptxas places in a 1 KB slot of their own).
 extern "C" __global__ void __launch_bounds__(384, 1) CLUSTER_DIMS hopper_tail_split(
     const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
     const __grid_constant__ TensorMap tmC, unsigned short* __restrict__ C, int M, int N, int K,

@@ -1,7 +1,8 @@
 // hopper_wgmma.cuh -- the primitives lesson 6's rungs share, shown once: everything in
 // hopper_primitives.cuh (shared-memory addresses, mbarriers, TMA loads, multicast and stores, fences,
 // wgmma's fence / commit / wait, setmaxnreg, clusters), plus the wgmma shared-memory descriptors, the FP16
-// m64n256k16 instruction (and its 128- and 64-column forms for the skinny tile of rungs 17-24), and the FP16
+// m64n256k16 instruction (and its 128- and 64-column forms for the skinny tile of rungs 17-24; rungs 25-26
+// use the 128-column one too), and the FP16
 // epilogue's pack and stmatrix.
 // Each rung file (lesson 5's kernels/ladder_sm90a.cu, lesson 6's kernels/hopper_rungNN_sm90a.cu) includes this
 // header and nothing else of the course but, for rungs 25-30's tiles, the generated wgmma_widths.cuh; lesson 7's
@@ -13,7 +14,8 @@
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
 
-// Make the barriers' initialisation visible to TMA (the async proxy) and to the other CTAs of the cluster.
+// Release this thread's mbarrier.init operations at cluster scope; the __syncthreads / cluster barrier that follows
+// publishes them to the CTA's other threads, to TMA and to the other CTAs of the cluster.
 __device__ __forceinline__ void mbar_init_fence()
 {
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -73,8 +75,8 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u6
         : "l"(desc_a), "l"(desc_b), "n"(TRANS_B));
 }
 
-// The same instruction 128 columns wide (the skinny tile's one consumer, rungs 19-24): D is 64 x 128, 64 registers
-// per thread.
+// The same instruction 128 columns wide (the skinny tile's one consumer, rungs 19-24; rungs 25-26 with a 128-wide
+// tile): D is 64 x 128, 64 registers per thread.
 template <int TRANS_B>
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64 desc_b)
 {

@@ -6,13 +6,15 @@
 //     shared memory in the 128-byte swizzled layout wgmma reads, and counts the
 //     bytes on an mbarrier ("complete_tx"); the other 255 threads issue nothing.
 //   * mbarriers: each of the 4 pipeline stages has one; a consumer waits on the
-//     barrier's phase (parity) instead of a __syncthreads after every copy.
+//     barrier's phase (parity) to know its data has arrived; a __syncthreads per
+//     K-tile still says when a stage is free to refill.
 //   * wgmma.mma_async: a warpgroup (4 warps, 128 threads) multiplies a 64 x 16
 //     slice of A by a 16 x 256 slice of B straight from shared memory (no
 //     ldmatrix, no fragments of A or B in registers): 64 x 256 x 16 per
-//     instruction, 16x the work of one mma.sync m16n8k16 per warp.
+//     instruction, 128x the work of one mma.sync m16n8k16 (32x per warp).
 // Predicted: about 2x rung 6 (the Tensor Core rate reachable on Hopper only
-// through wgmma; the 128 x 256 tile also halves the bytes requested per FLOP).
+// through wgmma; the 128 x 256 tile also cuts the bytes requested per FLOP to
+// 3/4 of 128 x 128's).
 //
 // Contract (the helpers zero-pad to meet it, and transpose B, see below):
 //   A: M x K row-major half; Bt: N x K row-major half (= B transposed, so both
@@ -26,8 +28,7 @@
 // Each warpgroup walks K in order, 16 at a time, into one FP32 accumulator per
 // output element.
 //
-// Needs sm_90a (wgmma and setmaxnreg exist only there, not on sm_90 or later
-// GPUs): compile with -arch=sm_90a (NVRTC) or -gencode=arch=compute_90a,code=sm_90a;
+// Needs sm_90a (wgmma exists only there, not on sm_90 or later GPUs): compile with -arch=sm_90a (NVRTC) or -gencode=arch=compute_90a,code=sm_90a;
 // other targets compile an empty kernel (make kernels-check).
 
 #include "hopper_wgmma.cuh"                   // TMA, mbarriers, wgmma and its descriptors (lesson 6 shows them)

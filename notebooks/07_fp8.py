@@ -570,7 +570,7 @@ helpers.display.table(fp8x.period_rows(data), ["n", "kernel", "build", "tflops",
                       {"tflops": ".0f", "vs_128": ".3f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Yet removing only that wait (`F8_PERIOD=1`) ran no faster. The default, `F8_PERIOD=2`, still waits at every
+# Yet a build that removed only that wait ran no faster (it left the kernel: `lab/README.md`). The default, `F8_PERIOD=2`, still waits at every
 # K-tile but releases each shared-memory stage at once, a K-tile sooner, and adds only at a period's end: faster
 # at $4096^3$, and at $8192^3$ for `_512` only (Appendix H; compare ratios: each build ran at its own clocks):
 
