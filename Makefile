@@ -13,13 +13,18 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.
 .PHONY: course test unit nbval lab lab-screenshots lab-test tried record gpu-check notebooks kernels-check clean help
 
 help:
-	@echo "make course | test (= unit + nbval) | lab | lab-screenshots | record | gpu-check | sanitize | determinism | notebooks | kernels-check | slides | slides-test | slides-pdf | clean"
+	@echo "make course | test (= unit + nbval) | unit | nbval | lab | lab-screenshots | lab-test | tried | record | gpu-check | sanitize | determinism | notebooks | kernels-check | slides | slides-test | slides-pdf | clean"
 
 # GPU targets run with the course's .venv, unless a Python is given on the command line (make gpu-check
 # PY=python3): then no .venv is made, so they work offline with a Python that has CuPy already.
 VENV_UNLESS_PY := $(if $(filter command line,$(origin PY)),,$(STAMP))
 
+PY_TOO_OLD = 'import sys; sys.exit(sys.version_info < (3, 11))'
 $(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c $(PY_TOO_OLD) 2>/dev/null || { echo "The course needs Python 3.11 or newer; $(PYTHON) is" \
+	  "$$($(PYTHON) -V 2>&1 || echo missing). Name a newer one: make $(or $(MAKECMDGOALS),help) PYTHON=python3.12"; exit 1; }
+	@if [ -x $(PY) ] && ! $(PY) -c $(PY_TOO_OLD); then echo "$(VENV) was made with $$($(PY) -V 2>&1)," \
+	  "older than 3.11: remove it (rm -rf $(VENV)) and run make again with PYTHON=python3.11 or newer"; exit 1; fi
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip $(QUIET)
 	$(PY) -m pip install -q -r requirements.txt $(QUIET)

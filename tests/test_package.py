@@ -131,12 +131,13 @@ def test_the_installed_package_runs_the_hopper_kernels(wheel, tmp_path):
 
 def test_every_setup_asks_for_the_python_the_pins_need():
     """The pins (requirements.txt: matplotlib, ipykernel and hypothesis as pinned need Python 3.11) and every place
-    that names a Python agree: pyproject's requires-python, environment.yml, binder/runtime.txt (repo2docker) and the
-    README's line under its two commands."""
+    that names a Python agree: pyproject's requires-python, environment.yml, binder/runtime.txt (repo2docker), the
+    Makefile's check before it makes .venv, and the README's requirement under its two commands."""
     import re
 
     need = "3.11"
     assert re.search(r'requires-python = ">=3\.11"', (ROOT / "pyproject.toml").read_text())
     assert f"python={need}" in (ROOT / "environment.yml").read_text()
     assert (ROOT / "binder" / "runtime.txt").read_text().strip() == f"python-{need}"
-    assert f"Both need Python {need}+ and `make`" in (ROOT / "README.md").read_text()
+    assert f"Python {need}+" in (ROOT / "README.md").read_text()
+    assert "sys.version_info < (3, 11)" in (ROOT / "Makefile").read_text()
