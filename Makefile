@@ -20,12 +20,19 @@ help:
 VENV_UNLESS_PY := $(if $(filter command line,$(origin PY)),,$(STAMP))
 
 PY_TOO_OLD = 'import sys; sys.exit(sys.version_info < (3, 11))'
+# .venv is made once, with $(PYTHON), which must be 3.11 or newer; a .venv whose Python does not run or is older
+# is not repaired in place (venv cannot change its interpreter): the message says to remove it.
 $(STAMP): requirements.txt pyproject.toml
-	@$(PYTHON) -c $(PY_TOO_OLD) 2>/dev/null || { echo "The course needs Python 3.11 or newer; $(PYTHON) is" \
-	  "$$($(PYTHON) -V 2>&1 || echo missing). Name a newer one: make $(or $(MAKECMDGOALS),help) PYTHON=python3.12"; exit 1; }
-	@if [ -x $(PY) ] && ! $(PY) -c $(PY_TOO_OLD); then echo "$(VENV) was made with $$($(PY) -V 2>&1)," \
-	  "older than 3.11: remove it (rm -rf $(VENV)) and run make again with PYTHON=python3.11 or newer"; exit 1; fi
-	$(PYTHON) -m venv $(VENV)
+	@if [ -e $(VENV)/pyvenv.cfg ]; then \
+	  $(PY) -c $(PY_TOO_OLD) 2>/dev/null || { echo "$(VENV)'s Python does not run or is older than 3.11" \
+	    "($$($(PY) -V 2>&1 || true)): remove it (rm -rf $(VENV)) and run make again"; exit 1; }; \
+	else \
+	  command -v $(PYTHON) >/dev/null || { echo "No $(PYTHON) on this machine: install Python 3.11 or newer," \
+	    "or name the one you have: make $(or $(MAKECMDGOALS),help) PYTHON=/path/to/python3"; exit 1; }; \
+	  $(PYTHON) -c $(PY_TOO_OLD) || { echo "The course needs Python 3.11 or newer; $(PYTHON) is" \
+	    "$$($(PYTHON) -V 2>&1). Name a newer one: make $(or $(MAKECMDGOALS),help) PYTHON=python3.12"; exit 1; }; \
+	  $(PYTHON) -m venv $(VENV); \
+	fi
 	$(PY) -m pip install -q --upgrade pip $(QUIET)
 	$(PY) -m pip install -q -r requirements.txt $(QUIET)
 	$(PY) -m pip install -q --no-deps -e . $(QUIET)

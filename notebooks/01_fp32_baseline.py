@@ -267,7 +267,8 @@ for n in (1000, 1024):
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The gaps are far wider than the spread of the timings, at the same clock; here the slow sizes have rows
-# of a power of two of bytes (appendix A: 768 and 1536, rows of 3 and 6 KiB, are slow too). A cache
+# of a power of two of bytes (appendix A: 768 and 1536, rows of 3 and 6 KiB sharing many low address
+# bits, are slow too). A cache
 # picks the set of a line, and the memory system its L2 slice, from bits of its address.
 # With 4096-byte rows, the addresses a block's warps read at one $k$ (rows of $A$) and over successive
 # $k$ (rows of $B$) share their low 12 bits (one line slot of 32, the last line above), so they crowd
@@ -374,7 +375,7 @@ print(helpers.wrap(f"16x16 block: a warp is {f['warp_rows']} rows x {f['warp_col
 # along a row: 2 lines) beat 16 x 16 (3 lines); 8 x 32 and 4 x 64 lose; 1 x 256 (each warp
 # a column of $C$, its $A$ load uncoalesced) is slower than 16 x 16 by the ratio of their line counts
 # (the table below). **Your guess:** at $n = 4096$, how many times longer than with 16 x 16 blocks does
-# the kernel take with 1 x 256 blocks? Lines and sectors per step (table) give two different answers.
+# the kernel take with 1 x 256 blocks? Lines and sectors (table) disagree.
 
 # %% slideshow={"slide_type": "-"}
 model = [lesson.warp_footprint(bx, by) for bx, by in lesson.BLOCK_SHAPES]

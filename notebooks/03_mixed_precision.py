@@ -162,8 +162,8 @@ print(f"FP32 accumulation at half the FP16-accumulate peak: {', '.join(half)}\nt
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # - Of these GPUs, **the 16x and the 8x hold for the A100 only**: ratios of datasheet peaks change from
-#   chip to chip. Tensor Cores have no plain FP32 mode: by default FP32 inputs go through TF32 (cuBLAS can
-#   also route them through FP16 or BF16, its `COMPUTE_32F_FAST_16F` and `_16BF` compute types).
+#   chip to chip. Tensor Cores have no plain FP32 mode: FP32 inputs reach them only converted, to TF32
+#   (`FAST_TF32`, `CUPY_TF32`) or, in cuBLAS, to FP16 or BF16 (`COMPUTE_32F_FAST_16F`, `_16BF`).
 # - The last-but-one column is the FP16-accumulate peak over the FP32-accumulate one. In this table only the
 #   RTX 4090 (GeForce) runs FP32 accumulation at half its FP16-accumulate rate (printed above); on the
 #   others, the H200 included, the two peaks are equal: FP16 accumulation promises no speed, only error.

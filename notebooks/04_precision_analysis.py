@@ -157,7 +157,8 @@ else:
 # ## Error against K: the experiment
 #
 # For K = 16 ... 16384 we multiply 64 x K by K x 64 matrices five ways: FP16 inputs with FP16 or FP32
-# accumulation, BF16 and TF32 inputs with FP32 accumulation (all WMMA), and the FP32 CUDA-core FMA chain.
+# accumulation, BF16 and TF32 inputs with FP32 accumulation (all WMMA), and the FP32 CUDA-core FMA chain
+# (no record: their CPU models, Appendix C).
 #
 # - error per element, normalised by (|A||B|)_ij: the scale every bound is stated in;
 # - the reference is the float64 product of the *rounded* inputs: we measure accumulation only;
@@ -475,9 +476,8 @@ if meas is not None:
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## One bound is not enough
 #
-# The tolerance multiplies |A||B|, which grows like K. On zero-mean data the answer grows like sqrt(K),
-# so at large K the bound exceeds the answer itself. **Predict**: at K = 16384, does an all-zero C pass the
-# FP16 accumulator's bound?
+# The tolerance multiplies |A||B|, which grows like K; on zero-mean data the answer grows like sqrt(K).
+# **Predict**: at K = 16384, does an all-zero C pass the FP16 accumulator's bound?
 
 # %% slideshow={"slide_type": "-"}
 spec = helpers.KERNELS["wmma_fp16acc_gemm_kernel"]
@@ -490,7 +490,7 @@ for what, X in [("the kernel's result", C), ("all zeros", np.zeros_like(C))]:
           f"{'holds' if chk.size_ok else 'broken'}, model: {chk.model} -> {'PASS' if chk else 'FAIL'}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# So the check (`helpers.check`) adds two tests to the bound:
+# At large K the bound exceeds the answer itself, so the check (`helpers.check`) adds two tests to it:
 #
 # - **[answer-scaled](glossary.md#answer-scaled-bound)**: the same worst case, from the partial sums the accumulator really holds. At every
 #   rounding the error is at most u |s| for the partial sum s (2u |s| when it truncates), plus, on a tensor
@@ -632,7 +632,22 @@ for model in [emulate.V100_MODEL, emulate.A100_MODEL, emulate.DEFAULT_TC_MODEL]:
     print(helpers.wrap(f"{model.source}: {params}"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ## Appendix C: Claims checked
+# ## Appendix C. The CPU model stands in for the GPU
+#
+# Where no GPU record exists, this lesson's error curves come from the CPU model of each kernel ([the
+# model](glossary.md#the-model)): not a rough approximation but the hardware's arithmetic, bit for bit on the H200 (`emulator_match` in appendix A, and lesson
+# 03's `mixed_emulator_probe`). A quick check at small sizes that the model's errors stay within the tolerance each
+# kernel's own check uses (its block: 16 products, 4 for TF32, 1 for the FMA chain):
+
+# %% slideshow={"slide_type": "-"}
+emu_rows = P.emulated_error_vs_k([64, 1024], M=16, dists=("uniform",))
+for r in emu_rows:
+    tol = P.tolerance_curve([r["k"]], r["arithmetic"], n_checked=16 * 16)[0]   # the kernel's block and rounding
+    print(f"K={r['k']:5d} {r['arithmetic']:18s}: max error {'<=' if r['acc_max'] <= tol else '>'} "
+          f"tolerance {tol:.1e}")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ## Appendix D: Claims checked
 #
 # The source articles of the course (lesson 00's appendix lists them), quoted, with what settles each claim:
 #
@@ -650,18 +665,3 @@ for model in [emulate.V100_MODEL, emulate.A100_MODEL, emulate.DEFAULT_TC_MODEL]:
 #   unit roundoff is FP16's; the recorded cuBLAS errors at 4096 are printed on the same slide.
 # - Khattak & Mikaitis (arXiv:2512.07004): the table of "How a tensor core adds" cites their published
 #   MATLAB model code, not the paper's text.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ## Appendix D. The CPU model stands in for the GPU
-#
-# Where no GPU record exists, this lesson's error curves come from the CPU model of each kernel ([the
-# model](glossary.md#the-model)): not a rough approximation but the hardware's arithmetic, bit for bit on the H200 (`emulator_match` in appendix A, and lesson
-# 03's `mixed_emulator_probe`). A quick check at small sizes that the model's errors stay within the tolerance each
-# kernel's own check uses (its block: 16 products, 4 for TF32, 1 for the FMA chain):
-
-# %% slideshow={"slide_type": "-"}
-emu_rows = P.emulated_error_vs_k([64, 1024], M=16, dists=("uniform",))
-for r in emu_rows:
-    tol = P.tolerance_curve([r["k"]], r["arithmetic"], n_checked=16 * 16)[0]   # the kernel's block and rounding
-    print(f"K={r['k']:5d} {r['arithmetic']:18s}: max error {'<=' if r['acc_max'] <= tol else '>'} "
-          f"tolerance {tol:.1e}")

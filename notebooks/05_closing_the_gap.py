@@ -753,8 +753,8 @@ for name in ("ladder.ptxas.txt", "ladder_sm90a.ptxas.txt"):
 # then `LDGSTS` = cp.async, then `UTMALDG` = TMA), the shared-memory reads (`LDS`, `LDSM` = ldmatrix) and
 # the Tensor Core instructions (`HMMA` = mma.sync, `HGMMA` = wgmma). Lines predicated `@!PT` (never
 # executed) are left out. Static counts are instructions in the binary, not executed ones: rungs 2-4 copy in
-# loops the compiler unrolls only 4 times, so their `LDG`/`STS` counts match; rung 4's eighth shows in the
-# executed counts the profiler reads (rung 4's slide).
+# loops the compiler unrolls only 4 times, so their `LDG`/`STS` counts match; rung 4's eight times fewer
+# loads show in the executed counts the profiler reads (rung 4's slide).
 
 # %% slideshow={"slide_type": "-"} tags=["nbval-ignore-output"]
 for name in ("ladder.sm_90.sass", "ladder_sm90a.sm_90a.sass"):

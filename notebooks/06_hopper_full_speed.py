@@ -134,7 +134,7 @@ for n in L.TIMED_SIZES:
 rows = [dict(rung=r.rung, kernel=r.name, idea=r.idea, gain=f"x{r.predicted_gain:g}", own=H.own_shape_goal(r.rung))
         for r in HOPPER_RUNGS.values() if r.rung <= 16]
 helpers.display.table(rows, ["rung", "kernel", "idea", "gain", "own"],
-                      ["rung", "kernel", "adds", "predicted gain at 4096^3", "and where it aims"])
+                      ["rung", "kernel", "adds", "predicted gain (4096^3, 8192^3)", "and where it aims"])
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The measurement, once for every rung

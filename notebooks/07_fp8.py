@@ -357,7 +357,8 @@ from helpers import fp8_gemm
 from helpers.experiments import fp8 as fp8x
 
 A, B = fp8x.random_inputs(257, 520, 136, "normal", seed=1)     # sizes that are no tile multiples
-for kernel in ["fp8_mma_sync", "fp8_wgmma", "fp8_promote_128"]:   # no sm_89 / sm_90a GPU: the CPU model runs
+# without an sm_89 / sm_90a GPU each kernel's CPU model runs, and its verdict compares the model with itself
+for kernel in ["fp8_mma_sync", "fp8_wgmma", "fp8_promote_128"]:
     C, where = fp8_gemm.matmul(kernel, A, B)
     print(f"{kernel:16s} {where}\n" + helpers.wrap(f"    {fp8x.check_fp8(kernel, C, A, B).verdict()}"))
 
@@ -398,8 +399,8 @@ print(helpers.wrap(", ".join(f"{k} {v}" for k, v in fp8x.max_significant_bits(da
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # No `wgmma` output without promotion has more than 14 significant bits: the running sum lives in an
-# FP32 register but keeps only 8 exponent and 13 fraction bits ("e8m13"), cut toward zero after
-# every 32 products. The promoting kernels have more, because their FP32 total is an ordinary FP32 add.
+# FP32 register but keeps only 8 exponent and 13 fraction bits ("e8m13"), cut toward zero after each
+# block of products. The promoting kernels have more, because their FP32 total is an ordinary FP32 add.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Where do the blocks start?
@@ -570,7 +571,8 @@ helpers.display.table(fp8x.period_rows(data), ["n", "kernel", "build", "tflops",
                       {"tflops": ".0f", "vs_128": ".3f"})
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Yet a build that removed only that wait ran no faster (it left the kernel: `lab/README.md`). The default, `F8_PERIOD=2`, still waits at every
+# Yet a build that removed only that wait ran no faster (`lab/README.md`; no longer in the
+# kernel). The default, `F8_PERIOD=2`, still waits at every
 # K-tile but releases each shared-memory stage at once, a K-tile sooner, and adds only at a period's end: faster
 # at $4096^3$, and at $8192^3$ for `_512` only (Appendix H; compare ratios: each build ran at its own clocks):
 

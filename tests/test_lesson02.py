@@ -289,22 +289,33 @@ def test_wmma_pictures_take_the_kernels_tile():
     plt.close(fig)
 
 
-def test_bcol_replay_accepts_the_solution_and_rejects_each_mistake():
-    """Exercise 6 without a GPU: the replay of the B load passes the solution (also written &Bt[...] or with the
-    cast dropped) and fails the starter and each one-part mistake (layout tag, pointer, ldm), naming the first
-    element read from the wrong place; an expression it cannot read is said, not guessed."""
+def test_bcol_replay_accepts_the_solution_and_rejects_each_mistake(capsys):
+    """Exercise 6 without a GPU: the replay of the B load passes the solution however it is spelled (&Bt[...],
+    other casts, the nvcuda:: prefix, a local pointer and ldm), fails the starter and each one-part mistake (layout
+    tag, pointer, ldm), naming the first element read from the wrong place, and gives no verdict, saying so, where
+    it cannot follow the source."""
     sol = ex.solution_source("wmma_gemm_bcol")
     load = "Bt + (size_t)tile_col * K + k, K"
     assert load in sol
-    for ok in (sol, sol.replace(load, "&Bt[tile_col * K + k], K"), sol.replace(load, "Bt + k + tile_col * K, K")):
-        assert ex.bcol_replay(ok) is None
-    assert "row_major fragment" in ex.bcol_replay(ex.BCOL_STARTER)
+    local = sol.replace(load, "bt, ldb").replace("for (int k = 0;", "const int ldb = K;\n    for (int k = 0;").replace(
+        "wmma::load_matrix_sync(b,", "const half* bt = Bt + (size_t)tile_col * K + k;\n        wmma::load_matrix_sync(b,")
+    spellings = [sol, local, sol.replace("wmma::", "nvcuda::wmma::")] + [sol.replace(load, f"{p}, K") for p in (
+        "&Bt[tile_col * K + k]", "Bt + k + tile_col * K", "Bt + static_cast<size_t>(tile_col) * K + k",
+        "Bt + (unsigned int)tile_col * K + k", "Bt + (int64_t)tile_col * K + k", "(Bt + (size_t)tile_col * K) + k",
+        "k + Bt + tile_col * K")]
+    for ok in spellings:
+        assert ex.bcol_replay(ok) == ("ok", None), ok[ok.index("load_matrix_sync(b"):][:80]
+    assert ex.bcol_replay(ex.BCOL_STARTER)[0] == "wrong"
     wrong = {"layout": sol.replace("col_major> b", "row_major> b"),
              "pointer": sol.replace(load, "Bt + (size_t)k * N + tile_col, K"),
              "off by one tile": sol.replace(load, "Bt + (size_t)tile_col * K + k + 16, K"),
              "ldm": sol.replace(load, "Bt + (size_t)tile_col * K + k, N")}
     for what, src in wrong.items():
-        got = ex.bcol_replay(src)
-        assert got and "is read from Bt[" in got, what
-    assert "cannot read" in ex.bcol_replay(sol.replace(load, "Bt + offset(tile_col, k), K"))
-    assert "no `wmma::fragment<wmma::matrix_b" in ex.bcol_replay(sol.replace("wmma::matrix_b", "wmma::matrix_a"))
+        status, why = ex.bcol_replay(src)
+        assert status == "wrong" and "is read from Bt[" in why, what
+    for unreadable in (sol.replace(load, "Bt + offset(tile_col, k), K"), sol.replace(load, "Bt + K**K**K, K"),
+                       sol.replace(load, "Bt + tile_col * K + kk, K"), sol.replace("wmma::matrix_b", "wmma::matrix_a")):
+        assert ex.bcol_replay(unreadable)[0] == "unreadable"
+        ex.check_bcol_kernel(unreadable)
+        out = capsys.readouterr().out
+        assert "No verdict" in out and "Not quite" not in out and exercises.last_result is None
