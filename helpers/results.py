@@ -190,9 +190,9 @@ def write_json(data: dict, name: str, directory=None) -> Path:
     return path
 
 
-# results/*.json that are not measurement records: Nsight Compute counters, and the lab's summaries ("What else
-# was tried" rows, what limits a goal still missed)
-NOT_RECORDS = ("ncu-*.json", "tried.json", "limits.json", "*.partial.json")     # (and a record in progress, helpers.record)
+# results/*.json that are not measurement records: Nsight Compute counters, the lab's summaries ("What else was
+# tried" rows, what limits a goal still missed) and a record in progress (helpers.record)
+NOT_RECORDS = ("ncu-*.json", "tried.json", "limits.json", "*.partial.json")
 
 
 def list_records(directory=None) -> list[Path]:

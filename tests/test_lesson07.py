@@ -262,9 +262,10 @@ def test_exercise_4_asks_for_what_no_cell_prints(fp8_data, capsys):
 
 def test_the_promotion_loop_is_fp8_promote_128s():
     """The slide 'The promotion loop' shows fp8x.promotion_loop("fp8_promote_128"): the interval's constants, the
-    accumulators and their zeroing at each output tile, then the consumer's K loop of kernels/fp8_promote_sm90a.cu whole, line for line as the file has it
-    (the branch fp8_gemm<128> compiles): fresh and promote, the wait for all and the promotion adds; not the branch
-    of the intervals below 128 nor F8_PERIOD's of 256 and 512. Other kernels are refused."""
+    accumulators and their zeroing at each output tile, then the consumer's K loop of kernels/fp8_promote_sm90a.cu
+    whole, line for line as the file has it (the branch fp8_gemm<128> compiles): fresh and promote, the wait for
+    all and the promotion adds; not the branch of the intervals below 128 nor F8_PERIOD's of 256 and 512. Other
+    kernels are refused."""
     from helpers.compile import KERNEL_DIR
 
     text = fp8x.promotion_loop("fp8_promote_128")

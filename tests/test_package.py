@@ -140,4 +140,32 @@ def test_every_setup_asks_for_the_python_the_pins_need():
     assert f"python={need}" in (ROOT / "environment.yml").read_text()
     assert (ROOT / "binder" / "runtime.txt").read_text().strip() == f"python-{need}"
     assert f"Python {need}+" in (ROOT / "README.md").read_text()
-    assert "sys.version_info < (3, 11)" in (ROOT / "Makefile").read_text()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_refuses_an_old_or_missing_python_and_a_broken_venv(tmp_path):
+    """Before it makes .venv, the Makefile refuses a Python older than 3.11, a PYTHON that is not installed, and a
+    .venv whose interpreter is old or gone, each with a message that names the fix, and installs nothing."""
+    for name in ("Makefile", "requirements.txt", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    old = tmp_path / "python3.10"
+    old.write_text('#!/bin/sh\n[ "$1" = "-V" ] && echo "Python 3.10.12" && exit 0\nexit 1\n')
+    old.chmod(0o755)
+
+    def make(*args):
+        p = subprocess.run(["make", "--no-print-directory", ".venv/.installed", *args], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)
+        return p.returncode, p.stdout + p.stderr
+
+    rc, out = make(f"PYTHON={old}")
+    assert rc != 0 and "needs Python 3.11 or newer" in out and "Python 3.10.12" in out and "PYTHON=" in out
+    rc, out = make("PYTHON=python3.99-not-here")
+    assert rc != 0 and "No python3.99-not-here on this machine" in out
+    assert not (tmp_path / ".venv").exists()                      # nothing made
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /nowhere\n")
+    rc, out = make(f"PYTHON={sys.executable}")                     # a .venv whose Python is gone
+    assert rc != 0 and "rm -rf .venv" in out
+    shutil.copy(old, tmp_path / ".venv" / "bin" / "python")        # one made with an old Python
+    rc, out = make(f"PYTHON={sys.executable}")
+    assert rc != 0 and "rm -rf .venv" in out and "3.10.12" in out

@@ -421,8 +421,9 @@ def sass_excerpt(kernel: str = "fp8_mma_sync", patterns=("F2FP", "HMMA", "FADD")
 
 def promotion_loop(kernel: str = "fp8_promote_128") -> str:
     """fp8_promote_128's promotion loop, whole, as kernels/fp8_promote_sm90a.cu has it: the interval's constants,
-    the accumulators, their zeroing at each output tile, and the consumer's K loop that fp8_gemm<128> compiles (the branch for NC >= 128 of one K-tile
-    or more per promotion; F8_PERIOD's branch is for 256 and 512, the other for NC < 128)."""
+    the accumulators, their zeroing at each output tile, and the consumer's K loop that fp8_gemm<128> compiles
+    (the branch for NC >= 128 of one K-tile or more per promotion; F8_PERIOD's branch is for 256 and 512, the
+    other for NC < 128)."""
     import re
 
     from ..display import block_end, device_functions, kernel_source
