@@ -13,6 +13,10 @@ import numpy as np
 from .errors import MissingPackageError
 
 TENSOR_MAP_DTYPE = np.dtype([("words", np.uint64, (16,))])     # 128 bytes, passed by value
+# How much L2 fetches from DRAM around each miss of a TMA copy: 128 bytes, as CUTLASS's TMA copies ask. Where rows
+# start 16 bytes into a 32-byte sector (7000 or 6008 FP16 columns), 256 bytes made rung 25 on an H100 x1.22 (7000^3)
+# and x1.11 (6008^3) slower than 128; with rows in whole lines the two are within 1% (lab/README.md, "The H100").
+L2_PROMOTION = "L2_128B"
 # FP8 matrices travel as their bytes (uint8: CuPy has no float8 dtype); TMA only moves bytes
 _TM_DTYPE_NAMES = {np.dtype(np.uint8): "CU_TENSOR_MAP_DATA_TYPE_UINT8",
                    np.dtype(np.float16): "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
@@ -63,7 +67,7 @@ def tensor_map_2d(X, box_rows: int, box_cols: int, cols: int | None = None):
         [u32(1), u32(1)],                        # every element, no striding
         d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         d.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        d.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        getattr(d.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{L2_PROMOTION}"),
         d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),     # outside the matrix: zeros
         "cuTensorMapEncodeTiled",
         f"for a {rows} x {cols} {dtype} matrix, box {box_rows} x {box_cols} (rows must be 16-byte multiples, "

@@ -802,8 +802,8 @@ note = f"; cuBLAS power-capped at n = {', '.join(map(str, capped))}" if capped e
 fig = helpers.plots.ladder(L.timed_by_size(hop, (4096, 8192)), peak=peak, source=rec.label + note, legend_outside=True)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **Every timed shape**, one timing each from the ladder's run (the goals are judged by the alternating
-# rounds of "Like for like", not by this table):
+# **Every timed shape**, one timing each from the ladder's run (the goals are judged by "Like for like"'s
+# alternating rounds):
 
 # %% slideshow={"slide_type": "-"}
 display(helpers.display.table(H.shape_table(hop), ["shape", "cublas_fp16c", "tflops_fp16c", "cublas_fp32c",
@@ -871,8 +871,8 @@ for who in dict.fromkeys(r["who"] for r in lim["rows"]):
           f"x{inside['us'] / padded['us']:.2f} the time")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# The rung's kernel pays most: far more DRAM reads, a wait on memory (`long_scoreboard`), an idler Tensor
-# pipe; cuBLAS reads as with padded rows. Fixes tried: `lab/README.md`, "The H100".
+# The rung's kernel pays most: DRAM reads, memory waits (`long_scoreboard`), an idler Tensor pipe. Maps
+# asking L2 for 128 bytes per miss, not 256, remove most of it (`lab/README.md`, "The H100").
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The same GEMM on other numbers

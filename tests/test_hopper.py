@@ -46,8 +46,8 @@ def test_tensor_map_is_128_bytes_passed_by_value():
                                                       (np.uint8, 0, (128, 128), 192)])
 def test_tensor_map_arguments(monkeypatch, dtype, code, box, stride):
     """What cuTensorMapEncodeTiled is given: the element type, rank 2, the address, sizes innermost first, the
-    row stride in bytes, the box (innermost first), unit element strides, 128-byte swizzle, zero fill; the
-    descriptor it returns comes back as the 0-d array CuPy passes by value, word for word."""
+    row stride in bytes, the box (innermost first), unit element strides, 128-byte swizzle, 128-byte L2 promotion,
+    zero fill; the descriptor it returns comes back as the 0-d array CuPy passes by value, word for word."""
     seen = {}
 
     def encode(dt, rank, addr, dims, strides, boxdim, estr, inter, swz, l2, oob):
@@ -63,7 +63,7 @@ def test_tensor_map_arguments(monkeypatch, dtype, code, box, stride):
     tm = hopper.tensor_map_2d(fake_matrix(256, cols, dtype), *box)
     assert seen == {"dt": code, "rank": 2, "addr": 0x7F0000001000, "dims": [cols, 256], "strides": [stride],
                     "box": [box[1], box[0]], "estr": [1, 1], "inter": "CU_TENSOR_MAP_INTERLEAVE_NONE",
-                    "swz": "CU_TENSOR_MAP_SWIZZLE_128B", "l2": "CU_TENSOR_MAP_L2_PROMOTION_L2_256B",
+                    "swz": "CU_TENSOR_MAP_SWIZZLE_128B", "l2": "CU_TENSOR_MAP_L2_PROMOTION_L2_128B",
                     "oob": "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"}
     assert tm.shape == () and tm.dtype == hopper.TENSOR_MAP_DTYPE and tm.size == 1
     assert tm["words"].tolist() == [1000 + i for i in range(16)]

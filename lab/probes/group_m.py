@@ -34,6 +34,10 @@ x0.99, x0.97; the C^T tile x0.99, x1.03, x1.05, x1.04.)
 For the H100's --ct run, predicted before it (same four shapes): the C^T tile forced at least 2% faster than the
 build at 6008^3, 4104 x 8200 x 2056 and 6000^3, as on the H200, and slower than clusters of 4 forced at 7000^3 (its
 clusters of 2 ask for rows that start inside a sector as rung 25's pairs do).
+(Measured, 2026-12-08, with the course's tensor maps asking L2 for 128 bytes per miss rather than the 256 the
+prediction was written for: logs/group-m-ct-128b-nvidia-h100.*. The C^T tile x1.03 of the build at 6008^3, x1.01 at
+4104 x 8200 x 2056, x1.06 at 6000^3: held at two of three; at 7000^3 x0.99 of the build and faster than clusters of 4,
+which lost everywhere with 128-byte maps (x0.91-0.94 of the build): wrong. See lab/README.md, "The H100".)
 
     python3 lab/probes/group_m.py OUT.json [--shapes 7000x7000x7000,...] [--groups 4,8,16] [--rounds 5] [--rung 25]
                                    [--beside 14] [--ct]   (--rung 26: FP32 C, beside rung 13 by default)

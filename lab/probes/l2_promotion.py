@@ -28,6 +28,12 @@ bytes; a wave's rows and columns, about 10 + 42 MB, just over L2) L2_128B at lea
 whole lines) every promotion within 2% of L2_256B. On the H200, every promotion within 3% of L2_256B at every shape
 (its record has 7000^3 at x0.99 of cuBLAS, both C types, with L2_256B).
 
+Measured on the H100 (2026-12-08, logs/l2-promotion-*nvidia-h100.*; speed over L2_256B, median of round-by-round
+ratios): L2_128B x1.22 at 7000^3 and x1.11 at 6008^3 (held), NONE within 0.6% of L2_128B in median time (held),
+x1.01 at 5000^3 (missed), every promotion within 2% at 4096^3 (held) and within 2.3% at 8192^3, 6144^3 and 2048^3;
+rung 26 (FP32 C) x1.16 at 7000^3, x1.00 at 5000^3. The course now encodes L2_128B (helpers.hopper.L2_PROMOTION).
+The H200 is not yet timed.
+
     python3 lab/probes/l2_promotion.py OUT.json [--shapes 7000x7000x7000,...] [--promotions NONE,L2_128B,L2_256B]
                                                 [--rounds 5] [--rung 25]   (a Hopper GPU, COURSE_DEVICE=gpu)"""
 import json

@@ -30,18 +30,20 @@ def recorded(monkeypatch):
 
 @pytest.mark.parametrize("promotion", PROMOTIONS)
 def test_each_promotion_reaches_the_driver_and_nothing_else_changes(recorded, promotion):
-    from helpers.hopper import tensor_map_2d
+    from helpers.hopper import L2_PROMOTION, tensor_map_2d
+
+    course = getattr(d.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{L2_PROMOTION}")
 
     tensor_map_2d(_Matrix(7000, 7000), 128, 64)                  # as the course encodes it
     with Promoting(d, promotion) as pm:
         tensor_map_2d(_Matrix(7000, 7000), 128, 64)
     plain, promoted = recorded
-    assert plain[9] == d.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+    assert plain[9] == course
     assert promoted[9] == getattr(d.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{promotion}")
     assert repr(promoted[:9] + promoted[10:]) == repr(plain[:9] + plain[10:])   # cuuint64_t: equal by repr only
     assert pm.maps == 1
     tensor_map_2d(_Matrix(7000, 7000), 128, 64)                  # restored on leaving
-    assert recorded[-1][9] == d.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+    assert recorded[-1][9] == course
 
 
 def test_a_moved_argument_is_refused_and_an_unknown_promotion_named(recorded):
