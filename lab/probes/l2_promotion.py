@@ -1,8 +1,9 @@
 """A device probe (issue 60): does the L2 promotion written into the TMA tensor maps decide what rows that start 16
-bytes into a 32-byte sector cost the H100? Every tensor map the course builds (helpers.hopper.tensor_map_2d) asks L2
-to fetch 256 bytes around each miss (CU_TENSOR_MAP_L2_PROMOTION_L2_256B); CUTLASS's TMA copies ask for 128
-(cute's make_tma_copy_desc). The map's promotion changes only how much L2 fetches from DRAM around a miss, never
-which bytes the kernel reads, so every C is the same; only the time can differ.
+bytes into a 32-byte sector cost the H100? When it was written, every tensor map the course built
+(helpers.hopper.tensor_map_2d) asked L2 to fetch 256 bytes around each miss (CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+CUTLASS's TMA copies ask for 128 (cute's make_tma_copy_desc), and after its run so does the course. The map's
+promotion changes only how much L2 fetches from DRAM around a miss, never which bytes the kernel reads, so every C
+is the same; only the time can differ.
 
 Why it might matter where rows start inside a line: a CTA of rung 25 reads 512 bytes of each row of B per K-tile
 (its 256 columns) and 128 bytes of each row of A. With rows of 14080 bytes (7040 halves, 55 x 256) every such piece
