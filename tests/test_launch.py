@@ -321,9 +321,9 @@ def test_tile_n_knob_builds_its_width_and_the_launcher_chooses_the_cluster_for_i
 
 def test_build_for_rungs_29_30_builds_the_transposed_tile_where_the_waves_pay(monkeypatch):
     """helpers.launch.build_for on rungs 29-30 (the H200's counts: 30 clusters of 4, 66 of 2): the C^T tile where
-    ct_waves_ratio gives it CT_GAIN or more (5000^3, 5496^3: rows start inside a line; 3000^3), rung 25's (26's)
-    per-shape build elsewhere (4096^3: rung 14's pair, aligned rows; 7000^3: clusters of 2 there too, misaligned
-    rows); -DCT_M names the tile, so a probe's forced build is left as given."""
+    ct_waves_ratio gives it CT_GAIN or more (5000^3, 5496^3, 6000^3, 6008^3: rows start inside a line; 3000^3), rung
+    25's (26's) per-shape build elsewhere (4096^3: rung 14's pair, aligned rows; 7000^3 and 8928^3: clusters of 2
+    there too); -DCT_M names the tile, so a probe's forced build is left as given."""
     from helpers import launch
     from helpers.kernels import ALL_RUNGS, CT_GAIN, ct_waves_ratio
 
@@ -336,10 +336,10 @@ def test_build_for_rungs_29_30_builds_the_transposed_tile_where_the_waves_pay(mo
     h200 = lambda: (30, 66, 66)   # noqa: E731
     for k, base in ((29, 25), (30, 26)):
         r = ALL_RUNGS[k]
-        for n in (3000, 5000, 5496):
+        for n in (3000, 5000, 5496, 6000, 6008):
             assert ct_waves_ratio(n, n, 2 * n, 2 * n, h200) >= CT_GAIN
             assert launch.build_for(r, n, n, 2 * n, 2 * n) == (r, ())
-        for n in (4096, 7000):
+        for n in (4096, 7000, 8928):
             assert ct_waves_ratio(n, n, 2 * n, 2 * n, h200) < CT_GAIN
             b, opts = launch.build_for(r, n, n, 2 * n, 2 * n)
             assert b.name == ALL_RUNGS[base].name and (b.cluster, opts) == ((2, 1, 1), ("-DQUAD_CLUSTER=2",))
