@@ -17,6 +17,13 @@ TENSOR_MAP_DTYPE = np.dtype([("words", np.uint64, (16,))])     # 128 bytes, pass
 # start 16 bytes into a 32-byte sector (7000 or 6008 FP16 columns), 256 bytes made rung 25 on an H100 x1.22 (7000^3)
 # and x1.11 (6008^3) slower than 128; with rows in whole lines the two are within 1% (lab/README.md, "The H100").
 L2_PROMOTION = "L2_128B"
+
+
+def promotion_bytes(promotion: str = L2_PROMOTION) -> int:
+    """The bytes an L2 promotion setting fetches around a miss: "L2_128B" -> 128, "NONE" -> 0."""
+    return 0 if promotion == "NONE" else int(promotion.removeprefix("L2_").removesuffix("B"))
+
+
 # FP8 matrices travel as their bytes (uint8: CuPy has no float8 dtype); TMA only moves bytes
 _TM_DTYPE_NAMES = {np.dtype(np.uint8): "CU_TENSOR_MAP_DATA_TYPE_UINT8",
                    np.dtype(np.float16): "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",

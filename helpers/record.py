@@ -27,6 +27,7 @@ from .device import require_gpu
 from .experiments import load_all as load_experiments
 from .experiments import RECORDING, unsupported
 from .experiments.sweep import left_out, measure_size, series, sweep  # noqa: F401  (helpers.record.sweep)
+from .hopper import L2_PROMOTION
 from .kernels import KERNELS
 from .launch import launcher
 from .memory import cap_sizes, release
@@ -145,6 +146,7 @@ def update_experiments(gpu, names, out: Path, resume: bool = False) -> int:
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "experiments": names,
         "flush": DEFAULT_FLUSH,
+        "l2_promotion": L2_PROMOTION,
         "versions": {"driver_cuda": gpu.driver, "cuda_runtime": gpu.runtime, "cupy": gpu.cupy,
                      "numpy": np.__version__}})
     write_json(meta, gpu.slug, out)
@@ -289,6 +291,7 @@ def main(argv=None):
                    "the float64 product of the FP32 inputs, rel_err_acc against the product of the "
                    "kernel's own (rounded) inputs"),
         "flush": DEFAULT_FLUSH,
+        "l2_promotion": L2_PROMOTION,           # what the Hopper kernels' tensor maps asked L2 to fetch per miss
         "seconds": round(spent + time.time() - t0, 1),
         "failed_checks": failed,
         "records": rows,

@@ -72,6 +72,15 @@ class Record:
                 return u["date"][:10]
         return self.date
 
+    def l2_promotion(self, experiment: str) -> str:
+        """What the Hopper kernels' tensor maps asked L2 to fetch around a miss (helpers.hopper.L2_PROMOTION) in the
+        newest run that wrote `experiment`. A record or update that names none asked for 256 bytes: the maps' value
+        before runs kept it."""
+        for u in reversed(self.meta.get("updates", [])):
+            if experiment in u.get("experiments", ()):
+                return u.get("l2_promotion", "L2_256B")
+        return self.meta.get("l2_promotion", "L2_256B")
+
     def select(self, **where) -> list[dict]:
         """Rows whose fields equal every keyword given, e.g. select(kernel='cublas_fp16', m=4096)."""
         return [r for r in self.rows if all(r.get(k) == v for k, v in where.items())]

@@ -573,9 +573,10 @@ def test_reveal_gain_judges_a_guess_against_the_recorded_gain(capsys):
     assert "No guess yet" in capsys.readouterr().out
 
 
-def test_head_to_head_by_gpu_puts_each_record_in_its_own_column():
-    """Two records side by side: one row per goal, one column per GPU with its own best rung and ratio; a record
-    without hopper_targets adds no column."""
+def test_head_to_head_by_gpu_puts_each_record_in_its_own_columns():
+    """Two records side by side: one row per goal shape, a column per GPU and C type with that GPU's best rung and
+    ratio, "missed" below the goal; a record without hopper_targets adds no column; a goal one record lacks reads
+    "-" in its columns; goals_line counts the goals met and says whether every candidate was correct."""
     import copy
 
     h200 = helpers.results.load_latest()
@@ -590,10 +591,31 @@ def test_head_to_head_by_gpu_puts_each_record_in_its_own_column():
     del bare.meta["experiments"]["hopper_targets"]
     rows = LL.head_to_head_by_gpu([h200, h100, bare])
     own = LL.head_to_head(h200.meta["experiments"]["hopper_targets"])
-    assert len(rows) == len(own) and all("A100" not in r for r in rows)
-    assert rows[1]["H200"] == rows[1]["H100 80GB HBM3"] and rows[1]["H200"].startswith(f"{own[1]['ratio']:.3f}")
-    assert rows[0]["H200"] != rows[0]["H100 80GB HBM3"] and rows[0]["H100 80GB HBM3"].endswith("missed)")
-    assert "H100 80GB HBM3: x cuBLAS" in LL.head_to_head_by_gpu_table([h200, h100]).data
+    assert [r["shape"] for r in rows] == list(dict.fromkeys(r["shape"] for r in own))
+    assert all(not any("A100" in k for k in r) for r in rows)
+    first, col = own[0], f"{own[0]['C']} C"
+    assert rows[0][f"H200, {col}"] == f"{first['ratio']:.3f}, rung {first['rung']}" + ("" if first["met"] else ", missed")
+    assert rows[0][f"H100 80GB HBM3, {col}"].endswith(", missed")             # half of a ratio near 1 misses
+    assert rows[1] == {**rows[1], **{f"H100 80GB HBM3, {c} C": rows[1][f"H200, {c} C"] for c in ("FP16", "FP32")}}
+    short = h100.meta["experiments"]["hopper_targets"]["cells"]
+    short[:] = [c for c in short if "x".join(map(str, c["shape"])) != own[-1]["shape"]]
+    last = LL.head_to_head_by_gpu([h200, h100])[-1]
+    assert last["shape"] == own[-1]["shape"] and last["H100 80GB HBM3, FP16 C"] == "-" != last["H200, FP16 C"]
+    assert "H100 80GB HBM3, FP32 C: x cuBLAS" in LL.head_to_head_by_gpu_table([h200, h100]).data
+    met = sum(r["met"] is True for r in own)
+    assert f"met {met} of {len(own)} goals; every candidate bit-identical" in LL.goals_line(h200)
+    # a record whose maps asked L2 for another amount than the course's says so; one that matches says nothing
+    from helpers.hopper import L2_PROMOTION, promotion_bytes
+
+    h200.meta.setdefault("updates", []).append({"date": "2030-01-01T00:00:00+00:00", "experiments": ["hopper_targets"],
+                                                "l2_promotion": L2_PROMOTION})
+    h200.meta["experiments"]["hopper_targets"]["cells"][0]["checks"][0]["passed"] = False
+    assert LL.goals_line(h200).endswith("1 goal with a wrong candidate")
+    h200.meta["updates"][-1]["l2_promotion"] = "L2_256B" if L2_PROMOTION != "L2_256B" else "L2_128B"
+    asked = promotion_bytes(h200.meta["updates"][-1]["l2_promotion"])
+    assert LL.goals_line(h200).endswith(f"its tensor maps asked L2 for {asked} bytes per miss, the course's ask for "
+                                        f"{promotion_bytes()} (Appendix E)")
+    assert [promotion_bytes(p) for p in ("NONE", "L2_64B", "L2_128B", "L2_256B")] == [0, 64, 128, 256]
 
 
 def test_widest_gaps_ranks_the_goals_where_two_gpus_differ_most():

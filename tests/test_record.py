@@ -214,3 +214,15 @@ def test_an_update_stopped_part_way_resumes_where_it_stopped(tmp_path, monkeypat
     assert meta["experiments"]["beta"] == before["experiments"]["beta"]   # the others left as they were
     assert meta["updates"][-1]["experiments"] == ["alpha", "ladder"]
     assert not (tmp_path / "fake-gpu.update.partial.json").exists()
+    # the record and each update say what the tensor maps asked L2 to fetch per miss; the reader finds it per
+    # experiment (the newest run that wrote it), and a record or update that names none asked for 256 bytes
+    from helpers.hopper import L2_PROMOTION
+
+    rec = record.load_record(tmp_path / "fake-gpu.json")
+    assert before["l2_promotion"] == meta["updates"][-1]["l2_promotion"] == L2_PROMOTION
+    assert rec.l2_promotion("alpha") == rec.l2_promotion("beta") == L2_PROMOTION
+    rec.meta["updates"][-1]["l2_promotion"] = "NONE"
+    rec.meta["l2_promotion"] = "L2_64B"
+    assert (rec.l2_promotion("alpha"), rec.l2_promotion("beta")) == ("NONE", "L2_64B")
+    del rec.meta["updates"][-1]["l2_promotion"], rec.meta["l2_promotion"]
+    assert rec.l2_promotion("alpha") == rec.l2_promotion("beta") == "L2_256B"

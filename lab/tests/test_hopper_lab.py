@@ -234,13 +234,13 @@ def test_clusters_of_4_forced_read_against_the_build_where_it_is_pairs(tmp_path)
                 dict(base, what="cuBLAS, FP16 C", round_ms=[1.0] * len(forced_ms), tflops=1.0)]
 
     s7, s3 = (7000, 7000, 7000), (3000, 3000, 3000)
-    logs = {"group-m-shapes-nvidia-h100": rows(s7, [1.0, 1.0, 1.0], [1.1, 1.2, 0.9], 2) + rows(s3, [1.0], [2.0], 4),
-            "group-m-shapes-repeat-nvidia-h100": rows(s7, [2.0, 2.0, 2.0], [2.0, 2.0, 2.0], 2),
+    logs = {"group-m-ct-128b-nvidia-h100": rows(s7, [1.0, 1.0, 1.0], [1.1, 1.2, 0.9], 2) + rows(s3, [1.0], [2.0], 4),
+            "group-m-shapes-nvidia-h100": rows(s7, [2.0, 2.0, 2.0], [2.0, 2.0, 2.0], 2),   # 256-byte maps: not read
             "group-m-ct-nvidia-h200": rows(s7, [1.0, 1.0, 1.0], [0.9, 0.9, 0.9], 2)}
     for name, r in logs.items():
         (tmp_path / f"{name}.json").write_text(json.dumps({"rows": r}))
     got = LK.quad_forced(directory=tmp_path)
-    assert got["H100"] == {s7: [pytest.approx(1.1), pytest.approx(1.0)]}        # 3000^3 built clusters of 4: left out
+    assert got["H100"] == {s7: [pytest.approx(1.1)]}        # 3000^3 built clusters of 4: left out
     assert got["H200"] == {s7: [pytest.approx(0.9)]}
     (tmp_path / "group-m-ct-nvidia-h200.json").unlink()
     assert LK.quad_forced(directory=tmp_path) is None
