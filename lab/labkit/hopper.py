@@ -965,6 +965,7 @@ def best_tile_width(n: int, bm: int = 128, widths=range(128, 257, 8), sms: int =
 
 # --------------------------------------------------------------------------- lesson 6's "What else was tried"
 WHERE = "lab/notebooks/06_hopper_research.py"
+WHERE_H100 = "lab/README.md, The H100"
 M128, N5000 = (128, 8192, 8192), (5000, 5000, 5000)
 # the ideas that became rungs 17-30: (rung, base of the prediction or None for the registry's, shape, predicted gain
 # there, the idea); each prediction was written before the rung's first run (the rung's comment in the kernel file)
@@ -1004,8 +1005,8 @@ def tried(rec=None) -> list[dict]:
     hop = exps["hopper"]
     rows = []
 
-    def add(idea, predicted, measured, kept):
-        rows.append({"idea": idea, "predicted": predicted, "measured": measured, "kept": kept, "where": WHERE})
+    def add(idea, predicted, measured, kept, where=WHERE):
+        rows.append({"idea": idea, "predicted": predicted, "measured": measured, "kept": kept, "where": where})
 
     for rung, base, shape, pred, idea in KEPT:
         g = gain_at(hop, rung, shape, pred, base)
@@ -1066,7 +1067,17 @@ def tried(rec=None) -> list[dict]:
             "choice, on the H100",
             ", ".join(f"{_p(pred[s])} at {s.split('x')[0]}^3" for s in pred) + " (H100)",
             ", ".join(f"{_x([r['gain'] for r in quad['rows'] if r['shape'] == s])} at {s.split('x')[0]}^3"
-                      for s in pred), "no")
+                      for s in pred), "no", WHERE_H100)
+
+    l2 = l2_promotion_gains()
+    if l2:
+        own = [s for said, shapes in L2_PROMOTION_PREDICTED if not said.startswith("within") for s in shapes]
+        rest = [s for s in l2 if s not in own]
+        add("tensor maps asking L2 for 128 bytes around a miss, not 256 (every TMA rung; timed: rung 25, H100)",
+            ", ".join(f"{said} at {' and '.join(map(_shape, shapes))}" for said, shapes in L2_PROMOTION_PREDICTED),
+            ", ".join([f"x{l2[s]:.2f} at {_shape(s)}" for s in own if s in l2]
+                      + ([f"{_x([l2[s] for s in rest])} at {', '.join(map(_shape, rest))}"] if rest else [])), "yes",
+            WHERE_H100)
 
     forced = quad_forced()
     if forced:
@@ -1074,7 +1085,7 @@ def tried(rec=None) -> list[dict]:
             "; ".join(f"{gpu}: " + ", ".join(f"{said} at {', '.join(map(_shape, shapes))}" for said, shapes in
                                              QUAD_FORCED_PREDICTED[gpu]) for gpu in forced),
             "; ".join(f"{gpu}: " + ", ".join(f"{_x(v)} at {_shape(s)}" for s, v in forced[gpu].items())
-                      for gpu in forced), "no")
+                      for gpu in forced), "no", WHERE_H100)
     return rows
 
 
@@ -1087,6 +1098,32 @@ QUAD_FORCED_PREDICTED = {
 # 256-byte promotion (group-m-shapes, group-m-shapes-repeat) gave clusters of 4 x1.00-1.13, a gain 128-byte maps took
 QUAD_FORCED_LOGS = {"H100": [("group-m-ct-128b", "nvidia-h100")], "H200": [("group-m-ct", "nvidia-h200")]}
 QUAD_FORCED_COMMAND = "lab/probes/group_m.py OUT.json --shapes 7000x7000x7000,... --groups 8 --ct"
+
+
+# lab/probes/l2_promotion.py on the H100 (its docstring, written before the run): rung 25 with maps asking L2 for
+# 128 bytes per miss over the same kernel asking 256
+L2_PROMOTION_PREDICTED = [("x1.05 or more", [(7000, 7000, 7000), (6008, 6008, 6008)]),
+                          ("x1.03 or more", [(5000, 5000, 5000)]), ("within 2%", [(4096, 4096, 4096)])]
+L2_PROMOTION_LOGS = ("l2-promotion", "l2-promotion-b")
+L2_PROMOTION_COMMAND = "lab/probes/l2_promotion.py OUT.json --shapes ... --promotions NONE,L2_128B,L2_256B"
+
+
+def l2_promotion_gains(directory=None, gpu_slug: str = "nvidia-h100") -> dict | None:
+    """lab/probes/l2_promotion.py's runs: per shape, rung 25 with 128-byte promotion over the same kernel with 256
+    (the median of round-by-round ratios; above 1 the 128-byte maps faster), in the logs' order; None where a log is
+    not kept."""
+    out = {}
+    try:
+        for name in L2_PROMOTION_LOGS:
+            rows = load_log(name, L2_PROMOTION_COMMAND, gpu_slug, directory)["rows"]
+            for r in rows:
+                if r.get("promotion") == "L2_128B" and r["what"].startswith("rung 25"):
+                    old = next(o for o in rows if o["shape"] == r["shape"] and o.get("promotion") == "L2_256B"
+                               and o["what"].startswith("rung 25"))
+                    out[tuple(r["shape"])] = row_ratio(r, old)
+    except LogMissing:
+        return None
+    return out
 
 
 def quad_forced(directory=None) -> dict | None:

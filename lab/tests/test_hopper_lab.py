@@ -246,6 +246,29 @@ def test_clusters_of_4_forced_read_against_the_build_where_it_is_pairs(tmp_path)
     assert LK.quad_forced(directory=tmp_path) is None
 
 
+def test_l2_promotion_gains_read_128_over_256_per_shape(tmp_path):
+    """l2_promotion_gains: per shape, rung 25 with 128-byte promotion over 256, the median of round-by-round ratios,
+    from both logs; the tried row lists the predicted shapes one by one and the others as one range; a missing log
+    gives None."""
+    def rows(shape, ms128, ms256):
+        base = {"shape": list(shape), "passed": True, "model": "identical", "tflops": 1.0}
+        return [dict(base, what="rung 25 (hopper_quad_cluster, clusters of 2), L2_128B", promotion="L2_128B",
+                     round_ms=ms128),
+                dict(base, what="rung 25 (hopper_quad_cluster, clusters of 2), L2_256B", promotion="L2_256B",
+                     round_ms=ms256),
+                dict(base, what="cuBLAS, FP16 C", round_ms=[1.0] * len(ms128))]
+
+    s7, s4, s8 = (7000, 7000, 7000), (4096, 4096, 4096), (8192, 8192, 8192)
+    (tmp_path / "l2-promotion-nvidia-h100.json").write_text(json.dumps(
+        {"rows": rows(s7, [1.0, 1.0, 1.0], [1.2, 1.3, 1.1]) + rows(s4, [1.0, 1.0, 1.0], [1.0, 1.0, 1.0])}))
+    (tmp_path / "l2-promotion-b-nvidia-h100.json").write_text(json.dumps({"rows": rows(s8, [2.0], [1.98])}))
+    got = LK.l2_promotion_gains(directory=tmp_path)
+    assert list(got) == [s7, s4, s8]
+    assert got[s7] == pytest.approx(1.2) and got[s4] == pytest.approx(1.0) and got[s8] == pytest.approx(0.99)
+    (tmp_path / "l2-promotion-b-nvidia-h100.json").unlink()
+    assert LK.l2_promotion_gains(directory=tmp_path) is None
+
+
 def test_the_limits_file_is_what_the_logs_give():
     """results/limits.json holds what labkit.limits computes from the Nsight Compute logs (run `python lab/limits.py`
     after changing one), and the course reads it as the lab wrote it."""
