@@ -81,6 +81,19 @@ class Record:
                 return u.get("l2_promotion", "L2_256B")
         return self.meta.get("l2_promotion", "L2_256B")
 
+    def maps_note(self, experiment: str) -> str:
+        """'' where the newest run that wrote `experiment` built its tensor maps as the course does now, else what
+        they asked L2 to fetch per miss beside what the course's ask (a record's figures then describe other
+        maps)."""
+        from .hopper import L2_PROMOTION, promotion_bytes
+
+        asked = self.l2_promotion(experiment)
+        if asked == L2_PROMOTION:
+            return ""
+        said = {p: f"{promotion_bytes(p)} bytes per miss" if promotion_bytes(p) else "no promotion"
+                for p in (asked, L2_PROMOTION)}
+        return f"its tensor maps asked L2 for {said[asked]}, the course's for {said[L2_PROMOTION]}"
+
     def select(self, **where) -> list[dict]:
         """Rows whose fields equal every keyword given, e.g. select(kernel='cublas_fp16', m=4096)."""
         return [r for r in self.rows if all(r.get(k) == v for k, v in where.items())]

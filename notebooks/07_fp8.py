@@ -864,8 +864,10 @@ helpers.display.tried_table("07")
 # in alternating rounds, the median of the round-by-round ratios; the goal for the promoting kernel is x1.00:
 
 # %% slideshow={"slide_type": "-"}
-goals = fp8x.goals_by_gpu(helpers.results.load_all())
-helpers.display.gpu_columns_table(goals, ["n", "kernel"], ["n", "kernel"], "x cuBLASLt FP8")
+recs = helpers.results.load_all()
+display(helpers.display.gpu_columns_table(fp8x.goals_by_gpu(recs), ["n", "kernel"], ["n", "kernel"], "x cuBLASLt FP8"))
+for line in fp8x.goals_notes(recs):
+    print(helpers.wrap(line))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The whole story, with every probe's tables, is the lab's notebook `lab/notebooks/07_fp8_research.py`.

@@ -613,8 +613,8 @@ def test_head_to_head_by_gpu_puts_each_record_in_its_own_columns():
     assert LL.goals_line(h200).endswith("1 goal with a wrong candidate")
     h200.meta["updates"][-1]["l2_promotion"] = "L2_256B" if L2_PROMOTION != "L2_256B" else "L2_128B"
     asked = promotion_bytes(h200.meta["updates"][-1]["l2_promotion"])
-    assert LL.goals_line(h200).endswith(f"its tensor maps asked L2 for {asked} bytes per miss, the course's ask for "
-                                        f"{promotion_bytes()} (Appendix E)")
+    assert LL.goals_line(h200).endswith(f"its tensor maps asked L2 for {asked} bytes per miss, the course's for "
+                                        f"{promotion_bytes()} bytes per miss (Appendix E)")
     assert [promotion_bytes(p) for p in ("NONE", "L2_64B", "L2_128B", "L2_256B")] == [0, 64, 128, 256]
 
 

@@ -492,3 +492,11 @@ def test_fp8_goals_side_by_side_one_column_per_gpu():
     for r in rows:
         one, two = (float(r[g].split()[0][1:]) for g in ("H200", "H100 80GB HBM3"))
         assert abs(two - 2 * one) < 2e-3 and r["H100 80GB HBM3"].endswith("(9 of 9 rounds faster)")
+    # goals_notes: a line per record with the goals whose maps differ from the course's, none for one that matches
+    from helpers.hopper import L2_PROMOTION
+
+    other.meta["updates"] = [{"date": "2030-01-01T00:00:00+00:00", "experiments": ["fp8"], "l2_promotion": "NONE"}]
+    h200.meta["updates"] = [{"date": "2030-01-01T00:00:00+00:00", "experiments": ["fp8"], "l2_promotion": L2_PROMOTION}]
+    assert X.goals_notes([h200, other, bare]) == [
+        "H100 80GB HBM3: its tensor maps asked L2 for no promotion, the course's for "
+        f"{L2_PROMOTION.removeprefix('L2_').removesuffix('B')} bytes per miss"]

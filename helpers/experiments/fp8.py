@@ -350,6 +350,13 @@ def goals_by_gpu(records, kernels=GOAL_KERNELS) -> list[dict]:
                     f"x{rr['ratio']:.3f} ({rr['won']} of {rr['rounds']} rounds faster)"
     return [out[key] for key in sorted(out)]
 
+def goals_notes(records) -> list[str]:
+    """For each record that holds the speed goals and whose FP8 kernels' tensor maps asked L2 for another amount per
+    miss than the course's do now: the GPU and what they asked for."""
+    return [f"{r.gpu_short}: {r.maps_note('fp8')}" for r in records
+            if r.meta.get("experiments", {}).get("fp8", {}).get("speed_goals") and r.maps_note("fp8")]
+
+
 def period_rows(data: dict) -> list[dict]:
     """fp8_promote_256 and _512 in each build the record timed (F8_PERIOD 0 in `speed`, 2 in `speed_period`),
     each over fp8_promote_128 in the same run."""

@@ -182,18 +182,13 @@ def head_to_head_by_gpu(records) -> list[dict]:
 def goals_line(rec) -> str:
     """One record's verdict on the goals: how many met, whether every candidate timed matched its model, and, where
     its tensor maps asked L2 for another amount per miss than the course's do now, that amount."""
-    from ..hopper import L2_PROMOTION, promotion_bytes
-
     h2h = head_to_head(rec.meta["experiments"]["hopper_targets"])
     met, wrong = sum(r["met"] is True for r in h2h), sum(not r["checked"] for r in h2h)
     line = (f"{rec.gpu_short}, recorded {rec.written('hopper_targets')}: met {met} of {len(h2h)} goals; "
             + ("every candidate bit-identical to its model" if not wrong
                else f"{wrong} goal{'s' * (wrong > 1)} with a wrong candidate"))
-    asked = rec.l2_promotion("hopper_targets")
-    if asked != L2_PROMOTION:
-        line += (f"; its tensor maps asked L2 for {promotion_bytes(asked)} bytes per miss, the course's ask for "
-                 f"{promotion_bytes()} (Appendix E)")
-    return line
+    note = rec.maps_note("hopper_targets")
+    return line + (f"; {note} (Appendix E)" if note else "")
 
 
 def widest_gaps(records, top: int = 3) -> list[dict]:
