@@ -209,7 +209,7 @@ def head_to_head_by_gpu_table(records):
     from ..display import gpu_columns_table
 
     rows = [dict(r, goal=f"{r['goal']:.2f}") for r in head_to_head_by_gpu(records)]
-    return gpu_columns_table(rows, ["shape", "goal"], ["M x N x K", "goal"], "x cuBLAS, best rung")
+    return gpu_columns_table(rows, ["shape", "goal"], ["M x N x K", "goal"], "x cuBLAS")
 
 
 # --------------------------------------------------------------------------- experiment input_values
