@@ -15,7 +15,7 @@ from .errors import MissingPackageError
 TENSOR_MAP_DTYPE = np.dtype([("words", np.uint64, (16,))])     # 128 bytes, passed by value
 # How much L2 fetches from DRAM around each miss of a TMA copy: 128 bytes, as CUTLASS's TMA copies ask. Where rows
 # start 16 bytes into a 32-byte sector (7000 or 6008 FP16 columns), 256 bytes made rung 25 on an H100 x1.22 (7000^3)
-# and x1.11 (6008^3) slower than 128; with rows in whole lines the two are within 1% (lab/README.md, "The H100").
+# and x1.11 (6008^3) slower than 128; with rows in whole lines the two are within 2% (lab/README.md, "The H100").
 L2_PROMOTION = "L2_128B"
 
 

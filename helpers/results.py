@@ -65,21 +65,23 @@ class Record:
             return f"{self.gpu_name}, recorded {self.date}"
         return f"{self.gpu_name}, published in {self.meta.get('source_short', 'an external source')}"
 
-    def written(self, experiment: str) -> str:
-        """The date (YYYY-MM-DD) of the newest run that wrote `experiment` (an update, else the record)."""
+    def run_that_wrote(self, experiment: str) -> dict:
+        """The newest run that wrote `experiment`: its entry in the record's `updates`, else the record itself (both
+        carry the run's date, flush and versions)."""
         for u in reversed(self.meta.get("updates", [])):
             if experiment in u.get("experiments", ()):
-                return u["date"][:10]
-        return self.date
+                return u
+        return self.meta
+
+    def written(self, experiment: str) -> str:
+        """The date (YYYY-MM-DD) of the newest run that wrote `experiment` (an update, else the record)."""
+        return self.run_that_wrote(experiment)["date"][:10]
 
     def l2_promotion(self, experiment: str) -> str:
         """What the Hopper kernels' tensor maps asked L2 to fetch around a miss (helpers.hopper.L2_PROMOTION) in the
         newest run that wrote `experiment`. A record or update that names none asked for 256 bytes: the maps' value
         before runs kept it."""
-        for u in reversed(self.meta.get("updates", [])):
-            if experiment in u.get("experiments", ()):
-                return u.get("l2_promotion", "L2_256B")
-        return self.meta.get("l2_promotion", "L2_256B")
+        return self.run_that_wrote(experiment).get("l2_promotion", "L2_256B")
 
     def maps_note(self, experiment: str) -> str:
         """'' where the newest run that wrote `experiment` built its tensor maps as the course does now, else what

@@ -875,7 +875,7 @@ for who in dict.fromkeys(r["who"] for r in lim["rows"]):
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The rung's kernel pays most: DRAM reads, memory waits (`long_scoreboard`), an idler Tensor pipe. Maps
-# asking L2 for 128 bytes per miss, not 256, remove most of it (`lab/README.md`, "The H100").
+# asking L2 for 128 bytes per miss, not 256, remove most of it (Appendix G).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The same GEMM on other numbers

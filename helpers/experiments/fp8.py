@@ -350,6 +350,7 @@ def goals_by_gpu(records, kernels=GOAL_KERNELS) -> list[dict]:
                     f"x{rr['ratio']:.3f} ({rr['won']} of {rr['rounds']} rounds faster)"
     return [out[key] for key in sorted(out)]
 
+
 def goals_notes(records) -> list[str]:
     """For each record that holds the speed goals and whose FP8 kernels' tensor maps asked L2 for another amount per
     miss than the course's do now: the GPU and what they asked for."""

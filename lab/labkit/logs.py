@@ -54,8 +54,4 @@ def flush(rec, experiment: str | None = None) -> str:
     """How L2 was emptied before each timed launch (one of helpers.timing.FLUSHES, or "both" for the probe that
     compared them) in the run of record `rec` that last wrote `experiment` (None: the record's own rows). A record or
     update that names none flushed with a memset ("write")."""
-    if experiment is not None:
-        for u in reversed(rec.meta.get("updates", [])):
-            if experiment in u.get("experiments", ()):
-                return u.get("flush", "write")
-    return rec.meta.get("flush", "write")
+    return (rec.meta if experiment is None else rec.run_that_wrote(experiment)).get("flush", "write")
